@@ -1,0 +1,189 @@
+//! The `toolhost` command.
+
+use std::{path::PathBuf, process::ExitCode};
+
+use anyhow::{bail, Context as _};
+use clap::{Args, Parser, Subcommand};
+use serde_json::{json, Value};
+use toolhost::{
+    model::{call_result_json, tool_json},
+    plugin::{default_shadow_dir, CallControl, ContentOut},
+    registry::load_dir,
+};
+
+/// Serve native tool plugins to Claude Code.
+#[derive(Parser)]
+#[command(name = "toolhost", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Clone)]
+struct PluginOpts {
+    /// Folder holding plugin libraries (.so / .dylib).
+    #[arg(long, env = "TOOLHOST_PLUGINS", default_value_os_t = default_plugin_dir())]
+    plugins: PathBuf,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the plugins in the folder, their tools, and the files that failed to load.
+    List {
+        #[command(flatten)]
+        opts: PluginOpts,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call one tool and print its result; exits with 1 when the result is an error.
+    Call {
+        /// Plugin (server) name.
+        plugin: String,
+        /// Tool name.
+        tool: String,
+        /// Arguments as a JSON object.
+        #[arg(default_value = "{}")]
+        args: String,
+        #[command(flatten)]
+        opts: PluginOpts,
+    },
+}
+
+fn default_plugin_dir() -> PathBuf {
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    data.join("toolhost").join("plugins")
+}
+
+fn init_logging() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn main() -> ExitCode {
+    init_logging();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("toolhost: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::List { opts, json } => list(&opts, json),
+        Command::Call {
+            plugin,
+            tool,
+            args,
+            opts,
+        } => call(&opts, &plugin, &tool, &args),
+    }
+}
+
+fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
+    let scan = load_dir(&opts.plugins, &default_shadow_dir())
+        .with_context(|| format!("cannot read the plugin folder {}", opts.plugins.display()))?;
+    if as_json {
+        let plugins: Vec<Value> = scan
+            .plugins
+            .iter()
+            .map(|p| {
+                let m = p.manifest();
+                json!({
+                    "name": m.name,
+                    "version": m.version,
+                    "description": m.description,
+                    "file": p.file(),
+                    "tools": m.tools.iter().map(tool_json).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        let failed: Vec<Value> = scan
+            .failed
+            .iter()
+            .map(|f| json!({"file": f.file, "error": f.error.to_string()}))
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"plugins": plugins, "failed": failed}))?
+        );
+    } else {
+        for p in &scan.plugins {
+            let m = p.manifest();
+            println!("{} {} ({})", m.name, m.version, p.file().display());
+            if !m.description.is_empty() {
+                println!("  {}", m.description);
+            }
+            for t in &m.tools {
+                let first_line = t.description.lines().next().unwrap_or("");
+                println!("  - {}: {}", t.name, first_line);
+            }
+        }
+        for f in &scan.failed {
+            println!("failed: {f}");
+        }
+        if scan.plugins.is_empty() && scan.failed.is_empty() {
+            println!("no plugins in {}", opts.plugins.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn call(opts: &PluginOpts, plugin: &str, tool: &str, args: &str) -> anyhow::Result<ExitCode> {
+    let parsed: Value = serde_json::from_str(args).context("the arguments are not valid JSON")?;
+    if !parsed.is_object() {
+        bail!("the arguments must be a JSON object, like '{{\"x\": 1}}'");
+    }
+    let scan = load_dir(&opts.plugins, &default_shadow_dir())
+        .with_context(|| format!("cannot read the plugin folder {}", opts.plugins.display()))?;
+    let Some(p) = scan.plugins.iter().find(|p| p.name() == plugin) else {
+        for f in &scan.failed {
+            eprintln!("toolhost: {f}");
+        }
+        let names: Vec<&str> = scan.plugins.iter().map(|p| p.name()).collect();
+        bail!(
+            "no plugin named `{plugin}` in {} (found: {})",
+            opts.plugins.display(),
+            names.join(", ")
+        );
+    };
+    if p.manifest().tool(tool).is_none() {
+        let names: Vec<&str> = p.manifest().tools.iter().map(|t| t.name.as_str()).collect();
+        bail!(
+            "plugin `{plugin}` has no tool `{tool}` (it has: {})",
+            names.join(", ")
+        );
+    }
+    let control = CallControl::new("cli", None);
+    let result = p.call(tool, args, &control);
+    if let Some(s) = &result.structured {
+        println!("{}", s.get());
+    } else {
+        for block in &result.content {
+            match block {
+                ContentOut::Text(t) => println!("{t}"),
+                ContentOut::Image { data, mime_type } | ContentOut::Audio { data, mime_type } => {
+                    println!("[{mime_type}, {} base64 characters]", data.len())
+                }
+            }
+        }
+    }
+    tracing::debug!(result = %call_result_json(&result), "call finished");
+    Ok(if result.is_error {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}

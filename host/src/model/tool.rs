@@ -1,0 +1,70 @@
+//! MCP `Tool` and `CallToolResult` JSON for plugin data.
+
+use serde_json::{json, Map, Value};
+
+use crate::plugin::{CallResult, ContentOut, ToolInfo};
+
+/// A tool as an MCP `tools/list` entry.
+pub fn tool_json(t: &ToolInfo) -> Value {
+    let mut o = Map::new();
+    o.insert("name".into(), Value::from(t.name.as_str()));
+    if let Some(title) = &t.title {
+        o.insert("title".into(), Value::from(title.as_str()));
+    }
+    o.insert("description".into(), Value::from(t.description.as_str()));
+    o.insert("inputSchema".into(), t.input_schema.clone());
+    if let Some(s) = &t.output_schema {
+        o.insert("outputSchema".into(), s.clone());
+    }
+    let mut a = Map::new();
+    let hints = [
+        ("readOnlyHint", t.annotations.read_only),
+        ("destructiveHint", t.annotations.destructive),
+        ("idempotentHint", t.annotations.idempotent),
+        ("openWorldHint", t.annotations.open_world),
+    ];
+    for (k, v) in hints {
+        if let Some(v) = v {
+            a.insert(k.into(), Value::from(v));
+        }
+    }
+    if let Some(title) = &t.title {
+        a.insert("title".into(), Value::from(title.as_str()));
+    }
+    if !a.is_empty() {
+        o.insert("annotations".into(), Value::Object(a));
+    }
+    if let Some(meta) = &t.meta {
+        o.insert("_meta".into(), Value::Object(meta.clone()));
+    }
+    Value::Object(o)
+}
+
+/// A call result as an MCP `CallToolResult`.
+pub fn call_result_json(r: &CallResult) -> Value {
+    let content: Vec<Value> = r
+        .content
+        .iter()
+        .map(|c| match c {
+            ContentOut::Text(t) => json!({"type": "text", "text": t}),
+            ContentOut::Image { data, mime_type } => {
+                json!({"type": "image", "data": data, "mimeType": mime_type})
+            }
+            ContentOut::Audio { data, mime_type } => {
+                json!({"type": "audio", "data": data, "mimeType": mime_type})
+            }
+        })
+        .collect();
+    let mut o = Map::new();
+    o.insert("content".into(), Value::Array(content));
+    if let Some(s) = &r.structured {
+        o.insert(
+            "structuredContent".into(),
+            serde_json::from_str(s.get()).unwrap_or(Value::Null),
+        );
+    }
+    if r.is_error {
+        o.insert("isError".into(), Value::Bool(true));
+    }
+    Value::Object(o)
+}

@@ -1,0 +1,126 @@
+//! A plugin's manifest as host-owned data, and the naming rules the CLI depends on.
+
+use serde_json::{Map, Value};
+
+/// MCP tool annotations; `None` means "not stated".
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Annotations {
+    pub read_only: Option<bool>,
+    pub destructive: Option<bool>,
+    pub idempotent: Option<bool>,
+    pub open_world: Option<bool>,
+}
+
+/// One tool, copied out of the plugin library.
+#[derive(Debug, Clone)]
+pub struct ToolInfo {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: String,
+    pub input_schema: Value,
+    pub output_schema: Option<Value>,
+    pub annotations: Annotations,
+    pub meta: Option<Map<String, Value>>,
+}
+
+/// What a plugin declared, copied out of the plugin library.
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    pub name: String,
+    pub version: String,
+    pub description: String,
+    pub tools: Vec<ToolInfo>,
+    pub stateful: bool,
+}
+
+/// Longest `mcp__<plugin>__<tool>` we accept. The CLI drops names over 128 characters; 64 keeps
+/// a margin for other MCP clients and model APIs.
+pub const MAX_QUALIFIED_NAME: usize = 64;
+
+/// Checks a plugin or tool name: letters, digits, `_` and `-` only (the CLI silently rewrites
+/// anything else to `_`, and keeps only the first of two names that then collide).
+pub fn check_name(kind: &str, name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err(format!("{kind} name is empty"));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+    {
+        return Err(format!(
+            "{kind} name `{name}` contains {c:?}; only letters, digits, `_` and `-` are allowed"
+        ));
+    }
+    Ok(())
+}
+
+impl Manifest {
+    /// Applies the naming rules to the plugin and each tool.
+    pub fn validate(&self) -> Result<(), String> {
+        check_name("plugin", &self.name)?;
+        for t in &self.tools {
+            check_name("tool", &t.name)?;
+            let qualified = format!("mcp__{}__{}", self.name, t.name);
+            if qualified.len() > MAX_QUALIFIED_NAME {
+                return Err(format!(
+                    "tool name `{qualified}` has {} characters; at most {MAX_QUALIFIED_NAME} are allowed",
+                    qualified.len()
+                ));
+            }
+            if t.input_schema.get("type").and_then(Value::as_str) != Some("object") {
+                return Err(format!(
+                    "tool `{}`: the input schema's root must be an object schema",
+                    t.name
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The tool called `name`.
+    pub fn tool(&self, name: &str) -> Option<&ToolInfo> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn manifest(plugin: &str, tool: &str) -> Manifest {
+        Manifest {
+            name: plugin.into(),
+            version: "1".into(),
+            description: String::new(),
+            tools: vec![ToolInfo {
+                name: tool.into(),
+                title: None,
+                description: "d".into(),
+                input_schema: json!({"type":"object"}),
+                output_schema: None,
+                annotations: Annotations::default(),
+                meta: None,
+            }],
+            stateful: false,
+        }
+    }
+
+    #[test]
+    fn names() {
+        assert!(manifest("my-plugin_2", "Do_thing-3").validate().is_ok());
+        let e = manifest("my.plugin", "x").validate().unwrap_err();
+        assert!(e.contains("plugin name `my.plugin` contains '.'"), "{e}");
+        let e = manifest("p", "héllo").validate().unwrap_err();
+        assert!(e.contains("tool name `héllo`"), "{e}");
+        assert!(manifest("", "x").validate().unwrap_err().contains("empty"));
+        // mcp__ + 20 + __ + 37 = 64 characters: allowed; one more is not.
+        assert!(manifest(&"p".repeat(20), &"t".repeat(37))
+            .validate()
+            .is_ok());
+        let e = manifest(&"p".repeat(20), &"t".repeat(38))
+            .validate()
+            .unwrap_err();
+        assert!(e.contains("65 characters"), "{e}");
+    }
+}

@@ -1,0 +1,293 @@
+//! One loaded version of one plugin: open it, ask its manifest, call its tools, close it.
+
+mod callbacks;
+mod library;
+mod manifest;
+
+use std::{
+    path::{Path, PathBuf},
+    sync::{Arc, OnceLock},
+};
+
+use abi_stable::std_types::{RResult, RStr};
+use serde_json::value::RawValue;
+use toolhost_plugin::abi::{CallOutcome, ContentKind, PluginManifest, PluginRootRef};
+
+pub use callbacks::{CallControl, ProgressFn};
+pub use library::{current_uid, default_shadow_dir, digest, pinned_count, still_mapped};
+pub use manifest::{check_name, Annotations, Manifest, ToolInfo, MAX_QUALIFIED_NAME};
+
+use callbacks::{call_ctx, host_api, CallData, LogSource};
+use library::{Library, Opened};
+
+/// Why a file could not be loaded. `Display` is one line naming the cause.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read the file: {0}")]
+    Io(String),
+    #[error("not a shared library: {0}")]
+    NotALibrary(String),
+    #[error("not a toolhost plugin: {0}")]
+    NotAPlugin(String),
+    #[error("incompatible plugin: {0}")]
+    Incompatible(String),
+    #[error("plugin initialization failed: {0}")]
+    Init(String),
+    #[error("invalid plugin: {0}")]
+    Invalid(String),
+}
+
+/// One block of a tool result, owned by the host.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ContentOut {
+    Text(String),
+    Image { data: String, mime_type: String },
+    Audio { data: String, mime_type: String },
+}
+
+/// A tool result, owned by the host: nothing in it points into the plugin library.
+#[derive(Debug, Clone)]
+pub struct CallResult {
+    pub content: Vec<ContentOut>,
+    /// The plugin's `structuredContent`, checked to be a JSON object, kept as raw JSON.
+    pub structured: Option<Box<RawValue>>,
+    pub is_error: bool,
+}
+
+impl CallResult {
+    /// An error result with one text block.
+    pub fn error(message: impl Into<String>) -> Self {
+        CallResult {
+            content: vec![ContentOut::Text(message.into())],
+            structured: None,
+            is_error: true,
+        }
+    }
+
+    /// The text blocks joined by newlines (what `toolhost call` prints).
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|c| match c {
+                ContentOut::Text(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// A plugin version loaded in memory. Dropping the last `Arc` unloads it: calls hold an `Arc`,
+/// so a version being replaced stays loaded until its last call has returned.
+pub struct LoadedPlugin {
+    manifest: Manifest,
+    file: PathBuf,
+    hash: [u8; 32],
+    root: PluginRootRef,
+    // Dropped after `root` is last used (in `Drop`), and before `log_source`: the plugin may
+    // log while unloading.
+    library: Option<Library>,
+    log_source: Box<LogSource>,
+}
+
+impl LoadedPlugin {
+    /// Loads the plugin at `file` through a private copy in `shadow_dir`.
+    pub fn load(file: &Path, shadow_dir: &Path) -> Result<Arc<Self>, LoadError> {
+        let bytes = std::fs::read(file).map_err(|e| LoadError::Io(e.to_string()))?;
+        Self::load_bytes(file, &bytes, shadow_dir)
+    }
+
+    /// Loads a plugin from the bytes of `file` (already read, for example to hash them).
+    pub fn load_bytes(
+        file: &Path,
+        bytes: &[u8],
+        shadow_dir: &Path,
+    ) -> Result<Arc<Self>, LoadError> {
+        let hash = digest(bytes);
+        let Opened { library, root } = Library::open(file, bytes, &hash, shadow_dir)?;
+        let log_source = Box::new(LogSource {
+            file: file.display().to_string(),
+            name: OnceLock::new(),
+        });
+        let mut plugin = LoadedPlugin {
+            manifest: Manifest {
+                name: String::new(),
+                version: String::new(),
+                description: String::new(),
+                tools: Vec::new(),
+                stateful: false,
+            },
+            file: file.to_path_buf(),
+            hash,
+            root,
+            library: Some(library),
+            log_source,
+        };
+        // From here on, dropping `plugin` runs the plugin's `unload` and closes the library.
+        let manifest = match (plugin.root.init())(host_api(&plugin.log_source)) {
+            RResult::ROk(m) => convert_manifest(m),
+            RResult::RErr(e) => Err(LoadError::Init(e.into_string())),
+        }?;
+        manifest.validate().map_err(LoadError::Invalid)?;
+        let _ = plugin.log_source.name.set(manifest.name.clone());
+        plugin.manifest = manifest;
+        Ok(Arc::new(plugin))
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    pub fn name(&self) -> &str {
+        &self.manifest.name
+    }
+
+    /// The file in the plugin folder this version was loaded from.
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+
+    /// SHA-256 of the file's bytes when it was loaded.
+    pub fn hash(&self) -> &[u8; 32] {
+        &self.hash
+    }
+
+    /// The private copy the library was opened from (already unlinked on Unix).
+    pub fn shadow_path(&self) -> &Path {
+        self.library.as_ref().expect("open").shadow_path()
+    }
+
+    /// Runs a tool. `args` is a JSON object. Blocks for as long as the tool runs: call it from
+    /// a thread that may block.
+    pub fn call(&self, tool: &str, args: &str, control: &CallControl) -> CallResult {
+        let data = CallData {
+            control,
+            plugin: &self.manifest.name,
+        };
+        let ctx = call_ctx(&data);
+        let outcome = (self.root.call())(RStr::from_str(tool), RStr::from_str(args), &ctx);
+        // `outcome` holds plugin-allocated values: convert before `self` can be released.
+        convert_outcome(outcome)
+    }
+
+    /// The state the plugin wants carried to its next version, if it keeps any.
+    pub fn save_state(&self) -> Option<Vec<u8>> {
+        let save = self.root.save_state()?;
+        save().into_option().map(|v| v.to_vec())
+    }
+
+    /// Hands a predecessor's state to this version.
+    pub fn restore_state(&self, state: &[u8]) -> Result<(), String> {
+        let Some(restore) = self.root.restore_state() else {
+            return Err("the plugin was built without state support".into());
+        };
+        restore(state.into())
+            .into_result()
+            .map_err(|e| e.into_string())
+    }
+}
+
+impl Drop for LoadedPlugin {
+    fn drop(&mut self) {
+        if let Some(unload) = self.root.unload() {
+            unload();
+        }
+        // Closes the library; nothing from it is referenced after this point.
+        self.library.take();
+    }
+}
+
+impl std::fmt::Debug for LoadedPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedPlugin")
+            .field("name", &self.manifest.name)
+            .field("version", &self.manifest.version)
+            .field("file", &self.file)
+            .finish()
+    }
+}
+
+fn parse_json(what: &str, tool: &str, text: &str) -> Result<serde_json::Value, LoadError> {
+    serde_json::from_str(text)
+        .map_err(|e| LoadError::Invalid(format!("tool `{tool}`: {what} is not valid JSON: {e}")))
+}
+
+fn convert_manifest(m: PluginManifest) -> Result<Manifest, LoadError> {
+    let mut tools = Vec::with_capacity(m.tools.len());
+    for t in m.tools.iter() {
+        let name = t.name.to_string();
+        let meta = match t.meta.as_ref().into_option() {
+            None => None,
+            Some(text) => match parse_json("_meta", &name, text)? {
+                serde_json::Value::Object(o) => Some(o),
+                _ => {
+                    return Err(LoadError::Invalid(format!(
+                        "tool `{name}`: _meta is not an object"
+                    )))
+                }
+            },
+        };
+        tools.push(ToolInfo {
+            title: t.title.as_ref().into_option().map(|s| s.to_string()),
+            description: t.description.to_string(),
+            input_schema: parse_json("the input schema", &name, &t.input_schema)?,
+            output_schema: match t.output_schema.as_ref().into_option() {
+                Some(s) => Some(parse_json("the output schema", &name, s)?),
+                None => None,
+            },
+            annotations: Annotations {
+                read_only: t.annotations.read_only.into_option(),
+                destructive: t.annotations.destructive.into_option(),
+                idempotent: t.annotations.idempotent.into_option(),
+                open_world: t.annotations.open_world.into_option(),
+            },
+            meta,
+            name,
+        });
+    }
+    Ok(Manifest {
+        name: m.name.to_string(),
+        version: m.version.to_string(),
+        description: m.description.to_string(),
+        tools,
+        stateful: m.stateful,
+    })
+}
+
+fn convert_outcome(o: CallOutcome) -> CallResult {
+    let mut content = Vec::with_capacity(o.content.len());
+    for block in o.content.iter() {
+        content.push(match block.kind {
+            ContentKind::TEXT => ContentOut::Text(block.data.to_string()),
+            ContentKind::IMAGE => ContentOut::Image {
+                data: block.data.to_string(),
+                mime_type: block.mime_type.to_string(),
+            },
+            ContentKind::AUDIO => ContentOut::Audio {
+                data: block.data.to_string(),
+                mime_type: block.mime_type.to_string(),
+            },
+            ContentKind(other) => {
+                return CallResult::error(format!(
+                    "the plugin returned a content block of kind {other}, which this host does not know"
+                ))
+            }
+        });
+    }
+    let structured = match o.structured.as_ref().into_option() {
+        None => None,
+        Some(text) => match RawValue::from_string(text.to_string()) {
+            Ok(raw) if raw.get().trim_start().starts_with('{') => Some(raw),
+            _ => {
+                return CallResult::error(
+                    "the plugin returned structuredContent that is not a JSON object",
+                )
+            }
+        },
+    };
+    CallResult {
+        content,
+        structured,
+        is_error: o.is_error,
+    }
+}

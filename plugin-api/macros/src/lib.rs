@@ -1,0 +1,324 @@
+//! Procedural macros of `toolhost-plugin`: `#[tool]` and `export_plugin!`.
+//! Use them through `toolhost_plugin`, which documents them.
+
+use proc_macro::TokenStream;
+use proc_macro2::{Span, TokenStream as TokenStream2};
+use quote::{format_ident, quote};
+use syn::{
+    parse::{Parse, ParseStream},
+    parse_macro_input,
+    punctuated::Punctuated,
+    spanned::Spanned,
+    Expr, FnArg, Ident, ItemFn, LitStr, Meta, Path, ReturnType, Token, Type,
+};
+
+/// Turns a function into a tool.
+///
+/// The function takes one argument struct (`Deserialize + JsonSchema`) and optionally
+/// `&Context`. Its doc comment is the tool's description. Options:
+/// `name = "..."`, `title = "..."`, `description = "..."`, `read_only`, `destructive`,
+/// `idempotent`, `open_world` (each also `= false`), `max_result_chars = N`, `output_schema`
+/// (declares the schema of the returned type as the tool's output schema).
+///
+/// Next to the function it defines a module of the same name whose `tool()` returns the
+/// `ToolDef`; `export_plugin!` lists tools by that name.
+#[proc_macro_attribute]
+pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let args = parse_macro_input!(attr with Punctuated::<Meta, Token![,]>::parse_terminated);
+    let func = parse_macro_input!(item as ItemFn);
+    match expand_tool(args, func) {
+        Ok(t) => t.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+fn lit_str(expr: &Expr) -> syn::Result<LitStr> {
+    match expr {
+        Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(s),
+            ..
+        }) => Ok(s.clone()),
+        other => Err(syn::Error::new(other.span(), "expected a string literal")),
+    }
+}
+
+fn lit_bool(expr: &Expr) -> syn::Result<bool> {
+    match expr {
+        Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Bool(b),
+            ..
+        }) => Ok(b.value),
+        other => Err(syn::Error::new(other.span(), "expected `true` or `false`")),
+    }
+}
+
+fn doc_comment(func: &ItemFn) -> String {
+    let lines: Vec<String> = func
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .filter_map(|a| match &a.meta {
+            Meta::NameValue(nv) => lit_str(&nv.value).ok().map(|s| s.value()),
+            _ => None,
+        })
+        .map(|l| l.strip_prefix(' ').unwrap_or(&l).to_string())
+        .collect();
+    lines.join("\n").trim().to_string()
+}
+
+/// The `T` of `Result<T, E>`-like return types, and whether the type looked like a `Result`.
+fn ok_type(ret: &Type) -> (Type, bool) {
+    if let Type::Path(p) = ret {
+        if let Some(last) = p.path.segments.last() {
+            if last.ident == "Result" {
+                if let syn::PathArguments::AngleBracketed(args) = &last.arguments {
+                    if let Some(syn::GenericArgument::Type(t)) = args.args.first() {
+                        return (t.clone(), true);
+                    }
+                }
+                return (ret.clone(), true);
+            }
+        }
+    }
+    (ret.clone(), false)
+}
+
+fn expand_tool(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Result<TokenStream2> {
+    let ident = &func.sig.ident;
+    let mut name = LitStr::new(&ident.to_string(), ident.span());
+    let mut description: Option<LitStr> = None;
+    let mut builder = Vec::<TokenStream2>::new();
+    let mut want_output_schema = false;
+
+    for meta in &args {
+        let key = meta
+            .path()
+            .get_ident()
+            .map(|i| i.to_string())
+            .unwrap_or_default();
+        match (key.as_str(), meta) {
+            ("name", Meta::NameValue(nv)) => name = lit_str(&nv.value)?,
+            ("description", Meta::NameValue(nv)) => description = Some(lit_str(&nv.value)?),
+            ("title", Meta::NameValue(nv)) => {
+                let t = lit_str(&nv.value)?;
+                builder.push(quote!(.title(#t)));
+            }
+            ("max_result_chars", Meta::NameValue(nv)) => {
+                let v = &nv.value;
+                builder.push(quote!(.max_result_chars(#v)));
+            }
+            ("output_schema", Meta::Path(_)) => want_output_schema = true,
+            (flag @ ("read_only" | "destructive" | "idempotent" | "open_world"), m) => {
+                let value = match m {
+                    Meta::Path(_) => true,
+                    Meta::NameValue(nv) => lit_bool(&nv.value)?,
+                    Meta::List(l) => {
+                        return Err(syn::Error::new(
+                            l.span(),
+                            format!("use `{flag}` or `{flag} = false`"),
+                        ))
+                    }
+                };
+                let method = Ident::new(flag, m.span());
+                builder.push(quote!(.#method(#value)));
+            }
+            _ => {
+                return Err(syn::Error::new(
+                    meta.span(),
+                    "unknown #[tool] option; expected name, title, description, read_only, \
+                     destructive, idempotent, open_world, max_result_chars or output_schema",
+                ))
+            }
+        }
+    }
+
+    let description = match description {
+        Some(d) => d,
+        None => {
+            let doc = doc_comment(&func);
+            if doc.is_empty() {
+                return Err(syn::Error::new(
+                    ident.span(),
+                    "a tool needs a description: add a doc comment (`/// ...`) or `description = \"...\"`",
+                ));
+            }
+            LitStr::new(&doc, ident.span())
+        }
+    };
+
+    let inputs: Vec<&FnArg> = func.sig.inputs.iter().collect();
+    let arg_ty = |a: &FnArg| -> syn::Result<Type> {
+        match a {
+            FnArg::Typed(t) => Ok((*t.ty).clone()),
+            FnArg::Receiver(r) => Err(syn::Error::new(r.span(), "a tool cannot take `self`")),
+        }
+    };
+    let (ret_ty, is_result) = match &func.sig.output {
+        ReturnType::Default => (syn::parse_quote!(()), false),
+        ReturnType::Type(_, t) => ok_type(t),
+    };
+    let wrap = |call: TokenStream2| {
+        if is_result {
+            quote!(::toolhost_plugin::IntoToolResult::into_tool_result(#call))
+        } else {
+            quote!(::toolhost_plugin::__private::infallible(#call))
+        }
+    };
+    let closure = match inputs.as_slice() {
+        [a] => {
+            let a = arg_ty(a)?;
+            let call = wrap(quote!(super::#ident(args)));
+            quote!(|args: #a| #call)
+        }
+        [a, c] => {
+            let a = arg_ty(a)?;
+            let c = arg_ty(c)?;
+            let call = wrap(quote!(super::#ident(args, ctx)));
+            quote!(|args: #a, ctx: #c| #call)
+        }
+        _ => {
+            return Err(syn::Error::new(
+                func.sig.inputs.span(),
+                "a tool takes its argument struct, and optionally `&Context` second \
+                 (use `toolhost_plugin::NoArgs` for a tool without arguments)",
+            ))
+        }
+    };
+    if want_output_schema {
+        builder.push(quote!(.output_schema::<#ret_ty>()));
+    }
+    let vis = &func.vis;
+    Ok(quote! {
+        #func
+
+        #[doc(hidden)]
+        #[allow(non_snake_case, non_camel_case_types, clippy::redundant_closure)]
+        #vis mod #ident {
+            #[allow(unused_imports)]
+            use super::*;
+            /// The tool definition built by `#[tool]`.
+            pub fn tool() -> ::toolhost_plugin::ToolDef {
+                ::toolhost_plugin::ToolDef::new(#name, #closure)
+                    .description(#description)
+                    #(#builder)*
+            }
+        }
+    })
+}
+
+struct ExportArgs {
+    name: LitStr,
+    version: Option<Expr>,
+    description: Option<Expr>,
+    state: Option<Type>,
+    on_load: Option<Expr>,
+    tools: Vec<Path>,
+}
+
+impl Parse for ExportArgs {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut name = None;
+        let mut version = None;
+        let mut description = None;
+        let mut state = None;
+        let mut on_load = None;
+        let mut tools = None;
+        while !input.is_empty() {
+            let key: Ident = input.parse()?;
+            input.parse::<Token![:]>()?;
+            match key.to_string().as_str() {
+                "name" => name = Some(input.parse::<LitStr>()?),
+                "version" => version = Some(input.parse::<Expr>()?),
+                "description" => description = Some(input.parse::<Expr>()?),
+                "state" => state = Some(input.parse::<Type>()?),
+                "on_load" => on_load = Some(input.parse::<Expr>()?),
+                "tools" => {
+                    let content;
+                    syn::bracketed!(content in input);
+                    let list = Punctuated::<Path, Token![,]>::parse_terminated(&content)?;
+                    tools = Some(list.into_iter().collect());
+                }
+                other => {
+                    return Err(syn::Error::new(
+                        key.span(),
+                        format!(
+                            "unknown key `{other}`; expected name, version, description, state, on_load or tools"
+                        ),
+                    ))
+                }
+            }
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
+        }
+        Ok(ExportArgs {
+            name: name.ok_or_else(|| input.error("missing `name: \"...\"`"))?,
+            version,
+            description,
+            state,
+            on_load,
+            tools: tools.ok_or_else(|| input.error("missing `tools: [...]`"))?,
+        })
+    }
+}
+
+/// Exports the plugin's root module. Keys (any order): `name` (required; letters, digits, `_`
+/// and `-`), `tools: [..]` (required), `version` and `description` (default: the package's),
+/// `state: Type` (kept across reloads), `on_load: fn() -> Result<(), E>`.
+#[proc_macro]
+pub fn export_plugin(input: TokenStream) -> TokenStream {
+    let args = parse_macro_input!(input as ExportArgs);
+    let ExportArgs {
+        name,
+        version,
+        description,
+        state,
+        on_load,
+        tools,
+    } = args;
+    let version = version.map_or_else(|| quote!(env!("CARGO_PKG_VERSION")), |v| quote!(#v));
+    let description =
+        description.map_or_else(|| quote!(env!("CARGO_PKG_DESCRIPTION")), |d| quote!(#d));
+    let state = state.map(|s| quote!(.state::<#s>()));
+    let on_load = on_load.map(|f| quote!(.on_load(#f)));
+    let symbol = Ident::new(
+        &abi_stable_shared::mangled_root_module_loader_name(),
+        Span::call_site(),
+    );
+    let entry = format_ident!("__ToolhostPlugin");
+    quote! {
+        #[cfg(panic = "abort")]
+        compile_error!("toolhost plugins must be built with `panic = \"unwind\"`: with `abort`, a panicking tool would take the whole host down");
+
+        #[doc(hidden)]
+        pub struct #entry;
+
+        impl ::toolhost_plugin::__private::PluginEntry for #entry {
+            fn define() -> ::toolhost_plugin::PluginDef {
+                ::toolhost_plugin::PluginDef::new(#name, #version, #description)
+                    #( .tool(#tools::tool()) )*
+                    #state
+                    #on_load
+            }
+        }
+
+        #[doc(hidden)]
+        #[unsafe(no_mangle)]
+        pub static #symbol: ::toolhost_plugin::__private::LibHeader = {
+            extern "C" fn constructor() -> ::toolhost_plugin::__private::RootModuleResult {
+                ::toolhost_plugin::__private::__call_root_module_loader(
+                    <#entry as ::toolhost_plugin::__private::PluginEntry>::root_module,
+                )
+            }
+            // SAFETY: `constructor` returns the root module of type `PluginRootRef`, the type
+            // named here, as `LibHeader::from_constructor` requires.
+            unsafe {
+                ::toolhost_plugin::__private::LibHeader::from_constructor::<::toolhost_plugin::abi::PluginRootRef>(
+                    constructor,
+                    ::toolhost_plugin::__private::CheckTypeLayout::Yes,
+                )
+            }
+        };
+    }
+    .into()
+}

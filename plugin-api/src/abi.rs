@@ -1,0 +1,187 @@
+//! The binary interface between the host and a plugin library.
+//!
+//! Everything here is `#[repr(C)]` and derives [`StableAbi`], so the host can check at load
+//! time that a plugin was built against a compatible layout. Structs that may grow are
+//! *prefix types*: fields after the one marked `last_prefix_field` are optional, and the
+//! reader gets `None` for a field an older library does not have.
+//!
+//! Plugin authors never touch this module: [`export_plugin!`](crate::export_plugin) builds the
+//! root module and [`Context`](crate::Context) wraps the call context.
+//!
+//! Rules that keep unloading sound (see the host's design notes):
+//! - nothing here holds a reference into the *host* beyond the call that received it;
+//! - everything a plugin returns (`RString`, `RVec`) is converted to host-owned data by the host
+//!   while it still holds the library, because its vtables point into the library.
+
+use std::ffi::c_void;
+
+use abi_stable::{
+    declare_root_module_statics,
+    library::RootModule,
+    package_version_strings,
+    sabi_types::VersionStrings,
+    std_types::{ROption, RResult, RSlice, RStr, RString, RVec},
+    StableAbi,
+};
+
+/// The root module every plugin library exports.
+#[repr(C)]
+#[derive(StableAbi)]
+#[sabi(kind(Prefix(prefix_ref = PluginRootRef)))]
+#[sabi(missing_field(option))]
+pub struct PluginRoot {
+    /// Called once, right after loading and before anything else. Returns the plugin's manifest.
+    /// `host` stays valid until `unload` has returned.
+    pub init: extern "C" fn(host: HostApi) -> RResult<PluginManifest, RString>,
+
+    /// Runs one tool. `args` is the JSON object of arguments; `ctx` is valid for this call only.
+    #[sabi(last_prefix_field)]
+    pub call: extern "C" fn(tool: RStr<'_>, args: RStr<'_>, ctx: &CallCtx) -> CallOutcome,
+
+    /// Hands the plugin's state to the host before this version is retired (opt-in; `RNone`
+    /// for stateless plugins).
+    pub save_state: extern "C" fn() -> ROption<RVec<u8>>,
+
+    /// Gives a freshly loaded version the state its predecessor saved.
+    pub restore_state: extern "C" fn(state: RSlice<'_, u8>) -> RResult<(), RString>,
+
+    /// Called once before the library is closed: the plugin drops everything it allocated.
+    pub unload: extern "C" fn(),
+}
+
+impl RootModule for PluginRootRef {
+    declare_root_module_statics! {PluginRootRef}
+    const BASE_NAME: &'static str = "toolhost_plugin";
+    const NAME: &'static str = "toolhost plugin";
+    const VERSION_STRINGS: VersionStrings = package_version_strings!();
+}
+
+/// What a plugin declares about itself. Owned by the plugin's allocator: the host copies it.
+#[repr(C)]
+#[derive(StableAbi)]
+pub struct PluginManifest {
+    pub name: RString,
+    pub version: RString,
+    pub description: RString,
+    pub tools: RVec<ToolDecl>,
+    /// The plugin implements `save_state`/`restore_state` and wants its state kept across reloads.
+    pub stateful: bool,
+}
+
+/// One tool as listed in MCP `tools/list`.
+#[repr(C)]
+#[derive(StableAbi)]
+pub struct ToolDecl {
+    pub name: RString,
+    pub title: ROption<RString>,
+    pub description: RString,
+    /// JSON Schema of the arguments; its root is an object schema.
+    pub input_schema: RString,
+    /// JSON Schema of `structuredContent`, when the tool declares one.
+    pub output_schema: ROption<RString>,
+    pub annotations: ToolAnnotationsFfi,
+    /// JSON object sent as the tool's `_meta` (for example `anthropic/maxResultSizeChars`).
+    pub meta: ROption<RString>,
+}
+
+/// MCP tool annotations; `RNone` means "not stated".
+#[repr(C)]
+#[derive(StableAbi, Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct ToolAnnotationsFfi {
+    pub read_only: ROption<bool>,
+    pub destructive: ROption<bool>,
+    pub idempotent: ROption<bool>,
+    pub open_world: ROption<bool>,
+}
+
+/// The result of one call.
+#[repr(C)]
+#[derive(StableAbi)]
+pub struct CallOutcome {
+    pub content: RVec<ContentBlock>,
+    /// JSON object for `structuredContent`.
+    pub structured: ROption<RString>,
+    pub is_error: bool,
+}
+
+/// Kind of a [`ContentBlock`]. A plain integer rather than an enum so that a newer plugin can
+/// send a kind an older host does not know, and the host can say so instead of misreading it.
+#[repr(transparent)]
+#[derive(StableAbi, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContentKind(pub u8);
+
+impl ContentKind {
+    /// `data` is UTF-8 text.
+    pub const TEXT: Self = Self(0);
+    /// `data` is base64, `mime_type` says what it encodes.
+    pub const IMAGE: Self = Self(1);
+    /// `data` is base64 audio, `mime_type` says what it encodes.
+    pub const AUDIO: Self = Self(2);
+}
+
+/// One content block of a result.
+#[repr(C)]
+#[derive(StableAbi)]
+pub struct ContentBlock {
+    pub kind: ContentKind,
+    pub data: RString,
+    pub mime_type: RString,
+}
+
+/// Log levels shared by both sides (the numbers of `tracing::Level`, most severe first).
+pub mod level {
+    pub const ERROR: u8 = 1;
+    pub const WARN: u8 = 2;
+    pub const INFO: u8 = 3;
+    pub const DEBUG: u8 = 4;
+    pub const TRACE: u8 = 5;
+}
+
+/// Host services available for the whole time a plugin is loaded.
+#[repr(C)]
+#[derive(StableAbi, Clone, Copy)]
+pub struct HostApi {
+    /// Opaque host data, passed back to every function of `vtable`.
+    pub data: *const c_void,
+    pub vtable: HostVTableRef,
+}
+
+// SAFETY: `data` points to host data that is `Sync` and outlives the loaded plugin (the host
+// keeps it alive until `unload` has returned); the vtable functions may be called from any thread.
+unsafe impl Send for HostApi {}
+unsafe impl Sync for HostApi {}
+
+/// Functions of [`HostApi`].
+#[repr(C)]
+#[derive(StableAbi)]
+#[sabi(kind(Prefix(prefix_ref = HostVTableRef)))]
+#[sabi(missing_field(option))]
+pub struct HostVTable {
+    /// Writes one log record through the host's `tracing`, attributed to the plugin.
+    #[sabi(last_prefix_field)]
+    pub log: extern "C" fn(data: *const c_void, level: u8, target: RStr<'_>, message: RStr<'_>),
+}
+
+/// Per-call services: cancellation, progress and logging tied to the call.
+#[repr(C)]
+#[derive(StableAbi)]
+pub struct CallCtx {
+    /// Opaque host data for this call, valid until `call` returns.
+    pub data: *const c_void,
+    pub vtable: CallVTableRef,
+}
+
+/// Functions of [`CallCtx`].
+#[repr(C)]
+#[derive(StableAbi)]
+#[sabi(kind(Prefix(prefix_ref = CallVTableRef)))]
+#[sabi(missing_field(option))]
+pub struct CallVTable {
+    /// True once the client cancelled the call or its time ran out.
+    pub is_cancelled: extern "C" fn(data: *const c_void) -> bool,
+    /// Reports progress; `total` is NaN when unknown.
+    pub progress: extern "C" fn(data: *const c_void, progress: f64, total: f64, message: RStr<'_>),
+    /// Writes one log record attributed to the plugin and the call.
+    #[sabi(last_prefix_field)]
+    pub log: extern "C" fn(data: *const c_void, level: u8, target: RStr<'_>, message: RStr<'_>),
+}

@@ -1,0 +1,134 @@
+//! The per-call context a tool may take as its second parameter.
+
+use std::{
+    any::Any,
+    fmt,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use abi_stable::std_types::RStr;
+
+use crate::abi::{level, CallCtx};
+
+/// What a running tool can ask of the host: was the call cancelled, report progress, log.
+///
+/// A tool receives `&Context`; it cannot outlive the call.
+pub struct Context {
+    raw: *const CallCtx,
+    state: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+// SAFETY: the host guarantees that the `CallCtx` and its data stay valid and may be used from
+// any thread until the plugin's `call` entry returns; a `&Context` cannot escape that call.
+unsafe impl Send for Context {}
+unsafe impl Sync for Context {}
+
+/// The error a tool returns when it stops because its call was cancelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cancelled;
+
+impl fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the call was cancelled")
+    }
+}
+
+impl std::error::Error for Cancelled {}
+
+impl Context {
+    /// # Safety
+    /// `raw` must stay valid for as long as the returned value is used.
+    pub(crate) unsafe fn new(raw: &CallCtx, state: Option<Arc<dyn Any + Send + Sync>>) -> Self {
+        Context { raw, state }
+    }
+
+    fn raw(&self) -> &CallCtx {
+        // SAFETY: see `Context::new`: the host keeps the `CallCtx` alive for the whole call.
+        unsafe { &*self.raw }
+    }
+
+    /// True once the client has cancelled this call or its time limit has passed.
+    /// Long-running tools should check it and stop early.
+    pub fn is_cancelled(&self) -> bool {
+        let raw = self.raw();
+        (raw.vtable.is_cancelled())(raw.data)
+    }
+
+    /// `Err(Cancelled)` once the call is cancelled, so a loop can use `ctx.check_cancelled()?`.
+    pub fn check_cancelled(&self) -> Result<(), Cancelled> {
+        if self.is_cancelled() {
+            Err(Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Sleeps for `duration`, waking early with `Err(Cancelled)` if the call is cancelled.
+    pub fn sleep(&self, duration: Duration) -> Result<(), Cancelled> {
+        let deadline = Instant::now() + duration;
+        loop {
+            self.check_cancelled()?;
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(());
+            }
+            std::thread::sleep(left.min(Duration::from_millis(5)));
+        }
+    }
+
+    /// Reports progress to the client (`notifications/progress`); `total` when known.
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: &str) {
+        let raw = self.raw();
+        (raw.vtable.progress())(
+            raw.data,
+            progress,
+            total.unwrap_or(f64::NAN),
+            RStr::from_str(message),
+        );
+    }
+
+    /// Logs through the host's `tracing`, tagged with the plugin and the call.
+    pub fn log(&self, level: u8, message: &str) {
+        let raw = self.raw();
+        (raw.vtable.log())(
+            raw.data,
+            level,
+            RStr::from_str("tool"),
+            RStr::from_str(message),
+        );
+    }
+
+    /// Logs at info level.
+    pub fn info(&self, message: &str) {
+        self.log(level::INFO, message)
+    }
+
+    /// Logs at warn level.
+    pub fn warn(&self, message: &str) {
+        self.log(level::WARN, message)
+    }
+
+    /// Logs at debug level.
+    pub fn debug(&self, message: &str) {
+        self.log(level::DEBUG, message)
+    }
+
+    /// The plugin's state, declared with `state: Type` in
+    /// [`export_plugin!`](crate::export_plugin).
+    ///
+    /// # Panics
+    /// If the plugin declared no state or a different type (the panic becomes an error result).
+    pub fn state<S: Any + Send + Sync>(&self) -> &S {
+        self.state
+            .as_deref()
+            .and_then(|s| s.downcast_ref::<S>())
+            .unwrap_or_else(|| {
+                panic!(
+                    "this plugin has no state of type `{}` (declare it with `state: {}` in export_plugin!)",
+                    std::any::type_name::<S>(),
+                    std::any::type_name::<S>()
+                )
+            })
+    }
+}

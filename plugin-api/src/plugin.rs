@@ -1,0 +1,335 @@
+//! A plugin's definition and the `extern "C"` entry points the host calls.
+//!
+//! Every entry point catches panics: a panic never unwinds into the host.
+
+use std::{
+    any::Any,
+    borrow::Cow,
+    collections::HashMap,
+    fmt::Display,
+    panic::{self, AssertUnwindSafe},
+    sync::{Arc, RwLock},
+};
+
+use abi_stable::{
+    prefix_type::WithMetadata,
+    std_types::{RNone, ROption, RResult, RSlice, RSome, RStr, RString, RVec},
+};
+use serde::{de::DeserializeOwned, Serialize};
+
+use crate::{
+    abi::{
+        CallCtx, CallOutcome, ContentBlock, ContentKind, HostApi, PluginManifest, PluginRoot,
+        PluginRootRef, ToolDecl,
+    },
+    context::Context,
+    log,
+    result::{Content, ToolResult},
+    tool::ToolDef,
+};
+
+type SharedState = Arc<dyn Any + Send + Sync>;
+
+/// How to create, save and restore a plugin's state (built by [`PluginDef::state`]).
+struct StateCodec {
+    fresh: fn() -> SharedState,
+    save: fn(&(dyn Any + Send + Sync)) -> Result<Vec<u8>, String>,
+    restore: fn(&[u8]) -> Result<SharedState, String>,
+}
+
+type OnLoad = Box<dyn FnOnce() -> Result<(), String> + Send>;
+
+/// Everything a plugin declares: identity, tools, optional state and start-up hook.
+/// [`export_plugin!`](crate::export_plugin) builds one.
+pub struct PluginDef {
+    name: Cow<'static, str>,
+    version: Cow<'static, str>,
+    description: Cow<'static, str>,
+    tools: Vec<ToolDef>,
+    state: Option<StateCodec>,
+    on_load: Option<OnLoad>,
+}
+
+impl PluginDef {
+    /// A plugin with no tools yet.
+    pub fn new(
+        name: impl Into<Cow<'static, str>>,
+        version: impl Into<Cow<'static, str>>,
+        description: impl Into<Cow<'static, str>>,
+    ) -> Self {
+        PluginDef {
+            name: name.into(),
+            version: version.into(),
+            description: description.into(),
+            tools: Vec::new(),
+            state: None,
+            on_load: None,
+        }
+    }
+
+    /// Adds a tool.
+    pub fn tool(mut self, tool: ToolDef) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Gives the plugin a state of type `S`, reachable from tools through
+    /// [`Context::state`] and carried across hot reloads (as JSON).
+    pub fn state<S>(mut self) -> Self
+    where
+        S: Default + Serialize + DeserializeOwned + Send + Sync + 'static,
+    {
+        self.state = Some(StateCodec {
+            fresh: || Arc::new(S::default()),
+            save: |s| {
+                let s = s
+                    .downcast_ref::<S>()
+                    .ok_or("state has an unexpected type")?;
+                serde_json::to_vec(s).map_err(|e| e.to_string())
+            },
+            restore: |bytes| {
+                serde_json::from_slice::<S>(bytes)
+                    .map(|s| Arc::new(s) as SharedState)
+                    .map_err(|e| e.to_string())
+            },
+        });
+        self
+    }
+
+    /// Runs `f` once when the plugin is loaded; an `Err` refuses the load with that message.
+    pub fn on_load<E: Display>(
+        mut self,
+        f: impl FnOnce() -> Result<(), E> + Send + 'static,
+    ) -> Self {
+        self.on_load = Some(Box::new(move || f().map_err(|e| e.to_string())));
+        self
+    }
+
+    fn manifest(&self) -> Result<PluginManifest, String> {
+        let mut seen = std::collections::HashSet::new();
+        let mut tools = RVec::with_capacity(self.tools.len());
+        for t in &self.tools {
+            t.validate()?;
+            if !seen.insert(t.name.as_ref()) {
+                return Err(format!("tool `{}` is declared twice", t.name));
+            }
+            tools.push(ToolDecl {
+                name: t.name.as_ref().into(),
+                title: t.title.as_deref().map(RString::from).into(),
+                description: t.description.as_ref().into(),
+                input_schema: t.input_schema.to_string().into(),
+                output_schema: t
+                    .output_schema
+                    .as_ref()
+                    .map(|s| RString::from(s.to_string()))
+                    .into(),
+                annotations: t.annotations,
+                meta: if t.meta.is_empty() {
+                    RNone
+                } else {
+                    RSome(serde_json::Value::Object(t.meta.clone()).to_string().into())
+                },
+            });
+        }
+        Ok(PluginManifest {
+            name: self.name.as_ref().into(),
+            version: self.version.as_ref().into(),
+            description: self.description.as_ref().into(),
+            tools,
+            stateful: self.state.is_some(),
+        })
+    }
+}
+
+/// The loaded plugin inside its own library.
+struct Runtime {
+    tools: Vec<ToolDef>,
+    by_name: HashMap<String, usize>,
+    codec: Option<StateCodec>,
+    state: RwLock<Option<SharedState>>,
+}
+
+// A plain static (no thread-local): `unload` empties it so the library owns no heap memory
+// when it is closed.
+static RUNTIME: RwLock<Option<Arc<Runtime>>> = RwLock::new(None);
+
+fn runtime() -> Option<Arc<Runtime>> {
+    RUNTIME.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(a panic payload that is not a string)".to_string()
+    }
+}
+
+/// Replaces std's default panic hook, which prints to stderr and asks for the current thread's
+/// handle (registering a thread-local destructor that would pin the library in memory).
+fn install_panic_hook() {
+    panic::set_hook(Box::new(|info| {
+        let location = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let msg = info.payload_as_str().unwrap_or("(non-string payload)");
+        crate::debug!("panic{location}: {msg}");
+    }));
+}
+
+/// Implemented by `export_plugin!` for a hidden type in the plugin crate.
+#[doc(hidden)]
+pub trait PluginEntry: 'static {
+    fn define() -> PluginDef;
+
+    const ROOT: &'static WithMetadata<PluginRoot> = &WithMetadata::new(PluginRoot {
+        init: init::<Self>,
+        call,
+        save_state,
+        restore_state,
+        unload,
+    });
+
+    fn root_module() -> PluginRootRef {
+        PluginRootRef(Self::ROOT.static_as_prefix())
+    }
+}
+
+extern "C" fn init<P: PluginEntry + ?Sized>(host: HostApi) -> RResult<PluginManifest, RString> {
+    log::set_host(Some(host));
+    install_panic_hook();
+    let result = panic::catch_unwind(|| -> Result<PluginManifest, String> {
+        let mut def = P::define();
+        if let Some(on_load) = def.on_load.take() {
+            on_load().map_err(|e| format!("plugin initialization failed: {e}"))?;
+        }
+        let manifest = def.manifest()?;
+        let state = def.state.as_ref().map(|c| (c.fresh)());
+        let by_name = def
+            .tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.to_string(), i))
+            .collect();
+        *RUNTIME.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(Runtime {
+            tools: def.tools,
+            by_name,
+            codec: def.state,
+            state: RwLock::new(state),
+        }));
+        Ok(manifest)
+    });
+    match result {
+        Ok(Ok(m)) => RResult::ROk(m),
+        Ok(Err(e)) => RResult::RErr(e.into()),
+        Err(p) => {
+            RResult::RErr(format!("plugin initialization panicked: {}", panic_message(&*p)).into())
+        }
+    }
+}
+
+extern "C" fn call(tool: RStr<'_>, args: RStr<'_>, ctx: &CallCtx) -> CallOutcome {
+    let tool = tool.as_str();
+    let result = panic::catch_unwind(AssertUnwindSafe(|| {
+        let Some(rt) = runtime() else {
+            return ToolResult::error("the plugin is not initialized");
+        };
+        let Some(&i) = rt.by_name.get(tool) else {
+            return ToolResult::error(format!("unknown tool `{tool}`"));
+        };
+        let state = rt.state.read().unwrap_or_else(|e| e.into_inner()).clone();
+        // SAFETY: the host keeps `ctx` valid until this function returns, and `context` is
+        // dropped before that.
+        let context = unsafe { Context::new(ctx, state) };
+        rt.tools[i].run(args.as_str(), &context)
+    }))
+    .unwrap_or_else(|p| {
+        ToolResult::error(format!("tool `{tool}` panicked: {}", panic_message(&*p)))
+    });
+    into_outcome(result)
+}
+
+fn into_outcome(r: ToolResult) -> CallOutcome {
+    let content = r
+        .content
+        .into_iter()
+        .map(|c| match c {
+            Content::Text(t) => ContentBlock {
+                kind: ContentKind::TEXT,
+                data: t.into(),
+                mime_type: RString::new(),
+            },
+            Content::Image { data, mime_type } => ContentBlock {
+                kind: ContentKind::IMAGE,
+                data: data.into(),
+                mime_type: mime_type.into(),
+            },
+            Content::Audio { data, mime_type } => ContentBlock {
+                kind: ContentKind::AUDIO,
+                data: data.into(),
+                mime_type: mime_type.into(),
+            },
+        })
+        .collect();
+    CallOutcome {
+        content,
+        structured: r.structured.map(|v| RString::from(v.to_string())).into(),
+        is_error: r.is_error,
+    }
+}
+
+extern "C" fn save_state() -> ROption<RVec<u8>> {
+    let saved = panic::catch_unwind(|| {
+        let rt = runtime()?;
+        let codec = rt.codec.as_ref()?;
+        let state = rt.state.read().unwrap_or_else(|e| e.into_inner()).clone()?;
+        match (codec.save)(&*state) {
+            Ok(bytes) => Some(bytes),
+            Err(e) => {
+                crate::error!("could not save the plugin's state: {e}");
+                None
+            }
+        }
+    });
+    match saved {
+        Ok(Some(bytes)) => RSome(bytes.into()),
+        Ok(None) => RNone,
+        Err(p) => {
+            crate::error!("saving the plugin's state panicked: {}", panic_message(&*p));
+            RNone
+        }
+    }
+}
+
+extern "C" fn restore_state(bytes: RSlice<'_, u8>) -> RResult<(), RString> {
+    let restored = panic::catch_unwind(|| -> Result<(), String> {
+        let rt = runtime().ok_or("the plugin is not initialized")?;
+        let codec = rt.codec.as_ref().ok_or("the plugin declares no state")?;
+        let state = (codec.restore)(bytes.as_slice())?;
+        *rt.state.write().unwrap_or_else(|e| e.into_inner()) = Some(state);
+        Ok(())
+    });
+    match restored {
+        Ok(Ok(())) => RResult::ROk(()),
+        Ok(Err(e)) => RResult::RErr(format!("could not restore the plugin's state: {e}").into()),
+        Err(p) => RResult::RErr(
+            format!(
+                "restoring the plugin's state panicked: {}",
+                panic_message(&*p)
+            )
+            .into(),
+        ),
+    }
+}
+
+extern "C" fn unload() {
+    // Dropping user values may panic too; it must not unwind into the host.
+    let _ = panic::catch_unwind(|| {
+        RUNTIME.write().unwrap_or_else(|e| e.into_inner()).take();
+    });
+    let _ = panic::take_hook();
+    log::set_host(None);
+}

@@ -1,0 +1,235 @@
+//! What a tool returns, and how ordinary Rust values become MCP tool results.
+
+use std::{convert::Infallible, fmt::Display};
+
+use base64::Engine as _;
+use serde::Serialize;
+use serde_json::Value;
+
+/// One block of a tool result's `content`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Content {
+    /// Plain text.
+    Text(String),
+    /// An image, base64-encoded.
+    Image { data: String, mime_type: String },
+    /// Audio, base64-encoded.
+    Audio { data: String, mime_type: String },
+}
+
+impl Content {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Content::Text(text.into())
+    }
+
+    /// An image block from raw bytes (`mime_type` such as `image/png`).
+    pub fn image(bytes: &[u8], mime_type: impl Into<String>) -> Self {
+        Content::Image {
+            data: base64::engine::general_purpose::STANDARD.encode(bytes),
+            mime_type: mime_type.into(),
+        }
+    }
+
+    /// An audio block from raw bytes (`mime_type` such as `audio/wav`).
+    pub fn audio(bytes: &[u8], mime_type: impl Into<String>) -> Self {
+        Content::Audio {
+            data: base64::engine::general_purpose::STANDARD.encode(bytes),
+            mime_type: mime_type.into(),
+        }
+    }
+}
+
+/// A complete tool result: content blocks, optional `structuredContent`, and the error flag.
+///
+/// Most tools never build one by hand: return `Result<T, E>` and let [`IntoToolResult`] do it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolResult {
+    pub content: Vec<Content>,
+    /// A JSON object; when present the model sees it instead of the text content.
+    pub structured: Option<Value>,
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    /// A successful result with one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolResult {
+            content: vec![Content::text(text)],
+            ..Default::default()
+        }
+    }
+
+    /// An error result (`isError: true`) with one text block.
+    pub fn error(message: impl Into<String>) -> Self {
+        ToolResult {
+            content: vec![Content::text(message)],
+            structured: None,
+            is_error: true,
+        }
+    }
+
+    /// A successful result holding `value` as `structuredContent` and as JSON text.
+    ///
+    /// Non-object values have no `structuredContent` form in MCP, so they become text only.
+    pub fn json<T: Serialize + ?Sized>(value: &T) -> Self {
+        match serde_json::to_value(value) {
+            Ok(value) => Self::from_value(value),
+            Err(e) => Self::error(format!("could not serialize the tool's result: {e}")),
+        }
+    }
+
+    /// A successful result with one image block from raw bytes.
+    pub fn image(bytes: &[u8], mime_type: impl Into<String>) -> Self {
+        ToolResult {
+            content: vec![Content::image(bytes, mime_type)],
+            ..Default::default()
+        }
+    }
+
+    /// Appends a content block.
+    pub fn with(mut self, block: Content) -> Self {
+        self.content.push(block);
+        self
+    }
+
+    fn from_value(value: Value) -> Self {
+        match value {
+            Value::Null => ToolResult::default(),
+            Value::String(s) => ToolResult::text(s),
+            Value::Number(n) => ToolResult::text(number_text(&n)),
+            Value::Object(_) => ToolResult {
+                content: vec![Content::Text(value.to_string())],
+                structured: Some(value),
+                is_error: false,
+            },
+            other => ToolResult::text(other.to_string()),
+        }
+    }
+}
+
+/// Whole floats print without a trailing `.0` (`5`, not `5.0`): that is what a person expects
+/// from `add 2 3`, and the model reads it the same way.
+fn number_text(n: &serde_json::Number) -> String {
+    match n.as_f64() {
+        Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() < 1e15 => format!("{f}"),
+        _ => n.to_string(),
+    }
+}
+
+/// A value a tool can return inside `Ok(..)`.
+///
+/// Every `Serialize` type is one: strings become text, numbers and booleans their JSON text,
+/// objects JSON text plus `structuredContent`, `()` an empty result. [`ToolResult`] and
+/// [`Content`] pass through as they are.
+pub trait IntoToolOutput {
+    fn into_tool_output(self) -> ToolResult;
+}
+
+impl<T: Serialize> IntoToolOutput for T {
+    fn into_tool_output(self) -> ToolResult {
+        ToolResult::json(&self)
+    }
+}
+
+impl IntoToolOutput for ToolResult {
+    fn into_tool_output(self) -> ToolResult {
+        self
+    }
+}
+
+impl IntoToolOutput for Content {
+    fn into_tool_output(self) -> ToolResult {
+        ToolResult {
+            content: vec![self],
+            ..Default::default()
+        }
+    }
+}
+
+/// The return type of a tool function: `Result<T, E>` with `T:` [`IntoToolOutput`] and
+/// `E: Display` (an `Err` becomes an `isError` result), or a [`ToolResult`].
+pub trait IntoToolResult {
+    fn into_tool_result(self) -> ToolResult;
+}
+
+impl<T: IntoToolOutput, E: Display> IntoToolResult for Result<T, E> {
+    fn into_tool_result(self) -> ToolResult {
+        match self {
+            Ok(v) => v.into_tool_output(),
+            Err(e) => ToolResult::error(e.to_string()),
+        }
+    }
+}
+
+impl IntoToolResult for ToolResult {
+    fn into_tool_result(self) -> ToolResult {
+        self
+    }
+}
+
+/// Used by `#[tool]` for functions that do not return a `Result`.
+#[doc(hidden)]
+pub fn infallible<T: IntoToolOutput>(value: T) -> ToolResult {
+    Ok::<T, Infallible>(value).into_tool_result()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn strings_are_text() {
+        assert_eq!(
+            Ok::<_, String>("hi".to_string()).into_tool_result(),
+            ToolResult::text("hi")
+        );
+        assert_eq!(infallible("hi"), ToolResult::text("hi"));
+    }
+
+    #[test]
+    fn whole_numbers_have_no_fraction() {
+        assert_eq!(infallible(5.0f64), ToolResult::text("5"));
+        assert_eq!(infallible(2.5f64), ToolResult::text("2.5"));
+        assert_eq!(infallible(-7i64), ToolResult::text("-7"));
+        assert_eq!(infallible(1e300f64), ToolResult::text("1e300"));
+    }
+
+    #[test]
+    fn objects_are_structured_and_complete_as_text() {
+        #[derive(Serialize)]
+        struct Stats {
+            words: usize,
+            lines: usize,
+        }
+        let r = infallible(Stats { words: 3, lines: 1 });
+        assert_eq!(r.structured, Some(json!({"words": 3, "lines": 1})));
+        assert_eq!(r.content, vec![Content::text(r#"{"words":3,"lines":1}"#)]);
+        assert!(!r.is_error);
+    }
+
+    #[test]
+    fn arrays_and_unit() {
+        assert_eq!(infallible(vec![1, 2]), ToolResult::text("[1,2]"));
+        assert_eq!(infallible(()), ToolResult::default());
+    }
+
+    #[test]
+    fn errors_use_display() {
+        let r = Err::<f64, _>("division by zero").into_tool_result();
+        assert_eq!(r, ToolResult::error("division by zero"));
+    }
+
+    #[test]
+    fn image_helper_encodes_base64() {
+        let r = ToolResult::image(&[0x89, b'P', b'N', b'G'], "image/png");
+        assert_eq!(
+            r.content,
+            vec![Content::Image {
+                data: "iVBORw==".into(),
+                mime_type: "image/png".into()
+            }]
+        );
+    }
+}
