@@ -1,0 +1,105 @@
+//! A test fixture: tools that panic, run slowly, fail, or return a lot.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use toolhost_plugin::prelude::*;
+
+/// What to say when panicking.
+#[derive(Deserialize, JsonSchema)]
+pub struct PanicArgs {
+    /// The panic message.
+    #[serde(default = "default_panic_message")]
+    pub message: String,
+}
+
+fn default_panic_message() -> String {
+    "boom".into()
+}
+
+/// Panic with the given message (the host must turn it into an error result).
+#[tool]
+pub fn panic(args: PanicArgs) -> String {
+    panic!("{}", args.message)
+}
+
+/// How long to work.
+#[derive(Deserialize, JsonSchema)]
+pub struct SlowArgs {
+    /// Milliseconds to sleep.
+    pub ms: u64,
+    /// A file to write `finished` or `cancelled after N ms` to, so a test can see what the
+    /// tool saw.
+    #[serde(default)]
+    pub marker: Option<String>,
+}
+
+/// Sleep for `ms` milliseconds, stopping early when the call is cancelled.
+#[tool(read_only)]
+pub fn slow(args: SlowArgs, ctx: &Context) -> Result<String, String> {
+    let start = Instant::now();
+    let steps = 10u64;
+    let mut outcome = Ok(());
+    for i in 0..steps {
+        ctx.progress(i as f64, Some(steps as f64), "sleeping");
+        outcome = ctx.sleep(Duration::from_millis(args.ms / steps));
+        if outcome.is_err() {
+            break;
+        }
+    }
+    let note = match outcome {
+        Ok(()) => "finished".to_string(),
+        Err(_) => format!("cancelled after {} ms", start.elapsed().as_millis()),
+    };
+    ctx.info(&note);
+    if let Some(path) = &args.marker {
+        std::fs::write(path, &note).map_err(|e| format!("cannot write {path}: {e}"))?;
+    }
+    outcome.map_err(|e| e.to_string())?;
+    Ok(format!("slept {} ms", args.ms))
+}
+
+/// The error to return.
+#[derive(Deserialize, JsonSchema)]
+pub struct FailArgs {
+    /// The error message.
+    pub message: String,
+}
+
+/// Return an error result with the given message.
+#[tool(read_only)]
+pub fn fail(args: FailArgs) -> Result<String, String> {
+    Err(args.message)
+}
+
+/// How much to return.
+#[derive(Deserialize, JsonSchema)]
+pub struct LargeArgs {
+    /// Number of characters.
+    pub chars: usize,
+}
+
+/// Return a text of `chars` characters (lines of `x`), declared to reach the model whole.
+#[tool(read_only, max_result_chars = 2_000_000)]
+pub fn large(args: LargeArgs) -> String {
+    let line = "x".repeat(79) + "\n";
+    line.chars().cycle().take(args.chars).collect()
+}
+
+/// Anything.
+#[derive(Deserialize, Serialize, JsonSchema)]
+pub struct EchoArgs {
+    /// String values to echo back.
+    pub value: std::collections::BTreeMap<String, String>,
+}
+
+/// Return the arguments as structured content.
+#[tool(read_only)]
+pub fn echo(args: EchoArgs) -> EchoArgs {
+    args
+}
+
+export_plugin! {
+    name: "faulty",
+    tools: [panic, slow, fail, large, echo],
+}
