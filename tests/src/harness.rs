@@ -17,18 +17,24 @@ use crate::fake_api::FakeApi;
 /// The CLI version the tests are written against (protocol.md was observed on it).
 pub const CLAUDE_VERSION: &str = "2.1.328";
 
-/// Where the CLI is looked for: env `TOOLHOST_E2E_CLAUDE`, else
-/// `${XDG_CACHE_HOME:-$HOME/.cache}/toolhost/claude-code-2.1.328/node_modules/.bin/claude`.
+/// Where the CLI is looked for: env `TOOLHOST_E2E_CLAUDE`, else the folder
+/// `scripts/install-claude` installs into:
+/// `${TOOLHOST_CLI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/toolhost}/claude-code-2.1.328/node_modules/.bin/claude`.
 pub fn claude_path() -> PathBuf {
-    if let Some(p) = env::var_os("TOOLHOST_E2E_CLAUDE").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
+    let var = |name: &str| {
+        env::var_os(name)
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(p) = var("TOOLHOST_E2E_CLAUDE") {
+        return p;
     }
-    let cache = env::var_os("XDG_CACHE_HOME")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env::var_os("HOME").unwrap_or_default()).join(".cache"));
+    let cache = var("TOOLHOST_CLI_CACHE").unwrap_or_else(|| {
+        var("XDG_CACHE_HOME")
+            .unwrap_or_else(|| var("HOME").unwrap_or_default().join(".cache"))
+            .join("toolhost")
+    });
     cache
-        .join("toolhost")
         .join(format!("claude-code-{CLAUDE_VERSION}"))
         .join("node_modules/.bin/claude")
 }
@@ -40,7 +46,8 @@ pub fn claude_or_skip() -> Option<PathBuf> {
     if path.is_file() {
         return Some(path);
     }
-    let how = "run scripts/install-claude (or set TOOLHOST_E2E_CLAUDE) to enable the end-to-end tests";
+    let how =
+        "run scripts/install-claude (or set TOOLHOST_E2E_CLAUDE) to enable the end-to-end tests";
     if env::var("CI").as_deref() == Ok("true") {
         panic!("claude CLI not found at {}; {how}", path.display());
     }
@@ -70,7 +77,13 @@ pub fn target_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let out = Command::new(cargo())
-            .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+            .args([
+                "metadata",
+                "--format-version",
+                "1",
+                "--no-deps",
+                "--offline",
+            ])
             .current_dir(workspace_root())
             .output()
             .expect("run cargo metadata");
@@ -157,7 +170,15 @@ impl Sandbox {
             .prefix("toolhost-e2e-")
             .tempdir()
             .expect("temp dir");
-        for sub in ["home", "work", "plugins", "xdg/cache", "xdg/config", "xdg/data", "run"] {
+        for sub in [
+            "home",
+            "work",
+            "plugins",
+            "xdg/cache",
+            "xdg/config",
+            "xdg/data",
+            "run",
+        ] {
             fs::create_dir_all(dir.path().join(sub)).expect("create sandbox folder");
         }
         let sandbox = Self { dir, claude };
@@ -216,7 +237,10 @@ impl Sandbox {
             .unwrap_or_default();
         env.extend([
             ("ENABLE_TOOL_SEARCH".into(), "false".into()),
-            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(), "1".into()),
+            (
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
+                "1".into(),
+            ),
             ("DISABLE_TELEMETRY".into(), "1".into()),
             ("DISABLE_AUTOUPDATER".into(), "1".into()),
             ("HOME".into(), p("home")),

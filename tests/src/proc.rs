@@ -97,15 +97,17 @@ impl Proc {
 
     /// The next stdout line not yet consumed, or `None` on timeout or end of output.
     pub fn next_line(&mut self, timeout: Duration) -> Option<String> {
-        match self.lines.recv_timeout(timeout) {
-            Ok(line) => Some(line),
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-        }
+        self.lines.recv_timeout(timeout).ok()
     }
 
     /// Consumes stdout lines until one satisfies `pred` and returns it; panics with the
     /// process's output on timeout or end of output.
-    pub fn wait_line(&mut self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
+    pub fn wait_line(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&str) -> bool,
+    ) -> String {
         let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -113,17 +115,30 @@ impl Proc {
                 Ok(line) if pred(&line) => return line,
                 Ok(_) => continue,
                 Err(RecvTimeoutError::Timeout) => {
-                    panic!("{}: timed out waiting for {what}\n{}", self.name, self.report())
+                    panic!(
+                        "{}: timed out waiting for {what}\n{}",
+                        self.name,
+                        self.report()
+                    )
                 }
                 Err(RecvTimeoutError::Disconnected) => {
-                    panic!("{}: output ended before {what}\n{}", self.name, self.report())
+                    panic!(
+                        "{}: output ended before {what}\n{}",
+                        self.name,
+                        self.report()
+                    )
                 }
             }
         }
     }
 
     /// Consumes stdout lines until a JSON line satisfies `pred`; non-JSON lines are skipped.
-    pub fn wait_json(&mut self, what: &str, timeout: Duration, pred: impl Fn(&Value) -> bool) -> Value {
+    pub fn wait_json(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Value {
         let line = self.wait_line(what, timeout, |l| {
             serde_json::from_str::<Value>(l).is_ok_and(|v| pred(&v))
         });
@@ -145,7 +160,11 @@ impl Proc {
             }
             if Instant::now() >= deadline {
                 self.kill();
-                panic!("{}: did not exit within {timeout:?}\n{}", self.name, self.report());
+                panic!(
+                    "{}: did not exit within {timeout:?}\n{}",
+                    self.name,
+                    self.report()
+                );
             }
             thread::sleep(Duration::from_millis(20));
         }

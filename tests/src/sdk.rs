@@ -36,7 +36,10 @@ pub fn pump(
     loop {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         let Some(line) = cli.next_line(left) else {
-            panic!("timed out or output ended waiting for {what}\n{}", cli.report());
+            panic!(
+                "timed out or output ended waiting for {what}\n{}",
+                cli.report()
+            );
         };
         let Ok(msg) = serde_json::from_str::<Value>(&line) else {
             continue;

@@ -44,20 +44,33 @@ fn cli_runs_a_tool_use_against_an_sdk_server() {
         "claude",
         sandbox.claude_command(
             &fake,
-            &["--mcp-config", mcp_config, "--allowedTools", "mcp__calc__add"],
+            &[
+                "--mcp-config",
+                mcp_config,
+                "--allowedTools",
+                "mcp__calc__add",
+            ],
         ),
     );
     cli.send_json(&initialize_request("init_1"));
-    pump(&mut cli, "initialize response", STEP, &mut calc_server, |m| {
-        m["type"] == "control_response" && m["response"]["request_id"] == "init_1"
-    });
+    pump(
+        &mut cli,
+        "initialize response",
+        STEP,
+        &mut calc_server,
+        |m| m["type"] == "control_response" && m["response"]["request_id"] == "init_1",
+    );
     cli.send_json(&user_turn("What is 5 + 3?"));
     let result = pump(&mut cli, "result", STEP, &mut calc_server, is_result);
     assert_eq!(result["result"], "RESULT: 8", "{result}");
 
     let reqs = fake.requests();
     assert_eq!(reqs.len(), 2, "{:?}", fake.hits());
-    assert!(reqs[0].offers("mcp__calc__add"), "{:?}", reqs[0].tool_names());
+    assert!(
+        reqs[0].offers("mcp__calc__add"),
+        "{:?}",
+        reqs[0].tool_names()
+    );
     let mut results = reqs[1].tool_results();
     results.sort_by(|a, b| a.tool_use_id.cmp(&b.tool_use_id));
     assert_eq!(
