@@ -126,15 +126,14 @@ pub struct Artifacts {
 }
 
 /// Builds `toolhost` and the calc, text and faulty plugins (once) and returns where they are.
-/// `CARGO_BIN_EXE_toolhost` is not available across packages, hence the build.
+/// `CARGO_BIN_EXE_toolhost` is not available across packages, hence the build. It builds the
+/// whole workspace, as `scripts/test` does, so features unify the same way (this package's
+/// axum turns on tokio's `net`) and nothing is compiled twice.
 pub fn artifacts() -> &'static Artifacts {
     static A: OnceLock<Artifacts> = OnceLock::new();
     A.get_or_init(|| {
         let target = target_dir();
-        cargo_build(
-            &["-p", "toolhost", "-p", "calc", "-p", "text", "-p", "faulty"],
-            target,
-        );
+        cargo_build(&["--workspace"], target);
         let debug = target.join("debug");
         Artifacts {
             toolhost: debug.join(format!("toolhost{}", env::consts::EXE_SUFFIX)),
