@@ -262,7 +262,9 @@ fn serve_answers_an_mcp_client_over_stdio() {
     let power = calc_extra();
     let sandbox = Sandbox::new(&["calc"]);
     let mut server = Proc::spawn("toolhost serve", sandbox.serve_command(&[]));
-    let is_reply = |id: i64| move |v: &Value| v["id"] == id;
+    let is_reply = |id: i64| {
+        move |v: &Value| v["id"] == id && (v["result"].is_object() || v["error"].is_object())
+    };
 
     server.send_json(
         &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
@@ -294,13 +296,18 @@ fn serve_answers_an_mcp_client_over_stdio() {
     assert_ne!(call["result"]["isError"], true, "{call}");
 
     sandbox.put_plugin_file(power, &lib_name("calc"));
-    server.wait_json("notifications/tools/list_changed", STEP, |v| {
-        v["method"] == "notifications/tools/list_changed"
+    // Each list_changed is followed by a fresh tools/list, as a client does; the new tool must
+    // show up after one of them (an earlier, unrelated list_changed is tolerated).
+    let mut id = 3;
+    eventually("power listed after list_changed", STEP, || {
+        server.wait_json("notifications/tools/list_changed", STEP, |v| {
+            v["method"] == "notifications/tools/list_changed"
+        });
+        server.send_json(&json!({"jsonrpc":"2.0","id":id,"method":"tools/list"}));
+        let list = server.wait_json("tools/list reply after reload", STEP, is_reply(id));
+        id += 1;
+        tool_names(&list).iter().any(|n| n.ends_with("power"))
     });
-    server.send_json(&json!({"jsonrpc":"2.0","id":3,"method":"tools/list"}));
-    let list = server.wait_json("tools/list reply after reload", STEP, is_reply(3));
-    let names = tool_names(&list);
-    assert!(names.iter().any(|n| n.ends_with("power")), "{names:?}");
 
     server.close_stdin();
     let status = server.wait_exit(STEP);
