@@ -292,6 +292,20 @@ impl FakeApi {
         self.shared.inner.lock().unwrap().hits.clone()
     }
 
+    /// The `i`-th recorded message request (from 0). Panics, listing what was received, when
+    /// there are fewer.
+    pub fn request(&self, i: usize) -> ApiRequest {
+        let reqs = self.requests();
+        let n = reqs.len();
+        reqs.into_iter().nth(i).unwrap_or_else(|| {
+            panic!(
+                "the fake API got {n} message requests, not {}; hits: {:?}",
+                i + 1,
+                self.hits()
+            )
+        })
+    }
+
     /// The last recorded message request. Panics when there is none.
     pub fn last_request(&self) -> ApiRequest {
         self.requests()

@@ -142,7 +142,7 @@ fn cli_sends_parallel_results_in_completion_order() {
     answer(&mut cli, &slow, reply(&slow, text_result("slept")));
     pump(&mut cli, "result", STEP, &mut server, is_result);
 
-    let results = fake.requests()[1].tool_results();
+    let results = fake.request(1).tool_results();
     let ids: Vec<&str> = results.iter().map(|r| r.tool_use_id.as_str()).collect();
     assert_eq!(ids, ["toolu_02", "toolu_01"], "{results:#?}");
     finish(cli);
