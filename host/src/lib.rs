@@ -5,3 +5,4 @@
 pub mod model;
 pub mod plugin;
 pub mod registry;
+pub mod trust;
