@@ -147,7 +147,7 @@ fn hot_reload_changes_the_tools_offered_in_a_live_session() {
     };
     eventually(
         "the new tool list to be offered",
-        Duration::from_secs(30),
+        Duration::from_secs(20),
         || {
             turn(&mut chat, "which tools now?", "TOOLS:");
             changed(&fake.last_request().mcp_tool_names())
@@ -293,12 +293,13 @@ fn serve_answers_an_mcp_client_over_stdio() {
     // Each list_changed is followed by a fresh tools/list, as a client does; the new tool must
     // show up after one of them (an earlier, unrelated list_changed is tolerated).
     let mut id = 3;
-    eventually("power listed after list_changed", STEP, || {
-        server.wait_json("notifications/tools/list_changed", STEP, |v| {
+    let wait = Duration::from_secs(10);
+    eventually("power listed after list_changed", wait * 2, || {
+        server.wait_json("notifications/tools/list_changed", wait, |v| {
             v["method"] == "notifications/tools/list_changed"
         });
         server.send_json(&json!({"jsonrpc":"2.0","id":id,"method":"tools/list"}));
-        let list = server.wait_json("tools/list reply after reload", STEP, is_reply(id));
+        let list = server.wait_json("tools/list reply after reload", wait, is_reply(id));
         id += 1;
         tool_names(&list).iter().any(|n| n.ends_with("power"))
     });
