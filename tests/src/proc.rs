@@ -198,6 +198,16 @@ impl Proc {
 }
 
 impl Proc {
+    /// Sends SIGINT to the process group, as Ctrl-C at a terminal does (so a CLI the child
+    /// started gets it too, unless the child moved it to a group of its own).
+    #[cfg(unix)]
+    pub fn ctrl_c(&self) {
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            // SAFETY: kill(2) with a negative pid signals the group the child leads (set at spawn).
+            unsafe { libc::kill(-pid, libc::SIGINT) };
+        }
+    }
+
     /// Kills the process group and reaps the child.
     pub fn kill(&mut self) {
         #[cfg(unix)]

@@ -5,8 +5,8 @@ use std::{fs, time::Duration};
 
 use serde_json::{json, Value};
 use toolhost_e2e::{
-    calc_extra, claude_or_skip, eventually, lib_name, turn, FakeApi, Proc, Reply, Sandbox,
-    ToolResult, STEP,
+    calc_extra, claude_or_skip, eventually, lib_name, sdk::is_tool_result_line, turn, FakeApi,
+    Proc, Reply, Sandbox, ToolResult, STEP,
 };
 
 fn ok(content: &str) -> ToolResult {
@@ -200,6 +200,41 @@ fn timeout_cancels_a_slow_tool_and_the_host_keeps_serving() {
         Duration::from_secs(10),
         || fs::read_to_string(&marker).is_ok_and(|m| m.contains("cancelled after")),
     );
+}
+
+#[test]
+fn ctrl_c_interrupts_a_running_tool_and_the_session_goes_on() {
+    let Some(_) = claude_or_skip() else { return };
+    let sandbox = Sandbox::new(&["calc", "faulty"]);
+    let marker = sandbox.path().join("slow.marker");
+    let fake = FakeApi::call_policy();
+    let mut chat = Proc::spawn(
+        "toolhost chat",
+        sandbox.chat_command(&fake, &["--output-format", "stream-json"]),
+    );
+    let slow = json!(["mcp__faulty__slow", {"ms": 20000, "marker": marker.to_string_lossy()}]);
+    chat.send_line(&format!(
+        r#"CALL [{slow},["mcp__calc__add",{{"x":5,"y":3}}]]"#
+    ));
+    // Both are read-only, so the CLI sends both calls at once, slow's first: once add's result
+    // is out, slow is running.
+    chat.wait_json("add's tool_result", STEP, is_tool_result_line("toolu_02"));
+    chat.ctrl_c();
+    chat.wait_json("the interrupted turn's result", STEP, |v| {
+        v["type"] == "result"
+    });
+    eventually(
+        "the plugin to see the cancellation",
+        Duration::from_secs(10),
+        || fs::read_to_string(&marker).is_ok_and(|m| m.contains("cancelled after")),
+    );
+
+    chat.send_line(r#"CALL [["mcp__calc__add",{"x":2,"y":2}]]"#);
+    let result = chat.wait_json("the next turn's result", STEP, |v| v["type"] == "result");
+    assert_eq!(result["result"], r#"RESULT: [["4",false]]"#, "{result}");
+    chat.close_stdin();
+    let status = chat.wait_exit(STEP);
+    assert!(status.success(), "exit {status}\n{}", chat.report());
 }
 
 #[test]
