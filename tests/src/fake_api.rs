@@ -267,12 +267,15 @@ impl FakeApi {
     }
 
     /// Starts a fake driven by the prompts, handy for interactive sessions (the policy of
-    /// protocol §11.5):
-    /// * if the last user message holds `tool_result` blocks, it answers the text
+    /// protocol §11.5, CALL checked first):
+    /// * if the text of the last user message holds `CALL <JSON array of [name, input]>` (to the
+    ///   end of its line), it answers those `tool_use` blocks in one message;
+    /// * else if the last user message holds `tool_result` blocks, it answers the text
     ///   `RESULT: <JSON array of [content, is_error]>`;
-    /// * else if the prompt holds `CALL <JSON array of [name, input]>` (to the end of its
-    ///   line), it answers those `tool_use` blocks in one message;
     /// * otherwise it answers `TOOLS: <the mcp__ tool names offered, comma separated>`.
+    ///
+    /// CALL goes first because after an interrupted turn the CLI merges that turn's
+    /// tool_results and the next prompt into one user message.
     pub fn call_policy() -> Self {
         Self::start(call_policy_reply)
     }
@@ -364,14 +367,6 @@ impl Drop for FakeApi {
 
 /// The reply of [`FakeApi::call_policy`].
 pub fn call_policy_reply(req: &ApiRequest) -> Reply {
-    let results = req.tool_results();
-    if !results.is_empty() {
-        let summary: Vec<Value> = results
-            .iter()
-            .map(|r| json!([r.content, r.is_error]))
-            .collect();
-        return Reply::text(format!("RESULT: {}", Value::Array(summary)));
-    }
     let prompt = req.last_user_text();
     if let Some(calls) = prompt
         .lines()
@@ -389,6 +384,14 @@ pub fn call_policy_reply(req: &ApiRequest) -> Reply {
             })
             .collect();
         return Reply { blocks };
+    }
+    let results = req.tool_results();
+    if !results.is_empty() {
+        let summary: Vec<Value> = results
+            .iter()
+            .map(|r| json!([r.content, r.is_error]))
+            .collect();
+        return Reply::text(format!("RESULT: {}", Value::Array(summary)));
     }
     Reply::text(format!("TOOLS: {}", req.mcp_tool_names().join(",")))
 }
