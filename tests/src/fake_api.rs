@@ -225,7 +225,7 @@ impl FakeApi {
         let app = Router::new()
             .route("/v1/messages", post(messages))
             .route("/v1/messages/count_tokens", post(count_tokens))
-            .route("/api/hello", any(|| async { StatusCode::OK }))
+            .route("/api/hello", any(hello))
             .fallback(unknown)
             .with_state(shared.clone());
         let thread = thread::Builder::new()
@@ -498,6 +498,16 @@ async fn count_tokens(State(shared): State<Arc<Shared>>, uri: Uri) -> Response {
     axum::Json(json!({"input_tokens": 10})).into_response()
 }
 
+async fn hello(State(shared): State<Arc<Shared>>, method: Method, uri: Uri) -> StatusCode {
+    shared
+        .inner
+        .lock()
+        .unwrap()
+        .hits
+        .push(format!("{method} {uri}"));
+    StatusCode::OK
+}
+
 async fn unknown(State(shared): State<Arc<Shared>>, method: Method, uri: Uri) -> Response {
     shared
         .inner
@@ -506,4 +516,139 @@ async fn unknown(State(shared): State<Arc<Shared>>, method: Method, uri: Uri) ->
         .hits
         .push(format!("{method} {uri}"));
     (StatusCode::NOT_FOUND, "not faked").into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read as _, Write as _};
+
+    use super::*;
+
+    /// One HTTP/1.1 exchange over a plain socket; returns (status line, body).
+    fn http(fake: &FakeApi, method: &str, path: &str, body: &str) -> (String, String) {
+        let mut s = std::net::TcpStream::connect(fake.addr).unwrap();
+        write!(
+            s,
+            "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        let (head, body) = out.split_once("\r\n\r\n").unwrap();
+        (head.lines().next().unwrap().to_string(), body.to_string())
+    }
+
+    /// The `data:` payloads of an SSE body.
+    fn events(body: &str) -> Vec<Value> {
+        body.lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn streams_scripted_replies_with_unique_tool_ids_and_records_requests() {
+        let fake = FakeApi::queue([
+            Reply::tools([("mcp__a__x", json!({"k": 1})), ("mcp__a__y", json!({}))]),
+            Reply::tool("mcp__a__x", json!({})),
+        ]);
+        let body = json!({"model":"m1","stream":true,"tools":[{"name":"mcp__a__x"},{"name":"Bash"}],
+                          "messages":[{"role":"user","content":"hi"}]});
+        let (status, sse) = http(&fake, "POST", "/v1/messages?beta=true", &body.to_string());
+        assert!(status.contains("200"), "{status}");
+        let ev = events(&sse);
+        let kinds: Vec<&str> = ev.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "message_start",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_stop",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_stop",
+                "message_delta",
+                "message_stop"
+            ]
+        );
+        assert_eq!(ev[0]["message"]["model"], "m1");
+        assert_eq!(ev[1]["content_block"]["id"], "toolu_01");
+        assert_eq!(ev[2]["delta"]["partial_json"], r#"{"k":1}"#);
+        assert_eq!(ev[4]["content_block"]["id"], "toolu_02");
+        assert_eq!(ev[7]["delta"]["stop_reason"], "tool_use");
+
+        let (_, sse) = http(&fake, "POST", "/v1/messages?beta=true", &body.to_string());
+        assert_eq!(events(&sse)[1]["content_block"]["id"], "toolu_03");
+        let (_, sse) = http(&fake, "POST", "/v1/messages?beta=true", &body.to_string());
+        let ev = events(&sse);
+        assert_eq!(ev[2]["delta"]["text"], "(fake API: script exhausted)");
+        assert_eq!(ev[4]["delta"]["stop_reason"], "end_turn");
+
+        let reqs = fake.requests();
+        assert_eq!(reqs.len(), 3);
+        assert_eq!(reqs[0].tool_names(), ["mcp__a__x", "Bash"]);
+        assert_eq!(reqs[0].mcp_tool_names(), ["mcp__a__x"]);
+        assert_eq!(reqs[0].last_user_text(), "hi");
+    }
+
+    #[test]
+    fn answers_count_tokens_and_hello_and_records_every_hit() {
+        let fake = FakeApi::queue([]);
+        let (status, body) = http(&fake, "POST", "/v1/messages/count_tokens?beta=true", "{}");
+        assert!(status.contains("200"), "{status}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&body).unwrap()["input_tokens"],
+            10
+        );
+        let (status, _) = http(&fake, "HEAD", "/api/hello", "");
+        assert!(status.contains("200"), "{status}");
+        let (status, _) = http(&fake, "GET", "/v1/models", "");
+        assert!(status.contains("404"), "{status}");
+        assert_eq!(
+            fake.hits(),
+            [
+                "POST /v1/messages/count_tokens?beta=true",
+                "HEAD /api/hello",
+                "GET /v1/models"
+            ]
+        );
+        assert!(fake.requests().is_empty());
+    }
+
+    #[test]
+    fn finds_tool_results_past_a_trailing_system_message() {
+        let req = ApiRequest {
+            index: 0,
+            body: json!({"messages":[
+                {"role":"user","content":"CALL [[\"mcp__a__x\",{}]]"},
+                {"role":"assistant","content":[{"type":"tool_use","id":"toolu_01"}]},
+                {"role":"user","content":[
+                    {"type":"tool_result","tool_use_id":"toolu_01","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},
+                    {"type":"tool_result","tool_use_id":"toolu_02","content":"bad","is_error":true}]},
+                {"role":"system","content":"# Environment"}]}),
+        };
+        assert_eq!(
+            req.tool_results(),
+            [
+                ToolResult {
+                    tool_use_id: "toolu_01".into(),
+                    content: "a\nb".into(),
+                    is_error: false
+                },
+                ToolResult {
+                    tool_use_id: "toolu_02".into(),
+                    content: "bad".into(),
+                    is_error: true
+                }
+            ]
+        );
+        let reply = call_policy_reply(&req);
+        assert!(
+            matches!(&reply.blocks[..], [Block::Text(t)] if t == r#"RESULT: [["a\nb",false],["bad",true]]"#),
+            "{reply:?}"
+        );
+    }
 }
