@@ -238,12 +238,12 @@ impl FakeApi {
                 rt.block_on(async move {
                     let listener =
                         tokio::net::TcpListener::from_std(listener).expect("tokio listener");
-                    axum::serve(listener, app)
-                        .with_graceful_shutdown(async {
-                            let _ = rx.await;
-                        })
-                        .await
-                        .expect("fake API server");
+                    // Not a graceful shutdown: a client still holding a keep-alive connection
+                    // must not keep the test waiting. Dropping the runtime drops connections.
+                    tokio::select! {
+                        served = axum::serve(listener, app) => served.expect("fake API server"),
+                        _ = rx => {}
+                    }
                 });
             })
             .expect("spawn fake API thread");
