@@ -232,6 +232,9 @@ fn ctrl_c_interrupts_a_running_tool_and_the_session_goes_on() {
     chat.send_line(r#"CALL [["mcp__calc__add",{"x":2,"y":2}]]"#);
     let result = chat.wait_json("the next turn's result", STEP, |v| v["type"] == "result");
     assert_eq!(result["result"], r#"RESULT: [["4",false]]"#, "{result}");
+    // The stopped call reaches the model as an error (with the next prompt, protocol §4).
+    let stopped = fake.tool_result("toolu_01");
+    assert!(stopped.is_error, "{stopped:?}");
     chat.close_stdin();
     let status = chat.wait_exit(STEP);
     assert!(status.success(), "exit {status}\n{}", chat.report());
