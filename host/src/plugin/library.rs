@@ -55,6 +55,112 @@ fn looks_like_library(bytes: &[u8]) -> bool {
     bytes.starts_with(ELF) || MACHO.iter().any(|m| bytes.starts_with(m))
 }
 
+fn read_uint(bytes: &[u8], at: usize, width: usize, big_endian: bool) -> Option<u64> {
+    let field = bytes.get(at..at.checked_add(width)?)?;
+    let mut buf = [0u8; 8];
+    if big_endian {
+        buf[8 - width..].copy_from_slice(field);
+        Some(u64::from_be_bytes(buf))
+    } else {
+        buf[..width].copy_from_slice(field);
+        Some(u64::from_le_bytes(buf))
+    }
+}
+
+/// Checks that every table and loadable segment an ELF or Mach-O header announces lies inside
+/// `bytes`: a truncated file fails here with an error instead of crashing `dlopen`.
+fn check_complete(bytes: &[u8]) -> Result<(), String> {
+    let len = bytes.len() as u64;
+    let truncated = |what: &str, end: u64| {
+        format!("the file is truncated: {what} ends at byte {end}, but the file has {len} bytes")
+    };
+    let short = || format!("the file is truncated: its {len} bytes do not hold the headers");
+    if bytes.starts_with(b"\x7fELF") {
+        let wide = match bytes.get(4) {
+            Some(1) => false,
+            Some(2) => true,
+            _ => return Err("unknown ELF class".into()),
+        };
+        let be = bytes.get(5) == Some(&2);
+        let rd = |at: usize, width: usize| read_uint(bytes, at, width, be).ok_or_else(short);
+        // (e_phoff, e_shoff, e_phentsize, e_phnum, e_shentsize, e_shnum) per class.
+        let (phoff, shoff, phentsize, phnum, shentsize, shnum) = if wide {
+            (
+                rd(0x20, 8)?,
+                rd(0x28, 8)?,
+                rd(0x36, 2)?,
+                rd(0x38, 2)?,
+                rd(0x3a, 2)?,
+                rd(0x3c, 2)?,
+            )
+        } else {
+            (
+                rd(0x1c, 4)?,
+                rd(0x20, 4)?,
+                rd(0x2a, 2)?,
+                rd(0x2c, 2)?,
+                rd(0x2e, 2)?,
+                rd(0x30, 2)?,
+            )
+        };
+        let ph_end = phoff.saturating_add(phentsize * phnum);
+        if ph_end > len {
+            return Err(truncated("the program header table", ph_end));
+        }
+        let sh_end = shoff.saturating_add(shentsize * shnum);
+        if sh_end > len {
+            return Err(truncated("the section header table", sh_end));
+        }
+        const PT_LOAD: u64 = 1;
+        for i in 0..phnum {
+            let at = (phoff + i * phentsize) as usize;
+            let (offset, filesz) = if wide {
+                (rd(at + 8, 8)?, rd(at + 32, 8)?)
+            } else {
+                (rd(at + 4, 4)?, rd(at + 16, 4)?)
+            };
+            if rd(at, 4)? == PT_LOAD && offset.saturating_add(filesz) > len {
+                return Err(truncated(
+                    "a loadable segment",
+                    offset.saturating_add(filesz),
+                ));
+            }
+        }
+        return Ok(());
+    }
+    // Mach-O: walk the load commands and check each segment's file range.
+    let wide = bytes[3] == 0xcf || bytes[0] == 0xcf;
+    let be = bytes[0] == 0xfe;
+    let rd = |at: usize, width: usize| read_uint(bytes, at, width, be).ok_or_else(short);
+    let header = if wide { 32 } else { 28 };
+    let (ncmds, sizeofcmds) = (rd(16, 4)?, rd(20, 4)?);
+    let cmds_end = header + sizeofcmds;
+    if cmds_end > len {
+        return Err(truncated("the load commands", cmds_end));
+    }
+    const LC_SEGMENT: u64 = 0x1;
+    const LC_SEGMENT_64: u64 = 0x19;
+    let mut at = header as usize;
+    for _ in 0..ncmds {
+        let (cmd, size) = (rd(at, 4)?, rd(at + 4, 4)?);
+        let range = match cmd {
+            LC_SEGMENT_64 => Some((rd(at + 40, 8)?, rd(at + 48, 8)?)),
+            LC_SEGMENT => Some((rd(at + 32, 4)?, rd(at + 36, 4)?)),
+            _ => None,
+        };
+        if let Some((off, size)) = range {
+            if off.saturating_add(size) > len {
+                return Err(truncated("a segment", off.saturating_add(size)));
+            }
+        }
+        if size == 0 {
+            return Err("a Mach-O load command has size 0".into());
+        }
+        at += size as usize;
+    }
+    Ok(())
+}
+
 /// Where shadow copies go: a folder only this user can write, so nobody can swap a copy
 /// between our write and our `dlopen`.
 pub fn default_shadow_dir() -> PathBuf {
@@ -163,6 +269,10 @@ impl Library {
                 "no ELF or Mach-O header".into()
             }));
         }
+        // The loader maps segments straight from the file: one that reaches past the end (a
+        // file truncated, or still being written) would kill the process with SIGBUS when
+        // touched, so refuse it before `dlopen`.
+        check_complete(bytes).map_err(LoadError::NotALibrary)?;
         let shadow = write_shadow(shadow_dir, original, bytes, hash).map_err(LoadError::Io)?;
         // SAFETY: loading a library runs its initializers. That is the point of a plugin host:
         // the user put this file in the plugin folder (which `trust` checks), and Rust cdylibs
@@ -231,10 +341,14 @@ impl Library {
             &globals,
         )
         .map_err(|e| {
-            // Formatted now: the error borrows the library's statics.
+            // Formatted now: the error borrows the library's statics. abi_stable's report is
+            // pages long; the full text goes to the debug log, the error keeps its verdict.
+            let full = e.to_string();
+            tracing::debug!(file = %original_name(&self.shadow), "layout mismatch:\n{full}");
             LoadError::Incompatible(format!(
-                "built against toolhost-plugin {theirs}, whose ABI does not match this host's \
-                     ({ours}):\n{e}"
+                "ABI mismatch: built against toolhost-plugin {theirs}, but its root module's \
+                 layout does not match this host's ({ours}): {}",
+                layout_verdict(&full)
             ))
         })?;
         drop(globals);
@@ -245,6 +359,31 @@ impl Library {
             ))
         })
     }
+}
+
+/// The shadow file's name, for logs.
+fn original_name(shadow: &Path) -> String {
+    shadow
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The last `Error:` paragraph of abi_stable's layout report, on one line.
+fn layout_verdict(report: &str) -> String {
+    let tail = report
+        .rfind("Error:")
+        .map_or(report, |i| &report[i + "Error:".len()..]);
+    let mut line = tail.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.len() > 300 {
+        let mut cut = 300;
+        while !line.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        line.truncate(cut);
+        line.push('…');
+    }
+    line
 }
 
 impl Drop for Library {
