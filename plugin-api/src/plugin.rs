@@ -175,7 +175,8 @@ fn install_panic_hook() {
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
-        let msg = info.payload_as_str().unwrap_or("(non-string payload)");
+        // `payload_as_str` would need Rust 1.91; the crate supports 1.85.
+        let msg = panic_message(info.payload());
         crate::debug!("panic{location}: {msg}");
     }));
 }

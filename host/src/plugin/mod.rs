@@ -103,7 +103,17 @@ impl LoadedPlugin {
         bytes: &[u8],
         shadow_dir: &Path,
     ) -> Result<Arc<Self>, LoadError> {
-        let hash = digest(bytes);
+        Self::load_hashed(file, bytes, digest(bytes), shadow_dir)
+    }
+
+    /// Like [`LoadedPlugin::load_bytes`], with `hash` already computed as `digest(bytes)` (the
+    /// registry hashes first to skip unchanged files).
+    pub fn load_hashed(
+        file: &Path,
+        bytes: &[u8],
+        hash: [u8; 32],
+        shadow_dir: &Path,
+    ) -> Result<Arc<Self>, LoadError> {
         let Opened { library, root } = Library::open(file, bytes, &hash, shadow_dir)?;
         let log_source = Box::new(LogSource {
             file: file.display().to_string(),

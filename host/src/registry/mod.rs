@@ -310,7 +310,7 @@ impl Registry {
                 }
             }
         }
-        let new = match LoadedPlugin::load_bytes(file, &bytes, &self.config.shadow_dir) {
+        let new = match LoadedPlugin::load_hashed(file, &bytes, hash, &self.config.shadow_dir) {
             Ok(p) => p,
             // A file cut short (still being copied or linked) looks like these: try again.
             Err(e @ (LoadError::Io(_) | LoadError::NotALibrary(_))) => {
@@ -344,8 +344,15 @@ impl Registry {
                     .map(|s| s.plugin.file().to_path_buf()),
             )
         };
+        // The file used to provide another plugin: that one goes first, then the new one comes.
+        let retire_previous = || {
+            if let Some(old) = previous_name.as_ref().filter(|n| **n != name) {
+                self.remove_slot(old);
+            }
+        };
         match holder {
             None => {
+                retire_previous();
                 let mut state = self.state.write().unwrap();
                 state.slots.insert(
                     name.clone(),
@@ -369,6 +376,7 @@ impl Registry {
                     self.fail(file, error, Some(hash), None);
                     return;
                 }
+                retire_previous();
                 self.emit(RegistryEvent::Replaced {
                     name: name.clone(),
                     file: file.to_path_buf(),
@@ -385,12 +393,7 @@ impl Registry {
                     Some(hash),
                     Some(name),
                 );
-                return;
             }
-        }
-        // The file used to provide another plugin: that one is gone now.
-        if let Some(old) = previous_name.filter(|n| *n != name) {
-            self.remove_slot(&old);
         }
     }
 
@@ -412,7 +415,7 @@ impl Registry {
             let rt = rt.ok_or("internal error: a stateful hand-off needs the watcher runtime")?;
             let timeout = self.config.handoff_timeout;
             let guard = rt
-                .block_on(tokio::time::timeout(timeout, gate.write_owned()))
+                .block_on(async { tokio::time::timeout(timeout, gate.write_owned()).await })
                 .map_err(|_| {
                     format!(
                         "calls on the old version of `{name}` did not finish within {timeout:?}, \

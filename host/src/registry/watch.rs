@@ -170,14 +170,17 @@ fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>) {
                     seen,
                 });
         }
-        // Gone files first, so a file moved over another name frees its slot before the
-        // new path claims it.
+        // Events of one rename arrive a few microseconds apart: take entries almost due along,
+        // so both ends of a move are seen in one batch.
+        let horizon = now + config.debounce / 4;
         let mut due: Vec<PathBuf> = pending
             .iter()
-            .filter(|(_, p)| p.due <= now)
+            .filter(|(_, p)| p.due <= horizon)
             .map(|(f, _)| f.clone())
             .collect();
-        due.sort_by_key(|f| f.exists());
+        // Present files first: a file moved to a new name then takes over its plugin's slot
+        // (its old path is gone) instead of the plugin being removed and added again.
+        due.sort_by_key(|f| !f.exists());
         for file in due {
             let now = Instant::now();
             let entry = pending.get_mut(&file).expect("pending");
@@ -188,7 +191,25 @@ fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>) {
                 entry.due = now + config.stable_wait;
                 continue;
             }
-            match reg.apply(&file, Some(&rt)) {
+            // A bug here must not end hot reload for every other file.
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                reg.apply(&file, Some(&rt))
+            }))
+            .unwrap_or_else(|p| {
+                let why = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                reg.fail(
+                    &file,
+                    format!("internal error while loading: {why}"),
+                    None,
+                    None,
+                );
+                Outcome::Done
+            });
+            match outcome {
                 Outcome::Done => {
                     pending.remove(&file);
                 }
