@@ -44,45 +44,124 @@ pub fn digest(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
 
-fn looks_like_library(bytes: &[u8]) -> bool {
-    const ELF: &[u8] = b"\x7fELF";
+/// Random access to a candidate library's bytes: in memory, or in its staged copy on disk (so
+/// a large plugin is never held in memory whole).
+pub(crate) trait Source {
+    fn size(&self) -> u64;
+    /// Fills `buf` from offset `at`; false if the bytes are not there.
+    fn read_at(&self, at: u64, buf: &mut [u8]) -> bool;
+}
+
+impl Source for &[u8] {
+    fn size(&self) -> u64 {
+        self.len() as u64
+    }
+    fn read_at(&self, at: u64, buf: &mut [u8]) -> bool {
+        let Ok(at) = usize::try_from(at) else {
+            return false;
+        };
+        match self.get(at..at.saturating_add(buf.len())) {
+            Some(src) if src.len() == buf.len() => {
+                buf.copy_from_slice(src);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A file with its length taken once, read with positioned reads.
+struct FileSource {
+    file: fs::File,
+    len: u64,
+}
+
+impl Source for FileSource {
+    fn size(&self) -> u64 {
+        self.len
+    }
+    fn read_at(&self, at: u64, buf: &mut [u8]) -> bool {
+        if at.saturating_add(buf.len() as u64) > self.len {
+            return false;
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileExt;
+            self.file.read_exact_at(buf, at).is_ok()
+        }
+        #[cfg(windows)]
+        {
+            use std::os::windows::fs::FileExt;
+            let mut done = 0;
+            while done < buf.len() {
+                match self.file.seek_read(&mut buf[done..], at + done as u64) {
+                    Ok(0) | Err(_) => return false,
+                    Ok(n) => done += n,
+                }
+            }
+            true
+        }
+    }
+}
+
+fn looks_like_library(src: &dyn Source) -> bool {
+    const ELF: [u8; 4] = *b"\x7fELF";
     const MACHO: [[u8; 4]; 4] = [
         [0xfe, 0xed, 0xfa, 0xce],
         [0xce, 0xfa, 0xed, 0xfe],
         [0xfe, 0xed, 0xfa, 0xcf],
         [0xcf, 0xfa, 0xed, 0xfe],
     ];
-    bytes.starts_with(ELF) || MACHO.iter().any(|m| bytes.starts_with(m))
+    let mut magic = [0u8; 4];
+    src.read_at(0, &mut magic) && (magic == ELF || MACHO.contains(&magic))
 }
 
-fn read_uint(bytes: &[u8], at: usize, width: usize, big_endian: bool) -> Option<u64> {
-    let field = bytes.get(at..at.checked_add(width)?)?;
+fn read_uint(src: &dyn Source, at: u64, width: usize, big_endian: bool) -> Option<u64> {
     let mut buf = [0u8; 8];
     if big_endian {
-        buf[8 - width..].copy_from_slice(field);
-        Some(u64::from_be_bytes(buf))
+        src.read_at(at, &mut buf[8 - width..])
+            .then(|| u64::from_be_bytes(buf))
     } else {
-        buf[..width].copy_from_slice(field);
-        Some(u64::from_le_bytes(buf))
+        src.read_at(at, &mut buf[..width])
+            .then(|| u64::from_le_bytes(buf))
     }
+}
+
+/// Refuses what is not a library, or is one cut short.
+fn check_library(src: &dyn Source) -> Result<(), LoadError> {
+    if !looks_like_library(src) {
+        return Err(LoadError::NotALibrary(if src.size() < 64 {
+            format!("{} bytes, too short for a shared library", src.size())
+        } else {
+            "no ELF or Mach-O header".into()
+        }));
+    }
+    // The loader maps segments straight from the file: one that reaches past the end (a file
+    // truncated, or still being written) would kill the process with SIGBUS when touched, so
+    // refuse it before `dlopen`.
+    check_complete(src).map_err(LoadError::NotALibrary)
 }
 
 /// Checks that every table and loadable segment an ELF or Mach-O header announces lies inside
 /// `bytes`: a truncated file fails here with an error instead of crashing `dlopen`.
-fn check_complete(bytes: &[u8]) -> Result<(), String> {
-    let len = bytes.len() as u64;
+fn check_complete(src: &dyn Source) -> Result<(), String> {
+    let len = src.size();
     let truncated = |what: &str, end: u64| {
         format!("the file is truncated: {what} ends at byte {end}, but the file has {len} bytes")
     };
     let short = || format!("the file is truncated: its {len} bytes do not hold the headers");
-    if bytes.starts_with(b"\x7fELF") {
-        let wide = match bytes.get(4) {
-            Some(1) => false,
-            Some(2) => true,
+    let mut ident = [0u8; 6];
+    if !src.read_at(0, &mut ident) {
+        return Err(short());
+    }
+    if ident.starts_with(b"\x7fELF") {
+        let wide = match ident[4] {
+            1 => false,
+            2 => true,
             _ => return Err("unknown ELF class".into()),
         };
-        let be = bytes.get(5) == Some(&2);
-        let rd = |at: usize, width: usize| read_uint(bytes, at, width, be).ok_or_else(short);
+        let be = ident[5] == 2;
+        let rd = |at: u64, width: usize| read_uint(src, at, width, be).ok_or_else(short);
         // (e_phoff, e_shoff, e_phentsize, e_phnum, e_shentsize, e_shnum) per class.
         let (phoff, shoff, phentsize, phnum, shentsize, shnum) = if wide {
             (
@@ -113,7 +192,7 @@ fn check_complete(bytes: &[u8]) -> Result<(), String> {
         }
         const PT_LOAD: u64 = 1;
         for i in 0..phnum {
-            let at = (phoff + i * phentsize) as usize;
+            let at = phoff + i * phentsize;
             let (offset, filesz) = if wide {
                 (rd(at + 8, 8)?, rd(at + 32, 8)?)
             } else {
@@ -129,9 +208,9 @@ fn check_complete(bytes: &[u8]) -> Result<(), String> {
         return Ok(());
     }
     // Mach-O: walk the load commands and check each segment's file range.
-    let wide = bytes[3] == 0xcf || bytes[0] == 0xcf;
-    let be = bytes[0] == 0xfe;
-    let rd = |at: usize, width: usize| read_uint(bytes, at, width, be).ok_or_else(short);
+    let wide = ident[3] == 0xcf || ident[0] == 0xcf;
+    let be = ident[0] == 0xfe;
+    let rd = |at: u64, width: usize| read_uint(src, at, width, be).ok_or_else(short);
     let header = if wide { 32 } else { 28 };
     let (ncmds, sizeofcmds) = (rd(16, 4)?, rd(20, 4)?);
     let cmds_end = header + sizeofcmds;
@@ -140,7 +219,7 @@ fn check_complete(bytes: &[u8]) -> Result<(), String> {
     }
     const LC_SEGMENT: u64 = 0x1;
     const LC_SEGMENT_64: u64 = 0x19;
-    let mut at = header as usize;
+    let mut at = header;
     for _ in 0..ncmds {
         let (cmd, size) = (rd(at, 4)?, rd(at + 4, 4)?);
         let range = match cmd {
@@ -156,7 +235,7 @@ fn check_complete(bytes: &[u8]) -> Result<(), String> {
         if size == 0 {
             return Err("a Mach-O load command has size 0".into());
         }
-        at += size as usize;
+        at += size;
     }
     Ok(())
 }
@@ -204,12 +283,8 @@ fn prepare_shadow_dir(dir: &Path) -> Result<(), String> {
 
 static SHADOW_SEQ: AtomicU64 = AtomicU64::new(0);
 
-fn write_shadow(
-    dir: &Path,
-    original: &Path,
-    bytes: &[u8],
-    hash: &[u8; 32],
-) -> Result<PathBuf, String> {
+/// Creates a new, uniquely named, empty shadow file for `original`.
+fn create_shadow(dir: &Path, original: &Path) -> Result<(PathBuf, fs::File), String> {
     prepare_shadow_dir(dir)?;
     let stem = original
         .file_stem()
@@ -220,31 +295,104 @@ fn write_shadow(
         .and_then(|s| s.to_str())
         .unwrap_or("so");
     let seq = SHADOW_SEQ.fetch_add(1, Ordering::Relaxed);
-    let short: String = hash[..4].iter().map(|b| format!("{b:02x}")).collect();
-    let path = dir.join(format!("{stem}-{}-{seq}-{short}.{ext}", std::process::id()));
-    let mut f = fs::OpenOptions::new()
+    let path = dir.join(format!("{stem}-{}-{seq}.{ext}", std::process::id()));
+    let f = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&path)
         .map_err(|e| format!("cannot create shadow copy {}: {e}", path.display()))?;
-    f.write_all(bytes)
-        .map_err(|e| format!("cannot write shadow copy {}: {e}", path.display()))?;
-    drop(f);
+    Ok((path, f))
+}
+
+fn write_shadow(dir: &Path, original: &Path, bytes: &[u8]) -> Result<PathBuf, String> {
+    let (path, mut f) = create_shadow(dir, original)?;
+    if let Err(e) = f.write_all(bytes) {
+        let _ = fs::remove_file(&path);
+        return Err(format!("cannot write shadow copy {}: {e}", path.display()));
+    }
+    Ok(path)
+}
+
+/// Makes a freshly written shadow copy loadable.
+fn sign(path: &Path) -> Result<(), String> {
     #[cfg(target_os = "macos")]
     {
         // A copied dylib keeps its old, now invalid, signature: the kernel kills a process that
         // maps it. An ad-hoc signature makes it loadable.
         let status = std::process::Command::new("codesign")
             .args(["--force", "--sign", "-"])
-            .arg(&path)
+            .arg(path)
             .status()
             .map_err(|e| format!("cannot run codesign: {e}"))?;
         if !status.success() {
-            let _ = fs::remove_file(&path);
             return Err(format!("codesign failed on {}", path.display()));
         }
     }
-    Ok(path)
+    let _ = path;
+    Ok(())
+}
+
+/// A plugin file copied into the shadow folder and hashed in one streaming pass, not loaded
+/// yet. Dropping it removes the copy.
+///
+/// Checking and opening the copy (not the original) means the bytes that were hashed and
+/// checked are the bytes that get mapped, whatever happens to the original meanwhile; and a
+/// plugin of any size is never held in memory whole.
+pub struct Staged {
+    path: PathBuf,
+    hash: [u8; 32],
+    len: u64,
+}
+
+impl Staged {
+    /// Copies `original` into `shadow_dir`, hashing it on the way.
+    pub fn copy(original: &Path, shadow_dir: &Path) -> std::io::Result<Staged> {
+        let mut src = fs::File::open(original)?;
+        let (path, mut dst) = create_shadow(shadow_dir, original).map_err(std::io::Error::other)?;
+        // From here on, dropping `staged` removes the copy.
+        let mut staged = Staged {
+            path,
+            hash: [0; 32],
+            len: 0,
+        };
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0u8; 256 * 1024];
+        loop {
+            let n = match std::io::Read::read(&mut src, &mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            hasher.update(&buf[..n]);
+            dst.write_all(&buf[..n])?;
+            staged.len += n as u64;
+        }
+        staged.hash = hasher.finalize().into();
+        Ok(staged)
+    }
+
+    /// SHA-256 of the copied bytes.
+    pub fn hash(&self) -> &[u8; 32] {
+        &self.hash
+    }
+
+    /// Number of bytes copied.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True for an empty file.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        // Already gone once it was opened (or if the folder was cleaned): nothing to do then.
+        let _ = fs::remove_file(&self.path);
+    }
 }
 
 /// A plugin library opened and checked; the root module is valid while `Library` is open.
@@ -259,21 +407,32 @@ impl Library {
     pub(crate) fn open(
         original: &Path,
         bytes: &[u8],
-        hash: &[u8; 32],
         shadow_dir: &Path,
     ) -> Result<Opened, LoadError> {
-        if !looks_like_library(bytes) {
-            return Err(LoadError::NotALibrary(if bytes.len() < 64 {
-                format!("{} bytes, too short for a shared library", bytes.len())
-            } else {
-                "no ELF or Mach-O header".into()
-            }));
+        check_library(&bytes)?;
+        let shadow = write_shadow(shadow_dir, original, bytes).map_err(LoadError::Io)?;
+        Self::open_shadow(shadow)
+    }
+
+    /// Checks and opens a staged copy.
+    pub(crate) fn open_staged(staged: Staged) -> Result<Opened, LoadError> {
+        let file = fs::File::open(&staged.path)
+            .map_err(|e| LoadError::Io(format!("cannot open the shadow copy: {e}")))?;
+        check_library(&FileSource {
+            file,
+            len: staged.len,
+        })?;
+        // The copy now belongs to `open_shadow`, which removes it.
+        let shadow = std::mem::take(&mut std::mem::ManuallyDrop::new(staged).path);
+        Self::open_shadow(shadow)
+    }
+
+    /// Opens a checked shadow copy (and removes its name).
+    fn open_shadow(shadow: PathBuf) -> Result<Opened, LoadError> {
+        if let Err(e) = sign(&shadow) {
+            let _ = fs::remove_file(&shadow);
+            return Err(LoadError::Io(e));
         }
-        // The loader maps segments straight from the file: one that reaches past the end (a
-        // file truncated, or still being written) would kill the process with SIGBUS when
-        // touched, so refuse it before `dlopen`.
-        check_complete(bytes).map_err(LoadError::NotALibrary)?;
-        let shadow = write_shadow(shadow_dir, original, bytes, hash).map_err(LoadError::Io)?;
         // SAFETY: loading a library runs its initializers. That is the point of a plugin host:
         // the user put this file in the plugin folder (which `trust` checks), and Rust cdylibs
         // have no initializers beyond the C runtime's. RTLD_NOW makes a library with unresolved
@@ -432,5 +591,61 @@ impl Library {
     /// The path of the private copy this library was opened from.
     pub(crate) fn shadow_path(&self) -> &Path {
         &self.shadow
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// This test binary: a complete ELF or Mach-O file to cut up.
+    fn own_binary() -> Vec<u8> {
+        fs::read(std::env::current_exe().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn complete_libraries_pass_and_truncated_ones_are_refused() {
+        let bytes = own_binary();
+        assert!(check_library(&bytes.as_slice()).is_ok());
+        for cut in [bytes.len() - 1, bytes.len() / 2, 4096, 100] {
+            let err = check_library(&&bytes[..cut]).unwrap_err().to_string();
+            assert!(err.contains("truncated"), "cut at {cut}: {err}");
+            assert!(err.starts_with("not a shared library"), "{err}");
+        }
+        let err = check_library(&&b"hello"[..]).unwrap_err().to_string();
+        assert!(err.contains("5 bytes, too short"), "{err}");
+        let text = vec![b'x'; 1000];
+        let err = check_library(&text.as_slice()).unwrap_err().to_string();
+        assert!(err.contains("no ELF or Mach-O header"), "{err}");
+    }
+
+    #[test]
+    fn staged_copies_hash_like_digest_and_clean_up() {
+        let dir = std::env::temp_dir().join(format!("toolhost-staged-test-{}", std::process::id()));
+        let shadow = dir.join("shadow");
+        let exe = std::env::current_exe().unwrap();
+        let staged = Staged::copy(&exe, &shadow).unwrap();
+        let bytes = own_binary();
+        assert_eq!(*staged.hash(), digest(&bytes));
+        assert_eq!(staged.len(), bytes.len() as u64);
+        let source = FileSource {
+            file: fs::File::open(&staged.path).unwrap(),
+            len: staged.len(),
+        };
+        assert!(check_library(&source).is_ok());
+        let path = staged.path.clone();
+        drop(staged);
+        assert!(!path.exists(), "a dropped staged copy is removed");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn layout_reports_become_one_line() {
+        let report = "Compared <this>:\n  lots\n  of layout\nError:mismatched package\nExpected:\n    toolhost-plugin\nFound:\n    other\n";
+        assert_eq!(
+            layout_verdict(report),
+            "mismatched package Expected: toolhost-plugin Found: other"
+        );
+        assert!(!layout_verdict(&"x\n".repeat(1000)).contains('\n'));
     }
 }

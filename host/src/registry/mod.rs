@@ -30,7 +30,7 @@ use tokio::sync::{broadcast, OwnedRwLockReadGuard};
 pub use scan::{is_plugin_file, load_dir, plugin_files, Failure, Scan, LIBRARY_SUFFIX};
 pub use watch::WatchHandle;
 
-use crate::plugin::{digest, LoadError, LoadedPlugin};
+use crate::plugin::{LoadError, LoadedPlugin, Staged};
 
 /// Settings of a [`Registry`].
 #[derive(Debug, Clone)]
@@ -283,15 +283,20 @@ impl Registry {
     /// Brings the registry in line with `file` as it is on disk now: load, replace, remove or
     /// refuse. `rt` runs stateful hand-offs (absent only in `open`, where there are none).
     fn apply(&self, file: &Path, rt: Option<&tokio::runtime::Runtime>) -> Outcome {
-        let bytes = match std::fs::read(file) {
-            Ok(bytes) => bytes,
+        if file.is_dir() {
+            self.forget(file);
+            return Outcome::Done;
+        }
+        // Copied and hashed in one pass; the copy is what gets checked and mapped.
+        let staged = match Staged::copy(file, &self.config.shadow_dir) {
+            Ok(staged) => staged,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 self.forget(file);
                 return Outcome::Done;
             }
             Err(e) => return Outcome::Retry(LoadError::Io(e.to_string()).to_string()),
         };
-        let hash = digest(&bytes);
+        let hash = *staged.hash();
         {
             let state = self.state.read().unwrap();
             let serving = state.files.get(file).and_then(|n| state.slots.get(n));
@@ -310,7 +315,7 @@ impl Registry {
                 }
             }
         }
-        let new = match LoadedPlugin::load_hashed(file, &bytes, hash, &self.config.shadow_dir) {
+        let new = match LoadedPlugin::load_staged(file, staged) {
             Ok(p) => p,
             // A file cut short (still being copied or linked) looks like these: try again.
             Err(e @ (LoadError::Io(_) | LoadError::NotALibrary(_))) => {
