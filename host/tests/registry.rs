@@ -2,6 +2,7 @@
 //! unmapping and pinning, calls in flight across a reload.
 
 use std::{
+    collections::BTreeSet,
     path::{Path, PathBuf},
     process::Command,
     sync::{
@@ -546,7 +547,19 @@ async fn notes_keep_their_state_across_reloads() {
         .iter()
         .map(|n| n["id"].as_u64().unwrap())
         .collect();
-    assert_eq!(stored, written, "no note lost, none invented");
+    let (w, s): (BTreeSet<u64>, BTreeSet<u64>) = (
+        written.iter().copied().collect(),
+        stored.iter().copied().collect(),
+    );
+    let lost: Vec<_> = w.difference(&s).collect();
+    let invented: Vec<_> = s.difference(&w).collect();
+    assert_eq!(w.len(), written.len(), "an id was handed out twice");
+    assert!(
+        lost.is_empty() && invented.is_empty(),
+        "{} notes written, {} stored; lost: {lost:?}; invented: {invented:?}",
+        written.len(),
+        stored.len()
+    );
     assert!(written.len() > 2);
 }
 
