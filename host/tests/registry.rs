@@ -34,7 +34,16 @@ fn artifacts() -> &'static Path {
             .args([
                 "build", "-p", "calc", "-p", "faulty", "-p", "notes", "-p", "text",
             ])
-            .args(["-p", "sticky", "-p", "bad-init", "-p", "abi-mismatch"])
+            .args([
+                "-p",
+                "sticky",
+                "-p",
+                "bad-init",
+                "-p",
+                "abi-mismatch",
+                "-p",
+                "slow-state",
+            ])
             .status()
             .expect("run cargo build");
         assert!(status.success(), "building the test plugins failed");
@@ -666,4 +675,104 @@ async fn a_call_in_flight_finishes_on_the_old_version() {
     assert_eq!(r.text(), "slept 10000 ms");
     assert_eq!(hash, old_hash);
     assert_eq!(std::fs::read_to_string(&marker).unwrap(), "finished");
+}
+
+fn items(r: &CallResult) -> Vec<String> {
+    serde_json::from_value(structured(r)["items"].clone()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stateful_swap_waits_for_the_writes_in_flight() {
+    let folder = Folder::new();
+    let lib = library("slow-state");
+    folder.put("state.so", &lib);
+    let reg = folder.open();
+    let mut rx = reg.subscribe();
+    let _watch = reg.watch().unwrap();
+
+    // A slow write holds the old version.
+    let old = reg.lease("slow-state").await.unwrap();
+    let written = Arc::new(AtomicBool::new(false));
+    let slow = {
+        let written = written.clone();
+        tokio::task::spawn_blocking(move || {
+            let r = old.call(
+                "append",
+                r#"{"item": "slow", "delay_ms": 1500}"#,
+                &CallControl::new("slow", None),
+            );
+            written.store(true, Ordering::SeqCst);
+            // The lease (and with it the gate) is released only after the write.
+            drop(old);
+            r
+        })
+    };
+    let new_bytes = variant(&lib, 1);
+    folder.put("state.so", &new_bytes);
+    // Fast writes issued during the reload: each lands on one version or the other, and none
+    // is lost in the hand-off.
+    let fast = {
+        let reg = reg.clone();
+        tokio::spawn(async move {
+            for i in 0..20 {
+                let item = format!("fast {i}");
+                let r = call(&reg, "slow-state", "append", json!({"item": item})).await;
+                assert!(!r.is_error, "{}", r.text());
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    };
+    replaced(&mut rx, "slow-state").await;
+    assert!(
+        written.load(Ordering::SeqCst),
+        "the new version took over before the write in flight on the old one finished"
+    );
+    assert_eq!(*reg.get("slow-state").unwrap().hash(), digest(&new_bytes));
+    let r = slow.await.unwrap();
+    assert!(!r.is_error, "{}", r.text());
+    fast.await.unwrap();
+    let list = items(&call(&reg, "slow-state", "items", json!({})).await);
+    assert!(list.contains(&"slow".to_string()), "{list:?}");
+    for i in 0..20 {
+        assert!(
+            list.contains(&format!("fast {i}")),
+            "fast {i} lost: {list:?}"
+        );
+    }
+    assert_eq!(list.len(), 21);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stuck_call_delays_a_stateful_swap_which_is_retried() {
+    let folder = Folder::new();
+    let lib = library("slow-state");
+    let path = folder.put("state.so", &lib);
+    let mut config = folder.config();
+    config.handoff_timeout = Duration::from_millis(300);
+    let reg = Registry::open(config).unwrap();
+    let mut rx = reg.subscribe();
+    let _watch = reg.watch().unwrap();
+
+    let old = reg.lease("slow-state").await.unwrap();
+    let old_hash = *old.hash();
+    let slow = tokio::task::spawn_blocking(move || {
+        old.call(
+            "append",
+            r#"{"item": "slow", "delay_ms": 4000}"#,
+            &CallControl::new("slow", None),
+        )
+    });
+    let new_bytes = variant(&lib, 1);
+    folder.put("state.so", &new_bytes);
+    // The hand-off gives up for now: reported, and the old version keeps serving.
+    let error = failed(&mut rx, &path).await;
+    assert!(error.contains("did not finish within"), "{error}");
+    assert_eq!(*reg.get("slow-state").unwrap().hash(), old_hash);
+    // Once the call is over, a retry hands the state over.
+    assert!(!slow.await.unwrap().is_error);
+    replaced(&mut rx, "slow-state").await;
+    assert_eq!(*reg.get("slow-state").unwrap().hash(), digest(&new_bytes));
+    let list = items(&call(&reg, "slow-state", "items", json!({})).await);
+    assert_eq!(list, ["slow"]);
+    assert!(reg.failures().is_empty(), "{:?}", reg.failures());
 }

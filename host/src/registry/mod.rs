@@ -49,8 +49,9 @@ pub struct RegistryConfig {
     pub retry_interval: Duration,
     /// How long to keep retrying such a file before reporting it as failed.
     pub give_up_after: Duration,
-    /// How long a stateful swap waits for the calls in flight on the old version; after that
-    /// the reload fails and the old version keeps serving.
+    /// How long a stateful swap waits for the calls in flight on the old version. New calls
+    /// wait too meanwhile, so keep it short; after it the old version keeps serving, a `Failed`
+    /// event says why, and the swap is tried again every `give_up_after`.
     pub handoff_timeout: Duration,
 }
 
@@ -64,7 +65,7 @@ impl RegistryConfig {
             stable_wait: Duration::from_millis(30),
             retry_interval: Duration::from_millis(100),
             give_up_after: Duration::from_secs(3),
-            handoff_timeout: Duration::from_secs(60),
+            handoff_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -145,6 +146,17 @@ enum Outcome {
     Done,
     /// The file is missing pieces or unreadable, perhaps because it is still being written.
     Retry(String),
+    /// A stateful plugin's calls did not finish in time for the hand-off: try again later (the
+    /// old version keeps serving meanwhile).
+    Busy(String),
+}
+
+/// Why a swap did not happen.
+enum SwapError {
+    /// Calls on the old version were still running at the hand-off timeout.
+    Busy(String),
+    /// The new version cannot take over (it refused the state).
+    Refused(String),
 }
 
 impl Registry {
@@ -160,8 +172,11 @@ impl Registry {
         });
         for file in files {
             // No hand-off can happen here (each name is new), so no runtime is needed.
-            if let Outcome::Retry(error) = registry.apply(&file, None) {
-                registry.fail(&file, error, None, None);
+            match registry.apply(&file, None) {
+                Outcome::Done => {}
+                Outcome::Retry(error) | Outcome::Busy(error) => {
+                    registry.fail(&file, error, None, None)
+                }
             }
         }
         Ok(registry)
@@ -326,8 +341,7 @@ impl Registry {
                 return Outcome::Done;
             }
         };
-        self.install(file, new, hash, rt);
-        Outcome::Done
+        self.install(file, new, hash, rt)
     }
 
     /// Puts a freshly loaded version in its slot (or refuses it), emitting the events.
@@ -337,7 +351,7 @@ impl Registry {
         new: Arc<LoadedPlugin>,
         hash: [u8; 32],
         rt: Option<&tokio::runtime::Runtime>,
-    ) {
+    ) -> Outcome {
         let name = new.name().to_string();
         let (previous_name, holder) = {
             let state = self.state.read().unwrap();
@@ -377,9 +391,13 @@ impl Registry {
             // The same file rebuilt, or the serving file moved here (its old path is gone):
             // the plugin keeps its slot.
             Some(holder) if holder == file || !holder.exists() => {
-                if let Err(error) = self.swap(&name, file, new, rt) {
-                    self.fail(file, error, Some(hash), None);
-                    return;
+                match self.swap(&name, file, new, rt) {
+                    Ok(()) => {}
+                    Err(SwapError::Busy(error)) => return Outcome::Busy(error),
+                    Err(SwapError::Refused(error)) => {
+                        self.fail(file, error, Some(hash), None);
+                        return Outcome::Done;
+                    }
                 }
                 retire_previous();
                 self.emit(RegistryEvent::Replaced {
@@ -400,6 +418,7 @@ impl Registry {
                 );
             }
         }
+        Outcome::Done
     }
 
     /// Replaces the version serving `name` with `new` (loaded from `file`), handing over the
@@ -410,28 +429,33 @@ impl Registry {
         file: &Path,
         new: Arc<LoadedPlugin>,
         rt: Option<&tokio::runtime::Runtime>,
-    ) -> Result<(), String> {
+    ) -> Result<(), SwapError> {
         let (old, gate) = {
             let state = self.state.read().unwrap();
             let slot = &state.slots[name];
             (slot.plugin.clone(), slot.gate.clone())
         };
         let _exclusive = if old.manifest().stateful {
-            let rt = rt.ok_or("internal error: a stateful hand-off needs the watcher runtime")?;
+            let rt = rt.ok_or_else(|| {
+                SwapError::Refused("internal error: a stateful hand-off needs a runtime".into())
+            })?;
             let timeout = self.config.handoff_timeout;
             let guard = rt
                 .block_on(async { tokio::time::timeout(timeout, gate.write_owned()).await })
                 .map_err(|_| {
-                    format!(
+                    SwapError::Busy(format!(
                         "calls on the old version of `{name}` did not finish within {timeout:?}, \
-                         so its state could not be handed over; the old version keeps serving"
-                    )
+                         so its state could not be handed over yet; the old version keeps \
+                         serving and the reload will be tried again"
+                    ))
                 })?;
             // Every call on `old` has returned and none can start: its state is final.
             if let Some(saved) = old.save_state() {
                 if new.manifest().stateful {
                     new.restore_state(&saved).map_err(|e| {
-                        format!("the new version refused the old version's state: {e}")
+                        SwapError::Refused(format!(
+                            "the new version refused the old version's state: {e}"
+                        ))
                     })?;
                 } else {
                     tracing::warn!(

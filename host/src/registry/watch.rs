@@ -69,6 +69,8 @@ struct Pending {
     /// The first event of this burst: retries stop `give_up_after` later.
     since: Instant,
     seen: Option<Snapshot>,
+    /// A hand-off timeout was reported for this burst (reported once, retried until done).
+    busy_reported: bool,
 }
 
 pub(super) fn start(registry: &Arc<Registry>) -> anyhow::Result<WatchHandle> {
@@ -168,6 +170,7 @@ fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>) {
                     due: now + config.debounce,
                     since: now,
                     seen,
+                    busy_reported: false,
                 });
         }
         // Events of one rename arrive a few microseconds apart: take entries almost due along,
@@ -213,6 +216,15 @@ fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>) {
                 Outcome::Done => {
                     pending.remove(&file);
                 }
+                Outcome::Busy(error) => {
+                    if !entry.busy_reported {
+                        entry.busy_reported = true;
+                        // Recorded without a hash, so the same bytes are tried again.
+                        reg.fail(&file, error, None, None);
+                    }
+                    entry.due = Instant::now() + config.give_up_after;
+                    entry.seen = snapshot(&file);
+                }
                 Outcome::Retry(error) => {
                     if now.duration_since(entry.since) >= config.give_up_after {
                         pending.remove(&file);
@@ -237,6 +249,7 @@ fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>) {
                     due: now,
                     since: now,
                     seen: None,
+                    busy_reported: false,
                 });
             }
         }
