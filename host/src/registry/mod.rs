@@ -145,7 +145,8 @@ enum Outcome {
     /// Nothing more to do for now.
     Done,
     /// The file is missing pieces or unreadable, perhaps because it is still being written.
-    Retry(String),
+    /// Carries the hash of the bytes that failed, when they could be read.
+    Retry(String, Option<[u8; 32]>),
     /// A stateful plugin's calls did not finish in time for the hand-off: try again later (the
     /// old version keeps serving meanwhile).
     Busy(String),
@@ -174,9 +175,8 @@ impl Registry {
             // No hand-off can happen here (each name is new), so no runtime is needed.
             match registry.apply(&file, None) {
                 Outcome::Done => {}
-                Outcome::Retry(error) | Outcome::Busy(error) => {
-                    registry.fail(&file, error, None, None)
-                }
+                Outcome::Retry(error, hash) => registry.fail(&file, error, hash, None),
+                Outcome::Busy(error) => registry.fail(&file, error, None, None),
             }
         }
         Ok(registry)
@@ -197,7 +197,7 @@ impl Registry {
     pub async fn lease(&self, name: &str) -> Option<Lease> {
         loop {
             let (plugin, gate) = {
-                let state = self.state.read().unwrap();
+                let state = self.read();
                 let slot = state.slots.get(name)?;
                 (slot.plugin.clone(), slot.gate.clone())
             };
@@ -210,7 +210,7 @@ impl Registry {
             drop(plugin);
             let guard = gate.clone().read_owned().await;
             // A swap may have happened while we waited: serve whatever is current now.
-            let state = self.state.read().unwrap();
+            let state = self.read();
             match state.slots.get(name) {
                 None => return None,
                 Some(slot) if Arc::ptr_eq(&slot.gate, &gate) => {
@@ -229,19 +229,19 @@ impl Registry {
 
     /// The current version of every plugin, sorted by name.
     pub fn plugins(&self) -> Vec<Arc<LoadedPlugin>> {
-        let state = self.state.read().unwrap();
+        let state = self.read();
         state.slots.values().map(|s| s.plugin.clone()).collect()
     }
 
     /// The current version of plugin `name`.
     pub fn get(&self, name: &str) -> Option<Arc<LoadedPlugin>> {
-        let state = self.state.read().unwrap();
+        let state = self.read();
         state.slots.get(name).map(|s| s.plugin.clone())
     }
 
     /// Files that currently fail to load, with the reason, sorted by file.
     pub fn failures(&self) -> Vec<(PathBuf, String)> {
-        let state = self.state.read().unwrap();
+        let state = self.read();
         state
             .failed
             .iter()
@@ -258,6 +258,16 @@ impl Registry {
     /// the returned handle is dropped.
     pub fn watch(self: &Arc<Self>) -> anyhow::Result<WatchHandle> {
         watch::start(self)
+    }
+
+    // The state is consistent after every single update (each is a few map operations), so a
+    // panic elsewhere while holding the lock must not take every later call down with it.
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(|e| e.into_inner())
     }
 
     fn emit(&self, event: RegistryEvent) {
@@ -281,7 +291,7 @@ impl Registry {
 
     /// Records and reports a file that does not serve.
     fn fail(&self, file: &Path, error: String, hash: Option<[u8; 32]>, name_taken: Option<String>) {
-        self.state.write().unwrap().failed.insert(
+        self.write().failed.insert(
             file.to_path_buf(),
             FailedFile {
                 error: error.clone(),
@@ -309,14 +319,17 @@ impl Registry {
                 self.forget(file);
                 return Outcome::Done;
             }
-            Err(e) => return Outcome::Retry(LoadError::Io(e.to_string()).to_string()),
+            Err(e) => return Outcome::Retry(LoadError::Io(e.to_string()).to_string(), None),
         };
         let hash = *staged.hash();
         {
-            let state = self.state.read().unwrap();
+            let state = self.read();
             let serving = state.files.get(file).and_then(|n| state.slots.get(n));
             if serving.is_some_and(|s| *s.plugin.hash() == hash) {
-                // Touched, or rewritten with the same bytes: not a reload.
+                // Touched, or rewritten with the same bytes (perhaps back from a build that
+                // failed): not a reload, and no longer a failure.
+                drop(state);
+                self.write().failed.remove(file);
                 return Outcome::Done;
             }
             if let Some(f) = state.failed.get(file) {
@@ -334,7 +347,7 @@ impl Registry {
             Ok(p) => p,
             // A file cut short (still being copied or linked) looks like these: try again.
             Err(e @ (LoadError::Io(_) | LoadError::NotALibrary(_))) => {
-                return Outcome::Retry(e.to_string())
+                return Outcome::Retry(e.to_string(), Some(hash))
             }
             Err(e) => {
                 self.fail(file, e.to_string(), Some(hash), None);
@@ -354,7 +367,7 @@ impl Registry {
     ) -> Outcome {
         let name = new.name().to_string();
         let (previous_name, holder) = {
-            let state = self.state.read().unwrap();
+            let state = self.read();
             (
                 state.files.get(file).cloned(),
                 state
@@ -372,7 +385,7 @@ impl Registry {
         match holder {
             None => {
                 retire_previous();
-                let mut state = self.state.write().unwrap();
+                let mut state = self.write();
                 state.slots.insert(
                     name.clone(),
                     Slot {
@@ -431,7 +444,7 @@ impl Registry {
         rt: Option<&tokio::runtime::Runtime>,
     ) -> Result<(), SwapError> {
         let (old, gate) = {
-            let state = self.state.read().unwrap();
+            let state = self.read();
             let slot = &state.slots[name];
             (slot.plugin.clone(), slot.gate.clone())
         };
@@ -469,7 +482,7 @@ impl Registry {
             None
         };
         let retired = {
-            let mut state = self.state.write().unwrap();
+            let mut state = self.write();
             let slot = state.slots.get_mut(name).expect("the slot exists");
             let retired = std::mem::replace(&mut slot.plugin, new);
             let old_file = retired.file().to_path_buf();
@@ -490,7 +503,7 @@ impl Registry {
     /// `file` is gone: its plugin (if any) stops serving, its failure is forgotten.
     fn forget(&self, file: &Path) {
         let name = {
-            let mut state = self.state.write().unwrap();
+            let mut state = self.write();
             state.failed.remove(file);
             state.files.get(file).cloned()
         };
@@ -501,7 +514,7 @@ impl Registry {
 
     fn remove_slot(&self, name: &str) {
         let removed = {
-            let mut state = self.state.write().unwrap();
+            let mut state = self.write();
             let Some(slot) = state.slots.remove(name) else {
                 return;
             };
@@ -519,7 +532,7 @@ impl Registry {
 
     /// Files refused because their plugin name was taken, when that name is free now.
     fn unblocked(&self) -> Vec<PathBuf> {
-        let state = self.state.read().unwrap();
+        let state = self.read();
         state
             .failed
             .iter()
@@ -534,7 +547,7 @@ impl Registry {
 
     /// Every file the registry knows of (serving or failed).
     fn known_files(&self) -> Vec<PathBuf> {
-        let state = self.state.read().unwrap();
+        let state = self.read();
         state
             .files
             .keys()

@@ -225,7 +225,7 @@ fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>) {
                     entry.due = Instant::now() + config.give_up_after;
                     entry.seen = snapshot(&file);
                 }
-                Outcome::Retry(error) => {
+                Outcome::Retry(error, hash) => {
                     if now.duration_since(entry.since) >= config.give_up_after {
                         pending.remove(&file);
                         reg.fail(
@@ -234,7 +234,7 @@ fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>) {
                                 "{error} (still failing after {:?} of retries)",
                                 config.give_up_after
                             ),
-                            std::fs::read(&file).ok().map(|b| crate::plugin::digest(&b)),
+                            hash,
                             None,
                         );
                     } else {
