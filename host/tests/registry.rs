@@ -147,6 +147,17 @@ async fn wait_for(
     .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
 }
 
+/// Polls `cond` until it holds (for state changes that emit no event).
+async fn eventually(what: &str, cond: impl Fn() -> bool) {
+    tokio::time::timeout(WAIT, async {
+        while !cond() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("timed out waiting until {what}"))
+}
+
 async fn replaced(rx: &mut broadcast::Receiver<RegistryEvent>, plugin: &str) -> RegistryEvent {
     wait_for(
         rx,
@@ -327,6 +338,13 @@ async fn bad_files_are_reported_and_the_rest_keep_serving() {
             .text(),
         "4"
     );
+    // Putting the serving build back is no reload, and clears the failure.
+    folder.put("calc.so", &calc);
+    eventually("calc.so no longer failing", || {
+        !reg.failures().iter().any(|(f, _)| *f == calc_path)
+    })
+    .await;
+    assert!(Arc::ptr_eq(&reg.get("calc").unwrap(), &serving));
 
     // A second file claiming the name `calc` is refused; the first keeps serving.
     let copy = folder.put("calc-copy.so", &calc);
