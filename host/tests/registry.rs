@@ -91,7 +91,13 @@ impl Folder {
         }
     }
 
+    /// `file` in the folder; tests spell plugin files `x.so`, which becomes the platform's
+    /// suffix (`x.dylib` on macOS).
     fn path(&self, file: &str) -> PathBuf {
+        let file = match file.strip_suffix(".so") {
+            Some(stem) => format!("{stem}.{LIBRARY_SUFFIX}"),
+            None => file.to_string(),
+        };
         self.dir.path().join(file)
     }
 
@@ -108,9 +114,9 @@ impl Folder {
 
     /// Puts `bytes` in place at once (written beside, then renamed over), as installers do.
     fn put(&self, file: &str, bytes: &[u8]) -> PathBuf {
+        let dest = self.path(file);
         let tmp = self.path(&format!(".{file}.tmp"));
         std::fs::write(&tmp, bytes).unwrap();
-        let dest = self.path(file);
         std::fs::rename(&tmp, &dest).unwrap();
         dest
     }
@@ -350,7 +356,8 @@ async fn bad_files_are_reported_and_the_rest_keep_serving() {
     let copy = folder.put("calc-copy.so", &calc);
     let error = failed(&mut rx, &copy).await;
     assert!(
-        error.contains("`calc` is already taken by") && error.contains("calc.so"),
+        error.contains("`calc` is already taken by")
+            && error.contains(&calc_path.display().to_string()),
         "{error}"
     );
     assert_eq!(reg.get("calc").unwrap().file(), calc_path);
