@@ -277,7 +277,11 @@ async fn bad_files_are_reported_and_the_rest_keep_serving() {
             b"this is not a library at all".repeat(10),
             "not a shared library",
         ),
-        ("truncated.so", calc[..calc.len() / 2].to_vec(), "truncated"),
+        (
+            "truncated.so",
+            calc[..calc.len() / 2].to_vec(),
+            "incomplete",
+        ),
         ("mismatch.so", library("abi-mismatch"), "ABI mismatch"),
         (
             "bad-init.so",
@@ -331,7 +335,7 @@ async fn bad_files_are_reported_and_the_rest_keep_serving() {
     assert!(reg
         .failures()
         .iter()
-        .any(|(f, e)| *f == path && e.contains("truncated")));
+        .any(|(f, e)| *f == path && e.contains("incomplete")));
 
     // A failed reload of calc.so itself keeps the old version serving.
     let calc_path = folder.put("calc.so", &library("bad-init"));

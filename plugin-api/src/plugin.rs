@@ -175,7 +175,6 @@ fn install_panic_hook() {
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
-        // `payload_as_str` would need Rust 1.91; the crate supports 1.85.
         let msg = panic_message(info.payload());
         crate::debug!("panic{location}: {msg}");
     }));

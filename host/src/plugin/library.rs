@@ -44,198 +44,47 @@ pub fn digest(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
 
-/// Random access to a candidate library's bytes: in memory, or in its staged copy on disk (so
-/// a large plugin is never held in memory whole).
-pub(crate) trait Source {
-    fn size(&self) -> u64;
-    /// Fills `buf` from offset `at`; false if the bytes are not there.
-    fn read_at(&self, at: u64, buf: &mut [u8]) -> bool;
-}
-
-impl Source for &[u8] {
-    fn size(&self) -> u64 {
-        self.len() as u64
+/// Checks that `data` (`len` bytes) is a whole shared library before the system loader sees
+/// it: the loader maps segments by the offsets in the headers without comparing them with the
+/// file's size, so a library truncated mid-write would crash the host (SIGBUS) on first access.
+/// Only headers are read (segment ranges are compared with `len`), so a staged copy on disk is
+/// checked without reading it whole.
+fn check_complete<'data, R: object::ReadRef<'data>>(data: R, len: u64) -> Result<(), String> {
+    use object::{Object, ObjectKind, ObjectSegment};
+    if len < 64 {
+        return Err(format!("{len} bytes, too short for a shared library"));
     }
-    fn read_at(&self, at: u64, buf: &mut [u8]) -> bool {
-        let Ok(at) = usize::try_from(at) else {
-            return false;
-        };
-        match self.get(at..at.saturating_add(buf.len())) {
-            Some(src) if src.len() == buf.len() => {
-                buf.copy_from_slice(src);
-                true
-            }
-            _ => false,
+    let file = object::File::parse(data).map_err(|e| {
+        // An ELF or Mach-O header whose tables do not fit is what a file cut short looks like.
+        const MAGICS: [[u8; 4]; 5] = [
+            *b"\x7fELF",
+            [0xfe, 0xed, 0xfa, 0xce],
+            [0xce, 0xfa, 0xed, 0xfe],
+            [0xfe, 0xed, 0xfa, 0xcf],
+            [0xcf, 0xfa, 0xed, 0xfe],
+        ];
+        match data.read_bytes_at(0, 4) {
+            Ok(magic) if MAGICS.iter().any(|m| m == magic) => format!(
+                "the file is incomplete ({e}); was it truncated or is it still being written?"
+            ),
+            _ => format!("not an object file ({e})"),
         }
+    })?;
+    if file.kind() != ObjectKind::Dynamic {
+        return Err(format!(
+            "an object file of kind {:?}, not a shared library",
+            file.kind()
+        ));
     }
-}
-
-/// A file with its length taken once, read with positioned reads.
-struct FileSource {
-    file: fs::File,
-    len: u64,
-}
-
-impl Source for FileSource {
-    fn size(&self) -> u64 {
-        self.len
-    }
-    fn read_at(&self, at: u64, buf: &mut [u8]) -> bool {
-        if at.saturating_add(buf.len() as u64) > self.len {
-            return false;
+    for segment in file.segments() {
+        let (offset, size) = segment.file_range();
+        let end = offset.saturating_add(size);
+        if end > len {
+            return Err(format!(
+                "the file is incomplete (a segment ends at byte {end} but the file has {len}); \
+                 was it truncated or is it still being written?"
+            ));
         }
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::FileExt;
-            self.file.read_exact_at(buf, at).is_ok()
-        }
-        #[cfg(windows)]
-        {
-            use std::os::windows::fs::FileExt;
-            let mut done = 0;
-            while done < buf.len() {
-                match self.file.seek_read(&mut buf[done..], at + done as u64) {
-                    Ok(0) | Err(_) => return false,
-                    Ok(n) => done += n,
-                }
-            }
-            true
-        }
-    }
-}
-
-fn looks_like_library(src: &dyn Source) -> bool {
-    const ELF: [u8; 4] = *b"\x7fELF";
-    const MACHO: [[u8; 4]; 4] = [
-        [0xfe, 0xed, 0xfa, 0xce],
-        [0xce, 0xfa, 0xed, 0xfe],
-        [0xfe, 0xed, 0xfa, 0xcf],
-        [0xcf, 0xfa, 0xed, 0xfe],
-    ];
-    let mut magic = [0u8; 4];
-    src.read_at(0, &mut magic) && (magic == ELF || MACHO.contains(&magic))
-}
-
-fn read_uint(src: &dyn Source, at: u64, width: usize, big_endian: bool) -> Option<u64> {
-    let mut buf = [0u8; 8];
-    if big_endian {
-        src.read_at(at, &mut buf[8 - width..])
-            .then(|| u64::from_be_bytes(buf))
-    } else {
-        src.read_at(at, &mut buf[..width])
-            .then(|| u64::from_le_bytes(buf))
-    }
-}
-
-/// Refuses what is not a library, or is one cut short.
-fn check_library(src: &dyn Source) -> Result<(), LoadError> {
-    if !looks_like_library(src) {
-        return Err(LoadError::NotALibrary(if src.size() < 64 {
-            format!("{} bytes, too short for a shared library", src.size())
-        } else {
-            "no ELF or Mach-O header".into()
-        }));
-    }
-    // The loader maps segments straight from the file: one that reaches past the end (a file
-    // truncated, or still being written) would kill the process with SIGBUS when touched, so
-    // refuse it before `dlopen`.
-    check_complete(src).map_err(LoadError::NotALibrary)
-}
-
-/// Checks that every table and loadable segment an ELF or Mach-O header announces lies inside
-/// `bytes`: a truncated file fails here with an error instead of crashing `dlopen`.
-fn check_complete(src: &dyn Source) -> Result<(), String> {
-    let len = src.size();
-    let truncated = |what: &str, end: u64| {
-        format!("the file is truncated: {what} ends at byte {end}, but the file has {len} bytes")
-    };
-    let short = || format!("the file is truncated: its {len} bytes do not hold the headers");
-    let mut ident = [0u8; 6];
-    if !src.read_at(0, &mut ident) {
-        return Err(short());
-    }
-    if ident.starts_with(b"\x7fELF") {
-        let wide = match ident[4] {
-            1 => false,
-            2 => true,
-            _ => return Err("unknown ELF class".into()),
-        };
-        let be = ident[5] == 2;
-        let rd = |at: u64, width: usize| read_uint(src, at, width, be).ok_or_else(short);
-        // (e_phoff, e_shoff, e_phentsize, e_phnum, e_shentsize, e_shnum) per class.
-        let (phoff, shoff, phentsize, phnum, shentsize, shnum) = if wide {
-            (
-                rd(0x20, 8)?,
-                rd(0x28, 8)?,
-                rd(0x36, 2)?,
-                rd(0x38, 2)?,
-                rd(0x3a, 2)?,
-                rd(0x3c, 2)?,
-            )
-        } else {
-            (
-                rd(0x1c, 4)?,
-                rd(0x20, 4)?,
-                rd(0x2a, 2)?,
-                rd(0x2c, 2)?,
-                rd(0x2e, 2)?,
-                rd(0x30, 2)?,
-            )
-        };
-        let ph_end = phoff.saturating_add(phentsize * phnum);
-        if ph_end > len {
-            return Err(truncated("the program header table", ph_end));
-        }
-        let sh_end = shoff.saturating_add(shentsize * shnum);
-        if sh_end > len {
-            return Err(truncated("the section header table", sh_end));
-        }
-        const PT_LOAD: u64 = 1;
-        for i in 0..phnum {
-            let at = phoff + i * phentsize;
-            let (offset, filesz) = if wide {
-                (rd(at + 8, 8)?, rd(at + 32, 8)?)
-            } else {
-                (rd(at + 4, 4)?, rd(at + 16, 4)?)
-            };
-            if rd(at, 4)? == PT_LOAD && offset.saturating_add(filesz) > len {
-                return Err(truncated(
-                    "a loadable segment",
-                    offset.saturating_add(filesz),
-                ));
-            }
-        }
-        return Ok(());
-    }
-    // Mach-O: walk the load commands and check each segment's file range.
-    let wide = ident[3] == 0xcf || ident[0] == 0xcf;
-    let be = ident[0] == 0xfe;
-    let rd = |at: u64, width: usize| read_uint(src, at, width, be).ok_or_else(short);
-    let header = if wide { 32 } else { 28 };
-    let (ncmds, sizeofcmds) = (rd(16, 4)?, rd(20, 4)?);
-    let cmds_end = header + sizeofcmds;
-    if cmds_end > len {
-        return Err(truncated("the load commands", cmds_end));
-    }
-    const LC_SEGMENT: u64 = 0x1;
-    const LC_SEGMENT_64: u64 = 0x19;
-    let mut at = header;
-    for _ in 0..ncmds {
-        let (cmd, size) = (rd(at, 4)?, rd(at + 4, 4)?);
-        let range = match cmd {
-            LC_SEGMENT_64 => Some((rd(at + 40, 8)?, rd(at + 48, 8)?)),
-            LC_SEGMENT => Some((rd(at + 32, 4)?, rd(at + 36, 4)?)),
-            _ => None,
-        };
-        if let Some((off, size)) = range {
-            if off.saturating_add(size) > len {
-                return Err(truncated("a segment", off.saturating_add(size)));
-            }
-        }
-        if size == 0 {
-            return Err("a Mach-O load command has size 0".into());
-        }
-        at += size;
     }
     Ok(())
 }
@@ -409,7 +258,7 @@ impl Library {
         bytes: &[u8],
         shadow_dir: &Path,
     ) -> Result<Opened, LoadError> {
-        check_library(&bytes)?;
+        check_complete(bytes, bytes.len() as u64).map_err(LoadError::NotALibrary)?;
         let shadow = write_shadow(shadow_dir, original, bytes).map_err(LoadError::Io)?;
         Self::open_shadow(shadow)
     }
@@ -418,10 +267,10 @@ impl Library {
     pub(crate) fn open_staged(staged: Staged) -> Result<Opened, LoadError> {
         let file = fs::File::open(&staged.path)
             .map_err(|e| LoadError::Io(format!("cannot open the shadow copy: {e}")))?;
-        check_library(&FileSource {
-            file,
-            len: staged.len,
-        })?;
+        // Reads only the headers (through a cache), not the whole file.
+        let cache = object::ReadCache::new(file);
+        check_complete(&cache, staged.len).map_err(LoadError::NotALibrary)?;
+        drop(cache);
         // The copy now belongs to `open_shadow`, which removes it.
         let shadow = std::mem::take(&mut std::mem::ManuallyDrop::new(staged).path);
         Self::open_shadow(shadow)
@@ -603,22 +452,32 @@ mod tests {
         fs::read(std::env::current_exe().unwrap()).unwrap()
     }
 
+    fn check(bytes: &[u8]) -> Result<(), String> {
+        check_complete(bytes, bytes.len() as u64)
+    }
+
+    // A PIE executable is an ELF of kind `Dynamic`, like a shared library.
+    #[cfg(target_os = "linux")]
     #[test]
     fn complete_libraries_pass_and_truncated_ones_are_refused() {
         let bytes = own_binary();
-        assert!(check_library(&bytes.as_slice()).is_ok());
-        for cut in [bytes.len() - 1, bytes.len() / 2, 4096, 100] {
-            let err = check_library(&&bytes[..cut]).unwrap_err().to_string();
-            assert!(err.contains("truncated"), "cut at {cut}: {err}");
-            assert!(err.starts_with("not a shared library"), "{err}");
+        assert!(check(&bytes).is_ok());
+        for cut in [bytes.len() - 1, bytes.len() / 2, 4096] {
+            let err = check(&bytes[..cut]).unwrap_err();
+            assert!(
+                err.contains("the file is incomplete"),
+                "cut at {cut}: {err}"
+            );
         }
-        let err = check_library(&&b"hello"[..]).unwrap_err().to_string();
-        assert!(err.contains("5 bytes, too short"), "{err}");
-        let text = vec![b'x'; 1000];
-        let err = check_library(&text.as_slice()).unwrap_err().to_string();
-        assert!(err.contains("no ELF or Mach-O header"), "{err}");
+        assert_eq!(
+            check(b"hello").unwrap_err(),
+            "5 bytes, too short for a shared library"
+        );
+        let err = check(&[b'x'; 1000]).unwrap_err();
+        assert!(err.contains("not an object file"), "{err}");
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn staged_copies_hash_like_digest_and_clean_up() {
         let dir = std::env::temp_dir().join(format!("toolhost-staged-test-{}", std::process::id()));
@@ -628,11 +487,8 @@ mod tests {
         let bytes = own_binary();
         assert_eq!(*staged.hash(), digest(&bytes));
         assert_eq!(staged.len(), bytes.len() as u64);
-        let source = FileSource {
-            file: fs::File::open(&staged.path).unwrap(),
-            len: staged.len(),
-        };
-        assert!(check_library(&source).is_ok());
+        let cache = object::ReadCache::new(fs::File::open(&staged.path).unwrap());
+        assert!(check_complete(&cache, staged.len()).is_ok());
         let path = staged.path.clone();
         drop(staged);
         assert!(!path.exists(), "a dropped staged copy is removed");
