@@ -805,3 +805,46 @@ async fn a_stuck_call_delays_a_stateful_swap_which_is_retried() {
     assert_eq!(list, ["slow"]);
     assert!(reg.failures().is_empty(), "{:?}", reg.failures());
 }
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn untrusted_files_are_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    use toolhost::trust::{hex, Allowlist, Trust};
+
+    let f = Folder::new();
+    let calc = f.put("calc.so", &library("calc"));
+    let text = f.put("text.so", &library("text"));
+    std::fs::set_permissions(&text, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let reg = f.open();
+    assert_eq!(reg.plugins().len(), 1, "only calc serves");
+    let failures = reg.failures();
+    assert_eq!(failures.len(), 1);
+    assert!(
+        failures[0].1.starts_with("refused: ") && failures[0].1.contains("writable by everyone"),
+        "{failures:?}"
+    );
+
+    // A lock file naming only calc's build: text stays out even once its mode is fixed.
+    std::fs::set_permissions(&text, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let lock = f.shadow.path().join("plugins.lock");
+    let calc_digest = digest(&std::fs::read(&calc).unwrap());
+    std::fs::write(&lock, format!("{}  calc.so\n", hex(&calc_digest))).unwrap();
+    let mut config = f.config();
+    config.trust = Trust {
+        allowlist: Some(Allowlist::load(&lock).unwrap()),
+        allow_shared: false,
+    };
+    let reg = Registry::open(config).unwrap();
+    let names: Vec<String> = reg.plugins().iter().map(|p| p.name().to_string()).collect();
+    assert_eq!(names, ["calc"]);
+    assert!(reg.failures()[0].1.contains("is not in the lock file"));
+
+    // A plugin folder others can write is refused as a whole.
+    std::fs::set_permissions(f.dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let e = Registry::open(f.config())
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("writable by everyone"), "{e}");
+}

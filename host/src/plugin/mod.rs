@@ -35,6 +35,8 @@ pub enum LoadError {
     Init(String),
     #[error("invalid plugin: {0}")]
     Invalid(String),
+    #[error("refused: {0}")]
+    Refused(String),
 }
 
 /// One block of a tool result, owned by the host.

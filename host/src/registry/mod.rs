@@ -53,6 +53,8 @@ pub struct RegistryConfig {
     /// wait too meanwhile, so keep it short; after it the old version keeps serving, a `Failed`
     /// event says why, and the swap is tried again every `give_up_after`.
     pub handoff_timeout: Duration,
+    /// Which files may be loaded at all (ownership, permissions, lock file).
+    pub trust: crate::trust::Trust,
 }
 
 impl RegistryConfig {
@@ -66,6 +68,7 @@ impl RegistryConfig {
             retry_interval: Duration::from_millis(100),
             give_up_after: Duration::from_secs(3),
             handoff_timeout: Duration::from_secs(10),
+            trust: crate::trust::Trust::default(),
         }
     }
 }
@@ -164,6 +167,10 @@ impl Registry {
     /// Loads every plugin in `config.dir`. Files that fail are reported by
     /// [`Registry::failures`] (and logged); the others serve.
     pub fn open(config: RegistryConfig) -> std::io::Result<Arc<Self>> {
+        config
+            .trust
+            .check_writers(&config.dir)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::PermissionDenied, e))?;
         let files = plugin_files(&config.dir)?;
         let (events, _) = broadcast::channel(1024);
         let registry = Arc::new(Registry {
@@ -342,6 +349,10 @@ impl Registry {
                     return Outcome::Done;
                 }
             }
+        }
+        if let Err(e) = self.config.trust.check_file(file, &hash) {
+            self.fail(file, LoadError::Refused(e).to_string(), Some(hash), None);
+            return Outcome::Done;
         }
         let new = match LoadedPlugin::load_staged(file, staged) {
             Ok(p) => p,
