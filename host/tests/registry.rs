@@ -848,3 +848,78 @@ async fn untrusted_files_are_refused() {
         .to_string();
     assert!(e.contains("writable by everyone"), "{e}");
 }
+
+/// Resident memory of this process in KiB (Linux), for the soak test's report.
+fn rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The reliability soak: 1000 reloads while 16 clients call continuously. Every call started
+/// must come back with the right answer; no shadow copy may be left behind. Memory is
+/// printed (the budget itself is checked by `cargo bench --bench reload`, not here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn soak_1000_reloads_with_16_clients() {
+    let folder = Folder::new();
+    let calc = library("calc");
+    let builds = [variant(&calc, 1), variant(&calc, 2)];
+    folder.put("calc.so", &builds[0]);
+    let reg = folder.open();
+    let mut rx = reg.subscribe();
+    let _watch = reg.watch().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(AtomicUsize::new(0));
+    let finished = Arc::new(AtomicUsize::new(0));
+    let mut clients = Vec::new();
+    for client in 0..16u32 {
+        let (reg, stop) = (reg.clone(), stop.clone());
+        let (started, finished) = (started.clone(), finished.clone());
+        clients.push(tokio::spawn(async move {
+            let mut wrong = Vec::new();
+            let mut i = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                i += 1;
+                started.fetch_add(1, Ordering::Relaxed);
+                let (x, y) = (f64::from(client), f64::from(i));
+                let r = call(&reg, "calc", "multiply", json!({"x": x, "y": y})).await;
+                finished.fetch_add(1, Ordering::Relaxed);
+                if r.is_error || r.text().parse::<f64>().ok() != Some(x * y) {
+                    wrong.push(r.text());
+                }
+            }
+            wrong
+        }));
+    }
+    let rss_start = rss_kib();
+    for i in 0..1000 {
+        folder.put("calc.so", &builds[(i + 1) % 2]);
+        replaced(&mut rx, "calc").await;
+    }
+    let rss_end = rss_kib();
+    stop.store(true, Ordering::Relaxed);
+    let mut wrong = Vec::new();
+    for c in clients {
+        wrong.extend(c.await.expect("a client task panicked"));
+    }
+    let (started, finished) = (
+        started.load(Ordering::Relaxed),
+        finished.load(Ordering::Relaxed),
+    );
+    eprintln!(
+        "soak: {finished} calls across 1000 reloads; VmRSS {rss_start:?} KiB -> {rss_end:?} KiB"
+    );
+    assert!(
+        wrong.is_empty(),
+        "{} wrong answers, first: {:?}",
+        wrong.len(),
+        wrong.first()
+    );
+    assert_eq!(started, finished, "calls lost");
+    assert!(
+        finished > 1000,
+        "the clients made progress: {finished} calls"
+    );
+    assert!(reg.failures().is_empty(), "{:?}", reg.failures());
+    assert_eq!(folder.shadow_files(), 0);
+}
