@@ -26,15 +26,25 @@ fn start_with_calc(
     tools: &[&str],
     server: &mut dyn FnMut(&McpRequest) -> Option<Value>,
 ) -> Proc {
+    start_with_calc_env(sandbox, fake, tools, &[], server)
+}
+
+/// [`start_with_calc`] with extra environment variables for the CLI.
+fn start_with_calc_env(
+    sandbox: &Sandbox,
+    fake: &FakeApi,
+    tools: &[&str],
+    env: &[(&str, &str)],
+    server: &mut dyn FnMut(&McpRequest) -> Option<Value>,
+) -> Proc {
     let allowed: Vec<String> = tools.iter().map(|t| format!("mcp__calc__{t}")).collect();
     let allowed = allowed.join(",");
-    let mut cli = Proc::spawn(
-        "claude",
-        sandbox.claude_command(
-            fake,
-            &["--mcp-config", CALC_CONFIG, "--allowedTools", &allowed],
-        ),
+    let mut cmd = sandbox.claude_command(
+        fake,
+        &["--mcp-config", CALC_CONFIG, "--allowedTools", &allowed],
     );
+    cmd.envs(env.iter().copied());
+    let mut cli = Proc::spawn("claude", cmd);
     cli.send_json(&initialize_request("init_1"));
     pump(
         &mut cli,
@@ -233,5 +243,40 @@ fn cli_offers_the_new_tool_list_after_list_changed() {
         fake.last_request().mcp_tool_names(),
         ["mcp__calc__add", "mcp__calc__power"]
     );
+    finish(cli);
+}
+
+#[test]
+fn cli_counts_tokens_of_a_large_result_through_the_fake() {
+    let Some(_) = claude_or_skip() else { return };
+    let sandbox = Sandbox::new(&[]);
+    let fake = FakeApi::queue([
+        Reply::tool("mcp__calc__big", json!({})),
+        Reply::text("DONE"),
+    ]);
+    // 20 KB against a 2000-token limit: near enough for the CLI to ask the API (protocol §5.1).
+    let big = ("y".repeat(79) + "\n").repeat(250);
+    let mut server = tool_server(
+        || vec![json!({"name":"big","inputSchema":{"type":"object"}})],
+        |_| Some(text_result(&big)),
+    );
+    let mut cli = start_with_calc_env(
+        &sandbox,
+        &fake,
+        &["big"],
+        &[("MAX_MCP_OUTPUT_TOKENS", "2000")],
+        &mut server,
+    );
+    cli.send_json(&user_turn("go big"));
+    let result = pump(&mut cli, "result", STEP, &mut server, is_result);
+    assert_eq!(result["result"], "DONE", "{result}");
+    assert!(
+        fake.hits()
+            .iter()
+            .any(|h| h.starts_with("POST /v1/messages/count_tokens")),
+        "{:?}",
+        fake.hits()
+    );
+    assert_eq!(fake.tool_result("toolu_01").content.len(), big.len());
     finish(cli);
 }
