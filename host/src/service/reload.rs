@@ -1,0 +1,71 @@
+//! Carries hot reloads into the conversation: a replaced plugin gets
+//! `notifications/tools/list_changed`, an added or removed one a new `mcp_set_servers`.
+
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+use tokio::sync::broadcast::{self, error::RecvError};
+
+use super::{sdk_server_set, SessionHandle};
+use crate::registry::{Registry, RegistryEvent};
+
+/// Follows `events` until the registry goes away, telling the CLI about each change and
+/// `report`ing it in one line. `external` holds the `--mcp-config` servers.
+pub async fn follow_registry(
+    registry: Arc<Registry>,
+    mut events: broadcast::Receiver<RegistryEvent>,
+    session: SessionHandle,
+    external: Map<String, Value>,
+    report: impl Fn(String) + Send + 'static,
+) {
+    loop {
+        match events.recv().await {
+            Ok(RegistryEvent::Replaced { name, file }) => {
+                session.tools_list_changed(&name);
+                report(format!(
+                    "plugin {name} reloaded from {}: tools re-listed",
+                    file.display()
+                ));
+            }
+            Ok(RegistryEvent::Added { name, .. }) => {
+                set_servers(&registry, &session, &external).await;
+                report(format!("plugin {name} added"));
+            }
+            Ok(RegistryEvent::Removed { name, .. }) => {
+                set_servers(&registry, &session, &external).await;
+                report(format!("plugin {name} removed"));
+            }
+            Ok(RegistryEvent::Failed { file, error }) => {
+                report(format!(
+                    "plugin file {} failed to load: {error}",
+                    file.display()
+                ));
+            }
+            Err(RecvError::Lagged(n)) => {
+                // Events were lost: bring the CLI in line with the current state.
+                tracing::warn!("missed {n} plugin events; resending every server");
+                set_servers(&registry, &session, &external).await;
+                for p in registry.plugins() {
+                    session.tools_list_changed(p.name());
+                }
+                report("plugins changed: tool set refreshed".into());
+            }
+            Err(RecvError::Closed) => break,
+        }
+    }
+}
+
+async fn set_servers(registry: &Registry, session: &SessionHandle, external: &Map<String, Value>) {
+    let servers = sdk_server_set(&registry.plugins(), external);
+    let request = json!({"subtype": "mcp_set_servers", "servers": servers});
+    match session.request(&request).await {
+        Ok(answer) => {
+            if let Some(errors) = answer.get("errors").and_then(Value::as_object) {
+                for (name, e) in errors {
+                    tracing::warn!("the CLI could not add server {name}: {e}");
+                }
+            }
+        }
+        Err(e) => tracing::warn!("mcp_set_servers failed: {e}"),
+    }
+}
