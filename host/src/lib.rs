@@ -14,3 +14,4 @@ pub mod registry;
 pub mod scaffold;
 pub mod service;
 pub mod transport;
+pub mod trust;

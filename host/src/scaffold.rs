@@ -12,7 +12,7 @@ const LIB_RS: &str = include_str!("../../plugins/template/src/lib.rs");
 const README: &str = include_str!("../../plugins/template/README.md");
 
 /// The template's own name, replaced by the new plugin's.
-const TEMPLATE_NAME: &str = "template";
+const TEMPLATE_NAME: &str = "my-plugin";
 /// The template's dependency path (relative, so the template builds in the workspace).
 const TEMPLATE_API_PATH: &str = r#"path = "../../plugin-api""#;
 
@@ -45,7 +45,7 @@ pub fn render(name: &str, api_dir: &Path) -> anyhow::Result<Vec<(&'static str, S
     );
     let lib_file = name.replace('-', "_");
     let readme = README
-        .replace(&format!("lib{TEMPLATE_NAME}"), &format!("lib{lib_file}"))
+        .replace(&TEMPLATE_NAME.replace('-', "_"), &lib_file)
         .replace(TEMPLATE_NAME, name);
     Ok(vec![
         ("Cargo.toml", cargo),

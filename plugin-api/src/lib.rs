@@ -1,7 +1,7 @@
 //! Write tools for Claude Code as plain Rust functions, build a `cdylib`, and drop it into
 //! toolhost's plugin folder.
 //!
-//! ```ignore
+//! ```
 //! use serde::Deserialize;
 //! use toolhost_plugin::prelude::*;
 //!
@@ -23,6 +23,7 @@
 //!     name: "calc",
 //!     tools: [add],
 //! }
+//! # fn main() {}
 //! ```
 //!
 //! A tool function takes one argument struct (`Deserialize + JsonSchema`; its doc comments

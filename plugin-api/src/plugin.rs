@@ -175,7 +175,7 @@ fn install_panic_hook() {
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
-        let msg = info.payload_as_str().unwrap_or("(non-string payload)");
+        let msg = panic_message(info.payload());
         crate::debug!("panic{location}: {msg}");
     }));
 }

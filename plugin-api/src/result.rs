@@ -193,7 +193,7 @@ mod tests {
         assert_eq!(infallible(5.0f64), ToolResult::text("5"));
         assert_eq!(infallible(2.5f64), ToolResult::text("2.5"));
         assert_eq!(infallible(-7i64), ToolResult::text("-7"));
-        assert_eq!(infallible(1e300f64), ToolResult::text("1e300"));
+        assert_eq!(infallible(1e300f64), ToolResult::text("1e+300"));
     }
 
     #[test]

@@ -44,15 +44,36 @@ pub fn digest(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
 
-fn looks_like_library(bytes: &[u8]) -> bool {
-    const ELF: &[u8] = b"\x7fELF";
-    const MACHO: [[u8; 4]; 4] = [
-        [0xfe, 0xed, 0xfa, 0xce],
-        [0xce, 0xfa, 0xed, 0xfe],
-        [0xfe, 0xed, 0xfa, 0xcf],
-        [0xcf, 0xfa, 0xed, 0xfe],
-    ];
-    bytes.starts_with(ELF) || MACHO.iter().any(|m| bytes.starts_with(m))
+/// Checks that `bytes` are a whole shared library before the system loader sees them: the
+/// loader maps segments by the offsets in the headers without comparing them with the file's
+/// size, so a library truncated mid-write would crash the host (SIGBUS) on first access.
+fn check_complete(bytes: &[u8]) -> Result<(), String> {
+    use object::{Object, ObjectKind, ObjectSegment};
+    if bytes.len() < 64 {
+        return Err(format!(
+            "{} bytes, too short for a shared library",
+            bytes.len()
+        ));
+    }
+    let file = object::File::parse(bytes).map_err(|e| format!("not an object file ({e})"))?;
+    if file.kind() != ObjectKind::Dynamic {
+        return Err(format!(
+            "an object file of kind {:?}, not a shared library",
+            file.kind()
+        ));
+    }
+    for segment in file.segments() {
+        segment.data().map_err(|_| {
+            let (offset, size) = segment.file_range();
+            format!(
+                "the file is incomplete (a segment ends at byte {} but the file has {}); \
+                 was it truncated or is it still being written?",
+                offset + size,
+                bytes.len()
+            )
+        })?;
+    }
+    Ok(())
 }
 
 /// Where shadow copies go: a folder only this user can write, so nobody can swap a copy
@@ -156,13 +177,7 @@ impl Library {
         hash: &[u8; 32],
         shadow_dir: &Path,
     ) -> Result<Opened, LoadError> {
-        if !looks_like_library(bytes) {
-            return Err(LoadError::NotALibrary(if bytes.len() < 64 {
-                format!("{} bytes, too short for a shared library", bytes.len())
-            } else {
-                "no ELF or Mach-O header".into()
-            }));
-        }
+        check_complete(bytes).map_err(LoadError::NotALibrary)?;
         let shadow = write_shadow(shadow_dir, original, bytes, hash).map_err(LoadError::Io)?;
         // SAFETY: loading a library runs its initializers. That is the point of a plugin host:
         // the user put this file in the plugin folder (which `trust` checks), and Rust cdylibs

@@ -1,23 +1,63 @@
-//! A toolhost plugin. Each `#[tool]` function becomes an MCP tool; its doc comment is the
-//! tool's description and the argument struct's doc comments describe the parameters.
+//! A toolhost plugin. Each `#[tool]` function becomes an MCP tool that Claude can call as
+//! `mcp__<plugin name>__<function name>`.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use toolhost_plugin::prelude::*;
 
-/// Who to greet.
+/// The arguments of `greet`. Doc comments become the JSON Schema's descriptions, which is
+/// what the model reads to fill them in.
 #[derive(Deserialize, JsonSchema)]
 pub struct GreetArgs {
-    /// The name of the person to greet.
+    /// Who to greet.
     pub name: String,
+    /// How many exclamation marks to add.
+    #[serde(default)]
+    pub excitement: u8,
 }
 
 /// Greet someone by name.
-#[tool(read_only, idempotent)]
-pub fn greet(GreetArgs { name }: GreetArgs) -> String {
-    format!("Hello, {name}!")
+#[tool(read_only)]
+pub fn greet(args: GreetArgs) -> String {
+    format!(
+        "Hello, {}{}",
+        args.name,
+        "!".repeat(args.excitement as usize)
+    )
+}
+
+/// A word and how long it is.
+#[derive(Deserialize, JsonSchema)]
+pub struct WordArgs {
+    /// Any text.
+    pub text: String,
+}
+
+/// The result of `longest_word`: objects become `structuredContent`.
+#[derive(Serialize, JsonSchema)]
+pub struct Longest {
+    /// The longest word.
+    pub word: String,
+    /// Its length in characters.
+    pub length: usize,
+}
+
+/// Find the longest word of a text.
+#[tool(read_only, output_schema)]
+pub fn longest_word(args: WordArgs, ctx: &Context) -> Result<Longest, String> {
+    ctx.debug("looking for the longest word");
+    let word = args
+        .text
+        .split_whitespace()
+        .max_by_key(|w| w.chars().count())
+        .ok_or("the text has no words")?;
+    Ok(Longest {
+        word: word.to_string(),
+        length: word.chars().count(),
+    })
 }
 
 export_plugin! {
-    name: "template",
-    tools: [greet],
+    // Letters, digits, `_` and `-`: Claude sees the tools as mcp__my-plugin__greet.
+    name: "my-plugin",
+    tools: [greet, longest_word],
 }

@@ -1,0 +1,203 @@
+//! Loading the example plugins through the ABI: manifests, schemas, results, errors, panics.
+
+mod common;
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use toolhost::{
+    model::{call_result_json, tool_json},
+    plugin::{CallControl, ContentOut, LoadedPlugin},
+};
+
+fn load(lib: &str) -> (Arc<LoadedPlugin>, tempfile::TempDir) {
+    let dir = common::plugin_dir(&[lib]);
+    let shadow = common::shadow_dir();
+    let p = LoadedPlugin::load(&dir.path().join(common::lib_file(lib)), shadow.path())
+        .unwrap_or_else(|e| panic!("loading {lib}: {e}"));
+    (p, shadow)
+}
+
+fn call(p: &LoadedPlugin, tool: &str, args: Value) -> Value {
+    call_result_json(&p.call(tool, &args.to_string(), &CallControl::new("test", None)))
+}
+
+#[test]
+fn calc_manifest_and_schemas() {
+    let (p, _s) = load("calc");
+    let m = p.manifest();
+    assert_eq!(m.name, "calc");
+    assert_eq!(m.version, "0.1.0");
+    let names: Vec<&str> = m.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["add", "subtract", "multiply", "divide"]);
+    for t in &m.tools {
+        let j = tool_json(t);
+        assert_eq!(j["annotations"]["readOnlyHint"], true, "{}", t.name);
+        assert_eq!(j["inputSchema"]["type"], "object");
+        assert_eq!(j["inputSchema"]["required"], json!(["x", "y"]));
+        assert_eq!(j["inputSchema"]["properties"]["x"]["type"], "number");
+        assert_eq!(
+            j["inputSchema"]["properties"]["y"]["description"],
+            "The second number."
+        );
+    }
+    assert_eq!(
+        tool_json(&m.tools[0])["description"],
+        "Add two numbers (x + y)."
+    );
+}
+
+#[test]
+fn calc_results() {
+    let (p, _s) = load("calc");
+    assert_eq!(
+        call(&p, "add", json!({"x": 2, "y": 3})),
+        json!({"content": [{"type": "text", "text": "5"}]})
+    );
+    assert_eq!(
+        call(&p, "multiply", json!({"x": 1.5, "y": 3}))["content"][0]["text"],
+        "4.5"
+    );
+    assert_eq!(
+        call(&p, "divide", json!({"x": 1, "y": 0})),
+        json!({"content": [{"type": "text", "text": "division by zero"}], "isError": true})
+    );
+}
+
+#[test]
+fn argument_errors_name_the_field() {
+    let (p, _s) = load("calc");
+    let r = call(&p, "add", json!({"x": "five", "y": 2}));
+    assert_eq!(r["isError"], true);
+    assert_eq!(
+        r["content"][0]["text"],
+        "invalid arguments: `x`: invalid type: string \"five\", expected f64"
+    );
+    let r = call(&p, "add", json!({"y": 2}));
+    assert_eq!(
+        r["content"][0]["text"],
+        "invalid arguments: missing field `x`"
+    );
+}
+
+#[test]
+fn unknown_tool_is_an_error_result() {
+    let (p, _s) = load("calc");
+    let r = call(&p, "sqrt", json!({}));
+    assert_eq!(r["isError"], true);
+    assert_eq!(r["content"][0]["text"], "unknown tool `sqrt`");
+}
+
+#[test]
+fn structured_output_with_schema() {
+    let (p, _s) = load("text");
+    let stats = tool_json(p.manifest().tool("stats").unwrap());
+    assert_eq!(
+        stats["outputSchema"]["properties"]["words"]["type"],
+        "integer"
+    );
+    let r = call(&p, "stats", json!({"text": "one two\nthree"}));
+    let expected = json!({"bytes": 13, "chars": 13, "lines": 2, "words": 3});
+    assert_eq!(r["structuredContent"], expected);
+    // The text form is complete on its own: the CLI shows the model one or the other.
+    let text: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text, expected);
+    assert_eq!(
+        call(&p, "upper", json!({"text": "abc"}))["content"][0]["text"],
+        "ABC"
+    );
+}
+
+#[test]
+fn panics_become_error_results_and_the_host_survives() {
+    let (p, _s) = load("faulty");
+    for i in 0..100 {
+        let r = call(&p, "panic", json!({"message": format!("boom {i}")}));
+        assert_eq!(r["isError"], true);
+        assert_eq!(
+            r["content"][0]["text"],
+            format!("tool `panic` panicked: boom {i}")
+        );
+    }
+    assert_eq!(
+        call(&p, "fail", json!({"message": "nope"}))["isError"],
+        true
+    );
+    let (calc, _s2) = load("calc");
+    assert_eq!(
+        call(&calc, "add", json!({"x": 1, "y": 1}))["content"][0]["text"],
+        "2"
+    );
+}
+
+#[test]
+fn large_results_declare_their_size() {
+    let (p, _s) = load("faulty");
+    let large = tool_json(p.manifest().tool("large").unwrap());
+    assert_eq!(large["_meta"]["anthropic/maxResultSizeChars"], 2_000_000);
+    let r = p.call("large", r#"{"chars":300000}"#, &CallControl::new("t", None));
+    assert_eq!(r.text().len(), 300_000);
+}
+
+#[test]
+fn cancellation_reaches_the_tool() {
+    let (p, _s) = load("faulty");
+    let control = CallControl::new("t", None);
+    control.cancel();
+    let r = p.call("slow", r#"{"ms":10000}"#, &control);
+    assert!(r.is_error);
+    assert_eq!(
+        r.content,
+        vec![ContentOut::Text("the call was cancelled".into())]
+    );
+}
+
+#[test]
+fn progress_reaches_the_host() {
+    let (p, _s) = load("faulty");
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let control = CallControl::new(
+        "t",
+        Some(Box::new(move |done, total, msg: &str| {
+            sink.lock().unwrap().push((done, total, msg.to_string()))
+        })),
+    );
+    let r = p.call("slow", r#"{"ms":10}"#, &control);
+    assert!(!r.is_error, "{r:?}");
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 10);
+    assert_eq!(seen[3], (3.0, Some(10.0), "sleeping".to_string()));
+}
+
+#[test]
+fn template_plugin_loads() {
+    let (p, _s) = load("my-plugin");
+    assert_eq!(p.name(), "my-plugin");
+    let r = call(&p, "greet", json!({"name": "Ada", "excitement": 2}));
+    assert_eq!(r["content"][0]["text"], "Hello, Ada!!");
+}
+
+#[test]
+fn garbage_is_refused_with_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let shadow = common::shadow_dir();
+    let file = dir.path().join("libgarbage.so");
+    std::fs::write(&file, b"definitely not a library").unwrap();
+    let e = LoadedPlugin::load(&file, shadow.path())
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "not a shared library: 24 bytes, too short for a shared library"
+    );
+    // Truncated mid-write: a real ELF header, then nothing.
+    let calc = std::fs::read(common::built_plugins().join(common::lib_file("calc"))).unwrap();
+    std::fs::write(&file, &calc[..4096]).unwrap();
+    let e = LoadedPlugin::load(&file, shadow.path())
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("not a shared library: "), "{e}");
+    // No shadow copies are left behind.
+    assert_eq!(std::fs::read_dir(shadow.path()).unwrap().count(), 0);
+}

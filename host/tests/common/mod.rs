@@ -1,0 +1,67 @@
+//! Shared helpers of the host's integration tests: build example plugins once, copy them into
+//! a fresh plugin folder.
+#![allow(dead_code)]
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    sync::OnceLock,
+};
+
+/// The workspace's target folder (honours CARGO_TARGET_DIR).
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+}
+
+/// Builds the example plugins (debug) once per test binary and returns their folder.
+pub fn built_plugins() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let status = Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "calc",
+                "-p",
+                "text",
+                "-p",
+                "faulty",
+                "-p",
+                "my-plugin",
+            ])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("run cargo build for the example plugins");
+        assert!(status.success(), "building the example plugins failed");
+        target_dir().join("debug")
+    })
+}
+
+/// The file name of a library built from package `lib_name` (`calc` → `libcalc.so`).
+pub fn lib_file(lib_name: &str) -> String {
+    format!(
+        "{}{}{}",
+        std::env::consts::DLL_PREFIX,
+        lib_name.replace('-', "_"),
+        std::env::consts::DLL_SUFFIX
+    )
+}
+
+/// A fresh plugin folder holding copies of the named example plugins.
+pub fn plugin_dir(libs: &[&str]) -> tempfile::TempDir {
+    let built = built_plugins();
+    let dir = tempfile::tempdir().expect("temp dir");
+    for lib in libs {
+        let name = lib_file(lib);
+        std::fs::copy(built.join(&name), dir.path().join(&name)).expect("copy plugin");
+    }
+    dir
+}
+
+/// A private shadow folder for one test.
+pub fn shadow_dir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temp dir")
+}
