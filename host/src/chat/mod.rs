@@ -86,7 +86,8 @@ pub async fn run(args: ChatArgs, plugins_dir: &Path) -> anyhow::Result<ExitCode>
     let mut session = Session::start(stdout, stdin, router.clone(), notices, permissions);
     let handle = session.handle.clone();
 
-    let init = initialize_request(&router, &plugins);
+    // Sent before anything else: it registers the plugins as sdk servers.
+    let mut init_answer = Box::pin(handle.request(&initialize_request(&router, &plugins)));
     let follow = tokio::spawn(follow_registry(
         registry.clone(),
         registry_events,
@@ -122,8 +123,6 @@ pub async fn run(args: ChatArgs, plugins_dir: &Path) -> anyhow::Result<ExitCode>
     let mut interrupted = false;
     let mut last_error = false;
     let mut init_done = false;
-    let init_request = handle.clone();
-    let mut init_answer = Box::pin(async move { init_request.request(&init).await });
 
     if let Some(p) = &args.prompt {
         handle.send_user(p);

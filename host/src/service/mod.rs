@@ -73,14 +73,18 @@ pub struct SessionHandle {
 }
 
 impl SessionHandle {
-    /// Sends a control request (`body` holds its `subtype`) and waits for the answer.
-    pub async fn request(&self, body: &Value) -> Result<Value, ControlError> {
+    /// Sends a control request (`body` holds its `subtype`) at once, and returns a future
+    /// of the answer (so the request keeps its place in the output even if awaited later).
+    pub fn request(
+        &self,
+        body: &Value,
+    ) -> impl Future<Output = Result<Value, ControlError>> + Send + 'static {
         let id = self.pending.next_id();
         let rx = self.pending.wait(&id);
         if !self.out.send(control_request(&id, body)) {
             self.pending.complete(&id, Err(ControlError::Closed));
         }
-        rx.await.unwrap_or(Err(ControlError::Closed))
+        async move { rx.await.unwrap_or(Err(ControlError::Closed)) }
     }
 
     /// Sends a control request without waiting for its acknowledgement.
