@@ -56,6 +56,8 @@ pub fn permission_response(decision: Decision, tool: &str, input: &RawValue) -> 
 #[derive(Clone, Default)]
 pub struct Answers {
     waiting: Arc<Mutex<VecDeque<oneshot::Sender<String>>>>,
+    /// Lines typed ahead of their question (prompt mode: answers piped in up front).
+    kept: Arc<Mutex<VecDeque<String>>>,
 }
 
 impl Answers {
@@ -72,10 +74,32 @@ impl Answers {
         Err(line)
     }
 
+    /// Like [`Answers::offer`], but a line nobody waits for is kept for the next question.
+    pub fn offer_or_keep(&self, line: String) {
+        // Under the `kept` lock so a question registering meanwhile cannot miss the line.
+        let mut kept = self.kept.lock().unwrap();
+        if let Err(line) = self.offer(line) {
+            kept.push_back(line);
+        }
+    }
+
+    /// The oldest line kept and not claimed by a question.
+    pub fn take_kept(&self) -> Option<String> {
+        self.kept.lock().unwrap().pop_front()
+    }
+
     /// Waits for the next line offered; `None` if the input side is gone.
     async fn next(&self) -> Option<String> {
-        let (tx, rx) = oneshot::channel();
-        self.waiting.lock().unwrap().push_back(tx);
+        let rx = {
+            // `kept` before `waiting`, as in `offer_or_keep`.
+            let mut kept = self.kept.lock().unwrap();
+            if let Some(line) = kept.pop_front() {
+                return Some(line);
+            }
+            let (tx, rx) = oneshot::channel();
+            self.waiting.lock().unwrap().push_back(tx);
+            rx
+        };
         rx.await.ok()
     }
 

@@ -108,7 +108,7 @@ pub async fn run(args: ChatArgs, plugins_dir: &Path) -> anyhow::Result<ExitCode>
             let answers = answers.clone();
             tokio::spawn(async move {
                 while let Some(l) = lines.recv().await {
-                    let _ = answers.offer(l);
+                    answers.offer_or_keep(l);
                 }
             });
         }
@@ -145,22 +145,25 @@ pub async fn run(args: ChatArgs, plugins_dir: &Path) -> anyhow::Result<ExitCode>
                     if let Some(end) = renderer.message(&kind, &line) {
                         turns_open = turns_open.saturating_sub(1);
                         last_error = end.is_error;
-                        if turns_open == 0 {
-                            interrupted = false;
+                        interrupted = false;
+                        if let Some(next) = answers.take_kept() {
+                            handle.send_user(&next);
+                            turns_open += 1;
                         }
                     }
                 }
                 Some(Event::Closed) | None => break Stop::CliGone,
             },
             line = recv_line(&mut input) => match line {
-                Some(l) => {
-                    if let Err(prompt) = answers.offer(l) {
-                        if !prompt.trim().is_empty() {
-                            handle.send_user(&prompt);
-                            turns_open += 1;
-                        }
-                    }
+                Some(l) if l.trim().is_empty() => {}
+                // One turn at a time: the CLI does not start a turn for a user message that
+                // arrives while another turn runs. Lines typed meanwhile answer permission
+                // questions first; the rest are the next prompts.
+                Some(l) if turns_open == 0 => {
+                    handle.send_user(&l);
+                    turns_open += 1;
                 }
+                Some(l) => answers.offer_or_keep(l),
                 None => input = None,
             },
             _ = sigint.recv() => {
