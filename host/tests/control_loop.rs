@@ -587,3 +587,83 @@ async fn cli_output_closing_fails_pending_requests() {
         Some(toolhost::service::Event::Closed)
     ));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn registry_events_reach_the_cli() {
+    use toolhost::{registry::RegistryEvent, service::follow_registry};
+    let mut cli = FakeCli::start(&["calc", "faulty"], RouterConfig::default(), None);
+    let handle = cli.session.as_ref().unwrap().handle.clone();
+    let (events_tx, events) = tokio::sync::broadcast::channel(16);
+    let (report_tx, mut reports) = tokio::sync::mpsc::unbounded_channel();
+    let external: serde_json::Map<String, Value> =
+        serde_json::from_value(json!({"web": {"type": "http", "url": "http://127.0.0.1:1/mcp"}}))
+            .unwrap();
+    tokio::spawn(follow_registry(
+        cli.router.registry().clone(),
+        events,
+        handle,
+        external,
+        move |line| {
+            let _ = report_tx.send(line);
+        },
+    ));
+
+    // Replaced: the server's tool list is announced as changed.
+    events_tx
+        .send(RegistryEvent::Replaced {
+            name: "calc".into(),
+            file: "/p/libcalc.so".into(),
+        })
+        .unwrap();
+    let n = cli
+        .expect(|v| v["type"] == "control_request" && v["request"]["subtype"] == "mcp_message")
+        .await;
+    assert_eq!(n["request"]["server_name"], "calc");
+    assert_eq!(
+        n["request"]["message"],
+        json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})
+    );
+    assert!(reports
+        .recv()
+        .await
+        .unwrap()
+        .contains("plugin calc reloaded"));
+
+    // Added: the complete server set, the external servers included.
+    events_tx
+        .send(RegistryEvent::Added {
+            name: "faulty".into(),
+            file: "/p/libfaulty.so".into(),
+        })
+        .unwrap();
+    let set = cli
+        .expect(|v| v["type"] == "control_request" && v["request"]["subtype"] == "mcp_set_servers")
+        .await;
+    assert_eq!(
+        set["request"]["servers"],
+        json!({
+            "calc": {"type": "sdk", "name": "calc"},
+            "faulty": {"type": "sdk", "name": "faulty"},
+            "web": {"type": "http", "url": "http://127.0.0.1:1/mcp"},
+        })
+    );
+    let rid = set["request_id"].as_str().unwrap().to_string();
+    cli.send(
+        json!({"type":"control_response","response":{"subtype":"success","request_id":rid,
+        "response":{"added":["faulty"],"removed":[],"errors":{}}}}),
+    )
+    .await;
+    assert_eq!(reports.recv().await.unwrap(), "plugin faulty added");
+
+    events_tx
+        .send(RegistryEvent::Failed {
+            file: "/p/libbad.so".into(),
+            error: "not a shared library".into(),
+        })
+        .unwrap();
+    let r = reports.recv().await.unwrap();
+    assert!(
+        r.contains("libbad.so") && r.contains("not a shared library"),
+        "{r}"
+    );
+}
