@@ -603,6 +603,7 @@ async fn registry_events_reach_the_cli() {
         events,
         handle,
         external,
+        Some(vec!["Bash".to_string()]),
         move |line| {
             let _ = report_tx.send(line);
         },
@@ -653,6 +654,19 @@ async fn registry_events_reach_the_cli() {
         "response":{"added":["faulty"],"removed":[],"errors":{}}}}),
     )
     .await;
+    // The new plugin's tools are allowed, with every other rule given at start-up.
+    let flags = cli
+        .expect(|v| {
+            v["type"] == "control_request" && v["request"]["subtype"] == "apply_flag_settings"
+        })
+        .await;
+    assert_eq!(
+        flags["request"]["settings"],
+        json!({"permissions": {"allow": ["mcp__calc", "mcp__faulty", "Bash"]}})
+    );
+    let rid = flags["request_id"].as_str().unwrap().to_string();
+    cli.send(json!({"type":"control_response","response":{"subtype":"success","request_id":rid}}))
+        .await;
     assert_eq!(reports.recv().await.unwrap(), "plugin faulty added");
 
     events_tx

@@ -93,6 +93,7 @@ pub async fn run(args: ChatArgs, plugins_dir: &Path) -> anyhow::Result<ExitCode>
         registry_events,
         handle.clone(),
         external,
+        (!args.ask).then(|| args.allowed_tools.clone()),
         |change| eprintln!("toolhost: {change}"),
     ));
 

@@ -10,12 +10,15 @@ use super::{sdk_server_set, SessionHandle};
 use crate::registry::{Registry, RegistryEvent};
 
 /// Follows `events` until the registry goes away, telling the CLI about each change and
-/// `report`ing it in one line. `external` holds the `--mcp-config` servers.
+/// `report`ing it in one line. `external` holds the `--mcp-config` servers. With `allow`, the
+/// plugins' tools are pre-allowed: a plugin added later is allowed too, together with the
+/// rules in `allow` (the user's `--allowed-tools`).
 pub async fn follow_registry(
     registry: Arc<Registry>,
     mut events: broadcast::Receiver<RegistryEvent>,
     session: SessionHandle,
     external: Map<String, Value>,
+    allow: Option<Vec<String>>,
     report: impl Fn(String) + Send + 'static,
 ) {
     loop {
@@ -29,6 +32,9 @@ pub async fn follow_registry(
             }
             Ok(RegistryEvent::Added { name, .. }) => {
                 set_servers(&registry, &session, &external).await;
+                if let Some(extra) = &allow {
+                    allow_plugins(&registry, &session, extra).await;
+                }
                 report(format!("plugin {name} added"));
             }
             Ok(RegistryEvent::Removed { name, .. }) => {
@@ -67,5 +73,24 @@ async fn set_servers(registry: &Registry, session: &SessionHandle, external: &Ma
             }
         }
         Err(e) => tracing::warn!("mcp_set_servers failed: {e}"),
+    }
+}
+
+/// `--allowedTools` is fixed at start-up, so a plugin added later is allowed through the
+/// flag-settings layer (`apply_flag_settings`, which the CLI merges into its configuration).
+/// The rule list is complete, in case the layer's `permissions` replaces the start-up rules.
+async fn allow_plugins(registry: &Registry, session: &SessionHandle, extra: &[String]) {
+    let mut rules: Vec<String> = registry
+        .plugins()
+        .iter()
+        .map(|p| format!("mcp__{}", p.name()))
+        .collect();
+    rules.extend(extra.iter().cloned());
+    let request = json!({
+        "subtype": "apply_flag_settings",
+        "settings": {"permissions": {"allow": rules}},
+    });
+    if let Err(e) = session.request(&request).await {
+        tracing::warn!("could not allow the new plugin's tools: {e}");
     }
 }
