@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 use toolhost_plugin::abi::{CallOutcome, ContentKind, PluginManifest, PluginRootRef};
 
 pub use callbacks::{CallControl, ProgressFn};
-pub use library::{current_uid, default_shadow_dir, digest, pinned_count, still_mapped};
+pub use library::{current_uid, default_shadow_dir, digest, pinned_count, still_mapped, Staged};
 pub use manifest::{check_name, Annotations, Manifest, ToolInfo, MAX_QUALIFIED_NAME};
 
 use callbacks::{call_ctx, host_api, CallData, LogSource};
@@ -35,6 +35,8 @@ pub enum LoadError {
     Init(String),
     #[error("invalid plugin: {0}")]
     Invalid(String),
+    #[error("refused: {0}")]
+    Refused(String),
 }
 
 /// One block of a tool result, owned by the host.
@@ -93,8 +95,8 @@ pub struct LoadedPlugin {
 impl LoadedPlugin {
     /// Loads the plugin at `file` through a private copy in `shadow_dir`.
     pub fn load(file: &Path, shadow_dir: &Path) -> Result<Arc<Self>, LoadError> {
-        let bytes = std::fs::read(file).map_err(|e| LoadError::Io(e.to_string()))?;
-        Self::load_bytes(file, &bytes, shadow_dir)
+        let staged = Staged::copy(file, shadow_dir).map_err(|e| LoadError::Io(e.to_string()))?;
+        Self::load_staged(file, staged)
     }
 
     /// Loads a plugin from the bytes of `file` (already read, for example to hash them).
@@ -103,8 +105,20 @@ impl LoadedPlugin {
         bytes: &[u8],
         shadow_dir: &Path,
     ) -> Result<Arc<Self>, LoadError> {
-        let hash = digest(bytes);
-        let Opened { library, root } = Library::open(file, bytes, &hash, shadow_dir)?;
+        let opened = Library::open(file, bytes, shadow_dir)?;
+        Self::init(file, digest(bytes), opened)
+    }
+
+    /// Loads a plugin from its copy staged by [`Staged::copy`] (which hashed it on the way, so
+    /// a caller can skip unchanged files before loading).
+    pub fn load_staged(file: &Path, staged: Staged) -> Result<Arc<Self>, LoadError> {
+        let hash = *staged.hash();
+        let opened = Library::open_staged(staged)?;
+        Self::init(file, hash, opened)
+    }
+
+    fn init(file: &Path, hash: [u8; 32], opened: Opened) -> Result<Arc<Self>, LoadError> {
+        let Opened { library, root } = opened;
         let log_source = Box::new(LogSource {
             file: file.display().to_string(),
             name: OnceLock::new(),

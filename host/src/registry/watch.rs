@@ -1,0 +1,269 @@
+//! Following the plugin folder: notify events, debounced per file, applied once the file is
+//! stable.
+//!
+//! The folder is watched, not the files: editors and Cargo replace a file by writing a new one
+//! (Cargo removes its output and hard-links the new build in its place), which a watch on the
+//! old inode would never see.
+
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    sync::{mpsc, Arc, Weak},
+    thread::JoinHandle,
+    time::{Instant, SystemTime},
+};
+
+use anyhow::Context as _;
+use notify::{
+    event::{AccessKind, AccessMode},
+    EventKind, RecursiveMode, Watcher,
+};
+
+use super::{is_plugin_file, plugin_files, Outcome, Registry};
+
+/// Keeps the folder watcher running; dropping it stops hot reload (and waits for the watcher
+/// thread to finish what it is applying).
+pub struct WatchHandle {
+    watcher: Option<notify::RecommendedWatcher>,
+    tx: mpsc::Sender<Msg>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for WatchHandle {
+    fn drop(&mut self) {
+        // No more events, then stop the thread.
+        self.watcher.take();
+        let _ = self.tx.send(Msg::Stop);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+enum Msg {
+    Event(notify::Result<notify::Event>),
+    /// Look at every file again (start, or the notify backend lost events).
+    Rescan,
+    Stop,
+}
+
+/// What the watcher last saw of a file: if it changes, the file is still being written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Snapshot {
+    len: u64,
+    modified: Option<SystemTime>,
+}
+
+fn snapshot(path: &Path) -> Option<Snapshot> {
+    let m = std::fs::metadata(path).ok()?;
+    Some(Snapshot {
+        len: m.len(),
+        modified: m.modified().ok(),
+    })
+}
+
+/// A file with a change not applied yet.
+struct Pending {
+    /// When to look at it next.
+    due: Instant,
+    /// The first event of this burst: retries stop `give_up_after` later.
+    since: Instant,
+    seen: Option<Snapshot>,
+    /// A hand-off timeout was reported for this burst (reported once, retried until done).
+    busy_reported: bool,
+}
+
+pub(super) fn start(registry: &Arc<Registry>) -> anyhow::Result<WatchHandle> {
+    let (tx, rx) = mpsc::channel();
+    let events = tx.clone();
+    let dir = registry.dir().to_path_buf();
+    let mut watcher = notify::recommended_watcher(move |res| {
+        let _ = events.send(Msg::Event(res));
+    })
+    .context("cannot start the file watcher")?;
+    watcher
+        .watch(&dir, RecursiveMode::NonRecursive)
+        .with_context(|| format!("cannot watch {}", dir.display()))?;
+    // Changes between `open` and now were not seen: look at everything once.
+    let _ = tx.send(Msg::Rescan);
+    let weak = Arc::downgrade(registry);
+    let thread = std::thread::Builder::new()
+        .name("toolhost-watch".into())
+        .spawn(move || run(weak, rx))
+        .context("cannot start the watcher thread")?;
+    Ok(WatchHandle {
+        watcher: Some(watcher),
+        tx,
+        thread: Some(thread),
+    })
+}
+
+/// Whether an event may mean the file's contents or presence changed. Opening and reading
+/// (which the watcher itself does) do not.
+fn is_change(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        _ => true,
+    }
+}
+
+fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>) {
+    // Only for waiting (with a timeout) on a stateful plugin's gate; owned by this thread so it
+    // is never dropped inside someone's async context.
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!("hot reload is off: cannot start the watcher's runtime: {e}");
+            return;
+        }
+    };
+    let mut pending: HashMap<PathBuf, Pending> = HashMap::new();
+    loop {
+        let msg = match pending.values().map(|p| p.due).min() {
+            None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+            Some(due) => rx.recv_timeout(due.saturating_duration_since(Instant::now())),
+        };
+        let Some(reg) = registry.upgrade() else {
+            return;
+        };
+        let config = reg.config();
+        let mut touched: Vec<PathBuf> = Vec::new();
+        match msg {
+            Ok(Msg::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            Ok(Msg::Event(Ok(event))) => {
+                if event.need_rescan() || event.paths.is_empty() {
+                    touched.extend(all_files(&reg));
+                } else if is_change(&event.kind) {
+                    // Named through our own `dir` (the backend may report another spelling
+                    // of it, such as a resolved symlink), so paths match the registry's.
+                    touched.extend(
+                        event
+                            .paths
+                            .iter()
+                            .filter(|p| is_plugin_file(p))
+                            .filter_map(|p| p.file_name())
+                            .map(|name| reg.dir().join(name)),
+                    );
+                }
+            }
+            Ok(Msg::Event(Err(e))) => {
+                tracing::warn!(dir = %reg.dir().display(), "file watcher error, rescanning: {e}");
+                touched.extend(all_files(&reg));
+            }
+            Ok(Msg::Rescan) => touched.extend(all_files(&reg)),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        let now = Instant::now();
+        for path in touched {
+            let seen = snapshot(&path);
+            pending
+                .entry(path)
+                .and_modify(|p| {
+                    p.due = now + config.debounce;
+                    p.seen = seen;
+                })
+                .or_insert(Pending {
+                    due: now + config.debounce,
+                    since: now,
+                    seen,
+                    busy_reported: false,
+                });
+        }
+        // Events of one rename arrive a few microseconds apart: take entries almost due along,
+        // so both ends of a move are seen in one batch.
+        let horizon = now + config.debounce / 4;
+        let mut due: Vec<PathBuf> = pending
+            .iter()
+            .filter(|(_, p)| p.due <= horizon)
+            .map(|(f, _)| f.clone())
+            .collect();
+        // Present files first: a file moved to a new name then takes over its plugin's slot
+        // (its old path is gone) instead of the plugin being removed and added again.
+        due.sort_by_key(|f| !f.exists());
+        for file in due {
+            let now = Instant::now();
+            let entry = pending.get_mut(&file).expect("pending");
+            let current = snapshot(&file);
+            if current != entry.seen {
+                // Still being written: wait until size and mtime hold still.
+                entry.seen = current;
+                entry.due = now + config.stable_wait;
+                continue;
+            }
+            // A bug here must not end hot reload for every other file.
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                reg.apply(&file, Some(&rt))
+            }))
+            .unwrap_or_else(|p| {
+                let why = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                reg.fail(
+                    &file,
+                    format!("internal error while loading: {why}"),
+                    None,
+                    None,
+                );
+                Outcome::Done
+            });
+            match outcome {
+                Outcome::Done => {
+                    pending.remove(&file);
+                }
+                Outcome::Busy(error) => {
+                    if !entry.busy_reported {
+                        entry.busy_reported = true;
+                        // Recorded without a hash, so the same bytes are tried again.
+                        reg.fail(&file, error, None, None);
+                    }
+                    entry.due = Instant::now() + config.give_up_after;
+                    entry.seen = snapshot(&file);
+                }
+                Outcome::Retry(error, hash) => {
+                    if now.duration_since(entry.since) >= config.give_up_after {
+                        pending.remove(&file);
+                        reg.fail(
+                            &file,
+                            format!(
+                                "{error} (still failing after {:?} of retries)",
+                                config.give_up_after
+                            ),
+                            hash,
+                            None,
+                        );
+                    } else {
+                        entry.due = now + config.retry_interval;
+                        entry.seen = snapshot(&file);
+                    }
+                }
+            }
+            // A name freed by this change lets a file refused for it serve now.
+            for waiting in reg.unblocked() {
+                pending.entry(waiting).or_insert(Pending {
+                    due: now,
+                    since: now,
+                    seen: None,
+                    busy_reported: false,
+                });
+            }
+        }
+    }
+}
+
+/// Files in the folder plus every file the registry knows (some may be gone).
+fn all_files(reg: &Registry) -> Vec<PathBuf> {
+    let mut files = plugin_files(reg.dir()).unwrap_or_else(|e| {
+        tracing::warn!(dir = %reg.dir().display(), "cannot list the plugin folder: {e}");
+        Vec::new()
+    });
+    files.extend(reg.known_files());
+    files.sort();
+    files.dedup();
+    files
+}

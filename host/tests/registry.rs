@@ -1,0 +1,850 @@
+//! The registry against real plugin libraries: hot reload under load, bad files, state hand-off,
+//! unmapping and pinning, calls in flight across a reload.
+
+use std::{
+    collections::BTreeSet,
+    path::{Path, PathBuf},
+    process::Command,
+    sync::{
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+        Arc, OnceLock,
+    },
+    time::Duration,
+};
+
+use serde_json::{json, Value};
+use tempfile::TempDir;
+use tokio::sync::broadcast::{self, error::RecvError};
+use toolhost::{
+    plugin::{digest, CallControl, CallResult},
+    registry::{Registry, RegistryConfig, RegistryEvent, LIBRARY_SUFFIX},
+};
+
+/// Builds the plugins the tests load (once per test process) and returns the folder holding
+/// the libraries.
+fn artifacts() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("workspace root");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .current_dir(root)
+            .args([
+                "build", "-p", "calc", "-p", "faulty", "-p", "notes", "-p", "text",
+            ])
+            .args([
+                "-p",
+                "sticky",
+                "-p",
+                "bad-init",
+                "-p",
+                "abi-mismatch",
+                "-p",
+                "slow-state",
+            ])
+            .status()
+            .expect("run cargo build");
+        assert!(status.success(), "building the test plugins failed");
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(|d| root.join(d))
+            .unwrap_or_else(|| root.join("target"));
+        target.join("debug")
+    })
+}
+
+/// The bytes of the library built from crate `name` (`-` becomes `_` in file names).
+fn library(name: &str) -> Vec<u8> {
+    let file = artifacts().join(format!(
+        "{}{}.{LIBRARY_SUFFIX}",
+        std::env::consts::DLL_PREFIX,
+        name.replace('-', "_")
+    ));
+    std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+}
+
+/// Another build of the same plugin: the same library with bytes appended, which the loader
+/// ignores but which change its hash.
+fn variant(bytes: &[u8], n: u32) -> Vec<u8> {
+    let mut v = bytes.to_vec();
+    v.extend_from_slice(format!("toolhost-test-variant-{n}").as_bytes());
+    v
+}
+
+/// A plugin folder and a private shadow folder, removed at the end of the test.
+struct Folder {
+    dir: TempDir,
+    shadow: TempDir,
+}
+
+impl Folder {
+    fn new() -> Self {
+        // RUST_LOG=toolhost=debug shows what the registry did.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+        Folder {
+            dir: tempfile::tempdir().unwrap(),
+            shadow: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// `file` in the folder; tests spell plugin files `x.so`, which becomes the platform's
+    /// suffix (`x.dylib` on macOS).
+    fn path(&self, file: &str) -> PathBuf {
+        let file = match file.strip_suffix(".so") {
+            Some(stem) => format!("{stem}.{LIBRARY_SUFFIX}"),
+            None => file.to_string(),
+        };
+        self.dir.path().join(file)
+    }
+
+    fn shadow_dir(&self) -> PathBuf {
+        self.shadow.path().join("shadow")
+    }
+
+    fn config(&self) -> RegistryConfig {
+        let mut c = RegistryConfig::new(self.dir.path());
+        c.shadow_dir = self.shadow_dir();
+        c.give_up_after = Duration::from_secs(1);
+        c
+    }
+
+    /// Puts `bytes` in place at once (written beside, then renamed over), as installers do.
+    fn put(&self, file: &str, bytes: &[u8]) -> PathBuf {
+        let dest = self.path(file);
+        let tmp = self.path(&format!(".{file}.tmp"));
+        std::fs::write(&tmp, bytes).unwrap();
+        std::fs::rename(&tmp, &dest).unwrap();
+        dest
+    }
+
+    fn open(&self) -> Arc<Registry> {
+        Registry::open(self.config()).expect("open the registry")
+    }
+
+    fn shadow_files(&self) -> usize {
+        std::fs::read_dir(self.shadow_dir())
+            .map(|d| d.count())
+            .unwrap_or(0)
+    }
+}
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// The next event matching `pred` (skipping others).
+async fn wait_for(
+    rx: &mut broadcast::Receiver<RegistryEvent>,
+    what: &str,
+    pred: impl Fn(&RegistryEvent) -> bool,
+) -> RegistryEvent {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            match rx.recv().await {
+                Ok(e) if pred(&e) => return e,
+                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => panic!("event stream closed"),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+}
+
+/// Polls `cond` until it holds (for state changes that emit no event).
+async fn eventually(what: &str, cond: impl Fn() -> bool) {
+    tokio::time::timeout(WAIT, async {
+        while !cond() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("timed out waiting until {what}"))
+}
+
+async fn replaced(rx: &mut broadcast::Receiver<RegistryEvent>, plugin: &str) -> RegistryEvent {
+    wait_for(
+        rx,
+        &format!("{plugin} replaced"),
+        |e| matches!(e, RegistryEvent::Replaced { name, .. } if name == plugin),
+    )
+    .await
+}
+
+async fn failed(rx: &mut broadcast::Receiver<RegistryEvent>, file: &Path) -> String {
+    match wait_for(
+        rx,
+        &format!("{} failed", file.display()),
+        |e| matches!(e, RegistryEvent::Failed { file: f, .. } if f == file),
+    )
+    .await
+    {
+        RegistryEvent::Failed { error, .. } => error,
+        _ => unreachable!(),
+    }
+}
+
+/// Calls `tool` on the current version of `plugin`, on a blocking thread as the server does.
+async fn call(reg: &Registry, plugin: &str, tool: &'static str, args: Value) -> CallResult {
+    let lease = reg
+        .lease(plugin)
+        .await
+        .unwrap_or_else(|| panic!("no plugin `{plugin}`"));
+    tokio::task::spawn_blocking(move || {
+        lease.call(tool, &args.to_string(), &CallControl::new("test", None))
+    })
+    .await
+    .unwrap()
+}
+
+fn structured(r: &CallResult) -> Value {
+    assert!(!r.is_error, "call failed: {}", r.text());
+    serde_json::from_str(r.structured.as_ref().expect("structured content").get()).unwrap()
+}
+
+fn tool_names(reg: &Registry, plugin: &str) -> Vec<String> {
+    reg.get(plugin)
+        .map(|p| p.manifest().tools.iter().map(|t| t.name.clone()).collect())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn replaced_200_times_under_concurrent_calls() {
+    let folder = Folder::new();
+    let calc = library("calc");
+    let builds = [variant(&calc, 1), variant(&calc, 2)];
+    folder.put("calc.so", &builds[0]);
+    let reg = folder.open();
+    let mut rx = reg.subscribe();
+    let _watch = reg.watch().unwrap();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut callers = Vec::new();
+    for task in 0..4u32 {
+        let (reg, stop, calls) = (reg.clone(), stop.clone(), calls.clone());
+        callers.push(tokio::spawn(async move {
+            let mut failures = Vec::new();
+            let mut i = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                i += 1;
+                let (x, y) = (f64::from(task), f64::from(i));
+                let r = call(&reg, "calc", "add", json!({"x": x, "y": y})).await;
+                match r.text().parse::<f64>() {
+                    Ok(sum) if !r.is_error && sum == x + y => {}
+                    _ => failures.push(r.text()),
+                }
+                calls.fetch_add(1, Ordering::Relaxed);
+            }
+            failures
+        }));
+    }
+    let mut versions = std::collections::HashSet::new();
+    for i in 0..200 {
+        let bytes = &builds[(i + 1) % 2];
+        folder.put("calc.so", bytes);
+        replaced(&mut rx, "calc").await;
+        let now = reg.get("calc").unwrap();
+        assert_eq!(
+            *now.hash(),
+            digest(bytes),
+            "reload {i} serves the new build"
+        );
+        versions.insert(*now.hash());
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut failures = Vec::new();
+    for c in callers {
+        failures.extend(c.await.unwrap());
+    }
+    assert!(failures.is_empty(), "failed calls: {failures:?}");
+    assert!(calls.load(Ordering::Relaxed) > 0);
+    assert_eq!(versions.len(), 2);
+    assert!(reg.failures().is_empty(), "{:?}", reg.failures());
+    // Shadow copies are unlinked as soon as they are open: the folder does not grow.
+    assert_eq!(folder.shadow_files(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bad_files_are_reported_and_the_rest_keep_serving() {
+    let folder = Folder::new();
+    let calc = library("calc");
+    let bad: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "garbage.so",
+            b"this is not a library at all".repeat(10),
+            "not a shared library",
+        ),
+        (
+            "truncated.so",
+            calc[..calc.len() / 2].to_vec(),
+            "incomplete",
+        ),
+        ("mismatch.so", library("abi-mismatch"), "ABI mismatch"),
+        (
+            "bad-init.so",
+            library("bad-init"),
+            "on_load panics on purpose",
+        ),
+        (
+            "macros.so",
+            std::fs::read(artifacts().join(format!(
+                "{}toolhost_plugin_macros.{LIBRARY_SUFFIX}",
+                std::env::consts::DLL_PREFIX
+            )))
+            .unwrap(),
+            "not a toolhost plugin",
+        ),
+    ];
+    folder.put("calc.so", &calc);
+    std::fs::write(folder.path("notes.txt"), "not a plugin file: ignored").unwrap();
+    for (file, bytes, _) in &bad {
+        folder.put(file, bytes);
+    }
+
+    // At start: each bad file is one failure naming its cause; calc serves.
+    let reg = folder.open();
+    let failures = reg.failures();
+    assert_eq!(failures.len(), bad.len(), "{failures:?}");
+    for (file, _, cause) in &bad {
+        let (_, error) = failures
+            .iter()
+            .find(|(f, _)| *f == folder.path(file))
+            .unwrap_or_else(|| panic!("no failure for {file}: {failures:?}"));
+        assert!(error.contains(cause), "{file}: {error}");
+        assert!(!error.contains('\n'), "{file}: one line: {error}");
+    }
+    let r = call(&reg, "calc", "multiply", json!({"x": 6, "y": 7})).await;
+    assert_eq!(r.text(), "42");
+
+    // While watching: the same files dropped in one by one each produce a Failed event.
+    let mut rx = reg.subscribe();
+    let _watch = reg.watch().unwrap();
+    let serving = reg.get("calc").unwrap();
+    for (file, bytes, cause) in &bad {
+        let path = folder.put(&format!("new-{file}"), bytes);
+        let error = failed(&mut rx, &path).await;
+        assert!(error.contains(cause), "{file}: {error}");
+        let r = call(&reg, "calc", "add", json!({"x": 1, "y": 2})).await;
+        assert_eq!(r.text(), "3");
+    }
+    // A file cut short that stays so is retried, then reported.
+    let path = folder.path("new-truncated.so");
+    assert!(reg
+        .failures()
+        .iter()
+        .any(|(f, e)| *f == path && e.contains("incomplete")));
+
+    // A failed reload of calc.so itself keeps the old version serving.
+    let calc_path = folder.put("calc.so", &library("bad-init"));
+    let error = failed(&mut rx, &calc_path).await;
+    assert!(error.contains("panic"), "{error}");
+    assert!(Arc::ptr_eq(&reg.get("calc").unwrap(), &serving));
+    assert_eq!(
+        call(&reg, "calc", "add", json!({"x": 2, "y": 2}))
+            .await
+            .text(),
+        "4"
+    );
+    // Putting the serving build back is no reload, and clears the failure.
+    folder.put("calc.so", &calc);
+    eventually("calc.so no longer failing", || {
+        !reg.failures().iter().any(|(f, _)| *f == calc_path)
+    })
+    .await;
+    assert!(Arc::ptr_eq(&reg.get("calc").unwrap(), &serving));
+
+    // A second file claiming the name `calc` is refused; the first keeps serving.
+    let copy = folder.put("calc-copy.so", &calc);
+    let error = failed(&mut rx, &copy).await;
+    assert!(
+        error.contains("`calc` is already taken by")
+            && error.contains(&calc_path.display().to_string()),
+        "{error}"
+    );
+    assert_eq!(reg.get("calc").unwrap().file(), calc_path);
+
+    // Other files were never touched: nothing else was reported on the way.
+    assert_eq!(reg.plugins().len(), 1);
+    assert_eq!(folder.shadow_files(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn plugins_appear_disappear_and_rename() {
+    let folder = Folder::new();
+    folder.put("calc.so", &library("calc"));
+    let reg = folder.open();
+    let mut rx = reg.subscribe();
+    let _watch = reg.watch().unwrap();
+
+    // Added: written slowly, with a pause longer than the debounce in the middle; the
+    // half-written file is retried, not reported, and the whole one is loaded.
+    let faulty = library("faulty");
+    let path = folder.path("faulty.so");
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&path).unwrap();
+        f.write_all(&faulty[..faulty.len() / 3]).unwrap();
+        f.flush().unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        f.write_all(&faulty[faulty.len() / 3..]).unwrap();
+    }
+    let e = wait_for(&mut rx, "faulty added", |e| {
+        matches!(
+            e,
+            RegistryEvent::Added { .. } | RegistryEvent::Failed { .. }
+        )
+    })
+    .await;
+    assert_eq!(
+        e,
+        RegistryEvent::Added {
+            name: "faulty".into(),
+            file: path.clone()
+        }
+    );
+    assert!(tool_names(&reg, "faulty").contains(&"slow".to_string()));
+    let r = call(&reg, "faulty", "fail", json!({"message": "as asked"})).await;
+    assert!(r.is_error && r.text() == "as asked");
+
+    // Deleted: its tools are gone.
+    std::fs::remove_file(&path).unwrap();
+    let e = wait_for(&mut rx, "faulty removed", |e| {
+        matches!(e, RegistryEvent::Removed { .. })
+    })
+    .await;
+    assert_eq!(
+        e,
+        RegistryEvent::Removed {
+            name: "faulty".into(),
+            file: path.clone()
+        }
+    );
+    assert!(reg.lease("faulty").await.is_none());
+    assert!(tool_names(&reg, "faulty").is_empty());
+
+    // A file whose plugin renames itself: the old name goes, the new one comes.
+    let tools = folder.put("tools.so", &library("text"));
+    wait_for(
+        &mut rx,
+        "text added",
+        |e| matches!(e, RegistryEvent::Added { name, .. } if name == "text"),
+    )
+    .await;
+    folder.put("tools.so", &library("faulty"));
+    let removed = wait_for(&mut rx, "text removed", |e| {
+        matches!(e, RegistryEvent::Removed { .. })
+    })
+    .await;
+    assert_eq!(
+        removed,
+        RegistryEvent::Removed {
+            name: "text".into(),
+            file: tools.clone()
+        }
+    );
+    wait_for(
+        &mut rx,
+        "faulty added",
+        |e| matches!(e, RegistryEvent::Added { name, .. } if name == "faulty"),
+    )
+    .await;
+    assert!(reg.get("text").is_none());
+    assert_eq!(reg.get("faulty").unwrap().file(), tools);
+
+    // A second claimant of `calc` waits for the name; deleting the first lets it serve.
+    let calc_path = folder.path("calc.so");
+    let second = folder.put("zz-calc.so", &variant(&library("calc"), 7));
+    failed(&mut rx, &second).await;
+    std::fs::remove_file(&calc_path).unwrap();
+    wait_for(
+        &mut rx,
+        "calc removed",
+        |e| matches!(e, RegistryEvent::Removed { name, .. } if name == "calc"),
+    )
+    .await;
+    let e = wait_for(
+        &mut rx,
+        "calc added again",
+        |e| matches!(e, RegistryEvent::Added { name, .. } if name == "calc"),
+    )
+    .await;
+    assert_eq!(
+        e,
+        RegistryEvent::Added {
+            name: "calc".into(),
+            file: second.clone()
+        }
+    );
+    assert_eq!(
+        call(&reg, "calc", "add", json!({"x": 1, "y": 1}))
+            .await
+            .text(),
+        "2"
+    );
+    assert!(reg.failures().is_empty(), "{:?}", reg.failures());
+
+    // Moving the serving file to a new name keeps the plugin (and its slot).
+    let moved = folder.path("calc-moved.so");
+    std::fs::rename(&second, &moved).unwrap();
+    let e = replaced(&mut rx, "calc").await;
+    assert_eq!(
+        e,
+        RegistryEvent::Replaced {
+            name: "calc".into(),
+            file: moved.clone()
+        }
+    );
+    assert_eq!(reg.get("calc").unwrap().file(), moved);
+
+    // Rewriting identical bytes is not a reload.
+    let before = reg.get("faulty").unwrap();
+    folder.put("tools.so", &library("faulty"));
+    std::fs::remove_file(&moved).unwrap();
+    wait_for(
+        &mut rx,
+        "calc removed",
+        |e| matches!(e, RegistryEvent::Removed { name, .. } if name == "calc"),
+    )
+    .await;
+    assert!(Arc::ptr_eq(&before, &reg.get("faulty").unwrap()));
+    assert_eq!(
+        reg.plugins()
+            .iter()
+            .map(|p| p.name().to_string())
+            .collect::<Vec<_>>(),
+        ["faulty"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn notes_keep_their_state_across_reloads() {
+    let folder = Folder::new();
+    let notes = library("notes");
+    folder.put("notes.so", &notes);
+    let reg = folder.open();
+    assert!(reg.get("notes").unwrap().manifest().stateful);
+    let mut rx = reg.subscribe();
+    let _watch = reg.watch().unwrap();
+
+    let first = structured(&call(&reg, "notes", "add_note", json!({"text": "first"})).await);
+    let second = structured(&call(&reg, "notes", "add_note", json!({"text": "second"})).await);
+    let r = call(&reg, "notes", "delete_note", json!({"id": first["id"]})).await;
+    assert!(!r.is_error, "{}", r.text());
+
+    folder.put("notes.so", &variant(&notes, 1));
+    replaced(&mut rx, "notes").await;
+    assert_eq!(
+        *reg.get("notes").unwrap().hash(),
+        digest(&variant(&notes, 1))
+    );
+    let list = structured(&call(&reg, "notes", "list_notes", json!({})).await);
+    assert_eq!(
+        list["notes"],
+        json!([{"id": second["id"], "text": "second"}])
+    );
+    // Ids continue where the old version stopped.
+    let third = structured(&call(&reg, "notes", "add_note", json!({"text": "third"})).await);
+    assert_eq!(third["id"], json!(3));
+
+    // Writers running through several reloads: every note they were told was stored is there.
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for w in 0..4 {
+        let (reg, stop) = (reg.clone(), stop.clone());
+        writers.push(tokio::spawn(async move {
+            let mut ids = Vec::new();
+            let mut i = 0;
+            while !stop.load(Ordering::Relaxed) {
+                i += 1;
+                let text = format!("writer {w} note {i}");
+                let note =
+                    structured(&call(&reg, "notes", "add_note", json!({"text": text})).await);
+                assert_eq!(note["text"], json!(text));
+                ids.push(note["id"].as_u64().unwrap());
+            }
+            ids
+        }));
+    }
+    for n in 2..12 {
+        folder.put("notes.so", &variant(&notes, n));
+        replaced(&mut rx, "notes").await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut written = vec![second["id"].as_u64().unwrap(), 3];
+    for w in writers {
+        written.extend(w.await.unwrap());
+    }
+    written.sort();
+    let list = structured(&call(&reg, "notes", "list_notes", json!({})).await);
+    let stored: Vec<u64> = list["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_u64().unwrap())
+        .collect();
+    let (w, s): (BTreeSet<u64>, BTreeSet<u64>) = (
+        written.iter().copied().collect(),
+        stored.iter().copied().collect(),
+    );
+    let lost: Vec<_> = w.difference(&s).collect();
+    let invented: Vec<_> = s.difference(&w).collect();
+    assert_eq!(w.len(), written.len(), "an id was handed out twice");
+    assert!(
+        lost.is_empty() && invented.is_empty(),
+        "{} notes written, {} stored; lost: {lost:?}; invented: {invented:?}",
+        written.len(),
+        stored.len()
+    );
+    assert!(written.len() > 2);
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_old_version_is_unmapped_after_its_last_call() {
+    use toolhost::plugin::still_mapped;
+
+    let folder = Folder::new();
+    let calc = library("calc");
+    folder.put("calc.so", &calc);
+    let reg = folder.open();
+    let mut rx = reg.subscribe();
+    let _watch = reg.watch().unwrap();
+
+    let lease = reg.lease("calc").await.unwrap();
+    let old_shadow = lease.shadow_path().to_path_buf();
+    let old = Arc::downgrade(lease.plugin());
+    assert!(still_mapped(&old_shadow));
+
+    folder.put("calc.so", &variant(&calc, 1));
+    replaced(&mut rx, "calc").await;
+    // The lease keeps the old version loaded and usable.
+    assert!(still_mapped(&old_shadow));
+    assert_eq!(*lease.hash(), digest(&calc));
+    let lease = tokio::task::spawn_blocking(move || {
+        let r = lease.call("add", r#"{"x": 20, "y": 22}"#, &CallControl::new("t", None));
+        assert_eq!(r.text(), "42");
+        lease
+    })
+    .await
+    .unwrap();
+    // Its last call is over: dropping the lease unloads and unmaps it.
+    drop(lease);
+    assert!(old.upgrade().is_none(), "the registry kept a stray Arc");
+    assert!(!still_mapped(&old_shadow), "the old copy is still mapped");
+    assert!(still_mapped(reg.get("calc").unwrap().shadow_path()));
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_plugin_that_pins_itself_is_reported_and_still_served() {
+    use toolhost::plugin::{pinned_count, still_mapped};
+
+    let folder = Folder::new();
+    let sticky = library("sticky");
+    folder.put("sticky.so", &sticky);
+    // Loaded on this thread, whose thread-local destructor then lives in the library.
+    let reg = folder.open();
+    let mut rx = reg.subscribe();
+    let _watch = reg.watch().unwrap();
+    let r = call(&reg, "sticky", "touch", json!({})).await;
+    assert!(!r.is_error, "{}", r.text());
+    let old_shadow = reg.get("sticky").unwrap().shadow_path().to_path_buf();
+
+    let before = pinned_count();
+    folder.put("sticky.so", &variant(&sticky, 1));
+    replaced(&mut rx, "sticky").await;
+    // The old version was released at the swap; the system kept it mapped.
+    assert!(pinned_count() > before, "pinning was not detected");
+    assert!(still_mapped(&old_shadow));
+    let r = call(&reg, "sticky", "touch", json!({})).await;
+    assert!(!r.is_error, "{}", r.text());
+    assert_eq!(
+        *reg.get("sticky").unwrap().hash(),
+        digest(&variant(&sticky, 1))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_call_in_flight_finishes_on_the_old_version() {
+    let folder = Folder::new();
+    let faulty = library("faulty");
+    folder.put("faulty.so", &faulty);
+    let reg = folder.open();
+    let mut rx = reg.subscribe();
+    let _watch = reg.watch().unwrap();
+
+    let marker = folder.shadow.path().join("slow-finished");
+    let old = reg.lease("faulty").await.unwrap();
+    let old_hash = *old.hash();
+    let args = json!({"ms": 10_000, "marker": marker}).to_string();
+    let slow = tokio::task::spawn_blocking(move || {
+        let r = old.call("slow", &args, &CallControl::new("slow", None));
+        (r, *old.hash())
+    });
+
+    let new_bytes = variant(&faulty, 1);
+    folder.put("faulty.so", &new_bytes);
+    replaced(&mut rx, "faulty").await;
+    let new = reg.lease("faulty").await.unwrap();
+    assert_eq!(*new.hash(), digest(&new_bytes));
+    assert_ne!(*new.hash(), old_hash);
+    let r = call(&reg, "faulty", "echo", json!({"value": {"k": "v"}})).await;
+    assert_eq!(structured(&r), json!({"value": {"k": "v"}}));
+    // The new version answered while the slow call still runs on the old one.
+    assert!(
+        !marker.exists(),
+        "the slow call ended before the new version served"
+    );
+
+    let (r, hash) = slow.await.unwrap();
+    assert!(!r.is_error, "{}", r.text());
+    assert_eq!(r.text(), "slept 10000 ms");
+    assert_eq!(hash, old_hash);
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "finished");
+}
+
+fn items(r: &CallResult) -> Vec<String> {
+    serde_json::from_value(structured(r)["items"].clone()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stateful_swap_waits_for_the_writes_in_flight() {
+    let folder = Folder::new();
+    let lib = library("slow-state");
+    folder.put("state.so", &lib);
+    let reg = folder.open();
+    let mut rx = reg.subscribe();
+    let _watch = reg.watch().unwrap();
+
+    // A slow write holds the old version.
+    let old = reg.lease("slow-state").await.unwrap();
+    let written = Arc::new(AtomicBool::new(false));
+    let slow = {
+        let written = written.clone();
+        tokio::task::spawn_blocking(move || {
+            let r = old.call(
+                "append",
+                r#"{"item": "slow", "delay_ms": 1500}"#,
+                &CallControl::new("slow", None),
+            );
+            written.store(true, Ordering::SeqCst);
+            // The lease (and with it the gate) is released only after the write.
+            drop(old);
+            r
+        })
+    };
+    let new_bytes = variant(&lib, 1);
+    folder.put("state.so", &new_bytes);
+    // Fast writes issued during the reload: each lands on one version or the other, and none
+    // is lost in the hand-off.
+    let fast = {
+        let reg = reg.clone();
+        tokio::spawn(async move {
+            for i in 0..20 {
+                let item = format!("fast {i}");
+                let r = call(&reg, "slow-state", "append", json!({"item": item})).await;
+                assert!(!r.is_error, "{}", r.text());
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    };
+    replaced(&mut rx, "slow-state").await;
+    assert!(
+        written.load(Ordering::SeqCst),
+        "the new version took over before the write in flight on the old one finished"
+    );
+    assert_eq!(*reg.get("slow-state").unwrap().hash(), digest(&new_bytes));
+    let r = slow.await.unwrap();
+    assert!(!r.is_error, "{}", r.text());
+    fast.await.unwrap();
+    let list = items(&call(&reg, "slow-state", "items", json!({})).await);
+    assert!(list.contains(&"slow".to_string()), "{list:?}");
+    for i in 0..20 {
+        assert!(
+            list.contains(&format!("fast {i}")),
+            "fast {i} lost: {list:?}"
+        );
+    }
+    assert_eq!(list.len(), 21);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stuck_call_delays_a_stateful_swap_which_is_retried() {
+    let folder = Folder::new();
+    let lib = library("slow-state");
+    let path = folder.put("state.so", &lib);
+    let mut config = folder.config();
+    config.handoff_timeout = Duration::from_millis(300);
+    let reg = Registry::open(config).unwrap();
+    let mut rx = reg.subscribe();
+    let _watch = reg.watch().unwrap();
+
+    let old = reg.lease("slow-state").await.unwrap();
+    let old_hash = *old.hash();
+    let slow = tokio::task::spawn_blocking(move || {
+        old.call(
+            "append",
+            r#"{"item": "slow", "delay_ms": 4000}"#,
+            &CallControl::new("slow", None),
+        )
+    });
+    let new_bytes = variant(&lib, 1);
+    folder.put("state.so", &new_bytes);
+    // The hand-off gives up for now: reported, and the old version keeps serving.
+    let error = failed(&mut rx, &path).await;
+    assert!(error.contains("did not finish within"), "{error}");
+    assert_eq!(*reg.get("slow-state").unwrap().hash(), old_hash);
+    // Once the call is over, a retry hands the state over.
+    assert!(!slow.await.unwrap().is_error);
+    replaced(&mut rx, "slow-state").await;
+    assert_eq!(*reg.get("slow-state").unwrap().hash(), digest(&new_bytes));
+    let list = items(&call(&reg, "slow-state", "items", json!({})).await);
+    assert_eq!(list, ["slow"]);
+    assert!(reg.failures().is_empty(), "{:?}", reg.failures());
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn untrusted_files_are_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    use toolhost::trust::{hex, Allowlist, Trust};
+
+    let f = Folder::new();
+    let calc = f.put("calc.so", &library("calc"));
+    let text = f.put("text.so", &library("text"));
+    std::fs::set_permissions(&text, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let reg = f.open();
+    assert_eq!(reg.plugins().len(), 1, "only calc serves");
+    let failures = reg.failures();
+    assert_eq!(failures.len(), 1);
+    assert!(
+        failures[0].1.starts_with("refused: ") && failures[0].1.contains("writable by everyone"),
+        "{failures:?}"
+    );
+
+    // A lock file naming only calc's build: text stays out even once its mode is fixed.
+    std::fs::set_permissions(&text, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let lock = f.shadow.path().join("plugins.lock");
+    let calc_digest = digest(&std::fs::read(&calc).unwrap());
+    std::fs::write(&lock, format!("{}  calc.so\n", hex(&calc_digest))).unwrap();
+    let mut config = f.config();
+    config.trust = Trust {
+        allowlist: Some(Allowlist::load(&lock).unwrap()),
+        allow_shared: false,
+    };
+    let reg = Registry::open(config).unwrap();
+    let names: Vec<String> = reg.plugins().iter().map(|p| p.name().to_string()).collect();
+    assert_eq!(names, ["calc"]);
+    assert!(reg.failures()[0].1.contains("is not in the lock file"));
+
+    // A plugin folder others can write is refused as a whole.
+    std::fs::set_permissions(f.dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let e = Registry::open(f.config())
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("writable by everyone"), "{e}");
+}
