@@ -58,6 +58,8 @@ pub struct Answers {
     waiting: Arc<Mutex<VecDeque<oneshot::Sender<String>>>>,
     /// Lines typed ahead of their question (prompt mode: answers piped in up front).
     kept: Arc<Mutex<VecDeque<String>>>,
+    /// Set when the input has ended: questions then fail instead of waiting forever.
+    closed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Answers {
@@ -83,6 +85,15 @@ impl Answers {
         }
     }
 
+    /// The input ended: questions waiting now, and later ones once the kept lines are used
+    /// up, get no answer.
+    pub fn close(&self) {
+        let _kept = self.kept.lock().unwrap();
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Dropping the senders wakes the questions with "no answer".
+        self.waiting.lock().unwrap().clear();
+    }
+
     /// The oldest line kept and not claimed by a question.
     pub fn take_kept(&self) -> Option<String> {
         self.kept.lock().unwrap().pop_front()
@@ -95,6 +106,9 @@ impl Answers {
             let mut kept = self.kept.lock().unwrap();
             if let Some(line) = kept.pop_front() {
                 return Some(line);
+            }
+            if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
+                return None;
             }
             let (tx, rx) = oneshot::channel();
             self.waiting.lock().unwrap().push_back(tx);
@@ -212,6 +226,13 @@ mod tests {
             answer["updatedPermissions"][0]["rules"][0]["toolName"],
             "mcp__calc__multiply"
         );
+        // Lines kept ahead are used first; once the input is closed, questions fail.
+        answers.offer_or_keep("n".into());
+        answers.close();
+        let third = asker(q("mcp__calc__add")).await.unwrap();
+        assert_eq!(third["behavior"], "deny");
+        let waiting = tokio::spawn(asker(q("mcp__calc__add")));
+        assert!(waiting.await.unwrap().is_err());
     }
 
     async fn futures_poll_once<F: std::future::Future + Unpin>(f: &mut F) -> Option<F::Output> {

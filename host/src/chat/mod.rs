@@ -111,6 +111,7 @@ pub async fn run(args: ChatArgs, plugins_dir: &Path) -> anyhow::Result<ExitCode>
                 while let Some(l) = lines.recv().await {
                     answers.offer_or_keep(l);
                 }
+                answers.close();
             });
         }
         None
@@ -165,7 +166,10 @@ pub async fn run(args: ChatArgs, plugins_dir: &Path) -> anyhow::Result<ExitCode>
                     turns_open += 1;
                 }
                 Some(l) => answers.offer_or_keep(l),
-                None => input = None,
+                None => {
+                    input = None;
+                    answers.close();
+                }
             },
             _ = sigint.recv() => {
                 if turns_open > 0 && !interrupted {
