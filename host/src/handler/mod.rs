@@ -201,6 +201,9 @@ impl Router {
     }
 
     fn tools_list(&self, plugin: Option<&Arc<LoadedPlugin>>, id: Option<&RawValue>) -> String {
+        // Listing is rare (handshakes, reloads): a good moment to forget removed plugins.
+        self.catalog
+            .retain(|name| self.registry.get(name).is_some());
         match plugin {
             Some(p) => {
                 let compiled = self.catalog.get(p);
@@ -224,8 +227,6 @@ impl Router {
                 tools.push(v);
             }
         }
-        self.catalog
-            .retain(|name| self.registry.get(name).is_some());
         serde_json::json!({ "tools": tools })
     }
 
@@ -316,14 +317,15 @@ impl Router {
         let control = Arc::new(CallControl::new(id.get().to_string(), progress));
         let key = (scope.key().to_string(), id.get().to_string());
         // Registered before the future runs, so a cancellation that follows is never missed.
-        if let Some(old) = self
+        let reused = self
             .calls
             .lock()
             .unwrap()
             .insert(key.clone(), control.clone())
-        {
+            .is_some();
+        if reused {
+            // Ids restart at 0 on a re-handshake; the newer call owns the key from now on.
             tracing::debug!(server = %key.0, id = %key.1, "call id reused while in flight");
-            drop(old);
         }
         let args = params.arguments.map(|a| a.get().to_string());
         let router = self.clone();
