@@ -681,3 +681,27 @@ async fn registry_events_reach_the_cli() {
         "{r}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn progress_arrives_before_the_result() {
+    let mut cli = FakeCli::start(&["faulty"], RouterConfig::default(), None);
+    cli.mcp_send("call", "faulty", call(2, "slow", json!({"ms":50})))
+        .await;
+    let mut progress = Vec::new();
+    loop {
+        let v = cli.next_line().await;
+        if v["type"] == "control_response" && v["response"]["request_id"] == "call" {
+            assert_eq!(
+                text_of(&v["response"]["response"]["mcp_response"]),
+                "slept 50 ms"
+            );
+            break;
+        }
+        let msg = &v["request"]["message"];
+        assert_eq!(msg["method"], "notifications/progress", "{v}");
+        assert_eq!(msg["params"]["progressToken"], 2);
+        progress.push(msg["params"]["progress"].as_f64().unwrap());
+    }
+    // `slow` reports steps 0..9; every one was written before the result.
+    assert_eq!(progress, (0..10).map(f64::from).collect::<Vec<_>>());
+}

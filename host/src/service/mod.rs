@@ -4,6 +4,7 @@
 //! and a handle to send requests and user turns.
 
 mod init;
+mod notices;
 mod pending;
 mod reload;
 pub mod serve;
@@ -23,6 +24,7 @@ use tokio::{
 };
 
 pub use init::{initialize_request, sdk_server_set};
+use notices::NoticeQueue;
 pub use pending::{ControlError, Pending};
 pub use reload::follow_registry;
 
@@ -156,10 +158,13 @@ impl Session {
             pending: pending.clone(),
         };
         let (events_tx, events) = mpsc::unbounded_channel();
+        let notices = NoticeQueue::new(notices);
         let reader = tokio::spawn(
             Reader {
                 router: router.clone(),
                 out,
+                handle: handle.clone(),
+                notices: notices.clone(),
                 pending,
                 permissions,
                 asking: Arc::new(Mutex::new(HashMap::new())),
@@ -167,7 +172,10 @@ impl Session {
             }
             .run(input),
         );
-        let notices = tokio::spawn(forward_notices(notices, handle.clone()));
+        let notices = {
+            let (queue, handle) = (notices.clone(), handle.clone());
+            tokio::spawn(async move { queue.forward(|n| send_notice(&handle, n)).await })
+        };
         Session {
             handle,
             events,
@@ -188,17 +196,17 @@ impl Session {
     }
 }
 
-async fn forward_notices(mut notices: mpsc::UnboundedReceiver<Notice>, handle: SessionHandle) {
-    while let Some(n) = notices.recv().await {
-        if let Some(server) = &n.server {
-            handle.notify_server(server, &n.message);
-        }
+fn send_notice(handle: &SessionHandle, n: Notice) {
+    if let Some(server) = &n.server {
+        handle.notify_server(server, &n.message);
     }
 }
 
 struct Reader {
     router: Arc<Router>,
     out: LineSender,
+    handle: SessionHandle,
+    notices: NoticeQueue,
     pending: Arc<Pending>,
     permissions: Option<PermissionHandler>,
     /// Permission questions being asked, by control request id.
@@ -298,9 +306,12 @@ impl Reader {
                     }
                     Dispatch::Call(call) => {
                         let out = self.out.clone();
+                        let handle = self.handle.clone();
+                        let notices = self.notices.clone();
                         let id = id.to_string();
                         tokio::spawn(async move {
                             let reply = call.await;
+                            notices.drain(|n| send_notice(&handle, n));
                             out.send(control_success_raw(&id, &reply));
                         });
                     }

@@ -9,6 +9,7 @@ use tokio::{
     task::JoinSet,
 };
 
+use super::notices::NoticeQueue;
 use crate::{
     handler::{Dispatch, Notice, Router, Scope},
     model::{error_code, rpc_error, rpc_notification, JsonRpc},
@@ -22,7 +23,7 @@ pub async fn serve<R, W>(
     input: R,
     output: W,
     router: Arc<Router>,
-    mut notices: mpsc::UnboundedReceiver<Notice>,
+    notices: mpsc::UnboundedReceiver<Notice>,
     events: Option<broadcast::Receiver<RegistryEvent>>,
 ) where
     R: AsyncRead + Unpin + Send + 'static,
@@ -30,12 +31,15 @@ pub async fn serve<R, W>(
 {
     let (out, writer) = Writer::spawn(output);
     let mut side = JoinSet::new();
+    let notices = NoticeQueue::new(notices);
     {
-        let out = out.clone();
+        let (out, notices) = (out.clone(), notices.clone());
         side.spawn(async move {
-            while let Some(n) = notices.recv().await {
-                out.send(n.message);
-            }
+            notices
+                .forward(|n| {
+                    out.send(n.message);
+                })
+                .await
         });
     }
     if let Some(events) = events {
@@ -73,9 +77,13 @@ pub async fn serve<R, W>(
             }
             Dispatch::Handled => {}
             Dispatch::Call(call) => {
-                let out = out.clone();
+                let (out, notices) = (out.clone(), notices.clone());
                 calls.spawn(async move {
-                    out.send(call.await);
+                    let reply = call.await;
+                    notices.drain(|n| {
+                        out.send(n.message);
+                    });
+                    out.send(reply);
                 });
             }
         }
