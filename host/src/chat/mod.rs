@@ -126,9 +126,18 @@ pub async fn run(args: ChatArgs, plugins_dir: &Path) -> anyhow::Result<ExitCode>
     let mut last_error = false;
     let mut init_done = false;
 
+    // A prompt marker only for a person at a terminal; piped input gets none.
+    let show_prompt = interactive && std::io::IsTerminal::is_terminal(&std::io::stdin());
+    let prompt_marker = || {
+        if show_prompt {
+            eprint!("> ");
+        }
+    };
     if let Some(p) = &args.prompt {
         handle.send_user(p);
         turns_open = 1;
+    } else {
+        prompt_marker();
     }
     let stop = loop {
         if turns_open == 0 && input.is_none() {
@@ -151,6 +160,8 @@ pub async fn run(args: ChatArgs, plugins_dir: &Path) -> anyhow::Result<ExitCode>
                         if let Some(next) = answers.take_kept() {
                             handle.send_user(&next);
                             turns_open += 1;
+                        } else if turns_open == 0 {
+                            prompt_marker();
                         }
                     }
                 }

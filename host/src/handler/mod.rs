@@ -132,10 +132,12 @@ impl Router {
         })
     }
 
+    /// The plugins served.
     pub fn registry(&self) -> &Arc<Registry> {
         &self.registry
     }
 
+    /// The call timeouts.
     pub fn config(&self) -> &RouterConfig {
         &self.config
     }
