@@ -6,9 +6,11 @@ use anyhow::{bail, Context as _};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Value};
 use toolhost::{
+    chat::{default_plugin_dir, ChatArgs},
+    handler::{Router, RouterConfig},
     model::{call_result_json, tool_json},
     plugin::{default_shadow_dir, CallControl, ContentOut},
-    registry::load_dir,
+    registry::{load_dir, Registry, RegistryConfig},
 };
 
 /// Serve native tool plugins to Claude Code.
@@ -48,14 +50,31 @@ enum Command {
         #[command(flatten)]
         opts: PluginOpts,
     },
-}
-
-fn default_plugin_dir() -> PathBuf {
-    let data = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
-        .unwrap_or_else(|| PathBuf::from("."));
-    data.join("toolhost").join("plugins")
+    /// Talk to Claude through the `claude` CLI, with every plugin served as an in-process MCP
+    /// server. With a PROMPT: one conversation; without: one prompt per line from stdin.
+    Chat {
+        #[command(flatten)]
+        opts: PluginOpts,
+        #[command(flatten)]
+        chat: ChatArgs,
+    },
+    /// Serve every plugin's tools as one MCP server on stdin/stdout (NDJSON JSON-RPC). Tools
+    /// are named `<plugin>__<tool>`; a reload sends `notifications/tools/list_changed`.
+    Serve {
+        #[command(flatten)]
+        opts: PluginOpts,
+        /// Default per-call timeout in seconds.
+        #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+        timeout: f64,
+    },
+    /// Create a plugin project from the template.
+    New {
+        /// Plugin name (letters, digits, `_` and `-`).
+        name: String,
+        /// Folder to create the project in (default: the current one).
+        #[arg(long, default_value = ".")]
+        path: PathBuf,
+    },
 }
 
 fn init_logging() {
@@ -89,7 +108,57 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             args,
             opts,
         } => call(&opts, &plugin, &tool, &args),
+        Command::Chat { opts, chat } => {
+            runtime()?.block_on(toolhost::chat::run(chat, &opts.plugins))
+        }
+        Command::Serve { opts, timeout } => serve(&opts, timeout),
+        Command::New { name, path } => {
+            let root = toolhost::scaffold::create(&name, &path)?;
+            println!("created {}", root.display());
+            println!(
+                "build it with: cargo build --release --manifest-path {}/Cargo.toml",
+                root.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+fn serve(opts: &PluginOpts, timeout: f64) -> anyhow::Result<ExitCode> {
+    if !(timeout.is_finite() && timeout > 0.0) {
+        bail!("--timeout must be a positive number of seconds");
+    }
+    let rt = runtime()?;
+    rt.block_on(async {
+        let registry = Registry::open(RegistryConfig::new(&opts.plugins))
+            .with_context(|| format!("cannot read the plugin folder {}", opts.plugins.display()))?;
+        let events = registry.subscribe();
+        let _watch = registry.watch().context("cannot watch the plugin folder")?;
+        let (notices_tx, notices) = tokio::sync::mpsc::unbounded_channel();
+        let config = RouterConfig {
+            default_timeout: std::time::Duration::from_secs_f64(timeout),
+            ..RouterConfig::default()
+        };
+        let router = Router::new(registry, config, notices_tx);
+        toolhost::service::serve::serve(
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+            router,
+            notices,
+            Some(events),
+        )
+        .await;
+        anyhow::Ok(())
+    })?;
+    // Tokio's stdin reader may still sit in a blocking read: do not wait for it.
+    rt.shutdown_timeout(std::time::Duration::from_millis(100));
+    Ok(ExitCode::SUCCESS)
 }
 
 fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
