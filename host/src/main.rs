@@ -9,8 +9,9 @@ use toolhost::{
     chat::{default_plugin_dir, ChatArgs},
     handler::{Router, RouterConfig},
     model::{call_result_json, tool_json},
-    plugin::{default_shadow_dir, CallControl, ContentOut},
-    registry::{load_dir, Registry, RegistryConfig},
+    plugin::{CallControl, ContentOut},
+    registry::{Registry, RegistryConfig},
+    trust::{Allowlist, Trust},
 };
 
 /// Serve native tool plugins to Claude Code.
@@ -26,6 +27,31 @@ struct PluginOpts {
     /// Folder holding plugin libraries (.so / .dylib).
     #[arg(long, env = "TOOLHOST_PLUGINS", default_value_os_t = default_plugin_dir())]
     plugins: PathBuf,
+    /// Load only the builds listed in this lock file (`sha256sum *.so` format).
+    #[arg(long, env = "TOOLHOST_LOCK", value_name = "FILE")]
+    lock: Option<PathBuf>,
+    /// Load plugin files and folders that other users can write (refused by default).
+    #[arg(long)]
+    allow_shared: bool,
+}
+
+impl PluginOpts {
+    fn registry_config(&self) -> anyhow::Result<RegistryConfig> {
+        let mut config = RegistryConfig::new(&self.plugins);
+        config.trust = Trust {
+            allowlist: match &self.lock {
+                Some(path) => Some(Allowlist::load(path).map_err(anyhow::Error::msg)?),
+                None => None,
+            },
+            allow_shared: self.allow_shared,
+        };
+        Ok(config)
+    }
+
+    fn open_registry(&self) -> anyhow::Result<std::sync::Arc<Registry>> {
+        Registry::open(self.registry_config()?)
+            .with_context(|| format!("cannot use the plugin folder {}", self.plugins.display()))
+    }
 }
 
 #[derive(Subcommand)]
@@ -77,19 +103,25 @@ enum Command {
     },
 }
 
-fn init_logging() {
+/// `default` applies when RUST_LOG is unset.
+fn init_logging(default: &str) {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default)),
         )
         .with_writer(std::io::stderr)
         .init();
 }
 
 fn main() -> ExitCode {
-    init_logging();
     let cli = Cli::parse();
+    // `list` and `call` report load failures in their own output; a warning line for each
+    // would say it twice.
+    init_logging(match cli.command {
+        Command::List { .. } | Command::Call { .. } => "error",
+        _ => "warn",
+    });
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -109,7 +141,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             opts,
         } => call(&opts, &plugin, &tool, &args),
         Command::Chat { opts, chat } => {
-            runtime()?.block_on(toolhost::chat::run(chat, &opts.plugins))
+            runtime()?.block_on(toolhost::chat::run(chat, opts.open_registry()?))
         }
         Command::Serve { opts, timeout } => serve(&opts, timeout),
         Command::New { name, path } => {
@@ -136,8 +168,7 @@ fn serve(opts: &PluginOpts, timeout: f64) -> anyhow::Result<ExitCode> {
     }
     let rt = runtime()?;
     rt.block_on(async {
-        let registry = Registry::open(RegistryConfig::new(&opts.plugins))
-            .with_context(|| format!("cannot read the plugin folder {}", opts.plugins.display()))?;
+        let registry = opts.open_registry()?;
         let events = registry.subscribe();
         let _watch = registry.watch().context("cannot watch the plugin folder")?;
         let (notices_tx, notices) = tokio::sync::mpsc::unbounded_channel();
@@ -162,11 +193,10 @@ fn serve(opts: &PluginOpts, timeout: f64) -> anyhow::Result<ExitCode> {
 }
 
 fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
-    let scan = load_dir(&opts.plugins, &default_shadow_dir())
-        .with_context(|| format!("cannot read the plugin folder {}", opts.plugins.display()))?;
+    let registry = opts.open_registry()?;
+    let (plugins, failed) = (registry.plugins(), registry.failures());
     if as_json {
-        let plugins: Vec<Value> = scan
-            .plugins
+        let plugins: Vec<Value> = plugins
             .iter()
             .map(|p| {
                 let m = p.manifest();
@@ -179,17 +209,16 @@ fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
                 })
             })
             .collect();
-        let failed: Vec<Value> = scan
-            .failed
+        let failed: Vec<Value> = failed
             .iter()
-            .map(|f| json!({"file": f.file, "error": f.error.to_string()}))
+            .map(|(file, error)| json!({"file": file, "error": error}))
             .collect();
         println!(
             "{}",
             serde_json::to_string_pretty(&json!({"plugins": plugins, "failed": failed}))?
         );
     } else {
-        for p in &scan.plugins {
+        for p in &plugins {
             let m = p.manifest();
             println!("{} {} ({})", m.name, m.version, p.file().display());
             if !m.description.is_empty() {
@@ -200,10 +229,10 @@ fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
                 println!("  - {}: {}", t.name, first_line);
             }
         }
-        for f in &scan.failed {
-            println!("failed: {f}");
+        for (file, error) in &failed {
+            println!("failed: {}: {error}", file.display());
         }
-        if scan.plugins.is_empty() && scan.failed.is_empty() {
+        if plugins.is_empty() && failed.is_empty() {
             println!("no plugins in {}", opts.plugins.display());
         }
     }
@@ -215,17 +244,21 @@ fn call(opts: &PluginOpts, plugin: &str, tool: &str, args: &str) -> anyhow::Resu
     if !parsed.is_object() {
         bail!("the arguments must be a JSON object, like '{{\"x\": 1}}'");
     }
-    let scan = load_dir(&opts.plugins, &default_shadow_dir())
-        .with_context(|| format!("cannot read the plugin folder {}", opts.plugins.display()))?;
-    let Some(p) = scan.plugins.iter().find(|p| p.name() == plugin) else {
-        for f in &scan.failed {
-            eprintln!("toolhost: {f}");
+    let registry = opts.open_registry()?;
+    let plugins = registry.plugins();
+    let Some(p) = plugins.iter().find(|p| p.name() == plugin) else {
+        for (file, error) in registry.failures() {
+            eprintln!("toolhost: {}: {error}", file.display());
         }
-        let names: Vec<&str> = scan.plugins.iter().map(|p| p.name()).collect();
+        let names: Vec<&str> = plugins.iter().map(|p| p.name()).collect();
+        let found = if names.is_empty() {
+            "none loaded".to_string()
+        } else {
+            format!("found: {}", names.join(", "))
+        };
         bail!(
-            "no plugin named `{plugin}` in {} (found: {})",
-            opts.plugins.display(),
-            names.join(", ")
+            "no plugin named `{plugin}` in {} ({found})",
+            opts.plugins.display()
         );
     };
     if p.manifest().tool(tool).is_none() {

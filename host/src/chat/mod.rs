@@ -5,12 +5,7 @@ mod ask;
 mod command;
 mod render;
 
-use std::{
-    io::BufRead,
-    path::{Path, PathBuf},
-    process::ExitCode,
-    time::Duration,
-};
+use std::{io::BufRead, path::PathBuf, process::ExitCode, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use tokio::{
@@ -24,7 +19,7 @@ pub use render::{display_tool_name, OutputFormat, Renderer, TurnEnd};
 
 use crate::{
     handler::{Router, RouterConfig},
-    registry::{Registry, RegistryConfig},
+    registry::Registry,
     service::{follow_registry, initialize_request, Event, Session},
     transport::{CliProcess, ExitReport},
 };
@@ -44,10 +39,8 @@ enum Stop {
     CliGone,
 }
 
-/// Runs `toolhost chat`. Plugins come from `plugins_dir`.
-pub async fn run(args: ChatArgs, plugins_dir: &Path) -> anyhow::Result<ExitCode> {
-    let registry = Registry::open(RegistryConfig::new(plugins_dir))
-        .with_context(|| format!("cannot read the plugin folder {}", plugins_dir.display()))?;
+/// Runs `toolhost chat` with the plugins of `registry`.
+pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<ExitCode> {
     // Subscribe before watching so no change falls between the two.
     let registry_events = registry.subscribe();
     let _watch = registry.watch().context("cannot watch the plugin folder")?;
