@@ -48,8 +48,7 @@ struct Cli {
 
 #[derive(Subcommand, Clone, Copy)]
 enum Role {
-    #[command(hide = true)]
-    FakeCli,
+    /// The minimal responder (spawned by the driver).
     #[command(hide = true)]
     Floor,
 }
@@ -68,10 +67,13 @@ struct Report {
 }
 
 fn main() -> Result<()> {
+    // Spawned by toolhost as its `claude`: the arguments are the CLI's, not ours.
+    if std::env::var_os("TOOLHOST_BENCH_OUT").is_some() {
+        return fake_cli();
+    }
     let cli = Cli::parse();
     match cli.role {
         Some(Role::Floor) => floor(),
-        Some(Role::FakeCli) => fake_cli(),
         None => drive(&cli),
     }
 }
@@ -415,7 +417,6 @@ fn drive(cli: &Cli) -> Result<()> {
         .env("TOOLHOST_BENCH_OUT", &out)
         .env("TOOLHOST_BENCH_N", cli.n.to_string())
         .env("TOOLHOST_BENCH_DEPTH", cli.concurrency.to_string())
-        .env("TOOLHOST_FAKE_CLI_ROLE", "1")
         .stdout(Stdio::null())
         .status()
         .with_context(|| format!("cannot run {}", cli.toolhost.display()))?;

@@ -6,9 +6,12 @@ use anyhow::{bail, Context as _};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Value};
 use toolhost::{
+    chat::{default_plugin_dir, ChatArgs},
+    handler::{Router, RouterConfig},
     model::{call_result_json, tool_json},
-    plugin::{default_shadow_dir, CallControl, ContentOut},
-    registry::load_dir,
+    plugin::{CallControl, ContentOut},
+    registry::{Registry, RegistryConfig},
+    trust::{Allowlist, Trust},
 };
 
 /// Serve native tool plugins to Claude Code.
@@ -24,6 +27,31 @@ struct PluginOpts {
     /// Folder holding plugin libraries (.so / .dylib).
     #[arg(long, env = "TOOLHOST_PLUGINS", default_value_os_t = default_plugin_dir())]
     plugins: PathBuf,
+    /// Load only the builds listed in this lock file (`sha256sum *.so` format).
+    #[arg(long, env = "TOOLHOST_LOCK", value_name = "FILE")]
+    lock: Option<PathBuf>,
+    /// Load plugin files and folders that other users can write (refused by default).
+    #[arg(long)]
+    allow_shared: bool,
+}
+
+impl PluginOpts {
+    fn registry_config(&self) -> anyhow::Result<RegistryConfig> {
+        let mut config = RegistryConfig::new(&self.plugins);
+        config.trust = Trust {
+            allowlist: match &self.lock {
+                Some(path) => Some(Allowlist::load(path).map_err(anyhow::Error::msg)?),
+                None => None,
+            },
+            allow_shared: self.allow_shared,
+        };
+        Ok(config)
+    }
+
+    fn open_registry(&self) -> anyhow::Result<std::sync::Arc<Registry>> {
+        Registry::open(self.registry_config()?)
+            .with_context(|| format!("cannot use the plugin folder {}", self.plugins.display()))
+    }
 }
 
 #[derive(Subcommand)]
@@ -48,29 +76,52 @@ enum Command {
         #[command(flatten)]
         opts: PluginOpts,
     },
+    /// Talk to Claude through the `claude` CLI, with every plugin served as an in-process MCP
+    /// server. With a PROMPT: one conversation; without: one prompt per line from stdin.
+    Chat {
+        #[command(flatten)]
+        opts: PluginOpts,
+        #[command(flatten)]
+        chat: ChatArgs,
+    },
+    /// Serve every plugin's tools as one MCP server on stdin/stdout (NDJSON JSON-RPC). Tools
+    /// are named `<plugin>__<tool>`; a reload sends `notifications/tools/list_changed`.
+    Serve {
+        #[command(flatten)]
+        opts: PluginOpts,
+        /// Default per-call timeout in seconds.
+        #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+        timeout: f64,
+    },
+    /// Create a plugin project from the template.
+    New {
+        /// Plugin name (letters, digits, `_` and `-`).
+        name: String,
+        /// Folder to create the project in (default: the current one).
+        #[arg(long, default_value = ".")]
+        path: PathBuf,
+    },
 }
 
-fn default_plugin_dir() -> PathBuf {
-    let data = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
-        .unwrap_or_else(|| PathBuf::from("."));
-    data.join("toolhost").join("plugins")
-}
-
-fn init_logging() {
+/// `default` applies when RUST_LOG is unset.
+fn init_logging(default: &str) {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default)),
         )
         .with_writer(std::io::stderr)
         .init();
 }
 
 fn main() -> ExitCode {
-    init_logging();
     let cli = Cli::parse();
+    // `list` and `call` report load failures in their own output; a warning line for each
+    // would say it twice.
+    init_logging(match cli.command {
+        Command::List { .. } | Command::Call { .. } => "error",
+        _ => "warn",
+    });
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -89,15 +140,63 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             args,
             opts,
         } => call(&opts, &plugin, &tool, &args),
+        Command::Chat { opts, chat } => {
+            runtime()?.block_on(toolhost::chat::run(chat, opts.open_registry()?))
+        }
+        Command::Serve { opts, timeout } => serve(&opts, timeout),
+        Command::New { name, path } => {
+            let root = toolhost::scaffold::create(&name, &path)?;
+            println!("created {}", root.display());
+            println!(
+                "build it with: cargo build --release --manifest-path {}/Cargo.toml",
+                root.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+fn serve(opts: &PluginOpts, timeout: f64) -> anyhow::Result<ExitCode> {
+    if !(timeout.is_finite() && timeout > 0.0) {
+        bail!("--timeout must be a positive number of seconds");
+    }
+    let rt = runtime()?;
+    rt.block_on(async {
+        let registry = opts.open_registry()?;
+        let events = registry.subscribe();
+        let _watch = registry.watch().context("cannot watch the plugin folder")?;
+        let (notices_tx, notices) = tokio::sync::mpsc::unbounded_channel();
+        let config = RouterConfig {
+            default_timeout: std::time::Duration::from_secs_f64(timeout),
+            ..RouterConfig::default()
+        };
+        let router = Router::new(registry, config, notices_tx);
+        toolhost::service::serve::serve(
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+            router,
+            notices,
+            Some(events),
+        )
+        .await;
+        anyhow::Ok(())
+    })?;
+    // Tokio's stdin reader may still sit in a blocking read: do not wait for it.
+    rt.shutdown_timeout(std::time::Duration::from_millis(100));
+    Ok(ExitCode::SUCCESS)
+}
+
 fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
-    let scan = load_dir(&opts.plugins, &default_shadow_dir())
-        .with_context(|| format!("cannot read the plugin folder {}", opts.plugins.display()))?;
+    let registry = opts.open_registry()?;
+    let (plugins, failed) = (registry.plugins(), registry.failures());
     if as_json {
-        let plugins: Vec<Value> = scan
-            .plugins
+        let plugins: Vec<Value> = plugins
             .iter()
             .map(|p| {
                 let m = p.manifest();
@@ -110,17 +209,16 @@ fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
                 })
             })
             .collect();
-        let failed: Vec<Value> = scan
-            .failed
+        let failed: Vec<Value> = failed
             .iter()
-            .map(|f| json!({"file": f.file, "error": f.error.to_string()}))
+            .map(|(file, error)| json!({"file": file, "error": error}))
             .collect();
         println!(
             "{}",
             serde_json::to_string_pretty(&json!({"plugins": plugins, "failed": failed}))?
         );
     } else {
-        for p in &scan.plugins {
+        for p in &plugins {
             let m = p.manifest();
             println!("{} {} ({})", m.name, m.version, p.file().display());
             if !m.description.is_empty() {
@@ -131,10 +229,10 @@ fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
                 println!("  - {}: {}", t.name, first_line);
             }
         }
-        for f in &scan.failed {
-            println!("failed: {f}");
+        for (file, error) in &failed {
+            println!("failed: {}: {error}", file.display());
         }
-        if scan.plugins.is_empty() && scan.failed.is_empty() {
+        if plugins.is_empty() && failed.is_empty() {
             println!("no plugins in {}", opts.plugins.display());
         }
     }
@@ -146,17 +244,21 @@ fn call(opts: &PluginOpts, plugin: &str, tool: &str, args: &str) -> anyhow::Resu
     if !parsed.is_object() {
         bail!("the arguments must be a JSON object, like '{{\"x\": 1}}'");
     }
-    let scan = load_dir(&opts.plugins, &default_shadow_dir())
-        .with_context(|| format!("cannot read the plugin folder {}", opts.plugins.display()))?;
-    let Some(p) = scan.plugins.iter().find(|p| p.name() == plugin) else {
-        for f in &scan.failed {
-            eprintln!("toolhost: {f}");
+    let registry = opts.open_registry()?;
+    let plugins = registry.plugins();
+    let Some(p) = plugins.iter().find(|p| p.name() == plugin) else {
+        for (file, error) in registry.failures() {
+            eprintln!("toolhost: {}: {error}", file.display());
         }
-        let names: Vec<&str> = scan.plugins.iter().map(|p| p.name()).collect();
+        let names: Vec<&str> = plugins.iter().map(|p| p.name()).collect();
+        let found = if names.is_empty() {
+            "none loaded".to_string()
+        } else {
+            format!("found: {}", names.join(", "))
+        };
         bail!(
-            "no plugin named `{plugin}` in {} (found: {})",
-            opts.plugins.display(),
-            names.join(", ")
+            "no plugin named `{plugin}` in {} ({found})",
+            opts.plugins.display()
         );
     };
     if p.manifest().tool(tool).is_none() {

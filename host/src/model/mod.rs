@@ -1,5 +1,21 @@
-//! Protocol types: MCP JSON shapes built from host-owned plugin data.
+//! Protocol types: the control envelope of the `claude` CLI, JSON-RPC messages, and the MCP
+//! results built from host-owned plugin data.
+//!
+//! Incoming lines are parsed once into borrowed views (`&RawValue` for the parts the host only
+//! passes on); outgoing lines are serialized straight into strings.
 
+mod control;
+mod jsonrpc;
+mod mcp;
 mod tool;
 
-pub use tool::{call_result_json, tool_json};
+pub use control::{
+    control_error, control_request, control_success, control_success_raw, mcp_message_request,
+    ControlResponse, Incoming, IncomingRequest, McpResponse,
+};
+pub use jsonrpc::{error_code, rpc_error, rpc_notification, rpc_result, JsonRpc, NOTIFICATION_ACK};
+pub use mcp::{
+    initialize_result, negotiate_version, CallMeta, CallParams, CancelledParams, InitializeParams,
+    ProgressParams, ServerInfo, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
+};
+pub use tool::{call_result_json, tool_json, CallResultJson};

@@ -68,3 +68,76 @@ pub fn call_result_json(r: &CallResult) -> Value {
     }
     Value::Object(o)
 }
+
+/// Serializes a [`CallResult`] as an MCP `CallToolResult` without building a `Value`:
+/// `structuredContent` is spliced in raw.
+pub struct CallResultJson<'a>(pub &'a CallResult);
+
+impl serde::Serialize for CallResultJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        struct Block<'a>(&'a ContentOut);
+        impl serde::Serialize for Block<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut m = s.serialize_map(Some(3))?;
+                match self.0 {
+                    ContentOut::Text(t) => {
+                        m.serialize_entry("type", "text")?;
+                        m.serialize_entry("text", t)?;
+                    }
+                    ContentOut::Image { data, mime_type } => {
+                        m.serialize_entry("type", "image")?;
+                        m.serialize_entry("data", data)?;
+                        m.serialize_entry("mimeType", mime_type)?;
+                    }
+                    ContentOut::Audio { data, mime_type } => {
+                        m.serialize_entry("type", "audio")?;
+                        m.serialize_entry("data", data)?;
+                        m.serialize_entry("mimeType", mime_type)?;
+                    }
+                }
+                m.end()
+            }
+        }
+        struct Blocks<'a>(&'a [ContentOut]);
+        impl serde::Serialize for Blocks<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_seq(self.0.iter().map(Block))
+            }
+        }
+        let r = self.0;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("content", &Blocks(&r.content))?;
+        if let Some(structured) = &r.structured {
+            m.serialize_entry("structuredContent", structured)?;
+        }
+        if r.is_error {
+            m.serialize_entry("isError", &true)?;
+        }
+        m.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::value::RawValue;
+
+    #[test]
+    fn call_result_serializes_like_the_value_form() {
+        let r = CallResult {
+            content: vec![
+                ContentOut::Text("a\"b".into()),
+                ContentOut::Image {
+                    data: "AAAA".into(),
+                    mime_type: "image/png".into(),
+                },
+            ],
+            structured: Some(RawValue::from_string(r#"{"a": [1, 2]}"#.into()).unwrap()),
+            is_error: true,
+        };
+        let direct: serde_json::Value =
+            serde_json::from_str(&serde_json::to_string(&CallResultJson(&r)).unwrap()).unwrap();
+        assert_eq!(direct, call_result_json(&r));
+    }
+}

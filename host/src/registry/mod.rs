@@ -27,7 +27,7 @@ use std::{
 
 use tokio::sync::{broadcast, OwnedRwLockReadGuard};
 
-pub use scan::{is_plugin_file, load_dir, plugin_files, Failure, Scan, LIBRARY_SUFFIX};
+pub use scan::{is_plugin_file, plugin_files, LIBRARY_SUFFIX};
 pub use watch::WatchHandle;
 
 use crate::plugin::{LoadError, LoadedPlugin, Staged};

@@ -1,11 +1,6 @@
-//! Finding and loading the plugin files of a folder.
+//! Which files of the plugin folder are plugins.
 
-use std::{
-    path::{Path, PathBuf},
-    sync::Arc,
-};
-
-use crate::plugin::{LoadError, LoadedPlugin};
+use std::path::{Path, PathBuf};
 
 /// The platform's shared-library suffix, without the dot.
 pub const LIBRARY_SUFFIX: &str = std::env::consts::DLL_EXTENSION;
@@ -29,50 +24,4 @@ pub fn plugin_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         .collect();
     files.sort();
     Ok(files)
-}
-
-/// A file that failed to load, and why.
-#[derive(Debug)]
-pub struct Failure {
-    pub file: PathBuf,
-    pub error: LoadError,
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.file.display(), self.error)
-    }
-}
-
-/// The outcome of loading every plugin file of a folder once.
-#[derive(Debug, Default)]
-pub struct Scan {
-    pub plugins: Vec<Arc<LoadedPlugin>>,
-    pub failed: Vec<Failure>,
-}
-
-/// Loads every plugin file in `dir`. A file whose plugin name is already taken by an earlier
-/// file is refused; the first keeps serving.
-pub fn load_dir(dir: &Path, shadow_dir: &Path) -> std::io::Result<Scan> {
-    let mut scan = Scan::default();
-    for file in plugin_files(dir)? {
-        match LoadedPlugin::load(&file, shadow_dir) {
-            Ok(p) => {
-                if let Some(first) = scan.plugins.iter().find(|q| q.name() == p.name()) {
-                    scan.failed.push(Failure {
-                        error: LoadError::Invalid(format!(
-                            "plugin name `{}` is already taken by {}",
-                            p.name(),
-                            first.file().display()
-                        )),
-                        file,
-                    });
-                } else {
-                    scan.plugins.push(p);
-                }
-            }
-            Err(error) => scan.failed.push(Failure { file, error }),
-        }
-    }
-    Ok(scan)
 }

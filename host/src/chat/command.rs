@@ -1,0 +1,228 @@
+//! `toolhost chat` options and the command line of the `claude` CLI built from them.
+
+use std::{
+    collections::HashMap,
+    ffi::OsString,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use anyhow::{bail, Context as _};
+use serde_json::{Map, Value};
+
+use super::render::OutputFormat;
+
+/// Options of `toolhost chat`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ChatArgs {
+    /// One prompt to run; without it, read one prompt per line from stdin until EOF.
+    pub prompt: Option<String>,
+    /// The `claude` executable (default: `claude` on PATH).
+    #[arg(long, env = "TOOLHOST_CLAUDE")]
+    pub claude: Option<PathBuf>,
+    /// What to print on stdout.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
+    /// Model for the CLI (`--model`).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// More tools to allow without asking (the CLI's `--allowedTools`); repeatable.
+    #[arg(long = "allowed-tools", value_delimiter = ',')]
+    pub allowed_tools: Vec<String>,
+    /// Maximum agentic turns per prompt (`--max-turns`).
+    #[arg(long)]
+    pub max_turns: Option<u32>,
+    /// System prompt (`--system-prompt`).
+    #[arg(long)]
+    pub system_prompt: Option<String>,
+    /// Ask on the terminal before each tool call the CLI does not already allow; the plugins'
+    /// tools are then not pre-allowed.
+    #[arg(long)]
+    pub ask: bool,
+    /// More MCP servers (stdio, http, sse) in the CLI's `--mcp-config` file format.
+    #[arg(long, value_name = "FILE")]
+    pub mcp_config: Option<PathBuf>,
+    /// Default per-call timeout in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    pub timeout: f64,
+    /// Per-plugin call timeout, `NAME=SECS`; repeatable.
+    #[arg(long = "plugin-timeout", value_name = "NAME=SECS", value_parser = parse_plugin_timeout)]
+    pub plugin_timeouts: Vec<(String, f64)>,
+    /// Arguments after `--` go to the CLI unchanged.
+    #[arg(last = true)]
+    pub extra: Vec<OsString>,
+}
+
+fn parse_plugin_timeout(s: &str) -> Result<(String, f64), String> {
+    let (name, secs) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected NAME=SECS, got `{s}`"))?;
+    let secs: f64 = secs
+        .parse()
+        .map_err(|_| format!("`{secs}` is not a number of seconds"))?;
+    check_secs(secs)?;
+    Ok((name.to_string(), secs))
+}
+
+fn check_secs(secs: f64) -> Result<(), String> {
+    if secs.is_finite() && secs > 0.0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "a timeout must be a positive number of seconds, not {secs}"
+        ))
+    }
+}
+
+impl ChatArgs {
+    /// The default timeout and the per-plugin ones.
+    pub fn timeouts(&self) -> anyhow::Result<(Duration, HashMap<String, Duration>)> {
+        check_secs(self.timeout).map_err(anyhow::Error::msg)?;
+        Ok((
+            Duration::from_secs_f64(self.timeout),
+            self.plugin_timeouts
+                .iter()
+                .map(|(n, s)| (n.clone(), Duration::from_secs_f64(*s)))
+                .collect(),
+        ))
+    }
+}
+
+/// The `claude` executable: `--claude`/`TOOLHOST_CLAUDE`, else `claude` on PATH.
+pub fn find_claude(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(p) = explicit {
+        return Ok(p.to_path_buf());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let candidate = dir.join("claude");
+        if is_executable(&candidate) {
+            return Ok(candidate);
+        }
+    }
+    bail!("cannot find the `claude` CLI on PATH; pass --claude PATH or set TOOLHOST_CLAUDE")
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The servers of an `--mcp-config` file (`{"mcpServers": {...}}`).
+pub fn read_mcp_config(file: &Path) -> anyhow::Result<Map<String, Value>> {
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("cannot read the MCP config {}", file.display()))?;
+    let v: Value = serde_json::from_str(&text)
+        .with_context(|| format!("the MCP config {} is not valid JSON", file.display()))?;
+    match v.get("mcpServers") {
+        Some(Value::Object(m)) => Ok(m.clone()),
+        _ => bail!(
+            "the MCP config {} has no `mcpServers` object",
+            file.display()
+        ),
+    }
+}
+
+/// The CLI's arguments: stream-json both ways, the user's options, the plugins' tools allowed
+/// (one `mcp__<plugin>` rule per server, unless `--ask`), and the extra arguments last.
+pub fn cli_args(args: &ChatArgs, plugin_names: &[&str]) -> Vec<OsString> {
+    let mut v: Vec<OsString> = [
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--input-format",
+        "stream-json",
+    ]
+    .into_iter()
+    .map(OsString::from)
+    .collect();
+    let mut push = |k: &str, val: OsString| {
+        v.push(k.into());
+        v.push(val);
+    };
+    if let Some(m) = &args.model {
+        push("--model", m.into());
+    }
+    if let Some(n) = args.max_turns {
+        push("--max-turns", n.to_string().into());
+    }
+    if let Some(s) = &args.system_prompt {
+        push("--system-prompt", s.into());
+    }
+    if let Some(f) = &args.mcp_config {
+        push("--mcp-config", f.into());
+    }
+    let mut allowed: Vec<String> = Vec::new();
+    if !args.ask {
+        allowed.extend(plugin_names.iter().map(|p| format!("mcp__{p}")));
+    }
+    allowed.extend(args.allowed_tools.iter().cloned());
+    if !allowed.is_empty() {
+        push("--allowedTools", allowed.join(",").into());
+    }
+    if args.ask {
+        push("--permission-prompt-tool", "stdio".into());
+    }
+    v.extend(args.extra.iter().cloned());
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        chat: ChatArgs,
+    }
+
+    fn parse(argv: &[&str]) -> ChatArgs {
+        T::try_parse_from(std::iter::once("t").chain(argv.iter().copied()))
+            .unwrap()
+            .chat
+    }
+
+    #[test]
+    fn builds_the_cli_command_line() {
+        let a = parse(&[
+            "hi",
+            "--model",
+            "m1",
+            "--max-turns",
+            "3",
+            "--allowed-tools",
+            "Bash,Read",
+            "--plugin-timeout",
+            "faulty=0.5",
+            "--",
+            "--debug-file",
+            "/tmp/d",
+        ]);
+        assert_eq!(a.prompt.as_deref(), Some("hi"));
+        let argv: Vec<String> = cli_args(&a, &["calc", "faulty"])
+            .into_iter()
+            .map(|s| s.into_string().unwrap())
+            .collect();
+        assert_eq!(
+            argv.join(" "),
+            "--output-format stream-json --verbose --input-format stream-json --model m1 \
+             --max-turns 3 --allowedTools mcp__calc,mcp__faulty,Bash,Read --debug-file /tmp/d"
+        );
+        let (default, per) = a.timeouts().unwrap();
+        assert_eq!(default, Duration::from_secs(60));
+        assert_eq!(per["faulty"], Duration::from_millis(500));
+
+        let a = parse(&["--ask"]);
+        let argv: Vec<String> = cli_args(&a, &["calc"])
+            .into_iter()
+            .map(|s| s.into_string().unwrap())
+            .collect();
+        assert!(argv.ends_with(&["--permission-prompt-tool".into(), "stdio".into()]));
+        assert!(!argv.iter().any(|s| s.contains("mcp__calc")));
+        assert!(T::try_parse_from(["t", "--plugin-timeout", "x"]).is_err());
+        assert!(T::try_parse_from(["t", "--plugin-timeout", "x=-1"]).is_err());
+    }
+}

@@ -1,0 +1,119 @@
+//! JSON-RPC 2.0 messages as MCP uses them.
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+/// Standard JSON-RPC error codes used by the router.
+pub mod error_code {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INTERNAL_ERROR: i64 = -32603;
+}
+
+/// The acknowledgement the CLI expects for a notification it sent inside `mcp_message`
+/// (the Python SDK's form; protocol §0).
+pub const NOTIFICATION_ACK: &str = r#"{"jsonrpc":"2.0","result":{}}"#;
+
+/// An incoming JSON-RPC request, notification or response, borrowed from the line it came in.
+/// A request has `method` and `id`, a notification `method` only.
+#[derive(Debug, Deserialize)]
+pub struct JsonRpc<'a> {
+    #[serde(default, borrow)]
+    pub id: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub method: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub params: Option<&'a RawValue>,
+}
+
+impl JsonRpc<'_> {
+    /// Whether this is a notification (a method without an id).
+    pub fn is_notification(&self) -> bool {
+        self.method.is_some() && self.id.is_none()
+    }
+}
+
+#[derive(Serialize)]
+struct Reply<'a, T: Serialize> {
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<T>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<ErrorObject<'a>>,
+}
+
+#[derive(Serialize)]
+struct ErrorObject<'a> {
+    code: i64,
+    message: &'a str,
+}
+
+/// A JSON-RPC success reply echoing `id`.
+pub fn rpc_result(id: Option<&RawValue>, result: &impl Serialize) -> String {
+    let reply = Reply {
+        jsonrpc: "2.0",
+        id,
+        result: Some(result),
+        error: None,
+    };
+    serde_json::to_string(&reply).expect("JSON-RPC replies serialize")
+}
+
+/// A JSON-RPC error reply echoing `id` (`null` when the request's id is unknown).
+pub fn rpc_error(id: Option<&RawValue>, code: i64, message: &str) -> String {
+    let null = RawValue::NULL;
+    let reply: Reply<'_, ()> = Reply {
+        jsonrpc: "2.0",
+        id: Some(id.unwrap_or(null)),
+        result: None,
+        error: Some(ErrorObject { code, message }),
+    };
+    serde_json::to_string(&reply).expect("JSON-RPC replies serialize")
+}
+
+/// A JSON-RPC notification.
+pub fn rpc_notification<P: Serialize>(method: &str, params: Option<&P>) -> String {
+    #[derive(Serialize)]
+    struct Notification<'a, Q: Serialize> {
+        jsonrpc: &'static str,
+        method: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        params: Option<&'a Q>,
+    }
+    serde_json::to_string(&Notification {
+        jsonrpc: "2.0",
+        method,
+        params,
+    })
+    .expect("JSON-RPC notifications serialize")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn replies_echo_ids() {
+        let m: JsonRpc =
+            serde_json::from_str(r#"{"jsonrpc":"2.0","id":"a b","method":"ping"}"#).unwrap();
+        assert_eq!(
+            rpc_result(m.id, &json!({})),
+            r#"{"jsonrpc":"2.0","id":"a b","result":{}}"#
+        );
+        assert_eq!(
+            rpc_error(None, -32601, "nope"),
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32601,"message":"nope"}}"#
+        );
+        let n: JsonRpc =
+            serde_json::from_str(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+                .unwrap();
+        assert!(n.is_notification());
+    }
+}

@@ -1,0 +1,382 @@
+//! The control loop with the `claude` CLI: one reader task that parses each line once and
+//! routes it (MCP messages to the [`Router`], permission questions to the asker, answers to
+//! their waiters, stream messages to the front-end), one writer task for every outgoing line,
+//! and a handle to send requests and user turns.
+
+mod init;
+mod notices;
+mod pending;
+mod reload;
+pub mod serve;
+
+use std::{
+    collections::HashMap,
+    future::Future,
+    pin::Pin,
+    sync::{Arc, Mutex},
+};
+
+use serde_json::{value::RawValue, Value};
+use tokio::{
+    io::{AsyncRead, AsyncWrite},
+    sync::mpsc,
+    task::{AbortHandle, JoinHandle},
+};
+
+pub use init::{initialize_request, sdk_server_set};
+use notices::NoticeQueue;
+pub use pending::{ControlError, Pending};
+pub use reload::follow_registry;
+
+use crate::{
+    handler::{Dispatch, Notice, Router, Scope},
+    model::{
+        control_error, control_request, control_success, control_success_raw, mcp_message_request,
+        rpc_notification, Incoming, IncomingRequest, NOTIFICATION_ACK,
+    },
+    transport::{read_lines, LineSender, Writer},
+};
+
+/// A `can_use_tool` question from the CLI (protocol §7).
+#[derive(Debug, Clone)]
+pub struct PermissionRequest {
+    pub request_id: String,
+    /// API name, e.g. `mcp__calc__add`.
+    pub tool_name: String,
+    pub display_name: Option<String>,
+    pub tool_use_id: Option<String>,
+    /// The tool input as the model gave it.
+    pub input: Box<RawValue>,
+}
+
+/// Answers permission questions: `Ok` is the `response` body (`{"behavior":...}`), `Err` a
+/// control-level error. The future is dropped if the CLI withdraws the question.
+pub type PermissionHandler = Arc<
+    dyn Fn(PermissionRequest) -> Pin<Box<dyn Future<Output = Result<Value, String>> + Send>>
+        + Send
+        + Sync,
+>;
+
+/// What the front-end sees of the CLI's output.
+#[derive(Debug)]
+pub enum Event {
+    /// A stream message (`system`, `assistant`, `user`, `result`, `stream_event`, ...),
+    /// with its `type` and the line exactly as the CLI wrote it.
+    Message { kind: String, line: String },
+    /// The CLI's stdout closed: it exited or is about to.
+    Closed,
+}
+
+/// Sends requests, notifications and user turns to the CLI. Cheap to clone.
+#[derive(Clone)]
+pub struct SessionHandle {
+    out: LineSender,
+    pending: Arc<Pending>,
+}
+
+impl SessionHandle {
+    /// Sends a control request (`body` holds its `subtype`) at once, and returns a future
+    /// of the answer (so the request keeps its place in the output even if awaited later).
+    pub fn request(
+        &self,
+        body: &Value,
+    ) -> impl Future<Output = Result<Value, ControlError>> + Send + 'static {
+        let id = self.pending.next_id();
+        let rx = self.pending.wait(&id);
+        if !self.out.send(control_request(&id, body)) {
+            self.pending.complete(&id, Err(ControlError::Closed));
+        }
+        async move { rx.await.unwrap_or(Err(ControlError::Closed)) }
+    }
+
+    /// Sends a control request without waiting for its acknowledgement.
+    pub fn post(&self, body: &Value) {
+        self.out
+            .send(control_request(&self.pending.next_id(), body));
+    }
+
+    /// Sends a JSON-RPC notification to the CLI's client of sdk server `server`.
+    pub fn notify_server(&self, server: &str, message: &str) {
+        self.out.send(mcp_message_request(
+            &self.pending.next_id(),
+            server,
+            message,
+        ));
+    }
+
+    /// Tells the CLI that `server`'s tools changed; it re-lists them at once (protocol §10).
+    pub fn tools_list_changed(&self, server: &str) {
+        let msg = rpc_notification::<()>("notifications/tools/list_changed", None);
+        self.notify_server(server, &msg);
+    }
+
+    /// Starts a user turn.
+    pub fn send_user(&self, text: &str) {
+        let line = serde_json::json!({
+            "type": "user",
+            "message": {"role": "user", "content": text},
+            "parent_tool_use_id": null,
+            "session_id": "default",
+        });
+        self.out.send(line.to_string());
+    }
+
+    /// Asks the CLI to stop the running turn.
+    pub fn interrupt(&self) {
+        self.post(&serde_json::json!({"subtype": "interrupt"}));
+    }
+}
+
+/// A running control loop.
+pub struct Session {
+    pub handle: SessionHandle,
+    pub events: mpsc::UnboundedReceiver<Event>,
+    writer: Writer,
+    reader: JoinHandle<()>,
+    notices: JoinHandle<()>,
+    router: Arc<Router>,
+}
+
+impl Session {
+    /// Starts serving the CLI on `input` (its stdout) and `output` (its stdin). MCP messages
+    /// are served from this moment on, before any `initialize` is sent.
+    pub fn start<R, W>(
+        input: R,
+        output: W,
+        router: Arc<Router>,
+        notices: mpsc::UnboundedReceiver<Notice>,
+        permissions: Option<PermissionHandler>,
+    ) -> Session
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (out, writer) = Writer::spawn(output);
+        let pending = Arc::new(Pending::default());
+        let handle = SessionHandle {
+            out: out.clone(),
+            pending: pending.clone(),
+        };
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let notices = NoticeQueue::new(notices);
+        let reader = tokio::spawn(
+            Reader {
+                router: router.clone(),
+                out,
+                handle: handle.clone(),
+                notices: notices.clone(),
+                pending,
+                permissions,
+                asking: Arc::new(Mutex::new(HashMap::new())),
+                events: events_tx,
+            }
+            .run(input),
+        );
+        let notices = {
+            let (queue, handle) = (notices.clone(), handle.clone());
+            tokio::spawn(async move { queue.forward(|n| send_notice(&handle, n)).await })
+        };
+        Session {
+            handle,
+            events,
+            writer,
+            reader,
+            notices,
+            router,
+        }
+    }
+
+    /// Closes the CLI's stdin after what is queued, and stops serving. Calls still running
+    /// are cancelled.
+    pub async fn close(self) {
+        self.router.cancel_all();
+        self.notices.abort();
+        self.writer.close().await;
+        self.reader.abort();
+    }
+}
+
+fn send_notice(handle: &SessionHandle, n: Notice) {
+    if let Some(server) = &n.server {
+        handle.notify_server(server, &n.message);
+    }
+}
+
+struct Reader {
+    router: Arc<Router>,
+    out: LineSender,
+    handle: SessionHandle,
+    notices: NoticeQueue,
+    pending: Arc<Pending>,
+    permissions: Option<PermissionHandler>,
+    /// Permission questions being asked, by control request id.
+    asking: Arc<Mutex<HashMap<String, AbortHandle>>>,
+    events: mpsc::UnboundedSender<Event>,
+}
+
+impl Reader {
+    async fn run<R: AsyncRead + Unpin>(self, input: R) {
+        let mut lines = read_lines(input);
+        loop {
+            let line = match lines.next_line().await {
+                Ok(Some(line)) => line,
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!("cannot read from the CLI: {e}");
+                    break;
+                }
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            tracing::trace!(target: "toolhost::wire", "<< {line}");
+            match serde_json::from_str::<Incoming>(&line) {
+                Ok(msg) => self.route(msg, &line),
+                Err(e) => self.malformed(&line, e),
+            }
+        }
+        self.pending.close();
+        for (_, a) in self.asking.lock().unwrap().drain() {
+            a.abort();
+        }
+        let _ = self.events.send(Event::Closed);
+    }
+
+    fn route(&self, msg: Incoming<'_>, line: &str) {
+        match msg.kind.as_ref() {
+            "control_request" => match (msg.request_id, msg.request) {
+                (Some(id), Some(req)) => self.control_request(&id, req),
+                (Some(id), None) => {
+                    self.out
+                        .send(control_error(&id, "control_request without a request"));
+                }
+                _ => tracing::warn!("ignoring a control_request without request_id: {line}"),
+            },
+            "control_response" => match msg.response {
+                Some(r) => {
+                    let answer = if r.subtype == "success" {
+                        Ok(match r.response {
+                            Some(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
+                            None => Value::Null,
+                        })
+                    } else {
+                        Err(ControlError::Refused(
+                            r.error.as_deref().unwrap_or("no reason given").to_string(),
+                        ))
+                    };
+                    if !self.pending.complete(&r.request_id, answer) {
+                        tracing::trace!(id = %r.request_id, "acknowledged");
+                    }
+                }
+                None => tracing::warn!("ignoring a control_response without response: {line}"),
+            },
+            "control_cancel_request" => {
+                if let Some(id) = msg.request_id {
+                    if let Some(a) = self.asking.lock().unwrap().remove(id.as_ref()) {
+                        tracing::debug!(%id, "permission question withdrawn");
+                        a.abort();
+                    }
+                }
+            }
+            kind => {
+                let _ = self.events.send(Event::Message {
+                    kind: kind.to_string(),
+                    line: line.to_string(),
+                });
+            }
+        }
+    }
+
+    fn control_request(&self, id: &str, req: IncomingRequest<'_>) {
+        match req.subtype.as_ref() {
+            "mcp_message" => {
+                let (Some(server), Some(message)) = (req.server_name, req.message) else {
+                    self.out.send(control_error(
+                        id,
+                        "mcp_message needs server_name and message",
+                    ));
+                    return;
+                };
+                match self.router.dispatch(Scope::Server(&server), &message) {
+                    Dispatch::Reply(r) => {
+                        self.out.send(control_success_raw(id, &r));
+                    }
+                    Dispatch::Handled => {
+                        self.out.send(control_success_raw(id, NOTIFICATION_ACK));
+                    }
+                    Dispatch::Call(call) => {
+                        let out = self.out.clone();
+                        let handle = self.handle.clone();
+                        let notices = self.notices.clone();
+                        let id = id.to_string();
+                        tokio::spawn(async move {
+                            let reply = call.await;
+                            notices.drain(|n| send_notice(&handle, n));
+                            out.send(control_success_raw(&id, &reply));
+                        });
+                    }
+                }
+            }
+            "can_use_tool" => self.ask(id, req),
+            other => {
+                self.out.send(control_error(
+                    id,
+                    &format!("toolhost does not handle control requests of subtype `{other}`"),
+                ));
+            }
+        }
+    }
+
+    fn ask(&self, id: &str, req: IncomingRequest<'_>) {
+        let Some(permissions) = self.permissions.clone() else {
+            let deny = serde_json::json!({
+                "behavior": "deny",
+                "message": "toolhost was started without --ask, so it cannot ask the user",
+            });
+            self.out.send(control_success(id, &deny));
+            return;
+        };
+        let question = PermissionRequest {
+            request_id: id.to_string(),
+            tool_name: req.tool_name.as_deref().unwrap_or("?").to_string(),
+            display_name: req.display_name.map(|d| d.into_owned()),
+            tool_use_id: req.tool_use_id.map(|d| d.into_owned()),
+            input: req
+                .input
+                .map(|i| i.to_owned())
+                .unwrap_or_else(|| RawValue::from_string("{}".into()).expect("valid JSON")),
+        };
+        let out = self.out.clone();
+        let asking = self.asking.clone();
+        let key = id.to_string();
+        // Holding the lock across spawn and insert: the task removes its entry when done,
+        // and must not do so before it was inserted.
+        let mut map = self.asking.lock().unwrap();
+        let task = tokio::spawn(async move {
+            let answer = permissions(question).await;
+            let line = match answer {
+                Ok(body) => control_success(&key, &body),
+                Err(e) => control_error(&key, &e),
+            };
+            out.send(line);
+            asking.lock().unwrap().remove(&key);
+        });
+        map.insert(id.to_string(), task.abort_handle());
+    }
+
+    fn malformed(&self, line: &str, e: serde_json::Error) {
+        let shown: String = line.chars().take(200).collect();
+        tracing::warn!("ignoring a malformed line from the CLI ({e}): {shown}");
+        // If it still names a control request, answer it so the CLI does not wait forever.
+        if let Ok(v) = serde_json::from_str::<Value>(line) {
+            if v["type"] == "control_request" {
+                if let Some(id) = v["request_id"].as_str() {
+                    self.out.send(control_error(
+                        id,
+                        &format!("malformed control request: {e}"),
+                    ));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! The `claude` CLI as a child process: spawned in its own process group (so a terminal
+//! Ctrl-C reaches only us; we decide whether it interrupts or quits), killed on drop, with the
+//! tail of its stderr kept for the report when it dies.
+
+use std::{
+    collections::VecDeque,
+    ffi::OsString,
+    path::Path,
+    process::{ExitStatus, Stdio},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use tokio::{
+    io::AsyncBufReadExt,
+    process::{Child, ChildStdin, ChildStdout, Command},
+};
+
+/// How many stderr lines are kept.
+pub const STDERR_TAIL_LINES: usize = 20;
+
+/// The last [`STDERR_TAIL_LINES`] lines of the child's stderr.
+#[derive(Clone, Default)]
+pub struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+
+impl StderrTail {
+    fn push(&self, line: String) {
+        let mut q = self.0.lock().unwrap();
+        if q.len() == STDERR_TAIL_LINES {
+            q.pop_front();
+        }
+        q.push_back(line);
+    }
+
+    /// The kept lines, oldest first.
+    pub fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap().iter().cloned().collect()
+    }
+}
+
+/// How the child ended.
+#[derive(Debug)]
+pub struct ExitReport {
+    pub status: Option<ExitStatus>,
+    /// Whether we had to kill it after the grace period.
+    pub killed: bool,
+}
+
+/// A running CLI.
+pub struct CliProcess {
+    child: Child,
+    tail: StderrTail,
+    stderr_task: tokio::task::JoinHandle<()>,
+}
+
+impl CliProcess {
+    /// Spawns `program args...` with piped stdio.
+    pub fn spawn(
+        program: &Path,
+        args: &[OsString],
+    ) -> std::io::Result<(CliProcess, ChildStdin, ChildStdout)> {
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
+        let mut child = cmd.spawn()?;
+        let stdin = child.stdin.take().expect("piped");
+        let stdout = child.stdout.take().expect("piped");
+        let stderr = child.stderr.take().expect("piped");
+        let tail = StderrTail::default();
+        let stderr_task = {
+            let tail = tail.clone();
+            tokio::spawn(async move {
+                let mut lines = tokio::io::BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    tracing::debug!(target: "claude", "{line}");
+                    tail.push(line);
+                }
+            })
+        };
+        Ok((
+            CliProcess {
+                child,
+                tail,
+                stderr_task,
+            },
+            stdin,
+            stdout,
+        ))
+    }
+
+    /// The child's process id, while it runs.
+    pub fn id(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// The stderr tail (complete once the process has exited).
+    pub fn tail(&self) -> &StderrTail {
+        &self.tail
+    }
+
+    /// Waits up to `grace` for the child to exit on its own (its stdin should be closed
+    /// already), then kills it. Never waits longer than `grace` plus the kill.
+    pub async fn finish(&mut self, grace: Duration) -> ExitReport {
+        let (status, killed) = match tokio::time::timeout(grace, self.child.wait()).await {
+            Ok(s) => (s.ok(), false),
+            Err(_) => {
+                let _ = self.child.start_kill();
+                (self.child.wait().await.ok(), true)
+            }
+        };
+        // Stderr reaches EOF when the process is gone; bounded in case a grandchild kept it.
+        let _ = tokio::time::timeout(Duration::from_secs(1), &mut self.stderr_task).await;
+        ExitReport { status, killed }
+    }
+
+    /// Waits for the child to exit, however long it takes.
+    pub async fn wait(&mut self) -> Option<ExitStatus> {
+        let s = self.child.wait().await.ok();
+        let _ = tokio::time::timeout(Duration::from_secs(1), &mut self.stderr_task).await;
+        s
+    }
+}

@@ -1,0 +1,173 @@
+//! `toolhost chat` as a process, against fake `claude` scripts: the conversation's output,
+//! exit codes, and shutdown when the CLI exits, dies, or we are told to stop.
+
+mod common;
+
+use std::{
+    os::unix::fs::PermissionsExt,
+    path::{Path, PathBuf},
+    process::{Command, Output, Stdio},
+    time::Duration,
+};
+
+fn fake_claude(dir: &Path, body: &str) -> PathBuf {
+    let path = dir.join("claude");
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn chat(claude: &Path, plugins: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    cmd.arg("chat")
+        .arg("--plugins")
+        .arg(plugins)
+        .arg("--claude")
+        .arg(claude)
+        .args(args)
+        .env_remove("TOOLHOST_CLAUDE")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null());
+    cmd
+}
+
+fn text(o: &[u8]) -> String {
+    String::from_utf8_lossy(o).into_owned()
+}
+
+/// A CLI that answers `initialize`, runs one turn for the user message, and exits when its
+/// stdin closes (writing `stdin closed` to a file, to show the host closed it).
+const ONE_TURN: &str = r#"
+read init
+id=$(printf '%s' "$init" | sed 's/.*"request_id":"\([^"]*\)".*/\1/')
+printf '{"type":"control_response","response":{"subtype":"success","request_id":"%s","response":{}}}\n' "$id"
+read user
+echo '{"type":"system","subtype":"init"}'
+echo '{"type":"assistant","message":{"content":[{"type":"text","text":"Hello from the fake."}]}}'
+echo '{"type":"result","subtype":"RESULT_SUBTYPE","is_error":IS_ERROR,"num_turns":1,"total_cost_usd":0.5}'
+while read line; do :; done
+echo "stdin closed" > "$(dirname "$0")/closed"
+"#;
+
+#[test]
+fn prompt_runs_one_turn_and_closes_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = common::plugin_dir(&["calc"]);
+    let claude = fake_claude(
+        dir.path(),
+        &ONE_TURN
+            .replace("RESULT_SUBTYPE", "success")
+            .replace("IS_ERROR", "false"),
+    );
+    let out = chat(&claude, plugins.path(), &["hi"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "Hello from the fake.\n[success: 1 turns, $0.5000]\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("closed")).unwrap(),
+        "stdin closed\n"
+    );
+}
+
+#[test]
+fn error_result_exits_with_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = common::plugin_dir(&[]);
+    let claude = fake_claude(
+        dir.path(),
+        &ONE_TURN
+            .replace("RESULT_SUBTYPE", "error_max_turns")
+            .replace("IS_ERROR", "true"),
+    );
+    let out = chat(&claude, plugins.path(), &["hi", "--output-format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(v["subtype"], "error_max_turns");
+}
+
+#[test]
+fn cli_exit_is_reported_with_its_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = common::plugin_dir(&["calc"]);
+    let claude = fake_claude(
+        dir.path(),
+        "for i in $(seq 1 30); do echo \"noise $i\" >&2; done\necho 'fatal: no API key' >&2\nexit 3",
+    );
+    let out = chat(&claude, plugins.path(), &["hi"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("exited unexpectedly with status 3"), "{err}");
+    assert!(err.contains("fatal: no API key"), "{err}");
+    // Only the tail is kept.
+    assert!(
+        err.contains("noise 30") && !err.contains("noise 5\n"),
+        "{err}"
+    );
+}
+
+#[test]
+fn cli_killed_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = common::plugin_dir(&[]);
+    let claude = fake_claude(dir.path(), "read init\necho 'about to die' >&2\nkill -9 $$");
+    let out = chat(&claude, plugins.path(), &["hi"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("killed by signal 9"), "{err}");
+    assert!(err.contains("about to die"), "{err}");
+}
+
+#[test]
+fn sigterm_ends_the_host_and_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = common::plugin_dir(&[]);
+    let pid_file = dir.path().join("pid");
+    // A CLI that never answers and ignores the end of its input.
+    let claude = fake_claude(
+        dir.path(),
+        "echo $$ > \"$(dirname \"$0\")/pid\"\nwhile read line; do :; done\nexec sleep 1000",
+    );
+    let mut child = chat(&claude, plugins.path(), &["hi"]).spawn().unwrap();
+    let cli_pid = loop {
+        if let Ok(s) = std::fs::read_to_string(&pid_file) {
+            if let Ok(pid) = s.trim().parse::<i32>() {
+                break pid;
+            }
+        }
+        assert!(child.try_wait().unwrap().is_none(), "toolhost exited early");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // SAFETY: plain kill(2) on processes this test started.
+    unsafe { libc_kill(child.id() as i32, 15) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143));
+    // The CLI was ended too (it is reaped: kill(pid, 0) fails).
+    assert_ne!(
+        unsafe { libc_kill(cli_pid, 0) },
+        0,
+        "the CLI is still running"
+    );
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+#[test]
+fn missing_cli_is_a_clear_error() {
+    let plugins = common::plugin_dir(&[]);
+    let out: Output = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["chat", "hi", "--plugins"])
+        .arg(plugins.path())
+        .env_remove("TOOLHOST_CLAUDE")
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("cannot find the `claude` CLI"));
+}

@@ -1,0 +1,707 @@
+//! The control loop and router driven through in-memory pipes, with the test playing the
+//! `claude` CLI. Assertions are on messages and their order, never on elapsed time; the
+//! timeouts below only keep a broken build from hanging.
+
+mod common;
+
+use std::{
+    collections::VecDeque,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, WriteHalf};
+use toolhost::{
+    chat::{permission_response, Decision},
+    handler::{Router, RouterConfig},
+    registry::{Registry, RegistryConfig},
+    service::{initialize_request, PermissionHandler, Session},
+};
+
+const GUARD: Duration = Duration::from_secs(60);
+
+/// The CLI's side of the pipes.
+struct FakeCli {
+    to_host: WriteHalf<DuplexStream>,
+    from_host: Lines<BufReader<tokio::io::ReadHalf<DuplexStream>>>,
+    /// Lines read while looking for another one.
+    held: VecDeque<Value>,
+    session: Option<Session>,
+    router: Arc<Router>,
+    _plugins: tempfile::TempDir,
+    _shadow: tempfile::TempDir,
+}
+
+fn open_registry(libs: &[&str]) -> (Arc<Registry>, tempfile::TempDir, tempfile::TempDir) {
+    let plugins = common::plugin_dir(libs);
+    let shadow = common::shadow_dir();
+    let mut config = RegistryConfig::new(plugins.path());
+    config.shadow_dir = shadow.path().to_path_buf();
+    (Registry::open(config).unwrap(), plugins, shadow)
+}
+
+impl FakeCli {
+    fn start(libs: &[&str], config: RouterConfig, permissions: Option<PermissionHandler>) -> Self {
+        let (registry, plugins, shadow) = open_registry(libs);
+        let (notices_tx, notices) = tokio::sync::mpsc::unbounded_channel();
+        let router = Router::new(registry, config, notices_tx);
+        let (cli, host) = tokio::io::duplex(1 << 20);
+        let (host_in, host_out) = tokio::io::split(host);
+        let session = Session::start(host_in, host_out, router.clone(), notices, permissions);
+        let (cli_in, cli_out) = tokio::io::split(cli);
+        FakeCli {
+            to_host: cli_out,
+            from_host: BufReader::new(cli_in).lines(),
+            held: VecDeque::new(),
+            session: Some(session),
+            router,
+            _plugins: plugins,
+            _shadow: shadow,
+        }
+    }
+
+    async fn send_line(&mut self, line: &str) {
+        self.to_host.write_all(line.as_bytes()).await.unwrap();
+        self.to_host.write_all(b"\n").await.unwrap();
+    }
+
+    async fn send(&mut self, v: Value) {
+        self.send_line(&v.to_string()).await;
+    }
+
+    async fn mcp_send(&mut self, rid: &str, server: &str, message: Value) {
+        self.send(json!({"type":"control_request","request_id":rid,
+            "request":{"subtype":"mcp_message","server_name":server,"message":message}}))
+            .await;
+    }
+
+    async fn next_line(&mut self) -> Value {
+        let line = tokio::time::timeout(GUARD, self.from_host.next_line())
+            .await
+            .expect("the host answered in time")
+            .unwrap()
+            .expect("the host's output is open");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("host wrote bad JSON {line}: {e}"))
+    }
+
+    /// The next line matching `want`, holding the others for later.
+    async fn expect(&mut self, want: impl Fn(&Value) -> bool) -> Value {
+        if let Some(i) = self.held.iter().position(&want) {
+            return self.held.remove(i).unwrap();
+        }
+        loop {
+            let v = self.next_line().await;
+            if want(&v) {
+                return v;
+            }
+            self.held.push_back(v);
+        }
+    }
+
+    /// The control_response to `rid`.
+    async fn response(&mut self, rid: &str) -> Value {
+        let rid = rid.to_string();
+        self.expect(move |v| {
+            v["type"] == "control_response" && v["response"]["request_id"] == rid.as_str()
+        })
+        .await
+    }
+
+    /// The `mcp_response` answering control request `rid`.
+    async fn mcp_response(&mut self, rid: &str) -> Value {
+        let r = self.response(rid).await;
+        assert_eq!(r["response"]["subtype"], "success", "{r}");
+        r["response"]["response"]["mcp_response"].clone()
+    }
+
+    async fn mcp(&mut self, rid: &str, server: &str, message: Value) -> Value {
+        self.mcp_send(rid, server, message).await;
+        self.mcp_response(rid).await
+    }
+}
+
+fn call(id: u64, tool: &str, args: Value) -> Value {
+    json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+        "params":{"name":tool,"arguments":args,"_meta":{"claudecode/toolUseId":format!("toolu_{id}"),"progressToken":id}}})
+}
+
+fn text_of(result: &Value) -> String {
+    result["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn router_methods_and_errors() {
+    let mut cli = FakeCli::start(&["calc", "faulty"], RouterConfig::default(), None);
+
+    let init = cli
+        .mcp(
+            "r0",
+            "calc",
+            json!({"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},
+                "clientInfo":{"name":"claude-code","version":"2.1.328"}},"jsonrpc":"2.0","id":0}),
+        )
+        .await;
+    assert_eq!(init["jsonrpc"], "2.0");
+    assert_eq!(init["id"], 0);
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+    assert_eq!(init["result"]["capabilities"]["tools"]["listChanged"], true);
+    assert_eq!(init["result"]["serverInfo"]["name"], "calc");
+    assert_eq!(init["result"]["serverInfo"]["version"], "0.1.0");
+
+    let ack = cli
+        .mcp(
+            "r1",
+            "calc",
+            json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        )
+        .await;
+    assert_eq!(ack, json!({"jsonrpc":"2.0","result":{}}));
+
+    let list = cli
+        .mcp(
+            "r2",
+            "faulty",
+            json!({"method":"tools/list","jsonrpc":"2.0","id":1}),
+        )
+        .await;
+    assert_eq!(list["id"], 1);
+    let tools = list["result"]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["panic", "slow", "fail", "large", "echo"]);
+    for t in tools {
+        assert_eq!(t["inputSchema"]["type"], "object", "{t}");
+    }
+    let large = &tools[3];
+    assert_eq!(large["_meta"]["anthropic/maxResultSizeChars"], 2_000_000);
+    assert_eq!(tools[1]["annotations"]["readOnlyHint"], true);
+
+    let ok = cli
+        .mcp("r3", "calc", call(2, "add", json!({"x":5,"y":3})))
+        .await;
+    assert_eq!(ok["id"], 2);
+    assert_eq!(text_of(&ok), "8");
+    assert!(ok["result"].get("isError").is_none());
+
+    let failed = cli
+        .mcp(
+            "r4",
+            "faulty",
+            call(3, "fail", json!({"message":"no luck"})),
+        )
+        .await;
+    assert_eq!(failed["result"]["isError"], true);
+    assert_eq!(text_of(&failed), "no luck");
+
+    let invalid = cli
+        .mcp("r5", "calc", call(4, "add", json!({"x":"five"})))
+        .await;
+    assert_eq!(invalid["id"], 4);
+    assert_eq!(invalid["result"]["isError"], true);
+    let msg = text_of(&invalid);
+    assert!(msg.contains("invalid arguments for tool `add`"), "{msg}");
+    assert!(
+        msg.contains("/x") && msg.contains("\"y\" is a required property"),
+        "{msg}"
+    );
+
+    let echo = cli
+        .mcp("r6", "faulty", call(5, "echo", json!({"value":{"a":"b"}})))
+        .await;
+    assert_eq!(
+        echo["result"]["structuredContent"],
+        json!({"value":{"a":"b"}})
+    );
+
+    let pong = cli
+        .mcp(
+            "r7",
+            "calc",
+            json!({"jsonrpc":"2.0","id":"p-1","method":"ping"}),
+        )
+        .await;
+    assert_eq!(pong, json!({"jsonrpc":"2.0","id":"p-1","result":{}}));
+
+    let unknown = cli
+        .mcp(
+            "r8",
+            "calc",
+            json!({"jsonrpc":"2.0","id":9,"method":"resources/list"}),
+        )
+        .await;
+    assert_eq!(unknown["id"], 9);
+    assert_eq!(unknown["error"]["code"], -32601);
+
+    let no_tool = cli.mcp("r9", "calc", call(10, "pow", json!({}))).await;
+    assert_eq!(no_tool["id"], 10);
+    assert_eq!(no_tool["error"]["code"], -32602);
+    assert!(no_tool["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("pow"));
+
+    let no_server = cli
+        .mcp(
+            "r10",
+            "nosuch",
+            json!({"method":"tools/list","jsonrpc":"2.0","id":1}),
+        )
+        .await;
+    assert_eq!(no_server["jsonrpc"], "2.0");
+    assert_eq!(no_server["id"], 1);
+    assert!(
+        no_server["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`nosuch`"),
+        "{no_server}"
+    );
+
+    // A malformed line is skipped; a malformed control request is still answered.
+    cli.send_line("this is not JSON {").await;
+    cli.send_line(r#"{"type":"control_request","request_id":"bad1","request":{"subtype":"mcp_message","server_name":"calc","message":{"id":2,"method":5}}}"#).await;
+    let r = cli.response("bad1").await;
+    assert_eq!(r["response"]["subtype"], "error");
+    let pong = cli
+        .mcp(
+            "r11",
+            "calc",
+            json!({"jsonrpc":"2.0","id":11,"method":"ping"}),
+        )
+        .await;
+    assert_eq!(pong["id"], 11);
+
+    // Control requests the host does not serve get a control-level error.
+    cli.send(
+        json!({"type":"control_request","request_id":"h1","request":{"subtype":"hook_callback"}}),
+    )
+    .await;
+    assert_eq!(cli.response("h1").await["response"]["subtype"], "error");
+    // Without --ask, permission questions are refused with a reason.
+    cli.send(
+        json!({"type":"control_request","request_id":"q1","request":{"subtype":"can_use_tool",
+        "tool_name":"mcp__calc__add","input":{"x":1,"y":2}}}),
+    )
+    .await;
+    assert_eq!(
+        cli.response("q1").await["response"]["response"]["behavior"],
+        "deny"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn handshake_is_served_before_initialize_is_answered() {
+    let mut cli = FakeCli::start(&["calc"], RouterConfig::default(), None);
+    let plugins = cli.router.registry().plugins();
+    let handle = cli.session.as_ref().unwrap().handle.clone();
+    let answer = tokio::spawn(handle.request(&initialize_request(&cli.router, &plugins)));
+
+    let init = cli
+        .expect(|v| v["type"] == "control_request" && v["request"]["subtype"] == "initialize")
+        .await;
+    let req = &init["request"];
+    assert_eq!(req["sdkMcpServers"], json!(["calc"]));
+    assert_eq!(req["sdkMcpServerConfigs"]["calc"]["timeout"], 61_000);
+    let manifest = &req["sdkMcpServerManifests"]["calc"];
+    assert_eq!(
+        manifest["initializeResult"]["protocolVersion"],
+        "2025-11-25"
+    );
+    assert_eq!(manifest["toolsListResult"]["tools"][0]["name"], "add");
+
+    // The CLI handshakes the server while our initialize is still unanswered.
+    let r = cli
+        .mcp(
+            "m0",
+            "calc",
+            json!({"method":"initialize","params":{"protocolVersion":"2025-11-25"},"jsonrpc":"2.0","id":0}),
+        )
+        .await;
+    assert_eq!(r["result"]["serverInfo"]["name"], "calc");
+    let r = cli
+        .mcp(
+            "m1",
+            "calc",
+            json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        )
+        .await;
+    assert_eq!(r["result"], json!({}));
+    let r = cli
+        .mcp(
+            "m2",
+            "calc",
+            json!({"method":"tools/list","jsonrpc":"2.0","id":1}),
+        )
+        .await;
+    assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 4);
+    assert!(!answer.is_finished());
+
+    let rid = init["request_id"].as_str().unwrap().to_string();
+    cli.send(
+        json!({"type":"control_response","response":{"subtype":"success","request_id":rid,
+        "response":{"sdk_mcp_manifests_parked":{"calc":"parked"}}}}),
+    )
+    .await;
+    let v = answer.await.unwrap().unwrap();
+    assert_eq!(v["sdk_mcp_manifests_parked"]["calc"], "parked");
+
+    // A later re-handshake (fresh initialize with id 0) is answered again.
+    let r = cli
+        .mcp(
+            "m3",
+            "calc",
+            json!({"method":"initialize","jsonrpc":"2.0","id":0}),
+        )
+        .await;
+    assert_eq!(r["id"], 0);
+    assert_eq!(r["result"]["capabilities"]["tools"]["listChanged"], true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn slow_call_does_not_delay_a_fast_one() {
+    let mut cli = FakeCli::start(&["calc", "faulty"], RouterConfig::default(), None);
+    cli.mcp_send("slow", "faulty", call(2, "slow", json!({"ms":600_000})))
+        .await;
+    cli.mcp_send("fast", "calc", call(3, "multiply", json!({"x":6,"y":7})))
+        .await;
+    // The first reply to arrive is the fast call's, while the slow one is still running.
+    let first = cli.expect(|v| v["type"] == "control_response").await;
+    assert_eq!(first["response"]["request_id"], "fast");
+    assert_eq!(
+        text_of(&first["response"]["response"]["mcp_response"]),
+        "42"
+    );
+    assert_eq!(cli.router.calls_in_flight(), 1);
+    // Control messages are not held up either.
+    let pong = cli
+        .mcp(
+            "ping",
+            "calc",
+            json!({"jsonrpc":"2.0","id":4,"method":"ping"}),
+        )
+        .await;
+    assert_eq!(pong["id"], 4);
+    // Cancel the slow call so the test ends.
+    cli.mcp_send(
+        "c",
+        "faulty",
+        json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+        "params":{"requestId":2,"reason":"test over"}}),
+    )
+    .await;
+    let slow = cli.mcp_response("slow").await;
+    assert_eq!(slow["id"], 2);
+    assert_eq!(slow["result"]["isError"], true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cancelled_notification_reaches_the_plugin() {
+    let mut cli = FakeCli::start(&["faulty"], RouterConfig::default(), None);
+    let marker = tempfile::tempdir().unwrap();
+    let marker_file = marker.path().join("marker");
+    cli.mcp_send(
+        "call",
+        "faulty",
+        call(7, "slow", json!({"ms":600_000,"marker":marker_file})),
+    )
+    .await;
+    // Progress comes back as notifications/progress with the call's token: it is running.
+    let progress = cli
+        .expect(|v| {
+            v["type"] == "control_request"
+                && v["request"]["message"]["method"] == "notifications/progress"
+        })
+        .await;
+    assert_eq!(progress["request"]["subtype"], "mcp_message");
+    assert_eq!(progress["request"]["server_name"], "faulty");
+    let params = &progress["request"]["message"]["params"];
+    assert_eq!(params["progressToken"], 7);
+    assert_eq!(params["total"], 10.0);
+    assert_eq!(params["message"], "sleeping");
+
+    let ack = cli
+        .mcp(
+            "cancel",
+            "faulty",
+            json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+                "params":{"requestId":7,"reason":"AbortError: remote-cancel"}}),
+        )
+        .await;
+    assert_eq!(ack, json!({"jsonrpc":"2.0","result":{}}));
+    let r = cli.mcp_response("call").await;
+    assert_eq!(r["id"], 7);
+    assert_eq!(r["result"]["isError"], true);
+    let seen = std::fs::read_to_string(&marker_file).unwrap();
+    assert!(seen.starts_with("cancelled after "), "{seen}");
+    assert_eq!(cli.router.calls_in_flight(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn timeout_ends_the_call_with_an_error_and_cancels_it() {
+    let config = RouterConfig {
+        plugin_timeouts: [("faulty".to_string(), Duration::from_millis(300))].into(),
+        ..RouterConfig::default()
+    };
+    let mut cli = FakeCli::start(&["calc", "faulty"], config, None);
+    let marker = tempfile::tempdir().unwrap();
+    let marker_file = marker.path().join("marker");
+    let r = cli
+        .mcp(
+            "call",
+            "faulty",
+            call(2, "slow", json!({"ms":600_000,"marker":marker_file})),
+        )
+        .await;
+    assert_eq!(r["result"]["isError"], true);
+    assert_eq!(text_of(&r), "tool slow timed out after 300ms");
+    // The plugin saw the cancellation: it writes its marker once it stops.
+    let seen = tokio::time::timeout(GUARD, async {
+        loop {
+            if let Ok(s) = std::fs::read_to_string(&marker_file) {
+                if !s.is_empty() {
+                    return s;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap();
+    assert!(seen.starts_with("cancelled after "), "{seen}");
+    // Other plugins keep the default timeout.
+    let ok = cli
+        .mcp("add", "calc", call(3, "add", json!({"x":1,"y":2})))
+        .await;
+    assert_eq!(text_of(&ok), "3");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn permission_questions_are_answered_and_withdrawn() {
+    let dropped = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(AtomicBool::new(false));
+    let handler: PermissionHandler = {
+        let dropped = dropped.clone();
+        let started = started.clone();
+        Arc::new(move |q| {
+            let dropped = dropped.clone();
+            let started = started.clone();
+            Box::pin(async move {
+                struct OnDrop(Arc<AtomicBool>);
+                impl Drop for OnDrop {
+                    fn drop(&mut self) {
+                        self.0.store(true, Ordering::SeqCst);
+                    }
+                }
+                let _guard = OnDrop(dropped);
+                if q.tool_name == "mcp__calc__never" {
+                    started.store(true, Ordering::SeqCst);
+                    std::future::pending::<()>().await;
+                }
+                Ok(permission_response(
+                    Decision::Always,
+                    &q.tool_name,
+                    &q.input,
+                ))
+            })
+        })
+    };
+    let mut cli = FakeCli::start(&["calc"], RouterConfig::default(), Some(handler));
+    cli.send(
+        json!({"type":"control_request","request_id":"q1","request":{"subtype":"can_use_tool",
+        "tool_name":"mcp__calc__never","input":{}}}),
+    )
+    .await;
+    tokio::time::timeout(GUARD, async {
+        while !started.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the question is being asked");
+    cli.send(json!({"type":"control_cancel_request","request_id":"q1"}))
+        .await;
+    tokio::time::timeout(GUARD, async {
+        while !dropped.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the withdrawn question was dropped");
+
+    cli.send(
+        json!({"type":"control_request","request_id":"q2","request":{"subtype":"can_use_tool",
+        "tool_name":"mcp__calc__add","input":{"x":5,"y":3},"tool_use_id":"toolu_01"}}),
+    )
+    .await;
+    let r = cli.response("q2").await;
+    assert_eq!(
+        r["response"]["response"],
+        json!({"behavior":"allow","updatedInput":{"x":5,"y":3},"updatedPermissions":[
+            {"type":"addRules","rules":[{"toolName":"mcp__calc__add"}],"behavior":"allow","destination":"session"}]})
+    );
+    // Nothing was ever sent for the withdrawn question.
+    assert!(cli.held.iter().all(|v| v["response"]["request_id"] != "q1"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn closing_the_session_closes_the_cli_input() {
+    let mut cli = FakeCli::start(&["calc"], RouterConfig::default(), None);
+    let handle = cli.session.as_ref().unwrap().handle.clone();
+    handle.send_user("hello");
+    let user = cli.next_line().await;
+    assert_eq!(user["type"], "user");
+    assert_eq!(user["message"]["content"], "hello");
+    // Stream messages reach the front-end as they were written.
+    let line = r#"{"type":"result","subtype":"success","is_error":false,"num_turns":1}"#;
+    cli.send_line(line).await;
+    let session = cli.session.as_mut().unwrap();
+    match session.events.recv().await.unwrap() {
+        toolhost::service::Event::Message { kind, line: l } => {
+            assert_eq!(kind, "result");
+            assert_eq!(l, line);
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    cli.session.take().unwrap().close().await;
+    assert!(cli.from_host.next_line().await.unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cli_output_closing_fails_pending_requests() {
+    let mut cli = FakeCli::start(&["calc"], RouterConfig::default(), None);
+    let handle = cli.session.as_ref().unwrap().handle.clone();
+    let pending = tokio::spawn(handle.request(&json!({"subtype":"mcp_status"})));
+    let _ = cli.next_line().await;
+    cli.to_host.shutdown().await.unwrap();
+    let err = pending.await.unwrap().unwrap_err();
+    assert!(matches!(err, toolhost::service::ControlError::Closed));
+    let session = cli.session.as_mut().unwrap();
+    assert!(matches!(
+        session.events.recv().await,
+        Some(toolhost::service::Event::Closed)
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn registry_events_reach_the_cli() {
+    use toolhost::{registry::RegistryEvent, service::follow_registry};
+    let mut cli = FakeCli::start(&["calc", "faulty"], RouterConfig::default(), None);
+    let handle = cli.session.as_ref().unwrap().handle.clone();
+    let (events_tx, events) = tokio::sync::broadcast::channel(16);
+    let (report_tx, mut reports) = tokio::sync::mpsc::unbounded_channel();
+    let external: serde_json::Map<String, Value> =
+        serde_json::from_value(json!({"web": {"type": "http", "url": "http://127.0.0.1:1/mcp"}}))
+            .unwrap();
+    tokio::spawn(follow_registry(
+        cli.router.registry().clone(),
+        events,
+        handle,
+        external,
+        Some(vec!["Bash".to_string()]),
+        move |line| {
+            let _ = report_tx.send(line);
+        },
+    ));
+
+    // Replaced: the server's tool list is announced as changed.
+    events_tx
+        .send(RegistryEvent::Replaced {
+            name: "calc".into(),
+            file: "/p/libcalc.so".into(),
+        })
+        .unwrap();
+    let n = cli
+        .expect(|v| v["type"] == "control_request" && v["request"]["subtype"] == "mcp_message")
+        .await;
+    assert_eq!(n["request"]["server_name"], "calc");
+    assert_eq!(
+        n["request"]["message"],
+        json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})
+    );
+    assert!(reports
+        .recv()
+        .await
+        .unwrap()
+        .contains("plugin calc reloaded"));
+
+    // Added: the complete server set, the external servers included.
+    events_tx
+        .send(RegistryEvent::Added {
+            name: "faulty".into(),
+            file: "/p/libfaulty.so".into(),
+        })
+        .unwrap();
+    let set = cli
+        .expect(|v| v["type"] == "control_request" && v["request"]["subtype"] == "mcp_set_servers")
+        .await;
+    assert_eq!(
+        set["request"]["servers"],
+        json!({
+            "calc": {"type": "sdk", "name": "calc"},
+            "faulty": {"type": "sdk", "name": "faulty"},
+            "web": {"type": "http", "url": "http://127.0.0.1:1/mcp"},
+        })
+    );
+    let rid = set["request_id"].as_str().unwrap().to_string();
+    cli.send(
+        json!({"type":"control_response","response":{"subtype":"success","request_id":rid,
+        "response":{"added":["faulty"],"removed":[],"errors":{}}}}),
+    )
+    .await;
+    // The new plugin's tools are allowed, with every other rule given at start-up.
+    let flags = cli
+        .expect(|v| {
+            v["type"] == "control_request" && v["request"]["subtype"] == "apply_flag_settings"
+        })
+        .await;
+    assert_eq!(
+        flags["request"]["settings"],
+        json!({"permissions": {"allow": ["mcp__calc", "mcp__faulty", "Bash"]}})
+    );
+    let rid = flags["request_id"].as_str().unwrap().to_string();
+    cli.send(json!({"type":"control_response","response":{"subtype":"success","request_id":rid}}))
+        .await;
+    assert_eq!(reports.recv().await.unwrap(), "plugin faulty added");
+
+    events_tx
+        .send(RegistryEvent::Failed {
+            file: "/p/libbad.so".into(),
+            error: "not a shared library".into(),
+        })
+        .unwrap();
+    let r = reports.recv().await.unwrap();
+    assert!(
+        r.contains("libbad.so") && r.contains("not a shared library"),
+        "{r}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn progress_arrives_before_the_result() {
+    let mut cli = FakeCli::start(&["faulty"], RouterConfig::default(), None);
+    cli.mcp_send("call", "faulty", call(2, "slow", json!({"ms":50})))
+        .await;
+    let mut progress = Vec::new();
+    loop {
+        let v = cli.next_line().await;
+        if v["type"] == "control_response" && v["response"]["request_id"] == "call" {
+            assert_eq!(
+                text_of(&v["response"]["response"]["mcp_response"]),
+                "slept 50 ms"
+            );
+            break;
+        }
+        let msg = &v["request"]["message"];
+        assert_eq!(msg["method"], "notifications/progress", "{v}");
+        assert_eq!(msg["params"]["progressToken"], 2);
+        progress.push(msg["params"]["progress"].as_f64().unwrap());
+    }
+    // `slow` reports steps 0..9; every one was written before the result.
+    assert_eq!(progress, (0..10).map(f64::from).collect::<Vec<_>>());
+}
