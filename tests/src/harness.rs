@@ -153,6 +153,18 @@ pub fn calc_extra() -> &'static Path {
     })
 }
 
+/// Sets Unix permission bits (no-op elsewhere).
+fn set_mode(path: &Path, mode: u32) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        fs::set_permissions(path, fs::Permissions::from_mode(mode))
+            .unwrap_or_else(|e| panic!("chmod {}: {e}", path.display()));
+    }
+    #[cfg(not(unix))]
+    let _ = (path, mode);
+}
+
 /// A scratch world for one test: `HOME`, XDG folders, a working directory for the CLI and a
 /// plugin folder. Removed when dropped.
 pub struct Sandbox {
@@ -180,6 +192,8 @@ impl Sandbox {
         ] {
             fs::create_dir_all(dir.path().join(sub)).expect("create sandbox folder");
         }
+        // The host also refuses a plugin folder others can write.
+        set_mode(&dir.path().join("plugins"), 0o755);
         let sandbox = Self { dir, claude };
         for p in plugins {
             sandbox.add_plugin(p);
@@ -214,6 +228,8 @@ impl Sandbox {
     pub fn put_plugin_file(&self, src: &Path, file_name: &str) {
         let tmp = self.path().join(format!(".{file_name}.tmp"));
         fs::copy(src, &tmp).unwrap_or_else(|e| panic!("copy {}: {e}", src.display()));
+        // The host refuses group- or world-writable plugin files; don't inherit a loose umask.
+        set_mode(&tmp, 0o755);
         fs::rename(&tmp, self.plugin_dir().join(file_name)).expect("rename plugin into place");
     }
 
