@@ -41,7 +41,24 @@ pub fn divide(Operands { x, y }: Operands) -> Result<f64, &'static str> {
     }
 }
 
+/// Raise the first number to the power of the second (x ^ y).
+///
+/// Only in builds with the `extra` feature: the end-to-end tests swap such a build in to see a
+/// hot reload change the tool list.
+#[cfg(feature = "extra")]
+#[tool(read_only, idempotent)]
+pub fn power(Operands { x, y }: Operands) -> f64 {
+    x.powf(y)
+}
+
+#[cfg(not(feature = "extra"))]
 export_plugin! {
     name: "calc",
     tools: [add, subtract, multiply, divide],
+}
+
+#[cfg(feature = "extra")]
+export_plugin! {
+    name: "calc",
+    tools: [add, subtract, multiply, divide, power],
 }

@@ -1,0 +1,329 @@
+//! Finding the CLI, building the binaries once, and a scratch sandbox per test.
+
+use std::{
+    env,
+    ffi::OsString,
+    fs,
+    io::Write as _,
+    path::{Path, PathBuf},
+    process::Command,
+    sync::OnceLock,
+};
+
+use serde_json::Value;
+
+use crate::fake_api::FakeApi;
+
+/// The CLI version the tests are written against (protocol.md was observed on it).
+pub const CLAUDE_VERSION: &str = "2.1.328";
+
+/// Where the CLI is looked for: env `TOOLHOST_E2E_CLAUDE`, else the folder
+/// `scripts/install-claude` installs into:
+/// `${TOOLHOST_CLI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/toolhost}/claude-code-2.1.328/node_modules/.bin/claude`.
+pub fn claude_path() -> PathBuf {
+    let var = |name: &str| {
+        env::var_os(name)
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(p) = var("TOOLHOST_E2E_CLAUDE") {
+        return p;
+    }
+    let cache = var("TOOLHOST_CLI_CACHE").unwrap_or_else(|| {
+        var("XDG_CACHE_HOME")
+            .unwrap_or_else(|| var("HOME").unwrap_or_default().join(".cache"))
+            .join("toolhost")
+    });
+    cache
+        .join(format!("claude-code-{CLAUDE_VERSION}"))
+        .join("node_modules/.bin/claude")
+}
+
+/// The CLI, or `None` when it is missing and the test should be skipped. Under `CI=true` a
+/// missing CLI fails the test instead, so CI never passes without running the end-to-end tests.
+pub fn claude_or_skip() -> Option<PathBuf> {
+    let path = claude_path();
+    if path.is_file() {
+        return Some(path);
+    }
+    let how =
+        "run scripts/install-claude (or set TOOLHOST_E2E_CLAUDE) to enable the end-to-end tests";
+    if env::var("CI").as_deref() == Ok("true") {
+        panic!("claude CLI not found at {}; {how}", path.display());
+    }
+    // Written to the real stderr, not through eprintln!, so the test harness does not swallow it.
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED: claude CLI not found at {}; {how}",
+        path.display()
+    );
+    None
+}
+
+/// The workspace root (the parent of this package).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+fn cargo() -> OsString {
+    env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
+/// The workspace's target directory as cargo sees it (honours `CARGO_TARGET_DIR` and config).
+pub fn target_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let out = Command::new(cargo())
+            .args([
+                "metadata",
+                "--format-version",
+                "1",
+                "--no-deps",
+                "--offline",
+            ])
+            .current_dir(workspace_root())
+            .output()
+            .expect("run cargo metadata");
+        assert!(
+            out.status.success(),
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let meta: Value = serde_json::from_slice(&out.stdout).expect("cargo metadata JSON");
+        PathBuf::from(meta["target_directory"].as_str().expect("target_directory"))
+    })
+}
+
+fn cargo_build(args: &[&str], target_dir: &Path) {
+    let status = Command::new(cargo())
+        .arg("build")
+        .args(args)
+        .current_dir(workspace_root())
+        .env("CARGO_TARGET_DIR", target_dir)
+        .status()
+        .expect("run cargo build");
+    assert!(status.success(), "cargo build {args:?} failed");
+}
+
+/// File name of a plugin library on this platform, e.g. `libcalc.so`.
+pub fn lib_name(plugin: &str) -> String {
+    format!(
+        "{}{plugin}{}",
+        env::consts::DLL_PREFIX,
+        env::consts::DLL_SUFFIX
+    )
+}
+
+/// The binaries the tests need, built once per test process.
+pub struct Artifacts {
+    /// The `toolhost` binary.
+    pub toolhost: PathBuf,
+    /// The folder holding the built plugin libraries (calc, text, faulty).
+    pub plugin_dir: PathBuf,
+}
+
+/// Builds `toolhost` and the calc, text and faulty plugins (once) and returns where they are.
+/// `CARGO_BIN_EXE_toolhost` is not available across packages, hence the build. It builds the
+/// whole workspace, as `scripts/test` does, so features unify the same way (this package's
+/// axum turns on tokio's `net`) and nothing is compiled twice.
+pub fn artifacts() -> &'static Artifacts {
+    static A: OnceLock<Artifacts> = OnceLock::new();
+    A.get_or_init(|| {
+        let target = target_dir();
+        cargo_build(&["--workspace"], target);
+        let debug = target.join("debug");
+        Artifacts {
+            toolhost: debug.join(format!("toolhost{}", env::consts::EXE_SUFFIX)),
+            plugin_dir: debug,
+        }
+    })
+}
+
+/// The calc plugin built with the `extra` feature (it adds the `power` tool), built once in its
+/// own target dir so it does not clobber the normal `libcalc`.
+pub fn calc_extra() -> &'static Path {
+    static P: OnceLock<PathBuf> = OnceLock::new();
+    P.get_or_init(|| {
+        let target = target_dir().join("e2e-variant");
+        cargo_build(&["-p", "calc", "--features", "calc/extra"], &target);
+        target.join("debug").join(lib_name("calc"))
+    })
+}
+
+/// Sets Unix permission bits (no-op elsewhere).
+fn set_mode(path: &Path, mode: u32) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        fs::set_permissions(path, fs::Permissions::from_mode(mode))
+            .unwrap_or_else(|e| panic!("chmod {}: {e}", path.display()));
+    }
+    #[cfg(not(unix))]
+    let _ = (path, mode);
+}
+
+/// A scratch world for one test: `HOME`, XDG folders, a working directory for the CLI and a
+/// plugin folder. Removed when dropped.
+pub struct Sandbox {
+    dir: tempfile::TempDir,
+    /// The CLI to run (see [`claude_path`]; call [`claude_or_skip`] first when it is needed).
+    pub claude: PathBuf,
+}
+
+impl Sandbox {
+    /// A sandbox whose plugin folder holds copies of the named plugins (`"calc"`, ...).
+    pub fn new(plugins: &[&str]) -> Self {
+        let claude = claude_path();
+        let dir = tempfile::Builder::new()
+            .prefix("toolhost-e2e-")
+            .tempdir()
+            .expect("temp dir");
+        for sub in [
+            "home",
+            "work",
+            "plugins",
+            "xdg/cache",
+            "xdg/config",
+            "xdg/data",
+            "run",
+        ] {
+            fs::create_dir_all(dir.path().join(sub)).expect("create sandbox folder");
+        }
+        // The host also refuses a plugin folder others can write.
+        set_mode(&dir.path().join("plugins"), 0o755);
+        let sandbox = Self { dir, claude };
+        for p in plugins {
+            sandbox.add_plugin(p);
+        }
+        sandbox
+    }
+
+    /// The sandbox's root folder.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The plugin folder given to toolhost.
+    pub fn plugin_dir(&self) -> PathBuf {
+        self.path().join("plugins")
+    }
+
+    /// The working directory of the processes under test (kept away from the repository so the
+    /// CLI reads no project settings).
+    pub fn work_dir(&self) -> PathBuf {
+        self.path().join("work")
+    }
+
+    /// Copies the freshly built plugin into the plugin folder.
+    pub fn add_plugin(&self, plugin: &str) {
+        let src = artifacts().plugin_dir.join(lib_name(plugin));
+        self.put_plugin_file(&src, &lib_name(plugin));
+    }
+
+    /// Puts `src` into the plugin folder as `file_name`, atomically (copy aside, then rename),
+    /// so a watching host never sees a half-written library.
+    pub fn put_plugin_file(&self, src: &Path, file_name: &str) {
+        let tmp = self.path().join(format!(".{file_name}.tmp"));
+        fs::copy(src, &tmp).unwrap_or_else(|e| panic!("copy {}: {e}", src.display()));
+        // The host refuses group- or world-writable plugin files; don't inherit a loose umask.
+        set_mode(&tmp, 0o755);
+        fs::rename(&tmp, self.plugin_dir().join(file_name)).expect("rename plugin into place");
+    }
+
+    /// Deletes a plugin's library from the plugin folder.
+    pub fn remove_plugin(&self, plugin: &str) {
+        fs::remove_file(self.plugin_dir().join(lib_name(plugin))).expect("remove plugin");
+    }
+
+    /// The environment of protocol §11.2 pointing at `fake` (if any), plus a scratch `HOME`,
+    /// XDG folders and `TOOLHOST_CLAUDE`. Applied by [`Sandbox::clean_command`].
+    pub fn env(&self, fake: Option<&FakeApi>) -> Vec<(String, String)> {
+        let p = |s: &str| self.path().join(s).to_string_lossy().into_owned();
+        let mut env: Vec<(String, String)> = fake
+            .map(|f| {
+                vec![
+                    ("ANTHROPIC_BASE_URL".into(), f.base_url()),
+                    ("ANTHROPIC_API_KEY".into(), "sk-test".into()),
+                ]
+            })
+            .unwrap_or_default();
+        env.extend([
+            ("ENABLE_TOOL_SEARCH".into(), "false".into()),
+            (
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
+                "1".into(),
+            ),
+            ("DISABLE_TELEMETRY".into(), "1".into()),
+            ("DISABLE_AUTOUPDATER".into(), "1".into()),
+            ("HOME".into(), p("home")),
+            ("XDG_CACHE_HOME".into(), p("xdg/cache")),
+            ("XDG_CONFIG_HOME".into(), p("xdg/config")),
+            ("XDG_DATA_HOME".into(), p("xdg/data")),
+            // toolhost keeps its shadow copies of plugins there; per test, so tests don't mix.
+            ("XDG_RUNTIME_DIR".into(), p("run")),
+            (
+                "TOOLHOST_CLAUDE".into(),
+                self.claude.to_string_lossy().into_owned(),
+            ),
+        ]);
+        env
+    }
+
+    /// A command run in the work dir with [`Sandbox::env`], and without inherited variables that
+    /// would steer the CLI elsewhere (a real API key or base URL, an outer Claude Code session).
+    pub fn clean_command(&self, program: &Path, fake: Option<&FakeApi>) -> Command {
+        let mut cmd = Command::new(program);
+        for (k, _) in env::vars_os() {
+            let k = k.to_string_lossy();
+            if k.starts_with("ANTHROPIC_")
+                || k.starts_with("CLAUDE")
+                || k.starts_with("MCP_")
+                || k.starts_with("TOOLHOST_")
+            {
+                cmd.env_remove(k.as_ref());
+            }
+        }
+        cmd.envs(self.env(fake)).current_dir(self.work_dir());
+        cmd
+    }
+
+    /// `claude` itself with the stream-json flags of protocol §11.1 and `extra` arguments.
+    pub fn claude_command(&self, fake: &FakeApi, extra: &[&str]) -> Command {
+        let mut cmd = self.clean_command(&self.claude, Some(fake));
+        cmd.args([
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--input-format",
+            "stream-json",
+            "--system-prompt",
+            "",
+            "--max-turns",
+            "3",
+        ])
+        .args(extra);
+        cmd
+    }
+
+    /// `toolhost chat --plugins <sandbox plugins> <args>`, talking to `fake`.
+    pub fn chat_command(&self, fake: &FakeApi, args: &[&str]) -> Command {
+        self.toolhost_command(Some(fake), "chat", args)
+    }
+
+    /// `toolhost serve --plugins <sandbox plugins> <args>`.
+    pub fn serve_command(&self, args: &[&str]) -> Command {
+        self.toolhost_command(None, "serve", args)
+    }
+
+    fn toolhost_command(&self, fake: Option<&FakeApi>, sub: &str, args: &[&str]) -> Command {
+        let mut cmd = self.clean_command(&artifacts().toolhost, fake);
+        cmd.arg(sub)
+            .arg("--plugins")
+            .arg(self.plugin_dir())
+            .args(args);
+        cmd
+    }
+}

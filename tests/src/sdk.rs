@@ -1,0 +1,183 @@
+//! Playing the SDK side of the CLI's stream-json control protocol (protocol §0, §1.1), for the
+//! direct tests that check the fake API against the real CLI without toolhost.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::proc::Proc;
+
+/// The SDK's `initialize` control request.
+pub fn initialize_request(request_id: &str) -> Value {
+    json!({"type":"control_request","request_id":request_id,
+           "request":{"subtype":"initialize","hooks":null}})
+}
+
+/// A user turn.
+pub fn user_turn(text: &str) -> Value {
+    json!({"type":"user","message":{"role":"user","content":text},
+           "parent_tool_use_id":null,"session_id":"default"})
+}
+
+/// An `mcp_message` control request from the CLI to an in-process server.
+#[derive(Clone, Debug)]
+pub struct McpRequest {
+    /// The control `request_id` to echo in the answer.
+    pub request_id: Value,
+    /// `server_name`.
+    pub server: String,
+    /// The JSON-RPC message.
+    pub message: Value,
+}
+
+impl McpRequest {
+    /// The JSON-RPC method.
+    pub fn method(&self) -> &str {
+        self.message["method"].as_str().unwrap_or_default()
+    }
+
+    /// For `tools/call`: the tool name.
+    pub fn tool(&self) -> &str {
+        self.message["params"]["name"].as_str().unwrap_or_default()
+    }
+
+    /// For `tools/call`: the arguments.
+    pub fn args(&self) -> &Value {
+        &self.message["params"]["arguments"]
+    }
+}
+
+/// An in-process MCP server: returns the JSON-RPC reply to send now, or `None` to answer
+/// later with [`answer`] (to hold a call while others complete).
+pub type McpServer<'a> = dyn FnMut(&McpRequest) -> Option<Value> + 'a;
+
+/// Reads the CLI's stdout until a JSON line satisfies `until`, serving every `mcp_message`
+/// control request on the way (notifications included: the CLI waits for their
+/// acknowledgement, protocol §1.5); a request is served before `until` sees it. Returns the
+/// matching line.
+pub fn pump(
+    cli: &mut Proc,
+    what: &str,
+    timeout: Duration,
+    server: &mut McpServer<'_>,
+    until: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Some(line) = cli.next_line(left) else {
+            panic!(
+                "timed out or output ended waiting for {what}\n{}",
+                cli.report()
+            );
+        };
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        if msg["type"] == "control_request" && msg["request"]["subtype"] == "mcp_message" {
+            let req = McpRequest {
+                request_id: msg["request_id"].clone(),
+                server: msg["request"]["server_name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                message: msg["request"]["message"].clone(),
+            };
+            if let Some(reply) = server(&req) {
+                answer(cli, &req, reply);
+            }
+        }
+        if until(&msg) {
+            return msg;
+        }
+    }
+}
+
+/// Sends the JSON-RPC `reply` to `req` as a control response.
+pub fn answer(cli: &mut Proc, req: &McpRequest, reply: Value) {
+    cli.send_json(&json!({"type":"control_response","response":{
+        "subtype":"success","request_id":req.request_id,"response":{"mcp_response":reply}}}));
+}
+
+/// A JSON-RPC success reply to `req`.
+pub fn reply(req: &McpRequest, result: Value) -> Value {
+    json!({"jsonrpc":"2.0","id":req.message["id"],"result":result})
+}
+
+/// A tool result holding one text block.
+pub fn text_result(text: &str) -> Value {
+    json!({"content":[{"type":"text","text":text}]})
+}
+
+/// A read-only tool definition taking integers `x` and `y`.
+pub fn xy_tool(name: &str, description: &str) -> Value {
+    json!({"name":name,"description":description,
+           "inputSchema":{"type":"object","properties":{"x":{"type":"integer"},"y":{"type":"integer"}},
+                          "required":["x","y"]},
+           "annotations":{"readOnlyHint":true}})
+}
+
+/// An MCP server that handles the handshake and `tools/list` (from `tools()`, asked anew each
+/// time so a test can change it) and hands `tools/call` to `call`.
+pub fn tool_server<'a>(
+    mut tools: impl FnMut() -> Vec<Value> + 'a,
+    mut call: impl FnMut(&McpRequest) -> Option<Value> + 'a,
+) -> impl FnMut(&McpRequest) -> Option<Value> + 'a {
+    move |req| match req.method() {
+        "initialize" => Some(reply(
+            req,
+            json!({"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true}},
+                   "serverInfo":{"name":req.server,"version":"1.0"}}),
+        )),
+        "tools/list" => Some(reply(req, json!({"tools":tools()}))),
+        "tools/call" => call(req).map(|result| reply(req, result)),
+        // Notifications: the dummy acknowledgement both SDKs send (protocol §0).
+        m if m.starts_with("notifications/") => Some(json!({"jsonrpc":"2.0","result":{}})),
+        _ => Some(json!({"jsonrpc":"2.0","id":req.message["id"],
+                         "error":{"code":-32601,"message":"method not found"}})),
+    }
+}
+
+/// `x + y` as a text result.
+pub fn add(req: &McpRequest) -> Value {
+    let a = &req.args();
+    text_result(&(a["x"].as_i64().unwrap_or(0) + a["y"].as_i64().unwrap_or(0)).to_string())
+}
+
+/// A server `calc` with one read-only tool `add`.
+pub fn calc_server() -> impl FnMut(&McpRequest) -> Option<Value> {
+    tool_server(
+        || vec![xy_tool("add", "Add two numbers")],
+        |req| Some(add(req)),
+    )
+}
+
+/// Sends an MCP notification from the SDK side to the CLI (e.g.
+/// `notifications/tools/list_changed`, protocol §10).
+pub fn notify(cli: &mut Proc, request_id: &str, server: &str, method: &str) {
+    cli.send_json(
+        &json!({"type":"control_request","request_id":request_id,"request":{
+        "subtype":"mcp_message","server_name":server,
+        "message":{"jsonrpc":"2.0","method":method}}}),
+    );
+}
+
+/// Whether `msg` is the `result` line that ends a turn.
+pub fn is_result(msg: &Value) -> bool {
+    msg["type"] == "result"
+}
+
+/// Whether `msg` is the CLI's answer to our control request `request_id`.
+pub fn is_response_to(request_id: &str) -> impl Fn(&Value) -> bool + '_ {
+    move |msg| msg["type"] == "control_response" && msg["response"]["request_id"] == request_id
+}
+
+/// Whether `msg` is a stream `user` line carrying the tool_result for `tool_use_id`.
+pub fn is_tool_result_line(tool_use_id: &str) -> impl Fn(&Value) -> bool + '_ {
+    move |msg| {
+        msg["type"] == "user"
+            && msg["message"]["content"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|b| b["tool_use_id"] == tool_use_id))
+    }
+}
