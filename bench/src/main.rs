@@ -14,7 +14,6 @@ use std::{
     io::{BufRead, BufReader, BufWriter, Write},
     path::PathBuf,
     process::{Command, Stdio},
-    sync::{mpsc, Arc, Mutex},
     thread,
     time::{Duration, Instant},
 };
@@ -79,53 +78,39 @@ fn main() -> Result<()> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The CLI side: sends control requests, matches responses by request_id.
+// The CLI side: one thread writes requests and reads responses, matching them by request_id.
+// No reader thread: a thread hop per response would be measured as part of every round trip.
 
 struct Peer {
-    out: Arc<Mutex<Box<dyn Write + Send>>>,
-    responses: mpsc::Receiver<(String, Instant, Value)>,
+    input: Box<dyn BufRead + Send>,
+    out: Box<dyn Write + Send>,
     seq: u64,
+    line: String,
+}
+
+/// The parts of a line the CLI side looks at, borrowed from it.
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    #[serde(default)]
+    request_id: Option<&'a str>,
+    #[serde(default, borrow)]
+    response: Option<ResponseEnvelope<'a>>,
+}
+
+#[derive(Deserialize)]
+struct ResponseEnvelope<'a> {
+    request_id: &'a str,
 }
 
 impl Peer {
-    /// Starts the reader: responses go to the channel; requests from the other side (toolhost's
-    /// `initialize`, set-servers, list-changed notifications) are answered at once.
     fn new(input: Box<dyn BufRead + Send>, out: Box<dyn Write + Send>) -> Self {
-        let out = Arc::new(Mutex::new(out));
-        let (tx, rx) = mpsc::channel();
-        let writer = out.clone();
-        thread::spawn(move || {
-            for line in input.lines() {
-                let Ok(line) = line else { break };
-                let at = Instant::now();
-                let Ok(v) = serde_json::from_str::<Value>(&line) else {
-                    continue;
-                };
-                match v["type"].as_str() {
-                    Some("control_response") => {
-                        let id = v["response"]["request_id"]
-                            .as_str()
-                            .unwrap_or("")
-                            .to_string();
-                        if tx.send((id, at, v)).is_err() {
-                            break;
-                        }
-                    }
-                    Some("control_request") => {
-                        let id = v["request_id"].as_str().unwrap_or("");
-                        let reply = json!({"type":"control_response","response":{"subtype":"success","request_id":id,"response":{}}});
-                        let mut w = writer.lock().unwrap();
-                        let _ = writeln!(w, "{reply}");
-                        let _ = w.flush();
-                    }
-                    _ => {}
-                }
-            }
-        });
         Peer {
+            input,
             out,
-            responses: rx,
             seq: 0,
+            line: String::with_capacity(4096),
         }
     }
 
@@ -133,18 +118,46 @@ impl Peer {
         self.seq += 1;
         let request_id = format!("b{}", self.seq);
         let line = json!({"type":"control_request","request_id":request_id,"request":{"subtype":"mcp_message","server_name":server,"message":message}});
-        let mut w = self.out.lock().unwrap();
-        writeln!(w, "{line}").expect("write to the peer");
-        w.flush().expect("flush to the peer");
+        writeln!(self.out, "{line}").expect("write to the peer");
+        self.out.flush().expect("flush to the peer");
         request_id
     }
 
-    fn wait(&self, request_id: &str) -> Result<Value> {
+    /// The next control response: `(request_id, arrival time, line)`. Requests from the other
+    /// side (toolhost's `initialize`, set-servers, list-changed notifications) are answered at
+    /// once with an empty success.
+    fn next_response(&mut self) -> Result<(String, Instant, Value)> {
         loop {
-            let (id, _, v) = self
-                .responses
-                .recv_timeout(Duration::from_secs(30))
-                .context("no response within 30 s")?;
+            self.line.clear();
+            if self.input.read_line(&mut self.line)? == 0 {
+                bail!("the peer closed its output");
+            }
+            let at = Instant::now();
+            let Ok(head) = serde_json::from_str::<Line>(&self.line) else {
+                continue;
+            };
+            match head.kind {
+                "control_response" => {
+                    let id = head
+                        .response
+                        .map(|r| r.request_id)
+                        .unwrap_or("")
+                        .to_string();
+                    return Ok((id, at, serde_json::from_str(&self.line)?));
+                }
+                "control_request" => {
+                    let reply = json!({"type":"control_response","response":{"subtype":"success","request_id":head.request_id.unwrap_or(""),"response":{}}});
+                    writeln!(self.out, "{reply}")?;
+                    self.out.flush()?;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn wait(&mut self, request_id: &str) -> Result<Value> {
+        loop {
+            let (id, _, v) = self.next_response()?;
             if id == request_id {
                 return Ok(v);
             }
@@ -241,10 +254,7 @@ fn concurrent(
             sent_at.insert(id, (t0, next + 2, expected));
             next += 1;
         }
-        let (id, at, v) = peer
-            .responses
-            .recv_timeout(Duration::from_secs(30))
-            .context("no response within 30 s")?;
+        let (id, at, v) = peer.next_response()?;
         if let Some((t0, jsonrpc_id, expected)) = sent_at.remove(&id) {
             lat.push(at - t0);
             match expected {
@@ -317,10 +327,8 @@ fn fake_cli() -> Result<()> {
     std::fs::write(out_path, report)?;
     // End the conversation as the real CLI does, so toolhost exits.
     let done = json!({"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"benchmark done","total_cost_usd":0.0,"duration_ms":0});
-    let mut w = peer.out.lock().unwrap();
-    writeln!(w, "{done}")?;
-    w.flush()?;
-    drop(w);
+    writeln!(peer.out, "{done}")?;
+    peer.out.flush()?;
     // Wait for toolhost to close our stdin (it keeps it open until the result, then ends us).
     thread::sleep(Duration::from_secs(5));
     Ok(())
