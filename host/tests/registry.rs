@@ -210,42 +210,88 @@ fn tool_names(reg: &Registry, plugin: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn replaced_200_times_under_concurrent_calls() {
-    let folder = Folder::new();
+/// What [`reload_under_load`] saw.
+struct LoadRun {
+    /// Calls that answered wrongly or with an error.
+    wrong: Vec<String>,
+    started: usize,
+    finished: usize,
+}
+
+/// Replaces calc `reloads` times, alternating two builds, while `clients` tasks call
+/// `multiply` continuously and check every answer; `after_reload(i)` runs after each swap.
+async fn reload_under_load(
+    folder: &Folder,
+    reloads: usize,
+    clients: u32,
+    mut after_reload: impl FnMut(usize, &Registry, &[u8]),
+) -> (Arc<Registry>, LoadRun) {
     let calc = library("calc");
     let builds = [variant(&calc, 1), variant(&calc, 2)];
     folder.put("calc.so", &builds[0]);
     let reg = folder.open();
     let mut rx = reg.subscribe();
     let _watch = reg.watch().unwrap();
-
     let stop = Arc::new(AtomicBool::new(false));
-    let calls = Arc::new(AtomicUsize::new(0));
-    let mut callers = Vec::new();
-    for task in 0..4u32 {
-        let (reg, stop, calls) = (reg.clone(), stop.clone(), calls.clone());
-        callers.push(tokio::spawn(async move {
-            let mut failures = Vec::new();
+    let started = Arc::new(AtomicUsize::new(0));
+    let finished = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for client in 0..clients {
+        let (reg, stop) = (reg.clone(), stop.clone());
+        let (started, finished) = (started.clone(), finished.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut wrong = Vec::new();
             let mut i = 0u32;
             while !stop.load(Ordering::Relaxed) {
                 i += 1;
-                let (x, y) = (f64::from(task), f64::from(i));
-                let r = call(&reg, "calc", "add", json!({"x": x, "y": y})).await;
-                match r.text().parse::<f64>() {
-                    Ok(sum) if !r.is_error && sum == x + y => {}
-                    _ => failures.push(r.text()),
+                started.fetch_add(1, Ordering::Relaxed);
+                let (x, y) = (f64::from(client), f64::from(i));
+                let r = call(&reg, "calc", "multiply", json!({"x": x, "y": y})).await;
+                finished.fetch_add(1, Ordering::Relaxed);
+                if r.is_error || r.text().parse::<f64>().ok() != Some(x * y) {
+                    wrong.push(r.text());
                 }
-                calls.fetch_add(1, Ordering::Relaxed);
             }
-            failures
+            wrong
         }));
     }
-    let mut versions = std::collections::HashSet::new();
-    for i in 0..200 {
+    for i in 0..reloads {
         let bytes = &builds[(i + 1) % 2];
         folder.put("calc.so", bytes);
         replaced(&mut rx, "calc").await;
+        after_reload(i, &reg, bytes);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut wrong = Vec::new();
+    for t in tasks {
+        wrong.extend(t.await.expect("a client task panicked"));
+    }
+    let run = LoadRun {
+        wrong,
+        started: started.load(Ordering::Relaxed),
+        finished: finished.load(Ordering::Relaxed),
+    };
+    (reg, run)
+}
+
+impl LoadRun {
+    fn assert_clean(&self) {
+        assert!(
+            self.wrong.is_empty(),
+            "{} failed calls, first: {:?}",
+            self.wrong.len(),
+            self.wrong.first()
+        );
+        assert_eq!(self.started, self.finished, "calls lost");
+        assert!(self.finished > 0, "the clients made progress");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn replaced_200_times_under_concurrent_calls() {
+    let folder = Folder::new();
+    let mut versions = std::collections::HashSet::new();
+    let (reg, run) = reload_under_load(&folder, 200, 4, |i, reg, bytes| {
         let now = reg.get("calc").unwrap();
         assert_eq!(
             *now.hash(),
@@ -253,14 +299,9 @@ async fn replaced_200_times_under_concurrent_calls() {
             "reload {i} serves the new build"
         );
         versions.insert(*now.hash());
-    }
-    stop.store(true, Ordering::Relaxed);
-    let mut failures = Vec::new();
-    for c in callers {
-        failures.extend(c.await.unwrap());
-    }
-    assert!(failures.is_empty(), "failed calls: {failures:?}");
-    assert!(calls.load(Ordering::Relaxed) > 0);
+    })
+    .await;
+    run.assert_clean();
     assert_eq!(versions.len(), 2);
     assert!(reg.failures().is_empty(), "{:?}", reg.failures());
     // Shadow copies are unlinked as soon as they are open: the folder does not grow.
@@ -862,64 +903,14 @@ fn rss_kib() -> Option<u64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn soak_1000_reloads_with_16_clients() {
     let folder = Folder::new();
-    let calc = library("calc");
-    let builds = [variant(&calc, 1), variant(&calc, 2)];
-    folder.put("calc.so", &builds[0]);
-    let reg = folder.open();
-    let mut rx = reg.subscribe();
-    let _watch = reg.watch().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let started = Arc::new(AtomicUsize::new(0));
-    let finished = Arc::new(AtomicUsize::new(0));
-    let mut clients = Vec::new();
-    for client in 0..16u32 {
-        let (reg, stop) = (reg.clone(), stop.clone());
-        let (started, finished) = (started.clone(), finished.clone());
-        clients.push(tokio::spawn(async move {
-            let mut wrong = Vec::new();
-            let mut i = 0u32;
-            while !stop.load(Ordering::Relaxed) {
-                i += 1;
-                started.fetch_add(1, Ordering::Relaxed);
-                let (x, y) = (f64::from(client), f64::from(i));
-                let r = call(&reg, "calc", "multiply", json!({"x": x, "y": y})).await;
-                finished.fetch_add(1, Ordering::Relaxed);
-                if r.is_error || r.text().parse::<f64>().ok() != Some(x * y) {
-                    wrong.push(r.text());
-                }
-            }
-            wrong
-        }));
-    }
     let rss_start = rss_kib();
-    for i in 0..1000 {
-        folder.put("calc.so", &builds[(i + 1) % 2]);
-        replaced(&mut rx, "calc").await;
-    }
-    let rss_end = rss_kib();
-    stop.store(true, Ordering::Relaxed);
-    let mut wrong = Vec::new();
-    for c in clients {
-        wrong.extend(c.await.expect("a client task panicked"));
-    }
-    let (started, finished) = (
-        started.load(Ordering::Relaxed),
-        finished.load(Ordering::Relaxed),
-    );
+    let (reg, run) = reload_under_load(&folder, 1000, 16, |_, _, _| {}).await;
     eprintln!(
-        "soak: {finished} calls across 1000 reloads; VmRSS {rss_start:?} KiB -> {rss_end:?} KiB"
+        "soak: {} calls across 1000 reloads; VmRSS {rss_start:?} KiB -> {:?} KiB",
+        run.finished,
+        rss_kib()
     );
-    assert!(
-        wrong.is_empty(),
-        "{} wrong answers, first: {:?}",
-        wrong.len(),
-        wrong.first()
-    );
-    assert_eq!(started, finished, "calls lost");
-    assert!(
-        finished > 1000,
-        "the clients made progress: {finished} calls"
-    );
+    run.assert_clean();
     assert!(reg.failures().is_empty(), "{:?}", reg.failures());
     assert_eq!(folder.shadow_files(), 0);
 }
