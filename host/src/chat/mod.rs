@@ -58,6 +58,7 @@ pub async fn run(args: ChatArgs, plugins_dir: &Path) -> anyhow::Result<ExitCode>
         RouterConfig {
             default_timeout,
             plugin_timeouts,
+            max_result_bytes: args.max_result_bytes,
         },
         notices_tx,
     );
