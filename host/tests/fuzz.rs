@@ -525,6 +525,17 @@ fn owed(line: &[u8]) -> Option<Owed> {
     })
 }
 
+/// The part of an answer line read when it does not fit a `Value`.
+#[derive(serde::Deserialize)]
+struct Envelope {
+    response: Option<EnvelopeResponse>,
+}
+
+#[derive(serde::Deserialize)]
+struct EnvelopeResponse {
+    request_id: Option<String>,
+}
+
 /// Sends `lines`, then reads until every owed answer has come. Returns a description of the
 /// first broken promise.
 async fn exchange(cli: &mut Cli, lines: &[Vec<u8>]) -> Result<(), String> {
@@ -562,8 +573,22 @@ async fn exchange(cli: &mut Cli, lines: &[Vec<u8>]) -> Result<(), String> {
                 return Err(format!("no answer to {ids:?}"));
             }
         };
-        let v: Value =
-            serde_json::from_str(&line).map_err(|e| format!("host wrote bad JSON {line}: {e}"))?;
+        let v: Value = match serde_json::from_str(&line) {
+            Ok(v) => v,
+            Err(e) => {
+                // Valid JSON that `Value` cannot hold (an id echoed verbatim, like
+                // `1e7160481`, is beyond f64). It can only answer a line the oracle could not
+                // read either, so it must not be an owed one.
+                let id = serde_json::from_str::<Envelope>(&line)
+                    .map_err(|_| format!("host wrote bad JSON {line}: {e}"))?
+                    .response
+                    .and_then(|r| r.request_id);
+                if id.is_some_and(|id| owed_by_id.contains_key(id.as_str())) {
+                    return Err(format!("an owed answer out of the oracle's range: {line}"));
+                }
+                continue;
+            }
+        };
         if v["type"] != "control_response" {
             continue; // e.g. progress notifications
         }
