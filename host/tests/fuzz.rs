@@ -539,10 +539,17 @@ struct EnvelopeResponse {
 /// Sends `lines`, then reads until every owed answer has come. Returns a description of the
 /// first broken promise.
 async fn exchange(cli: &mut Cli, lines: &[Vec<u8>]) -> Result<(), String> {
-    let mut owed_by_id: HashMap<String, Owed> = HashMap::new();
+    // Several lines of a batch may share an id: lines that are not valid UTF-8 keep their id
+    // untagged. Their answers cannot be told apart, so only their number is checked.
+    let mut owed_by_id: HashMap<String, Vec<Owed>> = HashMap::new();
     for line in lines {
         if let Some(o) = owed(line) {
-            owed_by_id.insert(o.request_id.clone(), o);
+            let same_id = owed_by_id.entry(o.request_id.clone()).or_default();
+            same_id.push(o);
+            if same_id.len() > 1 {
+                // Which answer is whose is unknown, so any of them may come late.
+                same_id.iter_mut().for_each(|o| o.maybe_call = true);
+            }
         }
         let mut buf = line.clone();
         buf.push(b'\n');
@@ -557,7 +564,7 @@ async fn exchange(cli: &mut Cli, lines: &[Vec<u8>]) -> Result<(), String> {
         "request":{"subtype":"mcp_message","server_name":"calc",
         "message":{"jsonrpc":"2.0","id":"s","method":"ping"}}});
     let ping = serde_json::to_vec(&ping).unwrap();
-    owed_by_id.insert(sentinel.clone(), owed(&ping).unwrap());
+    owed_by_id.insert(sentinel.clone(), vec![owed(&ping).unwrap()]);
     cli.to_host
         .write_all(&[ping.as_slice(), b"\n"].concat())
         .await
@@ -596,14 +603,22 @@ async fn exchange(cli: &mut Cli, lines: &[Vec<u8>]) -> Result<(), String> {
         let Some(id) = resp["request_id"].as_str() else {
             return Err(format!("a control_response without request_id: {line}"));
         };
-        let Some(o) = owed_by_id.remove(id) else {
-            continue; // answer to a line judged unanswerable, or to a repeated id
+        let Some(same_id) = owed_by_id.get_mut(id) else {
+            continue; // answer to a line judged unanswerable
         };
+        let shared = same_id.len() > 1;
+        let o = same_id.pop().expect("entries are never empty");
+        if same_id.is_empty() {
+            owed_by_id.remove(id);
+        }
         if id == sentinel {
             // Every answer given in line order has come by now.
-            if let Some(o) = owed_by_id.values().find(|o| !o.maybe_call) {
+            if let Some(o) = owed_by_id.values().flatten().find(|o| !o.maybe_call) {
                 return Err(format!("no answer to {o:?}"));
             }
+        }
+        if shared {
+            continue;
         }
         match resp["subtype"].as_str() {
             Some("success") => {
