@@ -543,7 +543,17 @@ async fn exchange(cli: &mut Cli, lines: &[Vec<u8>]) -> Result<(), String> {
     // untagged. Their answers cannot be told apart, so only their number is checked.
     let mut owed_by_id: HashMap<String, Vec<Owed>> = HashMap::new();
     for line in lines {
-        if let Some(o) = owed(line) {
+        if let Some(mut o) = owed(line) {
+            // An untagged id (the line is not strict JSON) may also be answered for lines of
+            // earlier cases that the oracle could not read: only its presence is checked.
+            let tagged = o
+                .request_id
+                .rsplit_once('#')
+                .is_some_and(|(_, n)| n.parse::<u64>().is_ok());
+            if !tagged {
+                o.must_succeed = false;
+                o.rpc_id = None;
+            }
             let same_id = owed_by_id.entry(o.request_id.clone()).or_default();
             same_id.push(o);
             if same_id.len() > 1 {
