@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Value};
 use toolhost::{
     chat::{default_plugin_dir, ChatArgs},
-    handler::{Router, RouterConfig},
+    handler::{Router, RouterConfig, DEFAULT_MAX_RESULT_BYTES},
     model::{call_result_json, tool_json},
     plugin::{CallControl, ContentOut},
     registry::{Registry, RegistryConfig},
@@ -92,6 +92,9 @@ enum Command {
         /// Default per-call timeout in seconds.
         #[arg(long, value_name = "SECS", default_value_t = 60.0)]
         timeout: f64,
+        /// Largest tool result passed on, in bytes of JSON; bigger ones become an error.
+        #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_RESULT_BYTES)]
+        max_result_bytes: usize,
     },
     /// Create a plugin project from the template.
     New {
@@ -143,7 +146,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Chat { opts, chat } => {
             runtime()?.block_on(toolhost::chat::run(chat, opts.open_registry()?))
         }
-        Command::Serve { opts, timeout } => serve(&opts, timeout),
+        Command::Serve {
+            opts,
+            timeout,
+            max_result_bytes,
+        } => serve(&opts, timeout, max_result_bytes),
         Command::New { name, path } => {
             let root = toolhost::scaffold::create(&name, &path)?;
             println!("created {}", root.display());
@@ -162,7 +169,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
-fn serve(opts: &PluginOpts, timeout: f64) -> anyhow::Result<ExitCode> {
+fn serve(opts: &PluginOpts, timeout: f64, max_result_bytes: usize) -> anyhow::Result<ExitCode> {
     if !(timeout.is_finite() && timeout > 0.0) {
         bail!("--timeout must be a positive number of seconds");
     }
@@ -174,6 +181,7 @@ fn serve(opts: &PluginOpts, timeout: f64) -> anyhow::Result<ExitCode> {
         let (notices_tx, notices) = tokio::sync::mpsc::unbounded_channel();
         let config = RouterConfig {
             default_timeout: std::time::Duration::from_secs_f64(timeout),
+            max_result_bytes,
             ..RouterConfig::default()
         };
         let router = Router::new(registry, config, notices_tx);

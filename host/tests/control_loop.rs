@@ -705,3 +705,66 @@ async fn progress_arrives_before_the_result() {
     // `slow` reports steps 0..9; every one was written before the result.
     assert_eq!(progress, (0..10).map(f64::from).collect::<Vec<_>>());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn malformed_lines_are_survived_and_answered_when_possible() {
+    let mut cli = FakeCli::start(&["calc"], RouterConfig::default(), None);
+    // Truncated lines are not JSON, so no id can be read from them: skipped.
+    cli.send_line(
+        r#"{"type":"control_request","request_id":"cut","request":{"subtype":"mcp_message","server_na"#,
+    )
+    .await;
+    cli.send_line(r#"{"type":"control_requ"#).await;
+    // JSON of the wrong shape still names its id: answered with an error.
+    cli.send(json!({"type":"control_request","request_id":"shape","request":{"subtype":["mcp_message"]}}))
+        .await;
+    // JSON, but not an object.
+    cli.send_line(r#"["control_request","x"]"#).await;
+    cli.send_line("42").await;
+    cli.send_line(r#""control_request""#).await;
+    cli.send_line("null").await;
+    // A control request without request_id: nothing to answer to.
+    cli.send(
+        json!({"type":"control_request","request":{"subtype":"mcp_message",
+        "server_name":"calc","message":{"jsonrpc":"2.0","id":1,"method":"ping"}}}),
+    )
+    .await;
+    // An unknown subtype: a control error naming it.
+    cli.send(
+        json!({"type":"control_request","request_id":"u1","request":{"subtype":"frobnicate"}}),
+    )
+    .await;
+    // Not valid UTF-8 (regression: this used to end the reader, so nothing was answered
+    // after it): the line is read lossily and answered.
+    let mut bad = br#"{"type":"control_request","request_id":"utf","request":{"subtype":"mcp_message","server_name":"calc","message":{"jsonrpc":"2.0","id":7,"method":"ping","params":""#.to_vec();
+    bad.extend_from_slice(b"\xff\xfe\"}}}\n");
+    cli.to_host.write_all(&bad).await.unwrap();
+    let ping = cli
+        .mcp(
+            "after",
+            "calc",
+            json!({"jsonrpc":"2.0","id":"p","method":"ping"}),
+        )
+        .await;
+    assert_eq!(ping["id"], "p");
+
+    let r = cli.response("shape").await;
+    assert_eq!(r["response"]["subtype"], "error", "{r}");
+    assert!(r["response"]["error"]
+        .as_str()
+        .unwrap()
+        .contains("malformed control request"));
+    let r = cli.response("u1").await;
+    assert_eq!(r["response"]["subtype"], "error");
+    assert!(
+        r["response"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("`frobnicate`"),
+        "{r}"
+    );
+    let r = cli.response("utf").await;
+    assert_eq!(r["response"]["response"]["mcp_response"]["id"], 7, "{r}");
+    // Nothing else was written: every other line was skipped.
+    assert!(cli.held.is_empty(), "{:?}", cli.held);
+}

@@ -48,6 +48,9 @@ pub struct ChatArgs {
     /// Per-plugin call timeout, `NAME=SECS`; repeatable.
     #[arg(long = "plugin-timeout", value_name = "NAME=SECS", value_parser = parse_plugin_timeout)]
     pub plugin_timeouts: Vec<(String, f64)>,
+    /// Largest tool result passed to the CLI, in bytes of JSON; bigger ones become an error.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::handler::DEFAULT_MAX_RESULT_BYTES)]
+    pub max_result_bytes: usize,
     /// Arguments after `--` go to the CLI unchanged.
     #[arg(last = true)]
     pub extra: Vec<OsString>,
@@ -214,6 +217,13 @@ mod tests {
         let (default, per) = a.timeouts().unwrap();
         assert_eq!(default, Duration::from_secs(60));
         assert_eq!(per["faulty"], Duration::from_millis(500));
+        assert_eq!(a.max_result_bytes, 1 << 20);
+        assert_eq!(
+            parse(&["--max-result-bytes", "5000"]).max_result_bytes,
+            5000
+        );
+        // Not passed on to the CLI: the host enforces it.
+        assert!(!argv.iter().any(|s| s.contains("max-result")));
 
         let a = parse(&["--ask"]);
         let argv: Vec<String> = cli_args(&a, &["calc"])

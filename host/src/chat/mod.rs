@@ -51,6 +51,7 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
         RouterConfig {
             default_timeout,
             plugin_timeouts,
+            max_result_bytes: args.max_result_bytes,
         },
         notices_tx,
     );

@@ -5,9 +5,9 @@ use std::{sync::Arc, time::Duration};
 
 use serde_json::value::RawValue;
 
-use super::Router;
+use super::{splice_result, Router};
 use crate::{
-    model::{error_code, rpc_error, rpc_result, CallResultJson},
+    model::{error_code, rpc_error, CallResultJson},
     plugin::{CallControl, CallResult},
 };
 
@@ -36,7 +36,7 @@ pub(super) async fn run(
     };
     let args = args.unwrap_or_else(|| "{}".to_string());
     if let Err(problem) = check.check(tool, &args) {
-        return result_reply(id, &CallResult::error(problem));
+        return result_reply(id, &serialize(&CallResult::error(problem)));
     }
     let limit = router.config.timeout_for(plugin);
     let task = {
@@ -55,11 +55,45 @@ pub(super) async fn run(
             CallResult::error(format!("tool {tool} timed out after {}", show(limit)))
         }
     };
-    result_reply(id, &result)
+    // Serialized once; its length is what the limit is about.
+    let json = serialize(&result);
+    let max = router.config.max_result_bytes;
+    if json.len() > max {
+        tracing::warn!(
+            plugin,
+            tool,
+            bytes = json.len(),
+            max,
+            "result over the size limit"
+        );
+        let refusal = CallResult::error(format!(
+            "tool `{tool}` returned {}, over the {} limit (raise it with --max-result-bytes)",
+            show_bytes(json.len()),
+            show_bytes(max)
+        ));
+        return result_reply(id, &serialize(&refusal));
+    }
+    result_reply(id, &json)
 }
 
-fn result_reply(id: &RawValue, r: &CallResult) -> String {
-    rpc_result(Some(id), &CallResultJson(r))
+fn serialize(r: &CallResult) -> String {
+    serde_json::to_string(&CallResultJson(r)).expect("call results serialize")
+}
+
+fn result_reply(id: &RawValue, result_json: &str) -> String {
+    splice_result(Some(id), result_json)
+}
+
+/// `2.0 MB`, `512.0 kB`, `80 bytes` (decimal units, as people read sizes).
+pub(crate) fn show_bytes(n: usize) -> String {
+    let n64 = n as f64;
+    if n >= 1_000_000 {
+        format!("{:.1} MB", n64 / 1e6)
+    } else if n >= 1_000 {
+        format!("{:.1} kB", n64 / 1e3)
+    } else {
+        format!("{n} bytes")
+    }
 }
 
 /// `60s`, or `250ms` when not whole seconds.

@@ -39,6 +39,10 @@ pub const ALL_SERVER_NAME: &str = "toolhost";
 /// Default per-call timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Default largest serialized tool result passed on (1 MiB): bigger ones are refused with an
+/// error result rather than handed to a CLI that may choke on them.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
+
 /// Which server a message is addressed to.
 #[derive(Debug, Clone, Copy)]
 pub enum Scope<'a> {
@@ -78,11 +82,13 @@ pub enum Dispatch {
     Call(Pin<Box<dyn Future<Output = String> + Send + 'static>>),
 }
 
-/// Call timeouts: a default and per-plugin overrides.
+/// Call limits: timeouts (a default and per-plugin overrides) and the result size.
 #[derive(Debug, Clone)]
 pub struct RouterConfig {
     pub default_timeout: Duration,
     pub plugin_timeouts: HashMap<String, Duration>,
+    /// Largest serialized `CallToolResult`, in bytes.
+    pub max_result_bytes: usize,
 }
 
 impl Default for RouterConfig {
@@ -90,6 +96,7 @@ impl Default for RouterConfig {
         RouterConfig {
             default_timeout: DEFAULT_TIMEOUT,
             plugin_timeouts: HashMap::new(),
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
         }
     }
 }

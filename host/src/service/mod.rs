@@ -196,6 +196,17 @@ impl Session {
     }
 }
 
+/// Parses a line that must hold a JSON object. Serde would also read a struct from an array
+/// (`["control_request","x"]`), which no peer means as a message.
+pub(crate) fn parse_object<'a, T: serde::Deserialize<'a>>(
+    line: &'a str,
+) -> Result<T, serde_json::Error> {
+    if !line.trim_start().starts_with('{') {
+        return Err(serde::de::Error::custom("a message must be a JSON object"));
+    }
+    serde_json::from_str(line)
+}
+
 fn send_notice(handle: &SessionHandle, n: Notice) {
     if let Some(server) = &n.server {
         handle.notify_server(server, &n.message);
@@ -230,7 +241,7 @@ impl Reader {
                 continue;
             }
             tracing::trace!(target: "toolhost::wire", "<< {line}");
-            match serde_json::from_str::<Incoming>(&line) {
+            match parse_object::<Incoming>(&line) {
                 Ok(msg) => self.route(msg, &line),
                 Err(e) => self.malformed(&line, e),
             }

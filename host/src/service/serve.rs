@@ -59,7 +59,7 @@ pub async fn serve<R, W>(
         if line.trim().is_empty() {
             continue;
         }
-        let msg: JsonRpc = match serde_json::from_str(&line) {
+        let msg: JsonRpc = match super::parse_object(&line) {
             Ok(m) => m,
             Err(e) => {
                 tracing::warn!("ignoring a malformed line ({e})");

@@ -5,7 +5,7 @@
 mod child;
 
 use tokio::{
-    io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, Lines},
+    io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader},
     sync::{mpsc, oneshot},
     task::JoinHandle,
 };
@@ -13,8 +13,43 @@ use tokio::{
 pub use child::{CliProcess, ExitReport, StderrTail, STDERR_TAIL_LINES};
 
 /// Lines read from `r`, one JSON message each.
-pub fn read_lines<R: AsyncRead + Unpin>(r: R) -> Lines<BufReader<R>> {
-    BufReader::new(r).lines()
+pub fn read_lines<R: AsyncRead + Unpin>(r: R) -> LineReader<R> {
+    LineReader {
+        inner: BufReader::new(r),
+        buf: Vec::new(),
+    }
+}
+
+/// Reads NDJSON lines. Unlike tokio's `Lines`, a line that is not valid UTF-8 does not end the
+/// stream: one bad byte from the peer must not stop the session (and leave its requests
+/// unanswered), so such a line is decoded lossily and handled like any other.
+pub struct LineReader<R> {
+    inner: BufReader<R>,
+    buf: Vec<u8>,
+}
+
+impl<R: AsyncRead + Unpin> LineReader<R> {
+    /// The next line without its `\n` (or `\r\n`); `None` at the end of the stream.
+    pub async fn next_line(&mut self) -> std::io::Result<Option<String>> {
+        self.buf.clear();
+        if self.inner.read_until(b'\n', &mut self.buf).await? == 0 {
+            return Ok(None);
+        }
+        if self.buf.last() == Some(&b'\n') {
+            self.buf.pop();
+            if self.buf.last() == Some(&b'\r') {
+                self.buf.pop();
+            }
+        }
+        let bytes = std::mem::take(&mut self.buf);
+        Ok(Some(match String::from_utf8(bytes) {
+            Ok(line) => line,
+            Err(e) => {
+                tracing::warn!("a line that is not valid UTF-8 ({e}); invalid bytes replaced");
+                String::from_utf8_lossy(e.as_bytes()).into_owned()
+            }
+        }))
+    }
 }
 
 /// Sends lines to the writer task. Cheap to clone.
@@ -115,5 +150,18 @@ mod tests {
         assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("two"));
         assert_eq!(lines.next_line().await.unwrap(), None);
         assert!(!tx.send("late".into()));
+    }
+
+    #[tokio::test]
+    async fn invalid_utf8_does_not_end_the_lines() {
+        let input: &[u8] = b"a\xff\r\nb\nc";
+        let mut lines = read_lines(input);
+        assert_eq!(
+            lines.next_line().await.unwrap().as_deref(),
+            Some("a\u{fffd}")
+        );
+        assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("b"));
+        assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("c"));
+        assert_eq!(lines.next_line().await.unwrap(), None);
     }
 }

@@ -1,0 +1,85 @@
+//! In-process dispatch: parse a control line, route it, call calc's `add`, serialize the
+//! answer line. No pipes, so this is the host's own cost per tool call.
+//!
+//! `cargo bench -p toolhost --bench dispatch` (builds the `calc` plugin in release mode first).
+
+use std::{path::Path, process::Command, sync::Arc};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use toolhost::{
+    handler::{Dispatch, Router, RouterConfig, Scope},
+    model::{control_success_raw, Incoming},
+    registry::{Registry, RegistryConfig},
+};
+
+/// A `tools/call` exactly as the CLI sends it (protocol §1.1).
+const CALL: &str = r#"{"type":"control_request","request_id":"54388ed1-8357-4479-ba5d-3779ab10cff7","request":{"subtype":"mcp_message","server_name":"calc","message":{"method":"tools/call","params":{"name":"add","arguments":{"x":5,"y":3},"_meta":{"claudecode/toolUseId":"toolu_01","progressToken":2}},"jsonrpc":"2.0","id":2}}}"#;
+
+/// A `ping`: the same path without the plugin call, for comparison.
+const PING: &str = r#"{"type":"control_request","request_id":"54388ed1-8357-4479-ba5d-3779ab10cff7","request":{"subtype":"mcp_message","server_name":"calc","message":{"method":"ping","jsonrpc":"2.0","id":3}}}"#;
+
+fn calc_release() -> std::path::PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .current_dir(root)
+        .args(["build", "--release", "--quiet", "-p", "calc"])
+        .status()
+        .expect("run cargo");
+    assert!(status.success(), "building calc failed");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(|d| root.join(d))
+        .unwrap_or_else(|| root.join("target"));
+    target.join("release").join(format!(
+        "{}calc{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ))
+}
+
+/// One control line in, one answer line out.
+async fn handle(router: &Arc<Router>, line: &str) -> String {
+    let msg: Incoming = serde_json::from_str(line).expect("valid line");
+    let id = msg.request_id.expect("request id");
+    let req = msg.request.expect("request");
+    let server = req.server_name.expect("server");
+    let message = req.message.expect("message");
+    let reply = match router.dispatch(Scope::Server(&server), &message) {
+        Dispatch::Reply(r) => r,
+        Dispatch::Call(call) => call.await,
+        Dispatch::Handled => unreachable!("a request"),
+    };
+    control_success_raw(&id, &reply)
+}
+
+fn dispatch(c: &mut Criterion) {
+    let lib = calc_release();
+    let plugins = tempfile::tempdir().unwrap();
+    let shadow = tempfile::tempdir().unwrap();
+    std::fs::copy(&lib, plugins.path().join(lib.file_name().unwrap())).unwrap();
+    let mut config = RegistryConfig::new(plugins.path());
+    config.shadow_dir = shadow.path().to_path_buf();
+    // The calls run on the blocking pool, as in `toolhost chat`.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let router = rt.block_on(async {
+        let registry = Registry::open(config).unwrap();
+        let (notices, _) = tokio::sync::mpsc::unbounded_channel();
+        Router::new(registry, RouterConfig::default(), notices)
+    });
+    let answer = rt.block_on(handle(&router, CALL));
+    assert!(answer.contains(r#""text":"8""#), "{answer}");
+
+    c.bench_function("dispatch tools/call calc add", |b| {
+        b.iter(|| rt.block_on(handle(&router, CALL)))
+    });
+    c.bench_function("dispatch ping", |b| {
+        b.iter(|| rt.block_on(handle(&router, PING)))
+    });
+}
+
+criterion_group!(benches, dispatch);
+criterion_main!(benches);
