@@ -3,9 +3,7 @@
 
 mod common;
 
-use std::{path::Path, process::Command};
-
-use toolhost::plugin::{CallControl, LoadedPlugin};
+use std::path::Path;
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -45,29 +43,5 @@ fn copied_template_builds_and_loads() {
         lib.replace("name: \"my-plugin\"", "name: \"weather-tools\""),
     )
     .unwrap();
-    // Same dependency versions as the workspace, so the build needs no registry update.
-    std::fs::copy(root.join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
-
-    let target = common::target_dir().join("template-check");
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet"])
-        .current_dir(&project)
-        .env("CARGO_TARGET_DIR", &target)
-        .status()
-        .unwrap();
-    assert!(status.success(), "the copied template does not build");
-
-    let file = target.join("debug").join(common::lib_file("weather-tools"));
-    let shadow = common::shadow_dir();
-    let plugin = LoadedPlugin::load(&file, shadow.path()).unwrap();
-    assert_eq!(plugin.name(), "weather-tools");
-    let names: Vec<&str> = plugin
-        .manifest()
-        .tools
-        .iter()
-        .map(|t| t.name.as_str())
-        .collect();
-    assert_eq!(names, ["greet", "longest_word"]);
-    let r = plugin.call("greet", r#"{"name":"Ada"}"#, &CallControl::new("t", None));
-    assert_eq!(r.text(), "Hello, Ada");
+    common::build_and_load_template_copy(&project, "weather-tools");
 }

@@ -65,3 +65,35 @@ pub fn plugin_dir(libs: &[&str]) -> tempfile::TempDir {
 pub fn shadow_dir() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
 }
+
+/// Builds the plugin project at `project` (a copy of the template) outside the workspace, with
+/// the workspace's dependency versions and a target folder shared by the tests that do this,
+/// then loads it and checks its `greet` tool.
+pub fn build_and_load_template_copy(project: &Path, lib_name: &str) {
+    use toolhost::plugin::{CallControl, LoadedPlugin};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    // Same dependency versions as the workspace, so the build needs no registry update.
+    std::fs::copy(root.join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
+    let target = target_dir().join("template-check");
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--quiet"])
+        .current_dir(project)
+        .env("CARGO_TARGET_DIR", &target)
+        .status()
+        .unwrap();
+    assert!(status.success(), "{} does not build", project.display());
+
+    let file = target.join("debug").join(lib_file(lib_name));
+    let shadow = shadow_dir();
+    let plugin = LoadedPlugin::load(&file, shadow.path()).unwrap();
+    assert_eq!(plugin.name(), lib_name);
+    let names: Vec<&str> = plugin
+        .manifest()
+        .tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(names, ["greet", "longest_word"]);
+    let r = plugin.call("greet", r#"{"name":"Ada"}"#, &CallControl::new("t", None));
+    assert_eq!(r.text(), "Hello, Ada");
+}
