@@ -3,7 +3,9 @@
 //!
 //! `cargo bench -p toolhost --bench dispatch` (builds the `calc` plugin in release mode first).
 
-use std::{path::Path, process::Command, sync::Arc};
+mod common;
+
+use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use toolhost::{
@@ -17,25 +19,6 @@ const CALL: &str = r#"{"type":"control_request","request_id":"54388ed1-8357-4479
 
 /// A `ping`: the same path without the plugin call, for comparison.
 const PING: &str = r#"{"type":"control_request","request_id":"54388ed1-8357-4479-ba5d-3779ab10cff7","request":{"subtype":"mcp_message","server_name":"calc","message":{"method":"ping","jsonrpc":"2.0","id":3}}}"#;
-
-fn calc_release() -> std::path::PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .current_dir(root)
-        .args(["build", "--release", "--quiet", "-p", "calc"])
-        .status()
-        .expect("run cargo");
-    assert!(status.success(), "building calc failed");
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(|d| root.join(d))
-        .unwrap_or_else(|| root.join("target"));
-    target.join("release").join(format!(
-        "{}calc{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    ))
-}
 
 /// One control line in, one answer line out.
 async fn handle(router: &Arc<Router>, line: &str) -> String {
@@ -53,7 +36,7 @@ async fn handle(router: &Arc<Router>, line: &str) -> String {
 }
 
 fn dispatch(c: &mut Criterion) {
-    let lib = calc_release();
+    let lib = common::calc_release();
     let plugins = tempfile::tempdir().unwrap();
     let shadow = tempfile::tempdir().unwrap();
     std::fs::copy(&lib, plugins.path().join(lib.file_name().unwrap())).unwrap();

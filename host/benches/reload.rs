@@ -4,9 +4,11 @@
 //! `cargo bench -p toolhost --bench reload` (builds the `calc` plugin in release mode first).
 //! Options: `--reloads N` (default 1000), `--samples N` (default 100).
 
+mod common;
+
+use common::arg;
 use std::{
     path::{Path, PathBuf},
-    process::Command,
     time::{Duration, Instant},
 };
 
@@ -15,25 +17,6 @@ use toolhost::{
     plugin::{pinned_count, CallControl},
     registry::{Registry, RegistryConfig, RegistryEvent, LIBRARY_SUFFIX},
 };
-
-fn build_calc() -> Vec<u8> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .current_dir(root)
-        .args(["build", "--release", "-p", "calc"])
-        .status()
-        .expect("run cargo");
-    assert!(status.success(), "building calc failed");
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(|d| root.join(d))
-        .unwrap_or_else(|| root.join("target"));
-    let lib = target.join("release").join(format!(
-        "{}calc.{LIBRARY_SUFFIX}",
-        std::env::consts::DLL_PREFIX
-    ));
-    std::fs::read(&lib).unwrap_or_else(|e| panic!("{}: {e}", lib.display()))
-}
 
 /// Resident memory of this process in KiB (`VmRSS`), Linux only.
 fn rss_kib() -> Option<u64> {
@@ -76,19 +59,13 @@ fn wait_replaced(rx: &mut Receiver<RegistryEvent>) {
     }
 }
 
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 fn main() {
     let reloads = arg("--reloads", 1000);
     let samples = arg("--samples", 100);
-    let calc = build_calc();
+    let calc = {
+        let lib = common::calc_release();
+        std::fs::read(&lib).unwrap_or_else(|e| panic!("{}: {e}", lib.display()))
+    };
     // Two builds with different bytes (and hashes); the appended bytes are ignored by the loader.
     let builds: Vec<Vec<u8>> = (0..2)
         .map(|i| {

@@ -7,34 +7,15 @@
 //! cargo invocation sharing the repository's target folder (the dependencies are compiled
 //! once, and usually already are). The result is cached under `target/startup-plugins/`.
 
+mod common;
+
+use common::{arg, repo_root, target_dir};
 use std::{
     io::{BufRead, BufReader, Write},
     path::{Path, PathBuf},
     process::{Command, Stdio},
     time::{Duration, Instant},
 };
-
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(|d| repo_root().join(d))
-        .unwrap_or_else(|| repo_root().join("target"))
-}
 
 /// Builds (or reuses) `count` plugins named `n00`, `n01`, ... and returns a folder holding
 /// exactly those libraries.
