@@ -4,7 +4,6 @@
 use std::{
     collections::BTreeSet,
     path::{Path, PathBuf},
-    process::Command,
     sync::{
         atomic::{AtomicBool, AtomicUsize, Ordering},
         Arc, OnceLock,
@@ -25,42 +24,23 @@ use toolhost::{
 fn artifacts() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .expect("workspace root");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let status = Command::new(cargo)
-            .current_dir(root)
-            .args([
-                "build", "-p", "calc", "-p", "faulty", "-p", "notes", "-p", "text",
-            ])
-            .args([
-                "-p",
-                "sticky",
-                "-p",
-                "bad-init",
-                "-p",
-                "abi-mismatch",
-                "-p",
-                "slow-state",
-            ])
-            .status()
-            .expect("run cargo build");
-        assert!(status.success(), "building the test plugins failed");
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(|d| root.join(d))
-            .unwrap_or_else(|| root.join("target"));
-        target.join("debug")
+        toolhost_test_support::Build::packages(&[
+            "calc",
+            "faulty",
+            "notes",
+            "text",
+            "sticky",
+            "bad-init",
+            "abi-mismatch",
+            "slow-state",
+        ])
+        .run()
     })
 }
 
-/// The bytes of the library built from crate `name` (`-` becomes `_` in file names).
+/// The bytes of the library built from crate `name`.
 fn library(name: &str) -> Vec<u8> {
-    let file = artifacts().join(format!(
-        "{}{}.{LIBRARY_SUFFIX}",
-        std::env::consts::DLL_PREFIX,
-        name.replace('-', "_")
-    ));
+    let file = artifacts().join(toolhost_test_support::lib_file(name));
     std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
 }
 
