@@ -10,7 +10,7 @@ use std::{
 
 use crate::fake_api::FakeApi;
 
-/// The CLI version the tests are written against (protocol.md was observed on it).
+/// The CLI version the tests are written against (docs/protocol.md was checked against it).
 pub const CLAUDE_VERSION: &str = "2.1.328";
 
 /// Where the CLI is looked for: env `TOOLHOST_E2E_CLAUDE`, else the folder
@@ -179,7 +179,7 @@ impl Sandbox {
         fs::remove_file(self.plugin_dir().join(lib_name(plugin))).expect("remove plugin");
     }
 
-    /// The environment of protocol §11.2 pointing at `fake` (if any), plus a scratch `HOME`,
+    /// The environment of docs/protocol.md §11.2 pointing at `fake` (if any), plus a scratch `HOME`,
     /// XDG folders and `TOOLHOST_CLAUDE`. Applied by [`Sandbox::clean_command`].
     pub fn env(&self, fake: Option<&FakeApi>) -> Vec<(String, String)> {
         let p = |s: &str| self.path().join(s).to_string_lossy().into_owned();
@@ -231,7 +231,7 @@ impl Sandbox {
         cmd
     }
 
-    /// `claude` itself with the stream-json flags of protocol §11.1 and `extra` arguments.
+    /// `claude` itself with the stream-json flags of docs/protocol.md §11.1 and `extra` arguments.
     pub fn claude_command(&self, fake: &FakeApi, extra: &[&str]) -> Command {
         let mut cmd = self.clean_command(&self.claude, Some(fake));
         cmd.args([
