@@ -86,6 +86,11 @@ impl Library {
         Ok(Opened { library, root })
     }
 
+    /// The path of the private copy this library was opened from.
+    pub(crate) fn shadow_path(&self) -> &Path {
+        &self.shadow
+    }
+
     fn check_root_module(&self) -> Result<PluginRootRef, LoadError> {
         let lib = self.lib.as_ref().expect("library is open");
         // SAFETY: the symbol abi_stable exports is a `static LibHeader`, read through an
@@ -208,13 +213,6 @@ pub fn still_mapped(path: &Path) -> bool {
     {
         let _ = path;
         false
-    }
-}
-
-impl Library {
-    /// The path of the private copy this library was opened from.
-    pub(crate) fn shadow_path(&self) -> &Path {
-        &self.shadow
     }
 }
 
