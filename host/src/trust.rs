@@ -222,19 +222,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("libx.so");
         std::fs::write(&file, b"x").unwrap();
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
-        assert!(Trust::default().check_writers(&file).is_ok());
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
-        let e = Trust::default()
-            .check_writers(&file)
-            .unwrap_err()
-            .to_string();
+        let refusal = |mode| {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+            Trust::default()
+                .check_writers(&file)
+                .err()
+                .map(|e| e.to_string())
+        };
+        assert_eq!(refusal(0o644), None);
+        let e = refusal(0o666).unwrap();
         assert!(e.contains("writable by everyone (mode 666)"), "{e}");
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o664)).unwrap();
-        let e = Trust::default()
-            .check_writers(&file)
-            .unwrap_err()
-            .to_string();
+        let e = refusal(0o664).unwrap();
         assert!(e.contains("writable by its group"), "{e}");
         let shared = Trust {
             allow_shared: true,

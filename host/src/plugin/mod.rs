@@ -16,7 +16,9 @@ use toolhost_plugin::abi::{CallOutcome, ContentKind, PluginManifest, PluginRootR
 
 pub use callbacks::{CallControl, ProgressFn};
 pub use library::{pinned_count, still_mapped};
-pub use manifest::{check_name, Annotations, Manifest, ToolInfo, MAX_QUALIFIED_NAME};
+pub use manifest::{
+    check_name, Annotations, Manifest, ManifestError, ToolInfo, MAX_QUALIFIED_NAME,
+};
 pub use shadow::{current_uid, default_shadow_dir, digest, NotALibrary, ShadowError, Staged};
 
 use callbacks::{call_ctx, host_api, CallData, LogSource};
@@ -47,7 +49,18 @@ pub enum LoadError {
     Init(String),
     /// The manifest breaks a rule (names, schemas).
     #[error("invalid plugin: {0}")]
-    Invalid(String),
+    Invalid(#[from] ManifestError),
+    /// A schema or `_meta` of a tool is not valid JSON.
+    #[error("invalid plugin: tool `{tool}`: {what} is not valid JSON")]
+    InvalidJson {
+        tool: String,
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A tool's `_meta` is JSON but not an object.
+    #[error("invalid plugin: tool `{tool}`: _meta is not an object")]
+    MetaNotAnObject { tool: String },
     /// The trust policy refused the file.
     #[error("refused")]
     Refused(#[source] crate::trust::TrustError),
@@ -166,7 +179,7 @@ impl LoadedPlugin {
             RResult::ROk(m) => convert_manifest(m),
             RResult::RErr(e) => Err(LoadError::Init(e.into_string())),
         }?;
-        manifest.validate().map_err(LoadError::Invalid)?;
+        manifest.validate()?;
         let _ = plugin.log_source.name.set(manifest.name.clone());
         plugin.manifest = manifest;
         Ok(Arc::new(plugin))
@@ -245,9 +258,12 @@ impl std::fmt::Debug for LoadedPlugin {
     }
 }
 
-fn parse_json(what: &str, tool: &str, text: &str) -> Result<serde_json::Value, LoadError> {
-    serde_json::from_str(text)
-        .map_err(|e| LoadError::Invalid(format!("tool `{tool}`: {what} is not valid JSON: {e}")))
+fn parse_json(what: &'static str, tool: &str, text: &str) -> Result<serde_json::Value, LoadError> {
+    serde_json::from_str(text).map_err(|source| LoadError::InvalidJson {
+        tool: tool.to_string(),
+        what,
+        source,
+    })
 }
 
 fn convert_manifest(m: PluginManifest) -> Result<Manifest, LoadError> {
@@ -258,11 +274,7 @@ fn convert_manifest(m: PluginManifest) -> Result<Manifest, LoadError> {
             None => None,
             Some(text) => match parse_json("_meta", &name, text)? {
                 serde_json::Value::Object(o) => Some(o),
-                _ => {
-                    return Err(LoadError::Invalid(format!(
-                        "tool `{name}`: _meta is not an object"
-                    )))
-                }
+                _ => return Err(LoadError::MetaNotAnObject { tool: name }),
             },
         };
         tools.push(ToolInfo {

@@ -192,6 +192,13 @@ mod tests {
         PathBuf::from(name)
     }
 
+    /// `a.so` touched at `t0` (size 1).
+    fn one_file(t0: Instant) -> PendingFiles {
+        let mut pending = PendingFiles::new(timing());
+        pending.touch(p("a.so"), snap(1), t0);
+        pending
+    }
+
     #[test]
     fn each_event_pushes_the_file_back_by_the_debounce() {
         let t0 = Instant::now();
@@ -240,8 +247,7 @@ mod tests {
     #[test]
     fn incomplete_files_are_retried_then_reported_after_the_deadline() {
         let t0 = Instant::now();
-        let mut pending = PendingFiles::new(timing());
-        pending.touch(p("a.so"), snap(1), t0);
+        let mut pending = one_file(t0);
         let mut now = t0 + 30 * MS;
         let mut tries = 0;
         loop {
@@ -270,8 +276,7 @@ mod tests {
     #[test]
     fn the_deadline_counts_from_the_first_event_of_the_burst() {
         let t0 = Instant::now();
-        let mut pending = PendingFiles::new(timing());
-        pending.touch(p("a.so"), snap(1), t0);
+        let mut pending = one_file(t0);
         // More events keep pushing the look back but not the deadline.
         pending.touch(p("a.so"), snap(2), t0 + 990 * MS);
         assert_eq!(
@@ -283,8 +288,7 @@ mod tests {
     #[test]
     fn a_busy_hand_off_is_reported_once_and_retried() {
         let t0 = Instant::now();
-        let mut pending = PendingFiles::new(timing());
-        pending.touch(p("a.so"), snap(1), t0);
+        let mut pending = one_file(t0);
         assert!(pending.busy(&p("a.so"), snap(1), t0 + 30 * MS));
         assert_eq!(pending.next_due(), Some(t0 + 1030 * MS));
         assert!(!pending.busy(&p("a.so"), snap(1), t0 + 1030 * MS));
