@@ -3,6 +3,13 @@
 //! Loading a library runs its code with the host's rights, so, as ssh does with keys, the host
 //! refuses files and folders that other users could have written. An optional allowlist of
 //! SHA-256 digests (a lock file in `sha256sum` format) narrows loading to named builds.
+//!
+//! Symlinks in the plugin folder are followed. What is checked is the file actually read:
+//! its owner and mode come from `fstat` on the descriptor the host copied the bytes from
+//! ([`Trust::check_opened`]), so a link flipped between the check and the copy cannot
+//! smuggle in another file. The folders the target lies in are not checked: once the inode
+//! read is this user's (or root's) and nobody else can write it, the bytes hashed, checked
+//! and mapped are the ones its owner wrote, wherever it lives.
 
 use std::{
     collections::HashSet,
@@ -139,9 +146,29 @@ impl Trust {
         check_writers(path)
     }
 
-    /// Checks a plugin file about to be loaded: its writers, then the allowlist.
+    /// Checks a plugin file about to be loaded: its writers, then the allowlist. Stats the
+    /// path, so the answer may not hold for a later open: loaders use
+    /// [`Trust::check_opened`] with the metadata of the descriptor they read.
     pub fn check_file(&self, file: &Path, digest: &[u8; 32]) -> Result<(), TrustError> {
         self.check_writers(file)?;
+        self.check_listed(digest)
+    }
+
+    /// Checks a plugin file whose bytes were read through a descriptor: `meta` is `fstat` of
+    /// that descriptor (see [`crate::plugin::Staged::metadata`]), `file` only names it in errors.
+    pub fn check_opened(
+        &self,
+        file: &Path,
+        meta: &std::fs::Metadata,
+        digest: &[u8; 32],
+    ) -> Result<(), TrustError> {
+        if !self.allow_shared {
+            check_meta(file, meta)?;
+        }
+        self.check_listed(digest)
+    }
+
+    fn check_listed(&self, digest: &[u8; 32]) -> Result<(), TrustError> {
         if let Some(list) = &self.allowlist {
             if !list.allows(digest) {
                 return Err(TrustError::NotListed {
@@ -161,6 +188,12 @@ fn check_writers(path: &Path) -> Result<(), TrustError> {
         path: path.to_path_buf(),
         source,
     })?;
+    check_meta(path, &meta)
+}
+
+#[cfg(unix)]
+fn check_meta(path: &Path, meta: &std::fs::Metadata) -> Result<(), TrustError> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let me = crate::plugin::current_uid();
     if meta.uid() != me && meta.uid() != 0 {
         return Err(TrustError::OtherOwner {
@@ -180,6 +213,11 @@ fn check_writers(path: &Path) -> Result<(), TrustError> {
 
 #[cfg(not(unix))]
 fn check_writers(_path: &Path) -> Result<(), TrustError> {
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn check_meta(_path: &Path, _meta: &std::fs::Metadata) -> Result<(), TrustError> {
     Ok(())
 }
 

@@ -19,7 +19,12 @@ pub use library::{pinned_count, still_mapped};
 pub use manifest::{
     check_name, Annotations, Manifest, ManifestError, ToolInfo, MAX_QUALIFIED_NAME,
 };
-pub use shadow::{current_uid, default_shadow_dir, digest, NotALibrary, ShadowError, Staged};
+pub use shadow::{
+    current_uid, default_shadow_dir, digest, NotALibrary, ShadowError, Staged, MAX_PLUGIN_BYTES,
+};
+
+#[cfg(test)]
+pub(crate) use shadow::after_next_open;
 
 use callbacks::{call_ctx, host_api, CallData, LogSource};
 use library::{Library, Opened};
@@ -33,7 +38,8 @@ pub enum LoadError {
     #[error("cannot read the file")]
     Stage(#[source] ShadowError),
     /// The staged copy is not a whole shared library.
-    #[error("not a shared library: {0}")]
+    /// (The reason is the source, so one-line renderings name it once.)
+    #[error("not a shared library")]
     NotALibrary(#[from] NotALibrary),
     /// The system loader refused the copy.
     #[error("not a shared library")]
@@ -64,6 +70,15 @@ pub enum LoadError {
     /// The trust policy refused the file.
     #[error("refused")]
     Refused(#[source] crate::trust::TrustError),
+}
+
+impl From<ShadowError> for LoadError {
+    fn from(e: ShadowError) -> Self {
+        match e {
+            ShadowError::NotALibrary(n) => LoadError::NotALibrary(n),
+            e => LoadError::Stage(e),
+        }
+    }
 }
 
 impl LoadError {
@@ -142,7 +157,7 @@ pub struct LoadedPlugin {
 impl LoadedPlugin {
     /// Loads the plugin at `file` through a private copy in `shadow_dir`.
     pub fn load(file: &Path, shadow_dir: &Path) -> Result<Arc<Self>, LoadError> {
-        let staged = Staged::copy(file, shadow_dir).map_err(LoadError::Stage)?;
+        let staged = Staged::copy(file, shadow_dir)?;
         Self::load_staged(file, staged)
     }
 

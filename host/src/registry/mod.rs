@@ -349,7 +349,12 @@ impl Registry {
                 self.forget(file);
                 return Outcome::Done;
             }
-            Err(e) => return Outcome::Retry(one_line(&LoadError::Stage(e)), None),
+            Err(e) if e.is_permanent() => {
+                self.forget(file);
+                self.fail(file, one_line(&LoadError::from(e)), None, None);
+                return Outcome::Done;
+            }
+            Err(e) => return Outcome::Retry(one_line(&LoadError::from(e)), None),
         };
         let hash = *staged.hash();
         {
@@ -373,7 +378,12 @@ impl Registry {
                 }
             }
         }
-        if let Err(e) = self.config.trust.check_file(file, &hash) {
+        // The owner and mode of the file whose bytes were copied, not of the path now.
+        if let Err(e) = self
+            .config
+            .trust
+            .check_opened(file, staged.metadata(), &hash)
+        {
             self.fail(file, one_line(&LoadError::Refused(e)), Some(hash), None);
             return Outcome::Done;
         }
@@ -586,5 +596,58 @@ impl Registry {
             .chain(state.failed.keys())
             .cloned()
             .collect()
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+
+    /// Starts like an ELF file (so it is copied) but is no library: whatever passes the
+    /// trust check then fails as "incomplete", which tells the two outcomes apart.
+    fn elf_like(dir: &Path, name: &str, mode: u32) -> PathBuf {
+        let p = dir.join(name);
+        let mut bytes = b"\x7fELF".to_vec();
+        bytes.resize(128, 0);
+        // Different bytes per file, so neither counts as "already reported".
+        bytes.extend_from_slice(name.as_bytes());
+        std::fs::write(&p, bytes).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        p
+    }
+
+    /// The symlink race of issue #14 item 3: the link points at a file others can write when
+    /// it is opened, and at a good file right after. The decision must be about the bytes
+    /// read (the writable file), not about what the path names by the time of the check.
+    #[test]
+    fn trust_is_decided_on_the_file_read_not_on_the_path() {
+        let plugins = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let bad = elf_like(elsewhere.path(), "bad", 0o666);
+        let good = elf_like(elsewhere.path(), "good", 0o644);
+        let link = plugins.path().join("libflip.so");
+        symlink(&bad, &link).unwrap();
+        let flip = link.clone();
+        crate::plugin::after_next_open(move || {
+            let tmp = flip.with_extension("tmp");
+            symlink(&good, &tmp).unwrap();
+            std::fs::rename(&tmp, &flip).unwrap();
+        });
+        let shadow = tempfile::tempdir().unwrap();
+        let mut config = RegistryConfig::new(plugins.path());
+        config.shadow_dir = shadow.path().join("shadow");
+        let reg = Registry::open(config).unwrap();
+        let failures = reg.failures();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert!(
+            failures[0].1.contains("writable by everyone"),
+            "the flipped-to file was checked instead of the one read: {failures:?}"
+        );
+        // The link now names the good file: that one is judged on its own bytes.
+        match reg.apply(&link, None) {
+            Outcome::Retry(e, _) => assert!(e.contains("incomplete"), "{e}"),
+            _ => panic!("expected the good file to pass the trust check"),
+        }
     }
 }
