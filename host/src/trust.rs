@@ -183,7 +183,6 @@ impl Trust {
 
 #[cfg(unix)]
 fn check_writers(path: &Path) -> Result<(), TrustError> {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let meta = std::fs::metadata(path).map_err(|source| TrustError::Unreadable {
         path: path.to_path_buf(),
         source,

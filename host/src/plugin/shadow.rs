@@ -141,11 +141,9 @@ pub(super) fn check_complete<'data, R: object::ReadRef<'data>>(
     if len < 64 {
         return Err(NotALibrary::TooShort { len });
     }
-    let file = object::File::parse(data).map_err(|e| {
-        match data.read_bytes_at(0, 4) {
-            Ok(magic) if MAGICS.iter().any(|m| m == magic) => NotALibrary::Unparsable(e),
-            _ => NotALibrary::NotAnObject(e),
-        }
+    let file = object::File::parse(data).map_err(|e| match data.read_bytes_at(0, 4) {
+        Ok(magic) if MAGICS.iter().any(|m| m == magic) => NotALibrary::Unparsable(e),
+        _ => NotALibrary::NotAnObject(e),
     })?;
     if file.kind() != ObjectKind::Dynamic {
         return Err(NotALibrary::WrongKind(file.kind()));
@@ -526,7 +524,10 @@ mod tests {
         f.set_len(MAX_PLUGIN_BYTES + 1).unwrap();
         let e = Staged::copy(&huge, &shadow).err().expect("refused");
         assert!(e.is_permanent());
-        assert!(e.to_string().contains("more than the 1073741824 bytes"), "{e}");
+        assert!(
+            e.to_string().contains("more than the 1073741824 bytes"),
+            "{e}"
+        );
         // Right size, but not an object file: refused after reading its first bytes.
         f.set_len(64 << 20).unwrap();
         let e = Staged::copy(&huge, &shadow).err().expect("refused");
