@@ -52,6 +52,28 @@ fn variant(bytes: &[u8], n: u32) -> Vec<u8> {
     v
 }
 
+/// Where the last loadable segment of an ELF64 little-endian file ends.
+fn segments_end(elf: &[u8]) -> usize {
+    let u16_at = |o: usize| u16::from_le_bytes(elf[o..o + 2].try_into().unwrap()) as usize;
+    let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap()) as usize;
+    let (phoff, phentsize, phnum) = (u64_at(0x20), u16_at(0x36), u16_at(0x38));
+    (0..phnum)
+        .map(|i| phoff + i * phentsize)
+        .filter(|&ph| u32::from_le_bytes(elf[ph..ph + 4].try_into().unwrap()) == 1)
+        .map(|ph| u64_at(ph + 8) + u64_at(ph + 0x20))
+        .max()
+        .expect("a PT_LOAD segment")
+}
+
+/// `elf` (ELF64) without its section header table, cut at `len`: its headers still parse.
+fn without_section_headers(elf: &[u8], len: usize) -> Vec<u8> {
+    let mut v = elf[..len].to_vec();
+    assert_eq!(&v[..5], b"\x7fELF\x02");
+    v[0x28..0x30].fill(0); // e_shoff
+    v[0x3c..0x40].fill(0); // e_shnum, e_shstrndx
+    v
+}
+
 /// Subscribes to `reg`'s events, then starts watching its folder (so no change falls between).
 fn follow(reg: &Arc<Registry>) -> (broadcast::Receiver<RegistryEvent>, WatchHandle) {
     let rx = reg.subscribe();
@@ -312,6 +334,13 @@ async fn bad_files_are_reported_and_the_rest_keep_serving() {
             "truncated.so",
             calc[..calc.len() / 2].to_vec(),
             "incomplete",
+        ),
+        // Headers that still parse (no section table, which sits at the end): only the
+        // segment-range check (the SIGBUS guard) refuses it.
+        (
+            "cut-segments.so",
+            without_section_headers(&calc, segments_end(&calc) - 1),
+            "the file is incomplete (a segment ends at byte",
         ),
         ("mismatch.so", library("abi-mismatch"), "ABI mismatch"),
         (
