@@ -27,7 +27,8 @@ struct PluginOpts {
     /// Folder holding plugin libraries (.so / .dylib).
     #[arg(long, env = "TOOLHOST_PLUGINS", default_value_os_t = default_plugin_dir())]
     plugins: PathBuf,
-    /// Load only the builds listed in this lock file (`sha256sum *.so` format).
+    /// Load only the builds listed in this lock file (`sha256sum *.so` format); read again
+    /// whenever it changes, and held to the same owner and permission rules as plugins.
     #[arg(long, env = "TOOLHOST_LOCK", value_name = "FILE")]
     lock: Option<PathBuf>,
     /// Load plugin files and folders that other users can write (refused by default).
@@ -40,7 +41,7 @@ impl PluginOpts {
         let mut config = RegistryConfig::new(&self.plugins);
         config.trust = Trust {
             allowlist: match &self.lock {
-                Some(path) => Some(Allowlist::load(path)?),
+                Some(path) => Some(Allowlist::load_with(path, self.allow_shared)?),
                 None => None,
             },
             allow_shared: self.allow_shared,

@@ -295,3 +295,25 @@ async fn a_version_without_threads_is_unmapped() {
         assert!(!still_mapped(&shadow), "reload {i}: kept mapped");
     }
 }
+
+/// Issue #14 item 8: dropping the watcher (what the host does at EOF) does not wait for a
+/// plugin's 60 s `on_load`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stopping_the_watcher_does_not_wait_for_a_slow_on_load() {
+    let f = Folder::new();
+    f.put(&build("slow-a"));
+    let (_reg, _rx, watch) = f.open();
+    f.put(&build("slowload-60000"));
+    // Debounce and stability checks are ~60 ms: the watcher is inside on_load by now.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(watch);
+        let _ = tx.send(());
+    });
+    // Generous bound (the on_load takes 60 s): no hang.
+    assert!(
+        rx.recv_timeout(Duration::from_secs(20)).is_ok(),
+        "dropping the watcher waited for on_load"
+    );
+}

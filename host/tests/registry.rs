@@ -896,6 +896,105 @@ async fn untrusted_files_are_refused() {
     assert!(e.contains("writable by everyone"), "{e}");
 }
 
+/// Issue #14 item 9: the plugin folder deleted and created again is followed again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_folder_deleted_and_recreated_is_watched_again() {
+    let folder = Folder::new();
+    let reg = folder.serving("calc.so", &library("calc"));
+    let (mut rx, _watch) = follow(&reg);
+    std::fs::remove_dir_all(folder.dir.path()).unwrap();
+    wait_for(
+        &mut rx,
+        "calc removed",
+        |e| matches!(e, RegistryEvent::Removed { name, .. } if name == "calc"),
+    )
+    .await;
+    std::fs::create_dir(folder.dir.path()).unwrap();
+    folder.put("text.so", &library("text"));
+    wait_for(
+        &mut rx,
+        "text added",
+        |e| matches!(e, RegistryEvent::Added { name, .. } if name == "text"),
+    )
+    .await;
+    // And the new folder is really watched: a later change is seen.
+    folder.put("calc.so", &library("calc"));
+    wait_for(
+        &mut rx,
+        "calc added",
+        |e| matches!(e, RegistryEvent::Added { name, .. } if name == "calc"),
+    )
+    .await;
+}
+
+/// Issue #14 item 8: a FIFO named like a plugin does not block the watcher.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_fifo_named_like_a_plugin_does_not_block_the_watcher() {
+    let folder = Folder::new();
+    let reg = folder.serving("calc.so", &library("calc"));
+    let (mut rx, _watch) = follow(&reg);
+    let fifo = folder.path("fifo.so");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: `c` is a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let error = failed(&mut rx, &fifo).await;
+    assert!(
+        error.contains("not a regular file (it is a FIFO)"),
+        "{error}"
+    );
+    folder.put("text.so", &library("text"));
+    wait_for(
+        &mut rx,
+        "text added",
+        |e| matches!(e, RegistryEvent::Added { name, .. } if name == "text"),
+    )
+    .await;
+}
+
+/// Issue #14 item 5: the lock file is read again when it changes, while the host runs.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn lock_file_changes_apply_while_running() {
+    use toolhost::trust::{hex, Allowlist, Trust};
+    let f = Folder::new();
+    let calc = f.put("calc.so", &library("calc"));
+    let text = f.put("text.so", &library("text"));
+    let lock = f.shadow.path().join("plugins.lock");
+    let write_lock = |files: &[&Path]| {
+        let body: String = files
+            .iter()
+            .map(|p| format!("{}  x\n", hex(&digest(&std::fs::read(p).unwrap()))))
+            .collect();
+        let tmp = lock.with_extension("tmp");
+        std::fs::write(&tmp, body).unwrap();
+        std::fs::rename(&tmp, &lock).unwrap();
+    };
+    write_lock(&[&calc]);
+    let mut config = f.config();
+    config.trust = Trust {
+        allowlist: Some(Allowlist::load(&lock).unwrap()),
+        allow_shared: false,
+    };
+    let reg = Registry::open(config).unwrap();
+    assert!(reg.get("text").is_none());
+    let (mut rx, _watch) = follow(&reg);
+    // Added to the lock file: text loads, without touching its file.
+    write_lock(&[&calc, &text]);
+    wait_for(
+        &mut rx,
+        "text added",
+        |e| matches!(e, RegistryEvent::Added { name, .. } if name == "text"),
+    )
+    .await;
+    // Removed from it: calc stops serving.
+    write_lock(&[&text]);
+    let error = failed(&mut rx, &calc).await;
+    assert!(error.contains("is not in the lock file"), "{error}");
+    assert!(reg.get("calc").is_none());
+    assert!(reg.get("text").is_some());
+}
+
 /// Resident memory of this process in KiB (Linux), for the soak test's report.
 fn rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;

@@ -217,7 +217,7 @@ impl Drop for Library {
                 .collect::<Vec<_>>()
                 .join("; ");
             tracing::warn!(
-                shadow = %self.shadow.display(),
+                shadow = ?self.shadow,
                 "a retired plugin version stays in memory because a thread it started is still \
                  running: {who}; unmapping its code would crash the host (each reload of this \
                  plugin keeps one more copy until such threads end)"
@@ -227,12 +227,12 @@ impl Drop for Library {
             return;
         }
         if let Err(e) = lib.close() {
-            tracing::warn!(shadow = %self.shadow.display(), "closing the plugin library failed: {e}");
+            tracing::warn!(shadow = ?self.shadow, "closing the plugin library failed: {e}");
         }
         if still_mapped(&self.shadow) {
             PINNED.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(
-                shadow = %self.shadow.display(),
+                shadow = ?self.shadow,
                 "a closed plugin library stays in memory: it registered thread-local destructors \
                  (a `thread_local!` with Drop, or its own tracing subscriber), so the system will \
                  not unload it; each reload of it keeps one more copy"

@@ -32,7 +32,7 @@ pub use scan::{is_plugin_file, plugin_files, LIBRARY_SUFFIX};
 pub use watch::WatchHandle;
 
 use crate::{
-    error::one_line,
+    error::{escape_controls, one_line},
     plugin::{LoadError, LoadedPlugin, Staged},
     trust::TrustError,
 };
@@ -56,6 +56,16 @@ pub enum RegistryError {
     },
     #[error("cannot start the watcher thread")]
     WatcherThread(#[source] std::io::Error),
+}
+
+/// A path as logs show it (control characters escaped).
+fn shown(path: &Path) -> String {
+    escape_controls(&path.display().to_string()).into_owned()
+}
+
+/// The log line of a failed file.
+fn failure_line(file: &Path, error: &str) -> String {
+    format!("{}: {}", shown(file), escape_controls(error))
 }
 
 /// Settings of a [`Registry`].
@@ -301,18 +311,20 @@ impl Registry {
     }
 
     fn emit(&self, event: RegistryEvent) {
+        // File names and errors (which quote file names) are escaped: a name with a newline
+        // must not split a log line.
         match &event {
             RegistryEvent::Added { name, file } => {
-                tracing::info!(plugin = %name, file = %file.display(), "plugin added")
+                tracing::info!(plugin = %name, file = %shown(file), "plugin added")
             }
             RegistryEvent::Replaced { name, file } => {
-                tracing::info!(plugin = %name, file = %file.display(), "plugin replaced")
+                tracing::info!(plugin = %name, file = %shown(file), "plugin replaced")
             }
             RegistryEvent::Removed { name, file } => {
-                tracing::info!(plugin = %name, file = %file.display(), "plugin removed")
+                tracing::info!(plugin = %name, file = %shown(file), "plugin removed")
             }
             RegistryEvent::Failed { file, error } => {
-                tracing::warn!("{}: {error}", file.display())
+                tracing::warn!("{}", failure_line(file, error))
             }
         }
         // No subscriber is fine: the event was logged.
@@ -361,9 +373,15 @@ impl Registry {
             let state = self.read();
             let serving = state.files.get(file).and_then(|n| state.slots.get(n));
             if serving.is_some_and(|s| *s.plugin.hash() == hash) {
+                drop(state);
+                // Its hash left the lock file: it stops serving.
+                if let Err(e) = self.config.trust.check_listed(&hash) {
+                    self.forget(file);
+                    self.fail(file, one_line(&LoadError::Refused(e)), Some(hash), None);
+                    return Outcome::Done;
+                }
                 // Touched, or rewritten with the same bytes (perhaps back from a build that
                 // failed): not a reload, and no longer a failure.
-                drop(state);
                 self.write().failed.remove(file);
                 return Outcome::Done;
             }
@@ -572,6 +590,23 @@ impl Registry {
         });
     }
 
+    /// Whether the lock file changed since `seen` (a generation from an earlier call, 0 at
+    /// first). When it did, failures are forgotten as "already reported" so the same bytes
+    /// are judged again, and the caller should look at every file.
+    fn lock_generation(&self) -> u64 {
+        let Some(list) = &self.config.trust.allowlist else {
+            return 0;
+        };
+        list.generation()
+    }
+
+    /// Lets every failed file be tried again with the same bytes (the rules changed).
+    fn forget_reported_hashes(&self) {
+        for f in self.write().failed.values_mut() {
+            f.hash = None;
+        }
+    }
+
     /// Files refused because their plugin name was taken, when that name is free now.
     fn unblocked(&self) -> Vec<PathBuf> {
         let state = self.read();
@@ -597,6 +632,21 @@ impl Registry {
             .cloned()
             .collect()
     }
+}
+
+#[cfg(test)]
+#[test]
+fn failure_lines_stay_one_line() {
+    let file = Path::new("/p/evil\nWARN other.so");
+    let line = failure_line(
+        file,
+        "refused: /p/evil\nWARN other.so belongs to another user",
+    );
+    assert!(!line.contains('\n'), "{line}");
+    assert!(
+        line.starts_with("/p/evil\\nWARN other.so: refused: /p/evil\\nWARN"),
+        "{line}"
+    );
 }
 
 #[cfg(all(test, unix))]

@@ -4,12 +4,16 @@
 //! The folder is watched, not the files: editors and Cargo replace a file by writing a new one
 //! (Cargo removes its output and hard-links the new build in its place), which a watch on the
 //! old inode would never see.
+//!
+//! Every [`TICK`] the watcher also checks what notify cannot tell it: the folder itself
+//! deleted or replaced (it warns, drops the folder's plugins, and watches the path again once
+//! a folder is back), and the lock file changed (every file is judged again).
 
 use std::{
-    path::PathBuf,
+    path::{Path, PathBuf},
     sync::{mpsc, Arc, Weak},
     thread::JoinHandle,
-    time::Instant,
+    time::{Duration, Instant},
 };
 
 use notify::{
@@ -23,21 +27,34 @@ use super::{
     plugin_files, Outcome, Registry, RegistryError,
 };
 
-/// Keeps the folder watcher running; dropping it stops hot reload (and waits for the watcher
-/// thread to finish what it is applying).
+/// How often the watcher checks the folder's identity and the lock file.
+const TICK: Duration = Duration::from_millis(500);
+
+/// How long dropping a [`WatchHandle`] waits for the watcher thread to finish what it is
+/// applying. A plugin's `on_load` may take any time: past this, the thread is left to finish
+/// (or to die with the process) so that exiting never waits for a plugin.
+const STOP_WAIT: Duration = Duration::from_secs(1);
+
+/// Keeps the folder watcher running; dropping it stops hot reload (waiting up to a second
+/// for the watcher thread to finish what it is applying).
 pub struct WatchHandle {
-    watcher: Option<notify::RecommendedWatcher>,
     tx: mpsc::Sender<Msg>,
+    stopped: mpsc::Receiver<()>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Drop for WatchHandle {
     fn drop(&mut self) {
-        // No more events, then stop the thread.
-        self.watcher.take();
         let _ = self.tx.send(Msg::Stop);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        match self.stopped.recv_timeout(STOP_WAIT) {
+            Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                if let Some(t) = self.thread.take() {
+                    let _ = t.join();
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                tracing::debug!("the watcher is still busy loading a plugin: not waiting for it");
+            }
         }
     }
 }
@@ -51,27 +68,119 @@ enum Msg {
 
 pub(super) fn start(registry: &Arc<Registry>) -> Result<WatchHandle, RegistryError> {
     let (tx, rx) = mpsc::channel();
-    let events = tx.clone();
     let dir = registry.dir().to_path_buf();
+    let watcher = watch_dir(&dir, &tx)?;
+    // Changes between `open` and now were not seen: look at everything once.
+    let _ = tx.send(Msg::Rescan);
+    let weak = Arc::downgrade(registry);
+    let (done, stopped) = mpsc::channel();
+    let events = tx.clone();
+    let thread = std::thread::Builder::new()
+        .name("toolhost-watch".into())
+        .spawn(move || {
+            run(weak, rx, Folder::new(dir, watcher, events));
+            let _ = done.send(());
+        })
+        .map_err(RegistryError::WatcherThread)?;
+    Ok(WatchHandle {
+        tx,
+        stopped,
+        thread: Some(thread),
+    })
+}
+
+fn watch_dir(
+    dir: &Path,
+    tx: &mpsc::Sender<Msg>,
+) -> Result<notify::RecommendedWatcher, RegistryError> {
+    let events = tx.clone();
     let mut watcher = notify::recommended_watcher(move |res| {
         let _ = events.send(Msg::Event(res));
     })
     .map_err(RegistryError::Watcher)?;
     watcher
-        .watch(&dir, RecursiveMode::NonRecursive)
-        .map_err(|source| RegistryError::Watch { dir, source })?;
-    // Changes between `open` and now were not seen: look at everything once.
-    let _ = tx.send(Msg::Rescan);
-    let weak = Arc::downgrade(registry);
-    let thread = std::thread::Builder::new()
-        .name("toolhost-watch".into())
-        .spawn(move || run(weak, rx))
-        .map_err(RegistryError::WatcherThread)?;
-    Ok(WatchHandle {
-        watcher: Some(watcher),
-        tx,
-        thread: Some(thread),
-    })
+        .watch(dir, RecursiveMode::NonRecursive)
+        .map_err(|source| RegistryError::Watch {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
+    Ok(watcher)
+}
+
+/// Which folder a path names (device and inode), to notice it deleted or replaced.
+fn identity(dir: &Path) -> Option<(u64, u64)> {
+    let meta = std::fs::metadata(dir).ok().filter(|m| m.is_dir())?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        Some((0, 0))
+    }
+}
+
+/// The watched folder: its notify watch, and which folder the path named when it was set.
+struct Folder {
+    dir: PathBuf,
+    watcher: Option<notify::RecommendedWatcher>,
+    identity: Option<(u64, u64)>,
+    events: mpsc::Sender<Msg>,
+}
+
+impl Folder {
+    fn new(dir: PathBuf, watcher: notify::RecommendedWatcher, events: mpsc::Sender<Msg>) -> Self {
+        Folder {
+            identity: identity(&dir),
+            dir,
+            watcher: Some(watcher),
+            events,
+        }
+    }
+
+    /// Checks the path still names the folder being watched. True when it changed (gone,
+    /// back, or another folder): every file needs another look then.
+    fn check(&mut self, reg: &Registry) -> bool {
+        let now = identity(&self.dir);
+        if now == self.identity {
+            return false;
+        }
+        self.identity = now;
+        self.watcher = None;
+        if now.is_none() {
+            tracing::warn!(
+                dir = %super::shown(&self.dir),
+                "the plugin folder is gone: its plugins are removed; they load again when \
+                 the folder is back"
+            );
+            return true;
+        }
+        if let Err(e) = reg.config().trust.check_writers(&self.dir) {
+            tracing::warn!(
+                "the plugin folder is back but not trusted, so nothing in it is loaded: {}",
+                crate::error::one_line(&e)
+            );
+            return true;
+        }
+        match watch_dir(&self.dir, &self.events) {
+            Ok(w) => {
+                tracing::warn!(dir = %super::shown(&self.dir), "the plugin folder is back: watching it again");
+                self.watcher = Some(w);
+            }
+            Err(e) => tracing::warn!(
+                "the plugin folder is back but cannot be watched: {}",
+                crate::error::one_line(&e)
+            ),
+        }
+        true
+    }
+
+    /// Whether files in it may be loaded (it exists, is watched, and is trusted).
+    fn usable(&self) -> bool {
+        self.watcher.is_some()
+    }
 }
 
 /// Whether an event may mean the file's contents or presence changed. Opening and reading
@@ -84,7 +193,7 @@ fn is_change(kind: &EventKind) -> bool {
     }
 }
 
-fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>) {
+fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>, mut folder: Folder) {
     // Only for waiting (with a timeout) on a stateful plugin's gate; owned by this thread so it
     // is never dropped inside someone's async context.
     let rt = match tokio::runtime::Builder::new_current_thread()
@@ -109,15 +218,27 @@ fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>) {
             give_up_after: config.give_up_after,
         })
     };
+    let mut lock_seen = registry.upgrade().map_or(0, |r| r.lock_generation());
+    let mut next_tick = Instant::now() + TICK;
     loop {
-        let msg = match pending.next_due() {
-            None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
-            Some(due) => rx.recv_timeout(due.saturating_duration_since(Instant::now())),
-        };
+        let due = pending.next_due().map_or(next_tick, |d| d.min(next_tick));
+        let msg = rx.recv_timeout(due.saturating_duration_since(Instant::now()));
         let Some(reg) = registry.upgrade() else {
             return;
         };
         let mut touched: Vec<PathBuf> = Vec::new();
+        if Instant::now() >= next_tick {
+            next_tick = Instant::now() + TICK;
+            if folder.check(&reg) {
+                touched.extend(all_files(&reg));
+            }
+            let lock = reg.lock_generation();
+            if lock != lock_seen {
+                lock_seen = lock;
+                reg.forget_reported_hashes();
+                touched.extend(all_files(&reg));
+            }
+        }
         match msg {
             Ok(Msg::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => return,
             Ok(Msg::Event(Ok(event))) => {
@@ -137,7 +258,7 @@ fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>) {
                 }
             }
             Ok(Msg::Event(Err(e))) => {
-                tracing::warn!(dir = %reg.dir().display(), "file watcher error, rescanning: {e}");
+                tracing::warn!(dir = %super::shown(reg.dir()), "file watcher error, rescanning: {e}");
                 touched.extend(all_files(&reg));
             }
             Ok(Msg::Rescan) => touched.extend(all_files(&reg)),
@@ -155,6 +276,11 @@ fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>) {
         for file in due {
             let now = Instant::now();
             if !pending.is_stable(&file, Snapshot::of(&file), now) {
+                continue;
+            }
+            if !folder.usable() && file.exists() {
+                // The path is not the folder we trust and watch (yet): wait for it.
+                pending.done(&file);
                 continue;
             }
             // A bug here must not end hot reload for every other file.
@@ -205,7 +331,7 @@ fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>) {
 /// Files in the folder plus every file the registry knows (some may be gone).
 fn all_files(reg: &Registry) -> Vec<PathBuf> {
     let mut files = plugin_files(reg.dir()).unwrap_or_else(|e| {
-        tracing::warn!(dir = %reg.dir().display(), "cannot list the plugin folder: {e}");
+        tracing::debug!(dir = %super::shown(reg.dir()), "cannot list the plugin folder: {e}");
         Vec::new()
     });
     files.extend(reg.known_files());
