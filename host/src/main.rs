@@ -50,7 +50,19 @@ impl PluginOpts {
     }
 
     fn open_registry(&self) -> anyhow::Result<std::sync::Arc<Registry>> {
-        Registry::open(self.registry_config()?)
+        self.open_with(self.registry_config()?)
+    }
+
+    /// For one-shot commands (nothing watches the folder afterwards): waits for slow
+    /// `on_load`s up to the load timeout instead of leaving them to join later.
+    fn open_registry_waiting(&self) -> anyhow::Result<std::sync::Arc<Registry>> {
+        let mut config = self.registry_config()?;
+        config.start_wait = config.load_timeout;
+        self.open_with(config)
+    }
+
+    fn open_with(&self, config: RegistryConfig) -> anyhow::Result<std::sync::Arc<Registry>> {
+        Registry::open(config)
             .with_context(|| format!("cannot use the plugin folder {}", self.plugins.display()))
     }
 }
@@ -202,7 +214,7 @@ fn serve(opts: &PluginOpts, timeout: f64, max_result_bytes: usize) -> anyhow::Re
 }
 
 fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
-    let registry = opts.open_registry()?;
+    let registry = opts.open_registry_waiting()?;
     let (plugins, failed) = (registry.plugins(), registry.failures());
     if as_json {
         let plugins: Vec<Value> = plugins
@@ -253,7 +265,7 @@ fn call(opts: &PluginOpts, plugin: &str, tool: &str, args: &str) -> anyhow::Resu
     if !parsed.is_object() {
         bail!("the arguments must be a JSON object, like '{{\"x\": 1}}'");
     }
-    let registry = opts.open_registry()?;
+    let registry = opts.open_registry_waiting()?;
     let plugins = registry.plugins();
     let Some(p) = plugins.iter().find(|p| p.name() == plugin) else {
         for (file, error) in registry.failures() {

@@ -19,13 +19,34 @@ use toolhost::{
 
 const BUILD_MARK: &[u8; 32] = b"toolhost-hostile-build-000000000";
 
-/// The hostile fixture's bytes, built once per test process.
+/// Where the fixtures are built (once per test process; the same selection as the registry
+/// tests, so neither suite rebuilds what the other built).
+fn artifacts() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        toolhost_test_support::Build::packages(&[
+            "calc",
+            "faulty",
+            "notes",
+            "text",
+            "sticky",
+            "bad-init",
+            "abi-mismatch",
+            "slow-state",
+            "hostile",
+        ])
+        .run()
+    })
+}
+
+fn library(name: &str) -> Vec<u8> {
+    std::fs::read(artifacts().join(toolhost_test_support::lib_file(name))).unwrap()
+}
+
+/// The hostile fixture's bytes.
 fn hostile() -> &'static [u8] {
     static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
-    BYTES.get_or_init(|| {
-        let dir = toolhost_test_support::Build::packages(&["hostile"]).run();
-        std::fs::read(dir.join(toolhost_test_support::lib_file("hostile"))).unwrap()
-    })
+    BYTES.get_or_init(|| library("hostile"))
 }
 
 /// The fixture with its build identity set to `id` (at most 32 bytes): another build, whose
@@ -70,6 +91,12 @@ fn unloaded(id: &str) -> bool {
         .any(|l| l == line)
 }
 
+type Opened = (
+    Arc<Registry>,
+    broadcast::Receiver<RegistryEvent>,
+    WatchHandle,
+);
+
 struct Folder {
     dir: TempDir,
     shadow: TempDir,
@@ -89,22 +116,28 @@ impl Folder {
     }
 
     fn put(&self, bytes: &[u8]) -> PathBuf {
-        let dest = self.dir.path().join("hostile.so");
-        let tmp = self.dir.path().join(".hostile.tmp");
+        self.put_as("hostile.so", bytes)
+    }
+
+    fn put_as(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let dest = self.dir.path().join(name);
+        let tmp = self.dir.path().join(format!(".{name}.tmp"));
         std::fs::write(&tmp, bytes).unwrap();
         std::fs::rename(&tmp, &dest).unwrap();
         dest
     }
 
-    fn open(
-        &self,
-    ) -> (
-        Arc<Registry>,
-        broadcast::Receiver<RegistryEvent>,
-        WatchHandle,
-    ) {
+    fn config(&self) -> RegistryConfig {
         let mut config = RegistryConfig::new(self.dir.path());
         config.shadow_dir = self.shadow.path().join("shadow");
+        config
+    }
+
+    fn open(&self) -> Opened {
+        self.open_with(self.config())
+    }
+
+    fn open_with(&self, config: RegistryConfig) -> Opened {
         let reg = Registry::open(config).unwrap();
         let rx = reg.subscribe();
         let watch = reg.watch().unwrap();
@@ -316,4 +349,63 @@ async fn stopping_the_watcher_does_not_wait_for_a_slow_on_load() {
         rx.recv_timeout(Duration::from_secs(20)).is_ok(),
         "dropping the watcher waited for on_load"
     );
+}
+
+/// Issue #14 item 7: a slow `on_load` (5 s) delays neither the start (the other plugins serve
+/// when `open` returns) nor another plugin's reload; it joins when ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_slow_on_load_delays_neither_start_up_nor_other_reloads() {
+    let f = Folder::new();
+    f.put(&build("slowload-5000"));
+    f.put_as("calc.so", &library("calc"));
+    let mut config = f.config();
+    config.start_wait = Duration::from_millis(200);
+    let started = std::time::Instant::now();
+    let (reg, mut rx, _watch) = f.open_with(config);
+    eprintln!(
+        "open returned after {:?} (on_load takes 5 s)",
+        started.elapsed()
+    );
+    assert!(reg.get("calc").is_some(), "calc serves at once");
+    assert!(
+        reg.get("hostile").is_none(),
+        "open waited for the slow on_load"
+    );
+    // While hostile is still in its on_load, another plugin comes and goes through.
+    f.put_as("text.so", &library("text"));
+    let mut order = Vec::new();
+    while order.len() < 2 {
+        match next(&mut rx, WAIT).await {
+            Some(RegistryEvent::Added { name, .. }) => order.push(name),
+            Some(RegistryEvent::Failed { error, .. }) => panic!("{error}"),
+            Some(_) => {}
+            None => panic!("timed out; added so far: {order:?}"),
+        }
+    }
+    assert_eq!(order, ["text", "hostile"]);
+    assert_eq!(serving_build(&reg).await, "slowload-5000");
+}
+
+/// Issue #14 item 7: `on_load` has a time limit of its own; past it that version is reported
+/// and the previous one keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_on_load_past_its_time_limit_is_given_up() {
+    let f = Folder::new();
+    let path = f.put(&build("limit-a"));
+    let mut config = f.config();
+    config.load_timeout = Duration::from_millis(500);
+    let (reg, mut rx, _watch) = f.open_with(config);
+    f.put(&build("slowload-3000"));
+    match next(&mut rx, WAIT).await {
+        Some(RegistryEvent::Failed { file, error }) => {
+            assert_eq!(file, path);
+            assert_eq!(
+                error,
+                "on_load did not return within 500ms: this version is given up; the previous \
+                 version keeps serving"
+            );
+        }
+        e => panic!("expected a failure, got {e:?}"),
+    }
+    assert_eq!(serving_build(&reg).await, "limit-a");
 }

@@ -40,9 +40,10 @@ pub enum LoadError {
     #[error("cannot read the file")]
     Stage(#[source] ShadowError),
     /// The staged copy is not a whole shared library.
-    /// (The reason is the source, so one-line renderings name it once.)
-    #[error("not a shared library")]
-    NotALibrary(#[from] NotALibrary),
+    /// (Not a `source`: the message already names the reason, and one-line renderings must
+    /// not repeat it.)
+    #[error("not a shared library: {0}")]
+    NotALibrary(NotALibrary),
     /// The system loader refused the copy.
     #[error("not a shared library")]
     Open(#[source] libloading::Error),
@@ -75,6 +76,12 @@ pub enum LoadError {
     /// The trust policy refused the file.
     #[error("refused")]
     Refused(#[source] crate::trust::TrustError),
+}
+
+impl From<NotALibrary> for LoadError {
+    fn from(e: NotALibrary) -> Self {
+        LoadError::NotALibrary(e)
+    }
 }
 
 impl From<ShadowError> for LoadError {
@@ -146,6 +153,26 @@ impl CallResult {
     }
 }
 
+/// A plugin library mapped and checked whose `init` has not run yet. Dropping it closes the
+/// library.
+pub struct Opening {
+    file: PathBuf,
+    hash: [u8; 32],
+    opened: Opened,
+}
+
+impl Opening {
+    /// Runs the plugin's `init` (its `on_load`): the plugin is loaded once this returns.
+    pub fn init(self) -> Result<Arc<LoadedPlugin>, LoadError> {
+        LoadedPlugin::init(&self.file, self.hash, self.opened)
+    }
+
+    /// SHA-256 of the file's bytes.
+    pub fn hash(&self) -> &[u8; 32] {
+        &self.hash
+    }
+}
+
 /// A plugin version loaded in memory. Dropping the last `Arc` unloads it: calls hold an `Arc`,
 /// so a version being replaced stays loaded until its last call has returned.
 pub struct LoadedPlugin {
@@ -169,9 +196,19 @@ impl LoadedPlugin {
     /// Loads a plugin from its copy staged by [`Staged::copy`] (which hashed it on the way, so
     /// a caller can skip unchanged files before loading).
     pub fn load_staged(file: &Path, staged: Staged) -> Result<Arc<Self>, LoadError> {
+        Self::open_staged(file, staged)?.init()
+    }
+
+    /// The first half of [`LoadedPlugin::load_staged`]: checks and maps the copy, without
+    /// running any plugin code beyond the system loader's. [`Opening::init`] runs the plugin's
+    /// `init` (its `on_load`), which may take any time, so a caller can run it elsewhere.
+    pub fn open_staged(file: &Path, staged: Staged) -> Result<Opening, LoadError> {
         let hash = *staged.hash();
-        let opened = Library::open_staged(staged)?;
-        Self::init(file, hash, opened)
+        Ok(Opening {
+            file: file.to_path_buf(),
+            hash,
+            opened: Library::open_staged(staged)?,
+        })
     }
 
     fn init(file: &Path, hash: [u8; 32], opened: Opened) -> Result<Arc<Self>, LoadError> {

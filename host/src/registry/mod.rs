@@ -22,8 +22,8 @@ use std::{
     collections::{BTreeMap, HashMap},
     ops::Deref,
     path::{Path, PathBuf},
-    sync::{Arc, RwLock},
-    time::Duration,
+    sync::{mpsc, Arc, Mutex, RwLock},
+    time::{Duration, Instant},
 };
 
 use tokio::sync::{broadcast, OwnedRwLockReadGuard};
@@ -33,7 +33,7 @@ pub use watch::WatchHandle;
 
 use crate::{
     error::{escape_controls, one_line},
-    plugin::{LoadError, LoadedPlugin, Staged},
+    plugin::{LoadError, LoadedPlugin, Opening, Staged},
     trust::TrustError,
 };
 
@@ -56,6 +56,10 @@ pub enum RegistryError {
     },
     #[error("cannot start the watcher thread")]
     WatcherThread(#[source] std::io::Error),
+}
+
+fn load_thread_lost() -> LoadError {
+    LoadError::Init("internal error: the thread running on_load ended without a result".into())
 }
 
 /// A path as logs show it (control characters escaped).
@@ -91,6 +95,14 @@ pub struct RegistryConfig {
     pub handoff_timeout: Duration,
     /// Which files may be loaded at all (ownership, permissions, lock file).
     pub trust: crate::trust::Trust,
+    /// How long a plugin's `init` (its `on_load`) may take before that version is given up
+    /// and reported (the previous version, if any, keeps serving). Its thread cannot be
+    /// stopped: if it returns later, the version is unloaded then.
+    pub load_timeout: Duration,
+    /// How long [`Registry::open`] waits for slow `on_load`s before serving the other
+    /// plugins; the slow ones keep loading and join (an `Added` event) once the folder is
+    /// watched. Set it to `load_timeout` for one-shot commands that do not watch.
+    pub start_wait: Duration,
 }
 
 impl RegistryConfig {
@@ -105,6 +117,8 @@ impl RegistryConfig {
             give_up_after: Duration::from_secs(3),
             handoff_timeout: Duration::from_secs(10),
             trust: crate::trust::Trust::default(),
+            load_timeout: Duration::from_secs(30),
+            start_wait: Duration::from_secs(1),
         }
     }
 }
@@ -177,6 +191,34 @@ pub struct Registry {
     config: RegistryConfig,
     state: RwLock<State>,
     events: broadcast::Sender<RegistryEvent>,
+    /// Loads still running when `open` returned, for the watcher to finish.
+    late: Mutex<Vec<Ticket>>,
+    /// Wakes the watcher when a load finishes.
+    waker: Waker,
+}
+
+type Waker = Arc<Mutex<Option<Box<dyn Fn() + Send>>>>;
+
+/// A plugin's `init` running on a thread of its own.
+struct Ticket {
+    file: PathBuf,
+    hash: [u8; 32],
+    started: Instant,
+    result: mpsc::Receiver<Result<Arc<LoadedPlugin>, LoadError>>,
+}
+
+/// What looking at a file came to before any plugin code ran.
+enum Prepared {
+    Settled(Outcome),
+    /// Mapped and checked; its `init` is next.
+    Opened(Opening, [u8; 32]),
+}
+
+/// One file's result at start-up.
+enum Started {
+    Settled(Outcome),
+    Ready([u8; 32], Result<Arc<LoadedPlugin>, LoadError>),
+    Late(Ticket),
 }
 
 /// What looking at one file came to.
@@ -210,16 +252,130 @@ impl Registry {
             config,
             state: RwLock::new(State::default()),
             events,
+            late: Mutex::new(Vec::new()),
+            waker: Arc::default(),
         });
-        for file in files {
-            // No hand-off can happen here (each name is new), so no runtime is needed.
-            match registry.apply(&file, None) {
+        // Files are staged, checked and initialized in parallel (each plugin's `init` on a
+        // thread of its own), then installed in file order, so which of two files claiming
+        // one name wins does not depend on timing.
+        let deadline = Instant::now() + registry.config.start_wait;
+        let workers = std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .clamp(2, 8)
+            .min(files.len().max(1));
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let results: Vec<Mutex<Option<Started>>> = files.iter().map(|_| Mutex::default()).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(file) = files.get(i) else { break };
+                    let started = registry.start(file, deadline);
+                    *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(started);
+                });
+            }
+        });
+        for (file, result) in files.iter().zip(results) {
+            let outcome = match result.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                Some(Started::Settled(outcome)) => outcome,
+                // No hand-off can happen here (each name is new), so no runtime is needed.
+                Some(Started::Ready(hash, loaded)) => registry.finish(file, hash, loaded, None),
+                Some(Started::Late(ticket))
+                    if registry.config.start_wait >= registry.config.load_timeout =>
+                {
+                    drop(ticket);
+                    Outcome::Retry(
+                        format!(
+                            "on_load did not return within {:?}: this version is given up",
+                            registry.config.load_timeout
+                        ),
+                        None,
+                    )
+                }
+                Some(Started::Late(ticket)) => {
+                    tracing::info!(
+                        file = %shown(file),
+                        "still loading (slow on_load): it joins once ready"
+                    );
+                    registry
+                        .late
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(ticket);
+                    Outcome::Done
+                }
+                None => Outcome::Retry("internal error: not loaded".into(), None),
+            };
+            match outcome {
                 Outcome::Done => {}
-                Outcome::Retry(error, hash) => registry.fail(&file, error, hash, None),
-                Outcome::Busy(error) => registry.fail(&file, error, None, None),
+                Outcome::Retry(error, hash) => registry.fail(file, error, hash, None),
+                Outcome::Busy(error) => registry.fail(file, error, None, None),
             }
         }
         Ok(registry)
+    }
+
+    /// One file at start-up: prepared, then its `init` waited for until `deadline`.
+    fn start(&self, file: &Path, deadline: Instant) -> Started {
+        match self.prepare(file) {
+            Prepared::Settled(outcome) => Started::Settled(outcome),
+            Prepared::Opened(opening, hash) => {
+                let ticket = self.spawn_init(file, opening);
+                match ticket
+                    .result
+                    .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                {
+                    Ok(loaded) => Started::Ready(hash, loaded),
+                    Err(mpsc::RecvTimeoutError::Timeout) => Started::Late(ticket),
+                    Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        Started::Ready(hash, Err(load_thread_lost()))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs `opening`'s `init` on a thread of its own. If nobody waits for the result any
+    /// more (the ticket was dropped: timed out, or superseded), the thread unloads it.
+    fn spawn_init(&self, file: &Path, opening: Opening) -> Ticket {
+        let (tx, rx) = mpsc::channel();
+        let hash = *opening.hash();
+        let waker = self.waker.clone();
+        let spawned = std::thread::Builder::new()
+            .name("toolhost-load".into())
+            .spawn(move || {
+                let loaded =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| opening.init()))
+                        .unwrap_or_else(|_| Err(load_thread_lost()));
+                if let Err(mpsc::SendError(abandoned)) = tx.send(loaded) {
+                    // Timed out or superseded: unload it here, off the watcher.
+                    drop(abandoned);
+                    return;
+                }
+                if let Some(wake) = &*waker.lock().unwrap_or_else(|e| e.into_inner()) {
+                    wake();
+                }
+            });
+        if let Err(e) = spawned {
+            // The closure (and its sender) is gone: the ticket reports the load as lost.
+            tracing::warn!("cannot start a load thread: {e}");
+        }
+        Ticket {
+            file: file.to_path_buf(),
+            hash,
+            started: Instant::now(),
+            result: rx,
+        }
+    }
+
+    /// Loads still running when `open` returned (the watcher takes them over).
+    fn take_late(&self) -> Vec<Ticket> {
+        std::mem::take(&mut *self.late.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Calls `wake` whenever a background load finishes.
+    fn set_waker(&self, wake: Box<dyn Fn() + Send>) {
+        *self.waker.lock().unwrap_or_else(|e| e.into_inner()) = Some(wake);
     }
 
     /// The plugin folder.
@@ -348,25 +504,60 @@ impl Registry {
     }
 
     /// Brings the registry in line with `file` as it is on disk now: load, replace, remove or
-    /// refuse. `rt` runs stateful hand-offs (absent only in `open`, where there are none).
+    /// refuse, running the plugin's `init` on this thread. `rt` runs stateful hand-offs
+    /// (absent only where there are none).
+    #[cfg(test)]
     fn apply(&self, file: &Path, rt: Option<&tokio::runtime::Runtime>) -> Outcome {
+        match self.prepare(file) {
+            Prepared::Settled(outcome) => outcome,
+            Prepared::Opened(opening, hash) => self.finish(file, hash, opening.init(), rt),
+        }
+    }
+
+    /// Installs (or reports) the result of a version's `init`.
+    fn finish(
+        &self,
+        file: &Path,
+        hash: [u8; 32],
+        loaded: Result<Arc<LoadedPlugin>, LoadError>,
+        rt: Option<&tokio::runtime::Runtime>,
+    ) -> Outcome {
+        match loaded {
+            Ok(new) => self.install(file, new, hash, rt),
+            Err(e) => {
+                self.fail(file, one_line(&e), Some(hash), None);
+                Outcome::Done
+            }
+        }
+    }
+
+    /// Everything up to a plugin's `init`: stage, compare, check trust, map and check the
+    /// library. Runs no plugin code beyond the system loader's.
+    fn prepare(&self, file: &Path) -> Prepared {
+        match self.prepare_inner(file) {
+            Ok((opening, hash)) => Prepared::Opened(opening, hash),
+            Err(outcome) => Prepared::Settled(outcome),
+        }
+    }
+
+    fn prepare_inner(&self, file: &Path) -> Result<(Opening, [u8; 32]), Outcome> {
         if file.is_dir() {
             self.forget(file);
-            return Outcome::Done;
+            return Err(Outcome::Done);
         }
         // Copied and hashed in one pass; the copy is what gets checked and mapped.
         let staged = match Staged::copy(file, &self.config.shadow_dir) {
             Ok(staged) => staged,
             Err(e) if e.is_not_found() => {
                 self.forget(file);
-                return Outcome::Done;
+                return Err(Outcome::Done);
             }
             Err(e) if e.is_permanent() => {
                 self.forget(file);
                 self.fail(file, one_line(&LoadError::from(e)), None, None);
-                return Outcome::Done;
+                return Err(Outcome::Done);
             }
-            Err(e) => return Outcome::Retry(one_line(&LoadError::from(e)), None),
+            Err(e) => return Err(Outcome::Retry(one_line(&LoadError::from(e)), None)),
         };
         let hash = *staged.hash();
         {
@@ -378,12 +569,12 @@ impl Registry {
                 if let Err(e) = self.config.trust.check_listed(&hash) {
                     self.forget(file);
                     self.fail(file, one_line(&LoadError::Refused(e)), Some(hash), None);
-                    return Outcome::Done;
+                    return Err(Outcome::Done);
                 }
                 // Touched, or rewritten with the same bytes (perhaps back from a build that
                 // failed): not a reload, and no longer a failure.
                 self.write().failed.remove(file);
-                return Outcome::Done;
+                return Err(Outcome::Done);
             }
             if let Some(f) = state.failed.get(file) {
                 let still_taken = f
@@ -392,7 +583,7 @@ impl Registry {
                     .is_none_or(|n| state.slots.contains_key(n));
                 if f.hash == Some(hash) && still_taken {
                     // Already reported for these very bytes.
-                    return Outcome::Done;
+                    return Err(Outcome::Done);
                 }
             }
         }
@@ -403,18 +594,17 @@ impl Registry {
             .check_opened(file, staged.metadata(), &hash)
         {
             self.fail(file, one_line(&LoadError::Refused(e)), Some(hash), None);
-            return Outcome::Done;
+            return Err(Outcome::Done);
         }
-        let new = match LoadedPlugin::load_staged(file, staged) {
-            Ok(p) => p,
+        match LoadedPlugin::open_staged(file, staged) {
+            Ok(opening) => Ok((opening, hash)),
             // A file cut short (still being copied or linked) looks like these: try again.
-            Err(e) if e.may_be_incomplete() => return Outcome::Retry(one_line(&e), Some(hash)),
+            Err(e) if e.may_be_incomplete() => Err(Outcome::Retry(one_line(&e), Some(hash))),
             Err(e) => {
                 self.fail(file, one_line(&e), Some(hash), None);
-                return Outcome::Done;
+                Err(Outcome::Done)
             }
-        };
-        self.install(file, new, hash, rt)
+        }
     }
 
     /// Puts a freshly loaded version in its slot (or refuses it), emitting the events.
@@ -600,6 +790,18 @@ impl Registry {
         list.generation()
     }
 
+    /// The hash of the version `file` serves, if it serves one.
+    fn serving_hash(&self, file: &Path) -> Option<[u8; 32]> {
+        let state = self.read();
+        let name = state.files.get(file)?;
+        state.slots.get(name).map(|s| *s.plugin.hash())
+    }
+
+    /// Whether `file` provides a serving plugin.
+    fn serves(&self, file: &Path) -> bool {
+        self.read().files.contains_key(file)
+    }
+
     /// Lets every failed file be tried again with the same bytes (the rules changed).
     fn forget_reported_hashes(&self) {
         for f in self.write().failed.values_mut() {
@@ -679,7 +881,7 @@ mod tests {
         let link = plugins.path().join("libflip.so");
         symlink(&bad, &link).unwrap();
         let flip = link.clone();
-        crate::plugin::after_next_open(move || {
+        crate::plugin::after_next_open(&link, move || {
             let tmp = flip.with_extension("tmp");
             symlink(&good, &tmp).unwrap();
             std::fs::rename(&tmp, &flip).unwrap();

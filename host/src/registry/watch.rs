@@ -10,6 +10,7 @@
 //! a folder is back), and the lock file changed (every file is judged again).
 
 use std::{
+    collections::HashMap,
     path::{Path, PathBuf},
     sync::{mpsc, Arc, Weak},
     thread::JoinHandle,
@@ -22,9 +23,9 @@ use notify::{
 };
 
 use super::{
-    is_plugin_file,
+    is_plugin_file, load_thread_lost,
     pending::{PendingFiles, Retry, Snapshot, Timing},
-    plugin_files, Outcome, Registry, RegistryError,
+    plugin_files, Outcome, Prepared, Registry, RegistryError, Ticket,
 };
 
 /// How often the watcher checks the folder's identity and the lock file.
@@ -63,6 +64,8 @@ enum Msg {
     Event(notify::Result<notify::Event>),
     /// Look at every file again (start, or the notify backend lost events).
     Rescan,
+    /// A plugin's `init` finished on its thread.
+    Wake,
     Stop,
 }
 
@@ -75,6 +78,10 @@ pub(super) fn start(registry: &Arc<Registry>) -> Result<WatchHandle, RegistryErr
     let weak = Arc::downgrade(registry);
     let (done, stopped) = mpsc::channel();
     let events = tx.clone();
+    let wake = tx.clone();
+    registry.set_waker(Box::new(move || {
+        let _ = wake.send(Msg::Wake);
+    }));
     let thread = std::thread::Builder::new()
         .name("toolhost-watch".into())
         .spawn(move || {
@@ -125,8 +132,13 @@ fn identity(dir: &Path) -> Option<(u64, u64)> {
 /// The watched folder: its notify watch, and which folder the path named when it was set.
 struct Folder {
     dir: PathBuf,
+    /// `dir` resolved, as notify may report it.
+    resolved: Option<PathBuf>,
     watcher: Option<notify::RecommendedWatcher>,
     identity: Option<(u64, u64)>,
+    /// notify said the folder itself went away (its watch is gone with it, even if a new
+    /// folder with the same inode number is there by the next check).
+    lost: bool,
     events: mpsc::Sender<Msg>,
 }
 
@@ -134,9 +146,26 @@ impl Folder {
     fn new(dir: PathBuf, watcher: notify::RecommendedWatcher, events: mpsc::Sender<Msg>) -> Self {
         Folder {
             identity: identity(&dir),
+            resolved: dir.canonicalize().ok(),
             dir,
             watcher: Some(watcher),
+            lost: false,
             events,
+        }
+    }
+
+    /// Notes an event about the folder itself being removed or moved away.
+    fn saw(&mut self, event: &notify::Event) {
+        let about_dir = event
+            .paths
+            .iter()
+            .any(|p| *p == self.dir || Some(p) == self.resolved.as_ref());
+        let gone = matches!(
+            event.kind,
+            EventKind::Remove(_) | EventKind::Modify(notify::event::ModifyKind::Name(_))
+        );
+        if about_dir && gone {
+            self.lost = true;
         }
     }
 
@@ -144,10 +173,11 @@ impl Folder {
     /// back, or another folder): every file needs another look then.
     fn check(&mut self, reg: &Registry) -> bool {
         let now = identity(&self.dir);
-        if now == self.identity {
+        if now == self.identity && !self.lost {
             return false;
         }
         self.identity = now;
+        self.lost = false;
         self.watcher = None;
         if now.is_none() {
             tracing::warn!(
@@ -218,30 +248,38 @@ fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>, mut folder: Folder) {
             give_up_after: config.give_up_after,
         })
     };
+    let (load_timeout, mut loading) = match registry.upgrade() {
+        Some(reg) => (
+            reg.config().load_timeout,
+            // Loads `open` did not wait for: finished here.
+            reg.take_late()
+                .into_iter()
+                .map(|t| (t.file.clone(), t))
+                .collect::<HashMap<PathBuf, Ticket>>(),
+        ),
+        None => return,
+    };
     let mut lock_seen = registry.upgrade().map_or(0, |r| r.lock_generation());
     let mut next_tick = Instant::now() + TICK;
     loop {
-        let due = pending.next_due().map_or(next_tick, |d| d.min(next_tick));
+        let due = [
+            pending.next_due(),
+            Some(next_tick),
+            loading.values().map(|t| t.started + load_timeout).min(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(next_tick);
         let msg = rx.recv_timeout(due.saturating_duration_since(Instant::now()));
         let Some(reg) = registry.upgrade() else {
             return;
         };
         let mut touched: Vec<PathBuf> = Vec::new();
-        if Instant::now() >= next_tick {
-            next_tick = Instant::now() + TICK;
-            if folder.check(&reg) {
-                touched.extend(all_files(&reg));
-            }
-            let lock = reg.lock_generation();
-            if lock != lock_seen {
-                lock_seen = lock;
-                reg.forget_reported_hashes();
-                touched.extend(all_files(&reg));
-            }
-        }
         match msg {
             Ok(Msg::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => return,
             Ok(Msg::Event(Ok(event))) => {
+                folder.saw(&event);
                 if event.need_rescan() || event.paths.is_empty() {
                     touched.extend(all_files(&reg));
                 } else if is_change(&event.kind) {
@@ -262,7 +300,19 @@ fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>, mut folder: Folder) {
                 touched.extend(all_files(&reg));
             }
             Ok(Msg::Rescan) => touched.extend(all_files(&reg)),
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Ok(Msg::Wake) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if Instant::now() >= next_tick || folder.lost {
+            next_tick = Instant::now() + TICK;
+            if folder.check(&reg) {
+                touched.extend(all_files(&reg));
+            }
+            let lock = reg.lock_generation();
+            if lock != lock_seen {
+                lock_seen = lock;
+                reg.forget_reported_hashes();
+                touched.extend(all_files(&reg));
+            }
         }
         let now = Instant::now();
         for path in touched {
@@ -283,48 +333,124 @@ fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>, mut folder: Folder) {
                 pending.done(&file);
                 continue;
             }
-            // A bug here must not end hot reload for every other file.
-            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                reg.apply(&file, Some(&rt))
-            }))
-            .unwrap_or_else(|p| {
-                let why = p
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| p.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
-                reg.fail(
-                    &file,
-                    format!("internal error while loading: {why}"),
-                    None,
-                    None,
-                );
-                Outcome::Done
-            });
-            match outcome {
-                Outcome::Done => pending.done(&file),
-                Outcome::Busy(error) => {
-                    if pending.busy(&file, Snapshot::of(&file), Instant::now()) {
-                        // Recorded without a hash, so the same bytes are tried again.
-                        reg.fail(&file, error, None, None);
-                    }
-                }
-                Outcome::Retry(error, hash) => {
-                    if let Retry::GiveUp(after) = pending.retry(&file, Snapshot::of(&file), now) {
-                        reg.fail(
-                            &file,
-                            format!("{error} (still failing after {after:?} of retries)"),
-                            hash,
-                            None,
-                        );
-                    }
-                }
+            // A file gone while the same bytes load under another name was moved there: the
+            // plugin keeps its slot (the load replaces it), so it is not removed meanwhile.
+            if !file.exists()
+                && reg
+                    .serving_hash(&file)
+                    .is_some_and(|h| loading.values().any(|t| t.hash == h))
+            {
+                pending.defer(&file, now);
+                continue;
             }
-            // A name freed by this change lets a file refused for it serve now.
-            for waiting in reg.unblocked() {
-                pending.wake(waiting, now);
+            // A bug here must not end hot reload for every other file.
+            let prepared = guarded(&reg, &file, || reg.prepare(&file))
+                .unwrap_or(Prepared::Settled(Outcome::Done));
+            let outcome = match prepared {
+                Prepared::Settled(outcome) => outcome,
+                // The plugin's `init` runs on its own thread: a slow `on_load` holds up
+                // neither this loop nor other files. A load of an older version of this
+                // file still running is superseded (its ticket dropped).
+                Prepared::Opened(opening, _) => {
+                    loading.insert(file.clone(), reg.spawn_init(&file, opening));
+                    Outcome::Done
+                }
+            };
+            settle(&reg, &mut pending, &file, outcome, now);
+        }
+        // Loads that finished, or ran out of time.
+        let mut finished = Vec::new();
+        loading.retain(|file, t| match t.result.try_recv() {
+            Ok(loaded) => {
+                finished.push((file.clone(), t.hash, Some(loaded)));
+                false
+            }
+            Err(mpsc::TryRecvError::Disconnected) => {
+                finished.push((file.clone(), t.hash, Some(Err(load_thread_lost()))));
+                false
+            }
+            Err(mpsc::TryRecvError::Empty) if t.started.elapsed() >= load_timeout => {
+                finished.push((file.clone(), t.hash, None));
+                false
+            }
+            Err(mpsc::TryRecvError::Empty) => true,
+        });
+        for (file, hash, loaded) in finished {
+            let now = Instant::now();
+            let outcome = match loaded {
+                // Gone meanwhile: nothing to install (dropping it unloads it).
+                Some(_) if !file.exists() => Outcome::Done,
+                Some(loaded) => guarded(&reg, &file, || reg.finish(&file, hash, loaded, Some(&rt)))
+                    .unwrap_or(Outcome::Done),
+                None => {
+                    let keeps = if reg.serves(&file) {
+                        "; the previous version keeps serving"
+                    } else {
+                        ""
+                    };
+                    reg.fail(
+                        &file,
+                        format!(
+                            "on_load did not return within {load_timeout:?}: this version is \
+                             given up{keeps}"
+                        ),
+                        Some(hash),
+                        None,
+                    );
+                    Outcome::Done
+                }
+            };
+            if !matches!(outcome, Outcome::Done) {
+                pending.touch(file.clone(), Snapshot::of(&file), now);
+            }
+            settle(&reg, &mut pending, &file, outcome, now);
+        }
+    }
+}
+
+/// Runs `f`, turning a panic (a bug) into a failure report for `file`.
+fn guarded<T>(reg: &Registry, file: &Path, f: impl FnOnce() -> T) -> Option<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .map_err(|p| {
+            let why = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            reg.fail(
+                file,
+                format!("internal error while loading: {why}"),
+                None,
+                None,
+            );
+        })
+        .ok()
+}
+
+/// Books what happened to `file` in the watcher's schedule.
+fn settle(reg: &Registry, pending: &mut PendingFiles, file: &Path, outcome: Outcome, now: Instant) {
+    match outcome {
+        Outcome::Done => pending.done(file),
+        Outcome::Busy(error) => {
+            if pending.busy(file, Snapshot::of(file), Instant::now()) {
+                // Recorded without a hash, so the same bytes are tried again.
+                reg.fail(file, error, None, None);
             }
         }
+        Outcome::Retry(error, hash) => {
+            if let Retry::GiveUp(after) = pending.retry(file, Snapshot::of(file), now) {
+                reg.fail(
+                    file,
+                    format!("{error} (still failing after {after:?} of retries)"),
+                    hash,
+                    None,
+                );
+            }
+        }
+    }
+    // A name freed by this change lets a file refused for it serve now.
+    for waiting in reg.unblocked() {
+        pending.wake(waiting, now);
     }
 }
 
