@@ -34,6 +34,7 @@ fn artifacts() -> &'static Path {
             "abi-mismatch",
             "slow-state",
             "hostile",
+            "versioned",
         ])
         .run()
     })
@@ -123,6 +124,12 @@ impl Folder {
         let dest = self.dir.path().join(name);
         let tmp = self.dir.path().join(format!(".{name}.tmp"));
         std::fs::write(&tmp, bytes).unwrap();
+        // Whatever the umask: the host refuses group-writable plugin files.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
         std::fs::rename(&tmp, &dest).unwrap();
         dest
     }

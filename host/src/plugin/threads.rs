@@ -126,8 +126,23 @@ mod linux {
     const NONE: u8 = 0;
     const CLEAN: u8 = 1;
     const FOUND: u8 = 2;
-    /// How long a thread gets to answer.
+    /// How long a thread that blocks the probe signal gets to answer (it may unblock it).
     const ANSWER_WITHIN: Duration = Duration::from_millis(500);
+    /// How long a thread that does not block it gets: the signal is pending, the thread only
+    /// has to be scheduled (on a loaded machine that can take a while).
+    const SCHEDULED_WITHIN: Duration = Duration::from_secs(10);
+
+    /// Whether thread `tid` blocks signal `sig` (from `/proc`; unknown counts as blocked).
+    fn blocks(tid: i32, sig: libc::c_int) -> bool {
+        let Ok(status) = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")) else {
+            return true;
+        };
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigBlk:"))
+            .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+            .is_none_or(|mask| mask & (1u64 << (sig - 1)) != 0)
+    }
 
     fn gettid() -> i32 {
         // SAFETY: gettid has no preconditions and cannot fail.
@@ -295,7 +310,8 @@ mod linux {
                 if !std::path::Path::new(&format!("/proc/self/task/{tid}")).exists() {
                     break CLEAN;
                 }
-                if asked.elapsed() > ANSWER_WITHIN {
+                let waited = asked.elapsed();
+                if waited > SCHEDULED_WITHIN || (waited > ANSWER_WITHIN && blocks(tid, sig)) {
                     break NONE;
                 }
                 std::thread::sleep(Duration::from_micros(50));

@@ -21,7 +21,15 @@ pub fn plugin_dir(libs: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
     for lib in libs {
         let name = lib_file(lib);
-        std::fs::copy(built.join(&name), dir.path().join(&name)).expect("copy plugin");
+        let dest = dir.path().join(&name);
+        std::fs::copy(built.join(&name), &dest).expect("copy plugin");
+        // The build's mode follows the umask; the host refuses group-writable plugin files.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o755))
+                .expect("chmod plugin");
+        }
     }
     dir
 }
