@@ -269,7 +269,10 @@ fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
 }
 
 /// `calc.add [ARGS]` or `calc add [ARGS]` → (plugin, tool, arguments).
-fn call_target<'a>(target: &'a str, rest: &'a [String]) -> anyhow::Result<(&'a str, &'a str, &'a str)> {
+fn call_target<'a>(
+    target: &'a str,
+    rest: &'a [String],
+) -> anyhow::Result<(&'a str, &'a str, &'a str)> {
     let (plugin, tool, args) = match target.split_once('.') {
         Some((plugin, tool)) => {
             if rest.len() > 1 {
@@ -279,7 +282,9 @@ fn call_target<'a>(target: &'a str, rest: &'a [String]) -> anyhow::Result<(&'a s
         }
         None => match rest.first() {
             Some(tool) => (target, tool.as_str(), rest.get(1)),
-            None => bail!("which tool of `{target}`? Give it as `{target}.TOOL` or `{target} TOOL`"),
+            None => {
+                bail!("which tool of `{target}`? Give it as `{target}.TOOL` or `{target} TOOL`")
+            }
         },
     };
     Ok((plugin, tool, args.map_or("{}", String::as_str)))

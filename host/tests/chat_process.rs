@@ -81,7 +81,11 @@ fn error_result_exits_with_1() {
             .replace("RESULT_SUBTYPE", "error_max_turns")
             .replace("IS_ERROR", "true"),
     );
-    let out = output(chat(&claude, plugins.path(), &["hi", "--output-format", "json"]));
+    let out = output(chat(
+        &claude,
+        plugins.path(),
+        &["hi", "--output-format", "json"],
+    ));
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
     assert_eq!(v["subtype"], "error_max_turns");

@@ -49,12 +49,24 @@ fn call_takes_plugin_dot_tool_and_plugin_space_tool() {
         assert_eq!(text(&out.stdout), "5\n", "{args:?}");
     }
     // Naming the plugin alone is a usage error that says how to name the tool.
-    let out = toolhost(&["call", "calc"], plugins.path()).output().unwrap();
+    let out = toolhost(&["call", "calc"], plugins.path())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("calc.TOOL"), "{}", text(&out.stderr));
-    let out = toolhost(&["call", "calc.nope"], plugins.path()).output().unwrap();
+    assert!(
+        text(&out.stderr).contains("calc.TOOL"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = toolhost(&["call", "calc.nope"], plugins.path())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("has no tool `nope`"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("has no tool `nope`"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// A pipe whose reading end is already closed: the first write gets EPIPE.
@@ -84,6 +96,11 @@ fn a_closed_pipe_ends_list_and_call_quietly() {
         let stderr = text(&out.stderr);
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
         // Ended by SIGPIPE, as `head` users expect (the shell shows 141), not exit 101.
-        assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{args:?}: {:?} {stderr}", out.status);
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGPIPE),
+            "{args:?}: {:?} {stderr}",
+            out.status
+        );
     }
 }

@@ -190,9 +190,15 @@ mod tests {
             ]
         );
         assert_eq!(
-            signature(&json!({"properties": {"x": {"type": "number"}, "y": {"type": "number"}}, "required": ["x"]}), &Style::new(false)),
+            signature(
+                &json!({"properties": {"x": {"type": "number"}, "y": {"type": "number"}}, "required": ["x"]}),
+                &Style::new(false)
+            ),
             "x: number, y?: number"
         );
-        assert_eq!(signature(&json!({"type": "object"}), &Style::new(false)), "");
+        assert_eq!(
+            signature(&json!({"type": "object"}), &Style::new(false)),
+            ""
+        );
     }
 }

@@ -156,7 +156,10 @@ impl Chat {
             if let Some(stop) = self.finished() {
                 return stop;
             }
-            let questions = self.questions.clone().unwrap_or_else(|| no_questions.clone());
+            let questions = self
+                .questions
+                .clone()
+                .unwrap_or_else(|| no_questions.clone());
             let stop = tokio::select! {
                 answer = &mut init_answer, if !init_done => {
                     init_done = true;
@@ -348,6 +351,8 @@ impl Chat {
     }
 
     fn send_turn(&mut self, text: &str) {
+        self.screen
+            .turn_started(self.style.dim("waiting for Claude"), Instant::now());
         self.handle.send_user(text);
         self.turns_open += 1;
     }

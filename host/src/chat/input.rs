@@ -43,7 +43,9 @@ pub struct LineEditor {
 
 impl LineEditor {
     /// Starts the editor thread; its answers arrive on the returned channel.
-    pub fn spawn(history: Option<PathBuf>) -> anyhow::Result<(Self, mpsc::UnboundedReceiver<Input>)> {
+    pub fn spawn(
+        history: Option<PathBuf>,
+    ) -> anyhow::Result<(Self, mpsc::UnboundedReceiver<Input>)> {
         let config = Config::builder()
             .auto_add_history(false)
             .history_ignore_space(true)

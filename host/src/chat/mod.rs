@@ -197,9 +197,8 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
             session.close().await;
             let report = cli.finish(EXIT_GRACE).await;
             if report.killed {
-                chat.screen.notice(
-                    "toolhost: the CLI did not exit after its input was closed; killed it",
-                );
+                chat.screen
+                    .notice("toolhost: the CLI did not exit after its input was closed; killed it");
             }
             if chat.last_error {
                 ExitCode::FAILURE

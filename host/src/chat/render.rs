@@ -333,7 +333,9 @@ mod tests {
         let (d1, d2) = (delta("Hel"), delta("lo"));
         let whole = r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"Hello"}]}}"#;
         let result = |cost: f64| {
-            format!(r#"{{"type":"result","subtype":"success","is_error":false,"total_cost_usd":{cost}}}"#)
+            format!(
+                r#"{{"type":"result","subtype":"success","is_error":false,"total_cost_usd":{cost}}}"#
+            )
         };
         let (r1, r2) = (result(0.5), result(0.75));
         let (out, ends) = render(
@@ -354,7 +356,11 @@ mod tests {
         );
         assert_eq!(ends[1].summary.turn_cost_usd, 0.25);
         // Without streaming the whole block is the text.
-        let (out, _) = render(OutputFormat::Text, false, &[("stream_event", &d1), ("assistant", whole)]);
+        let (out, _) = render(
+            OutputFormat::Text,
+            false,
+            &[("stream_event", &d1), ("assistant", whole)],
+        );
         assert_eq!(lines(&out), "Hello\n");
     }
 
@@ -364,8 +370,14 @@ mod tests {
             OutputFormat::Text,
             false,
             &[
-                ("assistant", r#"{"type":"assistant","message":{"id":"x","content":[{"type":"text","text":"Not logged in · Please run /login"}]},"error":"authentication_failed","is_api_error_message":true}"#),
-                ("result", r#"{"type":"result","subtype":"success","is_error":true,"total_cost_usd":0,"result":"Not logged in · Please run /login"}"#),
+                (
+                    "assistant",
+                    r#"{"type":"assistant","message":{"id":"x","content":[{"type":"text","text":"Not logged in · Please run /login"}]},"error":"authentication_failed","is_api_error_message":true}"#,
+                ),
+                (
+                    "result",
+                    r#"{"type":"result","subtype":"success","is_error":true,"total_cost_usd":0,"result":"Not logged in · Please run /login"}"#,
+                ),
             ],
         );
         assert_eq!(

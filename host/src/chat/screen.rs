@@ -66,6 +66,8 @@ pub struct Screen {
     frame: usize,
     /// Set while the line editor has the terminal: output goes above its prompt.
     printer: Option<Printer>,
+    /// While a turn runs: what the live line says when no tool runs, and since when.
+    busy: Option<(String, Instant)>,
 }
 
 impl Screen {
@@ -79,6 +81,7 @@ impl Screen {
             text_open: false,
             frame: 0,
             printer: None,
+            busy: None,
         }
     }
 
@@ -154,8 +157,15 @@ impl Screen {
         let _ = self.err.flush();
     }
 
+    /// A turn started: until it ends, the live line says `label` and the time while no tool
+    /// runs (the model is thinking, or the CLI waits to retry the API).
+    pub fn turn_started(&mut self, label: String, at: Instant) {
+        self.busy = Some((label, at));
+    }
+
     /// The turn ended: no call is running any more.
     pub fn turn_ended(&mut self) {
+        self.busy = None;
         self.tools.clear();
         self.erase_live();
         self.close_text();
@@ -168,7 +178,12 @@ impl Screen {
             return;
         }
         self.frame += 1;
-        if let Some(l) = self.tools.line(now, self.frame) {
+        let spinner = SPINNER[self.frame % SPINNER.len()];
+        let busy = self.busy.as_ref().map(|(label, since)| {
+            let secs = now.saturating_duration_since(*since).as_secs();
+            format!("{spinner} {label} {secs}s")
+        });
+        if let Some(l) = self.tools.line(now, self.frame).or(busy) {
             let _ = write!(self.out, "{ERASE_LINE}{l}");
             self.live_shown = true;
             let _ = self.out.flush();
@@ -231,9 +246,12 @@ mod tests {
         s.show(Out::ToolEnded { id: "t1".into() });
         s.show(Out::Line("⚙ faulty.slow {} → done".into()));
         s.tick(Instant::now());
+        s.turn_started("waiting for Claude".into(), Instant::now());
+        s.tick(Instant::now());
+        s.turn_ended();
         assert_eq!(
             out.text(),
-            "Let me\n\r\x1b[2K⠙ faulty.slow {} 3s\r\x1b[2K\r\x1b[2K⠹ faulty.slow {} 4s\r\x1b[2K⚙ faulty.slow {} → done\n"
+            "Let me\n\r\x1b[2K⠙ faulty.slow {} 3s\r\x1b[2K\r\x1b[2K⠹ faulty.slow {} 4s\r\x1b[2K⚙ faulty.slow {} → done\n\r\x1b[2K⠼ waiting for Claude 0s\r\x1b[2K"
         );
         assert_eq!(err.text(), "toolhost: plugin text added\n");
     }

@@ -37,7 +37,11 @@ pub fn tool_outcome(content: &str, is_error: bool) -> String {
             .trim_start_matches("Error: ")
             .strip_prefix("No such tool available: ")
         {
-            return match rest.trim().strip_prefix("mcp__").and_then(|r| r.split_once("__")) {
+            return match rest
+                .trim()
+                .strip_prefix("mcp__")
+                .and_then(|r| r.split_once("__"))
+            {
                 Some((plugin, _)) => format!("plugin {plugin} removed"),
                 None => "no such tool".into(),
             };
@@ -74,7 +78,13 @@ pub fn one_line(s: &str, max: usize) -> String {
 }
 
 /// `retrying the API (3/10) in 2.2 s: cannot reach the server`.
-pub fn retry_line(attempt: u64, max: u64, delay_ms: u64, status: Option<u64>, error: &str) -> String {
+pub fn retry_line(
+    attempt: u64,
+    max: u64,
+    delay_ms: u64,
+    status: Option<u64>,
+    error: &str,
+) -> String {
     let why = match status {
         None => "cannot reach the server".to_string(),
         Some(401) | Some(403) => "not authorized".to_string(),
@@ -100,7 +110,12 @@ pub fn api_failure(kind: Option<&str>, text: &str) -> String {
     {
         return "not logged in: set ANTHROPIC_API_KEY, or log in with `claude`".into();
     }
-    let detail = text.trim().strip_prefix("API Error: ").unwrap_or(text.trim());
+    let detail = text
+        .trim()
+        .strip_prefix("API Error: ")
+        .unwrap_or(text.trim());
+    // The CLI's advice after a dash ("— a firewall or proxy may ...") is replaced by ours.
+    let detail = detail.split(" — ").next().unwrap_or(detail);
     if lower.contains("connection") || lower.contains("can't reach") || lower.contains("econn") {
         return format!(
             "cannot reach the API ({}); check the network, or ANTHROPIC_BASE_URL",
@@ -190,10 +205,16 @@ mod tests {
             "plugin text removed"
         );
         assert_eq!(
-            tool_outcome("<tool_use_error>Error: No such tool available: Foo</tool_use_error>", true),
+            tool_outcome(
+                "<tool_use_error>Error: No such tool available: Foo</tool_use_error>",
+                true
+            ),
             "no such tool"
         );
-        assert_eq!(tool_outcome("tool slow timed out after 1 s", true), "timed out after 1 s");
+        assert_eq!(
+            tool_outcome("tool slow timed out after 1 s", true),
+            "timed out after 1 s"
+        );
         assert_eq!(one_line(&"x".repeat(5), 3), "xxx…");
         assert_eq!(display_tool_name("mcp__calc__add"), "calc.add");
         assert_eq!(display_tool_name("Bash"), "Bash");
@@ -210,14 +231,17 @@ mod tests {
             "retrying the API (1/10) in 0.5 s: the API is overloaded"
         );
         assert_eq!(
-            api_failure(Some("authentication_failed"), "Not logged in · Please run /login"),
+            api_failure(
+                Some("authentication_failed"),
+                "Not logged in · Please run /login"
+            ),
             "not logged in: set ANTHROPIC_API_KEY, or log in with `claude`"
         );
         assert!(api_failure(
             Some("server_error"),
             "API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)"
         )
-        .starts_with("cannot reach the API (Connection refused"));
+        .starts_with("cannot reach the API (Connection refused); check"));
     }
 
     #[test]
@@ -230,7 +254,10 @@ mod tests {
             turn_cost_usd: 0.0012,
             session_cost_usd: 0.004,
         };
-        assert_eq!(s.line(&plain), "[ok · 1 turn · 4 tool calls · $0.0012 (session $0.0040)]");
+        assert_eq!(
+            s.line(&plain),
+            "[ok · 1 turn · 4 tool calls · $0.0012 (session $0.0040)]"
+        );
         let s = Summary {
             outcome: Outcome::Error(Some("not logged in".into())),
             tool_calls: 0,
@@ -238,7 +265,12 @@ mod tests {
             session_cost_usd: 0.0,
             turns: 1,
         };
-        assert_eq!(s.line(&plain), "[error: not logged in · 1 turn · $0.0000 (session $0.0000)]");
-        assert!(s.line(&Style::new(true)).contains("\x1b[31merror: not logged in"));
+        assert_eq!(
+            s.line(&plain),
+            "[error: not logged in · 1 turn · $0.0000 (session $0.0000)]"
+        );
+        assert!(s
+            .line(&Style::new(true))
+            .contains("\x1b[31merror: not logged in"));
     }
 }
