@@ -72,6 +72,35 @@ fn prompt_runs_one_turn_and_closes_the_cli() {
 }
 
 #[test]
+fn a_load_failure_is_reported_once_and_an_empty_folder_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = common::plugin_dir(&["calc"]);
+    std::fs::write(plugins.path().join("libjunk.so"), b"not a library").unwrap();
+    let claude = fake_claude(
+        dir.path(),
+        &ONE_TURN
+            .replace("RESULT_SUBTYPE", "success")
+            .replace("IS_ERROR", "false"),
+    );
+    // The default log level, as a user has it.
+    let mut cmd = chat(&claude, plugins.path(), &["hi"]);
+    cmd.env_remove("RUST_LOG");
+    let out = output(cmd);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    // Once, in the chat's words: no log line saying it again.
+    assert_eq!(err.matches("libjunk.so").count(), 1, "{err}");
+    assert!(err.contains("failed to load"), "{err}");
+    assert!(!err.contains("WARN"), "{err}");
+    assert!(!err.contains("no plugin loaded"), "{err}");
+
+    let empty = common::plugin_dir(&[]);
+    let out = output(chat(&claude, empty.path(), &["hi"]));
+    let err = text(&out.stderr);
+    assert!(err.contains("no plugin loaded from"), "{err}");
+}
+
+#[test]
 fn error_result_exits_with_1() {
     let dir = tempfile::tempdir().unwrap();
     let plugins = common::plugin_dir(&[]);

@@ -49,6 +49,29 @@ fn one_shot_chat_calls_a_tool() {
 }
 
 #[test]
+fn not_logged_in_says_what_to_set() {
+    let Some(_) = claude_or_skip() else { return };
+    let sandbox = Sandbox::new(&["calc"]);
+    // No fake: no API key and no login at all.
+    let mut cmd = sandbox.clean_command(&toolhost_e2e::artifacts().toolhost, None);
+    cmd.args(["chat", "--plugins"])
+        .arg(sandbox.plugin_dir())
+        .arg("What is 5 + 3?");
+    let mut chat = Proc::spawn("toolhost chat", cmd);
+    chat.close_stdin();
+    let status = chat.wait_exit(STEP);
+    assert_eq!(status.code(), Some(1), "{}", chat.report());
+    let out = chat.stdout();
+    assert!(
+        out.contains("[error: not logged in: set ANTHROPIC_API_KEY, or log in with `claude` · 1 turn · $0.0000"),
+        "{}",
+        chat.report()
+    );
+    // Said once, in toolhost's terms: not the CLI's `/login`, which toolhost does not have.
+    assert!(!out.contains("/login"), "{}", chat.report());
+}
+
+#[test]
 fn tool_errors_and_panics_reach_the_model_and_the_session_goes_on() {
     let Some(_) = claude_or_skip() else { return };
     let sandbox = Sandbox::new(&["calc", "faulty"]);

@@ -95,15 +95,28 @@ fn banner_local_commands_and_ctrl_c_at_the_prompt() {
     });
     let requests = fake.requests();
     assert_eq!(requests.len(), 1, "{}", pty.report());
+
+    // A plugin change while something is typed: the notice goes above, the prompt and the
+    // typed text are drawn again below it.
+    pty.keys("abc");
+    pty.wait_screen("the typed text", STEP, |s| last_line(s) == "> abc");
+    sandbox.remove_plugin("faulty");
+    pty.wait_screen("the notice above the prompt", STEP, |s| {
+        s.contains("toolhost: plugin faulty removed") && last_line(s) == "> abc"
+    });
+    pty.keys("\x03");
+    pty.wait_screen("the line cleared", STEP, prompt_ready);
     let sent = requests[0].last_user_text();
     assert!(
         !sent.contains("half typed") && !sent.contains("/tools") && !sent.contains("/help"),
         "{sent}"
     );
 
-    // Ctrl-D on the empty prompt ends the session cleanly.
+    // Ctrl-D on the empty prompt ends the session cleanly, on a line of its own.
     pty.keys("\x04");
     assert_eq!(pty.wait_exit(STEP), 0, "{}", pty.report());
+    let transcript = pty.transcript();
+    assert!(transcript.ends_with("> \n"), "{transcript:?}");
 }
 
 #[test]

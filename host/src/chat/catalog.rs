@@ -99,12 +99,13 @@ pub fn tools_text(plugins: &[std::sync::Arc<LoadedPlugin>], style: &Style) -> St
     let mut out = String::new();
     for p in plugins {
         for t in &p.manifest().tools {
-            let first = t.description.lines().next().unwrap_or("");
+            // Short enough that a line fits a terminal without wrapping.
+            let first = super::words::one_line(t.description.lines().next().unwrap_or(""), 60);
             out.push_str(&format!(
                 "  {}({})  {}\n",
                 style.bold(&format!("{}.{}", p.name(), t.name)),
                 signature(&t.input_schema, style),
-                style.dim(first)
+                style.dim(&first)
             ));
         }
     }

@@ -300,10 +300,7 @@ impl Chat {
                 None
             }
             Input::Eof => {
-                if reading == Some(Reading::Prompt) {
-                    // Ctrl-D leaves the cursor after the prompt.
-                    self.screen.line("");
-                }
+                // (The editor ends the prompt's line itself.)
                 self.inputs = None;
                 if let Some(q) = &self.questions {
                     q.close();
