@@ -63,7 +63,7 @@ fn not_logged_in_says_what_to_set() {
     assert_eq!(status.code(), Some(1), "{}", chat.report());
     let out = chat.stdout();
     assert!(
-        out.contains("[error: not logged in: set ANTHROPIC_API_KEY, or log in with `claude` · 1 turn · $0.0000"),
+        out.contains("✗ not logged in: set ANTHROPIC_API_KEY, or log in with `claude`\n[error · 1 turn · $0.0000"),
         "{}",
         chat.report()
     );

@@ -160,6 +160,11 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
         (Source::None, None)
     };
     let saved_terminal = term.editor.then(save_terminal).flatten();
+    if let Some(t) = &saved_terminal {
+        // Keys typed while a turn runs are not echoed over the live line; the editor shows
+        // them when it next reads. Ctrl-C still interrupts.
+        set_terminal(&without_echo(t));
+    }
 
     let renderer = Renderer::new(args.output_format, term.style, term.live);
     let mut chat = Chat::new(
@@ -183,11 +188,12 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
         )
         .await;
     follow.abort();
+    // Leave the terminal as we found it (the editor thread may still be blocked in its raw
+    // mode).
+    if let Some(t) = &saved_terminal {
+        set_terminal(t);
+    }
     if chat.editor_reading() {
-        // The editor thread is blocked in its raw mode; leave the terminal as we found it.
-        if let Some(t) = &saved_terminal {
-            restore_terminal(t);
-        }
         chat.screen.set_printer(None);
         chat.screen.line("");
     }
@@ -275,8 +281,16 @@ fn save_terminal() -> Option<nix::sys::termios::Termios> {
     nix::sys::termios::tcgetattr(std::io::stdin()).ok()
 }
 
-fn restore_terminal(t: &nix::sys::termios::Termios) {
+fn set_terminal(t: &nix::sys::termios::Termios) {
     let _ = nix::sys::termios::tcsetattr(std::io::stdin(), nix::sys::termios::SetArg::TCSANOW, t);
+}
+
+fn without_echo(t: &nix::sys::termios::Termios) -> nix::sys::termios::Termios {
+    let mut quiet = t.clone();
+    quiet
+        .local_flags
+        .remove(nix::sys::termios::LocalFlags::ECHO);
+    quiet
 }
 
 /// "the CLI exited with status 3", "... was killed by signal 9", ...

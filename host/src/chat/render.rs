@@ -225,7 +225,10 @@ impl Renderer {
         self.session_cost_usd = summary.session_cost_usd;
         match self.format {
             OutputFormat::Json => out.push(Out::Raw(line.to_string())),
-            OutputFormat::Text => out.push(Out::Line(summary.line(&self.style))),
+            OutputFormat::Text => {
+                out.extend(summary.reason_line(&self.style).map(Out::Line));
+                out.push(Out::Line(summary.line(&self.style)));
+            }
             OutputFormat::StreamJson => {}
         }
         self.tool_calls = 0;
@@ -382,7 +385,7 @@ mod tests {
         );
         assert_eq!(
             lines(&out),
-            "[error: not logged in: set ANTHROPIC_API_KEY, or log in with `claude` · 1 turn · $0.0000 (session $0.0000)]\n"
+            "✗ not logged in: set ANTHROPIC_API_KEY, or log in with `claude`\n[error · 1 turn · $0.0000 (session $0.0000)]\n"
         );
         assert!(ends[0].is_error);
 

@@ -118,7 +118,7 @@ pub fn api_failure(kind: Option<&str>, text: &str) -> String {
     let detail = detail.split(" — ").next().unwrap_or(detail);
     if lower.contains("connection") || lower.contains("can't reach") || lower.contains("econn") {
         return format!(
-            "cannot reach the API ({}); check the network, or ANTHROPIC_BASE_URL",
+            "cannot reach the API ({}): check the network, or ANTHROPIC_BASE_URL",
             one_line(detail, OUTCOME_CHARS)
         );
     }
@@ -146,13 +146,21 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Why the turn failed and what to do, when known: `✗ not logged in: set ...`. Printed
+    /// just above the summary line (on one line it would not fit a terminal).
+    pub fn reason_line(&self, style: &Style) -> Option<String> {
+        match &self.outcome {
+            Outcome::Error(Some(why)) => Some(style.error(&format!("✗ {why}"))),
+            _ => None,
+        }
+    }
+
     /// The line, e.g. `[ok · 1 turn · 2 tool calls · $0.0012 (session $0.0040)]`.
     pub fn line(&self, style: &Style) -> String {
         let outcome = match &self.outcome {
             Outcome::Ok => style.ok("ok"),
             Outcome::Interrupted => style.warn("interrupted"),
-            Outcome::Error(None) => style.error("error"),
-            Outcome::Error(Some(why)) => style.error(&format!("error: {why}")),
+            Outcome::Error(_) => style.error("error"),
         };
         let mut parts = vec![outcome, plural(self.turns, "turn")];
         if self.tool_calls > 0 {
@@ -241,7 +249,7 @@ mod tests {
             Some("server_error"),
             "API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)"
         )
-        .starts_with("cannot reach the API (Connection refused); check"));
+        .starts_with("cannot reach the API (Connection refused): check"));
     }
 
     #[test]
@@ -267,10 +275,9 @@ mod tests {
         };
         assert_eq!(
             s.line(&plain),
-            "[error: not logged in · 1 turn · $0.0000 (session $0.0000)]"
+            "[error · 1 turn · $0.0000 (session $0.0000)]"
         );
-        assert!(s
-            .line(&Style::new(true))
-            .contains("\x1b[31merror: not logged in"));
+        assert_eq!(s.reason_line(&plain).unwrap(), "✗ not logged in");
+        assert!(s.line(&Style::new(true)).contains("\x1b[31merror"));
     }
 }
