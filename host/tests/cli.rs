@@ -69,6 +69,19 @@ fn call_takes_plugin_dot_tool_and_plugin_space_tool() {
     );
 }
 
+#[test]
+fn logs_into_a_file_or_pipe_carry_no_colour_codes() {
+    let plugins = common::plugin_dir(&["calc"]);
+    std::fs::write(plugins.path().join("libjunk.so"), b"not a library").unwrap();
+    let out = toolhost(&["list"], plugins.path())
+        .env("RUST_LOG", "debug")
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("WARN"), "{stderr}");
+    assert!(!stderr.contains('\x1b'), "{stderr:?}");
+}
+
 /// A pipe whose reading end is already closed: the first write gets EPIPE.
 fn closed_pipe() -> Stdio {
     let mut fds = [0i32; 2];

@@ -443,3 +443,123 @@ async fn recv(input: &mut Option<mpsc::UnboundedReceiver<Input>>) -> Option<Inpu
         None => std::future::pending().await,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::{
+        io::Write,
+        sync::{Arc, Mutex},
+        time::Duration,
+    };
+
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    use super::*;
+    use crate::{
+        chat::render::OutputFormat,
+        handler::{Router, RouterConfig},
+        registry::RegistryConfig,
+        service::Session,
+    };
+
+    #[derive(Clone, Default)]
+    struct Buf(Arc<Mutex<Vec<u8>>>);
+    impl Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    impl Buf {
+        fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
+
+    /// The loop against an in-memory CLI: local commands never reach it, a prompt does, the
+    /// turn's end prints its summary, and the end of input stops the loop.
+    #[tokio::test]
+    async fn local_commands_stay_local_and_a_turn_runs_to_its_summary() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = RegistryConfig::new(dir.path());
+        config.shadow_dir = dir.path().join(".shadow");
+        let registry = Registry::open(config).unwrap();
+        let (notices_tx, notices) = mpsc::unbounded_channel();
+        let router = Router::new(registry.clone(), RouterConfig::default(), notices_tx);
+        // The CLI's ends: what it writes (session reads) and what it reads (session writes).
+        let (mut cli_out, session_in) = tokio::io::duplex(1 << 16);
+        let (session_out, cli_in) = tokio::io::duplex(1 << 16);
+        let mut session = Session::start(session_in, session_out, router, notices, None);
+        let (out, err) = (Buf::default(), Buf::default());
+        let screen = Screen::new(Box::new(out.clone()), Box::new(err.clone()), false);
+        let (input_tx, inputs) = mpsc::unbounded_channel();
+        let mut chat = Chat::new(
+            session.handle.clone(),
+            Renderer::new(OutputFormat::Text, Style::new(false), false),
+            screen,
+            Style::new(false),
+            registry,
+            None,
+            Source::Lines,
+            Some(inputs),
+            true,
+        );
+        let events = std::mem::replace(&mut session.events, mpsc::unbounded_channel().1);
+        let (_reports_tx, reports) = mpsc::unbounded_channel();
+        let mut signals = Signals::install().unwrap();
+        for line in ["/tools", "/help", "/nonsense", "", "hello"] {
+            input_tx.send(Input::Line(line.into())).unwrap();
+        }
+        let run = tokio::spawn(async move {
+            let stop = chat
+                .run(
+                    None,
+                    events,
+                    Box::pin(async { Ok(serde_json::Value::Null) }),
+                    reports,
+                    &mut signals,
+                )
+                .await;
+            (stop, chat.last_error)
+        });
+
+        // The first line the CLI gets is the prompt: nothing before it was sent.
+        let mut lines = BufReader::new(cli_in).lines();
+        let first = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&first).unwrap();
+        assert_eq!(v["type"], "user", "{first}");
+        assert_eq!(v["message"]["content"], "hello");
+
+        cli_out
+            .write_all(
+                br#"{"type":"assistant","message":{"id":"m","content":[{"type":"text","text":"Hi!"}]}}
+{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.01}
+"#,
+            )
+            .await
+            .unwrap();
+        input_tx.send(Input::Eof).unwrap();
+        let (stop, last_error) = tokio::time::timeout(Duration::from_secs(10), run)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(stop, Stop::Done);
+        assert!(!last_error);
+        let out = out.text();
+        assert!(out.contains("no tools: no plugin is loaded"), "{out}");
+        assert!(out.contains("Local commands (not sent)"), "{out}");
+        assert!(out.contains("/nonsense: not a toolhost command"), "{out}");
+        assert!(
+            out.ends_with("Hi!\n[ok · 1 turn · $0.0100 (session $0.0100)]\n"),
+            "{out}"
+        );
+        session.close().await;
+    }
+}

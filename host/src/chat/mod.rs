@@ -124,7 +124,7 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
     let claude = find_claude(args.claude.as_deref())?;
     let argv = cli_args(&args, &names, term.live);
     tracing::debug!(claude = %claude.display(), ?argv, "spawning the CLI");
-    let (mut cli, stdin, stdout) = CliProcess::spawn(&claude, &argv)
+    let (cli, stdin, stdout) = CliProcess::spawn(&claude, &argv)
         .with_context(|| format!("cannot start {}", claude.display()))?;
 
     let questions = args.ask.then(Questions::default);
@@ -146,19 +146,7 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
         },
     ));
 
-    // Prompts in interactive mode, and answers to permission questions.
-    let (source, inputs) = if term.editor && (interactive || args.ask) {
-        let (editor, inputs) = LineEditor::spawn(history_path())?;
-        (Source::Editor(editor), Some(inputs))
-    } else if interactive {
-        (Source::Lines, Some(spawn_line_reader(None)))
-    } else if args.ask {
-        // Answers come from the terminal; with none, from stdin.
-        let tty = std::fs::File::open("/dev/tty").ok();
-        (Source::Lines, Some(spawn_line_reader(tty)))
-    } else {
-        (Source::None, None)
-    };
+    let (source, inputs) = open_input(&term, interactive, args.ask)?;
     let saved_terminal = term.editor.then(save_terminal).flatten();
     if let Some(t) = &saved_terminal {
         // Keys typed while a turn runs are not echoed over the live line; the editor shows
@@ -198,9 +186,34 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
         chat.screen.line("");
     }
 
-    let code = match stop {
+    session.close().await;
+    Ok(shut_down(stop, cli, &mut chat).await)
+}
+
+/// Where prompts (interactive mode) and answers to permission questions come from.
+fn open_input(
+    term: &Terminal,
+    interactive: bool,
+    ask: bool,
+) -> anyhow::Result<(Source, Option<mpsc::UnboundedReceiver<input::Input>>)> {
+    Ok(if term.editor && (interactive || ask) {
+        let (editor, inputs) = LineEditor::spawn(history_path())?;
+        (Source::Editor(editor), Some(inputs))
+    } else if interactive {
+        (Source::Lines, Some(spawn_line_reader(None)))
+    } else if ask {
+        // Answers come from the terminal; with none, from stdin.
+        let tty = std::fs::File::open("/dev/tty").ok();
+        (Source::Lines, Some(spawn_line_reader(tty)))
+    } else {
+        (Source::None, None)
+    })
+}
+
+/// Lets the CLI end (its input is closed) and says how the session ended.
+async fn shut_down(stop: Stop, mut cli: CliProcess, chat: &mut Chat) -> ExitCode {
+    match stop {
         Stop::Done => {
-            session.close().await;
             let report = cli.finish(EXIT_GRACE).await;
             if report.killed {
                 chat.screen
@@ -213,12 +226,10 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
             }
         }
         Stop::Quit(code) => {
-            session.close().await;
             cli.finish(QUIT_GRACE).await;
             ExitCode::from(code)
         }
         Stop::CliGone => {
-            session.close().await;
             let report = cli.finish(EXIT_GRACE).await;
             chat.screen
                 .notice(&format!("toolhost: {}", describe_exit(&report)));
@@ -227,8 +238,7 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
             }
             ExitCode::FAILURE
         }
-    };
-    Ok(code)
+    }
 }
 
 /// `toolhost 0.1.0 · 3 plugins, 12 tools · Ctrl-C interrupts, Ctrl-D quits · /help`
