@@ -54,8 +54,9 @@ impl Signals {
 pub enum Source {
     /// The line editor on a terminal; reads only when asked.
     Editor(LineEditor),
-    /// Lines from a pipe, a file or `/dev/tty`, read continuously.
-    Lines,
+    /// Lines from a pipe, a file or `/dev/tty`, read continuously. With `echo`, answers to
+    /// questions are shown after the question (a pipe does not echo what it sends).
+    Lines { echo: bool },
     /// No input (one prompt, no questions).
     None,
 }
@@ -302,8 +303,11 @@ impl Chat {
             Input::Eof => {
                 // (The editor ends the prompt's line itself.)
                 self.inputs = None;
-                if let Some(q) = &self.questions {
-                    q.close();
+                // Questions get no answer any more, once the lines typed ahead are used.
+                if self.kept.is_empty() {
+                    if let Some(q) = &self.questions {
+                        q.close();
+                    }
                 }
                 None
             }
@@ -368,6 +372,11 @@ impl Chat {
             self.screen.notice("(question withdrawn)");
         }
         while let Some((id, text)) = questions.head() {
+            if self.kept.is_empty() && self.inputs.is_none() {
+                // No answer can come any more.
+                questions.close();
+                return;
+            }
             // Answers typed ahead (piped input) go to the questions in order.
             if let Some(line) = self.kept.pop_front() {
                 self.screen.ask(&text);
@@ -393,6 +402,9 @@ impl Chat {
         let Some(questions) = self.questions.clone() else {
             return;
         };
+        if let Source::Lines { echo: true } = self.source {
+            self.screen.notice(line.trim());
+        }
         match parse_answer(line) {
             Some(d) => {
                 questions.answer(id, d);
@@ -503,7 +515,7 @@ mod tests {
             Style::new(false),
             registry,
             None,
-            Source::Lines,
+            Source::Lines { echo: false },
             Some(inputs),
             true,
         );

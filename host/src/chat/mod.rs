@@ -62,8 +62,9 @@ impl Terminal {
     fn detect(format: OutputFormat) -> Self {
         let stdout = std::io::stdout();
         let out_tty = stdout.is_terminal();
+        // The prompt and the banner would mix into JSON output: text format only.
         Terminal {
-            editor: std::io::stdin().is_terminal() && out_tty,
+            editor: std::io::stdin().is_terminal() && out_tty && format == OutputFormat::Text,
             live: out_tty && format == OutputFormat::Text,
             style: if format == OutputFormat::Text {
                 Style::for_stream(&stdout)
@@ -200,11 +201,13 @@ fn open_input(
         let (editor, inputs) = LineEditor::spawn(history_path())?;
         (Source::Editor(editor), Some(inputs))
     } else if interactive {
-        (Source::Lines, Some(spawn_line_reader(None)))
+        let echo = !std::io::stdin().is_terminal();
+        (Source::Lines { echo }, Some(spawn_line_reader(None)))
     } else if ask {
         // Answers come from the terminal; with none, from stdin.
         let tty = std::fs::File::open("/dev/tty").ok();
-        (Source::Lines, Some(spawn_line_reader(tty)))
+        let echo = tty.is_none() && !std::io::stdin().is_terminal();
+        (Source::Lines { echo }, Some(spawn_line_reader(tty)))
     } else {
         (Source::None, None)
     })

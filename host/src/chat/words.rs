@@ -32,6 +32,13 @@ pub fn tool_outcome(content: &str, is_error: bool) -> String {
         if content.trim() == REFUSED_MESSAGE {
             return "refused by the user".into();
         }
+        if let Some(why) = content
+            .trim()
+            .strip_prefix("Tool permission request failed: ")
+        {
+            let why = why.trim_start_matches("Error: ");
+            return format!("not allowed: {}", one_line(why, OUTCOME_CHARS));
+        }
         let inner = strip_tag(content.trim(), "tool_use_error");
         if let Some(rest) = inner
             .trim_start_matches("Error: ")
@@ -205,6 +212,13 @@ mod tests {
             "interrupted"
         );
         assert_eq!(tool_outcome(REFUSED_MESSAGE, true), "refused by the user");
+        assert_eq!(
+            tool_outcome(
+                "Tool permission request failed: Error: no answer: the input was closed",
+                true
+            ),
+            "not allowed: no answer: the input was closed"
+        );
         assert_eq!(
             tool_outcome(
                 "<tool_use_error>Error: No such tool available: mcp__text__upper</tool_use_error>",
