@@ -276,6 +276,7 @@ impl Chat {
                             // Its question was withdrawn meanwhile.
                             self.shown = None;
                             self.show_question();
+                            self.want_read();
                         }
                     }
                     Some(Reading::Prompt) => self.prompt_line(line),
@@ -405,6 +406,7 @@ impl Chat {
         if let Source::Lines { echo: true } = self.source {
             self.screen.notice(line.trim());
         }
+        self.screen.answered();
         match parse_answer(line) {
             Some(d) => {
                 questions.answer(id, d);

@@ -68,6 +68,8 @@ pub struct Screen {
     printer: Option<Printer>,
     /// While a turn runs: what the live line says when no tool runs, and since when.
     busy: Option<(String, Instant)>,
+    /// A question waits on stderr for its answer: the live line must not draw over it.
+    asking: bool,
 }
 
 impl Screen {
@@ -82,6 +84,7 @@ impl Screen {
             frame: 0,
             printer: None,
             busy: None,
+            asking: false,
         }
     }
 
@@ -125,6 +128,7 @@ impl Screen {
 
     /// One line of the chat's own on stdout.
     pub fn line(&mut self, l: &str) {
+        self.asking = false;
         if let Some(p) = &mut self.printer {
             p(l.to_string());
             return;
@@ -137,6 +141,7 @@ impl Screen {
 
     /// A notice (a plugin reloaded, a question withdrawn) on stderr, or above the prompt.
     pub fn notice(&mut self, l: &str) {
+        self.asking = false;
         if let Some(p) = &mut self.printer {
             p(l.to_string());
             return;
@@ -150,6 +155,7 @@ impl Screen {
 
     /// Text on stderr without a newline (a question waiting for its answer on piped input).
     pub fn ask(&mut self, l: &str) {
+        self.asking = true;
         self.erase_live();
         self.close_text();
         let _ = self.out.flush();
@@ -163,6 +169,11 @@ impl Screen {
         self.busy = Some((label, at));
     }
 
+    /// The question shown by [`Screen::ask`] has its answer (the terminal echoed it).
+    pub fn answered(&mut self) {
+        self.asking = false;
+    }
+
     /// The turn ended: no call is running any more.
     pub fn turn_ended(&mut self) {
         self.busy = None;
@@ -174,7 +185,7 @@ impl Screen {
 
     /// Redraws the live line (call every [`TICK`]).
     pub fn tick(&mut self, now: Instant) {
-        if !self.live || self.printer.is_some() || self.text_open {
+        if !self.live || self.printer.is_some() || self.text_open || self.asking {
             return;
         }
         self.frame += 1;
