@@ -2,7 +2,6 @@
 
 mod callbacks;
 mod library;
-mod manifest;
 
 use std::{
     path::{Path, PathBuf},
@@ -15,7 +14,11 @@ use toolhost_plugin::abi::{CallOutcome, ContentKind, PluginManifest, PluginRootR
 
 pub use callbacks::{CallControl, ProgressFn};
 pub use library::{current_uid, default_shadow_dir, digest, pinned_count, still_mapped, Staged};
-pub use manifest::{check_name, Annotations, Manifest, ToolInfo, MAX_QUALIFIED_NAME};
+// The host-side data a plugin produces is defined by the protocol layer; re-exported here for
+// the code that loads plugins.
+pub use crate::model::{
+    check_name, Annotations, CallResult, ContentOut, Manifest, ToolInfo, MAX_QUALIFIED_NAME,
+};
 
 use callbacks::{call_ctx, host_api, CallData, LogSource};
 use library::{Library, Opened};
@@ -37,46 +40,6 @@ pub enum LoadError {
     Invalid(String),
     #[error("refused: {0}")]
     Refused(String),
-}
-
-/// One block of a tool result, owned by the host.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ContentOut {
-    Text(String),
-    Image { data: String, mime_type: String },
-    Audio { data: String, mime_type: String },
-}
-
-/// A tool result, owned by the host: nothing in it points into the plugin library.
-#[derive(Debug, Clone)]
-pub struct CallResult {
-    pub content: Vec<ContentOut>,
-    /// The plugin's `structuredContent`, checked to be a JSON object, kept as raw JSON.
-    pub structured: Option<Box<RawValue>>,
-    pub is_error: bool,
-}
-
-impl CallResult {
-    /// An error result with one text block.
-    pub fn error(message: impl Into<String>) -> Self {
-        CallResult {
-            content: vec![ContentOut::Text(message.into())],
-            structured: None,
-            is_error: true,
-        }
-    }
-
-    /// The text blocks joined by newlines (what `toolhost call` prints).
-    pub fn text(&self) -> String {
-        self.content
-            .iter()
-            .filter_map(|c| match c {
-                ContentOut::Text(t) => Some(t.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
 }
 
 /// A plugin version loaded in memory. Dropping the last `Arc` unloads it: calls hold an `Arc`,
