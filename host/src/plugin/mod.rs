@@ -4,6 +4,7 @@ mod callbacks;
 mod library;
 
 use std::{
+    any::Any,
     path::{Path, PathBuf},
     sync::{Arc, OnceLock},
 };
@@ -53,6 +54,7 @@ pub struct LoadedPlugin {
     // log while unloading.
     library: Option<Library>,
     log_source: Box<LogSource>,
+    derived: OnceLock<Box<dyn Any + Send + Sync>>,
 }
 
 impl LoadedPlugin {
@@ -99,6 +101,7 @@ impl LoadedPlugin {
             root,
             library: Some(library),
             log_source,
+            derived: OnceLock::new(),
         };
         // From here on, dropping `plugin` runs the plugin's `unload` and closes the library.
         let manifest = match (plugin.root.init())(host_api(&plugin.log_source)) {
@@ -127,6 +130,15 @@ impl LoadedPlugin {
     /// SHA-256 of the file's bytes when it was loaded.
     pub fn hash(&self) -> &[u8; 32] {
         &self.hash
+    }
+
+    /// Data the host derives once from this version (the router's compiled argument checks
+    /// and tool list): found with the version, dropped with it. One type per process.
+    pub fn derived<T: Any + Send + Sync>(&self, make: impl FnOnce(&Self) -> T) -> &T {
+        self.derived
+            .get_or_init(|| Box::new(make(self)))
+            .downcast_ref()
+            .expect("one derived type per host")
     }
 
     /// The private copy the library was opened from (already unlinked on Unix).
