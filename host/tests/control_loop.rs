@@ -20,6 +20,7 @@ use toolhost::{
     handler::{Router, RouterConfig},
     registry::{Registry, RegistryConfig},
     service::{initialize_request, PermissionHandler, Session},
+    transport::read_lines,
 };
 
 const GUARD: Duration = Duration::from_secs(60);
@@ -47,11 +48,10 @@ fn open_registry(libs: &[&str]) -> (Arc<Registry>, tempfile::TempDir, tempfile::
 impl FakeCli {
     fn start(libs: &[&str], config: RouterConfig, permissions: Option<PermissionHandler>) -> Self {
         let (registry, plugins, shadow) = open_registry(libs);
-        let (notices_tx, notices) = tokio::sync::mpsc::unbounded_channel();
-        let router = Router::new(registry, config, notices_tx);
+        let router = Router::new(registry, config);
         let (cli, host) = tokio::io::duplex(1 << 20);
         let (host_in, host_out) = tokio::io::split(host);
-        let session = Session::start(host_in, host_out, router.clone(), notices, permissions);
+        let session = Session::start(read_lines(host_in), host_out, router.clone(), permissions);
         let (cli_in, cli_out) = tokio::io::split(cli);
         FakeCli {
             to_host: cli_out,

@@ -8,6 +8,7 @@ use toolhost::{
     handler::{Router, RouterConfig},
     registry::{Registry, RegistryConfig},
     service::serve::serve,
+    transport::read_lines,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -17,12 +18,11 @@ async fn serves_all_plugins_as_one_server() {
     let mut config = RegistryConfig::new(plugins.path());
     config.shadow_dir = shadow.path().to_path_buf();
     let registry = Registry::open(config).unwrap();
-    let (tx, notices) = tokio::sync::mpsc::unbounded_channel();
-    let router = Router::new(registry, RouterConfig::default(), tx);
+    let router = Router::new(registry, RouterConfig::default());
 
     let (client, server) = tokio::io::duplex(1 << 20);
     let (s_in, s_out) = tokio::io::split(server);
-    let served = tokio::spawn(serve(s_in, s_out, router, notices, None));
+    let served = tokio::spawn(serve(read_lines(s_in), s_out, router, None));
     let (c_in, mut c_out) = tokio::io::split(client);
     let requests = [
         json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}),

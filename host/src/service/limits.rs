@@ -124,7 +124,7 @@ mod tests {
         assert_eq!(l.max_line_bytes, 100);
         for bad in [
             &["--timeout", "0"][..],
-            &["--timeout", "-1"],
+            &["--timeout=-1"],
             &["--timeout", "inf"],
             &["--plugin-timeout", "x"],
             &["--plugin-timeout", "x=-1"],
