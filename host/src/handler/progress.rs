@@ -60,3 +60,40 @@ impl Progress {
         *self.open.lock().unwrap() = false;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Collect(Mutex<Vec<(Option<String>, String)>>);
+
+    impl Notify for Collect {
+        fn notify(&self, server: Option<&str>, message: String) {
+            self.0
+                .lock()
+                .unwrap()
+                .push((server.map(str::to_string), message));
+        }
+    }
+
+    #[test]
+    fn progress_stops_when_the_call_ends() {
+        let sink = Arc::new(Collect::default());
+        let token = RawValue::from_string("\"t\"".into()).unwrap();
+        let p = Progress::new(sink.clone(), Some("calc".into()), token);
+        p.send(1.0, Some(2.0), "half");
+        p.end();
+        // A tool still running after its timeout reports again: dropped.
+        p.send(2.0, Some(2.0), "done");
+        let sent = sink.0.lock().unwrap();
+        assert_eq!(
+            *sent,
+            [(
+                Some("calc".to_string()),
+                r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1.0,"total":2.0,"message":"half"}}"#
+                    .to_string()
+            )]
+        );
+    }
+}
