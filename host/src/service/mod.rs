@@ -187,6 +187,30 @@ impl Session {
     }
 }
 
+/// The next non-blank line; an over-long one is handed to `too_long` and reading goes on.
+/// `None` at the end of the input, or when reading fails (logged, naming `peer`).
+pub(crate) async fn next_message<R: AsyncBufRead + Unpin>(
+    lines: &mut LineReader<R>,
+    peer: &str,
+    mut too_long: impl FnMut(TooLong),
+) -> Option<String> {
+    loop {
+        match lines.next_line().await {
+            Ok(Some(line)) if line.trim().is_empty() => {}
+            Ok(Some(line)) => {
+                tracing::trace!(target: "toolhost::wire", "<< {line}");
+                return Some(line);
+            }
+            Ok(None) => return None,
+            Err(ReadError::TooLong(t)) => too_long(t),
+            Err(ReadError::Io(e)) => {
+                tracing::warn!("cannot read from {peer}: {e}");
+                return None;
+            }
+        }
+    }
+}
+
 /// Parses a line that must hold a JSON object. Serde would also read a struct from an array
 /// (`["control_request","x"]`), which no peer means as a message.
 pub(crate) fn parse_object<'a, T: serde::Deserialize<'a>>(
@@ -222,23 +246,7 @@ struct Reader {
 
 impl Reader {
     async fn run<R: AsyncBufRead + Unpin>(self, mut lines: LineReader<R>) {
-        loop {
-            let line = match lines.next_line().await {
-                Ok(Some(line)) => line,
-                Ok(None) => break,
-                Err(ReadError::TooLong(t)) => {
-                    self.too_long(t);
-                    continue;
-                }
-                Err(ReadError::Io(e)) => {
-                    tracing::warn!("cannot read from the CLI: {e}");
-                    break;
-                }
-            };
-            if line.trim().is_empty() {
-                continue;
-            }
-            tracing::trace!(target: "toolhost::wire", "<< {line}");
+        while let Some(line) = next_message(&mut lines, "the CLI", |t| self.too_long(t)).await {
             match parse_object::<Incoming>(&line) {
                 Ok(msg) => self.route(msg, &line),
                 Err(e) => self.malformed(&line, e),

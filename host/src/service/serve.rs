@@ -14,7 +14,7 @@ use crate::{
     handler::{Dispatch, Notify, Router, Scope, Sink},
     model::{error_code, rpc_error, rpc_notification, JsonRpc},
     registry::RegistryEvent,
-    transport::{LineReader, LineSender, ReadError, TooLong, Writer},
+    transport::{LineReader, LineSender, TooLong, Writer},
 };
 
 /// A call's notifications go out as they are, through the same writer as the call's reply.
@@ -41,22 +41,10 @@ pub async fn serve<R, W>(
     let sink: Sink = Arc::new(Out(out.clone()));
     let announce = events.map(|events| tokio::spawn(announce_changes(events, out.clone())));
     let mut calls = JoinSet::new();
-    loop {
-        let line = match lines.next_line().await {
-            Ok(Some(l)) => l,
-            Ok(None) => break,
-            Err(ReadError::TooLong(t)) => {
-                out.send(too_long(t));
-                continue;
-            }
-            Err(ReadError::Io(e)) => {
-                tracing::warn!("cannot read the input: {e}");
-                break;
-            }
-        };
-        if line.trim().is_empty() {
-            continue;
-        }
+    let answer_too_long = |t| {
+        out.send(too_long(t));
+    };
+    while let Some(line) = super::next_message(&mut lines, "the input", answer_too_long).await {
         let msg: JsonRpc = match super::parse_object(&line) {
             Ok(m) => m,
             Err(e) => {
