@@ -1,4 +1,4 @@
-//! `--ask`: the CLI's `can_use_tool` questions (protocol §7), queued so the person sees one
+//! `--ask`: the CLI's `can_use_tool` questions (docs/protocol.md §7), queued so the person sees one
 //! at a time, the next only after the previous is answered.
 
 use std::{

@@ -474,6 +474,7 @@ mod tests {
         handler::{Router, RouterConfig},
         registry::RegistryConfig,
         service::Session,
+        transport::read_lines,
     };
 
     #[derive(Clone, Default)]
@@ -501,12 +502,11 @@ mod tests {
         let mut config = RegistryConfig::new(dir.path());
         config.shadow_dir = dir.path().join(".shadow");
         let registry = Registry::open(config).unwrap();
-        let (notices_tx, notices) = mpsc::unbounded_channel();
-        let router = Router::new(registry.clone(), RouterConfig::default(), notices_tx);
+        let router = Router::new(registry.clone(), RouterConfig::default());
         // The CLI's ends: what it writes (session reads) and what it reads (session writes).
         let (mut cli_out, session_in) = tokio::io::duplex(1 << 16);
         let (session_out, cli_in) = tokio::io::duplex(1 << 16);
-        let mut session = Session::start(session_in, session_out, router, notices, None);
+        let mut session = Session::start(read_lines(session_in), session_out, router, None);
         let (out, err) = (Buf::default(), Buf::default());
         let screen = Screen::new(Box::new(out.clone()), Box::new(err.clone()), false);
         let (input_tx, inputs) = mpsc::unbounded_channel();

@@ -37,10 +37,10 @@ use screen::Screen;
 use style::Style;
 
 use crate::{
-    handler::{Router, RouterConfig},
+    handler::Router,
     registry::Registry,
     service::{follow_registry, initialize_request, Session},
-    transport::{CliProcess, ExitReport},
+    transport::{read_lines, CliProcess, ExitReport},
 };
 
 /// How long the CLI gets to exit after its stdin is closed before it is killed.
@@ -82,17 +82,7 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
     // Subscribe before watching so no change falls between the two.
     let registry_events = registry.subscribe();
     let _watch = registry.watch().context("cannot watch the plugin folder")?;
-    let (default_timeout, plugin_timeouts) = args.timeouts()?;
-    let (notices_tx, notices) = mpsc::unbounded_channel();
-    let router = Router::new(
-        registry.clone(),
-        RouterConfig {
-            default_timeout,
-            plugin_timeouts,
-            max_result_bytes: args.max_result_bytes,
-        },
-        notices_tx,
-    );
+    let router = Router::new(registry.clone(), args.limits.call.router_config());
     let external = match &args.mcp_config {
         Some(f) => read_mcp_config(f)?,
         None => Default::default(),
@@ -130,7 +120,8 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
 
     let questions = args.ask.then(Questions::default);
     let permissions = questions.as_ref().map(Questions::asker);
-    let mut session = Session::start(stdout, stdin, router.clone(), notices, permissions);
+    let lines = read_lines(stdout).max_line_bytes(args.limits.max_line_bytes);
+    let mut session = Session::start(lines, stdin, router.clone(), permissions);
     let handle = session.handle.clone();
 
     // Sent before anything else: it registers the plugins as sdk servers.
