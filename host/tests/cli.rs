@@ -63,7 +63,10 @@ fn call_takes_plugin_dot_tool_and_plugin_space_tool() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
-    assert!(err.contains("`nope`") && err.contains("it has: add"), "{err}");
+    assert!(
+        err.contains("`nope`") && err.contains("it has: add"),
+        "{err}"
+    );
 }
 
 #[test]
