@@ -9,14 +9,22 @@ use std::{
 
 use abi_stable::std_types::RStr;
 
-use crate::abi::{level, CallCtx};
+use crate::{abi::CallCtx, log::Level};
+
+/// A value the plugin declared in [`export_plugin!`](crate::export_plugin) (`state: Type`), with
+/// its type's name for error messages.
+#[derive(Clone)]
+pub(crate) struct Declared {
+    pub value: Arc<dyn Any + Send + Sync>,
+    pub type_name: &'static str,
+}
 
 /// What a running tool can ask of the host: was the call cancelled, report progress, log.
 ///
 /// A tool receives `&Context`; it cannot outlive the call.
 pub struct Context {
     raw: *const CallCtx,
-    state: Option<Arc<dyn Any + Send + Sync>>,
+    pub(crate) state: Option<Declared>,
 }
 
 // SAFETY: the host guarantees that the `CallCtx` and its data stay valid and may be used from
@@ -36,10 +44,58 @@ impl fmt::Display for Cancelled {
 
 impl std::error::Error for Cancelled {}
 
+/// Why [`Context::state`] could not give the value asked for: the plugin declares none, or
+/// one of another type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextError {
+    what: &'static str,
+    asked: &'static str,
+    declared: Option<&'static str>,
+}
+
+impl ContextError {
+    fn check<'a, T: Any>(
+        what: &'static str,
+        declared: Option<&'a Declared>,
+    ) -> Result<&'a T, Self> {
+        match declared {
+            Some(d) => d.value.downcast_ref::<T>().ok_or(ContextError {
+                what,
+                asked: std::any::type_name::<T>(),
+                declared: Some(d.type_name),
+            }),
+            None => Err(ContextError {
+                what,
+                asked: std::any::type_name::<T>(),
+                declared: None,
+            }),
+        }
+    }
+}
+
+impl fmt::Display for ContextError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ContextError {
+            what,
+            asked,
+            declared,
+        } = self;
+        match declared {
+            None => write!(
+                f,
+                "this plugin declares no {what} (add `{what}: {asked}` to export_plugin!)"
+            ),
+            Some(declared) => write!(f, "this plugin's {what} is a `{declared}`, not a `{asked}`"),
+        }
+    }
+}
+
+impl std::error::Error for ContextError {}
+
 impl Context {
     /// # Safety
     /// `raw` must stay valid for as long as the returned value is used.
-    pub(crate) unsafe fn new(raw: &CallCtx, state: Option<Arc<dyn Any + Send + Sync>>) -> Self {
+    pub(crate) unsafe fn new(raw: &CallCtx, state: Option<Declared>) -> Self {
         Context { raw, state }
     }
 
@@ -89,11 +145,11 @@ impl Context {
     }
 
     /// Logs through the host's `tracing`, tagged with the plugin and the call.
-    pub fn log(&self, level: u8, message: &str) {
+    pub fn log(&self, level: Level, message: &str) {
         let raw = self.raw();
         (raw.vtable.log())(
             raw.data,
-            level,
+            level.to_abi(),
             RStr::from_str("tool"),
             RStr::from_str(message),
         );
@@ -101,34 +157,30 @@ impl Context {
 
     /// Logs at info level.
     pub fn info(&self, message: &str) {
-        self.log(level::INFO, message)
+        self.log(Level::Info, message)
+    }
+
+    /// Logs at error level.
+    pub fn error(&self, message: &str) {
+        self.log(Level::Error, message)
     }
 
     /// Logs at warn level.
     pub fn warn(&self, message: &str) {
-        self.log(level::WARN, message)
+        self.log(Level::Warn, message)
     }
 
     /// Logs at debug level.
     pub fn debug(&self, message: &str) {
-        self.log(level::DEBUG, message)
+        self.log(Level::Debug, message)
     }
 
     /// The plugin's state, declared with `state: Type` in
     /// [`export_plugin!`](crate::export_plugin).
     ///
-    /// # Panics
-    /// If the plugin declared no state or a different type (the panic becomes an error result).
-    pub fn state<S: Any + Send + Sync>(&self) -> &S {
-        self.state
-            .as_deref()
-            .and_then(|s| s.downcast_ref::<S>())
-            .unwrap_or_else(|| {
-                panic!(
-                    "this plugin has no state of type `{}` (declare it with `state: {}` in export_plugin!)",
-                    std::any::type_name::<S>(),
-                    std::any::type_name::<S>()
-                )
-            })
+    /// # Errors
+    /// [`ContextError`] if the plugin declares no state, or one of another type than `S`.
+    pub fn state<S: Any + Send + Sync>(&self) -> Result<&S, ContextError> {
+        ContextError::check("state", self.state.as_ref())
     }
 }

@@ -31,27 +31,38 @@
 //! `Serialize` value, `Result<T, E>` with `E: Display` (an `Err` is an `isError` result), or a
 //! [`ToolResult`] for images and several content blocks.
 
+// The binary interface, for the host; plugin authors never use it (`export_plugin!` builds
+// the root module, `Context` wraps the call context).
+#[doc(hidden)]
 pub mod abi;
 mod context;
+// Public for the logging macros' expansions only.
+#[doc(hidden)]
 pub mod log;
 mod plugin;
 mod result;
+pub mod testing;
 mod tool;
 
-pub use context::{Cancelled, Context};
+pub use context::{Cancelled, Context, ContextError};
+pub use log::Level;
+#[doc(hidden)]
 pub use plugin::PluginDef;
-pub use result::{Content, IntoToolOutput, IntoToolResult, ToolResult};
+pub use result::{Content, IntoToolOutput, IntoToolResult, JsonObject, ToolError, ToolResult};
 /// Re-exported so `#[derive(JsonSchema)]` works without a direct dependency (through the
 /// prelude, which brings the name `schemars` into scope).
 pub use schemars;
 pub use schemars::JsonSchema;
-pub use tool::{schema_of, Handler, NoArgs, ToolDef, WithContext, WithoutContext};
+pub use tool::{schema_of, Handler, NoArgs, ToolDef};
+#[doc(hidden)]
+pub use tool::{WithContext, WithoutContext};
 pub use toolhost_plugin_macros::{export_plugin, tool};
 
 /// Everything a plugin usually needs: `use toolhost_plugin::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        export_plugin, schemars, tool, Cancelled, Content, Context, JsonSchema, NoArgs, ToolResult,
+        export_plugin, schemars, tool, Cancelled, Content, Context, JsonSchema, Level, NoArgs,
+        ToolError, ToolResult,
     };
 }
 

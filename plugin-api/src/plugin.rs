@@ -16,13 +16,14 @@ use abi_stable::{
     std_types::{RNone, ROption, RResult, RSlice, RSome, RStr, RString, RVec},
 };
 use serde::{de::DeserializeOwned, Serialize};
+use serde_json::Value;
 
 use crate::{
     abi::{
         CallCtx, CallOutcome, ContentBlock, ContentKind, HostApi, PluginManifest, PluginRoot,
         PluginRootRef, ToolDecl,
     },
-    context::Context,
+    context::{Context, Declared},
     log,
     result::{Content, ToolResult},
     tool::ToolDef,
@@ -32,6 +33,7 @@ type SharedState = Arc<dyn Any + Send + Sync>;
 
 /// How to create, save and restore a plugin's state (built by [`PluginDef::state`]).
 struct StateCodec {
+    type_name: &'static str,
     fresh: fn() -> SharedState,
     save: fn(&(dyn Any + Send + Sync)) -> Result<Vec<u8>, String>,
     restore: fn(&[u8]) -> Result<SharedState, String>,
@@ -80,6 +82,7 @@ impl PluginDef {
         S: Default + Serialize + DeserializeOwned + Send + Sync + 'static,
     {
         self.state = Some(StateCodec {
+            type_name: std::any::type_name::<S>(),
             fresh: || Arc::new(S::default()),
             save: |s| {
                 let s = s
@@ -94,6 +97,11 @@ impl PluginDef {
             },
         });
         self
+    }
+
+    /// The names of the tools added so far, in order.
+    pub fn tool_names(&self) -> Vec<&str> {
+        self.tools.iter().map(ToolDef::name).collect()
     }
 
     /// Runs `f` once when the plugin is loaded; an `Err` refuses the load with that message.
@@ -152,6 +160,20 @@ struct Runtime {
 // A plain static (no thread-local): `unload` empties it so the library owns no heap memory
 // when it is closed.
 static RUNTIME: RwLock<Option<Arc<Runtime>>> = RwLock::new(None);
+
+impl Runtime {
+    fn declared_state(&self) -> Option<Declared> {
+        let value = self
+            .state
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()?;
+        Some(Declared {
+            value,
+            type_name: self.codec.as_ref()?.type_name,
+        })
+    }
+}
 
 fn runtime() -> Option<Arc<Runtime>> {
     RUNTIME.read().unwrap_or_else(|e| e.into_inner()).clone()
@@ -240,7 +262,7 @@ extern "C" fn call(tool: RStr<'_>, args: RStr<'_>, ctx: &CallCtx) -> CallOutcome
         let Some(&i) = rt.by_name.get(tool) else {
             return ToolResult::error(format!("unknown tool `{tool}`"));
         };
-        let state = rt.state.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let state = rt.declared_state();
         // SAFETY: the host keeps `ctx` valid until this function returns, and `context` is
         // dropped before that.
         let context = unsafe { Context::new(ctx, state) };
@@ -276,7 +298,10 @@ fn into_outcome(r: ToolResult) -> CallOutcome {
         .collect();
     CallOutcome {
         content,
-        structured: r.structured.map(|v| RString::from(v.to_string())).into(),
+        structured: r
+            .structured
+            .map(|object| RString::from(Value::Object(object).to_string()))
+            .into(),
         is_error: r.is_error,
     }
 }

@@ -175,6 +175,13 @@ impl ToolDef {
         Ok(())
     }
 
+    /// Runs the tool on `args` as the host would (arguments that do not fit become an error
+    /// result naming the field), with `ctx` as its context: for tests, with a
+    /// [`TestContext`](crate::testing::TestContext).
+    pub fn call(&self, args: Value, ctx: &Context) -> ToolResult {
+        self.run(&args.to_string(), ctx)
+    }
+
     pub(crate) fn run(&self, args: &str, ctx: &Context) -> ToolResult {
         (self.handler)(args, ctx)
     }

@@ -212,7 +212,31 @@ struct ExportArgs {
     description: Option<Expr>,
     state: Option<Type>,
     on_load: Option<Expr>,
-    tools: Vec<Path>,
+    tools: Vec<ToolEntry>,
+}
+
+/// One entry of `tools: [...]`: a path to a `#[tool]` function, optionally behind `#[cfg(...)]`.
+struct ToolEntry {
+    cfgs: Vec<syn::Attribute>,
+    path: Path,
+}
+
+impl Parse for ToolEntry {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let cfgs = input.call(syn::Attribute::parse_outer)?;
+        for attr in &cfgs {
+            if !attr.path().is_ident("cfg") {
+                return Err(syn::Error::new(
+                    attr.span(),
+                    "only `#[cfg(...)]` is accepted on an entry of `tools: [...]`",
+                ));
+            }
+        }
+        Ok(ToolEntry {
+            cfgs,
+            path: input.parse()?,
+        })
+    }
 }
 
 impl Parse for ExportArgs {
@@ -235,7 +259,7 @@ impl Parse for ExportArgs {
                 "tools" => {
                     let content;
                     syn::bracketed!(content in input);
-                    let list = Punctuated::<Path, Token![,]>::parse_terminated(&content)?;
+                    let list = Punctuated::<ToolEntry, Token![,]>::parse_terminated(&content)?;
                     tools = Some(list.into_iter().collect());
                 }
                 other => {
@@ -263,7 +287,7 @@ impl Parse for ExportArgs {
 }
 
 /// Exports the plugin's root module. Keys (any order): `name` (required; letters, digits, `_`
-/// and `-`), `tools: [..]` (required), `version` and `description` (default: the package's),
+/// and `-`), `tools: [..]` (required; an entry may carry `#[cfg(...)]`), `version` and `description` (default: the package's),
 /// `state: Type` (kept across reloads), `on_load: fn() -> Result<(), E>`.
 #[proc_macro]
 pub fn export_plugin(input: TokenStream) -> TokenStream {
@@ -280,7 +304,12 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
     let description =
         description.map_or_else(|| quote!(env!("CARGO_PKG_DESCRIPTION")), |d| quote!(#d));
     let state = state.map(|s| quote!(.state::<#s>()));
-    let on_load = on_load.map(|f| quote!(.on_load(#f)));
+    let on_load = on_load.map(|f| quote!(let def = def.on_load(#f);));
+    let tools = tools.iter().map(|ToolEntry { cfgs, path }| {
+        // A `let` per tool so `#[cfg]` can drop it: attributes on statements are stable,
+        // on expressions in a method chain they are not.
+        quote! { #(#cfgs)* let def = def.tool(#path::tool()); }
+    });
     let symbol = Ident::new(
         &abi_stable_shared::mangled_root_module_loader_name(),
         Span::call_site(),
@@ -294,11 +323,12 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
         pub struct #entry;
 
         impl ::toolhost_plugin::__private::PluginEntry for #entry {
+            #[allow(clippy::let_and_return)]
             fn define() -> ::toolhost_plugin::PluginDef {
-                ::toolhost_plugin::PluginDef::new(#name, #version, #description)
-                    #( .tool(#tools::tool()) )*
-                    #state
-                    #on_load
+                let def = ::toolhost_plugin::PluginDef::new(#name, #version, #description) #state;
+                #(#tools)*
+                #on_load
+                def
             }
         }
 

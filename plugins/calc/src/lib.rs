@@ -51,14 +51,14 @@ pub fn power(Operands { x, y }: Operands) -> f64 {
     x.powf(y)
 }
 
-#[cfg(not(feature = "extra"))]
 export_plugin! {
     name: "calc",
-    tools: [add, subtract, multiply, divide],
-}
-
-#[cfg(feature = "extra")]
-export_plugin! {
-    name: "calc",
-    tools: [add, subtract, multiply, divide, power],
+    tools: [
+        add,
+        subtract,
+        multiply,
+        divide,
+        #[cfg(feature = "extra")]
+        power,
+    ],
 }
