@@ -13,10 +13,12 @@ use crate::{abi::CallCtx, log::Level};
 
 /// A value the plugin declared in [`export_plugin!`](crate::export_plugin) (`state: Type`), with
 /// its type's name for error messages.
+/// Unnameable outside the crate (a private module), so `OnLoad` stays implemented only here.
+#[doc(hidden)]
 #[derive(Clone)]
-pub(crate) struct Declared {
-    pub value: Arc<dyn Any + Send + Sync>,
-    pub type_name: &'static str,
+pub struct Declared {
+    pub(crate) value: Arc<dyn Any + Send + Sync>,
+    pub(crate) type_name: &'static str,
 }
 
 /// What a running tool can ask of the host: was the call cancelled, report progress, log.
@@ -25,6 +27,7 @@ pub(crate) struct Declared {
 pub struct Context {
     raw: *const CallCtx,
     pub(crate) state: Option<Declared>,
+    pub(crate) config: Option<Declared>,
 }
 
 // SAFETY: the host guarantees that the `CallCtx` and its data stay valid and may be used from
@@ -44,8 +47,8 @@ impl fmt::Display for Cancelled {
 
 impl std::error::Error for Cancelled {}
 
-/// Why [`Context::state`] could not give the value asked for: the plugin declares none, or
-/// one of another type.
+/// Why [`Context::state`] or [`Context::config`] could not give the value asked for: the
+/// plugin declares none, or one of another type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContextError {
     what: &'static str,
@@ -54,7 +57,7 @@ pub struct ContextError {
 }
 
 impl ContextError {
-    fn check<'a, T: Any>(
+    pub(crate) fn check<'a, T: Any>(
         what: &'static str,
         declared: Option<&'a Declared>,
     ) -> Result<&'a T, Self> {
@@ -96,7 +99,11 @@ impl Context {
     /// # Safety
     /// `raw` must stay valid for as long as the returned value is used.
     pub(crate) unsafe fn new(raw: &CallCtx, state: Option<Declared>) -> Self {
-        Context { raw, state }
+        Context {
+            raw,
+            state,
+            config: None,
+        }
     }
 
     fn raw(&self) -> &CallCtx {
@@ -182,5 +189,15 @@ impl Context {
     /// [`ContextError`] if the plugin declares no state, or one of another type than `S`.
     pub fn state<S: Any + Send + Sync>(&self) -> Result<&S, ContextError> {
         ContextError::check("state", self.state.as_ref())
+    }
+
+    /// The plugin's configuration, declared with `config: Type` in
+    /// [`export_plugin!`](crate::export_plugin) and read from the host's `toolhost.toml` when
+    /// the plugin loaded (a table that does not fit `Type` refuses the load).
+    ///
+    /// # Errors
+    /// [`ContextError`] if the plugin declares no configuration, or one of another type.
+    pub fn config<C: Any + Send + Sync>(&self) -> Result<&C, ContextError> {
+        ContextError::check("config", self.config.as_ref())
     }
 }

@@ -46,8 +46,9 @@ mod tool;
 
 pub use context::{Cancelled, Context, ContextError};
 pub use log::Level;
+pub use plugin::OnLoad;
 #[doc(hidden)]
-pub use plugin::PluginDef;
+pub use plugin::{NoConfig, PluginDef, WithConfig};
 pub use result::{Content, IntoToolOutput, IntoToolResult, JsonObject, ToolError, ToolResult};
 /// Re-exported so `#[derive(JsonSchema)]` works without a direct dependency (through the
 /// prelude, which brings the name `schemars` into scope).

@@ -130,6 +130,16 @@ impl TestContext {
         self
     }
 
+    /// Gives the context a configuration, as `config: C` in `export_plugin!` and the host's
+    /// `toolhost.toml` would.
+    pub fn with_config<C: Any + Send + Sync>(mut self, config: C) -> Self {
+        self.context.config = Some(Declared {
+            value: Arc::new(config),
+            type_name: std::any::type_name::<C>(),
+        });
+        self
+    }
+
     /// Cancels the call: [`Context::is_cancelled`] returns true from now on.
     pub fn cancel(&self) {
         self.recorder.cancelled.store(true, Ordering::Release);

@@ -1,6 +1,7 @@
 //! One loaded version of one plugin: open it, ask its manifest, call its tools, close it.
 
 mod callbacks;
+mod configure;
 mod library;
 mod manifest;
 
@@ -14,10 +15,12 @@ use serde_json::value::RawValue;
 use toolhost_plugin::abi::{CallOutcome, ContentKind, PluginManifest, PluginRootRef};
 
 pub use callbacks::{CallControl, ProgressFn};
+pub use configure::ConfigSource;
 pub use library::{current_uid, default_shadow_dir, digest, pinned_count, still_mapped, Staged};
 pub use manifest::{check_name, Annotations, Manifest, ToolInfo, MAX_QUALIFIED_NAME};
 
 use callbacks::{call_ctx, host_api, CallData, LogSource};
+use configure::{config_lookup, LookupData};
 use library::{Library, Opened};
 
 /// Why a file could not be loaded. `Display` is one line naming the cause.
@@ -106,18 +109,43 @@ impl LoadedPlugin {
         shadow_dir: &Path,
     ) -> Result<Arc<Self>, LoadError> {
         let opened = Library::open(file, bytes, shadow_dir)?;
-        Self::init(file, digest(bytes), opened)
+        Self::init(file, digest(bytes), opened, &|_| None)
     }
 
     /// Loads a plugin from its copy staged by [`Staged::copy`] (which hashed it on the way, so
     /// a caller can skip unchanged files before loading).
     pub fn load_staged(file: &Path, staged: Staged) -> Result<Arc<Self>, LoadError> {
-        let hash = *staged.hash();
-        let opened = Library::open_staged(staged)?;
-        Self::init(file, hash, opened)
+        Self::load_staged_with_config(file, staged, &|_| None)
     }
 
-    fn init(file: &Path, hash: [u8; 32], opened: Opened) -> Result<Arc<Self>, LoadError> {
+    /// [`LoadedPlugin::load_staged`], handing the plugin the `config` that `config` gives for
+    /// the name it declares.
+    pub fn load_staged_with_config(
+        file: &Path,
+        staged: Staged,
+        config: ConfigSource<'_>,
+    ) -> Result<Arc<Self>, LoadError> {
+        let hash = *staged.hash();
+        let opened = Library::open_staged(staged)?;
+        Self::init(file, hash, opened, config)
+    }
+
+    /// [`LoadedPlugin::load`] with a configuration source.
+    pub fn load_with_config(
+        file: &Path,
+        shadow_dir: &Path,
+        config: ConfigSource<'_>,
+    ) -> Result<Arc<Self>, LoadError> {
+        let staged = Staged::copy(file, shadow_dir).map_err(|e| LoadError::Io(e.to_string()))?;
+        Self::load_staged_with_config(file, staged, config)
+    }
+
+    fn init(
+        file: &Path,
+        hash: [u8; 32],
+        opened: Opened,
+        config: ConfigSource<'_>,
+    ) -> Result<Arc<Self>, LoadError> {
         let Opened { library, root } = opened;
         let log_source = Box::new(LogSource {
             file: file.display().to_string(),
@@ -138,11 +166,25 @@ impl LoadedPlugin {
             log_source,
         };
         // From here on, dropping `plugin` runs the plugin's `unload` and closes the library.
-        let manifest = match (plugin.root.init())(host_api(&plugin.log_source)) {
+        let host = host_api(&plugin.log_source);
+        let lookup = LookupData { source: config };
+        // Plugins built before `init_with_config` existed lack it: they get `init`.
+        let with_config = plugin.root.init_with_config();
+        let initialized = match with_config {
+            Some(init) => init(host, &config_lookup(&lookup)),
+            None => (plugin.root.init())(host),
+        };
+        let manifest = match initialized {
             RResult::ROk(m) => convert_manifest(m),
             RResult::RErr(e) => Err(LoadError::Init(e.into_string())),
         }?;
         manifest.validate().map_err(LoadError::Invalid)?;
+        if with_config.is_none() && config(&manifest.name).is_some() {
+            return Err(LoadError::Incompatible(format!(
+                "plugin `{}` has a `config` in the configuration file, but it was built against                  a toolhost-plugin that cannot receive one; rebuild it against this one",
+                manifest.name
+            )));
+        }
         let _ = plugin.log_source.name.set(manifest.name.clone());
         plugin.manifest = manifest;
         Ok(Arc::new(plugin))

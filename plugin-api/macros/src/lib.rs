@@ -211,6 +211,7 @@ struct ExportArgs {
     version: Option<Expr>,
     description: Option<Expr>,
     state: Option<Type>,
+    config: Option<Type>,
     on_load: Option<Expr>,
     tools: Vec<ToolEntry>,
 }
@@ -245,6 +246,7 @@ impl Parse for ExportArgs {
         let mut version = None;
         let mut description = None;
         let mut state = None;
+        let mut config = None;
         let mut on_load = None;
         let mut tools = None;
         while !input.is_empty() {
@@ -255,6 +257,7 @@ impl Parse for ExportArgs {
                 "version" => version = Some(input.parse::<Expr>()?),
                 "description" => description = Some(input.parse::<Expr>()?),
                 "state" => state = Some(input.parse::<Type>()?),
+                "config" => config = Some(input.parse::<Type>()?),
                 "on_load" => on_load = Some(input.parse::<Expr>()?),
                 "tools" => {
                     let content;
@@ -266,7 +269,7 @@ impl Parse for ExportArgs {
                     return Err(syn::Error::new(
                         key.span(),
                         format!(
-                            "unknown key `{other}`; expected name, version, description, state, on_load or tools"
+                            "unknown key `{other}`; expected name, version, description, state, config, on_load or tools"
                         ),
                     ))
                 }
@@ -280,6 +283,7 @@ impl Parse for ExportArgs {
             version,
             description,
             state,
+            config,
             on_load,
             tools: tools.ok_or_else(|| input.error("missing `tools: [...]`"))?,
         })
@@ -288,7 +292,8 @@ impl Parse for ExportArgs {
 
 /// Exports the plugin's root module. Keys (any order): `name` (required; letters, digits, `_`
 /// and `-`), `tools: [..]` (required; an entry may carry `#[cfg(...)]`), `version` and `description` (default: the package's),
-/// `state: Type` (kept across reloads), `on_load: fn() -> Result<(), E>`.
+/// `state: Type` (kept across reloads), `config: Type` (read from the host's configuration at
+/// load), `on_load: fn() -> Result<(), E>` or `fn(&Config) -> Result<(), E>`.
 #[proc_macro]
 pub fn export_plugin(input: TokenStream) -> TokenStream {
     let args = parse_macro_input!(input as ExportArgs);
@@ -297,6 +302,7 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
         version,
         description,
         state,
+        config,
         on_load,
         tools,
     } = args;
@@ -304,6 +310,7 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
     let description =
         description.map_or_else(|| quote!(env!("CARGO_PKG_DESCRIPTION")), |d| quote!(#d));
     let state = state.map(|s| quote!(.state::<#s>()));
+    let config = config.map(|c| quote!(.config::<#c>()));
     let on_load = on_load.map(|f| quote!(let def = def.on_load(#f);));
     let tools = tools.iter().map(|ToolEntry { cfgs, path }| {
         // A `let` per tool so `#[cfg]` can drop it: attributes on statements are stable,
@@ -325,7 +332,7 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
         impl ::toolhost_plugin::__private::PluginEntry for #entry {
             #[allow(clippy::let_and_return)]
             fn define() -> ::toolhost_plugin::PluginDef {
-                let def = ::toolhost_plugin::PluginDef::new(#name, #version, #description) #state;
+                let def = ::toolhost_plugin::PluginDef::new(#name, #version, #description) #state #config;
                 #(#tools)*
                 #on_load
                 def
