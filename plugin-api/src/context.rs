@@ -21,9 +21,49 @@ pub struct Declared {
     pub(crate) type_name: &'static str,
 }
 
-/// What a running tool can ask of the host: was the call cancelled, report progress, log.
+/// What a running tool can ask of the host: was the call cancelled, report progress, log,
+/// and the plugin's state and configuration.
 ///
-/// A tool receives `&Context`; it cannot outlive the call.
+/// A tool receives `&Context` as its second parameter; it cannot outlive the call.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use serde::Deserialize;
+/// use serde_json::json;
+/// use toolhost_plugin::{prelude::*, testing::TestContext};
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// pub struct Files {
+///     /// Paths to index.
+///     paths: Vec<String>,
+/// }
+///
+/// /// Index files, one after the other.
+/// #[tool]
+/// pub fn index(Files { paths }: Files, ctx: &Context) -> Result<String, ToolError> {
+///     let total = paths.len() as f64;
+///     for (i, path) in paths.iter().enumerate() {
+///         ctx.check_cancelled()?; // stop early when the client cancels
+///         ctx.log(Level::Debug, &format!("indexing {path}"));
+///         ctx.sleep(Duration::from_millis(1))?; // the work; wakes early on cancellation
+///         ctx.progress(i as f64 + 1.0, Some(total), path);
+///     }
+///     Ok(format!("indexed {} files", paths.len()))
+/// }
+///
+/// # fn main() {
+/// let ctx = TestContext::new();
+/// let r = index::tool().call(json!({"paths": ["a.rs", "b.rs"]}), &ctx);
+/// assert_eq!(r, ToolResult::text("indexed 2 files"));
+/// assert_eq!(ctx.progress_reports()[1], (2.0, Some(2.0), "b.rs".to_string()));
+/// assert_eq!(ctx.logs()[0], (Level::Debug, "indexing a.rs".to_string()));
+///
+/// ctx.cancel();
+/// let r = index::tool().call(json!({"paths": ["c.rs"]}), &ctx);
+/// assert_eq!(r, ToolResult::error("the call was cancelled"));
+/// # }
+/// ```
 pub struct Context {
     raw: *const CallCtx,
     pub(crate) state: Option<Declared>,

@@ -46,6 +46,32 @@ impl Content {
 /// A complete tool result: content blocks, optional `structuredContent`, and the error flag.
 ///
 /// Most tools never build one by hand: return `Result<T, E>` and let [`IntoToolResult`] do it.
+/// Build one for images, audio, several blocks, or text and structured data that differ.
+///
+/// ```
+/// use serde_json::json;
+/// use toolhost_plugin::{Content, JsonObject, ToolResult};
+///
+/// // A chart as an image, with a line of text for the model.
+/// let png = [0x89, b'P', b'N', b'G'];
+/// let chart = ToolResult::text("Sales rose 4% in May.").with(Content::image(&png, "image/png"));
+/// assert_eq!(chart.content.len(), 2);
+/// assert!(!chart.is_error);
+///
+/// // Any `Serialize` value: objects become JSON text plus `structuredContent`.
+/// let stats = ToolResult::json(&json!({"words": 3}));
+/// assert_eq!(stats.content, [Content::text(r#"{"words":3}"#)]);
+/// let object: JsonObject = json!({"words": 3}).as_object().unwrap().clone();
+/// assert_eq!(stats.structured, Some(object.clone()));
+///
+/// // A short summary as text, the full data as structured content.
+/// let custom = ToolResult::text("3 words").with_structured(object);
+/// assert_eq!(custom.structured.unwrap()["words"], 3);
+///
+/// // An error result: the model sees the message, with `isError: true`.
+/// let failed = ToolResult::error("no such file: notes.txt");
+/// assert!(failed.is_error);
+/// ```
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ToolResult {
     pub content: Vec<Content>,

@@ -1,5 +1,6 @@
-//! Procedural macros of `toolhost-plugin`: `#[tool]` and `export_plugin!`.
-//! Use them through `toolhost_plugin`, which documents them.
+//! Procedural macros of [`toolhost-plugin`](https://docs.rs/toolhost-plugin): `#[tool]` and
+//! `export_plugin!`. Use them through `toolhost-plugin`, which re-exports and documents them;
+//! their expansions name paths of that crate.
 
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
@@ -12,16 +13,16 @@ use syn::{
     Expr, FnArg, Ident, ItemFn, LitStr, Meta, Path, ReturnType, Token, Type,
 };
 
-/// Turns a function into a tool.
-///
-/// The function takes one argument struct (`Deserialize + JsonSchema`) and optionally
-/// `&Context`. Its doc comment is the tool's description. Options:
-/// `name = "..."`, `title = "..."`, `description = "..."`, `read_only`, `destructive`,
-/// `idempotent`, `open_world` (each also `= false`), `max_result_chars = N`, `output_schema`
-/// (declares the schema of the returned type as the tool's output schema).
-///
-/// Next to the function it defines a module of the same name whose `tool()` returns the
-/// `ToolDef`; `export_plugin!` lists tools by that name.
+// Turns a function into a tool.
+//
+// The function takes one argument struct (`Deserialize + JsonSchema`) and optionally
+// `&Context`. Its doc comment is the tool's description. Options:
+// `name = "..."`, `title = "..."`, `description = "..."`, `read_only`, `destructive`,
+// `idempotent`, `open_world` (each also `= false`), `max_result_chars = N`, `output_schema`
+// (declares the schema of the returned type as the tool's output schema).
+//
+// Next to the function it defines a module of the same name whose `tool()` returns the
+// `ToolDef`; `export_plugin!` lists tools by that name.
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     let args = parse_macro_input!(attr with Punctuated::<Meta, Token![,]>::parse_terminated);
@@ -290,10 +291,10 @@ impl Parse for ExportArgs {
     }
 }
 
-/// Exports the plugin's root module. Keys (any order): `name` (required; letters, digits, `_`
-/// and `-`), `tools: [..]` (required; an entry may carry `#[cfg(...)]`), `version` and `description` (default: the package's),
-/// `state: Type` (kept across reloads), `config: Type` (read from the host's configuration at
-/// load), `on_load: fn() -> Result<(), E>` or `fn(&Config) -> Result<(), E>`.
+// Exports the plugin's root module. Keys (any order): `name` (required; letters, digits, `_`
+// and `-`), `tools: [..]` (required; an entry may carry `#[cfg(...)]`), `version` and `description` (default: the package's),
+// `state: Type` (kept across reloads), `config: Type` (read from the host's configuration at
+// load), `on_load: fn() -> Result<(), E>` or `fn(&Config) -> Result<(), E>`.
 #[proc_macro]
 pub fn export_plugin(input: TokenStream) -> TokenStream {
     let args = parse_macro_input!(input as ExportArgs);
