@@ -8,6 +8,7 @@
 
 pub mod chat;
 pub mod config;
+pub mod error;
 pub mod handler;
 pub mod model;
 pub mod plugin;

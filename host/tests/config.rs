@@ -4,7 +4,10 @@
 
 mod common;
 
-use std::{path::Path, process::Command, sync::OnceLock};
+use std::{
+    path::{Path, PathBuf},
+    sync::OnceLock,
+};
 
 use toolhost::{
     config::Config,
@@ -18,18 +21,14 @@ fn call(p: &LoadedPlugin, tool: &str, args: &str) -> (bool, String) {
 
 /// Builds the frozen fixture (its own workspace, the previous `toolhost-plugin`) once.
 fn abi_v1_plugin() -> &'static Path {
-    static BUILT: OnceLock<std::path::PathBuf> = OnceLock::new();
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        let target = common::target_dir().join("abi-v1");
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "--quiet", "--locked"])
-            .current_dir(root.join("plugins/fixtures/abi-v1"))
-            .env("CARGO_TARGET_DIR", &target)
-            .status()
-            .expect("run cargo build for the abi-v1 fixture");
-        assert!(status.success(), "building the abi-v1 fixture failed");
-        target.join("debug").join(common::lib_file("abi_v1"))
+        let root = toolhost_test_support::workspace_root();
+        common::Build::project(&root.join("plugins/fixtures/abi-v1"))
+            .args(&["--locked"])
+            .target_dir(common::target_dir().join("abi-v1"))
+            .run()
+            .join(common::lib_file("abi-v1"))
     })
 }
 
@@ -60,7 +59,7 @@ fn a_plugin_built_against_the_previous_abi_loads_and_serves() {
         (name == "abi-v1").then(|| r#"{"a":1}"#.to_string())
     })
     .unwrap_err();
-    assert!(matches!(e, LoadError::Incompatible(_)), "{e}");
+    assert!(matches!(e, LoadError::ConfigUnsupported { .. }), "{e}");
     assert!(e.to_string().contains("cannot receive one"), "{e}");
     // A configuration for other plugins does not concern it.
     LoadedPlugin::load_with_config(file, shadow.path(), &|name| {
