@@ -56,6 +56,32 @@ pub enum ConfigError {
     },
 }
 
+impl ConfigError {
+    /// The file the error is about.
+    pub fn file(&self) -> &Path {
+        match self {
+            ConfigError::Read { file, .. }
+            | ConfigError::Syntax { file, .. }
+            | ConfigError::Invalid { file, .. }
+            | ConfigError::UnknownPlugin { file, .. } => file,
+        }
+    }
+
+    /// The message without the file's name in front (for lists that show the file apart).
+    pub fn detail(&self) -> String {
+        let full = self.to_string();
+        let file = self.file().display().to_string();
+        match full.strip_prefix(&file) {
+            Some(rest) => match rest.strip_prefix(':') {
+                Some(rest) if rest.starts_with(char::is_numeric) => format!("line {rest}"),
+                Some(rest) => rest.trim_start().to_string(),
+                None => rest.to_string(),
+            },
+            None => full,
+        }
+    }
+}
+
 fn line_suffix(line: Option<usize>) -> String {
     line.map(|l| format!(":{l}")).unwrap_or_default()
 }
@@ -88,6 +114,32 @@ pub struct PluginSettings {
     /// What an isolated plugin may touch (Linux).
     #[serde(default)]
     pub sandbox: Option<Sandbox>,
+}
+
+impl PluginSettings {
+    /// Why this host cannot apply these settings, if it cannot: it runs every plugin in
+    /// process, so it can neither isolate a plugin nor confine it. A sandbox that cannot be
+    /// enforced refuses the plugin rather than being ignored.
+    pub fn unenforceable(&self, name: &str) -> Option<String> {
+        self.sandbox.as_ref().map(|_| {
+            format!(
+                "plugin.{name}.sandbox: this toolhost runs plugins in process and cannot \
+                 enforce a sandbox; the plugin is not loaded"
+            )
+        })
+    }
+
+    /// Settings this host does not apply but that are safe to go without (reported once).
+    pub fn ignored(&self) -> Vec<&'static str> {
+        let mut keys = Vec::new();
+        if self.isolate == Some(true) {
+            keys.push("isolate");
+        }
+        if !self.env.is_empty() {
+            keys.push("env");
+        }
+        keys
+    }
 }
 
 /// `[plugin.NAME.sandbox]`. Relative paths are taken from the configuration file's folder.
@@ -527,9 +579,21 @@ timeout = 10
     fn plugins_that_are_not_loaded_are_named() {
         let c = parse("[plugin.calc]\n[plugin.clac]\n").unwrap();
         assert!(c.check_names(["calc", "clac"]).is_ok());
+        let e = c.check_names(["calc", "text"]).unwrap_err();
         assert_eq!(
-            c.check_names(["calc", "text"]).unwrap_err().to_string(),
+            e.to_string(),
             "/p/toolhost.toml: plugin.clac: no plugin named `clac` is loaded (loaded: calc, text)"
+        );
+        assert_eq!(
+            e.detail(),
+            "plugin.clac: no plugin named `clac` is loaded (loaded: calc, text)"
+        );
+        let e = parse("[plugin.calc]\ntimout = 5\n").unwrap_err();
+        assert!(
+            e.detail()
+                .starts_with("line 2: plugin.calc.timout: unknown key"),
+            "{}",
+            e.detail()
         );
     }
 

@@ -9,9 +9,13 @@ use std::{
     sync::OnceLock,
 };
 
+use std::{sync::Arc, time::Duration};
+
+use tokio::sync::broadcast::{self, error::RecvError};
 use toolhost::{
-    config::Config,
+    config::{Config, LiveConfig},
     plugin::{CallControl, LoadError, LoadedPlugin},
+    registry::{Registry, RegistryConfig, RegistryEvent},
 };
 
 fn call(p: &LoadedPlugin, tool: &str, args: &str) -> (bool, String) {
@@ -112,4 +116,149 @@ fn a_config_that_does_not_fit_refuses_the_load_naming_the_field() {
     );
     let e = load_calc("[plugin.calc]\nconfig = { precison = 2 }\n").unwrap_err();
     assert!(e.to_string().contains("unknown field `precison`"), "{e}");
+}
+
+const WAIT: Duration = Duration::from_secs(20);
+
+async fn next_event(
+    rx: &mut broadcast::Receiver<RegistryEvent>,
+    what: &str,
+    pred: impl Fn(&RegistryEvent) -> bool,
+) -> RegistryEvent {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            match rx.recv().await {
+                Ok(e) if pred(&e) => return e,
+                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => panic!("event stream closed"),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("timed out waiting for: {what}"))
+}
+
+async fn failure(rx: &mut broadcast::Receiver<RegistryEvent>, file: &Path) -> String {
+    match next_event(
+        rx,
+        &format!("{} failed", file.display()),
+        |e| matches!(e, RegistryEvent::Failed { file: f, .. } if f == file),
+    )
+    .await
+    {
+        RegistryEvent::Failed { error, .. } => error,
+        _ => unreachable!(),
+    }
+}
+
+async fn replaced(rx: &mut broadcast::Receiver<RegistryEvent>, plugin: &str) {
+    next_event(
+        rx,
+        &format!("{plugin} replaced"),
+        |e| matches!(e, RegistryEvent::Replaced { name, .. } if name == plugin),
+    )
+    .await;
+}
+
+async fn divide(reg: &Registry) -> (bool, String) {
+    let lease = reg.lease("calc").await.expect("calc serves");
+    tokio::task::spawn_blocking(move || call(&lease, "divide", r#"{"x":1,"y":3}"#))
+        .await
+        .unwrap()
+}
+
+/// Writes beside, then renames over, as editors do.
+fn put(file: &Path, text: &str) {
+    let tmp = file.with_extension("tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, file).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_registry_follows_the_configuration_file() {
+    let dir = common::plugin_dir(&["calc"]);
+    let shadow = common::shadow_dir();
+    let toml = dir.path().join("toolhost.toml");
+    let lib = dir.path().join(common::lib_file("calc"));
+    put(&toml, "[plugin.calc]\nconfig = { precision = 2 }\n");
+    let mut config = RegistryConfig::new(dir.path());
+    config.shadow_dir = shadow.path().to_path_buf();
+    config.settings = Arc::new(LiveConfig::open(dir.path(), None).unwrap());
+    let reg = Registry::open(config).unwrap();
+    assert_eq!(divide(&reg).await, (false, "0.33".into()));
+    assert!(reg.failures().is_empty(), "{:?}", reg.failures());
+    let mut rx = reg.subscribe();
+    let _watch = reg.watch().unwrap();
+
+    // A new `config`: calc is reloaded with it.
+    put(&toml, "[plugin.calc]\nconfig = { precision = 3 }\n");
+    replaced(&mut rx, "calc").await;
+    assert_eq!(divide(&reg).await, (false, "0.333".into()));
+
+    // A file that does not parse: reported, and the previous configuration keeps serving.
+    put(&toml, "[plugin.calc]\ntimout = 3\n");
+    let error = failure(&mut rx, &toml).await;
+    assert!(
+        error.starts_with("line 2: plugin.calc.timout: unknown key (expected one of isolate,"),
+        "{error}"
+    );
+    assert!(
+        error.ends_with("the previous configuration stays in force"),
+        "{error}"
+    );
+    assert!(
+        reg.failures()
+            .iter()
+            .any(|(f, e)| f == &toml && e.contains("timout")),
+        "{:?}",
+        reg.failures()
+    );
+    assert_eq!(divide(&reg).await, (false, "0.333".into()));
+
+    // Fixed, without `config`, and with a table for a plugin that is not loaded: calc is
+    // reloaded with no configuration, the unknown name is reported.
+    put(
+        &toml,
+        "[plugin.calc]\ntimeout = 3\n[plugin.clac]\ntimeout = 1\n",
+    );
+    replaced(&mut rx, "calc").await;
+    assert_eq!(divide(&reg).await, (false, "0.3333333333333333".into()));
+    assert_eq!(
+        reg.failures(),
+        [(
+            toml.clone(),
+            "plugin.clac: no plugin named `clac` is loaded (loaded: calc)".to_string()
+        )]
+    );
+
+    // A `config` calc cannot take: its reload fails, the running version keeps serving.
+    put(&toml, "[plugin.calc]\nconfig = { precision = \"two\" }\n");
+    let error = failure(&mut rx, &lib).await;
+    assert!(
+        error.contains("`precision`: invalid type: string \"two\""),
+        "{error}"
+    );
+    assert_eq!(divide(&reg).await, (false, "0.3333333333333333".into()));
+
+    // Fixed again: the failed file is tried again with the new settings.
+    put(&toml, "[plugin.calc]\nconfig = { precision = 1 }\n");
+    replaced(&mut rx, "calc").await;
+    assert_eq!(divide(&reg).await, (false, "0.3".into()));
+
+    // A sandbox cannot be enforced in process: refused, not ignored.
+    put(&toml, "[plugin.calc.sandbox]\nnet = false\n");
+    let error = failure(&mut rx, &lib).await;
+    assert!(error.contains("cannot enforce a sandbox"), "{error}");
+}
+
+#[test]
+fn a_bad_file_at_start_is_an_error_naming_file_and_key() {
+    let dir = common::plugin_dir(&[]);
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        "[plugin.calc]\nisolate = \"yes\"\n",
+    )
+    .unwrap();
+    let e = LiveConfig::open(dir.path(), None).unwrap_err().to_string();
+    assert!(e.ends_with("toolhost.toml:2: plugin.calc.isolate: invalid type: string \"yes\", expected a boolean"), "{e}");
 }

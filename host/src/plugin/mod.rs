@@ -147,6 +147,8 @@ pub struct LoadedPlugin {
     // log while unloading.
     library: Option<Library>,
     log_source: Box<LogSource>,
+    /// The `config` this version was given at load (JSON object text).
+    config: Option<String>,
 }
 
 impl LoadedPlugin {
@@ -208,6 +210,7 @@ impl LoadedPlugin {
             root,
             library: Some(library),
             log_source,
+            config: None,
         };
         // From here on, dropping `plugin` runs the plugin's `unload` and closes the library.
         let host = host_api(&plugin.log_source);
@@ -223,7 +226,8 @@ impl LoadedPlugin {
             RResult::RErr(e) => Err(LoadError::Init(e.into_string())),
         }?;
         manifest.validate()?;
-        if with_config.is_none() && config(&manifest.name).is_some() {
+        plugin.config = config(&manifest.name);
+        if with_config.is_none() && plugin.config.is_some() {
             return Err(LoadError::ConfigUnsupported {
                 plugin: manifest.name,
             });
@@ -244,6 +248,11 @@ impl LoadedPlugin {
     /// The file in the plugin folder this version was loaded from.
     pub fn file(&self) -> &Path {
         &self.file
+    }
+
+    /// The `config` this version was given at load (JSON object text), if any.
+    pub fn config_json(&self) -> Option<&str> {
+        self.config.as_deref()
     }
 
     /// SHA-256 of the file's bytes when it was loaded.
