@@ -14,6 +14,8 @@ use std::{sync::Arc, time::Duration};
 use tokio::sync::broadcast::{self, error::RecvError};
 use toolhost::{
     config::{Config, LiveConfig},
+    handler::{Dispatch, Notify, Router, RouterConfig, Scope, Sink},
+    model::JsonRpc,
     plugin::{CallControl, LoadError, LoadedPlugin},
     registry::{Registry, RegistryConfig, RegistryEvent},
 };
@@ -261,4 +263,54 @@ fn a_bad_file_at_start_is_an_error_naming_file_and_key() {
     .unwrap();
     let e = LiveConfig::open(dir.path(), None).unwrap_err().to_string();
     assert!(e.ends_with("toolhost.toml:2: plugin.calc.isolate: invalid type: string \"yes\", expected a boolean"), "{e}");
+}
+
+/// Notifications are dropped.
+struct Discard;
+
+impl Notify for Discard {
+    fn notify(&self, _server: Option<&str>, _message: String) {}
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_file_sets_call_timeouts_and_the_command_line_wins() {
+    let dir = common::plugin_dir(&["faulty", "calc"]);
+    let shadow = common::shadow_dir();
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        "[plugin.faulty]\ntimeout = 0.2\n[plugin.calc]\ntimeout = 7\n",
+    )
+    .unwrap();
+    let mut config = RegistryConfig::new(dir.path());
+    config.shadow_dir = shadow.path().to_path_buf();
+    config.settings = Arc::new(LiveConfig::open(dir.path(), None).unwrap());
+    let registry = Registry::open(config).unwrap();
+    let limits = RouterConfig {
+        default_timeout: Duration::from_secs(60),
+        plugin_timeouts: [("calc".to_string(), Duration::from_secs(3))].into(),
+        ..RouterConfig::default()
+    };
+    let router = Router::new(registry, limits);
+    assert_eq!(router.timeout_for("faulty"), Duration::from_millis(200));
+    assert_eq!(
+        router.timeout_for("calc"),
+        Duration::from_secs(3),
+        "--plugin-timeout wins"
+    );
+    assert_eq!(router.timeout_for("text"), Duration::from_secs(60));
+
+    // The file's timeout really limits a call.
+    let msg = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"ms":5000}}}"#;
+    let msg: JsonRpc = serde_json::from_str(msg).unwrap();
+    let sink: Sink = Arc::new(Discard);
+    let reply = match router.dispatch(Scope::Server("faulty"), &msg, &sink) {
+        Dispatch::Call(call) => tokio::time::timeout(WAIT, call).await.expect("a reply"),
+        _ => panic!("a tool call is a call"),
+    };
+    let reply: serde_json::Value = serde_json::from_str(&reply).unwrap();
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    assert_eq!(
+        reply["result"]["content"][0]["text"],
+        "tool slow timed out after 200ms"
+    );
 }
