@@ -306,7 +306,8 @@ impl Registry {
             .settings
             .check_names(names.iter().map(String::as_str))
         {
-            tracing::error!("{e}");
+            // At warn level, like a failed file: `list` and `call` print failures themselves.
+            tracing::warn!("{e}");
         }
     }
 
