@@ -120,6 +120,26 @@ fn a_config_that_does_not_fit_refuses_the_load_naming_the_field() {
     assert!(e.to_string().contains("unknown field `precison`"), "{e}");
 }
 
+#[test]
+fn a_config_for_a_plugin_that_takes_none_refuses_the_load() {
+    let dir = common::plugin_dir(&["text"]);
+    let shadow = common::shadow_dir();
+    let file = dir.path().join(common::lib_file("text"));
+    let load = |json: &'static str| {
+        LoadedPlugin::load_with_config(&file, shadow.path(), &move |name| {
+            (name == "text").then(|| json.to_string())
+        })
+    };
+    let e = load(r#"{"upper":true}"#).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "plugin initialization failed: it takes no `config` (a plugin declares one with \
+         `config: Type` in export_plugin!), but the host passes one"
+    );
+    // An empty table asks for nothing.
+    load("{}").unwrap();
+}
+
 const WAIT: Duration = Duration::from_secs(20);
 
 async fn next_event(

@@ -321,13 +321,19 @@ fn start<P: PluginEntry + ?Sized>(
     install_panic_hook();
     let result = panic::catch_unwind(AssertUnwindSafe(|| -> Result<PluginManifest, String> {
         let mut def = P::define();
+        let value = lookup_config(lookup, &def.name)?;
         let config = match &def.config {
-            Some(codec) => {
-                let value = lookup_config(lookup, &def.name)?;
-                Some(Declared {
-                    value: (codec.parse)(&value)?,
-                    type_name: codec.type_name,
-                })
+            Some(codec) => Some(Declared {
+                value: (codec.parse)(&value)?,
+                type_name: codec.type_name,
+            }),
+            // A configuration nobody reads would be ignored without a word.
+            None if value.as_object().is_some_and(|o| !o.is_empty()) => {
+                return Err(
+                    "it takes no `config` (a plugin declares one with `config: Type` \
+                            in export_plugin!), but the host passes one"
+                        .into(),
+                )
             }
             None => None,
         };
