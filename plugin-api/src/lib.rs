@@ -234,7 +234,8 @@ pub use toolhost_plugin_macros::tool;
 ///   ([`Context::state`]) and carried across hot reloads.
 /// - `config: Type`: a `Deserialize` type read from the plugin's `config` table in the host's
 ///   `toolhost.toml` when it loads ([`Context::config`]); a table that does not fit refuses
-///   the load with an error naming the field.
+///   the load with an error naming the field. Without it, a non-empty `config` refuses the
+///   load (it would be ignored otherwise).
 /// - `on_load: f`: runs once at load, `fn() -> Result<(), E>` or `fn(&Config) -> Result<(), E>`;
 ///   an `Err` refuses the load.
 ///
