@@ -35,6 +35,9 @@ struct PluginOpts {
     /// Load plugin files and folders that other users can write (refused by default).
     #[arg(long)]
     allow_shared: bool,
+    /// Per-plugin settings (default: toolhost.toml in the plugin folder, if present).
+    #[arg(long, env = "TOOLHOST_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 impl PluginOpts {
@@ -47,6 +50,10 @@ impl PluginOpts {
             },
             allow_shared: self.allow_shared,
         };
+        config.settings = std::sync::Arc::new(toolhost::config::LiveConfig::open(
+            &self.plugins,
+            self.config.as_deref(),
+        )?);
         Ok(config)
     }
 
