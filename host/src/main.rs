@@ -1,16 +1,18 @@
 //! The `toolhost` command.
 
-use std::{path::PathBuf, process::ExitCode};
+use std::{path::PathBuf, process::ExitCode, sync::Arc, time::Duration};
 
 use anyhow::{bail, Context as _};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Value};
 use toolhost::{
     chat::{default_plugin_dir, ChatArgs},
-    handler::{Router, RouterConfig, DEFAULT_MAX_RESULT_BYTES},
-    model::{call_result_json, tool_json},
-    plugin::{CallControl, ContentOut},
+    handler::{CallError, Router},
+    model::{tool_json, ContentOut},
+    plugin::CallControl,
     registry::{Registry, RegistryConfig},
+    service::{CallLimits, SessionLimits},
+    transport::read_lines,
     trust::{Allowlist, Trust},
 };
 
@@ -34,6 +36,9 @@ struct PluginOpts {
     /// Load plugin files and folders that other users can write (refused by default).
     #[arg(long)]
     allow_shared: bool,
+    /// Per-plugin settings (default: toolhost.toml in the plugin folder, if present).
+    #[arg(long, env = "TOOLHOST_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 impl PluginOpts {
@@ -46,6 +51,10 @@ impl PluginOpts {
             },
             allow_shared: self.allow_shared,
         };
+        config.settings = std::sync::Arc::new(toolhost::config::LiveConfig::open(
+            &self.plugins,
+            self.config.as_deref(),
+        )?);
         Ok(config)
     }
 
@@ -78,16 +87,18 @@ enum Command {
         json: bool,
     },
     /// Call one tool and print its result; exits with 1 when the result is an error.
+    /// `toolhost call calc.add '{"x":2,"y":3}'` or `toolhost call calc add '{"x":2,"y":3}'`.
     Call {
-        /// Plugin (server) name.
-        plugin: String,
-        /// Tool name.
-        tool: String,
-        /// Arguments as a JSON object.
-        #[arg(default_value = "{}")]
-        args: String,
+        /// The tool as `PLUGIN.TOOL`, or the plugin name followed by the tool name.
+        target: String,
+        /// The tool name (unless given as `PLUGIN.TOOL`), then the arguments as a JSON object
+        /// (default `{}`).
+        #[arg(num_args = 0..=2, value_name = "[TOOL] [JSON_ARGS]")]
+        rest: Vec<String>,
         #[command(flatten)]
         opts: PluginOpts,
+        #[command(flatten)]
+        limits: CallLimits,
     },
     /// Talk to Claude through the `claude` CLI, with every plugin served as an in-process MCP
     /// server. With a PROMPT: one conversation; without: one prompt per line from stdin.
@@ -102,12 +113,8 @@ enum Command {
     Serve {
         #[command(flatten)]
         opts: PluginOpts,
-        /// Default per-call timeout in seconds.
-        #[arg(long, value_name = "SECS", default_value_t = 60.0)]
-        timeout: f64,
-        /// Largest tool result passed on, in bytes of JSON; bigger ones become an error.
-        #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_RESULT_BYTES)]
-        max_result_bytes: usize,
+        #[command(flatten)]
+        limits: SessionLimits,
     },
     /// Create a plugin project from the template.
     New {
@@ -119,23 +126,45 @@ enum Command {
     },
 }
 
-/// `default` applies when RUST_LOG is unset.
+/// `default` applies when RUST_LOG is unset. Colour only when stderr is a terminal (and
+/// `NO_COLOR` is unset), so `2>file` gets plain text.
 fn init_logging(default: &str) {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default)),
         )
+        .with_ansi(toolhost::chat::style::Style::for_stream(&std::io::stderr()).color())
         .with_writer(std::io::stderr)
         .init();
 }
 
+/// A write to a closed pipe (`toolhost list | head -1`) ends the process quietly, as it does
+/// for other command-line tools, instead of a panic in `println!`.
+fn die_quietly_on_broken_pipe() {
+    // SAFETY: called first thing in `main`, before any thread exists, so nothing races on the
+    // signal disposition; SIG_DFL is a valid disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(
+        cli.command,
+        Command::List { .. } | Command::Call { .. } | Command::New { .. }
+    ) {
+        die_quietly_on_broken_pipe();
+    }
     // `list` and `call` report load failures in their own output; a warning line for each
-    // would say it twice.
+    // would say it twice. `chat` says load failures, timeouts and oversized results in its
+    // own lines, so their log lines are left out there.
     init_logging(match cli.command {
         Command::List { .. } | Command::Call { .. } => "error",
+        Command::Chat { .. } => {
+            "warn,toolhost::registry=error,toolhost::registry::watch=warn,toolhost::handler::call=error"
+        }
         _ => "warn",
     });
     match run(cli) {
@@ -151,19 +180,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::List { opts, json } => list(&opts, json),
         Command::Call {
-            plugin,
-            tool,
-            args,
+            target,
+            rest,
             opts,
-        } => call(&opts, &plugin, &tool, &args),
+            limits,
+        } => {
+            let (plugin, tool, args) = call_target(&target, &rest)?;
+            call(&opts, &limits, plugin, tool, args)
+        }
         Command::Chat { opts, chat } => {
             runtime()?.block_on(toolhost::chat::run(chat, opts.open_registry()?))
         }
-        Command::Serve {
-            opts,
-            timeout,
-            max_result_bytes,
-        } => serve(&opts, timeout, max_result_bytes),
+        Command::Serve { opts, limits } => serve(&opts, &limits),
         Command::New { name, path } => {
             let root = toolhost::scaffold::create(&name, &path)?;
             println!("created {}", root.display());
@@ -182,34 +210,19 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
-fn serve(opts: &PluginOpts, timeout: f64, max_result_bytes: usize) -> anyhow::Result<ExitCode> {
-    if !(timeout.is_finite() && timeout > 0.0) {
-        bail!("--timeout must be a positive number of seconds");
-    }
+fn serve(opts: &PluginOpts, limits: &SessionLimits) -> anyhow::Result<ExitCode> {
     let rt = runtime()?;
     rt.block_on(async {
         let registry = opts.open_registry()?;
         let events = registry.subscribe();
         let _watch = registry.watch().context("cannot watch the plugin folder")?;
-        let (notices_tx, notices) = tokio::sync::mpsc::unbounded_channel();
-        let config = RouterConfig {
-            default_timeout: std::time::Duration::from_secs_f64(timeout),
-            max_result_bytes,
-            ..RouterConfig::default()
-        };
-        let router = Router::new(registry, config, notices_tx);
-        toolhost::service::serve::serve(
-            tokio::io::stdin(),
-            tokio::io::stdout(),
-            router,
-            notices,
-            Some(events),
-        )
-        .await;
+        let router = Router::new(registry, limits.call.router_config());
+        let lines = read_lines(tokio::io::stdin()).max_line_bytes(limits.max_line_bytes);
+        toolhost::service::serve::serve(lines, tokio::io::stdout(), router, Some(events)).await;
         anyhow::Ok(())
     })?;
     // Tokio's stdin reader may still sit in a blocking read: do not wait for it.
-    rt.shutdown_timeout(std::time::Duration::from_millis(100));
+    rt.shutdown_timeout(Duration::from_millis(100));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -247,7 +260,8 @@ fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
             }
             for t in &m.tools {
                 let first_line = t.description.lines().next().unwrap_or("");
-                println!("  - {}: {}", t.name, first_line);
+                let args = toolhost::chat::catalog::signature(&t.input_schema, &Default::default());
+                println!("  - {}({args}): {first_line}", t.name);
             }
         }
         for (file, error) in &failed {
@@ -260,37 +274,78 @@ fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn call(opts: &PluginOpts, plugin: &str, tool: &str, args: &str) -> anyhow::Result<ExitCode> {
+/// `calc.add [ARGS]` or `calc add [ARGS]` → (plugin, tool, arguments).
+fn call_target<'a>(
+    target: &'a str,
+    rest: &'a [String],
+) -> anyhow::Result<(&'a str, &'a str, &'a str)> {
+    let (plugin, tool, args) = match target.split_once('.') {
+        Some((plugin, tool)) => {
+            if rest.len() > 1 {
+                bail!("too many arguments: `{target}` names the tool; give the arguments as one JSON object");
+            }
+            (plugin, tool, rest.first())
+        }
+        None => match rest.first() {
+            Some(tool) => (target, tool.as_str(), rest.get(1)),
+            None => {
+                bail!("which tool of `{target}`? Give it as `{target}.TOOL` or `{target} TOOL`")
+            }
+        },
+    };
+    Ok((plugin, tool, args.map_or("{}", String::as_str)))
+}
+
+/// `toolhost call`: one tool through the router, like a `tools/call` (argument check, timeout,
+/// size limit, the same messages), printed for a person.
+fn call(
+    opts: &PluginOpts,
+    limits: &CallLimits,
+    plugin: &str,
+    tool: &str,
+    args: &str,
+) -> anyhow::Result<ExitCode> {
     let parsed: Value = serde_json::from_str(args).context("the arguments are not valid JSON")?;
     if !parsed.is_object() {
         bail!("the arguments must be a JSON object, like '{{\"x\": 1}}'");
     }
     let registry = opts.open_registry_waiting()?;
-    let plugins = registry.plugins();
-    let Some(p) = plugins.iter().find(|p| p.name() == plugin) else {
-        for (file, error) in registry.failures() {
-            eprintln!("toolhost: {}: {error}", file.display());
+    let router = Router::new(registry.clone(), limits.router_config());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let control = Arc::new(CallControl::new("cli", None));
+    let output = rt.block_on(router.call_tool(plugin, tool, Some(args), control));
+    // A tool still running after its timeout is not waited for.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    let output = match output {
+        Ok(o) => o,
+        Err(e @ CallError::UnknownServer(_)) => {
+            for (file, error) in registry.failures() {
+                eprintln!("toolhost: {}: {error}", file.display());
+            }
+            let plugins = registry.plugins();
+            let names: Vec<&str> = plugins.iter().map(|p| p.name()).collect();
+            let found = if names.is_empty() {
+                "none loaded".to_string()
+            } else {
+                format!("found: {}", names.join(", "))
+            };
+            bail!("{e} (in {}; {found})", opts.plugins.display());
         }
-        let names: Vec<&str> = plugins.iter().map(|p| p.name()).collect();
-        let found = if names.is_empty() {
-            "none loaded".to_string()
-        } else {
-            format!("found: {}", names.join(", "))
-        };
-        bail!(
-            "no plugin named `{plugin}` in {} ({found})",
-            opts.plugins.display()
-        );
+        Err(e) => {
+            let tools = registry
+                .get(plugin)
+                .map(|p| {
+                    let names: Vec<&str> =
+                        p.manifest().tools.iter().map(|t| t.name.as_str()).collect();
+                    names.join(", ")
+                })
+                .unwrap_or_default();
+            bail!("{e} (it has: {tools})");
+        }
     };
-    if p.manifest().tool(tool).is_none() {
-        let names: Vec<&str> = p.manifest().tools.iter().map(|t| t.name.as_str()).collect();
-        bail!(
-            "plugin `{plugin}` has no tool `{tool}` (it has: {})",
-            names.join(", ")
-        );
-    }
-    let control = CallControl::new("cli", None);
-    let result = p.call(tool, args, &control);
+    let result = &output.result;
     if let Some(s) = &result.structured {
         println!("{}", s.get());
     } else {
@@ -303,7 +358,7 @@ fn call(opts: &PluginOpts, plugin: &str, tool: &str, args: &str) -> anyhow::Resu
             }
         }
     }
-    tracing::debug!(result = %call_result_json(&result), "call finished");
+    tracing::debug!(result = %output.json, "call finished");
     Ok(if result.is_error {
         ExitCode::FAILURE
     } else {

@@ -1,10 +1,8 @@
 //! `toolhost chat` options and the command line of the `claude` CLI built from them.
 
 use std::{
-    collections::HashMap,
     ffi::OsString,
     path::{Path, PathBuf},
-    time::Duration,
 };
 
 use anyhow::{bail, Context as _};
@@ -15,7 +13,8 @@ use super::render::OutputFormat;
 /// Options of `toolhost chat`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ChatArgs {
-    /// One prompt to run; without it, read one prompt per line from stdin until EOF.
+    /// One prompt to run; without it, an interactive session (a prompt with line editing on a
+    /// terminal; one prompt per line of stdin otherwise).
     pub prompt: Option<String>,
     /// The `claude` executable (default: `claude` on PATH).
     #[arg(long, env = "TOOLHOST_CLAUDE")]
@@ -42,53 +41,11 @@ pub struct ChatArgs {
     /// More MCP servers (stdio, http, sse) in the CLI's `--mcp-config` file format.
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
-    /// Default per-call timeout in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
-    pub timeout: f64,
-    /// Per-plugin call timeout, `NAME=SECS`; repeatable.
-    #[arg(long = "plugin-timeout", value_name = "NAME=SECS", value_parser = parse_plugin_timeout)]
-    pub plugin_timeouts: Vec<(String, f64)>,
-    /// Largest tool result passed to the CLI, in bytes of JSON; bigger ones become an error.
-    #[arg(long, value_name = "BYTES", default_value_t = crate::handler::DEFAULT_MAX_RESULT_BYTES)]
-    pub max_result_bytes: usize,
+    #[command(flatten)]
+    pub limits: crate::service::SessionLimits,
     /// Arguments after `--` go to the CLI unchanged.
     #[arg(last = true)]
     pub extra: Vec<OsString>,
-}
-
-fn parse_plugin_timeout(s: &str) -> Result<(String, f64), String> {
-    let (name, secs) = s
-        .split_once('=')
-        .ok_or_else(|| format!("expected NAME=SECS, got `{s}`"))?;
-    let secs: f64 = secs
-        .parse()
-        .map_err(|_| format!("`{secs}` is not a number of seconds"))?;
-    check_secs(secs)?;
-    Ok((name.to_string(), secs))
-}
-
-fn check_secs(secs: f64) -> Result<(), String> {
-    if secs.is_finite() && secs > 0.0 {
-        Ok(())
-    } else {
-        Err(format!(
-            "a timeout must be a positive number of seconds, not {secs}"
-        ))
-    }
-}
-
-impl ChatArgs {
-    /// The default timeout and the per-plugin ones.
-    pub fn timeouts(&self) -> anyhow::Result<(Duration, HashMap<String, Duration>)> {
-        check_secs(self.timeout).map_err(anyhow::Error::msg)?;
-        Ok((
-            Duration::from_secs_f64(self.timeout),
-            self.plugin_timeouts
-                .iter()
-                .map(|(n, s)| (n.clone(), Duration::from_secs_f64(*s)))
-                .collect(),
-        ))
-    }
 }
 
 /// The `claude` executable: `--claude`/`TOOLHOST_CLAUDE`, else `claude` on PATH.
@@ -128,8 +85,9 @@ pub fn read_mcp_config(file: &Path) -> anyhow::Result<Map<String, Value>> {
 }
 
 /// The CLI's arguments: stream-json both ways, the user's options, the plugins' tools allowed
-/// (one `mcp__<plugin>` rule per server, unless `--ask`), and the extra arguments last.
-pub fn cli_args(args: &ChatArgs, plugin_names: &[&str]) -> Vec<OsString> {
+/// (one `mcp__<plugin>` rule per server, unless `--ask`), and the extra arguments last. With
+/// `partial`, assistant text also comes in pieces as it is written (for a terminal).
+pub fn cli_args(args: &ChatArgs, plugin_names: &[&str], partial: bool) -> Vec<OsString> {
     let mut v: Vec<OsString> = [
         "--output-format",
         "stream-json",
@@ -140,6 +98,9 @@ pub fn cli_args(args: &ChatArgs, plugin_names: &[&str]) -> Vec<OsString> {
     .into_iter()
     .map(OsString::from)
     .collect();
+    if partial {
+        v.push("--include-partial-messages".into());
+    }
     let mut push = |k: &str, val: OsString| {
         v.push(k.into());
         v.push(val);
@@ -173,6 +134,8 @@ pub fn cli_args(args: &ChatArgs, plugin_names: &[&str]) -> Vec<OsString> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use clap::Parser;
 
@@ -205,7 +168,7 @@ mod tests {
             "/tmp/d",
         ]);
         assert_eq!(a.prompt.as_deref(), Some("hi"));
-        let argv: Vec<String> = cli_args(&a, &["calc", "faulty"])
+        let argv: Vec<String> = cli_args(&a, &["calc", "faulty"], false)
             .into_iter()
             .map(|s| s.into_string().unwrap())
             .collect();
@@ -214,24 +177,28 @@ mod tests {
             "--output-format stream-json --verbose --input-format stream-json --model m1 \
              --max-turns 3 --allowedTools mcp__calc,mcp__faulty,Bash,Read --debug-file /tmp/d"
         );
-        let (default, per) = a.timeouts().unwrap();
-        assert_eq!(default, Duration::from_secs(60));
-        assert_eq!(per["faulty"], Duration::from_millis(500));
-        assert_eq!(a.max_result_bytes, 1 << 20);
+        let limits = a.limits.call.router_config();
+        assert_eq!(limits.default_timeout, Duration::from_secs(60));
+        assert_eq!(limits.plugin_timeouts["faulty"], Duration::from_millis(500));
+        assert_eq!(limits.max_result_bytes, 1 << 20);
         assert_eq!(
-            parse(&["--max-result-bytes", "5000"]).max_result_bytes,
+            parse(&["--max-result-bytes", "5000"])
+                .limits
+                .call
+                .max_result_bytes,
             5000
         );
         // Not passed on to the CLI: the host enforces it.
         assert!(!argv.iter().any(|s| s.contains("max-result")));
 
         let a = parse(&["--ask"]);
-        let argv: Vec<String> = cli_args(&a, &["calc"])
+        let argv: Vec<String> = cli_args(&a, &["calc"], true)
             .into_iter()
             .map(|s| s.into_string().unwrap())
             .collect();
         assert!(argv.ends_with(&["--permission-prompt-tool".into(), "stdio".into()]));
         assert!(!argv.iter().any(|s| s.contains("mcp__calc")));
+        assert!(argv.iter().any(|s| s == "--include-partial-messages"));
         assert!(T::try_parse_from(["t", "--plugin-timeout", "x"]).is_err());
         assert!(T::try_parse_from(["t", "--plugin-timeout", "x=-1"]).is_err());
     }

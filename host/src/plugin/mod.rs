@@ -1,12 +1,13 @@
 //! One loaded version of one plugin: open it, ask its manifest, call its tools, close it.
 
 mod callbacks;
+mod configure;
 mod library;
-mod manifest;
 mod shadow;
 mod threads;
 
 use std::{
+    any::Any,
     path::{Path, PathBuf},
     sync::{Arc, OnceLock},
 };
@@ -16,19 +17,24 @@ use serde_json::value::RawValue;
 use toolhost_plugin::abi::{CallOutcome, ContentKind, PluginManifest, PluginRootRef};
 
 pub use callbacks::{CallControl, ProgressFn};
+pub use configure::ConfigSource;
 pub use library::{kept_for_threads_count, pinned_count, still_mapped};
-pub use manifest::{
-    check_name, Annotations, Manifest, ManifestError, ToolInfo, MAX_QUALIFIED_NAME,
-};
 pub use shadow::{
     current_uid, default_shadow_dir, digest, NotALibrary, ShadowError, Staged, MAX_PLUGIN_BYTES,
 };
 pub use threads::{mapped_range, runners, Runner};
+// The host-side data a plugin produces is defined by the protocol layer; re-exported here for
+// the code that loads plugins.
+pub use crate::model::{
+    check_name, Annotations, CallResult, ContentOut, Manifest, ManifestError, ToolInfo,
+    MAX_QUALIFIED_NAME,
+};
 
 #[cfg(test)]
 pub(crate) use shadow::after_next_open;
 
 use callbacks::{call_ctx, host_api, CallData, LogSource};
+use configure::{config_lookup, LookupData};
 use library::{Library, Opened};
 
 /// Why a file could not be loaded. `Display` is one line naming the cause; the variants that
@@ -76,6 +82,13 @@ pub enum LoadError {
     /// The trust policy refused the file.
     #[error("refused")]
     Refused(#[source] crate::trust::TrustError),
+    /// The configuration gives the plugin a `config`, but it was built before plugins could
+    /// receive one (it lacks the ABI's `init_with_config`).
+    #[error(
+        "plugin `{plugin}` has a `config` in the configuration file, but it was built against \
+         a toolhost-plugin that cannot receive one; rebuild it against a current one"
+    )]
+    ConfigUnsupported { plugin: String },
 }
 
 impl From<NotALibrary> for LoadError {
@@ -113,46 +126,6 @@ pub enum StateError {
     Refused(String),
 }
 
-/// One block of a tool result, owned by the host.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ContentOut {
-    Text(String),
-    Image { data: String, mime_type: String },
-    Audio { data: String, mime_type: String },
-}
-
-/// A tool result, owned by the host: nothing in it points into the plugin library.
-#[derive(Debug, Clone)]
-pub struct CallResult {
-    pub content: Vec<ContentOut>,
-    /// The plugin's `structuredContent`, checked to be a JSON object, kept as raw JSON.
-    pub structured: Option<Box<RawValue>>,
-    pub is_error: bool,
-}
-
-impl CallResult {
-    /// An error result with one text block.
-    pub fn error(message: impl Into<String>) -> Self {
-        CallResult {
-            content: vec![ContentOut::Text(message.into())],
-            structured: None,
-            is_error: true,
-        }
-    }
-
-    /// The text blocks joined by newlines (what `toolhost call` prints).
-    pub fn text(&self) -> String {
-        self.content
-            .iter()
-            .filter_map(|c| match c {
-                ContentOut::Text(t) => Some(t.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-}
-
 /// A plugin library mapped and checked whose `init` has not run yet. Dropping it closes the
 /// library.
 pub struct Opening {
@@ -162,9 +135,10 @@ pub struct Opening {
 }
 
 impl Opening {
-    /// Runs the plugin's `init` (its `on_load`): the plugin is loaded once this returns.
-    pub fn init(self) -> Result<Arc<LoadedPlugin>, LoadError> {
-        LoadedPlugin::init(&self.file, self.hash, self.opened)
+    /// Runs the plugin's `init` (its `on_load`), handing it the `config` that `config` gives
+    /// for the name it declares: the plugin is loaded once this returns.
+    pub fn init(self, config: ConfigSource<'_>) -> Result<Arc<LoadedPlugin>, LoadError> {
+        LoadedPlugin::init(&self.file, self.hash, self.opened, config)
     }
 
     /// SHA-256 of the file's bytes.
@@ -184,6 +158,9 @@ pub struct LoadedPlugin {
     // log while unloading.
     library: Option<Library>,
     log_source: Box<LogSource>,
+    /// The `config` this version was given at load (JSON object text).
+    config: Option<String>,
+    derived: OnceLock<Box<dyn Any + Send + Sync>>,
 }
 
 impl LoadedPlugin {
@@ -196,7 +173,7 @@ impl LoadedPlugin {
     /// Loads a plugin from its copy staged by [`Staged::copy`] (which hashed it on the way, so
     /// a caller can skip unchanged files before loading).
     pub fn load_staged(file: &Path, staged: Staged) -> Result<Arc<Self>, LoadError> {
-        Self::open_staged(file, staged)?.init()
+        Self::load_staged_with_config(file, staged, &|_| None)
     }
 
     /// The first half of [`LoadedPlugin::load_staged`]: checks and maps the copy, without
@@ -211,7 +188,32 @@ impl LoadedPlugin {
         })
     }
 
-    fn init(file: &Path, hash: [u8; 32], opened: Opened) -> Result<Arc<Self>, LoadError> {
+    /// [`LoadedPlugin::load_staged`], handing the plugin the `config` that `config` gives for
+    /// the name it declares.
+    pub fn load_staged_with_config(
+        file: &Path,
+        staged: Staged,
+        config: ConfigSource<'_>,
+    ) -> Result<Arc<Self>, LoadError> {
+        Self::open_staged(file, staged)?.init(config)
+    }
+
+    /// [`LoadedPlugin::load`] with a configuration source.
+    pub fn load_with_config(
+        file: &Path,
+        shadow_dir: &Path,
+        config: ConfigSource<'_>,
+    ) -> Result<Arc<Self>, LoadError> {
+        let staged = Staged::copy(file, shadow_dir)?;
+        Self::load_staged_with_config(file, staged, config)
+    }
+
+    fn init(
+        file: &Path,
+        hash: [u8; 32],
+        opened: Opened,
+        config: ConfigSource<'_>,
+    ) -> Result<Arc<Self>, LoadError> {
         let Opened { library, root } = opened;
         let log_source = Box::new(LogSource {
             file: file.display().to_string(),
@@ -230,13 +232,29 @@ impl LoadedPlugin {
             root,
             library: Some(library),
             log_source,
+            config: None,
+            derived: OnceLock::new(),
         };
         // From here on, dropping `plugin` runs the plugin's `unload` and closes the library.
-        let manifest = match (plugin.root.init())(host_api(&plugin.log_source)) {
+        let host = host_api(&plugin.log_source);
+        let lookup = LookupData { source: config };
+        // Plugins built before `init_with_config` existed lack it: they get `init`.
+        let with_config = plugin.root.init_with_config();
+        let initialized = match with_config {
+            Some(init) => init(host, &config_lookup(&lookup)),
+            None => (plugin.root.init())(host),
+        };
+        let manifest = match initialized {
             RResult::ROk(m) => convert_manifest(m),
             RResult::RErr(e) => Err(LoadError::Init(e.into_string())),
         }?;
         manifest.validate()?;
+        plugin.config = config(&manifest.name);
+        if with_config.is_none() && plugin.config.is_some() {
+            return Err(LoadError::ConfigUnsupported {
+                plugin: manifest.name,
+            });
+        }
         let _ = plugin.log_source.name.set(manifest.name.clone());
         plugin.manifest = manifest;
         Ok(Arc::new(plugin))
@@ -255,9 +273,23 @@ impl LoadedPlugin {
         &self.file
     }
 
+    /// The `config` this version was given at load (JSON object text), if any.
+    pub fn config_json(&self) -> Option<&str> {
+        self.config.as_deref()
+    }
+
     /// SHA-256 of the file's bytes when it was loaded.
     pub fn hash(&self) -> &[u8; 32] {
         &self.hash
+    }
+
+    /// Data the host derives once from this version (the router's compiled argument checks
+    /// and tool list): found with the version, dropped with it. One type per process.
+    pub fn derived<T: Any + Send + Sync>(&self, make: impl FnOnce(&Self) -> T) -> &T {
+        self.derived
+            .get_or_init(|| Box::new(make(self)))
+            .downcast_ref()
+            .expect("one derived type per host")
     }
 
     /// The private copy the library was opened from (already unlinked on Unix).

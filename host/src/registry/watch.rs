@@ -72,7 +72,7 @@ enum Msg {
 pub(super) fn start(registry: &Arc<Registry>) -> Result<WatchHandle, RegistryError> {
     let (tx, rx) = mpsc::channel();
     let dir = registry.dir().to_path_buf();
-    let watcher = watch_dir(&dir, &tx)?;
+    let watcher = watch_dir(&dir, registry, &tx)?;
     // Changes between `open` and now were not seen: look at everything once.
     let _ = tx.send(Msg::Rescan);
     let weak = Arc::downgrade(registry);
@@ -96,8 +96,11 @@ pub(super) fn start(registry: &Arc<Registry>) -> Result<WatchHandle, RegistryErr
     })
 }
 
+/// Watches the plugin folder `dir` and, when the configuration file lives elsewhere, its
+/// folder too.
 fn watch_dir(
     dir: &Path,
+    reg: &Registry,
     tx: &mpsc::Sender<Msg>,
 ) -> Result<notify::RecommendedWatcher, RegistryError> {
     let events = tx.clone();
@@ -111,6 +114,17 @@ fn watch_dir(
             dir: dir.to_path_buf(),
             source,
         })?;
+    // A configuration file given with `--config` may live elsewhere: watch its folder too.
+    if let Some(config_dir) = reg.config().settings.path().parent() {
+        if !config_dir.as_os_str().is_empty() && config_dir != dir {
+            watcher
+                .watch(config_dir, RecursiveMode::NonRecursive)
+                .map_err(|source| RegistryError::Watch {
+                    dir: config_dir.to_path_buf(),
+                    source,
+                })?;
+        }
+    }
     Ok(watcher)
 }
 
@@ -194,7 +208,7 @@ impl Folder {
             );
             return true;
         }
-        match watch_dir(&self.dir, &self.events) {
+        match watch_dir(&self.dir, reg, &self.events) {
             Ok(w) => {
                 tracing::warn!(dir = %super::shown(&self.dir), "the plugin folder is back: watching it again");
                 self.watcher = Some(w);
@@ -293,6 +307,10 @@ fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>, mut folder: Folder) {
                             .filter_map(|p| p.file_name())
                             .map(|name| reg.dir().join(name)),
                     );
+                    let settings = &reg.config().settings;
+                    if event.paths.iter().any(|p| settings.is_file(p)) {
+                        touched.push(settings.path());
+                    }
                 }
             }
             Ok(Msg::Event(Err(e))) => {
@@ -326,6 +344,14 @@ fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>, mut folder: Folder) {
         for file in due {
             let now = Instant::now();
             if !pending.is_stable(&file, Snapshot::of(&file), now) {
+                continue;
+            }
+            if file == reg.config().settings.path() {
+                // The configuration changed: the plugins it concerns are looked at again.
+                pending.done(&file);
+                for plugin_file in reg.reconfigure() {
+                    pending.wake(plugin_file, now);
+                }
                 continue;
             }
             if !folder.usable() && file.exists() {
@@ -461,6 +487,7 @@ fn all_files(reg: &Registry) -> Vec<PathBuf> {
         Vec::new()
     });
     files.extend(reg.known_files());
+    files.push(reg.config().settings.path());
     files.sort();
     files.dedup();
     files
