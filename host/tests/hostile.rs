@@ -110,9 +110,10 @@ impl Folder {
             .with_test_writer()
             .try_init();
         marker();
+        // Whatever the umask: the host refuses folders others can write.
         Folder {
-            dir: tempfile::tempdir().unwrap(),
-            shadow: tempfile::tempdir().unwrap(),
+            dir: tempdir_with_mode(0o755),
+            shadow: tempdir_with_mode(0o700),
         }
     }
 
@@ -415,4 +416,17 @@ async fn an_on_load_past_its_time_limit_is_given_up() {
         e => panic!("expected a failure, got {e:?}"),
     }
     assert_eq!(serving_build(&reg).await, "limit-a");
+}
+
+/// A temporary folder with `mode` (they otherwise follow the umask).
+fn tempdir_with_mode(mode: u32) -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
+    dir
 }

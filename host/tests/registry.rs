@@ -119,9 +119,10 @@ impl Folder {
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
             .try_init();
+        // Whatever the umask: the host refuses folders others can write.
         Folder {
-            dir: tempfile::tempdir().unwrap(),
-            shadow: tempfile::tempdir().unwrap(),
+            dir: tempdir_with_mode(0o755),
+            shadow: tempdir_with_mode(0o700),
         }
     }
 
@@ -524,6 +525,13 @@ async fn plugins_appear_disappear_and_rename() {
     {
         use std::io::Write;
         let mut f = std::fs::File::create(&path).unwrap();
+        // Whatever the umask: the host refuses group-writable plugin files.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            f.set_permissions(std::fs::Permissions::from_mode(0o644))
+                .unwrap();
+        }
         f.write_all(&faulty[..faulty.len() / 3]).unwrap();
         f.flush().unwrap();
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -958,6 +966,7 @@ async fn untrusted_files_are_refused() {
     let lock = f.shadow.path().join("plugins.lock");
     let calc_digest = digest(&std::fs::read(&calc).unwrap());
     std::fs::write(&lock, format!("{}  calc.so\n", hex(&calc_digest))).unwrap();
+    std::fs::set_permissions(&lock, std::fs::Permissions::from_mode(0o644)).unwrap();
     let mut config = f.config();
     config.trust = Trust {
         allowlist: Some(Allowlist::load(&lock).unwrap()),
@@ -991,6 +1000,12 @@ async fn a_folder_deleted_and_recreated_is_watched_again() {
     )
     .await;
     std::fs::create_dir(folder.dir.path()).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::Permissions::from_mode(0o755);
+        std::fs::set_permissions(folder.dir.path(), mode).unwrap();
+    }
     folder.put("text.so", &library("text"));
     wait_for(
         &mut rx,
@@ -1049,6 +1064,9 @@ async fn lock_file_changes_apply_while_running() {
             .collect();
         let tmp = lock.with_extension("tmp");
         std::fs::write(&tmp, body).unwrap();
+        // Whatever the umask: the lock file is held to the trust rules.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644)).unwrap();
         std::fs::rename(&tmp, &lock).unwrap();
     };
     write_lock(&[&calc]);
@@ -1110,4 +1128,17 @@ async fn soak_1000_reloads_with_16_clients() {
             b - a
         );
     }
+}
+
+/// A temporary folder with `mode` (they otherwise follow the umask).
+fn tempdir_with_mode(mode: u32) -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
+    dir
 }
