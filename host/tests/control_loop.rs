@@ -817,3 +817,39 @@ async fn too_long_line_is_answered_and_the_session_goes_on() {
     );
     assert!(cli.held.is_empty(), "{:?}", cli.held);
 }
+
+/// JSON-RPC ids are strings or numbers: an array, object or boolean id is not echoed but
+/// answered with an Invalid Request error whose id is `null` (JSON-RPC 2.0 §5.1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ids_that_are_not_strings_or_numbers_are_invalid_requests() {
+    let mut cli = FakeCli::start(&["calc"], RouterConfig::default(), None);
+    for (i, id) in [json!([1, 2]), json!({"a": 1}), json!(true)]
+        .into_iter()
+        .enumerate()
+    {
+        for method in ["ping", "tools/list", "tools/call"] {
+            let rid = format!("bad-{i}-{method}");
+            let msg = json!({"jsonrpc":"2.0","id":id,"method":method,
+                "params":{"name":"add","arguments":{"x":1,"y":2}}});
+            let reply = cli.mcp(&rid, "calc", msg).await;
+            assert_eq!(
+                reply,
+                json!({"jsonrpc":"2.0","id":null,"error":{"code":-32600,
+                    "message":"invalid request: the id must be a string or a number"}}),
+                "{rid}"
+            );
+        }
+    }
+    // Strings and numbers are still echoed.
+    for id in [json!("s"), json!(7), json!(-1.5)] {
+        let reply = cli
+            .mcp(
+                "good",
+                "calc",
+                json!({"jsonrpc":"2.0","id":id,"method":"ping"}),
+            )
+            .await;
+        assert_eq!(reply["id"], id);
+        assert_eq!(reply["result"], json!({}));
+    }
+}

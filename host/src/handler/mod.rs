@@ -150,6 +150,15 @@ impl Router {
         sink: &Sink,
     ) -> Dispatch {
         let id = msg.id;
+        if id.is_some_and(|id| !valid_id(id)) {
+            // Echoing it would hand the client back a value it cannot match (JSON-RPC 2.0 §4:
+            // a string, a number or null; MCP: a string or an integer).
+            return Dispatch::Reply(rpc_error(
+                None,
+                error_code::INVALID_REQUEST,
+                "invalid request: the id must be a string or a number",
+            ));
+        }
         let Some(method) = msg.method.as_deref() else {
             return match id {
                 Some(_) => Dispatch::Reply(rpc_error(
@@ -412,6 +421,13 @@ pub fn server_initialize_result(plugin: Option<&LoadedPlugin>, version: &str) ->
 /// The name of `tool` of `plugin` in [`Scope::All`].
 pub fn flat_name(plugin: &str, tool: &str) -> String {
     format!("{plugin}{FLAT_SEPARATOR}{tool}")
+}
+
+/// Whether a request id is a string or a number (what a reply may echo). A `null` id never
+/// gets here: it parses as no id.
+fn valid_id(id: &RawValue) -> bool {
+    id.get()
+        .starts_with(|c: char| c == '"' || c == '-' || c.is_ascii_digit())
 }
 
 /// A success reply whose result is already serialized.
