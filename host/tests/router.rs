@@ -6,6 +6,7 @@ mod common;
 use std::{
     path::{Path, PathBuf},
     sync::{Arc, Mutex, OnceLock},
+    time::Duration,
 };
 
 use serde_json::{json, Value};
@@ -15,7 +16,7 @@ use toolhost::{
         DEFAULT_MAX_RESULT_BYTES,
     },
     model::JsonRpc,
-    registry::{Registry, RegistryConfig},
+    registry::{Registry, RegistryConfig, RegistryEvent},
 };
 use toolhost_test_support::{lib_file, target_dir, Build};
 
@@ -197,6 +198,14 @@ fn collide_builds() -> &'static (PathBuf, PathBuf) {
     })
 }
 
+/// calc as built by the tests, and calc with its `extra` tool `power`.
+fn calc_builds() -> (PathBuf, &'static Path) {
+    static EXTRA: OnceLock<PathBuf> = OnceLock::new();
+    let plain = common::built_plugins().join(lib_file("calc"));
+    let extra = EXTRA.get_or_init(|| variant("calc", "calc/extra", "libcalc_extra.so"));
+    (plain, extra)
+}
+
 fn open(dir: &Path, shadow: &Path) -> Arc<Registry> {
     let mut rc = RegistryConfig::new(dir);
     rc.shadow_dir = shadow.to_path_buf();
@@ -262,4 +271,56 @@ async fn flat_names_that_collide_are_listed_once_and_reported() {
     )
     .await;
     assert_eq!(text_of(&r), "collide__bar: ticks");
+}
+
+/// After a plugin is replaced, `tools/list` (its own server as in `chat`, and the flat server
+/// of `serve`) shows the new version's tools, and a tool only the new version has is called.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replaced_plugin_is_listed_and_called_in_its_new_version() {
+    let (plain, extra) = calc_builds();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(lib_file("calc"));
+    std::fs::copy(&plain, &file).unwrap();
+    let shadow = common::shadow_dir();
+    let registry = open(dir.path(), shadow.path());
+    let mut events = registry.subscribe();
+    let _watch = registry.watch().unwrap();
+    let router = Router::new(registry, RouterConfig::default());
+    let calc = Scope::Server("calc");
+
+    // Listed (and so compiled and cached) before the reload.
+    let before = tool_names(&send(&router, calc, list(1)).await);
+    assert_eq!(before, ["add", "subtract", "multiply", "divide"]);
+    assert!(!tool_names(&send(&router, Scope::All, list(2)).await).contains(&"calc__power".into()));
+    let r = send(&router, calc, call(3, "power", json!({"x": 2, "y": 10}))).await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+
+    // The new build, renamed into place as a linker or `cp` + `mv` does.
+    let staged = dir.path().join(".calc.new");
+    std::fs::copy(extra, &staged).unwrap();
+    std::fs::rename(&staged, &file).unwrap();
+    let replaced = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            match events.recv().await.unwrap() {
+                RegistryEvent::Replaced { name, .. } if name == "calc" => break,
+                RegistryEvent::Failed { error, .. } => panic!("reload failed: {error}"),
+                _ => {}
+            }
+        }
+    });
+    replaced.await.expect("calc was replaced in time");
+
+    let after = tool_names(&send(&router, calc, list(4)).await);
+    assert_eq!(after, ["add", "subtract", "multiply", "divide", "power"]);
+    let r = send(&router, calc, call(5, "power", json!({"x": 2, "y": 10}))).await;
+    assert_eq!(text_of(&r), "1024", "{r}");
+    let flat = tool_names(&send(&router, Scope::All, list(6)).await);
+    assert!(flat.contains(&"calc__power".to_string()), "{flat:?}");
+    let r = send(
+        &router,
+        Scope::All,
+        call(7, "calc__power", json!({"x": 3, "y": 2})),
+    )
+    .await;
+    assert_eq!(text_of(&r), "9", "{r}");
 }
