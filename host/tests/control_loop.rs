@@ -188,7 +188,7 @@ async fn router_methods_and_errors() {
     assert_eq!(list["id"], 1);
     let tools = list["result"]["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["panic", "slow", "fail", "large", "echo"]);
+    assert_eq!(names, ["panic", "slow", "fail", "large", "flood", "echo"]);
     for t in tools {
         assert_eq!(t["inputSchema"]["type"], "object", "{t}");
     }
@@ -852,4 +852,71 @@ async fn ids_that_are_not_strings_or_numbers_are_invalid_requests() {
         assert_eq!(reply["id"], id);
         assert_eq!(reply["result"], json!({}));
     }
+}
+
+/// A CLI that stops reading while it sends calls with large results: the host stops reading
+/// its requests once its output queue is full (so the CLI's writes block) instead of
+/// queueing every reply, and answers every call once the CLI reads again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cli_that_does_not_read_stops_being_read() {
+    const CALLS: usize = 1000;
+    const CHARS: usize = 100_000;
+    let (registry, _plugins, _shadow) = open_registry(&["faulty"]);
+    let router = Router::new(registry, RouterConfig::default());
+    // Small pipes: what the host does not read stays with the CLI.
+    let (cli, host) = tokio::io::duplex(8 << 10);
+    let (host_in, host_out) = tokio::io::split(host);
+    let session = Session::start(read_lines(host_in), host_out, router, None);
+    let (cli_in, mut cli_out) = tokio::io::split(cli);
+    let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let sender = {
+        let sent = sent.clone();
+        tokio::spawn(async move {
+            for i in 0..CALLS {
+                let msg = call(i as u64, "large", json!({"chars": CHARS}));
+                let line = json!({"type":"control_request","request_id":format!("r{i}"),
+                    "request":{"subtype":"mcp_message","server_name":"faulty","message":msg}});
+                cli_out
+                    .write_all(format!("{line}\n").as_bytes())
+                    .await
+                    .unwrap();
+                sent.fetch_add(1, Ordering::SeqCst);
+            }
+            cli_out
+        })
+    };
+    // Until the host stops taking requests (or, without backpressure, has taken them all).
+    let mut last = usize::MAX;
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = sent.load(Ordering::SeqCst);
+        if now == last || now == CALLS {
+            break;
+        }
+        last = now;
+    }
+    let stalled_at = sent.load(Ordering::SeqCst);
+    assert!(
+        stalled_at < CALLS / 2,
+        "the host took {stalled_at} of {CALLS} requests without their replies being read"
+    );
+
+    let mut lines = BufReader::new(cli_in).lines();
+    let mut answered = vec![false; CALLS];
+    let mut count = 0;
+    while count < CALLS {
+        let line = tokio::time::timeout(GUARD, lines.next_line())
+            .await
+            .expect("answered in time")
+            .unwrap()
+            .expect("output open");
+        let v: Value = serde_json::from_str(&line).unwrap();
+        let reply = &v["response"]["response"]["mcp_response"];
+        let id = reply["id"].as_u64().unwrap() as usize;
+        assert_eq!(text_of(reply).len(), CHARS);
+        assert!(!std::mem::replace(&mut answered[id], true), "twice: {id}");
+        count += 1;
+    }
+    drop(sender.await.unwrap());
+    session.close().await;
 }

@@ -44,7 +44,12 @@ pub async fn serve<R, W>(
     let answer_too_long = |t| {
         out.send(too_long(t));
     };
-    while let Some(line) = super::next_message(&mut lines, "the input", answer_too_long).await {
+    let intake = super::Intake::new(out.clone());
+    loop {
+        let slot = intake.ready().await;
+        let Some(line) = super::next_message(&mut lines, "the input", answer_too_long).await else {
+            break;
+        };
         let msg: JsonRpc = match super::parse_object(&line) {
             Ok(m) => m,
             Err(e) => {
@@ -66,6 +71,7 @@ pub async fn serve<R, W>(
                 let out = out.clone();
                 calls.spawn(async move {
                     out.send(call.await);
+                    drop(slot);
                 });
             }
         }
