@@ -920,3 +920,42 @@ async fn a_cli_that_does_not_read_stops_being_read() {
     drop(sender.await.unwrap());
     session.close().await;
 }
+
+/// A tool reporting progress 200,000 times: the reports that reach the CLI are in order, the
+/// last is the final value, none follows the reply, and each is its own `mcp_message`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_flood_of_progress_reaches_the_cli_coalesced_in_order() {
+    const COUNT: u64 = 200_000;
+    let mut cli = FakeCli::start(&["faulty"], RouterConfig::default(), None);
+    cli.mcp_send("call", "faulty", call(2, "flood", json!({"count": COUNT})))
+        .await;
+    let (mut last, mut reports) = (0.0, 0u64);
+    let mut ids = std::collections::HashSet::new();
+    loop {
+        let v = cli.next_line().await;
+        if v["type"] == "control_response" && v["response"]["request_id"] == "call" {
+            let reply = &v["response"]["response"]["mcp_response"];
+            assert_eq!(text_of(reply), format!("sent {COUNT}"));
+            break;
+        }
+        assert_eq!(v["request"]["subtype"], "mcp_message", "{v}");
+        assert_eq!(v["request"]["server_name"], "faulty");
+        assert!(ids.insert(v["request_id"].as_str().unwrap().to_string()));
+        let params = &v["request"]["message"]["params"];
+        let p = params["progress"].as_f64().unwrap();
+        assert!(p > last, "progress went from {last} to {p}");
+        last = p;
+        reports += 1;
+    }
+    assert_eq!(last, COUNT as f64);
+    eprintln!("{reports} of {COUNT} progress reports written");
+    // Nothing after the reply: the next line is the ping's answer.
+    cli.mcp_send(
+        "ping",
+        "faulty",
+        json!({"jsonrpc":"2.0","id":3,"method":"ping"}),
+    )
+    .await;
+    let v = cli.next_line().await;
+    assert_eq!(v["response"]["request_id"], "ping", "{v}");
+}

@@ -16,7 +16,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// A field of /proc/PID/status in kB (`VmHWM`, `VmRSS`) or a count (`Threads`).
 fn status(pid: u32, field: &str) -> u64 {
@@ -118,5 +118,81 @@ fn replies_to_a_client_that_does_not_read_are_not_queued_without_limit() {
         "peak resident size {} MB over the {} MB ceiling",
         peak / 1024,
         CEILING_KB / 1024
+    );
+}
+
+const REPORTS: u64 = 1_000_000;
+/// Without coalescing, a million progress notifications queue faster than they are written
+/// (160 MB in this debug build, 330 MB in the release build).
+const PROGRESS_CEILING_KB: u64 = 60 * 1024;
+
+/// One call reports progress a million times to a client that reads: the host keeps only the
+/// latest report of the call waiting, so its memory stays bounded; the reports that do go out
+/// are in order, the last is the final value, and none follows the reply.
+#[test]
+fn a_flood_of_progress_is_coalesced() {
+    let plugins = common::plugin_dir(&["faulty"]);
+    let mut host = spawn_serve(plugins.path());
+    let pid = host.id();
+    let mut stdin = host.stdin.take().unwrap();
+    let stdout = host.stdout.take().unwrap();
+    let call = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
+        "name":"faulty__flood","arguments":{"count":REPORTS},"_meta":{"progressToken":"p"}}});
+    stdin.write_all(format!("{call}\n").as_bytes()).unwrap();
+    // A ping after the call: answered while the flood runs.
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n")
+        .unwrap();
+
+    let (mut reports, mut last, mut reply, mut after_reply) = (0u64, 0.0f64, None, 0);
+    let (mut peak, mut pinged) = (0, false);
+    let mut lines = BufReader::new(stdout).lines();
+    while let Some(line) = lines.next().map(Result::unwrap) {
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if v["method"] == "notifications/progress" {
+            assert_eq!(v["params"]["progressToken"], "p");
+            let p = v["params"]["progress"].as_f64().unwrap();
+            assert!(p > last, "progress went from {last} to {p}");
+            assert_eq!(v["params"]["total"].as_f64(), Some(REPORTS as f64));
+            last = p;
+            reports += 1;
+            if reply.is_some() {
+                after_reply += 1;
+            }
+        } else if v["id"] == 2 {
+            pinged = true;
+        } else if v["id"] == 1 {
+            reply = Some(v);
+            // The host is still running (its input is open): its peak is final.
+            peak = status(pid, "VmHWM");
+            break;
+        }
+    }
+    // Nothing more is owed: end the input, and see what else comes.
+    drop(stdin);
+    for line in lines {
+        let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if v["method"] == "notifications/progress" {
+            after_reply += 1;
+        }
+    }
+    assert!(host.wait().unwrap().success());
+    assert!(pinged, "no answer to the ping sent during the flood");
+    eprintln!(
+        "progress flood: {reports} of {REPORTS} reports written, peak resident {} MB",
+        peak / 1024
+    );
+    let reply = reply.expect("the call was answered");
+    assert_eq!(
+        reply["result"]["content"][0]["text"],
+        format!("sent {REPORTS}")
+    );
+    assert_eq!(last, REPORTS as f64, "the last report is the final value");
+    assert_eq!(after_reply, 0, "progress after the reply");
+    assert!(
+        peak < PROGRESS_CEILING_KB,
+        "peak resident size {} MB over the {} MB ceiling",
+        peak / 1024,
+        PROGRESS_CEILING_KB / 1024
     );
 }

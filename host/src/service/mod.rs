@@ -34,7 +34,7 @@ use crate::{
         control_error, control_request, control_success, control_success_raw, mcp_message_request,
         rpc_notification, Incoming, IncomingRequest, NOTIFICATION_ACK,
     },
-    transport::{LineReader, LineSender, ReadError, TooLong, Writer},
+    transport::{Latest, LineReader, LineSender, ReadError, TooLong, Writer},
 };
 
 /// A `can_use_tool` question from the CLI (docs/protocol.md §7).
@@ -265,6 +265,34 @@ impl Notify for SessionHandle {
         if let Some(server) = server {
             self.notify_server(server, &message);
         }
+    }
+
+    fn notify_latest(&self, server: Option<&str>, latest: Arc<dyn Latest>) {
+        if let Some(server) = server {
+            self.out.send_latest(Arc::new(ToServer {
+                latest,
+                server: server.to_string(),
+                pending: self.pending.clone(),
+            }));
+        }
+    }
+}
+
+/// A [`Latest`] notification wrapped, when written, in an `mcp_message` request to `server`.
+struct ToServer {
+    latest: Arc<dyn Latest>,
+    server: String,
+    pending: Arc<Pending>,
+}
+
+impl Latest for ToServer {
+    fn take(&self) -> Option<String> {
+        let message = self.latest.take()?;
+        Some(mcp_message_request(
+            &self.pending.next_id(),
+            &self.server,
+            &message,
+        ))
     }
 }
 

@@ -14,7 +14,7 @@ use crate::{
     handler::{Dispatch, Notify, Router, Scope, Sink},
     model::{error_code, rpc_error, rpc_notification, JsonRpc},
     registry::RegistryEvent,
-    transport::{LineReader, LineSender, TooLong, Writer},
+    transport::{Latest, LineReader, LineSender, TooLong, Writer},
 };
 
 /// A call's notifications go out as they are, through the same writer as the call's reply.
@@ -23,6 +23,10 @@ struct Out(LineSender);
 impl Notify for Out {
     fn notify(&self, _server: Option<&str>, message: String) {
         self.0.send(message);
+    }
+
+    fn notify_latest(&self, _server: Option<&str>, latest: Arc<dyn Latest>) {
+        self.0.send_latest(latest);
     }
 }
 
