@@ -237,6 +237,43 @@ mod tests {
         assert!(!tx.send("late".into()));
     }
 
+    #[tokio::test]
+    async fn ready_waits_while_the_queue_is_full() {
+        use tokio::io::AsyncReadExt;
+        let (a, mut b) = tokio::io::duplex(1024);
+        let (tx, writer) = Writer::spawn(a);
+        let ready = |tx: &LineSender| {
+            let tx = tx.clone();
+            async move {
+                tokio::time::timeout(std::time::Duration::from_millis(100), tx.ready())
+                    .await
+                    .is_ok()
+            }
+        };
+        assert!(ready(&tx).await);
+        let line = "x".repeat(1 << 20);
+        for _ in 0..MAX_QUEUED_BYTES / line.len() + 1 {
+            tx.send(line.clone());
+        }
+        // Nobody reads the other end: the queue stays full.
+        assert!(!ready(&tx).await);
+        assert!(tx.queued_bytes() >= MAX_QUEUED_BYTES - line.len());
+        let reading = tokio::spawn(async move {
+            let mut sink = Vec::new();
+            b.read_to_end(&mut sink).await.unwrap();
+            sink.len()
+        });
+        tokio::time::timeout(std::time::Duration::from_secs(30), tx.ready())
+            .await
+            .expect("ready once the peer reads");
+        drop(tx);
+        writer.close().await;
+        assert_eq!(
+            reading.await.unwrap(),
+            (MAX_QUEUED_BYTES / line.len() + 1) * (line.len() + 1)
+        );
+    }
+
     /// Counts the writes reaching the stream.
     struct Counting(Arc<Mutex<(usize, Vec<u8>)>>);
     impl AsyncWrite for Counting {
