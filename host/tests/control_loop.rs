@@ -716,8 +716,11 @@ async fn progress_arrives_before_the_result() {
         assert_eq!(msg["params"]["progressToken"], 2);
         progress.push(msg["params"]["progress"].as_f64().unwrap());
     }
-    // `slow` reports steps 0..9; every one was written before the result.
-    assert_eq!(progress, (0..10).map(f64::from).collect::<Vec<_>>());
+    // `slow` reports steps 0..9, 5 ms apart: in order and ending with the last, all before
+    // the result (reports made faster than they are written are coalesced, so a step may be
+    // skipped on a busy machine).
+    assert!(progress.windows(2).all(|w| w[0] < w[1]), "{progress:?}");
+    assert_eq!(progress.last(), Some(&9.0), "{progress:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -167,11 +167,11 @@ async fn progress_is_written_before_its_reply() {
                 (i, v["params"]["progress"].as_f64().unwrap())
             })
             .collect();
-        // Every step of this call, in order, all before its reply.
-        assert_eq!(
-            steps.iter().map(|s| s.1).collect::<Vec<_>>(),
-            (0..10).map(f64::from).collect::<Vec<_>>()
-        );
+        // This call's steps in order, ending with its last, all before its reply. Reports
+        // made faster than they are written are coalesced, so a step may be skipped.
+        let values: Vec<f64> = steps.iter().map(|s| s.1).collect();
+        assert!(values.windows(2).all(|w| w[0] < w[1]), "{values:?}");
+        assert_eq!(values.last(), Some(&9.0), "{values:?}");
         assert!(steps.iter().all(|(i, _)| *i < reply_at), "{out:?}");
     }
 }
