@@ -7,10 +7,13 @@
 //! the [`plugin`] (through the [`registry`]), and the reply goes back out through the writer.
 
 pub mod chat;
+pub mod doctor;
 pub mod handler;
 pub mod model;
 pub mod plugin;
+pub mod plugin_dir;
 pub mod registry;
+pub mod sandbox;
 pub mod scaffold;
 pub mod service;
 pub mod transport;
