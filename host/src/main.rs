@@ -196,6 +196,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let root = toolhost::scaffold::create(&name, &path, &api)?;
             println!("created {}", root.display());
+            println!("it depends on {}", api.describe());
             println!(
                 "build it with: cargo build --release --manifest-path {}/Cargo.toml",
                 root.display()

@@ -67,6 +67,17 @@ impl ApiSource {
         Ok(ApiSource::Path(dir.canonicalize().map_err(|_| not_api())?))
     }
 
+    /// Where the dependency comes from, for the user.
+    pub fn describe(&self) -> String {
+        match self {
+            ApiSource::Registry => format!(
+                "toolhost-plugin {PLUGIN_API_VERSION} from crates.io (`--api-path DIR` uses a \
+                 checkout's plugin-api folder instead)"
+            ),
+            ApiSource::Path(dir) => format!("the toolhost-plugin in {}", dir.display()),
+        }
+    }
+
     /// The dependency line for the project's `Cargo.toml`.
     fn dependency(&self) -> String {
         match self {

@@ -80,7 +80,10 @@ pub fn check(flag: Option<&Path>, env: Option<&Path>) -> Check {
         return Check::fail(
             "claude",
             format!("{found}: `--version` printed `{first}`, not a Claude Code version"),
-            format!("point --claude or $TOOLHOST_CLAUDE at the Claude Code CLI: {install}"),
+            format!(
+                "point --claude or $TOOLHOST_CLAUDE at the Claude Code CLI, or install it: \
+                 {INSTALL}{TESTED_CLI_MAX}"
+            ),
         )
         .with_data(data(None));
     };

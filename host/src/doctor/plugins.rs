@@ -147,12 +147,23 @@ fn folder(opts: &Options, checks: &mut Vec<Check>) -> bool {
     }
 }
 
+/// The fix for a file or folder the trust rules refuse: whoever owns it decides.
 fn writers_fix(path: &Path) -> String {
-    format!(
-        "chmod go-w {0} (and own it: chown $USER {0}); or pass --allow-shared if others \
-         write it on purpose",
-        path.display()
-    )
+    let shared = "or pass --allow-shared if others write it on purpose";
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let me = crate::plugin::current_uid();
+        if let Ok(m) = std::fs::metadata(path) {
+            if m.uid() != me && m.uid() != 0 {
+                return format!(
+                    "use a copy you own (cp -r {} somewhere of yours); {shared}",
+                    path.display()
+                );
+            }
+        }
+    }
+    format!("chmod go-w {}; {shared}", path.display())
 }
 
 fn no_plugins(dir: &Path) -> Check {
