@@ -11,8 +11,12 @@ const README: &str = include_str!("../../plugins/template/README.md");
 
 /// The template's own name, replaced by the new plugin's.
 const TEMPLATE_NAME: &str = "my-plugin";
-/// The template's dependency line (a relative path, so the template builds in the workspace).
-const TEMPLATE_API_DEP: &str = r#"toolhost-plugin = { path = "../../plugin-api" }"#;
+/// The template's dependency on the plugin API, with its comment (a relative path, so the
+/// template builds in the workspace); a new project gets its own.
+const TEMPLATE_API_DEP: &str = r#"# Inside the toolhost repository this path is right. Elsewhere, depend on the registry's
+# version matching your toolhost (`toolhost-plugin = "VERSION"`, VERSION from `toolhost
+# --version`), or on a checkout's `plugin-api/` folder; `toolhost new NAME` writes either.
+toolhost-plugin = { path = "../../plugin-api" }"#;
 
 /// The `toolhost-plugin` version a new project depends on: this host's own version.
 ///
@@ -78,13 +82,21 @@ impl ApiSource {
         }
     }
 
-    /// The dependency line for the project's `Cargo.toml`.
+    /// The dependency for the project's `Cargo.toml`, with a comment naming the other way.
     fn dependency(&self) -> String {
         match self {
-            ApiSource::Registry => format!("toolhost-plugin = \"{PLUGIN_API_VERSION}\""),
+            ApiSource::Registry => format!(
+                "# The version matching the toolhost that wrote this project. To build against a\n\
+                 # toolhost checkout instead: toolhost-plugin = {{ path = \"/path/to/toolhost/plugin-api\" }}\n\
+                 toolhost-plugin = \"{PLUGIN_API_VERSION}\""
+            ),
             ApiSource::Path(dir) => {
                 let dir = serde_json::to_string(&dir.to_string_lossy()).expect("strings serialize");
-                format!("toolhost-plugin = {{ path = {dir} }}")
+                format!(
+                    "# A toolhost checkout's plugin API. Without one, use the registry's version\n\
+                     # matching your toolhost: toolhost-plugin = \"{PLUGIN_API_VERSION}\"\n\
+                     toolhost-plugin = {{ path = {dir} }}"
+                )
             }
         }
     }
@@ -171,7 +183,11 @@ mod tests {
             cargo.contains(&format!("toolhost-plugin = \"{PLUGIN_API_VERSION}\"")),
             "{cargo}"
         );
-        assert!(!cargo.contains("path ="), "{cargo}");
+        // No path dependency (the comment may name one).
+        assert!(
+            !cargo.lines().any(|l| l.starts_with("toolhost-plugin = {")),
+            "{cargo}"
+        );
     }
 
     /// The version written into new projects is the `toolhost-plugin` this host was built with.

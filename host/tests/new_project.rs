@@ -6,14 +6,34 @@ mod common;
 use std::{
     path::{Path, PathBuf},
     process::{Command, Output},
+    sync::OnceLock,
 };
 
+/// The `toolhost` binary alone in a folder with nothing else (no checkout next to it), copied
+/// once for all tests.
+fn copied_binary() -> &'static Path {
+    static BIN: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    &BIN.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("toolhost");
+        std::fs::copy(env!("CARGO_BIN_EXE_toolhost"), &bin).unwrap();
+        (dir, bin)
+    })
+    .1
+}
+
 fn toolhost(bin: &Path, args: &[&str], work: &Path) -> Output {
-    Command::new(bin)
-        .args(args)
-        .current_dir(work)
-        .output()
-        .unwrap()
+    // A process forked by another test thread while the copy was open for writing holds it
+    // until it execs: running the copy then fails with "text file busy" for a moment.
+    for _ in 0..100 {
+        match Command::new(bin).args(args).current_dir(work).output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            r => return r.unwrap(),
+        }
+    }
+    panic!("{} stayed busy", bin.display());
 }
 
 fn checkout_api() -> PathBuf {
@@ -25,26 +45,28 @@ fn checkout_api() -> PathBuf {
 
 #[test]
 fn a_copied_binary_writes_a_registry_dependency() {
-    // The binary alone, in a folder with nothing else: no checkout next to it.
-    let bin_dir = tempfile::tempdir().unwrap();
-    let bin = bin_dir.path().join("toolhost");
-    std::fs::copy(env!("CARGO_BIN_EXE_toolhost"), &bin).unwrap();
+    let bin = copied_binary();
     let work = tempfile::tempdir().unwrap();
 
-    let out = toolhost(&bin, &["new", "weather_tools"], work.path());
+    let out = toolhost(bin, &["new", "weather_tools"], work.path());
     assert!(out.status.success(), "{out:?}");
     let project = work.path().join("weather_tools");
     let manifest = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
     let dep = format!("toolhost-plugin = \"{}\"", env!("CARGO_PKG_VERSION"));
     assert!(manifest.contains(&dep), "{manifest}");
-    assert!(!manifest.contains("path ="), "{manifest}");
+    assert!(
+        !manifest
+            .lines()
+            .any(|l| l.starts_with("toolhost-plugin = {")),
+        "{manifest}"
+    );
     let lib = std::fs::read_to_string(project.join("src/lib.rs")).unwrap();
     assert!(lib.contains("name: \"weather_tools\""), "{lib}");
     assert!(project.join("README.md").is_file());
 
     // A folder that is not plugin-api is refused with a hint, and nothing is written.
     let out = toolhost(
-        &bin,
+        bin,
         &["new", "other", "--api-path", "no-such-dir"],
         work.path(),
     );
@@ -56,15 +78,13 @@ fn a_copied_binary_writes_a_registry_dependency() {
 
 #[test]
 fn with_api_path_the_project_builds_and_loads() {
-    let bin_dir = tempfile::tempdir().unwrap();
-    let bin = bin_dir.path().join("toolhost");
-    std::fs::copy(env!("CARGO_BIN_EXE_toolhost"), &bin).unwrap();
+    let bin = copied_binary();
     let work = tempfile::tempdir().unwrap();
     let api = checkout_api();
     let api_arg = api.to_str().unwrap();
 
     let out = toolhost(
-        &bin,
+        bin,
         &["new", "weather_tools", "--api-path", api_arg, "--path", "."],
         work.path(),
     );
@@ -77,7 +97,7 @@ fn with_api_path_the_project_builds_and_loads() {
     );
     // A second `new` with the same name refuses to overwrite.
     let again = toolhost(
-        &bin,
+        bin,
         &["new", "weather_tools", "--api-path", api_arg],
         work.path(),
     );
