@@ -102,8 +102,10 @@ enum Command {
         #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_RESULT_BYTES)]
         max_result_bytes: usize,
     },
-    /// Check everything `chat` needs (the claude CLI, the plugin folder, each plugin, the lock
-    /// file, the sandbox) and say how to fix what fails; exits with 1 when something does.
+    /// Check everything `chat` needs and say how to fix what fails.
+    ///
+    /// Checks the claude CLI, the plugin folder, each plugin, the lock file and whether the
+    /// kernel can sandbox plugins. Exits with 1 when something fails (warnings do not).
     Doctor {
         #[command(flatten)]
         opts: PluginOpts,
@@ -114,8 +116,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Print a completion script for SHELL on stdout (for example
-    /// `toolhost completions bash > ~/.local/share/bash-completion/completions/toolhost`).
+    /// Print the shell completion script for SHELL.
+    ///
+    /// For example `toolhost completions bash > ~/.local/share/bash-completion/completions/toolhost`.
     Completions {
         /// The shell.
         shell: clap_complete::Shell,

@@ -306,7 +306,10 @@ fn load_fix(e: &LoadError) -> String {
         LoadError::Invalid(_) => "rename it: names use letters, digits, `_` and `-`, and \
              mcp__<plugin>__<tool> fits in 64 characters; input schemas are object schemas"
             .into(),
-        LoadError::Refused(_) => "see the trust rules: toolhost doctor --help".into(),
+        LoadError::Refused(_) => {
+            "chmod go-w the file, or list its build in the lock file (sha256sum FILE >> LOCK)"
+                .into()
+        }
     }
 }
 
