@@ -55,7 +55,7 @@ pub fn check(opts: &Options) -> Vec<Check> {
         checks.push(check);
         loaded.extend(plugin);
     }
-    checks.extend(collisions(&loaded));
+    checks.extend(collisions(loaded.iter().map(|p| p.manifest())));
     for (plugin, i) in loaded.into_iter().zip(loaded_checks) {
         unloads(plugin, &mut checks[i]);
     }
@@ -394,27 +394,116 @@ fn tools(m: &Manifest) -> Check {
 
 /// Tools of different plugins that reach the CLI under one name (`a__b` + `c` and `a` +
 /// `b__c` both give `mcp__a__b__c`): the CLI offers only the first.
-fn collisions(loaded: &[Arc<LoadedPlugin>]) -> Vec<Check> {
+fn collisions<'a>(manifests: impl IntoIterator<Item = &'a Manifest>) -> Vec<Check> {
     let mut owner: HashMap<String, &str> = HashMap::new();
     let mut checks = Vec::new();
-    for p in loaded {
-        for t in &p.manifest().tools {
-            let qualified = format!("mcp__{}__{}", p.name(), t.name);
+    for m in manifests {
+        for t in &m.tools {
+            let qualified = format!("mcp__{}__{}", m.name, t.name);
             match owner.get(qualified.as_str()) {
-                Some(first) if *first != p.name() => checks.push(Check::warn(
+                Some(first) if *first != m.name => checks.push(Check::warn(
                     "plugin",
                     format!(
-                        "tool `{}` of `{}` and a tool of `{first}` are both `{qualified}` to the CLI: only one is offered",
-                        t.name,
-                        p.name()
+                        "tool `{}` of `{}` and a tool of `{first}` are both `{qualified}` to the \
+                         CLI: only one is offered",
+                        t.name, m.name
                     ),
                     "rename one plugin or tool; avoid `__` in names",
                 )),
                 _ => {
-                    owner.insert(qualified, p.name());
+                    owner.insert(qualified, &m.name);
                 }
             }
         }
     }
     checks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugin::{Annotations, ToolInfo};
+
+    fn tool(name: &str, description: &str, schema: Value) -> ToolInfo {
+        ToolInfo {
+            name: name.into(),
+            title: None,
+            description: description.into(),
+            input_schema: schema,
+            output_schema: None,
+            annotations: Annotations::default(),
+            meta: None,
+        }
+    }
+
+    fn manifest(name: &str, tools: Vec<ToolInfo>) -> Manifest {
+        Manifest {
+            name: name.into(),
+            version: "1.0".into(),
+            description: String::new(),
+            tools,
+            stateful: false,
+        }
+    }
+
+    #[test]
+    fn tool_declarations() {
+        let object = json!({"type": "object"});
+        let good = manifest("p", vec![tool("a", "Does a.", object.clone())]);
+        let c = tools(&good);
+        assert_eq!(c.status, Status::Ok);
+        assert_eq!(c.message, "p 1.0, 1 tool (a)");
+
+        let c = tools(&manifest("p", vec![]));
+        assert_eq!(c.status, Status::Warn);
+
+        let undocumented = manifest("p", vec![tool("a", " ", object.clone())]);
+        let c = tools(&undocumented);
+        assert_eq!(c.status, Status::Warn);
+        assert!(
+            c.message.contains("tool `a` has no description"),
+            "{}",
+            c.message
+        );
+        assert!(c.fix.is_some());
+
+        let bad_schema = json!({"type": "object", "properties": {"x": {"type": "bogus"}}});
+        let twice = manifest(
+            "p",
+            vec![
+                tool("a", "", object.clone()),
+                tool("a", "A.", object),
+                tool("b", "B.", bad_schema),
+            ],
+        );
+        let c = tools(&twice);
+        assert_eq!(c.status, Status::Fail);
+        assert!(c.message.contains("`a` is declared twice"), "{}", c.message);
+        assert!(
+            c.message.contains("tool `b`: invalid input schema"),
+            "{}",
+            c.message
+        );
+        assert!(
+            c.message.contains("tool `a` has no description"),
+            "{}",
+            c.message
+        );
+    }
+
+    #[test]
+    fn names_that_meet_at_the_cli() {
+        let object = json!({"type": "object"});
+        let one = manifest("a__b", vec![tool("c", "C.", object.clone())]);
+        let two = manifest("a", vec![tool("b__c", "C.", object.clone())]);
+        let three = manifest("x", vec![tool("c", "C.", object)]);
+        let checks = collisions([&one, &two, &three]);
+        assert_eq!(checks.len(), 1);
+        assert_eq!(checks[0].status, Status::Warn);
+        assert!(
+            checks[0].message.contains("`mcp__a__b__c`"),
+            "{}",
+            checks[0].message
+        );
+    }
 }
