@@ -37,8 +37,8 @@ pub enum ApiSource {
 /// Why `toolhost new` could not write a project.
 #[derive(Debug, thiserror::Error)]
 pub enum ScaffoldError {
-    #[error("{0}")]
-    BadName(String),
+    #[error(transparent)]
+    BadName(#[from] crate::model::ManifestError),
     #[error(
         "{} is not the toolhost-plugin crate (no Cargo.toml naming `toolhost-plugin`); \
          pass the `plugin-api` folder of a toolhost checkout",
@@ -104,7 +104,7 @@ impl ApiSource {
 
 /// The files of a new plugin project called `name`, as (relative path, contents).
 pub fn render(name: &str, api: &ApiSource) -> Result<Vec<(&'static str, String)>, ScaffoldError> {
-    check_name("plugin", name).map_err(ScaffoldError::BadName)?;
+    check_name("plugin", name)?;
     let mut cargo = CARGO_TOML
         .replacen(
             &format!("name = \"{TEMPLATE_NAME}\""),

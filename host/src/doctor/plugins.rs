@@ -7,10 +7,11 @@ use serde_json::{json, Value};
 
 use super::{Check, Options, Status};
 use crate::{
+    error::one_line,
     plugin::{still_mapped, LoadError, LoadedPlugin, Manifest, Staged},
     registry::plugin_files,
     scaffold::PLUGIN_API_VERSION,
-    trust::{hex, Allowlist, Trust},
+    trust::{hex, Allowlist, Trust, TrustError},
 };
 
 /// Characters the CLI accepts in a whole tool name (`mcp__<plugin>__<tool>`); longer tools are
@@ -137,8 +138,12 @@ fn folder(opts: &Options, checks: &mut Vec<Check>) -> bool {
                 }
                 Err(e) => {
                     checks.push(
-                        Check::fail("plugin-folder", format!("refused: {e}"), writers_fix(dir))
-                            .with_data(json!({ "path": dir, "exists": true })),
+                        Check::fail(
+                            "plugin-folder",
+                            format!("refused: {}", one_line(&e)),
+                            writers_fix(&e),
+                        )
+                        .with_data(json!({ "path": dir, "exists": true })),
                     );
                     false
                 }
@@ -148,22 +153,22 @@ fn folder(opts: &Options, checks: &mut Vec<Check>) -> bool {
 }
 
 /// The fix for a file or folder the trust rules refuse: whoever owns it decides.
-fn writers_fix(path: &Path) -> String {
+fn writers_fix(e: &TrustError) -> String {
     let shared = "or pass --allow-shared if others write it on purpose";
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let me = crate::plugin::current_uid();
-        if let Ok(m) = std::fs::metadata(path) {
-            if m.uid() != me && m.uid() != 0 {
-                return format!(
-                    "use a copy you own (cp -r {} somewhere of yours); {shared}",
-                    path.display()
-                );
-            }
+    match e {
+        TrustError::OtherOwner { path, .. } => format!(
+            "use a copy you own (cp -r {} somewhere of yours); {shared}",
+            path.display()
+        ),
+        TrustError::Writable { path, .. } => format!("chmod go-w {}; {shared}", path.display()),
+        TrustError::Unreadable { path, .. } => format!("chmod u+r {}", path.display()),
+        TrustError::NotListed { lock, .. } => {
+            format!(
+                "if you trust this build: sha256sum FILE >> {}",
+                lock.display()
+            )
         }
     }
-    format!("chmod go-w {}; {shared}", path.display())
 }
 
 fn no_plugins(dir: &Path) -> Check {
@@ -204,7 +209,7 @@ fn lock(path: Option<&Path>) -> (Option<Check>, Option<Allowlist>) {
             Some(
                 Check::fail(
                     "lock-file",
-                    e,
+                    one_line(&e),
                     "fix that line, or write the file anew: (cd PLUGIN_FOLDER && sha256sum *.so) > LOCK",
                 )
                 .with_data(json!({ "path": path })),
@@ -238,7 +243,7 @@ fn plugin_file(
         )
     };
     if let Err(e) = trust.check_writers(file) {
-        return fail(format!("refused: {e}"), writers_fix(file));
+        return fail(format!("refused: {}", one_line(&e)), writers_fix(&e));
     }
     let staged = match Staged::copy(file, &opts.shadow_dir) {
         Ok(s) => s,
@@ -264,7 +269,7 @@ fn plugin_file(
         Ok(p) => p,
         Err(e) => {
             let fix = load_fix(&e);
-            return fail(e.to_string(), fix);
+            return fail(one_line(&e), fix);
         }
     };
     let m = plugin.manifest();
@@ -291,7 +296,7 @@ fn plugin_file(
 /// What to do about a plugin that does not load.
 fn load_fix(e: &LoadError) -> String {
     match e {
-        LoadError::Io(_) | LoadError::NotALibrary(_) => {
+        LoadError::Stage(_) | LoadError::NotALibrary(_) | LoadError::Open(_) => {
             "rebuild it (cargo build --release) and copy the finished library again".into()
         }
         LoadError::NotAPlugin(_) => {
@@ -303,13 +308,14 @@ fn load_fix(e: &LoadError) -> String {
         LoadError::Init(_) => {
             "its on_load refused to start; RUST_LOG=debug toolhost list shows its log".into()
         }
-        LoadError::Invalid(_) => "rename it: names use letters, digits, `_` and `-`, and \
+        LoadError::Invalid(_)
+        | LoadError::InvalidJson { .. }
+        | LoadError::MetaNotAnObject { .. } => {
+            "fix the declaration and rebuild: names use letters, digits, `_` and `-`, and \
              mcp__<plugin>__<tool> fits in 64 characters; input schemas are object schemas"
-            .into(),
-        LoadError::Refused(_) => {
-            "chmod go-w the file, or list its build in the lock file (sha256sum FILE >> LOCK)"
                 .into()
         }
+        LoadError::Refused(e) => writers_fix(e),
     }
 }
 
