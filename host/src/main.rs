@@ -36,6 +36,9 @@ struct PluginOpts {
     /// Load plugin files and folders that other users can write (refused by default).
     #[arg(long)]
     allow_shared: bool,
+    /// Per-plugin settings (default: toolhost.toml in the plugin folder, if present).
+    #[arg(long, env = "TOOLHOST_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 impl PluginOpts {
@@ -48,6 +51,10 @@ impl PluginOpts {
             },
             allow_shared: self.allow_shared,
         };
+        config.settings = std::sync::Arc::new(toolhost::config::LiveConfig::open(
+            &self.plugins,
+            self.config.as_deref(),
+        )?);
         Ok(config)
     }
 
@@ -104,8 +111,9 @@ enum Command {
     },
     /// Check everything `chat` needs and say how to fix what fails.
     ///
-    /// Checks the claude CLI, the plugin folder, each plugin, the lock file and whether the
-    /// kernel can sandbox plugins. Exits with 1 when something fails (warnings do not).
+    /// Checks the claude CLI, the plugin folder, the lock file, the configuration file, each
+    /// plugin and whether the kernel can sandbox plugins. Exits with 1 when something fails
+    /// (warnings do not).
     Doctor {
         #[command(flatten)]
         opts: PluginOpts,
@@ -211,6 +219,7 @@ fn doctor(opts: &PluginOpts, claude: Option<PathBuf>, as_json: bool) -> anyhow::
         plugins: opts.plugins.clone(),
         plugins_is_default: opts.plugins == default_plugin_dir(),
         lock: opts.lock.clone(),
+        config: opts.config.clone(),
         allow_shared: opts.allow_shared,
         claude_flag: claude,
         claude_env: std::env::var_os("TOOLHOST_CLAUDE")

@@ -283,3 +283,54 @@ fn a_plugin_that_stays_in_memory_is_a_warning() {
     let calc = dir.path().join(common::lib_file("calc"));
     assert!(text(&out).contains(&format!("✓ plugin: {}: calc", calc.display())));
 }
+
+#[test]
+fn the_configuration_file() {
+    let dir = common::plugin_dir(&["calc"]);
+    let folder = dir.path().to_str().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let claude = fake_claude(bin.path(), "2.1.330");
+    let claude_arg = claude.to_str().unwrap();
+    let file = dir.path().join("toolhost.toml");
+
+    // None: fine.
+    let out = doctor(&["--plugins", folder, "--claude", claude_arg]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("✓ config-file: none"), "{}", text(&out));
+
+    // Settings for calc, and a table for a plugin that is not there: a warning.
+    std::fs::write(
+        &file,
+        "[plugin.calc]\nconfig = { precision = 2 }\n\n[plugin.ghost]\ntimeout = 5\n",
+    )
+    .unwrap();
+    let out = doctor(&["--plugins", folder, "--claude", claude_arg]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report = text(&out);
+    assert!(
+        report.contains(&format!(
+            "✓ config-file: {}: settings for 2 plugins",
+            file.display()
+        )),
+        "{report}"
+    );
+    let (line, fix) = line_and_next(&report, "! config-file: ");
+    assert!(line.contains("ghost"), "{line}");
+    assert!(fix.contains("remove the table"), "{fix}");
+    assert!(report.contains(": calc 0.1.0"), "{report}");
+
+    // A key that does not exist: every command would refuse to start.
+    std::fs::write(&file, "[plugin.calc]\nprecision = 2\n").unwrap();
+    let out = doctor(&["--plugins", folder, "--claude", claude_arg, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = json(&out);
+    let c = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "config-file")
+        .unwrap();
+    assert_eq!(c["status"], "fail", "{c}");
+    assert!(c["message"].as_str().unwrap().contains("precision"), "{c}");
+    assert!(c["fix"].is_string());
+}

@@ -138,6 +138,8 @@ pub struct Options {
     pub plugins_is_default: bool,
     /// The lock file, if any.
     pub lock: Option<PathBuf>,
+    /// The configuration file given with `--config`; else `toolhost.toml` in the folder.
+    pub config: Option<PathBuf>,
     /// Skip the ownership and permission checks.
     pub allow_shared: bool,
     /// `--claude`, if given.
@@ -155,16 +157,8 @@ pub fn run(opts: &Options) -> Report {
         opts.claude_env.as_deref(),
     )];
     checks.extend(plugins::check(opts));
-    checks.extend(config_file(opts));
     checks.push(sandbox());
     Report::new(checks)
-}
-
-/// The configuration file, `toolhost.toml`. Not wired yet: the module that reads it
-/// (`crate::config`, branch `sdk`) has not landed on main. Once it has, this loads it the way
-/// the other commands do and checks that every `[plugin.NAME]` names a loaded plugin.
-fn config_file(_opts: &Options) -> Option<Check> {
-    None
 }
 
 /// Whether the kernel can confine plugins (Landlock); plugins run unconfined otherwise.

@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use super::{Check, Options, Status};
 use crate::{
+    config::{self, Config},
     error::one_line,
     plugin::{still_mapped, LoadError, LoadedPlugin, Manifest, Staged},
     registry::plugin_files,
@@ -18,12 +19,14 @@ use crate::{
 /// dropped (protocol notes, §6).
 const CLI_MAX_NAME: usize = 128;
 
-/// The folder, the lock file and each plugin file.
+/// The folder, the lock file, the configuration file and each plugin file.
 pub fn check(opts: &Options) -> Vec<Check> {
     let mut checks = Vec::new();
     let (lock_check, allowlist) = lock(opts.lock.as_deref());
     let folder_ok = folder(opts, &mut checks);
     checks.extend(lock_check);
+    let (config_check, config) = config_file(opts);
+    checks.push(config_check);
     if !folder_ok {
         return checks;
     }
@@ -49,7 +52,7 @@ pub fn check(opts: &Options) -> Vec<Check> {
     let mut loaded: Vec<Arc<LoadedPlugin>> = Vec::new();
     let mut loaded_checks = Vec::new();
     for file in &files {
-        let (check, plugin) = plugin_file(file, &trust, opts, &loaded);
+        let (check, plugin) = plugin_file(file, &trust, &config, opts, &loaded);
         if plugin.is_some() {
             loaded_checks.push(checks.len());
         }
@@ -57,10 +60,56 @@ pub fn check(opts: &Options) -> Vec<Check> {
         loaded.extend(plugin);
     }
     checks.extend(collisions(loaded.iter().map(|p| p.manifest())));
+    if let Err(e) = config.check_names(loaded.iter().map(|p| p.name())) {
+        checks.push(Check::warn(
+            "config-file",
+            one_line(&e),
+            "fix the table's name, or remove the table",
+        ));
+    }
     for (plugin, i) in loaded.into_iter().zip(loaded_checks) {
         unloads(plugin, &mut checks[i]);
     }
     checks
+}
+
+/// The configuration file, found as the other commands find it, and what it holds (the
+/// default, empty one when it cannot be used: every command refuses to start then).
+fn config_file(opts: &Options) -> (Check, Config) {
+    match Config::for_folder(&opts.plugins, opts.config.as_deref()) {
+        Ok(config) => {
+            let check = match &config.file {
+                None => Check::ok(
+                    "config-file",
+                    format!(
+                        "none (no {} in the plugin folder, no --config): plugins get no settings",
+                        config::FILE_NAME
+                    ),
+                ),
+                Some(file) => Check::ok(
+                    "config-file",
+                    format!(
+                        "{}: settings for {} plugin{}",
+                        file.display(),
+                        config.plugins.len(),
+                        if config.plugins.len() == 1 { "" } else { "s" }
+                    ),
+                )
+                .with_data(json!({ "path": file })),
+            };
+            (check, config)
+        }
+        Err(e) => (
+            Check::fail(
+                "config-file",
+                one_line(&e),
+                "fix the key or line it names (keys per plugin: isolate, timeout, env, config, \
+                 sandbox); every command refuses to start until then",
+            )
+            .with_data(json!({ "path": e.file() })),
+            Config::default(),
+        ),
+    }
 }
 
 /// Closes `plugin` and checks that it left memory: one that registered thread-local
@@ -225,6 +274,7 @@ fn lock(path: Option<&Path>) -> (Option<Check>, Option<Allowlist>) {
 fn plugin_file(
     file: &Path,
     trust: &Trust,
+    config: &Config,
     opts: &Options,
     loaded: &[Arc<LoadedPlugin>],
 ) -> (Check, Option<Arc<LoadedPlugin>>) {
@@ -265,7 +315,8 @@ fn plugin_file(
             );
         }
     }
-    let plugin = match LoadedPlugin::load_staged(file, staged) {
+    let config_json = |name: &str| config.plugin_config_json(name);
+    let plugin = match LoadedPlugin::load_staged_with_config(file, staged, &config_json) {
         Ok(p) => p,
         Err(e) => {
             let fix = load_fix(&e);
@@ -283,8 +334,31 @@ fn plugin_file(
             "remove one of the two files, or give one plugin another name".into(),
         );
     }
+    let settings = config.plugin(&m.name);
+    if let Some(why) = settings.and_then(|s| s.unenforceable(&m.name)) {
+        return fail(
+            why,
+            format!(
+                "remove [plugin.{}.sandbox] from the configuration file, or run a toolhost that \
+                 can sandbox plugins",
+                m.name
+            ),
+        );
+    }
     let mut check = tools(m);
     check.message = format!("{shown}: {}", check.message);
+    let ignored = settings.map(|s| s.ignored()).unwrap_or_default();
+    if !ignored.is_empty() {
+        check.status = check.status.max(Status::Warn);
+        check.message.push_str(&format!(
+            "; plugin.{}: {} not applied (plugins run in process)",
+            m.name,
+            ignored.join(", ")
+        ));
+        check
+            .fix
+            .get_or_insert_with(|| "remove those keys from the configuration file".into());
+    }
     check.data = data(json!({
         "name": m.name,
         "version": m.version,
@@ -316,6 +390,10 @@ fn load_fix(e: &LoadError) -> String {
                 .into()
         }
         LoadError::Refused(e) => writers_fix(e),
+        LoadError::ConfigUnsupported { plugin } => format!(
+            "rebuild it against toolhost-plugin {PLUGIN_API_VERSION}, or remove the `config` of \
+             [plugin.{plugin}] from the configuration file"
+        ),
     }
 }
 
