@@ -60,23 +60,29 @@ impl PluginOpts {
     }
 
     fn open_registry(&self) -> anyhow::Result<std::sync::Arc<Registry>> {
+        self.prepare_dir()?;
         self.open_with(self.registry_config()?)
     }
 
     /// For one-shot commands (nothing watches the folder afterwards): waits for slow
     /// `on_load`s up to the load timeout instead of leaving them to join later.
     fn open_registry_waiting(&self) -> anyhow::Result<std::sync::Arc<Registry>> {
+        self.prepare_dir()?;
         let mut config = self.registry_config()?;
         config.start_wait = config.load_timeout;
         self.open_with(config)
     }
 
-    fn open_with(&self, config: RegistryConfig) -> anyhow::Result<std::sync::Arc<Registry>> {
+    fn prepare_dir(&self) -> anyhow::Result<()> {
         let is_default = self.plugins == default_plugin_dir();
         if toolhost::plugin_dir::prepare(&self.plugins, is_default)? == Prepared::Created {
             eprintln!("toolhost: {}", plugin_dir::created_line(&self.plugins));
             eprintln!("toolhost: {}", plugin_dir::empty_hint(&self.plugins));
         }
+        Ok(())
+    }
+
+    fn open_with(&self, config: RegistryConfig) -> anyhow::Result<std::sync::Arc<Registry>> {
         Registry::open(config)
             .with_context(|| format!("cannot use the plugin folder {}", self.plugins.display()))
     }
