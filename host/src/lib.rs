@@ -15,3 +15,4 @@ pub mod scaffold;
 pub mod service;
 pub mod transport;
 pub mod trust;
+pub mod worker;

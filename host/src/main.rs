@@ -96,6 +96,9 @@ enum Command {
         #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_RESULT_BYTES)]
         max_result_bytes: usize,
     },
+    /// The worker role: serve one plugin to the host that started us (internal).
+    #[command(name = "__worker", hide = true)]
+    Worker(toolhost::worker::WorkerArgs),
     /// Create a plugin project from the template.
     New {
         /// Plugin name (letters, digits, `_` and `-`).
@@ -119,6 +122,10 @@ fn init_logging(default: &str) {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Worker(args) = cli.command {
+        // Logs go to the host over the channel, not to a terminal.
+        return ExitCode::from(toolhost::worker::run_worker(args) as u8);
+    }
     // `list` and `call` report load failures in their own output; a warning line for each
     // would say it twice.
     init_logging(match cli.command {
@@ -151,6 +158,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             timeout,
             max_result_bytes,
         } => serve(&opts, timeout, max_result_bytes),
+        Command::Worker(_) => unreachable!("handled in main"),
         Command::New { name, path } => {
             let root = toolhost::scaffold::create(&name, &path)?;
             println!("created {}", root.display());

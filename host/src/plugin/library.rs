@@ -221,6 +221,12 @@ impl Staged {
         Ok(staged)
     }
 
+    /// Opens the copy for reading (a worker is handed this descriptor: it maps exactly these
+    /// bytes, whatever happens to any path meanwhile).
+    pub fn open_read(&self) -> std::io::Result<fs::File> {
+        fs::File::open(&self.path)
+    }
+
     /// SHA-256 of the copied bytes.
     pub fn hash(&self) -> &[u8; 32] {
         &self.hash
@@ -276,12 +282,38 @@ impl Library {
         Self::open_shadow(shadow)
     }
 
+    /// Checks and opens a library through a name that always denotes the same open file
+    /// (`/proc/self/fd/N` of a file descriptor a worker inherited): the host staged, hashed and
+    /// checked those very bytes, and no path in between can be swapped. The name is not removed.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn open_inherited(fd_path: &Path) -> Result<Opened, LoadError> {
+        let file = fs::File::open(fd_path)
+            .map_err(|e| LoadError::Io(format!("cannot open {}: {e}", fd_path.display())))?;
+        let len = file
+            .metadata()
+            .map_err(|e| LoadError::Io(format!("cannot stat {}: {e}", fd_path.display())))?
+            .len();
+        let cache = object::ReadCache::new(file);
+        check_complete(&cache, len).map_err(LoadError::NotALibrary)?;
+        drop(cache);
+        Self::dlopen(fd_path.to_path_buf())
+    }
+
     /// Opens a checked shadow copy (and removes its name).
     fn open_shadow(shadow: PathBuf) -> Result<Opened, LoadError> {
         if let Err(e) = sign(&shadow) {
             let _ = fs::remove_file(&shadow);
             return Err(LoadError::Io(e));
         }
+        let opened = Self::dlopen(shadow.clone());
+        // The mapping keeps the file's contents alive; the name is no longer needed, and
+        // removing it now keeps the shadow folder empty even if we crash.
+        #[cfg(unix)]
+        let _ = fs::remove_file(&shadow);
+        opened
+    }
+
+    fn dlopen(shadow: PathBuf) -> Result<Opened, LoadError> {
         // SAFETY: loading a library runs its initializers. That is the point of a plugin host:
         // the user put this file in the plugin folder (which `trust` checks), and Rust cdylibs
         // have no initializers beyond the C runtime's. RTLD_NOW makes a library with unresolved
@@ -298,10 +330,6 @@ impl Library {
                 libloading::Library::new(&shadow)
             }
         };
-        // The mapping keeps the file's contents alive; the name is no longer needed, and
-        // removing it now keeps the shadow folder empty even if we crash.
-        #[cfg(unix)]
-        let _ = fs::remove_file(&shadow);
         let lib = opened.map_err(|e| LoadError::NotALibrary(e.to_string()))?;
         let library = Library {
             lib: Some(lib),

@@ -117,6 +117,18 @@ impl LoadedPlugin {
         Self::init(file, hash, opened)
     }
 
+    /// Loads a plugin in a worker process from `fd_path` (`/proc/self/fd/N`), an inherited
+    /// descriptor of the copy the host staged and checked; `file` and `hash` are the host's.
+    #[cfg(target_os = "linux")]
+    pub fn load_inherited(
+        file: &Path,
+        fd_path: &Path,
+        hash: [u8; 32],
+    ) -> Result<Arc<Self>, LoadError> {
+        let opened = Library::open_inherited(fd_path)?;
+        Self::init(file, hash, opened)
+    }
+
     fn init(file: &Path, hash: [u8; 32], opened: Opened) -> Result<Arc<Self>, LoadError> {
         let Opened { library, root } = opened;
         let log_source = Box::new(LogSource {

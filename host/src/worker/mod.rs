@@ -1,0 +1,93 @@
+//! Worker mode: each plugin version in a child process of its own (`toolhost __worker`), so a
+//! crash, a stuck tool or a leak in a plugin ends only its worker.
+//!
+//! - The host stages, hashes and trust-checks the plugin file as for in-process loading, then
+//!   hands the worker the open staged copy (fd 3): the worker maps exactly the bytes checked.
+//! - Host and worker talk over a socketpair (fd 4) in length-prefixed frames ([`wire`]).
+//! - A worker that dies fails every call in flight on it with an error naming plugin, tool and
+//!   cause, and is started again; a crash budget disables a plugin that keeps crashing.
+//! - A cancelled call whose tool does not stop within a grace period gets its worker killed.
+//! - Workers die with the host (parent death signal) and are always reaped.
+
+mod child;
+mod host;
+mod manifest_json;
+mod process;
+pub mod sandbox;
+pub mod wire;
+
+use std::{
+    collections::HashMap,
+    ffi::OsString,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+pub use child::{run as run_worker, WorkerArgs};
+pub use host::WorkerPlugin;
+pub use sandbox::{probe as probe_sandbox, Sandbox, SandboxError, SandboxSupport};
+
+/// Environment variable passing the host's log level to a worker.
+pub(crate) const LOG_LEVEL_ENV: &str = "TOOLHOST_WORKER_LOG";
+
+/// Settings of one plugin's workers.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PluginWorkerSettings {
+    /// Extra environment of its worker.
+    pub env: Vec<(OsString, OsString)>,
+    /// The sandbox its worker runs in.
+    pub sandbox: Option<Sandbox>,
+}
+
+/// How workers are started and supervised.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// The executable run as `EXE __worker`: the `toolhost` binary (tests that use the
+    /// library pass `env!("CARGO_BIN_EXE_toolhost")`, since their own executable is no host).
+    pub exe: PathBuf,
+    /// Environment added to every worker's.
+    pub env: Vec<(OsString, OsString)>,
+    /// Per plugin, by name (matched against the file name before the plugin runs, and checked
+    /// against the name it declares).
+    pub plugins: HashMap<String, PluginWorkerSettings>,
+    /// How long a cancelled tool has to return before its worker is killed.
+    pub cancel_grace: Duration,
+    /// How long a worker may take to load its plugin (and to answer a state request).
+    pub start_timeout: Duration,
+    /// Crashes within `crash_window` that disable a plugin until its file changes.
+    pub crash_budget: u32,
+    pub crash_window: Duration,
+}
+
+impl WorkerConfig {
+    /// Workers run `exe`, with the default limits: 1 s cancel grace, 10 s to start, 3 crashes
+    /// in 5 minutes.
+    pub fn new(exe: impl Into<PathBuf>) -> Self {
+        WorkerConfig {
+            exe: exe.into(),
+            env: Vec::new(),
+            plugins: HashMap::new(),
+            cancel_grace: Duration::from_secs(1),
+            start_timeout: Duration::from_secs(10),
+            crash_budget: 3,
+            crash_window: Duration::from_secs(300),
+        }
+    }
+
+    /// Workers run this very executable (the `toolhost` binary).
+    pub fn current_exe() -> std::io::Result<Self> {
+        Ok(Self::new(std::env::current_exe()?))
+    }
+
+    /// The settings for the plugin in `file`, found by the name its file suggests
+    /// (`libwordy.so` → `wordy`; `-` and `_` are the same).
+    pub(crate) fn settings_for_file(&self, file: &Path) -> Option<(&str, &PluginWorkerSettings)> {
+        let stem = file.file_stem()?.to_str()?;
+        let stem = stem.strip_prefix(std::env::consts::DLL_PREFIX).unwrap_or(stem);
+        let norm = |s: &str| s.replace('-', "_");
+        self.plugins
+            .iter()
+            .find(|(name, _)| norm(name) == norm(stem))
+            .map(|(n, s)| (n.as_str(), s))
+    }
+}
