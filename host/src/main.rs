@@ -33,6 +33,10 @@ struct PluginOpts {
     /// Load plugin files and folders that other users can write (refused by default).
     #[arg(long)]
     allow_shared: bool,
+    /// Run every plugin in a worker process of its own: a crash, a stuck tool or a leak in a
+    /// plugin then ends only its worker, which is restarted.
+    #[arg(long)]
+    isolate: bool,
 }
 
 impl PluginOpts {
@@ -45,6 +49,10 @@ impl PluginOpts {
             },
             allow_shared: self.allow_shared,
         };
+        let mut workers = toolhost::worker::WorkerConfig::current_exe()
+            .context("cannot find the toolhost executable to start workers")?;
+        workers.isolate_all = self.isolate;
+        config.workers = Some(std::sync::Arc::new(workers));
         Ok(config)
     }
 

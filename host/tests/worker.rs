@@ -24,7 +24,9 @@ fn artifacts() -> &'static Path {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let status = Command::new(cargo)
             .current_dir(root)
-            .args(["build", "--quiet", "-p", "calc", "-p", "faulty", "-p", "notes"])
+            .args([
+                "build", "--quiet", "-p", "calc", "-p", "faulty", "-p", "notes",
+            ])
             .args(["-p", "crashy", "-p", "bad-init"])
             .status()
             .expect("run cargo build");
@@ -106,7 +108,10 @@ fn calc_serves_from_a_worker_like_in_process() {
     drop(p);
     let deadline = Instant::now() + Duration::from_secs(5);
     while !reaped(pid) {
-        assert!(Instant::now() < deadline, "the worker of a dropped version is reaped");
+        assert!(
+            Instant::now() < deadline,
+            "the worker of a dropped version is reaped"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -141,7 +146,11 @@ fn progress_and_cancellation_cross_the_process_boundary() {
     canceller.join().unwrap();
     assert!(r.is_error && r.text().contains("cancel"), "{}", r.text());
     assert!(t.elapsed() < Duration::from_secs(5));
-    assert_eq!(p.pid(), Some(pid), "a cooperative cancellation kills nothing");
+    assert_eq!(
+        p.pid(),
+        Some(pid),
+        "a cooperative cancellation kills nothing"
+    );
     assert_eq!(p.restarts(), 0);
 }
 
@@ -162,7 +171,8 @@ fn each_crash_class_fails_only_its_call_and_the_next_call_is_answered() {
         assert!(r.is_error, "{tool}: {}", r.text());
         let expected = format!("plugin crashy crashed ({cause}");
         assert!(
-            r.text().starts_with(&expected) && r.text().contains(&format!("in tool {tool}; restarted")),
+            r.text().starts_with(&expected)
+                && r.text().contains(&format!("in tool {tool}; restarted")),
             "{tool}: {}",
             r.text()
         );
@@ -189,7 +199,8 @@ fn a_stuck_tool_ignoring_cancellation_gets_its_worker_killed() {
     timer.join().unwrap();
     assert!(r.is_error, "{}", r.text());
     assert!(
-        r.text().contains("tool hang stopped: its worker was killed")
+        r.text()
+            .contains("tool hang stopped: its worker was killed")
             && r.text().contains("did not stop within 300 ms"),
         "{}",
         r.text()
@@ -224,7 +235,8 @@ fn the_crash_budget_disables_a_plugin_that_keeps_crashing() {
     let r = call(&p, "echo", json!({"word": "x"}));
     assert!(r.is_error, "{}", r.text());
     assert!(
-        r.text().contains("plugin crashy is disabled: its worker crashed 3 times")
+        r.text()
+            .contains("plugin crashy is disabled: its worker crashed 3 times")
             && r.text().contains("last: SIGSEGV")
             && r.text().contains("loaded again when its file changes"),
         "{}",
@@ -258,7 +270,11 @@ fn load_failures_in_the_worker_are_load_errors() {
     // Not a toolhost plugin at all: the host binary itself is no library, the worker says so.
     let shadow = tempfile::tempdir().unwrap();
     let file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(file.path(), b"not a library at all, just text, long enough for headers......").unwrap();
+    std::fs::write(
+        file.path(),
+        b"not a library at all, just text, long enough for headers......",
+    )
+    .unwrap();
     let staged = Staged::copy(file.path(), shadow.path()).unwrap();
     let err = WorkerPlugin::start(file.path(), staged, Arc::new(config())).unwrap_err();
     assert!(matches!(err, LoadError::NotALibrary(_)), "{err}");
@@ -311,9 +327,15 @@ fn the_sandbox_refuses_what_it_does_not_allow_and_the_plugin_keeps_serving() {
     assert!(std::net::TcpStream::connect(&addr).is_ok());
     // UDP is outside Landlock's reach: seccomp refuses the socket.
     let r = call(&p, "udp", json!({}));
-    assert!(r.is_error && r.text().contains("Permission denied"), "{}", r.text());
+    assert!(
+        r.is_error && r.text().contains("Permission denied"),
+        "{}",
+        r.text()
+    );
 
-    assert!(call(&p, "echo", json!({"word": "alive"})).text().starts_with("alive"));
+    assert!(call(&p, "echo", json!({"word": "alive"}))
+        .text()
+        .starts_with("alive"));
     assert_eq!(p.restarts(), 0);
 
     // With `net = true` the same connection works.

@@ -232,6 +232,11 @@ impl Staged {
         &self.hash
     }
 
+    /// Where the copy is (removed once opened or dropped).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Number of bytes copied.
     pub fn len(&self) -> u64 {
         self.len
@@ -269,14 +274,18 @@ impl Library {
         Self::open_shadow(shadow)
     }
 
-    /// Checks and opens a staged copy.
-    pub(crate) fn open_staged(staged: Staged) -> Result<Opened, LoadError> {
+    /// Checks that a staged copy is a whole shared library (reading only its headers).
+    pub(crate) fn check_staged(staged: &Staged) -> Result<(), LoadError> {
         let file = fs::File::open(&staged.path)
             .map_err(|e| LoadError::Io(format!("cannot open the shadow copy: {e}")))?;
         // Reads only the headers (through a cache), not the whole file.
         let cache = object::ReadCache::new(file);
-        check_complete(&cache, staged.len).map_err(LoadError::NotALibrary)?;
-        drop(cache);
+        check_complete(&cache, staged.len).map_err(LoadError::NotALibrary)
+    }
+
+    /// Checks and opens a staged copy.
+    pub(crate) fn open_staged(staged: Staged) -> Result<Opened, LoadError> {
+        Self::check_staged(&staged)?;
         // The copy now belongs to `open_shadow`, which removes it.
         let shadow = std::mem::take(&mut std::mem::ManuallyDrop::new(staged).path);
         Self::open_shadow(shadow)

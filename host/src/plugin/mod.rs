@@ -79,17 +79,40 @@ impl CallResult {
     }
 }
 
-/// A plugin version loaded in memory. Dropping the last `Arc` unloads it: calls hold an `Arc`,
-/// so a version being replaced stays loaded until its last call has returned.
+/// A plugin version, loaded in this process or in a worker process of its own: the one seam
+/// through which the registry and the router reach plugins. Dropping the last `Arc` unloads it
+/// (or stops its worker): calls hold an `Arc`, so a version being replaced stays loaded until
+/// its last call has returned.
 pub struct LoadedPlugin {
     manifest: Manifest,
     file: PathBuf,
     hash: [u8; 32],
+    backend: Backend,
+}
+
+/// Where a version's code runs.
+enum Backend {
+    InProcess(InProcess),
+    Worker(crate::worker::WorkerPlugin),
+}
+
+/// A library mapped into this process.
+struct InProcess {
     root: PluginRootRef,
     // Dropped after `root` is last used (in `Drop`), and before `log_source`: the plugin may
     // log while unloading.
     library: Option<Library>,
     log_source: Box<LogSource>,
+}
+
+impl Drop for InProcess {
+    fn drop(&mut self) {
+        if let Some(unload) = self.root.unload() {
+            unload();
+        }
+        // Closes the library; nothing from it is referenced after this point.
+        self.library.take();
+    }
 }
 
 impl LoadedPlugin {
@@ -135,16 +158,7 @@ impl LoadedPlugin {
             file: file.display().to_string(),
             name: OnceLock::new(),
         });
-        let mut plugin = LoadedPlugin {
-            manifest: Manifest {
-                name: String::new(),
-                version: String::new(),
-                description: String::new(),
-                tools: Vec::new(),
-                stateful: false,
-            },
-            file: file.to_path_buf(),
-            hash,
+        let plugin = InProcess {
             root,
             library: Some(library),
             log_source,
@@ -156,8 +170,31 @@ impl LoadedPlugin {
         }?;
         manifest.validate().map_err(LoadError::Invalid)?;
         let _ = plugin.log_source.name.set(manifest.name.clone());
-        plugin.manifest = manifest;
-        Ok(Arc::new(plugin))
+        Ok(Arc::new(LoadedPlugin {
+            manifest,
+            file: file.to_path_buf(),
+            hash,
+            backend: Backend::InProcess(plugin),
+        }))
+    }
+
+    /// Loads the plugin staged in `staged` (a copy of `file`, hashed and trusted by the
+    /// caller) in a worker process of its own.
+    pub fn start_worker(
+        file: &Path,
+        staged: Staged,
+        config: Arc<crate::worker::WorkerConfig>,
+    ) -> Result<Arc<Self>, LoadError> {
+        // Checked here, like in process: a file cut short is retried, not handed to a worker.
+        Library::check_staged(&staged)?;
+        let hash = *staged.hash();
+        let worker = crate::worker::WorkerPlugin::start(file, staged, config)?;
+        Ok(Arc::new(LoadedPlugin {
+            manifest: worker.manifest().clone(),
+            file: file.to_path_buf(),
+            hash,
+            backend: Backend::Worker(worker),
+        }))
     }
 
     pub fn manifest(&self) -> &Manifest {
@@ -178,48 +215,68 @@ impl LoadedPlugin {
         &self.hash
     }
 
-    /// The private copy the library was opened from (already unlinked on Unix).
+    /// The private copy the library was opened from (already unlinked on Unix); for a
+    /// version in a worker, the copy the worker was handed.
     pub fn shadow_path(&self) -> &Path {
-        self.library.as_ref().expect("open").shadow_path()
+        match &self.backend {
+            Backend::InProcess(p) => p.library.as_ref().expect("open").shadow_path(),
+            Backend::Worker(w) => w.shadow_path(),
+        }
+    }
+
+    /// The process id of the worker serving this version, `None` when it runs in process (or
+    /// its worker is down).
+    pub fn worker_pid(&self) -> Option<u32> {
+        match &self.backend {
+            Backend::InProcess(_) => None,
+            Backend::Worker(w) => w.pid(),
+        }
+    }
+
+    /// Whether this version runs in a worker process.
+    pub fn is_isolated(&self) -> bool {
+        matches!(self.backend, Backend::Worker(_))
     }
 
     /// Runs a tool. `args` is a JSON object. Blocks for as long as the tool runs: call it from
     /// a thread that may block.
     pub fn call(&self, tool: &str, args: &str, control: &CallControl) -> CallResult {
+        let p = match &self.backend {
+            Backend::InProcess(p) => p,
+            Backend::Worker(w) => return w.call(tool, args, control),
+        };
         let data = CallData {
             control,
             plugin: &self.manifest.name,
         };
         let ctx = call_ctx(&data);
-        let outcome = (self.root.call())(RStr::from_str(tool), RStr::from_str(args), &ctx);
+        let outcome = (p.root.call())(RStr::from_str(tool), RStr::from_str(args), &ctx);
         // `outcome` holds plugin-allocated values: convert before `self` can be released.
         convert_outcome(outcome)
     }
 
     /// The state the plugin wants carried to its next version, if it keeps any.
     pub fn save_state(&self) -> Option<Vec<u8>> {
-        let save = self.root.save_state()?;
+        let p = match &self.backend {
+            Backend::InProcess(p) => p,
+            Backend::Worker(w) => return w.save_state(),
+        };
+        let save = p.root.save_state()?;
         save().into_option().map(|v| v.to_vec())
     }
 
     /// Hands a predecessor's state to this version.
     pub fn restore_state(&self, state: &[u8]) -> Result<(), String> {
-        let Some(restore) = self.root.restore_state() else {
+        let p = match &self.backend {
+            Backend::InProcess(p) => p,
+            Backend::Worker(w) => return w.restore_state(state),
+        };
+        let Some(restore) = p.root.restore_state() else {
             return Err("the plugin was built without state support".into());
         };
         restore(state.into())
             .into_result()
             .map_err(|e| e.into_string())
-    }
-}
-
-impl Drop for LoadedPlugin {
-    fn drop(&mut self) {
-        if let Some(unload) = self.root.unload() {
-            unload();
-        }
-        // Closes the library; nothing from it is referenced after this point.
-        self.library.take();
     }
 }
 

@@ -55,6 +55,9 @@ pub struct RegistryConfig {
     pub handoff_timeout: Duration,
     /// Which files may be loaded at all (ownership, permissions, lock file).
     pub trust: crate::trust::Trust,
+    /// How plugins that run in worker processes are started; `None`: every plugin runs in
+    /// this process.
+    pub workers: Option<Arc<crate::worker::WorkerConfig>>,
 }
 
 impl RegistryConfig {
@@ -69,6 +72,7 @@ impl RegistryConfig {
             give_up_after: Duration::from_secs(3),
             handoff_timeout: Duration::from_secs(10),
             trust: crate::trust::Trust::default(),
+            workers: None,
         }
     }
 }
@@ -354,7 +358,12 @@ impl Registry {
             self.fail(file, LoadError::Refused(e).to_string(), Some(hash), None);
             return Outcome::Done;
         }
-        let new = match LoadedPlugin::load_staged(file, staged) {
+        // The one place the registry chooses where a version runs.
+        let loaded = match &self.config.workers {
+            Some(w) if w.isolates(file) => LoadedPlugin::start_worker(file, staged, w.clone()),
+            _ => LoadedPlugin::load_staged(file, staged),
+        };
+        let new = match loaded {
             Ok(p) => p,
             // A file cut short (still being copied or linked) looks like these: try again.
             Err(e @ (LoadError::Io(_) | LoadError::NotALibrary(_))) => {

@@ -86,8 +86,12 @@ pub fn run(args: WorkerArgs) -> i32 {
 fn load(args: &WorkerArgs) -> Result<Arc<LoadedPlugin>, (LoadFailure, String)> {
     let hash = unhex(&args.hash).ok_or((LoadFailure::Io, "bad --hash".to_string()))?;
     if let Some(spec) = &args.sandbox {
-        let sandbox: Sandbox = serde_json::from_str(spec)
-            .map_err(|e| (LoadFailure::Sandbox, format!("bad sandbox description: {e}")))?;
+        let sandbox: Sandbox = serde_json::from_str(spec).map_err(|e| {
+            (
+                LoadFailure::Sandbox,
+                format!("bad sandbox description: {e}"),
+            )
+        })?;
         sandbox
             .apply(Path::new(&format!("/proc/self/fd/{LIBRARY_FD}")))
             .map_err(|e| (LoadFailure::Sandbox, e.to_string()))?;

@@ -63,14 +63,22 @@ impl Proc {
     }
 
     fn forget(&self, id: u64) {
-        if let Some(w) = self.waiting.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        if let Some(w) = self
+            .waiting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+        {
             w.remove(&id);
         }
     }
 
     fn kill(&self, reason: String) {
         {
-            let mut why = self.killed_because.lock().unwrap_or_else(|e| e.into_inner());
+            let mut why = self
+                .killed_because
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             if why.is_none() {
                 *why = Some(reason);
             }
@@ -110,6 +118,8 @@ struct Shared {
     name: String,
     file: PathBuf,
     hash: [u8; 32],
+    /// Where the staged copy was (unlinked once the first worker had it).
+    shadow: PathBuf,
     /// The staged copy (unlinked): every start of a worker maps these very bytes.
     library: File,
     config: Arc<WorkerConfig>,
@@ -160,12 +170,14 @@ impl WorkerPlugin {
             None => (None, Vec::new()),
         };
         let hash = *staged.hash();
+        let shadow = staged.path().to_path_buf();
         // The descriptor keeps the bytes; the name is not needed any more.
         drop(staged);
         let shared = Arc::new(Shared {
             name: file_label(file),
             file: file.to_path_buf(),
             hash,
+            shadow,
             library,
             config,
             sandbox,
@@ -225,6 +237,11 @@ impl WorkerPlugin {
         &self.shared.hash
     }
 
+    /// The staged copy this version's workers map (already unlinked).
+    pub fn shadow_path(&self) -> &Path {
+        &self.shared.shadow
+    }
+
     /// The process id of the worker serving now, if one runs.
     pub fn pid(&self) -> Option<u32> {
         let current = self.shared.lock();
@@ -268,9 +285,9 @@ impl WorkerPlugin {
         let mut killed = false;
         loop {
             let wait = match cancelled_at {
-                Some(at) if !killed => {
-                    grace.saturating_sub(at.elapsed()).max(Duration::from_millis(1))
-                }
+                Some(at) if !killed => grace
+                    .saturating_sub(at.elapsed())
+                    .max(Duration::from_millis(1)),
                 _ => Duration::from_millis(20),
             };
             match rx.recv_timeout(wait) {
@@ -410,7 +427,11 @@ impl Shared {
             return Err(why.clone());
         }
         if let Some(p) = &current.proc {
-            if p.waiting.lock().unwrap_or_else(|e| e.into_inner()).is_some() {
+            if p.waiting
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_some()
+            {
                 return Ok(p.clone());
             }
         }
@@ -487,7 +508,10 @@ struct Started {
 
 /// Starts a worker and waits for its manifest. `expect_name`: the name it must declare (a
 /// restart of a known version).
-fn launch(shared: &Arc<Shared>, expect_name: Option<&str>) -> Result<(Started, Manifest), LoadError> {
+fn launch(
+    shared: &Arc<Shared>,
+    expect_name: Option<&str>,
+) -> Result<(Started, Manifest), LoadError> {
     let config = &shared.config;
     let spawned = process::spawn(
         config,
@@ -833,7 +857,9 @@ fn from_wire(r: ResultWire) -> CallResult {
         None => None,
         Some(text) => match RawValue::from_string(text) {
             Ok(raw) => Some(raw),
-            Err(_) => return CallResult::error("the worker sent structuredContent that is not JSON"),
+            Err(_) => {
+                return CallResult::error("the worker sent structuredContent that is not JSON")
+            }
         },
     };
     CallResult {

@@ -35,7 +35,9 @@ pub(crate) const LOG_LEVEL_ENV: &str = "TOOLHOST_WORKER_LOG";
 pub struct PluginWorkerSettings {
     /// Extra environment of its worker.
     pub env: Vec<(OsString, OsString)>,
-    /// The sandbox its worker runs in.
+    /// Run it in a worker even when workers are not the default.
+    pub isolate: bool,
+    /// The sandbox its worker runs in (implies `isolate`).
     pub sandbox: Option<Sandbox>,
 }
 
@@ -45,6 +47,8 @@ pub struct WorkerConfig {
     /// The executable run as `EXE __worker`: the `toolhost` binary (tests that use the
     /// library pass `env!("CARGO_BIN_EXE_toolhost")`, since their own executable is no host).
     pub exe: PathBuf,
+    /// Run every plugin in a worker (`--isolate`); otherwise only those whose settings ask.
+    pub isolate_all: bool,
     /// Environment added to every worker's.
     pub env: Vec<(OsString, OsString)>,
     /// Per plugin, by name (matched against the file name before the plugin runs, and checked
@@ -65,6 +69,7 @@ impl WorkerConfig {
     pub fn new(exe: impl Into<PathBuf>) -> Self {
         WorkerConfig {
             exe: exe.into(),
+            isolate_all: false,
             env: Vec::new(),
             plugins: HashMap::new(),
             cancel_grace: Duration::from_secs(1),
@@ -79,11 +84,21 @@ impl WorkerConfig {
         Ok(Self::new(std::env::current_exe()?))
     }
 
+    /// Whether the plugin in `file` runs in a worker.
+    pub fn isolates(&self, file: &Path) -> bool {
+        self.isolate_all
+            || self
+                .settings_for_file(file)
+                .is_some_and(|(_, s)| s.isolate || s.sandbox.is_some())
+    }
+
     /// The settings for the plugin in `file`, found by the name its file suggests
     /// (`libwordy.so` → `wordy`; `-` and `_` are the same).
     pub(crate) fn settings_for_file(&self, file: &Path) -> Option<(&str, &PluginWorkerSettings)> {
         let stem = file.file_stem()?.to_str()?;
-        let stem = stem.strip_prefix(std::env::consts::DLL_PREFIX).unwrap_or(stem);
+        let stem = stem
+            .strip_prefix(std::env::consts::DLL_PREFIX)
+            .unwrap_or(stem);
         let norm = |s: &str| s.replace('-', "_");
         self.plugins
             .iter()

@@ -73,7 +73,11 @@ fn on_spawner_thread<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static
 }
 
 /// Starts a worker for the staged copy open as `library`.
-pub(crate) fn spawn(config: &WorkerConfig, library: &File, launch: Launch<'_>) -> io::Result<Spawned> {
+pub(crate) fn spawn(
+    config: &WorkerConfig,
+    library: &File,
+    launch: Launch<'_>,
+) -> io::Result<Spawned> {
     let (host_end, worker_end) = UnixStream::pair()?;
     let mut cmd = Command::new(&config.exe);
     cmd.arg("__worker")
@@ -122,10 +126,12 @@ pub(crate) fn spawn(config: &WorkerConfig, library: &File, launch: Launch<'_>) -
                 return Err(io::Error::last_os_error());
             }
             // The worker must never outlive the host.
+            #[cfg(target_os = "linux")]
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
                 return Err(io::Error::last_os_error());
             }
             // The host may have died before the prctl: then nobody would send the signal.
+            #[cfg(target_os = "linux")]
             if libc::getppid() != parent {
                 libc::_exit(1);
             }

@@ -99,7 +99,14 @@ pub fn probe() -> SandboxSupport {
 /// Read-only places every plugin needs: the system's libraries, the dynamic loader's and the
 /// C library's configuration (locale, time zones, TLS certificates, name resolution).
 const SYSTEM_READ: &[&str] = &[
-    "/lib", "/lib32", "/lib64", "/usr", "/etc", "/opt", "/proc", "/sys/devices/system/cpu",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/usr",
+    "/etc",
+    "/opt",
+    "/proc",
+    "/sys/devices/system/cpu",
 ];
 
 /// Devices a plugin may read and write.
@@ -292,12 +299,20 @@ mod tests {
             landlock_abi: None,
             seccomp: true,
         };
-        assert!(none.enforceable().unwrap_err().to_string().contains("Landlock is not available"));
+        assert!(none
+            .enforceable()
+            .unwrap_err()
+            .to_string()
+            .contains("Landlock is not available"));
         let old = SandboxSupport {
             landlock_abi: Some(3),
             seccomp: true,
         };
-        assert!(old.enforceable().unwrap_err().to_string().contains("ABI is 3"));
+        assert!(old
+            .enforceable()
+            .unwrap_err()
+            .to_string()
+            .contains("ABI is 3"));
         let good = SandboxSupport {
             landlock_abi: Some(7),
             seccomp: true,

@@ -39,9 +39,14 @@ pub enum ToWorker {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub enum FromWorker {
     /// The first frame: the plugin loaded, here is its manifest as JSON.
-    Ready { manifest: String },
+    Ready {
+        manifest: String,
+    },
     /// The first frame when the plugin did not load (or the sandbox could not be applied).
-    LoadFailed { kind: LoadFailure, message: String },
+    LoadFailed {
+        kind: LoadFailure,
+        message: String,
+    },
     Progress {
         id: u64,
         progress: f64,
@@ -54,7 +59,10 @@ pub enum FromWorker {
         module: String,
         message: String,
     },
-    Result { id: u64, result: ResultWire },
+    Result {
+        id: u64,
+        result: ResultWire,
+    },
     State {
         id: u64,
         state: Option<Vec<u8>>,
@@ -170,9 +178,14 @@ mod tests {
         let mut r = &stream[..];
         let mut buf = Vec::new();
         for f in &frames {
-            assert_eq!(read_frame::<FromWorker>(&mut r, &mut buf).unwrap().as_ref(), Some(f));
+            assert_eq!(
+                read_frame::<FromWorker>(&mut r, &mut buf).unwrap().as_ref(),
+                Some(f)
+            );
         }
-        assert!(read_frame::<FromWorker>(&mut r, &mut buf).unwrap().is_none());
+        assert!(read_frame::<FromWorker>(&mut r, &mut buf)
+            .unwrap()
+            .is_none());
 
         let huge = ((MAX_FRAME + 1) as u32).to_le_bytes();
         let err = read_frame::<FromWorker>(&mut &huge[..], &mut buf).unwrap_err();
