@@ -14,7 +14,7 @@ use toolhost::{
     registry::{Registry, RegistryConfig},
 };
 
-/// A `tools/call` exactly as the CLI sends it (protocol §1.1).
+/// A `tools/call` exactly as the CLI sends it (docs/protocol.md §1.1).
 const CALL: &str = r#"{"type":"control_request","request_id":"54388ed1-8357-4479-ba5d-3779ab10cff7","request":{"subtype":"mcp_message","server_name":"calc","message":{"method":"tools/call","params":{"name":"add","arguments":{"x":5,"y":3},"_meta":{"claudecode/toolUseId":"toolu_01","progressToken":2}},"jsonrpc":"2.0","id":2}}}"#;
 
 /// A `ping`: the same path without the plugin call, for comparison.

@@ -44,7 +44,7 @@ impl PluginOpts {
         let mut config = RegistryConfig::new(&self.plugins);
         config.trust = Trust {
             allowlist: match &self.lock {
-                Some(path) => Some(Allowlist::load(path).map_err(anyhow::Error::msg)?),
+                Some(path) => Some(Allowlist::load(path)?),
                 None => None,
             },
             allow_shared: self.allow_shared,

@@ -12,7 +12,7 @@ use std::{
 
 use serde_json::{json, Value};
 use toolhost::{
-    plugin::{CallControl, CallResult, LoadError, Staged},
+    plugin::{CallControl, CallResult, LoadError, LoadedPlugin, Staged},
     worker::{PluginWorkerSettings, Sandbox, WorkerConfig, WorkerPlugin},
 };
 
@@ -267,17 +267,25 @@ fn state_moves_from_one_worker_to_the_next() {
 fn load_failures_in_the_worker_are_load_errors() {
     let err = start_with("bad-init", config()).unwrap_err();
     assert!(matches!(err, LoadError::Init(_)), "{err}");
-    // Not a toolhost plugin at all: the host binary itself is no library, the worker says so.
+    // Not a library at all: refused by the host's check before any worker starts, exactly as
+    // in process (so the registry retries a file that may still be being written).
     let shadow = tempfile::tempdir().unwrap();
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(
         file.path(),
-        b"not a library at all, just text, long enough for headers......",
+        b"not a library, just text, long enough for any header....",
     )
     .unwrap();
     let staged = Staged::copy(file.path(), shadow.path()).unwrap();
-    let err = WorkerPlugin::start(file.path(), staged, Arc::new(config())).unwrap_err();
+    let err = LoadedPlugin::start_worker(file.path(), staged, Arc::new(config())).unwrap_err();
     assert!(matches!(err, LoadError::NotALibrary(_)), "{err}");
+    // Handed to a worker anyway, the worker's loader refuses it the same way.
+    let staged = Staged::copy(file.path(), shadow.path()).unwrap();
+    let err = WorkerPlugin::start(file.path(), staged, Arc::new(config())).unwrap_err();
+    assert!(
+        err.to_string().contains("too short for a shared library"),
+        "{err}"
+    );
 }
 
 fn sandboxed(sandbox: Sandbox) -> Result<WorkerPlugin, LoadError> {

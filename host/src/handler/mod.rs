@@ -399,7 +399,7 @@ pub fn server_initialize_result(plugin: Option<&LoadedPlugin>, version: &str) ->
     }
 }
 
-/// The manifest the CLI accepts in `initialize.sdkMcpServerManifests` (protocol §9) so it skips
+/// The manifest the CLI accepts in `initialize.sdkMcpServerManifests` (docs/protocol.md §9) so it skips
 /// the handshake round trips for this server.
 pub fn server_manifest(router: &Router, plugin: &Arc<LoadedPlugin>) -> Value {
     serde_json::json!({

@@ -3,6 +3,7 @@
 mod callbacks;
 mod library;
 mod manifest;
+mod shadow;
 
 use std::{
     path::{Path, PathBuf},
@@ -14,28 +15,77 @@ use serde_json::value::RawValue;
 use toolhost_plugin::abi::{CallOutcome, ContentKind, PluginManifest, PluginRootRef};
 
 pub use callbacks::{CallControl, ProgressFn};
-pub use library::{current_uid, default_shadow_dir, digest, pinned_count, still_mapped, Staged};
-pub use manifest::{check_name, Annotations, Manifest, ToolInfo, MAX_QUALIFIED_NAME};
+pub use library::{pinned_count, still_mapped};
+pub use manifest::{
+    check_name, Annotations, Manifest, ManifestError, ToolInfo, MAX_QUALIFIED_NAME,
+};
+pub use shadow::{current_uid, default_shadow_dir, digest, NotALibrary, ShadowError, Staged};
 
 use callbacks::{call_ctx, host_api, CallData, LogSource};
 use library::{Library, Opened};
 
-/// Why a file could not be loaded. `Display` is one line naming the cause.
+/// Why a file could not be loaded. `Display` is one line naming the cause; the variants that
+/// wrap another error keep it as their source (render the whole chain with
+/// [`crate::error::one_line`]).
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error("cannot read the file: {0}")]
-    Io(String),
+    /// The file could not be copied into the shadow folder (it may be gone or still written).
+    #[error("cannot read the file")]
+    Stage(#[source] ShadowError),
+    /// The staged copy is not a whole shared library.
     #[error("not a shared library: {0}")]
-    NotALibrary(String),
+    NotALibrary(#[from] NotALibrary),
+    /// The system loader refused the copy.
+    #[error("not a shared library")]
+    Open(#[source] libloading::Error),
     #[error("not a toolhost plugin: {0}")]
     NotAPlugin(String),
+    /// The ABI check failed. Kept as text: abi_stable's errors borrow the library's statics,
+    /// which are unmapped when the library is closed right after.
     #[error("incompatible plugin: {0}")]
     Incompatible(String),
+    /// The plugin's `init` returned this error.
     #[error("plugin initialization failed: {0}")]
     Init(String),
+    /// The manifest breaks a rule (names, schemas).
     #[error("invalid plugin: {0}")]
-    Invalid(String),
-    #[error("refused: {0}")]
+    Invalid(#[from] ManifestError),
+    /// A schema or `_meta` of a tool is not valid JSON.
+    #[error("invalid plugin: tool `{tool}`: {what} is not valid JSON")]
+    InvalidJson {
+        tool: String,
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A tool's `_meta` is JSON but not an object.
+    #[error("invalid plugin: tool `{tool}`: _meta is not an object")]
+    MetaNotAnObject { tool: String },
+    /// The trust policy refused the file.
+    #[error("refused")]
+    Refused(#[source] crate::trust::TrustError),
+    /// The plugin's worker process could not load it (or could not be started).
+    #[error(transparent)]
+    Worker(#[from] crate::worker::WorkerError),
+}
+
+impl LoadError {
+    /// Whether the file may just be incomplete (still being copied or linked): worth retrying.
+    pub fn may_be_incomplete(&self) -> bool {
+        matches!(
+            self,
+            LoadError::Stage(_) | LoadError::NotALibrary(_) | LoadError::Open(_)
+        )
+    }
+}
+
+/// Why a new version did not take over its predecessor's state.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("the plugin was built without state support")]
+    Unsupported,
+    /// The plugin's `restore_state` returned this error.
+    #[error("{0}")]
     Refused(String),
 }
 
@@ -118,18 +168,8 @@ impl Drop for InProcess {
 impl LoadedPlugin {
     /// Loads the plugin at `file` through a private copy in `shadow_dir`.
     pub fn load(file: &Path, shadow_dir: &Path) -> Result<Arc<Self>, LoadError> {
-        let staged = Staged::copy(file, shadow_dir).map_err(|e| LoadError::Io(e.to_string()))?;
+        let staged = Staged::copy(file, shadow_dir).map_err(LoadError::Stage)?;
         Self::load_staged(file, staged)
-    }
-
-    /// Loads a plugin from the bytes of `file` (already read, for example to hash them).
-    pub fn load_bytes(
-        file: &Path,
-        bytes: &[u8],
-        shadow_dir: &Path,
-    ) -> Result<Arc<Self>, LoadError> {
-        let opened = Library::open(file, bytes, shadow_dir)?;
-        Self::init(file, digest(bytes), opened)
     }
 
     /// Loads a plugin from its copy staged by [`Staged::copy`] (which hashed it on the way, so
@@ -152,6 +192,25 @@ impl LoadedPlugin {
         Self::init(file, hash, opened)
     }
 
+    /// Loads the plugin staged in `staged` (a copy of `file`, hashed and trusted by the
+    /// caller) in a worker process of its own.
+    pub fn start_worker(
+        file: &Path,
+        staged: Staged,
+        config: Arc<crate::worker::WorkerConfig>,
+    ) -> Result<Arc<Self>, LoadError> {
+        // Checked here, as in process: a file cut short is retried, not handed to a worker.
+        staged.check_complete()?;
+        let hash = *staged.hash();
+        let worker = crate::worker::WorkerPlugin::start(file, staged, config)?;
+        Ok(Arc::new(LoadedPlugin {
+            manifest: worker.manifest().clone(),
+            file: file.to_path_buf(),
+            hash,
+            backend: Backend::Worker(worker),
+        }))
+    }
+
     fn init(file: &Path, hash: [u8; 32], opened: Opened) -> Result<Arc<Self>, LoadError> {
         let Opened { library, root } = opened;
         let log_source = Box::new(LogSource {
@@ -168,32 +227,13 @@ impl LoadedPlugin {
             RResult::ROk(m) => convert_manifest(m),
             RResult::RErr(e) => Err(LoadError::Init(e.into_string())),
         }?;
-        manifest.validate().map_err(LoadError::Invalid)?;
+        manifest.validate()?;
         let _ = plugin.log_source.name.set(manifest.name.clone());
         Ok(Arc::new(LoadedPlugin {
             manifest,
             file: file.to_path_buf(),
             hash,
             backend: Backend::InProcess(plugin),
-        }))
-    }
-
-    /// Loads the plugin staged in `staged` (a copy of `file`, hashed and trusted by the
-    /// caller) in a worker process of its own.
-    pub fn start_worker(
-        file: &Path,
-        staged: Staged,
-        config: Arc<crate::worker::WorkerConfig>,
-    ) -> Result<Arc<Self>, LoadError> {
-        // Checked here, like in process: a file cut short is retried, not handed to a worker.
-        Library::check_staged(&staged)?;
-        let hash = *staged.hash();
-        let worker = crate::worker::WorkerPlugin::start(file, staged, config)?;
-        Ok(Arc::new(LoadedPlugin {
-            manifest: worker.manifest().clone(),
-            file: file.to_path_buf(),
-            hash,
-            backend: Backend::Worker(worker),
         }))
     }
 
@@ -266,17 +306,17 @@ impl LoadedPlugin {
     }
 
     /// Hands a predecessor's state to this version.
-    pub fn restore_state(&self, state: &[u8]) -> Result<(), String> {
+    pub fn restore_state(&self, state: &[u8]) -> Result<(), StateError> {
         let p = match &self.backend {
             Backend::InProcess(p) => p,
             Backend::Worker(w) => return w.restore_state(state),
         };
         let Some(restore) = p.root.restore_state() else {
-            return Err("the plugin was built without state support".into());
+            return Err(StateError::Unsupported);
         };
         restore(state.into())
             .into_result()
-            .map_err(|e| e.into_string())
+            .map_err(|e| StateError::Refused(e.into_string()))
     }
 }
 
@@ -290,9 +330,12 @@ impl std::fmt::Debug for LoadedPlugin {
     }
 }
 
-fn parse_json(what: &str, tool: &str, text: &str) -> Result<serde_json::Value, LoadError> {
-    serde_json::from_str(text)
-        .map_err(|e| LoadError::Invalid(format!("tool `{tool}`: {what} is not valid JSON: {e}")))
+fn parse_json(what: &'static str, tool: &str, text: &str) -> Result<serde_json::Value, LoadError> {
+    serde_json::from_str(text).map_err(|source| LoadError::InvalidJson {
+        tool: tool.to_string(),
+        what,
+        source,
+    })
 }
 
 fn convert_manifest(m: PluginManifest) -> Result<Manifest, LoadError> {
@@ -303,11 +346,7 @@ fn convert_manifest(m: PluginManifest) -> Result<Manifest, LoadError> {
             None => None,
             Some(text) => match parse_json("_meta", &name, text)? {
                 serde_json::Value::Object(o) => Some(o),
-                _ => {
-                    return Err(LoadError::Invalid(format!(
-                        "tool `{name}`: _meta is not an object"
-                    )))
-                }
+                _ => return Err(LoadError::MetaNotAnObject { tool: name }),
             },
         };
         tools.push(ToolInfo {

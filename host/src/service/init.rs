@@ -11,7 +11,7 @@ use crate::{
 
 /// The `initialize` control request registering each plugin as an sdk server
 /// (`sdkMcpServers`), with its tool timeout (`sdkMcpServerConfigs`) and its manifest
-/// (`sdkMcpServerManifests`, protocol §9) so the CLI skips the handshake round trips.
+/// (`sdkMcpServerManifests`, docs/protocol.md §9) so the CLI skips the handshake round trips.
 pub fn initialize_request(router: &Router, plugins: &[Arc<LoadedPlugin>]) -> Value {
     let names: Vec<&str> = plugins.iter().map(|p| p.name()).collect();
     let mut configs = Map::new();

@@ -37,7 +37,7 @@ use crate::{
     transport::{read_lines, LineSender, Writer},
 };
 
-/// A `can_use_tool` question from the CLI (protocol §7).
+/// A `can_use_tool` question from the CLI (docs/protocol.md §7).
 #[derive(Debug, Clone)]
 pub struct PermissionRequest {
     pub request_id: String,
@@ -104,7 +104,7 @@ impl SessionHandle {
         ));
     }
 
-    /// Tells the CLI that `server`'s tools changed; it re-lists them at once (protocol §10).
+    /// Tells the CLI that `server`'s tools changed; it re-lists them at once (docs/protocol.md §10).
     pub fn tools_list_changed(&self, server: &str) {
         let msg = rpc_notification::<()>("notifications/tools/list_changed", None);
         self.notify_server(server, &msg);

@@ -7,7 +7,7 @@ use std::{
     fmt::Write as _,
     io::{BufReader, Write},
     os::{fd::FromRawFd, unix::net::UnixStream},
-    path::{Path, PathBuf},
+    path::PathBuf,
     sync::{
         atomic::{AtomicUsize, Ordering},
         mpsc, Arc, Mutex,
@@ -19,9 +19,9 @@ use tracing_subscriber::{layer::SubscriberExt, Layer};
 use super::{
     process::{unhex, CHANNEL_FD, LIBRARY_FD},
     sandbox::Sandbox,
-    wire::{self, ContentWire, FromWorker, LoadFailure, ResultWire, ToWorker},
+    wire::{self, ContentWire, FromWorker, LoadFailure, Restore, ResultWire, ToWorker},
 };
-use crate::plugin::{CallControl, CallResult, ContentOut, LoadError, LoadedPlugin};
+use crate::plugin::{CallControl, CallResult, ContentOut, LoadError, LoadedPlugin, StateError};
 
 /// Arguments of the hidden `__worker` subcommand (set by the host, not by people).
 #[derive(Debug, Clone, clap::Args)]
@@ -84,7 +84,8 @@ pub fn run(args: WorkerArgs) -> i32 {
 }
 
 fn load(args: &WorkerArgs) -> Result<Arc<LoadedPlugin>, (LoadFailure, String)> {
-    let hash = unhex(&args.hash).ok_or((LoadFailure::Io, "bad --hash".to_string()))?;
+    let hash = unhex(&args.hash).ok_or((LoadFailure::Other, "bad --hash".to_string()))?;
+    let fd_path = PathBuf::from(format!("/proc/self/fd/{LIBRARY_FD}"));
     if let Some(spec) = &args.sandbox {
         let sandbox: Sandbox = serde_json::from_str(spec).map_err(|e| {
             (
@@ -93,33 +94,24 @@ fn load(args: &WorkerArgs) -> Result<Arc<LoadedPlugin>, (LoadFailure, String)> {
             )
         })?;
         sandbox
-            .apply(Path::new(&format!("/proc/self/fd/{LIBRARY_FD}")))
-            .map_err(|e| (LoadFailure::Sandbox, e.to_string()))?;
+            .apply(&fd_path)
+            .map_err(|e| (LoadFailure::Sandbox, crate::error::one_line(&e)))?;
     }
-    let fd_path = PathBuf::from(format!("/proc/self/fd/{LIBRARY_FD}"));
-    LoadedPlugin::load_inherited(&args.file, &fd_path, hash).map_err(|e| {
-        let kind = match &e {
-            LoadError::Io(_) => LoadFailure::Io,
-            LoadError::NotALibrary(_) => LoadFailure::NotALibrary,
-            LoadError::NotAPlugin(_) => LoadFailure::NotAPlugin,
-            LoadError::Incompatible(_) => LoadFailure::Incompatible,
-            LoadError::Init(_) => LoadFailure::Init,
-            LoadError::Invalid(_) => LoadFailure::Invalid,
-            LoadError::Refused(_) => LoadFailure::Refused,
-        };
-        // Only the inner message: the host wraps it in the same `LoadError` again.
-        let message = e.to_string();
-        let message = message
-            .split_once(": ")
-            .map_or(message.clone(), |(_, m)| m.to_string());
-        (kind, message)
+    LoadedPlugin::load_inherited(&args.file, &fd_path, hash).map_err(|e| match e {
+        // The payload alone: the host wraps it in the same variant again.
+        LoadError::NotAPlugin(m) => (LoadFailure::NotAPlugin, m),
+        LoadError::Incompatible(m) => (LoadFailure::Incompatible, m),
+        LoadError::Init(m) => (LoadFailure::Init, m),
+        other => (LoadFailure::Other, crate::error::one_line(&other)),
     })
 }
 
+type Job = Box<dyn FnOnce() + Send>;
+
 /// Calls run on a pool of threads that grows when all are busy (a tool may block for long).
 struct Pool {
-    jobs: Mutex<mpsc::Sender<Box<dyn FnOnce() + Send>>>,
-    rx: Arc<Mutex<mpsc::Receiver<Box<dyn FnOnce() + Send>>>>,
+    jobs: Mutex<mpsc::Sender<Job>>,
+    rx: Arc<Mutex<mpsc::Receiver<Job>>>,
     idle: Arc<AtomicUsize>,
 }
 
@@ -133,7 +125,7 @@ impl Pool {
         }
     }
 
-    fn run(&self, job: Box<dyn FnOnce() + Send>) {
+    fn run(&self, job: Job) {
         if self.idle.load(Ordering::Acquire) == 0 {
             self.grow();
         }
@@ -224,7 +216,11 @@ fn serve(plugin: Arc<LoadedPlugin>, channel: UnixStream, out: Out) {
                 out.send(&FromWorker::State { id, state });
             }
             ToWorker::RestoreState { id, state } => {
-                let outcome = plugin.restore_state(&state);
+                let outcome = match plugin.restore_state(&state) {
+                    Ok(()) => Restore::Done,
+                    Err(StateError::Unsupported) => Restore::Unsupported,
+                    Err(StateError::Refused(why)) => Restore::Refused(why),
+                };
                 out.send(&FromWorker::Restored { id, outcome });
             }
             ToWorker::Shutdown => break,

@@ -20,17 +20,17 @@ use serde_json::value::RawValue;
 use super::{
     manifest_json,
     process::{self, signal_name, Launch},
-    wire::{self, ContentWire, FromWorker, LoadFailure, ResultWire, ToWorker},
-    WorkerConfig,
+    wire::{self, ContentWire, FromWorker, LoadFailure, Restore, ResultWire, ToWorker},
+    WorkerConfig, WorkerError,
 };
-use crate::plugin::{CallControl, CallResult, ContentOut, LoadError, Manifest, Staged};
+use crate::plugin::{CallControl, CallResult, ContentOut, LoadError, Manifest, Staged, StateError};
 
 /// What a call waiting on the worker hears.
 enum Reply {
     Result(CallResult),
     Progress(f64, Option<f64>, String),
     State(Option<Vec<u8>>),
-    Restored(Result<(), String>),
+    Restored(Restore),
     /// The worker is gone; the cause (`SIGSEGV`, `exit code 3`, ...).
     Died(String),
 }
@@ -152,17 +152,13 @@ impl WorkerPlugin {
         staged: Staged,
         config: Arc<WorkerConfig>,
     ) -> Result<WorkerPlugin, LoadError> {
-        let library = staged
-            .open_read()
-            .map_err(|e| LoadError::Io(format!("cannot open the shadow copy: {e}")))?;
+        let library = staged.open_read().map_err(WorkerError::Handover)?;
         let settings = config.settings_for_file(file);
         let settings_name = settings.map(|(n, _)| n.to_string());
         let (sandbox, env) = match settings {
             Some((_, s)) => (
                 match &s.sandbox {
-                    Some(sb) => Some(
-                        serde_json::to_string(sb).map_err(|e| LoadError::Refused(e.to_string()))?,
-                    ),
+                    Some(sb) => Some(serde_json::to_string(sb).map_err(WorkerError::SandboxSpec)?),
                     None => None,
                 },
                 s.env.clone(),
@@ -198,15 +194,11 @@ impl WorkerPlugin {
             && shared.config.plugins.contains_key(&manifest.name)
         {
             proc.stop();
-            return Err(LoadError::Refused(format!(
-                "plugin `{0}` has worker settings (sandbox, env) but its file {1} is named \
-                 otherwise; they are applied by file name before the plugin runs: name the \
-                 file {2}{0}{3}",
-                manifest.name,
-                file.display(),
-                std::env::consts::DLL_PREFIX,
-                std::env::consts::DLL_SUFFIX,
-            )));
+            return Err(WorkerError::SettingsByFileName {
+                name: manifest.name,
+                file: file.to_path_buf(),
+            }
+            .into());
         }
         // From now on logs and crash messages use the declared name.
         let shared = match Arc::try_unwrap(shared) {
@@ -357,13 +349,20 @@ impl WorkerPlugin {
     }
 
     /// Hands a predecessor's state to this version's worker.
-    pub fn restore_state(&self, state: &[u8]) -> Result<(), String> {
-        match self.request(|id| ToWorker::RestoreState {
-            id,
-            state: state.to_vec(),
-        })? {
-            Reply::Restored(r) => r,
-            _ => Err("the worker answered something else".into()),
+    pub fn restore_state(&self, state: &[u8]) -> Result<(), StateError> {
+        let reply = self
+            .request(|id| ToWorker::RestoreState {
+                id,
+                state: state.to_vec(),
+            })
+            .map_err(StateError::Refused)?;
+        match reply {
+            Reply::Restored(Restore::Done) => Ok(()),
+            Reply::Restored(Restore::Unsupported) => Err(StateError::Unsupported),
+            Reply::Restored(Restore::Refused(why)) => Err(StateError::Refused(why)),
+            _ => Err(StateError::Refused(
+                "the worker answered something else".into(),
+            )),
         }
     }
 
@@ -523,11 +522,9 @@ fn launch(
             env: &shared.env,
         },
     )
-    .map_err(|e| {
-        LoadError::Init(format!(
-            "cannot start a worker process ({}): {e}",
-            config.exe.display()
-        ))
+    .map_err(|source| WorkerError::Spawn {
+        exe: config.exe.clone(),
+        source,
     })?;
     let process::Spawned {
         mut child,
@@ -538,29 +535,33 @@ fn launch(
     let output = OutputReader::start(output, shared.name.clone(), pid);
     let mut reader = BufReader::with_capacity(
         64 * 1024,
-        channel
-            .try_clone()
-            .map_err(|e| LoadError::Io(e.to_string()))?,
+        channel.try_clone().map_err(WorkerError::Handover)?,
     );
     let _ = channel.set_read_timeout(Some(config.start_timeout));
-    let mut buf = Vec::new();
-    let first = wire::read_frame::<FromWorker>(&mut reader, &mut buf);
-    let _ = channel.set_read_timeout(None);
     let fail = |child: &mut Child, output: OutputReader, what: String| {
         let _ = child.kill();
         let status = child.wait().ok();
         let overflowed = output.finish();
-        let cause = status.map(|s| describe(s, overflowed));
-        LoadError::Init(match cause {
-            Some(c) => format!("{what} (worker: {c})"),
-            None => what,
-        })
+        let cause = status.map_or_else(|| "unknown".to_string(), |s| describe(s, overflowed));
+        LoadError::from(WorkerError::Handshake { what, cause })
     };
+    let mut buf = Vec::new();
+    // Logs (of the plugin's `init`, say) may come before the manifest.
     let manifest = loop {
-        match first {
-            Ok(Some(FromWorker::Ready { manifest })) => {
-                break manifest_json::from_json(&manifest).map_err(LoadError::Invalid)?
-            }
+        match wire::read_frame::<FromWorker>(&mut reader, &mut buf) {
+            Ok(Some(FromWorker::Log {
+                level,
+                call,
+                module,
+                message,
+            })) => log(level, &shared.name, call.as_deref(), &module, &message),
+            Ok(Some(FromWorker::Ready { manifest })) => match manifest_json::from_json(&manifest) {
+                Ok(m) => break m,
+                Err(e) => {
+                    let _ = fail(&mut child, output, String::new());
+                    return Err(WorkerError::Manifest(e).into());
+                }
+            },
             Ok(Some(FromWorker::LoadFailed { kind, message })) => {
                 let _ = child.wait();
                 output.finish();
@@ -589,6 +590,7 @@ fn launch(
             }
         }
     };
+    let _ = channel.set_read_timeout(None);
     if let Some(name) = expect_name {
         if manifest.name != name {
             return Err(fail(
@@ -621,14 +623,11 @@ fn launch(
 
 fn load_error(kind: LoadFailure, message: String) -> LoadError {
     match kind {
-        LoadFailure::Io => LoadError::Io(message),
-        LoadFailure::NotALibrary => LoadError::NotALibrary(message),
         LoadFailure::NotAPlugin => LoadError::NotAPlugin(message),
         LoadFailure::Incompatible => LoadError::Incompatible(message),
         LoadFailure::Init => LoadError::Init(message),
-        LoadFailure::Invalid => LoadError::Invalid(message),
-        LoadFailure::Refused => LoadError::Refused(message),
-        LoadFailure::Sandbox => LoadError::Refused(format!("sandbox: {message}")),
+        LoadFailure::Other => WorkerError::Load(message).into(),
+        LoadFailure::Sandbox => WorkerError::Sandbox(message).into(),
     }
 }
 

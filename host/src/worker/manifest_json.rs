@@ -77,7 +77,7 @@ pub(crate) fn from_json(text: &str) -> Result<Manifest, String> {
         tools,
     };
     // The worker validated it, but the host relies on the rules itself.
-    manifest.validate()?;
+    manifest.validate().map_err(|e| e.to_string())?;
     Ok(manifest)
 }
 

@@ -27,6 +27,40 @@ pub use child::{run as run_worker, WorkerArgs};
 pub use host::WorkerPlugin;
 pub use sandbox::{probe as probe_sandbox, Sandbox, SandboxError, SandboxSupport};
 
+/// Why a plugin could not be loaded in a worker (beyond the loader's own errors).
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error("cannot start a worker process ({})", .exe.display())]
+    Spawn {
+        exe: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot hand the staged copy to a worker")]
+    Handover(#[source] std::io::Error),
+    /// The worker died, hung or spoke out of turn before it sent the plugin's manifest.
+    #[error("{what} (worker: {cause})")]
+    Handshake { what: String, cause: String },
+    /// The plugin did not load in the worker; the loader's message.
+    #[error("{0}")]
+    Load(String),
+    #[error("the worker sent an invalid manifest: {0}")]
+    Manifest(String),
+    /// The sandbox could not be applied (the worker refuses to run the plugin without it).
+    #[error("sandbox: {0}")]
+    Sandbox(String),
+    #[error("the sandbox description does not serialize")]
+    SandboxSpec(#[source] serde_json::Error),
+    /// Settings are found by file name before the plugin runs; this plugin's file is named
+    /// otherwise than the plugin.
+    #[error(
+        "plugin `{name}` has worker settings (isolate, sandbox, env) but its file {} is named \
+         otherwise; they are applied by file name before the plugin runs: name the file {}{name}{}",
+        .file.display(), std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX
+    )]
+    SettingsByFileName { name: String, file: PathBuf },
+}
+
 /// Environment variable passing the host's log level to a worker.
 pub(crate) const LOG_LEVEL_ENV: &str = "TOOLHOST_WORKER_LOG";
 

@@ -69,20 +69,26 @@ pub enum FromWorker {
     },
     Restored {
         id: u64,
-        outcome: Result<(), String>,
+        outcome: Restore,
     },
 }
 
-/// Which [`crate::plugin::LoadError`] a failed load was.
+/// How a `restore_state` went.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub enum Restore {
+    Done,
+    Unsupported,
+    Refused(String),
+}
+
+/// Which kind of error a failed load was (the host rebuilds the matching `LoadError`).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 pub enum LoadFailure {
-    Io,
-    NotALibrary,
     NotAPlugin,
     Incompatible,
     Init,
-    Invalid,
-    Refused,
+    /// Any other loader error; the message is the whole one-line report.
+    Other,
     Sandbox,
 }
 
