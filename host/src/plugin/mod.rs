@@ -2,10 +2,10 @@
 
 mod callbacks;
 mod library;
-mod manifest;
 mod shadow;
 
 use std::{
+    any::Any,
     path::{Path, PathBuf},
     sync::{Arc, OnceLock},
 };
@@ -16,10 +16,13 @@ use toolhost_plugin::abi::{CallOutcome, ContentKind, PluginManifest, PluginRootR
 
 pub use callbacks::{CallControl, ProgressFn};
 pub use library::{pinned_count, still_mapped};
-pub use manifest::{
-    check_name, Annotations, Manifest, ManifestError, ToolInfo, MAX_QUALIFIED_NAME,
-};
 pub use shadow::{current_uid, default_shadow_dir, digest, NotALibrary, ShadowError, Staged};
+// The host-side data a plugin produces is defined by the protocol layer; re-exported here for
+// the code that loads plugins.
+pub use crate::model::{
+    check_name, Annotations, CallResult, ContentOut, Manifest, ManifestError, ToolInfo,
+    MAX_QUALIFIED_NAME,
+};
 
 use callbacks::{call_ctx, host_api, CallData, LogSource};
 use library::{Library, Opened};
@@ -89,46 +92,6 @@ pub enum StateError {
     Refused(String),
 }
 
-/// One block of a tool result, owned by the host.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ContentOut {
-    Text(String),
-    Image { data: String, mime_type: String },
-    Audio { data: String, mime_type: String },
-}
-
-/// A tool result, owned by the host: nothing in it points into the plugin library.
-#[derive(Debug, Clone)]
-pub struct CallResult {
-    pub content: Vec<ContentOut>,
-    /// The plugin's `structuredContent`, checked to be a JSON object, kept as raw JSON.
-    pub structured: Option<Box<RawValue>>,
-    pub is_error: bool,
-}
-
-impl CallResult {
-    /// An error result with one text block.
-    pub fn error(message: impl Into<String>) -> Self {
-        CallResult {
-            content: vec![ContentOut::Text(message.into())],
-            structured: None,
-            is_error: true,
-        }
-    }
-
-    /// The text blocks joined by newlines (what `toolhost call` prints).
-    pub fn text(&self) -> String {
-        self.content
-            .iter()
-            .filter_map(|c| match c {
-                ContentOut::Text(t) => Some(t.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-}
-
 /// A plugin version, loaded in this process or in a worker process of its own: the one seam
 /// through which the registry and the router reach plugins. Dropping the last `Arc` unloads it
 /// (or stops its worker): calls hold an `Arc`, so a version being replaced stays loaded until
@@ -138,6 +101,7 @@ pub struct LoadedPlugin {
     file: PathBuf,
     hash: [u8; 32],
     backend: Backend,
+    derived: OnceLock<Box<dyn Any + Send + Sync>>,
 }
 
 /// Where a version's code runs.
@@ -208,6 +172,7 @@ impl LoadedPlugin {
             file: file.to_path_buf(),
             hash,
             backend: Backend::Worker(worker),
+            derived: OnceLock::new(),
         }))
     }
 
@@ -234,6 +199,7 @@ impl LoadedPlugin {
             file: file.to_path_buf(),
             hash,
             backend: Backend::InProcess(plugin),
+            derived: OnceLock::new(),
         }))
     }
 
@@ -253,6 +219,15 @@ impl LoadedPlugin {
     /// SHA-256 of the file's bytes when it was loaded.
     pub fn hash(&self) -> &[u8; 32] {
         &self.hash
+    }
+
+    /// Data the host derives once from this version (the router's compiled argument checks
+    /// and tool list): found with the version, dropped with it. One type per process.
+    pub fn derived<T: Any + Send + Sync>(&self, make: impl FnOnce(&Self) -> T) -> &T {
+        self.derived
+            .get_or_init(|| Box::new(make(self)))
+            .downcast_ref()
+            .expect("one derived type per host")
     }
 
     /// The private copy the library was opened from (already unlinked on Unix); for a
