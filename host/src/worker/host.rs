@@ -45,6 +45,8 @@ struct Proc {
     killed_because: Mutex<Option<String>>,
     /// Set once the process has been reaped.
     exited: (Mutex<bool>, Condvar),
+    /// Set when the host decided to kill it: no new call may start on it.
+    doomed: AtomicBool,
 }
 
 impl Proc {
@@ -73,7 +75,18 @@ impl Proc {
         }
     }
 
+    /// Whether new calls may start on it.
+    fn serves(&self) -> bool {
+        !self.doomed.load(Ordering::Acquire)
+            && self
+                .waiting
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_some()
+    }
+
     fn kill(&self, reason: String) {
+        self.doomed.store(true, Ordering::Release);
         {
             let mut why = self
                 .killed_because
@@ -238,12 +251,7 @@ impl WorkerPlugin {
     pub fn pid(&self) -> Option<u32> {
         let current = self.shared.lock();
         let proc = current.proc.as_ref()?;
-        let alive = proc
-            .waiting
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some();
-        alive.then_some(proc.pid)
+        proc.serves().then_some(proc.pid)
     }
 
     /// How many times the worker was started again after dying or being killed.
@@ -426,11 +434,7 @@ impl Shared {
             return Err(why.clone());
         }
         if let Some(p) = &current.proc {
-            if p.waiting
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_some()
-            {
+            if p.serves() {
                 return Ok(p.clone());
             }
         }
@@ -609,6 +613,7 @@ fn launch(
         waiting: Mutex::new(Some(HashMap::new())),
         killed_because: Mutex::new(None),
         exited: (Mutex::new(false), Condvar::new()),
+        doomed: AtomicBool::new(false),
     });
     Ok((
         Started {
