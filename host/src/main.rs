@@ -37,7 +37,7 @@ struct PluginOpts {
     allow_shared: bool,
     /// Run every plugin in a worker process of its own: a crash, a stuck tool or a leak in a
     /// plugin then ends only its worker, which is restarted.
-    #[arg(long)]
+    #[arg(long, env = "TOOLHOST_ISOLATE", value_parser = clap::builder::BoolishValueParser::new())]
     isolate: bool,
 }
 
