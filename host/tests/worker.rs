@@ -367,3 +367,50 @@ fn the_sandbox_refuses_what_it_does_not_allow_and_the_plugin_keeps_serving() {
         "{err}"
     );
 }
+
+/// Everything logged in this test process, for the log test.
+fn captured_logs() -> &'static std::sync::Mutex<Vec<u8>> {
+    static LOGS: OnceLock<&'static std::sync::Mutex<Vec<u8>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs: &'static std::sync::Mutex<Vec<u8>> = Box::leak(Box::default());
+        struct W(&'static std::sync::Mutex<Vec<u8>>);
+        impl std::io::Write for W {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::INFO)
+            .with_ansi(false)
+            .with_writer(move || W(logs))
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).expect("first subscriber");
+        logs
+    })
+}
+
+#[test]
+fn plugin_logs_and_stderr_reach_the_host_log_tagged_with_the_plugin() {
+    let logs = captured_logs();
+    let p = start("crashy");
+    assert!(!call(&p, "echo", json!({"word": "hello-log"})).is_error);
+    // Rust prints the stack overflow on the worker's stderr before it aborts.
+    let r = call(&p, "overflow", json!({}));
+    assert!(r.is_error);
+    let text = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("echo hello-log"))
+        .unwrap_or_else(|| panic!("no plugin log line in:\n{text}"));
+    assert!(line.contains("plugin=\"crashy\"") || line.contains("plugin=crashy"), "{line}");
+    assert!(line.contains("INFO"), "{line}");
+    let stderr = text
+        .lines()
+        .find(|l| l.contains("stderr:") && l.contains("overflowed its stack"))
+        .unwrap_or_else(|| panic!("no stderr line in:\n{text}"));
+    assert!(stderr.contains("crashy"), "{stderr}");
+}
