@@ -35,6 +35,9 @@ struct PluginOpts {
     /// Load plugin files and folders that other users can write (refused by default).
     #[arg(long)]
     allow_shared: bool,
+    /// Per-plugin settings (default: toolhost.toml in the plugin folder, if present).
+    #[arg(long, env = "TOOLHOST_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
     /// Run every plugin in a worker process of its own: a crash, a stuck tool or a leak in a
     /// plugin then ends only its worker, which is restarted.
     #[arg(long, env = "TOOLHOST_ISOLATE", value_parser = clap::builder::BoolishValueParser::new())]
@@ -51,6 +54,10 @@ impl PluginOpts {
             },
             allow_shared: self.allow_shared,
         };
+        config.settings = std::sync::Arc::new(toolhost::config::LiveConfig::open(
+            &self.plugins,
+            self.config.as_deref(),
+        )?);
         let mut workers = toolhost::worker::WorkerConfig::current_exe()
             .context("cannot find the toolhost executable to start workers")?;
         workers.isolate_all = self.isolate;

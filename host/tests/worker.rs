@@ -54,10 +54,18 @@ fn config() -> WorkerConfig {
 }
 
 fn start_with(name: &str, config: WorkerConfig) -> Result<WorkerPlugin, LoadError> {
+    start_settings(name, config, PluginWorkerSettings::default())
+}
+
+fn start_settings(
+    name: &str,
+    config: WorkerConfig,
+    settings: PluginWorkerSettings,
+) -> Result<WorkerPlugin, LoadError> {
     let shadow = tempfile::tempdir().unwrap();
     let file = lib_path(name);
     let staged = Staged::copy(&file, shadow.path()).unwrap();
-    let plugin = WorkerPlugin::start(&file, staged, Arc::new(config));
+    let plugin = WorkerPlugin::start(&file, staged, Arc::new(config), settings, &|_| None);
     // The worker holds the staged copy open: the shadow folder is already empty.
     assert_eq!(std::fs::read_dir(shadow.path()).unwrap().count(), 0);
     plugin
@@ -277,11 +285,25 @@ fn load_failures_in_the_worker_are_load_errors() {
     )
     .unwrap();
     let staged = Staged::copy(file.path(), shadow.path()).unwrap();
-    let err = LoadedPlugin::start_worker(file.path(), staged, Arc::new(config())).unwrap_err();
+    let err = LoadedPlugin::start_worker(
+        file.path(),
+        staged,
+        Arc::new(config()),
+        PluginWorkerSettings::default(),
+        &|_| None,
+    )
+    .unwrap_err();
     assert!(matches!(err, LoadError::NotALibrary(_)), "{err}");
     // Handed to a worker anyway, the worker's loader refuses it the same way.
     let staged = Staged::copy(file.path(), shadow.path()).unwrap();
-    let err = WorkerPlugin::start(file.path(), staged, Arc::new(config())).unwrap_err();
+    let err = WorkerPlugin::start(
+        file.path(),
+        staged,
+        Arc::new(config()),
+        PluginWorkerSettings::default(),
+        &|_| None,
+    )
+    .unwrap_err();
     assert!(
         err.to_string().contains("too short for a shared library"),
         "{err}"
@@ -289,15 +311,14 @@ fn load_failures_in_the_worker_are_load_errors() {
 }
 
 fn sandboxed(sandbox: Sandbox) -> Result<WorkerPlugin, LoadError> {
-    let mut config = config();
-    config.plugins.insert(
-        "crashy".into(),
+    start_settings(
+        "crashy",
+        config(),
         PluginWorkerSettings {
             sandbox: Some(sandbox),
             ..Default::default()
         },
-    );
-    start_with("crashy", config)
+    )
 }
 
 #[test]
@@ -406,11 +427,44 @@ fn plugin_logs_and_stderr_reach_the_host_log_tagged_with_the_plugin() {
         .lines()
         .find(|l| l.contains("echo hello-log"))
         .unwrap_or_else(|| panic!("no plugin log line in:\n{text}"));
-    assert!(line.contains("plugin=\"crashy\"") || line.contains("plugin=crashy"), "{line}");
+    assert!(
+        line.contains("plugin=\"crashy\"") || line.contains("plugin=crashy"),
+        "{line}"
+    );
     assert!(line.contains("INFO"), "{line}");
     let stderr = text
         .lines()
         .find(|l| l.contains("stderr:") && l.contains("overflowed its stack"))
         .unwrap_or_else(|| panic!("no stderr line in:\n{text}"));
     assert!(stderr.contains("crashy"), "{stderr}");
+}
+
+#[test]
+fn a_plugin_in_a_worker_reads_its_config_and_its_environment() {
+    let shadow = tempfile::tempdir().unwrap();
+    let file = lib_path("calc");
+    let staged = Staged::copy(&file, shadow.path()).unwrap();
+    let p = LoadedPlugin::start_worker(
+        &file,
+        staged,
+        Arc::new(config()),
+        PluginWorkerSettings::default(),
+        &|name| (name == "calc").then(|| r#"{"precision":2}"#.to_string()),
+    )
+    .unwrap();
+    assert!(p.is_isolated());
+    assert_eq!(p.config_json(), Some(r#"{"precision":2}"#));
+    let r = p.call("divide", r#"{"x":1,"y":3}"#, &CallControl::new("c", None));
+    assert_eq!(r.text(), "0.33");
+    // A config that does not fit refuses the load, as in process.
+    let staged = Staged::copy(&file, shadow.path()).unwrap();
+    let e = LoadedPlugin::start_worker(
+        &file,
+        staged,
+        Arc::new(config()),
+        PluginWorkerSettings::default(),
+        &|_| Some(r#"{"precision":"two"}"#.to_string()),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("`precision`"), "{e}");
 }

@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use tempfile::TempDir;
 use tokio::sync::broadcast::{self, error::RecvError};
 use toolhost::{
+    config::LiveConfig,
     plugin::{digest, CallControl, CallResult},
     registry::{Registry, RegistryConfig, RegistryEvent, LIBRARY_SUFFIX},
     worker::WorkerConfig,
@@ -30,7 +31,7 @@ fn artifacts() -> &'static Path {
         let status = Command::new(cargo)
             .current_dir(root)
             .args(["build", "--quiet", "-p", "calc", "-p", "notes"])
-            .args(["-p", "http-client"])
+            .args(["-p", "http-client", "-p", "crashy"])
             .status()
             .expect("run cargo build");
         assert!(status.success(), "building the test plugins failed");
@@ -84,11 +85,17 @@ impl Folder {
     }
 
     fn open(&self) -> Arc<Registry> {
+        self.open_with(true)
+    }
+
+    /// `isolate_all`: `--isolate`; otherwise only what `toolhost.toml` asks for is isolated.
+    fn open_with(&self, isolate_all: bool) -> Arc<Registry> {
         let mut c = RegistryConfig::new(self.dir.path());
+        c.settings = Arc::new(LiveConfig::open(self.dir.path(), None).expect("toolhost.toml"));
         c.shadow_dir = self.shadow.path().join("shadow");
         c.give_up_after = Duration::from_secs(1);
         let mut workers = WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost"));
-        workers.isolate_all = true;
+        workers.isolate_all = isolate_all;
         c.workers = Some(Arc::new(workers));
         Registry::open(c).expect("open the registry")
     }
@@ -280,4 +287,74 @@ async fn a_reqwest_plugin_reloaded_50_times_leaves_nothing_in_the_host() {
         "host memory grew from {rss_start} KiB to {rss_end} KiB"
     );
     assert_eq!(folder.shadow_files(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn toolhost_toml_isolates_configures_and_sandboxes_one_plugin() {
+    let folder = Folder::new();
+    folder.put("libcalc", &library("calc"));
+    folder.put("libcrashy", &library("crashy"));
+    let allowed = tempfile::tempdir().unwrap();
+    let forbidden = tempfile::tempdir().unwrap();
+    std::fs::write(
+        folder.dir.path().join("toolhost.toml"),
+        format!(
+            "[plugin.calc]\nisolate = true\nconfig = {{ precision = 2 }}\n\n\
+             [plugin.crashy]\nenv = {{ CRASHY_MARK = \"x\" }}\n\n\
+             [plugin.crashy.sandbox]\nwrite = [{:?}]\n",
+            allowed.path()
+        ),
+    )
+    .unwrap();
+    let reg = folder.open_with(false);
+    assert!(reg.failures().is_empty(), "{:?}", reg.failures());
+    let calc = reg.get("calc").unwrap();
+    assert!(calc.is_isolated(), "isolate = true");
+    assert_eq!(
+        call(&reg, "calc", "divide", json!({"x": 1, "y": 3}))
+            .await
+            .text(),
+        "0.33"
+    );
+    assert!(
+        reg.get("crashy").unwrap().is_isolated(),
+        "a sandbox implies isolate"
+    );
+    if toolhost::worker::probe_sandbox().enforceable().is_ok() {
+        let ok = allowed.path().join("ok");
+        let r = call(&reg, "crashy", "write_file", json!({"path": ok})).await;
+        assert!(!r.is_error, "{}", r.text());
+        let no = forbidden.path().join("no");
+        let r = call(&reg, "crashy", "write_file", json!({"path": no})).await;
+        assert!(
+            r.is_error && r.text().contains("Permission denied"),
+            "{}",
+            r.text()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn settings_for_a_plugin_whose_file_is_named_otherwise_refuse_it() {
+    let folder = Folder::new();
+    let file = folder.put("libsomething_else", &library("crashy"));
+    std::fs::write(
+        folder.dir.path().join("toolhost.toml"),
+        "[plugin.crashy.sandbox]\nnet = false\n",
+    )
+    .unwrap();
+    let reg = folder.open_with(false);
+    assert!(
+        reg.get("crashy").is_none(),
+        "it must not run without its sandbox"
+    );
+    let failures = reg.failures();
+    let (_, error) = failures
+        .iter()
+        .find(|(f, _)| *f == file)
+        .unwrap_or_else(|| panic!("{failures:?}"));
+    assert!(
+        error.contains("plugin `crashy` has worker settings") && error.contains("libcrashy"),
+        "{error}"
+    );
 }

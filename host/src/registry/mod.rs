@@ -31,7 +31,9 @@ use tokio::sync::{broadcast, OwnedRwLockReadGuard};
 pub use scan::{is_plugin_file, plugin_files, LIBRARY_SUFFIX};
 pub use watch::WatchHandle;
 
+use crate::worker::PluginWorkerSettings;
 use crate::{
+    config::LiveConfig,
     error::one_line,
     plugin::{LoadError, LoadedPlugin, Staged},
     trust::TrustError,
@@ -81,16 +83,20 @@ pub struct RegistryConfig {
     pub handoff_timeout: Duration,
     /// Which files may be loaded at all (ownership, permissions, lock file).
     pub trust: crate::trust::Trust,
+    /// The per-plugin settings (`toolhost.toml`), followed like the plugin files.
+    pub settings: Arc<LiveConfig>,
     /// How plugins that run in worker processes are started; `None`: every plugin runs in
-    /// this process.
+    /// this process (and settings that need a worker are refused or ignored).
     pub workers: Option<Arc<crate::worker::WorkerConfig>>,
 }
 
 impl RegistryConfig {
     /// Defaults tuned for interactive use: a reload is applied ~30 ms after the last write.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
+        let dir = dir.into();
         RegistryConfig {
-            dir: dir.into(),
+            settings: Arc::new(LiveConfig::empty(&dir)),
+            dir,
             shadow_dir: crate::plugin::default_shadow_dir(),
             debounce: Duration::from_millis(30),
             stable_wait: Duration::from_millis(30),
@@ -164,6 +170,10 @@ struct State {
     /// Which plugin each serving file provides.
     files: HashMap<PathBuf, String>,
     failed: BTreeMap<PathBuf, FailedFile>,
+    /// Why the configuration file could not be read again (the previous one keeps serving).
+    config_error: Option<String>,
+    /// Serving files whose plugin's settings changed: reloaded even if their bytes did not.
+    stale: std::collections::HashSet<PathBuf>,
 }
 
 /// The loaded plugins, by name.
@@ -213,6 +223,7 @@ impl Registry {
                 Outcome::Busy(error) => registry.fail(&file, error, None, None),
             }
         }
+        registry.report_unknown_names();
         Ok(registry)
     }
 
@@ -273,14 +284,79 @@ impl Registry {
         state.slots.get(name).map(|s| s.plugin.clone())
     }
 
-    /// Files that currently fail to load, with the reason, sorted by file.
+    /// Files that currently fail to load, with the reason, sorted by file; then the
+    /// configuration file's problems (it does not parse, or names plugins not loaded).
     pub fn failures(&self) -> Vec<(PathBuf, String)> {
         let state = self.read();
-        state
+        let mut failures: Vec<(PathBuf, String)> = state
             .failed
             .iter()
             .map(|(f, e)| (f.clone(), e.error.clone()))
-            .collect()
+            .collect();
+        let settings = &self.config.settings;
+        if let Some(error) = &state.config_error {
+            failures.push((settings.path(), error.clone()));
+        }
+        if let Err(e) = settings.check_names(state.slots.keys().map(String::as_str)) {
+            failures.push((e.file().to_path_buf(), e.detail()));
+        }
+        failures
+    }
+
+    /// Reports a `[plugin.NAME]` table whose plugin is not loaded.
+    fn report_unknown_names(&self) {
+        let names: Vec<String> = self.read().slots.keys().cloned().collect();
+        if let Err(e) = self
+            .config
+            .settings
+            .check_names(names.iter().map(String::as_str))
+        {
+            // At warn level, like a failed file: `list` and `call` print failures themselves.
+            tracing::warn!("{e}");
+        }
+    }
+
+    /// Reads the configuration file again after it changed, and returns the plugin files to
+    /// look at again: those of plugins whose settings changed, and every file that failed (its
+    /// failure may have come from the old settings). A file that does not parse is reported
+    /// and the previous configuration keeps serving.
+    fn reconfigure(&self) -> Vec<PathBuf> {
+        let settings = &self.config.settings;
+        match settings.reload() {
+            Err(e) => {
+                let detail = e.detail();
+                let mut state = self.write();
+                let again = state.config_error.as_ref() == Some(&detail);
+                state.config_error = Some(detail.clone());
+                drop(state);
+                if !again {
+                    self.emit(RegistryEvent::Failed {
+                        file: e.file().to_path_buf(),
+                        error: format!("{detail}; the previous configuration stays in force"),
+                    });
+                }
+                Vec::new()
+            }
+            Ok(changed) => {
+                tracing::info!(file = %settings.path().display(), ?changed, "configuration read");
+                let mut state = self.write();
+                state.config_error = None;
+                let mut files: Vec<PathBuf> = changed
+                    .iter()
+                    .filter_map(|name| state.slots.get(name))
+                    .map(|slot| slot.plugin.file().to_path_buf())
+                    .collect();
+                state.stale.extend(files.iter().cloned());
+                for (file, failed) in state.failed.iter_mut() {
+                    // Forget which bytes failed, so the same ones are tried with the new settings.
+                    failed.hash = None;
+                    files.push(file.clone());
+                }
+                drop(state);
+                self.report_unknown_names();
+                files
+            }
+        }
     }
 
     /// Changes from now on.
@@ -359,9 +435,15 @@ impl Registry {
         {
             let state = self.read();
             let serving = state.files.get(file).and_then(|n| state.slots.get(n));
-            if serving.is_some_and(|s| *s.plugin.hash() == hash) {
+            let settings = &self.config.settings;
+            if serving.is_some_and(|s| {
+                *s.plugin.hash() == hash
+                    && !state.stale.contains(file)
+                    && s.plugin.config_json()
+                        == settings.plugin_config_json(s.plugin.name()).as_deref()
+            }) {
                 // Touched, or rewritten with the same bytes (perhaps back from a build that
-                // failed): not a reload, and no longer a failure.
+                // failed), and its settings unchanged: not a reload, and no longer a failure.
                 drop(state);
                 self.write().failed.remove(file);
                 return Outcome::Done;
@@ -377,14 +459,29 @@ impl Registry {
                 }
             }
         }
+        // Whatever comes of this load, it is made with the settings in force now.
+        self.write().stale.remove(file);
         if let Err(e) = self.config.trust.check_file(file, &hash) {
             self.fail(file, one_line(&LoadError::Refused(e)), Some(hash), None);
             return Outcome::Done;
         }
+        let settings = &self.config.settings;
+        let current = settings.current();
+        let config = |name: &str| settings.plugin_config_json(name);
+        // Worker settings (isolate, env, sandbox) must be known before the plugin's code runs,
+        // but its name only once it ran: they are found by the names its file suggests.
+        let file_names = crate::worker::names_for_file(file);
+        let by_file = file_names
+            .iter()
+            .find_map(|n| current.plugin(n))
+            .map(PluginWorkerSettings::from_config)
+            .unwrap_or_default();
         // The one place the registry chooses where a version runs.
         let loaded = match &self.config.workers {
-            Some(w) if w.isolates(file) => LoadedPlugin::start_worker(file, staged, w.clone()),
-            _ => LoadedPlugin::load_staged(file, staged),
+            Some(w) if w.isolates(&by_file) => {
+                LoadedPlugin::start_worker(file, staged, w.clone(), by_file, &config)
+            }
+            _ => LoadedPlugin::load_staged_with_config(file, staged, &config),
         };
         let new = match loaded {
             Ok(p) => p,
@@ -395,6 +492,41 @@ impl Registry {
                 return Outcome::Done;
             }
         };
+        if let Some(plugin_settings) = current.plugin(new.name()) {
+            let wanted = PluginWorkerSettings::from_config(plugin_settings);
+            if self.config.workers.is_none() {
+                if let Some(why) = plugin_settings.unenforceable(new.name()) {
+                    drop(new);
+                    self.fail(file, why, Some(hash), None);
+                    return Outcome::Done;
+                }
+                let ignored = plugin_settings.ignored();
+                if !ignored.is_empty() {
+                    tracing::warn!(
+                        plugin = %new.name(),
+                        "plugin.{}: {} not applied: this toolhost runs plugins in process",
+                        new.name(),
+                        ignored.join(", ")
+                    );
+                }
+            } else if wanted.need_worker() && !file_names.iter().any(|n| n == new.name()) {
+                // Its settings were not applied (the file is named otherwise): a sandbox the
+                // plugin ran without must not pass for one it has.
+                let error = LoadError::from(crate::worker::WorkerError::SettingsByFileName {
+                    name: new.name().to_string(),
+                    file: file.to_path_buf(),
+                });
+                drop(new);
+                self.fail(file, one_line(&error), Some(hash), None);
+                return Outcome::Done;
+            } else if !new.is_isolated() && !wanted.env.is_empty() {
+                tracing::warn!(
+                    plugin = %new.name(),
+                    "plugin.{}: env not applied: it runs in process (set isolate = true)",
+                    new.name()
+                );
+            }
+        }
         self.install(file, new, hash, rt)
     }
 

@@ -69,7 +69,7 @@ pub fn run(args: WorkerArgs) -> i32 {
         }
     };
     install_log_forwarding(&out);
-    let plugin = match load(&args) {
+    let plugin = match load(&args, &channel, &out) {
         Ok(p) => p,
         Err((kind, message)) => {
             out.send(&FromWorker::LoadFailed { kind, message });
@@ -83,7 +83,11 @@ pub fn run(args: WorkerArgs) -> i32 {
     0
 }
 
-fn load(args: &WorkerArgs) -> Result<Arc<LoadedPlugin>, (LoadFailure, String)> {
+fn load(
+    args: &WorkerArgs,
+    channel: &UnixStream,
+    out: &Out,
+) -> Result<Arc<LoadedPlugin>, (LoadFailure, String)> {
     let hash = unhex(&args.hash).ok_or((LoadFailure::Other, "bad --hash".to_string()))?;
     let fd_path = PathBuf::from(format!("/proc/self/fd/{LIBRARY_FD}"));
     if let Some(spec) = &args.sandbox {
@@ -97,7 +101,19 @@ fn load(args: &WorkerArgs) -> Result<Arc<LoadedPlugin>, (LoadFailure, String)> {
             .apply(&fd_path)
             .map_err(|e| (LoadFailure::Sandbox, crate::error::one_line(&e)))?;
     }
-    LoadedPlugin::load_inherited(&args.file, &fd_path, hash).map_err(|e| match e {
+    // The plugin's `config` is the host's to give, by the name the plugin declares while it
+    // initializes: asked over the channel (the host sends nothing else before our manifest).
+    let ask = |name: &str| -> Option<String> {
+        out.send(&FromWorker::ConfigQuery {
+            name: name.to_string(),
+        });
+        let mut buf = Vec::new();
+        match wire::read_frame::<ToWorker>(&mut &*channel, &mut buf) {
+            Ok(Some(ToWorker::ConfigAnswer { config })) => config,
+            _ => None,
+        }
+    };
+    LoadedPlugin::load_inherited(&args.file, &fd_path, hash, &ask).map_err(|e| match e {
         // The payload alone: the host wraps it in the same variant again.
         LoadError::NotAPlugin(m) => (LoadFailure::NotAPlugin, m),
         LoadError::Incompatible(m) => (LoadFailure::Incompatible, m),
@@ -224,6 +240,8 @@ fn serve(plugin: Arc<LoadedPlugin>, channel: UnixStream, out: Out) {
                 out.send(&FromWorker::Restored { id, outcome });
             }
             ToWorker::Shutdown => break,
+            // Only meaningful while loading, answered there.
+            ToWorker::ConfigAnswer { .. } => {}
         }
     }
     // A tool still running may never return: do not wait for it, and do not unload under it.

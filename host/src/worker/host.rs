@@ -21,9 +21,11 @@ use super::{
     manifest_json,
     process::{self, signal_name, Launch},
     wire::{self, ContentWire, FromWorker, LoadFailure, Restore, ResultWire, ToWorker},
-    WorkerConfig, WorkerError,
+    PluginWorkerSettings, WorkerConfig, WorkerError,
 };
-use crate::plugin::{CallControl, CallResult, ContentOut, LoadError, Manifest, Staged, StateError};
+use crate::plugin::{
+    CallControl, CallResult, ConfigSource, ContentOut, LoadError, Manifest, Staged, StateError,
+};
 
 /// What a call waiting on the worker hears.
 enum Reply {
@@ -138,6 +140,9 @@ struct Shared {
     config: Arc<WorkerConfig>,
     sandbox: Option<String>,
     env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    /// The `config` answered to the plugin at its first start, by the name it asked for:
+    /// restarts give the same.
+    configs: Mutex<HashMap<String, Option<String>>>,
     current: Mutex<Current>,
     next_id: AtomicU64,
 }
@@ -145,6 +150,7 @@ struct Shared {
 /// A plugin version served by worker processes.
 pub struct WorkerPlugin {
     manifest: Manifest,
+    config: Option<String>,
     shared: Arc<Shared>,
 }
 
@@ -164,19 +170,13 @@ impl WorkerPlugin {
         file: &Path,
         staged: Staged,
         config: Arc<WorkerConfig>,
+        settings: PluginWorkerSettings,
+        plugin_config: ConfigSource<'_>,
     ) -> Result<WorkerPlugin, LoadError> {
         let library = staged.open_read().map_err(WorkerError::Handover)?;
-        let settings = config.settings_for_file(file);
-        let settings_name = settings.map(|(n, _)| n.to_string());
-        let (sandbox, env) = match settings {
-            Some((_, s)) => (
-                match &s.sandbox {
-                    Some(sb) => Some(serde_json::to_string(sb).map_err(WorkerError::SandboxSpec)?),
-                    None => None,
-                },
-                s.env.clone(),
-            ),
-            None => (None, Vec::new()),
+        let sandbox = match &settings.sandbox {
+            Some(sb) => Some(serde_json::to_string(sb).map_err(WorkerError::SandboxSpec)?),
+            None => None,
         };
         let hash = *staged.hash();
         let shadow = staged.path().to_path_buf();
@@ -190,7 +190,8 @@ impl WorkerPlugin {
             library,
             config,
             sandbox,
-            env,
+            env: settings.env,
+            configs: Mutex::new(HashMap::new()),
             current: Mutex::new(Current {
                 proc: None,
                 crashes: VecDeque::new(),
@@ -200,19 +201,15 @@ impl WorkerPlugin {
             }),
             next_id: AtomicU64::new(1),
         });
-        let (proc, manifest) = launch(&shared, None)?;
-        // Settings are picked by file name before any plugin code runs; a plugin declaring
-        // a name with settings of its own would otherwise run without them.
-        if settings_name.as_deref() != Some(manifest.name.as_str())
-            && shared.config.plugins.contains_key(&manifest.name)
-        {
-            proc.stop();
-            return Err(WorkerError::SettingsByFileName {
-                name: manifest.name,
-                file: file.to_path_buf(),
-            }
-            .into());
-        }
+        let (proc, manifest) = launch(&shared, None, &|name| {
+            let given = plugin_config(name);
+            shared
+                .configs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(name.to_string(), given.clone());
+            given
+        })?;
         // From now on logs and crash messages use the declared name.
         let shared = match Arc::try_unwrap(shared) {
             Ok(mut s) => {
@@ -223,7 +220,18 @@ impl WorkerPlugin {
         };
         let proc = proc.start_reader(&shared);
         shared.lock().proc = Some(proc);
-        Ok(WorkerPlugin { manifest, shared })
+        let config = shared
+            .configs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&manifest.name)
+            .cloned()
+            .flatten();
+        Ok(WorkerPlugin {
+            manifest,
+            config,
+            shared,
+        })
     }
 
     pub fn manifest(&self) -> &Manifest {
@@ -240,6 +248,11 @@ impl WorkerPlugin {
 
     pub fn hash(&self) -> &[u8; 32] {
         &self.shared.hash
+    }
+
+    /// The `config` the plugin was given at load (JSON object text), if any.
+    pub fn config_json(&self) -> Option<&str> {
+        self.config.as_deref()
     }
 
     /// The staged copy this version's workers map (already unlinked).
@@ -443,7 +456,15 @@ impl Shared {
         }
         // Started under the lock: concurrent callers wait for this one start.
         current.restarts += 1;
-        match launch(self, Some(&self.name)) {
+        let answered = |name: &str| {
+            self.configs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(name)
+                .cloned()
+                .flatten()
+        };
+        match launch(self, Some(&self.name), &answered) {
             Ok((proc, _)) => {
                 let proc = proc.start_reader(self);
                 current.proc = Some(proc.clone());
@@ -514,6 +535,7 @@ struct Started {
 fn launch(
     shared: &Arc<Shared>,
     expect_name: Option<&str>,
+    plugin_config: ConfigSource<'_>,
 ) -> Result<(Started, Manifest), LoadError> {
     let config = &shared.config;
     let spawned = process::spawn(
@@ -559,6 +581,17 @@ fn launch(
                 module,
                 message,
             })) => log(level, &shared.name, call.as_deref(), &module, &message),
+            Ok(Some(FromWorker::ConfigQuery { name })) => {
+                let config = plugin_config(&name);
+                let frame = wire::encode(&ToWorker::ConfigAnswer { config });
+                if let Err(e) = (&channel).write_all(&frame) {
+                    return Err(fail(
+                        &mut child,
+                        output,
+                        format!("cannot answer the worker: {e}"),
+                    ));
+                }
+            }
             Ok(Some(FromWorker::Ready { manifest })) => match manifest_json::from_json(&manifest) {
                 Ok(m) => break m,
                 Err(e) => {
@@ -637,15 +670,6 @@ fn load_error(kind: LoadFailure, message: String) -> LoadError {
 }
 
 impl Started {
-    /// Ends a worker that will not serve.
-    fn stop(mut self) {
-        self.proc.kill("it will not serve".into());
-        let _ = self.child.wait();
-        if let Some(o) = self.output.take() {
-            o.finish();
-        }
-    }
-
     /// Starts the thread that reads the worker's frames and, when it dies, reaps it, answers
     /// every waiting call and starts a new worker.
     fn start_reader(self, shared: &Arc<Shared>) -> Arc<Proc> {
@@ -693,7 +717,9 @@ impl Started {
                     log(level, &shared.name, call.as_deref(), &module, &message);
                     continue;
                 }
-                FromWorker::Ready { .. } | FromWorker::LoadFailed { .. } => continue,
+                FromWorker::Ready { .. }
+                | FromWorker::LoadFailed { .. }
+                | FromWorker::ConfigQuery { .. } => continue,
             };
             let mut waiting = proc.waiting.lock().unwrap_or_else(|e| e.into_inner());
             let Some(waiting) = waiting.as_mut() else {

@@ -17,7 +17,6 @@ pub mod sandbox;
 pub mod wire;
 
 use std::{
-    collections::HashMap,
     ffi::OsString,
     path::{Path, PathBuf},
     time::Duration,
@@ -61,6 +60,44 @@ pub enum WorkerError {
     SettingsByFileName { name: String, file: PathBuf },
 }
 
+/// The plugin names a file's name suggests (`libwordy_tool.so` → `wordy_tool`, `wordy-tool`):
+/// settings are looked up by these before the plugin runs, since only running it tells its
+/// declared name.
+pub fn names_for_file(file: &Path) -> Vec<String> {
+    let Some(stem) = file.file_stem().and_then(|s| s.to_str()) else {
+        return Vec::new();
+    };
+    let stem = stem
+        .strip_prefix(std::env::consts::DLL_PREFIX)
+        .unwrap_or(stem);
+    let mut names = vec![stem.to_string()];
+    let dashed = stem.replace('_', "-");
+    if dashed != stem {
+        names.push(dashed);
+    }
+    names
+}
+
+impl PluginWorkerSettings {
+    /// The settings `toolhost.toml` gives a plugin.
+    pub fn from_config(s: &crate::config::PluginSettings) -> Self {
+        PluginWorkerSettings {
+            env: s.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
+            isolate: s.isolate.unwrap_or(false),
+            sandbox: s.sandbox.as_ref().map(|sb| Sandbox {
+                read: sb.read.clone(),
+                write: sb.write.clone(),
+                net: sb.net,
+            }),
+        }
+    }
+
+    /// Whether these settings need a worker (isolate, sandbox, or an environment).
+    pub fn need_worker(&self) -> bool {
+        self.isolate || self.sandbox.is_some() || !self.env.is_empty()
+    }
+}
+
 /// Environment variable passing the host's log level to a worker.
 pub(crate) const LOG_LEVEL_ENV: &str = "TOOLHOST_WORKER_LOG";
 
@@ -85,9 +122,6 @@ pub struct WorkerConfig {
     pub isolate_all: bool,
     /// Environment added to every worker's.
     pub env: Vec<(OsString, OsString)>,
-    /// Per plugin, by name (matched against the file name before the plugin runs, and checked
-    /// against the name it declares).
-    pub plugins: HashMap<String, PluginWorkerSettings>,
     /// How long a cancelled tool has to return before its worker is killed.
     pub cancel_grace: Duration,
     /// How long a worker may take to load its plugin (and to answer a state request).
@@ -105,7 +139,6 @@ impl WorkerConfig {
             exe: exe.into(),
             isolate_all: false,
             env: Vec::new(),
-            plugins: HashMap::new(),
             cancel_grace: Duration::from_secs(1),
             start_timeout: Duration::from_secs(10),
             crash_budget: 3,
@@ -118,25 +151,8 @@ impl WorkerConfig {
         Ok(Self::new(std::env::current_exe()?))
     }
 
-    /// Whether the plugin in `file` runs in a worker.
-    pub fn isolates(&self, file: &Path) -> bool {
-        self.isolate_all
-            || self
-                .settings_for_file(file)
-                .is_some_and(|(_, s)| s.isolate || s.sandbox.is_some())
-    }
-
-    /// The settings for the plugin in `file`, found by the name its file suggests
-    /// (`libwordy.so` → `wordy`; `-` and `_` are the same).
-    pub(crate) fn settings_for_file(&self, file: &Path) -> Option<(&str, &PluginWorkerSettings)> {
-        let stem = file.file_stem()?.to_str()?;
-        let stem = stem
-            .strip_prefix(std::env::consts::DLL_PREFIX)
-            .unwrap_or(stem);
-        let norm = |s: &str| s.replace('-', "_");
-        self.plugins
-            .iter()
-            .find(|(name, _)| norm(name) == norm(stem))
-            .map(|(n, s)| (n.as_str(), s))
+    /// Whether a plugin with these settings runs in a worker.
+    pub fn isolates(&self, settings: &PluginWorkerSettings) -> bool {
+        self.isolate_all || settings.isolate || settings.sandbox.is_some()
     }
 }

@@ -33,6 +33,8 @@ pub enum ToWorker {
     RestoreState { id: u64, state: Vec<u8> },
     /// Unload the plugin and exit.
     Shutdown,
+    /// The answer to [`FromWorker::ConfigQuery`] (only while the plugin loads).
+    ConfigAnswer { config: Option<String> },
 }
 
 /// Worker → host.
@@ -41,6 +43,10 @@ pub enum FromWorker {
     /// The first frame: the plugin loaded, here is its manifest as JSON.
     Ready {
         manifest: String,
+    },
+    /// While loading: the plugin declared `name`; which `config` does it get?
+    ConfigQuery {
+        name: String,
     },
     /// The first frame when the plugin did not load (or the sandbox could not be applied).
     LoadFailed {
