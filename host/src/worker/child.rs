@@ -5,7 +5,7 @@
 use std::{
     collections::HashMap,
     fmt::Write as _,
-    io::{BufReader, Write},
+    io::BufReader,
     os::{fd::FromRawFd, unix::net::UnixStream},
     path::PathBuf,
     sync::{
@@ -44,9 +44,9 @@ struct Out(Arc<Mutex<UnixStream>>);
 impl Out {
     fn send(&self, frame: &FromWorker) {
         let bytes = wire::encode(frame);
-        let mut w = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let w = self.0.lock().unwrap_or_else(|e| e.into_inner());
         // The host gone means we are about to be killed (parent death signal) or see EOF.
-        let _ = w.write_all(&bytes);
+        let _ = wire::send_all(&w, &bytes);
     }
 }
 

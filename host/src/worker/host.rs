@@ -4,7 +4,7 @@
 use std::{
     collections::{HashMap, VecDeque},
     fs::File,
-    io::{BufRead, BufReader, Write},
+    io::{BufRead, BufReader},
     os::unix::{net::UnixStream, process::ExitStatusExt},
     path::{Path, PathBuf},
     process::{Child, ChildStderr},
@@ -54,8 +54,8 @@ struct Proc {
 impl Proc {
     fn send(&self, frame: &ToWorker) -> bool {
         let bytes = wire::encode(frame);
-        let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        w.write_all(&bytes).is_ok()
+        let w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        wire::send_all(&w, &bytes).is_ok()
     }
 
     /// Registers a waiter; `None` if the worker already died.
@@ -584,7 +584,7 @@ fn launch(
             Ok(Some(FromWorker::ConfigQuery { name })) => {
                 let config = plugin_config(&name);
                 let frame = wire::encode(&ToWorker::ConfigAnswer { config });
-                if let Err(e) = (&channel).write_all(&frame) {
+                if let Err(e) = wire::send_all(&channel, &frame) {
                     return Err(fail(
                         &mut child,
                         output,

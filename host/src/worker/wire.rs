@@ -124,6 +124,34 @@ pub fn encode<T: Serialize>(frame: &T) -> Vec<u8> {
     buf
 }
 
+/// Sends all of `bytes` on a socket without raising SIGPIPE when the peer is gone (the host may
+/// run with SIGPIPE's default action, which would kill it for a write to a dead worker): the
+/// write fails with `BrokenPipe` instead.
+pub fn send_all(socket: &std::os::unix::net::UnixStream, mut bytes: &[u8]) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    while !bytes.is_empty() {
+        // SAFETY: `bytes` is a live slice of `bytes.len()` bytes and the descriptor belongs to
+        // `socket`, borrowed for the call.
+        let n = unsafe {
+            libc::send(
+                socket.as_raw_fd(),
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        bytes = &bytes[n as usize..];
+    }
+    Ok(())
+}
+
 /// Writes one frame.
 pub fn write_frame<T: Serialize>(w: &mut impl Write, frame: &T) -> io::Result<()> {
     w.write_all(&encode(frame))
