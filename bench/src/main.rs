@@ -43,6 +43,10 @@ struct Cli {
     /// Print the results as JSON.
     #[arg(long)]
     json: bool,
+    /// Also measure toolhost with every plugin in a worker process (`toolhost chat --isolate`)
+    /// in the same run.
+    #[arg(long)]
+    isolate: bool,
 }
 
 #[derive(Subcommand, Clone, Copy)]
@@ -414,33 +418,17 @@ fn drive(cli: &Cli) -> Result<()> {
     let _ = child.kill();
     let _ = child.wait();
 
-    // toolhost: it spawns this binary as its `claude`, which measures and reports back.
-    let out = std::env::temp_dir().join(format!("toolhost-bench-{}.json", std::process::id()));
-    let status = Command::new(&cli.toolhost)
-        .args(["chat", "--plugins"])
-        .arg(&cli.plugins)
-        .arg("--claude")
-        .arg(&me)
-        .arg("benchmark")
-        .env("TOOLHOST_BENCH_OUT", &out)
-        .env("TOOLHOST_BENCH_N", cli.n.to_string())
-        .env("TOOLHOST_BENCH_DEPTH", cli.concurrency.to_string())
-        .stdout(Stdio::null())
-        .status()
-        .with_context(|| format!("cannot run {}", cli.toolhost.display()))?;
-    let text = std::fs::read_to_string(&out)
-        .with_context(|| format!("toolhost ({status}) produced no measurements"))?;
-    let _ = std::fs::remove_file(&out);
-    let v: Value = serde_json::from_str(&text)?;
-    if let Some(e) = v.get("error") {
-        bail!("the measurement through toolhost failed: {e}");
-    }
-    let host: Report = serde_json::from_value(v)?;
+    let host = through_toolhost(cli, &me, &[])?;
+    let isolated = if cli.isolate {
+        Some(through_toolhost(cli, &me, &["--isolate"])?)
+    } else {
+        None
+    };
 
     if cli.json {
         println!(
             "{}",
-            json!({"n": cli.n, "concurrency": cli.concurrency, "floor": floor, "toolhost": host})
+            json!({"n": cli.n, "concurrency": cli.concurrency, "floor": floor, "toolhost": host, "isolated": isolated})
         );
         return Ok(());
     }
@@ -475,5 +463,54 @@ fn drive(cli: &Cli) -> Result<()> {
             cli.concurrency
         );
     }
+    if let Some(iso) = isolated {
+        println!();
+        println!("| measure | toolhost | toolhost --isolate | isolated / in process |");
+        println!("|---|---|---|---|");
+        let row = |name: &str, h: f64, i: f64, unit: &str| {
+            println!("| {name} | {h:.1} {unit} | {i:.1} {unit} | {:.2}x |", i / h);
+        };
+        row("sequential p50", host.seq_p50_us, iso.seq_p50_us, "µs");
+        row("sequential p99", host.seq_p99_us, iso.seq_p99_us, "µs");
+        row(
+            "sequential calls/s",
+            host.seq_calls_per_s,
+            iso.seq_calls_per_s,
+            "/s",
+        );
+        row("concurrent p50", host.conc_p50_us, iso.conc_p50_us, "µs");
+        row(
+            "concurrent calls/s",
+            host.conc_calls_per_s,
+            iso.conc_calls_per_s,
+            "/s",
+        );
+    }
     Ok(())
+}
+
+/// Runs `toolhost chat` with this binary as its `claude`, which measures and reports back.
+fn through_toolhost(cli: &Cli, me: &std::path::Path, extra: &[&str]) -> Result<Report> {
+    let out = std::env::temp_dir().join(format!("toolhost-bench-{}.json", std::process::id()));
+    let status = Command::new(&cli.toolhost)
+        .args(["chat", "--plugins"])
+        .arg(&cli.plugins)
+        .args(extra)
+        .arg("--claude")
+        .arg(me)
+        .arg("benchmark")
+        .env("TOOLHOST_BENCH_OUT", &out)
+        .env("TOOLHOST_BENCH_N", cli.n.to_string())
+        .env("TOOLHOST_BENCH_DEPTH", cli.concurrency.to_string())
+        .stdout(Stdio::null())
+        .status()
+        .with_context(|| format!("cannot run {}", cli.toolhost.display()))?;
+    let text = std::fs::read_to_string(&out)
+        .with_context(|| format!("toolhost ({status}) produced no measurements"))?;
+    let _ = std::fs::remove_file(&out);
+    let v: Value = serde_json::from_str(&text)?;
+    if let Some(e) = v.get("error") {
+        bail!("the measurement through toolhost failed: {e}");
+    }
+    Ok(serde_json::from_value(v)?)
 }

@@ -91,6 +91,18 @@ impl CallControl {
     pub fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Acquire)
     }
+
+    /// Passes progress on to whoever asked for it (a worker's tool reports it from afar).
+    pub fn report_progress(&self, progress: f64, total: Option<f64>, message: &str) {
+        if let Some(p) = &self.progress {
+            p(progress, total, message);
+        }
+    }
+
+    /// The name of the call in logs.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
 }
 
 /// A [`CallControl`] together with the plugin name, as the plugin's `CallCtx::data` points to.

@@ -31,6 +31,7 @@ use tokio::sync::{broadcast, OwnedRwLockReadGuard};
 pub use scan::{is_plugin_file, plugin_files, LIBRARY_SUFFIX};
 pub use watch::WatchHandle;
 
+use crate::worker::PluginWorkerSettings;
 use crate::{
     config::LiveConfig,
     error::one_line,
@@ -84,6 +85,9 @@ pub struct RegistryConfig {
     pub trust: crate::trust::Trust,
     /// The per-plugin settings (`toolhost.toml`), followed like the plugin files.
     pub settings: Arc<LiveConfig>,
+    /// How plugins that run in worker processes are started; `None`: every plugin runs in
+    /// this process (and settings that need a worker are refused or ignored).
+    pub workers: Option<Arc<crate::worker::WorkerConfig>>,
 }
 
 impl RegistryConfig {
@@ -100,6 +104,7 @@ impl RegistryConfig {
             give_up_after: Duration::from_secs(3),
             handoff_timeout: Duration::from_secs(10),
             trust: crate::trust::Trust::default(),
+            workers: None,
         }
     }
 }
@@ -461,8 +466,24 @@ impl Registry {
             return Outcome::Done;
         }
         let settings = &self.config.settings;
+        let current = settings.current();
         let config = |name: &str| settings.plugin_config_json(name);
-        let new = match LoadedPlugin::load_staged_with_config(file, staged, &config) {
+        // Worker settings (isolate, env, sandbox) must be known before the plugin's code runs,
+        // but its name only once it ran: they are found by the names its file suggests.
+        let file_names = crate::worker::names_for_file(file);
+        let by_file = file_names
+            .iter()
+            .find_map(|n| current.plugin(n))
+            .map(PluginWorkerSettings::from_config)
+            .unwrap_or_default();
+        // The one place the registry chooses where a version runs.
+        let loaded = match &self.config.workers {
+            Some(w) if w.isolates(&by_file) => {
+                LoadedPlugin::start_worker(file, staged, w.clone(), by_file, &config)
+            }
+            _ => LoadedPlugin::load_staged_with_config(file, staged, &config),
+        };
+        let new = match loaded {
             Ok(p) => p,
             // A file cut short (still being copied or linked) looks like these: try again.
             Err(e) if e.may_be_incomplete() => return Outcome::Retry(one_line(&e), Some(hash)),
@@ -471,19 +492,38 @@ impl Registry {
                 return Outcome::Done;
             }
         };
-        if let Some(plugin_settings) = settings.current().plugin(new.name()) {
-            if let Some(why) = plugin_settings.unenforceable(new.name()) {
+        if let Some(plugin_settings) = current.plugin(new.name()) {
+            let wanted = PluginWorkerSettings::from_config(plugin_settings);
+            if self.config.workers.is_none() {
+                if let Some(why) = plugin_settings.unenforceable(new.name()) {
+                    drop(new);
+                    self.fail(file, why, Some(hash), None);
+                    return Outcome::Done;
+                }
+                let ignored = plugin_settings.ignored();
+                if !ignored.is_empty() {
+                    tracing::warn!(
+                        plugin = %new.name(),
+                        "plugin.{}: {} not applied: this toolhost runs plugins in process",
+                        new.name(),
+                        ignored.join(", ")
+                    );
+                }
+            } else if wanted.need_worker() && !file_names.iter().any(|n| n == new.name()) {
+                // Its settings were not applied (the file is named otherwise): a sandbox the
+                // plugin ran without must not pass for one it has.
+                let error = LoadError::from(crate::worker::WorkerError::SettingsByFileName {
+                    name: new.name().to_string(),
+                    file: file.to_path_buf(),
+                });
                 drop(new);
-                self.fail(file, why, Some(hash), None);
+                self.fail(file, one_line(&error), Some(hash), None);
                 return Outcome::Done;
-            }
-            let ignored = plugin_settings.ignored();
-            if !ignored.is_empty() {
+            } else if !new.is_isolated() && !wanted.env.is_empty() {
                 tracing::warn!(
                     plugin = %new.name(),
-                    "plugin.{}: {} not applied: this toolhost runs plugins in process",
-                    new.name(),
-                    ignored.join(", ")
+                    "plugin.{}: env not applied: it runs in process (set isolate = true)",
+                    new.name()
                 );
             }
         }
