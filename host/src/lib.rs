@@ -7,6 +7,7 @@
 //! the [`plugin`] (through the [`registry`]), and the reply goes back out through the writer.
 
 pub mod chat;
+pub mod executor;
 pub mod handler;
 pub mod model;
 pub mod plugin;
