@@ -9,25 +9,32 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use toolhost::{
-    handler::{Dispatch, Router, RouterConfig, Scope},
+    handler::{Dispatch, Notify, Router, RouterConfig, Scope, Sink},
     model::{control_success_raw, Incoming},
     registry::{Registry, RegistryConfig},
 };
 
-/// A `tools/call` exactly as the CLI sends it (protocol §1.1).
+/// A `tools/call` exactly as the CLI sends it (docs/protocol.md §1.1).
 const CALL: &str = r#"{"type":"control_request","request_id":"54388ed1-8357-4479-ba5d-3779ab10cff7","request":{"subtype":"mcp_message","server_name":"calc","message":{"method":"tools/call","params":{"name":"add","arguments":{"x":5,"y":3},"_meta":{"claudecode/toolUseId":"toolu_01","progressToken":2}},"jsonrpc":"2.0","id":2}}}"#;
 
 /// A `ping`: the same path without the plugin call, for comparison.
 const PING: &str = r#"{"type":"control_request","request_id":"54388ed1-8357-4479-ba5d-3779ab10cff7","request":{"subtype":"mcp_message","server_name":"calc","message":{"method":"ping","jsonrpc":"2.0","id":3}}}"#;
 
+/// Progress is dropped (calc's `add` reports none).
+struct Discard;
+
+impl Notify for Discard {
+    fn notify(&self, _server: Option<&str>, _message: String) {}
+}
+
 /// One control line in, one answer line out.
-async fn handle(router: &Arc<Router>, line: &str) -> String {
+async fn handle(router: &Arc<Router>, sink: &Sink, line: &str) -> String {
     let msg: Incoming = serde_json::from_str(line).expect("valid line");
     let id = msg.request_id.expect("request id");
     let req = msg.request.expect("request");
     let server = req.server_name.expect("server");
     let message = req.message.expect("message");
-    let reply = match router.dispatch(Scope::Server(&server), &message) {
+    let reply = match router.dispatch(Scope::Server(&server), &message, sink) {
         Dispatch::Reply(r) => r,
         Dispatch::Call(call) => call.await,
         Dispatch::Handled => unreachable!("a request"),
@@ -50,17 +57,17 @@ fn dispatch(c: &mut Criterion) {
         .unwrap();
     let router = rt.block_on(async {
         let registry = Registry::open(config).unwrap();
-        let (notices, _) = tokio::sync::mpsc::unbounded_channel();
-        Router::new(registry, RouterConfig::default(), notices)
+        Router::new(registry, RouterConfig::default())
     });
-    let answer = rt.block_on(handle(&router, CALL));
+    let sink: Sink = Arc::new(Discard);
+    let answer = rt.block_on(handle(&router, &sink, CALL));
     assert!(answer.contains(r#""text":"8""#), "{answer}");
 
     c.bench_function("dispatch tools/call calc add", |b| {
-        b.iter(|| rt.block_on(handle(&router, CALL)))
+        b.iter(|| rt.block_on(handle(&router, &sink, CALL)))
     });
     c.bench_function("dispatch ping", |b| {
-        b.iter(|| rt.block_on(handle(&router, PING)))
+        b.iter(|| rt.block_on(handle(&router, &sink, PING)))
     });
 }
 

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{arg, repo_root, target_dir};
+use common::{arg, lib_file, repo_root, target_dir, Build};
 use std::{
     io::{BufRead, BufReader, Write},
     path::{Path, PathBuf},
@@ -66,29 +66,16 @@ fn numbered_plugins(count: usize) -> PathBuf {
         )
         .unwrap();
     }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .current_dir(&ws)
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "--workspace",
-            "--target-dir",
-        ])
-        .arg(target_dir())
-        .status()
-        .expect("run cargo");
-    assert!(status.success(), "building the numbered plugins failed");
+    let built = Build::project(&ws)
+        .args(&["--workspace"])
+        .release()
+        .target_dir(target_dir())
+        .run();
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).unwrap();
     for name in &names {
-        let file = format!(
-            "{}{name}{}",
-            std::env::consts::DLL_PREFIX,
-            std::env::consts::DLL_SUFFIX
-        );
-        std::fs::copy(target_dir().join("release").join(&file), out.join(&file)).unwrap();
+        let file = lib_file(name);
+        std::fs::copy(built.join(&file), out.join(&file)).unwrap();
     }
     out
 }

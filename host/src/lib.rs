@@ -4,9 +4,11 @@
 //!
 //! Data flows one way: a CLI line comes in through [`transport`], the [`service`] control loop
 //! parses it once into [`model`] types, the [`handler`] router decides what it means and calls
-//! the [`plugin`] (through the [`registry`]), and the reply goes back out through the writer.
+//! the [`plugin`] (through the [`registry`]), and the reply goes back out through the writer
+//! that also carried the call's progress (the [`handler::Sink`] handed to the router).
 
 pub mod chat;
+pub mod error;
 pub mod executor;
 pub mod handler;
 pub mod model;

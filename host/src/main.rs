@@ -1,16 +1,18 @@
 //! The `toolhost` command.
 
-use std::{path::PathBuf, process::ExitCode};
+use std::{path::PathBuf, process::ExitCode, sync::Arc, time::Duration};
 
 use anyhow::{bail, Context as _};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Value};
 use toolhost::{
     chat::{default_plugin_dir, ChatArgs},
-    handler::{Router, RouterConfig, DEFAULT_MAX_RESULT_BYTES},
-    model::{call_result_json, tool_json},
-    plugin::{CallControl, ContentOut},
+    handler::{CallError, Router},
+    model::{tool_json, ContentOut},
+    plugin::CallControl,
     registry::{Registry, RegistryConfig},
+    service::{CallLimits, SessionLimits},
+    transport::read_lines,
     trust::{Allowlist, Trust},
 };
 
@@ -40,7 +42,7 @@ impl PluginOpts {
         let mut config = RegistryConfig::new(&self.plugins);
         config.trust = Trust {
             allowlist: match &self.lock {
-                Some(path) => Some(Allowlist::load(path).map_err(anyhow::Error::msg)?),
+                Some(path) => Some(Allowlist::load(path)?),
                 None => None,
             },
             allow_shared: self.allow_shared,
@@ -75,6 +77,8 @@ enum Command {
         args: String,
         #[command(flatten)]
         opts: PluginOpts,
+        #[command(flatten)]
+        limits: CallLimits,
     },
     /// Talk to Claude through the `claude` CLI, with every plugin served as an in-process MCP
     /// server. With a PROMPT: one conversation; without: one prompt per line from stdin.
@@ -89,12 +93,8 @@ enum Command {
     Serve {
         #[command(flatten)]
         opts: PluginOpts,
-        /// Default per-call timeout in seconds.
-        #[arg(long, value_name = "SECS", default_value_t = 60.0)]
-        timeout: f64,
-        /// Largest tool result passed on, in bytes of JSON; bigger ones become an error.
-        #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_RESULT_BYTES)]
-        max_result_bytes: usize,
+        #[command(flatten)]
+        limits: SessionLimits,
     },
     /// Create a plugin project from the template.
     New {
@@ -142,15 +142,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             tool,
             args,
             opts,
-        } => call(&opts, &plugin, &tool, &args),
+            limits,
+        } => call(&opts, &limits, &plugin, &tool, &args),
         Command::Chat { opts, chat } => {
             runtime()?.block_on(toolhost::chat::run(chat, opts.open_registry()?))
         }
-        Command::Serve {
-            opts,
-            timeout,
-            max_result_bytes,
-        } => serve(&opts, timeout, max_result_bytes),
+        Command::Serve { opts, limits } => serve(&opts, &limits),
         Command::New { name, path } => {
             let root = toolhost::scaffold::create(&name, &path)?;
             println!("created {}", root.display());
@@ -169,34 +166,19 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
-fn serve(opts: &PluginOpts, timeout: f64, max_result_bytes: usize) -> anyhow::Result<ExitCode> {
-    if !(timeout.is_finite() && timeout > 0.0) {
-        bail!("--timeout must be a positive number of seconds");
-    }
+fn serve(opts: &PluginOpts, limits: &SessionLimits) -> anyhow::Result<ExitCode> {
     let rt = runtime()?;
     rt.block_on(async {
         let registry = opts.open_registry()?;
         let events = registry.subscribe();
         let _watch = registry.watch().context("cannot watch the plugin folder")?;
-        let (notices_tx, notices) = tokio::sync::mpsc::unbounded_channel();
-        let config = RouterConfig {
-            default_timeout: std::time::Duration::from_secs_f64(timeout),
-            max_result_bytes,
-            ..RouterConfig::default()
-        };
-        let router = Router::new(registry, config, notices_tx);
-        toolhost::service::serve::serve(
-            tokio::io::stdin(),
-            tokio::io::stdout(),
-            router,
-            notices,
-            Some(events),
-        )
-        .await;
+        let router = Router::new(registry, limits.call.router_config());
+        let lines = read_lines(tokio::io::stdin()).max_line_bytes(limits.max_line_bytes);
+        toolhost::service::serve::serve(lines, tokio::io::stdout(), router, Some(events)).await;
         anyhow::Ok(())
     })?;
     // Tokio's stdin reader may still sit in a blocking read: do not wait for it.
-    rt.shutdown_timeout(std::time::Duration::from_millis(100));
+    rt.shutdown_timeout(Duration::from_millis(100));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -247,37 +229,56 @@ fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn call(opts: &PluginOpts, plugin: &str, tool: &str, args: &str) -> anyhow::Result<ExitCode> {
+/// `toolhost call`: one tool through the router, like a `tools/call` (argument check, timeout,
+/// size limit, the same messages), printed for a person.
+fn call(
+    opts: &PluginOpts,
+    limits: &CallLimits,
+    plugin: &str,
+    tool: &str,
+    args: &str,
+) -> anyhow::Result<ExitCode> {
     let parsed: Value = serde_json::from_str(args).context("the arguments are not valid JSON")?;
     if !parsed.is_object() {
         bail!("the arguments must be a JSON object, like '{{\"x\": 1}}'");
     }
     let registry = opts.open_registry()?;
-    let plugins = registry.plugins();
-    let Some(p) = plugins.iter().find(|p| p.name() == plugin) else {
-        for (file, error) in registry.failures() {
-            eprintln!("toolhost: {}: {error}", file.display());
+    let router = Router::new(registry.clone(), limits.router_config());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let control = Arc::new(CallControl::new("cli", None));
+    let output = rt.block_on(router.call_tool(plugin, tool, Some(args), control));
+    // A tool still running after its timeout is not waited for.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    let output = match output {
+        Ok(o) => o,
+        Err(e @ CallError::UnknownServer(_)) => {
+            for (file, error) in registry.failures() {
+                eprintln!("toolhost: {}: {error}", file.display());
+            }
+            let plugins = registry.plugins();
+            let names: Vec<&str> = plugins.iter().map(|p| p.name()).collect();
+            let found = if names.is_empty() {
+                "none loaded".to_string()
+            } else {
+                format!("found: {}", names.join(", "))
+            };
+            bail!("{e} (in {}; {found})", opts.plugins.display());
         }
-        let names: Vec<&str> = plugins.iter().map(|p| p.name()).collect();
-        let found = if names.is_empty() {
-            "none loaded".to_string()
-        } else {
-            format!("found: {}", names.join(", "))
-        };
-        bail!(
-            "no plugin named `{plugin}` in {} ({found})",
-            opts.plugins.display()
-        );
+        Err(e) => {
+            let tools = registry
+                .get(plugin)
+                .map(|p| {
+                    let names: Vec<&str> =
+                        p.manifest().tools.iter().map(|t| t.name.as_str()).collect();
+                    names.join(", ")
+                })
+                .unwrap_or_default();
+            bail!("{e} (it has: {tools})");
+        }
     };
-    if p.manifest().tool(tool).is_none() {
-        let names: Vec<&str> = p.manifest().tools.iter().map(|t| t.name.as_str()).collect();
-        bail!(
-            "plugin `{plugin}` has no tool `{tool}` (it has: {})",
-            names.join(", ")
-        );
-    }
-    let control = CallControl::new("cli", None);
-    let result = p.call(tool, args, &control);
+    let result = &output.result;
     if let Some(s) = &result.structured {
         println!("{}", s.get());
     } else {
@@ -290,7 +291,7 @@ fn call(opts: &PluginOpts, plugin: &str, tool: &str, args: &str) -> anyhow::Resu
             }
         }
     }
-    tracing::debug!(result = %call_result_json(&result), "call finished");
+    tracing::debug!(result = %output.json, "call finished");
     Ok(if result.is_error {
         ExitCode::FAILURE
     } else {

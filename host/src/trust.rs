@@ -10,6 +10,47 @@ use std::{
     path::{Path, PathBuf},
 };
 
+/// Why a lock file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum AllowlistError {
+    #[error("cannot read the lock file {}", .path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}:{line}: expected a SHA-256 digest (64 hex digits), found `{found}`", .path.display())]
+    NotADigest {
+        path: PathBuf,
+        line: usize,
+        found: String,
+    },
+}
+
+/// Why a file or folder may not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum TrustError {
+    #[error("cannot read {}", .path.display())]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{} belongs to another user (uid {uid}); refusing to load code others control", .path.display())]
+    OtherOwner { path: PathBuf, uid: u32 },
+    #[error(
+        "{} is writable by {} (mode {:o}); refusing to load code others can change \
+         (fix with `chmod go-w {}`)",
+        .path.display(),
+        if .mode & 0o002 != 0 { "everyone" } else { "its group" },
+        .mode & 0o777,
+        .path.display()
+    )]
+    Writable { path: PathBuf, mode: u32 },
+    #[error("its SHA-256 {} is not in the lock file {}", hex(.digest), .lock.display())]
+    NotListed { digest: [u8; 32], lock: PathBuf },
+}
+
 /// Lowercase hex of a digest.
 pub fn hex(digest: &[u8; 32]) -> String {
     digest.iter().fold(String::with_capacity(64), |mut s, b| {
@@ -28,13 +69,15 @@ pub struct Allowlist {
 impl Allowlist {
     /// Reads a lock file: one `<sha256 hex>  <file name>` per line (what `sha256sum *.so`
     /// prints); blank lines and lines starting with `#` are ignored.
-    pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the lock file {}: {e}", path.display()))?;
+    pub fn load(path: &Path) -> Result<Self, AllowlistError> {
+        let text = std::fs::read_to_string(path).map_err(|source| AllowlistError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Self::parse(path, &text)
     }
 
-    fn parse(path: &Path, text: &str) -> Result<Self, String> {
+    fn parse(path: &Path, text: &str) -> Result<Self, AllowlistError> {
         let mut digests = HashSet::new();
         for (n, line) in text.lines().enumerate() {
             let line = line.trim();
@@ -42,12 +85,10 @@ impl Allowlist {
                 continue;
             }
             let word = line.split_whitespace().next().unwrap_or("");
-            let digest = parse_hex(word).ok_or_else(|| {
-                format!(
-                    "{}:{}: expected a SHA-256 digest (64 hex digits), found `{word}`",
-                    path.display(),
-                    n + 1
-                )
+            let digest = parse_hex(word).ok_or_else(|| AllowlistError::NotADigest {
+                path: path.to_path_buf(),
+                line: n + 1,
+                found: word.to_string(),
             })?;
             digests.insert(digest);
         }
@@ -91,7 +132,7 @@ pub struct Trust {
 impl Trust {
     /// Checks that `path` (a file or folder) belongs to this user (or root) and that no other
     /// user can write it.
-    pub fn check_writers(&self, path: &Path) -> Result<(), String> {
+    pub fn check_writers(&self, path: &Path) -> Result<(), TrustError> {
         if self.allow_shared {
             return Ok(());
         }
@@ -99,15 +140,14 @@ impl Trust {
     }
 
     /// Checks a plugin file about to be loaded: its writers, then the allowlist.
-    pub fn check_file(&self, file: &Path, digest: &[u8; 32]) -> Result<(), String> {
+    pub fn check_file(&self, file: &Path, digest: &[u8; 32]) -> Result<(), TrustError> {
         self.check_writers(file)?;
         if let Some(list) = &self.allowlist {
             if !list.allows(digest) {
-                return Err(format!(
-                    "its SHA-256 {} is not in the lock file {}",
-                    hex(digest),
-                    list.path().display()
-                ));
+                return Err(TrustError::NotListed {
+                    digest: *digest,
+                    lock: list.path().to_path_buf(),
+                });
             }
         }
         Ok(())
@@ -115,38 +155,31 @@ impl Trust {
 }
 
 #[cfg(unix)]
-fn check_writers(path: &Path) -> Result<(), String> {
+fn check_writers(path: &Path) -> Result<(), TrustError> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let meta =
-        std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let meta = std::fs::metadata(path).map_err(|source| TrustError::Unreadable {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let me = crate::plugin::current_uid();
     if meta.uid() != me && meta.uid() != 0 {
-        return Err(format!(
-            "{} belongs to another user (uid {}); refusing to load code others control",
-            path.display(),
-            meta.uid()
-        ));
+        return Err(TrustError::OtherOwner {
+            path: path.to_path_buf(),
+            uid: meta.uid(),
+        });
     }
     let mode = meta.permissions().mode();
     if mode & 0o022 != 0 {
-        return Err(format!(
-            "{} is writable by {} (mode {:o}); refusing to load code others can change \
-             (fix with `chmod go-w {}`)",
-            path.display(),
-            if mode & 0o002 != 0 {
-                "everyone"
-            } else {
-                "its group"
-            },
-            mode & 0o777,
-            path.display()
-        ));
+        return Err(TrustError::Writable {
+            path: path.to_path_buf(),
+            mode,
+        });
     }
     Ok(())
 }
 
 #[cfg(not(unix))]
-fn check_writers(_path: &Path) -> Result<(), String> {
+fn check_writers(_path: &Path) -> Result<(), TrustError> {
     Ok(())
 }
 
@@ -163,7 +196,7 @@ mod tests {
         assert!(!list.allows(&[0u8; 32]));
         let e = Allowlist::parse(Path::new("plugins.lock"), "xyz libcalc.so").unwrap_err();
         assert_eq!(
-            e,
+            e.to_string(),
             "plugins.lock:1: expected a SHA-256 digest (64 hex digits), found `xyz`"
         );
     }
@@ -178,7 +211,7 @@ mod tests {
             allow_shared: false,
         };
         assert!(trust.check_file(&file, &[1; 32]).is_ok());
-        let e = trust.check_file(&file, &[2; 32]).unwrap_err();
+        let e = trust.check_file(&file, &[2; 32]).unwrap_err().to_string();
         assert!(e.contains("is not in the lock file l"), "{e}");
     }
 
@@ -189,13 +222,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("libx.so");
         std::fs::write(&file, b"x").unwrap();
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
-        assert!(Trust::default().check_writers(&file).is_ok());
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
-        let e = Trust::default().check_writers(&file).unwrap_err();
+        let refusal = |mode| {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+            Trust::default()
+                .check_writers(&file)
+                .err()
+                .map(|e| e.to_string())
+        };
+        assert_eq!(refusal(0o644), None);
+        let e = refusal(0o666).unwrap();
         assert!(e.contains("writable by everyone (mode 666)"), "{e}");
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o664)).unwrap();
-        let e = Trust::default().check_writers(&file).unwrap_err();
+        let e = refusal(0o664).unwrap();
         assert!(e.contains("writable by its group"), "{e}");
         let shared = Trust {
             allow_shared: true,

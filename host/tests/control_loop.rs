@@ -20,6 +20,7 @@ use toolhost::{
     handler::{Router, RouterConfig},
     registry::{Registry, RegistryConfig},
     service::{initialize_request, PermissionHandler, Session},
+    transport::{read_lines, DEFAULT_MAX_LINE_BYTES},
 };
 
 const GUARD: Duration = Duration::from_secs(60);
@@ -46,12 +47,25 @@ fn open_registry(libs: &[&str]) -> (Arc<Registry>, tempfile::TempDir, tempfile::
 
 impl FakeCli {
     fn start(libs: &[&str], config: RouterConfig, permissions: Option<PermissionHandler>) -> Self {
+        Self::start_with_max_line(libs, config, permissions, DEFAULT_MAX_LINE_BYTES)
+    }
+
+    fn start_with_max_line(
+        libs: &[&str],
+        config: RouterConfig,
+        permissions: Option<PermissionHandler>,
+        max_line: usize,
+    ) -> Self {
         let (registry, plugins, shadow) = open_registry(libs);
-        let (notices_tx, notices) = tokio::sync::mpsc::unbounded_channel();
-        let router = Router::new(registry, config, notices_tx);
+        let router = Router::new(registry, config);
         let (cli, host) = tokio::io::duplex(1 << 20);
         let (host_in, host_out) = tokio::io::split(host);
-        let session = Session::start(host_in, host_out, router.clone(), notices, permissions);
+        let session = Session::start(
+            read_lines(host_in).max_line_bytes(max_line),
+            host_out,
+            router.clone(),
+            permissions,
+        );
         let (cli_in, cli_out) = tokio::io::split(cli);
         FakeCli {
             to_host: cli_out,
@@ -766,5 +780,40 @@ async fn malformed_lines_are_survived_and_answered_when_possible() {
     let r = cli.response("utf").await;
     assert_eq!(r["response"]["response"]["mcp_response"]["id"], 7, "{r}");
     // Nothing else was written: every other line was skipped.
+    assert!(cli.held.is_empty(), "{:?}", cli.held);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn too_long_line_is_answered_and_the_session_goes_on() {
+    let mut cli = FakeCli::start_with_max_line(&["calc"], RouterConfig::default(), None, 1000);
+    // A control request over the limit, its id before the long part: answered with an error
+    // naming the size.
+    let long =
+        json!({"type":"control_request","request_id":"big","request":{"subtype":"mcp_message",
+        "server_name":"calc","message":{"jsonrpc":"2.0","id":1,"method":"tools/call",
+        "params":{"name":"add","arguments":{"x":1,"y":2,"pad":"p".repeat(5000)}}}}})
+        .to_string();
+    cli.send_line(&long).await;
+    // Over the limit and not a control request: skipped, nothing to answer.
+    cli.send_line(&format!(
+        r#"{{"type":"user","pad":"{}"}}"#,
+        "u".repeat(5000)
+    ))
+    .await;
+    // The next line is served.
+    let ok = cli
+        .mcp("after", "calc", call(2, "add", json!({"x":5,"y":3})))
+        .await;
+    assert_eq!(text_of(&ok), "8");
+    let r = cli.response("big").await;
+    assert_eq!(r["response"]["subtype"], "error", "{r}");
+    assert_eq!(
+        r["response"]["error"],
+        format!(
+            "a line of {} bytes is over the 1000 bytes limit; it was skipped \
+             (raise the limit with --max-line-bytes)",
+            long.len()
+        )
+    );
     assert!(cli.held.is_empty(), "{:?}", cli.held);
 }

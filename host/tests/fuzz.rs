@@ -26,6 +26,7 @@ use toolhost::{
     model::{CallParams, CancelledParams, Incoming, InitializeParams, JsonRpc},
     registry::{Registry, RegistryConfig},
     service::Session,
+    transport::read_lines,
 };
 
 /// Cases per property unless `PROPTEST_CASES` says otherwise.
@@ -442,11 +443,10 @@ fn harness() -> &'static Harness {
             config.shadow_dir = shadow.path().to_path_buf();
             let registry = Registry::open(config).unwrap();
             assert!(registry.get("calc").is_some(), "calc is loaded");
-            let (notices_tx, notices) = tokio::sync::mpsc::unbounded_channel();
-            let router = Router::new(registry, RouterConfig::default(), notices_tx);
+            let router = Router::new(registry, RouterConfig::default());
             let (cli, host) = tokio::io::duplex(1 << 20);
             let (host_in, host_out) = tokio::io::split(host);
-            let session = Session::start(host_in, host_out, router, notices, None);
+            let session = Session::start(read_lines(host_in), host_out, router, None);
             let (cli_in, cli_out) = tokio::io::split(cli);
             Cli {
                 to_host: cli_out,

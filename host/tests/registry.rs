@@ -4,7 +4,6 @@
 use std::{
     collections::BTreeSet,
     path::{Path, PathBuf},
-    process::Command,
     sync::{
         atomic::{AtomicBool, AtomicUsize, Ordering},
         Arc, OnceLock,
@@ -17,7 +16,7 @@ use tempfile::TempDir;
 use tokio::sync::broadcast::{self, error::RecvError};
 use toolhost::{
     plugin::{digest, CallControl, CallResult},
-    registry::{Registry, RegistryConfig, RegistryEvent, LIBRARY_SUFFIX},
+    registry::{Registry, RegistryConfig, RegistryEvent, WatchHandle, LIBRARY_SUFFIX},
 };
 
 /// Builds the plugins the tests load (once per test process) and returns the folder holding
@@ -25,42 +24,23 @@ use toolhost::{
 fn artifacts() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .expect("workspace root");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let status = Command::new(cargo)
-            .current_dir(root)
-            .args([
-                "build", "-p", "calc", "-p", "faulty", "-p", "notes", "-p", "text",
-            ])
-            .args([
-                "-p",
-                "sticky",
-                "-p",
-                "bad-init",
-                "-p",
-                "abi-mismatch",
-                "-p",
-                "slow-state",
-            ])
-            .status()
-            .expect("run cargo build");
-        assert!(status.success(), "building the test plugins failed");
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(|d| root.join(d))
-            .unwrap_or_else(|| root.join("target"));
-        target.join("debug")
+        toolhost_test_support::Build::packages(&[
+            "calc",
+            "faulty",
+            "notes",
+            "text",
+            "sticky",
+            "bad-init",
+            "abi-mismatch",
+            "slow-state",
+        ])
+        .run()
     })
 }
 
-/// The bytes of the library built from crate `name` (`-` becomes `_` in file names).
+/// The bytes of the library built from crate `name`.
 fn library(name: &str) -> Vec<u8> {
-    let file = artifacts().join(format!(
-        "{}{}.{LIBRARY_SUFFIX}",
-        std::env::consts::DLL_PREFIX,
-        name.replace('-', "_")
-    ));
+    let file = artifacts().join(toolhost_test_support::lib_file(name));
     std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
 }
 
@@ -70,6 +50,12 @@ fn variant(bytes: &[u8], n: u32) -> Vec<u8> {
     let mut v = bytes.to_vec();
     v.extend_from_slice(format!("toolhost-test-variant-{n}").as_bytes());
     v
+}
+
+/// Subscribes to `reg`'s events, then starts watching its folder (so no change falls between).
+fn follow(reg: &Arc<Registry>) -> (broadcast::Receiver<RegistryEvent>, WatchHandle) {
+    let rx = reg.subscribe();
+    (rx, reg.watch().expect("watch the folder"))
 }
 
 /// A plugin folder and a private shadow folder, removed at the end of the test.
@@ -119,6 +105,12 @@ impl Folder {
         std::fs::write(&tmp, bytes).unwrap();
         std::fs::rename(&tmp, &dest).unwrap();
         dest
+    }
+
+    /// Puts `bytes` as `file`, then opens the registry.
+    fn serving(&self, file: &str, bytes: &[u8]) -> Arc<Registry> {
+        self.put(file, bytes);
+        self.open()
     }
 
     fn open(&self) -> Arc<Registry> {
@@ -228,10 +220,8 @@ async fn reload_under_load(
 ) -> (Arc<Registry>, LoadRun) {
     let calc = library("calc");
     let builds = [variant(&calc, 1), variant(&calc, 2)];
-    folder.put("calc.so", &builds[0]);
-    let reg = folder.open();
-    let mut rx = reg.subscribe();
-    let _watch = reg.watch().unwrap();
+    let reg = folder.serving("calc.so", &builds[0]);
+    let (mut rx, _watch) = follow(&reg);
     let stop = Arc::new(AtomicBool::new(false));
     let started = Arc::new(AtomicUsize::new(0));
     let finished = Arc::new(AtomicUsize::new(0));
@@ -361,8 +351,7 @@ async fn bad_files_are_reported_and_the_rest_keep_serving() {
     assert_eq!(r.text(), "42");
 
     // While watching: the same files dropped in one by one each produce a Failed event.
-    let mut rx = reg.subscribe();
-    let _watch = reg.watch().unwrap();
+    let (mut rx, _watch) = follow(&reg);
     let serving = reg.get("calc").unwrap();
     for (file, bytes, cause) in &bad {
         let path = folder.put(&format!("new-{file}"), bytes);
@@ -415,10 +404,8 @@ async fn bad_files_are_reported_and_the_rest_keep_serving() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn plugins_appear_disappear_and_rename() {
     let folder = Folder::new();
-    folder.put("calc.so", &library("calc"));
-    let reg = folder.open();
-    let mut rx = reg.subscribe();
-    let _watch = reg.watch().unwrap();
+    let reg = folder.serving("calc.so", &library("calc"));
+    let (mut rx, _watch) = follow(&reg);
 
     // Added: written slowly, with a pause longer than the debounce in the middle; the
     // half-written file is retried, not reported, and the whole one is loaded.
@@ -564,11 +551,9 @@ async fn plugins_appear_disappear_and_rename() {
 async fn notes_keep_their_state_across_reloads() {
     let folder = Folder::new();
     let notes = library("notes");
-    folder.put("notes.so", &notes);
-    let reg = folder.open();
+    let reg = folder.serving("notes.so", &notes);
     assert!(reg.get("notes").unwrap().manifest().stateful);
-    let mut rx = reg.subscribe();
-    let _watch = reg.watch().unwrap();
+    let (mut rx, _watch) = follow(&reg);
 
     let first = structured(&call(&reg, "notes", "add_note", json!({"text": "first"})).await);
     let second = structured(&call(&reg, "notes", "add_note", json!({"text": "second"})).await);
@@ -649,10 +634,8 @@ async fn an_old_version_is_unmapped_after_its_last_call() {
 
     let folder = Folder::new();
     let calc = library("calc");
-    folder.put("calc.so", &calc);
-    let reg = folder.open();
-    let mut rx = reg.subscribe();
-    let _watch = reg.watch().unwrap();
+    let reg = folder.serving("calc.so", &calc);
+    let (mut rx, _watch) = follow(&reg);
 
     let lease = reg.lease("calc").await.unwrap();
     let old_shadow = lease.shadow_path().to_path_buf();
@@ -688,8 +671,7 @@ async fn a_plugin_that_pins_itself_is_reported_and_still_served() {
     folder.put("sticky.so", &sticky);
     // Loaded on this thread, whose thread-local destructor then lives in the library.
     let reg = folder.open();
-    let mut rx = reg.subscribe();
-    let _watch = reg.watch().unwrap();
+    let (mut rx, _watch) = follow(&reg);
     let r = call(&reg, "sticky", "touch", json!({})).await;
     assert!(!r.is_error, "{}", r.text());
     let old_shadow = reg.get("sticky").unwrap().shadow_path().to_path_buf();
@@ -712,10 +694,8 @@ async fn a_plugin_that_pins_itself_is_reported_and_still_served() {
 async fn a_call_in_flight_finishes_on_the_old_version() {
     let folder = Folder::new();
     let faulty = library("faulty");
-    folder.put("faulty.so", &faulty);
-    let reg = folder.open();
-    let mut rx = reg.subscribe();
-    let _watch = reg.watch().unwrap();
+    let reg = folder.serving("faulty.so", &faulty);
+    let (mut rx, _watch) = follow(&reg);
 
     let marker = folder.shadow.path().join("slow-finished");
     let old = reg.lease("faulty").await.unwrap();
@@ -755,10 +735,8 @@ fn items(r: &CallResult) -> Vec<String> {
 async fn a_stateful_swap_waits_for_the_writes_in_flight() {
     let folder = Folder::new();
     let lib = library("slow-state");
-    folder.put("state.so", &lib);
-    let reg = folder.open();
-    let mut rx = reg.subscribe();
-    let _watch = reg.watch().unwrap();
+    let reg = folder.serving("state.so", &lib);
+    let (mut rx, _watch) = follow(&reg);
 
     // A slow write holds the old version.
     let old = reg.lease("slow-state").await.unwrap();
@@ -820,8 +798,7 @@ async fn a_stuck_call_delays_a_stateful_swap_which_is_retried() {
     let mut config = folder.config();
     config.handoff_timeout = Duration::from_millis(300);
     let reg = Registry::open(config).unwrap();
-    let mut rx = reg.subscribe();
-    let _watch = reg.watch().unwrap();
+    let (mut rx, _watch) = follow(&reg);
 
     let old = reg.lease("slow-state").await.unwrap();
     let old_hash = *old.hash();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use toolhost::{
-    handler::{Dispatch, Router, RouterConfig, Scope, DEFAULT_MAX_RESULT_BYTES},
+    handler::{Dispatch, Notify, Router, RouterConfig, Scope, Sink, DEFAULT_MAX_RESULT_BYTES},
     model::JsonRpc,
     registry::{Registry, RegistryConfig},
 };
@@ -23,18 +23,25 @@ fn fixture(libs: &[&str], config: RouterConfig) -> Fixture {
     let mut rc = RegistryConfig::new(plugins.path());
     rc.shadow_dir = shadow.path().to_path_buf();
     let registry = Registry::open(rc).unwrap();
-    let (notices, _) = tokio::sync::mpsc::unbounded_channel();
     Fixture {
-        router: Router::new(registry, config, notices),
+        router: Router::new(registry, config),
         _dirs: (plugins, shadow),
     }
+}
+
+/// Notifications are dropped.
+struct Discard;
+
+impl Notify for Discard {
+    fn notify(&self, _server: Option<&str>, _message: String) {}
 }
 
 /// Dispatches one message and waits for its reply.
 async fn send(router: &Arc<Router>, scope: Scope<'_>, message: Value) -> Value {
     let text = message.to_string();
     let msg: JsonRpc = serde_json::from_str(&text).unwrap();
-    let reply = match router.dispatch(scope, &msg) {
+    let sink: Sink = Arc::new(Discard);
+    let reply = match router.dispatch(scope, &msg, &sink) {
         Dispatch::Reply(r) => r,
         Dispatch::Call(call) => call.await,
         Dispatch::Handled => panic!("no reply to {text}"),

@@ -2,12 +2,15 @@
 
 mod common;
 
+use std::time::Duration;
+
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use toolhost::{
     handler::{Router, RouterConfig},
     registry::{Registry, RegistryConfig},
     service::serve::serve,
+    transport::read_lines,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -17,12 +20,11 @@ async fn serves_all_plugins_as_one_server() {
     let mut config = RegistryConfig::new(plugins.path());
     config.shadow_dir = shadow.path().to_path_buf();
     let registry = Registry::open(config).unwrap();
-    let (tx, notices) = tokio::sync::mpsc::unbounded_channel();
-    let router = Router::new(registry, RouterConfig::default(), tx);
+    let router = Router::new(registry, RouterConfig::default());
 
     let (client, server) = tokio::io::duplex(1 << 20);
     let (s_in, s_out) = tokio::io::split(server);
-    let served = tokio::spawn(serve(s_in, s_out, router, notices, None));
+    let served = tokio::spawn(serve(read_lines(s_in), s_out, router, None));
     let (c_in, mut c_out) = tokio::io::split(client);
     let requests = [
         json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}),
@@ -70,4 +72,106 @@ async fn serves_all_plugins_as_one_server() {
     assert_eq!(by_id(5)["result"]["isError"], true);
     let parse = replies.iter().find(|r| r["id"].is_null()).unwrap();
     assert_eq!(parse["error"]["code"], -32700);
+}
+
+/// Serves `input` (lines) with a given line limit, and returns every line written.
+async fn serve_lines(libs: &[&str], max_line: usize, input: Vec<String>) -> Vec<Value> {
+    let plugins = common::plugin_dir(libs);
+    let shadow = common::shadow_dir();
+    let mut config = RegistryConfig::new(plugins.path());
+    config.shadow_dir = shadow.path().to_path_buf();
+    let registry = Registry::open(config).unwrap();
+    let router = Router::new(registry, RouterConfig::default());
+    let (client, server) = tokio::io::duplex(1 << 16);
+    let (s_in, s_out) = tokio::io::split(server);
+    let served = tokio::spawn(serve(
+        read_lines(s_in).max_line_bytes(max_line),
+        s_out,
+        router,
+        None,
+    ));
+    let (c_in, mut c_out) = tokio::io::split(client);
+    let writer = tokio::spawn(async move {
+        for l in input {
+            c_out.write_all(l.as_bytes()).await.unwrap();
+            c_out.write_all(b"\n").await.unwrap();
+        }
+        c_out.shutdown().await.unwrap();
+    });
+    let mut lines = BufReader::new(c_in).lines();
+    let mut out = Vec::new();
+    let read = async {
+        while let Some(l) = lines.next_line().await.unwrap() {
+            out.push(serde_json::from_str::<Value>(&l).unwrap());
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), read)
+        .await
+        .expect("served in time");
+    writer.await.unwrap();
+    served.await.unwrap();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn too_long_line_gets_an_error_and_the_next_line_is_served() {
+    let pad = "p".repeat(5000);
+    let input = vec![
+        // The id comes after the long part, as the CLI orders its fields: still answered.
+        json!({"method":"tools/call","params":{"name":"calc__add","arguments":{"x":1,"y":2,"pad":pad}},
+            "jsonrpc":"2.0","id":"long-1"})
+        .to_string(),
+        // No id at all: answered with a null id, like any unreadable line.
+        format!(r#"{{"jsonrpc":"2.0","method":"x","params":"{pad}"}}"#),
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"calc__add","arguments":{"x":2,"y":40}}})
+            .to_string(),
+    ];
+    let first_len = input[0].len();
+    let out = serve_lines(&["calc"], 1000, input).await;
+    assert_eq!(out.len(), 3, "{out:?}");
+    let long = out.iter().find(|r| r["id"] == "long-1").unwrap();
+    assert_eq!(long["error"]["code"], -32600);
+    assert_eq!(
+        long["error"]["message"],
+        format!(
+            "a line of {first_len} bytes is over the 1000 bytes limit; it was skipped \
+             (raise the limit with --max-line-bytes)"
+        )
+    );
+    assert!(out
+        .iter()
+        .any(|r| r["id"].is_null() && r["error"]["code"] == -32600));
+    let ok = out.iter().find(|r| r["id"] == 2).unwrap();
+    assert_eq!(ok["result"]["content"][0]["text"], "42");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn progress_is_written_before_its_reply() {
+    let call = |id: u64| {
+        json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"faulty__slow",
+            "arguments":{"ms":30},"_meta":{"progressToken":format!("t{id}")}}})
+        .to_string()
+    };
+    // Several calls at once, so their progress interleaves on the one writer.
+    let out = serve_lines(&["faulty"], 1 << 20, (1..=4).map(call).collect()).await;
+    for id in 1..=4u64 {
+        let token = format!("t{id}");
+        let reply_at = out.iter().position(|v| v["id"] == id).expect("a reply");
+        assert_eq!(out[reply_at]["result"]["content"][0]["text"], "slept 30 ms");
+        let steps: Vec<(usize, f64)> = out
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v["params"]["progressToken"] == token.as_str())
+            .map(|(i, v)| {
+                assert_eq!(v["method"], "notifications/progress");
+                (i, v["params"]["progress"].as_f64().unwrap())
+            })
+            .collect();
+        // Every step of this call, in order, all before its reply.
+        assert_eq!(
+            steps.iter().map(|s| s.1).collect::<Vec<_>>(),
+            (0..10).map(f64::from).collect::<Vec<_>>()
+        );
+        assert!(steps.iter().all(|(i, _)| *i < reply_at), "{out:?}");
+    }
 }

@@ -1,6 +1,6 @@
 //! A fake Anthropic Messages API: the only thing faked in the end-to-end tests.
 //!
-//! It answers what the Claude Code CLI calls (protocol §11.3): `POST /v1/messages` with a
+//! It answers what the Claude Code CLI calls (docs/protocol.md §11.3): `POST /v1/messages` with a
 //! scripted reply streamed as SSE (§11.5), `POST /v1/messages/count_tokens` and `HEAD /api/hello`.
 //! Every request is recorded so tests can assert on what the model was offered and sent.
 
@@ -131,7 +131,7 @@ impl ApiRequest {
     }
 
     /// The last `role:"user"` message. The last element of `messages` may be a `role:"system"`
-    /// message (protocol §11.4), so this skips anything that is not a user message.
+    /// message (docs/protocol.md §11.4), so this skips anything that is not a user message.
     pub fn last_user_message(&self) -> Option<&Value> {
         self.body["messages"]
             .as_array()?
@@ -267,7 +267,7 @@ impl FakeApi {
     }
 
     /// Starts a fake driven by the prompts, handy for interactive sessions (the policy of
-    /// protocol §11.5, CALL checked first):
+    /// docs/protocol.md §11.5, CALL checked first):
     /// * if the text of the last user message holds `CALL <JSON array of [name, input]>` (to the
     ///   end of its line), it answers those `tool_use` blocks in one message;
     /// * else if the last user message holds `tool_result` blocks, it answers the text
@@ -430,7 +430,7 @@ async fn messages(State(shared): State<Arc<Shared>>, uri: Uri, body: Bytes) -> R
         .into_response()
 }
 
-/// The SSE events of protocol §11.5 for one reply, as one body (no chunking needed).
+/// The SSE events of docs/protocol.md §11.5 for one reply, as one body (no chunking needed).
 fn sse_body(reply: &Reply, model: &str, msg_no: usize, first_tool_id: usize) -> String {
     let mut out = String::new();
     let mut event = |kind: &str, data: Value| {

@@ -1,20 +1,16 @@
 //! Finding the CLI, building the binaries once, and a scratch sandbox per test.
 
 use std::{
-    env,
-    ffi::OsString,
-    fs,
+    env, fs,
     io::Write as _,
     path::{Path, PathBuf},
     process::Command,
     sync::OnceLock,
 };
 
-use serde_json::Value;
-
 use crate::fake_api::FakeApi;
 
-/// The CLI version the tests are written against (protocol.md was observed on it).
+/// The CLI version the tests are written against (docs/protocol.md was checked against it).
 pub const CLAUDE_VERSION: &str = "2.1.328";
 
 /// Where the CLI is looked for: env `TOOLHOST_E2E_CLAUDE`, else the folder
@@ -60,62 +56,7 @@ pub fn claude_or_skip() -> Option<PathBuf> {
     None
 }
 
-/// The workspace root (the parent of this package).
-pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
-}
-
-fn cargo() -> OsString {
-    env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
-}
-
-/// The workspace's target directory as cargo sees it (honours `CARGO_TARGET_DIR` and config).
-pub fn target_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let out = Command::new(cargo())
-            .args([
-                "metadata",
-                "--format-version",
-                "1",
-                "--no-deps",
-                "--offline",
-            ])
-            .current_dir(workspace_root())
-            .output()
-            .expect("run cargo metadata");
-        assert!(
-            out.status.success(),
-            "cargo metadata failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let meta: Value = serde_json::from_slice(&out.stdout).expect("cargo metadata JSON");
-        PathBuf::from(meta["target_directory"].as_str().expect("target_directory"))
-    })
-}
-
-fn cargo_build(args: &[&str], target_dir: &Path) {
-    let status = Command::new(cargo())
-        .arg("build")
-        .args(args)
-        .current_dir(workspace_root())
-        .env("CARGO_TARGET_DIR", target_dir)
-        .status()
-        .expect("run cargo build");
-    assert!(status.success(), "cargo build {args:?} failed");
-}
-
-/// File name of a plugin library on this platform, e.g. `libcalc.so`.
-pub fn lib_name(plugin: &str) -> String {
-    format!(
-        "{}{plugin}{}",
-        env::consts::DLL_PREFIX,
-        env::consts::DLL_SUFFIX
-    )
-}
+pub use toolhost_test_support::{lib_file as lib_name, target_dir, workspace_root, Build};
 
 /// The binaries the tests need, built once per test process.
 pub struct Artifacts {
@@ -132,9 +73,7 @@ pub struct Artifacts {
 pub fn artifacts() -> &'static Artifacts {
     static A: OnceLock<Artifacts> = OnceLock::new();
     A.get_or_init(|| {
-        let target = target_dir();
-        cargo_build(&["--workspace"], target);
-        let debug = target.join("debug");
+        let debug = Build::workspace().run();
         Artifacts {
             toolhost: debug.join(format!("toolhost{}", env::consts::EXE_SUFFIX)),
             plugin_dir: debug,
@@ -147,9 +86,11 @@ pub fn artifacts() -> &'static Artifacts {
 pub fn calc_extra() -> &'static Path {
     static P: OnceLock<PathBuf> = OnceLock::new();
     P.get_or_init(|| {
-        let target = target_dir().join("e2e-variant");
-        cargo_build(&["-p", "calc", "--features", "calc/extra"], &target);
-        target.join("debug").join(lib_name("calc"))
+        Build::packages(&["calc"])
+            .features("calc/extra")
+            .target_dir(target_dir().join("e2e-variant"))
+            .run()
+            .join(lib_name("calc"))
     })
 }
 
@@ -238,7 +179,7 @@ impl Sandbox {
         fs::remove_file(self.plugin_dir().join(lib_name(plugin))).expect("remove plugin");
     }
 
-    /// The environment of protocol §11.2 pointing at `fake` (if any), plus a scratch `HOME`,
+    /// The environment of docs/protocol.md §11.2 pointing at `fake` (if any), plus a scratch `HOME`,
     /// XDG folders and `TOOLHOST_CLAUDE`. Applied by [`Sandbox::clean_command`].
     pub fn env(&self, fake: Option<&FakeApi>) -> Vec<(String, String)> {
         let p = |s: &str| self.path().join(s).to_string_lossy().into_owned();
@@ -290,7 +231,7 @@ impl Sandbox {
         cmd
     }
 
-    /// `claude` itself with the stream-json flags of protocol §11.1 and `extra` arguments.
+    /// `claude` itself with the stream-json flags of docs/protocol.md §11.1 and `extra` arguments.
     pub fn claude_command(&self, fake: &FakeApi, extra: &[&str]) -> Command {
         let mut cmd = self.clean_command(&self.claude, Some(fake));
         cmd.args([

@@ -1,4 +1,4 @@
-//! Playing the SDK side of the CLI's stream-json control protocol (protocol §0, §1.1), for the
+//! Playing the SDK side of the CLI's stream-json control protocol (docs/protocol.md §0, §1.1), for the
 //! direct tests that check the fake API against the real CLI without toolhost.
 
 use std::time::{Duration, Instant};
@@ -53,7 +53,7 @@ pub type McpServer<'a> = dyn FnMut(&McpRequest) -> Option<Value> + 'a;
 
 /// Reads the CLI's stdout until a JSON line satisfies `until`, serving every `mcp_message`
 /// control request on the way (notifications included: the CLI waits for their
-/// acknowledgement, protocol §1.5); a request is served before `until` sees it. Returns the
+/// acknowledgement, docs/protocol.md §1.5); a request is served before `until` sees it. Returns the
 /// matching line.
 pub fn pump(
     cli: &mut Proc,
@@ -131,7 +131,7 @@ pub fn tool_server<'a>(
         )),
         "tools/list" => Some(reply(req, json!({"tools":tools()}))),
         "tools/call" => call(req).map(|result| reply(req, result)),
-        // Notifications: the dummy acknowledgement both SDKs send (protocol §0).
+        // Notifications: the dummy acknowledgement both SDKs send (docs/protocol.md §0).
         m if m.starts_with("notifications/") => Some(json!({"jsonrpc":"2.0","result":{}})),
         _ => Some(json!({"jsonrpc":"2.0","id":req.message["id"],
                          "error":{"code":-32601,"message":"method not found"}})),
@@ -153,7 +153,7 @@ pub fn calc_server() -> impl FnMut(&McpRequest) -> Option<Value> {
 }
 
 /// Sends an MCP notification from the SDK side to the CLI (e.g.
-/// `notifications/tools/list_changed`, protocol §10).
+/// `notifications/tools/list_changed`, docs/protocol.md §10).
 pub fn notify(cli: &mut Proc, request_id: &str, server: &str, method: &str) {
     cli.send_json(
         &json!({"type":"control_request","request_id":request_id,"request":{

@@ -225,7 +225,7 @@ fn cli_offers_the_new_tool_list_after_list_changed() {
 
     with_power.set(true);
     notify(&mut cli, "lc_1", "calc", "notifications/tools/list_changed");
-    // The CLI acknowledges, then lists the tools again at once (protocol §10).
+    // The CLI acknowledges, then lists the tools again at once (docs/protocol.md §10).
     pump(
         &mut cli,
         "tools/list after list_changed",
@@ -254,7 +254,7 @@ fn cli_counts_tokens_of_a_large_result_through_the_fake() {
         Reply::tool("mcp__calc__big", json!({})),
         Reply::text("DONE"),
     ]);
-    // 20 KB against a 2000-token limit: near enough for the CLI to ask the API (protocol §5.1).
+    // 20 KB against a 2000-token limit: near enough for the CLI to ask the API (docs/protocol.md §5.1).
     let big = ("y".repeat(79) + "\n").repeat(250);
     let mut server = tool_server(
         || vec![json!({"name":"big","inputSchema":{"type":"object"}})],

@@ -96,7 +96,7 @@ fn parallel_tool_calls_complete_in_completion_order() {
     let results = fake.request(1).tool_results();
     let ids: Vec<&str> = results.iter().map(|r| r.tool_use_id.as_str()).collect();
     // Both tools are read-only, so the CLI runs them at once and sends the results in
-    // completion order (protocol §3): add's must not wait for the 3 s sleep.
+    // completion order (docs/protocol.md §3): add's must not wait for the 3 s sleep.
     assert_eq!(ids, ["toolu_02", "toolu_01"], "{results:#?}");
     assert_eq!(shape(&results[0]), ok("8"));
     assert!(
@@ -232,7 +232,7 @@ fn ctrl_c_interrupts_a_running_tool_and_the_session_goes_on() {
     chat.send_line(r#"CALL [["mcp__calc__add",{"x":2,"y":2}]]"#);
     let result = chat.wait_json("the next turn's result", STEP, |v| v["type"] == "result");
     assert_eq!(result["result"], r#"RESULT: [["4",false]]"#, "{result}");
-    // The stopped call reaches the model as an error (with the next prompt, protocol §4).
+    // The stopped call reaches the model as an error (with the next prompt, docs/protocol.md §4).
     let stopped = fake.tool_result("toolu_01");
     assert!(stopped.is_error, "{stopped:?}");
     chat.close_stdin();

@@ -1,4 +1,4 @@
-//! `--ask`: answering the CLI's `can_use_tool` questions from the terminal (protocol §7).
+//! `--ask`: answering the CLI's `can_use_tool` questions from the terminal (docs/protocol.md §7).
 
 use std::{
     collections::VecDeque,

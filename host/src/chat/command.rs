@@ -1,10 +1,8 @@
 //! `toolhost chat` options and the command line of the `claude` CLI built from them.
 
 use std::{
-    collections::HashMap,
     ffi::OsString,
     path::{Path, PathBuf},
-    time::Duration,
 };
 
 use anyhow::{bail, Context as _};
@@ -42,53 +40,11 @@ pub struct ChatArgs {
     /// More MCP servers (stdio, http, sse) in the CLI's `--mcp-config` file format.
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
-    /// Default per-call timeout in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
-    pub timeout: f64,
-    /// Per-plugin call timeout, `NAME=SECS`; repeatable.
-    #[arg(long = "plugin-timeout", value_name = "NAME=SECS", value_parser = parse_plugin_timeout)]
-    pub plugin_timeouts: Vec<(String, f64)>,
-    /// Largest tool result passed to the CLI, in bytes of JSON; bigger ones become an error.
-    #[arg(long, value_name = "BYTES", default_value_t = crate::handler::DEFAULT_MAX_RESULT_BYTES)]
-    pub max_result_bytes: usize,
+    #[command(flatten)]
+    pub limits: crate::service::SessionLimits,
     /// Arguments after `--` go to the CLI unchanged.
     #[arg(last = true)]
     pub extra: Vec<OsString>,
-}
-
-fn parse_plugin_timeout(s: &str) -> Result<(String, f64), String> {
-    let (name, secs) = s
-        .split_once('=')
-        .ok_or_else(|| format!("expected NAME=SECS, got `{s}`"))?;
-    let secs: f64 = secs
-        .parse()
-        .map_err(|_| format!("`{secs}` is not a number of seconds"))?;
-    check_secs(secs)?;
-    Ok((name.to_string(), secs))
-}
-
-fn check_secs(secs: f64) -> Result<(), String> {
-    if secs.is_finite() && secs > 0.0 {
-        Ok(())
-    } else {
-        Err(format!(
-            "a timeout must be a positive number of seconds, not {secs}"
-        ))
-    }
-}
-
-impl ChatArgs {
-    /// The default timeout and the per-plugin ones.
-    pub fn timeouts(&self) -> anyhow::Result<(Duration, HashMap<String, Duration>)> {
-        check_secs(self.timeout).map_err(anyhow::Error::msg)?;
-        Ok((
-            Duration::from_secs_f64(self.timeout),
-            self.plugin_timeouts
-                .iter()
-                .map(|(n, s)| (n.clone(), Duration::from_secs_f64(*s)))
-                .collect(),
-        ))
-    }
 }
 
 /// The `claude` executable: `--claude`/`TOOLHOST_CLAUDE`, else `claude` on PATH.
@@ -173,6 +129,8 @@ pub fn cli_args(args: &ChatArgs, plugin_names: &[&str]) -> Vec<OsString> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use clap::Parser;
 
@@ -214,12 +172,15 @@ mod tests {
             "--output-format stream-json --verbose --input-format stream-json --model m1 \
              --max-turns 3 --allowedTools mcp__calc,mcp__faulty,Bash,Read --debug-file /tmp/d"
         );
-        let (default, per) = a.timeouts().unwrap();
-        assert_eq!(default, Duration::from_secs(60));
-        assert_eq!(per["faulty"], Duration::from_millis(500));
-        assert_eq!(a.max_result_bytes, 1 << 20);
+        let limits = a.limits.call.router_config();
+        assert_eq!(limits.default_timeout, Duration::from_secs(60));
+        assert_eq!(limits.plugin_timeouts["faulty"], Duration::from_millis(500));
+        assert_eq!(limits.max_result_bytes, 1 << 20);
         assert_eq!(
-            parse(&["--max-result-bytes", "5000"]).max_result_bytes,
+            parse(&["--max-result-bytes", "5000"])
+                .limits
+                .call
+                .max_result_bytes,
             5000
         );
         // Not passed on to the CLI: the host enforces it.

@@ -18,10 +18,10 @@ pub use command::{cli_args, find_claude, read_mcp_config, ChatArgs};
 pub use render::{display_tool_name, OutputFormat, Renderer, TurnEnd};
 
 use crate::{
-    handler::{Router, RouterConfig},
+    handler::Router,
     registry::Registry,
     service::{follow_registry, initialize_request, Event, Session},
-    transport::{CliProcess, ExitReport},
+    transport::{read_lines, CliProcess, ExitReport},
 };
 
 /// How long the CLI gets to exit after its stdin is closed before it is killed.
@@ -44,17 +44,7 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
     // Subscribe before watching so no change falls between the two.
     let registry_events = registry.subscribe();
     let _watch = registry.watch().context("cannot watch the plugin folder")?;
-    let (default_timeout, plugin_timeouts) = args.timeouts()?;
-    let (notices_tx, notices) = mpsc::unbounded_channel();
-    let router = Router::new(
-        registry.clone(),
-        RouterConfig {
-            default_timeout,
-            plugin_timeouts,
-            max_result_bytes: args.max_result_bytes,
-        },
-        notices_tx,
-    );
+    let router = Router::new(registry.clone(), args.limits.call.router_config());
     let external = match &args.mcp_config {
         Some(f) => read_mcp_config(f)?,
         None => Default::default(),
@@ -77,7 +67,8 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
 
     let answers = Answers::default();
     let permissions = args.ask.then(|| terminal_asker(answers.clone()));
-    let mut session = Session::start(stdout, stdin, router.clone(), notices, permissions);
+    let lines = read_lines(stdout).max_line_bytes(args.limits.max_line_bytes);
+    let mut session = Session::start(lines, stdin, router.clone(), permissions);
     let handle = session.handle.clone();
 
     // Sent before anything else: it registers the plugins as sdk servers.

@@ -1,52 +1,94 @@
-//! Running one `tools/call`: lease the plugin, check the arguments, run the tool off the async
-//! threads, and bound it by the plugin's timeout.
+//! Running one tool call: check the arguments, invoke the plugin off the async threads bounded
+//! by its timeout, and bound the result's size. [`invoke`] is the one place a plugin is called.
 
 use std::{sync::Arc, time::Duration};
 
-use serde_json::value::RawValue;
-
-use super::{splice_result, Router};
+use super::{Compiled, Router};
 use crate::{
-    model::{error_code, rpc_error, CallResultJson},
-    plugin::{CallControl, CallResult},
+    model::{CallResult, CallResultJson},
+    plugin::CallControl,
+    registry::Lease,
 };
 
+/// What a call produced: its result, and the result as a `CallToolResult` JSON text (the size
+/// the limit measured). An over-size result is replaced by an error result saying so.
+#[derive(Debug)]
+pub struct CallOutput {
+    pub result: CallResult,
+    pub json: String,
+}
+
+/// Why a call did not reach a tool: a JSON-RPC error (invalid params) rather than a result.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CallError {
+    #[error("unknown MCP server `{0}`: no plugin of that name is loaded")]
+    UnknownServer(String),
+    #[error("unknown tool: `{tool}` is not a tool of plugin `{plugin}`")]
+    UnknownTool { plugin: String, tool: String },
+    /// A `<plugin>__<tool>` name of `toolhost serve` that names no tool.
+    #[error("unknown tool: {0}")]
+    UnknownFlatTool(String),
+}
+
+/// Calls `tool` on the version held by `lease`.
 pub(super) async fn run(
     router: &Router,
+    lease: Lease,
+    tool: &str,
+    args: Option<&str>,
+    control: Arc<CallControl>,
+) -> Result<CallOutput, CallError> {
+    let Some(check) = Compiled::of(&lease).tool(tool) else {
+        return Err(CallError::UnknownTool {
+            plugin: lease.name().to_string(),
+            tool: tool.to_string(),
+        });
+    };
+    let args = args.unwrap_or("{}");
+    if let Err(problem) = check.check(tool, args) {
+        return Ok(output(CallResult::error(problem)));
+    }
+    let plugin = lease.name().to_string();
+    let limit = router.timeout_for(&plugin);
+    let result = invoke(lease, &plugin, tool, args.to_string(), control, limit).await;
+    // Serialized once; its length is what the limit is about.
+    let out = output(result);
+    let max = router.config.max_result_bytes;
+    if out.json.len() > max {
+        tracing::warn!(
+            plugin,
+            tool,
+            bytes = out.json.len(),
+            max,
+            "result over the size limit"
+        );
+        return Ok(output(CallResult::error(format!(
+            "tool `{tool}` returned {}, over the {} limit (raise it with --max-result-bytes)",
+            show_bytes(out.json.len()),
+            show_bytes(max)
+        ))));
+    }
+    Ok(out)
+}
+
+/// Runs the tool in the plugin, bounded by `limit`: the one place a plugin is invoked.
+///
+/// The lease moves into the blocking task, so the plugin version stays loaded until the tool
+/// has really returned, even after a timeout (the tool is then told to stop through
+/// `control`). Every failure of the plugin becomes an error result naming the tool.
+async fn invoke(
+    lease: Lease,
     plugin: &str,
     tool: &str,
-    id: &RawValue,
-    args: Option<String>,
+    args: String,
     control: Arc<CallControl>,
-) -> String {
-    let Some(lease) = router.registry.lease(plugin).await else {
-        return rpc_error(
-            Some(id),
-            error_code::INVALID_PARAMS,
-            &format!("unknown MCP server `{plugin}`: no plugin of that name is loaded"),
-        );
-    };
-    let compiled = router.catalog.get(lease.plugin());
-    let Some(check) = compiled.tool(tool) else {
-        return rpc_error(
-            Some(id),
-            error_code::INVALID_PARAMS,
-            &format!("unknown tool: `{tool}` is not a tool of plugin `{plugin}`"),
-        );
-    };
-    let args = args.unwrap_or_else(|| "{}".to_string());
-    if let Err(problem) = check.check(tool, &args) {
-        return result_reply(id, &serialize(&CallResult::error(problem)));
-    }
-    let limit = router.config.timeout_for(plugin);
+    limit: Duration,
+) -> CallResult {
     let task = {
-        let control = control.clone();
-        let tool = tool.to_string();
-        // The lease moves into the blocking task: the plugin version stays loaded until the
-        // tool has really returned, even after a timeout.
+        let (control, tool) = (control.clone(), tool.to_string());
         tokio::task::spawn_blocking(move || lease.call(&tool, &args, &control))
     };
-    let result = match tokio::time::timeout(limit, task).await {
+    match tokio::time::timeout(limit, task).await {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => CallResult::error(format!("tool `{tool}` failed in the host: {e}")),
         Err(_) => {
@@ -54,34 +96,12 @@ pub(super) async fn run(
             tracing::warn!(plugin, tool, "call timed out after {}", show(limit));
             CallResult::error(format!("tool {tool} timed out after {}", show(limit)))
         }
-    };
-    // Serialized once; its length is what the limit is about.
-    let json = serialize(&result);
-    let max = router.config.max_result_bytes;
-    if json.len() > max {
-        tracing::warn!(
-            plugin,
-            tool,
-            bytes = json.len(),
-            max,
-            "result over the size limit"
-        );
-        let refusal = CallResult::error(format!(
-            "tool `{tool}` returned {}, over the {} limit (raise it with --max-result-bytes)",
-            show_bytes(json.len()),
-            show_bytes(max)
-        ));
-        return result_reply(id, &serialize(&refusal));
     }
-    result_reply(id, &json)
 }
 
-fn serialize(r: &CallResult) -> String {
-    serde_json::to_string(&CallResultJson(r)).expect("call results serialize")
-}
-
-fn result_reply(id: &RawValue, result_json: &str) -> String {
-    splice_result(Some(id), result_json)
+fn output(result: CallResult) -> CallOutput {
+    let json = serde_json::to_string(&CallResultJson(&result)).expect("call results serialize");
+    CallOutput { result, json }
 }
 
 /// `2.0 MB`, `512.0 kB`, `80 bytes` (decimal units, as people read sizes).

@@ -1,30 +1,30 @@
 //! What the router derives once per plugin version: the serialized `tools/list` result and a
-//! compiled argument validator per tool. Calls reuse them; a new version (hot reload) is
-//! compiled on first use.
+//! compiled argument validator per tool. It is kept on the version itself
+//! ([`LoadedPlugin::derived`]), so the lease of a call finds it without a second lookup, and a
+//! new version (hot reload) is compiled on first use.
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex, Weak},
-};
+use std::collections::HashMap;
 
 use serde_json::Value;
 
 use crate::{
-    model::tool_json,
-    plugin::{LoadedPlugin, ToolInfo},
+    model::{tool_json, ToolInfo},
+    plugin::LoadedPlugin,
 };
 
 /// Derived data of one plugin version.
 pub struct Compiled {
-    // Identifies the version without keeping it loaded; while this `Weak` lives, the address
-    // cannot be reused by another version, so pointer equality is exact.
-    version: Weak<LoadedPlugin>,
     tools: HashMap<String, ToolCheck>,
     tools_list: String,
 }
 
 impl Compiled {
-    fn new(plugin: &Arc<LoadedPlugin>) -> Self {
+    /// The compiled data of `plugin`, compiled on first use.
+    pub fn of(plugin: &LoadedPlugin) -> &Compiled {
+        plugin.derived(Compiled::new)
+    }
+
+    fn new(plugin: &LoadedPlugin) -> Self {
         let m = plugin.manifest();
         let tools = m
             .tools
@@ -33,7 +33,6 @@ impl Compiled {
             .collect();
         let list = serde_json::json!({"tools": m.tools.iter().map(tool_json).collect::<Vec<_>>()});
         Compiled {
-            version: Arc::downgrade(plugin),
             tools,
             tools_list: list.to_string(),
         }
@@ -89,33 +88,5 @@ impl ToolCheck {
                 problems.join("; ")
             ))
         }
-    }
-}
-
-/// The compiled data of the current version of each plugin.
-#[derive(Default)]
-pub struct Catalog {
-    entries: Mutex<HashMap<String, Arc<Compiled>>>,
-}
-
-impl Catalog {
-    /// The compiled data of exactly this plugin version, compiling it on first use.
-    pub fn get(&self, plugin: &Arc<LoadedPlugin>) -> Arc<Compiled> {
-        let mut entries = self.entries.lock().unwrap();
-        if let Some(c) = entries.get(plugin.name()) {
-            if std::ptr::eq(c.version.as_ptr(), Arc::as_ptr(plugin)) {
-                return c.clone();
-            }
-        }
-        // Compiling under the lock is fine: it happens once per version, and a second caller
-        // for the same version would otherwise compile it again.
-        let c = Arc::new(Compiled::new(plugin));
-        entries.insert(plugin.name().to_string(), c.clone());
-        c
-    }
-
-    /// Forgets plugins that are no longer loaded.
-    pub fn retain(&self, keep: impl Fn(&str) -> bool) {
-        self.entries.lock().unwrap().retain(|name, _| keep(name));
     }
 }

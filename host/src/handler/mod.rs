@@ -2,11 +2,18 @@
 //!
 //! It is transport-agnostic: the control loop (`service`) hands it `mcp_message` payloads for
 //! one sdk server ([`Scope::Server`]), `toolhost serve` hands it plain JSON-RPC for all plugins
-//! at once ([`Scope::All`], tools named `<plugin>__<tool>`). Quick requests are answered at
-//! once; `tools/call` comes back as a future the caller spawns, so calls run concurrently.
+//! at once ([`Scope::All`], tools named `<plugin>__<tool>`), and `toolhost call` calls one
+//! tool through [`Router::call_tool`]. Quick requests are answered at once; `tools/call` comes
+//! back as a future the caller spawns, so calls run concurrently; its notifications go to the
+//! [`Sink`] the caller handed over.
+//!
+//! The path of a `tools/call`: [`Router::dispatch`] → `start_call` (parse, register for
+//! cancellation) → one registry lease → `call::run` (argument check, size limit) →
+//! `call::invoke`, the one place a plugin is called.
 
 mod call;
 mod catalog;
+mod progress;
 
 use std::{
     collections::HashMap,
@@ -16,18 +23,20 @@ use std::{
     time::Duration,
 };
 
+pub use call::{CallError, CallOutput};
+pub use catalog::{Compiled, ToolCheck};
+pub use progress::{Notify, Sink};
 use serde_json::{value::RawValue, Value};
-use tokio::sync::mpsc;
 
-pub use catalog::{Catalog, Compiled, ToolCheck};
+use progress::Progress;
 
 use crate::{
     model::{
-        error_code, initialize_result, negotiate_version, rpc_error, rpc_result, CallParams,
-        CancelledParams, InitializeParams, JsonRpc, ServerInfo, LATEST_PROTOCOL_VERSION,
+        error_code, initialize_result, negotiate_version, rpc_error, rpc_result, tool_json,
+        CallParams, CancelledParams, InitializeParams, JsonRpc, ServerInfo,
     },
     plugin::{CallControl, LoadedPlugin},
-    registry::Registry,
+    registry::{Lease, Registry},
 };
 
 /// Separator between plugin and tool names in [`Scope::All`] (`calc__add`).
@@ -60,15 +69,6 @@ impl Scope<'_> {
             Scope::All => "",
         }
     }
-}
-
-/// A notification the router wants delivered to the client (progress of a call).
-#[derive(Debug)]
-pub struct Notice {
-    /// The sdk server it comes from; `None` for [`Scope::All`].
-    pub server: Option<String>,
-    /// The JSON-RPC notification, serialized.
-    pub message: String,
 }
 
 /// What became of one incoming message.
@@ -117,25 +117,17 @@ type CallKey = (String, String);
 pub struct Router {
     registry: Arc<Registry>,
     config: RouterConfig,
-    catalog: Catalog,
     /// Calls in flight by (server, JSON-RPC id), for `notifications/cancelled`.
     calls: Mutex<HashMap<CallKey, Arc<CallControl>>>,
-    notices: mpsc::UnboundedSender<Notice>,
 }
 
 impl Router {
-    /// A router over `registry`; progress notifications go to `notices`.
-    pub fn new(
-        registry: Arc<Registry>,
-        config: RouterConfig,
-        notices: mpsc::UnboundedSender<Notice>,
-    ) -> Arc<Self> {
+    /// A router over `registry`.
+    pub fn new(registry: Arc<Registry>, config: RouterConfig) -> Arc<Self> {
         Arc::new(Router {
             registry,
             config,
-            catalog: Catalog::default(),
             calls: Mutex::new(HashMap::new()),
-            notices,
         })
     }
 
@@ -144,13 +136,19 @@ impl Router {
         &self.registry
     }
 
-    /// The call timeouts.
-    pub fn config(&self) -> &RouterConfig {
-        &self.config
+    /// The call timeout of plugin `name`.
+    pub fn timeout_for(&self, name: &str) -> Duration {
+        self.config.timeout_for(name)
     }
 
-    /// Handles one message. Never blocks: tool calls are returned as futures.
-    pub fn dispatch(self: &Arc<Self>, scope: Scope<'_>, msg: &JsonRpc<'_>) -> Dispatch {
+    /// Handles one message. Never blocks: tool calls are returned as futures. The notifications
+    /// of a call (its progress) go to `sink`.
+    pub fn dispatch(
+        self: &Arc<Self>,
+        scope: Scope<'_>,
+        msg: &JsonRpc<'_>,
+        sink: &Sink,
+    ) -> Dispatch {
         let id = msg.id;
         let Some(method) = msg.method.as_deref() else {
             return match id {
@@ -162,6 +160,10 @@ impl Router {
                 None => Dispatch::Handled,
             };
         };
+        if let (Some(id), "tools/call") = (id, method) {
+            // The call looks its plugin up once, when it leases it.
+            return self.start_call(scope, id, msg.params, sink);
+        }
         let plugin = match scope {
             Scope::Server(name) => match self.registry.get(name) {
                 Some(p) => Some(p),
@@ -169,7 +171,7 @@ impl Router {
                     return Dispatch::Reply(rpc_error(
                         id,
                         error_code::INVALID_PARAMS,
-                        &format!("unknown MCP server `{name}`: no plugin of that name is loaded"),
+                        &CallError::UnknownServer(name.to_string()).to_string(),
                     ))
                 }
             },
@@ -185,8 +187,7 @@ impl Router {
         let reply = match method {
             "initialize" => self.initialize(plugin.as_deref(), id, msg.params),
             "ping" => rpc_result(id, &serde_json::json!({})),
-            "tools/list" => self.tools_list(plugin.as_ref(), id),
-            "tools/call" => return self.start_call(scope, id, msg.params),
+            "tools/list" => self.tools_list(plugin.as_deref(), id),
             other => rpc_error(
                 id,
                 error_code::METHOD_NOT_FOUND,
@@ -194,6 +195,26 @@ impl Router {
             ),
         };
         Dispatch::Reply(reply)
+    }
+
+    /// Calls `tool` of plugin `plugin` outside any protocol (`toolhost call`): the same
+    /// argument check, timeout, size limit and messages as a `tools/call`.
+    pub async fn call_tool(
+        &self,
+        plugin: &str,
+        tool: &str,
+        args: Option<&str>,
+        control: Arc<CallControl>,
+    ) -> Result<CallOutput, CallError> {
+        let lease = self.lease(plugin).await?;
+        call::run(self, lease, tool, args, control).await
+    }
+
+    async fn lease(&self, plugin: &str) -> Result<Lease, CallError> {
+        self.registry
+            .lease(plugin)
+            .await
+            .ok_or_else(|| CallError::UnknownServer(plugin.to_string()))
     }
 
     fn initialize(
@@ -209,29 +230,23 @@ impl Router {
         rpc_result(id, &server_initialize_result(plugin, version))
     }
 
-    fn tools_list(&self, plugin: Option<&Arc<LoadedPlugin>>, id: Option<&RawValue>) -> String {
-        // Listing is rare (handshakes, reloads): a good moment to forget removed plugins.
-        self.catalog
-            .retain(|name| self.registry.get(name).is_some());
+    fn tools_list(&self, plugin: Option<&LoadedPlugin>, id: Option<&RawValue>) -> String {
         match plugin {
-            Some(p) => {
-                let compiled = self.catalog.get(p);
-                splice_result(id, compiled.tools_list())
-            }
+            Some(p) => splice_result(id, Compiled::of(p).tools_list()),
             None => rpc_result(id, &self.flat_tools_list()),
         }
     }
 
-    /// The `tools/list` result of one plugin (for `initialize.sdkMcpServerManifests`).
-    pub fn tools_list_result(&self, plugin: &Arc<LoadedPlugin>) -> Value {
-        serde_json::from_str(self.catalog.get(plugin).tools_list()).expect("our own JSON")
+    /// The `tools/list` result of one plugin (for the CLI's server manifests).
+    pub fn tools_list_result(&self, plugin: &LoadedPlugin) -> Value {
+        serde_json::from_str(Compiled::of(plugin).tools_list()).expect("our own JSON")
     }
 
     fn flat_tools_list(&self) -> Value {
         let mut tools = Vec::new();
         for p in self.registry.plugins() {
             for t in &p.manifest().tools {
-                let mut v = crate::model::tool_json(t);
+                let mut v = tool_json(t);
                 v["name"] = Value::from(flat_name(p.name(), &t.name));
                 tools.push(v);
             }
@@ -239,15 +254,21 @@ impl Router {
         serde_json::json!({ "tools": tools })
     }
 
-    /// Resolves a [`Scope::All`] tool name to (plugin, tool).
-    fn resolve_flat(&self, name: &str) -> Option<(String, String)> {
-        // Plugin names may contain `__` themselves: take the plugin that has the tool.
-        self.registry.plugins().into_iter().find_map(|p| {
-            let tool = name.strip_prefix(p.name())?.strip_prefix(FLAT_SEPARATOR)?;
-            p.manifest()
-                .tool(tool)
-                .map(|_| (p.name().to_string(), tool.to_string()))
-        })
+    /// Leases the plugin of a [`Scope::All`] tool name, with the tool's own name.
+    async fn lease_flat(&self, name: &str) -> Result<(Lease, String), CallError> {
+        // Plugin names may contain `__` themselves: try each split, shortest plugin name first,
+        // and take the plugin that has the tool.
+        let sep = FLAT_SEPARATOR.as_bytes();
+        for at in (0..name.len()).filter(|&i| name.as_bytes()[i..].starts_with(sep)) {
+            // `at` and `at + 2` are ASCII positions, so both are char boundaries.
+            let (plugin, tool) = (&name[..at], &name[at + sep.len()..]);
+            if let Some(lease) = self.registry.lease(plugin).await {
+                if lease.manifest().tool(tool).is_some() {
+                    return Ok((lease, tool.to_string()));
+                }
+            }
+        }
+        Err(CallError::UnknownFlatTool(name.to_string()))
     }
 
     fn cancel(&self, scope: Scope<'_>, params: Option<&RawValue>) {
@@ -283,47 +304,42 @@ impl Router {
     fn start_call(
         self: &Arc<Self>,
         scope: Scope<'_>,
-        id: Option<&RawValue>,
+        id: &RawValue,
         params: Option<&RawValue>,
+        sink: &Sink,
     ) -> Dispatch {
         let parsed = params.map(|p| serde_json::from_str::<CallParams>(p.get()));
         let params = match parsed {
             Some(Ok(p)) => p,
             Some(Err(e)) => {
                 return Dispatch::Reply(rpc_error(
-                    id,
+                    Some(id),
                     error_code::INVALID_PARAMS,
                     &format!("invalid tools/call params: {e}"),
                 ))
             }
             None => {
                 return Dispatch::Reply(rpc_error(
-                    id,
+                    Some(id),
                     error_code::INVALID_PARAMS,
                     "tools/call needs params",
                 ))
             }
         };
-        let (plugin, tool) = match scope {
-            Scope::Server(s) => (s.to_string(), params.name.to_string()),
-            Scope::All => match self.resolve_flat(&params.name) {
-                Some(pt) => pt,
-                None => {
-                    return Dispatch::Reply(rpc_error(
-                        id,
-                        error_code::INVALID_PARAMS,
-                        &format!("unknown tool: {}", params.name),
-                    ))
-                }
-            },
+        let server = match scope {
+            Scope::Server(s) => Some(s.to_string()),
+            Scope::All => None,
         };
-        let id: Box<RawValue> = id.expect("requests have ids").to_owned();
         let progress = params
             .meta
             .as_ref()
             .and_then(|m| m.progress_token)
-            .map(|token| self.progress_fn(scope, token.to_owned()));
-        let control = Arc::new(CallControl::new(id.get().to_string(), progress));
+            .map(|token| Progress::new(sink.clone(), server.clone(), token.to_owned()));
+        let report: Option<Box<crate::plugin::ProgressFn>> = progress.clone().map(|p| {
+            Box::new(move |progress, total, message: &str| p.send(progress, total, message)) as _
+        });
+        let id: Box<RawValue> = id.to_owned();
+        let control = Arc::new(CallControl::new(id.get().to_string(), report));
         let key = (scope.key().to_string(), id.get().to_string());
         // Registered before the future runs, so a cancellation that follows is never missed.
         let reused = self
@@ -336,41 +352,35 @@ impl Router {
             // Ids restart at 0 on a re-handshake; the newer call owns the key from now on.
             tracing::debug!(server = %key.0, id = %key.1, "call id reused while in flight");
         }
+        let name = params.name.into_owned();
         let args = params.arguments.map(|a| a.get().to_string());
         let router = self.clone();
         Dispatch::Call(Box::pin(async move {
-            let reply = call::run(&router, &plugin, &tool, &id, args, control.clone()).await;
-            let mut calls = router.calls.lock().unwrap();
-            if calls.get(&key).is_some_and(|c| Arc::ptr_eq(c, &control)) {
-                calls.remove(&key);
-            }
-            reply
-        }))
-    }
-
-    fn progress_fn(
-        &self,
-        scope: Scope<'_>,
-        token: Box<RawValue>,
-    ) -> Box<crate::plugin::ProgressFn> {
-        let server = match scope {
-            Scope::Server(s) => Some(s.to_string()),
-            Scope::All => None,
-        };
-        let notices = self.notices.clone();
-        Box::new(move |progress, total, message| {
-            let params = crate::model::ProgressParams {
-                progress_token: &token,
-                progress,
-                total,
-                message,
+            let leased = match &server {
+                Some(plugin) => router.lease(plugin).await.map(|l| (l, name)),
+                None => router.lease_flat(&name).await,
             };
-            let message = crate::model::rpc_notification("notifications/progress", Some(&params));
-            let _ = notices.send(Notice {
-                server: server.clone(),
-                message,
-            });
-        })
+            let output = match leased {
+                Ok((lease, tool)) => {
+                    call::run(&router, lease, &tool, args.as_deref(), control.clone()).await
+                }
+                Err(e) => Err(e),
+            };
+            // No progress after this point: the reply is queued after every report.
+            if let Some(p) = &progress {
+                p.end();
+            }
+            {
+                let mut calls = router.calls.lock().unwrap();
+                if calls.get(&key).is_some_and(|c| Arc::ptr_eq(c, &control)) {
+                    calls.remove(&key);
+                }
+            }
+            match output {
+                Ok(out) => splice_result(Some(&id), &out.json),
+                Err(e) => rpc_error(Some(&id), error_code::INVALID_PARAMS, &e.to_string()),
+            }
+        }))
     }
 }
 
@@ -397,15 +407,6 @@ pub fn server_initialize_result(plugin: Option<&LoadedPlugin>, version: &str) ->
             None,
         ),
     }
-}
-
-/// The manifest the CLI accepts in `initialize.sdkMcpServerManifests` (protocol §9) so it skips
-/// the handshake round trips for this server.
-pub fn server_manifest(router: &Router, plugin: &Arc<LoadedPlugin>) -> Value {
-    serde_json::json!({
-        "initializeResult": server_initialize_result(Some(plugin), LATEST_PROTOCOL_VERSION),
-        "toolsListResult": router.tools_list_result(plugin),
-    })
 }
 
 /// The name of `tool` of `plugin` in [`Scope::All`].

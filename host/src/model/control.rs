@@ -1,4 +1,4 @@
-//! The CLI's control envelope (protocol §0): `control_request`, `control_response`,
+//! The CLI's control envelope (docs/protocol.md §0): `control_request`, `control_response`,
 //! `control_cancel_request`, and the stream messages (`system`, `assistant`, `user`, `result`).
 
 use std::borrow::Cow;

@@ -15,7 +15,7 @@ pub mod error_code {
 }
 
 /// The acknowledgement the CLI expects for a notification it sent inside `mcp_message`
-/// (the Python SDK's form; protocol §0).
+/// (the Python SDK's form; docs/protocol.md §0).
 pub const NOTIFICATION_ACK: &str = r#"{"jsonrpc":"2.0","result":{}}"#;
 
 /// An incoming JSON-RPC request, notification or response, borrowed from the line it came in.

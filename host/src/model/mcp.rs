@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-/// The newest MCP protocol version the host speaks (the one the CLI asks for, protocol §1.1).
+/// The newest MCP protocol version the host speaks (the one the CLI asks for, docs/protocol.md §1.1).
 pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
 
 /// Versions the host accepts from a client, newest first.
@@ -39,7 +39,7 @@ pub struct CallParams<'a> {
     pub meta: Option<CallMeta<'a>>,
 }
 
-/// `tools/call` `_meta`: the CLI always sends a progress token (protocol §5.2).
+/// `tools/call` `_meta`: the CLI always sends a progress token (docs/protocol.md §5.2).
 #[derive(Debug, Deserialize)]
 pub struct CallMeta<'a> {
     #[serde(default, borrow, rename = "progressToken")]
@@ -76,7 +76,7 @@ pub struct ServerInfo<'a> {
 }
 
 /// An `initialize` result advertising tools with `listChanged` (the CLI lists no tools
-/// without the `tools` capability, protocol §1.1).
+/// without the `tools` capability, docs/protocol.md §1.1).
 pub fn initialize_result(
     protocol_version: &str,
     info: ServerInfo<'_>,

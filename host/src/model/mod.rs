@@ -1,12 +1,16 @@
-//! Protocol types: the control envelope of the `claude` CLI, JSON-RPC messages, and the MCP
-//! results built from host-owned plugin data.
+//! Protocol types: the control envelope of the `claude` CLI, JSON-RPC messages, the MCP
+//! results built from host-owned plugin data, and that data itself (a plugin's manifest and a
+//! tool's result, as the host owns them once copied out of a library). Imports nothing from the
+//! layers above it.
 //!
 //! Incoming lines are parsed once into borrowed views (`&RawValue` for the parts the host only
 //! passes on); outgoing lines are serialized straight into strings.
 
 mod control;
 mod jsonrpc;
+mod manifest;
 mod mcp;
+mod result;
 mod tool;
 
 pub use control::{
@@ -14,8 +18,12 @@ pub use control::{
     ControlResponse, Incoming, IncomingRequest, McpResponse,
 };
 pub use jsonrpc::{error_code, rpc_error, rpc_notification, rpc_result, JsonRpc, NOTIFICATION_ACK};
+pub use manifest::{
+    check_name, Annotations, Manifest, ManifestError, ToolInfo, MAX_QUALIFIED_NAME,
+};
 pub use mcp::{
     initialize_result, negotiate_version, CallMeta, CallParams, CancelledParams, InitializeParams,
     ProgressParams, ServerInfo, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
 };
+pub use result::{CallResult, ContentOut};
 pub use tool::{call_result_json, tool_json, CallResultJson};

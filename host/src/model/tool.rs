@@ -2,7 +2,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::plugin::{CallResult, ContentOut, ToolInfo};
+use super::{CallResult, ContentOut, ToolInfo};
 
 /// A tool as an MCP `tools/list` entry.
 pub fn tool_json(t: &ToolInfo) -> Value {

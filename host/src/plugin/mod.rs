@@ -2,9 +2,10 @@
 
 mod callbacks;
 mod library;
-mod manifest;
+mod shadow;
 
 use std::{
+    any::Any,
     path::{Path, PathBuf},
     sync::{Arc, OnceLock},
 };
@@ -14,69 +15,78 @@ use serde_json::value::RawValue;
 use toolhost_plugin::abi::{CallOutcome, ContentKind, PluginManifest, PluginRootRef};
 
 pub use callbacks::{CallControl, ProgressFn};
-pub use library::{current_uid, default_shadow_dir, digest, pinned_count, still_mapped, Staged};
-pub use manifest::{check_name, Annotations, Manifest, ToolInfo, MAX_QUALIFIED_NAME};
+pub use library::{pinned_count, still_mapped};
+pub use shadow::{current_uid, default_shadow_dir, digest, NotALibrary, ShadowError, Staged};
+// The host-side data a plugin produces is defined by the protocol layer; re-exported here for
+// the code that loads plugins.
+pub use crate::model::{
+    check_name, Annotations, CallResult, ContentOut, Manifest, ManifestError, ToolInfo,
+    MAX_QUALIFIED_NAME,
+};
 
 use callbacks::{call_ctx, host_api, CallData, LogSource};
 use library::{Library, Opened};
 
-/// Why a file could not be loaded. `Display` is one line naming the cause.
+/// Why a file could not be loaded. `Display` is one line naming the cause; the variants that
+/// wrap another error keep it as their source (render the whole chain with
+/// [`crate::error::one_line`]).
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error("cannot read the file: {0}")]
-    Io(String),
+    /// The file could not be copied into the shadow folder (it may be gone or still written).
+    #[error("cannot read the file")]
+    Stage(#[source] ShadowError),
+    /// The staged copy is not a whole shared library.
     #[error("not a shared library: {0}")]
-    NotALibrary(String),
+    NotALibrary(#[from] NotALibrary),
+    /// The system loader refused the copy.
+    #[error("not a shared library")]
+    Open(#[source] libloading::Error),
     #[error("not a toolhost plugin: {0}")]
     NotAPlugin(String),
+    /// The ABI check failed. Kept as text: abi_stable's errors borrow the library's statics,
+    /// which are unmapped when the library is closed right after.
     #[error("incompatible plugin: {0}")]
     Incompatible(String),
+    /// The plugin's `init` returned this error.
     #[error("plugin initialization failed: {0}")]
     Init(String),
+    /// The manifest breaks a rule (names, schemas).
     #[error("invalid plugin: {0}")]
-    Invalid(String),
-    #[error("refused: {0}")]
+    Invalid(#[from] ManifestError),
+    /// A schema or `_meta` of a tool is not valid JSON.
+    #[error("invalid plugin: tool `{tool}`: {what} is not valid JSON")]
+    InvalidJson {
+        tool: String,
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A tool's `_meta` is JSON but not an object.
+    #[error("invalid plugin: tool `{tool}`: _meta is not an object")]
+    MetaNotAnObject { tool: String },
+    /// The trust policy refused the file.
+    #[error("refused")]
+    Refused(#[source] crate::trust::TrustError),
+}
+
+impl LoadError {
+    /// Whether the file may just be incomplete (still being copied or linked): worth retrying.
+    pub fn may_be_incomplete(&self) -> bool {
+        matches!(
+            self,
+            LoadError::Stage(_) | LoadError::NotALibrary(_) | LoadError::Open(_)
+        )
+    }
+}
+
+/// Why a new version did not take over its predecessor's state.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("the plugin was built without state support")]
+    Unsupported,
+    /// The plugin's `restore_state` returned this error.
+    #[error("{0}")]
     Refused(String),
-}
-
-/// One block of a tool result, owned by the host.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ContentOut {
-    Text(String),
-    Image { data: String, mime_type: String },
-    Audio { data: String, mime_type: String },
-}
-
-/// A tool result, owned by the host: nothing in it points into the plugin library.
-#[derive(Debug, Clone)]
-pub struct CallResult {
-    pub content: Vec<ContentOut>,
-    /// The plugin's `structuredContent`, checked to be a JSON object, kept as raw JSON.
-    pub structured: Option<Box<RawValue>>,
-    pub is_error: bool,
-}
-
-impl CallResult {
-    /// An error result with one text block.
-    pub fn error(message: impl Into<String>) -> Self {
-        CallResult {
-            content: vec![ContentOut::Text(message.into())],
-            structured: None,
-            is_error: true,
-        }
-    }
-
-    /// The text blocks joined by newlines (what `toolhost call` prints).
-    pub fn text(&self) -> String {
-        self.content
-            .iter()
-            .filter_map(|c| match c {
-                ContentOut::Text(t) => Some(t.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
 }
 
 /// A plugin version loaded in memory. Dropping the last `Arc` unloads it: calls hold an `Arc`,
@@ -90,23 +100,14 @@ pub struct LoadedPlugin {
     // log while unloading.
     library: Option<Library>,
     log_source: Box<LogSource>,
+    derived: OnceLock<Box<dyn Any + Send + Sync>>,
 }
 
 impl LoadedPlugin {
     /// Loads the plugin at `file` through a private copy in `shadow_dir`.
     pub fn load(file: &Path, shadow_dir: &Path) -> Result<Arc<Self>, LoadError> {
-        let staged = Staged::copy(file, shadow_dir).map_err(|e| LoadError::Io(e.to_string()))?;
+        let staged = Staged::copy(file, shadow_dir).map_err(LoadError::Stage)?;
         Self::load_staged(file, staged)
-    }
-
-    /// Loads a plugin from the bytes of `file` (already read, for example to hash them).
-    pub fn load_bytes(
-        file: &Path,
-        bytes: &[u8],
-        shadow_dir: &Path,
-    ) -> Result<Arc<Self>, LoadError> {
-        let opened = Library::open(file, bytes, shadow_dir)?;
-        Self::init(file, digest(bytes), opened)
     }
 
     /// Loads a plugin from its copy staged by [`Staged::copy`] (which hashed it on the way, so
@@ -136,13 +137,14 @@ impl LoadedPlugin {
             root,
             library: Some(library),
             log_source,
+            derived: OnceLock::new(),
         };
         // From here on, dropping `plugin` runs the plugin's `unload` and closes the library.
         let manifest = match (plugin.root.init())(host_api(&plugin.log_source)) {
             RResult::ROk(m) => convert_manifest(m),
             RResult::RErr(e) => Err(LoadError::Init(e.into_string())),
         }?;
-        manifest.validate().map_err(LoadError::Invalid)?;
+        manifest.validate()?;
         let _ = plugin.log_source.name.set(manifest.name.clone());
         plugin.manifest = manifest;
         Ok(Arc::new(plugin))
@@ -164,6 +166,15 @@ impl LoadedPlugin {
     /// SHA-256 of the file's bytes when it was loaded.
     pub fn hash(&self) -> &[u8; 32] {
         &self.hash
+    }
+
+    /// Data the host derives once from this version (the router's compiled argument checks
+    /// and tool list): found with the version, dropped with it. One type per process.
+    pub fn derived<T: Any + Send + Sync>(&self, make: impl FnOnce(&Self) -> T) -> &T {
+        self.derived
+            .get_or_init(|| Box::new(make(self)))
+            .downcast_ref()
+            .expect("one derived type per host")
     }
 
     /// The private copy the library was opened from (already unlinked on Unix).
@@ -191,13 +202,13 @@ impl LoadedPlugin {
     }
 
     /// Hands a predecessor's state to this version.
-    pub fn restore_state(&self, state: &[u8]) -> Result<(), String> {
+    pub fn restore_state(&self, state: &[u8]) -> Result<(), StateError> {
         let Some(restore) = self.root.restore_state() else {
-            return Err("the plugin was built without state support".into());
+            return Err(StateError::Unsupported);
         };
         restore(state.into())
             .into_result()
-            .map_err(|e| e.into_string())
+            .map_err(|e| StateError::Refused(e.into_string()))
     }
 }
 
@@ -221,9 +232,12 @@ impl std::fmt::Debug for LoadedPlugin {
     }
 }
 
-fn parse_json(what: &str, tool: &str, text: &str) -> Result<serde_json::Value, LoadError> {
-    serde_json::from_str(text)
-        .map_err(|e| LoadError::Invalid(format!("tool `{tool}`: {what} is not valid JSON: {e}")))
+fn parse_json(what: &'static str, tool: &str, text: &str) -> Result<serde_json::Value, LoadError> {
+    serde_json::from_str(text).map_err(|source| LoadError::InvalidJson {
+        tool: tool.to_string(),
+        what,
+        source,
+    })
 }
 
 fn convert_manifest(m: PluginManifest) -> Result<Manifest, LoadError> {
@@ -234,11 +248,7 @@ fn convert_manifest(m: PluginManifest) -> Result<Manifest, LoadError> {
             None => None,
             Some(text) => match parse_json("_meta", &name, text)? {
                 serde_json::Value::Object(o) => Some(o),
-                _ => {
-                    return Err(LoadError::Invalid(format!(
-                        "tool `{name}`: _meta is not an object"
-                    )))
-                }
+                _ => return Err(LoadError::MetaNotAnObject { tool: name }),
             },
         };
         tools.push(ToolInfo {

@@ -6,7 +6,7 @@
 //!   loaded until the lease is dropped, even if it is replaced meanwhile.
 //! - [`Registry::subscribe`] streams [`RegistryEvent`]s (added, replaced, removed, failed).
 //!
-//! Invariants (see DESIGN-registry.md):
+//! Invariants (see the README's "Plugin registry and hot reload"):
 //! - the registry holds exactly one `Arc` per serving version (in its slot); leases hold the
 //!   others, so a replaced version is unloaded as soon as its last call returns;
 //! - only one thread changes the set (the watcher, or `open` before anyone can see it), so a
@@ -14,6 +14,7 @@
 //! - a stateful plugin's version is swapped only while holding its gate for writing: every call
 //!   on the old version has returned, and no call starts, until the new one has the state.
 
+mod pending;
 mod scan;
 mod watch;
 
@@ -30,7 +31,32 @@ use tokio::sync::{broadcast, OwnedRwLockReadGuard};
 pub use scan::{is_plugin_file, plugin_files, LIBRARY_SUFFIX};
 pub use watch::WatchHandle;
 
-use crate::plugin::{LoadError, LoadedPlugin, Staged};
+use crate::{
+    error::one_line,
+    plugin::{LoadError, LoadedPlugin, Staged},
+    trust::TrustError,
+};
+
+/// Why the registry could not open its folder or start following it.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// The folder fails the trust policy (another owner, writable by others).
+    #[error(transparent)]
+    Untrusted(#[from] TrustError),
+    /// The folder could not be listed.
+    #[error(transparent)]
+    List(#[from] std::io::Error),
+    #[error("cannot start the file watcher")]
+    Watcher(#[source] notify::Error),
+    #[error("cannot watch {}", .dir.display())]
+    Watch {
+        dir: PathBuf,
+        #[source]
+        source: notify::Error,
+    },
+    #[error("cannot start the watcher thread")]
+    WatcherThread(#[source] std::io::Error),
+}
 
 /// Settings of a [`Registry`].
 #[derive(Debug, Clone)]
@@ -166,11 +192,8 @@ enum SwapError {
 impl Registry {
     /// Loads every plugin in `config.dir`. Files that fail are reported by
     /// [`Registry::failures`] (and logged); the others serve.
-    pub fn open(config: RegistryConfig) -> std::io::Result<Arc<Self>> {
-        config
-            .trust
-            .check_writers(&config.dir)
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::PermissionDenied, e))?;
+    pub fn open(config: RegistryConfig) -> Result<Arc<Self>, RegistryError> {
+        config.trust.check_writers(&config.dir)?;
         let files = plugin_files(&config.dir)?;
         let (events, _) = broadcast::channel(1024);
         let registry = Arc::new(Registry {
@@ -263,7 +286,7 @@ impl Registry {
 
     /// Starts following changes in the folder (hot reload) on a thread of its own. Stops when
     /// the returned handle is dropped.
-    pub fn watch(self: &Arc<Self>) -> anyhow::Result<WatchHandle> {
+    pub fn watch(self: &Arc<Self>) -> Result<WatchHandle, RegistryError> {
         watch::start(self)
     }
 
@@ -322,11 +345,11 @@ impl Registry {
         // Copied and hashed in one pass; the copy is what gets checked and mapped.
         let staged = match Staged::copy(file, &self.config.shadow_dir) {
             Ok(staged) => staged,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(e) if e.is_not_found() => {
                 self.forget(file);
                 return Outcome::Done;
             }
-            Err(e) => return Outcome::Retry(LoadError::Io(e.to_string()).to_string(), None),
+            Err(e) => return Outcome::Retry(one_line(&LoadError::Stage(e)), None),
         };
         let hash = *staged.hash();
         {
@@ -351,17 +374,15 @@ impl Registry {
             }
         }
         if let Err(e) = self.config.trust.check_file(file, &hash) {
-            self.fail(file, LoadError::Refused(e).to_string(), Some(hash), None);
+            self.fail(file, one_line(&LoadError::Refused(e)), Some(hash), None);
             return Outcome::Done;
         }
         let new = match LoadedPlugin::load_staged(file, staged) {
             Ok(p) => p,
             // A file cut short (still being copied or linked) looks like these: try again.
-            Err(e @ (LoadError::Io(_) | LoadError::NotALibrary(_))) => {
-                return Outcome::Retry(e.to_string(), Some(hash))
-            }
+            Err(e) if e.may_be_incomplete() => return Outcome::Retry(one_line(&e), Some(hash)),
             Err(e) => {
-                self.fail(file, e.to_string(), Some(hash), None);
+                self.fail(file, one_line(&e), Some(hash), None);
                 return Outcome::Done;
             }
         };

@@ -6,20 +6,22 @@
 //! old inode would never see.
 
 use std::{
-    collections::HashMap,
-    path::{Path, PathBuf},
+    path::PathBuf,
     sync::{mpsc, Arc, Weak},
     thread::JoinHandle,
-    time::{Instant, SystemTime},
+    time::Instant,
 };
 
-use anyhow::Context as _;
 use notify::{
     event::{AccessKind, AccessMode},
     EventKind, RecursiveMode, Watcher,
 };
 
-use super::{is_plugin_file, plugin_files, Outcome, Registry};
+use super::{
+    is_plugin_file,
+    pending::{PendingFiles, Retry, Snapshot, Timing},
+    plugin_files, Outcome, Registry, RegistryError,
+};
 
 /// Keeps the folder watcher running; dropping it stops hot reload (and waits for the watcher
 /// thread to finish what it is applying).
@@ -47,50 +49,24 @@ enum Msg {
     Stop,
 }
 
-/// What the watcher last saw of a file: if it changes, the file is still being written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Snapshot {
-    len: u64,
-    modified: Option<SystemTime>,
-}
-
-fn snapshot(path: &Path) -> Option<Snapshot> {
-    let m = std::fs::metadata(path).ok()?;
-    Some(Snapshot {
-        len: m.len(),
-        modified: m.modified().ok(),
-    })
-}
-
-/// A file with a change not applied yet.
-struct Pending {
-    /// When to look at it next.
-    due: Instant,
-    /// The first event of this burst: retries stop `give_up_after` later.
-    since: Instant,
-    seen: Option<Snapshot>,
-    /// A hand-off timeout was reported for this burst (reported once, retried until done).
-    busy_reported: bool,
-}
-
-pub(super) fn start(registry: &Arc<Registry>) -> anyhow::Result<WatchHandle> {
+pub(super) fn start(registry: &Arc<Registry>) -> Result<WatchHandle, RegistryError> {
     let (tx, rx) = mpsc::channel();
     let events = tx.clone();
     let dir = registry.dir().to_path_buf();
     let mut watcher = notify::recommended_watcher(move |res| {
         let _ = events.send(Msg::Event(res));
     })
-    .context("cannot start the file watcher")?;
+    .map_err(RegistryError::Watcher)?;
     watcher
         .watch(&dir, RecursiveMode::NonRecursive)
-        .with_context(|| format!("cannot watch {}", dir.display()))?;
+        .map_err(|source| RegistryError::Watch { dir, source })?;
     // Changes between `open` and now were not seen: look at everything once.
     let _ = tx.send(Msg::Rescan);
     let weak = Arc::downgrade(registry);
     let thread = std::thread::Builder::new()
         .name("toolhost-watch".into())
         .spawn(move || run(weak, rx))
-        .context("cannot start the watcher thread")?;
+        .map_err(RegistryError::WatcherThread)?;
     Ok(WatchHandle {
         watcher: Some(watcher),
         tx,
@@ -121,16 +97,26 @@ fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>) {
             return;
         }
     };
-    let mut pending: HashMap<PathBuf, Pending> = HashMap::new();
+    let mut pending = {
+        let Some(reg) = registry.upgrade() else {
+            return;
+        };
+        let config = reg.config();
+        PendingFiles::new(Timing {
+            debounce: config.debounce,
+            stable_wait: config.stable_wait,
+            retry_interval: config.retry_interval,
+            give_up_after: config.give_up_after,
+        })
+    };
     loop {
-        let msg = match pending.values().map(|p| p.due).min() {
+        let msg = match pending.next_due() {
             None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
             Some(due) => rx.recv_timeout(due.saturating_duration_since(Instant::now())),
         };
         let Some(reg) = registry.upgrade() else {
             return;
         };
-        let config = reg.config();
         let mut touched: Vec<PathBuf> = Vec::new();
         match msg {
             Ok(Msg::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => return,
@@ -159,39 +145,16 @@ fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>) {
         }
         let now = Instant::now();
         for path in touched {
-            let seen = snapshot(&path);
-            pending
-                .entry(path)
-                .and_modify(|p| {
-                    p.due = now + config.debounce;
-                    p.seen = seen;
-                })
-                .or_insert(Pending {
-                    due: now + config.debounce,
-                    since: now,
-                    seen,
-                    busy_reported: false,
-                });
+            let seen = Snapshot::of(&path);
+            pending.touch(path, seen, now);
         }
-        // Events of one rename arrive a few microseconds apart: take entries almost due along,
-        // so both ends of a move are seen in one batch.
-        let horizon = now + config.debounce / 4;
-        let mut due: Vec<PathBuf> = pending
-            .iter()
-            .filter(|(_, p)| p.due <= horizon)
-            .map(|(f, _)| f.clone())
-            .collect();
+        let mut due = pending.due(now);
         // Present files first: a file moved to a new name then takes over its plugin's slot
         // (its old path is gone) instead of the plugin being removed and added again.
         due.sort_by_key(|f| !f.exists());
         for file in due {
             let now = Instant::now();
-            let entry = pending.get_mut(&file).expect("pending");
-            let current = snapshot(&file);
-            if current != entry.seen {
-                // Still being written: wait until size and mtime hold still.
-                entry.seen = current;
-                entry.due = now + config.stable_wait;
+            if !pending.is_stable(&file, Snapshot::of(&file), now) {
                 continue;
             }
             // A bug here must not end hot reload for every other file.
@@ -213,44 +176,27 @@ fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>) {
                 Outcome::Done
             });
             match outcome {
-                Outcome::Done => {
-                    pending.remove(&file);
-                }
+                Outcome::Done => pending.done(&file),
                 Outcome::Busy(error) => {
-                    if !entry.busy_reported {
-                        entry.busy_reported = true;
+                    if pending.busy(&file, Snapshot::of(&file), Instant::now()) {
                         // Recorded without a hash, so the same bytes are tried again.
                         reg.fail(&file, error, None, None);
                     }
-                    entry.due = Instant::now() + config.give_up_after;
-                    entry.seen = snapshot(&file);
                 }
                 Outcome::Retry(error, hash) => {
-                    if now.duration_since(entry.since) >= config.give_up_after {
-                        pending.remove(&file);
+                    if let Retry::GiveUp(after) = pending.retry(&file, Snapshot::of(&file), now) {
                         reg.fail(
                             &file,
-                            format!(
-                                "{error} (still failing after {:?} of retries)",
-                                config.give_up_after
-                            ),
+                            format!("{error} (still failing after {after:?} of retries)"),
                             hash,
                             None,
                         );
-                    } else {
-                        entry.due = now + config.retry_interval;
-                        entry.seen = snapshot(&file);
                     }
                 }
             }
             // A name freed by this change lets a file refused for it serve now.
             for waiting in reg.unblocked() {
-                pending.entry(waiting).or_insert(Pending {
-                    due: now,
-                    since: now,
-                    seen: None,
-                    busy_reported: false,
-                });
+                pending.wake(waiting, now);
             }
         }
     }

@@ -1,17 +1,19 @@
-//! The SDK `initialize` request and the server set for `mcp_set_servers`.
+//! The SDK `initialize` request (with the servers' manifests) and the server set for
+//! `mcp_set_servers`: what the `claude` CLI needs to know of the plugins.
 
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
 use crate::{
-    handler::{server_manifest, Router},
+    handler::{server_initialize_result, Router},
+    model::LATEST_PROTOCOL_VERSION,
     plugin::LoadedPlugin,
 };
 
 /// The `initialize` control request registering each plugin as an sdk server
 /// (`sdkMcpServers`), with its tool timeout (`sdkMcpServerConfigs`) and its manifest
-/// (`sdkMcpServerManifests`, protocol §9) so the CLI skips the handshake round trips.
+/// (`sdkMcpServerManifests`, docs/protocol.md §9) so the CLI skips the handshake round trips.
 pub fn initialize_request(router: &Router, plugins: &[Arc<LoadedPlugin>]) -> Value {
     let names: Vec<&str> = plugins.iter().map(|p| p.name()).collect();
     let mut configs = Map::new();
@@ -19,7 +21,7 @@ pub fn initialize_request(router: &Router, plugins: &[Arc<LoadedPlugin>]) -> Val
     for p in plugins {
         // A second more than ours: our own timeout then answers first, with a result naming
         // the tool, and cancels the call in the plugin; the CLI's is only the backstop.
-        let ms = router.config().timeout_for(p.name()).as_millis() as u64 + 1000;
+        let ms = router.timeout_for(p.name()).as_millis() as u64 + 1000;
         configs.insert(p.name().to_string(), json!({ "timeout": ms }));
         manifests.insert(p.name().to_string(), server_manifest(router, p));
     }
@@ -29,6 +31,15 @@ pub fn initialize_request(router: &Router, plugins: &[Arc<LoadedPlugin>]) -> Val
         "sdkMcpServers": names,
         "sdkMcpServerConfigs": configs,
         "sdkMcpServerManifests": manifests,
+    })
+}
+
+/// The manifest the CLI accepts in `initialize.sdkMcpServerManifests` (docs/protocol.md §9) so it skips
+/// the handshake round trips for this server.
+pub fn server_manifest(router: &Router, plugin: &LoadedPlugin) -> Value {
+    json!({
+        "initializeResult": server_initialize_result(Some(plugin), LATEST_PROTOCOL_VERSION),
+        "toolsListResult": router.tools_list_result(plugin),
     })
 }
 

@@ -4,7 +4,7 @@
 //! and a handle to send requests and user turns.
 
 mod init;
-mod notices;
+mod limits;
 mod pending;
 mod reload;
 pub mod serve;
@@ -18,26 +18,26 @@ use std::{
 
 use serde_json::{value::RawValue, Value};
 use tokio::{
-    io::{AsyncRead, AsyncWrite},
+    io::{AsyncBufRead, AsyncWrite},
     sync::mpsc,
     task::{AbortHandle, JoinHandle},
 };
 
-pub use init::{initialize_request, sdk_server_set};
-use notices::NoticeQueue;
+pub use init::{initialize_request, sdk_server_set, server_manifest};
+pub use limits::{CallLimits, SessionLimits};
 pub use pending::{ControlError, Pending};
 pub use reload::follow_registry;
 
 use crate::{
-    handler::{Dispatch, Notice, Router, Scope},
+    handler::{Dispatch, Notify, Router, Scope, Sink},
     model::{
         control_error, control_request, control_success, control_success_raw, mcp_message_request,
         rpc_notification, Incoming, IncomingRequest, NOTIFICATION_ACK,
     },
-    transport::{read_lines, LineSender, Writer},
+    transport::{LineReader, LineSender, ReadError, TooLong, Writer},
 };
 
-/// A `can_use_tool` question from the CLI (protocol §7).
+/// A `can_use_tool` question from the CLI (docs/protocol.md §7).
 #[derive(Debug, Clone)]
 pub struct PermissionRequest {
     pub request_id: String,
@@ -104,7 +104,7 @@ impl SessionHandle {
         ));
     }
 
-    /// Tells the CLI that `server`'s tools changed; it re-lists them at once (protocol §10).
+    /// Tells the CLI that `server`'s tools changed; it re-lists them at once (docs/protocol.md §10).
     pub fn tools_list_changed(&self, server: &str) {
         let msg = rpc_notification::<()>("notifications/tools/list_changed", None);
         self.notify_server(server, &msg);
@@ -133,22 +133,21 @@ pub struct Session {
     pub events: mpsc::UnboundedReceiver<Event>,
     writer: Writer,
     reader: JoinHandle<()>,
-    notices: JoinHandle<()>,
     router: Arc<Router>,
 }
 
 impl Session {
-    /// Starts serving the CLI on `input` (its stdout) and `output` (its stdin). MCP messages
+    /// Starts serving the CLI on `input` (its stdout, as lines: see
+    /// [`read_lines`](crate::transport::read_lines)) and `output` (its stdin). MCP messages
     /// are served from this moment on, before any `initialize` is sent.
     pub fn start<R, W>(
-        input: R,
+        input: LineReader<R>,
         output: W,
         router: Arc<Router>,
-        notices: mpsc::UnboundedReceiver<Notice>,
         permissions: Option<PermissionHandler>,
     ) -> Session
     where
-        R: AsyncRead + Unpin + Send + 'static,
+        R: AsyncBufRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
         let (out, writer) = Writer::spawn(output);
@@ -158,13 +157,11 @@ impl Session {
             pending: pending.clone(),
         };
         let (events_tx, events) = mpsc::unbounded_channel();
-        let notices = NoticeQueue::new(notices);
         let reader = tokio::spawn(
             Reader {
                 router: router.clone(),
                 out,
-                handle: handle.clone(),
-                notices: notices.clone(),
+                sink: Arc::new(handle.clone()),
                 pending,
                 permissions,
                 asking: Arc::new(Mutex::new(HashMap::new())),
@@ -172,16 +169,11 @@ impl Session {
             }
             .run(input),
         );
-        let notices = {
-            let (queue, handle) = (notices.clone(), handle.clone());
-            tokio::spawn(async move { queue.forward(|n| send_notice(&handle, n)).await })
-        };
         Session {
             handle,
             events,
             writer,
             reader,
-            notices,
             router,
         }
     }
@@ -190,9 +182,32 @@ impl Session {
     /// are cancelled.
     pub async fn close(self) {
         self.router.cancel_all();
-        self.notices.abort();
         self.writer.close().await;
         self.reader.abort();
+    }
+}
+
+/// The next non-blank line; an over-long one is handed to `too_long` and reading goes on.
+/// `None` at the end of the input, or when reading fails (logged, naming `peer`).
+pub(crate) async fn next_message<R: AsyncBufRead + Unpin>(
+    lines: &mut LineReader<R>,
+    peer: &str,
+    mut too_long: impl FnMut(TooLong),
+) -> Option<String> {
+    loop {
+        match lines.next_line().await {
+            Ok(Some(line)) if line.trim().is_empty() => {}
+            Ok(Some(line)) => {
+                tracing::trace!(target: "toolhost::wire", "<< {line}");
+                return Some(line);
+            }
+            Ok(None) => return None,
+            Err(ReadError::TooLong(t)) => too_long(t),
+            Err(ReadError::Io(e)) => {
+                tracing::warn!("cannot read from {peer}: {e}");
+                return None;
+            }
+        }
     }
 }
 
@@ -207,17 +222,21 @@ pub(crate) fn parse_object<'a, T: serde::Deserialize<'a>>(
     serde_json::from_str(line)
 }
 
-fn send_notice(handle: &SessionHandle, n: Notice) {
-    if let Some(server) = &n.server {
-        handle.notify_server(server, &n.message);
+/// A call's notifications go to the CLI as `mcp_message` requests of its server, through the
+/// same writer as the call's reply.
+impl Notify for SessionHandle {
+    fn notify(&self, server: Option<&str>, message: String) {
+        if let Some(server) = server {
+            self.notify_server(server, &message);
+        }
     }
 }
 
 struct Reader {
     router: Arc<Router>,
     out: LineSender,
-    handle: SessionHandle,
-    notices: NoticeQueue,
+    /// The session's handle, as the sink of calls' notifications.
+    sink: Sink,
     pending: Arc<Pending>,
     permissions: Option<PermissionHandler>,
     /// Permission questions being asked, by control request id.
@@ -226,21 +245,8 @@ struct Reader {
 }
 
 impl Reader {
-    async fn run<R: AsyncRead + Unpin>(self, input: R) {
-        let mut lines = read_lines(input);
-        loop {
-            let line = match lines.next_line().await {
-                Ok(Some(line)) => line,
-                Ok(None) => break,
-                Err(e) => {
-                    tracing::warn!("cannot read from the CLI: {e}");
-                    break;
-                }
-            };
-            if line.trim().is_empty() {
-                continue;
-            }
-            tracing::trace!(target: "toolhost::wire", "<< {line}");
+    async fn run<R: AsyncBufRead + Unpin>(self, mut lines: LineReader<R>) {
+        while let Some(line) = next_message(&mut lines, "the CLI", |t| self.too_long(t)).await {
             match parse_object::<Incoming>(&line) {
                 Ok(msg) => self.route(msg, &line),
                 Err(e) => self.malformed(&line, e),
@@ -308,7 +314,10 @@ impl Reader {
                     ));
                     return;
                 };
-                match self.router.dispatch(Scope::Server(&server), &message) {
+                match self
+                    .router
+                    .dispatch(Scope::Server(&server), &message, &self.sink)
+                {
                     Dispatch::Reply(r) => {
                         self.out.send(control_success_raw(id, &r));
                     }
@@ -317,12 +326,9 @@ impl Reader {
                     }
                     Dispatch::Call(call) => {
                         let out = self.out.clone();
-                        let handle = self.handle.clone();
-                        let notices = self.notices.clone();
                         let id = id.to_string();
                         tokio::spawn(async move {
                             let reply = call.await;
-                            notices.drain(|n| send_notice(&handle, n));
                             out.send(control_success_raw(&id, &reply));
                         });
                     }
@@ -373,6 +379,23 @@ impl Reader {
             asking.lock().unwrap().remove(&key);
         });
         map.insert(id.to_string(), task.abort_handle());
+    }
+
+    /// A line over the length limit was skipped: if it was a control request, answer it so the
+    /// CLI does not wait forever.
+    fn too_long(&self, t: TooLong) {
+        tracing::warn!("from the CLI: {t}");
+        let request_id = t.keys.request_id.as_deref();
+        let id = request_id.and_then(|raw| serde_json::from_str::<String>(raw).ok());
+        match (t.keys.kind.as_deref(), id) {
+            (Some(r#""control_request""#), Some(id)) => {
+                self.out.send(control_error(
+                    &id,
+                    &format!("{t} (raise the limit with --max-line-bytes)"),
+                ));
+            }
+            _ => tracing::debug!(?t.keys, "no control request id to answer"),
+        }
     }
 
     fn malformed(&self, line: &str, e: serde_json::Error) {

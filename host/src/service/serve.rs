@@ -3,62 +3,48 @@
 
 use std::sync::Arc;
 
+use serde_json::value::RawValue;
 use tokio::{
-    io::{AsyncRead, AsyncWrite},
-    sync::{broadcast, mpsc},
+    io::{AsyncBufRead, AsyncWrite},
+    sync::broadcast,
     task::JoinSet,
 };
 
-use super::notices::NoticeQueue;
 use crate::{
-    handler::{Dispatch, Notice, Router, Scope},
+    handler::{Dispatch, Notify, Router, Scope, Sink},
     model::{error_code, rpc_error, rpc_notification, JsonRpc},
     registry::RegistryEvent,
-    transport::{read_lines, LineSender, Writer},
+    transport::{LineReader, LineSender, TooLong, Writer},
 };
+
+/// A call's notifications go out as they are, through the same writer as the call's reply.
+struct Out(LineSender);
+
+impl Notify for Out {
+    fn notify(&self, _server: Option<&str>, message: String) {
+        self.0.send(message);
+    }
+}
 
 /// Serves until `input` ends, then lets calls in flight finish and answer, and returns.
 /// With `events`, every change of the plugin set sends `notifications/tools/list_changed`.
 pub async fn serve<R, W>(
-    input: R,
+    mut lines: LineReader<R>,
     output: W,
     router: Arc<Router>,
-    notices: mpsc::UnboundedReceiver<Notice>,
     events: Option<broadcast::Receiver<RegistryEvent>>,
 ) where
-    R: AsyncRead + Unpin + Send + 'static,
+    R: AsyncBufRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (out, writer) = Writer::spawn(output);
-    let mut side = JoinSet::new();
-    let notices = NoticeQueue::new(notices);
-    {
-        let (out, notices) = (out.clone(), notices.clone());
-        side.spawn(async move {
-            notices
-                .forward(|n| {
-                    out.send(n.message);
-                })
-                .await
-        });
-    }
-    if let Some(events) = events {
-        side.spawn(announce_changes(events, out.clone()));
-    }
+    let sink: Sink = Arc::new(Out(out.clone()));
+    let announce = events.map(|events| tokio::spawn(announce_changes(events, out.clone())));
     let mut calls = JoinSet::new();
-    let mut lines = read_lines(input);
-    loop {
-        let line = match lines.next_line().await {
-            Ok(Some(l)) => l,
-            Ok(None) => break,
-            Err(e) => {
-                tracing::warn!("cannot read the input: {e}");
-                break;
-            }
-        };
-        if line.trim().is_empty() {
-            continue;
-        }
+    let answer_too_long = |t| {
+        out.send(too_long(t));
+    };
+    while let Some(line) = super::next_message(&mut lines, "the input", answer_too_long).await {
         let msg: JsonRpc = match super::parse_object(&line) {
             Ok(m) => m,
             Err(e) => {
@@ -71,19 +57,15 @@ pub async fn serve<R, W>(
                 continue;
             }
         };
-        match router.dispatch(Scope::All, &msg) {
+        match router.dispatch(Scope::All, &msg, &sink) {
             Dispatch::Reply(r) => {
                 out.send(r);
             }
             Dispatch::Handled => {}
             Dispatch::Call(call) => {
-                let (out, notices) = (out.clone(), notices.clone());
+                let out = out.clone();
                 calls.spawn(async move {
-                    let reply = call.await;
-                    notices.drain(|n| {
-                        out.send(n.message);
-                    });
-                    out.send(reply);
+                    out.send(call.await);
                 });
             }
         }
@@ -91,9 +73,28 @@ pub async fn serve<R, W>(
         while calls.try_join_next().is_some() {}
     }
     while calls.join_next().await.is_some() {}
-    side.abort_all();
-    drop(out);
+    if let Some(a) = announce {
+        a.abort();
+    }
+    drop((out, sink));
     writer.close().await;
+}
+
+/// The error answering a line over the length limit: with the request's id when it had one
+/// (a string or a number), else with a `null` id, like any unreadable line.
+fn too_long(t: TooLong) -> String {
+    tracing::warn!("{t}");
+    let id = t
+        .keys
+        .id
+        .as_deref()
+        .filter(|raw| raw.starts_with(|c: char| c == '"' || c == '-' || c.is_ascii_digit()))
+        .and_then(|raw| RawValue::from_string(raw.to_string()).ok());
+    rpc_error(
+        id.as_deref(),
+        error_code::INVALID_REQUEST,
+        &format!("{t} (raise the limit with --max-line-bytes)"),
+    )
 }
 
 async fn announce_changes(mut events: broadcast::Receiver<RegistryEvent>, out: LineSender) {

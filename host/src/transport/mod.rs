@@ -3,54 +3,16 @@
 //! our own stdio (`toolhost serve`) and in-memory pipes in tests.
 
 mod child;
+mod lines;
 
 use tokio::{
-    io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader},
+    io::{AsyncWrite, AsyncWriteExt, BufWriter},
     sync::{mpsc, oneshot},
     task::JoinHandle,
 };
 
 pub use child::{CliProcess, ExitReport, StderrTail, STDERR_TAIL_LINES};
-
-/// Lines read from `r`, one JSON message each.
-pub fn read_lines<R: AsyncRead + Unpin>(r: R) -> LineReader<R> {
-    LineReader {
-        inner: BufReader::new(r),
-        buf: Vec::new(),
-    }
-}
-
-/// Reads NDJSON lines. Unlike tokio's `Lines`, a line that is not valid UTF-8 does not end the
-/// stream: one bad byte from the peer must not stop the session (and leave its requests
-/// unanswered), so such a line is decoded lossily and handled like any other.
-pub struct LineReader<R> {
-    inner: BufReader<R>,
-    buf: Vec<u8>,
-}
-
-impl<R: AsyncRead + Unpin> LineReader<R> {
-    /// The next line without its `\n` (or `\r\n`); `None` at the end of the stream.
-    pub async fn next_line(&mut self) -> std::io::Result<Option<String>> {
-        self.buf.clear();
-        if self.inner.read_until(b'\n', &mut self.buf).await? == 0 {
-            return Ok(None);
-        }
-        if self.buf.last() == Some(&b'\n') {
-            self.buf.pop();
-            if self.buf.last() == Some(&b'\r') {
-                self.buf.pop();
-            }
-        }
-        let bytes = std::mem::take(&mut self.buf);
-        Ok(Some(match String::from_utf8(bytes) {
-            Ok(line) => line,
-            Err(e) => {
-                tracing::warn!("a line that is not valid UTF-8 ({e}); invalid bytes replaced");
-                String::from_utf8_lossy(e.as_bytes()).into_owned()
-            }
-        }))
-    }
-}
+pub use lines::{read_lines, LineReader, ReadError, TooLong, TopLevelKeys, DEFAULT_MAX_LINE_BYTES};
 
 /// Sends lines to the writer task. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -97,26 +59,39 @@ impl Writer {
 }
 
 async fn write_loop<W: AsyncWrite + Unpin>(
-    mut w: W,
+    w: W,
     mut rx: mpsc::UnboundedReceiver<String>,
     mut close: oneshot::Receiver<()>,
 ) {
+    // Lines are buffered and flushed when the queue is empty: under load many lines share
+    // one write, and a line never waits for a later one.
+    let mut w = BufWriter::with_capacity(64 * 1024, w);
+    let mut closing = false;
     loop {
-        let line = tokio::select! {
-            biased;
-            line = rx.recv() => line,
-            _ = &mut close => {
-                // Drain what was queued before the close, then stop.
-                while let Ok(line) = rx.try_recv() {
-                    if write_line(&mut w, &line).await.is_err() {
-                        break;
-                    }
+        let first = if closing {
+            None
+        } else {
+            tokio::select! {
+                biased;
+                line = rx.recv() => line,
+                _ = &mut close => {
+                    closing = true;
+                    None
                 }
-                None
             }
         };
-        let Some(line) = line else { break };
-        if let Err(e) = write_line(&mut w, &line).await {
+        // After a close, what was queued before it is still written.
+        let Some(first) = first.or_else(|| rx.try_recv().ok()) else {
+            break;
+        };
+        let mut result = write_line(&mut w, &first).await;
+        while result.is_ok() {
+            match rx.try_recv() {
+                Ok(line) => result = write_line(&mut w, &line).await,
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = result.and(w.flush().await) {
             tracing::debug!("output closed: {e}");
             break;
         }
@@ -126,16 +101,15 @@ async fn write_loop<W: AsyncWrite + Unpin>(
 
 async fn write_line<W: AsyncWrite + Unpin>(w: &mut W, line: &str) -> std::io::Result<()> {
     tracing::trace!(target: "toolhost::wire", ">> {line}");
-    // One write per line so concurrent producers can never interleave inside a line.
-    let mut buf = Vec::with_capacity(line.len() + 1);
-    buf.extend_from_slice(line.as_bytes());
-    buf.push(b'\n');
-    w.write_all(&buf).await?;
-    w.flush().await
+    // Only this task writes, so lines from concurrent producers never interleave.
+    w.write_all(line.as_bytes()).await?;
+    w.write_all(b"\n").await
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::{Arc, Mutex};
+
     use super::*;
 
     #[tokio::test]
@@ -152,16 +126,47 @@ mod tests {
         assert!(!tx.send("late".into()));
     }
 
+    /// Counts the writes reaching the stream.
+    struct Counting(Arc<Mutex<(usize, Vec<u8>)>>);
+    impl AsyncWrite for Counting {
+        fn poll_write(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            let mut s = self.0.lock().unwrap();
+            s.0 += 1;
+            s.1.extend_from_slice(buf);
+            std::task::Poll::Ready(Ok(buf.len()))
+        }
+        fn poll_flush(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
     #[tokio::test]
-    async fn invalid_utf8_does_not_end_the_lines() {
-        let input: &[u8] = b"a\xff\r\nb\nc";
-        let mut lines = read_lines(input);
-        assert_eq!(
-            lines.next_line().await.unwrap().as_deref(),
-            Some("a\u{fffd}")
-        );
-        assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("b"));
-        assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("c"));
-        assert_eq!(lines.next_line().await.unwrap(), None);
+    async fn queued_lines_share_writes() {
+        let seen = Arc::new(Mutex::new((0, Vec::new())));
+        // Queued before the writer task first runs (current-thread runtime), so they are
+        // all waiting at once.
+        let (tx, writer) = Writer::spawn(Counting(seen.clone()));
+        for i in 0..1000 {
+            tx.send(format!("line {i}"));
+        }
+        writer.close().await;
+        let (writes, bytes) = &*seen.lock().unwrap();
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        let expected: String = (0..1000).map(|i| format!("line {i}\n")).collect();
+        assert_eq!(text, expected);
+        assert!(*writes < 10, "{writes} writes for 1000 queued lines");
     }
 }

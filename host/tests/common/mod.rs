@@ -4,50 +4,15 @@
 
 use std::{
     path::{Path, PathBuf},
-    process::Command,
     sync::OnceLock,
 };
 
-/// The workspace's target folder (honours CARGO_TARGET_DIR).
-pub fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
-}
+pub use toolhost_test_support::{lib_file, target_dir, Build};
 
 /// Builds the example plugins (debug) once per test binary and returns their folder.
 pub fn built_plugins() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let status = Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "calc",
-                "-p",
-                "text",
-                "-p",
-                "faulty",
-                "-p",
-                "my-plugin",
-            ])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("run cargo build for the example plugins");
-        assert!(status.success(), "building the example plugins failed");
-        target_dir().join("debug")
-    })
-}
-
-/// The file name of a library built from package `lib_name` (`calc` → `libcalc.so`).
-pub fn lib_file(lib_name: &str) -> String {
-    format!(
-        "{}{}{}",
-        std::env::consts::DLL_PREFIX,
-        lib_name.replace('-', "_"),
-        std::env::consts::DLL_SUFFIX
-    )
+    BUILT.get_or_init(|| Build::packages(&["calc", "text", "faulty", "my-plugin"]).run())
 }
 
 /// A fresh plugin folder holding copies of the named example plugins.
@@ -71,19 +36,14 @@ pub fn shadow_dir() -> tempfile::TempDir {
 /// then loads it and checks its `greet` tool.
 pub fn build_and_load_template_copy(project: &Path, lib_name: &str) {
     use toolhost::plugin::{CallControl, LoadedPlugin};
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let root = toolhost_test_support::workspace_root();
     // Same dependency versions as the workspace, so the build needs no registry update.
     std::fs::copy(root.join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
-    let target = target_dir().join("template-check");
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet"])
-        .current_dir(project)
-        .env("CARGO_TARGET_DIR", &target)
-        .status()
-        .unwrap();
-    assert!(status.success(), "{} does not build", project.display());
+    let built = Build::project(project)
+        .target_dir(target_dir().join("template-check"))
+        .run();
 
-    let file = target.join("debug").join(lib_file(lib_name));
+    let file = built.join(lib_file(lib_name));
     let shadow = shadow_dir();
     let plugin = LoadedPlugin::load(&file, shadow.path()).unwrap();
     assert_eq!(plugin.name(), lib_name);

@@ -37,41 +37,61 @@ pub struct Manifest {
 /// a margin for other MCP clients and model APIs.
 pub const MAX_QUALIFIED_NAME: usize = 64;
 
+/// A manifest that breaks a rule the CLI depends on (docs/protocol.md §1.5, §6).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ManifestError {
+    #[error("{kind} name is empty")]
+    EmptyName { kind: &'static str },
+    #[error(
+        "{kind} name `{name}` contains {found:?}; only letters, digits, `_` and `-` are allowed"
+    )]
+    BadCharacter {
+        kind: &'static str,
+        name: String,
+        found: char,
+    },
+    #[error(
+        "tool name `{qualified}` has {} characters; at most {MAX_QUALIFIED_NAME} are allowed",
+        .qualified.len()
+    )]
+    TooLong { qualified: String },
+    #[error("tool `{tool}`: the input schema's root must be an object schema")]
+    InputNotAnObject { tool: String },
+}
+
 /// Checks a plugin or tool name: letters, digits, `_` and `-` only (the CLI silently rewrites
 /// anything else to `_`, and keeps only the first of two names that then collide).
-pub fn check_name(kind: &str, name: &str) -> Result<(), String> {
+pub fn check_name(kind: &'static str, name: &str) -> Result<(), ManifestError> {
     if name.is_empty() {
-        return Err(format!("{kind} name is empty"));
+        return Err(ManifestError::EmptyName { kind });
     }
-    if let Some(c) = name
+    if let Some(found) = name
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
     {
-        return Err(format!(
-            "{kind} name `{name}` contains {c:?}; only letters, digits, `_` and `-` are allowed"
-        ));
+        return Err(ManifestError::BadCharacter {
+            kind,
+            name: name.to_string(),
+            found,
+        });
     }
     Ok(())
 }
 
 impl Manifest {
     /// Applies the naming rules to the plugin and each tool.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ManifestError> {
         check_name("plugin", &self.name)?;
         for t in &self.tools {
             check_name("tool", &t.name)?;
             let qualified = format!("mcp__{}__{}", self.name, t.name);
             if qualified.len() > MAX_QUALIFIED_NAME {
-                return Err(format!(
-                    "tool name `{qualified}` has {} characters; at most {MAX_QUALIFIED_NAME} are allowed",
-                    qualified.len()
-                ));
+                return Err(ManifestError::TooLong { qualified });
             }
             if t.input_schema.get("type").and_then(Value::as_str) != Some("object") {
-                return Err(format!(
-                    "tool `{}`: the input schema's root must be an object schema",
-                    t.name
-                ));
+                return Err(ManifestError::InputNotAnObject {
+                    tool: t.name.clone(),
+                });
             }
         }
         Ok(())
@@ -109,18 +129,26 @@ mod tests {
     #[test]
     fn names() {
         assert!(manifest("my-plugin_2", "Do_thing-3").validate().is_ok());
-        let e = manifest("my.plugin", "x").validate().unwrap_err();
+        let e = manifest("my.plugin", "x")
+            .validate()
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("plugin name `my.plugin` contains '.'"), "{e}");
-        let e = manifest("p", "héllo").validate().unwrap_err();
+        let e = manifest("p", "héllo").validate().unwrap_err().to_string();
         assert!(e.contains("tool name `héllo`"), "{e}");
-        assert!(manifest("", "x").validate().unwrap_err().contains("empty"));
+        assert!(manifest("", "x")
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("empty"));
         // mcp__ + 20 + __ + 37 = 64 characters: allowed; one more is not.
         assert!(manifest(&"p".repeat(20), &"t".repeat(37))
             .validate()
             .is_ok());
         let e = manifest(&"p".repeat(20), &"t".repeat(38))
             .validate()
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("65 characters"), "{e}");
     }
 }

@@ -1,0 +1,31 @@
+//! Rendering typed errors for people: one line, the error and each of its causes.
+
+use std::error::Error;
+
+/// `err` and its sources joined by `": "` (what `anyhow`'s `{:#}` prints), for the one-line
+/// reports of files that did not load.
+pub fn one_line(err: &(dyn Error + 'static)) -> String {
+    let mut line = err.to_string();
+    let mut cause = err.source();
+    while let Some(e) = cause {
+        line.push_str(": ");
+        line.push_str(&e.to_string());
+        cause = e.source();
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("outer")]
+    struct Outer(#[source] std::io::Error);
+
+    #[test]
+    fn causes_follow_the_error() {
+        let e = Outer(std::io::Error::other("inner"));
+        assert_eq!(one_line(&e), "outer: inner");
+    }
+}

@@ -1,0 +1,343 @@
+//! The NDJSON line reader, with a maximum line length.
+
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, BufReader};
+
+/// Default longest line accepted (64 MiB): far above any real message (tool results are capped
+/// at 1 MB by default), low enough that a peer that never sends `\n` cannot exhaust memory.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 64 << 20;
+
+/// Why [`LineReader::next_line`] returned no line.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// A line longer than the limit was skipped; the next call reads the line after it.
+    #[error(transparent)]
+    TooLong(#[from] TooLong),
+    /// The stream failed; nothing more can be read.
+    #[error("cannot read: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A skipped over-long line, and what could be read of it on the way without keeping it.
+#[derive(Debug, thiserror::Error)]
+#[error("a line of {bytes} bytes is over the {max} bytes limit; it was skipped")]
+pub struct TooLong {
+    /// The line's length, without its newline (at least `max + 1`; exact once the line ended).
+    pub bytes: usize,
+    pub max: usize,
+    /// The top-level `"type"`, `"request_id"` and `"id"` values of the line if it is a JSON
+    /// object, as raw JSON: enough to answer the request.
+    pub keys: TopLevelKeys,
+}
+
+/// Lines read from `r`, one JSON message each, at most [`DEFAULT_MAX_LINE_BYTES`] long.
+pub fn read_lines<R: AsyncRead + Unpin>(r: R) -> LineReader<BufReader<R>> {
+    LineReader::new(BufReader::new(r))
+}
+
+/// Reads NDJSON lines. Unlike tokio's `Lines`, a line that is not valid UTF-8 does not end the
+/// stream: one bad byte from the peer must not stop the session (and leave its requests
+/// unanswered), so such a line is decoded lossily and handled like any other. A line over the
+/// maximum length is not kept in memory: it is skipped and reported as [`ReadError::TooLong`].
+///
+/// [`LineReader::next_line`] is cancel-safe: the part of a line read before the future was
+/// dropped stays in the reader, and the next call goes on from there.
+pub struct LineReader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    max: usize,
+    /// Set while the rest of an over-long line is being skipped.
+    skipping: Option<Skipping>,
+}
+
+struct Skipping {
+    bytes: usize,
+    keys: KeyScanner,
+}
+
+impl<R: AsyncBufRead + Unpin> LineReader<R> {
+    /// A reader over `inner` with the default maximum line length.
+    pub fn new(inner: R) -> Self {
+        LineReader {
+            inner,
+            buf: Vec::new(),
+            max: DEFAULT_MAX_LINE_BYTES,
+            skipping: None,
+        }
+    }
+
+    /// Sets the longest line accepted, in bytes without the newline.
+    pub fn max_line_bytes(mut self, max: usize) -> Self {
+        self.max = max;
+        self
+    }
+
+    /// The next line without its `\n` (or `\r\n`); `None` at the end of the stream (a last
+    /// line without a newline is still returned).
+    pub async fn next_line(&mut self) -> Result<Option<String>, ReadError> {
+        loop {
+            let chunk = self.inner.fill_buf().await?;
+            if chunk.is_empty() {
+                if let Some(s) = self.skipping.take() {
+                    return Err(s.finish(self.max).into());
+                }
+                if self.buf.is_empty() {
+                    return Ok(None);
+                }
+                return Ok(Some(self.take_line()));
+            }
+            let newline = memchr(chunk);
+            let part = &chunk[..newline.unwrap_or(chunk.len())];
+            let used = part.len() + usize::from(newline.is_some());
+            if let Some(s) = &mut self.skipping {
+                s.bytes += part.len();
+                s.keys.feed(part);
+            } else if self.buf.len() + part.len() > self.max {
+                // Over the limit: keep scanning for the keys needed to answer, not the bytes.
+                let mut keys = KeyScanner::default();
+                keys.feed(&self.buf);
+                keys.feed(part);
+                self.skipping = Some(Skipping {
+                    bytes: self.buf.len() + part.len(),
+                    keys,
+                });
+                self.buf = Vec::new();
+            } else {
+                self.buf.extend_from_slice(part);
+            }
+            self.inner.consume(used);
+            if newline.is_some() {
+                if let Some(s) = self.skipping.take() {
+                    return Err(s.finish(self.max).into());
+                }
+                return Ok(Some(self.take_line()));
+            }
+        }
+    }
+
+    fn take_line(&mut self) -> String {
+        if self.buf.last() == Some(&b'\r') {
+            self.buf.pop();
+        }
+        let bytes = std::mem::take(&mut self.buf);
+        match String::from_utf8(bytes) {
+            Ok(line) => line,
+            Err(e) => {
+                tracing::warn!("a line that is not valid UTF-8 ({e}); invalid bytes replaced");
+                String::from_utf8_lossy(e.as_bytes()).into_owned()
+            }
+        }
+    }
+}
+
+impl Skipping {
+    fn finish(self, max: usize) -> TooLong {
+        let mut bytes = self.bytes;
+        // A `\r` before the newline is not part of the line.
+        if self.keys.last == Some(b'\r') {
+            bytes -= 1;
+        }
+        TooLong {
+            bytes,
+            max,
+            keys: self.keys.found,
+        }
+    }
+}
+
+fn memchr(s: &[u8]) -> Option<usize> {
+    s.iter().position(|&b| b == b'\n')
+}
+
+/// Raw JSON values of the top-level keys a reply needs, found in a skipped line.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct TopLevelKeys {
+    pub kind: Option<String>,
+    pub request_id: Option<String>,
+    pub id: Option<String>,
+}
+
+/// Values longer than this are not kept (ids are short).
+const MAX_KEY_VALUE: usize = 256;
+
+/// Follows the structure of a JSON object byte by byte (depth, strings, escapes) and keeps the
+/// values of the top-level keys in [`TopLevelKeys`]. Constant memory, so it can run over a line
+/// too long to keep.
+#[derive(Default)]
+struct KeyScanner {
+    depth: u32,
+    in_string: bool,
+    escaped: bool,
+    /// At depth 1, whether the next string is a key.
+    expect_key: bool,
+    key: Vec<u8>,
+    /// The value being captured, and which key it belongs to.
+    capture: Option<(u8, Vec<u8>)>,
+    found: TopLevelKeys,
+    last: Option<u8>,
+}
+
+impl KeyScanner {
+    fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.byte(b);
+        }
+        if let Some(&b) = bytes.last() {
+            self.last = Some(b);
+        }
+    }
+
+    fn byte(&mut self, b: u8) {
+        let top_key_string = self.depth == 1 && self.expect_key;
+        if let Some((_, v)) = &mut self.capture {
+            let ends = !self.in_string && self.depth == 1 && (b == b',' || b == b'}');
+            if !ends && v.len() <= MAX_KEY_VALUE {
+                v.push(b);
+            }
+        }
+        if self.in_string {
+            if self.escaped {
+                self.escaped = false;
+            } else if b == b'\\' {
+                self.escaped = true;
+            } else if b == b'"' {
+                self.in_string = false;
+                return;
+            }
+            if top_key_string && self.key.len() <= 16 {
+                self.key.push(b);
+            }
+            return;
+        }
+        match b {
+            b'"' => {
+                self.in_string = true;
+                if top_key_string {
+                    self.key.clear();
+                }
+            }
+            b'{' | b'[' => {
+                self.depth += 1;
+                if self.depth == 1 {
+                    self.expect_key = b == b'{';
+                }
+            }
+            b'}' | b']' => {
+                if self.depth == 1 {
+                    self.end_value();
+                }
+                self.depth = self.depth.saturating_sub(1);
+            }
+            b':' if self.depth == 1 && self.expect_key => {
+                self.expect_key = false;
+                let which = match self.key.as_slice() {
+                    b"type" => Some(b't'),
+                    b"request_id" => Some(b'r'),
+                    b"id" => Some(b'i'),
+                    _ => None,
+                };
+                self.capture = which.map(|w| (w, Vec::new()));
+            }
+            b',' if self.depth == 1 => {
+                self.end_value();
+                self.expect_key = true;
+            }
+            _ => {}
+        }
+    }
+
+    fn end_value(&mut self) {
+        let Some((which, v)) = self.capture.take() else {
+            return;
+        };
+        if v.len() > MAX_KEY_VALUE {
+            return;
+        }
+        let v = String::from_utf8_lossy(&v).trim().to_string();
+        let slot = match which {
+            b't' => &mut self.found.kind,
+            b'r' => &mut self.found.request_id,
+            _ => &mut self.found.id,
+        };
+        *slot = Some(v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn invalid_utf8_does_not_end_the_lines() {
+        let input: &[u8] = b"a\xff\r\nb\nc";
+        let mut lines = read_lines(input);
+        assert_eq!(
+            lines.next_line().await.unwrap().as_deref(),
+            Some("a\u{fffd}")
+        );
+        assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("b"));
+        assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("c"));
+        assert_eq!(lines.next_line().await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn too_long_line_is_skipped_and_the_next_one_read() {
+        let big = format!(
+            r#"{{"type":"control_request","request_id":"r\"7","request":{{"id":"inner","data":"{}"}},"id":[1, 2]}}"#,
+            "x".repeat(10_000)
+        );
+        let input = format!("short\n{big}\r\nafter\n{}", "y".repeat(200));
+        // A tiny read buffer: the long line arrives in many pieces.
+        let mut lines =
+            LineReader::new(BufReader::with_capacity(7, input.as_bytes())).max_line_bytes(100);
+        assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("short"));
+        match lines.next_line().await {
+            Err(ReadError::TooLong(t)) => {
+                assert_eq!(t.bytes, big.len());
+                assert_eq!(t.max, 100);
+                assert_eq!(t.keys.kind.as_deref(), Some(r#""control_request""#));
+                assert_eq!(t.keys.request_id.as_deref(), Some(r#""r\"7""#));
+                assert_eq!(t.keys.id.as_deref(), Some("[1, 2]"));
+                assert_eq!(
+                    t.to_string(),
+                    format!(
+                        "a line of {} bytes is over the 100 bytes limit; it was skipped",
+                        big.len()
+                    )
+                );
+            }
+            other => panic!("expected TooLong, got {other:?}"),
+        }
+        assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("after"));
+        // The last line, too long and without a newline, is reported too.
+        assert!(matches!(
+            lines.next_line().await,
+            Err(ReadError::TooLong(TooLong { bytes: 200, .. }))
+        ));
+        assert_eq!(lines.next_line().await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn a_line_of_exactly_the_limit_is_kept() {
+        let input = format!("{}\n{}\n", "a".repeat(10), "b".repeat(11));
+        let mut lines = read_lines(input.as_bytes()).max_line_bytes(10);
+        assert_eq!(lines.next_line().await.unwrap().unwrap().len(), 10);
+        assert!(matches!(
+            lines.next_line().await,
+            Err(ReadError::TooLong(TooLong { bytes: 11, .. }))
+        ));
+    }
+
+    #[tokio::test]
+    async fn next_line_is_cancel_safe() {
+        let (mut tx, rx) = tokio::io::duplex(64);
+        let mut lines = read_lines(rx);
+        use tokio::io::AsyncWriteExt;
+        tx.write_all(b"hel").await.unwrap();
+        // The read is dropped half-way through the line...
+        let r = tokio::time::timeout(std::time::Duration::from_millis(50), lines.next_line()).await;
+        assert!(r.is_err());
+        tx.write_all(b"lo\n").await.unwrap();
+        // ...and the next one still returns the whole line.
+        assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("hello"));
+    }
+}

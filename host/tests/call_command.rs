@@ -1,0 +1,101 @@
+//! `toolhost call` runs its tool through the router, so it gets the same argument check,
+//! timeout, size limit and messages as a `tools/call` from the CLI.
+
+mod common;
+
+use std::process::{Command, Output};
+
+fn toolhost_call(plugins: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("call")
+        .args(args)
+        .arg("--plugins")
+        .arg(plugins)
+        .env_remove("TOOLHOST_LOCK")
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn call_checks_arguments_against_the_schema_like_the_router() {
+    let plugins = common::plugin_dir(&["calc"]);
+    let ok = toolhost_call(plugins.path(), &["calc", "add", r#"{"x":5,"y":3}"#]);
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    assert_eq!(text(&ok.stdout).trim(), "8");
+
+    // The router's schema check, word for word as a tools/call gets it.
+    let bad = toolhost_call(plugins.path(), &["calc", "add", r#"{"x":"five"}"#]);
+    assert_eq!(bad.status.code(), Some(1), "{}", text(&bad.stderr));
+    let out = text(&bad.stdout);
+    assert!(
+        out.starts_with("invalid arguments for tool `add`: at /x: "),
+        "{out}"
+    );
+    assert!(out.contains("\"y\" is a required property"), "{out}");
+}
+
+#[test]
+fn call_applies_the_size_limit_and_the_timeout() {
+    let plugins = common::plugin_dir(&["faulty"]);
+    let big = toolhost_call(plugins.path(), &["faulty", "large", r#"{"chars":2000}"#]);
+    assert_eq!(big.status.code(), Some(0), "{}", text(&big.stderr));
+    // Printed whole (lines of 80 characters), plus `println!`'s newline.
+    assert_eq!(text(&big.stdout).len(), 2001);
+
+    let refused = toolhost_call(
+        plugins.path(),
+        &[
+            "faulty",
+            "large",
+            r#"{"chars":2000}"#,
+            "--max-result-bytes",
+            "500",
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(
+        text(&refused.stdout).trim(),
+        "tool `large` returned 2.1 kB, over the 500 bytes limit (raise it with --max-result-bytes)"
+    );
+
+    let timed_out = toolhost_call(
+        plugins.path(),
+        &[
+            "faulty",
+            "slow",
+            r#"{"ms":600000}"#,
+            "--plugin-timeout",
+            "faulty=0.2",
+        ],
+    );
+    assert_eq!(timed_out.status.code(), Some(1));
+    assert_eq!(
+        text(&timed_out.stdout).trim(),
+        "tool slow timed out after 200ms"
+    );
+}
+
+#[test]
+fn call_names_unknown_plugins_and_tools_like_the_router() {
+    let plugins = common::plugin_dir(&["calc"]);
+    let out = toolhost_call(plugins.path(), &["nosuch", "add"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("unknown MCP server `nosuch`: no plugin of that name is loaded")
+            && err.contains("found: calc"),
+        "{err}"
+    );
+    let out = toolhost_call(plugins.path(), &["calc", "pow"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("unknown tool: `pow` is not a tool of plugin `calc`")
+            && err.contains("it has: add"),
+        "{err}"
+    );
+}

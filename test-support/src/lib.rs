@@ -1,0 +1,170 @@
+//! What every test suite and benchmark of the workspace needs to get at built plugins: the
+//! workspace's `target/` as cargo sees it, one way to run `cargo build`, and plugin file
+//! names. Dev-only (`publish = false`).
+
+use std::{
+    ffi::OsString,
+    path::{Path, PathBuf},
+    process::Command,
+    sync::OnceLock,
+};
+
+/// The workspace root.
+pub fn workspace_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace root holds test-support/")
+}
+
+/// The cargo that runs the tests (`$CARGO`), else `cargo` on PATH.
+pub fn cargo() -> OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
+/// The workspace's target folder as cargo sees it (honours `CARGO_TARGET_DIR`, relative or
+/// not, and cargo's configuration), asked once per process.
+pub fn target_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let out = Command::new(cargo())
+            .args([
+                "metadata",
+                "--format-version",
+                "1",
+                "--no-deps",
+                "--offline",
+            ])
+            .current_dir(workspace_root())
+            .output()
+            .expect("run cargo metadata");
+        assert!(
+            out.status.success(),
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let meta: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("cargo metadata JSON");
+        PathBuf::from(meta["target_directory"].as_str().expect("target_directory"))
+    })
+}
+
+/// The file name of the library built from package `package` on this platform
+/// (`calc` → `libcalc.so`, `my-plugin` → `libmy_plugin.so`).
+pub fn lib_file(package: &str) -> String {
+    format!(
+        "{}{}{}",
+        std::env::consts::DLL_PREFIX,
+        package.replace('-', "_"),
+        std::env::consts::DLL_SUFFIX
+    )
+}
+
+/// One `cargo build --quiet`. Panics if the build fails.
+#[derive(Debug, Clone)]
+pub struct Build {
+    dir: PathBuf,
+    args: Vec<String>,
+    target: Option<PathBuf>,
+    release: bool,
+}
+
+impl Build {
+    /// Builds these packages of the workspace (`-p` each). Features unify over exactly this
+    /// selection, so keep a suite's selection stable to avoid rebuilds.
+    pub fn packages(packages: &[&str]) -> Build {
+        Build {
+            dir: workspace_root().to_path_buf(),
+            args: packages
+                .iter()
+                .flat_map(|p| ["-p".to_string(), p.to_string()])
+                .collect(),
+            target: None,
+            release: false,
+        }
+    }
+
+    /// Builds the whole workspace (as `scripts/test` does, so nothing is compiled twice).
+    pub fn workspace() -> Build {
+        Build {
+            args: vec!["--workspace".into()],
+            ..Build::packages(&[])
+        }
+    }
+
+    /// Builds the Cargo project (or workspace) at `dir`, outside this workspace.
+    pub fn project(dir: &Path) -> Build {
+        Build {
+            dir: dir.to_path_buf(),
+            ..Build::packages(&[])
+        }
+    }
+
+    /// More arguments for `cargo build`.
+    pub fn args(mut self, args: &[&str]) -> Build {
+        self.args.extend(args.iter().map(|a| a.to_string()));
+        self
+    }
+
+    /// The release profile instead of dev.
+    pub fn release(mut self) -> Build {
+        self.release = true;
+        self
+    }
+
+    /// Turns on `features` (`package/feature`, comma-separated).
+    pub fn features(mut self, features: &str) -> Build {
+        self.args.extend(["--features".into(), features.into()]);
+        self
+    }
+
+    /// Builds into `dir` instead of the workspace's [`target_dir`] (for variants that must
+    /// not overwrite the normal builds).
+    pub fn target_dir(mut self, dir: impl Into<PathBuf>) -> Build {
+        self.target = Some(dir.into());
+        self
+    }
+
+    /// Runs the build and returns the folder holding its output (`<target>/debug` or
+    /// `<target>/release`).
+    pub fn run(self) -> PathBuf {
+        let target = self
+            .target
+            .clone()
+            .unwrap_or_else(|| target_dir().to_path_buf());
+        let mut cmd = Command::new(cargo());
+        cmd.args(["build", "--quiet"])
+            .args(&self.args)
+            .current_dir(&self.dir)
+            .env("CARGO_TARGET_DIR", &target);
+        if self.release {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("run cargo build");
+        assert!(
+            status.success(),
+            "cargo build {:?} in {} failed",
+            self.args,
+            self.dir.display()
+        );
+        target.join(if self.release { "release" } else { "debug" })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn library_names_follow_the_platform() {
+        let name = lib_file("my-plugin");
+        assert!(name.contains("my_plugin"), "{name}");
+        assert!(name.ends_with(std::env::consts::DLL_SUFFIX));
+    }
+
+    #[test]
+    fn the_target_folder_is_cargo_s() {
+        // This test binary was built into the same target folder.
+        let exe = std::env::current_exe().unwrap();
+        assert!(exe.starts_with(target_dir()), "{}", exe.display());
+    }
+}
