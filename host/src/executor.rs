@@ -25,7 +25,7 @@ use std::{
 };
 
 /// Default for [`ExecutorConfig::per_plugin`].
-pub const DEFAULT_PER_PLUGIN: usize = 32;
+pub const DEFAULT_PER_PLUGIN: u64 = 32;
 /// Default for [`ExecutorConfig::queue`].
 pub const DEFAULT_QUEUE: usize = 4096;
 
@@ -43,7 +43,7 @@ pub struct ExecutorConfig {
 impl Default for ExecutorConfig {
     fn default() -> Self {
         ExecutorConfig {
-            per_plugin: DEFAULT_PER_PLUGIN,
+            per_plugin: DEFAULT_PER_PLUGIN as usize,
             queue: DEFAULT_QUEUE,
             keep_idle: Duration::from_secs(10),
         }

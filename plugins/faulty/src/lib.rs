@@ -59,6 +59,20 @@ pub fn slow(args: SlowArgs, ctx: &Context) -> Result<String, String> {
     Ok(format!("slept {} ms", args.ms))
 }
 
+/// How long to be stuck.
+#[derive(Deserialize, JsonSchema)]
+pub struct StuckArgs {
+    /// Milliseconds to sleep, ignoring cancellation.
+    pub ms: u64,
+}
+
+/// Sleep for `ms` milliseconds and ignore cancellation: a tool that will not stop.
+#[tool(read_only)]
+pub fn stuck(args: StuckArgs) -> String {
+    std::thread::sleep(Duration::from_millis(args.ms));
+    format!("was stuck {} ms", args.ms)
+}
+
 /// The error to return.
 #[derive(Deserialize, JsonSchema)]
 pub struct FailArgs {
@@ -101,5 +115,5 @@ pub fn echo(args: EchoArgs) -> EchoArgs {
 
 export_plugin! {
     name: "faulty",
-    tools: [panic, slow, fail, large, echo],
+    tools: [panic, slow, stuck, fail, large, echo],
 }
