@@ -115,5 +115,5 @@ pub fn echo(args: EchoArgs) -> EchoArgs {
 
 export_plugin! {
     name: "faulty",
-    tools: [panic, slow, stuck, fail, large, echo],
+    tools: [panic, slow, fail, large, echo, stuck],
 }
