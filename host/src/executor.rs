@@ -121,6 +121,13 @@ struct PluginSlots {
     waiting: VecDeque<Job>,
 }
 
+/// Who must be told about a job made ready.
+enum Wake {
+    None,
+    Parked,
+    Spawn,
+}
+
 /// How long an idle thread spins before it parks.
 const SPIN: Duration = Duration::from_micros(50);
 
@@ -160,7 +167,14 @@ impl Executor {
         let slots = st.plugins.entry(job.plugin.clone()).or_default();
         if slots.active < inner.config.per_plugin {
             slots.active += 1;
-            inner.make_ready(&mut st, job);
+            let wake = inner.make_ready(&mut st, job);
+            // Woken after the lock is released, so the thread does not wake into a held lock.
+            drop(st);
+            match wake {
+                Wake::None => {}
+                Wake::Parked => inner.work.notify_one(),
+                Wake::Spawn => inner.spawn_thread(),
+            }
         } else if slots.waiting.len() < inner.config.queue {
             slots.waiting.push_back(job);
         } else {
@@ -200,24 +214,31 @@ impl Inner {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn make_ready(self: &Arc<Self>, st: &mut State, job: Job) {
+    /// Queues a job that may run; says which thread must be told.
+    fn make_ready(&self, st: &mut State, job: Job) -> Wake {
         st.ready.push_back(job);
         self.ready_len.store(st.ready.len(), Ordering::Release);
         if st.ready.len() <= st.spinning {
             // A spinning thread takes it without a wake-up.
+            Wake::None
         } else if st.parked > 0 {
-            self.work.notify_one();
+            Wake::Parked
         } else {
+            // Counted now, so concurrent submitters do not all start one.
             st.threads += 1;
-            let inner = self.clone();
-            let spawned = std::thread::Builder::new()
-                .name("toolhost-call".into())
-                .spawn(move || inner.work_loop());
-            if let Err(e) = spawned {
-                st.threads -= 1;
-                // The job stays ready: a running thread takes it when its current job ends.
-                tracing::error!("cannot start a call thread: {e}");
-            }
+            Wake::Spawn
+        }
+    }
+
+    fn spawn_thread(self: &Arc<Self>) {
+        let inner = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("toolhost-call".into())
+            .spawn(move || inner.work_loop());
+        if let Err(e) = spawned {
+            self.lock().threads -= 1;
+            // The job stays ready: a running thread takes it when its current job ends.
+            tracing::error!("cannot start a call thread: {e}");
         }
     }
 
