@@ -153,17 +153,16 @@ fn fake_claude(dir: &Path, body: &str) -> PathBuf {
     path
 }
 
-/// A CLI that answers `initialize`, calls faulty's `stuck` for a minute, notes that in
-/// `called`, then does `then`.
+/// A CLI that answers `initialize`, calls faulty's `stuck` for a minute (which writes
+/// `started` next to the script once it runs), then does `then`.
 fn stuck_cli(then: &str) -> String {
     format!(
         r#"
 read init
 id=$(printf '%s' "$init" | sed 's/.*"request_id":"\([^"]*\)".*/\1/')
 printf '{{"type":"control_response","response":{{"subtype":"success","request_id":"%s","response":{{}}}}}}\n' "$id"
-echo '{{"type":"control_request","request_id":"c1","request":{{"subtype":"mcp_message","server_name":"faulty","message":{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"stuck","arguments":{{"ms":60000}}}}}}}}}}'
-sleep 0.3
-echo called > "$(dirname "$0")/called"
+echo '{{"type":"control_request","request_id":"c1","request":{{"subtype":"mcp_message","server_name":"faulty","message":{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"stuck","arguments":{{"ms":60000,"marker":"'"$(dirname "$0")"'/started"}}}}}}}}}}'
+while [ ! -f "$(dirname "$0")/started" ]; do sleep 0.01; done
 {then}
 "#
     )
@@ -193,10 +192,10 @@ fn chat_with_stuck_tool(
         .stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap();
     let stderr = collect(child.stderr.take().unwrap());
-    let called = dir.path().join("called");
+    let started = dir.path().join("started");
     let start = Instant::now();
-    while !called.exists() {
-        assert!(start.elapsed() < BOUND, "the fake CLI never made its call");
+    while !started.exists() {
+        assert!(start.elapsed() < BOUND, "the stuck tool never started");
         assert!(child.try_wait().unwrap().is_none(), "toolhost exited early");
         std::thread::sleep(Duration::from_millis(10));
     }

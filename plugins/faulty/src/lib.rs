@@ -64,11 +64,17 @@ pub fn slow(args: SlowArgs, ctx: &Context) -> Result<String, String> {
 pub struct StuckArgs {
     /// Milliseconds to sleep, ignoring cancellation.
     pub ms: u64,
+    /// A file to write `started` to first, so a test knows the tool is running.
+    #[serde(default)]
+    pub marker: Option<String>,
 }
 
 /// Sleep for `ms` milliseconds and ignore cancellation: a tool that will not stop.
 #[tool(read_only)]
 pub fn stuck(args: StuckArgs) -> String {
+    if let Some(path) = &args.marker {
+        let _ = std::fs::write(path, "started");
+    }
     std::thread::sleep(Duration::from_millis(args.ms));
     format!("was stuck {} ms", args.ms)
 }
