@@ -8,6 +8,7 @@
 //! that also carried the call's progress (the [`handler::Sink`] handed to the router).
 
 pub mod chat;
+pub mod config;
 pub mod error;
 pub mod executor;
 pub mod handler;

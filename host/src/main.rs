@@ -35,6 +35,9 @@ struct PluginOpts {
     /// Load plugin files and folders that other users can write (refused by default).
     #[arg(long)]
     allow_shared: bool,
+    /// Per-plugin settings (default: toolhost.toml in the plugin folder, if present).
+    #[arg(long, env = "TOOLHOST_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 impl PluginOpts {
@@ -47,6 +50,10 @@ impl PluginOpts {
             },
             allow_shared: self.allow_shared,
         };
+        config.settings = std::sync::Arc::new(toolhost::config::LiveConfig::open(
+            &self.plugins,
+            self.config.as_deref(),
+        )?);
         Ok(config)
     }
 
@@ -67,14 +74,14 @@ enum Command {
         json: bool,
     },
     /// Call one tool and print its result; exits with 1 when the result is an error.
+    /// `toolhost call calc.add '{"x":2,"y":3}'` or `toolhost call calc add '{"x":2,"y":3}'`.
     Call {
-        /// Plugin (server) name.
-        plugin: String,
-        /// Tool name.
-        tool: String,
-        /// Arguments as a JSON object.
-        #[arg(default_value = "{}")]
-        args: String,
+        /// The tool as `PLUGIN.TOOL`, or the plugin name followed by the tool name.
+        target: String,
+        /// The tool name (unless given as `PLUGIN.TOOL`), then the arguments as a JSON object
+        /// (default `{}`).
+        #[arg(num_args = 0..=2, value_name = "[TOOL] [JSON_ARGS]")]
+        rest: Vec<String>,
         #[command(flatten)]
         opts: PluginOpts,
         #[command(flatten)]
@@ -106,23 +113,45 @@ enum Command {
     },
 }
 
-/// `default` applies when RUST_LOG is unset.
+/// `default` applies when RUST_LOG is unset. Colour only when stderr is a terminal (and
+/// `NO_COLOR` is unset), so `2>file` gets plain text.
 fn init_logging(default: &str) {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default)),
         )
+        .with_ansi(toolhost::chat::style::Style::for_stream(&std::io::stderr()).color())
         .with_writer(std::io::stderr)
         .init();
 }
 
+/// A write to a closed pipe (`toolhost list | head -1`) ends the process quietly, as it does
+/// for other command-line tools, instead of a panic in `println!`.
+fn die_quietly_on_broken_pipe() {
+    // SAFETY: called first thing in `main`, before any thread exists, so nothing races on the
+    // signal disposition; SIG_DFL is a valid disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(
+        cli.command,
+        Command::List { .. } | Command::Call { .. } | Command::New { .. }
+    ) {
+        die_quietly_on_broken_pipe();
+    }
     // `list` and `call` report load failures in their own output; a warning line for each
-    // would say it twice.
+    // would say it twice. `chat` says load failures, timeouts and oversized results in its
+    // own lines, so their log lines are left out there.
     init_logging(match cli.command {
         Command::List { .. } | Command::Call { .. } => "error",
+        Command::Chat { .. } => {
+            "warn,toolhost::registry=error,toolhost::registry::watch=warn,toolhost::handler::call=error"
+        }
         _ => "warn",
     });
     match run(cli) {
@@ -138,12 +167,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::List { opts, json } => list(&opts, json),
         Command::Call {
-            plugin,
-            tool,
-            args,
+            target,
+            rest,
             opts,
             limits,
-        } => call(&opts, &limits, &plugin, &tool, &args),
+        } => {
+            let (plugin, tool, args) = call_target(&target, &rest)?;
+            call(&opts, &limits, plugin, tool, args)
+        }
         Command::Chat { opts, chat } => {
             runtime()?.block_on(toolhost::chat::run(chat, opts.open_registry()?))
         }
@@ -216,7 +247,8 @@ fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
             }
             for t in &m.tools {
                 let first_line = t.description.lines().next().unwrap_or("");
-                println!("  - {}: {}", t.name, first_line);
+                let args = toolhost::chat::catalog::signature(&t.input_schema, &Default::default());
+                println!("  - {}({args}): {first_line}", t.name);
             }
         }
         for (file, error) in &failed {
@@ -227,6 +259,28 @@ fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `calc.add [ARGS]` or `calc add [ARGS]` → (plugin, tool, arguments).
+fn call_target<'a>(
+    target: &'a str,
+    rest: &'a [String],
+) -> anyhow::Result<(&'a str, &'a str, &'a str)> {
+    let (plugin, tool, args) = match target.split_once('.') {
+        Some((plugin, tool)) => {
+            if rest.len() > 1 {
+                bail!("too many arguments: `{target}` names the tool; give the arguments as one JSON object");
+            }
+            (plugin, tool, rest.first())
+        }
+        None => match rest.first() {
+            Some(tool) => (target, tool.as_str(), rest.get(1)),
+            None => {
+                bail!("which tool of `{target}`? Give it as `{target}.TOOL` or `{target} TOOL`")
+            }
+        },
+    };
+    Ok((plugin, tool, args.map_or("{}", String::as_str)))
 }
 
 /// `toolhost call`: one tool through the router, like a `tools/call` (argument check, timeout,

@@ -7,7 +7,7 @@ use std::{
     os::unix::fs::PermissionsExt,
     path::{Path, PathBuf},
     process::{Command, Output, Stdio},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 fn fake_claude(dir: &Path, body: &str) -> PathBuf {
@@ -59,16 +59,45 @@ fn prompt_runs_one_turn_and_closes_the_cli() {
             .replace("RESULT_SUBTYPE", "success")
             .replace("IS_ERROR", "false"),
     );
-    let out = chat(&claude, plugins.path(), &["hi"]).output().unwrap();
+    let out = output(chat(&claude, plugins.path(), &["hi"]));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(
         text(&out.stdout),
-        "Hello from the fake.\n[success: 1 turns, $0.5000]\n"
+        "Hello from the fake.\n[ok · 1 turn · $0.5000 (session $0.5000)]\n"
     );
     assert_eq!(
         std::fs::read_to_string(dir.path().join("closed")).unwrap(),
         "stdin closed\n"
     );
+}
+
+#[test]
+fn a_load_failure_is_reported_once_and_an_empty_folder_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = common::plugin_dir(&["calc"]);
+    std::fs::write(plugins.path().join("libjunk.so"), b"not a library").unwrap();
+    let claude = fake_claude(
+        dir.path(),
+        &ONE_TURN
+            .replace("RESULT_SUBTYPE", "success")
+            .replace("IS_ERROR", "false"),
+    );
+    // The default log level, as a user has it.
+    let mut cmd = chat(&claude, plugins.path(), &["hi"]);
+    cmd.env_remove("RUST_LOG");
+    let out = output(cmd);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    // Once, in the chat's words: no log line saying it again.
+    assert_eq!(err.matches("libjunk.so").count(), 1, "{err}");
+    assert!(err.contains("failed to load"), "{err}");
+    assert!(!err.contains("WARN"), "{err}");
+    assert!(!err.contains("no plugin loaded"), "{err}");
+
+    let empty = common::plugin_dir(&[]);
+    let out = output(chat(&claude, empty.path(), &["hi"]));
+    let err = text(&out.stderr);
+    assert!(err.contains("no plugin loaded from"), "{err}");
 }
 
 #[test]
@@ -81,9 +110,11 @@ fn error_result_exits_with_1() {
             .replace("RESULT_SUBTYPE", "error_max_turns")
             .replace("IS_ERROR", "true"),
     );
-    let out = chat(&claude, plugins.path(), &["hi", "--output-format", "json"])
-        .output()
-        .unwrap();
+    let out = output(chat(
+        &claude,
+        plugins.path(),
+        &["hi", "--output-format", "json"],
+    ));
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
     assert_eq!(v["subtype"], "error_max_turns");
@@ -97,7 +128,7 @@ fn cli_exit_is_reported_with_its_stderr() {
         dir.path(),
         "for i in $(seq 1 30); do echo \"noise $i\" >&2; done\necho 'fatal: no API key' >&2\nexit 3",
     );
-    let out = chat(&claude, plugins.path(), &["hi"]).output().unwrap();
+    let out = output(chat(&claude, plugins.path(), &["hi"]));
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(err.contains("exited unexpectedly with status 3"), "{err}");
@@ -114,7 +145,7 @@ fn cli_killed_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let plugins = common::plugin_dir(&[]);
     let claude = fake_claude(dir.path(), "read init\necho 'about to die' >&2\nkill -9 $$");
-    let out = chat(&claude, plugins.path(), &["hi"]).output().unwrap();
+    let out = output(chat(&claude, plugins.path(), &["hi"]));
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(err.contains("killed by signal 9"), "{err}");
@@ -132,6 +163,7 @@ fn sigterm_ends_the_host_and_the_cli() {
         "echo $$ > \"$(dirname \"$0\")/pid\"\nwhile read line; do :; done\nexec sleep 1000",
     );
     let mut child = chat(&claude, plugins.path(), &["hi"]).spawn().unwrap();
+    let deadline = Instant::now() + WAIT;
     let cli_pid = loop {
         if let Ok(s) = std::fs::read_to_string(&pid_file) {
             if let Ok(pid) = s.trim().parse::<i32>() {
@@ -139,11 +171,15 @@ fn sigterm_ends_the_host_and_the_cli() {
             }
         }
         assert!(child.try_wait().unwrap().is_none(), "toolhost exited early");
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the fake CLI did not start within {WAIT:?}");
+        }
         std::thread::sleep(Duration::from_millis(20));
     };
     // SAFETY: plain kill(2) on processes this test started.
     unsafe { libc_kill(child.id() as i32, 15) };
-    let status = child.wait().unwrap();
+    let status = wait_with_limit(&mut child);
     assert_eq!(status.code(), Some(143));
     // The CLI was ended too (it is reaped: kill(pid, 0) fails).
     assert_ne!(
@@ -156,6 +192,110 @@ fn sigterm_ends_the_host_and_the_cli() {
 extern "C" {
     #[link_name = "kill"]
     fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+/// The longest any wait in these tests may take before the test fails instead of hanging.
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Waits for `child` at most [`WAIT`]; kills it and fails the test after that.
+fn wait_with_limit(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("toolhost did not exit within {WAIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Runs `cmd` to its end like `Command::output`, but fails the test after [`WAIT`].
+fn output(mut cmd: Command) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let read = |mut r: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = r.read_to_end(&mut buf);
+            buf
+        })
+    };
+    let stdout = read(Box::new(child.stdout.take().unwrap()));
+    let stderr = read(Box::new(child.stderr.take().unwrap()));
+    let status = wait_with_limit(&mut child);
+    Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
+}
+
+/// Processes whose command line mentions `marker` (a test's own temp folder).
+fn processes_mentioning(marker: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            if String::from_utf8_lossy(&cmdline).contains(marker) {
+                found.push(pid);
+            }
+        }
+    }
+    found
+}
+
+/// The children of `pid`'s main thread (where `chat` spawns the CLI).
+fn children(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default()
+}
+
+/// A SIGTERM the moment the CLI is forked still ends the CLI too: toolhost installs its
+/// handlers before spawning it, so it never dies leaving the CLI orphaned.
+#[test]
+fn sigterm_right_after_the_cli_is_spawned_leaves_no_cli_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = common::plugin_dir(&[]);
+    // A CLI that never answers and ignores the end of its input; its command line holds the
+    // test's folder, so a leftover is found even if it never got to write anything.
+    let claude = fake_claude(
+        dir.path(),
+        "while read line; do :; done\nwhile :; do sleep 1; done",
+    );
+    let marker = dir.path().to_string_lossy().into_owned();
+    for round in 0..5 {
+        let mut child = chat(&claude, plugins.path(), &["hi"]).spawn().unwrap();
+        let deadline = Instant::now() + WAIT;
+        while children(child.id()).trim().is_empty() {
+            assert!(child.try_wait().unwrap().is_none(), "toolhost exited early");
+            assert!(Instant::now() < deadline, "toolhost spawned no CLI");
+            std::hint::spin_loop();
+        }
+        // SAFETY: plain kill(2) on a process this test started.
+        unsafe { libc_kill(child.id() as i32, 15) };
+        let status = wait_with_limit(&mut child);
+        // The CLI goes with toolhost (allow it a moment to be reaped).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !processes_mentioning(&marker).is_empty() {
+            if Instant::now() > deadline {
+                for pid in processes_mentioning(&marker) {
+                    // SAFETY: plain kill(2) on a leftover of this test.
+                    unsafe { libc_kill(pid, 9) };
+                }
+                panic!("round {round}: the CLI outlived toolhost ({status:?})");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(status.code(), Some(143), "round {round}");
+    }
 }
 
 #[test]

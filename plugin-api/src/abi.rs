@@ -47,6 +47,24 @@ pub struct PluginRoot {
 
     /// Called once before the library is closed: the plugin drops everything it allocated.
     pub unload: extern "C" fn(),
+
+    /// `init` with the plugin's configuration. A host that knows this field calls it instead of
+    /// `init`; plugins built before it existed lack it and get `init`. The plugin asks
+    /// `config` for the configuration of the name it declares, during this call only.
+    pub init_with_config:
+        extern "C" fn(host: HostApi, config: &ConfigLookup) -> RResult<PluginManifest, RString>,
+}
+
+/// The host's configuration of plugins, asked by name while a plugin initializes: a plugin
+/// declares its name only in `init`, so the host cannot pick its configuration beforehand.
+#[repr(C)]
+#[derive(StableAbi)]
+pub struct ConfigLookup {
+    /// Opaque host data, passed back to `get`; valid until `init_with_config` returns.
+    pub data: *const c_void,
+    /// The `config` table of plugin `name` as JSON object text, `RNone` when the host has no
+    /// configuration for it.
+    pub get: extern "C" fn(data: *const c_void, name: RStr<'_>) -> ROption<RString>,
 }
 
 impl RootModule for PluginRootRef {

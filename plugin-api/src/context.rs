@@ -9,14 +9,65 @@ use std::{
 
 use abi_stable::std_types::RStr;
 
-use crate::abi::{level, CallCtx};
+use crate::{abi::CallCtx, log::Level};
 
-/// What a running tool can ask of the host: was the call cancelled, report progress, log.
+/// A value the plugin declared in [`export_plugin!`](crate::export_plugin) (`state: Type`), with
+/// its type's name for error messages.
+/// Unnameable outside the crate (a private module), so `OnLoad` stays implemented only here.
+#[doc(hidden)]
+#[derive(Clone)]
+pub struct Declared {
+    pub(crate) value: Arc<dyn Any + Send + Sync>,
+    pub(crate) type_name: &'static str,
+}
+
+/// What a running tool can ask of the host: was the call cancelled, report progress, log,
+/// and the plugin's state and configuration.
 ///
-/// A tool receives `&Context`; it cannot outlive the call.
+/// A tool receives `&Context` as its second parameter; it cannot outlive the call.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use serde::Deserialize;
+/// use serde_json::json;
+/// use toolhost_plugin::{prelude::*, testing::TestContext};
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// pub struct Files {
+///     /// Paths to index.
+///     paths: Vec<String>,
+/// }
+///
+/// /// Index files, one after the other.
+/// #[tool]
+/// pub fn index(Files { paths }: Files, ctx: &Context) -> Result<String, ToolError> {
+///     let total = paths.len() as f64;
+///     for (i, path) in paths.iter().enumerate() {
+///         ctx.check_cancelled()?; // stop early when the client cancels
+///         ctx.log(Level::Debug, &format!("indexing {path}"));
+///         ctx.sleep(Duration::from_millis(1))?; // the work; wakes early on cancellation
+///         ctx.progress(i as f64 + 1.0, Some(total), path);
+///     }
+///     Ok(format!("indexed {} files", paths.len()))
+/// }
+///
+/// # fn main() {
+/// let ctx = TestContext::new();
+/// let r = index::tool().call(json!({"paths": ["a.rs", "b.rs"]}), &ctx);
+/// assert_eq!(r, ToolResult::text("indexed 2 files"));
+/// assert_eq!(ctx.progress_reports()[1], (2.0, Some(2.0), "b.rs".to_string()));
+/// assert_eq!(ctx.logs()[0], (Level::Debug, "indexing a.rs".to_string()));
+///
+/// ctx.cancel();
+/// let r = index::tool().call(json!({"paths": ["c.rs"]}), &ctx);
+/// assert_eq!(r, ToolResult::error("the call was cancelled"));
+/// # }
+/// ```
 pub struct Context {
     raw: *const CallCtx,
-    state: Option<Arc<dyn Any + Send + Sync>>,
+    pub(crate) state: Option<Declared>,
+    pub(crate) config: Option<Declared>,
 }
 
 // SAFETY: the host guarantees that the `CallCtx` and its data stay valid and may be used from
@@ -36,11 +87,63 @@ impl fmt::Display for Cancelled {
 
 impl std::error::Error for Cancelled {}
 
+/// Why [`Context::state`] or [`Context::config`] could not give the value asked for: the
+/// plugin declares none, or one of another type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextError {
+    what: &'static str,
+    asked: &'static str,
+    declared: Option<&'static str>,
+}
+
+impl ContextError {
+    pub(crate) fn check<'a, T: Any>(
+        what: &'static str,
+        declared: Option<&'a Declared>,
+    ) -> Result<&'a T, Self> {
+        match declared {
+            Some(d) => d.value.downcast_ref::<T>().ok_or(ContextError {
+                what,
+                asked: std::any::type_name::<T>(),
+                declared: Some(d.type_name),
+            }),
+            None => Err(ContextError {
+                what,
+                asked: std::any::type_name::<T>(),
+                declared: None,
+            }),
+        }
+    }
+}
+
+impl fmt::Display for ContextError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ContextError {
+            what,
+            asked,
+            declared,
+        } = self;
+        match declared {
+            None => write!(
+                f,
+                "this plugin declares no {what} (add `{what}: {asked}` to export_plugin!)"
+            ),
+            Some(declared) => write!(f, "this plugin's {what} is a `{declared}`, not a `{asked}`"),
+        }
+    }
+}
+
+impl std::error::Error for ContextError {}
+
 impl Context {
     /// # Safety
     /// `raw` must stay valid for as long as the returned value is used.
-    pub(crate) unsafe fn new(raw: &CallCtx, state: Option<Arc<dyn Any + Send + Sync>>) -> Self {
-        Context { raw, state }
+    pub(crate) unsafe fn new(raw: &CallCtx, state: Option<Declared>) -> Self {
+        Context {
+            raw,
+            state,
+            config: None,
+        }
     }
 
     fn raw(&self) -> &CallCtx {
@@ -89,11 +192,11 @@ impl Context {
     }
 
     /// Logs through the host's `tracing`, tagged with the plugin and the call.
-    pub fn log(&self, level: u8, message: &str) {
+    pub fn log(&self, level: Level, message: &str) {
         let raw = self.raw();
         (raw.vtable.log())(
             raw.data,
-            level,
+            level.to_abi(),
             RStr::from_str("tool"),
             RStr::from_str(message),
         );
@@ -101,34 +204,40 @@ impl Context {
 
     /// Logs at info level.
     pub fn info(&self, message: &str) {
-        self.log(level::INFO, message)
+        self.log(Level::Info, message)
+    }
+
+    /// Logs at error level.
+    pub fn error(&self, message: &str) {
+        self.log(Level::Error, message)
     }
 
     /// Logs at warn level.
     pub fn warn(&self, message: &str) {
-        self.log(level::WARN, message)
+        self.log(Level::Warn, message)
     }
 
     /// Logs at debug level.
     pub fn debug(&self, message: &str) {
-        self.log(level::DEBUG, message)
+        self.log(Level::Debug, message)
     }
 
     /// The plugin's state, declared with `state: Type` in
     /// [`export_plugin!`](crate::export_plugin).
     ///
-    /// # Panics
-    /// If the plugin declared no state or a different type (the panic becomes an error result).
-    pub fn state<S: Any + Send + Sync>(&self) -> &S {
-        self.state
-            .as_deref()
-            .and_then(|s| s.downcast_ref::<S>())
-            .unwrap_or_else(|| {
-                panic!(
-                    "this plugin has no state of type `{}` (declare it with `state: {}` in export_plugin!)",
-                    std::any::type_name::<S>(),
-                    std::any::type_name::<S>()
-                )
-            })
+    /// # Errors
+    /// [`ContextError`] if the plugin declares no state, or one of another type than `S`.
+    pub fn state<S: Any + Send + Sync>(&self) -> Result<&S, ContextError> {
+        ContextError::check("state", self.state.as_ref())
+    }
+
+    /// The plugin's configuration, declared with `config: Type` in
+    /// [`export_plugin!`](crate::export_plugin) and read from the host's `toolhost.toml` when
+    /// the plugin loaded (a table that does not fit `Type` refuses the load).
+    ///
+    /// # Errors
+    /// [`ContextError`] if the plugin declares no configuration, or one of another type.
+    pub fn config<C: Any + Send + Sync>(&self) -> Result<&C, ContextError> {
+        ContextError::check("config", self.config.as_ref())
     }
 }

@@ -1,57 +1,298 @@
-//! Write tools for Claude Code as plain Rust functions, build a `cdylib`, and drop it into
-//! toolhost's plugin folder.
+//! Write tools for [Claude Code] as plain Rust functions, build a `cdylib`, and drop it into
+//! the plugin folder of toolhost, which serves each plugin to the `claude` CLI as an
+//! in-process MCP server (and to any MCP client with `toolhost serve`). Rebuild the plugin
+//! while a conversation runs and the next turn sees the new version.
+//!
+//! [Claude Code]: https://docs.claude.com/en/docs/claude-code
+//!
+//! # A whole plugin
+//!
+//! `Cargo.toml`:
+//!
+//! ```toml
+//! [package]
+//! name = "greeter"          # the library is libgreeter.so / libgreeter.dylib
+//! version = "0.1.0"
+//! edition = "2021"
+//! description = "Greets people."   # the plugin's description, unless export_plugin! gives one
+//!
+//! [lib]
+//! crate-type = ["cdylib", "rlib"]   # cdylib for toolhost, rlib for `cargo test`
+//!
+//! [dependencies]
+//! toolhost-plugin = "0.1"
+//! serde = { version = "1", features = ["derive"] }
+//! ```
+//!
+//! `src/lib.rs`, with what its tests could check (`cargo test` runs tools without a host,
+//! through [`testing::TestContext`]):
 //!
 //! ```
-//! use serde::Deserialize;
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//!
+//! use serde::{Deserialize, Serialize};
 //! use toolhost_plugin::prelude::*;
 //!
+//! /// Who to greet. Doc comments become the JSON Schema's descriptions, which the model reads.
 //! #[derive(Deserialize, JsonSchema)]
-//! struct Pair {
-//!     /// The first number.
-//!     x: f64,
-//!     /// The second number.
-//!     y: f64,
+//! pub struct GreetArgs {
+//!     /// A person's name.
+//!     pub name: String,
 //! }
 //!
-//! /// Add two numbers.
+//! /// Greet someone by name.
 //! #[tool(read_only)]
-//! fn add(Pair { x, y }: Pair) -> f64 {
-//!     x + y
+//! pub fn greet(GreetArgs { name }: GreetArgs, ctx: &Context) -> Result<String, ToolError> {
+//!     let settings = ctx.config::<Settings>()?;
+//!     ctx.state::<Counter>()?.greeted.fetch_add(1, Ordering::Relaxed);
+//!     Ok(format!("{}, {name}!", settings.greeting))
+//! }
+//!
+//! /// The greetings so far. Objects become `structuredContent` (and JSON text).
+//! #[derive(Serialize, JsonSchema)]
+//! pub struct Stats {
+//!     /// How many people were greeted since the plugin was first loaded.
+//!     pub greeted: u64,
+//! }
+//!
+//! /// Count the greetings.
+//! #[tool(read_only, output_schema)]
+//! pub fn stats(_: NoArgs, ctx: &Context) -> Result<Stats, ToolError> {
+//!     let greeted = ctx.state::<Counter>()?.greeted.load(Ordering::Relaxed);
+//!     Ok(Stats { greeted })
+//! }
+//!
+//! /// The plugin's state: kept across hot reloads (handed from the old build to the new one
+//! /// as JSON).
+//! #[derive(Default, Serialize, Deserialize)]
+//! pub struct Counter {
+//!     greeted: AtomicU64,
+//! }
+//!
+//! /// The plugin's configuration, `[plugin.greeter] config = { greeting = "Hi" }` in the host's
+//! /// `toolhost.toml`; checked when the plugin loads.
+//! #[derive(Deserialize)]
+//! pub struct Settings {
+//!     #[serde(default = "hello")]
+//!     pub greeting: String,
+//! }
+//!
+//! fn hello() -> String {
+//!     "Hello".into()
 //! }
 //!
 //! export_plugin! {
-//!     name: "calc",
-//!     tools: [add],
+//!     name: "greeter",
+//!     tools: [greet, stats],
+//!     state: Counter,
+//!     config: Settings,
 //! }
-//! # fn main() {}
+//!
+//! # fn main() {
+//! use serde_json::json;
+//! use toolhost_plugin::testing::TestContext;
+//!
+//! let ctx = TestContext::new()
+//!     .with_config(Settings { greeting: "Hi".into() })
+//!     .with_state(Counter::default());
+//! let hi = greet::tool().call(json!({"name": "Ada"}), &ctx);
+//! assert_eq!(hi, ToolResult::text("Hi, Ada!"));
+//! let stats = stats::tool().call(json!({}), &ctx);
+//! assert_eq!(stats.structured, Some(json!({"greeted": 1}).as_object().unwrap().clone()));
+//! let bad = greet::tool().call(json!({"name": 7}), &ctx);
+//! assert_eq!(bad, ToolResult::error("invalid arguments: `name`: invalid type: integer `7`, expected a string"));
+//! # }
 //! ```
 //!
-//! A tool function takes one argument struct (`Deserialize + JsonSchema`; its doc comments
-//! become the schema's descriptions) and optionally `&Context` second. It returns any
-//! `Serialize` value, `Result<T, E>` with `E: Display` (an `Err` is an `isError` result), or a
-//! [`ToolResult`] for images and several content blocks.
+//! `cargo build --release`, then copy `target/release/libgreeter.so` into the plugin folder
+//! (`toolhost list` shows it; `toolhost call greeter greet '{"name":"Ada"}'` runs it).
+//!
+//! # Tools
+//!
+//! A tool is a function marked [`#[tool]`](macro@tool). It takes one argument struct
+//! (`Deserialize + JsonSchema`; [`NoArgs`] for none) and optionally `&`[`Context`] second.
+//! Its doc comment is the tool's description. It returns any `Serialize` value (strings
+//! become text, whole numbers print without `.0`, objects become JSON text plus
+//! `structuredContent`), `Result<T, E>` with `E: Display` (an `Err` is an `isError` result the
+//! model sees; [`ToolError`] takes any error with `?`), or a [`ToolResult`] for images, audio
+//! and several content blocks. Arguments that do not fit the struct never reach the function:
+//! they become an error result naming the field.
+//!
+//! A panic in a tool, in `on_load` or while listing tools becomes an error result or a load
+//! error; the host and every other tool keep serving.
+//!
+//! # Rules of a plugin
+//!
+//! - Build with `panic = "unwind"` (the default): `export_plugin!` refuses to compile with
+//!   `abort`.
+//! - No `println!`: stdout carries the protocol. Log with [`info!`] and friends, or
+//!   [`Context::log`]; both go to the host's log, tagged with the plugin's name.
+//! - No own `tracing` subscriber and no `thread_local!` with a destructor: they keep the
+//!   library from being unloaded, so each reload would leak a copy of it.
+//!
+//! # Compatibility
+//!
+//! A plugin is a shared library, and the host checks it before calling anything in it:
+//!
+//! 1. it exports abi_stable's root module, and that module is toolhost's (`toolhost_plugin`);
+//! 2. the layout of the root module and of every type it reaches (the manifest, tool
+//!    declarations, results, the host's callback tables) matches the host's: the same names,
+//!    types and order for every field that both sides have, with both built against the same
+//!    `0.y` series of this crate (patch versions may differ either way) and abi_stable 0.11;
+//! 3. its `init` returns a valid manifest (names, descriptions, object input schemas).
+//!
+//! Within a `0.y` series the binary interface only grows: new functions are appended as
+//! optional fields of its *prefix types* (the root module and the host's callback tables),
+//! never reordered, changed or removed. So a plugin built against an older `0.1.x` loads in a
+//! host built against a newer `0.1.z`, which sees the fields the plugin lacks as absent and
+//! goes without them (the repository's `abi-v1` fixture, built before `config` existed, is
+//! loaded and called by the current host in its tests; given a `config` in the configuration
+//! file, such a plugin is refused, since it could not read it). The other way round, a newer
+//! plugin in an older host loads too: the host never calls what it does not know, and a
+//! plugin declaring `config` gets an empty table there. A plugin built against another `0.y`
+//! (or another abi_stable major) is refused at load with `incompatible plugin: ...` and never
+//! called: rebuild it.
 
+// The binary interface, for the host; plugin authors never use it (`export_plugin!` builds
+// the root module, `Context` wraps the call context).
+#[doc(hidden)]
 pub mod abi;
 mod context;
+// Public for the logging macros' expansions only.
+#[doc(hidden)]
 pub mod log;
 mod plugin;
 mod result;
+pub mod testing;
 mod tool;
 
-pub use context::{Cancelled, Context};
-pub use plugin::PluginDef;
-pub use result::{Content, IntoToolOutput, IntoToolResult, ToolResult};
+pub use context::{Cancelled, Context, ContextError};
+pub use log::Level;
+pub use plugin::OnLoad;
+#[doc(hidden)]
+pub use plugin::{NoConfig, PluginDef, WithConfig};
+pub use result::{Content, IntoToolOutput, IntoToolResult, JsonObject, ToolError, ToolResult};
 /// Re-exported so `#[derive(JsonSchema)]` works without a direct dependency (through the
 /// prelude, which brings the name `schemars` into scope).
 pub use schemars;
 pub use schemars::JsonSchema;
-pub use tool::{schema_of, Handler, NoArgs, ToolDef, WithContext, WithoutContext};
-pub use toolhost_plugin_macros::{export_plugin, tool};
+pub use tool::{schema_of, Handler, NoArgs, ToolDef};
+#[doc(hidden)]
+pub use tool::{WithContext, WithoutContext};
+/// Turns a function into a tool. Options: `name = "..."`, `title = "..."`,
+/// `description = "..."` (default: the doc comment), `read_only`, `destructive`,
+/// `idempotent`, `open_world` (MCP annotations, each also `= false`; Claude Code runs
+/// `read_only` tools in parallel), `max_result_chars = N` (lets results up to N characters
+/// reach the model whole instead of a preview above ~50,000), `output_schema` (declares the
+/// returned type's JSON Schema).
+///
+/// Beside the function it defines a module of the same name whose `tool()` returns the
+/// [`ToolDef`]: [`export_plugin!`] lists tools by that name, and tests call them through it.
+///
+/// ```
+/// use serde::Deserialize;
+/// use serde_json::json;
+/// use toolhost_plugin::{prelude::*, testing::TestContext};
+///
+/// /// Two numbers.
+/// #[derive(Deserialize, JsonSchema)]
+/// pub struct Pair {
+///     /// The dividend.
+///     x: f64,
+///     /// The divisor.
+///     y: f64,
+/// }
+///
+/// /// Divide x by y.
+/// #[tool(read_only, idempotent, title = "Division")]
+/// pub fn divide(Pair { x, y }: Pair) -> Result<f64, &'static str> {
+///     if y == 0.0 { Err("division by zero") } else { Ok(x / y) }
+/// }
+///
+/// # fn main() {
+/// let def = divide::tool();
+/// assert_eq!(def.name(), "divide");
+/// assert_eq!(def.input_schema()["required"], json!(["x", "y"]));
+/// assert_eq!(def.input_schema()["properties"]["y"]["description"], "The divisor.");
+///
+/// let ctx = TestContext::new();
+/// assert_eq!(def.call(json!({"x": 6, "y": 3}), &ctx), ToolResult::text("2"));
+/// assert_eq!(def.call(json!({"x": 1, "y": 0}), &ctx), ToolResult::error("division by zero"));
+/// # }
+/// ```
+pub use toolhost_plugin_macros::tool;
+
+/// Exports the plugin: the one root module toolhost loads from the library. Use it once per
+/// plugin crate. Keys, in any order:
+///
+/// - `name` (required): letters, digits, `_` and `-`; Claude sees the tools as
+///   `mcp__<name>__<tool>`.
+/// - `tools: [..]` (required): the `#[tool]` functions, by path; an entry may carry
+///   `#[cfg(...)]`.
+/// - `version`, `description`: default to the package's.
+/// - `state: Type`: a `Default + Serialize + Deserialize` value shared by the tools
+///   ([`Context::state`]) and carried across hot reloads.
+/// - `config: Type`: a `Deserialize` type read from the plugin's `config` table in the host's
+///   `toolhost.toml` when it loads ([`Context::config`]); a table that does not fit refuses
+///   the load with an error naming the field. Without it, a non-empty `config` refuses the
+///   load (it would be ignored otherwise).
+/// - `on_load: f`: runs once at load, `fn() -> Result<(), E>` or `fn(&Config) -> Result<(), E>`;
+///   an `Err` refuses the load.
+///
+/// ```
+/// use serde::Deserialize;
+/// use toolhost_plugin::prelude::*;
+///
+/// /// Echo the text back.
+/// #[tool]
+/// pub fn echo(args: Text) -> String {
+///     args.text
+/// }
+///
+/// /// Shout the text back (only in builds with the `loud` feature).
+/// #[cfg(feature = "loud")]
+/// #[tool]
+/// pub fn shout(args: Text) -> String {
+///     args.text.to_uppercase()
+/// }
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// pub struct Text {
+///     text: String,
+/// }
+///
+/// #[derive(Deserialize)]
+/// pub struct Limits {
+///     max_len: usize,
+/// }
+///
+/// fn check(limits: &Limits) -> Result<(), String> {
+///     if limits.max_len == 0 { Err("max_len must be positive".into()) } else { Ok(()) }
+/// }
+///
+/// export_plugin! {
+///     name: "echo",
+///     description: "Says things back.",
+///     tools: [
+///         echo,
+///         #[cfg(feature = "loud")]
+///         shout,
+///     ],
+///     config: Limits,
+///     on_load: check,
+/// }
+/// # fn main() {
+/// # use toolhost_plugin::__private::PluginEntry;
+/// # assert_eq!(__ToolhostPlugin::define().tool_names(), ["echo"]);
+/// # }
+/// ```
+pub use toolhost_plugin_macros::export_plugin;
 
 /// Everything a plugin usually needs: `use toolhost_plugin::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        export_plugin, schemars, tool, Cancelled, Content, Context, JsonSchema, NoArgs, ToolResult,
+        export_plugin, schemars, tool, Cancelled, Content, Context, JsonSchema, Level, NoArgs,
+        ToolError, ToolResult,
     };
 }
 

@@ -8,7 +8,46 @@ use std::{fmt, sync::RwLock};
 
 use abi_stable::std_types::RStr;
 
-use crate::abi::HostApi;
+use crate::abi::{level, HostApi};
+
+/// How important a log record is; the host's `tracing` filter (`RUST_LOG`) decides what shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    /// Something failed.
+    Error,
+    /// Something looks wrong but the plugin carries on.
+    Warn,
+    /// What happened, in a line.
+    Info,
+    /// Details for whoever is debugging the plugin.
+    Debug,
+    /// Step-by-step details.
+    Trace,
+}
+
+impl Level {
+    /// The number the ABI carries for this level.
+    pub(crate) fn to_abi(self) -> u8 {
+        match self {
+            Level::Error => level::ERROR,
+            Level::Warn => level::WARN,
+            Level::Info => level::INFO,
+            Level::Debug => level::DEBUG,
+            Level::Trace => level::TRACE,
+        }
+    }
+
+    /// The level of an ABI number; unknown numbers are the least severe.
+    pub(crate) fn from_abi(n: u8) -> Self {
+        match n {
+            level::ERROR => Level::Error,
+            level::WARN => Level::Warn,
+            level::INFO => Level::Info,
+            level::DEBUG => Level::Debug,
+            _ => Level::Trace,
+        }
+    }
+}
 
 static HOST: RwLock<Option<HostApi>> = RwLock::new(None);
 
@@ -18,7 +57,7 @@ pub(crate) fn set_host(host: Option<HostApi>) {
 
 /// Writes one record; used by the [`info!`](crate::info) family of macros.
 #[doc(hidden)]
-pub fn __log(level: u8, target: &str, args: fmt::Arguments<'_>) {
+pub fn __log(level: Level, target: &str, args: fmt::Arguments<'_>) {
     let host = *HOST.read().unwrap_or_else(|e| e.into_inner());
     if let Some(host) = host {
         let message = match args.as_str() {
@@ -27,7 +66,7 @@ pub fn __log(level: u8, target: &str, args: fmt::Arguments<'_>) {
         };
         (host.vtable.log())(
             host.data,
-            level,
+            level.to_abi(),
             RStr::from_str(target),
             RStr::from_str(&message),
         );
@@ -37,23 +76,29 @@ pub fn __log(level: u8, target: &str, args: fmt::Arguments<'_>) {
 /// Logs at error level through the host.
 #[macro_export]
 macro_rules! error {
-    ($($arg:tt)+) => { $crate::log::__log($crate::abi::level::ERROR, module_path!(), format_args!($($arg)+)) };
+    ($($arg:tt)+) => { $crate::log::__log($crate::Level::Error, module_path!(), format_args!($($arg)+)) };
 }
 
 /// Logs at warn level through the host.
 #[macro_export]
 macro_rules! warn {
-    ($($arg:tt)+) => { $crate::log::__log($crate::abi::level::WARN, module_path!(), format_args!($($arg)+)) };
+    ($($arg:tt)+) => { $crate::log::__log($crate::Level::Warn, module_path!(), format_args!($($arg)+)) };
 }
 
 /// Logs at info level through the host.
 #[macro_export]
 macro_rules! info {
-    ($($arg:tt)+) => { $crate::log::__log($crate::abi::level::INFO, module_path!(), format_args!($($arg)+)) };
+    ($($arg:tt)+) => { $crate::log::__log($crate::Level::Info, module_path!(), format_args!($($arg)+)) };
 }
 
 /// Logs at debug level through the host.
 #[macro_export]
 macro_rules! debug {
-    ($($arg:tt)+) => { $crate::log::__log($crate::abi::level::DEBUG, module_path!(), format_args!($($arg)+)) };
+    ($($arg:tt)+) => { $crate::log::__log($crate::Level::Debug, module_path!(), format_args!($($arg)+)) };
+}
+
+/// Logs at trace level through the host.
+#[macro_export]
+macro_rules! trace {
+    ($($arg:tt)+) => { $crate::log::__log($crate::Level::Trace, module_path!(), format_args!($($arg)+)) };
 }

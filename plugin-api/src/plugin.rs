@@ -16,13 +16,14 @@ use abi_stable::{
     std_types::{RNone, ROption, RResult, RSlice, RSome, RStr, RString, RVec},
 };
 use serde::{de::DeserializeOwned, Serialize};
+use serde_json::Value;
 
 use crate::{
     abi::{
-        CallCtx, CallOutcome, ContentBlock, ContentKind, HostApi, PluginManifest, PluginRoot,
-        PluginRootRef, ToolDecl,
+        CallCtx, CallOutcome, ConfigLookup, ContentBlock, ContentKind, HostApi, PluginManifest,
+        PluginRoot, PluginRootRef, ToolDecl,
     },
-    context::Context,
+    context::{Context, Declared},
     log,
     result::{Content, ToolResult},
     tool::ToolDef,
@@ -32,12 +33,57 @@ type SharedState = Arc<dyn Any + Send + Sync>;
 
 /// How to create, save and restore a plugin's state (built by [`PluginDef::state`]).
 struct StateCodec {
+    type_name: &'static str,
     fresh: fn() -> SharedState,
     save: fn(&(dyn Any + Send + Sync)) -> Result<Vec<u8>, String>,
     restore: fn(&[u8]) -> Result<SharedState, String>,
 }
 
-type OnLoad = Box<dyn FnOnce() -> Result<(), String> + Send>;
+/// How to read a plugin's configuration (built by [`PluginDef::config`]).
+struct ConfigCodec {
+    type_name: &'static str,
+    parse: fn(&Value) -> Result<SharedState, String>,
+}
+
+type OnLoadFn = Box<dyn FnOnce(Option<&Declared>) -> Result<(), String> + Send>;
+
+/// Marker for `on_load` functions taking nothing.
+#[doc(hidden)]
+pub struct NoConfig;
+/// Marker for `on_load` functions taking `&C`, the plugin's configuration.
+#[doc(hidden)]
+pub struct WithConfig<C>(std::marker::PhantomData<C>);
+
+/// A function usable as `on_load`: `fn() -> Result<(), E>`, or `fn(&C) -> Result<(), E>`
+/// where `C` is the type declared with `config: C` in
+/// [`export_plugin!`](crate::export_plugin). `E: Display`; an `Err` refuses the load.
+pub trait OnLoad<M>: Send + 'static {
+    #[doc(hidden)]
+    fn run(self, config: Option<&Declared>) -> Result<(), String>;
+}
+
+impl<F, E> OnLoad<NoConfig> for F
+where
+    F: FnOnce() -> Result<(), E> + Send + 'static,
+    E: Display,
+{
+    fn run(self, _config: Option<&Declared>) -> Result<(), String> {
+        self().map_err(|e| e.to_string())
+    }
+}
+
+impl<F, C, E> OnLoad<WithConfig<C>> for F
+where
+    F: FnOnce(&C) -> Result<(), E> + Send + 'static,
+    C: Send + Sync + 'static,
+    E: Display,
+{
+    fn run(self, config: Option<&Declared>) -> Result<(), String> {
+        let config = crate::context::ContextError::check::<C>("config", config)
+            .map_err(|e| format!("on_load takes a `&{}`: {e}", std::any::type_name::<C>()))?;
+        self(config).map_err(|e| e.to_string())
+    }
+}
 
 /// Everything a plugin declares: identity, tools, optional state and start-up hook.
 /// [`export_plugin!`](crate::export_plugin) builds one.
@@ -47,7 +93,8 @@ pub struct PluginDef {
     description: Cow<'static, str>,
     tools: Vec<ToolDef>,
     state: Option<StateCodec>,
-    on_load: Option<OnLoad>,
+    config: Option<ConfigCodec>,
+    on_load: Option<OnLoadFn>,
 }
 
 impl PluginDef {
@@ -63,6 +110,7 @@ impl PluginDef {
             description: description.into(),
             tools: Vec::new(),
             state: None,
+            config: None,
             on_load: None,
         }
     }
@@ -80,6 +128,7 @@ impl PluginDef {
         S: Default + Serialize + DeserializeOwned + Send + Sync + 'static,
     {
         self.state = Some(StateCodec {
+            type_name: std::any::type_name::<S>(),
             fresh: || Arc::new(S::default()),
             save: |s| {
                 let s = s
@@ -96,12 +145,35 @@ impl PluginDef {
         self
     }
 
-    /// Runs `f` once when the plugin is loaded; an `Err` refuses the load with that message.
-    pub fn on_load<E: Display>(
-        mut self,
-        f: impl FnOnce() -> Result<(), E> + Send + 'static,
-    ) -> Self {
-        self.on_load = Some(Box::new(move || f().map_err(|e| e.to_string())));
+    /// The names of the tools added so far, in order.
+    pub fn tool_names(&self) -> Vec<&str> {
+        self.tools.iter().map(ToolDef::name).collect()
+    }
+
+    /// Reads the plugin's configuration as a `C` when it loads (the `config` table of its
+    /// entry in the host's `toolhost.toml`; an empty table when there is none). A table that
+    /// does not fit `C` refuses the load with an error naming the field. Tools reach it through
+    /// [`Context::config`].
+    pub fn config<C>(mut self) -> Self
+    where
+        C: DeserializeOwned + Send + Sync + 'static,
+    {
+        self.config = Some(ConfigCodec {
+            type_name: std::any::type_name::<C>(),
+            parse: |value| {
+                crate::tool::decode_value::<C>(value)
+                    .map(|c| Arc::new(c) as SharedState)
+                    .map_err(|e| format!("its `config` does not fit: {e}"))
+            },
+        });
+        self
+    }
+
+    /// Runs `f` once when the plugin is loaded, before any call; an `Err` refuses the load
+    /// with that message. `f` may take `&C`, the configuration declared with
+    /// [`PluginDef::config`].
+    pub fn on_load<M>(mut self, f: impl OnLoad<M>) -> Self {
+        self.on_load = Some(Box::new(move |config| f.run(config)));
         self
     }
 
@@ -147,11 +219,26 @@ struct Runtime {
     by_name: HashMap<String, usize>,
     codec: Option<StateCodec>,
     state: RwLock<Option<SharedState>>,
+    config: Option<Declared>,
 }
 
 // A plain static (no thread-local): `unload` empties it so the library owns no heap memory
 // when it is closed.
 static RUNTIME: RwLock<Option<Arc<Runtime>>> = RwLock::new(None);
+
+impl Runtime {
+    fn declared_state(&self) -> Option<Declared> {
+        let value = self
+            .state
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()?;
+        Some(Declared {
+            value,
+            type_name: self.codec.as_ref()?.type_name,
+        })
+    }
+}
 
 fn runtime() -> Option<Arc<Runtime>> {
     RUNTIME.read().unwrap_or_else(|e| e.into_inner()).clone()
@@ -191,6 +278,7 @@ pub trait PluginEntry: 'static {
         save_state,
         restore_state,
         unload,
+        init_with_config: init_with_config::<Self>,
     });
 
     fn root_module() -> PluginRootRef {
@@ -199,12 +287,58 @@ pub trait PluginEntry: 'static {
 }
 
 extern "C" fn init<P: PluginEntry + ?Sized>(host: HostApi) -> RResult<PluginManifest, RString> {
+    start::<P>(host, None)
+}
+
+extern "C" fn init_with_config<P: PluginEntry + ?Sized>(
+    host: HostApi,
+    config: &ConfigLookup,
+) -> RResult<PluginManifest, RString> {
+    start::<P>(host, Some(config))
+}
+
+/// Asks the host for the configuration of plugin `name`: a JSON object, empty when the host
+/// has none for it (or is too old to pass configuration).
+fn lookup_config(lookup: Option<&ConfigLookup>, name: &str) -> Result<Value, String> {
+    let Some(lookup) = lookup else {
+        return Ok(Value::Object(Default::default()));
+    };
+    match (lookup.get)(lookup.data, RStr::from_str(name)).into_option() {
+        None => Ok(Value::Object(Default::default())),
+        Some(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(v @ Value::Object(_)) => Ok(v),
+            Ok(_) => Err("the host passed a `config` that is not a JSON object".into()),
+            Err(e) => Err(format!("the host passed a `config` that is not JSON: {e}")),
+        },
+    }
+}
+
+fn start<P: PluginEntry + ?Sized>(
+    host: HostApi,
+    lookup: Option<&ConfigLookup>,
+) -> RResult<PluginManifest, RString> {
     log::set_host(Some(host));
     install_panic_hook();
-    let result = panic::catch_unwind(|| -> Result<PluginManifest, String> {
+    let result = panic::catch_unwind(AssertUnwindSafe(|| -> Result<PluginManifest, String> {
         let mut def = P::define();
+        let value = lookup_config(lookup, &def.name)?;
+        let config = match &def.config {
+            Some(codec) => Some(Declared {
+                value: (codec.parse)(&value)?,
+                type_name: codec.type_name,
+            }),
+            // A configuration nobody reads would be ignored without a word.
+            None if value.as_object().is_some_and(|o| !o.is_empty()) => {
+                return Err(
+                    "it takes no `config` (a plugin declares one with `config: Type` \
+                            in export_plugin!), but the host passes one"
+                        .into(),
+                )
+            }
+            None => None,
+        };
         if let Some(on_load) = def.on_load.take() {
-            on_load().map_err(|e| format!("plugin initialization failed: {e}"))?;
+            on_load(config.as_ref()).map_err(|e| format!("plugin initialization failed: {e}"))?;
         }
         let manifest = def.manifest()?;
         let state = def.state.as_ref().map(|c| (c.fresh)());
@@ -219,9 +353,10 @@ extern "C" fn init<P: PluginEntry + ?Sized>(host: HostApi) -> RResult<PluginMani
             by_name,
             codec: def.state,
             state: RwLock::new(state),
+            config,
         }));
         Ok(manifest)
-    });
+    }));
     match result {
         Ok(Ok(m)) => RResult::ROk(m),
         Ok(Err(e)) => RResult::RErr(e.into()),
@@ -240,10 +375,11 @@ extern "C" fn call(tool: RStr<'_>, args: RStr<'_>, ctx: &CallCtx) -> CallOutcome
         let Some(&i) = rt.by_name.get(tool) else {
             return ToolResult::error(format!("unknown tool `{tool}`"));
         };
-        let state = rt.state.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let state = rt.declared_state();
         // SAFETY: the host keeps `ctx` valid until this function returns, and `context` is
         // dropped before that.
-        let context = unsafe { Context::new(ctx, state) };
+        let mut context = unsafe { Context::new(ctx, state) };
+        context.config = rt.config.clone();
         rt.tools[i].run(args.as_str(), &context)
     }))
     .unwrap_or_else(|p| {
@@ -276,7 +412,10 @@ fn into_outcome(r: ToolResult) -> CallOutcome {
         .collect();
     CallOutcome {
         content,
-        structured: r.structured.map(|v| RString::from(v.to_string())).into(),
+        structured: r
+            .structured
+            .map(|object| RString::from(Value::Object(object).to_string()))
+            .into(),
         is_error: r.is_error,
     }
 }

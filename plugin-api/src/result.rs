@@ -6,6 +6,9 @@ use base64::Engine as _;
 use serde::Serialize;
 use serde_json::Value;
 
+/// A JSON object, the only shape MCP's `structuredContent` may take.
+pub type JsonObject = serde_json::Map<String, Value>;
+
 /// One block of a tool result's `content`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Content {
@@ -43,11 +46,37 @@ impl Content {
 /// A complete tool result: content blocks, optional `structuredContent`, and the error flag.
 ///
 /// Most tools never build one by hand: return `Result<T, E>` and let [`IntoToolResult`] do it.
+/// Build one for images, audio, several blocks, or text and structured data that differ.
+///
+/// ```
+/// use serde_json::json;
+/// use toolhost_plugin::{Content, JsonObject, ToolResult};
+///
+/// // A chart as an image, with a line of text for the model.
+/// let png = [0x89, b'P', b'N', b'G'];
+/// let chart = ToolResult::text("Sales rose 4% in May.").with(Content::image(&png, "image/png"));
+/// assert_eq!(chart.content.len(), 2);
+/// assert!(!chart.is_error);
+///
+/// // Any `Serialize` value: objects become JSON text plus `structuredContent`.
+/// let stats = ToolResult::json(&json!({"words": 3}));
+/// assert_eq!(stats.content, [Content::text(r#"{"words":3}"#)]);
+/// let object: JsonObject = json!({"words": 3}).as_object().unwrap().clone();
+/// assert_eq!(stats.structured, Some(object.clone()));
+///
+/// // A short summary as text, the full data as structured content.
+/// let custom = ToolResult::text("3 words").with_structured(object);
+/// assert_eq!(custom.structured.unwrap()["words"], 3);
+///
+/// // An error result: the model sees the message, with `isError: true`.
+/// let failed = ToolResult::error("no such file: notes.txt");
+/// assert!(failed.is_error);
+/// ```
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ToolResult {
     pub content: Vec<Content>,
-    /// A JSON object; when present the model sees it instead of the text content.
-    pub structured: Option<Value>,
+    /// `structuredContent`; when present the model sees it instead of the text content.
+    pub structured: Option<JsonObject>,
     pub is_error: bool,
 }
 
@@ -87,6 +116,13 @@ impl ToolResult {
         }
     }
 
+    /// Sets `structuredContent`. MCP asks tools that return it to send the same data as text
+    /// too, for clients that only read `content`; [`ToolResult::json`] does both.
+    pub fn with_structured(mut self, object: JsonObject) -> Self {
+        self.structured = Some(object);
+        self
+    }
+
     /// Appends a content block.
     pub fn with(mut self, block: Content) -> Self {
         self.content.push(block);
@@ -98,14 +134,19 @@ impl ToolResult {
             Value::Null => ToolResult::default(),
             Value::String(s) => ToolResult::text(s),
             Value::Number(n) => ToolResult::text(number_text(&n)),
-            Value::Object(_) => ToolResult {
-                content: vec![Content::Text(value.to_string())],
-                structured: Some(value),
+            Value::Object(object) => ToolResult {
+                content: vec![Content::Text(value_text(&object))],
+                structured: Some(object),
                 is_error: false,
             },
             other => ToolResult::text(other.to_string()),
         }
     }
+}
+
+fn value_text(object: &JsonObject) -> String {
+    // Serializing a map of `Value`s cannot fail: its keys are strings.
+    serde_json::to_string(object).unwrap_or_default()
 }
 
 /// Whole floats print without a trailing `.0` (`5`, not `5.0`): that is what a person expects
@@ -168,6 +209,45 @@ impl IntoToolResult for ToolResult {
     }
 }
 
+/// An error a tool returns, with its message for the model: any error type converts into it,
+/// so a tool returning `Result<T, ToolError>` can use `?` on every fallible call.
+///
+/// ```
+/// use toolhost_plugin::ToolError;
+///
+/// fn parse(text: &str) -> Result<i64, ToolError> {
+///     let n: i64 = text.trim().parse()?;
+///     if n < 0 {
+///         return Err(ToolError::new("expected a count, got a negative number"));
+///     }
+///     Ok(n)
+/// }
+/// assert_eq!(parse(" 7").unwrap(), 7);
+/// assert_eq!(parse("x").unwrap_err().to_string(), "invalid digit found in string");
+/// assert_eq!(parse("-1").unwrap_err().to_string(), "expected a count, got a negative number");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError(String);
+
+impl ToolError {
+    /// An error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError(message.into())
+    }
+}
+
+impl<E: std::error::Error> From<E> for ToolError {
+    fn from(e: E) -> Self {
+        ToolError(e.to_string())
+    }
+}
+
+impl Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// Used by `#[tool]` for functions that do not return a `Result`.
 #[doc(hidden)]
 pub fn infallible<T: IntoToolOutput>(value: T) -> ToolResult {
@@ -204,7 +284,10 @@ mod tests {
             lines: usize,
         }
         let r = infallible(Stats { words: 3, lines: 1 });
-        assert_eq!(r.structured, Some(json!({"words": 3, "lines": 1})));
+        assert_eq!(
+            r.structured.map(Value::Object),
+            Some(json!({"words": 3, "lines": 1}))
+        );
         assert_eq!(r.content, vec![Content::text(r#"{"words":3,"lines":1}"#)]);
         assert!(!r.is_error);
     }

@@ -175,6 +175,13 @@ impl ToolDef {
         Ok(())
     }
 
+    /// Runs the tool on `args` as the host would (arguments that do not fit become an error
+    /// result naming the field), with `ctx` as its context: for tests, with a
+    /// [`TestContext`](crate::testing::TestContext).
+    pub fn call(&self, args: Value, ctx: &Context) -> ToolResult {
+        self.run(&args.to_string(), ctx)
+    }
+
     pub(crate) fn run(&self, args: &str, ctx: &Context) -> ToolResult {
         (self.handler)(args, ctx)
     }
@@ -218,20 +225,29 @@ pub struct NoArgs {}
 /// Deserializes arguments; the error names the field and the problem.
 pub(crate) fn decode_args<T: DeserializeOwned>(json: &str) -> Result<T, String> {
     let de = &mut serde_json::Deserializer::from_str(json);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.inner().to_string();
-        // serde_json appends the position in the arguments text, which only adds noise here.
-        let inner = match inner.find(" at line ") {
-            Some(i) => &inner[..i],
-            None => &inner,
-        };
-        if path == "." || path.is_empty() {
-            format!("invalid arguments: {inner}")
-        } else {
-            format!("invalid arguments: `{path}`: {inner}")
-        }
-    })
+    serde_path_to_error::deserialize(de).map_err(|e| format!("invalid arguments{}", describe(e)))
+}
+
+/// Deserializes a JSON value (a configuration); the error names the field and the problem.
+pub(crate) fn decode_value<T: DeserializeOwned>(value: &Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(value)
+        .map_err(|e| describe(e).trim_start_matches(": ").to_string())
+}
+
+/// `: `field`: problem`, or `: problem` at the root.
+fn describe(e: serde_path_to_error::Error<serde_json::Error>) -> String {
+    let path = e.path().to_string();
+    let inner = e.inner().to_string();
+    // serde_json appends the position in the arguments text, which only adds noise here.
+    let inner = match inner.find(" at line ") {
+        Some(i) => &inner[..i],
+        None => &inner,
+    };
+    if path == "." || path.is_empty() {
+        format!(": {inner}")
+    } else {
+        format!(": `{path}`: {inner}")
+    }
 }
 
 #[cfg(test)]

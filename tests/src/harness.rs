@@ -129,6 +129,7 @@ impl Sandbox {
             "xdg/cache",
             "xdg/config",
             "xdg/data",
+            "xdg/state",
             "run",
         ] {
             fs::create_dir_all(dir.path().join(sub)).expect("create sandbox folder");
@@ -203,6 +204,8 @@ impl Sandbox {
             ("XDG_CACHE_HOME".into(), p("xdg/cache")),
             ("XDG_CONFIG_HOME".into(), p("xdg/config")),
             ("XDG_DATA_HOME".into(), p("xdg/data")),
+            // toolhost chat keeps its prompt history there.
+            ("XDG_STATE_HOME".into(), p("xdg/state")),
             // toolhost keeps its shadow copies of plugins there; per test, so tests don't mix.
             ("XDG_RUNTIME_DIR".into(), p("run")),
             (

@@ -4,11 +4,13 @@
 pub mod fake_api;
 pub mod harness;
 pub mod proc;
+pub mod pty;
 pub mod sdk;
 
 pub use fake_api::{ApiRequest, Block, FakeApi, Reply, ToolResult};
 pub use harness::{artifacts, calc_extra, claude_or_skip, claude_path, lib_name, Sandbox};
 pub use proc::Proc;
+pub use pty::Pty;
 
 /// A generous bound for one step of a test (a CLI start, a turn), so a hang fails, not stalls.
 pub const STEP: std::time::Duration = std::time::Duration::from_secs(30);

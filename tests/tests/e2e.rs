@@ -49,6 +49,60 @@ fn one_shot_chat_calls_a_tool() {
 }
 
 #[test]
+fn not_logged_in_says_what_to_set() {
+    let Some(_) = claude_or_skip() else { return };
+    let sandbox = Sandbox::new(&["calc"]);
+    // No fake: no API key and no login at all.
+    let mut cmd = sandbox.clean_command(&toolhost_e2e::artifacts().toolhost, None);
+    cmd.args(["chat", "--plugins"])
+        .arg(sandbox.plugin_dir())
+        .arg("What is 5 + 3?");
+    let mut chat = Proc::spawn("toolhost chat", cmd);
+    chat.close_stdin();
+    let status = chat.wait_exit(STEP);
+    assert_eq!(status.code(), Some(1), "{}", chat.report());
+    let out = chat.stdout();
+    assert!(
+        out.contains("✗ not logged in: set ANTHROPIC_API_KEY, or log in with `claude`\n[error · 1 turn · $0.0000"),
+        "{}",
+        chat.report()
+    );
+    // Said once, in toolhost's terms: not the CLI's `/login`, which toolhost does not have.
+    assert!(!out.contains("/login"), "{}", chat.report());
+}
+
+#[test]
+fn ask_with_piped_answers_takes_them_in_order() {
+    let Some(_) = claude_or_skip() else { return };
+    let sandbox = Sandbox::new(&["text"]);
+    let fake = FakeApi::call_policy();
+    let mut chat = Proc::spawn("toolhost chat", sandbox.chat_command(&fake, &["--ask"]));
+    // Typed ahead: the prompt, then one answer per question, then the end of input.
+    chat.send_line(
+        r#"CALL [["mcp__text__upper",{"text":"abc"}],["mcp__text__reverse",{"text":"abc"}]]"#,
+    );
+    chat.send_line("y");
+    chat.send_line("n");
+    chat.close_stdin();
+    let status = chat.wait_exit(STEP);
+    assert!(status.success(), "exit {status}\n{}", chat.report());
+    let results = fake.request(1).tool_results();
+    assert_eq!(results.len(), 2, "{results:#?}");
+    // The questions came one at a time, each followed by its answer.
+    let err = chat.stderr();
+    let asked: Vec<&str> = err.lines().filter(|l| l.starts_with("Allow ")).collect();
+    assert_eq!(asked.len(), 2, "{err}");
+    assert!(
+        asked[0].ends_with(": y") && asked[1].ends_with(": n"),
+        "{err}"
+    );
+    // Only the prompt reached the model as a turn: "y" and "n" were answers.
+    assert_eq!(fake.requests().len(), 2, "{}", chat.report());
+    let out = chat.stdout();
+    assert!(out.contains("→ refused by the user"), "{out}");
+}
+
+#[test]
 fn tool_errors_and_panics_reach_the_model_and_the_session_goes_on() {
     let Some(_) = claude_or_skip() else { return };
     let sandbox = Sandbox::new(&["calc", "faulty"]);

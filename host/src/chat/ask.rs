@@ -1,4 +1,5 @@
-//! `--ask`: answering the CLI's `can_use_tool` questions from the terminal (docs/protocol.md §7).
+//! `--ask`: the CLI's `can_use_tool` questions (docs/protocol.md §7), queued so the person sees one
+//! at a time, the next only after the previous is answered.
 
 use std::{
     collections::VecDeque,
@@ -6,9 +7,9 @@ use std::{
 };
 
 use serde_json::{json, value::RawValue, Value};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, Notify};
 
-use super::render::display_tool_name;
+use super::words::{display_tool_name, REFUSED_MESSAGE};
 use crate::service::{PermissionHandler, PermissionRequest};
 
 /// The user's answer to one permission question.
@@ -47,119 +48,147 @@ pub fn permission_response(decision: Decision, tool: &str, input: &RawValue) -> 
                 "destination": "session",
             }],
         }),
-        Decision::No => json!({"behavior": "deny", "message": "The user refused this tool call."}),
+        Decision::No => json!({"behavior": "deny", "message": REFUSED_MESSAGE}),
     }
 }
 
-/// Questions waiting for a line of input, oldest first. The input side [`Answers::offer`]s
-/// each line; a line nobody waits for is handed back (in interactive mode it is a prompt).
+/// The question text: `Allow calc.add {"x":5,"y":3}? [y]es, [n]o, [a]lways this session: `.
+pub fn question_text(tool: &str, input: &str) -> String {
+    format!(
+        "Allow {} {input}? [y]es, [n]o, [a]lways this session: ",
+        display_tool_name(tool)
+    )
+}
+
+struct Waiting {
+    id: u64,
+    text: String,
+    answer: oneshot::Sender<Decision>,
+}
+
+#[derive(Default)]
+struct Queue {
+    waiting: VecDeque<Waiting>,
+    next_id: u64,
+    /// The input ended: questions get no answer.
+    closed: bool,
+}
+
+/// Permission questions waiting for the person, oldest first. The front-end shows the
+/// [`Questions::head`], [`Questions::answer`]s it, and learns of changes (a new question, one
+/// withdrawn) through [`Questions::changed`].
 #[derive(Clone, Default)]
-pub struct Answers {
-    waiting: Arc<Mutex<VecDeque<oneshot::Sender<String>>>>,
-    /// Lines typed ahead of their question (prompt mode: answers piped in up front).
-    kept: Arc<Mutex<VecDeque<String>>>,
-    /// Set when the input has ended: questions then fail instead of waiting forever.
-    closed: Arc<std::sync::atomic::AtomicBool>,
+pub struct Questions {
+    queue: Arc<Mutex<Queue>>,
+    changed: Arc<Notify>,
 }
 
-impl Answers {
-    /// Gives `line` to the oldest question still waiting, or returns it.
-    pub fn offer(&self, mut line: String) -> Result<(), String> {
-        let mut q = self.waiting.lock().unwrap();
-        while let Some(tx) = q.pop_front() {
-            // A withdrawn question dropped its receiver: try the next one.
-            match tx.send(line) {
-                Ok(()) => return Ok(()),
-                Err(back) => line = back,
-            }
-        }
-        Err(line)
+impl Questions {
+    /// The oldest question still waiting: its id and text.
+    pub fn head(&self) -> Option<(u64, String)> {
+        let q = self.queue.lock().unwrap();
+        q.waiting.front().map(|w| (w.id, w.text.clone()))
     }
 
-    /// Like [`Answers::offer`], but a line nobody waits for is kept for the next question.
-    pub fn offer_or_keep(&self, line: String) {
-        // Under the `kept` lock so a question registering meanwhile cannot miss the line.
-        let mut kept = self.kept.lock().unwrap();
-        if let Err(line) = self.offer(line) {
-            kept.push_back(line);
-        }
+    /// Whether question `id` is still waiting.
+    pub fn is_waiting(&self, id: u64) -> bool {
+        self.queue
+            .lock()
+            .unwrap()
+            .waiting
+            .iter()
+            .any(|w| w.id == id)
     }
 
-    /// The input ended: questions waiting now, and later ones once the kept lines are used
-    /// up, get no answer.
-    pub fn close(&self) {
-        let _kept = self.kept.lock().unwrap();
-        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
-        // Dropping the senders wakes the questions with "no answer".
-        self.waiting.lock().unwrap().clear();
-    }
-
-    /// The oldest line kept and not claimed by a question.
-    pub fn take_kept(&self) -> Option<String> {
-        self.kept.lock().unwrap().pop_front()
-    }
-
-    /// Waits for the next line offered; `None` if the input side is gone.
-    async fn next(&self) -> Option<String> {
-        let rx = {
-            // `kept` before `waiting`, as in `offer_or_keep`.
-            let mut kept = self.kept.lock().unwrap();
-            if let Some(line) = kept.pop_front() {
-                return Some(line);
-            }
-            if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
-                return None;
-            }
-            let (tx, rx) = oneshot::channel();
-            self.waiting.lock().unwrap().push_back(tx);
-            rx
+    /// Answers question `id`; false if it is no longer waiting.
+    pub fn answer(&self, id: u64, decision: Decision) -> bool {
+        let mut q = self.queue.lock().unwrap();
+        let Some(i) = q.waiting.iter().position(|w| w.id == id) else {
+            return false;
         };
-        rx.await.ok()
+        let w = q.waiting.remove(i).expect("found above");
+        drop(q);
+        self.changed.notify_one();
+        w.answer.send(decision).is_ok()
     }
 
-    /// Whether a question is waiting.
-    pub fn is_waiting(&self) -> bool {
-        self.waiting.lock().unwrap().iter().any(|t| !t.is_closed())
+    /// The input ended: waiting questions, and later ones, get no answer.
+    pub fn close(&self) {
+        let mut q = self.queue.lock().unwrap();
+        q.closed = true;
+        // Dropping the senders wakes the questions with "no answer".
+        q.waiting.clear();
+        drop(q);
+        self.changed.notify_one();
     }
-}
 
-/// Prints "(question withdrawn)" if the question is dropped before it was answered.
-struct Withdrawn {
-    answered: bool,
-}
+    /// Waits until a question is asked, answered or withdrawn.
+    pub async fn changed(&self) {
+        self.changed.notified().await
+    }
 
-impl Drop for Withdrawn {
-    fn drop(&mut self) {
-        if !self.answered {
-            eprintln!("(question withdrawn)");
+    fn push(&self, text: String) -> Option<(u64, oneshot::Receiver<Decision>)> {
+        let mut q = self.queue.lock().unwrap();
+        if q.closed {
+            return None;
+        }
+        let (tx, rx) = oneshot::channel();
+        let id = q.next_id;
+        q.next_id += 1;
+        q.waiting.push_back(Waiting {
+            id,
+            text,
+            answer: tx,
+        });
+        drop(q);
+        self.changed.notify_one();
+        Some((id, rx))
+    }
+
+    fn withdraw(&self, id: u64) {
+        let mut q = self.queue.lock().unwrap();
+        let before = q.waiting.len();
+        q.waiting.retain(|w| w.id != id);
+        let removed = q.waiting.len() != before;
+        drop(q);
+        if removed {
+            self.changed.notify_one();
         }
     }
-}
 
-/// A permission handler that asks on stderr and reads the answer from `answers`.
-pub fn terminal_asker(answers: Answers) -> PermissionHandler {
-    Arc::new(move |q: PermissionRequest| {
-        let answers = answers.clone();
-        Box::pin(async move {
-            let mut guard = Withdrawn { answered: false };
-            let shown = display_tool_name(&q.tool_name);
-            loop {
-                eprint!(
-                    "Allow {shown} {}? [y]es, [n]o, [a]lways this session: ",
-                    q.input.get()
-                );
-                let Some(line) = answers.next().await else {
-                    guard.answered = true;
+    /// A permission handler that queues each question here and waits for its answer.
+    pub fn asker(&self) -> PermissionHandler {
+        let questions = self.clone();
+        Arc::new(move |q: PermissionRequest| {
+            let questions = questions.clone();
+            Box::pin(async move {
+                let text = question_text(&q.tool_name, q.input.get());
+                let Some((id, rx)) = questions.push(text) else {
                     return Err("no answer: the input was closed".to_string());
                 };
-                if let Some(d) = parse_answer(&line) {
-                    guard.answered = true;
-                    return Ok(permission_response(d, &q.tool_name, &q.input));
+                // The CLI may withdraw the question (this future is dropped): take it off.
+                let _withdraw = Withdraw {
+                    questions: questions.clone(),
+                    id,
+                };
+                match rx.await {
+                    Ok(d) => Ok(permission_response(d, &q.tool_name, &q.input)),
+                    Err(_) => Err("no answer: the input was closed".to_string()),
                 }
-                eprintln!("please answer y, n or a");
-            }
+            })
         })
-    })
+    }
+}
+
+struct Withdraw {
+    questions: Questions,
+    id: u64,
+}
+
+impl Drop for Withdraw {
+    fn drop(&mut self) {
+        self.questions.withdraw(self.id);
+    }
 }
 
 #[cfg(test)]
@@ -193,54 +222,63 @@ mod tests {
         );
         let no = permission_response(Decision::No, "mcp__calc__add", &input);
         assert_eq!(no["behavior"], "deny");
-        assert!(no["message"].as_str().unwrap().contains("refused"));
+        assert_eq!(no["message"], REFUSED_MESSAGE);
     }
 
-    #[tokio::test]
-    async fn lines_go_to_the_oldest_live_question() {
-        let answers = Answers::default();
-        assert_eq!(answers.offer("hello".into()), Err("hello".into()));
-        let asker = terminal_asker(answers.clone());
-        let q = |tool: &str| PermissionRequest {
+    fn req(tool: &str) -> PermissionRequest {
+        PermissionRequest {
             request_id: "r".into(),
             tool_name: tool.into(),
             display_name: None,
             tool_use_id: None,
             input: RawValue::from_string("{}".into()).unwrap(),
-        };
-        // A withdrawn question (its future dropped) does not swallow the next line.
-        let mut first = asker(q("mcp__calc__add"));
-        assert!(futures_poll_once(&mut first).await.is_none());
-        drop(first);
-        let second = tokio::spawn(asker(q("mcp__calc__multiply")));
-        while !answers.is_waiting() {
-            tokio::task::yield_now().await;
         }
-        answers.offer("maybe".into()).unwrap();
-        while !answers.is_waiting() {
-            tokio::task::yield_now().await;
-        }
-        answers.offer("a".into()).unwrap();
-        let answer = second.await.unwrap().unwrap();
-        assert_eq!(
-            answer["updatedPermissions"][0]["rules"][0]["toolName"],
-            "mcp__calc__multiply"
-        );
-        // Lines kept ahead are used first; once the input is closed, questions fail.
-        answers.offer_or_keep("n".into());
-        answers.close();
-        let third = asker(q("mcp__calc__add")).await.unwrap();
-        assert_eq!(third["behavior"], "deny");
-        let waiting = tokio::spawn(asker(q("mcp__calc__add")));
-        assert!(waiting.await.unwrap().is_err());
     }
 
-    async fn futures_poll_once<F: std::future::Future + Unpin>(f: &mut F) -> Option<F::Output> {
-        use std::task::Poll;
-        std::future::poll_fn(|cx| match std::pin::Pin::new(&mut *f).poll(cx) {
-            Poll::Ready(v) => Poll::Ready(Some(v)),
-            Poll::Pending => Poll::Ready(None),
-        })
-        .await
+    #[tokio::test]
+    async fn questions_queue_and_are_answered_one_at_a_time() {
+        let questions = Questions::default();
+        let asker = questions.asker();
+        let first = tokio::spawn(asker(req("mcp__text__upper")));
+        let second = tokio::spawn(asker(req("mcp__text__reverse")));
+        while questions.queue.lock().unwrap().waiting.len() < 2 {
+            questions.changed().await;
+        }
+        let (id1, text1) = questions.head().unwrap();
+        assert!(text1.starts_with("Allow text.upper {}?"), "{text1}");
+        assert!(questions.answer(id1, Decision::No));
+        let (id2, text2) = questions.head().unwrap();
+        assert!(text2.starts_with("Allow text.reverse"), "{text2}");
+        assert!(!questions.answer(id1, Decision::Yes), "answered twice");
+        assert!(questions.answer(id2, Decision::Always));
+        assert_eq!(first.await.unwrap().unwrap()["behavior"], "deny");
+        assert_eq!(
+            second.await.unwrap().unwrap()["updatedPermissions"][0]["rules"][0]["toolName"],
+            "mcp__text__reverse"
+        );
+    }
+
+    #[tokio::test]
+    async fn withdrawn_and_closed_questions() {
+        let questions = Questions::default();
+        let asker = questions.asker();
+        // A withdrawn question (its future dropped) leaves the queue.
+        let asked = tokio::spawn(asker(req("mcp__calc__add")));
+        while questions.head().is_none() {
+            questions.changed().await;
+        }
+        let (id, _) = questions.head().unwrap();
+        asked.abort();
+        let _ = asked.await;
+        assert!(!questions.is_waiting(id));
+        assert!(questions.head().is_none());
+        // Once the input is closed, waiting and later questions fail.
+        let waiting = tokio::spawn(asker(req("mcp__calc__add")));
+        while questions.head().is_none() {
+            questions.changed().await;
+        }
+        questions.close();
+        assert!(waiting.await.unwrap().is_err());
+        assert!(asker(req("mcp__calc__add")).await.is_err());
     }
 }

@@ -13,7 +13,8 @@ use super::render::OutputFormat;
 /// Options of `toolhost chat`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ChatArgs {
-    /// One prompt to run; without it, read one prompt per line from stdin until EOF.
+    /// One prompt to run; without it, an interactive session (a prompt with line editing on a
+    /// terminal; one prompt per line of stdin otherwise).
     pub prompt: Option<String>,
     /// The `claude` executable (default: `claude` on PATH).
     #[arg(long, env = "TOOLHOST_CLAUDE")]
@@ -84,8 +85,9 @@ pub fn read_mcp_config(file: &Path) -> anyhow::Result<Map<String, Value>> {
 }
 
 /// The CLI's arguments: stream-json both ways, the user's options, the plugins' tools allowed
-/// (one `mcp__<plugin>` rule per server, unless `--ask`), and the extra arguments last.
-pub fn cli_args(args: &ChatArgs, plugin_names: &[&str]) -> Vec<OsString> {
+/// (one `mcp__<plugin>` rule per server, unless `--ask`), and the extra arguments last. With
+/// `partial`, assistant text also comes in pieces as it is written (for a terminal).
+pub fn cli_args(args: &ChatArgs, plugin_names: &[&str], partial: bool) -> Vec<OsString> {
     let mut v: Vec<OsString> = [
         "--output-format",
         "stream-json",
@@ -96,6 +98,9 @@ pub fn cli_args(args: &ChatArgs, plugin_names: &[&str]) -> Vec<OsString> {
     .into_iter()
     .map(OsString::from)
     .collect();
+    if partial {
+        v.push("--include-partial-messages".into());
+    }
     let mut push = |k: &str, val: OsString| {
         v.push(k.into());
         v.push(val);
@@ -163,7 +168,7 @@ mod tests {
             "/tmp/d",
         ]);
         assert_eq!(a.prompt.as_deref(), Some("hi"));
-        let argv: Vec<String> = cli_args(&a, &["calc", "faulty"])
+        let argv: Vec<String> = cli_args(&a, &["calc", "faulty"], false)
             .into_iter()
             .map(|s| s.into_string().unwrap())
             .collect();
@@ -187,12 +192,13 @@ mod tests {
         assert!(!argv.iter().any(|s| s.contains("max-result")));
 
         let a = parse(&["--ask"]);
-        let argv: Vec<String> = cli_args(&a, &["calc"])
+        let argv: Vec<String> = cli_args(&a, &["calc"], true)
             .into_iter()
             .map(|s| s.into_string().unwrap())
             .collect();
         assert!(argv.ends_with(&["--permission-prompt-tool".into(), "stdio".into()]));
         assert!(!argv.iter().any(|s| s.contains("mcp__calc")));
+        assert!(argv.iter().any(|s| s == "--include-partial-messages"));
         assert!(T::try_parse_from(["t", "--plugin-timeout", "x"]).is_err());
         assert!(T::try_parse_from(["t", "--plugin-timeout", "x=-1"]).is_err());
     }

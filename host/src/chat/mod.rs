@@ -1,26 +1,45 @@
 //! `toolhost chat`: runs the `claude` CLI with every plugin as an in-process sdk MCP server,
 //! for one prompt or an interactive session.
+//!
+//! The pieces, each testable alone: `command` (options, the CLI's command line), `stream`
+//! (the CLI's messages read once), `render` (what each format prints), `words` (toolhost's
+//! wording of outcomes, retries, failures and the summary line), `screen` (terminal output and
+//! the live line), `input` (the line editor or piped lines), `ask` (permission questions one at
+//! a time), `local` (commands answered without the model), `catalog` (tools and plugins for
+//! people), and `conversation` (the loop tying them together).
 
 mod ask;
+pub mod catalog;
 mod command;
+mod conversation;
+mod input;
+mod local;
 mod render;
+mod screen;
+mod stream;
+pub mod style;
+mod words;
 
-use std::{io::BufRead, path::PathBuf, process::ExitCode, sync::Arc, time::Duration};
+use std::{io::IsTerminal, path::PathBuf, process::ExitCode, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
-use tokio::{
-    signal::unix::{signal, SignalKind},
-    sync::mpsc,
-};
+use tokio::sync::mpsc;
 
-pub use ask::{parse_answer, permission_response, terminal_asker, Answers, Decision};
+pub use ask::{parse_answer, permission_response, Decision, Questions};
 pub use command::{cli_args, find_claude, read_mcp_config, ChatArgs};
-pub use render::{display_tool_name, OutputFormat, Renderer, TurnEnd};
+pub use conversation::Stop;
+pub use render::{OutputFormat, Renderer, TurnEnd};
+pub use words::display_tool_name;
+
+use conversation::{Chat, Signals, Source};
+use input::{history_path, spawn_line_reader, LineEditor};
+use screen::Screen;
+use style::Style;
 
 use crate::{
     handler::Router,
     registry::Registry,
-    service::{follow_registry, initialize_request, Event, Session},
+    service::{follow_registry, initialize_request, Session},
     transport::{read_lines, CliProcess, ExitReport},
 };
 
@@ -29,18 +48,37 @@ const EXIT_GRACE: Duration = Duration::from_secs(5);
 /// The same after Ctrl-C or SIGTERM: a turn still running would otherwise go on.
 const QUIT_GRACE: Duration = Duration::from_secs(1);
 
-/// Why the conversation loop stopped.
-enum Stop {
-    /// Every turn is done and there is no more input.
-    Done,
-    /// Ctrl-C twice, or SIGTERM; the exit code to use.
-    Quit(u8),
-    /// The CLI closed its output on its own.
-    CliGone,
+/// What the terminal allows.
+struct Terminal {
+    /// stdin and stdout are a terminal: the line editor.
+    editor: bool,
+    /// stdout is a terminal and the format is text: live lines and streamed text.
+    live: bool,
+    /// Colour on stdout.
+    style: Style,
+}
+
+impl Terminal {
+    fn detect(format: OutputFormat) -> Self {
+        let stdout = std::io::stdout();
+        let out_tty = stdout.is_terminal();
+        // The prompt and the banner would mix into JSON output: text format only.
+        Terminal {
+            editor: std::io::stdin().is_terminal() && out_tty && format == OutputFormat::Text,
+            live: out_tty && format == OutputFormat::Text,
+            style: if format == OutputFormat::Text {
+                Style::for_stream(&stdout)
+            } else {
+                Style::new(false)
+            },
+        }
+    }
 }
 
 /// Runs `toolhost chat` with the plugins of `registry`.
 pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<ExitCode> {
+    // Before the CLI exists: a SIGTERM from here on ends it with us.
+    let mut signals = Signals::install()?;
     // Subscribe before watching so no change falls between the two.
     let registry_events = registry.subscribe();
     let _watch = registry.watch().context("cannot watch the plugin folder")?;
@@ -58,184 +96,205 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
             );
         }
     }
+    let term = Terminal::detect(args.output_format);
+    let interactive = args.prompt.is_none();
+    let err_style = Style::for_stream(&std::io::stderr());
+    let mut screen = Screen::new(
+        Box::new(std::io::stdout()),
+        Box::new(std::io::stderr()),
+        term.live,
+    );
+    if term.editor && interactive {
+        screen.line(&banner(&registry, &term.style));
+    }
+    for line in startup_report(&registry, &err_style) {
+        screen.notice(&line);
+    }
+
     let names: Vec<&str> = plugins.iter().map(|p| p.name()).collect();
     let claude = find_claude(args.claude.as_deref())?;
-    let argv = cli_args(&args, &names);
+    let argv = cli_args(&args, &names, term.live);
     tracing::debug!(claude = %claude.display(), ?argv, "spawning the CLI");
-    let (mut cli, stdin, stdout) = CliProcess::spawn(&claude, &argv)
+    let (cli, stdin, stdout) = CliProcess::spawn(&claude, &argv)
         .with_context(|| format!("cannot start {}", claude.display()))?;
 
-    let answers = Answers::default();
-    let permissions = args.ask.then(|| terminal_asker(answers.clone()));
+    let questions = args.ask.then(Questions::default);
+    let permissions = questions.as_ref().map(Questions::asker);
     let lines = read_lines(stdout).max_line_bytes(args.limits.max_line_bytes);
     let mut session = Session::start(lines, stdin, router.clone(), permissions);
     let handle = session.handle.clone();
 
     // Sent before anything else: it registers the plugins as sdk servers.
-    let mut init_answer = Box::pin(handle.request(&initialize_request(&router, &plugins)));
+    let init_answer = Box::pin(handle.request(&initialize_request(&router, &plugins)));
+    let (reports_tx, reports) = mpsc::unbounded_channel();
     let follow = tokio::spawn(follow_registry(
         registry.clone(),
         registry_events,
         handle.clone(),
         external,
         (!args.ask).then(|| args.allowed_tools.clone()),
-        |change| eprintln!("toolhost: {change}"),
+        move |change| {
+            let _ = reports_tx.send(format!("toolhost: {change}"));
+        },
     ));
 
-    // Input lines: prompts in interactive mode, and answers to permission questions.
-    let interactive = args.prompt.is_none();
-    let mut input = if interactive {
-        Some(spawn_line_reader(None))
-    } else {
-        if args.ask {
-            // Answers come from the terminal; with none, from stdin.
-            let tty = std::fs::File::open("/dev/tty").ok();
-            let mut lines = spawn_line_reader(tty);
-            let answers = answers.clone();
-            tokio::spawn(async move {
-                while let Some(l) = lines.recv().await {
-                    answers.offer_or_keep(l);
-                }
-                answers.close();
-            });
-        }
-        None
-    };
-
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut renderer = Renderer::new(args.output_format, std::io::stdout());
-
-    let mut turns_open = 0usize;
-    let mut interrupted = false;
-    let mut last_error = false;
-    let mut init_done = false;
-
-    // A prompt marker only for a person at a terminal; piped input gets none.
-    let show_prompt = interactive && std::io::IsTerminal::is_terminal(&std::io::stdin());
-    let prompt_marker = || {
-        if show_prompt {
-            eprint!("> ");
-        }
-    };
-    if let Some(p) = &args.prompt {
-        handle.send_user(p);
-        turns_open = 1;
-    } else {
-        prompt_marker();
+    let (source, inputs) = open_input(&term, interactive, args.ask)?;
+    let saved_terminal = term.editor.then(save_terminal).flatten();
+    if let Some(t) = &saved_terminal {
+        // Keys typed while a turn runs are not echoed over the live line; the editor shows
+        // them when it next reads. Ctrl-C still interrupts.
+        set_terminal(&without_echo(t));
     }
-    let stop = loop {
-        if turns_open == 0 && input.is_none() {
-            break Stop::Done;
-        }
-        tokio::select! {
-            answer = &mut init_answer, if !init_done => {
-                init_done = true;
-                match answer {
-                    Ok(v) => tracing::debug!(parked = %v["sdk_mcp_manifests_parked"], "initialized"),
-                    Err(e) => tracing::warn!("initialize failed: {e}"),
-                }
-            }
-            ev = session.events.recv() => match ev {
-                Some(Event::Message { kind, line }) => {
-                    if let Some(end) = renderer.message(&kind, &line) {
-                        turns_open = turns_open.saturating_sub(1);
-                        last_error = end.is_error;
-                        interrupted = false;
-                        if let Some(next) = answers.take_kept() {
-                            handle.send_user(&next);
-                            turns_open += 1;
-                        } else if turns_open == 0 {
-                            prompt_marker();
-                        }
-                    }
-                }
-                Some(Event::Closed) | None => break Stop::CliGone,
-            },
-            line = recv_line(&mut input) => match line {
-                Some(l) if l.trim().is_empty() => {}
-                // One turn at a time: the CLI does not start a turn for a user message that
-                // arrives while another turn runs. Lines typed meanwhile answer permission
-                // questions first; the rest are the next prompts.
-                Some(l) if turns_open == 0 => {
-                    handle.send_user(&l);
-                    turns_open += 1;
-                }
-                Some(l) => answers.offer_or_keep(l),
-                None => {
-                    input = None;
-                    answers.close();
-                }
-            },
-            _ = sigint.recv() => {
-                if turns_open > 0 && !interrupted {
-                    handle.interrupt();
-                    interrupted = true;
-                    eprintln!("toolhost: interrupting the turn (Ctrl-C again to quit)");
-                } else {
-                    break Stop::Quit(130);
-                }
-            }
-            _ = sigterm.recv() => break Stop::Quit(143),
-        }
-    };
-    follow.abort();
 
-    let code = match stop {
+    let renderer = Renderer::new(args.output_format, term.style, term.live);
+    let mut chat = Chat::new(
+        handle,
+        renderer,
+        screen,
+        term.style,
+        registry.clone(),
+        questions,
+        source,
+        inputs,
+        interactive,
+    );
+    let stop = chat
+        .run(
+            args.prompt.clone(),
+            std::mem::replace(&mut session.events, mpsc::unbounded_channel().1),
+            init_answer,
+            reports,
+            &mut signals,
+        )
+        .await;
+    follow.abort();
+    // Leave the terminal as we found it (the editor thread may still be blocked in its raw
+    // mode).
+    if let Some(t) = &saved_terminal {
+        set_terminal(t);
+    }
+    if chat.editor_reading() {
+        chat.screen.set_printer(None);
+        chat.screen.line("");
+    }
+
+    session.close().await;
+    Ok(shut_down(stop, cli, &mut chat).await)
+}
+
+/// Where prompts (interactive mode) and answers to permission questions come from.
+fn open_input(
+    term: &Terminal,
+    interactive: bool,
+    ask: bool,
+) -> anyhow::Result<(Source, Option<mpsc::UnboundedReceiver<input::Input>>)> {
+    Ok(if term.editor && (interactive || ask) {
+        let (editor, inputs) = LineEditor::spawn(history_path())?;
+        (Source::Editor(editor), Some(inputs))
+    } else if interactive {
+        let echo = !std::io::stdin().is_terminal();
+        (Source::Lines { echo }, Some(spawn_line_reader(None)))
+    } else if ask {
+        // Answers come from the terminal; with none, from stdin.
+        let tty = std::fs::File::open("/dev/tty").ok();
+        let echo = tty.is_none() && !std::io::stdin().is_terminal();
+        (Source::Lines { echo }, Some(spawn_line_reader(tty)))
+    } else {
+        (Source::None, None)
+    })
+}
+
+/// Lets the CLI end (its input is closed) and says how the session ended.
+async fn shut_down(stop: Stop, mut cli: CliProcess, chat: &mut Chat) -> ExitCode {
+    match stop {
         Stop::Done => {
-            session.close().await;
             let report = cli.finish(EXIT_GRACE).await;
             if report.killed {
-                eprintln!("toolhost: the CLI did not exit after its input was closed; killed it");
+                chat.screen
+                    .notice("toolhost: the CLI did not exit after its input was closed; killed it");
             }
-            if last_error {
+            if chat.last_error {
                 ExitCode::FAILURE
             } else {
                 ExitCode::SUCCESS
             }
         }
         Stop::Quit(code) => {
-            session.close().await;
             cli.finish(QUIT_GRACE).await;
             ExitCode::from(code)
         }
         Stop::CliGone => {
-            session.close().await;
             let report = cli.finish(EXIT_GRACE).await;
-            eprintln!("toolhost: {}", describe_exit(&report));
+            chat.screen
+                .notice(&format!("toolhost: {}", describe_exit(&report)));
             for line in cli.tail().lines() {
-                eprintln!("  {line}");
+                chat.screen.notice(&format!("  {line}"));
             }
             ExitCode::FAILURE
         }
-    };
-    Ok(code)
-}
-
-async fn recv_line(input: &mut Option<mpsc::UnboundedReceiver<String>>) -> Option<String> {
-    match input {
-        Some(rx) => rx.recv().await,
-        None => std::future::pending().await,
     }
 }
 
-/// Reads lines on a plain thread (a blocked read must not hold up the runtime's shutdown):
-/// from `file`, or from stdin.
-fn spawn_line_reader(file: Option<std::fs::File>) -> mpsc::UnboundedReceiver<String> {
-    let (tx, rx) = mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        let reader: Box<dyn BufRead> = match file {
-            Some(f) => Box::new(std::io::BufReader::new(f)),
-            None => Box::new(std::io::stdin().lock()),
-        };
-        for line in reader.lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
+/// `toolhost 0.1.0 · 3 plugins, 12 tools · Ctrl-C interrupts, Ctrl-D quits · /help`
+fn banner(registry: &Registry, style: &Style) -> String {
+    let plugins = registry.plugins();
+    let tools: usize = plugins.iter().map(|p| p.manifest().tools.len()).sum();
+    let dot = style.dim(" · ");
+    [
+        style.bold(&format!("toolhost {}", env!("CARGO_PKG_VERSION"))),
+        format!(
+            "{}, {}",
+            catalog::count(plugins.len(), "plugin"),
+            catalog::count(tools, "tool")
+        ),
+        style.dim("Ctrl-C interrupts, Ctrl-D quits"),
+        style.dim("/help"),
+    ]
+    .join(&dot)
+}
+
+/// The files that failed to load at start, and a warning when no plugin loaded.
+fn startup_report(registry: &Registry, style: &Style) -> Vec<String> {
+    let mut lines: Vec<String> = registry
+        .failures()
+        .iter()
+        .map(|(file, error)| {
+            format!(
+                "toolhost: {}",
+                style.error(&format!(
+                    "plugin file {} failed to load: {error}",
+                    file.display()
+                ))
+            )
+        })
+        .collect();
+    if registry.plugins().is_empty() {
+        lines.push(format!(
+            "toolhost: {}",
+            style.warn(&format!(
+                "no plugin loaded from {}: Claude has no plugin tools. Put plugin libraries \
+                 there (they load while the chat runs); `toolhost list` shows what is found",
+                registry.dir().display()
+            ))
+        ));
+    }
+    lines
+}
+
+fn save_terminal() -> Option<nix::sys::termios::Termios> {
+    nix::sys::termios::tcgetattr(std::io::stdin()).ok()
+}
+
+fn set_terminal(t: &nix::sys::termios::Termios) {
+    let _ = nix::sys::termios::tcsetattr(std::io::stdin(), nix::sys::termios::SetArg::TCSANOW, t);
+}
+
+fn without_echo(t: &nix::sys::termios::Termios) -> nix::sys::termios::Termios {
+    let mut quiet = t.clone();
+    quiet
+        .local_flags
+        .remove(nix::sys::termios::LocalFlags::ECHO);
+    quiet
 }
 
 /// "the CLI exited with status 3", "... was killed by signal 9", ...

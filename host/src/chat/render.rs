@@ -1,8 +1,13 @@
-//! What `toolhost chat` prints of the CLI's stream, in each `--output-format`.
+//! What `toolhost chat` prints of the CLI's stream, in each `--output-format`: stream messages
+//! in, [`Out`] pieces for the screen out. No terminal handling here (see `screen`).
 
-use std::{collections::HashMap, io::Write};
+use std::collections::{HashMap, HashSet};
 
-use serde_json::Value;
+use super::{
+    stream::{self, Item, TurnResult},
+    style::Style,
+    words::{self, display_tool_name, one_line, Outcome, Summary},
+};
 
 /// How the conversation is printed on stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -15,167 +20,225 @@ pub enum OutputFormat {
     StreamJson,
 }
 
+/// A piece of output.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Out {
+    /// A stream line passed on unchanged (`json`, `stream-json`).
+    Raw(String),
+    /// A piece of streamed assistant text; lines end where the text says.
+    Text(String),
+    /// A whole line of the chat's own (or a whole assistant text block).
+    Line(String),
+    /// A tool call started; `label` is its name and input as shown on its live line.
+    ToolStarted { id: String, label: String },
+    /// A tool call ended (its line is a separate [`Out::Line`]).
+    ToolEnded { id: String },
+}
+
 /// The end of a turn.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnEnd {
     pub is_error: bool,
+    pub summary: Summary,
 }
 
-/// `mcp__calc__add` → `calc.add`; other names unchanged.
-pub fn display_tool_name(api_name: &str) -> String {
-    match api_name
-        .strip_prefix("mcp__")
-        .and_then(|rest| rest.split_once("__"))
-    {
-        Some((server, tool)) => format!("{server}.{tool}"),
-        None => api_name.to_string(),
-    }
-}
+/// Longest tool input shown on a tool line, in characters.
+const INPUT_CHARS: usize = 200;
 
-/// Longest tool outcome shown on a tool line, in characters.
-pub const OUTCOME_CHARS: usize = 200;
-
-/// Turns stream messages into output lines.
-pub struct Renderer<W: Write> {
+/// Turns stream messages into output.
+pub struct Renderer {
     format: OutputFormat,
-    out: W,
-    /// Tool calls seen in `assistant` messages, by tool_use id: (display name, input JSON).
+    style: Style,
+    /// Whether assistant text is streamed (`--include-partial-messages` was passed).
+    streaming: bool,
+    /// Tool calls not yet answered, by tool_use id: (display name, input JSON).
     calls: HashMap<String, (String, String)>,
+    /// Ids of assistant messages whose text was streamed (so not printed again whole).
+    streamed: HashSet<String>,
+    current_message: Option<String>,
+    /// This turn so far.
+    tool_calls: usize,
+    api_failure: Option<String>,
+    interrupted: bool,
+    session_cost_usd: f64,
 }
 
-impl<W: Write> Renderer<W> {
-    pub fn new(format: OutputFormat, out: W) -> Self {
+impl Renderer {
+    pub fn new(format: OutputFormat, style: Style, streaming: bool) -> Self {
         Renderer {
             format,
-            out,
+            style,
+            streaming,
             calls: HashMap::new(),
+            streamed: HashSet::new(),
+            current_message: None,
+            tool_calls: 0,
+            api_failure: None,
+            interrupted: false,
+            session_cost_usd: 0.0,
         }
     }
 
-    /// Prints what `line` (a message of type `kind`) shows; returns the turn's end on `result`.
-    pub fn message(&mut self, kind: &str, line: &str) -> Option<TurnEnd> {
+    /// The running turn is being interrupted: its summary says so, and calls left without a
+    /// result are shown as interrupted.
+    pub fn interrupted(&mut self) {
+        self.interrupted = true;
+    }
+
+    /// What `line` (a message of type `kind`) shows, and the turn's end on `result`.
+    pub fn message(&mut self, kind: &str, line: &str) -> (Vec<Out>, Option<TurnEnd>) {
+        let mut out = Vec::new();
         if self.format == OutputFormat::StreamJson {
-            let _ = writeln!(self.out, "{line}");
+            out.push(Out::Raw(line.to_string()));
         }
-        // Only these need a look inside; the rest passes by unparsed.
-        if !matches!(kind, "assistant" | "user" | "result") {
-            let _ = self.out.flush();
-            return None;
-        }
-        let v: Value = match serde_json::from_str(line) {
-            Ok(v) => v,
-            Err(_) => return None,
-        };
-        let end = match kind {
-            "assistant" => {
-                self.assistant(&v);
-                None
-            }
-            "user" => {
-                self.tool_results(&v);
-                None
-            }
-            _ => Some(self.result(&v, line)),
-        };
-        let _ = self.out.flush();
-        end
-    }
-
-    fn assistant(&mut self, v: &Value) {
-        let Some(blocks) = v["message"]["content"].as_array() else {
-            return;
-        };
-        for b in blocks {
-            match b["type"].as_str() {
-                Some("text") if self.format == OutputFormat::Text => {
-                    let text = b["text"].as_str().unwrap_or("");
-                    if !text.is_empty() {
-                        let _ = writeln!(self.out, "{text}");
-                    }
-                }
-                Some("tool_use") => {
-                    if let Some(id) = b["id"].as_str() {
-                        let name = display_tool_name(b["name"].as_str().unwrap_or("?"));
-                        self.calls
-                            .insert(id.to_string(), (name, b["input"].to_string()));
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-
-    fn tool_results(&mut self, v: &Value) {
-        let Some(blocks) = v["message"]["content"].as_array() else {
-            return;
-        };
-        for b in blocks.iter().filter(|b| b["type"] == "tool_result") {
-            let id = b["tool_use_id"].as_str().unwrap_or("");
-            let Some((name, input)) = self.calls.remove(id) else {
-                continue;
-            };
-            if self.format != OutputFormat::Text {
-                continue;
-            }
-            let mark = if b["is_error"].as_bool() == Some(true) {
-                '✗'
+        let mut end = None;
+        for item in stream::parse(kind, line) {
+            if let Item::End(result) = item {
+                end = Some(self.end(result, line, &mut out));
             } else {
-                '⚙'
-            };
-            let outcome = one_line(&outcome_text(&b["content"]), OUTCOME_CHARS);
-            let _ = writeln!(self.out, "{mark} {name} {input} → {outcome}");
+                self.item(item, &mut out);
+            }
+        }
+        (out, end)
+    }
+
+    fn text_shown(&self) -> bool {
+        self.format == OutputFormat::Text
+    }
+
+    fn item(&mut self, item: Item, out: &mut Vec<Out>) {
+        match item {
+            Item::MessageStart { id } => self.current_message = Some(id),
+            Item::TextDelta(t) => {
+                if self.streaming && self.text_shown() {
+                    if let Some(id) = &self.current_message {
+                        self.streamed.insert(id.clone());
+                    }
+                    out.push(Out::Text(t));
+                }
+            }
+            Item::Text { message_id, text } => {
+                let streamed = self.streaming && self.streamed.contains(&message_id);
+                if self.text_shown() && !streamed && !text.is_empty() {
+                    out.push(Out::Line(text));
+                }
+            }
+            Item::ToolUse { id, name, input } => {
+                let name = display_tool_name(&name);
+                self.tool_calls += 1;
+                if self.text_shown() {
+                    out.push(Out::ToolStarted {
+                        id: id.clone(),
+                        label: format!(
+                            "{} {}",
+                            self.style.bold(&name),
+                            self.style.dim(&one_line(&input, 80))
+                        ),
+                    });
+                }
+                self.calls.insert(id, (name, input));
+            }
+            Item::ToolResult {
+                id,
+                is_error,
+                content,
+            } => {
+                let Some((name, input)) = self.calls.remove(&id) else {
+                    return;
+                };
+                if self.text_shown() {
+                    out.push(Out::ToolEnded { id });
+                    out.push(Out::Line(self.tool_line(
+                        &name,
+                        &input,
+                        is_error,
+                        &words::tool_outcome(&content, is_error),
+                    )));
+                }
+            }
+            Item::ApiError { kind, text } => {
+                self.api_failure = Some(words::api_failure(kind.as_deref(), &text));
+            }
+            Item::Retry {
+                attempt,
+                max,
+                delay_ms,
+                status,
+                error,
+            } => {
+                if self.text_shown() {
+                    let l = words::retry_line(attempt, max, delay_ms, status, &error);
+                    out.push(Out::Line(self.style.warn(&l)));
+                }
+            }
+            Item::End(_) => {}
         }
     }
 
-    fn result(&mut self, v: &Value, line: &str) -> TurnEnd {
-        let is_error = v["is_error"].as_bool().unwrap_or(false);
-        match self.format {
-            OutputFormat::Json => {
-                let _ = writeln!(self.out, "{line}");
+    fn tool_line(&self, name: &str, input: &str, is_error: bool, outcome: &str) -> String {
+        let s = &self.style;
+        let (mark, outcome) = if is_error {
+            (s.error("✗"), s.error(outcome))
+        } else {
+            ("⚙".to_string(), outcome.to_string())
+        };
+        format!(
+            "{mark} {} {} → {outcome}",
+            s.bold(name),
+            s.dim(&one_line(input, INPUT_CHARS))
+        )
+    }
+
+    fn end(&mut self, r: TurnResult, line: &str, out: &mut Vec<Out>) -> TurnEnd {
+        // Calls the CLI gave up on (an interrupted turn) have no result in the stream.
+        let mut left: Vec<(String, (String, String))> = self.calls.drain().collect();
+        left.sort();
+        if self.text_shown() {
+            let outcome = if self.interrupted {
+                "interrupted"
+            } else {
+                "no result"
+            };
+            for (id, (name, input)) in left {
+                out.push(Out::ToolEnded { id });
+                out.push(Out::Line(self.tool_line(&name, &input, true, outcome)));
             }
+        }
+        let outcome = if self.interrupted {
+            Outcome::Interrupted
+        } else if r.is_error || self.api_failure.is_some() {
+            Outcome::Error(
+                self.api_failure
+                    .take()
+                    .or_else(|| words::result_error(&r.subtype)),
+            )
+        } else {
+            Outcome::Ok
+        };
+        let summary = Summary {
+            outcome,
+            turns: 1,
+            tool_calls: self.tool_calls,
+            turn_cost_usd: (r.total_cost_usd - self.session_cost_usd).max(0.0),
+            session_cost_usd: r.total_cost_usd.max(self.session_cost_usd),
+        };
+        self.session_cost_usd = summary.session_cost_usd;
+        match self.format {
+            OutputFormat::Json => out.push(Out::Raw(line.to_string())),
             OutputFormat::Text => {
-                let subtype = v["subtype"].as_str().unwrap_or("unknown");
-                let turns = v["num_turns"].as_u64().unwrap_or(0);
-                let cost = v["total_cost_usd"].as_f64().unwrap_or(0.0);
-                let _ = writeln!(self.out, "[{subtype}: {turns} turns, ${cost:.4}]");
+                out.extend(summary.reason_line(&self.style).map(Out::Line));
+                out.push(Out::Line(summary.line(&self.style)));
             }
             OutputFormat::StreamJson => {}
         }
-        TurnEnd { is_error }
-    }
-}
-
-/// The text of a `tool_result` content: a string, or the text blocks of an array.
-fn outcome_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .map(|b| match b["type"].as_str() {
-                Some("text") => b["text"].as_str().unwrap_or("").to_string(),
-                Some(other) => format!("[{other}]"),
-                None => String::new(),
-            })
-            .collect::<Vec<_>>()
-            .join(" "),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
-}
-
-/// Newlines become spaces; cut to `max` characters with `…`.
-fn one_line(s: &str, max: usize) -> String {
-    let flat: String = s
-        .trim()
-        .chars()
-        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
-        .collect();
-    if flat.chars().count() > max {
-        let mut cut: String = flat.chars().take(max).collect();
-        cut.push('…');
-        cut
-    } else {
-        flat
+        self.tool_calls = 0;
+        self.api_failure = None;
+        self.interrupted = false;
+        self.streamed.clear();
+        TurnEnd {
+            is_error: r.is_error || summary.outcome != Outcome::Ok,
+            summary,
+        }
     }
 }
 
@@ -183,27 +246,42 @@ fn one_line(s: &str, max: usize) -> String {
 mod tests {
     use super::*;
 
-    fn render(format: OutputFormat, lines: &[(&str, &str)]) -> (String, Vec<TurnEnd>) {
-        let mut buf = Vec::new();
+    fn render(
+        format: OutputFormat,
+        streaming: bool,
+        lines: &[(&str, &str)],
+    ) -> (Vec<Out>, Vec<TurnEnd>) {
+        let mut r = Renderer::new(format, Style::new(false), streaming);
+        let mut outs = Vec::new();
         let mut ends = Vec::new();
-        {
-            let mut r = Renderer::new(format, &mut buf);
-            for (kind, line) in lines {
-                ends.extend(r.message(kind, line));
-            }
+        for (kind, line) in lines {
+            let (o, e) = r.message(kind, line);
+            outs.extend(o);
+            ends.extend(e);
         }
-        (String::from_utf8(buf).unwrap(), ends)
+        (outs, ends)
+    }
+
+    /// Lines only, as a piped screen shows them.
+    fn lines(outs: &[Out]) -> String {
+        outs.iter()
+            .filter_map(|o| match o {
+                Out::Line(l) | Out::Raw(l) => Some(format!("{l}\n")),
+                Out::Text(t) => Some(t.clone()),
+                _ => None,
+            })
+            .collect()
     }
 
     const CONVERSATION: &[(&str, &str)] = &[
         ("system", r#"{"type":"system","subtype":"init"}"#),
         (
             "assistant",
-            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"Let me add."}]}}"#,
+            r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"Let me add."}]}}"#,
         ),
         (
             "assistant",
-            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"mcp__calc__add","input":{"x":5,"y":3}}]}}"#,
+            r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1","name":"mcp__calc__add","input":{"x":5,"y":3}}]}}"#,
         ),
         (
             "user",
@@ -211,7 +289,7 @@ mod tests {
         ),
         (
             "assistant",
-            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t2","name":"mcp__faulty__fail","input":{"message":"no"}}]}}"#,
+            r#"{"type":"assistant","message":{"id":"m2","content":[{"type":"tool_use","id":"t2","name":"mcp__faulty__fail","input":{"message":"no"}}]}}"#,
         ),
         (
             "user",
@@ -225,35 +303,100 @@ mod tests {
 
     #[test]
     fn text_format() {
-        let (out, ends) = render(OutputFormat::Text, CONVERSATION);
+        let (out, ends) = render(OutputFormat::Text, false, CONVERSATION);
         assert_eq!(
-            out,
-            "Let me add.\n⚙ calc.add {\"x\":5,\"y\":3} → 8\n✗ faulty.fail {\"message\":\"no\"} → no really\n[success: 3 turns, $0.0123]\n"
+            lines(&out),
+            "Let me add.\n⚙ calc.add {\"x\":5,\"y\":3} → 8\n✗ faulty.fail {\"message\":\"no\"} → no really\n[ok · 1 turn · 2 tool calls · $0.0123 (session $0.0123)]\n"
         );
-        assert_eq!(ends, vec![TurnEnd { is_error: false }]);
+        assert!(out.contains(&Out::ToolStarted {
+            id: "t1".into(),
+            label: r#"calc.add {"x":5,"y":3}"#.into()
+        }));
+        assert_eq!(ends.len(), 1);
+        assert!(!ends[0].is_error);
     }
 
     #[test]
     fn json_and_stream_formats() {
-        let (out, _) = render(OutputFormat::Json, CONVERSATION);
-        assert_eq!(out, format!("{}\n", CONVERSATION[6].1));
-        let (out, _) = render(OutputFormat::StreamJson, CONVERSATION);
+        let (out, _) = render(OutputFormat::Json, false, CONVERSATION);
+        assert_eq!(lines(&out), format!("{}\n", CONVERSATION[6].1));
+        let (out, _) = render(OutputFormat::StreamJson, false, CONVERSATION);
         let expected: String = CONVERSATION.iter().map(|(_, l)| format!("{l}\n")).collect();
-        assert_eq!(out, expected);
+        assert_eq!(lines(&out), expected);
     }
 
     #[test]
-    fn names_and_outcomes() {
-        assert_eq!(display_tool_name("mcp__calc__add"), "calc.add");
-        assert_eq!(display_tool_name("Bash"), "Bash");
-        assert_eq!(one_line(&"x".repeat(5), 3), "xxx…");
-        let (_, ends) = render(
+    fn streamed_text_is_not_printed_twice_and_costs_are_per_turn() {
+        let start = r#"{"type":"stream_event","event":{"type":"message_start","message":{"id":"m1"}},"parent_tool_use_id":null}"#;
+        let delta = |t: &str| {
+            format!(
+                r#"{{"type":"stream_event","event":{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":"{t}"}}}},"parent_tool_use_id":null}}"#
+            )
+        };
+        let (d1, d2) = (delta("Hel"), delta("lo"));
+        let whole = r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"Hello"}]}}"#;
+        let result = |cost: f64| {
+            format!(
+                r#"{{"type":"result","subtype":"success","is_error":false,"total_cost_usd":{cost}}}"#
+            )
+        };
+        let (r1, r2) = (result(0.5), result(0.75));
+        let (out, ends) = render(
             OutputFormat::Text,
-            &[(
-                "result",
-                r#"{"type":"result","subtype":"error_during_execution","is_error":true}"#,
-            )],
+            true,
+            &[
+                ("stream_event", start),
+                ("stream_event", &d1),
+                ("stream_event", &d2),
+                ("assistant", whole),
+                ("result", &r1),
+                ("result", &r2),
+            ],
         );
-        assert_eq!(ends, vec![TurnEnd { is_error: true }]);
+        assert_eq!(
+            lines(&out),
+            "Hello[ok · 1 turn · $0.5000 (session $0.5000)]\n[ok · 1 turn · $0.2500 (session $0.7500)]\n"
+        );
+        assert_eq!(ends[1].summary.turn_cost_usd, 0.25);
+        // Without streaming the whole block is the text.
+        let (out, _) = render(
+            OutputFormat::Text,
+            false,
+            &[("stream_event", &d1), ("assistant", whole)],
+        );
+        assert_eq!(lines(&out), "Hello\n");
+    }
+
+    #[test]
+    fn api_failures_and_interrupted_turns() {
+        let (out, ends) = render(
+            OutputFormat::Text,
+            false,
+            &[
+                (
+                    "assistant",
+                    r#"{"type":"assistant","message":{"id":"x","content":[{"type":"text","text":"Not logged in · Please run /login"}]},"error":"authentication_failed","is_api_error_message":true}"#,
+                ),
+                (
+                    "result",
+                    r#"{"type":"result","subtype":"success","is_error":true,"total_cost_usd":0,"result":"Not logged in · Please run /login"}"#,
+                ),
+            ],
+        );
+        assert_eq!(
+            lines(&out),
+            "✗ not logged in: set ANTHROPIC_API_KEY, or log in with `claude`\n[error · 1 turn · $0.0000 (session $0.0000)]\n"
+        );
+        assert!(ends[0].is_error);
+
+        let mut r = Renderer::new(OutputFormat::Text, Style::new(false), false);
+        r.message("assistant", r#"{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"t1","name":"mcp__faulty__slow","input":{"ms":9000}}]}}"#);
+        r.interrupted();
+        let (out, end) = r.message("result", r#"{"type":"result","subtype":"error_during_execution","is_error":true,"total_cost_usd":0.1}"#);
+        assert_eq!(
+            lines(&out),
+            "✗ faulty.slow {\"ms\":9000} → interrupted\n[interrupted · 1 turn · 1 tool call · $0.1000 (session $0.1000)]\n"
+        );
+        assert_eq!(end.unwrap().summary.outcome, Outcome::Interrupted);
     }
 }

@@ -144,9 +144,18 @@ impl Router {
         &self.registry
     }
 
-    /// The call timeout of plugin `name`.
+    /// The call timeout of plugin `name`: `--plugin-timeout` on the command line, else the
+    /// configuration file's `timeout` (as it is now: the file may change while we run), else
+    /// the default.
     pub fn timeout_for(&self, name: &str) -> Duration {
-        self.config.timeout_for(name)
+        if let Some(t) = self.config.plugin_timeouts.get(name) {
+            return *t;
+        }
+        self.registry
+            .config()
+            .settings
+            .timeout_for(name)
+            .unwrap_or(self.config.default_timeout)
     }
 
     /// The threads tools run on.

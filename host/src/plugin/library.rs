@@ -120,26 +120,32 @@ impl Library {
         let layout = header.layout().ok_or_else(|| {
             LoadError::Incompatible("it was built without layout information".into())
         })?;
-        // A private CheckingGlobals: abi_stable's global one would keep references to this
-        // library's `TypeLayout` statics after we unmap it, and a later check would read them.
-        let globals = CheckingGlobals::new();
-        check_layout_compatibility_with_globals(
-            <PluginRootRef as StableAbi>::LAYOUT,
-            layout,
-            &globals,
-        )
-        .map_err(|e| {
-            // Formatted now: the error borrows the library's statics. abi_stable's report is
-            // pages long; the full text goes to the debug log, the error keeps its verdict.
-            let full = e.to_string();
-            tracing::debug!(file = %original_name(&self.shadow), "layout mismatch:\n{full}");
-            LoadError::Incompatible(format!(
-                "ABI mismatch: built against toolhost-plugin {theirs}, but its root module's \
-                 layout does not match this host's ({ours}): {}",
-                layout_verdict(&full)
-            ))
-        })?;
-        drop(globals);
+        // A private CheckingGlobals per check: abi_stable's global one would keep references
+        // to this library's `TypeLayout` statics after we unmap it, and a later check would
+        // read them. Errors are formatted at once: they borrow the library's statics.
+        let check = |interface, implementation| {
+            let globals = CheckingGlobals::new();
+            check_layout_compatibility_with_globals(interface, implementation, &globals)
+                .map_err(|e| e.to_string())
+        };
+        let ours_layout = <PluginRootRef as StableAbi>::LAYOUT;
+        // abi_stable accepts an implementation whose prefix types have *more* fields than the
+        // interface, not fewer, but a plugin built before a field was added has fewer. The
+        // other way round accepts it: the fields both have are compared either way, and the
+        // accessor of a field the plugin lacks reads the plugin's own field count at run time
+        // and returns `None` (host/tests/config.rs loads such a plugin).
+        if let Err(full) = check(ours_layout, layout) {
+            if check(layout, ours_layout).is_err() {
+                // abi_stable's report is pages long; the full text goes to the debug log, the
+                // error keeps its verdict.
+                tracing::debug!(file = %original_name(&self.shadow), "layout mismatch:\n{full}");
+                return Err(LoadError::Incompatible(format!(
+                    "ABI mismatch: built against toolhost-plugin {theirs}, but its root module's \
+                     layout does not match this host's ({ours}): {}",
+                    layout_verdict(&full)
+                )));
+            }
+        }
         // SAFETY: the layout was checked just above against our `PluginRootRef`.
         unsafe { header.init_root_module_with_unchecked_layout::<PluginRootRef>() }.map_err(|e| {
             LoadError::Incompatible(format!(

@@ -1,6 +1,7 @@
 //! One loaded version of one plugin: open it, ask its manifest, call its tools, close it.
 
 mod callbacks;
+mod configure;
 mod library;
 mod shadow;
 
@@ -15,6 +16,7 @@ use serde_json::value::RawValue;
 use toolhost_plugin::abi::{CallOutcome, ContentKind, PluginManifest, PluginRootRef};
 
 pub use callbacks::{CallControl, ProgressFn};
+pub use configure::ConfigSource;
 pub use library::{pinned_count, still_mapped};
 pub use shadow::{current_uid, default_shadow_dir, digest, NotALibrary, ShadowError, Staged};
 // The host-side data a plugin produces is defined by the protocol layer; re-exported here for
@@ -25,6 +27,7 @@ pub use crate::model::{
 };
 
 use callbacks::{call_ctx, host_api, CallData, LogSource};
+use configure::{config_lookup, LookupData};
 use library::{Library, Opened};
 
 /// Why a file could not be loaded. `Display` is one line naming the cause; the variants that
@@ -67,6 +70,13 @@ pub enum LoadError {
     /// The trust policy refused the file.
     #[error("refused")]
     Refused(#[source] crate::trust::TrustError),
+    /// The configuration gives the plugin a `config`, but it was built before plugins could
+    /// receive one (it lacks the ABI's `init_with_config`).
+    #[error(
+        "plugin `{plugin}` has a `config` in the configuration file, but it was built against \
+         a toolhost-plugin that cannot receive one; rebuild it against a current one"
+    )]
+    ConfigUnsupported { plugin: String },
 }
 
 impl LoadError {
@@ -100,6 +110,8 @@ pub struct LoadedPlugin {
     // log while unloading.
     library: Option<Library>,
     log_source: Box<LogSource>,
+    /// The `config` this version was given at load (JSON object text).
+    config: Option<String>,
     derived: OnceLock<Box<dyn Any + Send + Sync>>,
 }
 
@@ -113,12 +125,37 @@ impl LoadedPlugin {
     /// Loads a plugin from its copy staged by [`Staged::copy`] (which hashed it on the way, so
     /// a caller can skip unchanged files before loading).
     pub fn load_staged(file: &Path, staged: Staged) -> Result<Arc<Self>, LoadError> {
-        let hash = *staged.hash();
-        let opened = Library::open_staged(staged)?;
-        Self::init(file, hash, opened)
+        Self::load_staged_with_config(file, staged, &|_| None)
     }
 
-    fn init(file: &Path, hash: [u8; 32], opened: Opened) -> Result<Arc<Self>, LoadError> {
+    /// [`LoadedPlugin::load_staged`], handing the plugin the `config` that `config` gives for
+    /// the name it declares.
+    pub fn load_staged_with_config(
+        file: &Path,
+        staged: Staged,
+        config: ConfigSource<'_>,
+    ) -> Result<Arc<Self>, LoadError> {
+        let hash = *staged.hash();
+        let opened = Library::open_staged(staged)?;
+        Self::init(file, hash, opened, config)
+    }
+
+    /// [`LoadedPlugin::load`] with a configuration source.
+    pub fn load_with_config(
+        file: &Path,
+        shadow_dir: &Path,
+        config: ConfigSource<'_>,
+    ) -> Result<Arc<Self>, LoadError> {
+        let staged = Staged::copy(file, shadow_dir).map_err(LoadError::Stage)?;
+        Self::load_staged_with_config(file, staged, config)
+    }
+
+    fn init(
+        file: &Path,
+        hash: [u8; 32],
+        opened: Opened,
+        config: ConfigSource<'_>,
+    ) -> Result<Arc<Self>, LoadError> {
         let Opened { library, root } = opened;
         let log_source = Box::new(LogSource {
             file: file.display().to_string(),
@@ -137,14 +174,29 @@ impl LoadedPlugin {
             root,
             library: Some(library),
             log_source,
+            config: None,
             derived: OnceLock::new(),
         };
         // From here on, dropping `plugin` runs the plugin's `unload` and closes the library.
-        let manifest = match (plugin.root.init())(host_api(&plugin.log_source)) {
+        let host = host_api(&plugin.log_source);
+        let lookup = LookupData { source: config };
+        // Plugins built before `init_with_config` existed lack it: they get `init`.
+        let with_config = plugin.root.init_with_config();
+        let initialized = match with_config {
+            Some(init) => init(host, &config_lookup(&lookup)),
+            None => (plugin.root.init())(host),
+        };
+        let manifest = match initialized {
             RResult::ROk(m) => convert_manifest(m),
             RResult::RErr(e) => Err(LoadError::Init(e.into_string())),
         }?;
         manifest.validate()?;
+        plugin.config = config(&manifest.name);
+        if with_config.is_none() && plugin.config.is_some() {
+            return Err(LoadError::ConfigUnsupported {
+                plugin: manifest.name,
+            });
+        }
         let _ = plugin.log_source.name.set(manifest.name.clone());
         plugin.manifest = manifest;
         Ok(Arc::new(plugin))
@@ -161,6 +213,11 @@ impl LoadedPlugin {
     /// The file in the plugin folder this version was loaded from.
     pub fn file(&self) -> &Path {
         &self.file
+    }
+
+    /// The `config` this version was given at load (JSON object text), if any.
+    pub fn config_json(&self) -> Option<&str> {
+        self.config.as_deref()
     }
 
     /// SHA-256 of the file's bytes when it was loaded.

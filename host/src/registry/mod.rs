@@ -32,6 +32,7 @@ pub use scan::{is_plugin_file, plugin_files, LIBRARY_SUFFIX};
 pub use watch::WatchHandle;
 
 use crate::{
+    config::LiveConfig,
     error::one_line,
     plugin::{LoadError, LoadedPlugin, Staged},
     trust::TrustError,
@@ -81,13 +82,17 @@ pub struct RegistryConfig {
     pub handoff_timeout: Duration,
     /// Which files may be loaded at all (ownership, permissions, lock file).
     pub trust: crate::trust::Trust,
+    /// The per-plugin settings (`toolhost.toml`), followed like the plugin files.
+    pub settings: Arc<LiveConfig>,
 }
 
 impl RegistryConfig {
     /// Defaults tuned for interactive use: a reload is applied ~30 ms after the last write.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
+        let dir = dir.into();
         RegistryConfig {
-            dir: dir.into(),
+            settings: Arc::new(LiveConfig::empty(&dir)),
+            dir,
             shadow_dir: crate::plugin::default_shadow_dir(),
             debounce: Duration::from_millis(30),
             stable_wait: Duration::from_millis(30),
@@ -160,6 +165,10 @@ struct State {
     /// Which plugin each serving file provides.
     files: HashMap<PathBuf, String>,
     failed: BTreeMap<PathBuf, FailedFile>,
+    /// Why the configuration file could not be read again (the previous one keeps serving).
+    config_error: Option<String>,
+    /// Serving files whose plugin's settings changed: reloaded even if their bytes did not.
+    stale: std::collections::HashSet<PathBuf>,
 }
 
 /// The loaded plugins, by name.
@@ -209,6 +218,7 @@ impl Registry {
                 Outcome::Busy(error) => registry.fail(&file, error, None, None),
             }
         }
+        registry.report_unknown_names();
         Ok(registry)
     }
 
@@ -269,14 +279,79 @@ impl Registry {
         state.slots.get(name).map(|s| s.plugin.clone())
     }
 
-    /// Files that currently fail to load, with the reason, sorted by file.
+    /// Files that currently fail to load, with the reason, sorted by file; then the
+    /// configuration file's problems (it does not parse, or names plugins not loaded).
     pub fn failures(&self) -> Vec<(PathBuf, String)> {
         let state = self.read();
-        state
+        let mut failures: Vec<(PathBuf, String)> = state
             .failed
             .iter()
             .map(|(f, e)| (f.clone(), e.error.clone()))
-            .collect()
+            .collect();
+        let settings = &self.config.settings;
+        if let Some(error) = &state.config_error {
+            failures.push((settings.path(), error.clone()));
+        }
+        if let Err(e) = settings.check_names(state.slots.keys().map(String::as_str)) {
+            failures.push((e.file().to_path_buf(), e.detail()));
+        }
+        failures
+    }
+
+    /// Reports a `[plugin.NAME]` table whose plugin is not loaded.
+    fn report_unknown_names(&self) {
+        let names: Vec<String> = self.read().slots.keys().cloned().collect();
+        if let Err(e) = self
+            .config
+            .settings
+            .check_names(names.iter().map(String::as_str))
+        {
+            // At warn level, like a failed file: `list` and `call` print failures themselves.
+            tracing::warn!("{e}");
+        }
+    }
+
+    /// Reads the configuration file again after it changed, and returns the plugin files to
+    /// look at again: those of plugins whose settings changed, and every file that failed (its
+    /// failure may have come from the old settings). A file that does not parse is reported
+    /// and the previous configuration keeps serving.
+    fn reconfigure(&self) -> Vec<PathBuf> {
+        let settings = &self.config.settings;
+        match settings.reload() {
+            Err(e) => {
+                let detail = e.detail();
+                let mut state = self.write();
+                let again = state.config_error.as_ref() == Some(&detail);
+                state.config_error = Some(detail.clone());
+                drop(state);
+                if !again {
+                    self.emit(RegistryEvent::Failed {
+                        file: e.file().to_path_buf(),
+                        error: format!("{detail}; the previous configuration stays in force"),
+                    });
+                }
+                Vec::new()
+            }
+            Ok(changed) => {
+                tracing::info!(file = %settings.path().display(), ?changed, "configuration read");
+                let mut state = self.write();
+                state.config_error = None;
+                let mut files: Vec<PathBuf> = changed
+                    .iter()
+                    .filter_map(|name| state.slots.get(name))
+                    .map(|slot| slot.plugin.file().to_path_buf())
+                    .collect();
+                state.stale.extend(files.iter().cloned());
+                for (file, failed) in state.failed.iter_mut() {
+                    // Forget which bytes failed, so the same ones are tried with the new settings.
+                    failed.hash = None;
+                    files.push(file.clone());
+                }
+                drop(state);
+                self.report_unknown_names();
+                files
+            }
+        }
     }
 
     /// Changes from now on.
@@ -355,9 +430,15 @@ impl Registry {
         {
             let state = self.read();
             let serving = state.files.get(file).and_then(|n| state.slots.get(n));
-            if serving.is_some_and(|s| *s.plugin.hash() == hash) {
+            let settings = &self.config.settings;
+            if serving.is_some_and(|s| {
+                *s.plugin.hash() == hash
+                    && !state.stale.contains(file)
+                    && s.plugin.config_json()
+                        == settings.plugin_config_json(s.plugin.name()).as_deref()
+            }) {
                 // Touched, or rewritten with the same bytes (perhaps back from a build that
-                // failed): not a reload, and no longer a failure.
+                // failed), and its settings unchanged: not a reload, and no longer a failure.
                 drop(state);
                 self.write().failed.remove(file);
                 return Outcome::Done;
@@ -373,11 +454,15 @@ impl Registry {
                 }
             }
         }
+        // Whatever comes of this load, it is made with the settings in force now.
+        self.write().stale.remove(file);
         if let Err(e) = self.config.trust.check_file(file, &hash) {
             self.fail(file, one_line(&LoadError::Refused(e)), Some(hash), None);
             return Outcome::Done;
         }
-        let new = match LoadedPlugin::load_staged(file, staged) {
+        let settings = &self.config.settings;
+        let config = |name: &str| settings.plugin_config_json(name);
+        let new = match LoadedPlugin::load_staged_with_config(file, staged, &config) {
             Ok(p) => p,
             // A file cut short (still being copied or linked) looks like these: try again.
             Err(e) if e.may_be_incomplete() => return Outcome::Retry(one_line(&e), Some(hash)),
@@ -386,6 +471,22 @@ impl Registry {
                 return Outcome::Done;
             }
         };
+        if let Some(plugin_settings) = settings.current().plugin(new.name()) {
+            if let Some(why) = plugin_settings.unenforceable(new.name()) {
+                drop(new);
+                self.fail(file, why, Some(hash), None);
+                return Outcome::Done;
+            }
+            let ignored = plugin_settings.ignored();
+            if !ignored.is_empty() {
+                tracing::warn!(
+                    plugin = %new.name(),
+                    "plugin.{}: {} not applied: this toolhost runs plugins in process",
+                    new.name(),
+                    ignored.join(", ")
+                );
+            }
+        }
         self.install(file, new, hash, rt)
     }
 

@@ -59,7 +59,21 @@ pub(super) fn start(registry: &Arc<Registry>) -> Result<WatchHandle, RegistryErr
     .map_err(RegistryError::Watcher)?;
     watcher
         .watch(&dir, RecursiveMode::NonRecursive)
-        .map_err(|source| RegistryError::Watch { dir, source })?;
+        .map_err(|source| RegistryError::Watch {
+            dir: dir.clone(),
+            source,
+        })?;
+    // A configuration file given with `--config` may live elsewhere: watch its folder too.
+    if let Some(config_dir) = registry.config().settings.path().parent() {
+        if !config_dir.as_os_str().is_empty() && config_dir != dir {
+            watcher
+                .watch(config_dir, RecursiveMode::NonRecursive)
+                .map_err(|source| RegistryError::Watch {
+                    dir: config_dir.to_path_buf(),
+                    source,
+                })?;
+        }
+    }
     // Changes between `open` and now were not seen: look at everything once.
     let _ = tx.send(Msg::Rescan);
     let weak = Arc::downgrade(registry);
@@ -134,6 +148,10 @@ fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>) {
                             .filter_map(|p| p.file_name())
                             .map(|name| reg.dir().join(name)),
                     );
+                    let settings = &reg.config().settings;
+                    if event.paths.iter().any(|p| settings.is_file(p)) {
+                        touched.push(settings.path());
+                    }
                 }
             }
             Ok(Msg::Event(Err(e))) => {
@@ -155,6 +173,14 @@ fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>) {
         for file in due {
             let now = Instant::now();
             if !pending.is_stable(&file, Snapshot::of(&file), now) {
+                continue;
+            }
+            if file == reg.config().settings.path() {
+                // The configuration changed: the plugins it concerns are looked at again.
+                pending.done(&file);
+                for plugin_file in reg.reconfigure() {
+                    pending.wake(plugin_file, now);
+                }
                 continue;
             }
             // A bug here must not end hot reload for every other file.
@@ -209,6 +235,7 @@ fn all_files(reg: &Registry) -> Vec<PathBuf> {
         Vec::new()
     });
     files.extend(reg.known_files());
+    files.push(reg.config().settings.path());
     files.sort();
     files.dedup();
     files

@@ -1,5 +1,6 @@
-//! Procedural macros of `toolhost-plugin`: `#[tool]` and `export_plugin!`.
-//! Use them through `toolhost_plugin`, which documents them.
+//! Procedural macros of [`toolhost-plugin`](https://docs.rs/toolhost-plugin): `#[tool]` and
+//! `export_plugin!`. Use them through `toolhost-plugin`, which re-exports and documents them;
+//! their expansions name paths of that crate.
 
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
@@ -12,16 +13,16 @@ use syn::{
     Expr, FnArg, Ident, ItemFn, LitStr, Meta, Path, ReturnType, Token, Type,
 };
 
-/// Turns a function into a tool.
-///
-/// The function takes one argument struct (`Deserialize + JsonSchema`) and optionally
-/// `&Context`. Its doc comment is the tool's description. Options:
-/// `name = "..."`, `title = "..."`, `description = "..."`, `read_only`, `destructive`,
-/// `idempotent`, `open_world` (each also `= false`), `max_result_chars = N`, `output_schema`
-/// (declares the schema of the returned type as the tool's output schema).
-///
-/// Next to the function it defines a module of the same name whose `tool()` returns the
-/// `ToolDef`; `export_plugin!` lists tools by that name.
+// Turns a function into a tool.
+//
+// The function takes one argument struct (`Deserialize + JsonSchema`) and optionally
+// `&Context`. Its doc comment is the tool's description. Options:
+// `name = "..."`, `title = "..."`, `description = "..."`, `read_only`, `destructive`,
+// `idempotent`, `open_world` (each also `= false`), `max_result_chars = N`, `output_schema`
+// (declares the schema of the returned type as the tool's output schema).
+//
+// Next to the function it defines a module of the same name whose `tool()` returns the
+// `ToolDef`; `export_plugin!` lists tools by that name.
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     let args = parse_macro_input!(attr with Punctuated::<Meta, Token![,]>::parse_terminated);
@@ -211,8 +212,33 @@ struct ExportArgs {
     version: Option<Expr>,
     description: Option<Expr>,
     state: Option<Type>,
+    config: Option<Type>,
     on_load: Option<Expr>,
-    tools: Vec<Path>,
+    tools: Vec<ToolEntry>,
+}
+
+/// One entry of `tools: [...]`: a path to a `#[tool]` function, optionally behind `#[cfg(...)]`.
+struct ToolEntry {
+    cfgs: Vec<syn::Attribute>,
+    path: Path,
+}
+
+impl Parse for ToolEntry {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let cfgs = input.call(syn::Attribute::parse_outer)?;
+        for attr in &cfgs {
+            if !attr.path().is_ident("cfg") {
+                return Err(syn::Error::new(
+                    attr.span(),
+                    "only `#[cfg(...)]` is accepted on an entry of `tools: [...]`",
+                ));
+            }
+        }
+        Ok(ToolEntry {
+            cfgs,
+            path: input.parse()?,
+        })
+    }
 }
 
 impl Parse for ExportArgs {
@@ -221,6 +247,7 @@ impl Parse for ExportArgs {
         let mut version = None;
         let mut description = None;
         let mut state = None;
+        let mut config = None;
         let mut on_load = None;
         let mut tools = None;
         while !input.is_empty() {
@@ -231,18 +258,19 @@ impl Parse for ExportArgs {
                 "version" => version = Some(input.parse::<Expr>()?),
                 "description" => description = Some(input.parse::<Expr>()?),
                 "state" => state = Some(input.parse::<Type>()?),
+                "config" => config = Some(input.parse::<Type>()?),
                 "on_load" => on_load = Some(input.parse::<Expr>()?),
                 "tools" => {
                     let content;
                     syn::bracketed!(content in input);
-                    let list = Punctuated::<Path, Token![,]>::parse_terminated(&content)?;
+                    let list = Punctuated::<ToolEntry, Token![,]>::parse_terminated(&content)?;
                     tools = Some(list.into_iter().collect());
                 }
                 other => {
                     return Err(syn::Error::new(
                         key.span(),
                         format!(
-                            "unknown key `{other}`; expected name, version, description, state, on_load or tools"
+                            "unknown key `{other}`; expected name, version, description, state, config, on_load or tools"
                         ),
                     ))
                 }
@@ -256,15 +284,17 @@ impl Parse for ExportArgs {
             version,
             description,
             state,
+            config,
             on_load,
             tools: tools.ok_or_else(|| input.error("missing `tools: [...]`"))?,
         })
     }
 }
 
-/// Exports the plugin's root module. Keys (any order): `name` (required; letters, digits, `_`
-/// and `-`), `tools: [..]` (required), `version` and `description` (default: the package's),
-/// `state: Type` (kept across reloads), `on_load: fn() -> Result<(), E>`.
+// Exports the plugin's root module. Keys (any order): `name` (required; letters, digits, `_`
+// and `-`), `tools: [..]` (required; an entry may carry `#[cfg(...)]`), `version` and `description` (default: the package's),
+// `state: Type` (kept across reloads), `config: Type` (read from the host's configuration at
+// load), `on_load: fn() -> Result<(), E>` or `fn(&Config) -> Result<(), E>`.
 #[proc_macro]
 pub fn export_plugin(input: TokenStream) -> TokenStream {
     let args = parse_macro_input!(input as ExportArgs);
@@ -273,6 +303,7 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
         version,
         description,
         state,
+        config,
         on_load,
         tools,
     } = args;
@@ -280,7 +311,13 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
     let description =
         description.map_or_else(|| quote!(env!("CARGO_PKG_DESCRIPTION")), |d| quote!(#d));
     let state = state.map(|s| quote!(.state::<#s>()));
-    let on_load = on_load.map(|f| quote!(.on_load(#f)));
+    let config = config.map(|c| quote!(.config::<#c>()));
+    let on_load = on_load.map(|f| quote!(let def = def.on_load(#f);));
+    let tools = tools.iter().map(|ToolEntry { cfgs, path }| {
+        // A `let` per tool so `#[cfg]` can drop it: attributes on statements are stable,
+        // on expressions in a method chain they are not.
+        quote! { #(#cfgs)* let def = def.tool(#path::tool()); }
+    });
     let symbol = Ident::new(
         &abi_stable_shared::mangled_root_module_loader_name(),
         Span::call_site(),
@@ -294,11 +331,12 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
         pub struct #entry;
 
         impl ::toolhost_plugin::__private::PluginEntry for #entry {
+            #[allow(clippy::let_and_return)]
             fn define() -> ::toolhost_plugin::PluginDef {
-                ::toolhost_plugin::PluginDef::new(#name, #version, #description)
-                    #( .tool(#tools::tool()) )*
-                    #state
-                    #on_load
+                let def = ::toolhost_plugin::PluginDef::new(#name, #version, #description) #state #config;
+                #(#tools)*
+                #on_load
+                def
             }
         }
 

@@ -1,8 +1,30 @@
 //! Arithmetic on two numbers. All four tools are read-only, so Claude Code may run them in
-//! parallel.
+//! parallel. `config = { precision = N }` in the host's `toolhost.toml` rounds results to N
+//! decimals.
 
 use serde::Deserialize;
 use toolhost_plugin::prelude::*;
+
+/// Settings from the host's configuration file (`[plugin.calc] config = { ... }`).
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Round results to this many decimals.
+    #[serde(default)]
+    pub precision: Option<u8>,
+}
+
+impl Settings {
+    fn round(&self, v: f64) -> f64 {
+        match self.precision {
+            Some(p) => {
+                let scale = 10f64.powi(i32::from(p));
+                (v * scale).round() / scale
+            }
+            None => v,
+        }
+    }
+}
 
 /// Two operands.
 #[derive(Deserialize, JsonSchema)]
@@ -15,29 +37,29 @@ pub struct Operands {
 
 /// Add two numbers (x + y).
 #[tool(read_only, idempotent)]
-pub fn add(Operands { x, y }: Operands) -> f64 {
-    x + y
+pub fn add(Operands { x, y }: Operands, ctx: &Context) -> Result<f64, ToolError> {
+    Ok(ctx.config::<Settings>()?.round(x + y))
 }
 
 /// Subtract the second number from the first (x - y).
 #[tool(read_only, idempotent)]
-pub fn subtract(Operands { x, y }: Operands) -> f64 {
-    x - y
+pub fn subtract(Operands { x, y }: Operands, ctx: &Context) -> Result<f64, ToolError> {
+    Ok(ctx.config::<Settings>()?.round(x - y))
 }
 
 /// Multiply two numbers (x * y).
 #[tool(read_only, idempotent)]
-pub fn multiply(Operands { x, y }: Operands) -> f64 {
-    x * y
+pub fn multiply(Operands { x, y }: Operands, ctx: &Context) -> Result<f64, ToolError> {
+    Ok(ctx.config::<Settings>()?.round(x * y))
 }
 
 /// Divide the first number by the second (x / y).
 #[tool(read_only, idempotent)]
-pub fn divide(Operands { x, y }: Operands) -> Result<f64, &'static str> {
+pub fn divide(Operands { x, y }: Operands, ctx: &Context) -> Result<f64, ToolError> {
     if y == 0.0 {
-        Err("division by zero")
+        Err(ToolError::new("division by zero"))
     } else {
-        Ok(x / y)
+        Ok(ctx.config::<Settings>()?.round(x / y))
     }
 }
 
@@ -47,18 +69,19 @@ pub fn divide(Operands { x, y }: Operands) -> Result<f64, &'static str> {
 /// hot reload change the tool list.
 #[cfg(feature = "extra")]
 #[tool(read_only, idempotent)]
-pub fn power(Operands { x, y }: Operands) -> f64 {
-    x.powf(y)
+pub fn power(Operands { x, y }: Operands, ctx: &Context) -> Result<f64, ToolError> {
+    Ok(ctx.config::<Settings>()?.round(x.powf(y)))
 }
 
-#[cfg(not(feature = "extra"))]
 export_plugin! {
     name: "calc",
-    tools: [add, subtract, multiply, divide],
-}
-
-#[cfg(feature = "extra")]
-export_plugin! {
-    name: "calc",
-    tools: [add, subtract, multiply, divide, power],
+    config: Settings,
+    tools: [
+        add,
+        subtract,
+        multiply,
+        divide,
+        #[cfg(feature = "extra")]
+        power,
+    ],
 }

@@ -44,12 +44,12 @@ pub struct Note {
 
 /// Store a note and return it with its id.
 #[tool(output_schema)]
-pub fn add_note(AddArgs { text }: AddArgs, ctx: &Context) -> Note {
-    let mut book = ctx.state::<Notes>().book();
+pub fn add_note(AddArgs { text }: AddArgs, ctx: &Context) -> Result<Note, ToolError> {
+    let mut book = ctx.state::<Notes>()?.book();
     book.next_id += 1;
     let id = book.next_id;
     book.notes.insert(id, text.clone());
-    Note { id, text }
+    Ok(Note { id, text })
 }
 
 /// All notes, oldest first.
@@ -61,9 +61,9 @@ pub struct NoteList {
 
 /// List every stored note, oldest first.
 #[tool(read_only, output_schema)]
-pub fn list_notes(_: NoArgs, ctx: &Context) -> NoteList {
-    let book = ctx.state::<Notes>().book();
-    NoteList {
+pub fn list_notes(_: NoArgs, ctx: &Context) -> Result<NoteList, ToolError> {
+    let book = ctx.state::<Notes>()?.book();
+    Ok(NoteList {
         notes: book
             .notes
             .iter()
@@ -72,7 +72,7 @@ pub fn list_notes(_: NoArgs, ctx: &Context) -> NoteList {
                 text: text.clone(),
             })
             .collect(),
-    }
+    })
 }
 
 /// Which note to delete.
@@ -84,10 +84,10 @@ pub struct DeleteArgs {
 
 /// Delete a note by id.
 #[tool(destructive, idempotent)]
-pub fn delete_note(DeleteArgs { id }: DeleteArgs, ctx: &Context) -> Result<String, String> {
-    match ctx.state::<Notes>().book().notes.remove(&id) {
+pub fn delete_note(DeleteArgs { id }: DeleteArgs, ctx: &Context) -> Result<String, ToolError> {
+    match ctx.state::<Notes>()?.book().notes.remove(&id) {
         Some(_) => Ok(format!("deleted note {id}")),
-        None => Err(format!("there is no note {id}")),
+        None => Err(ToolError::new(format!("there is no note {id}"))),
     }
 }
 

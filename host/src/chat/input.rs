@@ -1,0 +1,207 @@
+//! Where the chat's input comes from: the line editor on a terminal (line editing, history,
+//! Ctrl-C clears the line), or plain lines from a pipe or file.
+
+use std::{
+    io::BufRead,
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex},
+};
+
+use rustyline::{
+    error::ReadlineError, history::FileHistory, Cmd, ConditionalEventHandler, Config, Editor,
+    Event, EventContext, EventHandler, KeyEvent, Movement, RepeatCount,
+};
+use tokio::sync::mpsc;
+
+use super::screen::Printer;
+
+/// One thing the user did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// A line (Enter).
+    Line(String),
+    /// Ctrl-C on an empty line (on a line with text, Ctrl-C only clears it).
+    CtrlC,
+    /// Ctrl-D on an empty line, or the end of piped input.
+    Eof,
+}
+
+/// What to read next with the line editor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Read {
+    pub prompt: String,
+    /// Whether the line goes into the history (prompts do; answers to questions don't).
+    pub history: bool,
+}
+
+/// The line editor, on a thread of its own (rustyline blocks). It reads only when asked, so
+/// the terminal is in its normal mode, with Ctrl-C a signal, while a turn runs.
+pub struct LineEditor {
+    requests: std::sync::mpsc::Sender<Read>,
+    printer: Arc<Mutex<Box<dyn rustyline::ExternalPrinter + Send>>>,
+}
+
+impl LineEditor {
+    /// Starts the editor thread; its answers arrive on the returned channel.
+    pub fn spawn(
+        history: Option<PathBuf>,
+    ) -> anyhow::Result<(Self, mpsc::UnboundedReceiver<Input>)> {
+        let config = Config::builder()
+            .auto_add_history(false)
+            .history_ignore_space(true)
+            .max_history_size(1000)?
+            .build();
+        let mut rl: Editor<(), FileHistory> = Editor::with_config(config)?;
+        rl.bind_sequence(
+            KeyEvent::ctrl('C'),
+            EventHandler::Conditional(Box::new(ClearOrInterrupt)),
+        );
+        if let Some(h) = &history {
+            // A missing file is the first session.
+            let _ = rl.load_history(h);
+        }
+        let printer = rl.create_external_printer()?;
+        let (requests, rx) = std::sync::mpsc::channel::<Read>();
+        let (tx, inputs) = mpsc::unbounded_channel();
+        std::thread::Builder::new()
+            .name("toolhost-prompt".into())
+            .spawn(move || {
+                while let Ok(read) = rx.recv() {
+                    let input = match rl.readline(&read.prompt) {
+                        Ok(line) => {
+                            if read.history && !line.trim().is_empty() {
+                                let _ = rl.add_history_entry(line.as_str());
+                                if let Some(h) = &history {
+                                    save_history(&mut rl, h);
+                                }
+                            }
+                            Input::Line(line)
+                        }
+                        Err(ReadlineError::Interrupted) => Input::CtrlC,
+                        Err(ReadlineError::Eof) => Input::Eof,
+                        Err(e) => {
+                            tracing::warn!("cannot read the terminal: {e}");
+                            Input::Eof
+                        }
+                    };
+                    if tx.send(input).is_err() {
+                        break;
+                    }
+                }
+            })?;
+        Ok((
+            LineEditor {
+                requests,
+                printer: Arc::new(Mutex::new(Box::new(printer))),
+            },
+            inputs,
+        ))
+    }
+
+    /// Shows `read.prompt` and reads one line; the answer comes on the input channel.
+    pub fn read(&self, read: Read) {
+        let _ = self.requests.send(read);
+    }
+
+    /// Prints above the prompt while the editor reads (directly otherwise).
+    pub fn printer(&self) -> Printer {
+        let p = self.printer.clone();
+        Box::new(move |msg: String| {
+            let _ = p.lock().unwrap().print(msg);
+        })
+    }
+}
+
+fn save_history(rl: &mut Editor<(), FileHistory>, path: &Path) {
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir);
+    }
+    if let Err(e) = rl.save_history(path) {
+        tracing::debug!("cannot save the history to {}: {e}", path.display());
+    }
+}
+
+use std::os::unix::fs::DirBuilderExt as _;
+
+/// Ctrl-C clears a line holding text; on an empty line it is reported ([`Input::CtrlC`]).
+struct ClearOrInterrupt;
+
+impl ConditionalEventHandler for ClearOrInterrupt {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
+        Some(clear_or_interrupt(ctx.line()))
+    }
+}
+
+fn clear_or_interrupt(line: &str) -> Cmd {
+    if line.is_empty() {
+        Cmd::Interrupt
+    } else {
+        Cmd::Kill(Movement::WholeBuffer)
+    }
+}
+
+/// The history file: `$XDG_STATE_HOME/toolhost/history`, else `~/.local/state/toolhost/history`.
+pub fn history_path() -> Option<PathBuf> {
+    history_path_in(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
+}
+
+fn history_path_in(
+    xdg_state: Option<std::ffi::OsString>,
+    home: Option<std::ffi::OsString>,
+) -> Option<PathBuf> {
+    let state = xdg_state
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| home.map(|h| PathBuf::from(h).join(".local/state")))?;
+    Some(state.join("toolhost").join("history"))
+}
+
+/// Reads lines on a plain thread (a blocked read must not hold up the runtime's shutdown):
+/// from `file`, or from stdin. Ends with [`Input::Eof`].
+pub fn spawn_line_reader(file: Option<std::fs::File>) -> mpsc::UnboundedReceiver<Input> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        let reader: Box<dyn BufRead> = match file {
+            Some(f) => Box::new(std::io::BufReader::new(f)),
+            None => Box::new(std::io::stdin().lock()),
+        };
+        for line in reader.lines() {
+            let Ok(line) = line else { break };
+            if tx.send(Input::Line(line)).is_err() {
+                return;
+            }
+        }
+        let _ = tx.send(Input::Eof);
+    });
+    rx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ctrl_c_clears_text_and_interrupts_an_empty_line() {
+        assert!(matches!(clear_or_interrupt(""), Cmd::Interrupt));
+        assert!(matches!(
+            clear_or_interrupt("half typed"),
+            Cmd::Kill(Movement::WholeBuffer)
+        ));
+    }
+
+    #[test]
+    fn history_lives_in_the_xdg_state_folder() {
+        assert_eq!(
+            history_path_in(Some("/s".into()), Some("/h".into())),
+            Some(PathBuf::from("/s/toolhost/history"))
+        );
+        assert_eq!(
+            history_path_in(Some("".into()), Some("/h".into())),
+            Some(PathBuf::from("/h/.local/state/toolhost/history"))
+        );
+        assert_eq!(history_path_in(None, None), None);
+    }
+}

@@ -1,0 +1,662 @@
+//! The per-plugin configuration file, `toolhost.toml`: one `[plugin.NAME]` table per plugin.
+//!
+//! ```toml
+//! [plugin.calc]
+//! isolate = true            # run it in a worker process
+//! timeout = 5               # seconds per call (the command line's --plugin-timeout wins)
+//! env = { RUST_LOG = "debug" }
+//! config = { precision = 3 } # handed to the plugin when it loads
+//!
+//! [plugin.calc.sandbox]
+//! read = ["/usr/share/dict"]
+//! write = ["/tmp/calc"]
+//! net = false
+//! ```
+//!
+//! Every key is checked: an unknown key, a value of the wrong type, or (once the plugins are
+//! loaded) a table for a plugin that is not loaded is an error naming the file and the key.
+
+use std::{
+    collections::BTreeMap,
+    fmt, fs, io,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use serde::{de, Deserialize, Deserializer};
+use serde_json::{Map, Value};
+
+/// The file's name in the plugin folder.
+pub const FILE_NAME: &str = "toolhost.toml";
+
+/// Why the configuration cannot be used. `Display` is one line naming the file (and the key).
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{}: cannot read it: {source}", file.display())]
+    Read { file: PathBuf, source: io::Error },
+    #[error("{}{}: {message}", file.display(), line_suffix(*line))]
+    Syntax {
+        file: PathBuf,
+        line: Option<usize>,
+        message: String,
+    },
+    #[error("{}{}: {key}: {message}", file.display(), line_suffix(*line))]
+    Invalid {
+        file: PathBuf,
+        line: Option<usize>,
+        /// Dotted path of the key, such as `plugin.calc.timeout`.
+        key: String,
+        message: String,
+    },
+    #[error("{}: plugin.{name}: no plugin named `{name}` is loaded ({})", file.display(), loaded_list(loaded))]
+    UnknownPlugin {
+        file: PathBuf,
+        name: String,
+        loaded: Vec<String>,
+    },
+}
+
+impl ConfigError {
+    /// The file the error is about.
+    pub fn file(&self) -> &Path {
+        match self {
+            ConfigError::Read { file, .. }
+            | ConfigError::Syntax { file, .. }
+            | ConfigError::Invalid { file, .. }
+            | ConfigError::UnknownPlugin { file, .. } => file,
+        }
+    }
+
+    /// The message without the file's name in front (for lists that show the file apart).
+    pub fn detail(&self) -> String {
+        let full = self.to_string();
+        let file = self.file().display().to_string();
+        match full.strip_prefix(&file) {
+            Some(rest) => match rest.strip_prefix(':') {
+                Some(rest) if rest.starts_with(char::is_numeric) => format!("line {rest}"),
+                Some(rest) => rest.trim_start().to_string(),
+                None => rest.to_string(),
+            },
+            None => full,
+        }
+    }
+}
+
+fn line_suffix(line: Option<usize>) -> String {
+    line.map(|l| format!(":{l}")).unwrap_or_default()
+}
+
+fn loaded_list(loaded: &[String]) -> String {
+    if loaded.is_empty() {
+        "none is".into()
+    } else {
+        format!("loaded: {}", loaded.join(", "))
+    }
+}
+
+/// The settings of one plugin, `[plugin.NAME]`. Unset keys are `None`/empty: the command line
+/// or the defaults decide.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginSettings {
+    /// Run the plugin in a worker process of its own.
+    #[serde(default)]
+    pub isolate: Option<bool>,
+    /// Time limit of one call (seconds in the file; a positive number).
+    #[serde(default, deserialize_with = "seconds")]
+    pub timeout: Option<Duration>,
+    /// Environment of the plugin's worker process.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Free table handed to the plugin when it loads (as a JSON object).
+    #[serde(default, deserialize_with = "table_as_json")]
+    pub config: Option<Map<String, Value>>,
+    /// What an isolated plugin may touch (Linux).
+    #[serde(default)]
+    pub sandbox: Option<Sandbox>,
+}
+
+impl PluginSettings {
+    /// Why this host cannot apply these settings, if it cannot: it runs every plugin in
+    /// process, so it can neither isolate a plugin nor confine it. A sandbox that cannot be
+    /// enforced refuses the plugin rather than being ignored.
+    pub fn unenforceable(&self, name: &str) -> Option<String> {
+        self.sandbox.as_ref().map(|_| {
+            format!(
+                "plugin.{name}.sandbox: this toolhost runs plugins in process and cannot \
+                 enforce a sandbox; the plugin is not loaded"
+            )
+        })
+    }
+
+    /// Settings this host does not apply but that are safe to go without (reported once).
+    pub fn ignored(&self) -> Vec<&'static str> {
+        let mut keys = Vec::new();
+        if self.isolate == Some(true) {
+            keys.push("isolate");
+        }
+        if !self.env.is_empty() {
+            keys.push("env");
+        }
+        keys
+    }
+}
+
+/// `[plugin.NAME.sandbox]`. Relative paths are taken from the configuration file's folder.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sandbox {
+    /// Paths it may read beneath.
+    #[serde(default)]
+    pub read: Vec<PathBuf>,
+    /// Paths it may write beneath.
+    #[serde(default)]
+    pub write: Vec<PathBuf>,
+    /// TCP bind and connect allowed.
+    #[serde(default)]
+    pub net: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Document {
+    #[serde(default)]
+    plugin: BTreeMap<String, PluginSettings>,
+}
+
+fn seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    struct Secs;
+    impl de::Visitor<'_> for Secs {
+        type Value = Duration;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a positive number of seconds")
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Duration, E> {
+            Duration::try_from_secs_f64(v)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| E::invalid_value(de::Unexpected::Float(v), &self))
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Duration, E> {
+            match u64::try_from(v) {
+                Ok(s) if s > 0 => Ok(Duration::from_secs(s)),
+                _ => Err(E::invalid_value(de::Unexpected::Signed(v), &self)),
+            }
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Duration, E> {
+            if v == 0 {
+                return Err(E::invalid_value(de::Unexpected::Unsigned(v), &self));
+            }
+            Ok(Duration::from_secs(v))
+        }
+    }
+    d.deserialize_any(Secs).map(Some)
+}
+
+fn table_as_json<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Map<String, Value>>, D::Error> {
+    let table = toml::Table::deserialize(d)?;
+    Ok(Some(table.into_iter().map(|(k, v)| (k, json(v))).collect()))
+}
+
+/// A TOML value as JSON; dates and times become their TOML text.
+fn json(v: toml::Value) -> Value {
+    match v {
+        toml::Value::String(s) => Value::String(s),
+        toml::Value::Integer(i) => Value::from(i),
+        toml::Value::Float(f) => Value::from(f),
+        toml::Value::Boolean(b) => Value::Bool(b),
+        toml::Value::Datetime(d) => Value::String(d.to_string()),
+        toml::Value::Array(a) => Value::Array(a.into_iter().map(json).collect()),
+        toml::Value::Table(t) => Value::Object(t.into_iter().map(|(k, v)| (k, json(v))).collect()),
+    }
+}
+
+/// The parsed configuration file: settings by plugin name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Config {
+    /// The file it was read from (`None`: no file, everything default).
+    pub file: Option<PathBuf>,
+    pub plugins: BTreeMap<String, PluginSettings>,
+}
+
+impl Config {
+    /// The configuration for a plugin folder: `explicit` (`--config FILE`, which must exist),
+    /// else `toolhost.toml` in the folder if there is one, else an empty configuration.
+    pub fn for_folder(plugin_dir: &Path, explicit: Option<&Path>) -> Result<Config, ConfigError> {
+        match explicit {
+            Some(file) => Config::load(file),
+            None => {
+                let file = plugin_dir.join(FILE_NAME);
+                match fs::metadata(&file) {
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Config::default()),
+                    _ => Config::load(&file),
+                }
+            }
+        }
+    }
+
+    /// Reads and checks `file`.
+    pub fn load(file: &Path) -> Result<Config, ConfigError> {
+        let text = fs::read_to_string(file).map_err(|source| ConfigError::Read {
+            file: file.to_path_buf(),
+            source,
+        })?;
+        Config::parse(&text, file)
+    }
+
+    /// Parses the text of `file`.
+    pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
+        let line_of = |span: Option<std::ops::Range<usize>>| {
+            span.map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
+        };
+        let de = toml::Deserializer::parse(text).map_err(|e| ConfigError::Syntax {
+            file: file.to_path_buf(),
+            line: line_of(e.span()),
+            message: one_line(e.message()),
+        })?;
+        let doc: Document = serde_path_to_error::deserialize(de).map_err(|e| {
+            let key = e.path().to_string();
+            let inner = e.into_inner();
+            let (key, message) = explain(key, inner.message());
+            ConfigError::Invalid {
+                file: file.to_path_buf(),
+                line: line_of(inner.span()),
+                key,
+                message,
+            }
+        })?;
+        let base = file.parent().unwrap_or(Path::new("."));
+        let mut plugins = doc.plugin;
+        for settings in plugins.values_mut() {
+            if let Some(sandbox) = &mut settings.sandbox {
+                for p in sandbox.read.iter_mut().chain(sandbox.write.iter_mut()) {
+                    if p.is_relative() {
+                        *p = base.join(&*p);
+                    }
+                }
+            }
+        }
+        Ok(Config {
+            file: Some(file.to_path_buf()),
+            plugins,
+        })
+    }
+
+    /// An error for the first `[plugin.NAME]` whose NAME is not among `loaded`.
+    pub fn check_names<'a>(
+        &self,
+        loaded: impl IntoIterator<Item = &'a str>,
+    ) -> Result<(), ConfigError> {
+        let loaded: Vec<String> = loaded.into_iter().map(str::to_string).collect();
+        match self.plugins.keys().find(|n| !loaded.contains(n)) {
+            None => Ok(()),
+            Some(name) => Err(ConfigError::UnknownPlugin {
+                file: self.file.clone().unwrap_or_else(|| FILE_NAME.into()),
+                name: name.clone(),
+                loaded,
+            }),
+        }
+    }
+
+    /// The settings of plugin `name`, if the file has a table for it.
+    pub fn plugin(&self, name: &str) -> Option<&PluginSettings> {
+        self.plugins.get(name)
+    }
+
+    /// The `config` table of plugin `name` as JSON object text, as the plugin receives it.
+    pub fn plugin_config_json(&self, name: &str) -> Option<String> {
+        let config = self.plugin(name)?.config.as_ref()?;
+        Some(Value::Object(config.clone()).to_string())
+    }
+
+    /// `(plugin, timeout)` for every plugin whose table sets `timeout`.
+    pub fn timeouts(&self) -> impl Iterator<Item = (&str, Duration)> {
+        self.plugins
+            .iter()
+            .filter_map(|(name, s)| Some((name.as_str(), s.timeout?)))
+    }
+}
+
+/// The configuration a running host serves with: read at start, re-read when its file
+/// changes. A file that does not parse keeps the previous configuration serving.
+#[derive(Debug)]
+pub struct LiveConfig {
+    plugin_dir: PathBuf,
+    explicit: Option<PathBuf>,
+    current: std::sync::RwLock<std::sync::Arc<Config>>,
+}
+
+impl LiveConfig {
+    /// Reads the configuration of `plugin_dir` (see [`Config::for_folder`]).
+    pub fn open(plugin_dir: &Path, explicit: Option<&Path>) -> Result<Self, ConfigError> {
+        let config = Config::for_folder(plugin_dir, explicit)?;
+        Ok(LiveConfig {
+            plugin_dir: plugin_dir.to_path_buf(),
+            explicit: explicit.map(Path::to_path_buf),
+            current: std::sync::RwLock::new(std::sync::Arc::new(config)),
+        })
+    }
+
+    /// A configuration that is not read from any file (no `toolhost.toml`).
+    pub fn empty(plugin_dir: &Path) -> Self {
+        LiveConfig {
+            plugin_dir: plugin_dir.to_path_buf(),
+            explicit: None,
+            current: Default::default(),
+        }
+    }
+
+    /// The configuration in force.
+    pub fn current(&self) -> std::sync::Arc<Config> {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The file read (or that would be, once it exists).
+    pub fn path(&self) -> PathBuf {
+        self.explicit
+            .clone()
+            .unwrap_or_else(|| self.plugin_dir.join(FILE_NAME))
+    }
+
+    /// Whether `path` names the configuration file (compared by folder and name, as a
+    /// watcher may spell the folder differently).
+    pub fn is_file(&self, path: &Path) -> bool {
+        let ours = self.path();
+        path.file_name() == ours.file_name()
+            && match (path.parent(), ours.parent()) {
+                (Some(a), Some(b)) => {
+                    a == b || fs::canonicalize(a).ok() == fs::canonicalize(b).ok()
+                }
+                _ => false,
+            }
+    }
+
+    /// Reads the file again. On success the new configuration is in force and the result
+    /// names the plugins whose settings changed apart from `timeout` (they must be reloaded:
+    /// a plugin reads its `config` only when it loads); on error the previous one stays.
+    pub fn reload(&self) -> Result<Vec<String>, ConfigError> {
+        let new = Config::for_folder(&self.plugin_dir, self.explicit.as_deref())?;
+        let mut current = self.current.write().unwrap_or_else(|e| e.into_inner());
+        let changed = changed_plugins(&current, &new);
+        *current = std::sync::Arc::new(new);
+        Ok(changed)
+    }
+
+    /// The `config` of plugin `name` as the plugin receives it (JSON object text).
+    pub fn plugin_config_json(&self, name: &str) -> Option<String> {
+        self.current().plugin_config_json(name)
+    }
+
+    /// The call timeout the file sets for plugin `name`.
+    pub fn timeout_for(&self, name: &str) -> Option<Duration> {
+        self.current().plugin(name)?.timeout
+    }
+
+    /// See [`Config::check_names`].
+    pub fn check_names<'a>(
+        &self,
+        loaded: impl IntoIterator<Item = &'a str>,
+    ) -> Result<(), ConfigError> {
+        self.current().check_names(loaded)
+    }
+}
+
+/// Plugins whose settings differ between `old` and `new`, `timeout` aside (the router reads it
+/// for every call).
+fn changed_plugins(old: &Config, new: &Config) -> Vec<String> {
+    // No table is the same as an empty one.
+    let without_timeout = |c: &Config, name: &str| PluginSettings {
+        timeout: None,
+        ..c.plugin(name).cloned().unwrap_or_default()
+    };
+    let mut names: Vec<&String> = old.plugins.keys().chain(new.plugins.keys()).collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .filter(|n| without_timeout(old, n) != without_timeout(new, n))
+        .cloned()
+        .collect()
+}
+
+fn one_line(message: &str) -> String {
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The key path and message of a deserialization error, in the file's terms: serde says
+/// "unknown field `timout`, expected one of `isolate`, ..." about the table holding the key.
+fn explain(path: String, message: &str) -> (String, String) {
+    let message = one_line(message);
+    let path = if path == "." { String::new() } else { path };
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        if let Some((key, expected)) = rest.split_once('`') {
+            // The path already ends with the key when serde_path_to_error saw it.
+            let full = if path.is_empty() {
+                key.to_string()
+            } else if path == key || path.ends_with(&format!(".{key}")) {
+                path.clone()
+            } else {
+                format!("{path}.{key}")
+            };
+            let expected = expected
+                .trim_start_matches(',')
+                .trim()
+                .replace("expected one of ", "")
+                .replace("expected ", "")
+                .replace('`', "");
+            return (full, format!("unknown key (expected one of {expected})"));
+        }
+    }
+    let path = if path.is_empty() {
+        "(top level)".into()
+    } else {
+        path
+    };
+    (path, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, Path::new("/p/toolhost.toml"))
+    }
+
+    fn error(text: &str) -> String {
+        parse(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_complete_file() {
+        let c = parse(
+            r#"
+[plugin.calc]
+isolate = true
+timeout = 2.5
+env = { RUST_LOG = "debug" }
+config = { precision = 3, names = ["a"], when = 1979-05-27 }
+
+[plugin.calc.sandbox]
+read = ["/usr/share", "data"]
+write = ["/tmp/calc"]
+net = true
+
+[plugin.text]
+timeout = 10
+"#,
+        )
+        .unwrap();
+        let calc = c.plugin("calc").unwrap();
+        assert_eq!(calc.isolate, Some(true));
+        assert_eq!(calc.timeout, Some(Duration::from_millis(2500)));
+        assert_eq!(calc.env["RUST_LOG"], "debug");
+        assert_eq!(
+            c.plugin_config_json("calc").unwrap(),
+            r#"{"names":["a"],"precision":3,"when":"1979-05-27"}"#
+        );
+        let sandbox = calc.sandbox.as_ref().unwrap();
+        assert_eq!(
+            sandbox.read,
+            [PathBuf::from("/usr/share"), PathBuf::from("/p/data")]
+        );
+        assert!(sandbox.net);
+        let text = c.plugin("text").unwrap();
+        assert_eq!(text.timeout, Some(Duration::from_secs(10)));
+        assert_eq!(text.isolate, None);
+        assert_eq!(c.plugin_config_json("text"), None);
+        assert_eq!(
+            c.timeouts().collect::<Vec<_>>(),
+            [
+                ("calc", Duration::from_millis(2500)),
+                ("text", Duration::from_secs(10))
+            ]
+        );
+        assert!(parse("").unwrap().plugins.is_empty());
+    }
+
+    #[test]
+    fn unknown_keys_are_named_with_the_expected_ones() {
+        assert_eq!(
+            error("[plugin.calc]\ntimout = 5\n"),
+            "/p/toolhost.toml:2: plugin.calc.timout: unknown key \
+             (expected one of isolate, timeout, env, config, sandbox)"
+        );
+        assert_eq!(
+            error("[plugin.calc.sandbox]\nnet = true\nreed = []\n"),
+            "/p/toolhost.toml:3: plugin.calc.sandbox.reed: unknown key \
+             (expected one of read, write, net)"
+        );
+        assert_eq!(
+            error("[plugins.calc]\n"),
+            "/p/toolhost.toml:1: plugins: unknown key (expected one of plugin)"
+        );
+    }
+
+    #[test]
+    fn wrong_types_are_named() {
+        let e = error("[plugin.calc]\ntimeout = \"5\"\n");
+        assert!(
+            e.starts_with("/p/toolhost.toml:2: plugin.calc.timeout: invalid type: string"),
+            "{e}"
+        );
+        assert!(e.contains("a positive number of seconds"), "{e}");
+        let e = error("[plugin.calc]\ntimeout = 0\n");
+        assert!(e.contains("plugin.calc.timeout: invalid value"), "{e}");
+        let e = error("[plugin.calc]\nisolate = 1\n");
+        assert!(
+            e.contains("plugin.calc.isolate: invalid type: integer"),
+            "{e}"
+        );
+        let e = error("[plugin.calc]\nenv = { A = 1 }\n");
+        assert!(
+            e.contains("plugin.calc.env.A: invalid type: integer"),
+            "{e}"
+        );
+        let e = error("[plugin.calc]\nconfig = 3\n");
+        assert!(
+            e.contains("plugin.calc.config: invalid type: integer"),
+            "{e}"
+        );
+        let e = error("[plugin.calc.sandbox]\nread = \"/tmp\"\n");
+        assert!(
+            e.contains("plugin.calc.sandbox.read: invalid type: string"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_name_the_line() {
+        let e = error("[plugin.calc]\ntimeout = = 5\n");
+        assert!(e.starts_with("/p/toolhost.toml:2: "), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn plugins_that_are_not_loaded_are_named() {
+        let c = parse("[plugin.calc]\n[plugin.clac]\n").unwrap();
+        assert!(c.check_names(["calc", "clac"]).is_ok());
+        let e = c.check_names(["calc", "text"]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "/p/toolhost.toml: plugin.clac: no plugin named `clac` is loaded (loaded: calc, text)"
+        );
+        assert_eq!(
+            e.detail(),
+            "plugin.clac: no plugin named `clac` is loaded (loaded: calc, text)"
+        );
+        let e = parse("[plugin.calc]\ntimout = 5\n").unwrap_err();
+        assert!(
+            e.detail()
+                .starts_with("line 2: plugin.calc.timout: unknown key"),
+            "{}",
+            e.detail()
+        );
+    }
+
+    #[test]
+    fn a_live_configuration_reports_what_changed_and_survives_a_bad_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(FILE_NAME);
+        fs::write(
+            &file,
+            "[plugin.calc]\ntimeout = 1\nconfig = { precision = 2 }\n[plugin.text]\ntimeout = 1\n",
+        )
+        .unwrap();
+        let live = LiveConfig::open(dir.path(), None).unwrap();
+        assert!(live.is_file(&file));
+        assert!(!live.is_file(&dir.path().join("libcalc.so")));
+        assert_eq!(
+            live.plugin_config_json("calc").unwrap(),
+            r#"{"precision":2}"#
+        );
+
+        // A new timeout applies without a reload; a new `config` needs one.
+        fs::write(
+            &file,
+            "[plugin.calc]\ntimeout = 1\nconfig = { precision = 3 }\n[plugin.text]\ntimeout = 9\n",
+        )
+        .unwrap();
+        assert_eq!(live.reload().unwrap(), ["calc"]);
+        assert_eq!(live.timeout_for("text"), Some(Duration::from_secs(9)));
+
+        // A bad file: an error, and the previous configuration stays.
+        fs::write(&file, "[plugin.calc]\ntimout = 1\n").unwrap();
+        let e = live.reload().unwrap_err();
+        assert!(
+            e.to_string().contains("plugin.calc.timout: unknown key"),
+            "{e}"
+        );
+        assert_eq!(
+            live.plugin_config_json("calc").unwrap(),
+            r#"{"precision":3}"#
+        );
+
+        // The file removed: no configuration; only calc had more than a timeout.
+        fs::remove_file(&file).unwrap();
+        assert_eq!(live.reload().unwrap(), ["calc"]);
+        assert_eq!(live.timeout_for("text"), None);
+    }
+
+    #[test]
+    fn a_missing_default_file_is_an_empty_configuration() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            Config::for_folder(dir.path(), None).unwrap(),
+            Config::default()
+        );
+        let explicit = dir.path().join("other.toml");
+        let e = Config::for_folder(dir.path(), Some(&explicit)).unwrap_err();
+        assert!(matches!(e, ConfigError::Read { .. }), "{e}");
+        fs::write(dir.path().join(FILE_NAME), "[plugin.calc]\ntimeout = 1\n").unwrap();
+        let c = Config::for_folder(dir.path(), None).unwrap();
+        assert_eq!(c.file.as_deref(), Some(&*dir.path().join(FILE_NAME)));
+        assert_eq!(
+            c.plugin("calc").unwrap().timeout,
+            Some(Duration::from_secs(1))
+        );
+    }
+}

@@ -1,0 +1,336 @@
+//! The configuration file reaching plugins: `config` handed over at load through the ABI's
+//! optional `init_with_config`, and a plugin built against the previous ABI (without that
+//! field) still loading and serving.
+
+mod common;
+
+use std::{
+    path::{Path, PathBuf},
+    sync::OnceLock,
+};
+
+use std::{sync::Arc, time::Duration};
+
+use tokio::sync::broadcast::{self, error::RecvError};
+use toolhost::{
+    config::{Config, LiveConfig},
+    handler::{Dispatch, Notify, Router, RouterConfig, Scope, Sink},
+    model::JsonRpc,
+    plugin::{CallControl, LoadError, LoadedPlugin},
+    registry::{Registry, RegistryConfig, RegistryEvent},
+};
+
+fn call(p: &LoadedPlugin, tool: &str, args: &str) -> (bool, String) {
+    let r = p.call(tool, args, &CallControl::new("test", None));
+    (r.is_error, r.text())
+}
+
+/// Builds the frozen fixture (its own workspace, the previous `toolhost-plugin`) once.
+fn abi_v1_plugin() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let root = toolhost_test_support::workspace_root();
+        common::Build::project(&root.join("plugins/fixtures/abi-v1"))
+            .args(&["--locked"])
+            .target_dir(common::target_dir().join("abi-v1"))
+            .run()
+            .join(common::lib_file("abi-v1"))
+    })
+}
+
+#[test]
+fn a_plugin_built_against_the_previous_abi_loads_and_serves() {
+    let shadow = common::shadow_dir();
+    let file = abi_v1_plugin();
+    let p = LoadedPlugin::load(file, shadow.path()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.name(), "abi-v1");
+    let tools: Vec<&str> = p.manifest().tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(tools, ["add", "cancelled"]);
+    assert_eq!(call(&p, "add", r#"{"x":2,"y":3}"#), (false, "5".into()));
+    assert_eq!(call(&p, "cancelled", "{}"), (false, "false".into()));
+    let control = CallControl::new("test", None);
+    control.cancel();
+    assert_eq!(p.call("cancelled", "{}", &control).text(), "true");
+    assert_eq!(
+        call(&p, "add", r#"{"x":"two","y":3}"#),
+        (
+            true,
+            "invalid arguments: `x`: invalid type: string \"two\", expected f64".into()
+        )
+    );
+
+    // Without the field it cannot receive a `config`: a configured one is refused, not
+    // served as if it had read it.
+    let e = LoadedPlugin::load_with_config(file, shadow.path(), &|name| {
+        (name == "abi-v1").then(|| r#"{"a":1}"#.to_string())
+    })
+    .unwrap_err();
+    assert!(matches!(e, LoadError::ConfigUnsupported { .. }), "{e}");
+    assert!(e.to_string().contains("cannot receive one"), "{e}");
+    // A configuration for other plugins does not concern it.
+    LoadedPlugin::load_with_config(file, shadow.path(), &|name| {
+        (name == "calc").then(|| "{}".to_string())
+    })
+    .unwrap();
+}
+
+fn load_calc(toml: &str) -> Result<std::sync::Arc<LoadedPlugin>, LoadError> {
+    let dir = common::plugin_dir(&["calc"]);
+    let shadow = common::shadow_dir();
+    let config = Config::parse(toml, &dir.path().join("toolhost.toml")).unwrap();
+    LoadedPlugin::load_with_config(
+        &dir.path().join(common::lib_file("calc")),
+        shadow.path(),
+        &|name| config.plugin_config_json(name),
+    )
+}
+
+#[test]
+fn a_plugin_reads_its_config() {
+    let p = load_calc("[plugin.calc]\nconfig = { precision = 2 }\n").unwrap();
+    assert_eq!(
+        call(&p, "divide", r#"{"x":1,"y":3}"#),
+        (false, "0.33".into())
+    );
+    assert_eq!(
+        call(&p, "add", r#"{"x":0.125,"y":1}"#),
+        (false, "1.13".into())
+    );
+
+    // No table, or a table without `config`: the plugin gets an empty one.
+    for toml in ["", "[plugin.calc]\ntimeout = 3\n"] {
+        let p = load_calc(toml).unwrap();
+        assert_eq!(
+            call(&p, "divide", r#"{"x":1,"y":3}"#),
+            (false, "0.3333333333333333".into())
+        );
+    }
+}
+
+#[test]
+fn a_config_that_does_not_fit_refuses_the_load_naming_the_field() {
+    let e = load_calc("[plugin.calc]\nconfig = { precision = \"two\" }\n").unwrap_err();
+    assert!(matches!(e, LoadError::Init(_)), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "plugin initialization failed: its `config` does not fit: `precision`: invalid type: \
+         string \"two\", expected u8"
+    );
+    let e = load_calc("[plugin.calc]\nconfig = { precison = 2 }\n").unwrap_err();
+    assert!(e.to_string().contains("unknown field `precison`"), "{e}");
+}
+
+#[test]
+fn a_config_for_a_plugin_that_takes_none_refuses_the_load() {
+    let dir = common::plugin_dir(&["text"]);
+    let shadow = common::shadow_dir();
+    let file = dir.path().join(common::lib_file("text"));
+    let load = |json: &'static str| {
+        LoadedPlugin::load_with_config(&file, shadow.path(), &move |name| {
+            (name == "text").then(|| json.to_string())
+        })
+    };
+    let e = load(r#"{"upper":true}"#).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "plugin initialization failed: it takes no `config` (a plugin declares one with \
+         `config: Type` in export_plugin!), but the host passes one"
+    );
+    // An empty table asks for nothing.
+    load("{}").unwrap();
+}
+
+const WAIT: Duration = Duration::from_secs(20);
+
+async fn next_event(
+    rx: &mut broadcast::Receiver<RegistryEvent>,
+    what: &str,
+    pred: impl Fn(&RegistryEvent) -> bool,
+) -> RegistryEvent {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            match rx.recv().await {
+                Ok(e) if pred(&e) => return e,
+                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => panic!("event stream closed"),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("timed out waiting for: {what}"))
+}
+
+async fn failure(rx: &mut broadcast::Receiver<RegistryEvent>, file: &Path) -> String {
+    match next_event(
+        rx,
+        &format!("{} failed", file.display()),
+        |e| matches!(e, RegistryEvent::Failed { file: f, .. } if f == file),
+    )
+    .await
+    {
+        RegistryEvent::Failed { error, .. } => error,
+        _ => unreachable!(),
+    }
+}
+
+async fn replaced(rx: &mut broadcast::Receiver<RegistryEvent>, plugin: &str) {
+    next_event(
+        rx,
+        &format!("{plugin} replaced"),
+        |e| matches!(e, RegistryEvent::Replaced { name, .. } if name == plugin),
+    )
+    .await;
+}
+
+async fn divide(reg: &Registry) -> (bool, String) {
+    let lease = reg.lease("calc").await.expect("calc serves");
+    tokio::task::spawn_blocking(move || call(&lease, "divide", r#"{"x":1,"y":3}"#))
+        .await
+        .unwrap()
+}
+
+/// Writes beside, then renames over, as editors do.
+fn put(file: &Path, text: &str) {
+    let tmp = file.with_extension("tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, file).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_registry_follows_the_configuration_file() {
+    let dir = common::plugin_dir(&["calc"]);
+    let shadow = common::shadow_dir();
+    let toml = dir.path().join("toolhost.toml");
+    let lib = dir.path().join(common::lib_file("calc"));
+    put(&toml, "[plugin.calc]\nconfig = { precision = 2 }\n");
+    let mut config = RegistryConfig::new(dir.path());
+    config.shadow_dir = shadow.path().to_path_buf();
+    config.settings = Arc::new(LiveConfig::open(dir.path(), None).unwrap());
+    let reg = Registry::open(config).unwrap();
+    assert_eq!(divide(&reg).await, (false, "0.33".into()));
+    assert!(reg.failures().is_empty(), "{:?}", reg.failures());
+    let mut rx = reg.subscribe();
+    let _watch = reg.watch().unwrap();
+
+    // A new `config`: calc is reloaded with it.
+    put(&toml, "[plugin.calc]\nconfig = { precision = 3 }\n");
+    replaced(&mut rx, "calc").await;
+    assert_eq!(divide(&reg).await, (false, "0.333".into()));
+
+    // A file that does not parse: reported, and the previous configuration keeps serving.
+    put(&toml, "[plugin.calc]\ntimout = 3\n");
+    let error = failure(&mut rx, &toml).await;
+    assert!(
+        error.starts_with("line 2: plugin.calc.timout: unknown key (expected one of isolate,"),
+        "{error}"
+    );
+    assert!(
+        error.ends_with("the previous configuration stays in force"),
+        "{error}"
+    );
+    assert!(
+        reg.failures()
+            .iter()
+            .any(|(f, e)| f == &toml && e.contains("timout")),
+        "{:?}",
+        reg.failures()
+    );
+    assert_eq!(divide(&reg).await, (false, "0.333".into()));
+
+    // Fixed, without `config`, and with a table for a plugin that is not loaded: calc is
+    // reloaded with no configuration, the unknown name is reported.
+    put(
+        &toml,
+        "[plugin.calc]\ntimeout = 3\n[plugin.clac]\ntimeout = 1\n",
+    );
+    replaced(&mut rx, "calc").await;
+    assert_eq!(divide(&reg).await, (false, "0.3333333333333333".into()));
+    assert_eq!(
+        reg.failures(),
+        [(
+            toml.clone(),
+            "plugin.clac: no plugin named `clac` is loaded (loaded: calc)".to_string()
+        )]
+    );
+
+    // A `config` calc cannot take: its reload fails, the running version keeps serving.
+    put(&toml, "[plugin.calc]\nconfig = { precision = \"two\" }\n");
+    let error = failure(&mut rx, &lib).await;
+    assert!(
+        error.contains("`precision`: invalid type: string \"two\""),
+        "{error}"
+    );
+    assert_eq!(divide(&reg).await, (false, "0.3333333333333333".into()));
+
+    // Fixed again: the failed file is tried again with the new settings.
+    put(&toml, "[plugin.calc]\nconfig = { precision = 1 }\n");
+    replaced(&mut rx, "calc").await;
+    assert_eq!(divide(&reg).await, (false, "0.3".into()));
+
+    // A sandbox cannot be enforced in process: refused, not ignored.
+    put(&toml, "[plugin.calc.sandbox]\nnet = false\n");
+    let error = failure(&mut rx, &lib).await;
+    assert!(error.contains("cannot enforce a sandbox"), "{error}");
+}
+
+#[test]
+fn a_bad_file_at_start_is_an_error_naming_file_and_key() {
+    let dir = common::plugin_dir(&[]);
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        "[plugin.calc]\nisolate = \"yes\"\n",
+    )
+    .unwrap();
+    let e = LiveConfig::open(dir.path(), None).unwrap_err().to_string();
+    assert!(e.ends_with("toolhost.toml:2: plugin.calc.isolate: invalid type: string \"yes\", expected a boolean"), "{e}");
+}
+
+/// Notifications are dropped.
+struct Discard;
+
+impl Notify for Discard {
+    fn notify(&self, _server: Option<&str>, _message: String) {}
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_file_sets_call_timeouts_and_the_command_line_wins() {
+    let dir = common::plugin_dir(&["faulty", "calc"]);
+    let shadow = common::shadow_dir();
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        "[plugin.faulty]\ntimeout = 0.2\n[plugin.calc]\ntimeout = 7\n",
+    )
+    .unwrap();
+    let mut config = RegistryConfig::new(dir.path());
+    config.shadow_dir = shadow.path().to_path_buf();
+    config.settings = Arc::new(LiveConfig::open(dir.path(), None).unwrap());
+    let registry = Registry::open(config).unwrap();
+    let limits = RouterConfig {
+        default_timeout: Duration::from_secs(60),
+        plugin_timeouts: [("calc".to_string(), Duration::from_secs(3))].into(),
+        ..RouterConfig::default()
+    };
+    let router = Router::new(registry, limits);
+    assert_eq!(router.timeout_for("faulty"), Duration::from_millis(200));
+    assert_eq!(
+        router.timeout_for("calc"),
+        Duration::from_secs(3),
+        "--plugin-timeout wins"
+    );
+    assert_eq!(router.timeout_for("text"), Duration::from_secs(60));
+
+    // The file's timeout really limits a call.
+    let msg = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"ms":5000}}}"#;
+    let msg: JsonRpc = serde_json::from_str(msg).unwrap();
+    let sink: Sink = Arc::new(Discard);
+    let reply = match router.dispatch(Scope::Server("faulty"), &msg, &sink) {
+        Dispatch::Call(call) => tokio::time::timeout(WAIT, call).await.expect("a reply"),
+        _ => panic!("a tool call is a call"),
+    };
+    let reply: serde_json::Value = serde_json::from_str(&reply).unwrap();
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    assert_eq!(
+        reply["result"]["content"][0]["text"],
+        "tool slow timed out after 200ms"
+    );
+}

@@ -1,0 +1,219 @@
+//! Running tools in unit tests and doctests, without a host.
+//!
+//! ```
+//! use serde::Deserialize;
+//! use serde_json::json;
+//! use toolhost_plugin::{prelude::*, testing::TestContext};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Steps {
+//!     /// How many steps to take.
+//!     n: u32,
+//! }
+//!
+//! /// Count to n, reporting progress.
+//! #[tool]
+//! fn count(Steps { n }: Steps, ctx: &Context) -> Result<u32, Cancelled> {
+//!     for i in 1..=n {
+//!         ctx.check_cancelled()?;
+//!         ctx.progress(i as f64, Some(n as f64), "counting");
+//!     }
+//!     Ok(n)
+//! }
+//!
+//! # fn main() {
+//! let ctx = TestContext::new();
+//! assert_eq!(count::tool().call(json!({"n": 3}), &ctx), ToolResult::text("3"));
+//! assert_eq!(ctx.progress_reports().len(), 3);
+//!
+//! ctx.cancel();
+//! let r = count::tool().call(json!({"n": 3}), &ctx);
+//! assert!(r.is_error);
+//! # }
+//! ```
+
+use std::{
+    any::Any,
+    ffi::c_void,
+    ops::Deref,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex,
+    },
+};
+
+use abi_stable::{prefix_type::WithMetadata, std_types::RStr};
+
+use crate::{
+    abi::{CallCtx, CallVTable, CallVTableRef},
+    context::{Context, Declared},
+    log::Level,
+};
+
+/// One progress report: `(progress, total, message)`.
+pub type Progress = (f64, Option<f64>, String);
+
+#[derive(Default)]
+struct Recorder {
+    cancelled: AtomicBool,
+    logs: Mutex<Vec<(Level, String)>>,
+    progress: Mutex<Vec<Progress>>,
+}
+
+/// A [`Context`] for tests: it records what the tool logs and reports, and can be cancelled.
+/// Dereferences to `&Context`, so pass `&ctx` where a tool takes `&Context`.
+pub struct TestContext {
+    context: Context,
+    // Both boxed so their addresses stay put while `context` points at them; only reached
+    // through `context`, which is dropped with them.
+    _raw: Box<CallCtx>,
+    recorder: Box<Recorder>,
+}
+
+fn recorder<'a>(data: *const c_void) -> &'a Recorder {
+    // SAFETY: `data` is the `Recorder` boxed in the `TestContext` whose `CallCtx` received
+    // this call; the `CallCtx` is only reachable through that `TestContext`, so it is alive.
+    unsafe { &*(data as *const Recorder) }
+}
+
+extern "C" fn is_cancelled(data: *const c_void) -> bool {
+    recorder(data).cancelled.load(Ordering::Acquire)
+}
+
+extern "C" fn progress(data: *const c_void, progress: f64, total: f64, message: RStr<'_>) {
+    let total = (!total.is_nan()).then_some(total);
+    recorder(data)
+        .progress
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((progress, total, message.to_string()));
+}
+
+extern "C" fn log(data: *const c_void, level: u8, _target: RStr<'_>, message: RStr<'_>) {
+    recorder(data)
+        .logs
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((Level::from_abi(level), message.to_string()));
+}
+
+static VTABLE: &WithMetadata<CallVTable> = &WithMetadata::new(CallVTable {
+    is_cancelled,
+    progress,
+    log,
+});
+
+impl TestContext {
+    /// A context that is not cancelled, has no state and records everything.
+    pub fn new() -> Self {
+        let recorder = Box::<Recorder>::default();
+        let raw = Box::new(CallCtx {
+            data: &*recorder as *const Recorder as *const c_void,
+            vtable: CallVTableRef(VTABLE.static_as_prefix()),
+        });
+        // SAFETY: `raw` is boxed and kept in the returned value next to the `Context`, so it
+        // outlives every use of the `Context`.
+        let context = unsafe { Context::new(&raw, None) };
+        TestContext {
+            context,
+            _raw: raw,
+            recorder,
+        }
+    }
+
+    /// Gives the context a state, as `state: S` in `export_plugin!` would.
+    pub fn with_state<S: Any + Send + Sync>(mut self, state: S) -> Self {
+        self.context.state = Some(Declared {
+            value: Arc::new(state),
+            type_name: std::any::type_name::<S>(),
+        });
+        self
+    }
+
+    /// Gives the context a configuration, as `config: C` in `export_plugin!` and the host's
+    /// `toolhost.toml` would.
+    pub fn with_config<C: Any + Send + Sync>(mut self, config: C) -> Self {
+        self.context.config = Some(Declared {
+            value: Arc::new(config),
+            type_name: std::any::type_name::<C>(),
+        });
+        self
+    }
+
+    /// Cancels the call: [`Context::is_cancelled`] returns true from now on.
+    pub fn cancel(&self) {
+        self.recorder.cancelled.store(true, Ordering::Release);
+    }
+
+    /// What the tool logged through the context, oldest first.
+    pub fn logs(&self) -> Vec<(Level, String)> {
+        self.recorder
+            .logs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The progress the tool reported, oldest first.
+    pub fn progress_reports(&self) -> Vec<Progress> {
+        self.recorder
+            .progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+impl Default for TestContext {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Deref for TestContext {
+    type Target = Context;
+    fn deref(&self) -> &Context {
+        &self.context
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_logs_progress_and_cancellation() {
+        let ctx = TestContext::new();
+        ctx.info("hello");
+        ctx.log(Level::Trace, "details");
+        ctx.progress(1.0, None, "one");
+        assert!(!ctx.is_cancelled());
+        ctx.cancel();
+        assert!(ctx.is_cancelled());
+        assert_eq!(
+            ctx.logs(),
+            [
+                (Level::Info, "hello".into()),
+                (Level::Trace, "details".into())
+            ]
+        );
+        assert_eq!(ctx.progress_reports(), [(1.0, None, "one".to_string())]);
+    }
+
+    #[test]
+    fn state_of_the_wrong_type_is_an_error() {
+        let ctx = TestContext::new();
+        let e = ctx.state::<u32>().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "this plugin declares no state (add `state: u32` to export_plugin!)"
+        );
+        let ctx = TestContext::new().with_state(7u32);
+        assert_eq!(ctx.state::<u32>(), Ok(&7));
+        let e = ctx.state::<String>().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "this plugin's state is a `u32`, not a `alloc::string::String`"
+        );
+    }
+}
