@@ -30,7 +30,7 @@ impl Notify for Out {
 const EOF_GRACE: Duration = Duration::from_millis(1000);
 
 /// Serves until `input` ends, then lets calls in flight finish and answer (for
-/// [`EOF_GRACE`], then they are cancelled and, if they do not stop, abandoned), and returns.
+/// a second, then they are cancelled and, if they do not stop, abandoned), and returns.
 /// With `events`, every change of the plugin set sends `notifications/tools/list_changed`.
 pub async fn serve<R, W>(
     mut lines: LineReader<R>,
