@@ -9,12 +9,15 @@
 
 pub mod chat;
 pub mod config;
+pub mod doctor;
 pub mod error;
 pub mod executor;
 pub mod handler;
 pub mod model;
 pub mod plugin;
+pub mod plugin_dir;
 pub mod registry;
+pub mod sandbox;
 pub mod scaffold;
 pub mod service;
 pub mod transport;

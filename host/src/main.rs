@@ -10,6 +10,7 @@ use toolhost::{
     handler::{CallError, Router},
     model::{tool_json, ContentOut},
     plugin::CallControl,
+    plugin_dir::{self, Prepared},
     registry::{Registry, RegistryConfig},
     service::{CallLimits, SessionLimits},
     transport::read_lines,
@@ -58,6 +59,11 @@ impl PluginOpts {
     }
 
     fn open_registry(&self) -> anyhow::Result<std::sync::Arc<Registry>> {
+        let is_default = self.plugins == default_plugin_dir();
+        if toolhost::plugin_dir::prepare(&self.plugins, is_default)? == Prepared::Created {
+            eprintln!("toolhost: {}", plugin_dir::created_line(&self.plugins));
+            eprintln!("toolhost: {}", plugin_dir::empty_hint(&self.plugins));
+        }
         Registry::open(self.registry_config()?)
             .with_context(|| format!("cannot use the plugin folder {}", self.plugins.display()))
     }
@@ -103,6 +109,28 @@ enum Command {
         #[command(flatten)]
         limits: SessionLimits,
     },
+    /// Check everything `chat` needs and say how to fix what fails.
+    ///
+    /// Checks the claude CLI, the plugin folder, the lock file, the configuration file, each
+    /// plugin and whether the kernel can sandbox plugins. Exits with 1 when something fails
+    /// (warnings do not).
+    Doctor {
+        #[command(flatten)]
+        opts: PluginOpts,
+        /// The `claude` executable to check (default: $TOOLHOST_CLAUDE, else `claude` on PATH).
+        #[arg(long, value_name = "PATH")]
+        claude: Option<PathBuf>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the shell completion script for SHELL.
+    ///
+    /// For example `toolhost completions bash > ~/.local/share/bash-completion/completions/toolhost`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
     /// Create a plugin project from the template.
     New {
         /// Plugin name (letters, digits, `_` and `-`).
@@ -110,6 +138,10 @@ enum Command {
         /// Folder to create the project in (default: the current one).
         #[arg(long, default_value = ".")]
         path: PathBuf,
+        /// Depend on the `toolhost-plugin` crate in this folder (the `plugin-api` folder of a
+        /// toolhost checkout) instead of the registry's version matching this toolhost.
+        #[arg(long, value_name = "DIR")]
+        api_path: Option<PathBuf>,
     },
 }
 
@@ -140,7 +172,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     if matches!(
         cli.command,
-        Command::List { .. } | Command::Call { .. } | Command::New { .. }
+        Command::List { .. }
+            | Command::Call { .. }
+            | Command::New { .. }
+            | Command::Doctor { .. }
+            | Command::Completions { .. }
     ) {
         die_quietly_on_broken_pipe();
     }
@@ -148,7 +184,7 @@ fn main() -> ExitCode {
     // would say it twice. `chat` says load failures, timeouts and oversized results in its
     // own lines, so their log lines are left out there.
     init_logging(match cli.command {
-        Command::List { .. } | Command::Call { .. } => "error",
+        Command::List { .. } | Command::Call { .. } | Command::Doctor { .. } => "error",
         Command::Chat { .. } => {
             "warn,toolhost::registry=error,toolhost::registry::watch=warn,toolhost::handler::call=error"
         }
@@ -179,9 +215,24 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             runtime()?.block_on(toolhost::chat::run(chat, opts.open_registry()?))
         }
         Command::Serve { opts, limits } => serve(&opts, &limits),
-        Command::New { name, path } => {
-            let root = toolhost::scaffold::create(&name, &path)?;
+        Command::Doctor { opts, claude, json } => doctor(&opts, claude, json),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "toolhost", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::New {
+            name,
+            path,
+            api_path,
+        } => {
+            let api = match api_path {
+                Some(dir) => toolhost::scaffold::ApiSource::path(&dir)?,
+                None => toolhost::scaffold::ApiSource::Registry,
+            };
+            let root = toolhost::scaffold::create(&name, &path, &api)?;
             println!("created {}", root.display());
+            println!("it depends on {}", api.describe());
             println!(
                 "build it with: cargo build --release --manifest-path {}/Cargo.toml",
                 root.display()
@@ -189,6 +240,31 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn doctor(opts: &PluginOpts, claude: Option<PathBuf>, as_json: bool) -> anyhow::Result<ExitCode> {
+    let report = toolhost::doctor::run(&toolhost::doctor::Options {
+        plugins: opts.plugins.clone(),
+        plugins_is_default: opts.plugins == default_plugin_dir(),
+        lock: opts.lock.clone(),
+        config: opts.config.clone(),
+        allow_shared: opts.allow_shared,
+        claude_flag: claude,
+        claude_env: std::env::var_os("TOOLHOST_CLAUDE")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from),
+        shadow_dir: toolhost::plugin::default_shadow_dir(),
+    });
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.to_text());
+    }
+    Ok(if report.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -234,9 +310,17 @@ fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|(file, error)| json!({"file": file, "error": error}))
             .collect();
+        // A line for an empty folder, saying what to put there (null otherwise).
+        let hint = (plugins.is_empty() && failed.is_empty())
+            .then(|| plugin_dir::empty_hint(&opts.plugins));
         println!(
             "{}",
-            serde_json::to_string_pretty(&json!({"plugins": plugins, "failed": failed}))?
+            serde_json::to_string_pretty(&json!({
+                "plugins": plugins,
+                "failed": failed,
+                "folder": opts.plugins,
+                "hint": hint,
+            }))?
         );
     } else {
         for p in &plugins {
@@ -255,7 +339,7 @@ fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
             println!("failed: {}: {error}", file.display());
         }
         if plugins.is_empty() && failed.is_empty() {
-            println!("no plugins in {}", opts.plugins.display());
+            println!("{}", plugin_dir::empty_hint(&opts.plugins));
         }
     }
     Ok(ExitCode::SUCCESS)

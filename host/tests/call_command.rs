@@ -99,3 +99,50 @@ fn call_names_unknown_plugins_and_tools_like_the_router() {
         "{err}"
     );
 }
+
+/// The exit codes the README documents: 0 for a result, 1 for an error result (whatever made
+/// it: the tool, the argument check, a panic, the timeout), 2 when no tool was called (usage,
+/// arguments that are not a JSON object, an unusable folder, an unknown plugin or tool).
+#[test]
+fn call_exit_codes() {
+    let plugins = common::plugin_dir(&["calc", "faulty"]);
+    let dir = plugins.path().to_str().unwrap();
+    let missing = plugins.path().join("missing");
+    let missing = missing.to_str().unwrap();
+    let cases: &[(&[&str], i32)] = &[
+        (&["calc", "add", r#"{"x":1,"y":2}"#], 0),
+        (&["faulty", "echo", r#"{"value":{}}"#], 0),
+        (&["faulty", "fail", r#"{"message":"no"}"#], 1),
+        (&["calc", "divide", r#"{"x":1,"y":0}"#], 1),
+        (&["calc", "add", r#"{"x":1}"#], 1),
+        (&["faulty", "panic"], 1),
+        (
+            &["faulty", "slow", r#"{"ms":60000}"#, "--timeout", "0.2"],
+            1,
+        ),
+        (&["calc"], 2),
+        (&["calc", "add", "{x"], 2),
+        (&["calc", "add", "[1,2]"], 2),
+        (&["calc", "add", "--timeout", "0"], 2),
+        (&["calc", "add", "--no-such-flag"], 2),
+        (&["nosuch", "add"], 2),
+        (&["calc", "pow"], 2),
+    ];
+    for (args, code) in cases {
+        let out = toolhost_call(plugins.path(), args);
+        assert_eq!(
+            out.status.code(),
+            Some(*code),
+            "toolhost call {args:?} --plugins {dir}: {}",
+            text(&out.stderr)
+        );
+    }
+    // A folder that cannot be read: nothing was called.
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["call", "calc", "add", "--plugins", missing])
+        .env_remove("TOOLHOST_LOCK")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("cannot use the plugin folder"));
+}

@@ -499,10 +499,14 @@ fn owed(line: &[u8]) -> Option<Owed> {
     let req = v.get("request");
     let msg = req.and_then(|r| r.get("message"));
     let is_mcp = req.and_then(|r| r.get("subtype")) == Some(&Value::from("mcp_message"));
+    // An id that is not a string or a number is not echoed: the reply's id is `null`.
     let rpc_id = msg
         .and_then(|m| m.get("id"))
         .filter(|id| !id.is_null())
-        .cloned();
+        .map(|id| match id {
+            Value::String(_) | Value::Number(_) => id.clone(),
+            _ => Value::Null,
+        });
     let only = |o: &Map<String, Value>, keys: &[&str]| o.keys().all(|k| keys.contains(&k.as_str()));
     let must_succeed = is_mcp
         && only(obj, &["type", "request_id", "request"])

@@ -1,16 +1,24 @@
-//! The MCP router driven directly (no pipes): result size limit, and a plugin whose tool
-//! panics over and over.
+//! The MCP router driven directly (no pipes): result size limit, a plugin whose tool panics
+//! over and over, flat names that collide, and hot reload reaching `tools/list` and calls.
 
 mod common;
 
-use std::sync::Arc;
+use std::{
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex, OnceLock},
+    time::Duration,
+};
 
 use serde_json::{json, Value};
 use toolhost::{
-    handler::{Dispatch, Notify, Router, RouterConfig, Scope, Sink, DEFAULT_MAX_RESULT_BYTES},
+    handler::{
+        Dispatch, FlatCollision, Notify, Router, RouterConfig, Scope, Sink,
+        DEFAULT_MAX_RESULT_BYTES,
+    },
     model::JsonRpc,
-    registry::{Registry, RegistryConfig},
+    registry::{Registry, RegistryConfig, RegistryEvent},
 };
+use toolhost_test_support::{lib_file, target_dir, Build};
 
 struct Fixture {
     router: Arc<Router>,
@@ -159,4 +167,160 @@ async fn panicking_tool_ten_thousand_times_then_a_normal_call() {
     )
     .await;
     assert_eq!(text_of(&r), "8");
+}
+
+/// The library of one build of `package` with `features`, copied out of the variant target
+/// folder (shared with the end-to-end tests' calc variant, so dependencies build once) to a
+/// file of its own before another variant can overwrite it.
+fn variant(package: &str, features: &str, name: &str) -> PathBuf {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut build = Build::packages(&[package]).target_dir(target_dir().join("e2e-variant"));
+    if !features.is_empty() {
+        build = build.features(features);
+    }
+    let built = build.run().join(lib_file(package));
+    let kept = target_dir().join("e2e-variant").join("kept");
+    std::fs::create_dir_all(&kept).unwrap();
+    let file = kept.join(name);
+    std::fs::copy(&built, &file).unwrap();
+    file
+}
+
+/// `collide` (tool `bar__ticks`) and `collide__bar` (tool `ticks`).
+fn collide_builds() -> &'static (PathBuf, PathBuf) {
+    static B: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    B.get_or_init(|| {
+        (
+            variant("collide", "", "libcollide.so"),
+            variant("collide", "collide/bar", "libcollide_bar.so"),
+        )
+    })
+}
+
+/// calc as built by the tests, and calc with its `extra` tool `power`.
+fn calc_builds() -> (PathBuf, &'static Path) {
+    static EXTRA: OnceLock<PathBuf> = OnceLock::new();
+    let plain = common::built_plugins().join(lib_file("calc"));
+    let extra = EXTRA.get_or_init(|| variant("calc", "calc/extra", "libcalc_extra.so"));
+    (plain, extra)
+}
+
+fn open(dir: &Path, shadow: &Path) -> Arc<Registry> {
+    let mut rc = RegistryConfig::new(dir);
+    rc.shadow_dir = shadow.to_path_buf();
+    Registry::open(rc).unwrap()
+}
+
+fn tool_names(reply: &Value) -> Vec<String> {
+    reply["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools in {reply}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn list(id: u64) -> Value {
+    json!({"jsonrpc":"2.0","id":id,"method":"tools/list"})
+}
+
+/// Plugin `collide` with tool `bar__ticks` and plugin `collide__bar` with tool `ticks` are
+/// both `collide__bar__ticks` in `toolhost serve`: the first keeps the name, the second is
+/// left out and reported, and calls reach the tool that is listed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flat_names_that_collide_are_listed_once_and_reported() {
+    let (a, b) = collide_builds();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(a, dir.path().join("libcollide.so")).unwrap();
+    std::fs::copy(b, dir.path().join("libcollide_bar.so")).unwrap();
+    let shadow = common::shadow_dir();
+    let registry = open(dir.path(), shadow.path());
+    assert_eq!(registry.plugins().len(), 2, "{:?}", registry.failures());
+    let router = Router::new(registry, RouterConfig::default());
+
+    let names = tool_names(&send(&router, Scope::All, list(1)).await);
+    assert_eq!(names, ["collide__bar__ticks"]);
+    assert_eq!(
+        router.flat_catalog().collisions(),
+        [FlatCollision {
+            flat: "collide__bar__ticks".into(),
+            plugin: "collide__bar".into(),
+            tool: "ticks".into(),
+            kept_plugin: "collide".into(),
+            kept_tool: "bar__ticks".into(),
+        }]
+    );
+    assert_eq!(
+        router.flat_catalog().collisions()[0].to_string(),
+        "tool `ticks` of plugin `collide__bar` is not served: its name `collide__bar__ticks` \
+         is already tool `bar__ticks` of plugin `collide` (rename one of them)"
+    );
+    let r = send(
+        &router,
+        Scope::All,
+        call(2, "collide__bar__ticks", json!({})),
+    )
+    .await;
+    assert_eq!(text_of(&r), "collide: bar__ticks");
+    // Each is still its own server in `chat`, where nothing collides.
+    let r = send(
+        &router,
+        Scope::Server("collide__bar"),
+        call(3, "ticks", json!({})),
+    )
+    .await;
+    assert_eq!(text_of(&r), "collide__bar: ticks");
+}
+
+/// After a plugin is replaced, `tools/list` (its own server as in `chat`, and the flat server
+/// of `serve`) shows the new version's tools, and a tool only the new version has is called.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replaced_plugin_is_listed_and_called_in_its_new_version() {
+    let (plain, extra) = calc_builds();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(lib_file("calc"));
+    std::fs::copy(&plain, &file).unwrap();
+    let shadow = common::shadow_dir();
+    let registry = open(dir.path(), shadow.path());
+    let mut events = registry.subscribe();
+    let _watch = registry.watch().unwrap();
+    let router = Router::new(registry, RouterConfig::default());
+    let calc = Scope::Server("calc");
+
+    // Listed (and so compiled and cached) before the reload.
+    let before = tool_names(&send(&router, calc, list(1)).await);
+    assert_eq!(before, ["add", "subtract", "multiply", "divide"]);
+    assert!(!tool_names(&send(&router, Scope::All, list(2)).await).contains(&"calc__power".into()));
+    let r = send(&router, calc, call(3, "power", json!({"x": 2, "y": 10}))).await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+
+    // The new build, renamed into place as a linker or `cp` + `mv` does.
+    let staged = dir.path().join(".calc.new");
+    std::fs::copy(extra, &staged).unwrap();
+    std::fs::rename(&staged, &file).unwrap();
+    let replaced = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            match events.recv().await.unwrap() {
+                RegistryEvent::Replaced { name, .. } if name == "calc" => break,
+                RegistryEvent::Failed { error, .. } => panic!("reload failed: {error}"),
+                _ => {}
+            }
+        }
+    });
+    replaced.await.expect("calc was replaced in time");
+
+    let after = tool_names(&send(&router, calc, list(4)).await);
+    assert_eq!(after, ["add", "subtract", "multiply", "divide", "power"]);
+    let r = send(&router, calc, call(5, "power", json!({"x": 2, "y": 10}))).await;
+    assert_eq!(text_of(&r), "1024", "{r}");
+    let flat = tool_names(&send(&router, Scope::All, list(6)).await);
+    assert!(flat.contains(&"calc__power".to_string()), "{flat:?}");
+    let r = send(
+        &router,
+        Scope::All,
+        call(7, "calc__power", json!({"x": 3, "y": 2})),
+    )
+    .await;
+    assert_eq!(text_of(&r), "9", "{r}");
 }

@@ -10,12 +10,13 @@ use std::{
 
 use crate::fake_api::FakeApi;
 
-/// The CLI version the tests are written against (docs/protocol.md was checked against it).
-pub const CLAUDE_VERSION: &str = "2.1.328";
+/// The CLI version the tests run against by default: the newest the suite passes with
+/// (docs/protocol.md was observed on 2.1.328; 2.1.329 and 2.1.330 pass too).
+pub const CLAUDE_VERSION: &str = "2.1.330";
 
 /// Where the CLI is looked for: env `TOOLHOST_E2E_CLAUDE`, else the folder
 /// `scripts/install-claude` installs into:
-/// `${TOOLHOST_CLI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/toolhost}/claude-code-2.1.328/node_modules/.bin/claude`.
+/// `${TOOLHOST_CLI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/toolhost}/claude-code-2.1.330/node_modules/.bin/claude`.
 pub fn claude_path() -> PathBuf {
     let var = |name: &str| {
         env::var_os(name)

@@ -24,7 +24,7 @@ use std::{
 };
 
 pub use call::{CallError, CallOutput};
-pub use catalog::{Compiled, ToolCheck};
+pub use catalog::{Compiled, FlatCatalog, FlatCollision, ToolCheck};
 pub use progress::{Notify, Sink};
 use serde_json::{value::RawValue, Value};
 
@@ -33,8 +33,8 @@ use progress::Progress;
 use crate::{
     executor::{Executor, ExecutorConfig},
     model::{
-        error_code, initialize_result, negotiate_version, rpc_error, rpc_result, tool_json,
-        CallParams, CancelledParams, InitializeParams, JsonRpc, ServerInfo,
+        error_code, initialize_result, negotiate_version, rpc_error, rpc_result, CallParams,
+        CancelledParams, InitializeParams, JsonRpc, ServerInfo,
     },
     plugin::{CallControl, LoadedPlugin},
     registry::{Lease, Registry},
@@ -126,6 +126,8 @@ pub struct Router {
     executor: Executor,
     /// Calls in flight by (server, JSON-RPC id), for `notifications/cancelled`.
     calls: Mutex<HashMap<CallKey, Arc<CallControl>>>,
+    /// The catalog of [`Scope::All`] for the plugin versions it was last built from.
+    flat: Mutex<Option<Arc<FlatCatalog>>>,
 }
 
 impl Router {
@@ -136,6 +138,7 @@ impl Router {
             executor: Executor::new(config.executor.clone()),
             config,
             calls: Mutex::new(HashMap::new()),
+            flat: Mutex::new(None),
         })
     }
 
@@ -184,6 +187,15 @@ impl Router {
         sink: &Sink,
     ) -> Dispatch {
         let id = msg.id;
+        if id.is_some_and(|id| !valid_id(id)) {
+            // Echoing it would hand the client back a value it cannot match (JSON-RPC 2.0 §4:
+            // a string, a number or null; MCP: a string or an integer).
+            return Dispatch::Reply(rpc_error(
+                None,
+                error_code::INVALID_REQUEST,
+                "invalid request: the id must be a string or a number",
+            ));
+        }
         let Some(method) = msg.method.as_deref() else {
             return match id {
                 Some(_) => Dispatch::Reply(rpc_error(
@@ -267,7 +279,7 @@ impl Router {
     fn tools_list(&self, plugin: Option<&LoadedPlugin>, id: Option<&RawValue>) -> String {
         match plugin {
             Some(p) => splice_result(id, Compiled::of(p).tools_list()),
-            None => rpc_result(id, &self.flat_tools_list()),
+            None => splice_result(id, self.flat_catalog().tools_list()),
         }
     }
 
@@ -276,33 +288,33 @@ impl Router {
         serde_json::from_str(Compiled::of(plugin).tools_list()).expect("our own JSON")
     }
 
-    fn flat_tools_list(&self) -> Value {
-        let mut tools = Vec::new();
-        for p in self.registry.plugins() {
-            for t in &p.manifest().tools {
-                let mut v = tool_json(t);
-                v["name"] = Value::from(flat_name(p.name(), &t.name));
-                tools.push(v);
-            }
+    /// The catalog of [`Scope::All`] for the versions serving now, rebuilt when one changed.
+    /// Tools left out of it (flat name collisions) are reported once per rebuild.
+    pub fn flat_catalog(&self) -> Arc<FlatCatalog> {
+        let plugins = self.registry.plugins();
+        let mut cached = self.flat.lock().unwrap();
+        if let Some(c) = cached.as_ref().filter(|c| c.is_of(&plugins)) {
+            return c.clone();
         }
-        serde_json::json!({ "tools": tools })
+        let catalog = Arc::new(FlatCatalog::build(&plugins));
+        for c in catalog.collisions() {
+            tracing::warn!("{c}");
+        }
+        *cached = Some(catalog.clone());
+        catalog
     }
 
     /// Leases the plugin of a [`Scope::All`] tool name, with the tool's own name.
     async fn lease_flat(&self, name: &str) -> Result<(Lease, String), CallError> {
-        // Plugin names may contain `__` themselves: try each split, shortest plugin name first,
-        // and take the plugin that has the tool.
-        let sep = FLAT_SEPARATOR.as_bytes();
-        for at in (0..name.len()).filter(|&i| name.as_bytes()[i..].starts_with(sep)) {
-            // `at` and `at + 2` are ASCII positions, so both are char boundaries.
-            let (plugin, tool) = (&name[..at], &name[at + sep.len()..]);
-            if let Some(lease) = self.registry.lease(plugin).await {
-                if lease.manifest().tool(tool).is_some() {
-                    return Ok((lease, tool.to_string()));
-                }
-            }
-        }
-        Err(CallError::UnknownFlatTool(name.to_string()))
+        let unknown = || CallError::UnknownFlatTool(name.to_string());
+        let (plugin, tool) = {
+            let catalog = self.flat_catalog();
+            let (plugin, tool) = catalog.resolve(name).ok_or_else(unknown)?;
+            (plugin.to_string(), tool.to_string())
+        };
+        // A reload between the lookup and the lease is caught by the call's own tool check.
+        let lease = self.registry.lease(&plugin).await.ok_or_else(unknown)?;
+        Ok((lease, tool))
     }
 
     fn cancel(&self, scope: Scope<'_>, params: Option<&RawValue>) {
@@ -446,6 +458,13 @@ pub fn server_initialize_result(plugin: Option<&LoadedPlugin>, version: &str) ->
 /// The name of `tool` of `plugin` in [`Scope::All`].
 pub fn flat_name(plugin: &str, tool: &str) -> String {
     format!("{plugin}{FLAT_SEPARATOR}{tool}")
+}
+
+/// Whether a request id is a string or a number (what a reply may echo). A `null` id never
+/// gets here: it parses as no id.
+fn valid_id(id: &RawValue) -> bool {
+    id.get()
+        .starts_with(|c: char| c == '"' || c == '-' || c.is_ascii_digit())
 }
 
 /// A success reply whose result is already serialized.

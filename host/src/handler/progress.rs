@@ -5,7 +5,10 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::value::RawValue;
 
-use crate::model::{rpc_notification, ProgressParams};
+use crate::{
+    model::{rpc_notification, ProgressParams},
+    transport::Latest,
+};
 
 /// Where the notifications of a call go. The service implements it over the same writer as the
 /// call's reply: a notification is queued when the tool reports it, the reply only after the
@@ -14,6 +17,15 @@ pub trait Notify: Send + Sync {
     /// Sends `message`, a serialized JSON-RPC notification of a call to sdk server `server`
     /// (`None` for the all-plugins server of `toolhost serve`).
     fn notify(&self, server: Option<&str>, message: String);
+
+    /// Queues a notification whose text is taken from `latest` when it is written, so a value
+    /// that changes faster than it is written waits in the queue once. The default sends it
+    /// at once.
+    fn notify_latest(&self, server: Option<&str>, latest: Arc<dyn Latest>) {
+        if let Some(message) = latest.take() {
+            self.notify(server, message);
+        }
+    }
 }
 
 /// A shared [`Notify`], handed to [`Router::dispatch`](super::Router::dispatch).
@@ -21,13 +33,33 @@ pub type Sink = Arc<dyn Notify>;
 
 /// The progress of one call, sent as `notifications/progress` with the call's token until the
 /// call ends.
+///
+/// Reports are coalesced: at most one notification of a call waits in the output queue, and
+/// it carries the latest report when it is written. A tool reporting a million times costs
+/// the queue one line, whatever the client's speed; the reports written keep their order,
+/// and the last one written is the last one made before the reply.
 pub(super) struct Progress {
     sink: Sink,
     server: Option<String>,
     token: Box<RawValue>,
     /// False once the call ended: a tool still running after its timeout must not send
-    /// progress after the reply. Held while sending, so nothing slips in after [`Progress::end`].
+    /// progress after the reply. Held while queueing, so nothing slips in after
+    /// [`Progress::end`].
     open: Mutex<bool>,
+    latest: Mutex<Unwritten>,
+}
+
+/// The latest report not written yet, and whether a line is queued to write it.
+#[derive(Default)]
+struct Unwritten {
+    report: Option<Report>,
+    queued: bool,
+}
+
+struct Report {
+    progress: f64,
+    total: Option<f64>,
+    message: String,
 }
 
 impl Progress {
@@ -37,27 +69,52 @@ impl Progress {
             server,
             token,
             open: Mutex::new(true),
+            latest: Mutex::new(Unwritten::default()),
         })
     }
 
-    pub fn send(&self, progress: f64, total: Option<f64>, message: &str) {
+    pub fn send(self: &Arc<Self>, progress: f64, total: Option<f64>, message: &str) {
         let open = self.open.lock().unwrap();
         if !*open {
             return;
         }
-        let params = ProgressParams {
-            progress_token: &self.token,
-            progress,
-            total,
-            message,
+        let queue = {
+            let mut latest = self.latest.lock().unwrap();
+            latest.report = Some(Report {
+                progress,
+                total,
+                message: message.to_string(),
+            });
+            !std::mem::replace(&mut latest.queued, true)
         };
-        let message = rpc_notification("notifications/progress", Some(&params));
-        self.sink.notify(self.server.as_deref(), message);
+        if queue {
+            self.sink
+                .notify_latest(self.server.as_deref(), self.clone() as Arc<dyn Latest>);
+        }
+        drop(open);
     }
 
-    /// The call ended: every later report is dropped.
+    /// The call ended: every later report is dropped (one already queued is still written,
+    /// before the reply queued after this).
     pub fn end(&self) {
         *self.open.lock().unwrap() = false;
+    }
+}
+
+impl Latest for Progress {
+    fn take(&self) -> Option<String> {
+        let report = {
+            let mut latest = self.latest.lock().unwrap();
+            latest.queued = false;
+            latest.report.take()?
+        };
+        let params = ProgressParams {
+            progress_token: &self.token,
+            progress: report.progress,
+            total: report.total,
+            message: &report.message,
+        };
+        Some(rpc_notification("notifications/progress", Some(&params)))
     }
 }
 
@@ -95,5 +152,43 @@ mod tests {
                     .to_string()
             )]
         );
+    }
+
+    /// Keeps the queued lines, as a writer that has fallen behind does.
+    #[derive(Default)]
+    struct Behind(Mutex<Vec<Arc<dyn Latest>>>);
+
+    impl Notify for Behind {
+        fn notify(&self, _: Option<&str>, _: String) {
+            unreachable!("progress is queued as its latest value")
+        }
+        fn notify_latest(&self, _: Option<&str>, latest: Arc<dyn Latest>) {
+            self.0.lock().unwrap().push(latest);
+        }
+    }
+
+    #[test]
+    fn progress_waits_in_the_queue_once_at_its_latest() {
+        let sink = Arc::new(Behind::default());
+        let token = RawValue::from_string("7".into()).unwrap();
+        let p = Progress::new(sink.clone(), None, token);
+        for i in 1..=1000 {
+            p.send(i as f64, None, "");
+        }
+        let queued: Vec<_> = std::mem::take(&mut *sink.0.lock().unwrap());
+        assert_eq!(queued.len(), 1);
+        let line = queued[0].take().unwrap();
+        assert!(line.contains(r#""progress":1000.0"#), "{line}");
+        // Written: the next report queues a line again.
+        p.send(1001.0, None, "");
+        p.end();
+        p.send(1002.0, None, "");
+        let queued: Vec<_> = std::mem::take(&mut *sink.0.lock().unwrap());
+        assert_eq!(queued.len(), 1);
+        // Queued before the call ended, so still written (before the reply), at the last
+        // value reported before the end.
+        let line = queued[0].take().unwrap();
+        assert!(line.contains(r#""progress":1001.0"#), "{line}");
+        assert!(queued[0].take().is_none());
     }
 }

@@ -19,7 +19,7 @@ use std::{
 use serde_json::{value::RawValue, Value};
 use tokio::{
     io::{AsyncBufRead, AsyncWrite},
-    sync::mpsc,
+    sync::{mpsc, OwnedSemaphorePermit, Semaphore},
     task::{AbortHandle, JoinHandle},
 };
 
@@ -38,7 +38,7 @@ use crate::{
         control_error, control_request, control_success, control_success_raw, mcp_message_request,
         rpc_notification, Incoming, IncomingRequest, NOTIFICATION_ACK,
     },
-    transport::{LineReader, LineSender, ReadError, TooLong, Writer},
+    transport::{Latest, LineReader, LineSender, ReadError, TooLong, Writer},
 };
 
 /// A `can_use_tool` question from the CLI (docs/protocol.md §7).
@@ -191,6 +191,42 @@ impl Session {
     }
 }
 
+/// Most calls a session runs at once: requests read whose replies are not queued yet. Past
+/// it, the reader waits for a reply before it takes the next request. Well above what a
+/// client runs at once, it bounds what a flood of calls can hold (their results, their
+/// threads) before backpressure from the output queue sets in.
+pub const MAX_CALLS_IN_FLIGHT: usize = 256;
+
+/// The reader's brake: before each line it waits for room in the output queue (a peer that
+/// does not read its input stops being read) and for a free call slot.
+pub(crate) struct Intake {
+    out: LineSender,
+    slots: Arc<Semaphore>,
+}
+
+/// A call slot: held by a tool call until its reply is queued.
+pub(crate) struct Slot {
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Intake {
+    pub(crate) fn new(out: LineSender) -> Self {
+        Intake {
+            out,
+            slots: Arc::new(Semaphore::new(MAX_CALLS_IN_FLIGHT)),
+        }
+    }
+
+    /// Waits until the next line may be read; the slot stands for its reply if it is a call.
+    pub(crate) async fn ready(&self) -> Slot {
+        let slot = self.slots.clone().acquire_owned().await;
+        self.out.ready().await;
+        Slot {
+            _permit: slot.expect("the semaphore is never closed"),
+        }
+    }
+}
+
 /// The next non-blank line; an over-long one is handed to `too_long` and reading goes on.
 /// `None` at the end of the input, or when reading fails (logged, naming `peer`).
 pub(crate) async fn next_message<R: AsyncBufRead + Unpin>(
@@ -234,6 +270,34 @@ impl Notify for SessionHandle {
             self.notify_server(server, &message);
         }
     }
+
+    fn notify_latest(&self, server: Option<&str>, latest: Arc<dyn Latest>) {
+        if let Some(server) = server {
+            self.out.send_latest(Arc::new(ToServer {
+                latest,
+                server: server.to_string(),
+                pending: self.pending.clone(),
+            }));
+        }
+    }
+}
+
+/// A [`Latest`] notification wrapped, when written, in an `mcp_message` request to `server`.
+struct ToServer {
+    latest: Arc<dyn Latest>,
+    server: String,
+    pending: Arc<Pending>,
+}
+
+impl Latest for ToServer {
+    fn take(&self) -> Option<String> {
+        let message = self.latest.take()?;
+        Some(mcp_message_request(
+            &self.pending.next_id(),
+            &self.server,
+            &message,
+        ))
+    }
 }
 
 struct Reader {
@@ -250,9 +314,14 @@ struct Reader {
 
 impl Reader {
     async fn run<R: AsyncBufRead + Unpin>(self, mut lines: LineReader<R>) {
-        while let Some(line) = next_message(&mut lines, "the CLI", |t| self.too_long(t)).await {
+        let intake = Intake::new(self.out.clone());
+        loop {
+            let slot = intake.ready().await;
+            let Some(line) = next_message(&mut lines, "the CLI", |t| self.too_long(t)).await else {
+                break;
+            };
             match parse_object::<Incoming>(&line) {
-                Ok(msg) => self.route(msg, &line),
+                Ok(msg) => self.route(msg, &line, slot),
                 Err(e) => self.malformed(&line, e),
             }
         }
@@ -263,10 +332,10 @@ impl Reader {
         let _ = self.events.send(Event::Closed);
     }
 
-    fn route(&self, msg: Incoming<'_>, line: &str) {
+    fn route(&self, msg: Incoming<'_>, line: &str, slot: Slot) {
         match msg.kind.as_ref() {
             "control_request" => match (msg.request_id, msg.request) {
-                (Some(id), Some(req)) => self.control_request(&id, req),
+                (Some(id), Some(req)) => self.control_request(&id, req, slot),
                 (Some(id), None) => {
                     self.out
                         .send(control_error(&id, "control_request without a request"));
@@ -308,7 +377,7 @@ impl Reader {
         }
     }
 
-    fn control_request(&self, id: &str, req: IncomingRequest<'_>) {
+    fn control_request(&self, id: &str, req: IncomingRequest<'_>, slot: Slot) {
         match req.subtype.as_ref() {
             "mcp_message" => {
                 let (Some(server), Some(message)) = (req.server_name, req.message) else {
@@ -334,6 +403,7 @@ impl Reader {
                         tokio::spawn(async move {
                             let reply = call.await;
                             out.send(control_success_raw(&id, &reply));
+                            drop(slot);
                         });
                     }
                 }

@@ -14,7 +14,7 @@ use crate::{
     handler::{Dispatch, Notify, Router, Scope, Sink},
     model::{error_code, rpc_error, rpc_notification, JsonRpc},
     registry::RegistryEvent,
-    transport::{LineReader, LineSender, TooLong, Writer},
+    transport::{Latest, LineReader, LineSender, TooLong, Writer},
 };
 
 /// A call's notifications go out as they are, through the same writer as the call's reply.
@@ -23,6 +23,10 @@ struct Out(LineSender);
 impl Notify for Out {
     fn notify(&self, _server: Option<&str>, message: String) {
         self.0.send(message);
+    }
+
+    fn notify_latest(&self, _server: Option<&str>, latest: Arc<dyn Latest>) {
+        self.0.send_latest(latest);
     }
 }
 
@@ -48,7 +52,12 @@ pub async fn serve<R, W>(
     let answer_too_long = |t| {
         out.send(too_long(t));
     };
-    while let Some(line) = super::next_message(&mut lines, "the input", answer_too_long).await {
+    let intake = super::Intake::new(out.clone());
+    loop {
+        let slot = intake.ready().await;
+        let Some(line) = super::next_message(&mut lines, "the input", answer_too_long).await else {
+            break;
+        };
         let msg: JsonRpc = match super::parse_object(&line) {
             Ok(m) => m,
             Err(e) => {
@@ -70,6 +79,7 @@ pub async fn serve<R, W>(
                 let out = out.clone();
                 calls.spawn(async move {
                     out.send(call.await);
+                    drop(slot);
                 });
             }
         }

@@ -1,4 +1,4 @@
-//! A test fixture: tools that panic, run slowly, fail, or return a lot.
+//! A test fixture: tools that panic, run slowly, fail, return a lot, or report progress a lot.
 
 use std::time::{Duration, Instant};
 
@@ -103,7 +103,25 @@ pub struct LargeArgs {
 #[tool(read_only, max_result_chars = 2_000_000)]
 pub fn large(args: LargeArgs) -> String {
     let line = "x".repeat(79) + "\n";
-    line.chars().cycle().take(args.chars).collect()
+    let mut text = line.repeat(args.chars / line.len() + 1);
+    text.truncate(args.chars);
+    text
+}
+
+/// How many progress reports to send.
+#[derive(Deserialize, JsonSchema)]
+pub struct FloodArgs {
+    /// Number of `notifications/progress` to send, numbered 1 to `count`.
+    pub count: u64,
+}
+
+/// Report progress `count` times as fast as possible, then return `sent <count>`.
+#[tool(read_only)]
+pub fn flood(args: FloodArgs, ctx: &Context) -> String {
+    for i in 1..=args.count {
+        ctx.progress(i as f64, Some(args.count as f64), "flooding");
+    }
+    format!("sent {}", args.count)
 }
 
 /// Anything.
@@ -121,5 +139,5 @@ pub fn echo(args: EchoArgs) -> EchoArgs {
 
 export_plugin! {
     name: "faulty",
-    tools: [panic, slow, fail, large, echo, stuck],
+    tools: [panic, slow, fail, large, flood, echo, stuck],
 }

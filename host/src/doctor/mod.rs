@@ -1,0 +1,205 @@
+//! `toolhost doctor`: checks everything `chat` depends on and says how to fix what fails.
+//!
+//! Each check yields one [`Check`]: ok, a warning (works, but worth knowing), or a failure
+//! (something set up will not work), with a fix for the last two. Checks only look: nothing is
+//! created or changed (plugin libraries that pass the trust rules are loaded, as `list` does).
+
+mod cli;
+mod plugins;
+
+use std::{fmt::Write as _, path::PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+
+pub use cli::{CliVersion, TESTED_CLI_MAX, TESTED_CLI_MIN};
+
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    /// Works, but worth knowing; does not fail `doctor`.
+    Warn,
+    /// Something set up will not work.
+    Fail,
+}
+
+impl Status {
+    fn mark(self) -> char {
+        match self {
+            Status::Ok => '✓',
+            Status::Warn => '!',
+            Status::Fail => '✗',
+        }
+    }
+}
+
+/// One check's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    /// What was checked: `claude`, `plugin-folder`, `lock-file`, `plugin`, `sandbox`, ...
+    pub check: &'static str,
+    pub status: Status,
+    /// One line: what was found.
+    pub message: String,
+    /// What to do about a warning or failure.
+    pub fix: Option<String>,
+    /// Details for scripts (paths, versions, tools).
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub data: Value,
+}
+
+impl Check {
+    fn ok(check: &'static str, message: impl Into<String>) -> Self {
+        Check {
+            check,
+            status: Status::Ok,
+            message: message.into(),
+            fix: None,
+            data: Value::Null,
+        }
+    }
+
+    fn warn(check: &'static str, message: impl Into<String>, fix: impl Into<String>) -> Self {
+        Check {
+            status: Status::Warn,
+            fix: Some(fix.into()),
+            ..Check::ok(check, message)
+        }
+    }
+
+    fn fail(check: &'static str, message: impl Into<String>, fix: impl Into<String>) -> Self {
+        Check {
+            status: Status::Fail,
+            fix: Some(fix.into()),
+            ..Check::ok(check, message)
+        }
+    }
+
+    fn with_data(mut self, data: Value) -> Self {
+        self.data = data;
+        self
+    }
+}
+
+/// Every check, in order.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// True when nothing failed: everything `chat` needs is in order.
+    pub ok: bool,
+    pub checks: Vec<Check>,
+}
+
+impl Report {
+    fn new(checks: Vec<Check>) -> Self {
+        Report {
+            ok: checks.iter().all(|c| c.status != Status::Fail),
+            checks,
+        }
+    }
+
+    /// One line per check (`✓`, `!` or `✗`), the fix indented under it, and a summary.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        for c in &self.checks {
+            let _ = writeln!(out, "{} {}: {}", c.status.mark(), c.check, c.message);
+            if let Some(fix) = &c.fix {
+                let _ = writeln!(out, "    fix: {fix}");
+            }
+        }
+        let count = |s| self.checks.iter().filter(|c| c.status == s).count();
+        let (failed, warned) = (count(Status::Fail), count(Status::Warn));
+        let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+        if failed == 0 {
+            let _ = write!(out, "everything `toolhost chat` needs is in order");
+            if warned > 0 {
+                let _ = write!(out, " ({})", plural(warned, "warning"));
+            }
+            out.push('\n');
+        } else {
+            let _ = writeln!(
+                out,
+                "{}, {}",
+                plural(failed, "problem"),
+                plural(warned, "warning")
+            );
+        }
+        out
+    }
+}
+
+/// Where `doctor` looks.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The plugin folder.
+    pub plugins: PathBuf,
+    /// Whether `plugins` is the default folder (which the other commands create when missing).
+    pub plugins_is_default: bool,
+    /// The lock file, if any.
+    pub lock: Option<PathBuf>,
+    /// The configuration file given with `--config`; else `toolhost.toml` in the folder.
+    pub config: Option<PathBuf>,
+    /// Skip the ownership and permission checks.
+    pub allow_shared: bool,
+    /// `--claude`, if given.
+    pub claude_flag: Option<PathBuf>,
+    /// `$TOOLHOST_CLAUDE`, if set.
+    pub claude_env: Option<PathBuf>,
+    /// Where plugin libraries are copied to be opened.
+    pub shadow_dir: PathBuf,
+}
+
+/// Runs every check.
+pub fn run(opts: &Options) -> Report {
+    let mut checks = vec![cli::check(
+        opts.claude_flag.as_deref(),
+        opts.claude_env.as_deref(),
+    )];
+    checks.extend(plugins::check(opts));
+    checks.push(sandbox());
+    Report::new(checks)
+}
+
+/// Whether the kernel can confine plugins (Landlock); plugins run unconfined otherwise.
+fn sandbox() -> Check {
+    match crate::sandbox::probe::landlock_abi() {
+        Ok(abi) => Check::ok(
+            "sandbox",
+            format!("Landlock ABI v{abi}: this kernel can confine plugins"),
+        )
+        .with_data(serde_json::json!({ "landlock_abi": abi })),
+        Err(e) => Check::warn(
+            "sandbox",
+            format!("Landlock is not available: {e}"),
+            "plugins can run, but not confined; a Linux 5.13+ kernel with Landlock enabled \
+             can confine them",
+        )
+        .with_data(serde_json::json!({ "landlock_abi": null, "reason": e.to_string() })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_text_and_verdict() {
+        let r = Report::new(vec![
+            Check::ok("claude", "fine"),
+            Check::warn("sandbox", "none", "use Linux"),
+        ]);
+        assert!(r.ok);
+        assert_eq!(
+            r.to_text(),
+            "✓ claude: fine\n! sandbox: none\n    fix: use Linux\n\
+             everything `toolhost chat` needs is in order (1 warning)\n"
+        );
+        let r = Report::new(vec![Check::fail("plugin", "broken", "rebuild it")]);
+        assert!(!r.ok);
+        assert!(r.to_text().ends_with("1 problem, 0 warnings\n"));
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["checks"][0]["status"], "fail");
+        assert_eq!(json["ok"], false);
+    }
+}

@@ -1,0 +1,593 @@
+//! The plugin folder, the lock file, and every plugin in the folder: the same rules, in the
+//! same order, as the registry applies when it loads the folder.
+
+use std::{collections::HashMap, path::Path, sync::Arc};
+
+use serde_json::{json, Value};
+
+use super::{Check, Options, Status};
+use crate::{
+    config::{self, Config},
+    error::one_line,
+    plugin::{still_mapped, LoadError, LoadedPlugin, Manifest, Staged},
+    registry::plugin_files,
+    scaffold::PLUGIN_API_VERSION,
+    trust::{hex, Allowlist, Trust, TrustError},
+};
+
+/// Characters the CLI accepts in a whole tool name (`mcp__<plugin>__<tool>`); longer tools are
+/// dropped (protocol notes, §6).
+const CLI_MAX_NAME: usize = 128;
+
+/// The folder, the lock file, the configuration file and each plugin file.
+pub fn check(opts: &Options) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let (lock_check, allowlist) = lock(opts.lock.as_deref());
+    let folder_ok = folder(opts, &mut checks);
+    checks.extend(lock_check);
+    let (config_check, config) = config_file(opts);
+    checks.push(config_check);
+    if !folder_ok {
+        return checks;
+    }
+    let files = match plugin_files(&opts.plugins) {
+        Ok(files) => files,
+        Err(e) => {
+            checks.push(Check::fail(
+                "plugin-folder",
+                format!("cannot read {}: {e}", opts.plugins.display()),
+                "make it readable: chmod u+rx on the folder",
+            ));
+            return checks;
+        }
+    };
+    if files.is_empty() {
+        checks.push(no_plugins(&opts.plugins));
+        return checks;
+    }
+    let trust = Trust {
+        allowlist,
+        allow_shared: opts.allow_shared,
+    };
+    let mut loaded: Vec<Arc<LoadedPlugin>> = Vec::new();
+    let mut loaded_checks = Vec::new();
+    for file in &files {
+        let (check, plugin) = plugin_file(file, &trust, &config, opts, &loaded);
+        if plugin.is_some() {
+            loaded_checks.push(checks.len());
+        }
+        checks.push(check);
+        loaded.extend(plugin);
+    }
+    checks.extend(collisions(loaded.iter().map(|p| p.manifest())));
+    if let Err(e) = config.check_names(loaded.iter().map(|p| p.name())) {
+        checks.push(Check::warn(
+            "config-file",
+            one_line(&e),
+            "fix the table's name, or remove the table",
+        ));
+    }
+    for (plugin, i) in loaded.into_iter().zip(loaded_checks) {
+        unloads(plugin, &mut checks[i]);
+    }
+    checks
+}
+
+/// The configuration file, found as the other commands find it, and what it holds (the
+/// default, empty one when it cannot be used: every command refuses to start then).
+fn config_file(opts: &Options) -> (Check, Config) {
+    match Config::for_folder(&opts.plugins, opts.config.as_deref()) {
+        Ok(config) => {
+            let check = match &config.file {
+                None => Check::ok(
+                    "config-file",
+                    format!(
+                        "none (no {} in the plugin folder, no --config): plugins get no settings",
+                        config::FILE_NAME
+                    ),
+                ),
+                Some(file) => Check::ok(
+                    "config-file",
+                    format!(
+                        "{}: settings for {} plugin{}",
+                        file.display(),
+                        config.plugins.len(),
+                        if config.plugins.len() == 1 { "" } else { "s" }
+                    ),
+                )
+                .with_data(json!({ "path": file })),
+            };
+            (check, config)
+        }
+        Err(e) => (
+            Check::fail(
+                "config-file",
+                one_line(&e),
+                "fix the key or line it names (keys per plugin: isolate, timeout, env, config, \
+                 sandbox); every command refuses to start until then",
+            )
+            .with_data(json!({ "path": e.file() })),
+            Config::default(),
+        ),
+    }
+}
+
+/// Closes `plugin` and checks that it left memory: one that registered thread-local
+/// destructors stays mapped, and every hot reload of it keeps one more copy.
+fn unloads(plugin: Arc<LoadedPlugin>, check: &mut Check) {
+    let shadow = plugin.shadow_path().to_path_buf();
+    drop(plugin);
+    if still_mapped(&shadow) {
+        check.status = check.status.max(Status::Warn);
+        check.message.push_str(
+            "; it stays in memory after unloading (thread-local destructors), so each reload \
+             keeps a copy",
+        );
+        check.fix.get_or_insert_with(|| {
+            "drop `thread_local!` values with Drop and any own tracing subscriber; log with \
+             toolhost_plugin::info! or ctx.info"
+                .into()
+        });
+    }
+}
+
+/// The folder: present, a folder, and trusted. Returns whether its plugins can be looked at.
+fn folder(opts: &Options, checks: &mut Vec<Check>) -> bool {
+    let dir = &opts.plugins;
+    let shown = dir.display();
+    let create = format!("mkdir -p -m 700 {shown}, then copy plugin libraries into it");
+    match std::fs::metadata(dir) {
+        Err(_) if opts.plugins_is_default => {
+            checks.push(
+                Check::warn(
+                    "plugin-folder",
+                    format!("{shown} (the default) does not exist yet; `list`, `chat` and `serve` create it"),
+                    create,
+                )
+                .with_data(json!({ "path": dir, "exists": false })),
+            );
+            false
+        }
+        Err(e) => {
+            checks.push(
+                Check::fail(
+                    "plugin-folder",
+                    format!("{shown}: {e}"),
+                    format!("{create}; or pass the right folder with --plugins"),
+                )
+                .with_data(json!({ "path": dir, "exists": false })),
+            );
+            false
+        }
+        Ok(m) if !m.is_dir() => {
+            checks.push(Check::fail(
+                "plugin-folder",
+                format!("{shown} is not a folder"),
+                "pass a folder with --plugins (or $TOOLHOST_PLUGINS)",
+            ));
+            false
+        }
+        Ok(_) => {
+            let trust = Trust {
+                allowlist: None,
+                allow_shared: opts.allow_shared,
+            };
+            match trust.check_writers(dir) {
+                Ok(()) => {
+                    let how = if opts.allow_shared {
+                        "ownership and permissions not checked (--allow-shared)"
+                    } else {
+                        "yours, and only you can write it"
+                    };
+                    checks.push(
+                        Check::ok("plugin-folder", format!("{shown}: {how}"))
+                            .with_data(json!({ "path": dir, "exists": true })),
+                    );
+                    true
+                }
+                Err(e) => {
+                    checks.push(
+                        Check::fail(
+                            "plugin-folder",
+                            format!("refused: {}", one_line(&e)),
+                            writers_fix(&e),
+                        )
+                        .with_data(json!({ "path": dir, "exists": true })),
+                    );
+                    false
+                }
+            }
+        }
+    }
+}
+
+/// The fix for a file or folder the trust rules refuse: whoever owns it decides.
+fn writers_fix(e: &TrustError) -> String {
+    let shared = "or pass --allow-shared if others write it on purpose";
+    match e {
+        TrustError::OtherOwner { path, .. } => format!(
+            "use a copy you own (cp -r {} somewhere of yours); {shared}",
+            path.display()
+        ),
+        TrustError::Writable { path, .. } => format!("chmod go-w {}; {shared}", path.display()),
+        TrustError::Unreadable { path, .. } => format!("chmod u+r {}", path.display()),
+        TrustError::NotListed { lock, .. } => {
+            format!(
+                "if you trust this build: sha256sum FILE >> {}",
+                lock.display()
+            )
+        }
+    }
+}
+
+fn no_plugins(dir: &Path) -> Check {
+    Check::warn(
+        "plugins",
+        format!(
+            "no plugins in {}: chat will run without tools",
+            dir.display()
+        ),
+        format!(
+            "create one with `toolhost new NAME`, build it, and copy its lib<name>.{} into {}",
+            crate::registry::LIBRARY_SUFFIX,
+            dir.display()
+        ),
+    )
+}
+
+/// The lock file, when one is given, and the list it holds.
+fn lock(path: Option<&Path>) -> (Option<Check>, Option<Allowlist>) {
+    let Some(path) = path else {
+        return (
+            Some(Check::ok(
+                "lock-file",
+                "none (--lock not given): every build that passes the trust rules loads",
+            )),
+            None,
+        );
+    };
+    match Allowlist::load(path) {
+        Ok(list) => (
+            Some(
+                Check::ok("lock-file", format!("{}: read", path.display()))
+                    .with_data(json!({ "path": path })),
+            ),
+            Some(list),
+        ),
+        Err(e) => (
+            Some(
+                Check::fail(
+                    "lock-file",
+                    one_line(&e),
+                    "fix that line, or write the file anew: (cd PLUGIN_FOLDER && sha256sum *.so) > LOCK",
+                )
+                .with_data(json!({ "path": path })),
+            ),
+            // Every command refuses to start with this lock file; the plugins are still
+            // checked, without it.
+            None,
+        ),
+    }
+}
+
+/// One plugin file: readable, trusted, loads, and declares usable tools.
+fn plugin_file(
+    file: &Path,
+    trust: &Trust,
+    config: &Config,
+    opts: &Options,
+    loaded: &[Arc<LoadedPlugin>],
+) -> (Check, Option<Arc<LoadedPlugin>>) {
+    let shown = file.display();
+    let data = |extra: Value| {
+        let mut v = json!({ "file": file });
+        if let (Value::Object(v), Value::Object(extra)) = (&mut v, extra) {
+            v.extend(extra);
+        }
+        v
+    };
+    let fail = |message: String, fix: String| {
+        (
+            Check::fail("plugin", format!("{shown}: {message}"), fix).with_data(data(json!({}))),
+            None,
+        )
+    };
+    if let Err(e) = trust.check_writers(file) {
+        return fail(format!("refused: {}", one_line(&e)), writers_fix(&e));
+    }
+    let staged = match Staged::copy(file, &opts.shadow_dir) {
+        Ok(s) => s,
+        Err(e) => return fail(format!("cannot read it: {e}"), format!("chmod u+r {shown}")),
+    };
+    let hash = *staged.hash();
+    if let Some(list) = &trust.allowlist {
+        if !list.allows(&hash) {
+            return fail(
+                format!(
+                    "refused: its SHA-256 {} is not in the lock file {}",
+                    hex(&hash),
+                    list.path().display()
+                ),
+                format!(
+                    "if you trust this build: sha256sum {shown} >> {}",
+                    list.path().display()
+                ),
+            );
+        }
+    }
+    let config_json = |name: &str| config.plugin_config_json(name);
+    let plugin = match LoadedPlugin::load_staged_with_config(file, staged, &config_json) {
+        Ok(p) => p,
+        Err(e) => {
+            let fix = load_fix(&e);
+            return fail(one_line(&e), fix);
+        }
+    };
+    let m = plugin.manifest();
+    if let Some(first) = loaded.iter().find(|p| p.name() == m.name) {
+        return fail(
+            format!(
+                "plugin name `{}` is already taken by {}",
+                m.name,
+                first.file().display()
+            ),
+            "remove one of the two files, or give one plugin another name".into(),
+        );
+    }
+    let settings = config.plugin(&m.name);
+    if let Some(why) = settings.and_then(|s| s.unenforceable(&m.name)) {
+        return fail(
+            why,
+            format!(
+                "remove [plugin.{}.sandbox] from the configuration file, or run a toolhost that \
+                 can sandbox plugins",
+                m.name
+            ),
+        );
+    }
+    let mut check = tools(m);
+    check.message = format!("{shown}: {}", check.message);
+    let ignored = settings.map(|s| s.ignored()).unwrap_or_default();
+    if !ignored.is_empty() {
+        check.status = check.status.max(Status::Warn);
+        check.message.push_str(&format!(
+            "; plugin.{}: {} not applied (plugins run in process)",
+            m.name,
+            ignored.join(", ")
+        ));
+        check
+            .fix
+            .get_or_insert_with(|| "remove those keys from the configuration file".into());
+    }
+    check.data = data(json!({
+        "name": m.name,
+        "version": m.version,
+        "tools": m.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+    }));
+    (check, Some(plugin))
+}
+
+/// What to do about a plugin that does not load.
+fn load_fix(e: &LoadError) -> String {
+    match e {
+        LoadError::Stage(_) | LoadError::NotALibrary(_) | LoadError::Open(_) => {
+            "rebuild it (cargo build --release) and copy the finished library again".into()
+        }
+        LoadError::NotAPlugin(_) => {
+            "move it out of the plugin folder: only toolhost plugins belong there".into()
+        }
+        LoadError::Incompatible(_) => format!(
+            "rebuild it against toolhost-plugin {PLUGIN_API_VERSION} (this toolhost's version)"
+        ),
+        LoadError::Init(_) => {
+            "its on_load refused to start; RUST_LOG=debug toolhost list shows its log".into()
+        }
+        LoadError::Invalid(_)
+        | LoadError::InvalidJson { .. }
+        | LoadError::MetaNotAnObject { .. } => {
+            "fix the declaration and rebuild: names use letters, digits, `_` and `-`, and \
+             mcp__<plugin>__<tool> fits in 64 characters; input schemas are object schemas"
+                .into()
+        }
+        LoadError::Refused(e) => writers_fix(e),
+        LoadError::ConfigUnsupported { plugin } => format!(
+            "rebuild it against toolhost-plugin {PLUGIN_API_VERSION}, or remove the `config` of \
+             [plugin.{plugin}] from the configuration file"
+        ),
+    }
+}
+
+/// A loaded plugin's tools: names within the CLI's limits, descriptions, valid schemas.
+fn tools(m: &Manifest) -> Check {
+    let mut problems: Vec<(Status, String)> = Vec::new();
+    if m.tools.is_empty() {
+        problems.push((Status::Warn, "it declares no tools".into()));
+    }
+    let mut seen = HashMap::new();
+    for t in &m.tools {
+        let qualified = format!("mcp__{}__{}", m.name, t.name);
+        if qualified.len() > CLI_MAX_NAME {
+            problems.push((
+                Status::Fail,
+                format!(
+                    "`{qualified}` is longer than the CLI's {CLI_MAX_NAME} characters: the CLI drops it"
+                ),
+            ));
+        }
+        if seen.insert(t.name.as_str(), ()).is_some() {
+            problems.push((
+                Status::Fail,
+                format!(
+                    "tool `{}` is declared twice: only the first is offered",
+                    t.name
+                ),
+            ));
+        }
+        if t.description.trim().is_empty() {
+            problems.push((
+                Status::Warn,
+                format!(
+                    "tool `{}` has no description: the model will not know when to use it",
+                    t.name
+                ),
+            ));
+        }
+        if let Err(e) = jsonschema::validator_for(&t.input_schema) {
+            problems.push((
+                Status::Fail,
+                format!(
+                    "tool `{}`: invalid input schema ({e}): every call will fail",
+                    t.name
+                ),
+            ));
+        }
+        if let Some(out) = &t.output_schema {
+            if let Err(e) = jsonschema::validator_for(out) {
+                problems.push((
+                    Status::Fail,
+                    format!("tool `{}`: invalid output schema ({e})", t.name),
+                ));
+            }
+        }
+    }
+    let names: Vec<&str> = m.tools.iter().map(|t| t.name.as_str()).collect();
+    let summary = format!(
+        "{} {}, {} tool{} ({})",
+        m.name,
+        m.version,
+        names.len(),
+        if names.len() == 1 { "" } else { "s" },
+        names.join(", ")
+    );
+    let worst = problems.iter().map(|(s, _)| *s).max();
+    let text: Vec<&str> = problems.iter().map(|(_, p)| p.as_str()).collect();
+    match worst {
+        None | Some(Status::Ok) => Check::ok("plugin", summary),
+        Some(status) => Check {
+            status,
+            message: format!("{summary}: {}", text.join("; ")),
+            fix: Some(
+                "fix the tool declarations (#[tool] doc comments are the descriptions; \
+                 argument types must derive JsonSchema), rebuild and copy it again"
+                    .into(),
+            ),
+            ..Check::ok("plugin", "")
+        },
+    }
+}
+
+/// Tools of different plugins that reach the CLI under one name (`a__b` + `c` and `a` +
+/// `b__c` both give `mcp__a__b__c`): the CLI offers only the first.
+fn collisions<'a>(manifests: impl IntoIterator<Item = &'a Manifest>) -> Vec<Check> {
+    let mut owner: HashMap<String, &str> = HashMap::new();
+    let mut checks = Vec::new();
+    for m in manifests {
+        for t in &m.tools {
+            let qualified = format!("mcp__{}__{}", m.name, t.name);
+            match owner.get(qualified.as_str()) {
+                Some(first) if *first != m.name => checks.push(Check::warn(
+                    "plugin",
+                    format!(
+                        "tool `{}` of `{}` and a tool of `{first}` are both `{qualified}` to the \
+                         CLI: only one is offered",
+                        t.name, m.name
+                    ),
+                    "rename one plugin or tool; avoid `__` in names",
+                )),
+                _ => {
+                    owner.insert(qualified, &m.name);
+                }
+            }
+        }
+    }
+    checks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugin::{Annotations, ToolInfo};
+
+    fn tool(name: &str, description: &str, schema: Value) -> ToolInfo {
+        ToolInfo {
+            name: name.into(),
+            title: None,
+            description: description.into(),
+            input_schema: schema,
+            output_schema: None,
+            annotations: Annotations::default(),
+            meta: None,
+        }
+    }
+
+    fn manifest(name: &str, tools: Vec<ToolInfo>) -> Manifest {
+        Manifest {
+            name: name.into(),
+            version: "1.0".into(),
+            description: String::new(),
+            tools,
+            stateful: false,
+        }
+    }
+
+    #[test]
+    fn tool_declarations() {
+        let object = json!({"type": "object"});
+        let good = manifest("p", vec![tool("a", "Does a.", object.clone())]);
+        let c = tools(&good);
+        assert_eq!(c.status, Status::Ok);
+        assert_eq!(c.message, "p 1.0, 1 tool (a)");
+
+        let c = tools(&manifest("p", vec![]));
+        assert_eq!(c.status, Status::Warn);
+
+        let undocumented = manifest("p", vec![tool("a", " ", object.clone())]);
+        let c = tools(&undocumented);
+        assert_eq!(c.status, Status::Warn);
+        assert!(
+            c.message.contains("tool `a` has no description"),
+            "{}",
+            c.message
+        );
+        assert!(c.fix.is_some());
+
+        let bad_schema = json!({"type": "object", "properties": {"x": {"type": "bogus"}}});
+        let twice = manifest(
+            "p",
+            vec![
+                tool("a", "", object.clone()),
+                tool("a", "A.", object),
+                tool("b", "B.", bad_schema),
+            ],
+        );
+        let c = tools(&twice);
+        assert_eq!(c.status, Status::Fail);
+        assert!(c.message.contains("`a` is declared twice"), "{}", c.message);
+        assert!(
+            c.message.contains("tool `b`: invalid input schema"),
+            "{}",
+            c.message
+        );
+        assert!(
+            c.message.contains("tool `a` has no description"),
+            "{}",
+            c.message
+        );
+    }
+
+    #[test]
+    fn names_that_meet_at_the_cli() {
+        let object = json!({"type": "object"});
+        let one = manifest("a__b", vec![tool("c", "C.", object.clone())]);
+        let two = manifest("a", vec![tool("b__c", "C.", object.clone())]);
+        let three = manifest("x", vec![tool("c", "C.", object)]);
+        let checks = collisions([&one, &two, &three]);
+        assert_eq!(checks.len(), 1);
+        assert_eq!(checks[0].status, Status::Warn);
+        assert!(
+            checks[0].message.contains("`mcp__a__b__c`"),
+            "{}",
+            checks[0].message
+        );
+    }
+}

@@ -1,0 +1,336 @@
+//! `toolhost doctor` on a folder with a good plugin, a broken one and a refused one; a CLI
+//! that is fine, too old or missing; a lock file; the default folder not created yet.
+
+mod common;
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+use serde_json::Value;
+
+/// A stand-in `claude` that prints `version` for `--version`.
+fn fake_claude(dir: &Path, version: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(format!("claude-{version}"));
+    std::fs::write(
+        &path,
+        format!("#!/bin/sh\necho '{version} (Claude Code)'\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn doctor(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("doctor")
+        .args(args)
+        .env_remove("TOOLHOST_CLAUDE")
+        .env_remove("TOOLHOST_PLUGINS")
+        .env_remove("TOOLHOST_LOCK")
+        .output()
+        .unwrap()
+}
+
+fn text(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The check about `file` in a JSON report.
+fn check_for<'a>(report: &'a Value, file: &Path) -> &'a Value {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["data"]["file"].as_str() == Some(file.to_str().unwrap()))
+        .unwrap_or_else(|| panic!("no check for {}: {report:#}", file.display()))
+}
+
+/// The line of the text report that starts with `prefix`, and the line after it.
+fn line_and_next(report: &str, prefix: &str) -> (String, String) {
+    let lines: Vec<&str> = report.lines().collect();
+    let i = lines
+        .iter()
+        .position(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line starting with {prefix:?} in:\n{report}"));
+    (
+        lines[i].to_string(),
+        lines.get(i + 1).copied().unwrap_or("").to_string(),
+    )
+}
+
+#[test]
+fn good_broken_and_refused_plugins() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = common::plugin_dir(&["calc", "text"]);
+    let bin = tempfile::tempdir().unwrap();
+    let claude = fake_claude(bin.path(), "2.1.330");
+    let good = dir.path().join(common::lib_file("calc"));
+    // Refused: others can write it.
+    let refused = dir.path().join(common::lib_file("text"));
+    std::fs::set_permissions(&refused, std::fs::Permissions::from_mode(0o666)).unwrap();
+    // Broken: a build cut short.
+    let broken = dir.path().join(common::lib_file("broken"));
+    let bytes = std::fs::read(&good).unwrap();
+    std::fs::write(&broken, &bytes[..bytes.len() / 3]).unwrap();
+    let folder = dir.path().to_str().unwrap();
+    let claude_arg = claude.to_str().unwrap();
+
+    let out = doctor(&["--plugins", folder, "--claude", claude_arg]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let report = text(&out);
+    let (line, _) = line_and_next(&report, "✓ claude: ");
+    assert!(
+        line.contains(claude_arg) && line.contains("from --claude"),
+        "{line}"
+    );
+    assert!(line.contains("version 2.1.330"), "{line}");
+    assert!(report.contains("✓ plugin-folder: "), "{report}");
+    let (line, _) = line_and_next(&report, &format!("✓ plugin: {}: calc", good.display()));
+    assert!(line.contains("add"), "{line}");
+    let (line, fix) = line_and_next(&report, &format!("✗ plugin: {}: ", broken.display()));
+    assert!(fix.starts_with("    fix: rebuild it"), "{line}\n{fix}");
+    let (line, fix) = line_and_next(&report, &format!("✗ plugin: {}: ", refused.display()));
+    assert!(
+        line.contains("refused") && line.contains("writable by everyone"),
+        "{line}"
+    );
+    assert!(
+        fix.contains(&format!("chmod go-w {}", refused.display())),
+        "{fix}"
+    );
+    assert!(report
+        .lines()
+        .any(|l| l.starts_with("✓ sandbox: ") || l.starts_with("! sandbox: ")));
+    assert!(
+        report.ends_with("2 problems, 0 warnings\n") || report.ends_with("2 problems, 1 warning\n"),
+        "{report}"
+    );
+
+    let out = doctor(&["--plugins", folder, "--claude", claude_arg, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = json(&out);
+    assert_eq!(report["ok"], false);
+    let c = check_for(&report, &good);
+    assert_eq!(c["status"], "ok");
+    assert_eq!(c["data"]["name"], "calc");
+    assert!(c["data"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t == "add"));
+    for file in [&broken, &refused] {
+        let c = check_for(&report, file);
+        assert_eq!(c["status"], "fail", "{c}");
+        assert!(c["fix"].is_string(), "{c}");
+    }
+    let claude_check = &report["checks"][0];
+    assert_eq!(claude_check["check"], "claude");
+    assert_eq!(claude_check["data"]["version"], "2.1.330");
+    assert_eq!(claude_check["data"]["source"], "--claude");
+
+    // Without the broken and refused files, everything is in order.
+    std::fs::remove_file(&broken).unwrap();
+    std::fs::remove_file(&refused).unwrap();
+    let out = doctor(&["--plugins", folder, "--claude", claude_arg]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("everything `toolhost chat` needs is in order"));
+    let out = doctor(&["--plugins", folder, "--claude", claude_arg, "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(json(&out)["ok"], true);
+}
+
+#[test]
+fn the_cli_too_old_newer_or_missing() {
+    let dir = common::plugin_dir(&["calc"]);
+    let folder = dir.path().to_str().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+
+    let old = fake_claude(bin.path(), "2.1.300");
+    let out = doctor(&["--plugins", folder, "--claude", old.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let (line, fix) = line_and_next(&text(&out), "✗ claude: ");
+    assert!(line.contains("too old"), "{line}");
+    assert!(fix.contains("@anthropic-ai/claude-code@2.1.330"), "{fix}");
+
+    // Newer than tested: a warning, not a failure.
+    let newer = fake_claude(bin.path(), "2.2.0");
+    let out = doctor(&["--plugins", folder, "--claude", newer.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("! claude: "), "{}", text(&out));
+
+    // Found through $TOOLHOST_CLAUDE, and says so.
+    let ok = fake_claude(bin.path(), "2.1.329");
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["doctor", "--json", "--plugins", folder])
+        .env("TOOLHOST_CLAUDE", &ok)
+        .output()
+        .unwrap();
+    assert_eq!(
+        json(&out)["checks"][0]["data"]["source"],
+        "$TOOLHOST_CLAUDE"
+    );
+    assert_eq!(out.status.code(), Some(0));
+
+    // Nothing on PATH.
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["doctor", "--plugins", folder])
+        .env_remove("TOOLHOST_CLAUDE")
+        .env("PATH", bin.path().join("empty"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let (line, fix) = line_and_next(&text(&out), "✗ claude: ");
+    assert!(line.contains("no `claude` executable on PATH"), "{line}");
+    assert!(fix.contains("npm install"), "{fix}");
+}
+
+#[test]
+fn lock_file_and_default_folder() {
+    let dir = common::plugin_dir(&["calc", "text"]);
+    let folder = dir.path().to_str().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let claude = fake_claude(bin.path(), "2.1.328");
+    let claude_arg = claude.to_str().unwrap();
+
+    // A lock file naming calc only: text is refused, with the line to add as the fix.
+    let calc = dir.path().join(common::lib_file("calc"));
+    let text_lib = dir.path().join(common::lib_file("text"));
+    let digest = {
+        use sha2::Digest as _;
+        toolhost::trust::hex(&sha2::Sha256::digest(std::fs::read(&calc).unwrap()).into())
+    };
+    let lock = bin.path().join("plugins.lock");
+    std::fs::write(&lock, format!("{digest}  libcalc.so\n")).unwrap();
+    let out = doctor(&[
+        "--plugins",
+        folder,
+        "--claude",
+        claude_arg,
+        "--lock",
+        lock.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = text(&out);
+    assert!(report.contains("✓ lock-file: "), "{report}");
+    let (line, fix) = line_and_next(&report, &format!("✗ plugin: {}: ", text_lib.display()));
+    assert!(line.contains("not in the lock file"), "{line}");
+    assert!(fix.contains(&format!(">> {}", lock.display())), "{fix}");
+    assert!(report.contains(&format!("✓ plugin: {}: calc", calc.display())));
+
+    // A lock file that does not parse fails on its own line.
+    std::fs::write(&lock, "not a digest\n").unwrap();
+    let out = doctor(&[
+        "--plugins",
+        folder,
+        "--claude",
+        claude_arg,
+        "--lock",
+        lock.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out).contains("✗ lock-file: "), "{}", text(&out));
+
+    // The default folder, not created yet: a warning (the other commands create it), and
+    // doctor itself creates nothing.
+    let data = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["doctor", "--claude", claude_arg])
+        .env("XDG_DATA_HOME", data.path())
+        .env_remove("TOOLHOST_PLUGINS")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("! plugin-folder: "), "{}", text(&out));
+    assert!(!data.path().join("toolhost").exists());
+}
+
+#[test]
+fn a_plugin_that_stays_in_memory_is_a_warning() {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "-p", "sticky"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .unwrap();
+    assert!(status.success(), "building the sticky fixture failed");
+    let dir = common::plugin_dir(&["calc"]);
+    let name = common::lib_file("sticky");
+    let sticky = dir.path().join(&name);
+    std::fs::copy(common::target_dir().join("debug").join(&name), &sticky).unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let claude = fake_claude(bin.path(), "2.1.330");
+
+    let out = doctor(&[
+        "--plugins",
+        dir.path().to_str().unwrap(),
+        "--claude",
+        claude.to_str().unwrap(),
+    ]);
+    // A warning: it serves correctly.
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let (line, fix) = line_and_next(
+        &text(&out),
+        &format!("! plugin: {}: sticky", sticky.display()),
+    );
+    assert!(line.contains("stays in memory"), "{line}");
+    assert!(fix.contains("thread_local!"), "{fix}");
+    let calc = dir.path().join(common::lib_file("calc"));
+    assert!(text(&out).contains(&format!("✓ plugin: {}: calc", calc.display())));
+}
+
+#[test]
+fn the_configuration_file() {
+    let dir = common::plugin_dir(&["calc"]);
+    let folder = dir.path().to_str().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let claude = fake_claude(bin.path(), "2.1.330");
+    let claude_arg = claude.to_str().unwrap();
+    let file = dir.path().join("toolhost.toml");
+
+    // None: fine.
+    let out = doctor(&["--plugins", folder, "--claude", claude_arg]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("✓ config-file: none"), "{}", text(&out));
+
+    // Settings for calc, and a table for a plugin that is not there: a warning.
+    std::fs::write(
+        &file,
+        "[plugin.calc]\nconfig = { precision = 2 }\n\n[plugin.ghost]\ntimeout = 5\n",
+    )
+    .unwrap();
+    let out = doctor(&["--plugins", folder, "--claude", claude_arg]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report = text(&out);
+    assert!(
+        report.contains(&format!(
+            "✓ config-file: {}: settings for 2 plugins",
+            file.display()
+        )),
+        "{report}"
+    );
+    let (line, fix) = line_and_next(&report, "! config-file: ");
+    assert!(line.contains("ghost"), "{line}");
+    assert!(fix.contains("remove the table"), "{fix}");
+    assert!(report.contains(": calc 0.1.0"), "{report}");
+
+    // A key that does not exist: every command would refuse to start.
+    std::fs::write(&file, "[plugin.calc]\nprecision = 2\n").unwrap();
+    let out = doctor(&["--plugins", folder, "--claude", claude_arg, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = json(&out);
+    let c = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "config-file")
+        .unwrap();
+    assert_eq!(c["status"], "fail", "{c}");
+    assert!(c["message"].as_str().unwrap().contains("precision"), "{c}");
+    assert!(c["fix"].is_string());
+}
