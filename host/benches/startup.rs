@@ -35,7 +35,7 @@ fn numbered_plugins(count: usize) -> PathBuf {
     std::fs::write(
         ws.join("Cargo.toml"),
         format!(
-            "[workspace]\nresolver = \"2\"\nmembers = [{}]\n\n[profile.release]\ndebug = \"line-tables-only\"\n",
+            "[workspace]\nresolver = \"2\"\nmembers = [{}]\n\n[profile.release]\ndebug = false\nstrip = \"debuginfo\"\n",
             members.join(", ")
         ),
     )

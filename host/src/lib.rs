@@ -11,6 +11,7 @@ pub mod chat;
 pub mod config;
 pub mod doctor;
 pub mod error;
+pub mod executor;
 pub mod handler;
 pub mod model;
 pub mod plugin;

@@ -83,6 +83,11 @@ impl CallControl {
         }
     }
 
+    /// What names the call (its JSON-RPC id).
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
     /// Tells the tool to stop; it sees this through `Context::is_cancelled`.
     pub fn cancel(&self) {
         self.cancelled.store(true, Ordering::Release);
@@ -97,11 +102,6 @@ impl CallControl {
         if let Some(p) = &self.progress {
             p(progress, total, message);
         }
-    }
-
-    /// The name of the call in logs.
-    pub fn label(&self) -> &str {
-        &self.label
     }
 }
 
