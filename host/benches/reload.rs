@@ -82,6 +82,13 @@ fn main() {
 
     let mut config = RegistryConfig::new(&plugins);
     config.shadow_dir = shadow.clone();
+    // `--isolate`: calc runs in a worker process; a reload starts a new worker.
+    let isolate = std::env::args().any(|a| a == "--isolate");
+    if isolate {
+        let mut workers = toolhost::worker::WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost"));
+        workers.isolate_all = true;
+        config.workers = Some(std::sync::Arc::new(workers));
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -120,6 +127,17 @@ fn main() {
         }
     }
     let rss_after = rss_kib();
+    if let Some(pid) = reg.get("calc").and_then(|p| p.worker_pid()) {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let rss = status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .unwrap_or("VmRSS: n/a");
+        println!(
+            "the idle worker serving calc: {}",
+            rss.split_whitespace().skip(1).collect::<Vec<_>>().join(" ")
+        );
+    }
     println!(
         "resident memory after {reloads} reloads: {} (growth {})",
         show_rss(rss_after),

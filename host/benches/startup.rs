@@ -35,7 +35,7 @@ fn numbered_plugins(count: usize) -> PathBuf {
     std::fs::write(
         ws.join("Cargo.toml"),
         format!(
-            "[workspace]\nresolver = \"2\"\nmembers = [{}]\n\n[profile.release]\ndebug = \"line-tables-only\"\n",
+            "[workspace]\nresolver = \"2\"\nmembers = [{}]\n\n[profile.release]\ndebug = false\nstrip = \"debuginfo\"\n",
             members.join(", ")
         ),
     )
@@ -82,9 +82,12 @@ fn numbered_plugins(count: usize) -> PathBuf {
 
 /// One start: spawn, send the handshake and `tools/list` at once, time the list's answer.
 fn one_start(plugins: &Path, shadow: &Path, expect_tools: usize) -> Duration {
+    // `--isolate`: every plugin in a worker process.
+    let isolate = std::env::args().any(|a| a == "--isolate");
     let start = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .arg("serve")
+        .args(isolate.then_some("--isolate"))
         .arg("--plugins")
         .arg(plugins)
         .env("XDG_RUNTIME_DIR", shadow)
@@ -119,9 +122,40 @@ fn one_start(plugins: &Path, shadow: &Path, expect_tools: usize) -> Duration {
             break elapsed;
         }
     };
+    if isolate {
+        print_worker_memory(child.id());
+    }
     drop(stdin);
     child.wait().unwrap();
     elapsed
+}
+
+/// Resident memory of the host's worker processes (once per bench run).
+fn print_worker_memory(host: u32) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let kib = |pid: &str| -> Option<u64> {
+            let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+            let l = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+            l.split_whitespace().nth(1)?.parse().ok()
+        };
+        let mut workers = Vec::new();
+        for task in std::fs::read_dir(format!("/proc/{host}/task")).unwrap().flatten() {
+            let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            workers.extend(children.split_whitespace().filter_map(kib));
+        }
+        let host_kib = kib(&host.to_string()).unwrap_or(0);
+        if !workers.is_empty() {
+            let total: u64 = workers.iter().sum();
+            println!(
+                "{} idle workers: {:.1} MiB resident each on average ({:.1} MiB in all); the host {:.1} MiB",
+                workers.len(),
+                total as f64 / workers.len() as f64 / 1024.0,
+                total as f64 / 1024.0,
+                host_kib as f64 / 1024.0
+            );
+        }
+    });
 }
 
 fn main() {

@@ -40,6 +40,10 @@ struct PluginOpts {
     /// Per-plugin settings (default: toolhost.toml in the plugin folder, if present).
     #[arg(long, env = "TOOLHOST_CONFIG", value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Run every plugin in a worker process of its own: a crash, a stuck tool or a leak in a
+    /// plugin then ends only its worker, which is restarted.
+    #[arg(long, env = "TOOLHOST_ISOLATE", value_parser = clap::builder::BoolishValueParser::new())]
+    isolate: bool,
 }
 
 impl PluginOpts {
@@ -56,6 +60,10 @@ impl PluginOpts {
             &self.plugins,
             self.config.as_deref(),
         )?);
+        let mut workers = toolhost::worker::WorkerConfig::current_exe()
+            .context("cannot find the toolhost executable to start workers")?;
+        workers.isolate_all = self.isolate;
+        config.workers = Some(std::sync::Arc::new(workers));
         Ok(config)
     }
 
@@ -150,6 +158,9 @@ enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
+    /// The worker role: serve one plugin to the host that started us (internal).
+    #[command(name = "__worker", hide = true)]
+    Worker(toolhost::worker::WorkerArgs),
     /// Create a plugin project from the template.
     New {
         /// Plugin name (letters, digits, `_` and `-`).
@@ -189,6 +200,10 @@ fn die_quietly_on_broken_pipe() {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Worker(args) = cli.command {
+        // Logs go to the host over the channel, not to a terminal.
+        return ExitCode::from(toolhost::worker::run_worker(args) as u8);
+    }
     if matches!(
         cli.command,
         Command::List { .. }
@@ -234,6 +249,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             runtime()?.block_on(toolhost::chat::run(chat, opts.open_registry()?))
         }
         Command::Serve { opts, limits } => serve(&opts, &limits),
+        Command::Worker(_) => unreachable!("handled in main"),
         Command::Doctor { opts, claude, json } => doctor(&opts, claude, json),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();

@@ -137,12 +137,16 @@ fn call_exit_codes() {
             text(&out.stderr)
         );
     }
-    // A folder that cannot be read: nothing was called.
+    // A folder that does not exist: nothing was called, and the error says what to do.
     let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .args(["call", "calc", "add", "--plugins", missing])
         .env_remove("TOOLHOST_LOCK")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("cannot use the plugin folder"));
+    assert!(
+        text(&out.stderr).contains("does not exist; create it"),
+        "{}",
+        text(&out.stderr)
+    );
 }

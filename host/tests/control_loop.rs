@@ -188,7 +188,10 @@ async fn router_methods_and_errors() {
     assert_eq!(list["id"], 1);
     let tools = list["result"]["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["panic", "slow", "fail", "large", "flood", "echo"]);
+    assert_eq!(
+        names,
+        ["panic", "slow", "fail", "large", "flood", "echo", "stuck"]
+    );
     for t in tools {
         assert_eq!(t["inputSchema"]["type"], "object", "{t}");
     }

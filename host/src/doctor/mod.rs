@@ -161,21 +161,30 @@ pub fn run(opts: &Options) -> Report {
     Report::new(checks)
 }
 
-/// Whether the kernel can confine plugins (Landlock); plugins run unconfined otherwise.
+/// Whether the kernel can enforce a plugin's sandbox (the same probe the worker relies on);
+/// plugins run unconfined otherwise, and a sandbox asked for is refused.
 fn sandbox() -> Check {
-    match crate::sandbox::probe::landlock_abi() {
-        Ok(abi) => Check::ok(
+    let support = crate::worker::probe_sandbox();
+    let data = serde_json::json!({
+        "landlock_abi": support.landlock_abi,
+        "seccomp": support.seccomp,
+    });
+    match support.enforceable() {
+        Ok(()) => Check::ok(
             "sandbox",
-            format!("Landlock ABI v{abi}: this kernel can confine plugins"),
+            format!(
+                "Landlock ABI v{} and seccomp: this kernel can confine plugins",
+                support.landlock_abi.unwrap_or_default()
+            ),
         )
-        .with_data(serde_json::json!({ "landlock_abi": abi })),
+        .with_data(data),
         Err(e) => Check::warn(
             "sandbox",
-            format!("Landlock is not available: {e}"),
-            "plugins can run, but not confined; a Linux 5.13+ kernel with Landlock enabled \
-             can confine them",
+            e.to_string(),
+            "plugins can run, but a plugin with a [plugin.NAME.sandbox] table is refused; \
+             a Linux 6.7+ kernel with Landlock enabled can confine them",
         )
-        .with_data(serde_json::json!({ "landlock_abi": null, "reason": e.to_string() })),
+        .with_data(data),
     }
 }
 

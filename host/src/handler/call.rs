@@ -5,6 +5,7 @@ use std::{sync::Arc, time::Duration};
 
 use super::{Compiled, Router};
 use crate::{
+    executor::Job,
     model::{CallResult, CallResultJson},
     plugin::CallControl,
     registry::Lease,
@@ -50,7 +51,16 @@ pub(super) async fn run(
     }
     let plugin = lease.name().to_string();
     let limit = router.timeout_for(&plugin);
-    let result = invoke(lease, &plugin, tool, args.to_string(), control, limit).await;
+    let result = invoke(
+        router,
+        lease,
+        &plugin,
+        tool,
+        args.to_string(),
+        control,
+        limit,
+    )
+    .await;
     // Serialized once; its length is what the limit is about.
     let out = output(result);
     let max = router.config.max_result_bytes;
@@ -73,10 +83,14 @@ pub(super) async fn run(
 
 /// Runs the tool in the plugin, bounded by `limit`: the one place a plugin is invoked.
 ///
-/// The lease moves into the blocking task, so the plugin version stays loaded until the tool
-/// has really returned, even after a timeout (the tool is then told to stop through
-/// `control`). Every failure of the plugin becomes an error result naming the tool.
+/// The tool runs on the router's [`Executor`](crate::executor::Executor) (a bounded number
+/// of calls per plugin at once, the rest queued), never on the async threads or tokio's
+/// blocking pool. The lease moves into the job, so the plugin version stays loaded until the
+/// tool has really returned, even after a timeout (the tool is then told to stop through
+/// `control`). The timeout is answered here whether or not the tool ever returns. Every
+/// failure becomes an error result naming the tool.
 async fn invoke(
+    router: &Router,
     lease: Lease,
     plugin: &str,
     tool: &str,
@@ -84,13 +98,27 @@ async fn invoke(
     control: Arc<CallControl>,
     limit: Duration,
 ) -> CallResult {
-    let task = {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let job = {
         let (control, tool) = (control.clone(), tool.to_string());
-        tokio::task::spawn_blocking(move || lease.call(&tool, &args, &control))
+        let label = format!("call {} of {plugin}.{tool}", control.label());
+        Job::new(plugin, label, move || {
+            // Answered already (timed out while queued, or the session ended): never start.
+            if tx.is_closed() {
+                return;
+            }
+            let _ = tx.send(lease.call(&tool, &args, &control));
+        })
     };
-    match tokio::time::timeout(limit, task).await {
+    if let Err(refused) = router.executor().submit(job) {
+        tracing::warn!(plugin, tool, "{refused}");
+        return CallResult::error(format!("tool `{tool}` was not run: {refused}"));
+    }
+    match tokio::time::timeout(limit, rx).await {
         Ok(Ok(r)) => r,
-        Ok(Err(e)) => CallResult::error(format!("tool `{tool}` failed in the host: {e}")),
+        Ok(Err(_)) => CallResult::error(format!(
+            "tool `{tool}` failed in the host: its call thread ended without a result"
+        )),
         Err(_) => {
             control.cancel();
             tracing::warn!(plugin, tool, "call timed out after {}", show(limit));

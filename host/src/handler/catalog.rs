@@ -6,7 +6,7 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Weak},
+    sync::{Arc, OnceLock, Weak},
 };
 
 use serde_json::Value;
@@ -147,25 +147,39 @@ impl FlatCatalog {
 }
 
 /// Checks a tool's arguments against its input schema.
+///
+/// The validator is compiled at the tool's first call, not when the plugin is listed:
+/// compiling costs about a millisecond per tool (more for the first), which would otherwise
+/// delay every handshake and `tools/list`.
 pub struct ToolCheck {
-    validator: Result<jsonschema::Validator, String>,
+    schema: Value,
+    validator: OnceLock<Result<jsonschema::Validator, String>>,
 }
 
 impl ToolCheck {
     fn compile(t: &ToolInfo) -> Self {
         ToolCheck {
-            validator: jsonschema::validator_for(&t.input_schema).map_err(|e| e.to_string()),
+            schema: t.input_schema.clone(),
+            validator: OnceLock::new(),
         }
     }
 
     /// `Ok` when `args` (a JSON text) satisfies the schema; otherwise every violation, one
     /// per `; `-separated part, each prefixed by where it is.
     pub fn check(&self, tool: &str, args: &str) -> Result<(), String> {
-        let validator = self.validator.as_ref().map_err(|e| {
+        let validator = self
+            .validator
+            .get_or_init(|| jsonschema::validator_for(&self.schema).map_err(|e| e.to_string()));
+        let validator = validator.as_ref().map_err(|e| {
             format!("tool `{tool}` cannot be called: its input schema is invalid: {e}")
         })?;
         let value: Value = serde_json::from_str(args)
             .map_err(|e| format!("invalid arguments for tool `{tool}`: not valid JSON: {e}"))?;
+        // The common case first: `is_valid` stops at nothing and builds no error values;
+        // every violation is collected only for arguments that fail.
+        if validator.is_valid(&value) {
+            return Ok(());
+        }
         let problems: Vec<String> = validator
             .iter_errors(&value)
             .map(|e| {

@@ -31,6 +31,7 @@ use serde_json::{value::RawValue, Value};
 use progress::Progress;
 
 use crate::{
+    executor::{Executor, ExecutorConfig},
     model::{
         error_code, initialize_result, negotiate_version, rpc_error, rpc_result, CallParams,
         CancelledParams, InitializeParams, JsonRpc, ServerInfo,
@@ -82,13 +83,16 @@ pub enum Dispatch {
     Call(Pin<Box<dyn Future<Output = String> + Send + 'static>>),
 }
 
-/// Call limits: timeouts (a default and per-plugin overrides) and the result size.
+/// Call limits: timeouts (a default and per-plugin overrides), the result size, and how many
+/// calls of one plugin run at once.
 #[derive(Debug, Clone)]
 pub struct RouterConfig {
     pub default_timeout: Duration,
     pub plugin_timeouts: HashMap<String, Duration>,
     /// Largest serialized `CallToolResult`, in bytes.
     pub max_result_bytes: usize,
+    /// Calls of one plugin running at once, and waiting beyond those (more are refused).
+    pub executor: ExecutorConfig,
 }
 
 impl Default for RouterConfig {
@@ -97,6 +101,7 @@ impl Default for RouterConfig {
             default_timeout: DEFAULT_TIMEOUT,
             plugin_timeouts: HashMap::new(),
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            executor: ExecutorConfig::default(),
         }
     }
 }
@@ -117,6 +122,8 @@ type CallKey = (String, String);
 pub struct Router {
     registry: Arc<Registry>,
     config: RouterConfig,
+    /// The threads tools run on.
+    executor: Executor,
     /// Calls in flight by (server, JSON-RPC id), for `notifications/cancelled`.
     calls: Mutex<HashMap<CallKey, Arc<CallControl>>>,
     /// The catalog of [`Scope::All`] for the plugin versions it was last built from.
@@ -128,6 +135,7 @@ impl Router {
     pub fn new(registry: Arc<Registry>, config: RouterConfig) -> Arc<Self> {
         Arc::new(Router {
             registry,
+            executor: Executor::new(config.executor.clone()),
             config,
             calls: Mutex::new(HashMap::new()),
             flat: Mutex::new(None),
@@ -151,6 +159,23 @@ impl Router {
             .settings
             .timeout_for(name)
             .unwrap_or(self.config.default_timeout)
+    }
+
+    /// The threads tools run on.
+    pub fn executor(&self) -> &Executor {
+        &self.executor
+    }
+
+    /// At the end of a session: cancels every call, gives them `grace` to stop, then warns
+    /// about each one still running in its plugin, which the host abandons (a stuck tool
+    /// cannot be stopped in process; it must not keep the host alive).
+    pub async fn wind_down(&self, grace: Duration) {
+        self.cancel_all();
+        let deadline = tokio::time::Instant::now() + grace;
+        while !self.executor.running().is_empty() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        self.executor.warn_abandoned();
     }
 
     /// Handles one message. Never blocks: tool calls are returned as futures. The notifications

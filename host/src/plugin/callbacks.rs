@@ -83,6 +83,11 @@ impl CallControl {
         }
     }
 
+    /// What names the call (its JSON-RPC id).
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
     /// Tells the tool to stop; it sees this through `Context::is_cancelled`.
     pub fn cancel(&self) {
         self.cancelled.store(true, Ordering::Release);
@@ -90,6 +95,13 @@ impl CallControl {
 
     pub fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Acquire)
+    }
+
+    /// Passes progress on to whoever asked for it (a worker's tool reports it from afar).
+    pub fn report_progress(&self, progress: f64, total: Option<f64>, message: &str) {
+        if let Some(p) = &self.progress {
+            p(progress, total, message);
+        }
     }
 }
 

@@ -70,6 +70,30 @@ impl Library {
             let _ = fs::remove_file(&shadow);
             return Err(LoadError::Stage(e));
         }
+        let opened = Self::dlopen(&shadow);
+        // The mapping keeps the file's contents alive; the name is no longer needed, and
+        // removing it now keeps the shadow folder empty even if we crash.
+        #[cfg(unix)]
+        let _ = fs::remove_file(&shadow);
+        Self::check(opened?, shadow)
+    }
+
+    /// Checks and opens a library through a name that always denotes the same open file
+    /// (`/proc/self/fd/N` of a descriptor a worker inherited): the host staged, hashed and
+    /// checked those very bytes, and no path in between can be swapped. The name stays.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn open_inherited(fd_path: &Path) -> Result<Opened, LoadError> {
+        let file = fs::File::open(fd_path).map_err(super::NotALibrary::Unreadable)?;
+        let len = file
+            .metadata()
+            .map_err(super::NotALibrary::Unreadable)?
+            .len();
+        super::shadow::check_complete(&object::ReadCache::new(file), len)?;
+        let opened = Self::dlopen(fd_path)?;
+        Self::check(opened, fd_path.to_path_buf())
+    }
+
+    fn dlopen(shadow: &Path) -> Result<libloading::Library, LoadError> {
         // SAFETY: loading a library runs its initializers. That is the point of a plugin host:
         // the user put this file in the plugin folder (which `trust` checks), and Rust cdylibs
         // have no initializers beyond the C runtime's. RTLD_NOW makes a library with unresolved
@@ -78,19 +102,18 @@ impl Library {
             #[cfg(unix)]
             {
                 use libloading::os::unix::{Library as UnixLibrary, RTLD_LOCAL, RTLD_NOW};
-                UnixLibrary::open(Some(&shadow), RTLD_NOW | RTLD_LOCAL)
+                UnixLibrary::open(Some(shadow), RTLD_NOW | RTLD_LOCAL)
                     .map(libloading::Library::from)
             }
             #[cfg(not(unix))]
             {
-                libloading::Library::new(&shadow)
+                libloading::Library::new(shadow)
             }
         };
-        // The mapping keeps the file's contents alive; the name is no longer needed, and
-        // removing it now keeps the shadow folder empty even if we crash.
-        #[cfg(unix)]
-        let _ = fs::remove_file(&shadow);
-        let lib = opened.map_err(LoadError::Open)?;
+        opened.map_err(LoadError::Open)
+    }
+
+    fn check(lib: libloading::Library, shadow: PathBuf) -> Result<Opened, LoadError> {
         let library = Library {
             lib: Some(lib),
             shadow,

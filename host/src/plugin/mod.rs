@@ -82,6 +82,9 @@ pub enum LoadError {
     /// The trust policy refused the file.
     #[error("refused")]
     Refused(#[source] crate::trust::TrustError),
+    /// The plugin's worker process could not load it (or could not be started).
+    #[error(transparent)]
+    Worker(#[from] crate::worker::WorkerError),
     /// The configuration gives the plugin a `config`, but it was built before plugins could
     /// receive one (it lacks the ABI's `init_with_config`).
     #[error(
@@ -147,20 +150,43 @@ impl Opening {
     }
 }
 
-/// A plugin version loaded in memory. Dropping the last `Arc` unloads it: calls hold an `Arc`,
-/// so a version being replaced stays loaded until its last call has returned.
+/// A plugin version, loaded in this process or in a worker process of its own: the one seam
+/// through which the registry and the router reach plugins. Dropping the last `Arc` unloads it
+/// (or stops its worker): calls hold an `Arc`, so a version being replaced stays loaded until
+/// its last call has returned.
 pub struct LoadedPlugin {
     manifest: Manifest,
     file: PathBuf,
     hash: [u8; 32],
+    backend: Backend,
+    /// The `config` this version was given at load (JSON object text).
+    config: Option<String>,
+    derived: OnceLock<Box<dyn Any + Send + Sync>>,
+}
+
+/// Where a version's code runs.
+enum Backend {
+    InProcess(InProcess),
+    Worker(crate::worker::WorkerPlugin),
+}
+
+/// A library mapped into this process.
+struct InProcess {
     root: PluginRootRef,
     // Dropped after `root` is last used (in `Drop`), and before `log_source`: the plugin may
     // log while unloading.
     library: Option<Library>,
     log_source: Box<LogSource>,
-    /// The `config` this version was given at load (JSON object text).
-    config: Option<String>,
-    derived: OnceLock<Box<dyn Any + Send + Sync>>,
+}
+
+impl Drop for InProcess {
+    fn drop(&mut self) {
+        if let Some(unload) = self.root.unload() {
+            unload();
+        }
+        // Closes the library; nothing from it is referenced after this point.
+        self.library.take();
+    }
 }
 
 impl LoadedPlugin {
@@ -208,6 +234,43 @@ impl LoadedPlugin {
         Self::load_staged_with_config(file, staged, config)
     }
 
+    /// Loads a plugin in a worker process from `fd_path` (`/proc/self/fd/N`), an inherited
+    /// descriptor of the copy the host staged and checked; `file` and `hash` are the host's.
+    #[cfg(target_os = "linux")]
+    pub fn load_inherited(
+        file: &Path,
+        fd_path: &Path,
+        hash: [u8; 32],
+        config: ConfigSource<'_>,
+    ) -> Result<Arc<Self>, LoadError> {
+        let opened = Library::open_inherited(fd_path)?;
+        Self::init(file, hash, opened, config)
+    }
+
+    /// Loads the plugin staged in `staged` (a copy of `file`, hashed and trusted by the
+    /// caller) in a worker process of its own, with `settings` (its worker's environment and
+    /// sandbox) and the `config` that `config` gives for the name it declares.
+    pub fn start_worker(
+        file: &Path,
+        staged: Staged,
+        workers: Arc<crate::worker::WorkerConfig>,
+        settings: crate::worker::PluginWorkerSettings,
+        config: ConfigSource<'_>,
+    ) -> Result<Arc<Self>, LoadError> {
+        // Checked here, as in process: a file cut short is retried, not handed to a worker.
+        staged.check_complete()?;
+        let hash = *staged.hash();
+        let worker = crate::worker::WorkerPlugin::start(file, staged, workers, settings, config)?;
+        Ok(Arc::new(LoadedPlugin {
+            manifest: worker.manifest().clone(),
+            file: file.to_path_buf(),
+            hash,
+            config: worker.config_json().map(str::to_string),
+            backend: Backend::Worker(worker),
+            derived: OnceLock::new(),
+        }))
+    }
+
     fn init(
         file: &Path,
         hash: [u8; 32],
@@ -219,21 +282,10 @@ impl LoadedPlugin {
             file: file.display().to_string(),
             name: OnceLock::new(),
         });
-        let mut plugin = LoadedPlugin {
-            manifest: Manifest {
-                name: String::new(),
-                version: String::new(),
-                description: String::new(),
-                tools: Vec::new(),
-                stateful: false,
-            },
-            file: file.to_path_buf(),
-            hash,
+        let plugin = InProcess {
             root,
             library: Some(library),
             log_source,
-            config: None,
-            derived: OnceLock::new(),
         };
         // From here on, dropping `plugin` runs the plugin's `unload` and closes the library.
         let host = host_api(&plugin.log_source);
@@ -249,15 +301,21 @@ impl LoadedPlugin {
             RResult::RErr(e) => Err(LoadError::Init(e.into_string())),
         }?;
         manifest.validate()?;
-        plugin.config = config(&manifest.name);
-        if with_config.is_none() && plugin.config.is_some() {
+        let given = config(&manifest.name);
+        if with_config.is_none() && given.is_some() {
             return Err(LoadError::ConfigUnsupported {
                 plugin: manifest.name,
             });
         }
         let _ = plugin.log_source.name.set(manifest.name.clone());
-        plugin.manifest = manifest;
-        Ok(Arc::new(plugin))
+        Ok(Arc::new(LoadedPlugin {
+            manifest,
+            file: file.to_path_buf(),
+            hash,
+            backend: Backend::InProcess(plugin),
+            config: given,
+            derived: OnceLock::new(),
+        }))
     }
 
     pub fn manifest(&self) -> &Manifest {
@@ -292,48 +350,68 @@ impl LoadedPlugin {
             .expect("one derived type per host")
     }
 
-    /// The private copy the library was opened from (already unlinked on Unix).
+    /// The private copy the library was opened from (already unlinked on Unix); for a
+    /// version in a worker, the copy the worker was handed.
     pub fn shadow_path(&self) -> &Path {
-        self.library.as_ref().expect("open").shadow_path()
+        match &self.backend {
+            Backend::InProcess(p) => p.library.as_ref().expect("open").shadow_path(),
+            Backend::Worker(w) => w.shadow_path(),
+        }
+    }
+
+    /// The process id of the worker serving this version, `None` when it runs in process (or
+    /// its worker is down).
+    pub fn worker_pid(&self) -> Option<u32> {
+        match &self.backend {
+            Backend::InProcess(_) => None,
+            Backend::Worker(w) => w.pid(),
+        }
+    }
+
+    /// Whether this version runs in a worker process.
+    pub fn is_isolated(&self) -> bool {
+        matches!(self.backend, Backend::Worker(_))
     }
 
     /// Runs a tool. `args` is a JSON object. Blocks for as long as the tool runs: call it from
     /// a thread that may block.
     pub fn call(&self, tool: &str, args: &str, control: &CallControl) -> CallResult {
+        let p = match &self.backend {
+            Backend::InProcess(p) => p,
+            Backend::Worker(w) => return w.call(tool, args, control),
+        };
         let data = CallData {
             control,
             plugin: &self.manifest.name,
         };
         let ctx = call_ctx(&data);
-        let outcome = (self.root.call())(RStr::from_str(tool), RStr::from_str(args), &ctx);
+        let outcome = (p.root.call())(RStr::from_str(tool), RStr::from_str(args), &ctx);
         // `outcome` holds plugin-allocated values: convert before `self` can be released.
         convert_outcome(outcome)
     }
 
     /// The state the plugin wants carried to its next version, if it keeps any.
     pub fn save_state(&self) -> Option<Vec<u8>> {
-        let save = self.root.save_state()?;
+        let p = match &self.backend {
+            Backend::InProcess(p) => p,
+            Backend::Worker(w) => return w.save_state(),
+        };
+        let save = p.root.save_state()?;
         save().into_option().map(|v| v.to_vec())
     }
 
     /// Hands a predecessor's state to this version.
     pub fn restore_state(&self, state: &[u8]) -> Result<(), StateError> {
-        let Some(restore) = self.root.restore_state() else {
+        let p = match &self.backend {
+            Backend::InProcess(p) => p,
+            Backend::Worker(w) => return w.restore_state(state),
+        };
+        let Some(restore) = p.root.restore_state() else {
             return Err(StateError::Unsupported);
         };
         restore(state.into())
             .into_result()
             .map_err(|e| StateError::Refused(e.into_string()))
-    }
-}
-
-impl Drop for LoadedPlugin {
-    fn drop(&mut self) {
-        if let Some(unload) = self.root.unload() {
-            unload();
-        }
-        // Closes the library; nothing from it is referenced after this point.
-        self.library.take();
     }
 }
 

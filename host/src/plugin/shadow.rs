@@ -412,6 +412,17 @@ impl Staged {
         &self.meta
     }
 
+    /// Opens the copy for reading (a worker is handed this descriptor: it maps exactly these
+    /// bytes, whatever happens to any path meanwhile).
+    pub fn open_read(&self) -> io::Result<fs::File> {
+        fs::File::open(&self.path)
+    }
+
+    /// Where the copy is (removed once opened or dropped).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// SHA-256 of the copied bytes.
     pub fn hash(&self) -> &[u8; 32] {
         &self.hash

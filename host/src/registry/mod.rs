@@ -31,6 +31,7 @@ use tokio::sync::{broadcast, OwnedRwLockReadGuard};
 pub use scan::{is_plugin_file, plugin_files, LIBRARY_SUFFIX};
 pub use watch::WatchHandle;
 
+use crate::worker::PluginWorkerSettings;
 use crate::{
     config::LiveConfig,
     error::{escape_controls, one_line},
@@ -106,6 +107,9 @@ pub struct RegistryConfig {
     pub start_wait: Duration,
     /// The per-plugin settings (`toolhost.toml`), followed like the plugin files.
     pub settings: Arc<LiveConfig>,
+    /// How plugins that run in worker processes are started; `None`: every plugin runs in
+    /// this process (and settings that need a worker are refused or ignored).
+    pub workers: Option<Arc<crate::worker::WorkerConfig>>,
 }
 
 impl RegistryConfig {
@@ -124,6 +128,7 @@ impl RegistryConfig {
             trust: crate::trust::Trust::default(),
             load_timeout: Duration::from_secs(30),
             start_wait: Duration::from_secs(1),
+            workers: None,
         }
     }
 }
@@ -221,6 +226,18 @@ enum Prepared {
     Settled(Outcome),
     /// Mapped and checked; its `init` is next.
     Opened(Opening, [u8; 32]),
+    /// Staged and trusted, to run in a worker process (started next, with these settings).
+    ForWorker(Staged, PluginWorkerSettings, [u8; 32]),
+}
+
+impl Prepared {
+    /// The staged bytes' hash (zero for a settled file, which has none to report).
+    fn hash(&self) -> [u8; 32] {
+        match self {
+            Prepared::Settled(_) => [0; 32],
+            Prepared::Opened(_, hash) | Prepared::ForWorker(_, _, hash) => *hash,
+        }
+    }
 }
 
 /// One file's result at start-up.
@@ -329,8 +346,9 @@ impl Registry {
     fn start(&self, file: &Path, deadline: Instant) -> Started {
         match self.prepare(file) {
             Prepared::Settled(outcome) => Started::Settled(outcome),
-            Prepared::Opened(opening, hash) => {
-                let ticket = self.spawn_init(file, opening);
+            prepared @ (Prepared::Opened(..) | Prepared::ForWorker(..)) => {
+                let hash = prepared.hash();
+                let ticket = self.spawn_load(file, prepared);
                 match ticket
                     .result
                     .recv_timeout(deadline.saturating_duration_since(Instant::now()))
@@ -345,21 +363,32 @@ impl Registry {
         }
     }
 
-    /// Runs `opening`'s `init` on a thread of its own. If nobody waits for the result any
+    /// Runs a prepared version's `init` (in process, or by starting its worker) on a thread of
+    /// its own. If nobody waits for the result any
     /// more (the ticket was dropped: timed out, or superseded), the thread unloads it.
-    fn spawn_init(&self, file: &Path, opening: Opening) -> Ticket {
+    fn spawn_load(&self, file: &Path, prepared: Prepared) -> Ticket {
         let (tx, rx) = mpsc::channel();
-        let hash = *opening.hash();
+        let hash = prepared.hash();
         let waker = self.waker.clone();
         let settings = self.config.settings.clone();
+        let workers = self.config.workers.clone();
+        let path = file.to_path_buf();
         let spawned = std::thread::Builder::new()
             .name("toolhost-load".into())
             .spawn(move || {
                 let config = |name: &str| settings.plugin_config_json(name);
-                let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    opening.init(&config)
-                }))
-                .unwrap_or_else(|_| Err(load_thread_lost()));
+                let loaded =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match prepared {
+                        Prepared::Opened(opening, _) => opening.init(&config),
+                        Prepared::ForWorker(staged, by_file, _) => match workers {
+                            Some(w) => {
+                                LoadedPlugin::start_worker(&path, staged, w, by_file, &config)
+                            }
+                            None => Err(load_thread_lost()),
+                        },
+                        Prepared::Settled(_) => Err(load_thread_lost()),
+                    }))
+                    .unwrap_or_else(|_| Err(load_thread_lost()));
                 if let Err(mpsc::SendError(abandoned)) = tx.send(loaded) {
                     // Timed out or superseded: unload it here, off the watcher.
                     drop(abandoned);
@@ -593,6 +622,17 @@ impl Registry {
                 let config = |name: &str| settings.plugin_config_json(name);
                 self.finish(file, hash, opening.init(&config), rt)
             }
+            Prepared::ForWorker(staged, by_file, hash) => {
+                let settings = &self.config.settings;
+                let config = |name: &str| settings.plugin_config_json(name);
+                let workers = self
+                    .config
+                    .workers
+                    .clone()
+                    .expect("only prepared with workers");
+                let loaded = LoadedPlugin::start_worker(file, staged, workers, by_file, &config);
+                self.finish(file, hash, loaded, rt)
+            }
         }
     }
 
@@ -606,24 +646,47 @@ impl Registry {
     ) -> Outcome {
         let new = match loaded {
             Ok(new) => new,
+            // A file cut short (still being copied or linked) looks like these: try again.
+            Err(e) if e.may_be_incomplete() => return Outcome::Retry(one_line(&e), Some(hash)),
             Err(e) => {
                 self.fail(file, one_line(&e), Some(hash), None);
                 return Outcome::Done;
             }
         };
-        if let Some(plugin_settings) = self.config.settings.current().plugin(new.name()) {
-            if let Some(why) = plugin_settings.unenforceable(new.name()) {
+        let current = self.config.settings.current();
+        let file_names = crate::worker::names_for_file(file);
+        if let Some(plugin_settings) = current.plugin(new.name()) {
+            let wanted = PluginWorkerSettings::from_config(plugin_settings);
+            if self.config.workers.is_none() {
+                if let Some(why) = plugin_settings.unenforceable(new.name()) {
+                    drop(new);
+                    self.fail(file, why, Some(hash), None);
+                    return Outcome::Done;
+                }
+                let ignored = plugin_settings.ignored();
+                if !ignored.is_empty() {
+                    tracing::warn!(
+                        plugin = %new.name(),
+                        "plugin.{}: {} not applied: this toolhost runs plugins in process",
+                        new.name(),
+                        ignored.join(", ")
+                    );
+                }
+            } else if wanted.need_worker() && !file_names.iter().any(|n| n == new.name()) {
+                // Its settings were not applied (the file is named otherwise): a sandbox the
+                // plugin ran without must not pass for one it has.
+                let error = LoadError::from(crate::worker::WorkerError::SettingsByFileName {
+                    name: new.name().to_string(),
+                    file: file.to_path_buf(),
+                });
                 drop(new);
-                self.fail(file, why, Some(hash), None);
+                self.fail(file, one_line(&error), Some(hash), None);
                 return Outcome::Done;
-            }
-            let ignored = plugin_settings.ignored();
-            if !ignored.is_empty() {
+            } else if !new.is_isolated() && !wanted.env.is_empty() {
                 tracing::warn!(
                     plugin = %new.name(),
-                    "plugin.{}: {} not applied: this toolhost runs plugins in process",
-                    new.name(),
-                    ignored.join(", ")
+                    "plugin.{}: env not applied: it runs in process (set isolate = true)",
+                    new.name()
                 );
             }
         }
@@ -634,12 +697,12 @@ impl Registry {
     /// library. Runs no plugin code beyond the system loader's.
     fn prepare(&self, file: &Path) -> Prepared {
         match self.prepare_inner(file) {
-            Ok((opening, hash)) => Prepared::Opened(opening, hash),
+            Ok(prepared) => prepared,
             Err(outcome) => Prepared::Settled(outcome),
         }
     }
 
-    fn prepare_inner(&self, file: &Path) -> Result<(Opening, [u8; 32]), Outcome> {
+    fn prepare_inner(&self, file: &Path) -> Result<Prepared, Outcome> {
         if file.is_dir() {
             self.forget(file);
             return Err(Outcome::Done);
@@ -703,8 +766,22 @@ impl Registry {
             self.fail(file, one_line(&LoadError::Refused(e)), Some(hash), None);
             return Err(Outcome::Done);
         }
+        // Worker settings (isolate, env, sandbox) must be known before the plugin's code runs,
+        // but its name only once it ran: they are found by the names its file suggests.
+        if let Some(workers) = &self.config.workers {
+            let current = self.config.settings.current();
+            let by_file = crate::worker::names_for_file(file)
+                .iter()
+                .find_map(|n| current.plugin(n))
+                .map(PluginWorkerSettings::from_config)
+                .unwrap_or_default();
+            // The one place the registry chooses where a version runs.
+            if workers.isolates(&by_file) {
+                return Ok(Prepared::ForWorker(staged, by_file, hash));
+            }
+        }
         match LoadedPlugin::open_staged(file, staged) {
-            Ok(opening) => Ok((opening, hash)),
+            Ok(opening) => Ok(Prepared::Opened(opening, hash)),
             // A file cut short (still being copied or linked) looks like these: try again.
             Err(e) if e.may_be_incomplete() => Err(Outcome::Retry(one_line(&e), Some(hash))),
             Err(e) => {

@@ -377,8 +377,8 @@ fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>, mut folder: Folder) {
                 // The plugin's `init` runs on its own thread: a slow `on_load` holds up
                 // neither this loop nor other files. A load of an older version of this
                 // file still running is superseded (its ticket dropped).
-                Prepared::Opened(opening, _) => {
-                    loading.insert(file.clone(), reg.spawn_init(&file, opening));
+                prepared @ (Prepared::Opened(..) | Prepared::ForWorker(..)) => {
+                    loading.insert(file.clone(), reg.spawn_load(&file, prepared));
                     Outcome::Done
                 }
             };

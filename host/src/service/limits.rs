@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::{
+    executor::{ExecutorConfig, DEFAULT_PER_PLUGIN},
     handler::{RouterConfig, DEFAULT_MAX_RESULT_BYTES, DEFAULT_TIMEOUT},
     transport::DEFAULT_MAX_LINE_BYTES,
 };
@@ -20,6 +21,10 @@ pub struct CallLimits {
     /// Largest tool result passed on, in bytes of JSON; bigger ones become an error.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_RESULT_BYTES)]
     pub max_result_bytes: usize,
+    /// Calls of one plugin running at once; more wait their turn (their timeout runs).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_PER_PLUGIN,
+          value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub max_calls_per_plugin: u64,
 }
 
 /// The call limits, and the longest message line read from the peer.
@@ -43,6 +48,10 @@ impl CallLimits {
                 .map(|(n, s)| (n.clone(), s.0))
                 .collect(),
             max_result_bytes: self.max_result_bytes,
+            executor: ExecutorConfig {
+                per_plugin: self.max_calls_per_plugin as usize,
+                ..ExecutorConfig::default()
+            },
         }
     }
 }

@@ -23,6 +23,10 @@ use tokio::{
     task::{AbortHandle, JoinHandle},
 };
 
+/// At the end of a session, how long cancelled calls get to stop before the host abandons
+/// them (and then again how long their answers may take to be written).
+pub(crate) const WIND_DOWN: std::time::Duration = std::time::Duration::from_millis(400);
+
 pub use init::{initialize_request, sdk_server_set, server_manifest};
 pub use limits::{CallLimits, SessionLimits};
 pub use pending::{ControlError, Pending};
@@ -181,7 +185,7 @@ impl Session {
     /// Closes the CLI's stdin after what is queued, and stops serving. Calls still running
     /// are cancelled.
     pub async fn close(self) {
-        self.router.cancel_all();
+        self.router.wind_down(WIND_DOWN).await;
         self.writer.close().await;
         self.reader.abort();
     }

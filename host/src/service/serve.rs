@@ -1,7 +1,7 @@
 //! `toolhost serve`: one plain MCP server (NDJSON JSON-RPC, no control envelope) exposing every
 //! plugin's tools as `<plugin>__<tool>`, over any pair of streams (our stdio in practice).
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use serde_json::value::RawValue;
 use tokio::{
@@ -30,7 +30,11 @@ impl Notify for Out {
     }
 }
 
-/// Serves until `input` ends, then lets calls in flight finish and answer, and returns.
+/// How long calls in flight may still run after the input ended, before they are cancelled.
+const EOF_GRACE: Duration = Duration::from_millis(1000);
+
+/// Serves until `input` ends, then lets calls in flight finish and answer (for
+/// a second, then they are cancelled and, if they do not stop, abandoned), and returns.
 /// With `events`, every change of the plugin set sends `notifications/tools/list_changed`.
 pub async fn serve<R, W>(
     mut lines: LineReader<R>,
@@ -82,7 +86,21 @@ pub async fn serve<R, W>(
         // Reap finished calls so the set does not grow with the session.
         while calls.try_join_next().is_some() {}
     }
-    while calls.join_next().await.is_some() {}
+    // The input ended: calls still running get a moment to answer; then they are cancelled,
+    // and a tool that does not stop is abandoned (named in a warning) so the host can exit.
+    let finished = tokio::time::timeout(EOF_GRACE, async {
+        while calls.join_next().await.is_some() {}
+    })
+    .await;
+    // Calls answered by their timeout may still hold a thread: those are named too.
+    router.wind_down(super::WIND_DOWN).await;
+    if finished.is_err() {
+        let _ = tokio::time::timeout(super::WIND_DOWN, async {
+            while calls.join_next().await.is_some() {}
+        })
+        .await;
+        calls.abort_all();
+    }
     if let Some(a) = announce {
         a.abort();
     }

@@ -59,6 +59,26 @@ pub fn slow(args: SlowArgs, ctx: &Context) -> Result<String, String> {
     Ok(format!("slept {} ms", args.ms))
 }
 
+/// How long to be stuck.
+#[derive(Deserialize, JsonSchema)]
+pub struct StuckArgs {
+    /// Milliseconds to sleep, ignoring cancellation.
+    pub ms: u64,
+    /// A file to write `started` to first, so a test knows the tool is running.
+    #[serde(default)]
+    pub marker: Option<String>,
+}
+
+/// Sleep for `ms` milliseconds and ignore cancellation: a tool that will not stop.
+#[tool(read_only)]
+pub fn stuck(args: StuckArgs) -> String {
+    if let Some(path) = &args.marker {
+        let _ = std::fs::write(path, "started");
+    }
+    std::thread::sleep(Duration::from_millis(args.ms));
+    format!("was stuck {} ms", args.ms)
+}
+
 /// The error to return.
 #[derive(Deserialize, JsonSchema)]
 pub struct FailArgs {
@@ -119,5 +139,5 @@ pub fn echo(args: EchoArgs) -> EchoArgs {
 
 export_plugin! {
     name: "faulty",
-    tools: [panic, slow, fail, large, flood, echo],
+    tools: [panic, slow, fail, large, flood, echo, stuck],
 }

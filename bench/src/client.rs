@@ -1,0 +1,317 @@
+//! The CLI side of every measurement: writes `mcp_message` requests, reads the answers and
+//! checks each one. One thread does both: a reader-thread hop per answer would be measured
+//! as part of every round trip.
+
+use std::{
+    collections::HashMap,
+    io::{BufRead, Write},
+    time::{Duration, Instant},
+};
+
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// What one run of one candidate measures.
+#[derive(Serialize, Deserialize, Debug, Clone, Default)]
+pub struct Report {
+    /// From the start of the fake CLI (for the floor: from its first line, once it runs) to
+    /// the `tools/list` answer, including the candidate's own `initialize` request.
+    pub handshake_ms: f64,
+    pub seq: Phase,
+    pub conc: Phase,
+    /// Calls/s × the slow tool's duration: how many slow calls really ran at once.
+    #[serde(default)]
+    pub slow_effective_concurrency: Option<f64>,
+    /// Answers checked (all right: a wrong one ends the run with an error).
+    pub checked: usize,
+}
+
+/// One batch of calls at one depth.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, Default)]
+pub struct Phase {
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub calls_per_s: f64,
+}
+
+/// The CLI's end of the pipes to a candidate.
+pub struct Peer {
+    input: Box<dyn BufRead + Send>,
+    out: Box<dyn Write + Send>,
+    seq: u64,
+    line: String,
+    /// The subtype of each control request the candidate sent us, in order.
+    pub requests_seen: Vec<String>,
+}
+
+/// The parts of a line the CLI side looks at, borrowed from it.
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    #[serde(default)]
+    request_id: Option<&'a str>,
+    #[serde(default, borrow)]
+    response: Option<ResponseEnvelope<'a>>,
+    #[serde(default, borrow)]
+    request: Option<RequestBody<'a>>,
+}
+
+#[derive(Deserialize)]
+struct ResponseEnvelope<'a> {
+    request_id: &'a str,
+}
+
+#[derive(Deserialize)]
+struct RequestBody<'a> {
+    #[serde(default)]
+    subtype: Option<&'a str>,
+}
+
+/// What the CLI answers to an SDK's `initialize` (the fields SDKs read; no commands, no
+/// models, no account).
+fn initialize_answer() -> Value {
+    json!({"commands": [], "output_style": "default", "available_output_styles": ["default"], "models": [], "account": {}})
+}
+
+impl Peer {
+    pub fn new(input: Box<dyn BufRead + Send>, out: Box<dyn Write + Send>) -> Self {
+        Peer {
+            input,
+            out,
+            seq: 0,
+            line: String::with_capacity(4096),
+            requests_seen: Vec::new(),
+        }
+    }
+
+    /// Writes a line and flushes it.
+    pub fn send_line(&mut self, line: &str) -> Result<()> {
+        self.out.write_all(line.as_bytes())?;
+        self.out.write_all(b"\n")?;
+        self.out.flush()?;
+        Ok(())
+    }
+
+    /// Sends `message` to sdk server `server`; returns the control request id.
+    pub fn send_mcp(&mut self, server: &str, message: &str) -> Result<u64> {
+        self.seq += 1;
+        let line = format!(
+            r#"{{"type":"control_request","request_id":"b{}","request":{{"subtype":"mcp_message","server_name":"{server}","message":{message}}}}}"#,
+            self.seq
+        );
+        self.send_line(&line)?;
+        Ok(self.seq)
+    }
+
+    /// The next control response: `(request number, arrival time, line)`. Requests from the
+    /// other side (`initialize`, set-servers, list-changed notifications) are answered at
+    /// once with a success.
+    pub fn next_response(&mut self) -> Result<(u64, Instant, Value)> {
+        loop {
+            if let Some(r) = self.next_line()? {
+                return Ok(r);
+            }
+        }
+    }
+
+    /// Reads one line: a control response is returned, anything else handled or skipped.
+    fn next_line(&mut self) -> Result<Option<(u64, Instant, Value)>> {
+        self.line.clear();
+        if self.input.read_line(&mut self.line)? == 0 {
+            bail!("the candidate closed its output");
+        }
+        let at = Instant::now();
+        let Ok(head) = serde_json::from_str::<Line>(&self.line) else {
+            return Ok(None);
+        };
+        match head.kind {
+            "control_response" => {
+                let n = head
+                    .response
+                    .and_then(|r| r.request_id.strip_prefix('b')?.parse().ok())
+                    .unwrap_or(0);
+                return Ok(Some((n, at, serde_json::from_str(&self.line)?)));
+            }
+            "control_request" => {
+                let subtype = head.request.and_then(|r| r.subtype).unwrap_or("");
+                self.requests_seen.push(subtype.to_string());
+                let body = if subtype == "initialize" {
+                    initialize_answer()
+                } else {
+                    json!({})
+                };
+                let reply = json!({"type":"control_response","response":{"subtype":"success","request_id":head.request_id.unwrap_or(""),"response":body}});
+                self.send_line(&reply.to_string())?;
+            }
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    /// Reads until the candidate has sent a control request of `subtype` (answering it).
+    pub fn await_request(&mut self, subtype: &str) -> Result<()> {
+        while !self.requests_seen.iter().any(|s| s == subtype) {
+            self.next_line()?;
+        }
+        Ok(())
+    }
+
+    fn wait(&mut self, n: u64) -> Result<Value> {
+        loop {
+            let (id, _, v) = self.next_response()?;
+            if id == n {
+                return Ok(v);
+            }
+        }
+    }
+
+    /// The MCP handshake as the CLI does it: `initialize`, `notifications/initialized`,
+    /// `tools/list` (which must list `tool`).
+    pub fn handshake(&mut self, server: &str, tool: &str) -> Result<()> {
+        let n = self.send_mcp(server, r#"{"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"toolhost-bench","version":"1"}},"jsonrpc":"2.0","id":0}"#)?;
+        let r = self.wait(n)?;
+        if r["response"]["response"]["mcp_response"]["result"]["capabilities"]["tools"].is_null() {
+            bail!("initialize answered without a tools capability: {r}");
+        }
+        let n = self.send_mcp(
+            server,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        )?;
+        self.wait(n)?;
+        let n = self.send_mcp(server, r#"{"method":"tools/list","jsonrpc":"2.0","id":1}"#)?;
+        let r = self.wait(n)?;
+        let tools = r["response"]["response"]["mcp_response"]["result"]["tools"].as_array();
+        if !tools.is_some_and(|t| t.iter().any(|t| t["name"] == tool)) {
+            bail!("tools/list of {server} answered without `{tool}`: {r}");
+        }
+        Ok(())
+    }
+
+    /// Keeps `depth` calls in flight until `n` are answered; every answer is checked.
+    /// Depth 1 is the sequential measurement.
+    pub fn calls(&mut self, call: &dyn Call, n: usize, depth: usize) -> Result<Phase> {
+        let mut sent_at: HashMap<u64, (Instant, usize)> = HashMap::with_capacity(depth * 2);
+        let mut lat = Vec::with_capacity(n);
+        let start = Instant::now();
+        let mut next = 0;
+        while lat.len() < n {
+            while next < n && sent_at.len() < depth {
+                let msg = call.message(next);
+                let t0 = Instant::now();
+                let id = self.send_mcp(call.server(), &msg)?;
+                sent_at.insert(id, (t0, next));
+                next += 1;
+            }
+            let (id, at, v) = self.next_response()?;
+            if let Some((t0, i)) = sent_at.remove(&id) {
+                lat.push(at - t0);
+                call.check(i, &v)?;
+            }
+        }
+        let total = start.elapsed().as_secs_f64();
+        lat.sort();
+        Ok(Phase {
+            p50_us: percentile(&lat, 0.5),
+            p99_us: percentile(&lat, 0.99),
+            calls_per_s: n as f64 / total,
+        })
+    }
+}
+
+/// One kind of tool call the CLI side sends.
+pub trait Call {
+    fn server(&self) -> &str;
+    /// The JSON-RPC message of call number `i`.
+    fn message(&self, i: usize) -> String;
+    /// Checks the control response to call number `i`.
+    fn check(&self, i: usize, v: &Value) -> Result<()>;
+}
+
+/// `calc.add(x: i, y: 1)`, answered with the text `i + 1`.
+pub struct Add;
+
+impl Call for Add {
+    fn server(&self) -> &str {
+        "calc"
+    }
+
+    fn message(&self, i: usize) -> String {
+        format!(
+            r#"{{"method":"tools/call","params":{{"name":"add","arguments":{{"x":{i},"y":1}},"_meta":{{"claudecode/toolUseId":"toolu_{i}","progressToken":{id}}}}},"jsonrpc":"2.0","id":{id}}}"#,
+            id = i + 2
+        )
+    }
+
+    fn check(&self, i: usize, v: &Value) -> Result<()> {
+        let r = &v["response"]["response"]["mcp_response"];
+        if r["jsonrpc"] != "2.0" || r["id"] != i + 2 {
+            bail!("wrong JSON-RPC envelope: {v}");
+        }
+        let expected = (i + 1).to_string();
+        if r["result"]["content"][0]["text"].as_str() != Some(expected.as_str()) {
+            bail!("expected {expected}, got {v}");
+        }
+        if r["result"]["isError"] == true {
+            bail!("call failed: {v}");
+        }
+        Ok(())
+    }
+}
+
+/// `faulty.slow(ms)`: must succeed.
+pub struct Slow {
+    pub ms: u64,
+}
+
+impl Call for Slow {
+    fn server(&self) -> &str {
+        "faulty"
+    }
+
+    fn message(&self, i: usize) -> String {
+        format!(
+            r#"{{"method":"tools/call","params":{{"name":"slow","arguments":{{"ms":{}}}}},"jsonrpc":"2.0","id":{}}}"#,
+            self.ms,
+            i + 2
+        )
+    }
+
+    fn check(&self, i: usize, v: &Value) -> Result<()> {
+        let r = &v["response"]["response"]["mcp_response"];
+        if r["id"] != i + 2 || r["result"].is_null() || r["result"]["isError"] == true {
+            bail!("slow call failed: {v}");
+        }
+        Ok(())
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1e6
+}
+
+/// The workload after the handshake: a warm-up, `n` sequential `add` calls (depth 1), then
+/// `n` with `depth` in flight; with `slow`, also the effective concurrency of a 20 ms tool.
+pub fn workload(peer: &mut Peer, n: usize, depth: usize, slow: bool) -> Result<Report> {
+    // Warm-up: page in code paths and grow buffers before timing.
+    peer.calls(&Add, n / 10 + 1, 1)?;
+    let seq = peer.calls(&Add, n, 1)?;
+    let conc = peer.calls(&Add, n, depth)?;
+    let slow_effective_concurrency = if slow {
+        peer.handshake("faulty", "slow")?;
+        let call = Slow { ms: 20 };
+        let p = peer.calls(&call, depth * 10, depth)?;
+        Some(p.calls_per_s * call.ms as f64 / 1000.0)
+    } else {
+        None
+    };
+    Ok(Report {
+        handshake_ms: 0.0,
+        seq,
+        conc,
+        slow_effective_concurrency,
+        checked: n / 10 + 1 + 2 * n,
+    })
+}

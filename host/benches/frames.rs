@@ -1,0 +1,60 @@
+//! The worker channel's encoding: a call frame and its result frame, encoded and decoded with
+//! bincode (what the channel uses) and with JSON (the alternative), to pick by measurement.
+//!
+//! `cargo bench -p toolhost --bench frames`
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use toolhost::worker::wire::{ContentWire, FromWorker, ResultWire, ToWorker};
+
+fn frames() -> (ToWorker, FromWorker) {
+    let call = ToWorker::Call {
+        id: 41,
+        tool: "add".into(),
+        args: r#"{"x":5,"y":3}"#.into(),
+        label: "2".into(),
+    };
+    let result = FromWorker::Result {
+        id: 41,
+        result: ResultWire {
+            content: vec![ContentWire::Text("8".into())],
+            structured: None,
+            is_error: false,
+        },
+    };
+    (call, result)
+}
+
+fn codecs(c: &mut Criterion) {
+    let (call, result) = frames();
+    let mut g = c.benchmark_group("call+result round trip");
+    g.bench_function("bincode", |b| {
+        b.iter(|| {
+            let a = bincode::serialize(black_box(&call)).unwrap();
+            let _: ToWorker = bincode::deserialize(&a).unwrap();
+            let r = bincode::serialize(black_box(&result)).unwrap();
+            let _: FromWorker = bincode::deserialize(&r).unwrap();
+        })
+    });
+    g.bench_function("json", |b| {
+        b.iter(|| {
+            let a = serde_json::to_vec(black_box(&call)).unwrap();
+            let _: ToWorker = serde_json::from_slice(&a).unwrap();
+            let r = serde_json::to_vec(black_box(&result)).unwrap();
+            let _: FromWorker = serde_json::from_slice(&r).unwrap();
+        })
+    });
+    g.finish();
+    let sizes = [
+        bincode::serialize(&call).unwrap().len(),
+        bincode::serialize(&result).unwrap().len(),
+        serde_json::to_vec(&call).unwrap().len(),
+        serde_json::to_vec(&result).unwrap().len(),
+    ];
+    println!(
+        "frame sizes: bincode call {} + result {} bytes; json call {} + result {} bytes",
+        sizes[0], sizes[1], sizes[2], sizes[3]
+    );
+}
+
+criterion_group!(benches, codecs);
+criterion_main!(benches);

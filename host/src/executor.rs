@@ -1,0 +1,423 @@
+//! The call executor: dedicated threads that run plugin code, and nothing else.
+//!
+//! Tools block for as long as they like, and some never return. They therefore run on threads
+//! of their own rather than on tokio's blocking pool, which the host's own I/O needs (tokio's
+//! stdin and stdout use it): a thousand stuck tools must not keep `ping` from being answered.
+//!
+//! Each plugin may have at most [`ExecutorConfig::per_plugin`] calls running; calls beyond that
+//! wait in the plugin's queue (bounded by [`ExecutorConfig::queue`]; beyond it a call is
+//! refused with [`Refused`]). Threads are started on demand, kept for a while when idle
+//! ([`ExecutorConfig::keep_idle`]) and never joined: a thread stuck in a tool cannot be
+//! stopped in process, so the host can always exit, and [`Executor::running`] names the calls
+//! it abandons.
+//!
+//! An idle thread spins briefly before it parks when there is another CPU to feed it work:
+//! the next call of a busy session then starts without a futex wake-up.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    panic::{catch_unwind, AssertUnwindSafe},
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc, Condvar, Mutex, MutexGuard,
+    },
+    time::{Duration, Instant},
+};
+
+/// Default for [`ExecutorConfig::per_plugin`].
+pub const DEFAULT_PER_PLUGIN: u64 = 32;
+/// Default for [`ExecutorConfig::queue`].
+pub const DEFAULT_QUEUE: usize = 4096;
+
+/// Limits of an [`Executor`].
+#[derive(Debug, Clone)]
+pub struct ExecutorConfig {
+    /// Calls of one plugin running at once.
+    pub per_plugin: usize,
+    /// Calls of one plugin waiting for a free slot; more are refused.
+    pub queue: usize,
+    /// How long an idle thread waits for work before it ends.
+    pub keep_idle: Duration,
+}
+
+impl Default for ExecutorConfig {
+    fn default() -> Self {
+        ExecutorConfig {
+            per_plugin: DEFAULT_PER_PLUGIN as usize,
+            queue: DEFAULT_QUEUE,
+            keep_idle: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A call refused because its plugin's queue is full.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "plugin `{plugin}` is busy: {running} calls running and {queued} waiting (the limits); try again later"
+)]
+pub struct Refused {
+    pub plugin: String,
+    pub running: usize,
+    pub queued: usize,
+}
+
+/// Work for one call: runs once, on an executor thread.
+pub struct Job {
+    plugin: String,
+    label: String,
+    run: Box<dyn FnOnce() + Send>,
+}
+
+impl Job {
+    /// `label` names the call in warnings (for example `calc.add (call 5)`).
+    pub fn new(
+        plugin: impl Into<String>,
+        label: impl Into<String>,
+        run: impl FnOnce() + Send + 'static,
+    ) -> Self {
+        Job {
+            plugin: plugin.into(),
+            label: label.into(),
+            run: Box::new(run),
+        }
+    }
+}
+
+/// Runs [`Job`]s on dedicated threads, a bounded number per plugin at once. Cheap to clone.
+#[derive(Clone)]
+pub struct Executor {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: ExecutorConfig,
+    state: Mutex<State>,
+    work: Condvar,
+    /// Length of `State::ready`, readable without the lock (what spinning threads watch).
+    ready_len: AtomicUsize,
+    /// Whether idle threads spin before parking (more than one CPU).
+    spin: bool,
+}
+
+#[derive(Default)]
+struct State {
+    /// Jobs allowed to run (their plugin had a free slot), waiting for a thread.
+    ready: VecDeque<Job>,
+    plugins: HashMap<String, PluginSlots>,
+    /// Idle threads spinning (they see new work without a wake-up).
+    spinning: usize,
+    /// Idle threads parked on `Inner::work`.
+    parked: usize,
+    threads: usize,
+    /// Labels of the jobs running now, by thread serial.
+    running: HashMap<u64, String>,
+    next_serial: u64,
+}
+
+#[derive(Default)]
+struct PluginSlots {
+    /// Jobs of this plugin in `ready` or running.
+    active: usize,
+    waiting: VecDeque<Job>,
+}
+
+/// Who must be told about a job made ready.
+enum Wake {
+    None,
+    Parked,
+    Spawn,
+}
+
+/// How long an idle thread spins before it parks.
+const SPIN: Duration = Duration::from_micros(50);
+
+impl Default for Executor {
+    fn default() -> Self {
+        Executor::new(ExecutorConfig::default())
+    }
+}
+
+impl Executor {
+    pub fn new(config: ExecutorConfig) -> Self {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Executor {
+            inner: Arc::new(Inner {
+                config: ExecutorConfig {
+                    per_plugin: config.per_plugin.max(1),
+                    ..config
+                },
+                state: Mutex::new(State::default()),
+                work: Condvar::new(),
+                ready_len: AtomicUsize::new(0),
+                spin: cpus > 1,
+            }),
+        }
+    }
+
+    /// The limits in force.
+    pub fn config(&self) -> &ExecutorConfig {
+        &self.inner.config
+    }
+
+    /// Runs `job` as soon as its plugin has a free slot; refuses it when the plugin's queue
+    /// is full. Never blocks.
+    pub fn submit(&self, job: Job) -> Result<(), Refused> {
+        let inner = &self.inner;
+        let mut st = inner.lock();
+        let slots = st.plugins.entry(job.plugin.clone()).or_default();
+        if slots.active < inner.config.per_plugin {
+            slots.active += 1;
+            let wake = inner.make_ready(&mut st, job);
+            // Woken after the lock is released, so the thread does not wake into a held lock.
+            drop(st);
+            match wake {
+                Wake::None => {}
+                Wake::Parked => inner.work.notify_one(),
+                Wake::Spawn => inner.spawn_thread(),
+            }
+        } else if slots.waiting.len() < inner.config.queue {
+            slots.waiting.push_back(job);
+        } else {
+            return Err(Refused {
+                plugin: job.plugin,
+                running: slots.active,
+                queued: slots.waiting.len(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Labels of the calls running now (for the warning when the host exits anyway).
+    pub fn running(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.inner.lock().running.values().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// Threads alive (running, spinning or parked).
+    pub fn threads(&self) -> usize {
+        self.inner.lock().threads
+    }
+
+    /// Logs a warning naming each call still running, which the exiting host abandons.
+    pub fn warn_abandoned(&self) {
+        for label in self.running() {
+            tracing::warn!("abandoning {label}: its tool is still running (exiting anyway)");
+        }
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A job never runs under the lock, so a poisoned lock only means a panic in this
+        // module's own bookkeeping; the state is still consistent enough to go on.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues a job that may run; says which thread must be told.
+    fn make_ready(&self, st: &mut State, job: Job) -> Wake {
+        st.ready.push_back(job);
+        self.ready_len.store(st.ready.len(), Ordering::Release);
+        if st.ready.len() <= st.spinning {
+            // A spinning thread takes it without a wake-up.
+            Wake::None
+        } else if st.parked > 0 {
+            Wake::Parked
+        } else {
+            // Counted now, so concurrent submitters do not all start one.
+            st.threads += 1;
+            Wake::Spawn
+        }
+    }
+
+    fn spawn_thread(self: &Arc<Self>) {
+        let inner = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("toolhost-call".into())
+            .spawn(move || inner.work_loop());
+        if let Err(e) = spawned {
+            self.lock().threads -= 1;
+            // The job stays ready: a running thread takes it when its current job ends.
+            tracing::error!("cannot start a call thread: {e}");
+        }
+    }
+
+    fn work_loop(self: Arc<Self>) {
+        let mut st = self.lock();
+        let serial = st.next_serial;
+        st.next_serial += 1;
+        loop {
+            if let Some(job) = st.ready.pop_front() {
+                self.ready_len.store(st.ready.len(), Ordering::Release);
+                st.running.insert(serial, job.label);
+                drop(st);
+                // A panic in the job must not take the thread's bookkeeping with it (jobs
+                // catch their own; this is the backstop).
+                let _ = catch_unwind(AssertUnwindSafe(job.run));
+                st = self.lock();
+                st.running.remove(&serial);
+                self.finished(&mut st, &job.plugin);
+                continue;
+            }
+            if self.spin {
+                st.spinning += 1;
+                drop(st);
+                let until = Instant::now() + SPIN;
+                while self.ready_len.load(Ordering::Acquire) == 0 && Instant::now() < until {
+                    std::hint::spin_loop();
+                }
+                st = self.lock();
+                st.spinning -= 1;
+                if !st.ready.is_empty() {
+                    continue;
+                }
+            }
+            st.parked += 1;
+            let (guard, timeout) = self
+                .work
+                .wait_timeout_while(st, self.config.keep_idle, |s| s.ready.is_empty())
+                .unwrap_or_else(|e| e.into_inner());
+            st = guard;
+            st.parked -= 1;
+            if timeout.timed_out() && st.ready.is_empty() {
+                st.threads -= 1;
+                return;
+            }
+        }
+    }
+
+    /// A job of `plugin` ended: its slot goes to the plugin's next waiting job, if any.
+    fn finished(self: &Arc<Self>, st: &mut State, plugin: &str) {
+        let Some(slots) = st.plugins.get_mut(plugin) else {
+            return;
+        };
+        match slots.waiting.pop_front() {
+            Some(next) => {
+                // This thread takes it on its next turn (it is not idle, so no new thread).
+                st.ready.push_back(next);
+                self.ready_len.store(st.ready.len(), Ordering::Release);
+            }
+            None => {
+                slots.active -= 1;
+                if slots.active == 0 {
+                    st.plugins.remove(plugin);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{atomic::AtomicBool, mpsc};
+
+    fn config(per_plugin: usize, queue: usize) -> ExecutorConfig {
+        ExecutorConfig {
+            per_plugin,
+            queue,
+            keep_idle: Duration::from_millis(200),
+        }
+    }
+
+    const WAIT: Duration = Duration::from_secs(10);
+
+    #[test]
+    fn runs_jobs_and_reuses_threads() {
+        let ex = Executor::new(config(4, 10));
+        let (tx, rx) = mpsc::channel();
+        for i in 0..100 {
+            let tx = tx.clone();
+            ex.submit(Job::new("p", format!("job {i}"), move || {
+                tx.send(i).unwrap()
+            }))
+            .unwrap();
+            rx.recv_timeout(WAIT).unwrap();
+        }
+        // A job's thread is busy a moment after its result was sent, so the next job may start
+        // one more thread; never more than the plugin's limit.
+        assert!(ex.threads() <= 4, "{} threads", ex.threads());
+    }
+
+    #[test]
+    fn bounds_running_calls_per_plugin_and_queues_the_rest() {
+        let ex = Executor::new(config(2, 3));
+        let release = Arc::new((Mutex::new(false), Condvar::new()));
+        let running = Arc::new(AtomicUsize::new(0));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let (done_tx, done_rx) = mpsc::channel();
+        let job = |i: usize| {
+            let (release, running, peak, done) = (
+                release.clone(),
+                running.clone(),
+                peak.clone(),
+                done_tx.clone(),
+            );
+            Job::new("p", format!("p.block (call {i})"), move || {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(now, Ordering::SeqCst);
+                let (lock, cv) = &*release;
+                let _g = cv
+                    .wait_timeout_while(lock.lock().unwrap(), WAIT, |go| !*go)
+                    .unwrap();
+                running.fetch_sub(1, Ordering::SeqCst);
+                done.send(i).unwrap();
+            })
+        };
+        for i in 0..5 {
+            ex.submit(job(i)).unwrap();
+        }
+        let refused = ex.submit(job(5)).unwrap_err();
+        assert_eq!((refused.running, refused.queued), (2, 3));
+        assert!(
+            refused.to_string().contains("plugin `p` is busy"),
+            "{refused}"
+        );
+        // Another plugin is not held up by p's full slots.
+        let (tx, rx) = mpsc::channel();
+        ex.submit(Job::new("q", "q", move || tx.send(()).unwrap()))
+            .unwrap();
+        rx.recv_timeout(WAIT).unwrap();
+        let deadline = Instant::now() + WAIT;
+        while ex.running().len() < 2 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(
+            ex.running(),
+            vec!["p.block (call 0)".to_string(), "p.block (call 1)".into()]
+        );
+        *release.0.lock().unwrap() = true;
+        release.1.notify_all();
+        let mut done: Vec<usize> = (0..5)
+            .map(|_| done_rx.recv_timeout(WAIT).unwrap())
+            .collect();
+        done.sort();
+        assert_eq!(done, vec![0, 1, 2, 3, 4]);
+        assert_eq!(peak.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_panicking_job_leaves_the_executor_working() {
+        let ex = Executor::new(config(1, 10));
+        ex.submit(Job::new("p", "boom", || panic!("job panic")))
+            .unwrap();
+        let (tx, rx) = mpsc::channel();
+        ex.submit(Job::new("p", "next", move || tx.send(()).unwrap()))
+            .unwrap();
+        rx.recv_timeout(WAIT).unwrap();
+    }
+
+    #[test]
+    fn idle_threads_end() {
+        let ex = Executor::new(config(4, 10));
+        let flag = Arc::new(AtomicBool::new(false));
+        let f = flag.clone();
+        ex.submit(Job::new("p", "j", move || f.store(true, Ordering::SeqCst)))
+            .unwrap();
+        let deadline = Instant::now() + WAIT;
+        while (ex.threads() > 0 || !flag.load(Ordering::SeqCst)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(ex.threads(), 0);
+    }
+}

@@ -1,3 +1,0 @@
-//! Confining plugin code. For now only the probe of what this kernel can enforce.
-
-pub mod probe;

@@ -1,0 +1,915 @@
+//! The host's side of one isolated plugin version: its worker process, the calls in flight on
+//! it, crash detection, restarts and the crash budget.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    fs::File,
+    io::{BufRead, BufReader},
+    os::unix::{net::UnixStream, process::ExitStatusExt},
+    path::{Path, PathBuf},
+    process::{Child, ChildStderr},
+    sync::{
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        mpsc, Arc, Condvar, Mutex,
+    },
+    time::{Duration, Instant},
+};
+
+use serde_json::value::RawValue;
+
+use super::{
+    manifest_json,
+    process::{self, signal_name, Launch},
+    wire::{self, ContentWire, FromWorker, LoadFailure, Restore, ResultWire, ToWorker},
+    PluginWorkerSettings, WorkerConfig, WorkerError,
+};
+use crate::plugin::{
+    CallControl, CallResult, ConfigSource, ContentOut, LoadError, Manifest, Staged, StateError,
+};
+
+/// What a call waiting on the worker hears.
+enum Reply {
+    Result(CallResult),
+    Progress(f64, Option<f64>, String),
+    State(Option<Vec<u8>>),
+    Restored(Restore),
+    /// The worker is gone; the cause (`SIGSEGV`, `exit code 3`, ...).
+    Died(String),
+}
+
+/// One running worker process.
+struct Proc {
+    pid: u32,
+    writer: Mutex<UnixStream>,
+    /// Calls and requests waiting for an answer, by frame id. `None` once the worker is dead.
+    waiting: Mutex<Option<HashMap<u64, mpsc::Sender<Reply>>>>,
+    /// Why the host killed it, if it did (then its death is not a crash).
+    killed_because: Mutex<Option<String>>,
+    /// Set once the process has been reaped.
+    exited: (Mutex<bool>, Condvar),
+    /// Set when the host decided to kill it: no new call may start on it.
+    doomed: AtomicBool,
+}
+
+impl Proc {
+    fn send(&self, frame: &ToWorker) -> bool {
+        let bytes = wire::encode(frame);
+        let w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        wire::send_all(&w, &bytes).is_ok()
+    }
+
+    /// Registers a waiter; `None` if the worker already died.
+    fn wait_for(&self, id: u64) -> Option<mpsc::Receiver<Reply>> {
+        let (tx, rx) = mpsc::channel();
+        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        waiting.as_mut()?.insert(id, tx);
+        Some(rx)
+    }
+
+    fn forget(&self, id: u64) {
+        if let Some(w) = self
+            .waiting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+        {
+            w.remove(&id);
+        }
+    }
+
+    /// Whether new calls may start on it.
+    fn serves(&self) -> bool {
+        !self.doomed.load(Ordering::Acquire)
+            && self
+                .waiting
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_some()
+    }
+
+    fn kill(&self, reason: String) {
+        self.doomed.store(true, Ordering::Release);
+        {
+            let mut why = self
+                .killed_because
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if why.is_none() {
+                *why = Some(reason);
+            }
+        }
+        let exited = self.exited.0.lock().unwrap_or_else(|e| e.into_inner());
+        if !*exited {
+            // SAFETY: kill(2) has no memory effects. The pid is still ours: the reaper thread
+            // reaps it only while holding `exited`, which we hold, so it cannot have been
+            // reused. The worker leads its own process group: anything it started dies too.
+            unsafe { libc::kill(-(self.pid as i32), libc::SIGKILL) };
+        }
+    }
+
+    fn wait_exited(&self, timeout: Duration) -> bool {
+        let (lock, cv) = &self.exited;
+        let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let (guard, _) = cv
+            .wait_timeout_while(guard, timeout, |exited| !*exited)
+            .unwrap_or_else(|e| e.into_inner());
+        *guard
+    }
+}
+
+/// Crash history and the process currently serving.
+struct Current {
+    proc: Option<Arc<Proc>>,
+    crashes: VecDeque<Instant>,
+    /// Set when the crash budget is spent: every call gets this error until the file changes.
+    disabled: Option<String>,
+    /// The version is being dropped: a worker that exits now is not restarted.
+    closing: bool,
+    restarts: u64,
+}
+
+/// Everything the reader threads share with the [`WorkerPlugin`].
+struct Shared {
+    name: String,
+    file: PathBuf,
+    hash: [u8; 32],
+    /// Where the staged copy was (unlinked once the first worker had it).
+    shadow: PathBuf,
+    /// The staged copy (unlinked): every start of a worker maps these very bytes.
+    library: File,
+    config: Arc<WorkerConfig>,
+    sandbox: Option<String>,
+    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    /// The `config` answered to the plugin at its first start, by the name it asked for:
+    /// restarts give the same.
+    configs: Mutex<HashMap<String, Option<String>>>,
+    current: Mutex<Current>,
+    next_id: AtomicU64,
+}
+
+/// A plugin version served by worker processes.
+pub struct WorkerPlugin {
+    manifest: Manifest,
+    config: Option<String>,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for WorkerPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerPlugin")
+            .field("name", &self.manifest.name)
+            .field("file", &self.shared.file)
+            .finish()
+    }
+}
+
+impl WorkerPlugin {
+    /// Starts a worker for the copy `staged` of `file` (already hashed and trusted by the
+    /// caller) and reads its manifest.
+    pub fn start(
+        file: &Path,
+        staged: Staged,
+        config: Arc<WorkerConfig>,
+        settings: PluginWorkerSettings,
+        plugin_config: ConfigSource<'_>,
+    ) -> Result<WorkerPlugin, LoadError> {
+        let library = staged.open_read().map_err(WorkerError::Handover)?;
+        let sandbox = match &settings.sandbox {
+            Some(sb) => Some(serde_json::to_string(sb).map_err(WorkerError::SandboxSpec)?),
+            None => None,
+        };
+        let hash = *staged.hash();
+        let shadow = staged.path().to_path_buf();
+        // The descriptor keeps the bytes; the name is not needed any more.
+        drop(staged);
+        let shared = Arc::new(Shared {
+            name: file_label(file),
+            file: file.to_path_buf(),
+            hash,
+            shadow,
+            library,
+            config,
+            sandbox,
+            env: settings.env,
+            configs: Mutex::new(HashMap::new()),
+            current: Mutex::new(Current {
+                proc: None,
+                crashes: VecDeque::new(),
+                disabled: None,
+                closing: false,
+                restarts: 0,
+            }),
+            next_id: AtomicU64::new(1),
+        });
+        let (proc, manifest) = launch(&shared, None, &|name| {
+            let given = plugin_config(name);
+            shared
+                .configs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(name.to_string(), given.clone());
+            given
+        })?;
+        // From now on logs and crash messages use the declared name.
+        let shared = match Arc::try_unwrap(shared) {
+            Ok(mut s) => {
+                s.name = manifest.name.clone();
+                Arc::new(s)
+            }
+            Err(s) => s,
+        };
+        let proc = proc.start_reader(&shared);
+        shared.lock().proc = Some(proc);
+        let config = shared
+            .configs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&manifest.name)
+            .cloned()
+            .flatten();
+        Ok(WorkerPlugin {
+            manifest,
+            config,
+            shared,
+        })
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    pub fn name(&self) -> &str {
+        &self.manifest.name
+    }
+
+    pub fn file(&self) -> &Path {
+        &self.shared.file
+    }
+
+    pub fn hash(&self) -> &[u8; 32] {
+        &self.shared.hash
+    }
+
+    /// The `config` the plugin was given at load (JSON object text), if any.
+    pub fn config_json(&self) -> Option<&str> {
+        self.config.as_deref()
+    }
+
+    /// The staged copy this version's workers map (already unlinked).
+    pub fn shadow_path(&self) -> &Path {
+        &self.shared.shadow
+    }
+
+    /// The process id of the worker serving now, if one runs.
+    pub fn pid(&self) -> Option<u32> {
+        let current = self.shared.lock();
+        let proc = current.proc.as_ref()?;
+        proc.serves().then_some(proc.pid)
+    }
+
+    /// How many times the worker was started again after dying or being killed.
+    pub fn restarts(&self) -> u64 {
+        self.shared.lock().restarts
+    }
+
+    /// Runs a tool in the worker. Blocks until it returns, the worker dies, or the call was
+    /// cancelled and the tool did not stop within the grace period (then the worker is killed).
+    pub fn call(&self, tool: &str, args: &str, control: &CallControl) -> CallResult {
+        let shared = &self.shared;
+        let proc = match shared.serving() {
+            Ok(p) => p,
+            Err(e) => return CallResult::error(e),
+        };
+        let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let Some(rx) = proc.wait_for(id) else {
+            return CallResult::error(format!(
+                "plugin {} crashed before tool {tool} could start; restarted",
+                shared.name
+            ));
+        };
+        proc.send(&ToWorker::Call {
+            id,
+            tool: tool.to_string(),
+            args: args.to_string(),
+            label: control.label().to_string(),
+        });
+        let grace = shared.config.cancel_grace;
+        let mut cancelled_at: Option<Instant> = None;
+        let mut killed = false;
+        loop {
+            let wait = match cancelled_at {
+                Some(at) if !killed => grace
+                    .saturating_sub(at.elapsed())
+                    .max(Duration::from_millis(1)),
+                _ => Duration::from_millis(20),
+            };
+            match rx.recv_timeout(wait) {
+                Ok(Reply::Result(r)) => return r,
+                Ok(Reply::Progress(p, t, m)) => control.report_progress(p, t, &m),
+                Ok(Reply::Died(cause)) => {
+                    let killed = proc
+                        .killed_because
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .clone();
+                    return CallResult::error(match killed {
+                        Some(why) => format!(
+                            "plugin {}: tool {tool} stopped: its worker was killed ({why}); restarted",
+                            shared.name
+                        ),
+                        None => format!(
+                            "plugin {} crashed ({cause}) in tool {tool}; {}",
+                            shared.name,
+                            shared.after_crash_note()
+                        ),
+                    });
+                }
+                Ok(Reply::State(_) | Reply::Restored(_)) => {}
+                Err(mpsc::RecvTimeoutError::Timeout) => match cancelled_at {
+                    None if control.is_cancelled() => {
+                        proc.send(&ToWorker::Cancel { id });
+                        cancelled_at = Some(Instant::now());
+                    }
+                    Some(at) if !killed && at.elapsed() >= grace => {
+                        tracing::warn!(
+                            plugin = %shared.name,
+                            tool,
+                            pid = proc.pid,
+                            "tool did not stop within {grace:?} of its cancellation: killing its worker"
+                        );
+                        proc.kill(format!(
+                            "tool {tool} did not stop within {} ms of its cancellation",
+                            grace.as_millis()
+                        ));
+                        // The reader reports the death (Died) to every call waiting.
+                        killed = true;
+                    }
+                    _ => {}
+                },
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    proc.forget(id);
+                    return CallResult::error(format!(
+                        "plugin {}: lost the worker while running tool {tool}",
+                        shared.name
+                    ));
+                }
+            }
+        }
+    }
+
+    /// The state the plugin wants carried to its next version (asked of its worker).
+    pub fn save_state(&self) -> Option<Vec<u8>> {
+        match self.request(|id| ToWorker::SaveState { id }) {
+            Ok(Reply::State(s)) => s,
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!(plugin = %self.shared.name, "cannot save the state: {e}");
+                None
+            }
+        }
+    }
+
+    /// Hands a predecessor's state to this version's worker.
+    pub fn restore_state(&self, state: &[u8]) -> Result<(), StateError> {
+        let reply = self
+            .request(|id| ToWorker::RestoreState {
+                id,
+                state: state.to_vec(),
+            })
+            .map_err(StateError::Refused)?;
+        match reply {
+            Reply::Restored(Restore::Done) => Ok(()),
+            Reply::Restored(Restore::Unsupported) => Err(StateError::Unsupported),
+            Reply::Restored(Restore::Refused(why)) => Err(StateError::Refused(why)),
+            _ => Err(StateError::Refused(
+                "the worker answered something else".into(),
+            )),
+        }
+    }
+
+    fn request(&self, frame: impl FnOnce(u64) -> ToWorker) -> Result<Reply, String> {
+        let shared = &self.shared;
+        let proc = shared.serving()?;
+        let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let rx = proc.wait_for(id).ok_or("the worker died")?;
+        proc.send(&frame(id));
+        let timeout = shared.config.start_timeout;
+        loop {
+            match rx.recv_timeout(timeout) {
+                Ok(Reply::Died(cause)) => return Err(format!("the worker died ({cause})")),
+                Ok(Reply::Progress(..)) => {}
+                Ok(r) => return Ok(r),
+                Err(_) => {
+                    proc.forget(id);
+                    return Err(format!("the worker did not answer within {timeout:?}"));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for WorkerPlugin {
+    fn drop(&mut self) {
+        let proc = {
+            let mut current = self.shared.lock();
+            current.closing = true;
+            current.proc.take()
+        };
+        if let Some(proc) = proc {
+            // The worker unloads the plugin and exits; the reader thread reaps it. Not waited
+            // for here: this may run on an async thread.
+            if !proc.send(&ToWorker::Shutdown) {
+                proc.kill("the version was dropped".into());
+            }
+            let grace = self.shared.config.cancel_grace;
+            // A worker that does not exit in time (a stuck `unload`) is killed from a thread
+            // of its own, so no caller waits for it.
+            let _ = std::thread::Builder::new()
+                .name("toolhost-worker-stop".into())
+                .spawn(move || {
+                    if !proc.wait_exited(grace) {
+                        proc.kill("it did not exit after shutdown".into());
+                    }
+                });
+        }
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Current> {
+        self.current.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The worker serving now, started again if the last one died.
+    fn serving(self: &Arc<Self>) -> Result<Arc<Proc>, String> {
+        let mut current = self.lock();
+        if let Some(why) = &current.disabled {
+            return Err(why.clone());
+        }
+        if let Some(p) = &current.proc {
+            if p.serves() {
+                return Ok(p.clone());
+            }
+        }
+        if current.closing {
+            return Err(format!("plugin {} is being unloaded", self.name));
+        }
+        // Started under the lock: concurrent callers wait for this one start.
+        current.restarts += 1;
+        let answered = |name: &str| {
+            self.configs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(name)
+                .cloned()
+                .flatten()
+        };
+        match launch(self, Some(&self.name), &answered) {
+            Ok((proc, _)) => {
+                let proc = proc.start_reader(self);
+                current.proc = Some(proc.clone());
+                Ok(proc)
+            }
+            Err(e) => {
+                let why = format!(
+                    "plugin {}: its worker could not be started again: {e}",
+                    self.name
+                );
+                current.proc = None;
+                Err(why)
+            }
+        }
+    }
+
+    /// What happens after a crash, for the message calls get: restarted, or disabled.
+    fn after_crash_note(&self) -> String {
+        match &self.lock().disabled {
+            Some(_) => format!(
+                "it crashed {} times within {} s and is disabled until its file changes",
+                self.config.crash_budget,
+                self.config.crash_window.as_secs()
+            ),
+            None => "restarted".to_string(),
+        }
+    }
+
+    /// Counts a crash; returns true when the budget is spent.
+    fn record_crash(&self, cause: &str) -> bool {
+        let mut current = self.lock();
+        let now = Instant::now();
+        current.crashes.push_back(now);
+        let window = self.config.crash_window;
+        while current
+            .crashes
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > window)
+        {
+            current.crashes.pop_front();
+        }
+        if current.crashes.len() >= self.config.crash_budget as usize {
+            current.proc = None;
+            current.disabled = Some(format!(
+                "plugin {} is disabled: its worker crashed {} times within {} s (last: {cause}); \
+                 it is loaded again when its file changes",
+                self.name,
+                current.crashes.len(),
+                window.as_secs()
+            ));
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// A worker started and past its handshake, reader not started yet.
+struct Started {
+    proc: Arc<Proc>,
+    child: Child,
+    reader: BufReader<UnixStream>,
+    output: Option<OutputReader>,
+}
+
+/// Starts a worker and waits for its manifest. `expect_name`: the name it must declare (a
+/// restart of a known version).
+fn launch(
+    shared: &Arc<Shared>,
+    expect_name: Option<&str>,
+    plugin_config: ConfigSource<'_>,
+) -> Result<(Started, Manifest), LoadError> {
+    let config = &shared.config;
+    let spawned = process::spawn(
+        config,
+        &shared.library,
+        Launch {
+            file: &shared.file,
+            hash: &shared.hash,
+            sandbox: shared.sandbox.clone(),
+            env: &shared.env,
+        },
+    )
+    .map_err(|source| WorkerError::Spawn {
+        exe: config.exe.clone(),
+        source,
+    })?;
+    let process::Spawned {
+        mut child,
+        channel,
+        output,
+    } = spawned;
+    let pid = child.id();
+    let output = OutputReader::start(output, shared.name.clone(), pid);
+    let mut reader = BufReader::with_capacity(
+        64 * 1024,
+        channel.try_clone().map_err(WorkerError::Handover)?,
+    );
+    let _ = channel.set_read_timeout(Some(config.start_timeout));
+    let fail = |child: &mut Child, output: OutputReader, what: String| {
+        let _ = child.kill();
+        let status = child.wait().ok();
+        let overflowed = output.finish();
+        let cause = status.map_or_else(|| "unknown".to_string(), |s| describe(s, overflowed));
+        LoadError::from(WorkerError::Handshake { what, cause })
+    };
+    let mut buf = Vec::new();
+    // Logs (of the plugin's `init`, say) may come before the manifest.
+    let manifest = loop {
+        match wire::read_frame::<FromWorker>(&mut reader, &mut buf) {
+            Ok(Some(FromWorker::Log {
+                level,
+                call,
+                module,
+                message,
+            })) => log(level, &shared.name, call.as_deref(), &module, &message),
+            Ok(Some(FromWorker::ConfigQuery { name })) => {
+                let config = plugin_config(&name);
+                let frame = wire::encode(&ToWorker::ConfigAnswer { config });
+                if let Err(e) = wire::send_all(&channel, &frame) {
+                    return Err(fail(
+                        &mut child,
+                        output,
+                        format!("cannot answer the worker: {e}"),
+                    ));
+                }
+            }
+            Ok(Some(FromWorker::Ready { manifest })) => match manifest_json::from_json(&manifest) {
+                Ok(m) => break m,
+                Err(e) => {
+                    let _ = fail(&mut child, output, String::new());
+                    return Err(WorkerError::Manifest(e).into());
+                }
+            },
+            Ok(Some(FromWorker::LoadFailed { kind, message })) => {
+                let _ = child.wait();
+                output.finish();
+                return Err(load_error(kind, message));
+            }
+            Ok(Some(other)) => {
+                return Err(fail(
+                    &mut child,
+                    output,
+                    format!("the worker answered {other:?} instead of its manifest"),
+                ))
+            }
+            Ok(None) => {
+                return Err(fail(
+                    &mut child,
+                    output,
+                    "the worker process died while loading the plugin".into(),
+                ))
+            }
+            Err(e) => {
+                return Err(fail(
+                    &mut child,
+                    output,
+                    format!("no manifest from the worker process: {e}"),
+                ))
+            }
+        }
+    };
+    let _ = channel.set_read_timeout(None);
+    if let Some(name) = expect_name {
+        if manifest.name != name {
+            return Err(fail(
+                &mut child,
+                output,
+                format!(
+                    "the restarted worker declares plugin `{}`, not `{name}`",
+                    manifest.name
+                ),
+            ));
+        }
+    }
+    let proc = Arc::new(Proc {
+        pid,
+        writer: Mutex::new(channel),
+        waiting: Mutex::new(Some(HashMap::new())),
+        killed_because: Mutex::new(None),
+        exited: (Mutex::new(false), Condvar::new()),
+        doomed: AtomicBool::new(false),
+    });
+    Ok((
+        Started {
+            proc,
+            child,
+            reader,
+            output: Some(output),
+        },
+        manifest,
+    ))
+}
+
+fn load_error(kind: LoadFailure, message: String) -> LoadError {
+    match kind {
+        LoadFailure::NotAPlugin => LoadError::NotAPlugin(message),
+        LoadFailure::Incompatible => LoadError::Incompatible(message),
+        LoadFailure::Init => LoadError::Init(message),
+        LoadFailure::Other => WorkerError::Load(message).into(),
+        LoadFailure::Sandbox => WorkerError::Sandbox(message).into(),
+    }
+}
+
+impl Started {
+    /// Starts the thread that reads the worker's frames and, when it dies, reaps it, answers
+    /// every waiting call and starts a new worker.
+    fn start_reader(self, shared: &Arc<Shared>) -> Arc<Proc> {
+        let proc = self.proc.clone();
+        let shared = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("toolhost-worker-{}", proc.pid))
+            .spawn(move || self.read_until_death(&shared));
+        if let Err(e) = spawned {
+            tracing::error!("cannot start a worker reader thread: {e}");
+        }
+        proc
+    }
+
+    fn read_until_death(mut self, shared: &Arc<Shared>) {
+        let proc = self.proc.clone();
+        let mut buf = Vec::new();
+        loop {
+            let frame = match wire::read_frame::<FromWorker>(&mut self.reader, &mut buf) {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(e) => {
+                    if proc.killed_because.lock().unwrap().is_none() {
+                        tracing::error!(plugin = %shared.name, pid = proc.pid, "worker channel: {e}");
+                    }
+                    break;
+                }
+            };
+            let (id, reply) = match frame {
+                FromWorker::Result { id, result } => (id, Reply::Result(from_wire(result))),
+                FromWorker::Progress {
+                    id,
+                    progress,
+                    total,
+                    message,
+                } => (id, Reply::Progress(progress, total, message)),
+                FromWorker::State { id, state } => (id, Reply::State(state)),
+                FromWorker::Restored { id, outcome } => (id, Reply::Restored(outcome)),
+                FromWorker::Log {
+                    level,
+                    call,
+                    module,
+                    message,
+                } => {
+                    log(level, &shared.name, call.as_deref(), &module, &message);
+                    continue;
+                }
+                FromWorker::Ready { .. }
+                | FromWorker::LoadFailed { .. }
+                | FromWorker::ConfigQuery { .. } => continue,
+            };
+            let mut waiting = proc.waiting.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(waiting) = waiting.as_mut() else {
+                continue;
+            };
+            let last = !matches!(reply, Reply::Progress(..));
+            let tx = if last {
+                waiting.remove(&id)
+            } else {
+                waiting.get(&id).cloned()
+            };
+            if let Some(tx) = tx {
+                let _ = tx.send(reply);
+            }
+        }
+        // The channel is closed: the worker exited, was killed, or closed it. Make sure it is
+        // gone, then reap it (no zombie).
+        let status = {
+            let (lock, cv) = &proc.exited;
+            // Reaped under the lock `Proc::kill` checks, so a kill never hits a reused pid.
+            let mut exited = lock.lock().unwrap_or_else(|e| e.into_inner());
+            let status = wait_or_kill(&mut self.child, Duration::from_secs(1));
+            *exited = true;
+            cv.notify_all();
+            match status {
+                Some(s) => s,
+                None => {
+                    tracing::error!(plugin = %shared.name, pid = proc.pid, "cannot reap the worker");
+                    return;
+                }
+            }
+        };
+        let overflowed = self.output.take().is_some_and(|o| o.finish());
+        let cause = describe(status, overflowed);
+        let killed = proc.killed_because.lock().unwrap().clone();
+        let closing = shared.lock().closing;
+        let waiting = proc
+            .waiting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .unwrap_or_default();
+        let in_flight = waiting.len();
+        let crashed = killed.is_none() && !(closing && status.success());
+        let disabled = crashed && shared.record_crash(&cause);
+        for (_, tx) in waiting {
+            let _ = tx.send(Reply::Died(cause.clone()));
+        }
+        if closing {
+            tracing::debug!(plugin = %shared.name, pid = proc.pid, "worker exited ({cause})");
+            return;
+        }
+        match (&killed, disabled) {
+            (Some(why), _) => {
+                tracing::warn!(plugin = %shared.name, pid = proc.pid, "worker killed: {why}")
+            }
+            (None, true) => tracing::error!(
+                plugin = %shared.name,
+                "worker crashed ({cause}) with {in_flight} call(s) in flight; crash budget spent, plugin disabled"
+            ),
+            (None, false) => tracing::warn!(
+                plugin = %shared.name,
+                "worker crashed ({cause}) with {in_flight} call(s) in flight; restarting"
+            ),
+        }
+        if !disabled {
+            // Ready for the next call at once (and a crash at load shows up now, not then).
+            if let Err(e) = shared.serving() {
+                tracing::error!(plugin = %shared.name, "{e}");
+            }
+        }
+    }
+}
+
+/// Waits for the child to exit; kills it if it has not within `grace`.
+fn wait_or_kill(child: &mut Child, grace: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + grace;
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Some(s),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Ok(None) => {
+                let _ = child.kill();
+                return child.wait().ok();
+            }
+            Err(_) => return None,
+        }
+    }
+}
+
+/// `SIGSEGV`, `stack overflow (SIGABRT)`, `exit code 3`.
+fn describe(status: std::process::ExitStatus, overflowed: bool) -> String {
+    let base = match (status.signal(), status.code()) {
+        (Some(sig), _) => signal_name(sig),
+        (None, Some(code)) => format!("exit code {code}"),
+        _ => "unknown cause".to_string(),
+    };
+    if overflowed {
+        format!("stack overflow, {base}")
+    } else {
+        base
+    }
+}
+
+/// Reads the worker's stderr (its stdout too) into the host's log, noticing a stack overflow.
+struct OutputReader {
+    done: mpsc::Receiver<()>,
+    overflowed: Arc<AtomicBool>,
+}
+
+impl OutputReader {
+    fn start(output: ChildStderr, plugin: String, pid: u32) -> OutputReader {
+        let (tx, done) = mpsc::channel();
+        let overflowed = Arc::new(AtomicBool::new(false));
+        let flag = overflowed.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("toolhost-worker-err-{pid}"))
+            .spawn(move || {
+                let mut lines = BufReader::new(output);
+                let mut line = Vec::new();
+                while lines.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+                    let text = String::from_utf8_lossy(&line);
+                    let text = text.trim_end();
+                    if text.contains("has overflowed its stack") {
+                        flag.store(true, Ordering::Release);
+                    }
+                    if !text.is_empty() {
+                        tracing::warn!(target: "plugin", plugin = %plugin, pid, "stderr: {text}");
+                    }
+                    line.clear();
+                }
+                let _ = tx.send(());
+            });
+        if spawned.is_err() {
+            tracing::error!("cannot start a thread for a worker's stderr");
+        }
+        OutputReader { done, overflowed }
+    }
+
+    /// Waits (briefly) for the output to end; whether it said the stack overflowed.
+    fn finish(self) -> bool {
+        let _ = self.done.recv_timeout(Duration::from_millis(500));
+        self.overflowed.load(Ordering::Acquire)
+    }
+}
+
+fn log(level: u8, plugin: &str, call: Option<&str>, module: &str, message: &str) {
+    use toolhost_plugin::abi::level as l;
+    macro_rules! ev {
+        ($lvl:expr) => {
+            tracing::event!(target: "plugin", $lvl, plugin, call, module, "{message}")
+        };
+    }
+    match level {
+        l::ERROR => ev!(tracing::Level::ERROR),
+        l::WARN => ev!(tracing::Level::WARN),
+        l::INFO => ev!(tracing::Level::INFO),
+        l::DEBUG => ev!(tracing::Level::DEBUG),
+        _ => ev!(tracing::Level::TRACE),
+    }
+}
+
+fn from_wire(r: ResultWire) -> CallResult {
+    let structured = match r.structured {
+        None => None,
+        Some(text) => match RawValue::from_string(text) {
+            Ok(raw) => Some(raw),
+            Err(_) => {
+                return CallResult::error("the worker sent structuredContent that is not JSON")
+            }
+        },
+    };
+    CallResult {
+        content: r
+            .content
+            .into_iter()
+            .map(|c| match c {
+                ContentWire::Text(t) => ContentOut::Text(t),
+                ContentWire::Image { data, mime_type } => ContentOut::Image { data, mime_type },
+                ContentWire::Audio { data, mime_type } => ContentOut::Audio { data, mime_type },
+            })
+            .collect(),
+        structured,
+        is_error: r.is_error,
+    }
+}
+
+/// A name for logs before the manifest is known: the file name.
+fn file_label(file: &Path) -> String {
+    file.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| file.display().to_string())
+}

@@ -1,0 +1,158 @@
+//! Worker mode: each plugin version in a child process of its own (`toolhost __worker`), so a
+//! crash, a stuck tool or a leak in a plugin ends only its worker.
+//!
+//! - The host stages, hashes and trust-checks the plugin file as for in-process loading, then
+//!   hands the worker the open staged copy (fd 3): the worker maps exactly the bytes checked.
+//! - Host and worker talk over a socketpair (fd 4) in length-prefixed frames ([`wire`]).
+//! - A worker that dies fails every call in flight on it with an error naming plugin, tool and
+//!   cause, and is started again; a crash budget disables a plugin that keeps crashing.
+//! - A cancelled call whose tool does not stop within a grace period gets its worker killed.
+//! - Workers die with the host (parent death signal) and are always reaped.
+
+mod child;
+mod host;
+mod manifest_json;
+mod process;
+pub mod sandbox;
+pub mod wire;
+
+use std::{
+    ffi::OsString,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+pub use child::{run as run_worker, WorkerArgs};
+pub use host::WorkerPlugin;
+pub use sandbox::{probe as probe_sandbox, Sandbox, SandboxError, SandboxSupport};
+
+/// Why a plugin could not be loaded in a worker (beyond the loader's own errors).
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error("cannot start a worker process ({})", .exe.display())]
+    Spawn {
+        exe: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot hand the staged copy to a worker")]
+    Handover(#[source] std::io::Error),
+    /// The worker died, hung or spoke out of turn before it sent the plugin's manifest.
+    #[error("{what} (worker: {cause})")]
+    Handshake { what: String, cause: String },
+    /// The plugin did not load in the worker; the loader's message.
+    #[error("{0}")]
+    Load(String),
+    #[error("the worker sent an invalid manifest: {0}")]
+    Manifest(String),
+    /// The sandbox could not be applied (the worker refuses to run the plugin without it).
+    #[error("sandbox: {0}")]
+    Sandbox(String),
+    #[error("the sandbox description does not serialize")]
+    SandboxSpec(#[source] serde_json::Error),
+    /// Settings are found by file name before the plugin runs; this plugin's file is named
+    /// otherwise than the plugin.
+    #[error(
+        "plugin `{name}` has worker settings (isolate, sandbox, env) but its file {} is named \
+         otherwise; they are applied by file name before the plugin runs: name the file {}{name}{}",
+        .file.display(), std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX
+    )]
+    SettingsByFileName { name: String, file: PathBuf },
+}
+
+/// The plugin names a file's name suggests (`libwordy_tool.so` → `wordy_tool`, `wordy-tool`):
+/// settings are looked up by these before the plugin runs, since only running it tells its
+/// declared name.
+pub fn names_for_file(file: &Path) -> Vec<String> {
+    let Some(stem) = file.file_stem().and_then(|s| s.to_str()) else {
+        return Vec::new();
+    };
+    let stem = stem
+        .strip_prefix(std::env::consts::DLL_PREFIX)
+        .unwrap_or(stem);
+    let mut names = vec![stem.to_string()];
+    let dashed = stem.replace('_', "-");
+    if dashed != stem {
+        names.push(dashed);
+    }
+    names
+}
+
+impl PluginWorkerSettings {
+    /// The settings `toolhost.toml` gives a plugin.
+    pub fn from_config(s: &crate::config::PluginSettings) -> Self {
+        PluginWorkerSettings {
+            env: s.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
+            isolate: s.isolate.unwrap_or(false),
+            sandbox: s.sandbox.as_ref().map(|sb| Sandbox {
+                read: sb.read.clone(),
+                write: sb.write.clone(),
+                net: sb.net,
+            }),
+        }
+    }
+
+    /// Whether these settings need a worker (isolate, sandbox, or an environment).
+    pub fn need_worker(&self) -> bool {
+        self.isolate || self.sandbox.is_some() || !self.env.is_empty()
+    }
+}
+
+/// Environment variable passing the host's log level to a worker.
+pub(crate) const LOG_LEVEL_ENV: &str = "TOOLHOST_WORKER_LOG";
+
+/// Settings of one plugin's workers.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PluginWorkerSettings {
+    /// Extra environment of its worker.
+    pub env: Vec<(OsString, OsString)>,
+    /// Run it in a worker even when workers are not the default.
+    pub isolate: bool,
+    /// The sandbox its worker runs in (implies `isolate`).
+    pub sandbox: Option<Sandbox>,
+}
+
+/// How workers are started and supervised.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// The executable run as `EXE __worker`: the `toolhost` binary (tests that use the
+    /// library pass `env!("CARGO_BIN_EXE_toolhost")`, since their own executable is no host).
+    pub exe: PathBuf,
+    /// Run every plugin in a worker (`--isolate`); otherwise only those whose settings ask.
+    pub isolate_all: bool,
+    /// Environment added to every worker's.
+    pub env: Vec<(OsString, OsString)>,
+    /// How long a cancelled tool has to return before its worker is killed.
+    pub cancel_grace: Duration,
+    /// How long a worker may take to load its plugin (and to answer a state request).
+    pub start_timeout: Duration,
+    /// Crashes within `crash_window` that disable a plugin until its file changes.
+    pub crash_budget: u32,
+    pub crash_window: Duration,
+}
+
+impl WorkerConfig {
+    /// Workers run `exe`, with the default limits: 1 s cancel grace, 10 s to start, 3 crashes
+    /// in 5 minutes.
+    pub fn new(exe: impl Into<PathBuf>) -> Self {
+        WorkerConfig {
+            exe: exe.into(),
+            isolate_all: false,
+            env: Vec::new(),
+            cancel_grace: Duration::from_secs(1),
+            start_timeout: Duration::from_secs(10),
+            crash_budget: 3,
+            crash_window: Duration::from_secs(300),
+        }
+    }
+
+    /// Workers run this very executable (the `toolhost` binary).
+    pub fn current_exe() -> std::io::Result<Self> {
+        Ok(Self::new(std::env::current_exe()?))
+    }
+
+    /// Whether a plugin with these settings runs in a worker.
+    pub fn isolates(&self, settings: &PluginWorkerSettings) -> bool {
+        self.isolate_all || settings.isolate || settings.sandbox.is_some()
+    }
+}

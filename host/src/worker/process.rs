@@ -1,0 +1,205 @@
+//! Starting a worker process: `toolhost __worker`, with the staged library on fd 3 and its
+//! end of the channel on fd 4, in a process group of its own, killed when the host dies.
+
+use std::{
+    fs::File,
+    io,
+    os::{
+        fd::{AsRawFd, RawFd},
+        unix::{net::UnixStream, process::CommandExt},
+    },
+    path::Path,
+    process::{Child, ChildStderr, Command, Stdio},
+    sync::{mpsc, Mutex, OnceLock},
+};
+
+use super::WorkerConfig;
+
+/// The descriptor a worker finds the library on.
+pub(crate) const LIBRARY_FD: RawFd = 3;
+/// The descriptor a worker finds its end of the channel on.
+pub(crate) const CHANNEL_FD: RawFd = 4;
+
+/// A started worker: the child, the host's end of the channel, and the worker's merged
+/// stdout and stderr.
+pub(crate) struct Spawned {
+    pub child: Child,
+    pub channel: UnixStream,
+    pub output: ChildStderr,
+}
+
+/// What the worker needs to know besides its descriptors.
+pub(crate) struct Launch<'a> {
+    pub file: &'a Path,
+    pub hash: &'a [u8; 32],
+    pub sandbox: Option<String>,
+    /// The plugin's own environment (besides the config's for every worker).
+    pub env: &'a [(std::ffi::OsString, std::ffi::OsString)],
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Runs `job` on the one thread that starts every worker.
+///
+/// `PR_SET_PDEATHSIG` fires when the *thread* that forked the child ends, not the process: a
+/// worker started from a tokio blocking thread would be killed when that thread retires after
+/// its idle timeout. This thread lives as long as the process.
+fn on_spawner_thread<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) -> io::Result<T> {
+    static SPAWNER: OnceLock<Mutex<mpsc::Sender<Job>>> = OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("toolhost-spawner".into())
+            .spawn(move || {
+                for job in rx {
+                    job();
+                }
+            })
+            .expect("cannot start the worker spawner thread");
+        Mutex::new(tx)
+    });
+    let (done_tx, done_rx) = mpsc::sync_channel(1);
+    let job: Job = Box::new(move || {
+        let _ = done_tx.send(job());
+    });
+    spawner
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .send(job)
+        .map_err(|_| io::Error::other("the worker spawner thread is gone"))?;
+    done_rx
+        .recv()
+        .map_err(|_| io::Error::other("the worker spawner thread is gone"))
+}
+
+/// Starts a worker for the staged copy open as `library`.
+pub(crate) fn spawn(
+    config: &WorkerConfig,
+    library: &File,
+    launch: Launch<'_>,
+) -> io::Result<Spawned> {
+    let (host_end, worker_end) = UnixStream::pair()?;
+    let mut cmd = Command::new(&config.exe);
+    cmd.arg("__worker")
+        .arg("--file")
+        .arg(launch.file)
+        .arg("--hash")
+        .arg(hex(launch.hash));
+    if let Some(sandbox) = launch.sandbox {
+        cmd.arg("--sandbox").arg(sandbox);
+    }
+    cmd.envs(config.env.iter().map(|(k, v)| (k, v)))
+        .envs(launch.env.iter().map(|(k, v)| (k, v)))
+        .env(
+            super::LOG_LEVEL_ENV,
+            tracing::level_filters::LevelFilter::current().to_string(),
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        // Ctrl-C in the terminal goes to the foreground process group: it is the host's to
+        // handle (the first one interrupts a turn), not a signal that should kill workers.
+        .process_group(0);
+    let library_fd = library.try_clone()?;
+    let (lib_raw, chan_raw) = (library_fd.as_raw_fd(), worker_end.as_raw_fd());
+    // SAFETY: the closure runs in the forked child before exec, so it may only make
+    // async-signal-safe calls: fcntl, dup2, close, prctl, getppid and _exit are. It touches no
+    // memory but its captured integers. `lib_raw` and `chan_raw` are open in the parent (and so
+    // in the child) until `spawn` returns: `library_fd` and `worker_end` are dropped after it.
+    unsafe {
+        let parent = libc::getpid();
+        cmd.pre_exec(move || {
+            // Move both out of the way first: either may itself be 3 or 4.
+            let lib = libc::fcntl(lib_raw, libc::F_DUPFD_CLOEXEC, 10);
+            let chan = libc::fcntl(chan_raw, libc::F_DUPFD_CLOEXEC, 10);
+            if lib < 0 || chan < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // dup2 leaves the new descriptors without FD_CLOEXEC: the worker inherits them.
+            if libc::dup2(lib, LIBRARY_FD) < 0 || libc::dup2(chan, CHANNEL_FD) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            libc::close(lib);
+            libc::close(chan);
+            // A plugin's `println!` lands in the captured stderr rather than nowhere.
+            if libc::dup2(2, 1) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // The worker must never outlive the host.
+            #[cfg(target_os = "linux")]
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // The host may have died before the prctl: then nobody would send the signal.
+            #[cfg(target_os = "linux")]
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    let mut child = on_spawner_thread(move || {
+        let child = cmd.spawn();
+        drop(library_fd);
+        drop(worker_end);
+        child
+    })??;
+    let output = child.stderr.take().expect("stderr is piped");
+    Ok(Spawned {
+        child,
+        channel: host_end,
+        output,
+    })
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub(crate) fn unhex(s: &str) -> Option<[u8; 32]> {
+    if s.len() != 64 || !s.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+/// `SIGSEGV`, `SIGABRT`, ... for the signals a crashing plugin dies of; `signal N` otherwise.
+pub(crate) fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGILL => "SIGILL",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGSYS => "SIGSYS",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGXCPU => "SIGXCPU",
+        _ => return format!("signal {sig}"),
+    };
+    name.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashes_round_trip_through_hex() {
+        let h: [u8; 32] = std::array::from_fn(|i| (i * 37) as u8);
+        assert_eq!(unhex(&hex(&h)), Some(h));
+        assert_eq!(unhex("00"), None);
+        assert_eq!(unhex(&"zz".repeat(32)), None);
+        assert_eq!(signal_name(libc::SIGSEGV), "SIGSEGV");
+        assert_eq!(signal_name(64), "signal 64");
+    }
+}

@@ -1,0 +1,329 @@
+//! Confining a worker (Linux): Landlock for files and TCP, seccomp for the socket kinds
+//! Landlock does not cover. Applied in the worker before the plugin library is opened, so no
+//! plugin code ever runs unconfined. A sandbox the kernel cannot enforce is refused, never
+//! applied in part.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// What a sandboxed plugin may touch.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sandbox {
+    /// Folders (or files) it may read beneath, besides the system's libraries and its own file.
+    #[serde(default)]
+    pub read: Vec<PathBuf>,
+    /// Folders (or files) it may read, write, create and remove beneath.
+    #[serde(default)]
+    pub write: Vec<PathBuf>,
+    /// Whether it may open network connections (TCP bind/connect, other socket kinds).
+    #[serde(default)]
+    pub net: bool,
+}
+
+/// Why a sandbox cannot be applied.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("this system cannot enforce a sandbox: {0}")]
+    Unsupported(String),
+    #[error("sandbox path {path}: {reason}")]
+    Path { path: PathBuf, reason: String },
+    #[error("cannot apply the sandbox: {0}")]
+    Apply(String),
+}
+
+/// What the running kernel offers for sandboxes (`toolhost doctor` reports it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SandboxSupport {
+    /// The Landlock ABI version, `None` when Landlock is absent or disabled.
+    pub landlock_abi: Option<i32>,
+    /// Whether seccomp filters can be installed.
+    pub seccomp: bool,
+}
+
+/// Landlock ABI needed: 4 is the first with TCP rules (3 added truncation).
+pub const LANDLOCK_ABI_NEEDED: i32 = 4;
+
+impl SandboxSupport {
+    /// Whether every part of a sandbox can be enforced here.
+    pub fn enforceable(&self) -> Result<(), SandboxError> {
+        match self.landlock_abi {
+            None => Err(SandboxError::Unsupported(
+                "Landlock is not available in this kernel (Linux 6.7 or later with Landlock \
+                 enabled is needed)"
+                    .into(),
+            )),
+            Some(v) if v < LANDLOCK_ABI_NEEDED => Err(SandboxError::Unsupported(format!(
+                "the kernel's Landlock ABI is {v}, at least {LANDLOCK_ABI_NEEDED} is needed \
+                 (Linux 6.7) for network rules"
+            ))),
+            Some(_) if !self.seccomp => Err(SandboxError::Unsupported(
+                "seccomp filters are not available".into(),
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+}
+
+/// Asks the kernel what it supports (no side effects).
+pub fn probe() -> SandboxSupport {
+    #[cfg(target_os = "linux")]
+    {
+        const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+        // SAFETY: landlock_create_ruleset with a null attribute, size 0 and the VERSION flag
+        // only returns the ABI version (or -1); it creates nothing.
+        let v = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_create_ruleset,
+                std::ptr::null::<libc::c_void>(),
+                0usize,
+                LANDLOCK_CREATE_RULESET_VERSION,
+            )
+        };
+        // SAFETY: PR_GET_SECCOMP only reads this process's seccomp mode.
+        let mode = unsafe { libc::prctl(libc::PR_GET_SECCOMP) };
+        SandboxSupport {
+            landlock_abi: (v > 0).then_some(v as i32),
+            // 2 (filter mode) still allows stacking more filters; 1 (strict) would have
+            // killed us for calling prctl.
+            seccomp: mode == 0 || mode == 2,
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    SandboxSupport {
+        landlock_abi: None,
+        seccomp: false,
+    }
+}
+
+/// Read-only places every plugin needs: the system's libraries, the dynamic loader's and the
+/// C library's configuration (locale, time zones, TLS certificates, name resolution).
+const SYSTEM_READ: &[&str] = &[
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/usr",
+    "/etc",
+    "/opt",
+    "/proc",
+    "/sys/devices/system/cpu",
+];
+
+/// Devices a plugin may read and write.
+const SYSTEM_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"];
+
+impl Sandbox {
+    /// Restricts this process (and its future threads and children) to the sandbox. `library`
+    /// is the plugin file as the worker opens it, which stays readable. Call it before any
+    /// other thread exists: Landlock applies to the calling thread and those it starts.
+    #[cfg(target_os = "linux")]
+    pub fn apply(&self, library: &Path) -> Result<(), SandboxError> {
+        use landlock::{
+            Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
+            RulesetAttr, RulesetCreatedAttr, RulesetStatus, ABI,
+        };
+        probe().enforceable()?;
+        let abi = ABI::V4;
+        let apply_err = |e: landlock::RulesetError| SandboxError::Apply(e.to_string());
+        let mut ruleset = Ruleset::default()
+            // Nothing is silently left out: a feature the kernel lacks is an error.
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessFs::from_all(abi))
+            .map_err(apply_err)?;
+        if !self.net {
+            ruleset = ruleset
+                .handle_access(AccessNet::from_all(abi))
+                .map_err(apply_err)?;
+        }
+        let mut created = ruleset.create().map_err(apply_err)?;
+        let read = AccessFs::from_read(abi);
+        let everything = AccessFs::from_all(abi);
+        // (path, access, must exist)
+        let mut rules: Vec<(&Path, landlock::BitFlags<AccessFs>, bool)> = Vec::new();
+        rules.extend(SYSTEM_READ.iter().map(|p| (Path::new(p), read, false)));
+        rules.extend(
+            SYSTEM_DEVICES
+                .iter()
+                .map(|p| (Path::new(p), read | AccessFs::WriteFile, false)),
+        );
+        rules.push((library, read, true));
+        rules.extend(self.read.iter().map(|p| (p.as_path(), read, true)));
+        rules.extend(self.write.iter().map(|p| (p.as_path(), everything, true)));
+        for (path, access, required) in rules {
+            let fd = match PathFd::new(path) {
+                Ok(fd) => fd,
+                Err(_) if !required => continue,
+                Err(e) => {
+                    return Err(SandboxError::Path {
+                        path: path.to_path_buf(),
+                        reason: e.to_string(),
+                    })
+                }
+            };
+            // File rights only on a file: directory rights on it are an error.
+            let access = if path.is_dir() {
+                access
+            } else {
+                access & AccessFs::from_file(abi)
+            };
+            created = created
+                .add_rule(PathBeneath::new(fd, access))
+                .map_err(|e| SandboxError::Path {
+                    path: path.to_path_buf(),
+                    reason: e.to_string(),
+                })?;
+        }
+        let status = created.restrict_self().map_err(apply_err)?;
+        if status.ruleset != RulesetStatus::FullyEnforced {
+            return Err(SandboxError::Unsupported(format!(
+                "Landlock enforced the sandbox only partly ({:?})",
+                status.ruleset
+            )));
+        }
+        if !self.net {
+            deny_other_sockets()?;
+        }
+        Ok(())
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn apply(&self, _library: &Path) -> Result<(), SandboxError> {
+        Err(SandboxError::Unsupported(
+            "sandboxes need Linux (Landlock)".into(),
+        ))
+    }
+}
+
+/// Installs a seccomp filter that makes `socket()` fail with EACCES for everything but Unix
+/// sockets and TCP (which Landlock already denies), and refuses io_uring (a way around
+/// `socket()`). UDP, raw and netlink sockets are what Landlock's network rules do not see.
+#[cfg(target_os = "linux")]
+fn deny_other_sockets() -> Result<(), SandboxError> {
+    #[cfg(target_arch = "x86_64")]
+    const ARCH: u32 = 0xC000_003E; // AUDIT_ARCH_X86_64
+    #[cfg(target_arch = "aarch64")]
+    const ARCH: u32 = 0xC000_00B7; // AUDIT_ARCH_AARCH64
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    return Err(SandboxError::Unsupported(
+        "the seccomp filter is written for x86_64 and aarch64 only".into(),
+    ));
+
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    {
+        use libc::{sock_filter, sock_fprog};
+        const LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+        const JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+        const AND_K: u16 = (libc::BPF_ALU | libc::BPF_AND | libc::BPF_K) as u16;
+        const RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+        const NR: u32 = 0;
+        const ARCH_OFF: u32 = 4;
+        const ARG0: u32 = 16;
+        const ARG1: u32 = 24;
+        const ARG2: u32 = 32;
+        let allow = libc::SECCOMP_RET_ALLOW;
+        let deny = libc::SECCOMP_RET_ERRNO | (libc::EACCES as u32 & libc::SECCOMP_RET_DATA);
+        let kill = libc::SECCOMP_RET_KILL_PROCESS;
+        let st = |code: u16, k: u32| sock_filter {
+            code,
+            jt: 0,
+            jf: 0,
+            k,
+        };
+        let jeq = |k: u32, jt: u8, jf: u8| sock_filter {
+            code: JEQ_K,
+            jt,
+            jf,
+            k,
+        };
+        let filter = [
+            // 0: wrong architecture: the syscall numbers below would mean something else.
+            st(LD_W_ABS, ARCH_OFF),
+            jeq(ARCH, 1, 0),
+            st(RET_K, kill),
+            // 3
+            st(LD_W_ABS, NR),
+            jeq(libc::SYS_io_uring_setup as u32, 0, 1),
+            st(RET_K, deny),
+            // 6
+            jeq(libc::SYS_socket as u32, 1, 0),
+            st(RET_K, allow),
+            // 8: socket(domain, type, protocol)
+            st(LD_W_ABS, ARG0),
+            jeq(libc::AF_UNIX as u32, 0, 1),
+            st(RET_K, allow),
+            // 11
+            jeq(libc::AF_INET as u32, 1, 0),
+            jeq(libc::AF_INET6 as u32, 0, 7),
+            // 13: an internet socket: only TCP, which Landlock governs.
+            st(LD_W_ABS, ARG1),
+            st(AND_K, 0xf),
+            jeq(libc::SOCK_STREAM as u32, 0, 4),
+            st(LD_W_ABS, ARG2),
+            jeq(0, 1, 0),
+            jeq(libc::IPPROTO_TCP as u32, 0, 1),
+            st(RET_K, allow),
+            // 20
+            st(RET_K, deny),
+        ];
+        let prog = sock_fprog {
+            len: filter.len() as u16,
+            filter: filter.as_ptr() as *mut sock_filter,
+        };
+        // SAFETY: `prog` points to `filter`, alive for the call; the kernel copies it. Landlock's
+        // `restrict_self` already set no_new_privs, which an unprivileged filter requires.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                0,
+                &prog as *const sock_fprog,
+            )
+        };
+        if rc != 0 {
+            return Err(SandboxError::Apply(format!(
+                "seccomp: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn support_is_judged_from_the_probe() {
+        let none = SandboxSupport {
+            landlock_abi: None,
+            seccomp: true,
+        };
+        assert!(none
+            .enforceable()
+            .unwrap_err()
+            .to_string()
+            .contains("Landlock is not available"));
+        let old = SandboxSupport {
+            landlock_abi: Some(3),
+            seccomp: true,
+        };
+        assert!(old
+            .enforceable()
+            .unwrap_err()
+            .to_string()
+            .contains("ABI is 3"));
+        let good = SandboxSupport {
+            landlock_abi: Some(7),
+            seccomp: true,
+        };
+        assert!(good.enforceable().is_ok());
+    }
+
+    #[test]
+    fn sandboxes_parse_with_defaults() {
+        let s: Sandbox = serde_json::from_str(r#"{"write":["/tmp/x"]}"#).unwrap();
+        assert_eq!(s.write, [PathBuf::from("/tmp/x")]);
+        assert!(s.read.is_empty() && !s.net);
+    }
+}

@@ -1,0 +1,470 @@
+//! Worker mode against real plugin libraries: results, logs, progress and cancellation across
+//! the process boundary; each crash class (segfault, abort, stack overflow, exit, a tool that
+//! never returns) ends only the worker; the crash budget; state hand-off between workers; the
+//! sandbox.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    sync::{Arc, OnceLock},
+    time::{Duration, Instant},
+};
+
+use serde_json::{json, Value};
+use toolhost::{
+    plugin::{CallControl, CallResult, LoadError, LoadedPlugin, Staged},
+    worker::{PluginWorkerSettings, Sandbox, WorkerConfig, WorkerPlugin},
+};
+
+/// Builds the plugins these tests load, once per test process.
+fn artifacts() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .current_dir(root)
+            .args([
+                "build", "--quiet", "-p", "calc", "-p", "faulty", "-p", "notes",
+            ])
+            .args(["-p", "crashy", "-p", "bad-init"])
+            .status()
+            .expect("run cargo build");
+        assert!(status.success(), "building the test plugins failed");
+        std::env::var_os("CARGO_TARGET_DIR")
+            .map(|d| root.join(d))
+            .unwrap_or_else(|| root.join("target"))
+            .join("debug")
+    })
+}
+
+fn lib_path(name: &str) -> PathBuf {
+    artifacts().join(format!(
+        "{}{}{}",
+        std::env::consts::DLL_PREFIX,
+        name.replace('-', "_"),
+        std::env::consts::DLL_SUFFIX
+    ))
+}
+
+fn config() -> WorkerConfig {
+    let mut c = WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost"));
+    c.cancel_grace = Duration::from_millis(300);
+    c
+}
+
+fn start_with(name: &str, config: WorkerConfig) -> Result<WorkerPlugin, LoadError> {
+    start_settings(name, config, PluginWorkerSettings::default())
+}
+
+fn start_settings(
+    name: &str,
+    config: WorkerConfig,
+    settings: PluginWorkerSettings,
+) -> Result<WorkerPlugin, LoadError> {
+    let shadow = tempfile::tempdir().unwrap();
+    let file = lib_path(name);
+    let staged = Staged::copy(&file, shadow.path()).unwrap();
+    let plugin = WorkerPlugin::start(&file, staged, Arc::new(config), settings, &|_| None);
+    // The worker holds the staged copy open: the shadow folder is already empty.
+    assert_eq!(std::fs::read_dir(shadow.path()).unwrap().count(), 0);
+    plugin
+}
+
+fn start(name: &str) -> WorkerPlugin {
+    start_with(name, config()).expect("the plugin loads in a worker")
+}
+
+fn call(p: &WorkerPlugin, tool: &str, args: Value) -> CallResult {
+    p.call(tool, &args.to_string(), &CallControl::new("t", None))
+}
+
+/// Whether `pid` is gone for good (reaped, not a zombie).
+fn reaped(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // A reused pid would be some other process, never our zombie.
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Waits (bounded) until the plugin serves from a worker other than `old`.
+fn new_worker(p: &WorkerPlugin, old: u32) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(pid) = p.pid().filter(|pid| *pid != old) {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "no new worker");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn calc_serves_from_a_worker_like_in_process() {
+    let p = start("calc");
+    assert_eq!(p.name(), "calc");
+    let names: Vec<&str> = p.manifest().tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(names.contains(&"add"), "{names:?}");
+    assert_eq!(call(&p, "add", json!({"x": 2, "y": 3})).text(), "5");
+    let bad = call(&p, "add", json!({"x": "five", "y": 3}));
+    assert!(bad.is_error && bad.text().contains("`x`"), "{}", bad.text());
+    let pid = p.pid().unwrap();
+    assert_ne!(pid, std::process::id());
+    drop(p);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !reaped(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "the worker of a dropped version is reaped"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn progress_and_cancellation_cross_the_process_boundary() {
+    let p = start("faulty");
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let control = CallControl::new(
+        "p",
+        Some(Box::new(move |done, total, msg: &str| {
+            sink.lock().unwrap().push((done, total, msg.to_string()))
+        })),
+    );
+    let r = p.call("slow", r#"{"ms": 50}"#, &control);
+    assert_eq!(r.text(), "slept 50 ms");
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 10, "{seen:?}");
+    assert_eq!(seen[3], (3.0, Some(10.0), "sleeping".to_string()));
+
+    // Cancelled while running: the tool sees it and stops; the worker is not killed.
+    let pid = p.pid().unwrap();
+    let control = Arc::new(CallControl::new("c", None));
+    let c2 = control.clone();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        c2.cancel();
+    });
+    let t = Instant::now();
+    let r = p.call("slow", r#"{"ms": 20000}"#, &control);
+    canceller.join().unwrap();
+    assert!(r.is_error && r.text().contains("cancel"), "{}", r.text());
+    assert!(t.elapsed() < Duration::from_secs(5));
+    assert_eq!(
+        p.pid(),
+        Some(pid),
+        "a cooperative cancellation kills nothing"
+    );
+    assert_eq!(p.restarts(), 0);
+}
+
+#[test]
+fn each_crash_class_fails_only_its_call_and_the_next_call_is_answered() {
+    let mut config = config();
+    config.crash_budget = 100;
+    let p = start_with("crashy", config).unwrap();
+    let cases = [
+        ("segfault", json!({}), "SIGSEGV"),
+        ("abort", json!({}), "SIGABRT"),
+        ("overflow", json!({}), "stack overflow"),
+        ("exit", json!({"code": 3}), "exit code 3"),
+    ];
+    for (tool, args, cause) in cases {
+        let before = p.pid().unwrap();
+        let r = call(&p, tool, args);
+        assert!(r.is_error, "{tool}: {}", r.text());
+        let expected = format!("plugin crashy crashed ({cause}");
+        assert!(
+            r.text().starts_with(&expected)
+                && r.text().contains(&format!("in tool {tool}; restarted")),
+            "{tool}: {}",
+            r.text()
+        );
+        assert!(reaped(before), "{tool}: the dead worker {before} is reaped");
+        let after = new_worker(&p, before);
+        let echo = call(&p, "echo", json!({"word": "still"}));
+        assert_eq!(echo.text(), format!("still from {after}"), "{tool}");
+    }
+}
+
+#[test]
+fn a_stuck_tool_ignoring_cancellation_gets_its_worker_killed() {
+    let p = start("crashy");
+    let before = p.pid().unwrap();
+    let control = Arc::new(CallControl::new("h", None));
+    let c2 = control.clone();
+    // What the router does at a timeout: cancel the call.
+    let timer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        c2.cancel();
+    });
+    let t = Instant::now();
+    let r = p.call("hang", "{}", &control);
+    timer.join().unwrap();
+    assert!(r.is_error, "{}", r.text());
+    assert!(
+        r.text()
+            .contains("tool hang stopped: its worker was killed")
+            && r.text().contains("did not stop within 300 ms"),
+        "{}",
+        r.text()
+    );
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert!(reaped(before));
+    let after = new_worker(&p, before);
+    assert_eq!(
+        call(&p, "echo", json!({"word": "back"})).text(),
+        format!("back from {after}")
+    );
+    // Killing a stuck tool is not a crash of the plugin.
+    let r = call(&p, "segfault", json!({}));
+    assert!(r.text().ends_with("restarted"), "{}", r.text());
+}
+
+#[test]
+fn the_crash_budget_disables_a_plugin_that_keeps_crashing() {
+    let mut config = config();
+    config.crash_budget = 3;
+    let p = start_with("crashy", config).unwrap();
+    for i in 0..2 {
+        let r = call(&p, "segfault", json!({}));
+        assert!(r.text().ends_with("restarted"), "crash {i}: {}", r.text());
+    }
+    let r = call(&p, "segfault", json!({}));
+    assert!(
+        r.text().contains("is disabled until its file changes"),
+        "{}",
+        r.text()
+    );
+    let r = call(&p, "echo", json!({"word": "x"}));
+    assert!(r.is_error, "{}", r.text());
+    assert!(
+        r.text()
+            .contains("plugin crashy is disabled: its worker crashed 3 times")
+            && r.text().contains("last: SIGSEGV")
+            && r.text().contains("loaded again when its file changes"),
+        "{}",
+        r.text()
+    );
+    assert_eq!(p.pid(), None, "no worker runs for a disabled plugin");
+}
+
+#[test]
+fn state_moves_from_one_worker_to_the_next() {
+    let old = start("notes");
+    assert!(old.manifest().stateful);
+    for text in ["one", "two"] {
+        let r = call(&old, "add_note", json!({"text": text}));
+        assert!(!r.is_error, "{}", r.text());
+    }
+    let saved = old.save_state().expect("notes keeps state");
+    let new = start("notes");
+    new.restore_state(&saved).unwrap();
+    drop(old);
+    let listed = call(&new, "list_notes", json!({}));
+    let text = listed.text();
+    assert!(text.contains("one") && text.contains("two"), "{text}");
+    assert!(new.restore_state(b"not json").is_err());
+}
+
+#[test]
+fn load_failures_in_the_worker_are_load_errors() {
+    let err = start_with("bad-init", config()).unwrap_err();
+    assert!(matches!(err, LoadError::Init(_)), "{err}");
+    // Not a library at all: refused by the host's check before any worker starts, exactly as
+    // in process (so the registry retries a file that may still be being written).
+    let shadow = tempfile::tempdir().unwrap();
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        file.path(),
+        b"not a library, just text, long enough for any header....",
+    )
+    .unwrap();
+    let staged = Staged::copy(file.path(), shadow.path()).unwrap();
+    let err = LoadedPlugin::start_worker(
+        file.path(),
+        staged,
+        Arc::new(config()),
+        PluginWorkerSettings::default(),
+        &|_| None,
+    )
+    .unwrap_err();
+    assert!(matches!(err, LoadError::NotALibrary(_)), "{err}");
+    // Handed to a worker anyway, the worker's loader refuses it the same way.
+    let staged = Staged::copy(file.path(), shadow.path()).unwrap();
+    let err = WorkerPlugin::start(
+        file.path(),
+        staged,
+        Arc::new(config()),
+        PluginWorkerSettings::default(),
+        &|_| None,
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("too short for a shared library"),
+        "{err}"
+    );
+}
+
+fn sandboxed(sandbox: Sandbox) -> Result<WorkerPlugin, LoadError> {
+    start_settings(
+        "crashy",
+        config(),
+        PluginWorkerSettings {
+            sandbox: Some(sandbox),
+            ..Default::default()
+        },
+    )
+}
+
+#[test]
+fn the_sandbox_refuses_what_it_does_not_allow_and_the_plugin_keeps_serving() {
+    if let Err(e) = toolhost::worker::probe_sandbox().enforceable() {
+        // A sandbox asked for where it cannot be enforced must be refused, never ignored.
+        let err = sandboxed(Sandbox::default()).unwrap_err();
+        assert!(err.to_string().contains("sandbox"), "{err} ({e})");
+        return;
+    }
+    let allowed = tempfile::tempdir().unwrap();
+    let forbidden = tempfile::tempdir().unwrap();
+    let p = sandboxed(Sandbox {
+        write: vec![allowed.path().to_path_buf()],
+        ..Default::default()
+    })
+    .unwrap();
+    let ok = allowed.path().join("ok.txt");
+    let r = call(&p, "write_file", json!({"path": ok}));
+    assert!(!r.is_error, "{}", r.text());
+    assert_eq!(std::fs::read_to_string(&ok).unwrap(), "hello");
+
+    let no = forbidden.path().join("no.txt");
+    let r = call(&p, "write_file", json!({"path": no}));
+    assert!(r.is_error, "{}", r.text());
+    assert!(r.text().contains("Permission denied"), "{}", r.text());
+    assert!(!no.exists());
+
+    // A listener on loopback, reachable from this process but not from the sandbox.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let r = call(&p, "connect", json!({"addr": addr}));
+    assert!(r.is_error, "{}", r.text());
+    assert!(r.text().contains("Permission denied"), "{}", r.text());
+    assert!(std::net::TcpStream::connect(&addr).is_ok());
+    // UDP is outside Landlock's reach: seccomp refuses the socket.
+    let r = call(&p, "udp", json!({}));
+    assert!(
+        r.is_error && r.text().contains("Permission denied"),
+        "{}",
+        r.text()
+    );
+
+    assert!(call(&p, "echo", json!({"word": "alive"}))
+        .text()
+        .starts_with("alive"));
+    assert_eq!(p.restarts(), 0);
+
+    // With `net = true` the same connection works.
+    let p = sandboxed(Sandbox {
+        net: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let r = call(&p, "connect", json!({"addr": addr}));
+    assert!(!r.is_error, "{}", r.text());
+    assert!(!call(&p, "udp", json!({})).is_error);
+
+    // A path that does not exist is a clear load error, not a sandbox left out.
+    let err = sandboxed(Sandbox {
+        read: vec!["/no/such/folder".into()],
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("sandbox") && err.to_string().contains("/no/such/folder"),
+        "{err}"
+    );
+}
+
+/// Everything logged in this test process, for the log test.
+fn captured_logs() -> &'static std::sync::Mutex<Vec<u8>> {
+    static LOGS: OnceLock<&'static std::sync::Mutex<Vec<u8>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs: &'static std::sync::Mutex<Vec<u8>> = Box::leak(Box::default());
+        struct W(&'static std::sync::Mutex<Vec<u8>>);
+        impl std::io::Write for W {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::INFO)
+            .with_ansi(false)
+            .with_writer(move || W(logs))
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).expect("first subscriber");
+        logs
+    })
+}
+
+#[test]
+fn plugin_logs_and_stderr_reach_the_host_log_tagged_with_the_plugin() {
+    let logs = captured_logs();
+    let p = start("crashy");
+    assert!(!call(&p, "echo", json!({"word": "hello-log"})).is_error);
+    // Rust prints the stack overflow on the worker's stderr before it aborts.
+    let r = call(&p, "overflow", json!({}));
+    assert!(r.is_error);
+    let text = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("echo hello-log"))
+        .unwrap_or_else(|| panic!("no plugin log line in:\n{text}"));
+    assert!(
+        line.contains("plugin=\"crashy\"") || line.contains("plugin=crashy"),
+        "{line}"
+    );
+    assert!(line.contains("INFO"), "{line}");
+    let stderr = text
+        .lines()
+        .find(|l| l.contains("stderr:") && l.contains("overflowed its stack"))
+        .unwrap_or_else(|| panic!("no stderr line in:\n{text}"));
+    assert!(stderr.contains("crashy"), "{stderr}");
+}
+
+#[test]
+fn a_plugin_in_a_worker_reads_its_config_and_its_environment() {
+    let shadow = tempfile::tempdir().unwrap();
+    let file = lib_path("calc");
+    let staged = Staged::copy(&file, shadow.path()).unwrap();
+    let p = LoadedPlugin::start_worker(
+        &file,
+        staged,
+        Arc::new(config()),
+        PluginWorkerSettings::default(),
+        &|name| (name == "calc").then(|| r#"{"precision":2}"#.to_string()),
+    )
+    .unwrap();
+    assert!(p.is_isolated());
+    assert_eq!(p.config_json(), Some(r#"{"precision":2}"#));
+    let r = p.call("divide", r#"{"x":1,"y":3}"#, &CallControl::new("c", None));
+    assert_eq!(r.text(), "0.33");
+    // A config that does not fit refuses the load, as in process.
+    let staged = Staged::copy(&file, shadow.path()).unwrap();
+    let e = LoadedPlugin::start_worker(
+        &file,
+        staged,
+        Arc::new(config()),
+        PluginWorkerSettings::default(),
+        &|_| Some(r#"{"precision":"two"}"#.to_string()),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("`precision`"), "{e}");
+}

@@ -1,0 +1,200 @@
+//! `toolhost serve --isolate` as a process: a stuck tool past its timeout really stops (its
+//! worker is killed and replaced) and the server goes on; end of input and SIGTERM end the
+//! host and every worker with it.
+
+use std::{
+    io::{BufRead, BufReader, Write},
+    path::Path,
+    process::{Child, ChildStdin, Command, Stdio},
+    sync::mpsc,
+    time::{Duration, Instant},
+};
+
+use serde_json::{json, Value};
+use toolhost_test_support::{lib_file, Build};
+
+/// A plugin folder holding crashy, only this user may write.
+fn plugin_dir() -> tempfile::TempDir {
+    let built = Build::packages(&["crashy"]).run();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        built.join(lib_file("crashy")),
+        dir.path().join(lib_file("crashy")),
+    )
+    .unwrap();
+    dir
+}
+
+struct Serve {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<Value>,
+}
+
+impl Serve {
+    fn start(plugins: &Path, shadow: &Path, extra: &[&str]) -> Serve {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .args(["serve", "--isolate", "--plugins"])
+            .arg(plugins)
+            .args(extra)
+            .env("XDG_RUNTIME_DIR", shadow)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in out.lines() {
+                let Ok(line) = line else { return };
+                if tx.send(serde_json::from_str(&line).unwrap()).is_err() {
+                    return;
+                }
+            }
+        });
+        Serve {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+        }
+    }
+
+    fn send(&mut self, v: Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{v}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn reply(&self, id: i64) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let v = self.lines.recv_timeout(left).expect("a reply in time");
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+
+    fn call(&mut self, id: i64, tool: &str, args: Value) -> Value {
+        self.send(json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}}));
+        self.reply(id)["result"].clone()
+    }
+
+    /// The host's children (its workers).
+    fn workers(&self) -> Vec<u32> {
+        let mut pids = Vec::new();
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", self.child.id())).unwrap();
+        for t in tasks.flatten() {
+            let children = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+            pids.extend(
+                children
+                    .split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+        pids
+    }
+
+    fn wait_exit(&mut self, within: Duration) {
+        let deadline = Instant::now() + within;
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "toolhost did not exit within {within:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether `pid` no longer runs (gone, or a zombie its new parent has yet to reap).
+fn dead(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+fn eventually_dead(pids: &[u32]) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !pids.iter().all(|p| dead(*p)) {
+        assert!(
+            Instant::now() < deadline,
+            "workers {pids:?} outlived the host"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn handshake(s: &mut Serve) {
+    s.send(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}));
+    s.reply(0);
+    s.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+}
+
+#[test]
+fn a_stuck_tool_past_its_timeout_is_stopped_and_the_server_goes_on() {
+    let (plugins, shadow) = (plugin_dir(), tempfile::tempdir().unwrap());
+    let mut s = Serve::start(plugins.path(), shadow.path(), &["--timeout", "1"]);
+    handshake(&mut s);
+    let first = s.workers();
+    assert_eq!(first.len(), 1, "one worker for crashy: {first:?}");
+    let t = Instant::now();
+    let r = s.call(1, "crashy__hang", json!({}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(
+        r["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("timed out"),
+        "{r}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(10));
+    // The tool ignored the cancellation: after the grace its worker is killed and replaced.
+    eventually_dead(&first);
+    let r = s.call(2, "crashy__echo", json!({"word": "on"}));
+    assert_eq!(r["isError"], Value::Null, "{r}");
+    let text = r["content"][0]["text"].as_str().unwrap();
+    let pid: u32 = text.strip_prefix("on from ").unwrap().parse().unwrap();
+    assert!(!first.contains(&pid));
+    assert_eq!(s.workers(), [pid]);
+}
+
+#[test]
+fn end_of_input_ends_the_host_and_its_workers() {
+    let (plugins, shadow) = (plugin_dir(), tempfile::tempdir().unwrap());
+    let mut s = Serve::start(plugins.path(), shadow.path(), &["--timeout", "2"]);
+    handshake(&mut s);
+    let workers = s.workers();
+    assert_eq!(workers.len(), 1);
+    // A call stuck in a worker does not keep the host alive past its timeout: its worker is
+    // killed (a stuck in-process call is abandoned at exit instead, see the service).
+    s.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"crashy__hang","arguments":{}}}));
+    std::thread::sleep(Duration::from_millis(200));
+    drop(s.stdin.take());
+    s.wait_exit(Duration::from_secs(10));
+    eventually_dead(&workers);
+}
+
+#[test]
+fn sigterm_ends_the_host_and_its_workers() {
+    let (plugins, shadow) = (plugin_dir(), tempfile::tempdir().unwrap());
+    let mut s = Serve::start(plugins.path(), shadow.path(), &[]);
+    handshake(&mut s);
+    let workers = s.workers();
+    assert_eq!(workers.len(), 1);
+    // SAFETY: kill(2) on the child we spawned and have not reaped.
+    unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
+    s.wait_exit(Duration::from_secs(10));
+    eventually_dead(&workers);
+}

@@ -1,0 +1,360 @@
+//! The registry with every plugin isolated in workers: hot reload under concurrent calls, the
+//! stateful hand-off between workers, and a plugin that pins itself in process (reqwest's
+//! blocking client) leaving no trace in the host.
+
+use std::{
+    collections::HashSet,
+    path::{Path, PathBuf},
+    process::Command,
+    sync::{
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+        Arc, OnceLock,
+    },
+    time::Duration,
+};
+
+use serde_json::{json, Value};
+use tempfile::TempDir;
+use tokio::sync::broadcast::{self, error::RecvError};
+use toolhost::{
+    config::LiveConfig,
+    plugin::{digest, CallControl, CallResult},
+    registry::{Registry, RegistryConfig, RegistryEvent, LIBRARY_SUFFIX},
+    worker::WorkerConfig,
+};
+
+fn artifacts() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .current_dir(root)
+            .args(["build", "--quiet", "-p", "calc", "-p", "notes"])
+            .args(["-p", "http-client", "-p", "crashy"])
+            .status()
+            .expect("run cargo build");
+        assert!(status.success(), "building the test plugins failed");
+        std::env::var_os("CARGO_TARGET_DIR")
+            .map(|d| root.join(d))
+            .unwrap_or_else(|| root.join("target"))
+            .join("debug")
+    })
+}
+
+fn library(name: &str) -> Vec<u8> {
+    let file = artifacts().join(format!(
+        "{}{}.{LIBRARY_SUFFIX}",
+        std::env::consts::DLL_PREFIX,
+        name.replace('-', "_")
+    ));
+    std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+}
+
+/// Another build: the same library with bytes appended (ignored by the loader, new hash).
+fn variant(bytes: &[u8], n: u32) -> Vec<u8> {
+    let mut v = bytes.to_vec();
+    v.extend_from_slice(format!("toolhost-test-variant-{n}").as_bytes());
+    v
+}
+
+struct Folder {
+    dir: TempDir,
+    shadow: TempDir,
+}
+
+impl Folder {
+    fn new() -> Self {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+        Folder {
+            dir: tempfile::tempdir().unwrap(),
+            shadow: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn put(&self, stem: &str, bytes: &[u8]) -> PathBuf {
+        let file = format!("{stem}.{LIBRARY_SUFFIX}");
+        let dest = self.dir.path().join(&file);
+        let tmp = self.dir.path().join(format!(".{file}.tmp"));
+        std::fs::write(&tmp, bytes).unwrap();
+        std::fs::rename(&tmp, &dest).unwrap();
+        dest
+    }
+
+    fn open(&self) -> Arc<Registry> {
+        self.open_with(true)
+    }
+
+    /// `isolate_all`: `--isolate`; otherwise only what `toolhost.toml` asks for is isolated.
+    fn open_with(&self, isolate_all: bool) -> Arc<Registry> {
+        let mut c = RegistryConfig::new(self.dir.path());
+        c.settings = Arc::new(LiveConfig::open(self.dir.path(), None).expect("toolhost.toml"));
+        c.shadow_dir = self.shadow.path().join("shadow");
+        c.give_up_after = Duration::from_secs(1);
+        let mut workers = WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost"));
+        workers.isolate_all = isolate_all;
+        c.workers = Some(Arc::new(workers));
+        Registry::open(c).expect("open the registry")
+    }
+
+    fn shadow_files(&self) -> usize {
+        std::fs::read_dir(self.shadow.path().join("shadow"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    }
+}
+
+const WAIT: Duration = Duration::from_secs(60);
+
+async fn replaced(rx: &mut broadcast::Receiver<RegistryEvent>, plugin: &str) {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            match rx.recv().await {
+                Ok(RegistryEvent::Replaced { name, .. }) if name == plugin => return,
+                Ok(RegistryEvent::Failed { file, error }) => {
+                    panic!("{}: {error}", file.display())
+                }
+                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => panic!("event stream closed"),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("timed out waiting for {plugin} to be replaced"))
+}
+
+async fn call(reg: &Registry, plugin: &str, tool: &'static str, args: Value) -> CallResult {
+    let lease = reg.lease(plugin).await.expect("plugin loaded");
+    tokio::task::spawn_blocking(move || {
+        lease.call(tool, &args.to_string(), &CallControl::new("test", None))
+    })
+    .await
+    .unwrap()
+}
+
+fn structured(r: &CallResult) -> Value {
+    serde_json::from_str(r.structured.as_ref().expect("structured").get()).unwrap()
+}
+
+/// Resident memory of this process in KiB.
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_isolated_plugin_reloaded_200_times_under_4_callers_fails_no_call() {
+    let folder = Folder::new();
+    let calc = library("calc");
+    let builds = [variant(&calc, 1), variant(&calc, 2)];
+    folder.put("libcalc", &builds[0]);
+    let reg = folder.open();
+    let mut rx = reg.subscribe();
+    let _watch = reg.watch().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicUsize::new(0));
+    let mut clients = Vec::new();
+    for client in 0..4u32 {
+        let (reg, stop, done) = (reg.clone(), stop.clone(), done.clone());
+        clients.push(tokio::spawn(async move {
+            let mut wrong = Vec::new();
+            let mut i = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                i += 1;
+                let (x, y) = (f64::from(client), f64::from(i));
+                let r = call(&reg, "calc", "multiply", json!({"x": x, "y": y})).await;
+                done.fetch_add(1, Ordering::Relaxed);
+                if r.is_error || r.text().parse::<f64>().ok() != Some(x * y) {
+                    wrong.push(r.text());
+                }
+            }
+            wrong
+        }));
+    }
+    let mut pids = HashSet::new();
+    for i in 0..200 {
+        let bytes = &builds[(i + 1) % 2];
+        folder.put("libcalc", bytes);
+        replaced(&mut rx, "calc").await;
+        let now = reg.get("calc").unwrap();
+        assert_eq!(
+            *now.hash(),
+            digest(bytes),
+            "reload {i} serves the new build"
+        );
+        pids.insert(now.worker_pid().expect("isolated"));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut wrong = Vec::new();
+    for c in clients {
+        wrong.extend(c.await.unwrap());
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} failed calls, first: {:?}",
+        wrong.len(),
+        wrong.first()
+    );
+    assert!(
+        done.load(Ordering::Relaxed) > 200,
+        "the clients made progress"
+    );
+    assert_eq!(pids.len(), 200, "each version runs in a worker of its own");
+    assert!(reg.failures().is_empty(), "{:?}", reg.failures());
+    assert_eq!(folder.shadow_files(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_isolated_stateful_plugin_keeps_its_state_across_reloads() {
+    let folder = Folder::new();
+    let notes = library("notes");
+    folder.put("libnotes", &notes);
+    let reg = folder.open();
+    let mut rx = reg.subscribe();
+    let _watch = reg.watch().unwrap();
+    let mut ids = Vec::new();
+    for n in 1..=5u32 {
+        let note =
+            structured(&call(&reg, "notes", "add_note", json!({"text": format!("n{n}")})).await);
+        ids.push(note["id"].as_u64().unwrap());
+        let before = reg.get("notes").unwrap().worker_pid();
+        folder.put("libnotes", &variant(&notes, n));
+        replaced(&mut rx, "notes").await;
+        assert_ne!(
+            reg.get("notes").unwrap().worker_pid(),
+            before,
+            "a new worker"
+        );
+    }
+    let list = structured(&call(&reg, "notes", "list_notes", json!({})).await);
+    let stored: Vec<u64> = list["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(stored, ids, "every note survived five worker hand-offs");
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_reqwest_plugin_reloaded_50_times_leaves_nothing_in_the_host() {
+    let folder = Folder::new();
+    let http = library("http-client");
+    // A loopback server answering every request with `pong`.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { return };
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: close\r\n\r\npong",
+            );
+        }
+    });
+    folder.put("libhttp_client", &http);
+    let reg = folder.open();
+    let mut rx = reg.subscribe();
+    let _watch = reg.watch().unwrap();
+    let r = call(&reg, "http_client", "get", json!({"url": url})).await;
+    assert_eq!(r.text(), "pong", "{}", r.text());
+    let rss_start = rss_kib();
+    for n in 1..=50u32 {
+        folder.put("libhttp_client", &variant(&http, n));
+        replaced(&mut rx, "http_client").await;
+        let r = call(&reg, "http_client", "get", json!({"url": url})).await;
+        assert_eq!(r.text(), "pong", "after reload {n}: {}", r.text());
+    }
+    let rss_end = rss_kib();
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let mapped = maps.lines().filter(|l| l.contains("http_client")).count();
+    assert_eq!(
+        mapped, 0,
+        "no copy of the plugin is mapped in the host:\n{maps}"
+    );
+    assert_eq!(toolhost::plugin::pinned_count(), 0);
+    eprintln!("reqwest plugin, 50 isolated reloads: host VmRSS {rss_start} KiB -> {rss_end} KiB");
+    // Generous: in process, 10 reloads of this plugin grow the host by ~19 MiB.
+    assert!(
+        rss_end < rss_start + 8 * 1024,
+        "host memory grew from {rss_start} KiB to {rss_end} KiB"
+    );
+    assert_eq!(folder.shadow_files(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn toolhost_toml_isolates_configures_and_sandboxes_one_plugin() {
+    let folder = Folder::new();
+    folder.put("libcalc", &library("calc"));
+    folder.put("libcrashy", &library("crashy"));
+    let allowed = tempfile::tempdir().unwrap();
+    let forbidden = tempfile::tempdir().unwrap();
+    std::fs::write(
+        folder.dir.path().join("toolhost.toml"),
+        format!(
+            "[plugin.calc]\nisolate = true\nconfig = {{ precision = 2 }}\n\n\
+             [plugin.crashy]\nenv = {{ CRASHY_MARK = \"x\" }}\n\n\
+             [plugin.crashy.sandbox]\nwrite = [{:?}]\n",
+            allowed.path()
+        ),
+    )
+    .unwrap();
+    let reg = folder.open_with(false);
+    assert!(reg.failures().is_empty(), "{:?}", reg.failures());
+    let calc = reg.get("calc").unwrap();
+    assert!(calc.is_isolated(), "isolate = true");
+    assert_eq!(
+        call(&reg, "calc", "divide", json!({"x": 1, "y": 3}))
+            .await
+            .text(),
+        "0.33"
+    );
+    assert!(
+        reg.get("crashy").unwrap().is_isolated(),
+        "a sandbox implies isolate"
+    );
+    if toolhost::worker::probe_sandbox().enforceable().is_ok() {
+        let ok = allowed.path().join("ok");
+        let r = call(&reg, "crashy", "write_file", json!({"path": ok})).await;
+        assert!(!r.is_error, "{}", r.text());
+        let no = forbidden.path().join("no");
+        let r = call(&reg, "crashy", "write_file", json!({"path": no})).await;
+        assert!(
+            r.is_error && r.text().contains("Permission denied"),
+            "{}",
+            r.text()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn settings_for_a_plugin_whose_file_is_named_otherwise_refuse_it() {
+    let folder = Folder::new();
+    let file = folder.put("libsomething_else", &library("crashy"));
+    std::fs::write(
+        folder.dir.path().join("toolhost.toml"),
+        "[plugin.crashy.sandbox]\nnet = false\n",
+    )
+    .unwrap();
+    let reg = folder.open_with(false);
+    assert!(
+        reg.get("crashy").is_none(),
+        "it must not run without its sandbox"
+    );
+    let failures = reg.failures();
+    let (_, error) = failures
+        .iter()
+        .find(|(f, _)| *f == file)
+        .unwrap_or_else(|| panic!("{failures:?}"));
+    assert!(
+        error.contains("plugin `crashy` has worker settings") && error.contains("libcrashy"),
+        "{error}"
+    );
+}
