@@ -227,7 +227,7 @@ enum Prepared {
     /// Mapped and checked; its `init` is next.
     Opened(Opening, [u8; 32]),
     /// Staged and trusted, to run in a worker process (started next, with these settings).
-    ForWorker(Staged, PluginWorkerSettings, [u8; 32]),
+    ForWorker(Box<(Staged, PluginWorkerSettings)>, [u8; 32]),
 }
 
 impl Prepared {
@@ -235,7 +235,7 @@ impl Prepared {
     fn hash(&self) -> [u8; 32] {
         match self {
             Prepared::Settled(_) => [0; 32],
-            Prepared::Opened(_, hash) | Prepared::ForWorker(_, _, hash) => *hash,
+            Prepared::Opened(_, hash) | Prepared::ForWorker(_, hash) => *hash,
         }
     }
 }
@@ -380,8 +380,9 @@ impl Registry {
                 let loaded =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match prepared {
                         Prepared::Opened(opening, _) => opening.init(&config),
-                        Prepared::ForWorker(staged, by_file, _) => match workers {
+                        Prepared::ForWorker(job, _) => match workers {
                             Some(w) => {
+                                let (staged, by_file) = *job;
                                 LoadedPlugin::start_worker(&path, staged, w, by_file, &config)
                             }
                             None => Err(load_thread_lost()),
@@ -622,7 +623,8 @@ impl Registry {
                 let config = |name: &str| settings.plugin_config_json(name);
                 self.finish(file, hash, opening.init(&config), rt)
             }
-            Prepared::ForWorker(staged, by_file, hash) => {
+            Prepared::ForWorker(job, hash) => {
+                let (staged, by_file) = *job;
                 let settings = &self.config.settings;
                 let config = |name: &str| settings.plugin_config_json(name);
                 let workers = self
@@ -777,7 +779,7 @@ impl Registry {
                 .unwrap_or_default();
             // The one place the registry chooses where a version runs.
             if workers.isolates(&by_file) {
-                return Ok(Prepared::ForWorker(staged, by_file, hash));
+                return Ok(Prepared::ForWorker(Box::new((staged, by_file)), hash));
             }
         }
         match LoadedPlugin::open_staged(file, staged) {
