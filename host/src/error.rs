@@ -15,6 +15,23 @@ pub fn one_line(err: &(dyn Error + 'static)) -> String {
     line
 }
 
+/// `text` with control characters (newlines, escapes, NUL...) escaped, for log lines: a file
+/// name with a newline must not split a line or fake another one. Other text is unchanged.
+pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -27,5 +44,17 @@ mod tests {
     fn causes_follow_the_error() {
         let e = Outer(std::io::Error::other("inner"));
         assert_eq!(one_line(&e), "outer: inner");
+    }
+
+    #[test]
+    fn control_characters_are_escaped_for_logs() {
+        assert_eq!(
+            super::escape_controls("plugins/evil\nWARN fake.so\u{1b}[2J é"),
+            "plugins/evil\\nWARN fake.so\\u{1b}[2J é"
+        );
+        assert!(matches!(
+            super::escape_controls("plain é"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }

@@ -30,7 +30,8 @@ struct PluginOpts {
     /// Folder holding plugin libraries (.so / .dylib).
     #[arg(long, env = "TOOLHOST_PLUGINS", default_value_os_t = default_plugin_dir())]
     plugins: PathBuf,
-    /// Load only the builds listed in this lock file (`sha256sum *.so` format).
+    /// Load only the builds listed in this lock file (`sha256sum *.so` format); read again
+    /// whenever it changes, and held to the same owner and permission rules as plugins.
     #[arg(long, env = "TOOLHOST_LOCK", value_name = "FILE")]
     lock: Option<PathBuf>,
     /// Load plugin files and folders that other users can write (refused by default).
@@ -50,7 +51,7 @@ impl PluginOpts {
         let mut config = RegistryConfig::new(&self.plugins);
         config.trust = Trust {
             allowlist: match &self.lock {
-                Some(path) => Some(Allowlist::load(path)?),
+                Some(path) => Some(Allowlist::load_with(path, self.allow_shared)?),
                 None => None,
             },
             allow_shared: self.allow_shared,
@@ -67,12 +68,30 @@ impl PluginOpts {
     }
 
     fn open_registry(&self) -> anyhow::Result<std::sync::Arc<Registry>> {
+        self.prepare_dir()?;
+        self.open_with(self.registry_config()?)
+    }
+
+    /// For one-shot commands (nothing watches the folder afterwards): waits for slow
+    /// `on_load`s up to the load timeout instead of leaving them to join later.
+    fn open_registry_waiting(&self) -> anyhow::Result<std::sync::Arc<Registry>> {
+        self.prepare_dir()?;
+        let mut config = self.registry_config()?;
+        config.start_wait = config.load_timeout;
+        self.open_with(config)
+    }
+
+    fn prepare_dir(&self) -> anyhow::Result<()> {
         let is_default = self.plugins == default_plugin_dir();
         if toolhost::plugin_dir::prepare(&self.plugins, is_default)? == Prepared::Created {
             eprintln!("toolhost: {}", plugin_dir::created_line(&self.plugins));
             eprintln!("toolhost: {}", plugin_dir::empty_hint(&self.plugins));
         }
-        Registry::open(self.registry_config()?)
+        Ok(())
+    }
+
+    fn open_with(&self, config: RegistryConfig) -> anyhow::Result<std::sync::Arc<Registry>> {
+        Registry::open(config)
             .with_context(|| format!("cannot use the plugin folder {}", self.plugins.display()))
     }
 }
@@ -306,7 +325,7 @@ fn serve(opts: &PluginOpts, limits: &SessionLimits) -> anyhow::Result<ExitCode> 
 }
 
 fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
-    let registry = opts.open_registry()?;
+    let registry = opts.open_registry_waiting()?;
     let (plugins, failed) = (registry.plugins(), registry.failures());
     if as_json {
         let plugins: Vec<Value> = plugins
@@ -396,7 +415,7 @@ fn call(
     if !parsed.is_object() {
         bail!("the arguments must be a JSON object, like '{{\"x\": 1}}'");
     }
-    let registry = opts.open_registry()?;
+    let registry = opts.open_registry_waiting()?;
     let router = Router::new(registry.clone(), limits.router_config());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -3,11 +3,20 @@
 //! Loading a library runs its code with the host's rights, so, as ssh does with keys, the host
 //! refuses files and folders that other users could have written. An optional allowlist of
 //! SHA-256 digests (a lock file in `sha256sum` format) narrows loading to named builds.
+//!
+//! Symlinks in the plugin folder are followed. What is checked is the file actually read:
+//! its owner and mode come from `fstat` on the descriptor the host copied the bytes from
+//! ([`Trust::check_opened`]), so a link flipped between the check and the copy cannot
+//! smuggle in another file. The folders the target lies in are not checked: once the inode
+//! read is this user's (or root's) and nobody else can write it, the bytes hashed, checked
+//! and mapped are the ones its owner wrote, wherever it lives.
 
 use std::{
     collections::HashSet,
     fmt::Write as _,
     path::{Path, PathBuf},
+    sync::{Arc, Mutex},
+    time::SystemTime,
 };
 
 /// Why a lock file could not be used.
@@ -19,12 +28,17 @@ pub enum AllowlistError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{}:{line}: expected a SHA-256 digest (64 hex digits), found `{found}`", .path.display())]
+    /// `found` is shown escaped, so invisible characters (a stray byte-order mark, a
+    /// zero-width space) are visible in the message.
+    #[error("{}:{line}: expected a SHA-256 digest (64 hex digits), found {found:?}", .path.display())]
     NotADigest {
         path: PathBuf,
         line: usize,
         found: String,
     },
+    /// The lock file fails the same rules as plugin files (owner, writers).
+    #[error("the lock file is not trusted")]
+    Untrusted(#[source] Box<TrustError>),
 }
 
 /// Why a file or folder may not be loaded.
@@ -49,6 +63,9 @@ pub enum TrustError {
     Writable { path: PathBuf, mode: u32 },
     #[error("its SHA-256 {} is not in the lock file {}", hex(.digest), .lock.display())]
     NotListed { digest: [u8; 32], lock: PathBuf },
+    /// The lock file can no longer be used: nothing new loads until it is fixed.
+    #[error("the lock file cannot be used, so nothing new is loaded")]
+    Lock(#[source] AllowlistError),
 }
 
 /// Lowercase hex of a digest.
@@ -59,25 +76,142 @@ pub fn hex(digest: &[u8; 32]) -> String {
     })
 }
 
-/// SHA-256 digests of the builds the host may load.
+/// SHA-256 digests of the builds the host may load, from a lock file that is read again
+/// whenever it changes (its size, mtime or inode): a hash added while the host runs lets
+/// that build load, a hash removed stops it (and [`Allowlist::refresh`] tells the watcher to
+/// look again). The lock file itself must pass the same trust rules as plugin files.
 #[derive(Debug, Clone)]
 pub struct Allowlist {
     path: PathBuf,
-    digests: HashSet<[u8; 32]>,
+    shared: bool,
+    current: Arc<Mutex<Current>>,
+}
+
+#[derive(Debug)]
+struct Current {
+    /// Counts the reads that changed something.
+    generation: u64,
+    stamp: Option<Stamp>,
+    digests: Result<HashSet<[u8; 32]>, Arc<AllowlistError>>,
+}
+
+/// What tells one version of the lock file from another.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: Option<SystemTime>,
+    #[cfg(unix)]
+    ino: u64,
+    /// Changes with `chmod`/`chown` too.
+    #[cfg(unix)]
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        Stamp {
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            #[cfg(unix)]
+            ino: std::os::unix::fs::MetadataExt::ino(meta),
+            #[cfg(unix)]
+            ctime: (
+                std::os::unix::fs::MetadataExt::ctime(meta),
+                std::os::unix::fs::MetadataExt::ctime_nsec(meta),
+            ),
+        }
+    }
 }
 
 impl Allowlist {
     /// Reads a lock file: one `<sha256 hex>  <file name>` per line (what `sha256sum *.so`
-    /// prints); blank lines and lines starting with `#` are ignored.
+    /// prints); blank lines and lines starting with `#` are ignored, as is a byte-order mark.
+    /// The file must belong to this user (or root) and be writable by nobody else.
     pub fn load(path: &Path) -> Result<Self, AllowlistError> {
-        let text = std::fs::read_to_string(path).map_err(|source| AllowlistError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        Self::parse(path, &text)
+        Self::load_with(path, false)
     }
 
-    fn parse(path: &Path, text: &str) -> Result<Self, AllowlistError> {
+    /// Like [`Allowlist::load`]; `shared` skips the owner and mode checks (`--allow-shared`).
+    pub fn load_with(path: &Path, shared: bool) -> Result<Self, AllowlistError> {
+        let list = Allowlist {
+            path: path.to_path_buf(),
+            shared,
+            current: Arc::new(Mutex::new(Current {
+                generation: 0,
+                stamp: None,
+                digests: Ok(HashSet::new()),
+            })),
+        };
+        list.refresh();
+        let error = list.lock().digests.as_ref().err().cloned();
+        match error {
+            None => Ok(list),
+            Some(e) => Err(Arc::try_unwrap(e).unwrap_or_else(|e| e.duplicate())),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Current> {
+        self.current.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Reads the lock file again if it changed. True if it did (then files refused or loaded
+    /// under the old list deserve another look).
+    pub fn refresh(&self) -> bool {
+        let stamp = std::fs::metadata(&self.path).ok().map(|m| Stamp::of(&m));
+        let mut current = self.lock();
+        if stamp.is_some() && current.stamp == stamp {
+            return false;
+        }
+        if stamp.is_none() && current.stamp.is_none() && current.digests.is_err() {
+            return false;
+        }
+        let (stamp, digests) = match self.read() {
+            Ok((stamp, digests)) => (Some(stamp), Ok(digests)),
+            Err(e) => (stamp, Err(Arc::new(e))),
+        };
+        if let Err(e) = &digests {
+            tracing::warn!(
+                "{}: nothing new loads until the lock file is fixed",
+                crate::error::one_line(&**e)
+            );
+        } else if current.stamp.is_some() {
+            tracing::info!(lock = ?self.path, "lock file changed: read again");
+        }
+        current.stamp = stamp;
+        current.digests = digests;
+        current.generation += 1;
+        true
+    }
+
+    /// Changes each time the lock file is read again because it changed (after checking).
+    pub fn generation(&self) -> u64 {
+        self.refresh();
+        self.lock().generation
+    }
+
+    fn read(&self) -> Result<(Stamp, HashSet<[u8; 32]>), AllowlistError> {
+        use std::io::Read;
+        let read_err = |source| AllowlistError::Read {
+            path: self.path.clone(),
+            source,
+        };
+        let mut file = std::fs::File::open(&self.path).map_err(read_err)?;
+        // The rules apply to the file read (fstat), as for plugins.
+        let meta = file.metadata().map_err(read_err)?;
+        if !self.shared {
+            check_meta(&self.path, &meta).map_err(|e| AllowlistError::Untrusted(Box::new(e)))?;
+        }
+        let mut text = String::new();
+        // A lock file is a few lines; refuse to read a huge one whole.
+        (&mut file)
+            .take(16 << 20)
+            .read_to_string(&mut text)
+            .map_err(read_err)?;
+        Ok((Stamp::of(&meta), Self::parse(&self.path, &text)?))
+    }
+
+    fn parse(path: &Path, text: &str) -> Result<HashSet<[u8; 32]>, AllowlistError> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut digests = HashSet::new();
         for (n, line) in text.lines().enumerate() {
             let line = line.trim();
@@ -92,20 +226,53 @@ impl Allowlist {
             })?;
             digests.insert(digest);
         }
-        Ok(Allowlist {
-            path: path.to_path_buf(),
-            digests,
-        })
+        Ok(digests)
     }
 
-    /// Whether the build with this digest may be loaded.
-    pub fn allows(&self, digest: &[u8; 32]) -> bool {
-        self.digests.contains(digest)
+    /// Whether the build with this digest may be loaded (reading the lock file again first if
+    /// it changed). An unusable lock file allows nothing.
+    pub fn allows(&self, digest: &[u8; 32]) -> Result<bool, TrustError> {
+        self.refresh();
+        match &self.lock().digests {
+            Ok(d) => Ok(d.contains(digest)),
+            Err(e) => Err(TrustError::Lock(e.duplicate())),
+        }
     }
 
     /// The lock file this list came from.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+impl AllowlistError {
+    /// A copy for another report (io errors are not `Clone`).
+    fn duplicate(&self) -> AllowlistError {
+        match self {
+            AllowlistError::Read { path, source } => AllowlistError::Read {
+                path: path.clone(),
+                source: std::io::Error::new(source.kind(), source.to_string()),
+            },
+            AllowlistError::NotADigest { path, line, found } => AllowlistError::NotADigest {
+                path: path.clone(),
+                line: *line,
+                found: found.clone(),
+            },
+            AllowlistError::Untrusted(e) => AllowlistError::Untrusted(Box::new(match &**e {
+                TrustError::OtherOwner { path, uid } => TrustError::OtherOwner {
+                    path: path.clone(),
+                    uid: *uid,
+                },
+                TrustError::Writable { path, mode } => TrustError::Writable {
+                    path: path.clone(),
+                    mode: *mode,
+                },
+                other => TrustError::Unreadable {
+                    path: PathBuf::new(),
+                    source: std::io::Error::other(other.to_string()),
+                },
+            })),
+        }
     }
 }
 
@@ -139,11 +306,32 @@ impl Trust {
         check_writers(path)
     }
 
-    /// Checks a plugin file about to be loaded: its writers, then the allowlist.
+    /// Checks a plugin file about to be loaded: its writers, then the allowlist. Stats the
+    /// path, so the answer may not hold for a later open: loaders use
+    /// [`Trust::check_opened`] with the metadata of the descriptor they read.
     pub fn check_file(&self, file: &Path, digest: &[u8; 32]) -> Result<(), TrustError> {
         self.check_writers(file)?;
+        self.check_listed(digest)
+    }
+
+    /// Checks a plugin file whose bytes were read through a descriptor: `meta` is `fstat` of
+    /// that descriptor (see [`crate::plugin::Staged::metadata`]), `file` only names it in errors.
+    pub fn check_opened(
+        &self,
+        file: &Path,
+        meta: &std::fs::Metadata,
+        digest: &[u8; 32],
+    ) -> Result<(), TrustError> {
+        if !self.allow_shared {
+            check_meta(file, meta)?;
+        }
+        self.check_listed(digest)
+    }
+
+    /// Checks `digest` against the lock file, if there is one (read again if it changed).
+    pub fn check_listed(&self, digest: &[u8; 32]) -> Result<(), TrustError> {
         if let Some(list) = &self.allowlist {
-            if !list.allows(digest) {
+            if !list.allows(digest)? {
                 return Err(TrustError::NotListed {
                     digest: *digest,
                     lock: list.path().to_path_buf(),
@@ -156,11 +344,16 @@ impl Trust {
 
 #[cfg(unix)]
 fn check_writers(path: &Path) -> Result<(), TrustError> {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let meta = std::fs::metadata(path).map_err(|source| TrustError::Unreadable {
         path: path.to_path_buf(),
         source,
     })?;
+    check_meta(path, &meta)
+}
+
+#[cfg(unix)]
+fn check_meta(path: &Path, meta: &std::fs::Metadata) -> Result<(), TrustError> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let me = crate::plugin::current_uid();
     if meta.uid() != me && meta.uid() != 0 {
         return Err(TrustError::OtherOwner {
@@ -183,6 +376,11 @@ fn check_writers(_path: &Path) -> Result<(), TrustError> {
     Ok(())
 }
 
+#[cfg(not(unix))]
+fn check_meta(_path: &Path, _meta: &std::fs::Metadata) -> Result<(), TrustError> {
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,13 +390,77 @@ mod tests {
         let d = [0xabu8; 32];
         let text = format!("# built 2026-11-22\n{}  libcalc.so\n\n", hex(&d));
         let list = Allowlist::parse(Path::new("plugins.lock"), &text).unwrap();
-        assert!(list.allows(&d));
-        assert!(!list.allows(&[0u8; 32]));
+        assert!(list.contains(&d));
+        assert!(!list.contains(&[0u8; 32]));
         let e = Allowlist::parse(Path::new("plugins.lock"), "xyz libcalc.so").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "plugins.lock:1: expected a SHA-256 digest (64 hex digits), found `xyz`"
+            "plugins.lock:1: expected a SHA-256 digest (64 hex digits), found \"xyz\""
         );
+        // A byte-order mark at the start (as some editors write) is not part of the digest.
+        let bom = format!("\u{feff}{}  libcalc.so\n", hex(&d));
+        assert!(Allowlist::parse(Path::new("l"), &bom).unwrap().contains(&d));
+        // Elsewhere, invisible characters show in the message.
+        let e = Allowlist::parse(Path::new("l"), &format!("\u{200b}{}", hex(&d))).unwrap_err();
+        assert!(e.to_string().contains("found \"\\u{200b}"), "{e}");
+    }
+
+    fn lock_file(dir: &Path, digests: &[[u8; 32]]) -> PathBuf {
+        let p = dir.join("plugins.lock");
+        let text: String = digests
+            .iter()
+            .map(|d| format!("{}  x.so\n", hex(d)))
+            .collect();
+        // Replaced, not rewritten in place: a new inode, as editors and `mv` do.
+        let tmp = dir.join("plugins.lock.tmp");
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, &p).unwrap();
+        p
+    }
+
+    #[test]
+    fn the_lock_file_is_read_again_when_it_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = lock_file(dir.path(), &[[1; 32]]);
+        let list = Allowlist::load(&path).unwrap();
+        assert!(list.allows(&[1; 32]).unwrap());
+        assert!(!list.allows(&[2; 32]).unwrap());
+        assert!(!list.refresh(), "unchanged");
+        lock_file(dir.path(), &[[2; 32]]);
+        assert!(list.allows(&[2; 32]).unwrap(), "an added hash is seen");
+        assert!(!list.allows(&[1; 32]).unwrap(), "a removed hash is seen");
+        // Broken or gone: nothing loads, with the reason.
+        std::fs::write(&path, "nonsense").unwrap();
+        let e = list.allows(&[2; 32]).unwrap_err();
+        assert!(
+            crate::error::one_line(&e).contains("expected a SHA-256 digest"),
+            "{e}"
+        );
+        std::fs::remove_file(&path).unwrap();
+        assert!(list.allows(&[2; 32]).is_err());
+        lock_file(dir.path(), &[[2; 32]]);
+        assert!(list.allows(&[2; 32]).unwrap(), "fixed again");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_lock_file_others_can_write_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = lock_file(dir.path(), &[[1; 32]]);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let e = Allowlist::load(&path).unwrap_err();
+        assert!(
+            crate::error::one_line(&e).contains("writable by everyone"),
+            "{e}"
+        );
+        // `--allow-shared` lifts it, as for plugin files.
+        assert!(Allowlist::load_with(&path, true).is_ok());
+        // A list already in use turns to "allow nothing" when its file becomes writable.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let list = Allowlist::load(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o664)).unwrap();
+        assert!(list.allows(&[1; 32]).is_err());
     }
 
     #[test]
@@ -206,13 +468,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("libx.so");
         std::fs::write(&file, b"x").unwrap();
+        let lock = lock_file(dir.path(), &[[1; 32]]);
         let trust = Trust {
-            allowlist: Some(Allowlist::parse(Path::new("l"), &hex(&[1; 32])).unwrap()),
+            allowlist: Some(Allowlist::load(&lock).unwrap()),
             allow_shared: false,
         };
         assert!(trust.check_file(&file, &[1; 32]).is_ok());
         let e = trust.check_file(&file, &[2; 32]).unwrap_err().to_string();
-        assert!(e.contains("is not in the lock file l"), "{e}");
+        assert!(e.contains("is not in the lock file"), "{e}");
     }
 
     #[cfg(unix)]

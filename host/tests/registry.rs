@@ -5,7 +5,7 @@ use std::{
     collections::BTreeSet,
     path::{Path, PathBuf},
     sync::{
-        atomic::{AtomicBool, AtomicUsize, Ordering},
+        atomic::{AtomicBool, Ordering},
         Arc, OnceLock,
     },
     time::Duration,
@@ -33,9 +33,35 @@ fn artifacts() -> &'static Path {
             "bad-init",
             "abi-mismatch",
             "slow-state",
+            "hostile",
+            "versioned",
         ])
         .run()
     })
+}
+
+/// A shared library that is no plugin: the SDK's proc-macro crate, which any build of a
+/// plugin compiles (into `deps/`, under a hashed name; only a full workspace build copies it
+/// next to the plugins).
+fn proc_macro_library() -> Vec<u8> {
+    let deps = artifacts().join("deps");
+    let prefix = format!("{}toolhost_plugin_macros-", std::env::consts::DLL_PREFIX);
+    let newest = std::fs::read_dir(&deps)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with(&prefix) && name.ends_with(std::env::consts::DLL_SUFFIX)
+        })
+        .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "no {prefix}*{} in {}",
+                std::env::consts::DLL_SUFFIX,
+                deps.display()
+            )
+        });
+    std::fs::read(newest.path()).unwrap()
 }
 
 /// The bytes of the library built from crate `name`.
@@ -49,6 +75,28 @@ fn library(name: &str) -> Vec<u8> {
 fn variant(bytes: &[u8], n: u32) -> Vec<u8> {
     let mut v = bytes.to_vec();
     v.extend_from_slice(format!("toolhost-test-variant-{n}").as_bytes());
+    v
+}
+
+/// Where the last loadable segment of an ELF64 little-endian file ends.
+fn segments_end(elf: &[u8]) -> usize {
+    let u16_at = |o: usize| u16::from_le_bytes(elf[o..o + 2].try_into().unwrap()) as usize;
+    let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap()) as usize;
+    let (phoff, phentsize, phnum) = (u64_at(0x20), u16_at(0x36), u16_at(0x38));
+    (0..phnum)
+        .map(|i| phoff + i * phentsize)
+        .filter(|&ph| u32::from_le_bytes(elf[ph..ph + 4].try_into().unwrap()) == 1)
+        .map(|ph| u64_at(ph + 8) + u64_at(ph + 0x20))
+        .max()
+        .expect("a PT_LOAD segment")
+}
+
+/// `elf` (ELF64) without its section header table, cut at `len`: its headers still parse.
+fn without_section_headers(elf: &[u8], len: usize) -> Vec<u8> {
+    let mut v = elf[..len].to_vec();
+    assert_eq!(&v[..5], b"\x7fELF\x02");
+    v[0x28..0x30].fill(0); // e_shoff
+    v[0x3c..0x40].fill(0); // e_shnum, e_shstrndx
     v
 }
 
@@ -71,9 +119,10 @@ impl Folder {
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
             .try_init();
+        // Whatever the umask: the host refuses folders others can write.
         Folder {
-            dir: tempfile::tempdir().unwrap(),
-            shadow: tempfile::tempdir().unwrap(),
+            dir: tempdir_with_mode(0o755),
+            shadow: tempdir_with_mode(0o700),
         }
     }
 
@@ -99,10 +148,16 @@ impl Folder {
     }
 
     /// Puts `bytes` in place at once (written beside, then renamed over), as installers do.
+    /// Mode 0644 whatever the umask: the host refuses group-writable plugin files.
     fn put(&self, file: &str, bytes: &[u8]) -> PathBuf {
         let dest = self.path(file);
         let tmp = self.path(&format!(".{file}.tmp"));
         std::fs::write(&tmp, bytes).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
         std::fs::rename(&tmp, &dest).unwrap();
         dest
     }
@@ -202,65 +257,109 @@ fn tool_names(reg: &Registry, plugin: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// What [`reload_under_load`] saw.
-struct LoadRun {
-    /// Calls that answered wrongly or with an error.
-    wrong: Vec<String>,
-    started: usize,
-    finished: usize,
+/// The `versioned` fixture with its build mark set to `id`: a build that answers with `id`.
+fn versioned(id: &str) -> Vec<u8> {
+    const MARK: &[u8; 32] = b"toolhost-versioned-build-0000000";
+    let mut mark = [b'.'; 32];
+    mark[..id.len()].copy_from_slice(id.as_bytes());
+    let mut bytes = library("versioned");
+    let at = bytes
+        .windows(32)
+        .position(|w| w == MARK)
+        .expect("the build mark is in the library");
+    bytes[at..at + 32].copy_from_slice(&mark);
+    bytes
 }
 
-/// Replaces calc `reloads` times, alternating two builds, while `clients` tasks call
-/// `multiply` continuously and check every answer; `after_reload(i)` runs after each swap.
+/// What [`reload_under_load`] saw.
+struct LoadRun {
+    /// Calls that answered wrongly, with an error, or from another build than the one leased.
+    wrong: Vec<String>,
+    /// Right answers per build id.
+    per_build: std::collections::HashMap<String, usize>,
+    /// Versions that stayed mapped during the run (pinned or kept for a thread), as the
+    /// difference of the process-wide counters.
+    stayed_mapped: usize,
+}
+
+fn stayed_mapped() -> usize {
+    toolhost::plugin::pinned_count() + toolhost::plugin::kept_for_threads_count()
+}
+
+/// Replaces the `versioned` plugin `reloads` times, alternating two builds that answer
+/// differently, while `clients` tasks call `multiply` continuously: every answer must be
+/// right and come from the build its lease holds. `after_reload(i)` runs after each swap.
 async fn reload_under_load(
     folder: &Folder,
     reloads: usize,
     clients: u32,
     mut after_reload: impl FnMut(usize, &Registry, &[u8]),
 ) -> (Arc<Registry>, LoadRun) {
-    let calc = library("calc");
-    let builds = [variant(&calc, 1), variant(&calc, 2)];
-    let reg = folder.serving("calc.so", &builds[0]);
+    let builds = [versioned("v-one"), versioned("v-two")];
+    let ids: Arc<std::collections::HashMap<[u8; 32], String>> = Arc::new(
+        [
+            (digest(&builds[0]), "v-one".to_string()),
+            (digest(&builds[1]), "v-two".to_string()),
+        ]
+        .into(),
+    );
+    let mapped_before = stayed_mapped();
+    let reg = folder.serving("versioned.so", &builds[0]);
     let (mut rx, _watch) = follow(&reg);
     let stop = Arc::new(AtomicBool::new(false));
-    let started = Arc::new(AtomicUsize::new(0));
-    let finished = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
     for client in 0..clients {
-        let (reg, stop) = (reg.clone(), stop.clone());
-        let (started, finished) = (started.clone(), finished.clone());
+        let (reg, stop, ids) = (reg.clone(), stop.clone(), ids.clone());
         tasks.push(tokio::spawn(async move {
             let mut wrong = Vec::new();
+            let mut per_build = std::collections::HashMap::<String, usize>::new();
             let mut i = 0u32;
             while !stop.load(Ordering::Relaxed) {
                 i += 1;
-                started.fetch_add(1, Ordering::Relaxed);
                 let (x, y) = (f64::from(client), f64::from(i));
-                let r = call(&reg, "calc", "multiply", json!({"x": x, "y": y})).await;
-                finished.fetch_add(1, Ordering::Relaxed);
-                if r.is_error || r.text().parse::<f64>().ok() != Some(x * y) {
-                    wrong.push(r.text());
+                let lease = reg.lease("versioned").await.expect("versioned serves");
+                let leased = ids[lease.hash()].clone();
+                let args = json!({"x": x, "y": y}).to_string();
+                let r = tokio::task::spawn_blocking(move || {
+                    lease.call("multiply", &args, &CallControl::new("t", None))
+                })
+                .await
+                .unwrap();
+                let text = r.text();
+                match text.split_once(':') {
+                    Some((build, product))
+                        if !r.is_error
+                            && build == leased
+                            && product.parse::<f64>().ok() == Some(x * y) =>
+                    {
+                        *per_build.entry(leased).or_default() += 1;
+                    }
+                    _ => wrong.push(format!("leased {leased}, got {text:?}")),
                 }
             }
-            wrong
+            (wrong, per_build)
         }));
     }
     for i in 0..reloads {
         let bytes = &builds[(i + 1) % 2];
-        folder.put("calc.so", bytes);
-        replaced(&mut rx, "calc").await;
+        folder.put("versioned.so", bytes);
+        replaced(&mut rx, "versioned").await;
         after_reload(i, &reg, bytes);
     }
     stop.store(true, Ordering::Relaxed);
-    let mut wrong = Vec::new();
-    for t in tasks {
-        wrong.extend(t.await.expect("a client task panicked"));
-    }
-    let run = LoadRun {
-        wrong,
-        started: started.load(Ordering::Relaxed),
-        finished: finished.load(Ordering::Relaxed),
+    let mut run = LoadRun {
+        wrong: Vec::new(),
+        per_build: Default::default(),
+        stayed_mapped: 0,
     };
+    for t in tasks {
+        let (wrong, per_build) = t.await.expect("a client task panicked");
+        run.wrong.extend(wrong);
+        for (b, n) in per_build {
+            *run.per_build.entry(b).or_default() += n;
+        }
+    }
+    run.stayed_mapped = stayed_mapped() - mapped_before;
     (reg, run)
 }
 
@@ -272,8 +371,21 @@ impl LoadRun {
             self.wrong.len(),
             self.wrong.first()
         );
-        assert_eq!(self.started, self.finished, "calls lost");
-        assert!(self.finished > 0, "the clients made progress");
+        // Both builds really answered (their own code ran, not a cached older copy).
+        for id in ["v-one", "v-two"] {
+            assert!(
+                self.per_build.get(id).copied().unwrap_or(0) > 0,
+                "no answer from {id}: {:?}",
+                self.per_build
+            );
+        }
+        // Every retired version was unmapped (pinned_count and kept_for_threads_count did not
+        // move).
+        assert_eq!(self.stayed_mapped, 0, "versions stayed mapped");
+    }
+
+    fn answers(&self) -> usize {
+        self.per_build.values().sum()
     }
 }
 
@@ -282,7 +394,7 @@ async fn replaced_200_times_under_concurrent_calls() {
     let folder = Folder::new();
     let mut versions = std::collections::HashSet::new();
     let (reg, run) = reload_under_load(&folder, 200, 4, |i, reg, bytes| {
-        let now = reg.get("calc").unwrap();
+        let now = reg.get("versioned").unwrap();
         assert_eq!(
             *now.hash(),
             digest(bytes),
@@ -313,21 +425,20 @@ async fn bad_files_are_reported_and_the_rest_keep_serving() {
             calc[..calc.len() / 2].to_vec(),
             "incomplete",
         ),
+        // Headers that still parse (no section table, which sits at the end): only the
+        // segment-range check (the SIGBUS guard) refuses it.
+        (
+            "cut-segments.so",
+            without_section_headers(&calc, segments_end(&calc) - 1),
+            "the file is incomplete (a segment ends at byte",
+        ),
         ("mismatch.so", library("abi-mismatch"), "ABI mismatch"),
         (
             "bad-init.so",
             library("bad-init"),
             "on_load panics on purpose",
         ),
-        (
-            "macros.so",
-            std::fs::read(artifacts().join(format!(
-                "{}toolhost_plugin_macros.{LIBRARY_SUFFIX}",
-                std::env::consts::DLL_PREFIX
-            )))
-            .unwrap(),
-            "not a toolhost plugin",
-        ),
+        ("macros.so", proc_macro_library(), "not a toolhost plugin"),
     ];
     folder.put("calc.so", &calc);
     std::fs::write(folder.path("notes.txt"), "not a plugin file: ignored").unwrap();
@@ -414,6 +525,13 @@ async fn plugins_appear_disappear_and_rename() {
     {
         use std::io::Write;
         let mut f = std::fs::File::create(&path).unwrap();
+        // Whatever the umask: the host refuses group-writable plugin files.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            f.set_permissions(std::fs::Permissions::from_mode(0o644))
+                .unwrap();
+        }
         f.write_all(&faulty[..faulty.len() / 3]).unwrap();
         f.flush().unwrap();
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -848,6 +966,7 @@ async fn untrusted_files_are_refused() {
     let lock = f.shadow.path().join("plugins.lock");
     let calc_digest = digest(&std::fs::read(&calc).unwrap());
     std::fs::write(&lock, format!("{}  calc.so\n", hex(&calc_digest))).unwrap();
+    std::fs::set_permissions(&lock, std::fs::Permissions::from_mode(0o644)).unwrap();
     let mut config = f.config();
     config.trust = Trust {
         allowlist: Some(Allowlist::load(&lock).unwrap()),
@@ -867,6 +986,114 @@ async fn untrusted_files_are_refused() {
     assert!(e.contains("writable by everyone"), "{e}");
 }
 
+/// Issue #14 item 9: the plugin folder deleted and created again is followed again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_folder_deleted_and_recreated_is_watched_again() {
+    let folder = Folder::new();
+    let reg = folder.serving("calc.so", &library("calc"));
+    let (mut rx, _watch) = follow(&reg);
+    std::fs::remove_dir_all(folder.dir.path()).unwrap();
+    wait_for(
+        &mut rx,
+        "calc removed",
+        |e| matches!(e, RegistryEvent::Removed { name, .. } if name == "calc"),
+    )
+    .await;
+    std::fs::create_dir(folder.dir.path()).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::Permissions::from_mode(0o755);
+        std::fs::set_permissions(folder.dir.path(), mode).unwrap();
+    }
+    folder.put("text.so", &library("text"));
+    wait_for(
+        &mut rx,
+        "text added",
+        |e| matches!(e, RegistryEvent::Added { name, .. } if name == "text"),
+    )
+    .await;
+    // And the new folder is really watched: a later change is seen.
+    folder.put("calc.so", &library("calc"));
+    wait_for(
+        &mut rx,
+        "calc added",
+        |e| matches!(e, RegistryEvent::Added { name, .. } if name == "calc"),
+    )
+    .await;
+}
+
+/// Issue #14 item 8: a FIFO named like a plugin does not block the watcher.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_fifo_named_like_a_plugin_does_not_block_the_watcher() {
+    let folder = Folder::new();
+    let reg = folder.serving("calc.so", &library("calc"));
+    let (mut rx, _watch) = follow(&reg);
+    let fifo = folder.path("fifo.so");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: `c` is a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let error = failed(&mut rx, &fifo).await;
+    assert!(
+        error.contains("not a regular file (it is a FIFO)"),
+        "{error}"
+    );
+    folder.put("text.so", &library("text"));
+    wait_for(
+        &mut rx,
+        "text added",
+        |e| matches!(e, RegistryEvent::Added { name, .. } if name == "text"),
+    )
+    .await;
+}
+
+/// Issue #14 item 5: the lock file is read again when it changes, while the host runs.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn lock_file_changes_apply_while_running() {
+    use toolhost::trust::{hex, Allowlist, Trust};
+    let f = Folder::new();
+    let calc = f.put("calc.so", &library("calc"));
+    let text = f.put("text.so", &library("text"));
+    let lock = f.shadow.path().join("plugins.lock");
+    let write_lock = |files: &[&Path]| {
+        let body: String = files
+            .iter()
+            .map(|p| format!("{}  x\n", hex(&digest(&std::fs::read(p).unwrap()))))
+            .collect();
+        let tmp = lock.with_extension("tmp");
+        std::fs::write(&tmp, body).unwrap();
+        // Whatever the umask: the lock file is held to the trust rules.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::rename(&tmp, &lock).unwrap();
+    };
+    write_lock(&[&calc]);
+    let mut config = f.config();
+    config.trust = Trust {
+        allowlist: Some(Allowlist::load(&lock).unwrap()),
+        allow_shared: false,
+    };
+    let reg = Registry::open(config).unwrap();
+    assert!(reg.get("text").is_none());
+    let (mut rx, _watch) = follow(&reg);
+    // Added to the lock file: text loads, without touching its file.
+    write_lock(&[&calc, &text]);
+    wait_for(
+        &mut rx,
+        "text added",
+        |e| matches!(e, RegistryEvent::Added { name, .. } if name == "text"),
+    )
+    .await;
+    // Removed from it: calc stops serving.
+    write_lock(&[&text]);
+    let error = failed(&mut rx, &calc).await;
+    assert!(error.contains("is not in the lock file"), "{error}");
+    assert!(reg.get("calc").is_none());
+    assert!(reg.get("text").is_some());
+}
+
 /// Resident memory of this process in KiB (Linux), for the soak test's report.
 fn rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -874,20 +1101,44 @@ fn rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// The reliability soak: 1000 reloads while 16 clients call continuously. Every call started
-/// must come back with the right answer; no shadow copy may be left behind. Memory is
-/// printed (the budget itself is checked by `cargo bench --bench reload`, not here).
+/// The reliability soak: 1000 reloads while 16 clients call continuously. Every call must come
+/// back with the right answer from the build it leased, no version may stay mapped, no shadow
+/// copy may be left behind, and resident memory may not grow by more than 128 MiB (a leaked
+/// copy of the debug build per reload would be gigabytes; the figure is printed).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn soak_1000_reloads_with_16_clients() {
     let folder = Folder::new();
+    // Warm up (first loads, thread pools, allocator arenas) before taking the baseline.
+    let _ = reload_under_load(&folder, 20, 16, |_, _, _| {}).await;
     let rss_start = rss_kib();
     let (reg, run) = reload_under_load(&folder, 1000, 16, |_, _, _| {}).await;
+    let rss_end = rss_kib();
     eprintln!(
-        "soak: {} calls across 1000 reloads; VmRSS {rss_start:?} KiB -> {:?} KiB",
-        run.finished,
-        rss_kib()
+        "soak: {} calls across 1000 reloads ({:?}); VmRSS {rss_start:?} KiB -> {rss_end:?} KiB",
+        run.answers(),
+        run.per_build
     );
     run.assert_clean();
     assert!(reg.failures().is_empty(), "{:?}", reg.failures());
     assert_eq!(folder.shadow_files(), 0);
+    if let (Some(a), Some(b)) = (rss_start, rss_end) {
+        assert!(
+            b.saturating_sub(a) < 128 * 1024,
+            "resident memory grew by {} KiB",
+            b - a
+        );
+    }
+}
+
+/// A temporary folder with `mode` (they otherwise follow the umask).
+fn tempdir_with_mode(mode: u32) -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
+    dir
 }

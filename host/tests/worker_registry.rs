@@ -109,6 +109,10 @@ impl Folder {
 
 const WAIT: Duration = Duration::from_secs(60);
 
+/// The memory check of the reqwest test reads this process's VmRSS, which every test of this
+/// file shares: the tests that move much memory run one at a time.
+static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 async fn replaced(rx: &mut broadcast::Receiver<RegistryEvent>, plugin: &str) {
     tokio::time::timeout(WAIT, async {
         loop {
@@ -148,6 +152,7 @@ fn rss_kib() -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_isolated_plugin_reloaded_200_times_under_4_callers_fails_no_call() {
+    let _heavy = HEAVY.lock().await;
     let folder = Folder::new();
     let calc = library("calc");
     let builds = [variant(&calc, 1), variant(&calc, 2)];
@@ -243,6 +248,7 @@ async fn an_isolated_stateful_plugin_keeps_its_state_across_reloads() {
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_reqwest_plugin_reloaded_50_times_leaves_nothing_in_the_host() {
+    let _heavy = HEAVY.lock().await;
     let folder = Folder::new();
     let http = library("http-client");
     // A loopback server answering every request with `pong`.

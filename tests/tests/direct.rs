@@ -62,6 +62,10 @@ fn finish(mut cli: Proc) {
     assert!(status.success(), "exit {status}\n{}", cli.report());
 }
 
+#[cfg_attr(
+    no_claude,
+    ignore = "the claude CLI is not installed (scripts/install-claude)"
+)]
 #[test]
 fn cli_accepts_a_text_reply() {
     let Some(_) = claude_or_skip() else { return };
@@ -81,6 +85,10 @@ fn cli_accepts_a_text_reply() {
     finish(cli);
 }
 
+#[cfg_attr(
+    no_claude,
+    ignore = "the claude CLI is not installed (scripts/install-claude)"
+)]
 #[test]
 fn cli_runs_tool_uses_against_an_sdk_server() {
     let Some(_) = claude_or_skip() else { return };
@@ -115,6 +123,10 @@ fn cli_runs_tool_uses_against_an_sdk_server() {
     finish(cli);
 }
 
+#[cfg_attr(
+    no_claude,
+    ignore = "the claude CLI is not installed (scripts/install-claude)"
+)]
 #[test]
 fn cli_sends_parallel_results_in_completion_order() {
     let Some(_) = claude_or_skip() else { return };
@@ -158,6 +170,10 @@ fn cli_sends_parallel_results_in_completion_order() {
     finish(cli);
 }
 
+#[cfg_attr(
+    no_claude,
+    ignore = "the claude CLI is not installed (scripts/install-claude)"
+)]
 #[test]
 fn cli_reports_tool_errors_and_goes_on_to_the_next_turn() {
     let Some(_) = claude_or_skip() else { return };
@@ -202,6 +218,10 @@ fn cli_reports_tool_errors_and_goes_on_to_the_next_turn() {
     finish(cli);
 }
 
+#[cfg_attr(
+    no_claude,
+    ignore = "the claude CLI is not installed (scripts/install-claude)"
+)]
 #[test]
 fn cli_offers_the_new_tool_list_after_list_changed() {
     let Some(_) = claude_or_skip() else { return };
@@ -246,6 +266,10 @@ fn cli_offers_the_new_tool_list_after_list_changed() {
     finish(cli);
 }
 
+#[cfg_attr(
+    no_claude,
+    ignore = "the claude CLI is not installed (scripts/install-claude)"
+)]
 #[test]
 fn cli_counts_tokens_of_a_large_result_through_the_fake() {
     let Some(_) = claude_or_skip() else { return };

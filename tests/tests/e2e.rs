@@ -25,6 +25,10 @@ fn shape(r: &ToolResult) -> ToolResult {
     }
 }
 
+#[cfg_attr(
+    no_claude,
+    ignore = "the claude CLI is not installed (scripts/install-claude)"
+)]
 #[test]
 fn one_shot_chat_calls_a_tool() {
     let Some(_) = claude_or_skip() else { return };
@@ -48,6 +52,10 @@ fn one_shot_chat_calls_a_tool() {
     assert!(chat.stdout().contains("RESULT: 8"), "{}", chat.report());
 }
 
+#[cfg_attr(
+    no_claude,
+    ignore = "the claude CLI is not installed (scripts/install-claude)"
+)]
 #[test]
 fn not_logged_in_says_what_to_set() {
     let Some(_) = claude_or_skip() else { return };
@@ -131,6 +139,10 @@ fn tool_errors_and_panics_reach_the_model_and_the_session_goes_on() {
     assert_eq!(shape(&fake.tool_result("toolu_03")), ok("4"));
 }
 
+#[cfg_attr(
+    no_claude,
+    ignore = "the claude CLI is not installed (scripts/install-claude)"
+)]
 #[test]
 fn parallel_tool_calls_complete_in_completion_order() {
     let Some(_) = claude_or_skip() else { return };
@@ -159,6 +171,10 @@ fn parallel_tool_calls_complete_in_completion_order() {
     );
 }
 
+#[cfg_attr(
+    no_claude,
+    ignore = "the claude CLI is not installed (scripts/install-claude)"
+)]
 #[test]
 fn hot_reload_changes_the_tools_offered_in_a_live_session() {
     let Some(_) = claude_or_skip() else { return };
@@ -221,6 +237,10 @@ fn hot_reload_changes_the_tools_offered_in_a_live_session() {
     assert!(status.success(), "exit {status}\n{}", chat.report());
 }
 
+#[cfg_attr(
+    no_claude,
+    ignore = "the claude CLI is not installed (scripts/install-claude)"
+)]
 #[test]
 fn timeout_cancels_a_slow_tool_and_the_host_keeps_serving() {
     let Some(_) = claude_or_skip() else { return };
@@ -256,6 +276,10 @@ fn timeout_cancels_a_slow_tool_and_the_host_keeps_serving() {
     );
 }
 
+#[cfg_attr(
+    no_claude,
+    ignore = "the claude CLI is not installed (scripts/install-claude)"
+)]
 #[test]
 fn ctrl_c_interrupts_a_running_tool_and_the_session_goes_on() {
     let Some(_) = claude_or_skip() else { return };
@@ -294,6 +318,10 @@ fn ctrl_c_interrupts_a_running_tool_and_the_session_goes_on() {
     assert!(status.success(), "exit {status}\n{}", chat.report());
 }
 
+#[cfg_attr(
+    no_claude,
+    ignore = "the claude CLI is not installed (scripts/install-claude)"
+)]
 #[test]
 fn stream_json_output_passes_the_conversation_through() {
     let Some(_) = claude_or_skip() else { return };

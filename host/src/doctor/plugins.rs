@@ -217,6 +217,9 @@ fn writers_fix(e: &TrustError) -> String {
                 lock.display()
             )
         }
+        TrustError::Lock(_) => {
+            "fix the lock file: lines of `sha256sum` output, owned by you, chmod go-w".into()
+        }
     }
 }
 
@@ -301,7 +304,11 @@ fn plugin_file(
     };
     let hash = *staged.hash();
     if let Some(list) = &trust.allowlist {
-        if !list.allows(&hash) {
+        let allowed = match list.allows(&hash) {
+            Ok(allowed) => allowed,
+            Err(e) => return fail(format!("refused: {}", one_line(&e)), writers_fix(&e)),
+        };
+        if !allowed {
             return fail(
                 format!(
                     "refused: its SHA-256 {} is not in the lock file {}",
@@ -384,6 +391,7 @@ fn load_fix(e: &LoadError) -> String {
         }
         LoadError::Invalid(_)
         | LoadError::InvalidJson { .. }
+        | LoadError::NotUtf8 { .. }
         | LoadError::MetaNotAnObject { .. } => {
             "fix the declaration and rebuild: names use letters, digits, `_` and `-`, and \
              mcp__<plugin>__<tool> fits in 64 characters; input schemas are object schemas"

@@ -40,6 +40,19 @@ pub fn pinned_count() -> usize {
     PINNED.load(Ordering::Relaxed)
 }
 
+/// Libraries left mapped on purpose because a thread may still run their code.
+static KEPT: AtomicUsize = AtomicUsize::new(0);
+
+/// How many plugin libraries were left mapped (never closed) because a thread, typically one
+/// the plugin started, may still run their code: unmapping them would crash the host.
+pub fn kept_for_threads_count() -> usize {
+    KEPT.load(Ordering::Relaxed)
+}
+
+/// How long to wait for threads still running a library's code to end (the plugin may have
+/// told them to stop in `unload`) before keeping the library mapped for good.
+const THREADS_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// A plugin library opened and checked; the root module is valid while `Library` is open.
 pub(crate) struct Opened {
     pub library: Library,
@@ -203,16 +216,52 @@ fn layout_verdict(report: &str) -> String {
     line
 }
 
+impl Library {
+    /// Threads that may still run this library's code, after a short grace period for
+    /// threads on their way out. Empty when none, or when this platform cannot tell.
+    fn runners(&self) -> Vec<super::threads::Runner> {
+        let Some(range) = super::threads::mapped_range(&self.shadow) else {
+            return Vec::new();
+        };
+        let since = std::time::Instant::now();
+        loop {
+            let runners = super::threads::runners(range.clone()).unwrap_or_default();
+            if runners.is_empty() || since.elapsed() >= THREADS_GRACE {
+                return runners;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
 impl Drop for Library {
     fn drop(&mut self) {
         let Some(lib) = self.lib.take() else { return };
+        let runners = self.runners();
+        if !runners.is_empty() {
+            KEPT.fetch_add(1, Ordering::Relaxed);
+            let who = runners
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ");
+            tracing::warn!(
+                shadow = ?self.shadow,
+                "a retired plugin version stays in memory because a thread it started is still \
+                 running: {who}; unmapping its code would crash the host (each reload of this \
+                 plugin keeps one more copy until such threads end)"
+            );
+            // Never closed: the mapping (and the handle) live as long as the process.
+            std::mem::forget(lib);
+            return;
+        }
         if let Err(e) = lib.close() {
-            tracing::warn!(shadow = %self.shadow.display(), "closing the plugin library failed: {e}");
+            tracing::warn!(shadow = ?self.shadow, "closing the plugin library failed: {e}");
         }
         if still_mapped(&self.shadow) {
             PINNED.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(
-                shadow = %self.shadow.display(),
+                shadow = ?self.shadow,
                 "a closed plugin library stays in memory: it registered thread-local destructors \
                  (a `thread_local!` with Drop, or its own tracing subscriber), so the system will \
                  not unload it; each reload of it keeps one more copy"

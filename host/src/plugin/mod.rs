@@ -4,6 +4,7 @@ mod callbacks;
 mod configure;
 mod library;
 mod shadow;
+mod threads;
 
 use std::{
     any::Any,
@@ -11,20 +12,26 @@ use std::{
     sync::{Arc, OnceLock},
 };
 
-use abi_stable::std_types::{RResult, RStr};
+use abi_stable::std_types::{RResult, RStr, RString};
 use serde_json::value::RawValue;
 use toolhost_plugin::abi::{CallOutcome, ContentKind, PluginManifest, PluginRootRef};
 
 pub use callbacks::{CallControl, ProgressFn};
 pub use configure::ConfigSource;
-pub use library::{pinned_count, still_mapped};
-pub use shadow::{current_uid, default_shadow_dir, digest, NotALibrary, ShadowError, Staged};
+pub use library::{kept_for_threads_count, pinned_count, still_mapped};
+pub use shadow::{
+    current_uid, default_shadow_dir, digest, NotALibrary, ShadowError, Staged, MAX_PLUGIN_BYTES,
+};
+pub use threads::{mapped_range, runners, Runner};
 // The host-side data a plugin produces is defined by the protocol layer; re-exported here for
 // the code that loads plugins.
 pub use crate::model::{
     check_name, Annotations, CallResult, ContentOut, Manifest, ManifestError, ToolInfo,
     MAX_QUALIFIED_NAME,
 };
+
+#[cfg(test)]
+pub(crate) use shadow::after_next_open;
 
 use callbacks::{call_ctx, host_api, CallData, LogSource};
 use configure::{config_lookup, LookupData};
@@ -39,8 +46,10 @@ pub enum LoadError {
     #[error("cannot read the file")]
     Stage(#[source] ShadowError),
     /// The staged copy is not a whole shared library.
+    /// (Not a `source`: the message already names the reason, and one-line renderings must
+    /// not repeat it.)
     #[error("not a shared library: {0}")]
-    NotALibrary(#[from] NotALibrary),
+    NotALibrary(NotALibrary),
     /// The system loader refused the copy.
     #[error("not a shared library")]
     Open(#[source] libloading::Error),
@@ -64,6 +73,9 @@ pub enum LoadError {
         #[source]
         source: serde_json::Error,
     },
+    /// A string in the manifest is not UTF-8 (the ABI types promise it; a plugin can break that).
+    #[error("invalid plugin: {what} is not valid UTF-8")]
+    NotUtf8 { what: String },
     /// A tool's `_meta` is JSON but not an object.
     #[error("invalid plugin: tool `{tool}`: _meta is not an object")]
     MetaNotAnObject { tool: String },
@@ -80,6 +92,21 @@ pub enum LoadError {
          a toolhost-plugin that cannot receive one; rebuild it against a current one"
     )]
     ConfigUnsupported { plugin: String },
+}
+
+impl From<NotALibrary> for LoadError {
+    fn from(e: NotALibrary) -> Self {
+        LoadError::NotALibrary(e)
+    }
+}
+
+impl From<ShadowError> for LoadError {
+    fn from(e: ShadowError) -> Self {
+        match e {
+            ShadowError::NotALibrary(n) => LoadError::NotALibrary(n),
+            e => LoadError::Stage(e),
+        }
+    }
 }
 
 impl LoadError {
@@ -100,6 +127,27 @@ pub enum StateError {
     /// The plugin's `restore_state` returned this error.
     #[error("{0}")]
     Refused(String),
+}
+
+/// A plugin library mapped and checked whose `init` has not run yet. Dropping it closes the
+/// library.
+pub struct Opening {
+    file: PathBuf,
+    hash: [u8; 32],
+    opened: Opened,
+}
+
+impl Opening {
+    /// Runs the plugin's `init` (its `on_load`), handing it the `config` that `config` gives
+    /// for the name it declares: the plugin is loaded once this returns.
+    pub fn init(self, config: ConfigSource<'_>) -> Result<Arc<LoadedPlugin>, LoadError> {
+        LoadedPlugin::init(&self.file, self.hash, self.opened, config)
+    }
+
+    /// SHA-256 of the file's bytes.
+    pub fn hash(&self) -> &[u8; 32] {
+        &self.hash
+    }
 }
 
 /// A plugin version, loaded in this process or in a worker process of its own: the one seam
@@ -144,7 +192,7 @@ impl Drop for InProcess {
 impl LoadedPlugin {
     /// Loads the plugin at `file` through a private copy in `shadow_dir`.
     pub fn load(file: &Path, shadow_dir: &Path) -> Result<Arc<Self>, LoadError> {
-        let staged = Staged::copy(file, shadow_dir).map_err(LoadError::Stage)?;
+        let staged = Staged::copy(file, shadow_dir)?;
         Self::load_staged(file, staged)
     }
 
@@ -154,6 +202,18 @@ impl LoadedPlugin {
         Self::load_staged_with_config(file, staged, &|_| None)
     }
 
+    /// The first half of [`LoadedPlugin::load_staged`]: checks and maps the copy, without
+    /// running any plugin code beyond the system loader's. [`Opening::init`] runs the plugin's
+    /// `init` (its `on_load`), which may take any time, so a caller can run it elsewhere.
+    pub fn open_staged(file: &Path, staged: Staged) -> Result<Opening, LoadError> {
+        let hash = *staged.hash();
+        Ok(Opening {
+            file: file.to_path_buf(),
+            hash,
+            opened: Library::open_staged(staged)?,
+        })
+    }
+
     /// [`LoadedPlugin::load_staged`], handing the plugin the `config` that `config` gives for
     /// the name it declares.
     pub fn load_staged_with_config(
@@ -161,9 +221,7 @@ impl LoadedPlugin {
         staged: Staged,
         config: ConfigSource<'_>,
     ) -> Result<Arc<Self>, LoadError> {
-        let hash = *staged.hash();
-        let opened = Library::open_staged(staged)?;
-        Self::init(file, hash, opened, config)
+        Self::open_staged(file, staged)?.init(config)
     }
 
     /// [`LoadedPlugin::load`] with a configuration source.
@@ -172,7 +230,7 @@ impl LoadedPlugin {
         shadow_dir: &Path,
         config: ConfigSource<'_>,
     ) -> Result<Arc<Self>, LoadError> {
-        let staged = Staged::copy(file, shadow_dir).map_err(LoadError::Stage)?;
+        let staged = Staged::copy(file, shadow_dir)?;
         Self::load_staged_with_config(file, staged, config)
     }
 
@@ -375,23 +433,48 @@ fn parse_json(what: &'static str, tool: &str, text: &str) -> Result<serde_json::
     })
 }
 
+/// A string the plugin handed over, checked: the ABI types promise UTF-8, but nothing on the
+/// plugin's side enforces it, and unchecked bytes would reach stdout as broken JSON.
+fn checked(s: &RString) -> Option<String> {
+    // SAFETY: an `RString`'s pointer and length describe its initialized buffer, which lives
+    // as long as `s`; the bytes are only read, as bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(s.as_ptr(), s.len()) };
+    std::str::from_utf8(bytes).ok().map(str::to_owned)
+}
+
+fn utf8(what: impl FnOnce() -> String, s: &RString) -> Result<String, LoadError> {
+    checked(s).ok_or_else(|| LoadError::NotUtf8 { what: what() })
+}
+
 fn convert_manifest(m: PluginManifest) -> Result<Manifest, LoadError> {
     let mut tools = Vec::with_capacity(m.tools.len());
-    for t in m.tools.iter() {
-        let name = t.name.to_string();
+    for (i, t) in m.tools.iter().enumerate() {
+        let name = utf8(|| format!("the name of tool #{i}"), &t.name)?;
+        let field = |what: &str, s: &RString| utf8(|| format!("tool `{name}`: {what}"), s);
         let meta = match t.meta.as_ref().into_option() {
             None => None,
-            Some(text) => match parse_json("_meta", &name, text)? {
+            Some(text) => match parse_json("_meta", &name, &field("_meta", text)?)? {
                 serde_json::Value::Object(o) => Some(o),
                 _ => return Err(LoadError::MetaNotAnObject { tool: name }),
             },
         };
         tools.push(ToolInfo {
-            title: t.title.as_ref().into_option().map(|s| s.to_string()),
-            description: t.description.to_string(),
-            input_schema: parse_json("the input schema", &name, &t.input_schema)?,
+            title: match t.title.as_ref().into_option() {
+                Some(s) => Some(field("the title", s)?),
+                None => None,
+            },
+            description: field("the description", &t.description)?,
+            input_schema: parse_json(
+                "the input schema",
+                &name,
+                &field("the input schema", &t.input_schema)?,
+            )?,
             output_schema: match t.output_schema.as_ref().into_option() {
-                Some(s) => Some(parse_json("the output schema", &name, s)?),
+                Some(s) => Some(parse_json(
+                    "the output schema",
+                    &name,
+                    &field("the output schema", s)?,
+                )?),
                 None => None,
             },
             annotations: Annotations {
@@ -405,27 +488,26 @@ fn convert_manifest(m: PluginManifest) -> Result<Manifest, LoadError> {
         });
     }
     Ok(Manifest {
-        name: m.name.to_string(),
-        version: m.version.to_string(),
-        description: m.description.to_string(),
+        name: utf8(|| "the plugin name".into(), &m.name)?,
+        version: utf8(|| "the version".into(), &m.version)?,
+        description: utf8(|| "the description".into(), &m.description)?,
         tools,
         stateful: m.stateful,
     })
 }
 
 fn convert_outcome(o: CallOutcome) -> CallResult {
+    const NOT_UTF8: &str = "the plugin returned text that is not valid UTF-8";
     let mut content = Vec::with_capacity(o.content.len());
     for block in o.content.iter() {
+        let (Some(data), Some(mime_type)) = (checked(&block.data), checked(&block.mime_type))
+        else {
+            return CallResult::error(NOT_UTF8);
+        };
         content.push(match block.kind {
-            ContentKind::TEXT => ContentOut::Text(block.data.to_string()),
-            ContentKind::IMAGE => ContentOut::Image {
-                data: block.data.to_string(),
-                mime_type: block.mime_type.to_string(),
-            },
-            ContentKind::AUDIO => ContentOut::Audio {
-                data: block.data.to_string(),
-                mime_type: block.mime_type.to_string(),
-            },
+            ContentKind::TEXT => ContentOut::Text(data),
+            ContentKind::IMAGE => ContentOut::Image { data, mime_type },
+            ContentKind::AUDIO => ContentOut::Audio { data, mime_type },
             ContentKind(other) => {
                 return CallResult::error(format!(
                     "the plugin returned a content block of kind {other}, which this host does not know"
@@ -435,14 +517,19 @@ fn convert_outcome(o: CallOutcome) -> CallResult {
     }
     let structured = match o.structured.as_ref().into_option() {
         None => None,
-        Some(text) => match RawValue::from_string(text.to_string()) {
-            Ok(raw) if raw.get().trim_start().starts_with('{') => Some(raw),
-            _ => {
-                return CallResult::error(
-                    "the plugin returned structuredContent that is not a JSON object",
-                )
+        Some(text) => {
+            let Some(text) = checked(text) else {
+                return CallResult::error(NOT_UTF8);
+            };
+            match RawValue::from_string(text) {
+                Ok(raw) if raw.get().trim_start().starts_with('{') => Some(raw),
+                _ => {
+                    return CallResult::error(
+                        "the plugin returned structuredContent that is not a JSON object",
+                    )
+                }
             }
-        },
+        }
     };
     CallResult {
         content,

@@ -7,7 +7,13 @@
 //! - the shadow folder belongs to this user and nobody else can write it, so nobody can swap a
 //!   copy between our write and our `dlopen`;
 //! - the bytes hashed and checked are the bytes that get mapped, whatever happens to the
-//!   original meanwhile; a plugin is never held in memory whole.
+//!   original meanwhile; a plugin is never held in memory whole;
+//! - the original is opened once, without blocking (a FIFO cannot hold the watcher), and
+//!   everything decided about it (type, size, owner, mode) comes from `fstat` on that very
+//!   descriptor: swapping a symlink or the file after the open changes nothing that is used;
+//! - only regular files of at most [`MAX_PLUGIN_BYTES`] that start like an object file are
+//!   copied, and never more bytes than `fstat` reported (a device or a growing file cannot
+//!   fill the disk).
 
 use std::{
     fs,
@@ -50,6 +56,17 @@ pub enum ShadowError {
         #[source]
         source: io::Error,
     },
+    /// The original is a FIFO, device, socket or folder (after following symlinks).
+    #[error("not a regular file (it is {kind})")]
+    NotARegularFile { kind: &'static str },
+    #[error("{len} bytes, more than the {max} bytes a plugin may have")]
+    TooLarge { len: u64, max: u64 },
+    /// The file grew while it was copied: it is still being written.
+    #[error("the file changed while it was copied (still being written?)")]
+    Changed,
+    /// The first bytes already show it is not a library.
+    #[error(transparent)]
+    NotALibrary(NotALibrary),
     #[error("cannot run codesign")]
     Codesign(#[source] io::Error),
     #[error("codesign failed on {}", .path.display())]
@@ -61,7 +78,27 @@ impl ShadowError {
     pub fn is_not_found(&self) -> bool {
         matches!(self, ShadowError::Read(e) if e.kind() == io::ErrorKind::NotFound)
     }
+
+    /// Retrying cannot help: the path names something that is not a plugin file at all.
+    pub fn is_permanent(&self) -> bool {
+        matches!(
+            self,
+            ShadowError::NotARegularFile { .. } | ShadowError::TooLarge { .. }
+        )
+    }
 }
+
+/// The largest plugin file the host copies (debug builds of plugins are tens of MB).
+pub const MAX_PLUGIN_BYTES: u64 = 1 << 30;
+
+/// The object-file magics the host can load (ELF, Mach-O 32/64 both byte orders).
+const MAGICS: [[u8; 4]; 5] = [
+    *b"\x7fELF",
+    [0xfe, 0xed, 0xfa, 0xce],
+    [0xce, 0xfa, 0xed, 0xfe],
+    [0xfe, 0xed, 0xfa, 0xcf],
+    [0xcf, 0xfa, 0xed, 0xfe],
+];
 
 /// Why a staged file is not a whole shared library. The message is the reason itself.
 #[derive(Debug, thiserror::Error)]
@@ -80,6 +117,8 @@ pub enum NotALibrary {
          was it truncated or is it still being written?"
     )]
     Truncated { end: u64, len: u64 },
+    #[error("not an object file (it starts with \"{}\")", .0.escape_ascii())]
+    BadMagic([u8; 4]),
     #[error("cannot open the shadow copy: {0}")]
     Unreadable(io::Error),
 }
@@ -102,18 +141,9 @@ pub(super) fn check_complete<'data, R: object::ReadRef<'data>>(
     if len < 64 {
         return Err(NotALibrary::TooShort { len });
     }
-    let file = object::File::parse(data).map_err(|e| {
-        const MAGICS: [[u8; 4]; 5] = [
-            *b"\x7fELF",
-            [0xfe, 0xed, 0xfa, 0xce],
-            [0xce, 0xfa, 0xed, 0xfe],
-            [0xfe, 0xed, 0xfa, 0xcf],
-            [0xcf, 0xfa, 0xed, 0xfe],
-        ];
-        match data.read_bytes_at(0, 4) {
-            Ok(magic) if MAGICS.iter().any(|m| m == magic) => NotALibrary::Unparsable(e),
-            _ => NotALibrary::NotAnObject(e),
-        }
+    let file = object::File::parse(data).map_err(|e| match data.read_bytes_at(0, 4) {
+        Ok(magic) if MAGICS.iter().any(|m| m == magic) => NotALibrary::Unparsable(e),
+        _ => NotALibrary::NotAnObject(e),
     })?;
     if file.kind() != ObjectKind::Dynamic {
         return Err(NotALibrary::WrongKind(file.kind()));
@@ -231,38 +261,155 @@ pub struct Staged {
     path: PathBuf,
     hash: [u8; 32],
     len: u64,
+    /// `fstat` of the descriptor the bytes were read from: the only metadata trust decisions
+    /// may use.
+    meta: fs::Metadata,
+}
+
+/// What `fstat` says a file is, for messages.
+fn kind_of(meta: &fs::Metadata) -> &'static str {
+    let t = meta.file_type();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    if t.is_dir() {
+        "a folder"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Opens `original` for reading without ever blocking (a FIFO with no writer would block a
+/// plain `open` forever). Symlinks are followed: what counts is the file finally opened.
+fn open_original(original: &Path) -> io::Result<fs::File> {
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    options.open(original)
+}
+
+/// Hooks run right after a file is opened and `fstat`ed (tests swap symlinks there), by
+/// path: tests running in parallel each get their own.
+#[cfg(test)]
+#[allow(clippy::type_complexity)]
+static AFTER_OPEN: std::sync::Mutex<Vec<(PathBuf, Box<dyn FnOnce() + Send>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Runs `hook` right after the next [`Staged::copy`] of `original` (on any thread) opened it.
+#[cfg(test)]
+pub(crate) fn after_next_open(original: &Path, hook: impl FnOnce() + Send + 'static) {
+    AFTER_OPEN
+        .lock()
+        .unwrap()
+        .push((original.to_path_buf(), Box::new(hook)));
 }
 
 impl Staged {
-    /// Copies `original` into `shadow_dir`, hashing it on the way.
+    /// Copies `original` into `shadow_dir`, hashing it on the way. Refuses, before copying
+    /// anything, what is not a regular file, is larger than [`MAX_PLUGIN_BYTES`] or does not
+    /// start like an object file; copies at most the size `fstat` reported.
     pub fn copy(original: &Path, shadow_dir: &Path) -> Result<Staged, ShadowError> {
-        let mut src = fs::File::open(original).map_err(ShadowError::Read)?;
+        let mut src = open_original(original).map_err(ShadowError::Read)?;
+        let meta = src.metadata().map_err(ShadowError::Read)?;
+        #[cfg(test)]
+        {
+            let hook = {
+                let mut hooks = AFTER_OPEN.lock().unwrap();
+                let at = hooks.iter().position(|(p, _)| p == original);
+                at.map(|i| hooks.remove(i).1)
+            };
+            if let Some(hook) = hook {
+                hook();
+            }
+        }
+        if !meta.file_type().is_file() {
+            return Err(ShadowError::NotARegularFile {
+                kind: kind_of(&meta),
+            });
+        }
+        let expected = meta.len();
+        if expected > MAX_PLUGIN_BYTES {
+            return Err(ShadowError::TooLarge {
+                len: expected,
+                max: MAX_PLUGIN_BYTES,
+            });
+        }
+        let mut buf = vec![0u8; 256 * 1024];
+        // The header first: a file that is plainly not a library is not copied at all.
+        let mut first = 0;
+        while first < 4 {
+            match io::Read::read(&mut src, &mut buf[first..]) {
+                Ok(0) => break,
+                Ok(n) => first += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(ShadowError::Read(e)),
+            }
+        }
+        // (Files under 64 bytes are reported as too short by the full check.)
+        if first >= 4 && expected >= 64 {
+            let magic: [u8; 4] = buf[..4].try_into().expect("4 bytes");
+            if !MAGICS.contains(&magic) {
+                return Err(ShadowError::NotALibrary(NotALibrary::BadMagic(magic)));
+            }
+        }
         let (path, mut dst) = create_shadow(shadow_dir, original)?;
         // From here on, dropping `staged` removes the copy.
         let mut staged = Staged {
             path,
             hash: [0; 32],
             len: 0,
+            meta,
         };
         let mut hasher = Sha256::new();
-        let mut buf = vec![0u8; 256 * 1024];
+        let mut n = first;
         loop {
-            let n = match io::Read::read(&mut src, &mut buf) {
+            if n > 0 {
+                let take = n.min((expected - staged.len.min(expected)) as usize);
+                if take < n {
+                    // More bytes than `fstat` reported: still being written.
+                    return Err(ShadowError::Changed);
+                }
+                hasher.update(&buf[..n]);
+                dst.write_all(&buf[..n])
+                    .map_err(|source| ShadowError::WriteCopy {
+                        path: staged.path.clone(),
+                        source,
+                    })?;
+                staged.len += n as u64;
+            }
+            // Read one byte past the expected end, to notice a file that grew.
+            let room = ((expected - staged.len) as usize + 1).min(buf.len());
+            n = match io::Read::read(&mut src, &mut buf[..room]) {
                 Ok(0) => break,
                 Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
                 Err(e) => return Err(ShadowError::Read(e)),
             };
-            hasher.update(&buf[..n]);
-            dst.write_all(&buf[..n])
-                .map_err(|source| ShadowError::WriteCopy {
-                    path: staged.path.clone(),
-                    source,
-                })?;
-            staged.len += n as u64;
         }
         staged.hash = hasher.finalize().into();
         Ok(staged)
+    }
+
+    /// `fstat` of the file the bytes were read from (not of the path, which may have changed).
+    pub fn metadata(&self) -> &fs::Metadata {
+        &self.meta
     }
 
     /// Opens the copy for reading (a worker is handed this descriptor: it maps exactly these
@@ -344,6 +491,43 @@ mod tests {
         assert!(err.contains("not an object file"), "{err}");
     }
 
+    /// Where the last loadable segment of an ELF64 little-endian file ends.
+    fn segments_end(elf: &[u8]) -> usize {
+        let u16_at = |o: usize| u16::from_le_bytes(elf[o..o + 2].try_into().unwrap()) as usize;
+        let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap()) as usize;
+        let (phoff, phentsize, phnum) = (u64_at(0x20), u16_at(0x36), u16_at(0x38));
+        (0..phnum)
+            .map(|i| phoff + i * phentsize)
+            .filter(|&ph| u32::from_le_bytes(elf[ph..ph + 4].try_into().unwrap()) == 1)
+            .map(|ph| u64_at(ph + 8) + u64_at(ph + 0x20))
+            .max()
+            .expect("a PT_LOAD segment")
+    }
+
+    /// An ELF64 file without its section header table (which sits at the end of the file):
+    /// cut anywhere, its headers still parse, so only the segment-range check can tell.
+    pub(crate) fn without_section_headers(mut elf: Vec<u8>) -> Vec<u8> {
+        assert_eq!(&elf[..4], b"\x7fELF");
+        assert_eq!(elf[4], 2, "ELF64");
+        elf[0x28..0x30].fill(0); // e_shoff
+        elf[0x3c..0x40].fill(0); // e_shnum, e_shstrndx
+        elf
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_cut_library_whose_headers_parse_is_refused_by_the_segment_check() {
+        let bytes = without_section_headers(own_binary());
+        assert!(check(&bytes).is_ok(), "{:?}", check(&bytes));
+        let cut = &bytes[..segments_end(&bytes) - 1];
+        let err = check(cut).unwrap_err();
+        assert!(
+            err.starts_with("the file is incomplete (a segment ends at byte ")
+                && err.contains(&format!("but the file has {}", cut.len())),
+            "{err}"
+        );
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn staged_copies_hash_like_digest_and_clean_up() {
@@ -359,6 +543,82 @@ mod tests {
         drop(staged);
         assert!(!path.exists(), "a dropped staged copy is removed");
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn shadow_entries(dir: &Path) -> usize {
+        fs::read_dir(dir).map(|d| d.count()).unwrap_or(0)
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn devices_fifos_and_folders_are_refused_without_blocking_or_copying() {
+        let dir = tempfile::tempdir().unwrap();
+        let shadow = dir.path().join("shadow");
+        let fifo = dir.path().join("libfifo.so");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let zero = dir.path().join("libzero.so");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        for (file, kind) in [
+            (&fifo, "a FIFO"),
+            (&zero, "a character device"),
+            (&dir.path().to_path_buf(), "a folder"),
+        ] {
+            // A FIFO with no writer would block a plain open forever.
+            let e = Staged::copy(file, &shadow).err().expect("refused");
+            assert!(e.is_permanent(), "{e:?}");
+            assert_eq!(e.to_string(), format!("not a regular file (it is {kind})"));
+        }
+        assert_eq!(shadow_entries(&shadow), 0, "nothing was copied");
+    }
+
+    #[test]
+    fn huge_files_and_non_libraries_are_refused_before_copying() {
+        let dir = tempfile::tempdir().unwrap();
+        let shadow = dir.path().join("shadow");
+        // Sparse: takes no disk space, but a whole copy would be 1 GiB.
+        let huge = dir.path().join("libhuge.so");
+        let f = fs::File::create(&huge).unwrap();
+        f.set_len(MAX_PLUGIN_BYTES + 1).unwrap();
+        let e = Staged::copy(&huge, &shadow).err().expect("refused");
+        assert!(e.is_permanent());
+        assert!(
+            e.to_string().contains("more than the 1073741824 bytes"),
+            "{e}"
+        );
+        // Right size, but not an object file: refused after reading its first bytes.
+        f.set_len(64 << 20).unwrap();
+        let e = Staged::copy(&huge, &shadow).err().expect("refused");
+        assert_eq!(
+            e.to_string(),
+            "not an object file (it starts with \"\\x00\\x00\\x00\\x00\")"
+        );
+        assert_eq!(shadow_entries(&shadow), 0, "nothing was copied");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_growing_during_the_copy_is_not_copied_past_its_size() {
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("libgrow.so");
+        let bytes = own_binary();
+        fs::write(&file, &bytes).unwrap();
+        // Bytes appended after `fstat`, as a writer still at work would.
+        let grow = file.clone();
+        after_next_open(&file, move || {
+            let mut f = fs::OpenOptions::new().append(true).open(&grow).unwrap();
+            f.write_all(&[0; 4096]).unwrap();
+        });
+        let e = Staged::copy(&file, &dir.path().join("shadow"))
+            .err()
+            .expect("refused");
+        assert!(matches!(e, ShadowError::Changed), "{e:?}");
+        assert!(!e.is_permanent());
+        // Left alone, the same file copies whole.
+        let staged = Staged::copy(&file, &dir.path().join("shadow")).unwrap();
+        assert_eq!(staged.len(), bytes.len() as u64 + 4096);
     }
 
     #[test]

@@ -22,8 +22,8 @@ use std::{
     collections::{BTreeMap, HashMap},
     ops::Deref,
     path::{Path, PathBuf},
-    sync::{Arc, RwLock},
-    time::Duration,
+    sync::{mpsc, Arc, Mutex, RwLock},
+    time::{Duration, Instant},
 };
 
 use tokio::sync::{broadcast, OwnedRwLockReadGuard};
@@ -34,8 +34,8 @@ pub use watch::WatchHandle;
 use crate::worker::PluginWorkerSettings;
 use crate::{
     config::LiveConfig,
-    error::one_line,
-    plugin::{LoadError, LoadedPlugin, Staged},
+    error::{escape_controls, one_line},
+    plugin::{LoadError, LoadedPlugin, Opening, Staged},
     trust::TrustError,
 };
 
@@ -58,6 +58,20 @@ pub enum RegistryError {
     },
     #[error("cannot start the watcher thread")]
     WatcherThread(#[source] std::io::Error),
+}
+
+fn load_thread_lost() -> LoadError {
+    LoadError::Init("internal error: the thread running on_load ended without a result".into())
+}
+
+/// A path as logs show it (control characters escaped).
+fn shown(path: &Path) -> String {
+    escape_controls(&path.display().to_string()).into_owned()
+}
+
+/// The log line of a failed file.
+fn failure_line(file: &Path, error: &str) -> String {
+    format!("{}: {}", shown(file), escape_controls(error))
 }
 
 /// Settings of a [`Registry`].
@@ -83,6 +97,14 @@ pub struct RegistryConfig {
     pub handoff_timeout: Duration,
     /// Which files may be loaded at all (ownership, permissions, lock file).
     pub trust: crate::trust::Trust,
+    /// How long a plugin's `init` (its `on_load`) may take before that version is given up
+    /// and reported (the previous version, if any, keeps serving). Its thread cannot be
+    /// stopped: if it returns later, the version is unloaded then.
+    pub load_timeout: Duration,
+    /// How long [`Registry::open`] waits for slow `on_load`s before serving the other
+    /// plugins; the slow ones keep loading and join (an `Added` event) once the folder is
+    /// watched. Set it to `load_timeout` for one-shot commands that do not watch.
+    pub start_wait: Duration,
     /// The per-plugin settings (`toolhost.toml`), followed like the plugin files.
     pub settings: Arc<LiveConfig>,
     /// How plugins that run in worker processes are started; `None`: every plugin runs in
@@ -104,6 +126,8 @@ impl RegistryConfig {
             give_up_after: Duration::from_secs(3),
             handoff_timeout: Duration::from_secs(10),
             trust: crate::trust::Trust::default(),
+            load_timeout: Duration::from_secs(30),
+            start_wait: Duration::from_secs(1),
             workers: None,
         }
     }
@@ -181,6 +205,46 @@ pub struct Registry {
     config: RegistryConfig,
     state: RwLock<State>,
     events: broadcast::Sender<RegistryEvent>,
+    /// Loads still running when `open` returned, for the watcher to finish.
+    late: Mutex<Vec<Ticket>>,
+    /// Wakes the watcher when a load finishes.
+    waker: Waker,
+}
+
+type Waker = Arc<Mutex<Option<Box<dyn Fn() + Send>>>>;
+
+/// A plugin's `init` running on a thread of its own.
+struct Ticket {
+    file: PathBuf,
+    hash: [u8; 32],
+    started: Instant,
+    result: mpsc::Receiver<Result<Arc<LoadedPlugin>, LoadError>>,
+}
+
+/// What looking at a file came to before any plugin code ran.
+enum Prepared {
+    Settled(Outcome),
+    /// Mapped and checked; its `init` is next.
+    Opened(Opening, [u8; 32]),
+    /// Staged and trusted, to run in a worker process (started next, with these settings).
+    ForWorker(Box<(Staged, PluginWorkerSettings)>, [u8; 32]),
+}
+
+impl Prepared {
+    /// The staged bytes' hash (zero for a settled file, which has none to report).
+    fn hash(&self) -> [u8; 32] {
+        match self {
+            Prepared::Settled(_) => [0; 32],
+            Prepared::Opened(_, hash) | Prepared::ForWorker(_, hash) => *hash,
+        }
+    }
+}
+
+/// One file's result at start-up.
+enum Started {
+    Settled(Outcome),
+    Ready([u8; 32], Result<Arc<LoadedPlugin>, LoadError>),
+    Late(Ticket),
 }
 
 /// What looking at one file came to.
@@ -214,17 +278,147 @@ impl Registry {
             config,
             state: RwLock::new(State::default()),
             events,
+            late: Mutex::new(Vec::new()),
+            waker: Arc::default(),
         });
-        for file in files {
-            // No hand-off can happen here (each name is new), so no runtime is needed.
-            match registry.apply(&file, None) {
+        // Files are staged, checked and initialized in parallel (each plugin's `init` on a
+        // thread of its own), then installed in file order, so which of two files claiming
+        // one name wins does not depend on timing.
+        let deadline = Instant::now() + registry.config.start_wait;
+        let workers = std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .clamp(2, 8)
+            .min(files.len().max(1));
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let results: Vec<Mutex<Option<Started>>> = files.iter().map(|_| Mutex::default()).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(file) = files.get(i) else { break };
+                    let started = registry.start(file, deadline);
+                    *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(started);
+                });
+            }
+        });
+        for (file, result) in files.iter().zip(results) {
+            let outcome = match result.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                Some(Started::Settled(outcome)) => outcome,
+                // No hand-off can happen here (each name is new), so no runtime is needed.
+                Some(Started::Ready(hash, loaded)) => registry.finish(file, hash, loaded, None),
+                Some(Started::Late(ticket))
+                    if registry.config.start_wait >= registry.config.load_timeout =>
+                {
+                    drop(ticket);
+                    Outcome::Retry(
+                        format!(
+                            "on_load did not return within {:?}: this version is given up",
+                            registry.config.load_timeout
+                        ),
+                        None,
+                    )
+                }
+                Some(Started::Late(ticket)) => {
+                    tracing::info!(
+                        file = %shown(file),
+                        "still loading (slow on_load): it joins once ready"
+                    );
+                    registry
+                        .late
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(ticket);
+                    Outcome::Done
+                }
+                None => Outcome::Retry("internal error: not loaded".into(), None),
+            };
+            match outcome {
                 Outcome::Done => {}
-                Outcome::Retry(error, hash) => registry.fail(&file, error, hash, None),
-                Outcome::Busy(error) => registry.fail(&file, error, None, None),
+                Outcome::Retry(error, hash) => registry.fail(file, error, hash, None),
+                Outcome::Busy(error) => registry.fail(file, error, None, None),
             }
         }
         registry.report_unknown_names();
         Ok(registry)
+    }
+
+    /// One file at start-up: prepared, then its `init` waited for until `deadline`.
+    fn start(&self, file: &Path, deadline: Instant) -> Started {
+        match self.prepare(file) {
+            Prepared::Settled(outcome) => Started::Settled(outcome),
+            prepared @ (Prepared::Opened(..) | Prepared::ForWorker(..)) => {
+                let hash = prepared.hash();
+                let ticket = self.spawn_load(file, prepared);
+                match ticket
+                    .result
+                    .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                {
+                    Ok(loaded) => Started::Ready(hash, loaded),
+                    Err(mpsc::RecvTimeoutError::Timeout) => Started::Late(ticket),
+                    Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        Started::Ready(hash, Err(load_thread_lost()))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs a prepared version's `init` (in process, or by starting its worker) on a thread of
+    /// its own. If nobody waits for the result any
+    /// more (the ticket was dropped: timed out, or superseded), the thread unloads it.
+    fn spawn_load(&self, file: &Path, prepared: Prepared) -> Ticket {
+        let (tx, rx) = mpsc::channel();
+        let hash = prepared.hash();
+        let waker = self.waker.clone();
+        let settings = self.config.settings.clone();
+        let workers = self.config.workers.clone();
+        let path = file.to_path_buf();
+        let spawned = std::thread::Builder::new()
+            .name("toolhost-load".into())
+            .spawn(move || {
+                let config = |name: &str| settings.plugin_config_json(name);
+                let loaded =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match prepared {
+                        Prepared::Opened(opening, _) => opening.init(&config),
+                        Prepared::ForWorker(job, _) => match workers {
+                            Some(w) => {
+                                let (staged, by_file) = *job;
+                                LoadedPlugin::start_worker(&path, staged, w, by_file, &config)
+                            }
+                            None => Err(load_thread_lost()),
+                        },
+                        Prepared::Settled(_) => Err(load_thread_lost()),
+                    }))
+                    .unwrap_or_else(|_| Err(load_thread_lost()));
+                if let Err(mpsc::SendError(abandoned)) = tx.send(loaded) {
+                    // Timed out or superseded: unload it here, off the watcher.
+                    drop(abandoned);
+                    return;
+                }
+                if let Some(wake) = &*waker.lock().unwrap_or_else(|e| e.into_inner()) {
+                    wake();
+                }
+            });
+        if let Err(e) = spawned {
+            // The closure (and its sender) is gone: the ticket reports the load as lost.
+            tracing::warn!("cannot start a load thread: {e}");
+        }
+        Ticket {
+            file: file.to_path_buf(),
+            hash,
+            started: Instant::now(),
+            result: rx,
+        }
+    }
+
+    /// Loads still running when `open` returned (the watcher takes them over).
+    fn take_late(&self) -> Vec<Ticket> {
+        std::mem::take(&mut *self.late.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Calls `wake` whenever a background load finishes.
+    fn set_waker(&self, wake: Box<dyn Fn() + Send>) {
+        *self.waker.lock().unwrap_or_else(|e| e.into_inner()) = Some(wake);
     }
 
     /// The plugin folder.
@@ -381,18 +575,20 @@ impl Registry {
     }
 
     fn emit(&self, event: RegistryEvent) {
+        // File names and errors (which quote file names) are escaped: a name with a newline
+        // must not split a log line.
         match &event {
             RegistryEvent::Added { name, file } => {
-                tracing::info!(plugin = %name, file = %file.display(), "plugin added")
+                tracing::info!(plugin = %name, file = %shown(file), "plugin added")
             }
             RegistryEvent::Replaced { name, file } => {
-                tracing::info!(plugin = %name, file = %file.display(), "plugin replaced")
+                tracing::info!(plugin = %name, file = %shown(file), "plugin replaced")
             }
             RegistryEvent::Removed { name, file } => {
-                tracing::info!(plugin = %name, file = %file.display(), "plugin removed")
+                tracing::info!(plugin = %name, file = %shown(file), "plugin removed")
             }
             RegistryEvent::Failed { file, error } => {
-                tracing::warn!("{}: {error}", file.display())
+                tracing::warn!("{}", failure_line(file, error))
             }
         }
         // No subscriber is fine: the event was logged.
@@ -416,75 +612,42 @@ impl Registry {
     }
 
     /// Brings the registry in line with `file` as it is on disk now: load, replace, remove or
-    /// refuse. `rt` runs stateful hand-offs (absent only in `open`, where there are none).
+    /// refuse, running the plugin's `init` on this thread. `rt` runs stateful hand-offs
+    /// (absent only where there are none).
+    #[cfg(test)]
     fn apply(&self, file: &Path, rt: Option<&tokio::runtime::Runtime>) -> Outcome {
-        if file.is_dir() {
-            self.forget(file);
-            return Outcome::Done;
-        }
-        // Copied and hashed in one pass; the copy is what gets checked and mapped.
-        let staged = match Staged::copy(file, &self.config.shadow_dir) {
-            Ok(staged) => staged,
-            Err(e) if e.is_not_found() => {
-                self.forget(file);
-                return Outcome::Done;
+        match self.prepare(file) {
+            Prepared::Settled(outcome) => outcome,
+            Prepared::Opened(opening, hash) => {
+                let settings = &self.config.settings;
+                let config = |name: &str| settings.plugin_config_json(name);
+                self.finish(file, hash, opening.init(&config), rt)
             }
-            Err(e) => return Outcome::Retry(one_line(&LoadError::Stage(e)), None),
-        };
-        let hash = *staged.hash();
-        {
-            let state = self.read();
-            let serving = state.files.get(file).and_then(|n| state.slots.get(n));
-            let settings = &self.config.settings;
-            if serving.is_some_and(|s| {
-                *s.plugin.hash() == hash
-                    && !state.stale.contains(file)
-                    && s.plugin.config_json()
-                        == settings.plugin_config_json(s.plugin.name()).as_deref()
-            }) {
-                // Touched, or rewritten with the same bytes (perhaps back from a build that
-                // failed), and its settings unchanged: not a reload, and no longer a failure.
-                drop(state);
-                self.write().failed.remove(file);
-                return Outcome::Done;
-            }
-            if let Some(f) = state.failed.get(file) {
-                let still_taken = f
-                    .name_taken
-                    .as_ref()
-                    .is_none_or(|n| state.slots.contains_key(n));
-                if f.hash == Some(hash) && still_taken {
-                    // Already reported for these very bytes.
-                    return Outcome::Done;
-                }
+            Prepared::ForWorker(job, hash) => {
+                let (staged, by_file) = *job;
+                let settings = &self.config.settings;
+                let config = |name: &str| settings.plugin_config_json(name);
+                let workers = self
+                    .config
+                    .workers
+                    .clone()
+                    .expect("only prepared with workers");
+                let loaded = LoadedPlugin::start_worker(file, staged, workers, by_file, &config);
+                self.finish(file, hash, loaded, rt)
             }
         }
-        // Whatever comes of this load, it is made with the settings in force now.
-        self.write().stale.remove(file);
-        if let Err(e) = self.config.trust.check_file(file, &hash) {
-            self.fail(file, one_line(&LoadError::Refused(e)), Some(hash), None);
-            return Outcome::Done;
-        }
-        let settings = &self.config.settings;
-        let current = settings.current();
-        let config = |name: &str| settings.plugin_config_json(name);
-        // Worker settings (isolate, env, sandbox) must be known before the plugin's code runs,
-        // but its name only once it ran: they are found by the names its file suggests.
-        let file_names = crate::worker::names_for_file(file);
-        let by_file = file_names
-            .iter()
-            .find_map(|n| current.plugin(n))
-            .map(PluginWorkerSettings::from_config)
-            .unwrap_or_default();
-        // The one place the registry chooses where a version runs.
-        let loaded = match &self.config.workers {
-            Some(w) if w.isolates(&by_file) => {
-                LoadedPlugin::start_worker(file, staged, w.clone(), by_file, &config)
-            }
-            _ => LoadedPlugin::load_staged_with_config(file, staged, &config),
-        };
+    }
+
+    /// Installs (or reports) the result of a version's `init`.
+    fn finish(
+        &self,
+        file: &Path,
+        hash: [u8; 32],
+        loaded: Result<Arc<LoadedPlugin>, LoadError>,
+        rt: Option<&tokio::runtime::Runtime>,
+    ) -> Outcome {
         let new = match loaded {
-            Ok(p) => p,
+            Ok(new) => new,
             // A file cut short (still being copied or linked) looks like these: try again.
             Err(e) if e.may_be_incomplete() => return Outcome::Retry(one_line(&e), Some(hash)),
             Err(e) => {
@@ -492,6 +655,8 @@ impl Registry {
                 return Outcome::Done;
             }
         };
+        let current = self.config.settings.current();
+        let file_names = crate::worker::names_for_file(file);
         if let Some(plugin_settings) = current.plugin(new.name()) {
             let wanted = PluginWorkerSettings::from_config(plugin_settings);
             if self.config.workers.is_none() {
@@ -528,6 +693,104 @@ impl Registry {
             }
         }
         self.install(file, new, hash, rt)
+    }
+
+    /// Everything up to a plugin's `init`: stage, compare, check trust, map and check the
+    /// library. Runs no plugin code beyond the system loader's.
+    fn prepare(&self, file: &Path) -> Prepared {
+        match self.prepare_inner(file) {
+            Ok(prepared) => prepared,
+            Err(outcome) => Prepared::Settled(outcome),
+        }
+    }
+
+    fn prepare_inner(&self, file: &Path) -> Result<Prepared, Outcome> {
+        if file.is_dir() {
+            self.forget(file);
+            return Err(Outcome::Done);
+        }
+        // Copied and hashed in one pass; the copy is what gets checked and mapped.
+        let staged = match Staged::copy(file, &self.config.shadow_dir) {
+            Ok(staged) => staged,
+            Err(e) if e.is_not_found() => {
+                self.forget(file);
+                return Err(Outcome::Done);
+            }
+            Err(e) if e.is_permanent() => {
+                self.forget(file);
+                self.fail(file, one_line(&LoadError::from(e)), None, None);
+                return Err(Outcome::Done);
+            }
+            Err(e) => return Err(Outcome::Retry(one_line(&LoadError::from(e)), None)),
+        };
+        let hash = *staged.hash();
+        {
+            let state = self.read();
+            let serving = state.files.get(file).and_then(|n| state.slots.get(n));
+            let settings = &self.config.settings;
+            if serving.is_some_and(|s| {
+                *s.plugin.hash() == hash
+                    && !state.stale.contains(file)
+                    && s.plugin.config_json()
+                        == settings.plugin_config_json(s.plugin.name()).as_deref()
+            }) {
+                drop(state);
+                // Its hash left the lock file: it stops serving.
+                if let Err(e) = self.config.trust.check_listed(&hash) {
+                    self.forget(file);
+                    self.fail(file, one_line(&LoadError::Refused(e)), Some(hash), None);
+                    return Err(Outcome::Done);
+                }
+                // Touched, or rewritten with the same bytes (perhaps back from a build that
+                // failed), and its settings unchanged: not a reload, and no longer a failure.
+                self.write().failed.remove(file);
+                return Err(Outcome::Done);
+            }
+            if let Some(f) = state.failed.get(file) {
+                let still_taken = f
+                    .name_taken
+                    .as_ref()
+                    .is_none_or(|n| state.slots.contains_key(n));
+                if f.hash == Some(hash) && still_taken {
+                    // Already reported for these very bytes.
+                    return Err(Outcome::Done);
+                }
+            }
+        }
+        // Whatever comes of this load, it is made with the settings in force now.
+        self.write().stale.remove(file);
+        // The owner and mode of the file whose bytes were copied, not of the path now.
+        if let Err(e) = self
+            .config
+            .trust
+            .check_opened(file, staged.metadata(), &hash)
+        {
+            self.fail(file, one_line(&LoadError::Refused(e)), Some(hash), None);
+            return Err(Outcome::Done);
+        }
+        // Worker settings (isolate, env, sandbox) must be known before the plugin's code runs,
+        // but its name only once it ran: they are found by the names its file suggests.
+        if let Some(workers) = &self.config.workers {
+            let current = self.config.settings.current();
+            let by_file = crate::worker::names_for_file(file)
+                .iter()
+                .find_map(|n| current.plugin(n))
+                .map(PluginWorkerSettings::from_config)
+                .unwrap_or_default();
+            // The one place the registry chooses where a version runs.
+            if workers.isolates(&by_file) {
+                return Ok(Prepared::ForWorker(Box::new((staged, by_file)), hash));
+            }
+        }
+        match LoadedPlugin::open_staged(file, staged) {
+            Ok(opening) => Ok(Prepared::Opened(opening, hash)),
+            // A file cut short (still being copied or linked) looks like these: try again.
+            Err(e) if e.may_be_incomplete() => Err(Outcome::Retry(one_line(&e), Some(hash))),
+            Err(e) => {
+                self.fail(file, one_line(&e), Some(hash), None);
+                Err(Outcome::Done)
+            }
+        }
     }
 
     /// Puts a freshly loaded version in its slot (or refuses it), emitting the events.
@@ -703,6 +966,35 @@ impl Registry {
         });
     }
 
+    /// Whether the lock file changed since `seen` (a generation from an earlier call, 0 at
+    /// first). When it did, failures are forgotten as "already reported" so the same bytes
+    /// are judged again, and the caller should look at every file.
+    fn lock_generation(&self) -> u64 {
+        let Some(list) = &self.config.trust.allowlist else {
+            return 0;
+        };
+        list.generation()
+    }
+
+    /// The hash of the version `file` serves, if it serves one.
+    fn serving_hash(&self, file: &Path) -> Option<[u8; 32]> {
+        let state = self.read();
+        let name = state.files.get(file)?;
+        state.slots.get(name).map(|s| *s.plugin.hash())
+    }
+
+    /// Whether `file` provides a serving plugin.
+    fn serves(&self, file: &Path) -> bool {
+        self.read().files.contains_key(file)
+    }
+
+    /// Lets every failed file be tried again with the same bytes (the rules changed).
+    fn forget_reported_hashes(&self) {
+        for f in self.write().failed.values_mut() {
+            f.hash = None;
+        }
+    }
+
     /// Files refused because their plugin name was taken, when that name is free now.
     fn unblocked(&self) -> Vec<PathBuf> {
         let state = self.read();
@@ -727,5 +1019,73 @@ impl Registry {
             .chain(state.failed.keys())
             .cloned()
             .collect()
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn failure_lines_stay_one_line() {
+    let file = Path::new("/p/evil\nWARN other.so");
+    let line = failure_line(
+        file,
+        "refused: /p/evil\nWARN other.so belongs to another user",
+    );
+    assert!(!line.contains('\n'), "{line}");
+    assert!(
+        line.starts_with("/p/evil\\nWARN other.so: refused: /p/evil\\nWARN"),
+        "{line}"
+    );
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+
+    /// Starts like an ELF file (so it is copied) but is no library: whatever passes the
+    /// trust check then fails as "incomplete", which tells the two outcomes apart.
+    fn elf_like(dir: &Path, name: &str, mode: u32) -> PathBuf {
+        let p = dir.join(name);
+        let mut bytes = b"\x7fELF".to_vec();
+        bytes.resize(128, 0);
+        // Different bytes per file, so neither counts as "already reported".
+        bytes.extend_from_slice(name.as_bytes());
+        std::fs::write(&p, bytes).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        p
+    }
+
+    /// The symlink race of issue #14 item 3: the link points at a file others can write when
+    /// it is opened, and at a good file right after. The decision must be about the bytes
+    /// read (the writable file), not about what the path names by the time of the check.
+    #[test]
+    fn trust_is_decided_on_the_file_read_not_on_the_path() {
+        let plugins = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let bad = elf_like(elsewhere.path(), "bad", 0o666);
+        let good = elf_like(elsewhere.path(), "good", 0o644);
+        let link = plugins.path().join("libflip.so");
+        symlink(&bad, &link).unwrap();
+        let flip = link.clone();
+        crate::plugin::after_next_open(&link, move || {
+            let tmp = flip.with_extension("tmp");
+            symlink(&good, &tmp).unwrap();
+            std::fs::rename(&tmp, &flip).unwrap();
+        });
+        let shadow = tempfile::tempdir().unwrap();
+        let mut config = RegistryConfig::new(plugins.path());
+        config.shadow_dir = shadow.path().join("shadow");
+        let reg = Registry::open(config).unwrap();
+        let failures = reg.failures();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert!(
+            failures[0].1.contains("writable by everyone"),
+            "the flipped-to file was checked instead of the one read: {failures:?}"
+        );
+        // The link now names the good file: that one is judged on its own bytes.
+        match reg.apply(&link, None) {
+            Outcome::Retry(e, _) => assert!(e.contains("incomplete"), "{e}"),
+            _ => panic!("expected the good file to pass the trust check"),
+        }
     }
 }

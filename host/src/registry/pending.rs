@@ -132,6 +132,13 @@ impl PendingFiles {
         false
     }
 
+    /// `path` must wait for something else to finish: look again `debounce` later.
+    pub fn defer(&mut self, path: &Path, now: Instant) {
+        if let Some(e) = self.entries.get_mut(path) {
+            e.due = now + self.timing.debounce;
+        }
+    }
+
     /// `path` was applied (or reported for good): forget it.
     pub fn done(&mut self, path: &Path) {
         self.entries.remove(path);

@@ -18,17 +18,41 @@ pub fn built_plugins() -> &'static Path {
 /// A fresh plugin folder holding copies of the named example plugins.
 pub fn plugin_dir(libs: &[&str]) -> tempfile::TempDir {
     let built = built_plugins();
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = private_dir(0o755);
     for lib in libs {
         let name = lib_file(lib);
-        std::fs::copy(built.join(&name), dir.path().join(&name)).expect("copy plugin");
+        let dest = dir.path().join(&name);
+        std::fs::copy(built.join(&name), &dest).expect("copy plugin");
+        // The build's mode follows the umask; the host refuses group-writable plugin files.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o755))
+                .expect("chmod plugin");
+        }
     }
     dir
 }
 
-/// A private shadow folder for one test.
+/// A private shadow folder for one test (mode 0700 whatever the umask: the host refuses a
+/// shadow folder others can write).
 pub fn shadow_dir() -> tempfile::TempDir {
-    tempfile::tempdir().expect("temp dir")
+    private_dir(0o700)
+}
+
+/// A temporary folder with `mode` (temporary folders otherwise follow the umask, and the host
+/// refuses plugin and shadow folders others can write).
+pub fn private_dir(mode: u32) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode))
+            .expect("chmod temp dir");
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
+    dir
 }
 
 /// Builds the plugin project at `project` (a copy of the template) outside the workspace, with

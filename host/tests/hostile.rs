@@ -1,0 +1,432 @@
+//! Plugins that misbehave on purpose (the `hostile` fixture): native threads still running at
+//! reload, invalid UTF-8 through the ABI, panics in the state hand-off; and proof that
+//! `unload` runs and a retired version is unmapped (issue #14 items 1, 13, 16, 20).
+
+use std::{
+    path::{Path, PathBuf},
+    sync::{Arc, OnceLock},
+    time::Duration,
+};
+
+use serde_json::{json, Value};
+use tempfile::TempDir;
+use tokio::sync::broadcast::{self, error::RecvError};
+use toolhost::{
+    model::call_result_json,
+    plugin::{CallControl, CallResult, LoadedPlugin},
+    registry::{Registry, RegistryConfig, RegistryEvent, WatchHandle},
+};
+
+const BUILD_MARK: &[u8; 32] = b"toolhost-hostile-build-000000000";
+
+/// Where the fixtures are built (once per test process; the same selection as the registry
+/// tests, so neither suite rebuilds what the other built).
+fn artifacts() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        toolhost_test_support::Build::packages(&[
+            "calc",
+            "faulty",
+            "notes",
+            "text",
+            "sticky",
+            "bad-init",
+            "abi-mismatch",
+            "slow-state",
+            "hostile",
+            "versioned",
+        ])
+        .run()
+    })
+}
+
+fn library(name: &str) -> Vec<u8> {
+    std::fs::read(artifacts().join(toolhost_test_support::lib_file(name))).unwrap()
+}
+
+/// The hostile fixture's bytes.
+fn hostile() -> &'static [u8] {
+    static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
+    BYTES.get_or_init(|| library("hostile"))
+}
+
+/// The fixture with its build identity set to `id` (at most 32 bytes): another build, whose
+/// `which_build` answers `id`.
+fn build(id: &str) -> Vec<u8> {
+    let mut mark = [b'.'; 32];
+    mark[..id.len()].copy_from_slice(id.as_bytes());
+    let mut bytes = hostile().to_vec();
+    let at = bytes
+        .windows(32)
+        .position(|w| w == BUILD_MARK)
+        .expect("the build mark is in the library");
+    bytes[at..at + 32].copy_from_slice(&mark);
+    bytes
+}
+
+fn id_of(answer: &str) -> &str {
+    answer.trim_end_matches('.')
+}
+
+/// Where every hostile version of this test process notes its unload.
+fn marker() -> &'static Path {
+    static MARKER: OnceLock<(TempDir, PathBuf)> = OnceLock::new();
+    &MARKER
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().unwrap();
+            let file = dir.path().join("unloads");
+            // Set before any plugin is loaded; read by the plugin (same process).
+            std::env::set_var("TOOLHOST_TEST_UNLOAD_MARKER", &file);
+            (dir, file)
+        })
+        .1
+}
+
+fn unloaded(id: &str) -> bool {
+    let mut mark = [b'.'; 32];
+    mark[..id.len()].copy_from_slice(id.as_bytes());
+    let line = format!("unloaded {}", String::from_utf8_lossy(&mark));
+    std::fs::read_to_string(marker())
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l == line)
+}
+
+type Opened = (
+    Arc<Registry>,
+    broadcast::Receiver<RegistryEvent>,
+    WatchHandle,
+);
+
+struct Folder {
+    dir: TempDir,
+    shadow: TempDir,
+}
+
+impl Folder {
+    fn new() -> Self {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+        marker();
+        // Whatever the umask: the host refuses folders others can write.
+        Folder {
+            dir: tempdir_with_mode(0o755),
+            shadow: tempdir_with_mode(0o700),
+        }
+    }
+
+    fn put(&self, bytes: &[u8]) -> PathBuf {
+        self.put_as("hostile.so", bytes)
+    }
+
+    fn put_as(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let dest = self.dir.path().join(name);
+        let tmp = self.dir.path().join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, bytes).unwrap();
+        // Whatever the umask: the host refuses group-writable plugin files.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        std::fs::rename(&tmp, &dest).unwrap();
+        dest
+    }
+
+    fn config(&self) -> RegistryConfig {
+        let mut config = RegistryConfig::new(self.dir.path());
+        config.shadow_dir = self.shadow.path().join("shadow");
+        config
+    }
+
+    fn open(&self) -> Opened {
+        self.open_with(self.config())
+    }
+
+    fn open_with(&self, config: RegistryConfig) -> Opened {
+        let reg = Registry::open(config).unwrap();
+        let rx = reg.subscribe();
+        let watch = reg.watch().unwrap();
+        (reg, rx, watch)
+    }
+}
+
+async fn next(
+    rx: &mut broadcast::Receiver<RegistryEvent>,
+    within: Duration,
+) -> Option<RegistryEvent> {
+    tokio::time::timeout(within, async {
+        loop {
+            match rx.recv().await {
+                Ok(e) => return e,
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => panic!("event stream closed"),
+            }
+        }
+    })
+    .await
+    .ok()
+}
+
+const WAIT: Duration = Duration::from_secs(60);
+
+async fn call(reg: &Registry, tool: &'static str, args: Value) -> CallResult {
+    let lease = reg.lease("hostile").await.expect("hostile serves");
+    tokio::task::spawn_blocking(move || {
+        lease.call(tool, &args.to_string(), &CallControl::new("t", None))
+    })
+    .await
+    .unwrap()
+}
+
+async fn serving_build(reg: &Registry) -> String {
+    id_of(&call(reg, "which_build", json!({})).await.text()).to_string()
+}
+
+#[test]
+fn text_that_is_not_utf8_becomes_an_error_result() {
+    let f = Folder::new();
+    let file = f.put(&build("utf8"));
+    let p = LoadedPlugin::load(&file, &f.shadow.path().join("shadow")).unwrap();
+    let r = p.call("bad_utf8", "{}", &CallControl::new("t", None));
+    assert!(r.is_error);
+    assert_eq!(r.text(), "the plugin returned text that is not valid UTF-8");
+    // What goes on the wire is JSON.
+    let line = call_result_json(&r).to_string();
+    assert!(serde_json::from_str::<Value>(&line).is_ok());
+}
+
+/// Issue #14 item 16: `unload` really runs, when the last lease drops, and the version is
+/// unmapped afterwards, also when its state hand-off panicked.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn unload_runs_after_the_last_lease_and_a_panicked_version_is_unmapped() {
+    use toolhost::plugin::still_mapped;
+    let f = Folder::new();
+    f.put(&build("unload-a"));
+    let (reg, mut rx, _watch) = f.open();
+    assert_eq!(serving_build(&reg).await, "unload-a");
+
+    // Removed while a call holds it: unloaded only when that lease drops.
+    let lease = reg.lease("hostile").await.unwrap();
+    let shadow_a = lease.shadow_path().to_path_buf();
+    std::fs::remove_file(f.dir.path().join("hostile.so")).unwrap();
+    let e = next(&mut rx, WAIT).await;
+    assert!(matches!(e, Some(RegistryEvent::Removed { .. })), "{e:?}");
+    assert!(!unloaded("unload-a"), "unloaded while a lease holds it");
+    assert!(still_mapped(&shadow_a));
+    drop(lease);
+    assert!(unloaded("unload-a"), "unload did not run");
+    assert!(!still_mapped(&shadow_a));
+
+    // Saving its state panics (the SDK catches it): the swap goes on without the state, and
+    // the version that panicked is unloaded and unmapped.
+    f.put(&build("unload-b"));
+    let e = next(&mut rx, WAIT).await;
+    assert!(matches!(e, Some(RegistryEvent::Added { .. })), "{e:?}");
+    let r = call(&reg, "break_state", json!({"save": true})).await;
+    assert!(!r.is_error, "{}", r.text());
+    let shadow_b = reg.get("hostile").unwrap().shadow_path().to_path_buf();
+    f.put(&build("unload-c"));
+    let e = next(&mut rx, WAIT).await;
+    assert!(matches!(e, Some(RegistryEvent::Replaced { .. })), "{e:?}");
+    assert_eq!(serving_build(&reg).await, "unload-c");
+    assert!(unloaded("unload-b"), "unload did not run");
+    assert!(
+        !still_mapped(&shadow_b),
+        "the version that panicked is still mapped"
+    );
+}
+
+/// Issue #14 item 20: a new version that refuses (panics restoring) the state does not take
+/// over; the old one keeps serving with its state; the same bytes are not reported twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_refused_hand_off_keeps_the_old_version_and_its_state() {
+    let f = Folder::new();
+    let path = f.put(&build("state-a"));
+    let (reg, mut rx, _watch) = f.open();
+    for item in ["x", "y"] {
+        call(&reg, "append", json!({"item": item})).await;
+    }
+    call(&reg, "break_state", json!({"restore": true})).await;
+    let refused = build("state-b");
+    f.put(&refused);
+    match next(&mut rx, WAIT).await {
+        Some(RegistryEvent::Failed { file, error }) => {
+            assert_eq!(file, path);
+            assert!(
+                error.contains("refused the old version's state")
+                    && error.contains("restore_state panics on purpose"),
+                "{error}"
+            );
+        }
+        e => panic!("expected a refusal, got {e:?}"),
+    }
+    assert_eq!(serving_build(&reg).await, "state-a");
+    assert_eq!(call(&reg, "items", json!({})).await.text(), "x,y");
+    assert!(unloaded("state-b"), "the refused version was unloaded");
+
+    // The same bytes again (a new file with the same content): not reported a second time.
+    f.put(&refused);
+    let e = next(&mut rx, Duration::from_millis(1500)).await;
+    assert_eq!(e, None, "the same broken bytes were reported again");
+    // Once the old version no longer poisons its state, another build takes over with it.
+    call(&reg, "break_state", json!({})).await;
+    f.put(&build("state-c"));
+    let e = next(&mut rx, WAIT).await;
+    assert!(matches!(e, Some(RegistryEvent::Replaced { .. })), "{e:?}");
+    assert_eq!(serving_build(&reg).await, "state-c");
+    assert_eq!(call(&reg, "items", json!({})).await.text(), "x,y");
+}
+
+/// Issue #14 item 1: a thread the plugin started (raw pthread or std::thread) still runs when
+/// its version is replaced and removed: the library stays mapped, with a warning, and the host
+/// lives on.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_plugin_thread_still_running_keeps_its_library_mapped() {
+    use toolhost::plugin::{kept_for_threads_count, still_mapped};
+    let f = Folder::new();
+    f.put(&build("thread-a"));
+    let (reg, mut rx, _watch) = f.open();
+    let mut shadows = Vec::new();
+    for (i, kind) in ["raw", "std"].into_iter().enumerate() {
+        let r = call(&reg, "spawn_thread", json!({"kind": kind})).await;
+        assert_eq!(r.text(), "started");
+        shadows.push(reg.get("hostile").unwrap().shadow_path().to_path_buf());
+        let before = kept_for_threads_count();
+        f.put(&build(&format!("thread-{i}")));
+        let e = next(&mut rx, WAIT).await;
+        assert!(matches!(e, Some(RegistryEvent::Replaced { .. })), "{e:?}");
+        assert_eq!(
+            kept_for_threads_count(),
+            before + 1,
+            "the {kind} thread was not noticed"
+        );
+        assert!(still_mapped(shadows.last().unwrap()));
+    }
+    // The host still works, and the threads still run their (still mapped) code.
+    assert_eq!(serving_build(&reg).await, "thread-1");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    std::fs::remove_file(f.dir.path().join("hostile.so")).unwrap();
+    let e = next(&mut rx, WAIT).await;
+    assert!(matches!(e, Some(RegistryEvent::Removed { .. })), "{e:?}");
+    for s in &shadows {
+        assert!(still_mapped(s));
+    }
+}
+
+/// A version without threads of its own is unmapped as usual: the thread check does not keep
+/// every library.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_version_without_threads_is_unmapped() {
+    use toolhost::plugin::still_mapped;
+    let f = Folder::new();
+    f.put(&build("plain-a"));
+    let (reg, mut rx, _watch) = f.open();
+    for i in 0..20 {
+        call(&reg, "append", json!({"item": "i"})).await;
+        let shadow = reg.get("hostile").unwrap().shadow_path().to_path_buf();
+        f.put(&build(&format!("plain-{i}")));
+        let e = next(&mut rx, WAIT).await;
+        assert!(matches!(e, Some(RegistryEvent::Replaced { .. })), "{e:?}");
+        assert!(!still_mapped(&shadow), "reload {i}: kept mapped");
+    }
+}
+
+/// Issue #14 item 8: dropping the watcher (what the host does at EOF) does not wait for a
+/// plugin's 60 s `on_load`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stopping_the_watcher_does_not_wait_for_a_slow_on_load() {
+    let f = Folder::new();
+    f.put(&build("slow-a"));
+    let (_reg, _rx, watch) = f.open();
+    f.put(&build("slowload-60000"));
+    // Debounce and stability checks are ~60 ms: the watcher is inside on_load by now.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(watch);
+        let _ = tx.send(());
+    });
+    // Generous bound (the on_load takes 60 s): no hang.
+    assert!(
+        rx.recv_timeout(Duration::from_secs(20)).is_ok(),
+        "dropping the watcher waited for on_load"
+    );
+}
+
+/// Issue #14 item 7: a slow `on_load` (5 s) delays neither the start (the other plugins serve
+/// when `open` returns) nor another plugin's reload; it joins when ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_slow_on_load_delays_neither_start_up_nor_other_reloads() {
+    let f = Folder::new();
+    f.put(&build("slowload-5000"));
+    f.put_as("calc.so", &library("calc"));
+    let mut config = f.config();
+    config.start_wait = Duration::from_millis(200);
+    let started = std::time::Instant::now();
+    let (reg, mut rx, _watch) = f.open_with(config);
+    eprintln!(
+        "open returned after {:?} (on_load takes 5 s)",
+        started.elapsed()
+    );
+    assert!(reg.get("calc").is_some(), "calc serves at once");
+    assert!(
+        reg.get("hostile").is_none(),
+        "open waited for the slow on_load"
+    );
+    // While hostile is still in its on_load, another plugin comes and goes through.
+    f.put_as("text.so", &library("text"));
+    let mut order = Vec::new();
+    while order.len() < 2 {
+        match next(&mut rx, WAIT).await {
+            Some(RegistryEvent::Added { name, .. }) => order.push(name),
+            Some(RegistryEvent::Failed { error, .. }) => panic!("{error}"),
+            Some(_) => {}
+            None => panic!("timed out; added so far: {order:?}"),
+        }
+    }
+    assert_eq!(order, ["text", "hostile"]);
+    assert_eq!(serving_build(&reg).await, "slowload-5000");
+}
+
+/// Issue #14 item 7: `on_load` has a time limit of its own; past it that version is reported
+/// and the previous one keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_on_load_past_its_time_limit_is_given_up() {
+    let f = Folder::new();
+    let path = f.put(&build("limit-a"));
+    let mut config = f.config();
+    config.load_timeout = Duration::from_millis(500);
+    let (reg, mut rx, _watch) = f.open_with(config);
+    f.put(&build("slowload-3000"));
+    match next(&mut rx, WAIT).await {
+        Some(RegistryEvent::Failed { file, error }) => {
+            assert_eq!(file, path);
+            assert_eq!(
+                error,
+                "on_load did not return within 500ms: this version is given up; the previous \
+                 version keeps serving"
+            );
+        }
+        e => panic!("expected a failure, got {e:?}"),
+    }
+    assert_eq!(serving_build(&reg).await, "limit-a");
+}
+
+/// A temporary folder with `mode` (they otherwise follow the umask).
+fn tempdir_with_mode(mode: u32) -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
+    dir
+}
