@@ -11,7 +11,7 @@ use std::{
 
 use std::{sync::Arc, time::Duration};
 
-use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::broadcast;
 use toolhost::{
     config::{Config, LiveConfig},
     handler::{Dispatch, Notify, Router, RouterConfig, Scope, Sink},
@@ -147,17 +147,7 @@ async fn next_event(
     what: &str,
     pred: impl Fn(&RegistryEvent) -> bool,
 ) -> RegistryEvent {
-    tokio::time::timeout(WAIT, async {
-        loop {
-            match rx.recv().await {
-                Ok(e) if pred(&e) => return e,
-                Ok(_) | Err(RecvError::Lagged(_)) => {}
-                Err(RecvError::Closed) => panic!("event stream closed"),
-            }
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("timed out waiting for: {what}"))
+    common::next_event(rx, WAIT, what, pred).await
 }
 
 async fn failure(rx: &mut broadcast::Receiver<RegistryEvent>, file: &Path) -> String {

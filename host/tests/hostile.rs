@@ -2,6 +2,8 @@
 //! reload, invalid UTF-8 through the ABI, panics in the state hand-off; and proof that
 //! `unload` runs and a retired version is unmapped (issue #14 items 1, 13, 16, 20).
 
+mod common;
+
 use std::{
     path::{Path, PathBuf},
     sync::{Arc, OnceLock},
@@ -19,25 +21,8 @@ use toolhost::{
 
 const BUILD_MARK: &[u8; 32] = b"toolhost-hostile-build-000000000";
 
-/// Where the fixtures are built (once per test process; the same selection as the registry
-/// tests, so neither suite rebuilds what the other built).
 fn artifacts() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        toolhost_test_support::Build::packages(&[
-            "calc",
-            "faulty",
-            "notes",
-            "text",
-            "sticky",
-            "bad-init",
-            "abi-mismatch",
-            "slow-state",
-            "hostile",
-            "versioned",
-        ])
-        .run()
-    })
+    common::registry_plugins()
 }
 
 fn library(name: &str) -> Vec<u8> {

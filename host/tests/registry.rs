@@ -1,43 +1,28 @@
 //! The registry against real plugin libraries: hot reload under load, bad files, state hand-off,
 //! unmapping and pinning, calls in flight across a reload.
 
+mod common;
+
 use std::{
     collections::BTreeSet,
     path::{Path, PathBuf},
     sync::{
         atomic::{AtomicBool, Ordering},
-        Arc, OnceLock,
+        Arc,
     },
     time::Duration,
 };
 
 use serde_json::{json, Value};
 use tempfile::TempDir;
-use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::broadcast;
 use toolhost::{
     plugin::{digest, CallControl, CallResult},
     registry::{Registry, RegistryConfig, RegistryEvent, WatchHandle, LIBRARY_SUFFIX},
 };
 
-/// Builds the plugins the tests load (once per test process) and returns the folder holding
-/// the libraries.
 fn artifacts() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        toolhost_test_support::Build::packages(&[
-            "calc",
-            "faulty",
-            "notes",
-            "text",
-            "sticky",
-            "bad-init",
-            "abi-mismatch",
-            "slow-state",
-            "hostile",
-            "versioned",
-        ])
-        .run()
-    })
+    common::registry_plugins()
 }
 
 /// A shared library that is no plugin: the SDK's proc-macro crate, which any build of a
@@ -187,17 +172,7 @@ async fn wait_for(
     what: &str,
     pred: impl Fn(&RegistryEvent) -> bool,
 ) -> RegistryEvent {
-    tokio::time::timeout(WAIT, async {
-        loop {
-            match rx.recv().await {
-                Ok(e) if pred(&e) => return e,
-                Ok(_) | Err(RecvError::Lagged(_)) => {}
-                Err(RecvError::Closed) => panic!("event stream closed"),
-            }
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+    common::next_event(rx, WAIT, what, pred).await
 }
 
 /// Polls `cond` until it holds (for state changes that emit no event).

@@ -5,7 +5,6 @@
 
 use std::{
     path::{Path, PathBuf},
-    process::Command,
     sync::{Arc, OnceLock},
     time::{Duration, Instant},
 };
@@ -20,21 +19,8 @@ use toolhost::{
 fn artifacts() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let status = Command::new(cargo)
-            .current_dir(root)
-            .args([
-                "build", "--quiet", "-p", "calc", "-p", "faulty", "-p", "notes",
-            ])
-            .args(["-p", "crashy", "-p", "bad-init"])
-            .status()
-            .expect("run cargo build");
-        assert!(status.success(), "building the test plugins failed");
-        std::env::var_os("CARGO_TARGET_DIR")
-            .map(|d| root.join(d))
-            .unwrap_or_else(|| root.join("target"))
-            .join("debug")
+        toolhost_test_support::Build::packages(&["calc", "faulty", "notes", "crashy", "bad-init"])
+            .run()
     })
 }
 

@@ -81,3 +81,47 @@ pub fn build_and_load_template_copy(project: &Path, lib_name: &str) {
     let r = plugin.call("greet", r#"{"name":"Ada"}"#, &CallControl::new("t", None));
     assert_eq!(r.text(), "Hello, Ada");
 }
+
+/// Builds the example and fixture plugins the registry-level suites load (once per test
+/// binary; one selection, so the suites sharing it never rebuild what another built) and
+/// returns their folder.
+pub fn registry_plugins() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        Build::packages(&[
+            "calc",
+            "faulty",
+            "notes",
+            "text",
+            "sticky",
+            "bad-init",
+            "abi-mismatch",
+            "slow-state",
+            "hostile",
+            "versioned",
+        ])
+        .run()
+    })
+}
+
+/// The next message on `rx` matching `pred` (skipping others and lag), within `within`;
+/// panics naming `what` when none comes or the stream closes.
+pub async fn next_event<E: Clone>(
+    rx: &mut tokio::sync::broadcast::Receiver<E>,
+    within: std::time::Duration,
+    what: &str,
+    pred: impl Fn(&E) -> bool,
+) -> E {
+    use tokio::sync::broadcast::error::RecvError;
+    tokio::time::timeout(within, async {
+        loop {
+            match rx.recv().await {
+                Ok(e) if pred(&e) => return e,
+                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => panic!("event stream closed"),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+}
