@@ -36,7 +36,7 @@ pub(super) async fn run(
     router: &Router,
     lease: Lease,
     tool: &str,
-    args: Option<&str>,
+    args: Option<String>,
     control: Arc<CallControl>,
 ) -> Result<CallOutput, CallError> {
     let Some(check) = Compiled::of(&lease).tool(tool) else {
@@ -45,12 +45,12 @@ pub(super) async fn run(
             tool: tool.to_string(),
         });
     };
-    let args = args.unwrap_or("{}");
+    let args = args.unwrap_or_else(|| "{}".to_string());
     // A derived `Deserialize` also takes a struct from an array: only an object may skip the
     // host's check, as the schema's root demands one.
     let typed = check.parse_suffices() && args.trim_start().starts_with('{');
     if !typed {
-        if let Err(problem) = check.check(tool, args) {
+        if let Err(problem) = check.check(tool, &args) {
             return Ok(output(CallResult::error(problem)));
         }
     }
@@ -58,10 +58,10 @@ pub(super) async fn run(
     let limit = router.timeout_for(&plugin);
     let call = Call {
         tool: tool.to_string(),
-        args: args.to_string(),
+        args,
         typed,
     };
-    let result = invoke(router, lease, &plugin, call, control, limit).await;
+    let result = invoke(router, lease, &plugin, tool, call, control, limit).await;
     // Serialized once; its length is what the limit is about.
     let out = output(result);
     let max = router.config.max_result_bytes;
@@ -94,11 +94,11 @@ async fn invoke(
     router: &Router,
     lease: Lease,
     plugin: &str,
+    tool: &str,
     call: Call,
     control: Arc<CallControl>,
     limit: Duration,
 ) -> CallResult {
-    let tool = call.tool.clone();
     let (tx, rx) = tokio::sync::oneshot::channel();
     let job = {
         let control = control.clone();
