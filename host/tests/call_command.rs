@@ -5,19 +5,13 @@ mod common;
 
 use std::process::{Command, Output};
 
+use common::text;
+
+/// `toolhost call ARGS --plugins PLUGINS`.
 fn toolhost_call(plugins: &std::path::Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("call")
-        .args(args)
-        .arg("--plugins")
-        .arg(plugins)
-        .env_remove("TOOLHOST_LOCK")
+    common::toolhost(&[&["call"], args].concat(), plugins)
         .output()
         .unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 #[test]
@@ -46,37 +40,22 @@ fn call_applies_the_size_limit_and_the_timeout() {
     // Printed whole (lines of 80 characters), plus `println!`'s newline.
     assert_eq!(text(&big.stdout).len(), 2001);
 
-    let refused = toolhost_call(
-        plugins.path(),
-        &[
-            "faulty",
-            "large",
-            r#"{"chars":2000}"#,
-            "--max-result-bytes",
-            "500",
-        ],
-    );
-    assert_eq!(refused.status.code(), Some(1));
-    assert_eq!(
-        text(&refused.stdout).trim(),
-        "tool `large` returned 2.1 kB, over the 500 bytes limit (raise it with --max-result-bytes)"
-    );
-
-    let timed_out = toolhost_call(
-        plugins.path(),
-        &[
-            "faulty",
-            "slow",
-            r#"{"ms":600000}"#,
-            "--plugin-timeout",
-            "faulty=0.2",
-        ],
-    );
-    assert_eq!(timed_out.status.code(), Some(1));
-    assert_eq!(
-        text(&timed_out.stdout).trim(),
-        "tool slow timed out after 200ms"
-    );
+    // Over the size limit, past the timeout: refused, with the router's message.
+    let refusals: [(&[&str], &str); 2] = [
+        (
+            &["faulty", "large", r#"{"chars":2000}"#, "--max-result-bytes", "500"],
+            "tool `large` returned 2.1 kB, over the 500 bytes limit (raise it with --max-result-bytes)",
+        ),
+        (
+            &["faulty", "slow", r#"{"ms":600000}"#, "--plugin-timeout", "faulty=0.2"],
+            "tool slow timed out after 200ms",
+        ),
+    ];
+    for (args, message) in refusals {
+        let refused = toolhost_call(plugins.path(), args);
+        assert_eq!(refused.status.code(), Some(1), "{args:?}");
+        assert_eq!(text(&refused.stdout).trim(), message);
+    }
 }
 
 #[test]

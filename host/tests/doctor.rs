@@ -207,15 +207,12 @@ fn lock_file_and_default_folder() {
         toolhost::trust::hex(&sha2::Sha256::digest(std::fs::read(&calc).unwrap()).into())
     };
     let lock = bin.path().join("plugins.lock");
+    let with_lock = || {
+        let lock = lock.to_str().unwrap();
+        doctor(&["--plugins", folder, "--claude", claude_arg, "--lock", lock])
+    };
     std::fs::write(&lock, format!("{digest}  libcalc.so\n")).unwrap();
-    let out = doctor(&[
-        "--plugins",
-        folder,
-        "--claude",
-        claude_arg,
-        "--lock",
-        lock.to_str().unwrap(),
-    ]);
+    let out = with_lock();
     assert_eq!(out.status.code(), Some(1));
     let report = text(&out);
     assert!(report.contains("✓ lock-file: "), "{report}");
@@ -226,14 +223,7 @@ fn lock_file_and_default_folder() {
 
     // A lock file that does not parse fails on its own line.
     std::fs::write(&lock, "not a digest\n").unwrap();
-    let out = doctor(&[
-        "--plugins",
-        folder,
-        "--claude",
-        claude_arg,
-        "--lock",
-        lock.to_str().unwrap(),
-    ]);
+    let out = with_lock();
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out).contains("✗ lock-file: "), "{}", text(&out));
 

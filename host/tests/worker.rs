@@ -11,7 +11,7 @@ use std::{
 
 use serde_json::{json, Value};
 use toolhost::{
-    plugin::{CallControl, CallResult, LoadError, LoadedPlugin, Staged},
+    plugin::{CallControl, CallResult, ConfigSource, LoadError, LoadedPlugin, Staged},
     worker::{PluginWorkerSettings, Sandbox, WorkerConfig, WorkerPlugin},
 };
 
@@ -55,6 +55,23 @@ fn start_settings(
     // The worker holds the staged copy open: the shadow folder is already empty.
     assert_eq!(std::fs::read_dir(shadow.path()).unwrap().count(), 0);
     plugin
+}
+
+/// Stages `file` in `shadow` and starts it as the registry does for an isolated plugin (the
+/// host's own checks first, then a worker), with `config` answering its configuration.
+fn start_loaded(
+    file: &Path,
+    shadow: &Path,
+    config_source: ConfigSource<'_>,
+) -> Result<Arc<LoadedPlugin>, LoadError> {
+    let staged = Staged::copy(file, shadow).unwrap();
+    LoadedPlugin::start_worker(
+        file,
+        staged,
+        Arc::new(config()),
+        PluginWorkerSettings::default(),
+        config_source,
+    )
 }
 
 fn start(name: &str) -> WorkerPlugin {
@@ -270,15 +287,7 @@ fn load_failures_in_the_worker_are_load_errors() {
         b"not a library, just text, long enough for any header....",
     )
     .unwrap();
-    let staged = Staged::copy(file.path(), shadow.path()).unwrap();
-    let err = LoadedPlugin::start_worker(
-        file.path(),
-        staged,
-        Arc::new(config()),
-        PluginWorkerSettings::default(),
-        &|_| None,
-    )
-    .unwrap_err();
+    let err = start_loaded(file.path(), shadow.path(), &|_| None).unwrap_err();
     assert!(matches!(err, LoadError::NotALibrary(_)), "{err}");
     // Handed to a worker anyway, the worker's loader refuses it the same way.
     let staged = Staged::copy(file.path(), shadow.path()).unwrap();
@@ -429,28 +438,18 @@ fn plugin_logs_and_stderr_reach_the_host_log_tagged_with_the_plugin() {
 fn a_plugin_in_a_worker_reads_its_config_and_its_environment() {
     let shadow = tempfile::tempdir().unwrap();
     let file = lib_path("calc");
-    let staged = Staged::copy(&file, shadow.path()).unwrap();
-    let p = LoadedPlugin::start_worker(
-        &file,
-        staged,
-        Arc::new(config()),
-        PluginWorkerSettings::default(),
-        &|name| (name == "calc").then(|| r#"{"precision":2}"#.to_string()),
-    )
+    let p = start_loaded(&file, shadow.path(), &|name| {
+        (name == "calc").then(|| r#"{"precision":2}"#.to_string())
+    })
     .unwrap();
     assert!(p.is_isolated());
     assert_eq!(p.config_json(), Some(r#"{"precision":2}"#));
     let r = p.call("divide", r#"{"x":1,"y":3}"#, &CallControl::new("c", None));
     assert_eq!(r.text(), "0.33");
     // A config that does not fit refuses the load, as in process.
-    let staged = Staged::copy(&file, shadow.path()).unwrap();
-    let e = LoadedPlugin::start_worker(
-        &file,
-        staged,
-        Arc::new(config()),
-        PluginWorkerSettings::default(),
-        &|_| Some(r#"{"precision":"two"}"#.to_string()),
-    )
+    let e = start_loaded(&file, shadow.path(), &|_| {
+        Some(r#"{"precision":"two"}"#.to_string())
+    })
     .unwrap_err();
     assert!(e.to_string().contains("`precision`"), "{e}");
 }

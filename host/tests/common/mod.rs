@@ -1,5 +1,5 @@
 //! Shared helpers of the host's integration tests: build example plugins once, copy them into
-//! a fresh plugin folder.
+//! a fresh plugin folder; [`registry`] for the suites that drive a registry.
 #![allow(dead_code)]
 
 use std::{
@@ -8,6 +8,26 @@ use std::{
 };
 
 pub use toolhost_test_support::{lib_file, target_dir, Build};
+
+pub mod registry;
+
+/// `toolhost ARGS --plugins PLUGINS`, without the user's environment that would change what
+/// it loads or logs (`TOOLHOST_PLUGINS`, `TOOLHOST_LOCK`, `RUST_LOG`).
+pub fn toolhost(args: &[&str], plugins: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    cmd.args(args)
+        .arg("--plugins")
+        .arg(plugins)
+        .env_remove("TOOLHOST_PLUGINS")
+        .env_remove("TOOLHOST_LOCK")
+        .env_remove("RUST_LOG");
+    cmd
+}
+
+/// A process's output (either stream) as text.
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
 
 /// Builds the example plugins (debug) once per test binary and returns their folder.
 pub fn built_plugins() -> &'static Path {
@@ -102,6 +122,18 @@ pub fn registry_plugins() -> &'static Path {
         ])
         .run()
     })
+}
+
+/// Polls `cond` until it holds (for state changes that emit no event); panics naming `what`
+/// when it does not within `within`.
+pub async fn eventually(within: std::time::Duration, what: &str, cond: impl Fn() -> bool) {
+    tokio::time::timeout(within, async {
+        while !cond() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("timed out waiting until {what}"))
 }
 
 /// The next message on `rx` matching `pred` (skipping others and lag), within `within`;
