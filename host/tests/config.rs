@@ -17,7 +17,7 @@ use toolhost::{
     handler::{Dispatch, Notify, Router, RouterConfig, Scope, Sink},
     model::JsonRpc,
     plugin::{CallControl, LoadError, LoadedPlugin},
-    registry::{Registry, RegistryConfig},
+    registry::Registry,
 };
 
 fn call(p: &LoadedPlugin, tool: &str, args: &str) -> (bool, String) {
@@ -151,8 +151,7 @@ async fn divide(reg: &Registry) -> (bool, String) {
 
 /// A registry serving `dir` with the settings of its `toolhost.toml`.
 fn open_with_settings(dir: &Path, shadow: &Path) -> Arc<Registry> {
-    let mut config = RegistryConfig::new(dir);
-    config.shadow_dir = shadow.to_path_buf();
+    let mut config = common::registry_config(dir, shadow);
     config.settings = Arc::new(LiveConfig::open(dir, None).unwrap());
     Registry::open(config).unwrap()
 }

@@ -14,13 +14,12 @@ use std::{
 };
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, WriteHalf};
+use tokio::io::{AsyncWriteExt, BufReader, DuplexStream, Lines, WriteHalf};
 use toolhost::{
     chat::{permission_response, Decision},
     handler::{Router, RouterConfig},
-    registry::{Registry, RegistryConfig},
     service::{initialize_request, PermissionHandler, Session},
-    transport::{read_lines, DEFAULT_MAX_LINE_BYTES},
+    transport::DEFAULT_MAX_LINE_BYTES,
 };
 
 const GUARD: Duration = Duration::from_secs(60);
@@ -33,16 +32,7 @@ struct FakeCli {
     held: VecDeque<Value>,
     session: Option<Session>,
     router: Arc<Router>,
-    _plugins: tempfile::TempDir,
-    _shadow: tempfile::TempDir,
-}
-
-fn open_registry(libs: &[&str]) -> (Arc<Registry>, tempfile::TempDir, tempfile::TempDir) {
-    let plugins = common::plugin_dir(libs);
-    let shadow = common::shadow_dir();
-    let mut config = RegistryConfig::new(plugins.path());
-    config.shadow_dir = shadow.path().to_path_buf();
-    (Registry::open(config).unwrap(), plugins, shadow)
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
 }
 
 impl FakeCli {
@@ -56,25 +46,16 @@ impl FakeCli {
         permissions: Option<PermissionHandler>,
         max_line: usize,
     ) -> Self {
-        let (registry, plugins, shadow) = open_registry(libs);
-        let router = Router::new(registry, config);
-        let (cli, host) = tokio::io::duplex(1 << 20);
-        let (host_in, host_out) = tokio::io::split(host);
-        let session = Session::start(
-            read_lines(host_in).max_line_bytes(max_line),
-            host_out,
-            router.clone(),
-            permissions,
-        );
-        let (cli_in, cli_out) = tokio::io::split(cli);
+        let (router, dirs) = common::open_router(libs, config);
+        let (session, (to_host, from_host)) =
+            common::session_over_pipes(router.clone(), 1 << 20, max_line, permissions);
         FakeCli {
-            to_host: cli_out,
-            from_host: BufReader::new(cli_in).lines(),
+            to_host,
+            from_host,
             held: VecDeque::new(),
             session: Some(session),
             router,
-            _plugins: plugins,
-            _shadow: shadow,
+            _dirs: dirs,
         }
     }
 
@@ -809,13 +790,10 @@ async fn ids_that_are_not_strings_or_numbers_are_invalid_requests() {
 async fn a_cli_that_does_not_read_stops_being_read() {
     const CALLS: usize = 1000;
     const CHARS: usize = 100_000;
-    let (registry, _plugins, _shadow) = open_registry(&["faulty"]);
-    let router = Router::new(registry, RouterConfig::default());
+    let (router, _dirs) = common::open_router(&["faulty"], RouterConfig::default());
     // Small pipes: what the host does not read stays with the CLI.
-    let (cli, host) = tokio::io::duplex(8 << 10);
-    let (host_in, host_out) = tokio::io::split(host);
-    let session = Session::start(read_lines(host_in), host_out, router, None);
-    let (cli_in, mut cli_out) = tokio::io::split(cli);
+    let (session, (mut cli_out, mut lines)) =
+        common::session_over_pipes(router, 8 << 10, DEFAULT_MAX_LINE_BYTES, None);
     let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let sender = {
         let sent = sent.clone();
@@ -849,7 +827,6 @@ async fn a_cli_that_does_not_read_stops_being_read() {
         "the host took {stalled_at} of {CALLS} requests without their replies being read"
     );
 
-    let mut lines = BufReader::new(cli_in).lines();
     let mut answered = vec![false; CALLS];
     let mut count = 0;
     while count < CALLS {

@@ -8,7 +8,7 @@ mod common;
 
 use std::{
     io::{BufRead, BufReader, Write},
-    process::{Child, Command, Stdio},
+    process::{Child, ChildStdin, ChildStdout, Command, Stdio},
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc,
@@ -27,17 +27,22 @@ fn status(pid: u32, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-fn spawn_serve(plugins: &std::path::Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+/// `toolhost serve` over the faulty plugin (whose folder comes first: keep it while the host
+/// runs), with its input and output taken.
+fn serve_faulty() -> (tempfile::TempDir, Child, ChildStdin, ChildStdout) {
+    let plugins = common::plugin_dir(&["faulty"]);
+    let mut host = Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .args(["serve", "--plugins"])
-        .arg(plugins)
+        .arg(plugins.path())
         .env_remove("TOOLHOST_LOCK")
         .env("RUST_LOG", "error")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap()
+        .unwrap();
+    let (stdin, stdout) = (host.stdin.take().unwrap(), host.stdout.take().unwrap());
+    (plugins, host, stdin, stdout)
 }
 
 /// Waits (at most `limit`) until the host's resident size has not changed for `quiet`.
@@ -66,11 +71,8 @@ const CEILING_KB: u64 = 120 * 1024;
 /// stays bounded; once the client reads, every call is answered.
 #[test]
 fn replies_to_a_client_that_does_not_read_are_not_queued_without_limit() {
-    let plugins = common::plugin_dir(&["faulty"]);
-    let mut host = spawn_serve(plugins.path());
+    let (_plugins, mut host, mut stdin, stdout) = serve_faulty();
     let pid = host.id();
-    let mut stdin = host.stdin.take().unwrap();
-    let stdout = host.stdout.take().unwrap();
     let sent_all = Arc::new(AtomicBool::new(false));
     let sender = {
         let sent_all = sent_all.clone();
@@ -131,11 +133,8 @@ const PROGRESS_CEILING_KB: u64 = 60 * 1024;
 /// are in order, the last is the final value, and none follows the reply.
 #[test]
 fn a_flood_of_progress_is_coalesced() {
-    let plugins = common::plugin_dir(&["faulty"]);
-    let mut host = spawn_serve(plugins.path());
+    let (_plugins, mut host, mut stdin, stdout) = serve_faulty();
     let pid = host.id();
-    let mut stdin = host.stdin.take().unwrap();
-    let stdout = host.stdout.take().unwrap();
     let call = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
         "name":"faulty__flood","arguments":{"count":REPORTS},"_meta":{"progressToken":"p"}}});
     stdin.write_all(format!("{call}\n").as_bytes()).unwrap();

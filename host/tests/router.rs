@@ -16,7 +16,7 @@ use toolhost::{
         DEFAULT_MAX_RESULT_BYTES,
     },
     model::JsonRpc,
-    registry::{Registry, RegistryConfig, RegistryEvent},
+    registry::{Registry, RegistryEvent},
 };
 use toolhost_test_support::{lib_file, target_dir, Build};
 
@@ -26,15 +26,8 @@ struct Fixture {
 }
 
 fn fixture(libs: &[&str], config: RouterConfig) -> Fixture {
-    let plugins = common::plugin_dir(libs);
-    let shadow = common::shadow_dir();
-    let mut rc = RegistryConfig::new(plugins.path());
-    rc.shadow_dir = shadow.path().to_path_buf();
-    let registry = Registry::open(rc).unwrap();
-    Fixture {
-        router: Router::new(registry, config),
-        _dirs: (plugins, shadow),
-    }
+    let (router, _dirs) = common::open_router(libs, config);
+    Fixture { router, _dirs }
 }
 
 /// Notifications are dropped.
@@ -207,9 +200,7 @@ fn calc_builds() -> (PathBuf, &'static Path) {
 }
 
 fn open(dir: &Path, shadow: &Path) -> Arc<Registry> {
-    let mut rc = RegistryConfig::new(dir);
-    rc.shadow_dir = shadow.to_path_buf();
-    Registry::open(rc).unwrap()
+    Registry::open(common::registry_config(dir, shadow)).unwrap()
 }
 
 fn tool_names(reply: &Value) -> Vec<String> {

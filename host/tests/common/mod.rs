@@ -54,6 +54,67 @@ pub fn plugin_dir(libs: &[&str]) -> tempfile::TempDir {
     dir
 }
 
+/// The registry's defaults for plugin folder `dir`, with its shadow copies in `shadow`.
+pub fn registry_config(dir: &Path, shadow: &Path) -> toolhost::registry::RegistryConfig {
+    let mut config = toolhost::registry::RegistryConfig::new(dir);
+    config.shadow_dir = shadow.to_path_buf();
+    config
+}
+
+/// A registry serving copies of the example plugins `libs`, and its plugin and shadow
+/// folders (removed when dropped: keep them while the registry serves).
+pub fn open_registry(
+    libs: &[&str],
+) -> (
+    std::sync::Arc<toolhost::registry::Registry>,
+    (tempfile::TempDir, tempfile::TempDir),
+) {
+    let plugins = plugin_dir(libs);
+    let shadow = shadow_dir();
+    let config = registry_config(plugins.path(), shadow.path());
+    let registry = toolhost::registry::Registry::open(config).expect("open the registry");
+    (registry, (plugins, shadow))
+}
+
+/// A router over a registry serving copies of the example plugins `libs`, and the registry's
+/// folders (see [`open_registry`]).
+pub fn open_router(
+    libs: &[&str],
+    config: toolhost::handler::RouterConfig,
+) -> (
+    std::sync::Arc<toolhost::handler::Router>,
+    (tempfile::TempDir, tempfile::TempDir),
+) {
+    let (registry, dirs) = open_registry(libs);
+    (toolhost::handler::Router::new(registry, config), dirs)
+}
+
+/// The CLI's end of an in-memory pipe to the host: what it writes, and the lines it reads.
+pub type CliEnd = (
+    tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+);
+
+/// A host session (`toolhost chat`'s control loop) serving `router` over in-memory pipes
+/// holding `pipe` bytes each way, reading lines of at most `max_line` bytes; and the CLI's end.
+pub fn session_over_pipes(
+    router: std::sync::Arc<toolhost::handler::Router>,
+    pipe: usize,
+    max_line: usize,
+    permissions: Option<toolhost::service::PermissionHandler>,
+) -> (toolhost::service::Session, CliEnd) {
+    use tokio::io::AsyncBufReadExt;
+    let (cli, host) = tokio::io::duplex(pipe);
+    let (host_in, host_out) = tokio::io::split(host);
+    let lines = toolhost::transport::read_lines(host_in).max_line_bytes(max_line);
+    let session = toolhost::service::Session::start(lines, host_out, router, permissions);
+    let (cli_in, cli_out) = tokio::io::split(cli);
+    (
+        session,
+        (cli_out, tokio::io::BufReader::new(cli_in).lines()),
+    )
+}
+
 /// A private shadow folder for one test (mode 0700 whatever the umask: the host refuses a
 /// shadow folder others can write).
 pub fn shadow_dir() -> tempfile::TempDir {
