@@ -269,6 +269,7 @@ impl Sandbox {
 
     /// Waits (10 s at most) until a `slow` call of [`Sandbox::slow_input`] has seen its
     /// cancellation: the plugin notes it on its own schedule, possibly after the reply went out.
+    #[track_caller]
     pub fn wait_slow_cancelled(&self) {
         let marker = self.slow_marker();
         eventually(

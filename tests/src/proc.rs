@@ -164,6 +164,7 @@ impl Proc {
 
     /// Closes stdin and waits ([`STEP`]) for the process to end successfully, as a session
     /// whose input ran out should; panics with its output otherwise.
+    #[track_caller]
     pub fn finish(&mut self) {
         self.close_stdin();
         let status = self.wait_exit(STEP);

@@ -136,12 +136,14 @@ impl Pty {
 
     /// Types Ctrl-D (the end of input at an empty prompt) and waits ([`STEP`]) for a clean exit;
     /// panics with the screen otherwise.
+    #[track_caller]
     pub fn quit(&mut self) {
         self.keys("\x04");
         self.wait_success();
     }
 
     /// Waits ([`STEP`]) for the process to exit with code 0; panics with the screen otherwise.
+    #[track_caller]
     pub fn wait_success(&mut self) {
         assert_eq!(self.wait_exit(STEP), 0, "{}", self.report());
     }

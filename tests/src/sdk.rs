@@ -111,6 +111,7 @@ impl<'a> SdkSession<'a> {
     }
 
     /// Closes the CLI's input and waits for it to end successfully.
+    #[track_caller]
     pub fn finish(mut self) {
         self.cli.finish();
     }

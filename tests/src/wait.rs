@@ -29,9 +29,13 @@ pub fn poll<T>(
 
 /// Retries `check` until it holds, pausing 200 ms between tries; panics after `timeout`.
 /// For things that happen on another process's schedule (a file watcher, a marker file).
+#[track_caller]
 pub fn eventually(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) {
-    poll(timeout, Duration::from_millis(200), || {
+    let held = poll(timeout, Duration::from_millis(200), || {
         check().then_some(())
-    })
-    .unwrap_or_else(|| panic!("gave up after {timeout:?} waiting for {what}"));
+    });
+    assert!(
+        held.is_some(),
+        "gave up after {timeout:?} waiting for {what}"
+    );
 }
