@@ -10,7 +10,7 @@ use std::{
     time::Duration,
 };
 
-use common::registry::{build_mark, follow, library_in, with_build_mark, Folder, WAIT};
+use common::registry::{build_mark, follow, library_in, with_build_mark, Folder, Served, WAIT};
 use serde_json::{json, Value};
 use tempfile::TempDir;
 use tokio::sync::broadcast::{self, error::RecvError};
@@ -76,14 +76,16 @@ fn folder() -> Folder {
     Folder::new()
 }
 
+/// A fresh folder serving the hostile build `id` (the registry's defaults), followed.
+fn serve_build(id: &str) -> Served {
+    let open = |f: &Folder| Registry::open(f.config()).unwrap();
+    folder().serve("hostile.so", &build(id), open)
+}
+
 impl Folder {
     /// Puts a build of the hostile fixture in place as `hostile.so`.
     fn put_hostile(&self, bytes: &[u8]) -> PathBuf {
         self.put("hostile.so", bytes)
-    }
-
-    fn open(&self) -> Opened {
-        self.open_with(self.config())
     }
 
     fn open_with(&self, config: RegistryConfig) -> Opened {
@@ -137,9 +139,7 @@ fn text_that_is_not_utf8_becomes_an_error_result() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn unload_runs_after_the_last_lease_and_a_panicked_version_is_unmapped() {
     use toolhost::plugin::still_mapped;
-    let f = folder();
-    f.put_hostile(&build("unload-a"));
-    let (reg, mut rx, _watch) = f.open();
+    let (f, reg, mut rx, _watch) = serve_build("unload-a");
     assert_eq!(serving_build(&reg).await, "unload-a");
 
     // Removed while a call holds it: unloaded only when that lease drops.
@@ -177,9 +177,8 @@ async fn unload_runs_after_the_last_lease_and_a_panicked_version_is_unmapped() {
 /// over; the old one keeps serving with its state; the same bytes are not reported twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_refused_hand_off_keeps_the_old_version_and_its_state() {
-    let f = folder();
-    let path = f.put_hostile(&build("state-a"));
-    let (reg, mut rx, _watch) = f.open();
+    let (f, reg, mut rx, _watch) = serve_build("state-a");
+    let path = f.path("hostile.so");
     for item in ["x", "y"] {
         call(&reg, "append", json!({"item": item})).await;
     }
@@ -221,9 +220,7 @@ async fn a_refused_hand_off_keeps_the_old_version_and_its_state() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_plugin_thread_still_running_keeps_its_library_mapped() {
     use toolhost::plugin::{kept_for_threads_count, still_mapped};
-    let f = folder();
-    f.put_hostile(&build("thread-a"));
-    let (reg, mut rx, _watch) = f.open();
+    let (f, reg, mut rx, _watch) = serve_build("thread-a");
     let mut shadows = Vec::new();
     for (i, kind) in ["raw", "std"].into_iter().enumerate() {
         let r = call(&reg, "spawn_thread", json!({"kind": kind})).await;
@@ -257,9 +254,7 @@ async fn a_plugin_thread_still_running_keeps_its_library_mapped() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_version_without_threads_is_unmapped() {
     use toolhost::plugin::still_mapped;
-    let f = folder();
-    f.put_hostile(&build("plain-a"));
-    let (reg, mut rx, _watch) = f.open();
+    let (f, reg, mut rx, _watch) = serve_build("plain-a");
     for i in 0..20 {
         call(&reg, "append", json!({"item": "i"})).await;
         let shadow = reg.get("hostile").unwrap().shadow_path().to_path_buf();
@@ -274,9 +269,7 @@ async fn a_version_without_threads_is_unmapped() {
 /// plugin's 60 s `on_load`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn stopping_the_watcher_does_not_wait_for_a_slow_on_load() {
-    let f = folder();
-    f.put_hostile(&build("slow-a"));
-    let (_reg, _rx, watch) = f.open();
+    let (f, _reg, _rx, watch) = serve_build("slow-a");
     f.put_hostile(&build("slowload-60000"));
     // Debounce and stability checks are ~60 ms: the watcher is inside on_load by now.
     tokio::time::sleep(Duration::from_millis(1000)).await;

@@ -93,33 +93,24 @@ async fn result_over_the_size_limit_is_refused() {
     assert!(text_of(&r).contains("over the 1.0 MB limit"), "{r}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn size_limit_is_configurable() {
+/// The reply to faulty's `large` returning `chars` characters, under a limit of `max` bytes.
+async fn large_under_limit(max: usize, chars: usize) -> Value {
     let config = RouterConfig {
-        max_result_bytes: 3_000_000,
+        max_result_bytes: max,
         ..RouterConfig::default()
     };
     let f = fixture(&["faulty"], config);
-    let r = send(
-        &f.router,
-        Scope::Server("faulty"),
-        call(1, "large", json!({"chars": 2_000_000})),
-    )
-    .await;
+    let large = call(1, "large", json!({ "chars": chars }));
+    send(&f.router, Scope::Server("faulty"), large).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn size_limit_is_configurable() {
+    let r = large_under_limit(3_000_000, 2_000_000).await;
     assert!(r["result"].get("isError").is_none());
     assert_eq!(text_of(&r).len(), 2_000_000);
 
-    let config = RouterConfig {
-        max_result_bytes: 500,
-        ..RouterConfig::default()
-    };
-    let f = fixture(&["faulty"], config);
-    let r = send(
-        &f.router,
-        Scope::Server("faulty"),
-        call(1, "large", json!({"chars": 2_000})),
-    )
-    .await;
+    let r = large_under_limit(500, 2_000).await;
     assert_eq!(
         text_of(&r),
         "tool `large` returned 2.1 kB, over the 500 bytes limit (raise it with --max-result-bytes)"

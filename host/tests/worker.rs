@@ -3,6 +3,8 @@
 //! never returns) ends only the worker; the crash budget; state hand-off between workers; the
 //! sandbox.
 
+mod common;
+
 use std::{
     path::{Path, PathBuf},
     sync::{Arc, OnceLock},
@@ -55,6 +57,20 @@ fn start_settings(
     // The worker holds the staged copy open: the shadow folder is already empty.
     assert_eq!(std::fs::read_dir(shadow.path()).unwrap().count(), 0);
     plugin
+}
+
+/// The host's side of a call (`label`) that a thread cancels after `delay`; join the thread.
+fn cancelled_after(
+    label: &str,
+    delay: Duration,
+) -> (Arc<CallControl>, std::thread::JoinHandle<()>) {
+    let control = Arc::new(CallControl::new(label, None));
+    let c2 = control.clone();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(delay);
+        c2.cancel();
+    });
+    (control, canceller)
 }
 
 /// Stages `file` in `shadow` and starts it as the registry does for an isolated plugin (the
@@ -130,14 +146,7 @@ fn calc_serves_from_a_worker_like_in_process() {
 #[test]
 fn progress_and_cancellation_cross_the_process_boundary() {
     let p = start("faulty");
-    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let sink = seen.clone();
-    let control = CallControl::new(
-        "p",
-        Some(Box::new(move |done, total, msg: &str| {
-            sink.lock().unwrap().push((done, total, msg.to_string()))
-        })),
-    );
+    let (control, seen) = common::recording_progress("p");
     let r = p.call("slow", r#"{"ms": 50}"#, &control);
     assert_eq!(r.text(), "slept 50 ms");
     let seen = seen.lock().unwrap();
@@ -146,12 +155,7 @@ fn progress_and_cancellation_cross_the_process_boundary() {
 
     // Cancelled while running: the tool sees it and stops; the worker is not killed.
     let pid = p.pid().unwrap();
-    let control = Arc::new(CallControl::new("c", None));
-    let c2 = control.clone();
-    let canceller = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(100));
-        c2.cancel();
-    });
+    let (control, canceller) = cancelled_after("c", Duration::from_millis(100));
     let t = Instant::now();
     let r = p.call("slow", r#"{"ms": 20000}"#, &control);
     canceller.join().unwrap();
@@ -198,13 +202,8 @@ fn each_crash_class_fails_only_its_call_and_the_next_call_is_answered() {
 fn a_stuck_tool_ignoring_cancellation_gets_its_worker_killed() {
     let p = start("crashy");
     let before = p.pid().unwrap();
-    let control = Arc::new(CallControl::new("h", None));
-    let c2 = control.clone();
     // What the router does at a timeout: cancel the call.
-    let timer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(200));
-        c2.cancel();
-    });
+    let (control, timer) = cancelled_after("h", Duration::from_millis(200));
     let t = Instant::now();
     let r = p.call("hang", "{}", &control);
     timer.join().unwrap();

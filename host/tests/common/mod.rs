@@ -115,6 +115,22 @@ pub fn session_over_pipes(
     )
 }
 
+/// Progress reports as a plugin made them: `(done, total, message)`.
+pub type Reports = std::sync::Arc<std::sync::Mutex<Vec<(f64, Option<f64>, String)>>>;
+
+/// The host's side of a call (`label`) that records every progress report the plugin makes.
+pub fn recording_progress(label: &str) -> (toolhost::plugin::CallControl, Reports) {
+    let seen = Reports::default();
+    let sink = seen.clone();
+    let control = toolhost::plugin::CallControl::new(
+        label,
+        Some(Box::new(move |done, total, msg: &str| {
+            sink.lock().unwrap().push((done, total, msg.to_string()))
+        })),
+    );
+    (control, seen)
+}
+
 /// A private shadow folder for one test (mode 0700 whatever the umask: the host refuses a
 /// shadow folder others can write).
 pub fn shadow_dir() -> tempfile::TempDir {
