@@ -133,14 +133,8 @@ fn calc_serves_from_a_worker_like_in_process() {
     let pid = p.pid().unwrap();
     assert_ne!(pid, std::process::id());
     drop(p);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !reaped(pid) {
-        assert!(
-            Instant::now() < deadline,
-            "the worker of a dropped version is reaped"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let failure = "the worker of a dropped version is reaped";
+    common::poll_until(Duration::from_secs(5), failure, || reaped(pid));
 }
 
 #[test]

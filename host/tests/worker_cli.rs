@@ -2,6 +2,8 @@
 //! worker is killed and replaced) and the server goes on; end of input and SIGTERM end the
 //! host and every worker with it.
 
+mod common;
+
 use std::{
     io::{BufRead, BufReader, Write},
     process::{Child, ChildStdin, Command, Stdio},
@@ -110,14 +112,10 @@ impl Serve {
     }
 
     fn wait_exit(&mut self, within: Duration) {
-        let deadline = Instant::now() + within;
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(
-                Instant::now() < deadline,
-                "toolhost did not exit within {within:?}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let failure = format!("toolhost did not exit within {within:?}");
+        common::poll_until(within, &failure, || {
+            self.child.try_wait().unwrap().is_some()
+        });
     }
 }
 
@@ -139,14 +137,10 @@ fn dead(pid: u32) -> bool {
 }
 
 fn eventually_dead(pids: &[u32]) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !pids.iter().all(|p| dead(*p)) {
-        assert!(
-            Instant::now() < deadline,
-            "workers {pids:?} outlived the host"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let failure = format!("workers {pids:?} outlived the host");
+    common::poll_until(Duration::from_secs(10), &failure, || {
+        pids.iter().all(|p| dead(*p))
+    });
 }
 
 #[test]

@@ -201,6 +201,16 @@ pub fn registry_plugins() -> &'static Path {
     })
 }
 
+/// Polls `cond` every 10 ms on this thread until it holds; panics with `failure` when it does
+/// not within `within`.
+pub fn poll_until(within: std::time::Duration, failure: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + within;
+    while !cond() {
+        assert!(std::time::Instant::now() < deadline, "{failure}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// Polls `cond` until it holds (for state changes that emit no event); panics naming `what`
 /// when it does not within `within`.
 pub async fn eventually(within: std::time::Duration, what: &str, cond: impl Fn() -> bool) {
