@@ -102,6 +102,13 @@ impl Folder {
     }
 }
 
+/// A fresh folder holding the builds of `crates` (as `NAME.so`), and their files.
+fn folder_with<const N: usize>(crates: [&str; N]) -> (Folder, [PathBuf; N]) {
+    let f = Folder::new();
+    let files = crates.map(|c| f.put(&format!("{c}.so"), &library(c)));
+    (f, files)
+}
+
 /// A fresh folder serving `bytes` as `file`, followed.
 fn serve(file: &str, bytes: &[u8]) -> Served {
     Folder::new().serve(file, bytes, Folder::open)
@@ -760,9 +767,7 @@ async fn a_stuck_call_delays_a_stateful_swap_which_is_retried() {
 async fn untrusted_files_are_refused() {
     use std::os::unix::fs::PermissionsExt;
 
-    let f = Folder::new();
-    let calc = f.put("calc.so", &library("calc"));
-    let text = f.put("text.so", &library("text"));
+    let (f, [calc, text]) = folder_with(["calc", "text"]);
     std::fs::set_permissions(&text, std::fs::Permissions::from_mode(0o666)).unwrap();
     let reg = f.open();
     assert_eq!(reg.plugins().len(), 1, "only calc serves");
@@ -831,9 +836,7 @@ async fn a_fifo_named_like_a_plugin_does_not_block_the_watcher() {
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn lock_file_changes_apply_while_running() {
-    let f = Folder::new();
-    let calc = f.put("calc.so", &library("calc"));
-    let text = f.put("text.so", &library("text"));
+    let (f, [calc, text]) = folder_with(["calc", "text"]);
     let reg = f.open_locked(&f.write_lock(&[&calc]));
     assert!(reg.get("text").is_none());
     let (mut rx, _watch) = follow(&reg);
