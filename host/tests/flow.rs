@@ -27,22 +27,37 @@ fn status(pid: u32, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// `toolhost serve` over the faulty plugin (whose folder comes first: keep it while the host
-/// runs), with its input and output taken.
-fn serve_faulty() -> (tempfile::TempDir, Child, ChildStdin, ChildStdout) {
-    let plugins = common::plugin_dir(&["faulty"]);
-    let mut host = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+fn spawn_serve(plugins: &std::path::Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .args(["serve", "--plugins"])
-        .arg(plugins.path())
+        .arg(plugins)
         .env_remove("TOOLHOST_LOCK")
         .env("RUST_LOG", "error")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+/// `toolhost serve` over the faulty plugin (whose folder comes first: keep it while the host
+/// runs), with its input and output taken.
+fn serve_faulty() -> (tempfile::TempDir, Child, ChildStdin, ChildStdout) {
+    let plugins = common::plugin_dir(&["faulty"]);
+    let mut host = spawn_serve(plugins.path());
     let (stdin, stdout) = (host.stdin.take().unwrap(), host.stdout.take().unwrap());
     (plugins, host, stdin, stdout)
+}
+
+/// Fails unless the host's peak resident size `peak` (kB) is under `ceiling` (kB).
+#[track_caller]
+fn assert_peak_under(peak: u64, ceiling: u64) {
+    assert!(
+        peak < ceiling,
+        "peak resident size {} MB over the {} MB ceiling",
+        peak / 1024,
+        ceiling / 1024
+    );
 }
 
 /// Waits (at most `limit`) until the host's resident size has not changed for `quiet`.
@@ -115,12 +130,7 @@ fn replies_to_a_client_that_does_not_read_are_not_queued_without_limit() {
     let missing: Vec<usize> = (0..CALLS).filter(|&i| !answered[i]).collect();
     assert!(missing.is_empty(), "unanswered: {missing:?}");
     assert!(host.wait().unwrap().success());
-    assert!(
-        peak < CEILING_KB,
-        "peak resident size {} MB over the {} MB ceiling",
-        peak / 1024,
-        CEILING_KB / 1024
-    );
+    assert_peak_under(peak, CEILING_KB);
 }
 
 const REPORTS: u64 = 1_000_000;
@@ -188,10 +198,5 @@ fn a_flood_of_progress_is_coalesced() {
     );
     assert_eq!(last, REPORTS as f64, "the last report is the final value");
     assert_eq!(after_reply, 0, "progress after the reply");
-    assert!(
-        peak < PROGRESS_CEILING_KB,
-        "peak resident size {} MB over the {} MB ceiling",
-        peak / 1024,
-        PROGRESS_CEILING_KB / 1024
-    );
+    assert_peak_under(peak, PROGRESS_CEILING_KB);
 }
