@@ -303,8 +303,7 @@ async fn typed_arguments_are_parsed_once_and_old_plugins_checked_by_the_host() {
     let dir = common::plugin_dir(&["calc"]);
     std::fs::copy(abi_v1_plugin(), dir.path().join(common::lib_file("abi-v1"))).unwrap();
     let shadow = common::shadow_dir();
-    let mut config = RegistryConfig::new(dir.path());
-    config.shadow_dir = shadow.path().to_path_buf();
+    let config = common::registry_config(dir.path(), shadow.path());
     let router = Router::new(Registry::open(config).unwrap(), RouterConfig::default());
     let call = |plugin: &'static str, args: &'static str| {
         let router = router.clone();
