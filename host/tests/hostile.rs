@@ -415,3 +415,85 @@ fn tempdir_with_mode(mode: u32) -> TempDir {
     let _ = mode;
     dir
 }
+
+/// What a scoped `tracing` subscriber wrote.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    /// Runs `f` with warnings and errors logged on this thread captured; returns them.
+    fn logs_of(f: impl FnOnce()) -> String {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .with_max_level(tracing::Level::WARN)
+            .finish();
+        tracing::subscriber::with_default(subscriber, f);
+        let bytes = captured.0.lock().unwrap().clone();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+/// Issue #14 item 20: a panic inside a plugin's `unload` (caught by the SDK: it must not
+/// unwind into the host, where it would abort the process) is logged at error level with the
+/// plugin's name, the version is still unmapped, and the host goes on: the next version
+/// takes over and serves, also when the panic happens in a reload's swap.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_panic_in_unload_is_logged_and_the_host_goes_on() {
+    use toolhost::plugin::still_mapped;
+    let f = Folder::new();
+    f.put(&build("unloadpanic-a"));
+    let (reg, mut rx, _watch) = f.open();
+    assert_eq!(serving_build(&reg).await, "unloadpanic-a");
+
+    // Removed while this test holds the last lease: the unload runs on this thread when it
+    // drops, under a subscriber that captures what it logs.
+    let lease = reg.lease("hostile").await.unwrap();
+    let shadow_a = lease.shadow_path().to_path_buf();
+    std::fs::remove_file(f.dir.path().join("hostile.so")).unwrap();
+    let e = next(&mut rx, WAIT).await;
+    assert!(matches!(e, Some(RegistryEvent::Removed { .. })), "{e:?}");
+    let log = Captured::logs_of(|| drop(lease));
+    assert!(unloaded("unloadpanic-a"), "unload did not run");
+    assert!(
+        log.contains("ERROR")
+            && log.contains("plugin=\"hostile\"")
+            && log.contains("unloading the plugin panicked: unload panics on purpose"),
+        "the panic in unload was not logged: {log:?}"
+    );
+    assert!(
+        !still_mapped(&shadow_a),
+        "the version whose unload panicked is still mapped"
+    );
+
+    // The same panic inside a reload (the swap drops the old version on the loader's thread):
+    // the new version serves with the old one's state, the old one is unmapped.
+    f.put(&build("unloadpanic-b"));
+    let e = next(&mut rx, WAIT).await;
+    assert!(matches!(e, Some(RegistryEvent::Added { .. })), "{e:?}");
+    call(&reg, "append", json!({"item": "kept"})).await;
+    let shadow_b = reg.get("hostile").unwrap().shadow_path().to_path_buf();
+    f.put(&build("after-panic-c"));
+    let e = next(&mut rx, WAIT).await;
+    assert!(matches!(e, Some(RegistryEvent::Replaced { .. })), "{e:?}");
+    assert_eq!(serving_build(&reg).await, "after-panic-c");
+    assert_eq!(call(&reg, "items", json!({})).await.text(), "kept");
+    assert!(unloaded("unloadpanic-b"), "unload did not run");
+    assert!(
+        !still_mapped(&shadow_b),
+        "the version whose unload panicked is still mapped"
+    );
+}
