@@ -311,3 +311,81 @@ fn missing_cli_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("cannot find the `claude` CLI"));
 }
+
+/// Issue #14 item 22, deterministically: a SIGTERM that arrives after toolhost installed its
+/// handlers but before it spawned the CLI ends toolhost through them (exit code 143), with no
+/// CLI left behind. The test holds toolhost in that window: `--mcp-config` names a FIFO, which
+/// `chat` reads after installing its handlers and before spawning the CLI; the test's open of
+/// the FIFO for writing succeeds only once toolhost has it open for reading. Were the handlers
+/// installed after the spawn, this SIGTERM would kill toolhost outright (signal 15).
+#[test]
+fn sigterm_before_the_cli_is_spawned_is_handled() {
+    use std::{io::Write, os::unix::fs::OpenOptionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = common::plugin_dir(&[]);
+    let pid_file = dir.path().join("pid");
+    let claude = fake_claude(
+        dir.path(),
+        "echo $$ > \"$(dirname \"$0\")/pid\"\nwhile read line; do :; done\nexec sleep 1000",
+    );
+    let config = dir.path().join("mcp.json");
+    let c = std::ffi::CString::new(config.to_str().unwrap()).unwrap();
+    // SAFETY: `c` is a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let mut child = chat(
+        &claude,
+        plugins.path(),
+        &["hi", "--mcp-config", config.to_str().unwrap()],
+    )
+    .spawn()
+    .unwrap();
+
+    // A non-blocking open for writing fails (ENXIO) until toolhost opens the FIFO to read it.
+    let deadline = Instant::now() + WAIT;
+    let mut fifo = loop {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&config)
+        {
+            Ok(f) => break f,
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {}
+            Err(e) => panic!("opening the FIFO: {e}"),
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("toolhost exited before reading the MCP config: {status:?}");
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("toolhost did not read the MCP config within {WAIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    // Toolhost is reading the config: the CLI does not exist yet.
+    assert!(children(child.id()).trim().is_empty(), "the CLI was spawned");
+    assert!(!pid_file.exists(), "the CLI was spawned");
+    // SAFETY: plain kill(2) on a process this test started.
+    unsafe { libc_kill(child.id() as i32, 15) };
+    // If toolhost lived through the signal, it goes on: reads the config, spawns the CLI,
+    // and only then ends (a dead reader makes this write fail: ignored).
+    let _ = fifo.write_all(br#"{"mcpServers":{}}"#);
+    drop(fifo);
+    let status = wait_with_limit(&mut child);
+    let marker = dir.path().to_string_lossy().into_owned();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !processes_mentioning(&marker).is_empty() {
+        if Instant::now() > deadline {
+            for pid in processes_mentioning(&marker) {
+                // SAFETY: plain kill(2) on a leftover of this test.
+                unsafe { libc_kill(pid, 9) };
+            }
+            panic!("the CLI outlived toolhost ({status:?})");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        status.code(),
+        Some(143),
+        "toolhost did not end through its SIGTERM handler: {status:?}"
+    );
+}
