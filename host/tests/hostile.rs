@@ -497,3 +497,42 @@ async fn a_panic_in_unload_is_logged_and_the_host_goes_on() {
         "the version whose unload panicked is still mapped"
     );
 }
+
+/// Whether the fixture noted `<what> <build id>` in the marker file.
+fn noted(what: &str, id: &str) -> bool {
+    let line = format!("{what} {id:.<32}");
+    std::fs::read_to_string(marker())
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l == line)
+}
+
+/// Issue #14 item 8: dropping the watcher (what the host does at EOF) does not wait for plugin
+/// code running on the watcher thread itself either: here a 60 s restore of the old version's
+/// state (a reload's hand-off runs there, while `on_load` has a thread of its own).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stopping_the_watcher_does_not_wait_for_a_slow_state_hand_off() {
+    let f = Folder::new();
+    f.put(&build("handoff-a"));
+    let (reg, _rx, watch) = f.open();
+    assert_eq!(serving_build(&reg).await, "handoff-a");
+    f.put(&build("slowrestore-60000"));
+    let deadline = std::time::Instant::now() + WAIT;
+    while !noted("restoring", "slowrestore-60000") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the new version never started restoring the state"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(watch);
+        let _ = tx.send(());
+    });
+    // Generous bound (the restore takes 60 s): no hang.
+    assert!(
+        rx.recv_timeout(Duration::from_secs(20)).is_ok(),
+        "dropping the watcher waited for the state hand-off"
+    );
+}
