@@ -362,7 +362,10 @@ fn sigterm_before_the_cli_is_spawned_is_handled() {
         std::thread::sleep(Duration::from_millis(5));
     };
     // Toolhost is reading the config: the CLI does not exist yet.
-    assert!(children(child.id()).trim().is_empty(), "the CLI was spawned");
+    assert!(
+        children(child.id()).trim().is_empty(),
+        "the CLI was spawned"
+    );
     assert!(!pid_file.exists(), "the CLI was spawned");
     // SAFETY: plain kill(2) on a process this test started.
     unsafe { libc_kill(child.id() as i32, 15) };

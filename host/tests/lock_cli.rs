@@ -118,9 +118,12 @@ fn a_lock_file_others_can_write_is_refused_unless_shared_is_allowed() {
     fs::set_permissions(&lock, fs::Permissions::from_mode(0o666)).unwrap();
     let lock = lock.to_str().unwrap();
 
-    let out = toolhost(&["call", "calc.add", r#"{"x":2,"y":3}"#, "--lock", lock], plugins.path())
-        .output()
-        .unwrap();
+    let out = toolhost(
+        &["call", "calc.add", r#"{"x":2,"y":3}"#, "--lock", lock],
+        plugins.path(),
+    )
+    .output()
+    .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", all(&out));
     assert_eq!(text(&out.stdout), "", "nothing ran: {}", all(&out));
     let err = text(&out.stderr);
@@ -130,7 +133,14 @@ fn a_lock_file_others_can_write_is_refused_unless_shared_is_allowed() {
     );
 
     let out = toolhost(
-        &["call", "calc.add", r#"{"x":2,"y":3}"#, "--lock", lock, "--allow-shared"],
+        &[
+            "call",
+            "calc.add",
+            r#"{"x":2,"y":3}"#,
+            "--lock",
+            lock,
+            "--allow-shared",
+        ],
         plugins.path(),
     )
     .output()
