@@ -31,9 +31,7 @@ fn chat(claude: &Path, plugins: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-fn text(o: &[u8]) -> String {
-    String::from_utf8_lossy(o).into_owned()
-}
+use common::text;
 
 /// A CLI that answers `initialize`, runs one turn for the user message, and exits when its
 /// stdin closes (writing `stdin closed` to a file, to show the host closed it).
@@ -49,16 +47,19 @@ while read line; do :; done
 echo "stdin closed" > "$(dirname "$0")/closed"
 "#;
 
+/// [`ONE_TURN`] in `dir`, its turn ending with a result of `subtype`.
+fn one_turn_claude(dir: &Path, subtype: &str, is_error: bool) -> PathBuf {
+    let script = ONE_TURN
+        .replace("RESULT_SUBTYPE", subtype)
+        .replace("IS_ERROR", &is_error.to_string());
+    fake_claude(dir, &script)
+}
+
 #[test]
 fn prompt_runs_one_turn_and_closes_the_cli() {
     let dir = tempfile::tempdir().unwrap();
     let plugins = common::plugin_dir(&["calc"]);
-    let claude = fake_claude(
-        dir.path(),
-        &ONE_TURN
-            .replace("RESULT_SUBTYPE", "success")
-            .replace("IS_ERROR", "false"),
-    );
+    let claude = one_turn_claude(dir.path(), "success", false);
     let out = output(chat(&claude, plugins.path(), &["hi"]));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(
@@ -76,12 +77,7 @@ fn a_load_failure_is_reported_once_and_an_empty_folder_is_said() {
     let dir = tempfile::tempdir().unwrap();
     let plugins = common::plugin_dir(&["calc"]);
     std::fs::write(plugins.path().join("libjunk.so"), b"not a library").unwrap();
-    let claude = fake_claude(
-        dir.path(),
-        &ONE_TURN
-            .replace("RESULT_SUBTYPE", "success")
-            .replace("IS_ERROR", "false"),
-    );
+    let claude = one_turn_claude(dir.path(), "success", false);
     // The default log level, as a user has it.
     let mut cmd = chat(&claude, plugins.path(), &["hi"]);
     cmd.env_remove("RUST_LOG");
@@ -104,12 +100,7 @@ fn a_load_failure_is_reported_once_and_an_empty_folder_is_said() {
 fn error_result_exits_with_1() {
     let dir = tempfile::tempdir().unwrap();
     let plugins = common::plugin_dir(&[]);
-    let claude = fake_claude(
-        dir.path(),
-        &ONE_TURN
-            .replace("RESULT_SUBTYPE", "error_max_turns")
-            .replace("IS_ERROR", "true"),
-    );
+    let claude = one_turn_claude(dir.path(), "error_max_turns", true);
     let out = output(chat(
         &claude,
         plugins.path(),
@@ -282,19 +273,25 @@ fn sigterm_right_after_the_cli_is_spawned_leaves_no_cli_behind() {
         // SAFETY: plain kill(2) on a process this test started.
         unsafe { libc_kill(child.id() as i32, 15) };
         let status = wait_with_limit(&mut child);
-        // The CLI goes with toolhost (allow it a moment to be reaped).
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while !processes_mentioning(&marker).is_empty() {
-            if Instant::now() > deadline {
-                for pid in processes_mentioning(&marker) {
-                    // SAFETY: plain kill(2) on a leftover of this test.
-                    unsafe { libc_kill(pid, 9) };
-                }
-                panic!("round {round}: the CLI outlived toolhost ({status:?})");
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        assert_no_cli_left(&marker, &format!("round {round} ({status:?})"));
         assert_eq!(status.code(), Some(143), "round {round}");
+    }
+}
+
+/// Fails (killing them) if processes mentioning `marker` (the fake CLI's folder) are still
+/// there a moment after toolhost ended: the CLI goes with toolhost (it may take a moment to
+/// be reaped).
+fn assert_no_cli_left(marker: &str, context: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !processes_mentioning(marker).is_empty() {
+        if Instant::now() > deadline {
+            for pid in processes_mentioning(marker) {
+                // SAFETY: plain kill(2) on a leftover of this test.
+                unsafe { libc_kill(pid, 9) };
+            }
+            panic!("{context}: the CLI outlived toolhost");
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -374,18 +371,7 @@ fn sigterm_before_the_cli_is_spawned_is_handled() {
     let _ = fifo.write_all(br#"{"mcpServers":{}}"#);
     drop(fifo);
     let status = wait_with_limit(&mut child);
-    let marker = dir.path().to_string_lossy().into_owned();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !processes_mentioning(&marker).is_empty() {
-        if Instant::now() > deadline {
-            for pid in processes_mentioning(&marker) {
-                // SAFETY: plain kill(2) on a leftover of this test.
-                unsafe { libc_kill(pid, 9) };
-            }
-            panic!("the CLI outlived toolhost ({status:?})");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    assert_no_cli_left(&dir.path().to_string_lossy(), &format!("{status:?}"));
     assert_eq!(
         status.code(),
         Some(143),
