@@ -17,6 +17,16 @@ fn fake_claude(dir: &Path, body: &str) -> PathBuf {
     path
 }
 
+/// A CLI in `dir` that never answers and ignores the end of its input; it writes its pid to
+/// the file returned with it.
+fn silent_claude(dir: &Path) -> (PathBuf, PathBuf) {
+    let claude = fake_claude(
+        dir,
+        "echo $$ > \"$(dirname \"$0\")/pid\"\nwhile read line; do :; done\nexec sleep 1000",
+    );
+    (claude, dir.join("pid"))
+}
+
 fn chat(claude: &Path, plugins: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
     cmd.arg("chat")
@@ -147,12 +157,7 @@ fn cli_killed_is_reported() {
 fn sigterm_ends_the_host_and_the_cli() {
     let dir = tempfile::tempdir().unwrap();
     let plugins = common::plugin_dir(&[]);
-    let pid_file = dir.path().join("pid");
-    // A CLI that never answers and ignores the end of its input.
-    let claude = fake_claude(
-        dir.path(),
-        "echo $$ > \"$(dirname \"$0\")/pid\"\nwhile read line; do :; done\nexec sleep 1000",
-    );
+    let (claude, pid_file) = silent_claude(dir.path());
     let mut child = chat(&claude, plugins.path(), &["hi"]).spawn().unwrap();
     let deadline = Instant::now() + WAIT;
     let cli_pid = loop {
@@ -320,11 +325,7 @@ fn sigterm_before_the_cli_is_spawned_is_handled() {
     use std::{io::Write, os::unix::fs::OpenOptionsExt};
     let dir = tempfile::tempdir().unwrap();
     let plugins = common::plugin_dir(&[]);
-    let pid_file = dir.path().join("pid");
-    let claude = fake_claude(
-        dir.path(),
-        "echo $$ > \"$(dirname \"$0\")/pid\"\nwhile read line; do :; done\nexec sleep 1000",
-    );
+    let (claude, pid_file) = silent_claude(dir.path());
     let config = dir.path().join("mcp.json");
     let c = std::ffi::CString::new(config.to_str().unwrap()).unwrap();
     // SAFETY: `c` is a valid NUL-terminated path.

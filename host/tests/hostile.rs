@@ -17,7 +17,7 @@ use tokio::sync::broadcast::{self, error::RecvError};
 use toolhost::{
     model::call_result_json,
     plugin::{CallControl, CallResult, LoadedPlugin},
-    registry::{Registry, RegistryConfig, RegistryEvent, WatchHandle},
+    registry::{Lease, Registry, RegistryConfig, RegistryEvent, WatchHandle},
 };
 
 const BUILD_MARK: &[u8; 32] = b"toolhost-hostile-build-000000000";
@@ -144,15 +144,9 @@ fn text_that_is_not_utf8_becomes_an_error_result() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn unload_runs_after_the_last_lease_and_a_panicked_version_is_unmapped() {
     use toolhost::plugin::still_mapped;
-    let (f, reg, mut rx, _watch) = serve_build("unload-a");
-    assert_eq!(serving_build(&reg).await, "unload-a");
-
     // Removed while a call holds it: unloaded only when that lease drops.
-    let lease = reg.lease("hostile").await.unwrap();
+    let ((f, reg, mut rx, _watch), lease) = removed_while_leased("unload-a").await;
     let shadow_a = lease.shadow_path().to_path_buf();
-    std::fs::remove_file(f.path("hostile.so")).unwrap();
-    let e = next(&mut rx, WAIT).await;
-    assert!(matches!(e, Some(RegistryEvent::Removed { .. })), "{e:?}");
     assert!(!unloaded("unload-a"), "unloaded while a lease holds it");
     assert!(still_mapped(&shadow_a));
     drop(lease);
@@ -353,6 +347,19 @@ async fn an_on_load_past_its_time_limit_is_given_up() {
     }
     assert_eq!(serving_build(&reg).await, "limit-a");
 }
+
+/// Serves build `id`, leases it, and removes its file: the lease returned is the version's
+/// last holder.
+async fn removed_while_leased(id: &str) -> (Served, Lease) {
+    let (f, reg, mut rx, watch) = serve_build(id);
+    assert_eq!(serving_build(&reg).await, id);
+    let lease = reg.lease("hostile").await.unwrap();
+    std::fs::remove_file(f.path("hostile.so")).unwrap();
+    let e = next(&mut rx, WAIT).await;
+    assert!(matches!(e, Some(RegistryEvent::Removed { .. })), "{e:?}");
+    ((f, reg, rx, watch), lease)
+}
+
 /// What a scoped `tracing` subscriber wrote.
 #[derive(Clone, Default)]
 struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
@@ -391,16 +398,10 @@ impl Captured {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_panic_in_unload_is_logged_and_the_host_goes_on() {
     use toolhost::plugin::still_mapped;
-    let (f, reg, mut rx, _watch) = serve_build("unloadpanic-a");
-    assert_eq!(serving_build(&reg).await, "unloadpanic-a");
-
     // Removed while this test holds the last lease: the unload runs on this thread when it
     // drops, under a subscriber that captures what it logs.
-    let lease = reg.lease("hostile").await.unwrap();
+    let ((f, reg, mut rx, _watch), lease) = removed_while_leased("unloadpanic-a").await;
     let shadow_a = lease.shadow_path().to_path_buf();
-    std::fs::remove_file(f.path("hostile.so")).unwrap();
-    let e = next(&mut rx, WAIT).await;
-    assert!(matches!(e, Some(RegistryEvent::Removed { .. })), "{e:?}");
     let log = Captured::logs_of(|| drop(lease));
     assert!(unloaded("unloadpanic-a"), "unload did not run");
     assert!(

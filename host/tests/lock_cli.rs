@@ -105,12 +105,15 @@ fn a_lock_file_others_can_write_is_refused_unless_shared_is_allowed() {
     fs::set_permissions(&lock, fs::Permissions::from_mode(0o666)).unwrap();
     let lock = lock.to_str().unwrap();
 
-    let out = toolhost(
-        &["call", "calc.add", r#"{"x":2,"y":3}"#, "--lock", lock],
-        plugins.path(),
-    )
-    .output()
-    .unwrap();
+    let add = |extra: &[&str]| {
+        let args = [
+            &["call", "calc.add", r#"{"x":2,"y":3}"#, "--lock", lock],
+            extra,
+        ]
+        .concat();
+        toolhost(&args, plugins.path()).output().unwrap()
+    };
+    let out = add(&[]);
     assert_eq!(out.status.code(), Some(2), "{}", all(&out));
     assert_eq!(text(&out.stdout), "", "nothing ran: {}", all(&out));
     let err = text(&out.stderr);
@@ -119,18 +122,6 @@ fn a_lock_file_others_can_write_is_refused_unless_shared_is_allowed() {
         "{err}"
     );
 
-    let out = toolhost(
-        &[
-            "call",
-            "calc.add",
-            r#"{"x":2,"y":3}"#,
-            "--lock",
-            lock,
-            "--allow-shared",
-        ],
-        plugins.path(),
-    )
-    .output()
-    .unwrap();
+    let out = add(&["--allow-shared"]);
     assert_eq!(text(&out.stdout), "5\n", "{}", all(&out));
 }
