@@ -161,15 +161,8 @@ async fn unload_runs_after_the_last_lease_and_a_panicked_version_is_unmapped() {
     let r = call(&reg, "break_state", json!({"save": true})).await;
     assert!(!r.is_error, "{}", r.text());
     let shadow_b = reg.get("hostile").unwrap().shadow_path().to_path_buf();
-    f.put_hostile(&build("unload-c"));
-    let e = next(&mut rx, WAIT).await;
-    assert!(matches!(e, Some(RegistryEvent::Replaced { .. })), "{e:?}");
-    assert_eq!(serving_build(&reg).await, "unload-c");
-    assert!(unloaded("unload-b"), "unload did not run");
-    assert!(
-        !still_mapped(&shadow_b),
-        "the version that panicked is still mapped"
-    );
+    replace_with(&f, &reg, &mut rx, "unload-c").await;
+    assert_gone("unload-b", &shadow_b);
 }
 
 /// Issue #14 item 20: a new version that refuses (panics restoring) the state does not take
@@ -360,34 +353,33 @@ async fn removed_while_leased(id: &str) -> (Served, Lease) {
     ((f, reg, rx, watch), lease)
 }
 
-/// What a scoped `tracing` subscriber wrote.
-#[derive(Clone, Default)]
-struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+/// Puts build `id` in place of the one serving and checks it takes over.
+async fn replace_with(
+    f: &Folder,
+    reg: &Registry,
+    rx: &mut broadcast::Receiver<RegistryEvent>,
+    id: &str,
+) {
+    f.put_hostile(&build(id));
+    let e = next(rx, WAIT).await;
+    assert!(matches!(e, Some(RegistryEvent::Replaced { .. })), "{e:?}");
+    assert_eq!(serving_build(reg).await, id);
 }
 
-impl Captured {
-    /// Runs `f` with warnings and errors logged on this thread captured; returns them.
-    fn logs_of(f: impl FnOnce()) -> String {
-        let captured = Captured::default();
-        let writer = captured.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .with_max_level(tracing::Level::WARN)
-            .finish();
-        tracing::subscriber::with_default(subscriber, f);
-        let bytes = captured.0.lock().unwrap().clone();
-        String::from_utf8_lossy(&bytes).into_owned()
-    }
+/// Runs `f` with the warnings and errors logged on this thread captured; returns them.
+fn logs_of(f: impl FnOnce()) -> String {
+    use std::io::{Read, Seek};
+    let mut file = tempfile::tempfile().unwrap();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(file.try_clone().unwrap())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::WARN)
+        .finish();
+    tracing::subscriber::with_default(subscriber, f);
+    let mut text = String::new();
+    file.rewind().unwrap();
+    file.read_to_string(&mut text).unwrap();
+    text
 }
 
 /// Issue #14 item 20: a panic inside a plugin's `unload` (caught by the SDK: it must not
@@ -397,22 +389,17 @@ impl Captured {
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_panic_in_unload_is_logged_and_the_host_goes_on() {
-    use toolhost::plugin::still_mapped;
     // Removed while this test holds the last lease: the unload runs on this thread when it
     // drops, under a subscriber that captures what it logs.
     let ((f, reg, mut rx, _watch), lease) = removed_while_leased("unloadpanic-a").await;
     let shadow_a = lease.shadow_path().to_path_buf();
-    let log = Captured::logs_of(|| drop(lease));
-    assert!(unloaded("unloadpanic-a"), "unload did not run");
+    let log = logs_of(|| drop(lease));
+    assert_gone("unloadpanic-a", &shadow_a);
     assert!(
         log.contains("ERROR")
             && log.contains("plugin=\"hostile\"")
             && log.contains("unloading the plugin panicked: unload panics on purpose"),
         "the panic in unload was not logged: {log:?}"
-    );
-    assert!(
-        !still_mapped(&shadow_a),
-        "the version whose unload panicked is still mapped"
     );
 
     // The same panic inside a reload (the swap drops the old version on the loader's thread):
@@ -422,15 +409,18 @@ async fn a_panic_in_unload_is_logged_and_the_host_goes_on() {
     assert!(matches!(e, Some(RegistryEvent::Added { .. })), "{e:?}");
     call(&reg, "append", json!({"item": "kept"})).await;
     let shadow_b = reg.get("hostile").unwrap().shadow_path().to_path_buf();
-    f.put_hostile(&build("after-panic-c"));
-    let e = next(&mut rx, WAIT).await;
-    assert!(matches!(e, Some(RegistryEvent::Replaced { .. })), "{e:?}");
-    assert_eq!(serving_build(&reg).await, "after-panic-c");
+    replace_with(&f, &reg, &mut rx, "after-panic-c").await;
     assert_eq!(call(&reg, "items", json!({})).await.text(), "kept");
-    assert!(unloaded("unloadpanic-b"), "unload did not run");
+    assert_gone("unloadpanic-b", &shadow_b);
+}
+
+/// Checks that version `id`, mapped from `shadow`, was unloaded and unmapped.
+#[cfg(target_os = "linux")]
+fn assert_gone(id: &str, shadow: &Path) {
+    assert!(unloaded(id), "{id}: unload did not run");
     assert!(
-        !still_mapped(&shadow_b),
-        "the version whose unload panicked is still mapped"
+        !toolhost::plugin::still_mapped(shadow),
+        "{id} is still mapped"
     );
 }
 
