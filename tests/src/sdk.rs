@@ -1,11 +1,14 @@
 //! Playing the SDK side of the CLI's stream-json control protocol (docs/protocol.md §0, §1.1), for the
 //! direct tests that check the fake API against the real CLI without toolhost.
 
-use std::time::{Duration, Instant};
+use std::{
+    process::Command,
+    time::{Duration, Instant},
+};
 
 use serde_json::{json, Value};
 
-use crate::proc::Proc;
+use crate::{proc::Proc, wait::STEP};
 
 /// The SDK's `initialize` control request.
 pub fn initialize_request(request_id: &str) -> Value {
@@ -50,6 +53,69 @@ impl McpRequest {
 /// An in-process MCP server: returns the JSON-RPC reply to send now, or `None` to answer
 /// later with [`answer`] (to hold a call while others complete).
 pub type McpServer<'a> = dyn FnMut(&McpRequest) -> Option<Value> + 'a;
+
+/// The CLI driven as an SDK drives it (stream-json on stdin and stdout), with one in-process
+/// MCP server answering its `mcp_message` requests while the test waits. Every wait is [`STEP`].
+pub struct SdkSession<'a> {
+    cli: Proc,
+    server: Box<McpServer<'a>>,
+}
+
+impl<'a> SdkSession<'a> {
+    /// Starts `cmd` (the CLI with the stream-json flags) and sends `initialize` as `init_1`,
+    /// without waiting for the answer.
+    pub fn spawn(cmd: Command, server: impl FnMut(&McpRequest) -> Option<Value> + 'a) -> Self {
+        let mut cli = Proc::spawn("claude", cmd);
+        cli.send_json(&initialize_request("init_1"));
+        Self {
+            cli,
+            server: Box::new(server),
+        }
+    }
+
+    /// [`SdkSession::spawn`], then waits until `initialize` is answered (serving the server's
+    /// handshake on the way).
+    pub fn initialized(
+        cmd: Command,
+        server: impl FnMut(&McpRequest) -> Option<Value> + 'a,
+    ) -> Self {
+        let mut session = Self::spawn(cmd, server);
+        session.pump("initialize response", is_response_to("init_1"));
+        session
+    }
+
+    /// Sends a user turn.
+    pub fn send_turn(&mut self, prompt: &str) {
+        self.cli.send_json(&user_turn(prompt));
+    }
+
+    /// Sends a user turn and serves the server until the turn's `result` line; returns it.
+    pub fn turn(&mut self, prompt: &str) -> Value {
+        self.send_turn(prompt);
+        self.pump(&format!("the result of {prompt:?}"), is_result)
+    }
+
+    /// [`pump`] with this session's server.
+    pub fn pump(&mut self, what: &str, until: impl Fn(&Value) -> bool) -> Value {
+        pump(&mut self.cli, what, STEP, &mut self.server, until)
+    }
+
+    /// Answers a request the server held (see [`McpServer`]) with the JSON-RPC `reply`.
+    pub fn answer(&mut self, req: &McpRequest, reply: Value) {
+        answer(&mut self.cli, req, reply);
+    }
+
+    /// Sends an MCP notification from the server (see [`notify`]).
+    pub fn notify(&mut self, request_id: &str, server: &str, method: &str) {
+        notify(&mut self.cli, request_id, server, method);
+    }
+
+    /// Closes the CLI's input and waits for it to end successfully.
+    #[track_caller]
+    pub fn finish(mut self) {
+        self.cli.finish();
+    }
+}
 
 /// Reads the CLI's stdout until a JSON line satisfies `until`, serving every `mcp_message`
 /// control request on the way (notifications included: the CLI waits for their
