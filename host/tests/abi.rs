@@ -155,14 +155,7 @@ fn cancellation_reaches_the_tool() {
 #[test]
 fn progress_reaches_the_host() {
     let (p, _s) = load("faulty");
-    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let sink = seen.clone();
-    let control = CallControl::new(
-        "t",
-        Some(Box::new(move |done, total, msg: &str| {
-            sink.lock().unwrap().push((done, total, msg.to_string()))
-        })),
-    );
+    let (control, seen) = common::recording_progress("t");
     let r = p.call("slow", r#"{"ms":10}"#, &control);
     assert!(!r.is_error, "{r:?}");
     let seen = seen.lock().unwrap();

@@ -5,19 +5,13 @@ mod common;
 
 use std::process::{Command, Output};
 
+use common::text;
+
+/// `toolhost call ARGS --plugins PLUGINS`.
 fn toolhost_call(plugins: &std::path::Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("call")
-        .args(args)
-        .arg("--plugins")
-        .arg(plugins)
-        .env_remove("TOOLHOST_LOCK")
+    common::toolhost(&[&["call"], args].concat(), plugins)
         .output()
         .unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 #[test]
@@ -46,58 +40,48 @@ fn call_applies_the_size_limit_and_the_timeout() {
     // Printed whole (lines of 80 characters), plus `println!`'s newline.
     assert_eq!(text(&big.stdout).len(), 2001);
 
-    let refused = toolhost_call(
-        plugins.path(),
-        &[
-            "faulty",
-            "large",
-            r#"{"chars":2000}"#,
-            "--max-result-bytes",
-            "500",
-        ],
-    );
-    assert_eq!(refused.status.code(), Some(1));
-    assert_eq!(
-        text(&refused.stdout).trim(),
-        "tool `large` returned 2.1 kB, over the 500 bytes limit (raise it with --max-result-bytes)"
-    );
-
-    let timed_out = toolhost_call(
-        plugins.path(),
-        &[
-            "faulty",
-            "slow",
-            r#"{"ms":600000}"#,
-            "--plugin-timeout",
-            "faulty=0.2",
-        ],
-    );
-    assert_eq!(timed_out.status.code(), Some(1));
-    assert_eq!(
-        text(&timed_out.stdout).trim(),
-        "tool slow timed out after 200ms"
-    );
+    // Over the size limit, past the timeout: refused, with the router's message.
+    for (args, message) in [
+        (
+            r#"faulty large {"chars":2000} --max-result-bytes 500"#,
+            "tool `large` returned 2.1 kB, over the 500 bytes limit (raise it with --max-result-bytes)",
+        ),
+        (
+            r#"faulty slow {"ms":600000} --plugin-timeout faulty=0.2"#,
+            "tool slow timed out after 200ms",
+        ),
+    ] {
+        let args: Vec<&str> = args.split(' ').collect();
+        let refused = toolhost_call(plugins.path(), &args);
+        assert_eq!(refused.status.code(), Some(1), "{args:?}");
+        assert_eq!(text(&refused.stdout).trim(), message);
+    }
 }
 
 #[test]
 fn call_names_unknown_plugins_and_tools_like_the_router() {
     let plugins = common::plugin_dir(&["calc"]);
-    let out = toolhost_call(plugins.path(), &["nosuch", "add"]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = text(&out.stderr);
-    assert!(
-        err.contains("unknown MCP server `nosuch`: no plugin of that name is loaded")
-            && err.contains("found: calc"),
-        "{err}"
-    );
-    let out = toolhost_call(plugins.path(), &["calc", "pow"]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = text(&out.stderr);
-    assert!(
-        err.contains("unknown tool: `pow` is not a tool of plugin `calc`")
-            && err.contains("it has: add"),
-        "{err}"
-    );
+    for (args, wanted) in [
+        (
+            ["nosuch", "add"],
+            [
+                "unknown MCP server `nosuch`: no plugin of that name is loaded",
+                "found: calc",
+            ],
+        ),
+        (
+            ["calc", "pow"],
+            [
+                "unknown tool: `pow` is not a tool of plugin `calc`",
+                "it has: add",
+            ],
+        ),
+    ] {
+        let out = toolhost_call(plugins.path(), &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(wanted.iter().all(|w| err.contains(w)), "{err}");
+    }
 }
 
 /// The exit codes the README documents: 0 for a result, 1 for an error result (whatever made

@@ -31,9 +31,7 @@ fn chat(claude: &Path, plugins: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-fn text(o: &[u8]) -> String {
-    String::from_utf8_lossy(o).into_owned()
-}
+use common::text;
 
 /// A CLI that answers `initialize`, runs one turn for the user message, and exits when its
 /// stdin closes (writing `stdin closed` to a file, to show the host closed it).
@@ -49,16 +47,19 @@ while read line; do :; done
 echo "stdin closed" > "$(dirname "$0")/closed"
 "#;
 
+/// [`ONE_TURN`] in `dir`, its turn ending with a result of `subtype`.
+fn one_turn_claude(dir: &Path, subtype: &str, is_error: bool) -> PathBuf {
+    let script = ONE_TURN
+        .replace("RESULT_SUBTYPE", subtype)
+        .replace("IS_ERROR", &is_error.to_string());
+    fake_claude(dir, &script)
+}
+
 #[test]
 fn prompt_runs_one_turn_and_closes_the_cli() {
     let dir = tempfile::tempdir().unwrap();
     let plugins = common::plugin_dir(&["calc"]);
-    let claude = fake_claude(
-        dir.path(),
-        &ONE_TURN
-            .replace("RESULT_SUBTYPE", "success")
-            .replace("IS_ERROR", "false"),
-    );
+    let claude = one_turn_claude(dir.path(), "success", false);
     let out = output(chat(&claude, plugins.path(), &["hi"]));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(
@@ -76,12 +77,7 @@ fn a_load_failure_is_reported_once_and_an_empty_folder_is_said() {
     let dir = tempfile::tempdir().unwrap();
     let plugins = common::plugin_dir(&["calc"]);
     std::fs::write(plugins.path().join("libjunk.so"), b"not a library").unwrap();
-    let claude = fake_claude(
-        dir.path(),
-        &ONE_TURN
-            .replace("RESULT_SUBTYPE", "success")
-            .replace("IS_ERROR", "false"),
-    );
+    let claude = one_turn_claude(dir.path(), "success", false);
     // The default log level, as a user has it.
     let mut cmd = chat(&claude, plugins.path(), &["hi"]);
     cmd.env_remove("RUST_LOG");
@@ -104,12 +100,7 @@ fn a_load_failure_is_reported_once_and_an_empty_folder_is_said() {
 fn error_result_exits_with_1() {
     let dir = tempfile::tempdir().unwrap();
     let plugins = common::plugin_dir(&[]);
-    let claude = fake_claude(
-        dir.path(),
-        &ONE_TURN
-            .replace("RESULT_SUBTYPE", "error_max_turns")
-            .replace("IS_ERROR", "true"),
-    );
+    let claude = one_turn_claude(dir.path(), "error_max_turns", true);
     let out = output(chat(
         &claude,
         plugins.path(),

@@ -3,25 +3,9 @@
 
 mod common;
 
-use std::{
-    os::unix::process::ExitStatusExt,
-    path::Path,
-    process::{Command, Stdio},
-};
+use std::{os::unix::process::ExitStatusExt, process::Stdio};
 
-fn toolhost(args: &[&str], plugins: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
-    cmd.args(args)
-        .arg("--plugins")
-        .arg(plugins)
-        .env_remove("TOOLHOST_PLUGINS")
-        .env_remove("RUST_LOG");
-    cmd
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use common::{text, toolhost};
 
 #[test]
 fn list_shows_each_tools_arguments() {

@@ -11,13 +11,13 @@ use std::{
 
 use std::{sync::Arc, time::Duration};
 
-use tokio::sync::broadcast;
+use common::registry::{failed, follow, replaced};
 use toolhost::{
     config::{Config, LiveConfig},
     handler::{Dispatch, Notify, Router, RouterConfig, Scope, Sink},
     model::JsonRpc,
     plugin::{CallControl, LoadError, LoadedPlugin},
-    registry::{Registry, RegistryConfig, RegistryEvent},
+    registry::Registry,
 };
 
 fn call(p: &LoadedPlugin, tool: &str, args: &str) -> (bool, String) {
@@ -142,41 +142,18 @@ fn a_config_for_a_plugin_that_takes_none_refuses_the_load() {
 
 const WAIT: Duration = Duration::from_secs(20);
 
-async fn next_event(
-    rx: &mut broadcast::Receiver<RegistryEvent>,
-    what: &str,
-    pred: impl Fn(&RegistryEvent) -> bool,
-) -> RegistryEvent {
-    common::next_event(rx, WAIT, what, pred).await
-}
-
-async fn failure(rx: &mut broadcast::Receiver<RegistryEvent>, file: &Path) -> String {
-    match next_event(
-        rx,
-        &format!("{} failed", file.display()),
-        |e| matches!(e, RegistryEvent::Failed { file: f, .. } if f == file),
-    )
-    .await
-    {
-        RegistryEvent::Failed { error, .. } => error,
-        _ => unreachable!(),
-    }
-}
-
-async fn replaced(rx: &mut broadcast::Receiver<RegistryEvent>, plugin: &str) {
-    next_event(
-        rx,
-        &format!("{plugin} replaced"),
-        |e| matches!(e, RegistryEvent::Replaced { name, .. } if name == plugin),
-    )
-    .await;
-}
-
 async fn divide(reg: &Registry) -> (bool, String) {
     let lease = reg.lease("calc").await.expect("calc serves");
     tokio::task::spawn_blocking(move || call(&lease, "divide", r#"{"x":1,"y":3}"#))
         .await
         .unwrap()
+}
+
+/// A registry serving `dir` with the settings of its `toolhost.toml`.
+fn open_with_settings(dir: &Path, shadow: &Path) -> Arc<Registry> {
+    let mut config = common::registry_config(dir, shadow);
+    config.settings = Arc::new(LiveConfig::open(dir, None).unwrap());
+    Registry::open(config).unwrap()
 }
 
 /// Writes beside, then renames over, as editors do.
@@ -193,14 +170,10 @@ async fn the_registry_follows_the_configuration_file() {
     let toml = dir.path().join("toolhost.toml");
     let lib = dir.path().join(common::lib_file("calc"));
     put(&toml, "[plugin.calc]\nconfig = { precision = 2 }\n");
-    let mut config = RegistryConfig::new(dir.path());
-    config.shadow_dir = shadow.path().to_path_buf();
-    config.settings = Arc::new(LiveConfig::open(dir.path(), None).unwrap());
-    let reg = Registry::open(config).unwrap();
+    let reg = open_with_settings(dir.path(), shadow.path());
     assert_eq!(divide(&reg).await, (false, "0.33".into()));
     assert!(reg.failures().is_empty(), "{:?}", reg.failures());
-    let mut rx = reg.subscribe();
-    let _watch = reg.watch().unwrap();
+    let (mut rx, _watch) = follow(&reg);
 
     // A new `config`: calc is reloaded with it.
     put(&toml, "[plugin.calc]\nconfig = { precision = 3 }\n");
@@ -209,7 +182,7 @@ async fn the_registry_follows_the_configuration_file() {
 
     // A file that does not parse: reported, and the previous configuration keeps serving.
     put(&toml, "[plugin.calc]\ntimout = 3\n");
-    let error = failure(&mut rx, &toml).await;
+    let error = failed(&mut rx, &toml).await;
     assert!(
         error.starts_with("line 2: plugin.calc.timout: unknown key (expected one of isolate,"),
         "{error}"
@@ -245,7 +218,7 @@ async fn the_registry_follows_the_configuration_file() {
 
     // A `config` calc cannot take: its reload fails, the running version keeps serving.
     put(&toml, "[plugin.calc]\nconfig = { precision = \"two\" }\n");
-    let error = failure(&mut rx, &lib).await;
+    let error = failed(&mut rx, &lib).await;
     assert!(
         error.contains("`precision`: invalid type: string \"two\""),
         "{error}"
@@ -259,7 +232,7 @@ async fn the_registry_follows_the_configuration_file() {
 
     // A sandbox cannot be enforced in process: refused, not ignored.
     put(&toml, "[plugin.calc.sandbox]\nnet = false\n");
-    let error = failure(&mut rx, &lib).await;
+    let error = failed(&mut rx, &lib).await;
     assert!(error.contains("cannot enforce a sandbox"), "{error}");
 }
 
@@ -291,10 +264,7 @@ async fn the_file_sets_call_timeouts_and_the_command_line_wins() {
         "[plugin.faulty]\ntimeout = 0.2\n[plugin.calc]\ntimeout = 7\n",
     )
     .unwrap();
-    let mut config = RegistryConfig::new(dir.path());
-    config.shadow_dir = shadow.path().to_path_buf();
-    config.settings = Arc::new(LiveConfig::open(dir.path(), None).unwrap());
-    let registry = Registry::open(config).unwrap();
+    let registry = open_with_settings(dir.path(), shadow.path());
     let limits = RouterConfig {
         default_timeout: Duration::from_secs(60),
         plugin_timeouts: [("calc".to_string(), Duration::from_secs(3))].into(),

@@ -14,13 +14,12 @@ use std::{
 };
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, WriteHalf};
+use tokio::io::{AsyncWriteExt, BufReader, DuplexStream, Lines, WriteHalf};
 use toolhost::{
     chat::{permission_response, Decision},
     handler::{Router, RouterConfig},
-    registry::{Registry, RegistryConfig},
     service::{initialize_request, PermissionHandler, Session},
-    transport::{read_lines, DEFAULT_MAX_LINE_BYTES},
+    transport::DEFAULT_MAX_LINE_BYTES,
 };
 
 const GUARD: Duration = Duration::from_secs(60);
@@ -33,16 +32,7 @@ struct FakeCli {
     held: VecDeque<Value>,
     session: Option<Session>,
     router: Arc<Router>,
-    _plugins: tempfile::TempDir,
-    _shadow: tempfile::TempDir,
-}
-
-fn open_registry(libs: &[&str]) -> (Arc<Registry>, tempfile::TempDir, tempfile::TempDir) {
-    let plugins = common::plugin_dir(libs);
-    let shadow = common::shadow_dir();
-    let mut config = RegistryConfig::new(plugins.path());
-    config.shadow_dir = shadow.path().to_path_buf();
-    (Registry::open(config).unwrap(), plugins, shadow)
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
 }
 
 impl FakeCli {
@@ -56,25 +46,16 @@ impl FakeCli {
         permissions: Option<PermissionHandler>,
         max_line: usize,
     ) -> Self {
-        let (registry, plugins, shadow) = open_registry(libs);
-        let router = Router::new(registry, config);
-        let (cli, host) = tokio::io::duplex(1 << 20);
-        let (host_in, host_out) = tokio::io::split(host);
-        let session = Session::start(
-            read_lines(host_in).max_line_bytes(max_line),
-            host_out,
-            router.clone(),
-            permissions,
-        );
-        let (cli_in, cli_out) = tokio::io::split(cli);
+        let (router, dirs) = common::open_router(libs, config);
+        let (session, (to_host, from_host)) =
+            common::session_over_pipes(router.clone(), 1 << 20, max_line, permissions);
         FakeCli {
-            to_host: cli_out,
-            from_host: BufReader::new(cli_in).lines(),
+            to_host,
+            from_host,
             held: VecDeque::new(),
             session: Some(session),
             router,
-            _plugins: plugins,
-            _shadow: shadow,
+            _dirs: dirs,
         }
     }
 
@@ -116,6 +97,12 @@ impl FakeCli {
         }
     }
 
+    /// The next control request of the host with `subtype`.
+    async fn request(&mut self, subtype: &str) -> Value {
+        self.expect(|v| v["type"] == "control_request" && v["request"]["subtype"] == subtype)
+            .await
+    }
+
     /// The control_response to `rid`.
     async fn response(&mut self, rid: &str) -> Value {
         let rid = rid.to_string();
@@ -141,6 +128,25 @@ impl FakeCli {
 fn call(id: u64, tool: &str, args: Value) -> Value {
     json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
         "params":{"name":tool,"arguments":args,"_meta":{"claudecode/toolUseId":format!("toolu_{id}"),"progressToken":id}}})
+}
+
+/// `ping` with `id`, as the CLI sends it.
+fn ping(id: impl Into<Value>) -> Value {
+    json!({"jsonrpc":"2.0","id":id.into(),"method":"ping"})
+}
+
+fn tools_list(id: u64) -> Value {
+    json!({"method":"tools/list","jsonrpc":"2.0","id":id})
+}
+
+fn initialized() -> Value {
+    json!({"jsonrpc":"2.0","method":"notifications/initialized"})
+}
+
+/// The CLI withdrawing its request `id`.
+fn cancelled(id: u64, reason: &str) -> Value {
+    json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+        "params":{"requestId":id,"reason":reason}})
 }
 
 fn text_of(result: &Value) -> String {
@@ -169,22 +175,10 @@ async fn router_methods_and_errors() {
     assert_eq!(init["result"]["serverInfo"]["name"], "calc");
     assert_eq!(init["result"]["serverInfo"]["version"], "0.1.0");
 
-    let ack = cli
-        .mcp(
-            "r1",
-            "calc",
-            json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
-        )
-        .await;
+    let ack = cli.mcp("r1", "calc", initialized()).await;
     assert_eq!(ack, json!({"jsonrpc":"2.0","result":{}}));
 
-    let list = cli
-        .mcp(
-            "r2",
-            "faulty",
-            json!({"method":"tools/list","jsonrpc":"2.0","id":1}),
-        )
-        .await;
+    let list = cli.mcp("r2", "faulty", tools_list(1)).await;
     assert_eq!(list["id"], 1);
     let tools = list["result"]["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
@@ -236,13 +230,7 @@ async fn router_methods_and_errors() {
         json!({"value":{"a":"b"}})
     );
 
-    let pong = cli
-        .mcp(
-            "r7",
-            "calc",
-            json!({"jsonrpc":"2.0","id":"p-1","method":"ping"}),
-        )
-        .await;
+    let pong = cli.mcp("r7", "calc", ping("p-1")).await;
     assert_eq!(pong, json!({"jsonrpc":"2.0","id":"p-1","result":{}}));
 
     let unknown = cli
@@ -263,13 +251,7 @@ async fn router_methods_and_errors() {
         .unwrap()
         .contains("pow"));
 
-    let no_server = cli
-        .mcp(
-            "r10",
-            "nosuch",
-            json!({"method":"tools/list","jsonrpc":"2.0","id":1}),
-        )
-        .await;
+    let no_server = cli.mcp("r10", "nosuch", tools_list(1)).await;
     assert_eq!(no_server["jsonrpc"], "2.0");
     assert_eq!(no_server["id"], 1);
     assert!(
@@ -285,13 +267,7 @@ async fn router_methods_and_errors() {
     cli.send_line(r#"{"type":"control_request","request_id":"bad1","request":{"subtype":"mcp_message","server_name":"calc","message":{"id":2,"method":5}}}"#).await;
     let r = cli.response("bad1").await;
     assert_eq!(r["response"]["subtype"], "error");
-    let pong = cli
-        .mcp(
-            "r11",
-            "calc",
-            json!({"jsonrpc":"2.0","id":11,"method":"ping"}),
-        )
-        .await;
+    let pong = cli.mcp("r11", "calc", ping(11)).await;
     assert_eq!(pong["id"], 11);
 
     // Control requests the host does not serve get a control-level error.
@@ -319,9 +295,7 @@ async fn handshake_is_served_before_initialize_is_answered() {
     let handle = cli.session.as_ref().unwrap().handle.clone();
     let answer = tokio::spawn(handle.request(&initialize_request(&cli.router, &plugins)));
 
-    let init = cli
-        .expect(|v| v["type"] == "control_request" && v["request"]["subtype"] == "initialize")
-        .await;
+    let init = cli.request("initialize").await;
     let req = &init["request"];
     assert_eq!(req["sdkMcpServers"], json!(["calc"]));
     assert_eq!(req["sdkMcpServerConfigs"]["calc"]["timeout"], 61_000);
@@ -341,21 +315,9 @@ async fn handshake_is_served_before_initialize_is_answered() {
         )
         .await;
     assert_eq!(r["result"]["serverInfo"]["name"], "calc");
-    let r = cli
-        .mcp(
-            "m1",
-            "calc",
-            json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
-        )
-        .await;
+    let r = cli.mcp("m1", "calc", initialized()).await;
     assert_eq!(r["result"], json!({}));
-    let r = cli
-        .mcp(
-            "m2",
-            "calc",
-            json!({"method":"tools/list","jsonrpc":"2.0","id":1}),
-        )
-        .await;
+    let r = cli.mcp("m2", "calc", tools_list(1)).await;
     assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 4);
     assert!(!answer.is_finished());
 
@@ -396,22 +358,10 @@ async fn slow_call_does_not_delay_a_fast_one() {
     );
     assert_eq!(cli.router.calls_in_flight(), 1);
     // Control messages are not held up either.
-    let pong = cli
-        .mcp(
-            "ping",
-            "calc",
-            json!({"jsonrpc":"2.0","id":4,"method":"ping"}),
-        )
-        .await;
+    let pong = cli.mcp("ping", "calc", ping(4)).await;
     assert_eq!(pong["id"], 4);
     // Cancel the slow call so the test ends.
-    cli.mcp_send(
-        "c",
-        "faulty",
-        json!({"jsonrpc":"2.0","method":"notifications/cancelled",
-        "params":{"requestId":2,"reason":"test over"}}),
-    )
-    .await;
+    cli.mcp_send("c", "faulty", cancelled(2, "test over")).await;
     let slow = cli.mcp_response("slow").await;
     assert_eq!(slow["id"], 2);
     assert_eq!(slow["result"]["isError"], true);
@@ -446,8 +396,7 @@ async fn cancelled_notification_reaches_the_plugin() {
         .mcp(
             "cancel",
             "faulty",
-            json!({"jsonrpc":"2.0","method":"notifications/cancelled",
-                "params":{"requestId":7,"reason":"AbortError: remote-cancel"}}),
+            cancelled(7, "AbortError: remote-cancel"),
         )
         .await;
     assert_eq!(ack, json!({"jsonrpc":"2.0","result":{}}));
@@ -534,22 +483,16 @@ async fn permission_questions_are_answered_and_withdrawn() {
         "tool_name":"mcp__calc__never","input":{}}}),
     )
     .await;
-    tokio::time::timeout(GUARD, async {
-        while !started.load(Ordering::SeqCst) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+    common::eventually(GUARD, "the question is being asked", || {
+        started.load(Ordering::SeqCst)
     })
-    .await
-    .expect("the question is being asked");
+    .await;
     cli.send(json!({"type":"control_cancel_request","request_id":"q1"}))
         .await;
-    tokio::time::timeout(GUARD, async {
-        while !dropped.load(Ordering::SeqCst) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+    common::eventually(GUARD, "the withdrawn question was dropped", || {
+        dropped.load(Ordering::SeqCst)
     })
-    .await
-    .expect("the withdrawn question was dropped");
+    .await;
 
     cli.send(
         json!({"type":"control_request","request_id":"q2","request":{"subtype":"can_use_tool",
@@ -633,9 +576,7 @@ async fn registry_events_reach_the_cli() {
             file: "/p/libcalc.so".into(),
         })
         .unwrap();
-    let n = cli
-        .expect(|v| v["type"] == "control_request" && v["request"]["subtype"] == "mcp_message")
-        .await;
+    let n = cli.request("mcp_message").await;
     assert_eq!(n["request"]["server_name"], "calc");
     assert_eq!(
         n["request"]["message"],
@@ -654,9 +595,7 @@ async fn registry_events_reach_the_cli() {
             file: "/p/libfaulty.so".into(),
         })
         .unwrap();
-    let set = cli
-        .expect(|v| v["type"] == "control_request" && v["request"]["subtype"] == "mcp_set_servers")
-        .await;
+    let set = cli.request("mcp_set_servers").await;
     assert_eq!(
         set["request"]["servers"],
         json!({
@@ -672,11 +611,7 @@ async fn registry_events_reach_the_cli() {
     )
     .await;
     // The new plugin's tools are allowed, with every other rule given at start-up.
-    let flags = cli
-        .expect(|v| {
-            v["type"] == "control_request" && v["request"]["subtype"] == "apply_flag_settings"
-        })
-        .await;
+    let flags = cli.request("apply_flag_settings").await;
     assert_eq!(
         flags["request"]["settings"],
         json!({"permissions": {"allow": ["mcp__calc", "mcp__faulty", "Bash"]}})
@@ -759,13 +694,7 @@ async fn malformed_lines_are_survived_and_answered_when_possible() {
     let mut bad = br#"{"type":"control_request","request_id":"utf","request":{"subtype":"mcp_message","server_name":"calc","message":{"jsonrpc":"2.0","id":7,"method":"ping","params":""#.to_vec();
     bad.extend_from_slice(b"\xff\xfe\"}}}\n");
     cli.to_host.write_all(&bad).await.unwrap();
-    let ping = cli
-        .mcp(
-            "after",
-            "calc",
-            json!({"jsonrpc":"2.0","id":"p","method":"ping"}),
-        )
-        .await;
+    let ping = cli.mcp("after", "calc", ping("p")).await;
     assert_eq!(ping["id"], "p");
 
     let r = cli.response("shape").await;
@@ -848,13 +777,7 @@ async fn ids_that_are_not_strings_or_numbers_are_invalid_requests() {
     }
     // Strings and numbers are still echoed.
     for id in [json!("s"), json!(7), json!(-1.5)] {
-        let reply = cli
-            .mcp(
-                "good",
-                "calc",
-                json!({"jsonrpc":"2.0","id":id,"method":"ping"}),
-            )
-            .await;
+        let reply = cli.mcp("good", "calc", ping(id.clone())).await;
         assert_eq!(reply["id"], id);
         assert_eq!(reply["result"], json!({}));
     }
@@ -867,13 +790,10 @@ async fn ids_that_are_not_strings_or_numbers_are_invalid_requests() {
 async fn a_cli_that_does_not_read_stops_being_read() {
     const CALLS: usize = 1000;
     const CHARS: usize = 100_000;
-    let (registry, _plugins, _shadow) = open_registry(&["faulty"]);
-    let router = Router::new(registry, RouterConfig::default());
+    let (router, _dirs) = common::open_router(&["faulty"], RouterConfig::default());
     // Small pipes: what the host does not read stays with the CLI.
-    let (cli, host) = tokio::io::duplex(8 << 10);
-    let (host_in, host_out) = tokio::io::split(host);
-    let session = Session::start(read_lines(host_in), host_out, router, None);
-    let (cli_in, mut cli_out) = tokio::io::split(cli);
+    let (session, (mut cli_out, mut lines)) =
+        common::session_over_pipes(router, 8 << 10, DEFAULT_MAX_LINE_BYTES, None);
     let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let sender = {
         let sent = sent.clone();
@@ -907,7 +827,6 @@ async fn a_cli_that_does_not_read_stops_being_read() {
         "the host took {stalled_at} of {CALLS} requests without their replies being read"
     );
 
-    let mut lines = BufReader::new(cli_in).lines();
     let mut answered = vec![false; CALLS];
     let mut count = 0;
     while count < CALLS {
@@ -956,12 +875,7 @@ async fn a_flood_of_progress_reaches_the_cli_coalesced_in_order() {
     assert_eq!(last, COUNT as f64);
     eprintln!("{reports} of {COUNT} progress reports written");
     // Nothing after the reply: the next line is the ping's answer.
-    cli.mcp_send(
-        "ping",
-        "faulty",
-        json!({"jsonrpc":"2.0","id":3,"method":"ping"}),
-    )
-    .await;
+    cli.mcp_send("ping", "faulty", ping(3)).await;
     let v = cli.next_line().await;
     assert_eq!(v["response"]["request_id"], "ping", "{v}");
 }

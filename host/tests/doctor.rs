@@ -9,6 +9,7 @@ use std::{
 };
 
 use serde_json::Value;
+use tempfile::TempDir;
 
 /// A stand-in `claude` that prints `version` for `--version`.
 fn fake_claude(dir: &Path, version: &str) -> PathBuf {
@@ -21,6 +22,14 @@ fn fake_claude(dir: &Path, version: &str) -> PathBuf {
     .unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
+}
+
+/// A plugin folder holding copies of `libs`, and a folder holding a stand-in `claude` of
+/// `version` (both removed when dropped), and that `claude`.
+fn with_claude(libs: &[&str], version: &str) -> (TempDir, TempDir, PathBuf) {
+    let bin = tempfile::tempdir().unwrap();
+    let claude = fake_claude(bin.path(), version);
+    (common::plugin_dir(libs), bin, claude)
 }
 
 fn doctor(args: &[&str]) -> Output {
@@ -68,9 +77,7 @@ fn line_and_next(report: &str, prefix: &str) -> (String, String) {
 #[test]
 fn good_broken_and_refused_plugins() {
     use std::os::unix::fs::PermissionsExt;
-    let dir = common::plugin_dir(&["calc", "text"]);
-    let bin = tempfile::tempdir().unwrap();
-    let claude = fake_claude(bin.path(), "2.1.330");
+    let (dir, _bin, claude) = with_claude(&["calc", "text"], "2.1.330");
     let good = dir.path().join(common::lib_file("calc"));
     // Refused: others can write it.
     let refused = dir.path().join(common::lib_file("text"));
@@ -148,11 +155,8 @@ fn good_broken_and_refused_plugins() {
 
 #[test]
 fn the_cli_too_old_newer_or_missing() {
-    let dir = common::plugin_dir(&["calc"]);
+    let (dir, bin, old) = with_claude(&["calc"], "2.1.300");
     let folder = dir.path().to_str().unwrap();
-    let bin = tempfile::tempdir().unwrap();
-
-    let old = fake_claude(bin.path(), "2.1.300");
     let out = doctor(&["--plugins", folder, "--claude", old.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let (line, fix) = line_and_next(&text(&out), "✗ claude: ");
@@ -193,10 +197,8 @@ fn the_cli_too_old_newer_or_missing() {
 
 #[test]
 fn lock_file_and_default_folder() {
-    let dir = common::plugin_dir(&["calc", "text"]);
+    let (dir, bin, claude) = with_claude(&["calc", "text"], "2.1.328");
     let folder = dir.path().to_str().unwrap();
-    let bin = tempfile::tempdir().unwrap();
-    let claude = fake_claude(bin.path(), "2.1.328");
     let claude_arg = claude.to_str().unwrap();
 
     // A lock file naming calc only: text is refused, with the line to add as the fix.
@@ -207,15 +209,12 @@ fn lock_file_and_default_folder() {
         toolhost::trust::hex(&sha2::Sha256::digest(std::fs::read(&calc).unwrap()).into())
     };
     let lock = bin.path().join("plugins.lock");
+    let with_lock = || {
+        let lock = lock.to_str().unwrap();
+        doctor(&["--plugins", folder, "--claude", claude_arg, "--lock", lock])
+    };
     std::fs::write(&lock, format!("{digest}  libcalc.so\n")).unwrap();
-    let out = doctor(&[
-        "--plugins",
-        folder,
-        "--claude",
-        claude_arg,
-        "--lock",
-        lock.to_str().unwrap(),
-    ]);
+    let out = with_lock();
     assert_eq!(out.status.code(), Some(1));
     let report = text(&out);
     assert!(report.contains("✓ lock-file: "), "{report}");
@@ -226,14 +225,7 @@ fn lock_file_and_default_folder() {
 
     // A lock file that does not parse fails on its own line.
     std::fs::write(&lock, "not a digest\n").unwrap();
-    let out = doctor(&[
-        "--plugins",
-        folder,
-        "--claude",
-        claude_arg,
-        "--lock",
-        lock.to_str().unwrap(),
-    ]);
+    let out = with_lock();
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out).contains("✗ lock-file: "), "{}", text(&out));
 
@@ -259,12 +251,10 @@ fn a_plugin_that_stays_in_memory_is_a_warning() {
         .status()
         .unwrap();
     assert!(status.success(), "building the sticky fixture failed");
-    let dir = common::plugin_dir(&["calc"]);
+    let (dir, _bin, claude) = with_claude(&["calc"], "2.1.330");
     let name = common::lib_file("sticky");
     let sticky = dir.path().join(&name);
     std::fs::copy(common::target_dir().join("debug").join(&name), &sticky).unwrap();
-    let bin = tempfile::tempdir().unwrap();
-    let claude = fake_claude(bin.path(), "2.1.330");
 
     let out = doctor(&[
         "--plugins",
@@ -286,10 +276,8 @@ fn a_plugin_that_stays_in_memory_is_a_warning() {
 
 #[test]
 fn the_configuration_file() {
-    let dir = common::plugin_dir(&["calc"]);
+    let (dir, _bin, claude) = with_claude(&["calc"], "2.1.330");
     let folder = dir.path().to_str().unwrap();
-    let bin = tempfile::tempdir().unwrap();
-    let claude = fake_claude(bin.path(), "2.1.330");
     let claude_arg = claude.to_str().unwrap();
     let file = dir.path().join("toolhost.toml");
 

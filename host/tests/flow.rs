@@ -8,7 +8,7 @@ mod common;
 
 use std::{
     io::{BufRead, BufReader, Write},
-    process::{Child, Command, Stdio},
+    process::{Child, ChildStdin, ChildStdout, Command, Stdio},
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc,
@@ -40,6 +40,26 @@ fn spawn_serve(plugins: &std::path::Path) -> Child {
         .unwrap()
 }
 
+/// `toolhost serve` over the faulty plugin (whose folder comes first: keep it while the host
+/// runs), with its input and output taken.
+fn serve_faulty() -> (tempfile::TempDir, Child, ChildStdin, ChildStdout) {
+    let plugins = common::plugin_dir(&["faulty"]);
+    let mut host = spawn_serve(plugins.path());
+    let (stdin, stdout) = (host.stdin.take().unwrap(), host.stdout.take().unwrap());
+    (plugins, host, stdin, stdout)
+}
+
+/// Fails unless the host's peak resident size `peak` (kB) is under `ceiling` (kB).
+#[track_caller]
+fn assert_peak_under(peak: u64, ceiling: u64) {
+    assert!(
+        peak < ceiling,
+        "peak resident size {} MB over the {} MB ceiling",
+        peak / 1024,
+        ceiling / 1024
+    );
+}
+
 /// Waits (at most `limit`) until the host's resident size has not changed for `quiet`.
 fn settle(pid: u32, quiet: Duration, limit: Duration) {
     let start = Instant::now();
@@ -66,11 +86,8 @@ const CEILING_KB: u64 = 120 * 1024;
 /// stays bounded; once the client reads, every call is answered.
 #[test]
 fn replies_to_a_client_that_does_not_read_are_not_queued_without_limit() {
-    let plugins = common::plugin_dir(&["faulty"]);
-    let mut host = spawn_serve(plugins.path());
+    let (_plugins, mut host, mut stdin, stdout) = serve_faulty();
     let pid = host.id();
-    let mut stdin = host.stdin.take().unwrap();
-    let stdout = host.stdout.take().unwrap();
     let sent_all = Arc::new(AtomicBool::new(false));
     let sender = {
         let sent_all = sent_all.clone();
@@ -113,12 +130,7 @@ fn replies_to_a_client_that_does_not_read_are_not_queued_without_limit() {
     let missing: Vec<usize> = (0..CALLS).filter(|&i| !answered[i]).collect();
     assert!(missing.is_empty(), "unanswered: {missing:?}");
     assert!(host.wait().unwrap().success());
-    assert!(
-        peak < CEILING_KB,
-        "peak resident size {} MB over the {} MB ceiling",
-        peak / 1024,
-        CEILING_KB / 1024
-    );
+    assert_peak_under(peak, CEILING_KB);
 }
 
 const REPORTS: u64 = 1_000_000;
@@ -131,11 +143,8 @@ const PROGRESS_CEILING_KB: u64 = 60 * 1024;
 /// are in order, the last is the final value, and none follows the reply.
 #[test]
 fn a_flood_of_progress_is_coalesced() {
-    let plugins = common::plugin_dir(&["faulty"]);
-    let mut host = spawn_serve(plugins.path());
+    let (_plugins, mut host, mut stdin, stdout) = serve_faulty();
     let pid = host.id();
-    let mut stdin = host.stdin.take().unwrap();
-    let stdout = host.stdout.take().unwrap();
     let call = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
         "name":"faulty__flood","arguments":{"count":REPORTS},"_meta":{"progressToken":"p"}}});
     stdin.write_all(format!("{call}\n").as_bytes()).unwrap();
@@ -189,10 +198,5 @@ fn a_flood_of_progress_is_coalesced() {
     );
     assert_eq!(last, REPORTS as f64, "the last report is the final value");
     assert_eq!(after_reply, 0, "progress after the reply");
-    assert!(
-        peak < PROGRESS_CEILING_KB,
-        "peak resident size {} MB over the {} MB ceiling",
-        peak / 1024,
-        PROGRESS_CEILING_KB / 1024
-    );
+    assert_peak_under(peak, PROGRESS_CEILING_KB);
 }

@@ -20,13 +20,12 @@ use std::{
 
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf};
+use tokio::io::{AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf};
 use toolhost::{
-    handler::{Router, RouterConfig},
+    handler::RouterConfig,
     model::{CallParams, CancelledParams, Incoming, InitializeParams, JsonRpc},
-    registry::{Registry, RegistryConfig},
     service::Session,
-    transport::read_lines,
+    transport::DEFAULT_MAX_LINE_BYTES,
 };
 
 /// Cases per property unless `PROPTEST_CASES` says otherwise.
@@ -166,6 +165,17 @@ fn arb_number() -> BoxedStrategy<Value> {
     .boxed()
 }
 
+/// An object with the fields that are present, in this order (generated messages leave
+/// fields out).
+fn object_of<const N: usize>(fields: [(&str, Option<Value>); N]) -> Value {
+    Value::Object(
+        fields
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.to_string(), v?)))
+            .collect(),
+    )
+}
+
 /// Params shaped for the method they go with, or anything.
 fn arb_params() -> BoxedStrategy<Option<Value>> {
     let call = (
@@ -184,14 +194,7 @@ fn arb_params() -> BoxedStrategy<Option<Value>> {
         .prop_map(|(name, args, token)| {
             let mut p = json!({ "name": name });
             if let Some((x, y)) = args {
-                let mut a = Map::new();
-                if let Some(x) = x {
-                    a.insert("x".into(), x);
-                }
-                if let Some(y) = y {
-                    a.insert("y".into(), y);
-                }
-                p["arguments"] = Value::Object(a);
+                p["arguments"] = object_of([("x", x), ("y", y)]);
             }
             if let Some(t) = token {
                 p["_meta"] = json!({"claudecode/toolUseId": "toolu_01", "progressToken": t});
@@ -220,20 +223,8 @@ fn arb_rpc() -> BoxedStrategy<Value> {
             arb_params(),
         )
             .prop_map(|(jsonrpc, id, method, params)| {
-                let mut m = Map::new();
-                if let Some(j) = jsonrpc {
-                    m.insert("jsonrpc".into(), j.into());
-                }
-                if let Some(id) = id {
-                    m.insert("id".into(), id);
-                }
-                if let Some(method) = method {
-                    m.insert("method".into(), method);
-                }
-                if let Some(p) = params {
-                    m.insert("params".into(), p);
-                }
-                Value::Object(m)
+                let jsonrpc = jsonrpc.map(Value::from);
+                object_of([("jsonrpc", jsonrpc), ("id", id), ("method", method), ("params", params)])
             }),
         1 => arb_value(),
     ]
@@ -256,20 +247,12 @@ fn arb_envelope() -> BoxedStrategy<Value> {
         prop::option::weighted(0.1, arb_value()),
     )
         .prop_map(|(subtype, server, message, input)| {
-            let mut r = Map::new();
-            if let Some(s) = subtype {
-                r.insert("subtype".into(), s);
-            }
-            if let Some(s) = server {
-                r.insert("server_name".into(), s);
-            }
-            if let Some(m) = message {
-                r.insert("message".into(), m);
-            }
-            if let Some(i) = input {
-                r.insert("input".into(), i);
-            }
-            Value::Object(r)
+            object_of([
+                ("subtype", subtype),
+                ("server_name", server),
+                ("message", message),
+                ("input", input),
+            ])
         });
     let request = prop_oneof![10 => request, 1 => arb_value()];
     let kind = prop_oneof![
@@ -295,20 +278,12 @@ fn arb_envelope() -> BoxedStrategy<Value> {
         prop::option::weighted(0.05, arb_value()),
     )
         .prop_map(|(kind, id, request, response)| {
-            let mut m = Map::new();
-            if let Some(k) = kind {
-                m.insert("type".into(), k);
-            }
-            if let Some(id) = id {
-                m.insert("request_id".into(), id);
-            }
-            if let Some(r) = request {
-                m.insert("request".into(), r);
-            }
-            if let Some(r) = response {
-                m.insert("response".into(), r);
-            }
-            Value::Object(m)
+            object_of([
+                ("type", kind),
+                ("request_id", id),
+                ("request", request),
+                ("response", response),
+            ])
         })
         .boxed()
 }
@@ -437,22 +412,15 @@ fn harness() -> &'static Harness {
             .build()
             .unwrap();
         let cli = rt.block_on(async {
-            let plugins = common::plugin_dir(&["calc"]);
-            let shadow = common::shadow_dir();
-            let mut config = RegistryConfig::new(plugins.path());
-            config.shadow_dir = shadow.path().to_path_buf();
-            let registry = Registry::open(config).unwrap();
-            assert!(registry.get("calc").is_some(), "calc is loaded");
-            let router = Router::new(registry, RouterConfig::default());
-            let (cli, host) = tokio::io::duplex(1 << 20);
-            let (host_in, host_out) = tokio::io::split(host);
-            let session = Session::start(read_lines(host_in), host_out, router, None);
-            let (cli_in, cli_out) = tokio::io::split(cli);
+            let (router, dirs) = common::open_router(&["calc"], RouterConfig::default());
+            assert!(router.registry().get("calc").is_some(), "calc is loaded");
+            let (session, (to_host, from_host)) =
+                common::session_over_pipes(router, 1 << 20, DEFAULT_MAX_LINE_BYTES, None);
             Cli {
-                to_host: cli_out,
-                from_host: BufReader::new(cli_in).lines(),
+                to_host,
+                from_host,
                 _session: session,
-                _dirs: (plugins, shadow),
+                _dirs: dirs,
             }
         });
         Harness {

@@ -10,6 +10,7 @@ use std::{
     time::Duration,
 };
 
+use common::registry::{build_mark, follow, library_in, with_build_mark, Folder, Served, WAIT};
 use serde_json::{json, Value};
 use tempfile::TempDir;
 use tokio::sync::broadcast::{self, error::RecvError};
@@ -21,12 +22,8 @@ use toolhost::{
 
 const BUILD_MARK: &[u8; 32] = b"toolhost-hostile-build-000000000";
 
-fn artifacts() -> &'static Path {
-    common::registry_plugins()
-}
-
 fn library(name: &str) -> Vec<u8> {
-    std::fs::read(artifacts().join(toolhost_test_support::lib_file(name))).unwrap()
+    library_in(common::registry_plugins(), name)
 }
 
 /// The hostile fixture's bytes.
@@ -38,15 +35,7 @@ fn hostile() -> &'static [u8] {
 /// The fixture with its build identity set to `id` (at most 32 bytes): another build, whose
 /// `which_build` answers `id`.
 fn build(id: &str) -> Vec<u8> {
-    let mut mark = [b'.'; 32];
-    mark[..id.len()].copy_from_slice(id.as_bytes());
-    let mut bytes = hostile().to_vec();
-    let at = bytes
-        .windows(32)
-        .position(|w| w == BUILD_MARK)
-        .expect("the build mark is in the library");
-    bytes[at..at + 32].copy_from_slice(&mark);
-    bytes
+    with_build_mark(hostile(), BUILD_MARK, id)
 }
 
 fn id_of(answer: &str) -> &str {
@@ -68,9 +57,7 @@ fn marker() -> &'static Path {
 }
 
 fn unloaded(id: &str) -> bool {
-    let mut mark = [b'.'; 32];
-    mark[..id.len()].copy_from_slice(id.as_bytes());
-    let line = format!("unloaded {}", String::from_utf8_lossy(&mark));
+    let line = format!("unloaded {}", String::from_utf8_lossy(&build_mark(id)));
     std::fs::read_to_string(marker())
         .unwrap_or_default()
         .lines()
@@ -83,57 +70,27 @@ type Opened = (
     WatchHandle,
 );
 
-struct Folder {
-    dir: TempDir,
-    shadow: TempDir,
+/// A plugin folder for the hostile fixture (which notes its unloads in [`marker`]).
+fn folder() -> Folder {
+    marker();
+    Folder::new()
+}
+
+/// A fresh folder serving the hostile build `id` (the registry's defaults), followed.
+fn serve_build(id: &str) -> Served {
+    let open = |f: &Folder| Registry::open(f.config()).unwrap();
+    folder().serve("hostile.so", &build(id), open)
 }
 
 impl Folder {
-    fn new() -> Self {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_test_writer()
-            .try_init();
-        marker();
-        // Whatever the umask: the host refuses folders others can write.
-        Folder {
-            dir: tempdir_with_mode(0o755),
-            shadow: tempdir_with_mode(0o700),
-        }
-    }
-
-    fn put(&self, bytes: &[u8]) -> PathBuf {
-        self.put_as("hostile.so", bytes)
-    }
-
-    fn put_as(&self, name: &str, bytes: &[u8]) -> PathBuf {
-        let dest = self.dir.path().join(name);
-        let tmp = self.dir.path().join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, bytes).unwrap();
-        // Whatever the umask: the host refuses group-writable plugin files.
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644)).unwrap();
-        }
-        std::fs::rename(&tmp, &dest).unwrap();
-        dest
-    }
-
-    fn config(&self) -> RegistryConfig {
-        let mut config = RegistryConfig::new(self.dir.path());
-        config.shadow_dir = self.shadow.path().join("shadow");
-        config
-    }
-
-    fn open(&self) -> Opened {
-        self.open_with(self.config())
+    /// Puts a build of the hostile fixture in place as `hostile.so`.
+    fn put_hostile(&self, bytes: &[u8]) -> PathBuf {
+        self.put("hostile.so", bytes)
     }
 
     fn open_with(&self, config: RegistryConfig) -> Opened {
         let reg = Registry::open(config).unwrap();
-        let rx = reg.subscribe();
-        let watch = reg.watch().unwrap();
+        let (rx, watch) = follow(&reg);
         (reg, rx, watch)
     }
 }
@@ -155,15 +112,8 @@ async fn next(
     .ok()
 }
 
-const WAIT: Duration = Duration::from_secs(60);
-
 async fn call(reg: &Registry, tool: &'static str, args: Value) -> CallResult {
-    let lease = reg.lease("hostile").await.expect("hostile serves");
-    tokio::task::spawn_blocking(move || {
-        lease.call(tool, &args.to_string(), &CallControl::new("t", None))
-    })
-    .await
-    .unwrap()
+    common::registry::call(reg, "hostile", tool, args).await
 }
 
 async fn serving_build(reg: &Registry) -> String {
@@ -172,9 +122,9 @@ async fn serving_build(reg: &Registry) -> String {
 
 #[test]
 fn text_that_is_not_utf8_becomes_an_error_result() {
-    let f = Folder::new();
-    let file = f.put(&build("utf8"));
-    let p = LoadedPlugin::load(&file, &f.shadow.path().join("shadow")).unwrap();
+    let f = folder();
+    let file = f.put_hostile(&build("utf8"));
+    let p = LoadedPlugin::load(&file, &f.shadow_dir()).unwrap();
     let r = p.call("bad_utf8", "{}", &CallControl::new("t", None));
     assert!(r.is_error);
     assert_eq!(r.text(), "the plugin returned text that is not valid UTF-8");
@@ -189,15 +139,13 @@ fn text_that_is_not_utf8_becomes_an_error_result() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn unload_runs_after_the_last_lease_and_a_panicked_version_is_unmapped() {
     use toolhost::plugin::still_mapped;
-    let f = Folder::new();
-    f.put(&build("unload-a"));
-    let (reg, mut rx, _watch) = f.open();
+    let (f, reg, mut rx, _watch) = serve_build("unload-a");
     assert_eq!(serving_build(&reg).await, "unload-a");
 
     // Removed while a call holds it: unloaded only when that lease drops.
     let lease = reg.lease("hostile").await.unwrap();
     let shadow_a = lease.shadow_path().to_path_buf();
-    std::fs::remove_file(f.dir.path().join("hostile.so")).unwrap();
+    std::fs::remove_file(f.path("hostile.so")).unwrap();
     let e = next(&mut rx, WAIT).await;
     assert!(matches!(e, Some(RegistryEvent::Removed { .. })), "{e:?}");
     assert!(!unloaded("unload-a"), "unloaded while a lease holds it");
@@ -208,13 +156,13 @@ async fn unload_runs_after_the_last_lease_and_a_panicked_version_is_unmapped() {
 
     // Saving its state panics (the SDK catches it): the swap goes on without the state, and
     // the version that panicked is unloaded and unmapped.
-    f.put(&build("unload-b"));
+    f.put_hostile(&build("unload-b"));
     let e = next(&mut rx, WAIT).await;
     assert!(matches!(e, Some(RegistryEvent::Added { .. })), "{e:?}");
     let r = call(&reg, "break_state", json!({"save": true})).await;
     assert!(!r.is_error, "{}", r.text());
     let shadow_b = reg.get("hostile").unwrap().shadow_path().to_path_buf();
-    f.put(&build("unload-c"));
+    f.put_hostile(&build("unload-c"));
     let e = next(&mut rx, WAIT).await;
     assert!(matches!(e, Some(RegistryEvent::Replaced { .. })), "{e:?}");
     assert_eq!(serving_build(&reg).await, "unload-c");
@@ -229,15 +177,14 @@ async fn unload_runs_after_the_last_lease_and_a_panicked_version_is_unmapped() {
 /// over; the old one keeps serving with its state; the same bytes are not reported twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_refused_hand_off_keeps_the_old_version_and_its_state() {
-    let f = Folder::new();
-    let path = f.put(&build("state-a"));
-    let (reg, mut rx, _watch) = f.open();
+    let (f, reg, mut rx, _watch) = serve_build("state-a");
+    let path = f.path("hostile.so");
     for item in ["x", "y"] {
         call(&reg, "append", json!({"item": item})).await;
     }
     call(&reg, "break_state", json!({"restore": true})).await;
     let refused = build("state-b");
-    f.put(&refused);
+    f.put_hostile(&refused);
     match next(&mut rx, WAIT).await {
         Some(RegistryEvent::Failed { file, error }) => {
             assert_eq!(file, path);
@@ -254,12 +201,12 @@ async fn a_refused_hand_off_keeps_the_old_version_and_its_state() {
     assert!(unloaded("state-b"), "the refused version was unloaded");
 
     // The same bytes again (a new file with the same content): not reported a second time.
-    f.put(&refused);
+    f.put_hostile(&refused);
     let e = next(&mut rx, Duration::from_millis(1500)).await;
     assert_eq!(e, None, "the same broken bytes were reported again");
     // Once the old version no longer poisons its state, another build takes over with it.
     call(&reg, "break_state", json!({})).await;
-    f.put(&build("state-c"));
+    f.put_hostile(&build("state-c"));
     let e = next(&mut rx, WAIT).await;
     assert!(matches!(e, Some(RegistryEvent::Replaced { .. })), "{e:?}");
     assert_eq!(serving_build(&reg).await, "state-c");
@@ -273,16 +220,14 @@ async fn a_refused_hand_off_keeps_the_old_version_and_its_state() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_plugin_thread_still_running_keeps_its_library_mapped() {
     use toolhost::plugin::{kept_for_threads_count, still_mapped};
-    let f = Folder::new();
-    f.put(&build("thread-a"));
-    let (reg, mut rx, _watch) = f.open();
+    let (f, reg, mut rx, _watch) = serve_build("thread-a");
     let mut shadows = Vec::new();
     for (i, kind) in ["raw", "std"].into_iter().enumerate() {
         let r = call(&reg, "spawn_thread", json!({"kind": kind})).await;
         assert_eq!(r.text(), "started");
         shadows.push(reg.get("hostile").unwrap().shadow_path().to_path_buf());
         let before = kept_for_threads_count();
-        f.put(&build(&format!("thread-{i}")));
+        f.put_hostile(&build(&format!("thread-{i}")));
         let e = next(&mut rx, WAIT).await;
         assert!(matches!(e, Some(RegistryEvent::Replaced { .. })), "{e:?}");
         assert_eq!(
@@ -295,7 +240,7 @@ async fn a_plugin_thread_still_running_keeps_its_library_mapped() {
     // The host still works, and the threads still run their (still mapped) code.
     assert_eq!(serving_build(&reg).await, "thread-1");
     tokio::time::sleep(Duration::from_millis(100)).await;
-    std::fs::remove_file(f.dir.path().join("hostile.so")).unwrap();
+    std::fs::remove_file(f.path("hostile.so")).unwrap();
     let e = next(&mut rx, WAIT).await;
     assert!(matches!(e, Some(RegistryEvent::Removed { .. })), "{e:?}");
     for s in &shadows {
@@ -309,13 +254,11 @@ async fn a_plugin_thread_still_running_keeps_its_library_mapped() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_version_without_threads_is_unmapped() {
     use toolhost::plugin::still_mapped;
-    let f = Folder::new();
-    f.put(&build("plain-a"));
-    let (reg, mut rx, _watch) = f.open();
+    let (f, reg, mut rx, _watch) = serve_build("plain-a");
     for i in 0..20 {
         call(&reg, "append", json!({"item": "i"})).await;
         let shadow = reg.get("hostile").unwrap().shadow_path().to_path_buf();
-        f.put(&build(&format!("plain-{i}")));
+        f.put_hostile(&build(&format!("plain-{i}")));
         let e = next(&mut rx, WAIT).await;
         assert!(matches!(e, Some(RegistryEvent::Replaced { .. })), "{e:?}");
         assert!(!still_mapped(&shadow), "reload {i}: kept mapped");
@@ -326,10 +269,8 @@ async fn a_version_without_threads_is_unmapped() {
 /// plugin's 60 s `on_load`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn stopping_the_watcher_does_not_wait_for_a_slow_on_load() {
-    let f = Folder::new();
-    f.put(&build("slow-a"));
-    let (_reg, _rx, watch) = f.open();
-    f.put(&build("slowload-60000"));
+    let (f, _reg, _rx, watch) = serve_build("slow-a");
+    f.put_hostile(&build("slowload-60000"));
     // Debounce and stability checks are ~60 ms: the watcher is inside on_load by now.
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let (tx, rx) = std::sync::mpsc::channel();
@@ -348,9 +289,9 @@ async fn stopping_the_watcher_does_not_wait_for_a_slow_on_load() {
 /// when `open` returns) nor another plugin's reload; it joins when ready.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_slow_on_load_delays_neither_start_up_nor_other_reloads() {
-    let f = Folder::new();
-    f.put(&build("slowload-5000"));
-    f.put_as("calc.so", &library("calc"));
+    let f = folder();
+    f.put_hostile(&build("slowload-5000"));
+    f.put("calc.so", &library("calc"));
     let mut config = f.config();
     config.start_wait = Duration::from_millis(200);
     let started = std::time::Instant::now();
@@ -365,7 +306,7 @@ async fn a_slow_on_load_delays_neither_start_up_nor_other_reloads() {
         "open waited for the slow on_load"
     );
     // While hostile is still in its on_load, another plugin comes and goes through.
-    f.put_as("text.so", &library("text"));
+    f.put("text.so", &library("text"));
     let mut order = Vec::new();
     while order.len() < 2 {
         match next(&mut rx, WAIT).await {
@@ -383,12 +324,12 @@ async fn a_slow_on_load_delays_neither_start_up_nor_other_reloads() {
 /// and the previous one keeps serving.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_on_load_past_its_time_limit_is_given_up() {
-    let f = Folder::new();
-    let path = f.put(&build("limit-a"));
+    let f = folder();
+    let path = f.put_hostile(&build("limit-a"));
     let mut config = f.config();
     config.load_timeout = Duration::from_millis(500);
     let (reg, mut rx, _watch) = f.open_with(config);
-    f.put(&build("slowload-3000"));
+    f.put_hostile(&build("slowload-3000"));
     match next(&mut rx, WAIT).await {
         Some(RegistryEvent::Failed { file, error }) => {
             assert_eq!(file, path);
@@ -401,17 +342,4 @@ async fn an_on_load_past_its_time_limit_is_given_up() {
         e => panic!("expected a failure, got {e:?}"),
     }
     assert_eq!(serving_build(&reg).await, "limit-a");
-}
-
-/// A temporary folder with `mode` (they otherwise follow the umask).
-fn tempdir_with_mode(mode: u32) -> TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode)).unwrap();
-    }
-    #[cfg(not(unix))]
-    let _ = mode;
-    dir
 }

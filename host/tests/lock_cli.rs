@@ -3,24 +3,11 @@
 
 mod common;
 
-use std::{fs, os::unix::fs::PermissionsExt, path::Path, process::Command};
+use std::{fs, os::unix::fs::PermissionsExt, path::Path};
 
 use sha2::{Digest, Sha256};
 
-fn toolhost(args: &[&str], plugins: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
-    cmd.args(args)
-        .arg("--plugins")
-        .arg(plugins)
-        .env_remove("TOOLHOST_PLUGINS")
-        .env_remove("TOOLHOST_LOCK")
-        .env_remove("RUST_LOG");
-    cmd
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use common::{text, toolhost};
 
 /// Output of both streams: `list` prints failures on stdout, logs go to stderr.
 fn all(out: &std::process::Output) -> String {

@@ -13,13 +13,17 @@ use std::{
     time::Duration,
 };
 
-use serde_json::{json, Value};
-use tempfile::TempDir;
-use tokio::sync::broadcast;
+use common::registry::{
+    added, call, failed, follow, library_in, note_ids, removed, replaced, rss_kib, structured,
+    variant, wait_for, with_build_mark, Folder, Served, WAIT,
+};
+use serde_json::json;
 use toolhost::{
     plugin::{digest, CallControl, CallResult},
-    registry::{Registry, RegistryConfig, RegistryEvent, WatchHandle, LIBRARY_SUFFIX},
+    registry::{Registry, RegistryConfig, RegistryEvent},
+    trust::{hex, Allowlist, Trust},
 };
+use toolhost_test_support::elf;
 
 fn artifacts() -> &'static Path {
     common::registry_plugins()
@@ -51,179 +55,63 @@ fn proc_macro_library() -> Vec<u8> {
 
 /// The bytes of the library built from crate `name`.
 fn library(name: &str) -> Vec<u8> {
-    let file = artifacts().join(toolhost_test_support::lib_file(name));
-    std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
-}
-
-/// Another build of the same plugin: the same library with bytes appended, which the loader
-/// ignores but which change its hash.
-fn variant(bytes: &[u8], n: u32) -> Vec<u8> {
-    let mut v = bytes.to_vec();
-    v.extend_from_slice(format!("toolhost-test-variant-{n}").as_bytes());
-    v
-}
-
-/// Where the last loadable segment of an ELF64 little-endian file ends.
-fn segments_end(elf: &[u8]) -> usize {
-    let u16_at = |o: usize| u16::from_le_bytes(elf[o..o + 2].try_into().unwrap()) as usize;
-    let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap()) as usize;
-    let (phoff, phentsize, phnum) = (u64_at(0x20), u16_at(0x36), u16_at(0x38));
-    (0..phnum)
-        .map(|i| phoff + i * phentsize)
-        .filter(|&ph| u32::from_le_bytes(elf[ph..ph + 4].try_into().unwrap()) == 1)
-        .map(|ph| u64_at(ph + 8) + u64_at(ph + 0x20))
-        .max()
-        .expect("a PT_LOAD segment")
-}
-
-/// `elf` (ELF64) without its section header table, cut at `len`: its headers still parse.
-fn without_section_headers(elf: &[u8], len: usize) -> Vec<u8> {
-    let mut v = elf[..len].to_vec();
-    assert_eq!(&v[..5], b"\x7fELF\x02");
-    v[0x28..0x30].fill(0); // e_shoff
-    v[0x3c..0x40].fill(0); // e_shnum, e_shstrndx
-    v
-}
-
-/// Subscribes to `reg`'s events, then starts watching its folder (so no change falls between).
-fn follow(reg: &Arc<Registry>) -> (broadcast::Receiver<RegistryEvent>, WatchHandle) {
-    let rx = reg.subscribe();
-    (rx, reg.watch().expect("watch the folder"))
-}
-
-/// A plugin folder and a private shadow folder, removed at the end of the test.
-struct Folder {
-    dir: TempDir,
-    shadow: TempDir,
+    library_in(artifacts(), name)
 }
 
 impl Folder {
-    fn new() -> Self {
-        // RUST_LOG=toolhost=debug shows what the registry did.
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_test_writer()
-            .try_init();
-        // Whatever the umask: the host refuses folders others can write.
-        Folder {
-            dir: tempdir_with_mode(0o755),
-            shadow: tempdir_with_mode(0o700),
-        }
-    }
-
-    /// `file` in the folder; tests spell plugin files `x.so`, which becomes the platform's
-    /// suffix (`x.dylib` on macOS).
-    fn path(&self, file: &str) -> PathBuf {
-        let file = match file.strip_suffix(".so") {
-            Some(stem) => format!("{stem}.{LIBRARY_SUFFIX}"),
-            None => file.to_string(),
-        };
-        self.dir.path().join(file)
-    }
-
-    fn shadow_dir(&self) -> PathBuf {
-        self.shadow.path().join("shadow")
-    }
-
-    fn config(&self) -> RegistryConfig {
-        let mut c = RegistryConfig::new(self.dir.path());
-        c.shadow_dir = self.shadow_dir();
+    /// The registry's settings for this folder, giving up on a file that stays incomplete
+    /// after 1 s (not 3 s), so that the suite's reports come quickly.
+    fn quick_config(&self) -> RegistryConfig {
+        let mut c = self.config();
         c.give_up_after = Duration::from_secs(1);
         c
     }
 
-    /// Puts `bytes` in place at once (written beside, then renamed over), as installers do.
-    /// Mode 0644 whatever the umask: the host refuses group-writable plugin files.
-    fn put(&self, file: &str, bytes: &[u8]) -> PathBuf {
-        let dest = self.path(file);
-        let tmp = self.path(&format!(".{file}.tmp"));
-        std::fs::write(&tmp, bytes).unwrap();
+    fn open(&self) -> Arc<Registry> {
+        Registry::open(self.quick_config()).expect("open the registry")
+    }
+
+    /// Opens the registry loading only the builds that `lock` lists.
+    fn open_locked(&self, lock: &Path) -> Arc<Registry> {
+        let mut config = self.quick_config();
+        config.trust = Trust {
+            allowlist: Some(Allowlist::load(lock).unwrap()),
+            allow_shared: false,
+        };
+        Registry::open(config).expect("open the registry")
+    }
+
+    /// (Re)writes the lock file `plugins.lock` beside the shadow folder, listing the builds
+    /// in `files`; put in place at once, mode 0644 whatever the umask (the lock file is held
+    /// to the trust rules).
+    fn write_lock(&self, files: &[&Path]) -> PathBuf {
+        let body: String = files
+            .iter()
+            .map(|p| format!("{}  x\n", hex(&digest(&std::fs::read(p).unwrap()))))
+            .collect();
+        let lock = self.shadow.path().join("plugins.lock");
+        let tmp = lock.with_extension("tmp");
+        std::fs::write(&tmp, body).unwrap();
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644)).unwrap();
         }
-        std::fs::rename(&tmp, &dest).unwrap();
-        dest
-    }
-
-    /// Puts `bytes` as `file`, then opens the registry.
-    fn serving(&self, file: &str, bytes: &[u8]) -> Arc<Registry> {
-        self.put(file, bytes);
-        self.open()
-    }
-
-    fn open(&self) -> Arc<Registry> {
-        Registry::open(self.config()).expect("open the registry")
-    }
-
-    fn shadow_files(&self) -> usize {
-        std::fs::read_dir(self.shadow_dir())
-            .map(|d| d.count())
-            .unwrap_or(0)
+        std::fs::rename(&tmp, &lock).unwrap();
+        lock
     }
 }
 
-const WAIT: Duration = Duration::from_secs(60);
-
-/// The next event matching `pred` (skipping others).
-async fn wait_for(
-    rx: &mut broadcast::Receiver<RegistryEvent>,
-    what: &str,
-    pred: impl Fn(&RegistryEvent) -> bool,
-) -> RegistryEvent {
-    common::next_event(rx, WAIT, what, pred).await
+/// A fresh folder holding the builds of `crates` (as `NAME.so`), and their files.
+fn folder_with<const N: usize>(crates: [&str; N]) -> (Folder, [PathBuf; N]) {
+    let f = Folder::new();
+    let files = crates.map(|c| f.put(&format!("{c}.so"), &library(c)));
+    (f, files)
 }
 
-/// Polls `cond` until it holds (for state changes that emit no event).
-async fn eventually(what: &str, cond: impl Fn() -> bool) {
-    tokio::time::timeout(WAIT, async {
-        while !cond() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("timed out waiting until {what}"))
-}
-
-async fn replaced(rx: &mut broadcast::Receiver<RegistryEvent>, plugin: &str) -> RegistryEvent {
-    wait_for(
-        rx,
-        &format!("{plugin} replaced"),
-        |e| matches!(e, RegistryEvent::Replaced { name, .. } if name == plugin),
-    )
-    .await
-}
-
-async fn failed(rx: &mut broadcast::Receiver<RegistryEvent>, file: &Path) -> String {
-    match wait_for(
-        rx,
-        &format!("{} failed", file.display()),
-        |e| matches!(e, RegistryEvent::Failed { file: f, .. } if f == file),
-    )
-    .await
-    {
-        RegistryEvent::Failed { error, .. } => error,
-        _ => unreachable!(),
-    }
-}
-
-/// Calls `tool` on the current version of `plugin`, on a blocking thread as the server does.
-async fn call(reg: &Registry, plugin: &str, tool: &'static str, args: Value) -> CallResult {
-    let lease = reg
-        .lease(plugin)
-        .await
-        .unwrap_or_else(|| panic!("no plugin `{plugin}`"));
-    tokio::task::spawn_blocking(move || {
-        lease.call(tool, &args.to_string(), &CallControl::new("test", None))
-    })
-    .await
-    .unwrap()
-}
-
-fn structured(r: &CallResult) -> Value {
-    assert!(!r.is_error, "call failed: {}", r.text());
-    serde_json::from_str(r.structured.as_ref().expect("structured content").get()).unwrap()
+/// A fresh folder serving `bytes` as `file`, followed.
+fn serve(file: &str, bytes: &[u8]) -> Served {
+    Folder::new().serve(file, bytes, Folder::open)
 }
 
 fn tool_names(reg: &Registry, plugin: &str) -> Vec<String> {
@@ -234,16 +122,11 @@ fn tool_names(reg: &Registry, plugin: &str) -> Vec<String> {
 
 /// The `versioned` fixture with its build mark set to `id`: a build that answers with `id`.
 fn versioned(id: &str) -> Vec<u8> {
-    const MARK: &[u8; 32] = b"toolhost-versioned-build-0000000";
-    let mut mark = [b'.'; 32];
-    mark[..id.len()].copy_from_slice(id.as_bytes());
-    let mut bytes = library("versioned");
-    let at = bytes
-        .windows(32)
-        .position(|w| w == MARK)
-        .expect("the build mark is in the library");
-    bytes[at..at + 32].copy_from_slice(&mark);
-    bytes
+    with_build_mark(
+        &library("versioned"),
+        b"toolhost-versioned-build-0000000",
+        id,
+    )
 }
 
 /// What [`reload_under_load`] saw.
@@ -279,7 +162,8 @@ async fn reload_under_load(
         .into(),
     );
     let mapped_before = stayed_mapped();
-    let reg = folder.serving("versioned.so", &builds[0]);
+    folder.put("versioned.so", &builds[0]);
+    let reg = folder.open();
     let (mut rx, _watch) = follow(&reg);
     let stop = Arc::new(AtomicBool::new(false));
     let mut tasks = Vec::new();
@@ -404,7 +288,7 @@ async fn bad_files_are_reported_and_the_rest_keep_serving() {
         // segment-range check (the SIGBUS guard) refuses it.
         (
             "cut-segments.so",
-            without_section_headers(&calc, segments_end(&calc) - 1),
+            elf::cut_inside_segments(&calc),
             "the file is incomplete (a segment ends at byte",
         ),
         ("mismatch.so", library("abi-mismatch"), "ABI mismatch"),
@@ -466,7 +350,7 @@ async fn bad_files_are_reported_and_the_rest_keep_serving() {
     );
     // Putting the serving build back is no reload, and clears the failure.
     folder.put("calc.so", &calc);
-    eventually("calc.so no longer failing", || {
+    common::eventually(WAIT, "calc.so no longer failing", || {
         !reg.failures().iter().any(|(f, _)| *f == calc_path)
     })
     .await;
@@ -489,9 +373,7 @@ async fn bad_files_are_reported_and_the_rest_keep_serving() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn plugins_appear_disappear_and_rename() {
-    let folder = Folder::new();
-    let reg = folder.serving("calc.so", &library("calc"));
-    let (mut rx, _watch) = follow(&reg);
+    let (folder, reg, mut rx, _watch) = serve("calc.so", &library("calc"));
 
     // Added: written slowly, with a pause longer than the debounce in the middle; the
     // half-written file is retried, not reported, and the whole one is loaded.
@@ -548,30 +430,20 @@ async fn plugins_appear_disappear_and_rename() {
 
     // A file whose plugin renames itself: the old name goes, the new one comes.
     let tools = folder.put("tools.so", &library("text"));
-    wait_for(
-        &mut rx,
-        "text added",
-        |e| matches!(e, RegistryEvent::Added { name, .. } if name == "text"),
-    )
-    .await;
+    added(&mut rx, "text").await;
     folder.put("tools.so", &library("faulty"));
-    let removed = wait_for(&mut rx, "text removed", |e| {
+    let gone = wait_for(&mut rx, "text removed", |e| {
         matches!(e, RegistryEvent::Removed { .. })
     })
     .await;
     assert_eq!(
-        removed,
+        gone,
         RegistryEvent::Removed {
             name: "text".into(),
             file: tools.clone()
         }
     );
-    wait_for(
-        &mut rx,
-        "faulty added",
-        |e| matches!(e, RegistryEvent::Added { name, .. } if name == "faulty"),
-    )
-    .await;
+    added(&mut rx, "faulty").await;
     assert!(reg.get("text").is_none());
     assert_eq!(reg.get("faulty").unwrap().file(), tools);
 
@@ -580,12 +452,7 @@ async fn plugins_appear_disappear_and_rename() {
     let second = folder.put("zz-calc.so", &variant(&library("calc"), 7));
     failed(&mut rx, &second).await;
     std::fs::remove_file(&calc_path).unwrap();
-    wait_for(
-        &mut rx,
-        "calc removed",
-        |e| matches!(e, RegistryEvent::Removed { name, .. } if name == "calc"),
-    )
-    .await;
+    removed(&mut rx, "calc").await;
     let e = wait_for(
         &mut rx,
         "calc added again",
@@ -624,12 +491,7 @@ async fn plugins_appear_disappear_and_rename() {
     let before = reg.get("faulty").unwrap();
     folder.put("tools.so", &library("faulty"));
     std::fs::remove_file(&moved).unwrap();
-    wait_for(
-        &mut rx,
-        "calc removed",
-        |e| matches!(e, RegistryEvent::Removed { name, .. } if name == "calc"),
-    )
-    .await;
+    removed(&mut rx, "calc").await;
     assert!(Arc::ptr_eq(&before, &reg.get("faulty").unwrap()));
     assert_eq!(
         reg.plugins()
@@ -642,11 +504,9 @@ async fn plugins_appear_disappear_and_rename() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn notes_keep_their_state_across_reloads() {
-    let folder = Folder::new();
     let notes = library("notes");
-    let reg = folder.serving("notes.so", &notes);
+    let (folder, reg, mut rx, _watch) = serve("notes.so", &notes);
     assert!(reg.get("notes").unwrap().manifest().stateful);
-    let (mut rx, _watch) = follow(&reg);
 
     let first = structured(&call(&reg, "notes", "add_note", json!({"text": "first"})).await);
     let second = structured(&call(&reg, "notes", "add_note", json!({"text": "second"})).await);
@@ -697,13 +557,7 @@ async fn notes_keep_their_state_across_reloads() {
         written.extend(w.await.unwrap());
     }
     written.sort();
-    let list = structured(&call(&reg, "notes", "list_notes", json!({})).await);
-    let stored: Vec<u64> = list["notes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n["id"].as_u64().unwrap())
-        .collect();
+    let stored = note_ids(&reg).await;
     let (w, s): (BTreeSet<u64>, BTreeSet<u64>) = (
         written.iter().copied().collect(),
         stored.iter().copied().collect(),
@@ -725,10 +579,8 @@ async fn notes_keep_their_state_across_reloads() {
 async fn an_old_version_is_unmapped_after_its_last_call() {
     use toolhost::plugin::still_mapped;
 
-    let folder = Folder::new();
     let calc = library("calc");
-    let reg = folder.serving("calc.so", &calc);
-    let (mut rx, _watch) = follow(&reg);
+    let (folder, reg, mut rx, _watch) = serve("calc.so", &calc);
 
     let lease = reg.lease("calc").await.unwrap();
     let old_shadow = lease.shadow_path().to_path_buf();
@@ -759,12 +611,9 @@ async fn an_old_version_is_unmapped_after_its_last_call() {
 async fn a_plugin_that_pins_itself_is_reported_and_still_served() {
     use toolhost::plugin::{pinned_count, still_mapped};
 
-    let folder = Folder::new();
     let sticky = library("sticky");
-    folder.put("sticky.so", &sticky);
     // Loaded on this thread, whose thread-local destructor then lives in the library.
-    let reg = folder.open();
-    let (mut rx, _watch) = follow(&reg);
+    let (folder, reg, mut rx, _watch) = serve("sticky.so", &sticky);
     let r = call(&reg, "sticky", "touch", json!({})).await;
     assert!(!r.is_error, "{}", r.text());
     let old_shadow = reg.get("sticky").unwrap().shadow_path().to_path_buf();
@@ -785,10 +634,8 @@ async fn a_plugin_that_pins_itself_is_reported_and_still_served() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_call_in_flight_finishes_on_the_old_version() {
-    let folder = Folder::new();
     let faulty = library("faulty");
-    let reg = folder.serving("faulty.so", &faulty);
-    let (mut rx, _watch) = follow(&reg);
+    let (folder, reg, mut rx, _watch) = serve("faulty.so", &faulty);
 
     let marker = folder.shadow.path().join("slow-finished");
     let old = reg.lease("faulty").await.unwrap();
@@ -826,10 +673,8 @@ fn items(r: &CallResult) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_stateful_swap_waits_for_the_writes_in_flight() {
-    let folder = Folder::new();
     let lib = library("slow-state");
-    let reg = folder.serving("state.so", &lib);
-    let (mut rx, _watch) = follow(&reg);
+    let (folder, reg, mut rx, _watch) = serve("state.so", &lib);
 
     // A slow write holds the old version.
     let old = reg.lease("slow-state").await.unwrap();
@@ -888,7 +733,7 @@ async fn a_stuck_call_delays_a_stateful_swap_which_is_retried() {
     let folder = Folder::new();
     let lib = library("slow-state");
     let path = folder.put("state.so", &lib);
-    let mut config = folder.config();
+    let mut config = folder.quick_config();
     config.handoff_timeout = Duration::from_millis(300);
     let reg = Registry::open(config).unwrap();
     let (mut rx, _watch) = follow(&reg);
@@ -921,11 +766,8 @@ async fn a_stuck_call_delays_a_stateful_swap_which_is_retried() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn untrusted_files_are_refused() {
     use std::os::unix::fs::PermissionsExt;
-    use toolhost::trust::{hex, Allowlist, Trust};
 
-    let f = Folder::new();
-    let calc = f.put("calc.so", &library("calc"));
-    let text = f.put("text.so", &library("text"));
+    let (f, [calc, text]) = folder_with(["calc", "text"]);
     std::fs::set_permissions(&text, std::fs::Permissions::from_mode(0o666)).unwrap();
     let reg = f.open();
     assert_eq!(reg.plugins().len(), 1, "only calc serves");
@@ -938,23 +780,14 @@ async fn untrusted_files_are_refused() {
 
     // A lock file naming only calc's build: text stays out even once its mode is fixed.
     std::fs::set_permissions(&text, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let lock = f.shadow.path().join("plugins.lock");
-    let calc_digest = digest(&std::fs::read(&calc).unwrap());
-    std::fs::write(&lock, format!("{}  calc.so\n", hex(&calc_digest))).unwrap();
-    std::fs::set_permissions(&lock, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let mut config = f.config();
-    config.trust = Trust {
-        allowlist: Some(Allowlist::load(&lock).unwrap()),
-        allow_shared: false,
-    };
-    let reg = Registry::open(config).unwrap();
+    let reg = f.open_locked(&f.write_lock(&[&calc]));
     let names: Vec<String> = reg.plugins().iter().map(|p| p.name().to_string()).collect();
     assert_eq!(names, ["calc"]);
     assert!(reg.failures()[0].1.contains("is not in the lock file"));
 
     // A plugin folder others can write is refused as a whole.
     std::fs::set_permissions(f.dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let e = Registry::open(f.config())
+    let e = Registry::open(f.quick_config())
         .err()
         .expect("refused")
         .to_string();
@@ -964,16 +797,9 @@ async fn untrusted_files_are_refused() {
 /// Issue #14 item 9: the plugin folder deleted and created again is followed again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_folder_deleted_and_recreated_is_watched_again() {
-    let folder = Folder::new();
-    let reg = folder.serving("calc.so", &library("calc"));
-    let (mut rx, _watch) = follow(&reg);
+    let (folder, _reg, mut rx, _watch) = serve("calc.so", &library("calc"));
     std::fs::remove_dir_all(folder.dir.path()).unwrap();
-    wait_for(
-        &mut rx,
-        "calc removed",
-        |e| matches!(e, RegistryEvent::Removed { name, .. } if name == "calc"),
-    )
-    .await;
+    removed(&mut rx, "calc").await;
     std::fs::create_dir(folder.dir.path()).unwrap();
     #[cfg(unix)]
     {
@@ -982,29 +808,17 @@ async fn a_folder_deleted_and_recreated_is_watched_again() {
         std::fs::set_permissions(folder.dir.path(), mode).unwrap();
     }
     folder.put("text.so", &library("text"));
-    wait_for(
-        &mut rx,
-        "text added",
-        |e| matches!(e, RegistryEvent::Added { name, .. } if name == "text"),
-    )
-    .await;
+    added(&mut rx, "text").await;
     // And the new folder is really watched: a later change is seen.
     folder.put("calc.so", &library("calc"));
-    wait_for(
-        &mut rx,
-        "calc added",
-        |e| matches!(e, RegistryEvent::Added { name, .. } if name == "calc"),
-    )
-    .await;
+    added(&mut rx, "calc").await;
 }
 
 /// Issue #14 item 8: a FIFO named like a plugin does not block the watcher.
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_fifo_named_like_a_plugin_does_not_block_the_watcher() {
-    let folder = Folder::new();
-    let reg = folder.serving("calc.so", &library("calc"));
-    let (mut rx, _watch) = follow(&reg);
+    let (folder, _reg, mut rx, _watch) = serve("calc.so", &library("calc"));
     let fifo = folder.path("fifo.so");
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: `c` is a valid NUL-terminated path.
@@ -1015,65 +829,26 @@ async fn a_fifo_named_like_a_plugin_does_not_block_the_watcher() {
         "{error}"
     );
     folder.put("text.so", &library("text"));
-    wait_for(
-        &mut rx,
-        "text added",
-        |e| matches!(e, RegistryEvent::Added { name, .. } if name == "text"),
-    )
-    .await;
+    added(&mut rx, "text").await;
 }
 
 /// Issue #14 item 5: the lock file is read again when it changes, while the host runs.
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn lock_file_changes_apply_while_running() {
-    use toolhost::trust::{hex, Allowlist, Trust};
-    let f = Folder::new();
-    let calc = f.put("calc.so", &library("calc"));
-    let text = f.put("text.so", &library("text"));
-    let lock = f.shadow.path().join("plugins.lock");
-    let write_lock = |files: &[&Path]| {
-        let body: String = files
-            .iter()
-            .map(|p| format!("{}  x\n", hex(&digest(&std::fs::read(p).unwrap()))))
-            .collect();
-        let tmp = lock.with_extension("tmp");
-        std::fs::write(&tmp, body).unwrap();
-        // Whatever the umask: the lock file is held to the trust rules.
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644)).unwrap();
-        std::fs::rename(&tmp, &lock).unwrap();
-    };
-    write_lock(&[&calc]);
-    let mut config = f.config();
-    config.trust = Trust {
-        allowlist: Some(Allowlist::load(&lock).unwrap()),
-        allow_shared: false,
-    };
-    let reg = Registry::open(config).unwrap();
+    let (f, [calc, text]) = folder_with(["calc", "text"]);
+    let reg = f.open_locked(&f.write_lock(&[&calc]));
     assert!(reg.get("text").is_none());
     let (mut rx, _watch) = follow(&reg);
     // Added to the lock file: text loads, without touching its file.
-    write_lock(&[&calc, &text]);
-    wait_for(
-        &mut rx,
-        "text added",
-        |e| matches!(e, RegistryEvent::Added { name, .. } if name == "text"),
-    )
-    .await;
+    f.write_lock(&[&calc, &text]);
+    added(&mut rx, "text").await;
     // Removed from it: calc stops serving.
-    write_lock(&[&text]);
+    f.write_lock(&[&text]);
     let error = failed(&mut rx, &calc).await;
     assert!(error.contains("is not in the lock file"), "{error}");
     assert!(reg.get("calc").is_none());
     assert!(reg.get("text").is_some());
-}
-
-/// Resident memory of this process in KiB (Linux), for the soak test's report.
-fn rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// The reliability soak: 1000 reloads while 16 clients call continuously. Every call must come
@@ -1103,17 +878,4 @@ async fn soak_1000_reloads_with_16_clients() {
             b - a
         );
     }
-}
-
-/// A temporary folder with `mode` (they otherwise follow the umask).
-fn tempdir_with_mode(mode: u32) -> TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode)).unwrap();
-    }
-    #[cfg(not(unix))]
-    let _ = mode;
-    dir
 }

@@ -16,7 +16,7 @@ use toolhost::{
         DEFAULT_MAX_RESULT_BYTES,
     },
     model::JsonRpc,
-    registry::{Registry, RegistryConfig, RegistryEvent},
+    registry::{Registry, RegistryEvent},
 };
 use toolhost_test_support::{lib_file, target_dir, Build};
 
@@ -26,15 +26,8 @@ struct Fixture {
 }
 
 fn fixture(libs: &[&str], config: RouterConfig) -> Fixture {
-    let plugins = common::plugin_dir(libs);
-    let shadow = common::shadow_dir();
-    let mut rc = RegistryConfig::new(plugins.path());
-    rc.shadow_dir = shadow.path().to_path_buf();
-    let registry = Registry::open(rc).unwrap();
-    Fixture {
-        router: Router::new(registry, config),
-        _dirs: (plugins, shadow),
-    }
+    let (router, _dirs) = common::open_router(libs, config);
+    Fixture { router, _dirs }
 }
 
 /// Notifications are dropped.
@@ -100,33 +93,24 @@ async fn result_over_the_size_limit_is_refused() {
     assert!(text_of(&r).contains("over the 1.0 MB limit"), "{r}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn size_limit_is_configurable() {
+/// The reply to faulty's `large` returning `chars` characters, under a limit of `max` bytes.
+async fn large_under_limit(max: usize, chars: usize) -> Value {
     let config = RouterConfig {
-        max_result_bytes: 3_000_000,
+        max_result_bytes: max,
         ..RouterConfig::default()
     };
     let f = fixture(&["faulty"], config);
-    let r = send(
-        &f.router,
-        Scope::Server("faulty"),
-        call(1, "large", json!({"chars": 2_000_000})),
-    )
-    .await;
+    let large = call(1, "large", json!({ "chars": chars }));
+    send(&f.router, Scope::Server("faulty"), large).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn size_limit_is_configurable() {
+    let r = large_under_limit(3_000_000, 2_000_000).await;
     assert!(r["result"].get("isError").is_none());
     assert_eq!(text_of(&r).len(), 2_000_000);
 
-    let config = RouterConfig {
-        max_result_bytes: 500,
-        ..RouterConfig::default()
-    };
-    let f = fixture(&["faulty"], config);
-    let r = send(
-        &f.router,
-        Scope::Server("faulty"),
-        call(1, "large", json!({"chars": 2_000})),
-    )
-    .await;
+    let r = large_under_limit(500, 2_000).await;
     assert_eq!(
         text_of(&r),
         "tool `large` returned 2.1 kB, over the 500 bytes limit (raise it with --max-result-bytes)"
@@ -207,9 +191,7 @@ fn calc_builds() -> (PathBuf, &'static Path) {
 }
 
 fn open(dir: &Path, shadow: &Path) -> Arc<Registry> {
-    let mut rc = RegistryConfig::new(dir);
-    rc.shadow_dir = shadow.to_path_buf();
-    Registry::open(rc).unwrap()
+    Registry::open(common::registry_config(dir, shadow)).unwrap()
 }
 
 fn tool_names(reply: &Value) -> Vec<String> {

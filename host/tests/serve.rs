@@ -7,46 +7,27 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use toolhost::{
-    handler::{Router, RouterConfig},
-    registry::{Registry, RegistryConfig},
+    handler::RouterConfig,
     service::serve::serve,
-    transport::read_lines,
+    transport::{read_lines, DEFAULT_MAX_LINE_BYTES},
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn serves_all_plugins_as_one_server() {
-    let plugins = common::plugin_dir(&["calc", "faulty"]);
-    let shadow = common::shadow_dir();
-    let mut config = RegistryConfig::new(plugins.path());
-    config.shadow_dir = shadow.path().to_path_buf();
-    let registry = Registry::open(config).unwrap();
-    let router = Router::new(registry, RouterConfig::default());
-
-    let (client, server) = tokio::io::duplex(1 << 20);
-    let (s_in, s_out) = tokio::io::split(server);
-    let served = tokio::spawn(serve(read_lines(s_in), s_out, router, None));
-    let (c_in, mut c_out) = tokio::io::split(client);
-    let requests = [
+    let mut input: Vec<String> = [
         json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}),
         json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
         json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}),
         json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"calc__add","arguments":{"x":2,"y":40}}}),
         json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"add","arguments":{}}}),
         json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"faulty__fail","arguments":{"message":"bad"}}}),
-    ];
-    for r in &requests {
-        c_out.write_all(format!("{r}\n").as_bytes()).await.unwrap();
-    }
-    c_out.write_all(b"{oops\n").await.unwrap();
+    ]
+    .iter()
+    .map(Value::to_string)
+    .collect();
+    input.push("{oops".into());
     // End of input: the server finishes the calls in flight, answers them, and stops.
-    c_out.shutdown().await.unwrap();
-    served.await.unwrap();
-
-    let mut lines = BufReader::new(c_in).lines();
-    let mut replies = Vec::new();
-    while let Some(l) = lines.next_line().await.unwrap() {
-        replies.push(serde_json::from_str::<Value>(&l).unwrap());
-    }
+    let replies = serve_lines(&["calc", "faulty"], DEFAULT_MAX_LINE_BYTES, input).await;
     let by_id = |id: i64| {
         replies
             .iter()
@@ -76,12 +57,7 @@ async fn serves_all_plugins_as_one_server() {
 
 /// Serves `input` (lines) with a given line limit, and returns every line written.
 async fn serve_lines(libs: &[&str], max_line: usize, input: Vec<String>) -> Vec<Value> {
-    let plugins = common::plugin_dir(libs);
-    let shadow = common::shadow_dir();
-    let mut config = RegistryConfig::new(plugins.path());
-    config.shadow_dir = shadow.path().to_path_buf();
-    let registry = Registry::open(config).unwrap();
-    let router = Router::new(registry, RouterConfig::default());
+    let (router, _dirs) = common::open_router(libs, RouterConfig::default());
     let (client, server) = tokio::io::duplex(1 << 16);
     let (s_in, s_out) = tokio::io::split(server);
     let served = tokio::spawn(serve(

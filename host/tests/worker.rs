@@ -3,6 +3,8 @@
 //! never returns) ends only the worker; the crash budget; state hand-off between workers; the
 //! sandbox.
 
+mod common;
+
 use std::{
     path::{Path, PathBuf},
     sync::{Arc, OnceLock},
@@ -11,7 +13,7 @@ use std::{
 
 use serde_json::{json, Value};
 use toolhost::{
-    plugin::{CallControl, CallResult, LoadError, LoadedPlugin, Staged},
+    plugin::{CallControl, CallResult, ConfigSource, LoadError, LoadedPlugin, Staged},
     worker::{PluginWorkerSettings, Sandbox, WorkerConfig, WorkerPlugin},
 };
 
@@ -57,6 +59,37 @@ fn start_settings(
     plugin
 }
 
+/// The host's side of a call (`label`) that a thread cancels after `delay`; join the thread.
+fn cancelled_after(
+    label: &str,
+    delay: Duration,
+) -> (Arc<CallControl>, std::thread::JoinHandle<()>) {
+    let control = Arc::new(CallControl::new(label, None));
+    let c2 = control.clone();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(delay);
+        c2.cancel();
+    });
+    (control, canceller)
+}
+
+/// Stages `file` in `shadow` and starts it as the registry does for an isolated plugin (the
+/// host's own checks first, then a worker), with `config` answering its configuration.
+fn start_loaded(
+    file: &Path,
+    shadow: &Path,
+    config_source: ConfigSource<'_>,
+) -> Result<Arc<LoadedPlugin>, LoadError> {
+    let staged = Staged::copy(file, shadow).unwrap();
+    LoadedPlugin::start_worker(
+        file,
+        staged,
+        Arc::new(config()),
+        PluginWorkerSettings::default(),
+        config_source,
+    )
+}
+
 fn start(name: &str) -> WorkerPlugin {
     start_with(name, config()).expect("the plugin loads in a worker")
 }
@@ -100,27 +133,14 @@ fn calc_serves_from_a_worker_like_in_process() {
     let pid = p.pid().unwrap();
     assert_ne!(pid, std::process::id());
     drop(p);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !reaped(pid) {
-        assert!(
-            Instant::now() < deadline,
-            "the worker of a dropped version is reaped"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let failure = "the worker of a dropped version is reaped";
+    common::poll_until(Duration::from_secs(5), failure, || reaped(pid));
 }
 
 #[test]
 fn progress_and_cancellation_cross_the_process_boundary() {
     let p = start("faulty");
-    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let sink = seen.clone();
-    let control = CallControl::new(
-        "p",
-        Some(Box::new(move |done, total, msg: &str| {
-            sink.lock().unwrap().push((done, total, msg.to_string()))
-        })),
-    );
+    let (control, seen) = common::recording_progress("p");
     let r = p.call("slow", r#"{"ms": 50}"#, &control);
     assert_eq!(r.text(), "slept 50 ms");
     let seen = seen.lock().unwrap();
@@ -129,12 +149,7 @@ fn progress_and_cancellation_cross_the_process_boundary() {
 
     // Cancelled while running: the tool sees it and stops; the worker is not killed.
     let pid = p.pid().unwrap();
-    let control = Arc::new(CallControl::new("c", None));
-    let c2 = control.clone();
-    let canceller = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(100));
-        c2.cancel();
-    });
+    let (control, canceller) = cancelled_after("c", Duration::from_millis(100));
     let t = Instant::now();
     let r = p.call("slow", r#"{"ms": 20000}"#, &control);
     canceller.join().unwrap();
@@ -181,13 +196,8 @@ fn each_crash_class_fails_only_its_call_and_the_next_call_is_answered() {
 fn a_stuck_tool_ignoring_cancellation_gets_its_worker_killed() {
     let p = start("crashy");
     let before = p.pid().unwrap();
-    let control = Arc::new(CallControl::new("h", None));
-    let c2 = control.clone();
     // What the router does at a timeout: cancel the call.
-    let timer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(200));
-        c2.cancel();
-    });
+    let (control, timer) = cancelled_after("h", Duration::from_millis(200));
     let t = Instant::now();
     let r = p.call("hang", "{}", &control);
     timer.join().unwrap();
@@ -270,15 +280,7 @@ fn load_failures_in_the_worker_are_load_errors() {
         b"not a library, just text, long enough for any header....",
     )
     .unwrap();
-    let staged = Staged::copy(file.path(), shadow.path()).unwrap();
-    let err = LoadedPlugin::start_worker(
-        file.path(),
-        staged,
-        Arc::new(config()),
-        PluginWorkerSettings::default(),
-        &|_| None,
-    )
-    .unwrap_err();
+    let err = start_loaded(file.path(), shadow.path(), &|_| None).unwrap_err();
     assert!(matches!(err, LoadError::NotALibrary(_)), "{err}");
     // Handed to a worker anyway, the worker's loader refuses it the same way.
     let staged = Staged::copy(file.path(), shadow.path()).unwrap();
@@ -429,28 +431,18 @@ fn plugin_logs_and_stderr_reach_the_host_log_tagged_with_the_plugin() {
 fn a_plugin_in_a_worker_reads_its_config_and_its_environment() {
     let shadow = tempfile::tempdir().unwrap();
     let file = lib_path("calc");
-    let staged = Staged::copy(&file, shadow.path()).unwrap();
-    let p = LoadedPlugin::start_worker(
-        &file,
-        staged,
-        Arc::new(config()),
-        PluginWorkerSettings::default(),
-        &|name| (name == "calc").then(|| r#"{"precision":2}"#.to_string()),
-    )
+    let p = start_loaded(&file, shadow.path(), &|name| {
+        (name == "calc").then(|| r#"{"precision":2}"#.to_string())
+    })
     .unwrap();
     assert!(p.is_isolated());
     assert_eq!(p.config_json(), Some(r#"{"precision":2}"#));
     let r = p.call("divide", r#"{"x":1,"y":3}"#, &CallControl::new("c", None));
     assert_eq!(r.text(), "0.33");
     // A config that does not fit refuses the load, as in process.
-    let staged = Staged::copy(&file, shadow.path()).unwrap();
-    let e = LoadedPlugin::start_worker(
-        &file,
-        staged,
-        Arc::new(config()),
-        PluginWorkerSettings::default(),
-        &|_| Some(r#"{"precision":"two"}"#.to_string()),
-    )
+    let e = start_loaded(&file, shadow.path(), &|_| {
+        Some(r#"{"precision":"two"}"#.to_string())
+    })
     .unwrap_err();
     assert!(e.to_string().contains("`precision`"), "{e}");
 }

@@ -2,9 +2,10 @@
 //! worker is killed and replaced) and the server goes on; end of input and SIGTERM end the
 //! host and every worker with it.
 
+mod common;
+
 use std::{
     io::{BufRead, BufReader, Write},
-    path::Path,
     process::{Child, ChildStdin, Command, Stdio},
     sync::mpsc,
     time::{Duration, Instant},
@@ -29,15 +30,20 @@ struct Serve {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<Value>,
+    /// The plugin folder and the shadow folder's parent, removed when the test ends.
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
 }
 
 impl Serve {
-    fn start(plugins: &Path, shadow: &Path, extra: &[&str]) -> Serve {
+    /// `toolhost serve --isolate EXTRA` over a fresh folder holding crashy, handshaken as a
+    /// client does.
+    fn start(extra: &[&str]) -> Serve {
+        let (plugins, shadow) = (plugin_dir(), tempfile::tempdir().unwrap());
         let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
             .args(["serve", "--isolate", "--plugins"])
-            .arg(plugins)
+            .arg(plugins.path())
             .args(extra)
-            .env("XDG_RUNTIME_DIR", shadow)
+            .env("XDG_RUNTIME_DIR", shadow.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -52,11 +58,20 @@ impl Serve {
                 }
             }
         });
-        Serve {
+        let mut s = Serve {
             stdin: child.stdin.take(),
             child,
             lines,
-        }
+            _dirs: (plugins, shadow),
+        };
+        s.handshake();
+        s
+    }
+
+    fn handshake(&mut self) {
+        self.send(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}));
+        self.reply(0);
+        self.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
     }
 
     fn send(&mut self, v: Value) {
@@ -97,14 +112,10 @@ impl Serve {
     }
 
     fn wait_exit(&mut self, within: Duration) {
-        let deadline = Instant::now() + within;
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(
-                Instant::now() < deadline,
-                "toolhost did not exit within {within:?}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let failure = format!("toolhost did not exit within {within:?}");
+        common::poll_until(within, &failure, || {
+            self.child.try_wait().unwrap().is_some()
+        });
     }
 }
 
@@ -126,27 +137,15 @@ fn dead(pid: u32) -> bool {
 }
 
 fn eventually_dead(pids: &[u32]) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !pids.iter().all(|p| dead(*p)) {
-        assert!(
-            Instant::now() < deadline,
-            "workers {pids:?} outlived the host"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn handshake(s: &mut Serve) {
-    s.send(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}));
-    s.reply(0);
-    s.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+    let failure = format!("workers {pids:?} outlived the host");
+    common::poll_until(Duration::from_secs(10), &failure, || {
+        pids.iter().all(|p| dead(*p))
+    });
 }
 
 #[test]
 fn a_stuck_tool_past_its_timeout_is_stopped_and_the_server_goes_on() {
-    let (plugins, shadow) = (plugin_dir(), tempfile::tempdir().unwrap());
-    let mut s = Serve::start(plugins.path(), shadow.path(), &["--timeout", "1"]);
-    handshake(&mut s);
+    let mut s = Serve::start(&["--timeout", "1"]);
     let first = s.workers();
     assert_eq!(first.len(), 1, "one worker for crashy: {first:?}");
     let t = Instant::now();
@@ -172,9 +171,7 @@ fn a_stuck_tool_past_its_timeout_is_stopped_and_the_server_goes_on() {
 
 #[test]
 fn end_of_input_ends_the_host_and_its_workers() {
-    let (plugins, shadow) = (plugin_dir(), tempfile::tempdir().unwrap());
-    let mut s = Serve::start(plugins.path(), shadow.path(), &["--timeout", "2"]);
-    handshake(&mut s);
+    let mut s = Serve::start(&["--timeout", "2"]);
     let workers = s.workers();
     assert_eq!(workers.len(), 1);
     // A call stuck in a worker does not keep the host alive past its timeout: its worker is
@@ -188,9 +185,7 @@ fn end_of_input_ends_the_host_and_its_workers() {
 
 #[test]
 fn sigterm_ends_the_host_and_its_workers() {
-    let (plugins, shadow) = (plugin_dir(), tempfile::tempdir().unwrap());
-    let mut s = Serve::start(plugins.path(), shadow.path(), &[]);
-    handshake(&mut s);
+    let mut s = Serve::start(&[]);
     let workers = s.workers();
     assert_eq!(workers.len(), 1);
     // SAFETY: kill(2) on the child we spawned and have not reaped.

@@ -2,6 +2,8 @@
 //! stateful hand-off between workers, and a plugin that pins itself in process (reqwest's
 //! blocking client) leaving no trace in the host.
 
+mod common;
+
 use std::{
     collections::HashSet,
     path::{Path, PathBuf},
@@ -9,16 +11,17 @@ use std::{
         atomic::{AtomicBool, AtomicUsize, Ordering},
         Arc, OnceLock,
     },
-    time::Duration,
 };
 
-use serde_json::{json, Value};
-use tempfile::TempDir;
-use tokio::sync::broadcast::{self, error::RecvError};
+use common::registry::{
+    call, library_in, note_ids, rss_kib, structured, variant, wait_for, Folder, Served,
+};
+use serde_json::json;
+use tokio::sync::broadcast;
 use toolhost::{
     config::LiveConfig,
-    plugin::{digest, CallControl, CallResult},
-    registry::{Registry, RegistryConfig, RegistryEvent, LIBRARY_SUFFIX},
+    plugin::digest,
+    registry::{Registry, RegistryEvent},
     worker::WorkerConfig,
 };
 
@@ -30,123 +33,50 @@ fn artifacts() -> &'static Path {
 }
 
 fn library(name: &str) -> Vec<u8> {
-    let file = artifacts().join(format!(
-        "{}{}.{LIBRARY_SUFFIX}",
-        std::env::consts::DLL_PREFIX,
-        name.replace('-', "_")
-    ));
-    std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+    library_in(artifacts(), name)
 }
 
-/// Another build: the same library with bytes appended (ignored by the loader, new hash).
-fn variant(bytes: &[u8], n: u32) -> Vec<u8> {
-    let mut v = bytes.to_vec();
-    v.extend_from_slice(format!("toolhost-test-variant-{n}").as_bytes());
-    v
-}
-
-struct Folder {
-    dir: TempDir,
-    shadow: TempDir,
+/// A fresh folder serving `bytes` as `file`, every plugin isolated, followed.
+fn serve(file: &str, bytes: &[u8]) -> Served {
+    Folder::new().serve(file, bytes, Folder::open)
 }
 
 impl Folder {
-    fn new() -> Self {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_test_writer()
-            .try_init();
-        Folder {
-            dir: tempfile::tempdir().unwrap(),
-            shadow: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn put(&self, stem: &str, bytes: &[u8]) -> PathBuf {
-        let file = format!("{stem}.{LIBRARY_SUFFIX}");
-        let dest = self.dir.path().join(&file);
-        let tmp = self.dir.path().join(format!(".{file}.tmp"));
-        std::fs::write(&tmp, bytes).unwrap();
-        std::fs::rename(&tmp, &dest).unwrap();
-        dest
-    }
-
     fn open(&self) -> Arc<Registry> {
         self.open_with(true)
     }
 
     /// `isolate_all`: `--isolate`; otherwise only what `toolhost.toml` asks for is isolated.
     fn open_with(&self, isolate_all: bool) -> Arc<Registry> {
-        let mut c = RegistryConfig::new(self.dir.path());
+        let mut c = self.config();
         c.settings = Arc::new(LiveConfig::open(self.dir.path(), None).expect("toolhost.toml"));
-        c.shadow_dir = self.shadow.path().join("shadow");
-        c.give_up_after = Duration::from_secs(1);
+        c.give_up_after = std::time::Duration::from_secs(1);
         let mut workers = WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost"));
         workers.isolate_all = isolate_all;
         c.workers = Some(Arc::new(workers));
         Registry::open(c).expect("open the registry")
     }
-
-    fn shadow_files(&self) -> usize {
-        std::fs::read_dir(self.shadow.path().join("shadow"))
-            .map(|d| d.count())
-            .unwrap_or(0)
-    }
 }
-
-const WAIT: Duration = Duration::from_secs(60);
 
 /// The memory check of the reqwest test reads this process's VmRSS, which every test of this
 /// file shares: the tests that move much memory run one at a time.
 static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+/// Waits until `plugin` is replaced; a failure on the way fails the test at once.
 async fn replaced(rx: &mut broadcast::Receiver<RegistryEvent>, plugin: &str) {
-    tokio::time::timeout(WAIT, async {
-        loop {
-            match rx.recv().await {
-                Ok(RegistryEvent::Replaced { name, .. }) if name == plugin => return,
-                Ok(RegistryEvent::Failed { file, error }) => {
-                    panic!("{}: {error}", file.display())
-                }
-                Ok(_) | Err(RecvError::Lagged(_)) => {}
-                Err(RecvError::Closed) => panic!("event stream closed"),
-            }
-        }
+    wait_for(rx, &format!("{plugin} to be replaced"), |e| match e {
+        RegistryEvent::Failed { file, error } => panic!("{}: {error}", file.display()),
+        e => matches!(e, RegistryEvent::Replaced { name, .. } if name == plugin),
     })
-    .await
-    .unwrap_or_else(|_| panic!("timed out waiting for {plugin} to be replaced"))
-}
-
-async fn call(reg: &Registry, plugin: &str, tool: &'static str, args: Value) -> CallResult {
-    let lease = reg.lease(plugin).await.expect("plugin loaded");
-    tokio::task::spawn_blocking(move || {
-        lease.call(tool, &args.to_string(), &CallControl::new("test", None))
-    })
-    .await
-    .unwrap()
-}
-
-fn structured(r: &CallResult) -> Value {
-    serde_json::from_str(r.structured.as_ref().expect("structured").get()).unwrap()
-}
-
-/// Resident memory of this process in KiB.
-fn rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_isolated_plugin_reloaded_200_times_under_4_callers_fails_no_call() {
     let _heavy = HEAVY.lock().await;
-    let folder = Folder::new();
     let calc = library("calc");
     let builds = [variant(&calc, 1), variant(&calc, 2)];
-    folder.put("libcalc", &builds[0]);
-    let reg = folder.open();
-    let mut rx = reg.subscribe();
-    let _watch = reg.watch().unwrap();
+    let (folder, reg, mut rx, _watch) = serve("libcalc.so", &builds[0]);
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicUsize::new(0));
     let mut clients = Vec::new();
@@ -170,7 +100,7 @@ async fn an_isolated_plugin_reloaded_200_times_under_4_callers_fails_no_call() {
     let mut pids = HashSet::new();
     for i in 0..200 {
         let bytes = &builds[(i + 1) % 2];
-        folder.put("libcalc", bytes);
+        folder.put("libcalc.so", bytes);
         replaced(&mut rx, "calc").await;
         let now = reg.get("calc").unwrap();
         assert_eq!(
@@ -202,19 +132,15 @@ async fn an_isolated_plugin_reloaded_200_times_under_4_callers_fails_no_call() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_isolated_stateful_plugin_keeps_its_state_across_reloads() {
-    let folder = Folder::new();
     let notes = library("notes");
-    folder.put("libnotes", &notes);
-    let reg = folder.open();
-    let mut rx = reg.subscribe();
-    let _watch = reg.watch().unwrap();
+    let (folder, reg, mut rx, _watch) = serve("libnotes.so", &notes);
     let mut ids = Vec::new();
     for n in 1..=5u32 {
         let note =
             structured(&call(&reg, "notes", "add_note", json!({"text": format!("n{n}")})).await);
         ids.push(note["id"].as_u64().unwrap());
         let before = reg.get("notes").unwrap().worker_pid();
-        folder.put("libnotes", &variant(&notes, n));
+        folder.put("libnotes.so", &variant(&notes, n));
         replaced(&mut rx, "notes").await;
         assert_ne!(
             reg.get("notes").unwrap().worker_pid(),
@@ -222,13 +148,7 @@ async fn an_isolated_stateful_plugin_keeps_its_state_across_reloads() {
             "a new worker"
         );
     }
-    let list = structured(&call(&reg, "notes", "list_notes", json!({})).await);
-    let stored: Vec<u64> = list["notes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n["id"].as_u64().unwrap())
-        .collect();
+    let stored = note_ids(&reg).await;
     assert_eq!(stored, ids, "every note survived five worker hand-offs");
 }
 
@@ -236,7 +156,6 @@ async fn an_isolated_stateful_plugin_keeps_its_state_across_reloads() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_reqwest_plugin_reloaded_50_times_leaves_nothing_in_the_host() {
     let _heavy = HEAVY.lock().await;
-    let folder = Folder::new();
     let http = library("http-client");
     // A loopback server answering every request with `pong`.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -252,10 +171,7 @@ async fn a_reqwest_plugin_reloaded_50_times_leaves_nothing_in_the_host() {
             );
         }
     });
-    folder.put("libhttp_client", &http);
-    let reg = folder.open();
-    let mut rx = reg.subscribe();
-    let _watch = reg.watch().unwrap();
+    let (folder, reg, mut rx, _watch) = serve("libhttp_client.so", &http);
     let r = call(&reg, "http_client", "get", json!({"url": url})).await;
     assert_eq!(r.text(), "pong", "{}", r.text());
     // The first 10 reloads warm up caches that are bounded and reused, not leaked (glibc keeps
@@ -265,14 +181,14 @@ async fn a_reqwest_plugin_reloaded_50_times_leaves_nothing_in_the_host() {
     let mut rss_start = 0;
     for n in 1..=60u32 {
         if n == 11 {
-            rss_start = rss_kib();
+            rss_start = rss_kib().expect("VmRSS");
         }
-        folder.put("libhttp_client", &variant(&http, n));
+        folder.put("libhttp_client.so", &variant(&http, n));
         replaced(&mut rx, "http_client").await;
         let r = call(&reg, "http_client", "get", json!({"url": url})).await;
         assert_eq!(r.text(), "pong", "after reload {n}: {}", r.text());
     }
-    let rss_end = rss_kib();
+    let rss_end = rss_kib().expect("VmRSS");
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
     let mapped = maps.lines().filter(|l| l.contains("http_client")).count();
     assert_eq!(
@@ -292,12 +208,12 @@ async fn a_reqwest_plugin_reloaded_50_times_leaves_nothing_in_the_host() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn toolhost_toml_isolates_configures_and_sandboxes_one_plugin() {
     let folder = Folder::new();
-    folder.put("libcalc", &library("calc"));
-    folder.put("libcrashy", &library("crashy"));
+    folder.put("libcalc.so", &library("calc"));
+    folder.put("libcrashy.so", &library("crashy"));
     let allowed = tempfile::tempdir().unwrap();
     let forbidden = tempfile::tempdir().unwrap();
     std::fs::write(
-        folder.dir.path().join("toolhost.toml"),
+        folder.path("toolhost.toml"),
         format!(
             "[plugin.calc]\nisolate = true\nconfig = {{ precision = 2 }}\n\n\
              [plugin.crashy]\nenv = {{ CRASHY_MARK = \"x\" }}\n\n\
@@ -337,9 +253,9 @@ async fn toolhost_toml_isolates_configures_and_sandboxes_one_plugin() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn settings_for_a_plugin_whose_file_is_named_otherwise_refuse_it() {
     let folder = Folder::new();
-    let file = folder.put("libsomething_else", &library("crashy"));
+    let file = folder.put("libsomething_else.so", &library("crashy"));
     std::fs::write(
-        folder.dir.path().join("toolhost.toml"),
+        folder.path("toolhost.toml"),
         "[plugin.crashy.sandbox]\nnet = false\n",
     )
     .unwrap();

@@ -9,6 +9,8 @@ use std::{
     sync::OnceLock,
 };
 
+pub mod elf;
+
 /// The workspace root.
 pub fn workspace_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

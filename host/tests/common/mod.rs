@@ -1,5 +1,5 @@
 //! Shared helpers of the host's integration tests: build example plugins once, copy them into
-//! a fresh plugin folder.
+//! a fresh plugin folder; [`registry`] for the suites that drive a registry.
 #![allow(dead_code)]
 
 use std::{
@@ -8,6 +8,26 @@ use std::{
 };
 
 pub use toolhost_test_support::{lib_file, target_dir, Build};
+
+pub mod registry;
+
+/// `toolhost ARGS --plugins PLUGINS`, without the user's environment that would change what
+/// it loads or logs (`TOOLHOST_PLUGINS`, `TOOLHOST_LOCK`, `RUST_LOG`).
+pub fn toolhost(args: &[&str], plugins: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    cmd.args(args)
+        .arg("--plugins")
+        .arg(plugins)
+        .env_remove("TOOLHOST_PLUGINS")
+        .env_remove("TOOLHOST_LOCK")
+        .env_remove("RUST_LOG");
+    cmd
+}
+
+/// A process's output (either stream) as text.
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
 
 /// Builds the example plugins (debug) once per test binary and returns their folder.
 pub fn built_plugins() -> &'static Path {
@@ -32,6 +52,83 @@ pub fn plugin_dir(libs: &[&str]) -> tempfile::TempDir {
         }
     }
     dir
+}
+
+/// The registry's defaults for plugin folder `dir`, with its shadow copies in `shadow`.
+pub fn registry_config(dir: &Path, shadow: &Path) -> toolhost::registry::RegistryConfig {
+    let mut config = toolhost::registry::RegistryConfig::new(dir);
+    config.shadow_dir = shadow.to_path_buf();
+    config
+}
+
+/// A registry serving copies of the example plugins `libs`, and its plugin and shadow
+/// folders (removed when dropped: keep them while the registry serves).
+pub fn open_registry(
+    libs: &[&str],
+) -> (
+    std::sync::Arc<toolhost::registry::Registry>,
+    (tempfile::TempDir, tempfile::TempDir),
+) {
+    let plugins = plugin_dir(libs);
+    let shadow = shadow_dir();
+    let config = registry_config(plugins.path(), shadow.path());
+    let registry = toolhost::registry::Registry::open(config).expect("open the registry");
+    (registry, (plugins, shadow))
+}
+
+/// A router over a registry serving copies of the example plugins `libs`, and the registry's
+/// folders (see [`open_registry`]).
+pub fn open_router(
+    libs: &[&str],
+    config: toolhost::handler::RouterConfig,
+) -> (
+    std::sync::Arc<toolhost::handler::Router>,
+    (tempfile::TempDir, tempfile::TempDir),
+) {
+    let (registry, dirs) = open_registry(libs);
+    (toolhost::handler::Router::new(registry, config), dirs)
+}
+
+/// The CLI's end of an in-memory pipe to the host: what it writes, and the lines it reads.
+pub type CliEnd = (
+    tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+);
+
+/// A host session (`toolhost chat`'s control loop) serving `router` over in-memory pipes
+/// holding `pipe` bytes each way, reading lines of at most `max_line` bytes; and the CLI's end.
+pub fn session_over_pipes(
+    router: std::sync::Arc<toolhost::handler::Router>,
+    pipe: usize,
+    max_line: usize,
+    permissions: Option<toolhost::service::PermissionHandler>,
+) -> (toolhost::service::Session, CliEnd) {
+    use tokio::io::AsyncBufReadExt;
+    let (cli, host) = tokio::io::duplex(pipe);
+    let (host_in, host_out) = tokio::io::split(host);
+    let lines = toolhost::transport::read_lines(host_in).max_line_bytes(max_line);
+    let session = toolhost::service::Session::start(lines, host_out, router, permissions);
+    let (cli_in, cli_out) = tokio::io::split(cli);
+    (
+        session,
+        (cli_out, tokio::io::BufReader::new(cli_in).lines()),
+    )
+}
+
+/// Progress reports as a plugin made them: `(done, total, message)`.
+pub type Reports = std::sync::Arc<std::sync::Mutex<Vec<(f64, Option<f64>, String)>>>;
+
+/// The host's side of a call (`label`) that records every progress report the plugin makes.
+pub fn recording_progress(label: &str) -> (toolhost::plugin::CallControl, Reports) {
+    let seen = Reports::default();
+    let sink = seen.clone();
+    let control = toolhost::plugin::CallControl::new(
+        label,
+        Some(Box::new(move |done, total, msg: &str| {
+            sink.lock().unwrap().push((done, total, msg.to_string()))
+        })),
+    );
+    (control, seen)
 }
 
 /// A private shadow folder for one test (mode 0700 whatever the umask: the host refuses a
@@ -102,6 +199,28 @@ pub fn registry_plugins() -> &'static Path {
         ])
         .run()
     })
+}
+
+/// Polls `cond` every 10 ms on this thread until it holds; panics with `failure` when it does
+/// not within `within`.
+pub fn poll_until(within: std::time::Duration, failure: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + within;
+    while !cond() {
+        assert!(std::time::Instant::now() < deadline, "{failure}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Polls `cond` until it holds (for state changes that emit no event); panics naming `what`
+/// when it does not within `within`.
+pub async fn eventually(within: std::time::Duration, what: &str, cond: impl Fn() -> bool) {
+    tokio::time::timeout(within, async {
+        while !cond() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("timed out waiting until {what}"))
 }
 
 /// The next message on `rx` matching `pred` (skipping others and lag), within `within`;
