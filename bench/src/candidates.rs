@@ -87,29 +87,24 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
             slow_capable: false,
         });
     }
-    if let Some([node, script]) = cli.ts_peer.as_deref() {
-        out.push(Candidate {
-            name: "TypeScript agent SDK 0.3.330".into(),
-            how: How::Host {
-                program: node.clone(),
-                args: vec![script.display().to_string()],
-                cli_flag: None,
-                plugins_arg: None,
-            },
-            slow_capable: false,
-        });
-    }
-    if let Some([python, script]) = cli.py_peer.as_deref() {
-        out.push(Candidate {
-            name: "Python claude-agent-sdk 0.2.187".into(),
-            how: How::Host {
-                program: python.clone(),
-                args: vec![script.display().to_string()],
-                cli_flag: None,
-                plugins_arg: None,
-            },
-            slow_capable: false,
-        });
+    // Script peers: an interpreter running a script.
+    let scripts = [
+        ("TypeScript agent SDK 0.3.330", &cli.ts_peer),
+        ("Python claude-agent-sdk 0.2.187", &cli.py_peer),
+    ];
+    for (name, peer) in scripts {
+        if let Some([interpreter, script]) = peer.as_deref() {
+            out.push(Candidate {
+                name: name.into(),
+                how: How::Host {
+                    program: interpreter.clone(),
+                    args: vec![script.display().to_string()],
+                    cli_flag: None,
+                    plugins_arg: None,
+                },
+                slow_capable: false,
+            });
+        }
     }
     out.retain(|c| {
         matches!(c.how, How::Floor)

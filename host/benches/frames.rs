@@ -4,7 +4,10 @@
 //! `cargo bench -p toolhost --bench frames`
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use toolhost::worker::wire::{ContentWire, FromWorker, ResultWire, ToWorker};
+use toolhost::{
+    model::ContentOut,
+    worker::wire::{FromWorker, ResultWire, ToWorker},
+};
 
 fn frames() -> (ToWorker, FromWorker) {
     let call = ToWorker::Call {
@@ -16,7 +19,7 @@ fn frames() -> (ToWorker, FromWorker) {
     let result = FromWorker::Result {
         id: 41,
         result: ResultWire {
-            content: vec![ContentWire::Text("8".into())],
+            content: vec![ContentOut::Text("8".into())],
             structured: None,
             is_error: false,
         },

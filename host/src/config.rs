@@ -26,6 +26,8 @@ use std::{
 use serde::{de, Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
+use crate::worker::Sandbox;
+
 /// The file's name in the plugin folder.
 pub const FILE_NAME: &str = "toolhost.toml";
 
@@ -111,7 +113,8 @@ pub struct PluginSettings {
     /// Free table handed to the plugin when it loads (as a JSON object).
     #[serde(default, deserialize_with = "table_as_json")]
     pub config: Option<Map<String, Value>>,
-    /// What an isolated plugin may touch (Linux).
+    /// What an isolated plugin may touch (Linux), `[plugin.NAME.sandbox]`. Relative paths
+    /// are taken from the configuration file's folder.
     #[serde(default)]
     pub sandbox: Option<Sandbox>,
 }
@@ -140,21 +143,6 @@ impl PluginSettings {
         }
         keys
     }
-}
-
-/// `[plugin.NAME.sandbox]`. Relative paths are taken from the configuration file's folder.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Sandbox {
-    /// Paths it may read beneath.
-    #[serde(default)]
-    pub read: Vec<PathBuf>,
-    /// Paths it may write beneath.
-    #[serde(default)]
-    pub write: Vec<PathBuf>,
-    /// TCP bind and connect allowed.
-    #[serde(default)]
-    pub net: bool,
 }
 
 #[derive(Deserialize)]
@@ -544,28 +532,31 @@ timeout = 10
             "{e}"
         );
         assert!(e.contains("a positive number of seconds"), "{e}");
-        let e = error("[plugin.calc]\ntimeout = 0\n");
-        assert!(e.contains("plugin.calc.timeout: invalid value"), "{e}");
-        let e = error("[plugin.calc]\nisolate = 1\n");
-        assert!(
-            e.contains("plugin.calc.isolate: invalid type: integer"),
-            "{e}"
-        );
-        let e = error("[plugin.calc]\nenv = { A = 1 }\n");
-        assert!(
-            e.contains("plugin.calc.env.A: invalid type: integer"),
-            "{e}"
-        );
-        let e = error("[plugin.calc]\nconfig = 3\n");
-        assert!(
-            e.contains("plugin.calc.config: invalid type: integer"),
-            "{e}"
-        );
-        let e = error("[plugin.calc.sandbox]\nread = \"/tmp\"\n");
-        assert!(
-            e.contains("plugin.calc.sandbox.read: invalid type: string"),
-            "{e}"
-        );
+        for (text, expected) in [
+            ("[plugin.calc]\ntimeout = 0\n", "timeout: invalid value"),
+            (
+                "[plugin.calc]\nisolate = 1\n",
+                "isolate: invalid type: integer",
+            ),
+            (
+                "[plugin.calc]\nenv = { A = 1 }\n",
+                "env.A: invalid type: integer",
+            ),
+            (
+                "[plugin.calc]\nconfig = 3\n",
+                "config: invalid type: integer",
+            ),
+            (
+                "[plugin.calc.sandbox]\nread = \"/tmp\"\n",
+                "sandbox.read: invalid type: string",
+            ),
+        ] {
+            let e = error(text);
+            assert!(
+                e.contains(&format!("plugin.calc.{expected}")),
+                "{text:?}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -17,6 +17,16 @@ fn fake_claude(dir: &Path, body: &str) -> PathBuf {
     path
 }
 
+/// A CLI in `dir` that never answers and ignores the end of its input; it writes its pid to
+/// the file returned with it.
+fn silent_claude(dir: &Path) -> (PathBuf, PathBuf) {
+    let claude = fake_claude(
+        dir,
+        "echo $$ > \"$(dirname \"$0\")/pid\"\nwhile read line; do :; done\nexec sleep 1000",
+    );
+    (claude, dir.join("pid"))
+}
+
 fn chat(claude: &Path, plugins: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
     cmd.arg("chat")
@@ -147,12 +157,7 @@ fn cli_killed_is_reported() {
 fn sigterm_ends_the_host_and_the_cli() {
     let dir = tempfile::tempdir().unwrap();
     let plugins = common::plugin_dir(&[]);
-    let pid_file = dir.path().join("pid");
-    // A CLI that never answers and ignores the end of its input.
-    let claude = fake_claude(
-        dir.path(),
-        "echo $$ > \"$(dirname \"$0\")/pid\"\nwhile read line; do :; done\nexec sleep 1000",
-    );
+    let (claude, pid_file) = silent_claude(dir.path());
     let mut child = chat(&claude, plugins.path(), &["hi"]).spawn().unwrap();
     let deadline = Instant::now() + WAIT;
     let cli_pid = loop {
@@ -273,19 +278,25 @@ fn sigterm_right_after_the_cli_is_spawned_leaves_no_cli_behind() {
         // SAFETY: plain kill(2) on a process this test started.
         unsafe { libc_kill(child.id() as i32, 15) };
         let status = wait_with_limit(&mut child);
-        // The CLI goes with toolhost (allow it a moment to be reaped).
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while !processes_mentioning(&marker).is_empty() {
-            if Instant::now() > deadline {
-                for pid in processes_mentioning(&marker) {
-                    // SAFETY: plain kill(2) on a leftover of this test.
-                    unsafe { libc_kill(pid, 9) };
-                }
-                panic!("round {round}: the CLI outlived toolhost ({status:?})");
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        assert_no_cli_left(&marker, &format!("round {round} ({status:?})"));
         assert_eq!(status.code(), Some(143), "round {round}");
+    }
+}
+
+/// Fails (killing them) if processes mentioning `marker` (the fake CLI's folder) are still
+/// there a moment after toolhost ended: the CLI goes with toolhost (it may take a moment to
+/// be reaped).
+fn assert_no_cli_left(marker: &str, context: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !processes_mentioning(marker).is_empty() {
+        if Instant::now() > deadline {
+            for pid in processes_mentioning(marker) {
+                // SAFETY: plain kill(2) on a leftover of this test.
+                unsafe { libc_kill(pid, 9) };
+            }
+            panic!("{context}: the CLI outlived toolhost");
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -301,4 +312,70 @@ fn missing_cli_is_a_clear_error() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("cannot find the `claude` CLI"));
+}
+
+/// Issue #14 item 22, deterministically: a SIGTERM that arrives after toolhost installed its
+/// handlers but before it spawned the CLI ends toolhost through them (exit code 143), with no
+/// CLI left behind. The test holds toolhost in that window: `--mcp-config` names a FIFO, which
+/// `chat` reads after installing its handlers and before spawning the CLI; the test's open of
+/// the FIFO for writing succeeds only once toolhost has it open for reading. Were the handlers
+/// installed after the spawn, this SIGTERM would kill toolhost outright (signal 15).
+#[test]
+fn sigterm_before_the_cli_is_spawned_is_handled() {
+    use std::{io::Write, os::unix::fs::OpenOptionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = common::plugin_dir(&[]);
+    let (claude, pid_file) = silent_claude(dir.path());
+    let config = dir.path().join("mcp.json");
+    let c = std::ffi::CString::new(config.to_str().unwrap()).unwrap();
+    // SAFETY: `c` is a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let mut child = chat(
+        &claude,
+        plugins.path(),
+        &["hi", "--mcp-config", config.to_str().unwrap()],
+    )
+    .spawn()
+    .unwrap();
+
+    // A non-blocking open for writing fails (ENXIO) until toolhost opens the FIFO to read it.
+    let deadline = Instant::now() + WAIT;
+    let mut fifo = loop {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&config)
+        {
+            Ok(f) => break f,
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {}
+            Err(e) => panic!("opening the FIFO: {e}"),
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("toolhost exited before reading the MCP config: {status:?}");
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("toolhost did not read the MCP config within {WAIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    // Toolhost is reading the config: the CLI does not exist yet.
+    assert!(
+        children(child.id()).trim().is_empty(),
+        "the CLI was spawned"
+    );
+    assert!(!pid_file.exists(), "the CLI was spawned");
+    // SAFETY: plain kill(2) on a process this test started.
+    unsafe { libc_kill(child.id() as i32, 15) };
+    // If toolhost lived through the signal, it goes on: reads the config, spawns the CLI,
+    // and only then ends (a dead reader makes this write fail: ignored).
+    let _ = fifo.write_all(br#"{"mcpServers":{}}"#);
+    drop(fifo);
+    let status = wait_with_limit(&mut child);
+    assert_no_cli_left(&dir.path().to_string_lossy(), &format!("{status:?}"));
+    assert_eq!(
+        status.code(),
+        Some(143),
+        "toolhost did not end through its SIGTERM handler: {status:?}"
+    );
 }

@@ -17,7 +17,7 @@ use tokio::sync::broadcast::{self, error::RecvError};
 use toolhost::{
     model::call_result_json,
     plugin::{CallControl, CallResult, LoadedPlugin},
-    registry::{Registry, RegistryConfig, RegistryEvent, WatchHandle},
+    registry::{Lease, Registry, RegistryConfig, RegistryEvent, WatchHandle},
 };
 
 const BUILD_MARK: &[u8; 32] = b"toolhost-hostile-build-000000000";
@@ -57,7 +57,12 @@ fn marker() -> &'static Path {
 }
 
 fn unloaded(id: &str) -> bool {
-    let line = format!("unloaded {}", String::from_utf8_lossy(&build_mark(id)));
+    noted("unloaded", id)
+}
+
+/// Whether the fixture noted `<what> <build id>` in the marker file.
+fn noted(what: &str, id: &str) -> bool {
+    let line = format!("{what} {}", String::from_utf8_lossy(&build_mark(id)));
     std::fs::read_to_string(marker())
         .unwrap_or_default()
         .lines()
@@ -139,15 +144,9 @@ fn text_that_is_not_utf8_becomes_an_error_result() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn unload_runs_after_the_last_lease_and_a_panicked_version_is_unmapped() {
     use toolhost::plugin::still_mapped;
-    let (f, reg, mut rx, _watch) = serve_build("unload-a");
-    assert_eq!(serving_build(&reg).await, "unload-a");
-
     // Removed while a call holds it: unloaded only when that lease drops.
-    let lease = reg.lease("hostile").await.unwrap();
+    let ((f, reg, mut rx, _watch), lease) = removed_while_leased("unload-a").await;
     let shadow_a = lease.shadow_path().to_path_buf();
-    std::fs::remove_file(f.path("hostile.so")).unwrap();
-    let e = next(&mut rx, WAIT).await;
-    assert!(matches!(e, Some(RegistryEvent::Removed { .. })), "{e:?}");
     assert!(!unloaded("unload-a"), "unloaded while a lease holds it");
     assert!(still_mapped(&shadow_a));
     drop(lease);
@@ -162,15 +161,8 @@ async fn unload_runs_after_the_last_lease_and_a_panicked_version_is_unmapped() {
     let r = call(&reg, "break_state", json!({"save": true})).await;
     assert!(!r.is_error, "{}", r.text());
     let shadow_b = reg.get("hostile").unwrap().shadow_path().to_path_buf();
-    f.put_hostile(&build("unload-c"));
-    let e = next(&mut rx, WAIT).await;
-    assert!(matches!(e, Some(RegistryEvent::Replaced { .. })), "{e:?}");
-    assert_eq!(serving_build(&reg).await, "unload-c");
-    assert!(unloaded("unload-b"), "unload did not run");
-    assert!(
-        !still_mapped(&shadow_b),
-        "the version that panicked is still mapped"
-    );
+    replace_with(&f, &reg, &mut rx, "unload-c").await;
+    assert_gone("unload-b", &shadow_b);
 }
 
 /// Issue #14 item 20: a new version that refuses (panics restoring) the state does not take
@@ -273,15 +265,20 @@ async fn stopping_the_watcher_does_not_wait_for_a_slow_on_load() {
     f.put_hostile(&build("slowload-60000"));
     // Debounce and stability checks are ~60 ms: the watcher is inside on_load by now.
     tokio::time::sleep(Duration::from_millis(1000)).await;
+    stops_without_waiting(watch, "on_load");
+}
+
+/// Drops `watch` (what the host does at EOF) and fails if that waits for the plugin code
+/// running `what` (which takes 60 s): a generous bound, no hang.
+fn stops_without_waiting(watch: WatchHandle, what: &str) {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         drop(watch);
         let _ = tx.send(());
     });
-    // Generous bound (the on_load takes 60 s): no hang.
     assert!(
         rx.recv_timeout(Duration::from_secs(20)).is_ok(),
-        "dropping the watcher waited for on_load"
+        "dropping the watcher waited for {what}"
     );
 }
 
@@ -342,4 +339,102 @@ async fn an_on_load_past_its_time_limit_is_given_up() {
         e => panic!("expected a failure, got {e:?}"),
     }
     assert_eq!(serving_build(&reg).await, "limit-a");
+}
+
+/// Serves build `id`, leases it, and removes its file: the lease returned is the version's
+/// last holder.
+async fn removed_while_leased(id: &str) -> (Served, Lease) {
+    let (f, reg, mut rx, watch) = serve_build(id);
+    assert_eq!(serving_build(&reg).await, id);
+    let lease = reg.lease("hostile").await.unwrap();
+    std::fs::remove_file(f.path("hostile.so")).unwrap();
+    let e = next(&mut rx, WAIT).await;
+    assert!(matches!(e, Some(RegistryEvent::Removed { .. })), "{e:?}");
+    ((f, reg, rx, watch), lease)
+}
+
+/// Puts build `id` in place of the one serving and checks it takes over.
+async fn replace_with(
+    f: &Folder,
+    reg: &Registry,
+    rx: &mut broadcast::Receiver<RegistryEvent>,
+    id: &str,
+) {
+    f.put_hostile(&build(id));
+    let e = next(rx, WAIT).await;
+    assert!(matches!(e, Some(RegistryEvent::Replaced { .. })), "{e:?}");
+    assert_eq!(serving_build(reg).await, id);
+}
+
+/// Runs `f` with the warnings and errors logged on this thread captured; returns them.
+fn logs_of(f: impl FnOnce()) -> String {
+    use std::io::{Read, Seek};
+    let mut file = tempfile::tempfile().unwrap();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(file.try_clone().unwrap())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::WARN)
+        .finish();
+    tracing::subscriber::with_default(subscriber, f);
+    let mut text = String::new();
+    file.rewind().unwrap();
+    file.read_to_string(&mut text).unwrap();
+    text
+}
+
+/// Issue #14 item 20: a panic inside a plugin's `unload` (caught by the SDK: it must not
+/// unwind into the host, where it would abort the process) is logged at error level with the
+/// plugin's name, the version is still unmapped, and the host goes on: the next version
+/// takes over and serves, also when the panic happens in a reload's swap.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_panic_in_unload_is_logged_and_the_host_goes_on() {
+    // Removed while this test holds the last lease: the unload runs on this thread when it
+    // drops, under a subscriber that captures what it logs.
+    let ((f, reg, mut rx, _watch), lease) = removed_while_leased("unloadpanic-a").await;
+    let shadow_a = lease.shadow_path().to_path_buf();
+    let log = logs_of(|| drop(lease));
+    assert_gone("unloadpanic-a", &shadow_a);
+    assert!(
+        log.contains("ERROR")
+            && log.contains("plugin=\"hostile\"")
+            && log.contains("unloading the plugin panicked: unload panics on purpose"),
+        "the panic in unload was not logged: {log:?}"
+    );
+
+    // The same panic inside a reload (the swap drops the old version on the loader's thread):
+    // the new version serves with the old one's state, the old one is unmapped.
+    f.put_hostile(&build("unloadpanic-b"));
+    let e = next(&mut rx, WAIT).await;
+    assert!(matches!(e, Some(RegistryEvent::Added { .. })), "{e:?}");
+    call(&reg, "append", json!({"item": "kept"})).await;
+    let shadow_b = reg.get("hostile").unwrap().shadow_path().to_path_buf();
+    replace_with(&f, &reg, &mut rx, "after-panic-c").await;
+    assert_eq!(call(&reg, "items", json!({})).await.text(), "kept");
+    assert_gone("unloadpanic-b", &shadow_b);
+}
+
+/// Checks that version `id`, mapped from `shadow`, was unloaded and unmapped.
+#[cfg(target_os = "linux")]
+fn assert_gone(id: &str, shadow: &Path) {
+    assert!(unloaded(id), "{id}: unload did not run");
+    assert!(
+        !toolhost::plugin::still_mapped(shadow),
+        "{id} is still mapped"
+    );
+}
+
+/// Issue #14 item 8: dropping the watcher (what the host does at EOF) does not wait for plugin
+/// code running on the watcher thread itself either: here a 60 s restore of the old version's
+/// state (a reload's hand-off runs there, while `on_load` has a thread of its own).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stopping_the_watcher_does_not_wait_for_a_slow_state_hand_off() {
+    let (f, reg, _rx, watch) = serve_build("handoff-a");
+    assert_eq!(serving_build(&reg).await, "handoff-a");
+    f.put_hostile(&build("slowrestore-60000"));
+    common::eventually(WAIT, "the new version restores the state", || {
+        noted("restoring", "slowrestore-60000")
+    })
+    .await;
+    stops_without_waiting(watch, "the state hand-off");
 }

@@ -94,3 +94,34 @@ fn a_group_writable_plugin_loads_only_with_allow_shared() {
         .unwrap();
     assert!(text(&out.stdout).contains("upper("), "{}", all(&out));
 }
+
+/// Issue #14 item 5: the lock file is held to the plugins' trust rules: one others can write
+/// is refused (nothing runs, exit 2, the reason and the fix said), unless `--allow-shared`.
+#[test]
+fn a_lock_file_others_can_write_is_refused_unless_shared_is_allowed() {
+    let plugins = common::plugin_dir(&["calc"]);
+    let lock_dir = lock_listing(plugins.path(), "calc");
+    let lock = lock_dir.path().join("plugins.lock");
+    fs::set_permissions(&lock, fs::Permissions::from_mode(0o666)).unwrap();
+    let lock = lock.to_str().unwrap();
+
+    let add = |extra: &[&str]| {
+        let args = [
+            &["call", "calc.add", r#"{"x":2,"y":3}"#, "--lock", lock],
+            extra,
+        ]
+        .concat();
+        toolhost(&args, plugins.path()).output().unwrap()
+    };
+    let out = add(&[]);
+    assert_eq!(out.status.code(), Some(2), "{}", all(&out));
+    assert_eq!(text(&out.stdout), "", "nothing ran: {}", all(&out));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(lock) && err.contains("writable by everyone") && err.contains("chmod go-w"),
+        "{err}"
+    );
+
+    let out = add(&["--allow-shared"]);
+    assert_eq!(text(&out.stdout), "5\n", "{}", all(&out));
+}

@@ -484,10 +484,13 @@ extern "C" fn restore_state(bytes: RSlice<'_, u8>) -> RResult<(), RString> {
 }
 
 extern "C" fn unload() {
-    // Dropping user values may panic too; it must not unwind into the host.
-    let _ = panic::catch_unwind(|| {
+    // Dropping user values may panic too; it must not unwind into the host, and the host's
+    // log says so (as for `save_state`) while the plugin can still log.
+    if let Err(p) = panic::catch_unwind(|| {
         RUNTIME.write().unwrap_or_else(|e| e.into_inner()).take();
-    });
+    }) {
+        crate::error!("unloading the plugin panicked: {}", panic_message(&*p));
+    }
     let _ = panic::take_hook();
     log::set_host(None);
 }

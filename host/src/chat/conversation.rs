@@ -460,39 +460,18 @@ async fn recv(input: &mut Option<mpsc::UnboundedReceiver<Input>>) -> Option<Inpu
 
 #[cfg(test)]
 mod tests {
-    use std::{
-        io::Write,
-        sync::{Arc, Mutex},
-        time::Duration,
-    };
+    use std::time::Duration;
 
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
     use super::*;
     use crate::{
-        chat::render::OutputFormat,
+        chat::{render::OutputFormat, screen::Buf},
         handler::{Router, RouterConfig},
         registry::RegistryConfig,
         service::Session,
         transport::read_lines,
     };
-
-    #[derive(Clone, Default)]
-    struct Buf(Arc<Mutex<Vec<u8>>>);
-    impl Write for Buf {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    impl Buf {
-        fn text(&self) -> String {
-            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
-        }
-    }
 
     /// The loop against an in-memory CLI: local commands never reach it, a prompt does, the
     /// turn's end prints its summary, and the end of input stops the loop.

@@ -128,29 +128,32 @@ impl Screen {
 
     /// One line of the chat's own on stdout.
     pub fn line(&mut self, l: &str) {
-        self.asking = false;
-        if let Some(p) = &mut self.printer {
-            p(l.to_string());
-            return;
+        if self.make_room(l) {
+            let _ = writeln!(self.out, "{l}");
+            let _ = self.out.flush();
         }
-        self.erase_live();
-        self.close_text();
-        let _ = writeln!(self.out, "{l}");
-        let _ = self.out.flush();
     }
 
     /// A notice (a plugin reloaded, a question withdrawn) on stderr, or above the prompt.
     pub fn notice(&mut self, l: &str) {
+        if self.make_room(l) {
+            let _ = self.out.flush();
+            let _ = writeln!(self.err, "{l}");
+            let _ = self.err.flush();
+        }
+    }
+
+    /// Readies the screen for the whole line `l`: it ends a question, the live line and open
+    /// text. False when the line went to the printer above the prompt instead, and is done.
+    fn make_room(&mut self, l: &str) -> bool {
         self.asking = false;
         if let Some(p) = &mut self.printer {
             p(l.to_string());
-            return;
+            return false;
         }
         self.erase_live();
         self.close_text();
-        let _ = self.out.flush();
-        let _ = writeln!(self.err, "{l}");
-        let _ = self.err.flush();
+        true
     }
 
     /// Text on stderr without a newline (a question waiting for its answer on piped input).
@@ -219,28 +222,36 @@ impl Screen {
 /// How often the live line is redrawn.
 pub const TICK: Duration = Duration::from_millis(100);
 
+/// An in-memory stdout or stderr for tests: clones share the bytes, so a test reads back what
+/// the screen it handed one to wrote.
+#[cfg(test)]
+#[derive(Clone, Default)]
+pub(super) struct Buf(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+#[cfg(test)]
+impl Write for Buf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+impl Buf {
+    /// Everything written so far.
+    pub(super) fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
-
-    #[derive(Clone, Default)]
-    struct Buf(Arc<Mutex<Vec<u8>>>);
-    impl Write for Buf {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    impl Buf {
-        fn text(&self) -> String {
-            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
-        }
-    }
 
     #[test]
     fn live_line_is_replaced_by_the_tool_line() {

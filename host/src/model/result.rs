@@ -1,10 +1,12 @@
 //! A tool result as the host owns it: copied out of the plugin library, so nothing in it points
 //! into plugin memory.
 
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-/// One block of a tool result, owned by the host.
-#[derive(Debug, Clone, PartialEq)]
+/// One block of a tool result, owned by the host. Its serde form is how a worker sends it to
+/// the host (bincode, `worker::wire`); the MCP form a client sees is written by `model::tool`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ContentOut {
     Text(String),
     Image { data: String, mime_type: String },

@@ -29,7 +29,9 @@ impl LogSource {
     }
 }
 
-fn emit(lvl: u8, plugin: &str, call: Option<&str>, target: &str, message: &str) {
+/// Logs one record of a plugin as a `tracing` event (target `plugin`), at the level its ABI
+/// number names; unknown numbers are the least severe. Records from a worker come here too.
+pub(crate) fn emit(lvl: u8, plugin: &str, call: Option<&str>, target: &str, message: &str) {
     macro_rules! ev {
         ($lvl:expr) => {
             tracing::event!(target: "plugin", $lvl, plugin = plugin, call = call, module = target, "{message}")

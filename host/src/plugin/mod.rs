@@ -30,6 +30,7 @@ pub use crate::model::{
     MAX_QUALIFIED_NAME,
 };
 
+pub(crate) use callbacks::emit as emit_log;
 #[cfg(test)]
 pub(crate) use shadow::after_next_open;
 

@@ -459,6 +459,9 @@ impl Drop for Staged {
 
 #[cfg(test)]
 mod tests {
+    #[cfg(target_os = "linux")]
+    use toolhost_test_support::elf::{segments_end, without_section_headers};
+
     use super::*;
 
     /// This test binary: a complete ELF or Mach-O file to cut up.
@@ -489,29 +492,6 @@ mod tests {
         );
         let err = check(&[b'x'; 1000]).unwrap_err();
         assert!(err.contains("not an object file"), "{err}");
-    }
-
-    /// Where the last loadable segment of an ELF64 little-endian file ends.
-    fn segments_end(elf: &[u8]) -> usize {
-        let u16_at = |o: usize| u16::from_le_bytes(elf[o..o + 2].try_into().unwrap()) as usize;
-        let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap()) as usize;
-        let (phoff, phentsize, phnum) = (u64_at(0x20), u16_at(0x36), u16_at(0x38));
-        (0..phnum)
-            .map(|i| phoff + i * phentsize)
-            .filter(|&ph| u32::from_le_bytes(elf[ph..ph + 4].try_into().unwrap()) == 1)
-            .map(|ph| u64_at(ph + 8) + u64_at(ph + 0x20))
-            .max()
-            .expect("a PT_LOAD segment")
-    }
-
-    /// An ELF64 file without its section header table (which sits at the end of the file):
-    /// cut anywhere, its headers still parse, so only the segment-range check can tell.
-    pub(crate) fn without_section_headers(mut elf: Vec<u8>) -> Vec<u8> {
-        assert_eq!(&elf[..4], b"\x7fELF");
-        assert_eq!(elf[4], 2, "ELF64");
-        elf[0x28..0x30].fill(0); // e_shoff
-        elf[0x3c..0x40].fill(0); // e_shnum, e_shstrndx
-        elf
     }
 
     #[cfg(target_os = "linux")]

@@ -108,22 +108,18 @@ fn watch_dir(
         let _ = events.send(Msg::Event(res));
     })
     .map_err(RegistryError::Watcher)?;
-    watcher
-        .watch(dir, RecursiveMode::NonRecursive)
-        .map_err(|source| RegistryError::Watch {
-            dir: dir.to_path_buf(),
-            source,
-        })?;
     // A configuration file given with `--config` may live elsewhere: watch its folder too.
-    if let Some(config_dir) = reg.config().settings.path().parent() {
-        if !config_dir.as_os_str().is_empty() && config_dir != dir {
-            watcher
-                .watch(config_dir, RecursiveMode::NonRecursive)
-                .map_err(|source| RegistryError::Watch {
-                    dir: config_dir.to_path_buf(),
-                    source,
-                })?;
-        }
+    let config_file = reg.config().settings.path();
+    let config_dir = config_file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty() && *d != dir);
+    for d in std::iter::once(dir).chain(config_dir) {
+        watcher
+            .watch(d, RecursiveMode::NonRecursive)
+            .map_err(|source| RegistryError::Watch {
+                dir: d.to_path_buf(),
+                source,
+            })?;
     }
     Ok(watcher)
 }

@@ -19,9 +19,9 @@ use tracing_subscriber::{layer::SubscriberExt, Layer};
 use super::{
     process::{unhex, CHANNEL_FD, LIBRARY_FD},
     sandbox::Sandbox,
-    wire::{self, ContentWire, FromWorker, LoadFailure, Restore, ResultWire, ToWorker},
+    wire::{self, FromWorker, LoadFailure, Restore, ResultWire, ToWorker},
 };
-use crate::plugin::{CallControl, CallResult, ContentOut, LoadError, LoadedPlugin, StateError};
+use crate::plugin::{CallControl, CallResult, LoadError, LoadedPlugin, StateError};
 
 /// Arguments of the hidden `__worker` subcommand (set by the host, not by people).
 #[derive(Debug, Clone, clap::Args)]
@@ -254,15 +254,7 @@ fn serve(plugin: Arc<LoadedPlugin>, channel: UnixStream, out: Out) {
 
 fn to_wire(r: CallResult) -> ResultWire {
     ResultWire {
-        content: r
-            .content
-            .into_iter()
-            .map(|c| match c {
-                ContentOut::Text(t) => ContentWire::Text(t),
-                ContentOut::Image { data, mime_type } => ContentWire::Image { data, mime_type },
-                ContentOut::Audio { data, mime_type } => ContentWire::Audio { data, mime_type },
-            })
-            .collect(),
+        content: r.content,
         structured: r.structured.map(|s| s.get().to_string()),
         is_error: r.is_error,
     }

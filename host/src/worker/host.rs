@@ -20,11 +20,11 @@ use serde_json::value::RawValue;
 use super::{
     manifest_json,
     process::{self, signal_name, Launch},
-    wire::{self, ContentWire, FromWorker, LoadFailure, Restore, ResultWire, ToWorker},
+    wire::{self, FromWorker, LoadFailure, Restore, ResultWire, ToWorker},
     PluginWorkerSettings, WorkerConfig, WorkerError,
 };
 use crate::plugin::{
-    CallControl, CallResult, ConfigSource, ContentOut, LoadError, Manifest, Staged, StateError,
+    emit_log, CallControl, CallResult, ConfigSource, LoadError, Manifest, Staged, StateError,
 };
 
 /// What a call waiting on the worker hears.
@@ -580,7 +580,7 @@ fn launch(
                 call,
                 module,
                 message,
-            })) => log(level, &shared.name, call.as_deref(), &module, &message),
+            })) => emit_log(level, &shared.name, call.as_deref(), &module, &message),
             Ok(Some(FromWorker::ConfigQuery { name })) => {
                 let config = plugin_config(&name);
                 let frame = wire::encode(&ToWorker::ConfigAnswer { config });
@@ -714,7 +714,7 @@ impl Started {
                     module,
                     message,
                 } => {
-                    log(level, &shared.name, call.as_deref(), &module, &message);
+                    emit_log(level, &shared.name, call.as_deref(), &module, &message);
                     continue;
                 }
                 FromWorker::Ready { .. }
@@ -866,22 +866,6 @@ impl OutputReader {
     }
 }
 
-fn log(level: u8, plugin: &str, call: Option<&str>, module: &str, message: &str) {
-    use toolhost_plugin::abi::level as l;
-    macro_rules! ev {
-        ($lvl:expr) => {
-            tracing::event!(target: "plugin", $lvl, plugin, call, module, "{message}")
-        };
-    }
-    match level {
-        l::ERROR => ev!(tracing::Level::ERROR),
-        l::WARN => ev!(tracing::Level::WARN),
-        l::INFO => ev!(tracing::Level::INFO),
-        l::DEBUG => ev!(tracing::Level::DEBUG),
-        _ => ev!(tracing::Level::TRACE),
-    }
-}
-
 fn from_wire(r: ResultWire) -> CallResult {
     let structured = match r.structured {
         None => None,
@@ -893,15 +877,7 @@ fn from_wire(r: ResultWire) -> CallResult {
         },
     };
     CallResult {
-        content: r
-            .content
-            .into_iter()
-            .map(|c| match c {
-                ContentWire::Text(t) => ContentOut::Text(t),
-                ContentWire::Image { data, mime_type } => ContentOut::Image { data, mime_type },
-                ContentWire::Audio { data, mime_type } => ContentOut::Audio { data, mime_type },
-            })
-            .collect(),
+        content: r.content,
         structured,
         is_error: r.is_error,
     }

@@ -84,11 +84,7 @@ impl PluginWorkerSettings {
         PluginWorkerSettings {
             env: s.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
             isolate: s.isolate.unwrap_or(false),
-            sandbox: s.sandbox.as_ref().map(|sb| Sandbox {
-                read: sb.read.clone(),
-                write: sb.write.clone(),
-                net: sb.net,
-            }),
+            sandbox: s.sandbox.clone(),
         }
     }
 

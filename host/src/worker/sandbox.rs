@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// What a sandboxed plugin may touch.
+/// What a sandboxed plugin may touch: read from the configuration file (`[plugin.NAME.sandbox]`,
+/// where an unknown key is an error) and handed to the worker as it is.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Sandbox {
     /// Folders (or files) it may read beneath, besides the system's libraries and its own file.
     #[serde(default)]
@@ -295,29 +297,15 @@ mod tests {
 
     #[test]
     fn support_is_judged_from_the_probe() {
-        let none = SandboxSupport {
-            landlock_abi: None,
+        let support = |landlock_abi| SandboxSupport {
+            landlock_abi,
             seccomp: true,
         };
-        assert!(none
-            .enforceable()
-            .unwrap_err()
-            .to_string()
-            .contains("Landlock is not available"));
-        let old = SandboxSupport {
-            landlock_abi: Some(3),
-            seccomp: true,
-        };
-        assert!(old
-            .enforceable()
-            .unwrap_err()
-            .to_string()
-            .contains("ABI is 3"));
-        let good = SandboxSupport {
-            landlock_abi: Some(7),
-            seccomp: true,
-        };
-        assert!(good.enforceable().is_ok());
+        for (abi, expected) in [(None, "Landlock is not available"), (Some(3), "ABI is 3")] {
+            let e = support(abi).enforceable().unwrap_err().to_string();
+            assert!(e.contains(expected), "{abi:?}: {e}");
+        }
+        assert!(support(Some(7)).enforceable().is_ok());
     }
 
     #[test]

@@ -10,6 +10,8 @@ use std::io::{self, Read, Write};
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::ContentOut;
+
 /// Largest frame accepted (either way). A bigger length prefix means a corrupt stream; a
 /// bigger result is refused by the worker as an error result.
 pub const MAX_FRAME: usize = 256 << 20;
@@ -101,18 +103,11 @@ pub enum LoadFailure {
 /// A tool result on the wire.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ResultWire {
-    pub content: Vec<ContentWire>,
+    /// The blocks as the host keeps them.
+    pub content: Vec<ContentOut>,
     /// `structuredContent` as JSON text.
     pub structured: Option<String>,
     pub is_error: bool,
-}
-
-/// One content block on the wire.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub enum ContentWire {
-    Text(String),
-    Image { data: String, mime_type: String },
-    Audio { data: String, mime_type: String },
 }
 
 /// Encodes one frame, length prefix included.
@@ -194,8 +189,8 @@ mod tests {
                 id: 7,
                 result: ResultWire {
                     content: vec![
-                        ContentWire::Text("8".into()),
-                        ContentWire::Image {
+                        ContentOut::Text("8".into()),
+                        ContentOut::Image {
                             data: "AAAA".into(),
                             mime_type: "image/png".into(),
                         },
