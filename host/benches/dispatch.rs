@@ -49,7 +49,8 @@ fn dispatch(c: &mut Criterion) {
     std::fs::copy(&lib, plugins.path().join(lib.file_name().unwrap())).unwrap();
     let mut config = RegistryConfig::new(plugins.path());
     config.shadow_dir = shadow.path().to_path_buf();
-    // The calls run on the blocking pool, as in `toolhost chat`.
+    // One worker, as `toolhost chat` pinned to one CPU; the calls run on the router's executor
+    // threads.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()

@@ -169,7 +169,12 @@ impl Executor {
     pub fn submit(&self, job: Job) -> Result<(), Refused> {
         let inner = &self.inner;
         let mut st = inner.lock();
-        let slots = st.plugins.entry(job.plugin.clone()).or_default();
+        // Looked up before inserting: the common case (a plugin called before) allocates no key.
+        if !st.plugins.contains_key(&job.plugin) {
+            st.plugins
+                .insert(job.plugin.clone(), PluginSlots::default());
+        }
+        let slots = st.plugins.get_mut(&job.plugin).expect("inserted above");
         if slots.active < inner.config.per_plugin {
             slots.active += 1;
             let wake = inner.make_ready(&mut st, job);
@@ -308,12 +313,9 @@ impl Inner {
                 st.ready.push_back(next);
                 self.ready_len.store(st.ready.len(), Ordering::Release);
             }
-            None => {
-                slots.active -= 1;
-                if slots.active == 0 {
-                    st.plugins.remove(plugin);
-                }
-            }
+            // The entry stays (one per plugin name ever called): removing and re-inserting it
+            // cost an allocation and two hashes per call.
+            None => slots.active -= 1,
         }
     }
 }

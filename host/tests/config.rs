@@ -294,3 +294,61 @@ async fn the_file_sets_call_timeouts_and_the_command_line_wins() {
         "tool slow timed out after 200ms"
     );
 }
+
+/// A tool whose schema is derived from its argument type is checked by the plugin's typed
+/// parse alone (the ABI's `call_typed`); bad arguments still get the host's message, and a
+/// plugin built before `call_typed` existed is checked by the host on every call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_arguments_are_parsed_once_and_old_plugins_checked_by_the_host() {
+    let dir = common::plugin_dir(&["calc"]);
+    std::fs::copy(abi_v1_plugin(), dir.path().join(common::lib_file("abi-v1"))).unwrap();
+    let shadow = common::shadow_dir();
+    let config = common::registry_config(dir.path(), shadow.path());
+    let router = Router::new(Registry::open(config).unwrap(), RouterConfig::default());
+    let call = |plugin: &'static str, args: &'static str| {
+        let router = router.clone();
+        async move {
+            let control = Arc::new(CallControl::new("test", None));
+            let out = router.call_tool(plugin, "add", Some(args), control).await;
+            let out = out.unwrap_or_else(|e| panic!("{e}"));
+            (out.result.is_error, out.result.text())
+        }
+    };
+    let compiled = |plugin: &str| {
+        let p = router.registry().get(plugin).unwrap();
+        let check = toolhost::handler::Compiled::of(&p).tool("add").unwrap();
+        (check.parse_suffices(), check.validator_compiled())
+    };
+
+    assert_eq!(call("calc", r#"{"x":5,"y":3}"#).await, (false, "8".into()));
+    assert_eq!(
+        compiled("calc"),
+        (true, false),
+        "valid arguments: no host check"
+    );
+    let (bad, msg) = call("calc", r#"{"x":"five"}"#).await;
+    assert!(bad);
+    assert!(
+        msg.starts_with("invalid arguments for tool `add`: at /x: ")
+            && msg.contains("\"y\" is a required property"),
+        "{msg}"
+    );
+    assert_eq!(compiled("calc"), (true, true));
+    // A struct parses from an array too, but the schema's root is an object.
+    let (bad, msg) = call("calc", "[5,3]").await;
+    assert!(
+        bad && msg.starts_with("invalid arguments for tool `add`"),
+        "{msg}"
+    );
+
+    assert_eq!(
+        call("abi-v1", r#"{"x":2,"y":3}"#).await,
+        (false, "5".into())
+    );
+    assert_eq!(compiled("abi-v1"), (true, true), "checked by the host");
+    let (bad, msg) = call("abi-v1", r#"{"x":"two","y":3}"#).await;
+    assert!(
+        bad && msg.starts_with("invalid arguments for tool `add`: at /x: "),
+        "{msg}"
+    );
+}

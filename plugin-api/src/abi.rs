@@ -53,6 +53,15 @@ pub struct PluginRoot {
     /// `config` for the configuration of the name it declares, during this call only.
     pub init_with_config:
         extern "C" fn(host: HostApi, config: &ConfigLookup) -> RResult<PluginManifest, RString>,
+
+    /// `call` for a tool whose input schema is derived from its Rust argument type: the
+    /// plugin's typed parse of `args` is then the argument check, so a host that knows this
+    /// field skips its own schema check. `RNone` when the tool did not run because `args` do
+    /// not parse as that type (or the tool's schema is not derived from one): the host then
+    /// checks `args` against the schema, which names every problem, and calls `call` if they
+    /// pass. Plugins built before this field existed lack it and are checked by the host.
+    pub call_typed:
+        extern "C" fn(tool: RStr<'_>, args: RStr<'_>, ctx: &CallCtx) -> ROption<CallOutcome>,
 }
 
 /// The host's configuration of plugins, asked by name while a plugin initializes: a plugin

@@ -279,6 +279,7 @@ pub trait PluginEntry: 'static {
         restore_state,
         unload,
         init_with_config: init_with_config::<Self>,
+        call_typed,
     });
 
     fn root_module() -> PluginRootRef {
@@ -367,25 +368,43 @@ fn start<P: PluginEntry + ?Sized>(
 }
 
 extern "C" fn call(tool: RStr<'_>, args: RStr<'_>, ctx: &CallCtx) -> CallOutcome {
-    let tool = tool.as_str();
-    let result = panic::catch_unwind(AssertUnwindSafe(|| {
+    into_outcome(run_tool(tool.as_str(), args.as_str(), ctx, ToolDef::run))
+}
+
+extern "C" fn call_typed(tool: RStr<'_>, args: RStr<'_>, ctx: &CallCtx) -> ROption<CallOutcome> {
+    // An unknown tool or a panic is answered here, as by `call`: only arguments that do not
+    // parse are handed back to the host.
+    let result = run_tool(tool.as_str(), args.as_str(), ctx, |t, args, context| {
+        t.run_typed(args, context)
+    });
+    result.map(into_outcome).into()
+}
+
+/// Finds `tool` and runs `run` on it with the call's context; unknown tools and panics become
+/// error results.
+fn run_tool<R: From<ToolResult>>(
+    tool: &str,
+    args: &str,
+    ctx: &CallCtx,
+    run: impl FnOnce(&ToolDef, &str, &Context) -> R,
+) -> R {
+    panic::catch_unwind(AssertUnwindSafe(|| {
         let Some(rt) = runtime() else {
-            return ToolResult::error("the plugin is not initialized");
+            return ToolResult::error("the plugin is not initialized").into();
         };
         let Some(&i) = rt.by_name.get(tool) else {
-            return ToolResult::error(format!("unknown tool `{tool}`"));
+            return ToolResult::error(format!("unknown tool `{tool}`")).into();
         };
         let state = rt.declared_state();
         // SAFETY: the host keeps `ctx` valid until this function returns, and `context` is
         // dropped before that.
         let mut context = unsafe { Context::new(ctx, state) };
         context.config = rt.config.clone();
-        rt.tools[i].run(args.as_str(), &context)
+        run(&rt.tools[i], args, &context)
     }))
     .unwrap_or_else(|p| {
-        ToolResult::error(format!("tool `{tool}` panicked: {}", panic_message(&*p)))
-    });
-    into_outcome(result)
+        ToolResult::error(format!("tool `{tool}` panicked: {}", panic_message(&*p))).into()
+    })
 }
 
 fn into_outcome(r: ToolResult) -> CallOutcome {

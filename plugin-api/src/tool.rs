@@ -12,7 +12,9 @@ use crate::{
     result::{IntoToolResult, ToolResult},
 };
 
-type ErasedHandler = Box<dyn Fn(&str, &Context) -> ToolResult + Send + Sync>;
+/// Runs a tool on its arguments text; `Err` (the message naming the field) when the text does
+/// not parse as the tool's argument type, in which case the tool did not run.
+type ErasedHandler = Box<dyn Fn(&str, &Context) -> Result<ToolResult, String> + Send + Sync>;
 
 /// One tool: name, description, schemas, annotations and the function that runs it.
 ///
@@ -89,9 +91,8 @@ impl ToolDef {
             output_schema: None,
             annotations: ToolAnnotationsFfi::default(),
             meta: Map::new(),
-            handler: Box::new(move |json, ctx| match decode_args::<H::Args>(json) {
-                Ok(args) => handler.run(args, ctx),
-                Err(e) => ToolResult::error(e),
+            handler: Box::new(move |json, ctx| {
+                decode_args::<H::Args>(json).map(|args| handler.run(args, ctx))
             }),
         }
     }
@@ -183,7 +184,13 @@ impl ToolDef {
     }
 
     pub(crate) fn run(&self, args: &str, ctx: &Context) -> ToolResult {
-        (self.handler)(args, ctx)
+        (self.handler)(args, ctx).unwrap_or_else(ToolResult::error)
+    }
+
+    /// Runs the tool if `args` parse as its argument type; `None`, without running it, if they
+    /// do not. Every tool's schema is derived from that type, so the parse is the check.
+    pub(crate) fn run_typed(&self, args: &str, ctx: &Context) -> Option<ToolResult> {
+        (self.handler)(args, ctx).ok()
     }
 }
 
@@ -224,6 +231,11 @@ pub struct NoArgs {}
 
 /// Deserializes arguments; the error names the field and the problem.
 pub(crate) fn decode_args<T: DeserializeOwned>(json: &str) -> Result<T, String> {
+    // The plain parse first: tracking the path costs on every call, and it is only needed
+    // for the message when the arguments do not fit.
+    if let Ok(args) = serde_json::from_str(json) {
+        return Ok(args);
+    }
     let de = &mut serde_json::Deserializer::from_str(json);
     serde_path_to_error::deserialize(de).map_err(|e| format!("invalid arguments{}", describe(e)))
 }

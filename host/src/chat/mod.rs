@@ -112,6 +112,9 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
     }
 
     let names: Vec<&str> = plugins.iter().map(|p| p.name()).collect();
+    // Built before the CLI starts (it lists every tool): from the spawn on, the host only
+    // answers, and the CLI's handshake does not wait for this work.
+    let init_request = initialize_request(&router, &plugins);
     let claude = find_claude(args.claude.as_deref())?;
     let argv = cli_args(&args, &names, term.live);
     tracing::debug!(claude = %claude.display(), ?argv, "spawning the CLI");
@@ -125,7 +128,7 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
     let handle = session.handle.clone();
 
     // Sent before anything else: it registers the plugins as sdk servers.
-    let init_answer = Box::pin(handle.request(&initialize_request(&router, &plugins)));
+    let init_answer = Box::pin(handle.request(&init_request));
     let (reports_tx, reports) = mpsc::unbounded_channel();
     let follow = tokio::spawn(follow_registry(
         registry.clone(),

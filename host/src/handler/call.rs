@@ -36,7 +36,7 @@ pub(super) async fn run(
     router: &Router,
     lease: Lease,
     tool: &str,
-    args: Option<&str>,
+    args: Option<String>,
     control: Arc<CallControl>,
 ) -> Result<CallOutput, CallError> {
     let Some(check) = Compiled::of(&lease).tool(tool) else {
@@ -45,22 +45,23 @@ pub(super) async fn run(
             tool: tool.to_string(),
         });
     };
-    let args = args.unwrap_or("{}");
-    if let Err(problem) = check.check(tool, args) {
-        return Ok(output(CallResult::error(problem)));
+    let args = args.unwrap_or_else(|| "{}".to_string());
+    // A derived `Deserialize` also takes a struct from an array: only an object may skip the
+    // host's check, as the schema's root demands one.
+    let typed = check.parse_suffices() && args.trim_start().starts_with('{');
+    if !typed {
+        if let Err(problem) = check.check(tool, &args) {
+            return Ok(output(CallResult::error(problem)));
+        }
     }
     let plugin = lease.name().to_string();
     let limit = router.timeout_for(&plugin);
-    let result = invoke(
-        router,
-        lease,
-        &plugin,
-        tool,
-        args.to_string(),
-        control,
-        limit,
-    )
-    .await;
+    let call = Call {
+        tool: tool.to_string(),
+        args,
+        typed,
+    };
+    let result = invoke(router, lease, &plugin, tool, call, control, limit).await;
     // Serialized once; its length is what the limit is about.
     let out = output(result);
     let max = router.config.max_result_bytes;
@@ -94,20 +95,20 @@ async fn invoke(
     lease: Lease,
     plugin: &str,
     tool: &str,
-    args: String,
+    call: Call,
     control: Arc<CallControl>,
     limit: Duration,
 ) -> CallResult {
     let (tx, rx) = tokio::sync::oneshot::channel();
     let job = {
-        let (control, tool) = (control.clone(), tool.to_string());
+        let control = control.clone();
         let label = format!("call {} of {plugin}.{tool}", control.label());
         Job::new(plugin, label, move || {
             // Answered already (timed out while queued, or the session ended): never start.
             if tx.is_closed() {
                 return;
             }
-            let _ = tx.send(lease.call(&tool, &args, &control));
+            let _ = tx.send(call.run(&lease, &control));
         })
     };
     if let Err(refused) = router.executor().submit(job) {
@@ -124,6 +125,34 @@ async fn invoke(
             tracing::warn!(plugin, tool, "call timed out after {}", show(limit));
             CallResult::error(format!("tool {tool} timed out after {}", show(limit)))
         }
+    }
+}
+
+/// A call on its way to a plugin.
+struct Call {
+    tool: String,
+    args: String,
+    /// The host did not check the arguments: the plugin's typed parse is to do it.
+    typed: bool,
+}
+
+impl Call {
+    /// Runs the tool on the calling thread (an executor thread). When the plugin's typed parse
+    /// rejects the arguments, the host's schema check says what is wrong (every problem at
+    /// once, as for any other tool); arguments it accepts go to the plugin's plain `call`,
+    /// whose parse then names the problem.
+    fn run(&self, lease: &Lease, control: &CallControl) -> CallResult {
+        let (tool, args) = (self.tool.as_str(), self.args.as_str());
+        if self.typed {
+            if let Some(result) = lease.call_typed(tool, args, control) {
+                return result;
+            }
+            if let Some(Err(problem)) = Compiled::of(lease).tool(tool).map(|c| c.check(tool, args))
+            {
+                return CallResult::error(problem);
+            }
+        }
+        lease.call(tool, args, control)
     }
 }
 

@@ -154,14 +154,33 @@ impl FlatCatalog {
 pub struct ToolCheck {
     schema: Value,
     validator: OnceLock<Result<jsonschema::Validator, String>>,
+    /// Whether the schema says nothing a typed parse would not enforce (see
+    /// [`ToolCheck::parse_suffices`]).
+    parse_suffices: bool,
 }
 
 impl ToolCheck {
     fn compile(t: &ToolInfo) -> Self {
         ToolCheck {
+            parse_suffices: parse_suffices(&t.input_schema),
             schema: t.input_schema.clone(),
             validator: OnceLock::new(),
         }
+    }
+
+    /// Whether a typed parse of the arguments can stand in for this check, when the plugin
+    /// derives the schema from the argument type (the ABI's `call_typed`): the schema states
+    /// types, properties and required fields only, which a derived `Deserialize` enforces
+    /// too. Range, length, pattern and similar constraints (`#[schemars(range(...))]`) are
+    /// not enforced by a parse: their tools keep the host's check.
+    pub fn parse_suffices(&self) -> bool {
+        self.parse_suffices
+    }
+
+    /// Whether the validator was compiled, that is, whether the host ever checked arguments
+    /// of this tool (tools checked by their typed parse never compile it).
+    pub fn validator_compiled(&self) -> bool {
+        self.validator.get().is_some()
     }
 
     /// `Ok` when `args` (a JSON text) satisfies the schema; otherwise every violation, one
@@ -199,5 +218,118 @@ impl ToolCheck {
                 problems.join("; ")
             ))
         }
+    }
+}
+
+/// Keywords a derived `Deserialize` enforces as well (types, properties, required fields, the
+/// variants of an enum) or that only annotate.
+const PARSED_KEYWORDS: &[&str] = &[
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "enum",
+    "const",
+    "anyOf",
+    "oneOf",
+    "$ref",
+    "$defs",
+    "definitions",
+    "description",
+    "title",
+    "default",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "format",
+    "minimum",
+    "maximum",
+];
+
+/// Whether every keyword of `schema`, at any depth, is in [`PARSED_KEYWORDS`], with `format`
+/// only the number formats schemars gives Rust's number types and `minimum`/`maximum` only the
+/// bounds of those types (which the parse enforces).
+fn parse_suffices(schema: &Value) -> bool {
+    match schema {
+        Value::Bool(_) => true,
+        Value::Object(o) => o.iter().all(|(k, v)| match k.as_str() {
+            "properties" | "$defs" | "definitions" => v
+                .as_object()
+                .is_some_and(|props| props.values().all(parse_suffices)),
+            "items" | "additionalProperties" => parse_suffices(v),
+            "anyOf" | "oneOf" => v
+                .as_array()
+                .is_some_and(|alts| alts.iter().all(parse_suffices)),
+            "format" => number_bounds(v.as_str()).is_some(),
+            "minimum" | "maximum" => {
+                let bounds = number_bounds(o.get("format").and_then(Value::as_str));
+                let bound = bounds.and_then(|(lo, hi)| if k == "minimum" { lo } else { hi });
+                bound.is_some_and(|b| v.as_f64() == Some(b))
+            }
+            _ => PARSED_KEYWORDS.contains(&k.as_str()),
+        }),
+        _ => false,
+    }
+}
+
+/// The range of a number format schemars emits for a Rust number type (`None` for another
+/// format); each bound is `None` where the type has none worth stating.
+fn number_bounds(format: Option<&str>) -> Option<(Option<f64>, Option<f64>)> {
+    let range = |lo: i128, hi: i128| Some((Some(lo as f64), Some(hi as f64)));
+    match format? {
+        "double" | "float" | "int64" | "int" | "int128" => Some((None, None)),
+        "uint64" | "uint" | "uint128" => Some((Some(0.0), None)),
+        "int8" => range(i8::MIN.into(), i8::MAX.into()),
+        "int16" => range(i16::MIN.into(), i16::MAX.into()),
+        "int32" => range(i32::MIN.into(), i32::MAX.into()),
+        "uint8" => range(0, u8::MAX.into()),
+        "uint16" => range(0, u16::MAX.into()),
+        "uint32" => range(0, u32::MAX.into()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_suffices;
+    use serde_json::json;
+
+    #[test]
+    fn a_parse_suffices_for_types_and_fields_only() {
+        let derived = json!({
+            "type": "object",
+            "description": "Two operands",
+            "properties": {
+                "x": {"type": "number", "format": "double"},
+                "n": {"type": "integer", "format": "uint8", "minimum": 0, "maximum": 255},
+                "tags": {"type": ["array", "null"], "items": {"type": "string"}},
+                "mode": {"$ref": "#/$defs/Mode"},
+            },
+            "required": ["x"],
+            "additionalProperties": false,
+            "$defs": {"Mode": {"type": "string", "enum": ["a", "b"]}},
+        });
+        assert!(parse_suffices(&derived));
+        for (key, constraint) in [
+            ("x", json!({"type": "number", "minimum": 1})),
+            (
+                "x",
+                json!({"type": "integer", "format": "uint8", "maximum": 10}),
+            ),
+            ("x", json!({"type": "string", "pattern": "^a"})),
+            ("x", json!({"type": "string", "maxLength": 3})),
+            ("x", json!({"type": "string", "format": "email"})),
+            ("x", json!({"type": "array", "uniqueItems": true})),
+            ("mode", json!({"not": {"type": "null"}})),
+        ] {
+            let mut s = derived.clone();
+            s["properties"][key] = constraint.clone();
+            assert!(!parse_suffices(&s), "{constraint}");
+        }
+        let mut deep = derived.clone();
+        deep["$defs"]["Mode"]["minLength"] = json!(1);
+        assert!(!parse_suffices(&deep));
     }
 }

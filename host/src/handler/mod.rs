@@ -253,7 +253,7 @@ impl Router {
         control: Arc<CallControl>,
     ) -> Result<CallOutput, CallError> {
         let lease = self.lease(plugin).await?;
-        call::run(self, lease, tool, args, control).await
+        call::run(self, lease, tool, args.map(str::to_string), control).await
     }
 
     async fn lease(&self, plugin: &str) -> Result<Lease, CallError> {
@@ -407,9 +407,7 @@ impl Router {
                 None => router.lease_flat(&name).await,
             };
             let output = match leased {
-                Ok((lease, tool)) => {
-                    call::run(&router, lease, &tool, args.as_deref(), control.clone()).await
-                }
+                Ok((lease, tool)) => call::run(&router, lease, &tool, args, control.clone()).await,
                 Err(e) => Err(e),
             };
             // No progress after this point: the reply is queued after every report.
@@ -469,6 +467,14 @@ fn valid_id(id: &RawValue) -> bool {
 
 /// A success reply whose result is already serialized.
 fn splice_result(id: Option<&RawValue>, result: &str) -> String {
+    const HEAD: &str = r#"{"jsonrpc":"2.0","id":"#;
+    const MIDDLE: &str = r#","result":"#;
     let id = id.map_or("null", RawValue::get);
-    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#)
+    let mut reply = String::with_capacity(HEAD.len() + id.len() + MIDDLE.len() + result.len() + 1);
+    reply.push_str(HEAD);
+    reply.push_str(id);
+    reply.push_str(MIDDLE);
+    reply.push_str(result);
+    reply.push('}');
+    reply
 }

@@ -112,10 +112,32 @@ pub fn control_success(request_id: &str, response: &impl Serialize) -> String {
 /// An `mcp_message` success carrying `reply`, a serialized JSON-RPC object produced by this
 /// crate; it is spliced in without being parsed again.
 pub fn control_success_raw(request_id: &str, reply: &str) -> String {
-    let id = serde_json::to_string(request_id).expect("strings serialize");
-    format!(
-        r#"{{"type":"control_response","response":{{"subtype":"success","request_id":{id},"response":{{"mcp_response":{reply}}}}}}}"#
-    )
+    const HEAD: &str =
+        r#"{"type":"control_response","response":{"subtype":"success","request_id":"#;
+    const MIDDLE: &str = r#","response":{"mcp_response":"#;
+    const TAIL: &str = "}}}";
+    // One allocation of the final size: this runs for every tool call.
+    let mut line = String::with_capacity(
+        HEAD.len() + request_id.len() + 2 + MIDDLE.len() + reply.len() + TAIL.len(),
+    );
+    line.push_str(HEAD);
+    push_json_string(&mut line, request_id);
+    line.push_str(MIDDLE);
+    line.push_str(reply);
+    line.push_str(TAIL);
+    line
+}
+
+/// Appends `s` as a JSON string. Ids are plain (UUIDs) and copied as they are; anything that
+/// needs escaping goes through serde_json.
+fn push_json_string(line: &mut String, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        line.push('"');
+        line.push_str(s);
+        line.push('"');
+    } else {
+        line.push_str(&serde_json::to_string(s).expect("strings serialize"));
+    }
 }
 
 /// A control-level error answer.
@@ -178,6 +200,11 @@ mod tests {
         assert_eq!(
             v,
             json!({"type":"control_response","response":{"subtype":"success","request_id":"r\"1","response":{"mcp_response":{"jsonrpc":"2.0","id":0,"result":{}}}}})
+        );
+        // A plain id is copied as it is.
+        assert_eq!(
+            control_success_raw("54388ed1-8357", "{}"),
+            r#"{"type":"control_response","response":{"subtype":"success","request_id":"54388ed1-8357","response":{"mcp_response":{}}}}"#
         );
         let v: Value = serde_json::from_str(&control_error("x", "bad")).unwrap();
         assert_eq!(

@@ -391,6 +391,25 @@ impl LoadedPlugin {
         convert_outcome(outcome)
     }
 
+    /// Runs a tool whose schema the plugin derives from its argument type, letting the
+    /// plugin's typed parse check the arguments (the ABI's `call_typed`). `None` when the tool
+    /// did not run: the arguments do not parse, or the version cannot say (it predates the
+    /// field, or runs in a worker); the caller then checks them and uses [`Self::call`].
+    pub fn call_typed(&self, tool: &str, args: &str, control: &CallControl) -> Option<CallResult> {
+        let Backend::InProcess(p) = &self.backend else {
+            return None;
+        };
+        let call_typed = p.root.call_typed()?;
+        let data = CallData {
+            control,
+            plugin: &self.manifest.name,
+        };
+        let ctx = call_ctx(&data);
+        let outcome = call_typed(RStr::from_str(tool), RStr::from_str(args), &ctx);
+        // Converted before `self` can be released, as in `call`.
+        outcome.into_option().map(convert_outcome)
+    }
+
     /// The state the plugin wants carried to its next version, if it keeps any.
     pub fn save_state(&self) -> Option<Vec<u8>> {
         let p = match &self.backend {

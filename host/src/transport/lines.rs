@@ -145,7 +145,8 @@ impl Skipping {
 }
 
 fn memchr(s: &[u8]) -> Option<usize> {
-    s.iter().position(|&b| b == b'\n')
+    // Vectorized: a byte-by-byte search cost ~1,400 instructions per tool call line.
+    memchr::memchr(b'\n', s)
 }
 
 /// Raw JSON values of the top-level keys a reply needs, found in a skipped line.
