@@ -106,8 +106,14 @@ struct State {
     plugins: HashMap<String, PluginSlots>,
     /// Idle threads spinning (they see new work without a wake-up).
     spinning: usize,
-    /// Idle threads parked on `Inner::work`.
+    /// Idle threads parked on `Inner::work`, not yet told to wake.
     parked: usize,
+    /// Wake-ups sent to parked threads and not yet taken: each is a thread that will come
+    /// back for a ready job. Without it, two calls submitted before the first woken thread
+    /// ran both counted on that one thread, and the second waited for some running call to
+    /// end (forever, if those were stuck). Parked threads are interchangeable, so whichever
+    /// leaves its wait first takes a wake-up.
+    waking: usize,
     /// Threads spawned that have not reached their loop yet: each takes a ready job when it
     /// does. Without this count, a loaded machine, slow to start threads, got a new thread
     /// per call while the old ones did the work (`runs_jobs_and_reuses_threads` beside six
@@ -228,10 +234,12 @@ impl Inner {
     fn make_ready(&self, st: &mut State, job: Job) -> Wake {
         st.ready.push_back(job);
         self.ready_len.store(st.ready.len(), Ordering::Release);
-        if st.ready.len() <= st.spinning + st.starting {
-            // A spinning or starting thread takes it without a wake-up.
+        if st.ready.len() <= st.spinning + st.starting + st.waking {
+            // A spinning, starting or already woken thread takes it.
             Wake::None
         } else if st.parked > 0 {
+            st.parked -= 1;
+            st.waking += 1;
             Wake::Parked
         } else {
             // Counted now, so concurrent submitters do not all start one.
@@ -289,12 +297,18 @@ impl Inner {
                 }
             }
             st.parked += 1;
+            // One wait, not `wait_timeout_while`: every wake-up must be accounted for here,
+            // also one that finds the job already taken.
             let (guard, timeout) = self
                 .work
-                .wait_timeout_while(st, self.config.keep_idle, |s| s.ready.is_empty())
+                .wait_timeout(st, self.config.keep_idle)
                 .unwrap_or_else(|e| e.into_inner());
             st = guard;
-            st.parked -= 1;
+            if st.waking > 0 {
+                st.waking -= 1;
+            } else {
+                st.parked -= 1;
+            }
             if timeout.timed_out() && st.ready.is_empty() {
                 st.threads -= 1;
                 return;
@@ -406,6 +420,36 @@ mod tests {
         done.sort();
         assert_eq!(done, vec![0, 1, 2, 3, 4]);
         assert_eq!(peak.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_second_call_is_not_left_to_a_thread_woken_for_the_first() {
+        let ex = Executor::new(config(4, 10));
+        let (tx, rx) = mpsc::channel();
+        ex.submit(Job::new("p", "first", move || tx.send(()).unwrap()))
+            .unwrap();
+        rx.recv_timeout(WAIT).unwrap();
+        // Its thread is idle now; past the spin it parks.
+        std::thread::sleep(SPIN + Duration::from_millis(50));
+        assert_eq!(ex.threads(), 1);
+        // Two calls back to back: the one parked thread is woken for the first, which blocks;
+        // the second must get a thread of its own instead of waiting behind it.
+        let release = Arc::new((Mutex::new(false), Condvar::new()));
+        let r = release.clone();
+        ex.submit(Job::new("p", "blocks", move || {
+            let (lock, cv) = &*r;
+            let _g = cv
+                .wait_timeout_while(lock.lock().unwrap(), WAIT, |go| !*go)
+                .unwrap();
+        }))
+        .unwrap();
+        let (tx, rx) = mpsc::channel();
+        ex.submit(Job::new("p", "second", move || tx.send(()).unwrap()))
+            .unwrap();
+        let second = rx.recv_timeout(Duration::from_secs(5));
+        *release.0.lock().unwrap() = true;
+        release.1.notify_all();
+        second.expect("the second call ran while the first was blocked");
     }
 
     #[test]

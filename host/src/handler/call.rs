@@ -47,8 +47,10 @@ pub(super) async fn run(
     };
     let args = args.unwrap_or_else(|| "{}".to_string());
     // A derived `Deserialize` also takes a struct from an array: only an object may skip the
-    // host's check, as the schema's root demands one.
-    let typed = check.parse_suffices() && args.trim_start().starts_with('{');
+    // host's check, as the schema's root demands one. A version that cannot parse for us (an
+    // older SDK, a worker) is checked here, before it takes one of the plugin's call slots.
+    let typed =
+        lease.has_call_typed() && check.parse_suffices() && args.trim_start().starts_with('{');
     if !typed {
         if let Err(problem) = check.check(tool, &args) {
             return Ok(output(CallResult::error(problem)));

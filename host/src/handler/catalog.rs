@@ -250,18 +250,24 @@ const PARSED_KEYWORDS: &[&str] = &[
 
 /// Whether every keyword of `schema`, at any depth, is in [`PARSED_KEYWORDS`], with `format`
 /// only the number formats schemars gives Rust's number types and `minimum`/`maximum` only the
-/// bounds of those types (which the parse enforces).
+/// bounds of those types (which the parse enforces); and whether only the root is an object.
+/// A derived `Deserialize` of a struct also accepts a JSON array (serde's `visit_seq`): the
+/// host checks the root is an object before it skips its check, but cannot do so for nested
+/// values, so a schema with an object below its root (a nested struct, a map, a struct
+/// variant) keeps the host's check.
 fn parse_suffices(schema: &Value) -> bool {
     match schema {
-        Value::Bool(_) => true,
         Value::Object(o) => o.iter().all(|(k, v)| match k.as_str() {
             "properties" | "$defs" | "definitions" => v
                 .as_object()
-                .is_some_and(|props| props.values().all(parse_suffices)),
-            "items" | "additionalProperties" => parse_suffices(v),
+                .is_some_and(|props| props.values().all(nested_parse_suffices)),
+            "items" => nested_parse_suffices(v),
+            // `false` (no other keys) is what a derived struct states; a map's value schema
+            // would be an object below the root.
+            "additionalProperties" => v.is_boolean(),
             "anyOf" | "oneOf" => v
                 .as_array()
-                .is_some_and(|alts| alts.iter().all(parse_suffices)),
+                .is_some_and(|alts| alts.iter().all(nested_parse_suffices)),
             "format" => number_bounds(v.as_str()).is_some(),
             "minimum" | "maximum" => {
                 let bounds = number_bounds(o.get("format").and_then(Value::as_str));
@@ -270,6 +276,25 @@ fn parse_suffices(schema: &Value) -> bool {
             }
             _ => PARSED_KEYWORDS.contains(&k.as_str()),
         }),
+        _ => false,
+    }
+}
+
+/// [`parse_suffices`] for a schema below the root: no object may appear there.
+fn nested_parse_suffices(schema: &Value) -> bool {
+    match schema {
+        Value::Bool(b) => *b,
+        Value::Object(o) => {
+            let object_type = match o.get("type") {
+                Some(Value::String(t)) => t == "object",
+                Some(Value::Array(ts)) => ts.iter().any(|t| t == "object"),
+                _ => false,
+            };
+            !object_type
+                && !o.contains_key("properties")
+                && !o.contains_key("additionalProperties")
+                && parse_suffices(schema)
+        }
         _ => false,
     }
 }
@@ -331,5 +356,28 @@ mod tests {
         let mut deep = derived.clone();
         deep["$defs"]["Mode"]["minLength"] = json!(1);
         assert!(!parse_suffices(&deep));
+        // Objects below the root: a struct also parses from an array, a map's values are
+        // typed by a schema of their own.
+        for (key, nested) in [
+            (
+                "point",
+                json!({"type": "object", "properties": {"x": {"type": "number"}}}),
+            ),
+            ("point", json!({"$ref": "#/$defs/Point"})),
+            (
+                "map",
+                json!({"type": "object", "additionalProperties": {"type": "number"}}),
+            ),
+            (
+                "either",
+                json!({"oneOf": [{"type": "string"}, {"type": ["object", "null"]}]}),
+            ),
+        ] {
+            let mut s = derived.clone();
+            s["properties"][key] = nested.clone();
+            s["$defs"]["Point"] =
+                json!({"type": "object", "properties": {"x": {"type": "number"}}});
+            assert!(!parse_suffices(&s), "{nested}");
+        }
     }
 }

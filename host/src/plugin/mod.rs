@@ -395,6 +395,12 @@ impl LoadedPlugin {
     /// plugin's typed parse check the arguments (the ABI's `call_typed`). `None` when the tool
     /// did not run: the arguments do not parse, or the version cannot say (it predates the
     /// field, or runs in a worker); the caller then checks them and uses [`Self::call`].
+    /// Whether [`Self::call_typed`] can run tools: an in-process version built with an SDK
+    /// that has the ABI's `call_typed`.
+    pub fn has_call_typed(&self) -> bool {
+        matches!(&self.backend, Backend::InProcess(p) if p.root.call_typed().is_some())
+    }
+
     pub fn call_typed(&self, tool: &str, args: &str, control: &CallControl) -> Option<CallResult> {
         let Backend::InProcess(p) = &self.backend else {
             return None;
