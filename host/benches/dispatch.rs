@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use toolhost::{
-    handler::{Dispatch, Notify, Router, RouterConfig, Scope, Sink},
+    handler::{Discard, Dispatch, Router, RouterConfig, Scope, Sink},
     model::{control_success_raw, Incoming},
     registry::{Registry, RegistryConfig},
 };
@@ -19,13 +19,6 @@ const CALL: &str = r#"{"type":"control_request","request_id":"54388ed1-8357-4479
 
 /// A `ping`: the same path without the plugin call, for comparison.
 const PING: &str = r#"{"type":"control_request","request_id":"54388ed1-8357-4479-ba5d-3779ab10cff7","request":{"subtype":"mcp_message","server_name":"calc","message":{"method":"ping","jsonrpc":"2.0","id":3}}}"#;
-
-/// Progress is dropped (calc's `add` reports none).
-struct Discard;
-
-impl Notify for Discard {
-    fn notify(&self, _server: Option<&str>, _message: String) {}
-}
 
 /// One control line in, one answer line out.
 async fn handle(router: &Arc<Router>, sink: &Sink, line: &str) -> String {

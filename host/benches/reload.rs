@@ -20,9 +20,7 @@ use toolhost::{
 
 /// Resident memory of this process in KiB (`VmRSS`), Linux only.
 fn rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+    toolhost_test_support::proc_status("self", "VmRSS")
 }
 
 fn show_rss(kib: Option<u64>) -> String {
@@ -128,14 +126,10 @@ fn main() {
     }
     let rss_after = rss_kib();
     if let Some(pid) = reg.get("calc").and_then(|p| p.worker_pid()) {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-        let rss = status
-            .lines()
-            .find(|l| l.starts_with("VmRSS:"))
-            .unwrap_or("VmRSS: n/a");
+        let rss = toolhost_test_support::proc_status(pid, "VmRSS");
         println!(
             "the idle worker serving calc: {}",
-            rss.split_whitespace().skip(1).collect::<Vec<_>>().join(" ")
+            rss.map_or("n/a".into(), |k| format!("{k} kB"))
         );
     }
     println!(

@@ -134,11 +134,7 @@ fn one_start(plugins: &Path, shadow: &Path, expect_tools: usize) -> Duration {
 fn print_worker_memory(host: u32) {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        let kib = |pid: &str| -> Option<u64> {
-            let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-            let l = s.lines().find(|l| l.starts_with("VmRSS:"))?;
-            l.split_whitespace().nth(1)?.parse().ok()
-        };
+        let kib = |pid: &str| toolhost_test_support::proc_status(pid, "VmRSS");
         let mut workers = Vec::new();
         for task in std::fs::read_dir(format!("/proc/{host}/task")).unwrap().flatten() {
             let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();

@@ -83,8 +83,7 @@ impl Job {
     }
 }
 
-/// Runs [`Job`]s on dedicated threads, a bounded number per plugin at once. Cheap to clone.
-#[derive(Clone)]
+/// Runs [`Job`]s on dedicated threads, a bounded number per plugin at once.
 pub struct Executor {
     inner: Arc<Inner>,
 }
@@ -142,12 +141,6 @@ enum Wake {
 /// How long an idle thread spins before it parks.
 const SPIN: Duration = Duration::from_micros(50);
 
-impl Default for Executor {
-    fn default() -> Self {
-        Executor::new(ExecutorConfig::default())
-    }
-}
-
 impl Executor {
     pub fn new(config: ExecutorConfig) -> Self {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -163,11 +156,6 @@ impl Executor {
                 spin: cpus > 1,
             }),
         }
-    }
-
-    /// The limits in force.
-    pub fn config(&self) -> &ExecutorConfig {
-        &self.inner.config
     }
 
     /// Runs `job` as soon as its plugin has a free slot; refuses it when the plugin's queue
@@ -201,6 +189,11 @@ impl Executor {
             });
         }
         Ok(())
+    }
+
+    /// Whether no call is running.
+    pub fn is_idle(&self) -> bool {
+        self.inner.lock().running.is_empty()
     }
 
     /// Labels of the calls running now (for the warning when the host exits anyway).

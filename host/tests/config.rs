@@ -14,7 +14,7 @@ use std::{sync::Arc, time::Duration};
 use common::registry::{failed, follow, replaced};
 use toolhost::{
     config::{Config, LiveConfig},
-    handler::{Dispatch, Notify, Router, RouterConfig, Scope, Sink},
+    handler::{Discard, Dispatch, Router, RouterConfig, Scope, Sink},
     model::JsonRpc,
     plugin::{CallControl, LoadError, LoadedPlugin},
     registry::Registry,
@@ -246,13 +246,6 @@ fn a_bad_file_at_start_is_an_error_naming_file_and_key() {
     .unwrap();
     let e = LiveConfig::open(dir.path(), None).unwrap_err().to_string();
     assert!(e.ends_with("toolhost.toml:2: plugin.calc.isolate: invalid type: string \"yes\", expected a boolean"), "{e}");
-}
-
-/// Notifications are dropped.
-struct Discard;
-
-impl Notify for Discard {
-    fn notify(&self, _server: Option<&str>, _message: String) {}
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,11 +20,7 @@ use serde_json::{json, Value};
 
 /// A field of /proc/PID/status in kB (`VmHWM`, `VmRSS`) or a count (`Threads`).
 fn status(pid: u32, field: &str) -> u64 {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    text.lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
+    toolhost_test_support::proc_status(pid, field).unwrap_or(0)
 }
 
 fn spawn_serve(plugins: &std::path::Path) -> Child {

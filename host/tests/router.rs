@@ -12,7 +12,7 @@ use std::{
 use serde_json::{json, Value};
 use toolhost::{
     handler::{
-        Dispatch, FlatCollision, Notify, Router, RouterConfig, Scope, Sink,
+        Discard, Dispatch, FlatCollision, Router, RouterConfig, Scope, Sink,
         DEFAULT_MAX_RESULT_BYTES,
     },
     model::JsonRpc,
@@ -28,13 +28,6 @@ struct Fixture {
 fn fixture(libs: &[&str], config: RouterConfig) -> Fixture {
     let (router, _dirs) = common::open_router(libs, config);
     Fixture { router, _dirs }
-}
-
-/// Notifications are dropped.
-struct Discard;
-
-impl Notify for Discard {
-    fn notify(&self, _server: Option<&str>, _message: String) {}
 }
 
 /// Dispatches one message and waits for its reply.

@@ -72,6 +72,8 @@ pub struct Context {
 
 // SAFETY: the host guarantees that the `CallCtx` and its data stay valid and may be used from
 // any thread until the plugin's `call` entry returns; a `&Context` cannot escape that call.
+// `testing::TestContext` points it at its own `Recorder` instead, which is `Sync` (atomics and
+// mutexes) and outlives every `&Context` it hands out.
 unsafe impl Send for Context {}
 unsafe impl Sync for Context {}
 

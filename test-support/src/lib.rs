@@ -152,9 +152,26 @@ impl Build {
     }
 }
 
+/// A field of `/proc/PID/status` (`pid` a number or `self`): kB for `VmRSS` and `VmHWM`, a
+/// count for `Threads`. `None` where it cannot be read (not Linux, the process gone).
+pub fn proc_status(pid: impl std::fmt::Display, field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn reads_this_process_status() {
+        assert!(proc_status("self", "VmRSS").is_some_and(|k| k > 0));
+        assert!(proc_status(std::process::id(), "Threads").is_some_and(|n| n >= 1));
+        assert_eq!(proc_status("self", "NoSuchField"), None);
+    }
 
     #[test]
     fn library_names_follow_the_platform() {

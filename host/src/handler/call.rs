@@ -113,7 +113,7 @@ async fn invoke(
             let _ = tx.send(call.run(&lease, &control));
         })
     };
-    if let Err(refused) = router.executor().submit(job) {
+    if let Err(refused) = router.executor.submit(job) {
         tracing::warn!(plugin, tool, "{refused}");
         return CallResult::error(format!("tool `{tool}` was not run: {refused}"));
     }

@@ -25,7 +25,7 @@ use std::{
 
 pub use call::{CallError, CallOutput};
 pub use catalog::{Compiled, FlatCatalog, FlatCollision, ToolCheck};
-pub use progress::{Notify, Sink};
+pub use progress::{Discard, Notify, Sink};
 use serde_json::{value::RawValue, Value};
 
 use progress::Progress;
@@ -106,16 +106,6 @@ impl Default for RouterConfig {
     }
 }
 
-impl RouterConfig {
-    /// The call timeout of plugin `name`.
-    pub fn timeout_for(&self, name: &str) -> Duration {
-        self.plugin_timeouts
-            .get(name)
-            .copied()
-            .unwrap_or(self.default_timeout)
-    }
-}
-
 type CallKey = (String, String);
 
 /// Routes MCP messages to plugins of a [`Registry`].
@@ -151,19 +141,12 @@ impl Router {
     /// configuration file's `timeout` (as it is now: the file may change while we run), else
     /// the default.
     pub fn timeout_for(&self, name: &str) -> Duration {
-        if let Some(t) = self.config.plugin_timeouts.get(name) {
-            return *t;
-        }
-        self.registry
-            .config()
-            .settings
-            .timeout_for(name)
+        self.config
+            .plugin_timeouts
+            .get(name)
+            .copied()
+            .or_else(|| self.registry.config().settings.timeout_for(name))
             .unwrap_or(self.config.default_timeout)
-    }
-
-    /// The threads tools run on.
-    pub fn executor(&self) -> &Executor {
-        &self.executor
     }
 
     /// At the end of a session: cancels every call, gives them `grace` to stop, then warns
@@ -172,7 +155,7 @@ impl Router {
     pub async fn wind_down(&self, grace: Duration) {
         self.cancel_all();
         let deadline = tokio::time::Instant::now() + grace;
-        while !self.executor.running().is_empty() && tokio::time::Instant::now() < deadline {
+        while !self.executor.is_idle() && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         self.executor.warn_abandoned();
@@ -460,7 +443,7 @@ pub fn flat_name(plugin: &str, tool: &str) -> String {
 
 /// Whether a request id is a string or a number (what a reply may echo). A `null` id never
 /// gets here: it parses as no id.
-fn valid_id(id: &RawValue) -> bool {
+pub(crate) fn valid_id(id: &RawValue) -> bool {
     id.get()
         .starts_with(|c: char| c == '"' || c == '-' || c.is_ascii_digit())
 }

@@ -14,22 +14,21 @@ use crate::{
 /// call's reply: a notification is queued when the tool reports it, the reply only after the
 /// call ended, so the queue keeps them in order.
 pub trait Notify: Send + Sync {
-    /// Sends `message`, a serialized JSON-RPC notification of a call to sdk server `server`
-    /// (`None` for the all-plugins server of `toolhost serve`).
-    fn notify(&self, server: Option<&str>, message: String);
-
-    /// Queues a notification whose text is taken from `latest` when it is written, so a value
-    /// that changes faster than it is written waits in the queue once. The default sends it
-    /// at once.
-    fn notify_latest(&self, server: Option<&str>, latest: Arc<dyn Latest>) {
-        if let Some(message) = latest.take() {
-            self.notify(server, message);
-        }
-    }
+    /// Queues a serialized JSON-RPC notification of a call to sdk server `server` (`None` for
+    /// the all-plugins server of `toolhost serve`), its text taken from `latest` when it is
+    /// written: a value that changes faster than it is written waits in the queue once.
+    fn notify(&self, server: Option<&str>, latest: Arc<dyn Latest>);
 }
 
 /// A shared [`Notify`], handed to [`Router::dispatch`](super::Router::dispatch).
 pub type Sink = Arc<dyn Notify>;
+
+/// Drops every notification (for callers with nowhere to send progress).
+pub struct Discard;
+
+impl Notify for Discard {
+    fn notify(&self, _server: Option<&str>, _latest: Arc<dyn Latest>) {}
+}
 
 /// The progress of one call, sent as `notifications/progress` with the call's token until the
 /// call ends.
@@ -89,7 +88,7 @@ impl Progress {
         };
         if queue {
             self.sink
-                .notify_latest(self.server.as_deref(), self.clone() as Arc<dyn Latest>);
+                .notify(self.server.as_deref(), self.clone() as Arc<dyn Latest>);
         }
         drop(open);
     }
@@ -126,11 +125,13 @@ mod tests {
     struct Collect(Mutex<Vec<(Option<String>, String)>>);
 
     impl Notify for Collect {
-        fn notify(&self, server: Option<&str>, message: String) {
-            self.0
-                .lock()
-                .unwrap()
-                .push((server.map(str::to_string), message));
+        fn notify(&self, server: Option<&str>, latest: Arc<dyn Latest>) {
+            if let Some(message) = latest.take() {
+                self.0
+                    .lock()
+                    .unwrap()
+                    .push((server.map(str::to_string), message));
+            }
         }
     }
 
@@ -159,10 +160,7 @@ mod tests {
     struct Behind(Mutex<Vec<Arc<dyn Latest>>>);
 
     impl Notify for Behind {
-        fn notify(&self, _: Option<&str>, _: String) {
-            unreachable!("progress is queued as its latest value")
-        }
-        fn notify_latest(&self, _: Option<&str>, latest: Arc<dyn Latest>) {
+        fn notify(&self, _: Option<&str>, latest: Arc<dyn Latest>) {
             self.0.lock().unwrap().push(latest);
         }
     }

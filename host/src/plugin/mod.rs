@@ -14,7 +14,7 @@ use std::{
 
 use abi_stable::std_types::{RResult, RStr, RString};
 use serde_json::value::RawValue;
-use toolhost_plugin::abi::{CallOutcome, ContentKind, PluginManifest, PluginRootRef};
+use toolhost_plugin::abi::{CallCtx, CallOutcome, ContentKind, PluginManifest, PluginRootRef};
 
 pub use callbacks::{CallControl, ProgressFn};
 pub use configure::ConfigSource;
@@ -381,39 +381,46 @@ impl LoadedPlugin {
             Backend::InProcess(p) => p,
             Backend::Worker(w) => return w.call(tool, args, control),
         };
-        let data = CallData {
-            control,
-            plugin: &self.manifest.name,
-        };
-        let ctx = call_ctx(&data);
-        let outcome = (p.root.call())(RStr::from_str(tool), RStr::from_str(args), &ctx);
-        // `outcome` holds plugin-allocated values: convert before `self` can be released.
-        convert_outcome(outcome)
+        self.with_ctx(control, |ctx| {
+            // `outcome` holds plugin-allocated values: convert before `self` can be released.
+            convert_outcome((p.root.call())(
+                RStr::from_str(tool),
+                RStr::from_str(args),
+                ctx,
+            ))
+        })
     }
 
-    /// Runs a tool whose schema the plugin derives from its argument type, letting the
-    /// plugin's typed parse check the arguments (the ABI's `call_typed`). `None` when the tool
-    /// did not run: the arguments do not parse, or the version cannot say (it predates the
-    /// field, or runs in a worker); the caller then checks them and uses [`Self::call`].
     /// Whether [`Self::call_typed`] can run tools: an in-process version built with an SDK
     /// that has the ABI's `call_typed`.
     pub fn has_call_typed(&self) -> bool {
         matches!(&self.backend, Backend::InProcess(p) if p.root.call_typed().is_some())
     }
 
+    /// Runs a tool whose schema the plugin derives from its argument type, letting the
+    /// plugin's typed parse check the arguments (the ABI's `call_typed`). `None` when the tool
+    /// did not run: the arguments do not parse, or the version cannot say (it predates the
+    /// field, or runs in a worker); the caller then checks them and uses [`Self::call`].
     pub fn call_typed(&self, tool: &str, args: &str, control: &CallControl) -> Option<CallResult> {
         let Backend::InProcess(p) = &self.backend else {
             return None;
         };
         let call_typed = p.root.call_typed()?;
+        self.with_ctx(control, |ctx| {
+            let outcome = call_typed(RStr::from_str(tool), RStr::from_str(args), ctx);
+            // Converted before `self` can be released, as in `call`.
+            outcome.into_option().map(convert_outcome)
+        })
+    }
+
+    /// Runs `f` with the context a call of this version hands the plugin; the context points
+    /// at data on this stack frame, so it must not outlive `f`.
+    fn with_ctx<R>(&self, control: &CallControl, f: impl FnOnce(&CallCtx) -> R) -> R {
         let data = CallData {
             control,
             plugin: &self.manifest.name,
         };
-        let ctx = call_ctx(&data);
-        let outcome = call_typed(RStr::from_str(tool), RStr::from_str(args), &ctx);
-        // Converted before `self` can be released, as in `call`.
-        outcome.into_option().map(convert_outcome)
+        f(&call_ctx(&data))
     }
 
     /// The state the plugin wants carried to its next version, if it keeps any.

@@ -127,8 +127,9 @@ mod tests {
         ])
         .unwrap();
         let c = l.call.router_config();
-        assert_eq!(c.timeout_for("calc"), Duration::from_millis(2500));
-        assert_eq!(c.timeout_for("faulty"), Duration::from_millis(500));
+        assert_eq!(c.default_timeout, Duration::from_millis(2500));
+        assert_eq!(c.plugin_timeouts["faulty"], Duration::from_millis(500));
+        assert!(!c.plugin_timeouts.contains_key("calc"));
         assert_eq!(c.max_result_bytes, 5000);
         assert_eq!(l.max_line_bytes, 100);
         for bad in [

@@ -265,13 +265,7 @@ pub(crate) fn parse_object<'a, T: serde::Deserialize<'a>>(
 /// A call's notifications go to the CLI as `mcp_message` requests of its server, through the
 /// same writer as the call's reply.
 impl Notify for SessionHandle {
-    fn notify(&self, server: Option<&str>, message: String) {
-        if let Some(server) = server {
-            self.notify_server(server, &message);
-        }
-    }
-
-    fn notify_latest(&self, server: Option<&str>, latest: Arc<dyn Latest>) {
+    fn notify(&self, server: Option<&str>, latest: Arc<dyn Latest>) {
         if let Some(server) = server {
             self.out.send_latest(Arc::new(ToServer {
                 latest,

@@ -11,7 +11,7 @@ use tokio::{
 };
 
 use crate::{
-    handler::{Dispatch, Notify, Router, Scope, Sink},
+    handler::{valid_id, Dispatch, Notify, Router, Scope, Sink},
     model::{error_code, rpc_error, rpc_notification, JsonRpc},
     registry::RegistryEvent,
     transport::{Latest, LineReader, LineSender, TooLong, Writer},
@@ -21,11 +21,7 @@ use crate::{
 struct Out(LineSender);
 
 impl Notify for Out {
-    fn notify(&self, _server: Option<&str>, message: String) {
-        self.0.send(message);
-    }
-
-    fn notify_latest(&self, _server: Option<&str>, latest: Arc<dyn Latest>) {
+    fn notify(&self, _server: Option<&str>, latest: Arc<dyn Latest>) {
         self.0.send_latest(latest);
     }
 }
@@ -116,8 +112,8 @@ fn too_long(t: TooLong) -> String {
         .keys
         .id
         .as_deref()
-        .filter(|raw| raw.starts_with(|c: char| c == '"' || c == '-' || c.is_ascii_digit()))
-        .and_then(|raw| RawValue::from_string(raw.to_string()).ok());
+        .and_then(|raw| RawValue::from_string(raw.to_string()).ok())
+        .filter(|id| valid_id(id));
     rpc_error(
         id.as_deref(),
         error_code::INVALID_REQUEST,

@@ -238,7 +238,5 @@ pub async fn note_ids(reg: &Registry) -> Vec<u64> {
 
 /// Resident memory of this process in KiB (Linux).
 pub fn rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+    toolhost_test_support::proc_status("self", "VmRSS")
 }
