@@ -43,6 +43,8 @@ pub struct Peer {
     line: String,
     /// The subtype of each control request the candidate sent us, in order.
     pub requests_seen: Vec<String>,
+    /// Tool-call answers checked so far.
+    checked: usize,
 }
 
 /// The parts of a line the CLI side looks at, borrowed from it.
@@ -83,6 +85,7 @@ impl Peer {
             seq: 0,
             line: String::with_capacity(4096),
             requests_seen: Vec::new(),
+            checked: 0,
         }
     }
 
@@ -208,6 +211,7 @@ impl Peer {
             if let Some((t0, i)) = sent_at.remove(&id) {
                 lat.push(at - t0);
                 call.check(i, &v)?;
+                self.checked += 1;
             }
         }
         let total = start.elapsed().as_secs_f64();
@@ -312,6 +316,6 @@ pub fn workload(peer: &mut Peer, n: usize, depth: usize, slow: bool) -> Result<R
         seq,
         conc,
         slow_effective_concurrency,
-        checked: n / 10 + 1 + 2 * n,
+        checked: peer.checked,
     })
 }
