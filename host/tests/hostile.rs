@@ -23,7 +23,7 @@ use toolhost::{
 const BUILD_MARK: &[u8; 32] = b"toolhost-hostile-build-000000000";
 
 fn library(name: &str) -> Vec<u8> {
-    library_in(common::registry_plugins(), name)
+    library_in(common::built_plugins(), name)
 }
 
 /// The hostile fixture's bytes.

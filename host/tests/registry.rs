@@ -26,7 +26,7 @@ use toolhost::{
 use toolhost_test_support::elf;
 
 fn artifacts() -> &'static Path {
-    common::registry_plugins()
+    common::built_plugins()
 }
 
 /// A shared library that is no plugin: the SDK's proc-macro crate, which any build of a

@@ -17,17 +17,8 @@ use toolhost::{
     worker::{PluginWorkerSettings, Sandbox, WorkerConfig, WorkerPlugin},
 };
 
-/// Builds the plugins these tests load, once per test process.
-fn artifacts() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        toolhost_test_support::Build::packages(&["calc", "faulty", "notes", "crashy", "bad-init"])
-            .run()
-    })
-}
-
 fn lib_path(name: &str) -> PathBuf {
-    artifacts().join(format!(
+    common::built_plugins().join(format!(
         "{}{}{}",
         std::env::consts::DLL_PREFIX,
         name.replace('-', "_"),

@@ -12,11 +12,11 @@ use std::{
 };
 
 use serde_json::{json, Value};
-use toolhost_test_support::{lib_file, Build};
+use toolhost_test_support::lib_file;
 
 /// A plugin folder holding crashy, only this user may write.
 fn plugin_dir() -> tempfile::TempDir {
-    let built = Build::packages(&["crashy"]).run();
+    let built = common::built_plugins();
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(
         built.join(lib_file("crashy")),

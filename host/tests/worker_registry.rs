@@ -6,10 +6,9 @@ mod common;
 
 use std::{
     collections::HashSet,
-    path::{Path, PathBuf},
     sync::{
         atomic::{AtomicBool, AtomicUsize, Ordering},
-        Arc, OnceLock,
+        Arc,
     },
 };
 
@@ -25,15 +24,8 @@ use toolhost::{
     worker::WorkerConfig,
 };
 
-fn artifacts() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        toolhost_test_support::Build::packages(&["calc", "notes", "http-client", "crashy"]).run()
-    })
-}
-
 fn library(name: &str) -> Vec<u8> {
-    library_in(artifacts(), name)
+    library_in(common::built_plugins(), name)
 }
 
 /// A fresh folder serving `bytes` as `file`, every plugin isolated, followed.

@@ -29,10 +29,13 @@ pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// Builds the example plugins (debug) once per test binary and returns their folder.
+/// Builds the workspace's plugins, examples and fixtures (debug) once per test binary and
+/// returns their folder. Always the whole workspace, as `scripts/test` builds it: a smaller
+/// selection unifies dependency features differently, so each suite asking for its own set
+/// recompiled the plugins (and the SDK) and overwrote the libraries others had built.
 pub fn built_plugins() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| Build::packages(&["calc", "text", "faulty", "my-plugin"]).run())
+    BUILT.get_or_init(|| Build::workspace().run())
 }
 
 /// A fresh plugin folder holding copies of the named example plugins.
@@ -177,28 +180,6 @@ pub fn build_and_load_template_copy(project: &Path, lib_name: &str) {
     assert_eq!(names, ["greet", "longest_word"]);
     let r = plugin.call("greet", r#"{"name":"Ada"}"#, &CallControl::new("t", None));
     assert_eq!(r.text(), "Hello, Ada");
-}
-
-/// Builds the example and fixture plugins the registry-level suites load (once per test
-/// binary; one selection, so the suites sharing it never rebuild what another built) and
-/// returns their folder.
-pub fn registry_plugins() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        Build::packages(&[
-            "calc",
-            "faulty",
-            "notes",
-            "text",
-            "sticky",
-            "bad-init",
-            "abi-mismatch",
-            "slow-state",
-            "hostile",
-            "versioned",
-        ])
-        .run()
-    })
 }
 
 /// Polls `cond` every 10 ms on this thread until it holds; panics with `failure` when it does
