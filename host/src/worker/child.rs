@@ -43,10 +43,13 @@ struct Out(Arc<Mutex<UnixStream>>);
 
 impl Out {
     fn send(&self, frame: &FromWorker) {
-        let bytes = wire::encode(frame);
-        let w = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        self.send_bytes(&wire::encode(frame));
+    }
+
+    /// Sends a frame already encoded with [`wire::encode`].
+    fn send_bytes(&self, bytes: &[u8]) {
         // The host gone means we are about to be killed (parent death signal) or see EOF.
-        let _ = wire::send_all(&w, &bytes);
+        let _ = wire::send_locked(&self.0, bytes);
     }
 }
 
@@ -205,21 +208,21 @@ fn serve(plugin: Arc<LoadedPlugin>, channel: UnixStream, out: Out) {
                 pool.run(Box::new(move || {
                     let result = plugin.call(&tool, &args, &control);
                     calls.lock().unwrap().remove(&id);
-                    let mut frame = FromWorker::Result {
+                    let mut bytes = wire::encode(&FromWorker::Result {
                         id,
                         result: to_wire(result),
-                    };
-                    if wire::encode(&frame).len() > wire::MAX_FRAME {
-                        frame = FromWorker::Result {
+                    });
+                    if bytes.len() > wire::MAX_FRAME {
+                        bytes = wire::encode(&FromWorker::Result {
                             id,
                             result: to_wire(CallResult::error(format!(
                                 "tool `{tool}` returned a result over the worker channel's \
                                  {} MiB limit",
                                 wire::MAX_FRAME >> 20
                             ))),
-                        };
+                        });
                     }
-                    out.send(&frame);
+                    out.send_bytes(&bytes);
                 }));
             }
             ToWorker::Cancel { id } => {

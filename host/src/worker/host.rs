@@ -53,9 +53,7 @@ struct Proc {
 
 impl Proc {
     fn send(&self, frame: &ToWorker) -> bool {
-        let bytes = wire::encode(frame);
-        let w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        wire::send_all(&w, &bytes).is_ok()
+        wire::send_locked(&self.writer, &wire::encode(frame)).is_ok()
     }
 
     /// Registers a waiter; `None` if the worker already died.

@@ -6,7 +6,11 @@
 //! inside frames (arguments, schemas, `structuredContent`) travel as JSON text, which both
 //! sides have at hand anyway.
 
-use std::io::{self, Read, Write};
+use std::{
+    io::{self, Read, Write},
+    os::unix::net::UnixStream,
+    sync::Mutex,
+};
 
 use serde::{Deserialize, Serialize};
 
@@ -122,7 +126,7 @@ pub fn encode<T: Serialize>(frame: &T) -> Vec<u8> {
 /// Sends all of `bytes` on a socket without raising SIGPIPE when the peer is gone (the host may
 /// run with SIGPIPE's default action, which would kill it for a write to a dead worker): the
 /// write fails with `BrokenPipe` instead.
-pub fn send_all(socket: &std::os::unix::net::UnixStream, mut bytes: &[u8]) -> io::Result<()> {
+pub fn send_all(socket: &UnixStream, mut bytes: &[u8]) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     while !bytes.is_empty() {
         // SAFETY: `bytes` is a live slice of `bytes.len()` bytes and the descriptor belongs to
@@ -145,6 +149,13 @@ pub fn send_all(socket: &std::os::unix::net::UnixStream, mut bytes: &[u8]) -> io
         bytes = &bytes[n as usize..];
     }
     Ok(())
+}
+
+/// Sends encoded frame `bytes` on a socket shared by several writers: the lock keeps frames
+/// whole (a poisoned lock still guards a usable socket).
+pub fn send_locked(socket: &Mutex<UnixStream>, bytes: &[u8]) -> io::Result<()> {
+    let w = socket.lock().unwrap_or_else(|e| e.into_inner());
+    send_all(&w, bytes)
 }
 
 /// Writes one frame.
