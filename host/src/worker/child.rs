@@ -17,11 +17,14 @@ use std::{
 use tracing_subscriber::{layer::SubscriberExt, Layer};
 
 use super::{
-    process::{unhex, CHANNEL_FD, LIBRARY_FD},
+    process::{CHANNEL_FD, LIBRARY_FD},
     sandbox::Sandbox,
     wire::{self, FromWorker, LoadFailure, Restore, ResultWire, ToWorker},
 };
-use crate::plugin::{CallControl, CallResult, LoadError, LoadedPlugin, StateError};
+use crate::{
+    plugin::{CallControl, CallResult, LoadError, LoadedPlugin, StateError},
+    trust::parse_hex,
+};
 
 /// Arguments of the hidden `__worker` subcommand (set by the host, not by people).
 #[derive(Debug, Clone, clap::Args)]
@@ -91,7 +94,7 @@ fn load(
     channel: &UnixStream,
     out: &Out,
 ) -> Result<Arc<LoadedPlugin>, (LoadFailure, String)> {
-    let hash = unhex(&args.hash).ok_or((LoadFailure::Other, "bad --hash".to_string()))?;
+    let hash = parse_hex(&args.hash).ok_or((LoadFailure::Other, "bad --hash".to_string()))?;
     let fd_path = PathBuf::from(format!("/proc/self/fd/{LIBRARY_FD}"));
     if let Some(spec) = &args.sandbox {
         let sandbox: Sandbox = serde_json::from_str(spec).map_err(|e| {
