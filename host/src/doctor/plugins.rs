@@ -15,10 +15,6 @@ use crate::{
     trust::{hex, Allowlist, Trust, TrustError},
 };
 
-/// Characters the CLI accepts in a whole tool name (`mcp__<plugin>__<tool>`); longer tools are
-/// dropped (protocol notes, §6).
-const CLI_MAX_NAME: usize = 128;
-
 /// The folder, the lock file, the configuration file and each plugin file.
 pub fn check(opts: &Options) -> Vec<Check> {
     let mut checks = Vec::new();
@@ -418,7 +414,8 @@ fn load_fix(e: &LoadError) -> String {
     }
 }
 
-/// A loaded plugin's tools: names within the CLI's limits, descriptions, valid schemas.
+/// A loaded plugin's tools: no name twice, descriptions, valid schemas. (Name lengths were
+/// checked when it loaded: `Manifest::validate`.)
 fn tools(m: &Manifest) -> Check {
     let mut problems: Vec<(Status, String)> = Vec::new();
     if m.tools.is_empty() {
@@ -426,15 +423,6 @@ fn tools(m: &Manifest) -> Check {
     }
     let mut seen = HashMap::new();
     for t in &m.tools {
-        let qualified = format!("mcp__{}__{}", m.name, t.name);
-        if qualified.len() > CLI_MAX_NAME {
-            problems.push((
-                Status::Fail,
-                format!(
-                    "`{qualified}` is longer than the CLI's {CLI_MAX_NAME} characters: the CLI drops it"
-                ),
-            ));
-        }
         if seen.insert(t.name.as_str(), ()).is_some() {
             problems.push((
                 Status::Fail,
