@@ -235,14 +235,6 @@ impl WorkerPlugin {
         &self.manifest.name
     }
 
-    pub fn file(&self) -> &Path {
-        &self.shared.file
-    }
-
-    pub fn hash(&self) -> &[u8; 32] {
-        &self.shared.hash
-    }
-
     /// The `config` the plugin was given at load (JSON object text), if any.
     pub fn config_json(&self) -> Option<&str> {
         self.config.as_deref()

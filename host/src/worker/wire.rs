@@ -7,7 +7,7 @@
 //! sides have at hand anyway.
 
 use std::{
-    io::{self, Read, Write},
+    io::{self, Read},
     os::unix::net::UnixStream,
     sync::Mutex,
 };
@@ -158,11 +158,6 @@ pub fn send_locked(socket: &Mutex<UnixStream>, bytes: &[u8]) -> io::Result<()> {
     send_all(&w, bytes)
 }
 
-/// Writes one frame.
-pub fn write_frame<T: Serialize>(w: &mut impl Write, frame: &T) -> io::Result<()> {
-    w.write_all(&encode(frame))
-}
-
 /// Reads one frame; `Ok(None)` at a clean end of stream (no partial frame).
 pub fn read_frame<T: for<'de> Deserialize<'de>>(
     r: &mut impl Read,
@@ -219,7 +214,7 @@ mod tests {
         ];
         let mut stream = Vec::new();
         for f in &frames {
-            write_frame(&mut stream, f).unwrap();
+            stream.extend_from_slice(&encode(f));
         }
         let mut r = &stream[..];
         let mut buf = Vec::new();
