@@ -105,6 +105,11 @@ impl ApiSource {
 /// The files of a new plugin project called `name`, as (relative path, contents).
 pub fn render(name: &str, api: &ApiSource) -> Result<Vec<(&'static str, String)>, ScaffoldError> {
     check_name("plugin", name)?;
+    // Checked before replacing: afterwards a template that lost the block looks the same as
+    // one whose block was replaced.
+    if !CARGO_TOML.contains(TEMPLATE_API_DEP) {
+        return Err(ScaffoldError::Template);
+    }
     let mut cargo = CARGO_TOML
         .replacen(
             &format!("name = \"{TEMPLATE_NAME}\""),
@@ -112,7 +117,7 @@ pub fn render(name: &str, api: &ApiSource) -> Result<Vec<(&'static str, String)>
             1,
         )
         .replacen(TEMPLATE_API_DEP, &api.dependency(), 1);
-    if cargo.contains(TEMPLATE_API_DEP) || !cargo.contains(&format!("name = \"{name}\"")) {
+    if !cargo.contains(&format!("name = \"{name}\"")) {
         return Err(ScaffoldError::Template);
     }
     // A project of its own, even when created inside another workspace.

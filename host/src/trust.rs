@@ -276,7 +276,8 @@ impl AllowlistError {
     }
 }
 
-fn parse_hex(s: &str) -> Option<[u8; 32]> {
+/// The digest a 64-digit hex string (as [`hex`] writes it) stands for.
+pub(crate) fn parse_hex(s: &str) -> Option<[u8; 32]> {
     if s.len() != 64 {
         return None;
     }

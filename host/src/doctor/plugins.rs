@@ -12,19 +12,15 @@ use crate::{
     plugin::{still_mapped, LoadError, LoadedPlugin, Manifest, Staged},
     registry::plugin_files,
     scaffold::PLUGIN_API_VERSION,
-    trust::{hex, Allowlist, Trust, TrustError},
+    trust::{Allowlist, Trust, TrustError},
 };
-
-/// Characters the CLI accepts in a whole tool name (`mcp__<plugin>__<tool>`); longer tools are
-/// dropped (protocol notes, §6).
-const CLI_MAX_NAME: usize = 128;
 
 /// The folder, the lock file, the configuration file and each plugin file.
 pub fn check(opts: &Options) -> Vec<Check> {
     let mut checks = Vec::new();
-    let (lock_check, allowlist) = lock(opts.lock.as_deref());
+    let (lock_check, allowlist) = lock(opts.lock.as_deref(), opts.allow_shared);
     let folder_ok = folder(opts, &mut checks);
-    checks.extend(lock_check);
+    checks.push(lock_check);
     let (config_check, config) = config_file(opts);
     checks.push(config_check);
     if !folder_ok {
@@ -238,34 +234,31 @@ fn no_plugins(dir: &Path) -> Check {
     )
 }
 
-/// The lock file, when one is given, and the list it holds.
-fn lock(path: Option<&Path>) -> (Option<Check>, Option<Allowlist>) {
+/// The lock file, when one is given, and the list it holds (read as the other commands read
+/// it: `allow_shared` is `--allow-shared`).
+fn lock(path: Option<&Path>, allow_shared: bool) -> (Check, Option<Allowlist>) {
     let Some(path) = path else {
         return (
-            Some(Check::ok(
+            Check::ok(
                 "lock-file",
                 "none (--lock not given): every build that passes the trust rules loads",
-            )),
+            ),
             None,
         );
     };
-    match Allowlist::load(path) {
+    match Allowlist::load_with(path, allow_shared) {
         Ok(list) => (
-            Some(
-                Check::ok("lock-file", format!("{}: read", path.display()))
-                    .with_data(json!({ "path": path })),
-            ),
+            Check::ok("lock-file", format!("{}: read", path.display()))
+                .with_data(json!({ "path": path })),
             Some(list),
         ),
         Err(e) => (
-            Some(
-                Check::fail(
-                    "lock-file",
-                    one_line(&e),
-                    "fix that line, or write the file anew: (cd PLUGIN_FOLDER && sha256sum *.so) > LOCK",
-                )
-                .with_data(json!({ "path": path })),
-            ),
+            Check::fail(
+                "lock-file",
+                one_line(&e),
+                "fix that line, or write the file anew: (cd PLUGIN_FOLDER && sha256sum *.so) > LOCK",
+            )
+            .with_data(json!({ "path": path })),
             // Every command refuses to start with this lock file; the plugins are still
             // checked, without it.
             None,
@@ -303,24 +296,15 @@ fn plugin_file(
         Err(e) => return fail(format!("cannot read it: {e}"), format!("chmod u+r {shown}")),
     };
     let hash = *staged.hash();
-    if let Some(list) = &trust.allowlist {
-        let allowed = match list.allows(&hash) {
-            Ok(allowed) => allowed,
-            Err(e) => return fail(format!("refused: {}", one_line(&e)), writers_fix(&e)),
+    if let Err(e) = trust.check_listed(&hash) {
+        let fix = match &e {
+            TrustError::NotListed { lock, .. } => format!(
+                "if you trust this build: sha256sum {shown} >> {}",
+                lock.display()
+            ),
+            other => writers_fix(other),
         };
-        if !allowed {
-            return fail(
-                format!(
-                    "refused: its SHA-256 {} is not in the lock file {}",
-                    hex(&hash),
-                    list.path().display()
-                ),
-                format!(
-                    "if you trust this build: sha256sum {shown} >> {}",
-                    list.path().display()
-                ),
-            );
-        }
+        return fail(format!("refused: {}", one_line(&e)), fix);
     }
     let config_json = |name: &str| config.plugin_config_json(name);
     let plugin = match LoadedPlugin::load_staged_with_config(file, staged, &config_json) {
@@ -418,7 +402,8 @@ fn load_fix(e: &LoadError) -> String {
     }
 }
 
-/// A loaded plugin's tools: names within the CLI's limits, descriptions, valid schemas.
+/// A loaded plugin's tools: no name twice, descriptions, valid schemas. (Name lengths were
+/// checked when it loaded: `Manifest::validate`.)
 fn tools(m: &Manifest) -> Check {
     let mut problems: Vec<(Status, String)> = Vec::new();
     if m.tools.is_empty() {
@@ -426,15 +411,6 @@ fn tools(m: &Manifest) -> Check {
     }
     let mut seen = HashMap::new();
     for t in &m.tools {
-        let qualified = format!("mcp__{}__{}", m.name, t.name);
-        if qualified.len() > CLI_MAX_NAME {
-            problems.push((
-                Status::Fail,
-                format!(
-                    "`{qualified}` is longer than the CLI's {CLI_MAX_NAME} characters: the CLI drops it"
-                ),
-            ));
-        }
         if seen.insert(t.name.as_str(), ()).is_some() {
             problems.push((
                 Status::Fail,

@@ -17,11 +17,14 @@ use std::{
 use tracing_subscriber::{layer::SubscriberExt, Layer};
 
 use super::{
-    process::{unhex, CHANNEL_FD, LIBRARY_FD},
+    process::{CHANNEL_FD, LIBRARY_FD},
     sandbox::Sandbox,
     wire::{self, FromWorker, LoadFailure, Restore, ResultWire, ToWorker},
 };
-use crate::plugin::{CallControl, CallResult, LoadError, LoadedPlugin, StateError};
+use crate::{
+    plugin::{CallControl, CallResult, LoadError, LoadedPlugin, StateError},
+    trust::parse_hex,
+};
 
 /// Arguments of the hidden `__worker` subcommand (set by the host, not by people).
 #[derive(Debug, Clone, clap::Args)]
@@ -43,10 +46,13 @@ struct Out(Arc<Mutex<UnixStream>>);
 
 impl Out {
     fn send(&self, frame: &FromWorker) {
-        let bytes = wire::encode(frame);
-        let w = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        self.send_bytes(&wire::encode(frame));
+    }
+
+    /// Sends a frame already encoded with [`wire::encode`].
+    fn send_bytes(&self, bytes: &[u8]) {
         // The host gone means we are about to be killed (parent death signal) or see EOF.
-        let _ = wire::send_all(&w, &bytes);
+        let _ = wire::send_locked(&self.0, bytes);
     }
 }
 
@@ -88,7 +94,7 @@ fn load(
     channel: &UnixStream,
     out: &Out,
 ) -> Result<Arc<LoadedPlugin>, (LoadFailure, String)> {
-    let hash = unhex(&args.hash).ok_or((LoadFailure::Other, "bad --hash".to_string()))?;
+    let hash = parse_hex(&args.hash).ok_or((LoadFailure::Other, "bad --hash".to_string()))?;
     let fd_path = PathBuf::from(format!("/proc/self/fd/{LIBRARY_FD}"));
     if let Some(spec) = &args.sandbox {
         let sandbox: Sandbox = serde_json::from_str(spec).map_err(|e| {
@@ -205,21 +211,21 @@ fn serve(plugin: Arc<LoadedPlugin>, channel: UnixStream, out: Out) {
                 pool.run(Box::new(move || {
                     let result = plugin.call(&tool, &args, &control);
                     calls.lock().unwrap().remove(&id);
-                    let mut frame = FromWorker::Result {
+                    let mut bytes = wire::encode(&FromWorker::Result {
                         id,
                         result: to_wire(result),
-                    };
-                    if wire::encode(&frame).len() > wire::MAX_FRAME {
-                        frame = FromWorker::Result {
+                    });
+                    if bytes.len() > wire::MAX_FRAME {
+                        bytes = wire::encode(&FromWorker::Result {
                             id,
                             result: to_wire(CallResult::error(format!(
                                 "tool `{tool}` returned a result over the worker channel's \
                                  {} MiB limit",
                                 wire::MAX_FRAME >> 20
                             ))),
-                        };
+                        });
                     }
-                    out.send(&frame);
+                    out.send_bytes(&bytes);
                 }));
             }
             ToWorker::Cancel { id } => {

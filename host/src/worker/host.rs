@@ -53,9 +53,7 @@ struct Proc {
 
 impl Proc {
     fn send(&self, frame: &ToWorker) -> bool {
-        let bytes = wire::encode(frame);
-        let w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        wire::send_all(&w, &bytes).is_ok()
+        wire::send_locked(&self.writer, &wire::encode(frame)).is_ok()
     }
 
     /// Registers a waiter; `None` if the worker already died.
@@ -182,7 +180,7 @@ impl WorkerPlugin {
         let shadow = staged.path().to_path_buf();
         // The descriptor keeps the bytes; the name is not needed any more.
         drop(staged);
-        let shared = Arc::new(Shared {
+        let mut shared = Shared {
             name: file_label(file),
             file: file.to_path_buf(),
             hash,
@@ -200,7 +198,7 @@ impl WorkerPlugin {
                 restarts: 0,
             }),
             next_id: AtomicU64::new(1),
-        });
+        };
         let (proc, manifest) = launch(&shared, None, &|name| {
             let given = plugin_config(name);
             shared
@@ -211,13 +209,8 @@ impl WorkerPlugin {
             given
         })?;
         // From now on logs and crash messages use the declared name.
-        let shared = match Arc::try_unwrap(shared) {
-            Ok(mut s) => {
-                s.name = manifest.name.clone();
-                Arc::new(s)
-            }
-            Err(s) => s,
-        };
+        shared.name = manifest.name.clone();
+        let shared = Arc::new(shared);
         let proc = proc.start_reader(&shared);
         shared.lock().proc = Some(proc);
         let config = shared
@@ -240,14 +233,6 @@ impl WorkerPlugin {
 
     pub fn name(&self) -> &str {
         &self.manifest.name
-    }
-
-    pub fn file(&self) -> &Path {
-        &self.shared.file
-    }
-
-    pub fn hash(&self) -> &[u8; 32] {
-        &self.shared.hash
     }
 
     /// The `config` the plugin was given at load (JSON object text), if any.
@@ -533,7 +518,7 @@ struct Started {
 /// Starts a worker and waits for its manifest. `expect_name`: the name it must declare (a
 /// restart of a known version).
 fn launch(
-    shared: &Arc<Shared>,
+    shared: &Shared,
     expect_name: Option<&str>,
     plugin_config: ConfigSource<'_>,
 ) -> Result<(Started, Manifest), LoadError> {

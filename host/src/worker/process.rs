@@ -14,6 +14,7 @@ use std::{
 };
 
 use super::WorkerConfig;
+use crate::trust::hex;
 
 /// The descriptor a worker finds the library on.
 pub(crate) const LIBRARY_FD: RawFd = 3;
@@ -152,21 +153,6 @@ pub(crate) fn spawn(
     })
 }
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-pub(crate) fn unhex(s: &str) -> Option<[u8; 32]> {
-    if s.len() != 64 || !s.is_ascii() {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(out)
-}
-
 /// `SIGSEGV`, `SIGABRT`, ... for the signals a crashing plugin dies of; `signal N` otherwise.
 pub(crate) fn signal_name(sig: i32) -> String {
     let name = match sig {
@@ -192,6 +178,7 @@ pub(crate) fn signal_name(sig: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trust::parse_hex as unhex;
 
     #[test]
     fn hashes_round_trip_through_hex() {

@@ -6,7 +6,11 @@
 //! inside frames (arguments, schemas, `structuredContent`) travel as JSON text, which both
 //! sides have at hand anyway.
 
-use std::io::{self, Read, Write};
+use std::{
+    io::{self, Read},
+    os::unix::net::UnixStream,
+    sync::Mutex,
+};
 
 use serde::{Deserialize, Serialize};
 
@@ -122,7 +126,7 @@ pub fn encode<T: Serialize>(frame: &T) -> Vec<u8> {
 /// Sends all of `bytes` on a socket without raising SIGPIPE when the peer is gone (the host may
 /// run with SIGPIPE's default action, which would kill it for a write to a dead worker): the
 /// write fails with `BrokenPipe` instead.
-pub fn send_all(socket: &std::os::unix::net::UnixStream, mut bytes: &[u8]) -> io::Result<()> {
+pub fn send_all(socket: &UnixStream, mut bytes: &[u8]) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     while !bytes.is_empty() {
         // SAFETY: `bytes` is a live slice of `bytes.len()` bytes and the descriptor belongs to
@@ -147,9 +151,11 @@ pub fn send_all(socket: &std::os::unix::net::UnixStream, mut bytes: &[u8]) -> io
     Ok(())
 }
 
-/// Writes one frame.
-pub fn write_frame<T: Serialize>(w: &mut impl Write, frame: &T) -> io::Result<()> {
-    w.write_all(&encode(frame))
+/// Sends encoded frame `bytes` on a socket shared by several writers: the lock keeps frames
+/// whole (a poisoned lock still guards a usable socket).
+pub fn send_locked(socket: &Mutex<UnixStream>, bytes: &[u8]) -> io::Result<()> {
+    let w = socket.lock().unwrap_or_else(|e| e.into_inner());
+    send_all(&w, bytes)
 }
 
 /// Reads one frame; `Ok(None)` at a clean end of stream (no partial frame).
@@ -208,7 +214,7 @@ mod tests {
         ];
         let mut stream = Vec::new();
         for f in &frames {
-            write_frame(&mut stream, f).unwrap();
+            stream.extend_from_slice(&encode(f));
         }
         let mut r = &stream[..];
         let mut buf = Vec::new();
