@@ -26,7 +26,8 @@ use super::{
     LoadError,
 };
 
-/// An open plugin library. Closing it (drop) really unmaps it unless the plugin pinned itself.
+/// An open plugin library. Closing it ([`Library::close`] or drop) really unmaps it unless the
+/// plugin pinned itself or a thread may still run its code.
 pub(crate) struct Library {
     lib: Option<libloading::Library>,
     shadow: PathBuf,
@@ -234,9 +235,18 @@ impl Library {
     }
 }
 
-impl Drop for Library {
-    fn drop(&mut self) {
-        let Some(lib) = self.lib.take() else { return };
+impl Library {
+    /// Closes the library, unless a thread may still run its code: then it stays mapped for
+    /// the life of the process and this returns `true`, so that the caller keeps whatever such
+    /// a thread can reach through the library (its log source) alive too.
+    pub(crate) fn close(mut self) -> bool {
+        self.close_now()
+    }
+
+    fn close_now(&mut self) -> bool {
+        let Some(lib) = self.lib.take() else {
+            return false;
+        };
         let runners = self.runners();
         if !runners.is_empty() {
             KEPT.fetch_add(1, Ordering::Relaxed);
@@ -253,7 +263,7 @@ impl Drop for Library {
             );
             // Never closed: the mapping (and the handle) live as long as the process.
             std::mem::forget(lib);
-            return;
+            return true;
         }
         if let Err(e) = lib.close() {
             tracing::warn!(shadow = ?self.shadow, "closing the plugin library failed: {e}");
@@ -267,6 +277,13 @@ impl Drop for Library {
                  not unload it; each reload of it keeps one more copy"
             );
         }
+        false
+    }
+}
+
+impl Drop for Library {
+    fn drop(&mut self) {
+        self.close_now();
     }
 }
 

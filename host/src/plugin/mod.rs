@@ -174,10 +174,12 @@ enum Backend {
 /// A library mapped into this process.
 struct InProcess {
     root: PluginRootRef,
-    // Dropped after `root` is last used (in `Drop`), and before `log_source`: the plugin may
-    // log while unloading.
+    // Closed after `root` is last used (in `Drop`), and before `log_source` is freed: the
+    // plugin may log while unloading.
     library: Option<Library>,
-    log_source: Box<LogSource>,
+    // What the plugin's `HostApi` points to. `None` once leaked along with a library that
+    // stays mapped for a thread still running its code (see `Drop`).
+    log_source: Option<Box<LogSource>>,
 }
 
 impl Drop for InProcess {
@@ -186,7 +188,12 @@ impl Drop for InProcess {
             unload();
         }
         // Closes the library; nothing from it is referenced after this point.
-        self.library.take();
+        let kept = self.library.take().is_some_and(Library::close);
+        if kept {
+            // A thread may still run the kept library's code and log through its `HostApi`:
+            // the log source lives as long as the process, like the library.
+            std::mem::forget(self.log_source.take());
+        }
     }
 }
 
@@ -283,13 +290,13 @@ impl LoadedPlugin {
             file: file.display().to_string(),
             name: OnceLock::new(),
         });
+        let host = host_api(&log_source);
         let plugin = InProcess {
             root,
             library: Some(library),
-            log_source,
+            log_source: Some(log_source),
         };
         // From here on, dropping `plugin` runs the plugin's `unload` and closes the library.
-        let host = host_api(&plugin.log_source);
         let lookup = LookupData { source: config };
         // Plugins built before `init_with_config` existed lack it: they get `init`.
         let with_config = plugin.root.init_with_config();
@@ -308,7 +315,9 @@ impl LoadedPlugin {
                 plugin: manifest.name,
             });
         }
-        let _ = plugin.log_source.name.set(manifest.name.clone());
+        if let Some(src) = &plugin.log_source {
+            let _ = src.name.set(manifest.name.clone());
+        }
         Ok(Arc::new(LoadedPlugin {
             manifest,
             file: file.to_path_buf(),
