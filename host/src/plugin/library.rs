@@ -287,28 +287,10 @@ impl Drop for Library {
     }
 }
 
-/// Whether a file is still mapped into this process (Linux; elsewhere we cannot tell).
+/// Whether a file is still mapped into this process (Linux; elsewhere we cannot tell, and
+/// the answer is `false`).
 pub fn still_mapped(path: &Path) -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        let Ok(maps) = fs::read_to_string("/proc/self/maps") else {
-            return false;
-        };
-        let needle = path.to_string_lossy();
-        maps.lines().any(|l| {
-            l.split_once('/')
-                .map(|(_, p)| {
-                    let p = format!("/{p}");
-                    p == *needle || p.strip_suffix(" (deleted)") == Some(&*needle)
-                })
-                .unwrap_or(false)
-        })
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = path;
-        false
-    }
+    super::threads::mapped_range(path).is_some()
 }
 
 #[cfg(test)]
