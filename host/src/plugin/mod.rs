@@ -22,7 +22,6 @@ pub use library::{kept_for_threads_count, pinned_count, still_mapped};
 pub use shadow::{
     current_uid, default_shadow_dir, digest, NotALibrary, ShadowError, Staged, MAX_PLUGIN_BYTES,
 };
-pub use threads::{mapped_range, runners, Runner};
 // The host-side data a plugin produces is defined by the protocol layer; re-exported here for
 // the code that loads plugins.
 pub use crate::model::{
@@ -201,16 +200,10 @@ impl LoadedPlugin {
     /// Loads the plugin at `file` through a private copy in `shadow_dir`.
     pub fn load(file: &Path, shadow_dir: &Path) -> Result<Arc<Self>, LoadError> {
         let staged = Staged::copy(file, shadow_dir)?;
-        Self::load_staged(file, staged)
-    }
-
-    /// Loads a plugin from its copy staged by [`Staged::copy`] (which hashed it on the way, so
-    /// a caller can skip unchanged files before loading).
-    pub fn load_staged(file: &Path, staged: Staged) -> Result<Arc<Self>, LoadError> {
         Self::load_staged_with_config(file, staged, &|_| None)
     }
 
-    /// The first half of [`LoadedPlugin::load_staged`]: checks and maps the copy, without
+    /// The first half of [`LoadedPlugin::load_staged_with_config`]: checks and maps the copy, without
     /// running any plugin code beyond the system loader's. [`Opening::init`] runs the plugin's
     /// `init` (its `on_load`), which may take any time, so a caller can run it elsewhere.
     pub fn open_staged(file: &Path, staged: Staged) -> Result<Opening, LoadError> {
@@ -222,8 +215,9 @@ impl LoadedPlugin {
         })
     }
 
-    /// [`LoadedPlugin::load_staged`], handing the plugin the `config` that `config` gives for
-    /// the name it declares.
+    /// Loads a plugin from its copy staged by [`Staged::copy`] (which hashed it on the way, so
+    /// a caller can skip unchanged files before loading), handing the plugin the `config` that
+    /// `config` gives for the name it declares.
     pub fn load_staged_with_config(
         file: &Path,
         staged: Staged,
