@@ -95,10 +95,14 @@ impl Library {
     }
 
     fn dlopen(shadow: &Path) -> Result<libloading::Library, LoadError> {
-        // SAFETY: loading a library runs its initializers. That is the point of a plugin host:
-        // the user put this file in the plugin folder (which `trust` checks), and Rust cdylibs
-        // have no initializers beyond the C runtime's. RTLD_NOW makes a library with unresolved
-        // symbols fail here rather than crash later; RTLD_LOCAL keeps its symbols to itself.
+        // SAFETY: loading a library runs its initializers: the C runtime's, and whatever std and
+        // the plugin's dependencies register in `.init_array`, all arbitrary code with the
+        // host's rights. Running code the user chose is the point of a plugin host, and the
+        // host's loaders (the registry, `doctor`, and a worker handed bytes the host checked)
+        // open only files `trust` found the user chose: the bytes staged belong to them (or
+        // root), no one else can write them, and their hash is in the lock file if there is one.
+        // RTLD_NOW makes a library with unresolved symbols fail here rather than crash later;
+        // RTLD_LOCAL keeps its symbols to itself.
         let opened = unsafe {
             #[cfg(unix)]
             {
