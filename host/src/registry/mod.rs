@@ -939,9 +939,10 @@ impl Registry {
         });
     }
 
-    /// Whether the lock file changed since `seen` (a generation from an earlier call, 0 at
-    /// first). When it did, failures are forgotten as "already reported" so the same bytes
-    /// are judged again, and the caller should look at every file.
+    /// The lock file's generation (0 without one): it changes each time the lock file is read
+    /// again because it changed. A caller that sees it change should forget the hashes it
+    /// reported as failed (`forget_reported_hashes`), so the same bytes are judged again, and
+    /// look at every file.
     fn lock_generation(&self) -> u64 {
         let Some(list) = &self.config.trust.allowlist else {
             return 0;
