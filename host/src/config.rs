@@ -296,13 +296,6 @@ impl Config {
         let config = self.plugin(name)?.config.as_ref()?;
         Some(Value::Object(config.clone()).to_string())
     }
-
-    /// `(plugin, timeout)` for every plugin whose table sets `timeout`.
-    pub fn timeouts(&self) -> impl Iterator<Item = (&str, Duration)> {
-        self.plugins
-            .iter()
-            .filter_map(|(name, s)| Some((name.as_str(), s.timeout?)))
-    }
 }
 
 /// The configuration a running host serves with: read at start, re-read when its file
@@ -496,13 +489,6 @@ timeout = 10
         assert_eq!(text.timeout, Some(Duration::from_secs(10)));
         assert_eq!(text.isolate, None);
         assert_eq!(c.plugin_config_json("text"), None);
-        assert_eq!(
-            c.timeouts().collect::<Vec<_>>(),
-            [
-                ("calc", Duration::from_millis(2500)),
-                ("text", Duration::from_secs(10))
-            ]
-        );
         assert!(parse("").unwrap().plugins.is_empty());
     }
 

@@ -307,14 +307,6 @@ impl Trust {
         check_writers(path)
     }
 
-    /// Checks a plugin file about to be loaded: its writers, then the allowlist. Stats the
-    /// path, so the answer may not hold for a later open: loaders use
-    /// [`Trust::check_opened`] with the metadata of the descriptor they read.
-    pub fn check_file(&self, file: &Path, digest: &[u8; 32]) -> Result<(), TrustError> {
-        self.check_writers(file)?;
-        self.check_listed(digest)
-    }
-
     /// Checks a plugin file whose bytes were read through a descriptor: `meta` is `fstat` of
     /// that descriptor (see [`crate::plugin::Staged::metadata`]), `file` only names it in errors.
     pub fn check_opened(
@@ -474,8 +466,12 @@ mod tests {
             allowlist: Some(Allowlist::load(&lock).unwrap()),
             allow_shared: false,
         };
-        assert!(trust.check_file(&file, &[1; 32]).is_ok());
-        let e = trust.check_file(&file, &[2; 32]).unwrap_err().to_string();
+        let meta = std::fs::metadata(&file).unwrap();
+        assert!(trust.check_opened(&file, &meta, &[1; 32]).is_ok());
+        let e = trust
+            .check_opened(&file, &meta, &[2; 32])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("is not in the lock file"), "{e}");
     }
 

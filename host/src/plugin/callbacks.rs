@@ -48,8 +48,10 @@ pub(crate) fn emit(lvl: u8, plugin: &str, call: Option<&str>, target: &str, mess
 
 extern "C" fn host_log(data: *const c_void, lvl: u8, target: RStr<'_>, message: RStr<'_>) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: `data` is the `LogSource` the host passed to `init`; the host keeps it alive
-        // until after the plugin's `unload` returned and the library is closed.
+        // SAFETY: `data` is the `LogSource` the host passed to `init` (boxed, so it does not
+        // move). The host frees it only after the plugin's `unload` returned and the library
+        // was closed, when none of its code can run any more; a library kept mapped because a
+        // thread may still run its code keeps its `LogSource` too (leaked with it).
         let src = unsafe { &*(data as *const LogSource) };
         emit(lvl, src.plugin(), None, target.as_str(), message.as_str());
     }));
@@ -57,7 +59,8 @@ extern "C" fn host_log(data: *const c_void, lvl: u8, target: RStr<'_>, message: 
 
 static HOST_VTABLE: &WithMetadata<HostVTable> = &WithMetadata::new(HostVTable { log: host_log });
 
-/// The [`HostApi`] handed to a plugin's `init`; `src` must outlive the loaded library.
+/// The [`HostApi`] handed to a plugin's `init`; `src` must outlive the loaded library (and
+/// stay where it is: box it).
 pub(crate) fn host_api(src: &LogSource) -> HostApi {
     HostApi {
         data: src as *const LogSource as *const c_void,
@@ -115,8 +118,9 @@ pub(crate) struct CallData<'a> {
 
 fn with_call(data: *const c_void, f: impl FnOnce(&CallData<'_>)) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: `data` points to the `CallData` on the stack of `LoadedPlugin::call`, which
-        // outlives the plugin's `call` entry that received it.
+        // SAFETY: `data` points to the `CallData` that `LoadedPlugin::call` or
+        // `LoadedPlugin::call_typed` built on its stack for this call, which outlives the
+        // plugin's `call` or `call_typed` entry that received it.
         f(unsafe { &*(data as *const CallData<'_>) })
     }));
 }

@@ -26,7 +26,8 @@ use super::{
     LoadError,
 };
 
-/// An open plugin library. Closing it (drop) really unmaps it unless the plugin pinned itself.
+/// An open plugin library. Closing it ([`Library::close`] or drop) really unmaps it unless the
+/// plugin pinned itself or a thread may still run its code.
 pub(crate) struct Library {
     lib: Option<libloading::Library>,
     shadow: PathBuf,
@@ -94,10 +95,14 @@ impl Library {
     }
 
     fn dlopen(shadow: &Path) -> Result<libloading::Library, LoadError> {
-        // SAFETY: loading a library runs its initializers. That is the point of a plugin host:
-        // the user put this file in the plugin folder (which `trust` checks), and Rust cdylibs
-        // have no initializers beyond the C runtime's. RTLD_NOW makes a library with unresolved
-        // symbols fail here rather than crash later; RTLD_LOCAL keeps its symbols to itself.
+        // SAFETY: loading a library runs its initializers: the C runtime's, and whatever std and
+        // the plugin's dependencies register in `.init_array`, all arbitrary code with the
+        // host's rights. Running code the user chose is the point of a plugin host, and the
+        // host's loaders (the registry, `doctor`, and a worker handed bytes the host checked)
+        // open only files `trust` found the user chose: the bytes staged belong to them (or
+        // root), no one else can write them, and their hash is in the lock file if there is one.
+        // RTLD_NOW makes a library with unresolved symbols fail here rather than crash later;
+        // RTLD_LOCAL keeps its symbols to itself.
         let opened = unsafe {
             #[cfg(unix)]
             {
@@ -234,9 +239,18 @@ impl Library {
     }
 }
 
-impl Drop for Library {
-    fn drop(&mut self) {
-        let Some(lib) = self.lib.take() else { return };
+impl Library {
+    /// Closes the library, unless a thread may still run its code: then it stays mapped for
+    /// the life of the process and this returns `true`, so that the caller keeps whatever such
+    /// a thread can reach through the library (its log source) alive too.
+    pub(crate) fn close(mut self) -> bool {
+        self.close_now()
+    }
+
+    fn close_now(&mut self) -> bool {
+        let Some(lib) = self.lib.take() else {
+            return false;
+        };
         let runners = self.runners();
         if !runners.is_empty() {
             KEPT.fetch_add(1, Ordering::Relaxed);
@@ -253,7 +267,7 @@ impl Drop for Library {
             );
             // Never closed: the mapping (and the handle) live as long as the process.
             std::mem::forget(lib);
-            return;
+            return true;
         }
         if let Err(e) = lib.close() {
             tracing::warn!(shadow = ?self.shadow, "closing the plugin library failed: {e}");
@@ -267,31 +281,20 @@ impl Drop for Library {
                  not unload it; each reload of it keeps one more copy"
             );
         }
+        false
     }
 }
 
-/// Whether a file is still mapped into this process (Linux; elsewhere we cannot tell).
+impl Drop for Library {
+    fn drop(&mut self) {
+        self.close_now();
+    }
+}
+
+/// Whether a file is still mapped into this process (Linux; elsewhere we cannot tell, and
+/// the answer is `false`).
 pub fn still_mapped(path: &Path) -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        let Ok(maps) = fs::read_to_string("/proc/self/maps") else {
-            return false;
-        };
-        let needle = path.to_string_lossy();
-        maps.lines().any(|l| {
-            l.split_once('/')
-                .map(|(_, p)| {
-                    let p = format!("/{p}");
-                    p == *needle || p.strip_suffix(" (deleted)") == Some(&*needle)
-                })
-                .unwrap_or(false)
-        })
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = path;
-        false
-    }
+    super::threads::mapped_range(path).is_some()
 }
 
 #[cfg(test)]

@@ -22,7 +22,6 @@ pub use library::{kept_for_threads_count, pinned_count, still_mapped};
 pub use shadow::{
     current_uid, default_shadow_dir, digest, NotALibrary, ShadowError, Staged, MAX_PLUGIN_BYTES,
 };
-pub use threads::{mapped_range, runners, Runner};
 // The host-side data a plugin produces is defined by the protocol layer; re-exported here for
 // the code that loads plugins.
 pub use crate::model::{
@@ -174,10 +173,12 @@ enum Backend {
 /// A library mapped into this process.
 struct InProcess {
     root: PluginRootRef,
-    // Dropped after `root` is last used (in `Drop`), and before `log_source`: the plugin may
-    // log while unloading.
+    // Closed after `root` is last used (in `Drop`), and before `log_source` is freed: the
+    // plugin may log while unloading.
     library: Option<Library>,
-    log_source: Box<LogSource>,
+    // What the plugin's `HostApi` points to. `None` once leaked along with a library that
+    // stays mapped for a thread still running its code (see `Drop`).
+    log_source: Option<Box<LogSource>>,
 }
 
 impl Drop for InProcess {
@@ -186,7 +187,12 @@ impl Drop for InProcess {
             unload();
         }
         // Closes the library; nothing from it is referenced after this point.
-        self.library.take();
+        let kept = self.library.take().is_some_and(Library::close);
+        if kept {
+            // A thread may still run the kept library's code and log through its `HostApi`:
+            // the log source lives as long as the process, like the library.
+            std::mem::forget(self.log_source.take());
+        }
     }
 }
 
@@ -194,16 +200,10 @@ impl LoadedPlugin {
     /// Loads the plugin at `file` through a private copy in `shadow_dir`.
     pub fn load(file: &Path, shadow_dir: &Path) -> Result<Arc<Self>, LoadError> {
         let staged = Staged::copy(file, shadow_dir)?;
-        Self::load_staged(file, staged)
-    }
-
-    /// Loads a plugin from its copy staged by [`Staged::copy`] (which hashed it on the way, so
-    /// a caller can skip unchanged files before loading).
-    pub fn load_staged(file: &Path, staged: Staged) -> Result<Arc<Self>, LoadError> {
         Self::load_staged_with_config(file, staged, &|_| None)
     }
 
-    /// The first half of [`LoadedPlugin::load_staged`]: checks and maps the copy, without
+    /// The first half of [`LoadedPlugin::load_staged_with_config`]: checks and maps the copy, without
     /// running any plugin code beyond the system loader's. [`Opening::init`] runs the plugin's
     /// `init` (its `on_load`), which may take any time, so a caller can run it elsewhere.
     pub fn open_staged(file: &Path, staged: Staged) -> Result<Opening, LoadError> {
@@ -215,8 +215,9 @@ impl LoadedPlugin {
         })
     }
 
-    /// [`LoadedPlugin::load_staged`], handing the plugin the `config` that `config` gives for
-    /// the name it declares.
+    /// Loads a plugin from its copy staged by [`Staged::copy`] (which hashed it on the way, so
+    /// a caller can skip unchanged files before loading), handing the plugin the `config` that
+    /// `config` gives for the name it declares.
     pub fn load_staged_with_config(
         file: &Path,
         staged: Staged,
@@ -283,13 +284,13 @@ impl LoadedPlugin {
             file: file.display().to_string(),
             name: OnceLock::new(),
         });
+        let host = host_api(&log_source);
         let plugin = InProcess {
             root,
             library: Some(library),
-            log_source,
+            log_source: Some(log_source),
         };
         // From here on, dropping `plugin` runs the plugin's `unload` and closes the library.
-        let host = host_api(&plugin.log_source);
         let lookup = LookupData { source: config };
         // Plugins built before `init_with_config` existed lack it: they get `init`.
         let with_config = plugin.root.init_with_config();
@@ -308,7 +309,9 @@ impl LoadedPlugin {
                 plugin: manifest.name,
             });
         }
-        let _ = plugin.log_source.name.set(manifest.name.clone());
+        if let Some(src) = &plugin.log_source {
+            let _ = src.name.set(manifest.name.clone());
+        }
         Ok(Arc::new(LoadedPlugin {
             manifest,
             file: file.to_path_buf(),

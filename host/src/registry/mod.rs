@@ -611,33 +611,6 @@ impl Registry {
         });
     }
 
-    /// Brings the registry in line with `file` as it is on disk now: load, replace, remove or
-    /// refuse, running the plugin's `init` on this thread. `rt` runs stateful hand-offs
-    /// (absent only where there are none).
-    #[cfg(test)]
-    fn apply(&self, file: &Path, rt: Option<&tokio::runtime::Runtime>) -> Outcome {
-        match self.prepare(file) {
-            Prepared::Settled(outcome) => outcome,
-            Prepared::Opened(opening, hash) => {
-                let settings = &self.config.settings;
-                let config = |name: &str| settings.plugin_config_json(name);
-                self.finish(file, hash, opening.init(&config), rt)
-            }
-            Prepared::ForWorker(job, hash) => {
-                let (staged, by_file) = *job;
-                let settings = &self.config.settings;
-                let config = |name: &str| settings.plugin_config_json(name);
-                let workers = self
-                    .config
-                    .workers
-                    .clone()
-                    .expect("only prepared with workers");
-                let loaded = LoadedPlugin::start_worker(file, staged, workers, by_file, &config);
-                self.finish(file, hash, loaded, rt)
-            }
-        }
-    }
-
     /// Installs (or reports) the result of a version's `init`.
     fn finish(
         &self,
@@ -966,9 +939,10 @@ impl Registry {
         });
     }
 
-    /// Whether the lock file changed since `seen` (a generation from an earlier call, 0 at
-    /// first). When it did, failures are forgotten as "already reported" so the same bytes
-    /// are judged again, and the caller should look at every file.
+    /// The lock file's generation (0 without one): it changes each time the lock file is read
+    /// again because it changed. A caller that sees it change should forget the hashes it
+    /// reported as failed (`forget_reported_hashes`), so the same bytes are judged again, and
+    /// look at every file.
     fn lock_generation(&self) -> u64 {
         let Some(list) = &self.config.trust.allowlist else {
             return 0;
@@ -1083,8 +1057,8 @@ mod tests {
             "the flipped-to file was checked instead of the one read: {failures:?}"
         );
         // The link now names the good file: that one is judged on its own bytes.
-        match reg.apply(&link, None) {
-            Outcome::Retry(e, _) => assert!(e.contains("incomplete"), "{e}"),
+        match reg.prepare(&link) {
+            Prepared::Settled(Outcome::Retry(e, _)) => assert!(e.contains("incomplete"), "{e}"),
             _ => panic!("expected the good file to pass the trust check"),
         }
     }

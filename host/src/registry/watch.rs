@@ -246,30 +246,26 @@ fn run(registry: Weak<Registry>, rx: mpsc::Receiver<Msg>, mut folder: Folder) {
             return;
         }
     };
-    let mut pending = {
+    // The registry is held only for this block: the loop upgrades it afresh each time round.
+    let (mut pending, load_timeout, mut loading, mut lock_seen) = {
         let Some(reg) = registry.upgrade() else {
             return;
         };
         let config = reg.config();
-        PendingFiles::new(Timing {
+        let pending = PendingFiles::new(Timing {
             debounce: config.debounce,
             stable_wait: config.stable_wait,
             retry_interval: config.retry_interval,
             give_up_after: config.give_up_after,
-        })
+        });
+        // Loads `open` did not wait for: finished here.
+        let loading = reg
+            .take_late()
+            .into_iter()
+            .map(|t| (t.file.clone(), t))
+            .collect::<HashMap<PathBuf, Ticket>>();
+        (pending, config.load_timeout, loading, reg.lock_generation())
     };
-    let (load_timeout, mut loading) = match registry.upgrade() {
-        Some(reg) => (
-            reg.config().load_timeout,
-            // Loads `open` did not wait for: finished here.
-            reg.take_late()
-                .into_iter()
-                .map(|t| (t.file.clone(), t))
-                .collect::<HashMap<PathBuf, Ticket>>(),
-        ),
-        None => return,
-    };
-    let mut lock_seen = registry.upgrade().map_or(0, |r| r.lock_generation());
     let mut next_tick = Instant::now() + TICK;
     loop {
         let due = [
