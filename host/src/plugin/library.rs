@@ -240,9 +240,10 @@ impl Library {
 }
 
 impl Library {
-    /// Closes the library, unless a thread may still run its code: then it stays mapped for
-    /// the life of the process and this returns `true`, so that the caller keeps whatever such
-    /// a thread can reach through the library (its log source) alive too.
+    /// Closes the library. Returns `true` when its code stays mapped for the life of the
+    /// process — a thread may still run it, or it pinned itself with thread-local destructors
+    /// that run when some thread exits — so that the caller keeps whatever that code can reach
+    /// through the library (its log source) alive too.
     pub(crate) fn close(mut self) -> bool {
         self.close_now()
     }
@@ -280,6 +281,7 @@ impl Library {
                  (a `thread_local!` with Drop, or its own tracing subscriber), so the system will \
                  not unload it; each reload of it keeps one more copy"
             );
+            return true;
         }
         false
     }

@@ -189,8 +189,9 @@ impl Drop for InProcess {
         // Closes the library; nothing from it is referenced after this point.
         let kept = self.library.take().is_some_and(Library::close);
         if kept {
-            // A thread may still run the kept library's code and log through its `HostApi`:
-            // the log source lives as long as the process, like the library.
+            // The library's code stays mapped (a thread still runs it, or thread-local
+            // destructors will) and may log through its `HostApi`: the log source lives as
+            // long as the process, like the library.
             std::mem::forget(self.log_source.take());
         }
     }
