@@ -39,7 +39,28 @@ pub(super) async fn run(
     args: Option<String>,
     control: Arc<CallControl>,
 ) -> Result<CallOutput, CallError> {
-    let Some(check) = Compiled::of(&lease).tool(tool) else {
+    let call = match check(&lease, tool, args)? {
+        Checked::Run(call) => call,
+        Checked::Answered(result) => return Ok(output(result)),
+    };
+    let plugin = lease.name().to_string();
+    let limit = router.timeout_for(&plugin);
+    let result = invoke(router, lease, &plugin, tool, call, control, limit).await;
+    Ok(bound(router, output(result), &plugin, tool))
+}
+
+/// What the host's checks made of a call.
+pub(super) enum Checked {
+    /// Run it.
+    Run(Call),
+    /// Answered without running the tool (its arguments do not match its schema).
+    Answered(CallResult),
+}
+
+/// Checks that `tool` exists in the version held by `lease` and, unless the plugin's own typed
+/// parse will, that the arguments match its schema.
+pub(super) fn check(lease: &Lease, tool: &str, args: Option<String>) -> Result<Checked, CallError> {
+    let Some(check) = Compiled::of(lease).tool(tool) else {
         return Err(CallError::UnknownTool {
             plugin: lease.name().to_string(),
             tool: tool.to_string(),
@@ -53,35 +74,41 @@ pub(super) async fn run(
         lease.has_call_typed() && check.parse_suffices() && args.trim_start().starts_with('{');
     if !typed {
         if let Err(problem) = check.check(tool, &args) {
-            return Ok(output(CallResult::error(problem)));
+            return Ok(Checked::Answered(CallResult::error(problem)));
         }
     }
-    let plugin = lease.name().to_string();
-    let limit = router.timeout_for(&plugin);
-    let call = Call {
+    Ok(Checked::Run(Call {
         tool: tool.to_string(),
         args,
         typed,
-    };
-    let result = invoke(router, lease, &plugin, tool, call, control, limit).await;
+    }))
+}
+
+/// `out`, or an error result in its place if it is over the size limit.
+pub(super) fn bound(router: &Router, out: CallOutput, plugin: &str, tool: &str) -> CallOutput {
     // Serialized once; its length is what the limit is about.
-    let out = output(result);
     let max = router.config.max_result_bytes;
-    if out.json.len() > max {
-        tracing::warn!(
-            plugin,
-            tool,
-            bytes = out.json.len(),
-            max,
-            "result over the size limit"
-        );
-        return Ok(output(CallResult::error(format!(
-            "tool `{tool}` returned {}, over the {} limit (raise it with --max-result-bytes)",
-            show_bytes(out.json.len()),
-            show_bytes(max)
-        ))));
+    if out.json.len() <= max {
+        return out;
     }
-    Ok(out)
+    tracing::warn!(
+        plugin,
+        tool,
+        bytes = out.json.len(),
+        max,
+        "result over the size limit"
+    );
+    output(CallResult::error(format!(
+        "tool `{tool}` returned {}, over the {} limit (raise it with --max-result-bytes)",
+        show_bytes(out.json.len()),
+        show_bytes(max)
+    )))
+}
+
+/// The result of a call whose tool did not return within `limit`.
+pub(super) fn timed_out(plugin: &str, tool: &str, limit: Duration) -> CallResult {
+    tracing::warn!(plugin, tool, "call timed out after {}", show(limit));
+    CallResult::error(format!("tool {tool} timed out after {}", show(limit)))
 }
 
 /// Runs the tool in the plugin, bounded by `limit`: the one place a plugin is invoked.
@@ -124,14 +151,13 @@ async fn invoke(
         )),
         Err(_) => {
             control.cancel();
-            tracing::warn!(plugin, tool, "call timed out after {}", show(limit));
-            CallResult::error(format!("tool {tool} timed out after {}", show(limit)))
+            timed_out(plugin, tool, limit)
         }
     }
 }
 
 /// A call on its way to a plugin.
-struct Call {
+pub(super) struct Call {
     tool: String,
     args: String,
     /// The host did not check the arguments: the plugin's typed parse is to do it.
@@ -139,11 +165,15 @@ struct Call {
 }
 
 impl Call {
+    pub(super) fn tool(&self) -> &str {
+        &self.tool
+    }
+
     /// Runs the tool on the calling thread (an executor thread). When the plugin's typed parse
     /// rejects the arguments, the host's schema check says what is wrong (every problem at
     /// once, as for any other tool); arguments it accepts go to the plugin's plain `call`,
     /// whose parse then names the problem.
-    fn run(&self, lease: &Lease, control: &CallControl) -> CallResult {
+    pub(super) fn run(&self, lease: &Lease, control: &CallControl) -> CallResult {
         let (tool, args) = (self.tool.as_str(), self.args.as_str());
         if self.typed {
             if let Some(result) = lease.call_typed(tool, args, control) {
@@ -158,7 +188,7 @@ impl Call {
     }
 }
 
-fn output(result: CallResult) -> CallOutput {
+pub(super) fn output(result: CallResult) -> CallOutput {
     let json = serde_json::to_string(&CallResultJson(&result)).expect("call results serialize");
     CallOutput { result, json }
 }

@@ -431,6 +431,27 @@ impl Registry {
         &self.config
     }
 
+    /// [`Registry::lease`] without waiting: `Some(None)` when no plugin is named `name`, `None`
+    /// when the lease would have to wait (a stateful plugin's state is being handed over).
+    pub fn try_lease(&self, name: &str) -> Option<Option<Lease>> {
+        let state = self.read();
+        let Some(slot) = state.slots.get(name) else {
+            return Some(None);
+        };
+        if !slot.plugin.manifest().stateful {
+            return Some(Some(Lease {
+                plugin: slot.plugin.clone(),
+                _gate: None,
+            }));
+        }
+        // Taken under the registry's lock, so the gate is the current version's.
+        let guard = slot.gate.clone().try_read_owned().ok()?;
+        Some(Some(Lease {
+            plugin: slot.plugin.clone(),
+            _gate: Some(guard),
+        }))
+    }
+
     /// The current version of plugin `name`, held until the lease is dropped. For a stateful
     /// plugin this waits while a new version is taking over its state.
     pub async fn lease(&self, name: &str) -> Option<Lease> {

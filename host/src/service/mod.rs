@@ -4,6 +4,7 @@
 //! and a handle to send requests and user turns.
 
 mod init;
+mod lane;
 mod limits;
 mod pending;
 mod reload;
@@ -20,7 +21,7 @@ use serde_json::{value::RawValue, Value};
 use tokio::{
     io::{AsyncBufRead, AsyncWrite},
     sync::{mpsc, OwnedSemaphorePermit, Semaphore},
-    task::{AbortHandle, JoinHandle},
+    task::AbortHandle,
 };
 
 /// At the end of a session, how long cancelled calls get to stop before the host abandons
@@ -28,12 +29,13 @@ use tokio::{
 pub(crate) const WIND_DOWN: std::time::Duration = std::time::Duration::from_millis(400);
 
 pub use init::{initialize_request, sdk_server_set, server_manifest};
+pub use lane::{LineSource, HERE_BUDGET};
 pub use limits::{CallLimits, SessionLimits};
 pub use pending::{ControlError, Pending};
 pub use reload::follow_registry;
 
 use crate::{
-    handler::{Dispatch, Notify, Router, Scope, Sink},
+    handler::{Dispatch, Here, HereCall, Notify, Router, Scope, Sink},
     model::{
         control_error, control_request, control_success, control_success_raw, mcp_message_request,
         rpc_notification, Incoming, IncomingRequest, NOTIFICATION_ACK,
@@ -136,58 +138,66 @@ pub struct Session {
     pub handle: SessionHandle,
     pub events: mpsc::UnboundedReceiver<Event>,
     writer: Writer,
-    reader: JoinHandle<()>,
     router: Arc<Router>,
 }
 
 impl Session {
     /// Starts serving the CLI on `input` (its stdout, as lines: see
-    /// [`read_lines`](crate::transport::read_lines)) and `output` (its stdin). MCP messages
-    /// are served from this moment on, before any `initialize` is sent.
-    pub fn start<R, W>(
-        input: LineReader<R>,
+    /// [`blocking_lines`](crate::transport::blocking_lines), or
+    /// [`read_lines`](crate::transport::read_lines) for an in-memory pipe) and `output` (its
+    /// stdin), every line written by the writer task. MCP messages are served from this
+    /// moment on, before any `initialize` is sent.
+    pub fn start<I, W>(
+        input: I,
         output: W,
         router: Arc<Router>,
         permissions: Option<PermissionHandler>,
-    ) -> Session
+    ) -> std::io::Result<Session>
     where
-        R: AsyncBufRead + Unpin + Send + 'static,
+        I: LineSource,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let (out, writer) = Writer::spawn(output);
+        Self::start_with(input, Writer::spawn(output), router, permissions)
+    }
+
+    /// [`Session::start`] with a writer of the caller's (for the CLI's stdin,
+    /// [`Writer::spawn_direct`]: replies are written by the thread that ran the call).
+    /// Fails only when the reader's threads cannot be started.
+    pub fn start_with<I: LineSource>(
+        input: I,
+        (out, writer): (LineSender, Writer),
+        router: Arc<Router>,
+        permissions: Option<PermissionHandler>,
+    ) -> std::io::Result<Session> {
         let pending = Arc::new(Pending::default());
         let handle = SessionHandle {
             out: out.clone(),
             pending: pending.clone(),
         };
         let (events_tx, events) = mpsc::unbounded_channel();
-        let reader = tokio::spawn(
-            Reader {
-                router: router.clone(),
-                out,
-                sink: Arc::new(handle.clone()),
-                pending,
-                permissions,
-                asking: Arc::new(Mutex::new(HashMap::new())),
-                events: events_tx,
-            }
-            .run(input),
-        );
-        Session {
+        let reader = Reader {
+            router: router.clone(),
+            out,
+            sink: Arc::new(handle.clone()),
+            pending,
+            permissions,
+            asking: Arc::new(Mutex::new(HashMap::new())),
+            events: events_tx,
+        };
+        lane::Lane::start(reader, Box::new(input))?;
+        Ok(Session {
             handle,
             events,
             writer,
-            reader,
             router,
-        }
+        })
     }
 
     /// Closes the CLI's stdin after what is queued, and stops serving. Calls still running
-    /// are cancelled.
+    /// are cancelled. (The reader threads end when the CLI's output does.)
     pub async fn close(self) {
         self.router.wind_down(WIND_DOWN).await;
         self.writer.close().await;
-        self.reader.abort();
     }
 }
 
@@ -215,6 +225,15 @@ impl Intake {
             out,
             slots: Arc::new(Semaphore::new(MAX_CALLS_IN_FLIGHT)),
         }
+    }
+
+    /// [`Intake::ready`] if it would not wait.
+    pub(crate) fn try_ready(&self) -> Option<Slot> {
+        if !self.out.is_ready() {
+            return None;
+        }
+        let permit = self.slots.clone().try_acquire_owned().ok()?;
+        Some(Slot { _permit: permit })
     }
 
     /// Waits until the next line may be read; the slot stands for its reply if it is a call.
@@ -306,19 +325,16 @@ struct Reader {
     events: mpsc::UnboundedSender<Event>,
 }
 
+/// What became of a line: handled, or a call for the reading thread to run.
+pub(super) enum Routed {
+    Done,
+    /// Run this call here, then answer control request `.0`; `.2` stands for its reply.
+    Here(String, HereCall, Slot),
+}
+
 impl Reader {
-    async fn run<R: AsyncBufRead + Unpin>(self, mut lines: LineReader<R>) {
-        let intake = Intake::new(self.out.clone());
-        loop {
-            let slot = intake.ready().await;
-            let Some(line) = next_message(&mut lines, "the CLI", |t| self.too_long(t)).await else {
-                break;
-            };
-            match parse_object::<Incoming>(&line) {
-                Ok(msg) => self.route(msg, &line, slot),
-                Err(e) => self.malformed(&line, e),
-            }
-        }
+    /// The CLI's output ended: nothing will answer our requests or withdraw questions.
+    fn input_ended(&self) {
         self.pending.close();
         for (_, a) in self.asking.lock().unwrap().drain() {
             a.abort();
@@ -326,10 +342,10 @@ impl Reader {
         let _ = self.events.send(Event::Closed);
     }
 
-    fn route(&self, msg: Incoming<'_>, line: &str, slot: Slot) {
+    fn route(&self, msg: Incoming<'_>, line: &str, slot: Slot) -> Routed {
         match msg.kind.as_ref() {
             "control_request" => match (msg.request_id, msg.request) {
-                (Some(id), Some(req)) => self.control_request(&id, req, slot),
+                (Some(id), Some(req)) => return self.control_request(&id, req, slot),
                 (Some(id), None) => {
                     self.out
                         .send(control_error(&id, "control_request without a request"));
@@ -369,9 +385,10 @@ impl Reader {
                 });
             }
         }
+        Routed::Done
     }
 
-    fn control_request(&self, id: &str, req: IncomingRequest<'_>, slot: Slot) {
+    fn control_request(&self, id: &str, req: IncomingRequest<'_>, slot: Slot) -> Routed {
         match req.subtype.as_ref() {
             "mcp_message" => {
                 let (Some(server), Some(message)) = (req.server_name, req.message) else {
@@ -379,7 +396,7 @@ impl Reader {
                         id,
                         "mcp_message needs server_name and message",
                     ));
-                    return;
+                    return Routed::Done;
                 };
                 match self
                     .router
@@ -391,15 +408,22 @@ impl Reader {
                     Dispatch::Handled => {
                         self.out.send(control_success_raw(id, NOTIFICATION_ACK));
                     }
-                    Dispatch::Call(call) => {
-                        let out = self.out.clone();
-                        let id = id.to_string();
-                        tokio::spawn(async move {
-                            let reply = call.await;
-                            out.send(control_success_raw(&id, &reply));
-                            drop(slot);
-                        });
-                    }
+                    Dispatch::Call(call) => match call.here() {
+                        Here::Run(call) => return Routed::Here(id.to_string(), call, slot),
+                        Here::Answered(reply) => {
+                            self.out.send(control_success_raw(id, &reply));
+                        }
+                        Here::Elsewhere(call) => {
+                            let out = self.out.clone();
+                            let id = id.to_string();
+                            let call = call.spawnable();
+                            tokio::spawn(async move {
+                                let reply = call.await;
+                                out.send(control_success_raw(&id, &reply));
+                                drop(slot);
+                            });
+                        }
+                    },
                 }
             }
             "can_use_tool" => self.ask(id, req),
@@ -410,6 +434,7 @@ impl Reader {
                 ));
             }
         }
+        Routed::Done
     }
 
     fn ask(&self, id: &str, req: IncomingRequest<'_>) {

@@ -73,6 +73,7 @@ pub async fn serve<R, W>(
             Dispatch::Handled => {}
             Dispatch::Call(call) => {
                 let out = out.clone();
+                let call = call.spawnable();
                 calls.spawn(async move {
                     out.send(call.await);
                     drop(slot);

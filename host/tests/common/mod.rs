@@ -110,7 +110,8 @@ pub fn session_over_pipes(
     let (cli, host) = tokio::io::duplex(pipe);
     let (host_in, host_out) = tokio::io::split(host);
     let lines = toolhost::transport::read_lines(host_in).max_line_bytes(max_line);
-    let session = toolhost::service::Session::start(lines, host_out, router, permissions);
+    let session = toolhost::service::Session::start(lines, host_out, router, permissions)
+        .expect("the session starts");
     let (cli_in, cli_out) = tokio::io::split(cli);
     (
         session,
