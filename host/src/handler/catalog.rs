@@ -6,7 +6,10 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, OnceLock, Weak},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, OnceLock, Weak,
+    },
 };
 
 use serde_json::Value;
@@ -157,6 +160,9 @@ pub struct ToolCheck {
     /// Whether the schema says nothing a typed parse would not enforce (see
     /// [`ToolCheck::parse_suffices`]).
     parse_suffices: bool,
+    /// A call of this tool outlived the budget of the thread that read it: its calls go to
+    /// the executor until one returns quickly there.
+    runs_long: AtomicBool,
 }
 
 impl ToolCheck {
@@ -165,6 +171,20 @@ impl ToolCheck {
             parse_suffices: parse_suffices(&t.input_schema),
             schema: t.input_schema.clone(),
             validator: OnceLock::new(),
+            runs_long: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether the tool's last call measured was a long one (see [`super::HERE_BUDGET`]).
+    pub fn runs_long(&self) -> bool {
+        self.runs_long.load(Ordering::Relaxed)
+    }
+
+    /// Records whether a call of the tool took long (a store only when it changes, so that
+    /// fast calls do not write to a line other threads read).
+    pub fn set_runs_long(&self, long: bool) {
+        if self.runs_long.load(Ordering::Relaxed) != long {
+            self.runs_long.store(long, Ordering::Relaxed);
         }
     }
 

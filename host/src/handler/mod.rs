@@ -46,6 +46,11 @@ pub const FLAT_SEPARATOR: &str = "__";
 /// Server name reported by [`Scope::All`].
 pub const ALL_SERVER_NAME: &str = "toolhost";
 
+/// How long a call may run on the thread that read it before another thread takes over
+/// reading (`service`'s reader threads), and what makes a tool one that "runs long": its
+/// calls then go to the executor until one returns within half of it.
+pub const HERE_BUDGET: Duration = Duration::from_millis(2);
+
 /// Default per-call timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -380,6 +385,7 @@ impl Router {
                 progress,
                 registered: None,
                 tool: None,
+                version: None,
             },
         })
     }
@@ -407,6 +413,8 @@ pub struct Ending {
     registered: Option<CallKey>,
     /// For a call run on its caller's thread: the tool (for messages) and its slot.
     tool: Option<(String, HereId)>,
+    /// For a call run on its caller's thread: the version running it.
+    version: Option<Arc<LoadedPlugin>>,
 }
 
 /// A call ready to run on the caller's thread; see [`StartedCall::here`].
@@ -443,36 +451,38 @@ impl StartedCall {
         let Some(server) = ending.server.take() else {
             return Here::Elsewhere(StartedCall { name, args, ending });
         };
-        let Some(ticket) = router.executor.try_here(&server) else {
-            ending.server = Some(server);
-            return Here::Elsewhere(StartedCall { name, args, ending });
-        };
         let lease = match router.registry.try_lease(&server) {
             Some(Some(lease)) => lease,
             Some(None) => {
-                router.executor.here_done(ticket, &server);
                 let e = CallError::UnknownServer(server.clone());
                 ending.server = Some(server);
                 return Here::Answered(ending.finish_output(Err(e)));
             }
             None => {
-                router.executor.here_done(ticket, &server);
                 ending.server = Some(server);
                 return Here::Elsewhere(StartedCall { name, args, ending });
             }
         };
         ending.server = Some(server);
-        match call::check(&lease, &name, args) {
-            Err(e) => {
-                router.executor.here_done(ticket, lease.name());
-                Here::Answered(ending.finish_output(Err(e)))
-            }
-            Ok(Checked::Answered(result)) => {
+        let compiled = Compiled::of(&lease);
+        let check = match call::tool_check(&lease, &compiled, &name) {
+            Ok(check) => check,
+            Err(e) => return Here::Answered(ending.finish_output(Err(e))),
+        };
+        if check.runs_long() {
+            return Here::Elsewhere(StartedCall { name, args, ending });
+        }
+        let Some(ticket) = router.executor.try_here(lease.name()) else {
+            return Here::Elsewhere(StartedCall { name, args, ending });
+        };
+        match call::check_with(&lease, check, &name, args) {
+            Checked::Answered(result) => {
                 router.executor.here_done(ticket, lease.name());
                 Here::Answered(ending.finish_output(Ok(call::output(result))))
             }
-            Ok(Checked::Run(call)) => {
+            Checked::Run(call) => {
                 ending.tool = Some((name, ticket.id()));
+                ending.version = Some(lease.version().clone());
                 Here::Run(HereCall {
                     run: HereRun {
                         router,
@@ -578,11 +588,15 @@ impl Ending {
 
     /// The call outlived its caller's budget and another thread reads the input now:
     /// cancellations of the call can arrive, and the call is named among the running ones.
+    /// Its tool counts as one that runs long from now on.
     pub fn escalate(&mut self) {
         if let Some((tool, here)) = &self.tool {
             let plugin = self.server.as_deref().unwrap_or("?");
             let label = format!("call {} of {plugin}.{tool}", self.control.label());
             self.router.executor.label_here(*here, label);
+            if let Some(check) = self.version.as_ref().and_then(|v| Compiled::of(v).tool(tool)) {
+                check.set_runs_long(true);
+            }
         }
         self.register();
     }

@@ -155,6 +155,13 @@ pub struct Lease {
     _gate: Option<OwnedRwLockReadGuard<()>>,
 }
 
+impl Lease {
+    /// The version leased, to keep it (not its state's gate) beyond the lease.
+    pub fn version(&self) -> &Arc<LoadedPlugin> {
+        &self.plugin
+    }
+}
+
 impl Deref for Lease {
     type Target = LoadedPlugin;
     fn deref(&self) -> &LoadedPlugin {

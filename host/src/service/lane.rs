@@ -6,7 +6,9 @@
 //! call outlive [`HERE_BUDGET`] and promotes a new thread to read (leader/follower): the
 //! input is read again within about two budgets, the call is registered for cancellation
 //! then, and the watchdog answers its timeout if the tool never returns. The thread ends
-//! when its tool returns, if another one reads by then.
+//! when its tool returns, if another one reads by then. A tool whose call outlived the budget
+//! runs on the executor from then on, until one of its calls is quick again there: a batch
+//! of slow calls is not started one budget after the other.
 //!
 //! Lines are handled in the order they were read: everything up to the start of a tool
 //! (routing, the lease, the argument check) happens while the thread still holds the input.
@@ -23,13 +25,10 @@ use tokio::runtime::Handle;
 
 use super::{parse_object, Intake, Reader, Routed, Slot};
 use crate::{
-    handler::Ending,
+    handler::{Ending, HERE_BUDGET},
     model::{control_success_raw, Incoming},
     transport::{BlockingLines, LineReader, ReadError, TooLong},
 };
-
-/// How long a call runs on the thread that read it before another thread takes over reading.
-pub const HERE_BUDGET: Duration = Duration::from_millis(2);
 
 /// After the last call started, how long the watchdog keeps checking every budget instead of
 /// sleeping until woken (waking it costs the next call a system call).

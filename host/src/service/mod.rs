@@ -29,7 +29,7 @@ use tokio::{
 pub(crate) const WIND_DOWN: std::time::Duration = std::time::Duration::from_millis(400);
 
 pub use init::{initialize_request, sdk_server_set, server_manifest};
-pub use lane::{LineSource, HERE_BUDGET};
+pub use lane::LineSource;
 pub use limits::{CallLimits, SessionLimits};
 pub use pending::{ControlError, Pending};
 pub use reload::follow_registry;
