@@ -14,7 +14,7 @@ use std::{
 };
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncWriteExt, BufReader, DuplexStream, Lines, WriteHalf};
+use tokio::io::AsyncWriteExt;
 use toolhost::{
     chat::{permission_response, Decision},
     handler::{Router, RouterConfig},
@@ -26,8 +26,8 @@ const GUARD: Duration = Duration::from_secs(60);
 
 /// The CLI's side of the pipes.
 struct FakeCli {
-    to_host: WriteHalf<DuplexStream>,
-    from_host: Lines<BufReader<tokio::io::ReadHalf<DuplexStream>>>,
+    to_host: common::CliEnd0,
+    from_host: common::CliEnd1,
     /// Lines read while looking for another one.
     held: VecDeque<Value>,
     session: Option<Session>,
@@ -538,7 +538,10 @@ async fn cli_output_closing_fails_pending_requests() {
     let handle = cli.session.as_ref().unwrap().handle.clone();
     let pending = tokio::spawn(handle.request(&json!({"subtype":"mcp_status"})));
     let _ = cli.next_line().await;
-    cli.to_host.shutdown().await.unwrap();
+    // Closing the write end of the pipe (a pipe has no half-close: drop the descriptor).
+    let (_unused, other) = std::io::pipe().unwrap();
+    let other = tokio::net::unix::pipe::Sender::from_owned_fd(other.into()).unwrap();
+    drop(std::mem::replace(&mut cli.to_host, other));
     let err = pending.await.unwrap().unwrap_err();
     assert!(matches!(err, toolhost::service::ControlError::Closed));
     let session = cli.session.as_mut().unwrap();

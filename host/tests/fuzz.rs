@@ -20,7 +20,7 @@ use std::{
 
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
-use tokio::io::{AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf};
+use tokio::io::AsyncWriteExt;
 use toolhost::{
     handler::RouterConfig,
     model::{CallParams, CancelledParams, Incoming, InitializeParams, JsonRpc},
@@ -387,8 +387,8 @@ struct Harness {
 }
 
 struct Cli {
-    to_host: tokio::io::WriteHalf<DuplexStream>,
-    from_host: Lines<BufReader<ReadHalf<DuplexStream>>>,
+    to_host: common::CliEnd0,
+    from_host: common::CliEnd1,
     _session: Session,
     _dirs: (tempfile::TempDir, tempfile::TempDir),
 }

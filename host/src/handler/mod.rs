@@ -594,7 +594,11 @@ impl Ending {
             let plugin = self.server.as_deref().unwrap_or("?");
             let label = format!("call {} of {plugin}.{tool}", self.control.label());
             self.router.executor.label_here(*here, label);
-            if let Some(check) = self.version.as_ref().and_then(|v| Compiled::of(v).tool(tool)) {
+            if let Some(check) = self
+                .version
+                .as_ref()
+                .and_then(|v| Compiled::of(v).tool(tool))
+            {
                 check.set_runs_long(true);
             }
         }
