@@ -463,4 +463,52 @@ mod tests {
         assert_eq!(text, expected);
         assert!(*writes < 10, "{writes} writes for 1000 queued lines");
     }
+
+    /// Lines sent while the pipe is full go to the writer task, the rest of a line written in
+    /// part too: the reader sees every line whole, in the order sent, and nothing written
+    /// around the queue.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn direct_writes_keep_lines_whole_and_in_order() {
+        use std::os::fd::OwnedFd;
+        use tokio::{io::AsyncBufReadExt, net::unix::pipe};
+        let (r, w) = std::io::pipe().unwrap();
+        let w = pipe::Sender::from_owned_fd(OwnedFd::from(w)).unwrap();
+        let (tx, writer) = Writer::spawn_direct(w);
+        assert!(tx.shared.lock().direct.is_some(), "a non-blocking pipe");
+        // 64 kB lines against a 64 kB pipe that nobody reads yet: most sends find it full.
+        let lines: Vec<String> = (0..200)
+            .map(|i| format!("{i:03}{}", "x".repeat(64_000 + i)))
+            .collect();
+        let sending = {
+            let (tx, lines) = (tx.clone(), lines.clone());
+            std::thread::spawn(move || {
+                for line in lines {
+                    assert!(tx.send(line));
+                }
+            })
+        };
+        let r = pipe::Receiver::from_owned_fd(OwnedFd::from(r)).unwrap();
+        let mut got = tokio::io::BufReader::new(r).lines();
+        for want in &lines {
+            let line = got.next_line().await.unwrap().expect("a line");
+            assert_eq!(line.len(), want.len(), "line {}", &want[..3]);
+            assert!(line == *want, "line {} differs", &want[..3]);
+        }
+        sending.join().unwrap();
+        drop(tx);
+        writer.close().await;
+        assert_eq!(got.next_line().await.unwrap(), None);
+    }
+
+    /// A blocking descriptor (a terminal, our own stdout) is never written directly: a sender
+    /// could block on it.
+    #[tokio::test]
+    async fn a_blocking_output_is_not_written_directly() {
+        let (_r, w) = std::io::pipe().unwrap();
+        let w = tokio::fs::File::from_std(std::fs::File::from(std::os::fd::OwnedFd::from(w)));
+        let (tx, writer) = Writer::spawn_direct(w);
+        assert!(tx.shared.lock().direct.is_none());
+        drop(tx);
+        drop(writer);
+    }
 }
