@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 use toolhost::{
     chat::{permission_response, Decision},
-    handler::{Router, RouterConfig},
+    handler::{Compiled, Router, RouterConfig, HERE_BUDGET},
     service::{initialize_request, PermissionHandler, Session},
     transport::DEFAULT_MAX_LINE_BYTES,
 };
@@ -367,6 +367,43 @@ async fn slow_call_does_not_delay_a_fast_one() {
     assert_eq!(slow["result"]["isError"], true);
 }
 
+/// A call runs on the thread that read it; a tool whose call outlived that thread's budget
+/// runs on the executor from then on (a batch of its calls then starts at once, not one
+/// budget after the other), until one of its calls is quick again there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_tool_that_ran_long_leaves_the_reading_thread_until_quick_again() {
+    let mut cli = FakeCli::start(&["faulty"], RouterConfig::default(), None);
+    let plugin = cli
+        .router
+        .registry()
+        .get("faulty")
+        .expect("faulty is loaded");
+    let runs_long = || {
+        Compiled::of(&plugin)
+            .tool("slow")
+            .expect("faulty has slow")
+            .runs_long()
+    };
+    assert!(!runs_long());
+    let quick = cli
+        .mcp("q1", "faulty", call(1, "slow", json!({"ms":0})))
+        .await;
+    assert_eq!(text_of(&quick), "slept 0 ms");
+    assert!(!runs_long(), "a quick call leaves it on the reading thread");
+    let long = HERE_BUDGET * 50;
+    let ms = long.as_millis() as u64;
+    let slow = cli
+        .mcp("s1", "faulty", call(2, "slow", json!({ "ms": ms })))
+        .await;
+    assert_eq!(text_of(&slow), format!("slept {ms} ms"));
+    assert!(runs_long(), "a call of {ms} ms outlived the budget");
+    let quick = cli
+        .mcp("q2", "faulty", call(3, "slow", json!({"ms":0})))
+        .await;
+    assert_eq!(text_of(&quick), "slept 0 ms");
+    assert!(!runs_long(), "quick again on the executor");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cancelled_notification_reaches_the_plugin() {
     let mut cli = FakeCli::start(&["faulty"], RouterConfig::default(), None);
@@ -539,8 +576,8 @@ async fn cli_output_closing_fails_pending_requests() {
     let pending = tokio::spawn(handle.request(&json!({"subtype":"mcp_status"})));
     let _ = cli.next_line().await;
     // Closing the write end of the pipe (a pipe has no half-close: drop the descriptor).
-    let (_unused, other) = std::io::pipe().unwrap();
-    let other = tokio::net::unix::pipe::Sender::from_owned_fd(other.into()).unwrap();
+    let (_unused, other) = common::os_pipe();
+    let other = tokio::net::unix::pipe::Sender::from_owned_fd(other).unwrap();
     drop(std::mem::replace(&mut cli.to_host, other));
     let err = pending.await.unwrap().unwrap_err();
     assert!(matches!(err, toolhost::service::ControlError::Closed));

@@ -61,7 +61,7 @@ pub(super) enum Checked {
 /// parse will, that the arguments match its schema.
 pub(super) fn check(lease: &Lease, tool: &str, args: Option<String>) -> Result<Checked, CallError> {
     let compiled = Compiled::of(lease);
-    let check = tool_check(lease, &compiled, tool)?;
+    let check = tool_check(lease, compiled, tool)?;
     Ok(check_with(lease, check, tool, args))
 }
 

@@ -465,7 +465,7 @@ impl StartedCall {
         };
         ending.server = Some(server);
         let compiled = Compiled::of(&lease);
-        let check = match call::tool_check(&lease, &compiled, &name) {
+        let check = match call::tool_check(&lease, compiled, &name) {
             Ok(check) => check,
             Err(e) => return Here::Answered(ending.finish_output(Err(e))),
         };

@@ -326,6 +326,8 @@ struct Reader {
 }
 
 /// What became of a line: handled, or a call for the reading thread to run.
+// Moved once per call, on the stack: boxing the large variant would cost an allocation.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Routed {
     Done,
     /// Run this call here, then answer control request `.0`; `.2` stands for its reply.

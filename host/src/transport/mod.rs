@@ -464,15 +464,28 @@ mod tests {
         assert!(*writes < 10, "{writes} writes for 1000 queued lines");
     }
 
+    fn os_pipe() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+        use std::os::fd::FromRawFd;
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 writes two new descriptors into `fds`, which we own from then on.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        // SAFETY: both descriptors are open and owned by nothing else.
+        unsafe {
+            (
+                std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+                std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+            )
+        }
+    }
+
     /// Lines sent while the pipe is full go to the writer task, the rest of a line written in
     /// part too: the reader sees every line whole, in the order sent, and nothing written
     /// around the queue.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn direct_writes_keep_lines_whole_and_in_order() {
-        use std::os::fd::OwnedFd;
         use tokio::{io::AsyncBufReadExt, net::unix::pipe};
-        let (r, w) = std::io::pipe().unwrap();
-        let w = pipe::Sender::from_owned_fd(OwnedFd::from(w)).unwrap();
+        let (r, w) = os_pipe();
+        let w = pipe::Sender::from_owned_fd(w).unwrap();
         let (tx, writer) = Writer::spawn_direct(w);
         assert!(tx.shared.lock().direct.is_some(), "a non-blocking pipe");
         // 64 kB lines against a 64 kB pipe that nobody reads yet: most sends find it full.
@@ -487,7 +500,7 @@ mod tests {
                 }
             })
         };
-        let r = pipe::Receiver::from_owned_fd(OwnedFd::from(r)).unwrap();
+        let r = pipe::Receiver::from_owned_fd(r).unwrap();
         let mut got = tokio::io::BufReader::new(r).lines();
         for want in &lines {
             let line = got.next_line().await.unwrap().expect("a line");
@@ -504,8 +517,8 @@ mod tests {
     /// could block on it.
     #[tokio::test]
     async fn a_blocking_output_is_not_written_directly() {
-        let (_r, w) = std::io::pipe().unwrap();
-        let w = tokio::fs::File::from_std(std::fs::File::from(std::os::fd::OwnedFd::from(w)));
+        let (_r, w) = os_pipe();
+        let w = tokio::fs::File::from_std(std::fs::File::from(w));
         let (tx, writer) = Writer::spawn_direct(w);
         assert!(tx.shared.lock().direct.is_none());
         drop(tx);
