@@ -338,17 +338,37 @@ fn arb_line() -> BoxedStrategy<Vec<u8>> {
 // Parser: never panics
 
 fn parse_everything(s: &str) {
+    agree(s, Incoming::parse, serde_json::from_str::<Incoming>);
+    agree(s, JsonRpc::parse, serde_json::from_str::<JsonRpc>);
     if let Ok(m) = serde_json::from_str::<Incoming>(s) {
         if let Some(msg) = m.request.and_then(|r| r.message) {
             let _ = msg.is_notification();
             if let Some(p) = msg.params {
-                let _ = serde_json::from_str::<CallParams>(p.get());
+                agree(
+                    p.get(),
+                    CallParams::parse,
+                    serde_json::from_str::<CallParams>,
+                );
                 let _ = serde_json::from_str::<CancelledParams>(p.get());
                 let _ = serde_json::from_str::<InitializeParams>(p.get());
             }
         }
     }
     let _ = serde_json::from_str::<JsonRpc>(s);
+}
+
+/// The one-pass parse of the model gives what serde_json gives: the same value (borrowed the
+/// same way) or the same error.
+fn agree<'a, T: std::fmt::Debug>(
+    s: &'a str,
+    ours: fn(&'a str) -> Result<T, serde_json::Error>,
+    serde: fn(&'a str) -> Result<T, serde_json::Error>,
+) {
+    let show = |r: Result<T, serde_json::Error>| match r {
+        Ok(v) => format!("{v:?}"),
+        Err(e) => format!("error: {e}"),
+    };
+    assert_eq!(show(ours(s)), show(serde(s)), "parsing {s}");
 }
 
 proptest! {

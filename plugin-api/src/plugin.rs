@@ -226,7 +226,19 @@ struct Runtime {
 // when it is closed.
 static RUNTIME: RwLock<Option<Arc<Runtime>>> = RwLock::new(None);
 
+/// Up to this many tools, a tool is found by comparing names (cheaper than hashing the name).
+const SCAN_TOOLS: usize = 16;
+
 impl Runtime {
+    /// The index of tool `name`.
+    fn find(&self, name: &str) -> Option<usize> {
+        if self.tools.len() <= SCAN_TOOLS {
+            self.tools.iter().position(|t| t.name == name)
+        } else {
+            self.by_name.get(name).copied()
+        }
+    }
+
     fn declared_state(&self) -> Option<Declared> {
         let value = self
             .state
@@ -392,7 +404,7 @@ fn run_tool<R: From<ToolResult>>(
         let Some(rt) = runtime() else {
             return ToolResult::error("the plugin is not initialized").into();
         };
-        let Some(&i) = rt.by_name.get(tool) else {
+        let Some(i) = rt.find(tool) else {
             return ToolResult::error(format!("unknown tool `{tool}`")).into();
         };
         let state = rt.declared_state();

@@ -6,7 +6,11 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::JsonRpc;
+use super::{
+    scan::{once, Scan},
+    tool::{push_string, string_len},
+    JsonRpc,
+};
 
 /// One line from the CLI, parsed once. Only the fields the host routes on are read; the rest
 /// stays in the line.
@@ -23,6 +27,38 @@ pub struct Incoming<'a> {
     /// Set on `control_response`.
     #[serde(default, borrow)]
     pub response: Option<ControlResponse<'a>>,
+}
+
+impl<'a> Incoming<'a> {
+    /// Parses one line: what `serde_json::from_str::<Incoming>` gives, the same value or the
+    /// same error. The lines the CLI sends are read in one borrowing pass; anything unusual
+    /// (escapes in the strings the host reads, duplicate fields, invalid JSON) goes through
+    /// serde_json.
+    pub fn parse(line: &'a str) -> Result<Self, serde_json::Error> {
+        match Self::scan(line) {
+            Some(m) => Ok(m),
+            None => serde_json::from_str(line),
+        }
+    }
+
+    fn scan(line: &'a str) -> Option<Self> {
+        let mut s = Scan::new(line);
+        let (mut kind, mut request_id, mut request, mut response) = (None, None, None, None);
+        s.object(|s, key| match key {
+            "type" => once(&mut kind, s.str()?),
+            "request_id" => once(&mut request_id, s.opt(Scan::str)?),
+            "request" => once(&mut request, s.opt(IncomingRequest::scan)?),
+            "response" => once(&mut response, s.opt(ControlResponse::scan)?),
+            _ => s.value().map(drop),
+        })?;
+        s.end()?;
+        Some(Incoming {
+            kind: Cow::Borrowed(kind?),
+            request_id: request_id.flatten().map(Cow::Borrowed),
+            request: request.flatten(),
+            response: response.flatten(),
+        })
+    }
 }
 
 /// The `request` of a CLI→host `control_request`.
@@ -48,6 +84,33 @@ pub struct IncomingRequest<'a> {
     pub tool_use_id: Option<Cow<'a, str>>,
 }
 
+impl<'a> IncomingRequest<'a> {
+    fn scan(s: &mut Scan<'a>) -> Option<Self> {
+        let mut subtype = None;
+        let (mut server_name, mut message, mut tool_name) = (None, None, None);
+        let (mut input, mut display_name, mut tool_use_id) = (None, None, None);
+        s.object(|s, key| match key {
+            "subtype" => once(&mut subtype, s.str()?),
+            "server_name" => once(&mut server_name, s.opt(Scan::str)?),
+            "message" => once(&mut message, s.opt(JsonRpc::scan)?),
+            "tool_name" => once(&mut tool_name, s.opt(Scan::str)?),
+            "input" => once(&mut input, s.opt(Scan::raw)?),
+            "display_name" => once(&mut display_name, s.opt(Scan::str)?),
+            "tool_use_id" => once(&mut tool_use_id, s.opt(Scan::str)?),
+            _ => s.value().map(drop),
+        })?;
+        Some(IncomingRequest {
+            subtype: Cow::Borrowed(subtype?),
+            server_name: server_name.flatten().map(Cow::Borrowed),
+            message: message.flatten(),
+            tool_name: tool_name.flatten().map(Cow::Borrowed),
+            input: input.flatten(),
+            display_name: display_name.flatten().map(Cow::Borrowed),
+            tool_use_id: tool_use_id.flatten().map(Cow::Borrowed),
+        })
+    }
+}
+
 /// The `response` of a `control_response`.
 #[derive(Debug, Deserialize)]
 pub struct ControlResponse<'a> {
@@ -59,6 +122,25 @@ pub struct ControlResponse<'a> {
     pub response: Option<&'a RawValue>,
     #[serde(default, borrow)]
     pub error: Option<Cow<'a, str>>,
+}
+
+impl<'a> ControlResponse<'a> {
+    fn scan(s: &mut Scan<'a>) -> Option<Self> {
+        let (mut subtype, mut request_id, mut response, mut error) = (None, None, None, None);
+        s.object(|s, key| match key {
+            "subtype" => once(&mut subtype, s.str()?),
+            "request_id" => once(&mut request_id, s.str()?),
+            "response" => once(&mut response, s.opt(Scan::raw)?),
+            "error" => once(&mut error, s.opt(Scan::str)?),
+            _ => s.value().map(drop),
+        })?;
+        Some(ControlResponse {
+            subtype: Cow::Borrowed(subtype?),
+            request_id: Cow::Borrowed(request_id?),
+            response: response.flatten(),
+            error: error.flatten().map(Cow::Borrowed),
+        })
+    }
 }
 
 /// The body of an `mcp_message` success: `{"mcp_response": <JSON-RPC reply>}`.
@@ -112,32 +194,33 @@ pub fn control_success(request_id: &str, response: &impl Serialize) -> String {
 /// An `mcp_message` success carrying `reply`, a serialized JSON-RPC object produced by this
 /// crate; it is spliced in without being parsed again.
 pub fn control_success_raw(request_id: &str, reply: &str) -> String {
-    const HEAD: &str =
-        r#"{"type":"control_response","response":{"subtype":"success","request_id":"#;
-    const MIDDLE: &str = r#","response":{"mcp_response":"#;
-    const TAIL: &str = "}}}";
     // One allocation of the final size: this runs for every tool call.
-    let mut line = String::with_capacity(
-        HEAD.len() + request_id.len() + 2 + MIDDLE.len() + reply.len() + TAIL.len(),
-    );
-    line.push_str(HEAD);
-    push_json_string(&mut line, request_id);
-    line.push_str(MIDDLE);
-    line.push_str(reply);
-    line.push_str(TAIL);
+    let mut line = String::with_capacity(success_raw_len(request_id, reply.len()));
+    push_success_raw(&mut line, request_id, |line| line.push_str(reply));
     line
 }
 
-/// Appends `s` as a JSON string. Ids are plain (UUIDs) and copied as they are; anything that
-/// needs escaping goes through serde_json.
-fn push_json_string(line: &mut String, s: &str) {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-        line.push('"');
-        line.push_str(s);
-        line.push('"');
-    } else {
-        line.push_str(&serde_json::to_string(s).expect("strings serialize"));
-    }
+const SUCCESS_HEAD: &str =
+    r#"{"type":"control_response","response":{"subtype":"success","request_id":"#;
+const SUCCESS_MIDDLE: &str = r#","response":{"mcp_response":"#;
+const SUCCESS_TAIL: &str = "}}}";
+
+/// The length of the line [`push_success_raw`] writes around a reply of `reply` bytes.
+pub(super) fn success_raw_len(request_id: &str, reply: usize) -> usize {
+    SUCCESS_HEAD.len() + string_len(request_id) + SUCCESS_MIDDLE.len() + reply + SUCCESS_TAIL.len()
+}
+
+/// Appends an `mcp_message` success whose JSON-RPC reply `reply` appends.
+pub(super) fn push_success_raw(
+    line: &mut String,
+    request_id: &str,
+    reply: impl FnOnce(&mut String),
+) {
+    line.push_str(SUCCESS_HEAD);
+    push_string(line, request_id);
+    line.push_str(SUCCESS_MIDDLE);
+    reply(line);
+    line.push_str(SUCCESS_TAIL);
 }
 
 /// A control-level error answer.
@@ -191,6 +274,63 @@ mod tests {
         assert_eq!(msg.method.as_deref(), Some("tools/call"));
         assert_eq!(msg.id.unwrap().get(), "2");
         assert!(matches!(req.subtype, Cow::Borrowed(_)));
+    }
+
+    /// What `Incoming::parse` gives, in a form to compare with serde_json's.
+    fn both(line: &str) -> (String, String) {
+        let show = |r: Result<Incoming, serde_json::Error>| match r {
+            Ok(m) => format!("{m:?}"),
+            Err(e) => format!("error: {e}"),
+        };
+        (
+            show(Incoming::parse(line)),
+            show(serde_json::from_str(line)),
+        )
+    }
+
+    #[test]
+    fn reads_the_cli_lines_in_one_pass() {
+        for line in [
+            r#"{"type":"control_request","request_id":"b7","request":{"subtype":"mcp_message","server_name":"calc","message":{"method":"tools/call","params":{"name":"add","arguments":{"x":7,"y":1},"_meta":{"claudecode/toolUseId":"toolu_7","progressToken":9}},"jsonrpc":"2.0","id":9}}}"#,
+            r#" {"type":"control_request","request_id":"r","request":{"subtype":"can_use_tool","tool_name":"mcp__calc__add","input":{"x":1},"display_name":null,"tool_use_id":"t"}} "#,
+            r#"{"type":"control_response","response":{"subtype":"error","request_id":"q","error":"no"}}"#,
+            r#"{"type":"control_response","response":{"subtype":"success","request_id":"q","response":{"a":[1,"\"",{}]}}}"#,
+            r#"{"type":"system","subtype":"init","tools":["a","b"],"n":-1.5e3,"ok":true,"x":null}"#,
+            r#"{"type":"control_request","request_id":null,"request":null}"#,
+        ] {
+            let (fast, serde) = both(line);
+            assert_eq!(fast, serde);
+            assert!(
+                Incoming::scan(line).is_some(),
+                "not read in one pass: {line}"
+            );
+        }
+    }
+
+    #[test]
+    fn leaves_unusual_lines_to_serde_json() {
+        for line in [
+            // An escape in a string the host reads: serde_json unescapes it.
+            r#"{"type":"control_request","request_id":"a\"b","request":{"subtype":"x"}}"#,
+            r#"{"typ\u0065":"system"}"#,
+            // Duplicates, missing and mistyped fields, arrays for structs, broken JSON.
+            r#"{"type":"a","type":"b"}"#,
+            r#"{"type":"a","request_id":null,"request_id":"x"}"#,
+            r#"{"request_id":"x"}"#,
+            r#"{"type":1}"#,
+            r#"{"type":"control_request","request":["mcp_message"]}"#,
+            r#"{"type":"control_request","request":{"subtype":"x","message":{"id":1,"id":2}}}"#,
+            r#"{"type":"x",}"#,
+            r#"{"type":"x"} x"#,
+            r#"{"type":"x","n":01}"#,
+            r#"{"type":"x","s":"tab	in"}"#,
+            "",
+            "[]",
+        ] {
+            let (fast, serde) = both(line);
+            assert_eq!(fast, serde, "{line}");
+            assert!(Incoming::scan(line).is_none(), "{line}");
+        }
     }
 
     #[test]

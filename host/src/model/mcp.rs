@@ -5,6 +5,8 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use super::scan::{once, Scan};
+
 /// The newest MCP protocol version the host speaks (the one the CLI asks for, docs/protocol.md §1.1).
 pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
 
@@ -37,6 +39,48 @@ pub struct CallParams<'a> {
     pub arguments: Option<&'a RawValue>,
     #[serde(default, borrow, rename = "_meta")]
     pub meta: Option<CallMeta<'a>>,
+}
+
+impl<'a> CallParams<'a> {
+    /// Parses `tools/call` params (the text of the message's `params`): what
+    /// `serde_json::from_str::<CallParams>` gives, the same value or the same error, read in
+    /// one borrowing pass when it can be (see `Incoming::parse`).
+    pub fn parse(text: &'a str) -> Result<Self, serde_json::Error> {
+        match Self::scan(text) {
+            Some(p) => Ok(p),
+            None => serde_json::from_str(text),
+        }
+    }
+
+    fn scan(text: &'a str) -> Option<Self> {
+        let mut s = Scan::new(text);
+        let (mut name, mut arguments, mut meta) = (None, None, None);
+        s.object(|s, key| match key {
+            "name" => once(&mut name, s.str()?),
+            "arguments" => once(&mut arguments, s.opt(Scan::raw)?),
+            "_meta" => once(&mut meta, s.opt(CallMeta::scan)?),
+            _ => s.value().map(drop),
+        })?;
+        s.end()?;
+        Some(CallParams {
+            name: Cow::Borrowed(name?),
+            arguments: arguments.flatten(),
+            meta: meta.flatten(),
+        })
+    }
+}
+
+impl<'a> CallMeta<'a> {
+    fn scan(s: &mut Scan<'a>) -> Option<Self> {
+        let mut progress_token = None;
+        s.object(|s, key| match key {
+            "progressToken" => once(&mut progress_token, s.opt(Scan::raw)?),
+            _ => s.value().map(drop),
+        })?;
+        Some(CallMeta {
+            progress_token: progress_token.flatten(),
+        })
+    }
 }
 
 /// `tools/call` `_meta`: the CLI always sends a progress token (docs/protocol.md §5.2).
@@ -109,10 +153,29 @@ mod tests {
 
     #[test]
     fn call_params_borrow_arguments() {
-        let p: CallParams = serde_json::from_str(
-            r#"{"name":"add","arguments":{"x":5, "y":3},"_meta":{"claudecode/toolUseId":"t","progressToken":2}}"#,
-        )
-        .unwrap();
+        let text = r#"{"name":"add","arguments":{"x":5, "y":3},"_meta":{"claudecode/toolUseId":"t","progressToken":2}}"#;
+        // Read in one pass, to what serde_json reads.
+        let p = CallParams::scan(text).expect("the CLI's params are read in one pass");
+        assert_eq!(
+            format!("{p:?}"),
+            format!("{:?}", serde_json::from_str::<CallParams>(text).unwrap())
+        );
+        for other in [
+            r#"{"name":"a\u0064d"}"#,
+            r#"{"arguments":{}}"#,
+            r#"{"name":"a","name":"b"}"#,
+        ] {
+            assert!(CallParams::scan(other).is_none(), "{other}");
+            assert_eq!(
+                CallParams::parse(other)
+                    .map(|p| format!("{p:?}"))
+                    .map_err(|e| e.to_string()),
+                serde_json::from_str::<CallParams>(other)
+                    .map(|p| format!("{p:?}"))
+                    .map_err(|e| e.to_string())
+            );
+        }
+        let p = CallParams::parse(text).unwrap();
         assert_eq!(p.arguments.unwrap().get(), r#"{"x":5, "y":3}"#);
         assert_eq!(p.meta.unwrap().progress_token.unwrap().get(), "2");
     }

@@ -11,6 +11,7 @@ mod jsonrpc;
 mod manifest;
 mod mcp;
 mod result;
+mod scan;
 mod tool;
 
 pub use control::{
@@ -26,4 +27,7 @@ pub use mcp::{
     ProgressParams, ServerInfo, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
 };
 pub use result::{CallResult, ContentOut};
-pub use tool::{call_result_json, tool_json, CallResultJson};
+pub use tool::{
+    call_result_json, call_result_len, control_call_reply, push_call_result, rpc_call_reply,
+    tool_json, CallResultJson,
+};
