@@ -36,6 +36,10 @@ fn parse(c: &mut Criterion) {
     g.bench_function("CallParams::parse", |b| {
         b.iter(|| CallParams::parse(black_box(text)).unwrap())
     });
+    let raw: &RawValue = serde_json::from_str(text).unwrap();
+    g.bench_function("CallParams::from_raw", |b| {
+        b.iter(|| CallParams::from_raw(black_box(raw)).unwrap())
+    });
     g.finish();
 }
 

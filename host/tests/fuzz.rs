@@ -340,6 +340,14 @@ fn arb_line() -> BoxedStrategy<Vec<u8>> {
 fn parse_everything(s: &str) {
     agree(s, Incoming::parse, serde_json::from_str::<Incoming>);
     agree(s, JsonRpc::parse, serde_json::from_str::<JsonRpc>);
+    agree(s, CallParams::parse, serde_json::from_str::<CallParams>);
+    if serde_json::from_str::<&serde_json::value::RawValue>(s).is_ok() {
+        agree(
+            s,
+            |t| CallParams::from_raw(serde_json::from_str(t).expect("valid")),
+            serde_json::from_str::<CallParams>,
+        );
+    }
     if let Ok(m) = serde_json::from_str::<Incoming>(s) {
         if let Some(msg) = m.request.and_then(|r| r.message) {
             let _ = msg.is_notification();

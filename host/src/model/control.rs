@@ -42,6 +42,52 @@ impl<'a> Incoming<'a> {
     }
 
     fn scan(line: &'a str) -> Option<Self> {
+        Self::scan_exact(line).or_else(|| Self::scan_any(line))
+    }
+
+    /// An `mcp_message` exactly as the CLI writes one (docs/protocol.md: its keys in its
+    /// order, no whitespace), read as a few comparisons of constant text around the values.
+    fn scan_exact(line: &'a str) -> Option<Self> {
+        let mut s = Scan::new(line);
+        s.lit(r#"{"type":"control_request","request_id":"#)?;
+        let request_id = s.str()?;
+        s.lit(r#","request":{"subtype":"mcp_message","server_name":"#)?;
+        let server_name = s.str()?;
+        s.lit(r#","message":{"method":"#)?;
+        let method = s.str()?;
+        let params = match s.lit(r#","params":"#) {
+            Some(()) => s.opt(Scan::raw)?,
+            None => None,
+        };
+        s.lit(r#","jsonrpc":"2.0""#)?;
+        let id = match s.lit(r#","id":"#) {
+            Some(()) => s.opt(Scan::raw)?,
+            None => None,
+        };
+        s.lit("}}}")?;
+        s.end()?;
+        Some(Incoming {
+            kind: Cow::Borrowed("control_request"),
+            request_id: Some(Cow::Borrowed(request_id)),
+            request: Some(IncomingRequest {
+                subtype: Cow::Borrowed("mcp_message"),
+                server_name: Some(Cow::Borrowed(server_name)),
+                message: Some(JsonRpc {
+                    id,
+                    method: Some(Cow::Borrowed(method)),
+                    params,
+                }),
+                tool_name: None,
+                input: None,
+                display_name: None,
+                tool_use_id: None,
+            }),
+            response: None,
+        })
+    }
+
+    /// Any line, read by its keys.
+    fn scan_any(line: &'a str) -> Option<Self> {
         let mut s = Scan::new(line);
         let (mut kind, mut request_id, mut request, mut response) = (None, None, None, None);
         s.object(|s, key| match key {

@@ -46,14 +46,46 @@ impl<'a> CallParams<'a> {
     /// `serde_json::from_str::<CallParams>` gives, the same value or the same error, read in
     /// one borrowing pass when it can be (see `Incoming::parse`).
     pub fn parse(text: &'a str) -> Result<Self, serde_json::Error> {
-        match Self::scan(text) {
+        match Self::scan(Scan::new(text)) {
             Some(p) => Ok(p),
             None => serde_json::from_str(text),
         }
     }
 
-    fn scan(text: &'a str) -> Option<Self> {
-        let mut s = Scan::new(text);
+    /// [`CallParams::parse`] of a message's `params`: a `RawValue` is valid JSON, so what
+    /// the host does not read of it (the arguments, the rest of `_meta`) is only delimited,
+    /// not checked again.
+    pub fn from_raw(params: &'a RawValue) -> Result<Self, serde_json::Error> {
+        match Self::scan(Scan::of_raw(params)) {
+            Some(p) => Ok(p),
+            None => serde_json::from_str(params.get()),
+        }
+    }
+
+    fn scan(s: Scan<'a>) -> Option<Self> {
+        Self::scan_exact(s.clone()).or_else(|| Self::scan_any(s))
+    }
+
+    /// The params exactly as the CLI writes them (its keys in its order, no whitespace).
+    fn scan_exact(mut s: Scan<'a>) -> Option<Self> {
+        s.lit(r#"{"name":"#)?;
+        let name = s.str()?;
+        s.lit(r#","arguments":"#)?;
+        let arguments = s.opt(Scan::raw)?;
+        s.lit(r#","_meta":{"claudecode/toolUseId":"#)?;
+        s.value()?;
+        s.lit(r#","progressToken":"#)?;
+        let progress_token = s.opt(Scan::raw)?;
+        s.lit("}}")?;
+        s.end()?;
+        Some(CallParams {
+            name: Cow::Borrowed(name),
+            arguments,
+            meta: Some(CallMeta { progress_token }),
+        })
+    }
+
+    fn scan_any(mut s: Scan<'a>) -> Option<Self> {
         let (mut name, mut arguments, mut meta) = (None, None, None);
         s.object(|s, key| match key {
             "name" => once(&mut name, s.str()?),
@@ -155,7 +187,12 @@ mod tests {
     fn call_params_borrow_arguments() {
         let text = r#"{"name":"add","arguments":{"x":5, "y":3},"_meta":{"claudecode/toolUseId":"t","progressToken":2}}"#;
         // Read in one pass, to what serde_json reads.
-        let p = CallParams::scan(text).expect("the CLI's params are read in one pass");
+        let p = CallParams::scan_exact(Scan::new(text)).expect("the CLI's params, exactly");
+        let raw: &RawValue = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            format!("{:?}", CallParams::from_raw(raw).unwrap()),
+            format!("{p:?}")
+        );
         assert_eq!(
             format!("{p:?}"),
             format!("{:?}", serde_json::from_str::<CallParams>(text).unwrap())
@@ -165,7 +202,7 @@ mod tests {
             r#"{"arguments":{}}"#,
             r#"{"name":"a","name":"b"}"#,
         ] {
-            assert!(CallParams::scan(other).is_none(), "{other}");
+            assert!(CallParams::scan(Scan::new(other)).is_none(), "{other}");
             assert_eq!(
                 CallParams::parse(other)
                     .map(|p| format!("{p:?}"))

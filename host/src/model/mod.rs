@@ -27,6 +27,7 @@ pub use mcp::{
     ProgressParams, ServerInfo, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
 };
 pub use result::{CallResult, ContentOut};
+pub(crate) use scan::borrow_raw;
 pub use tool::{
     call_result_json, call_result_len, control_call_reply, push_call_result, rpc_call_reply,
     tool_json, CallResultJson,

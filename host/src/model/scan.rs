@@ -15,14 +15,32 @@ use serde_json::value::RawValue;
 const MAX_DEPTH: usize = 64;
 
 /// A position in a JSON text.
+#[derive(Clone)]
 pub(super) struct Scan<'a> {
     text: &'a str,
     at: usize,
+    /// The text is known to be valid JSON (a [`RawValue`]'s): values the caller skips are
+    /// only delimited, not checked again.
+    valid: bool,
 }
 
 impl<'a> Scan<'a> {
     pub fn new(text: &'a str) -> Self {
-        Scan { text, at: 0 }
+        Scan {
+            text,
+            at: 0,
+            valid: false,
+        }
+    }
+
+    /// A scan of a [`RawValue`]'s text, which serde_json guarantees to be one valid JSON
+    /// value (and `borrow_raw` is handed only text this module checked).
+    pub fn of_raw(raw: &'a RawValue) -> Self {
+        Scan {
+            text: raw.get(),
+            at: 0,
+            valid: true,
+        }
     }
 
     fn bytes(&self) -> &'a [u8] {
@@ -71,6 +89,14 @@ impl<'a> Scan<'a> {
         Some(&self.text[start..end])
     }
 
+    /// Consumes `text` if the text goes on with exactly it (no whitespace skipped): the
+    /// exact shapes the CLI sends are read as a few comparisons of constant text.
+    pub fn lit(&mut self, text: &str) -> Option<()> {
+        self.bytes()[self.at..]
+            .starts_with(text.as_bytes())
+            .then(|| self.at += text.len())
+    }
+
     /// `null` as `None`, anything else read by `f`.
     pub fn opt<T>(&mut self, f: impl FnOnce(&mut Self) -> Option<T>) -> Option<Option<T>> {
         if self.null() {
@@ -113,7 +139,11 @@ impl<'a> Scan<'a> {
     pub fn value(&mut self) -> Option<&'a str> {
         self.ws();
         let start = self.at;
-        self.at = value_end(self.bytes(), start)?;
+        self.at = if self.valid {
+            valid_value_end(self.bytes(), start)?
+        } else {
+            value_end(self.bytes(), start)?
+        };
         Some(&self.text[start..self.at])
     }
 
@@ -176,6 +206,7 @@ fn plain_end(b: &[u8], mut i: usize) -> Option<usize> {
 
 /// The end (past the closing quote) of a string whose contents start at `i`, with
 /// serde_json's escapes (`\u` takes any four hex digits, as serde_json's `ignore_str`).
+#[inline(always)]
 fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
     loop {
         i = plain_end(b, i)?;
@@ -299,7 +330,61 @@ fn value_end(b: &[u8], mut i: usize) -> Option<usize> {
     }
 }
 
+/// [`value_end`] of a value known to be valid JSON: only its end is looked for. On text that
+/// is not valid JSON it may give any end, or `None`, but never reads past the text.
+fn valid_value_end(b: &[u8], i: usize) -> Option<usize> {
+    match *b.get(i)? {
+        b'"' => valid_string_end(b, i + 1),
+        b'{' | b'[' => {
+            let (mut depth, mut i) = (0usize, i);
+            loop {
+                match *b.get(i)? {
+                    b'"' => i = valid_string_end(b, i + 1)?,
+                    b'{' | b'[' => {
+                        depth += 1;
+                        i += 1;
+                    }
+                    b'}' | b']' => {
+                        depth = depth.checked_sub(1)?;
+                        i += 1;
+                        if depth == 0 {
+                            return Some(i);
+                        }
+                    }
+                    _ => i += 1,
+                }
+            }
+        }
+        // A number or a literal: up to the next delimiter.
+        _ => {
+            let mut i = i;
+            while let Some(&c) = b.get(i) {
+                if matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\t' | b'\r') {
+                    break;
+                }
+                i += 1;
+            }
+            Some(i)
+        }
+    }
+}
+
+/// Past the closing quote of a valid string whose contents start at `i`.
+fn valid_string_end(b: &[u8], mut i: usize) -> Option<usize> {
+    loop {
+        i = plain_end(b, i)?;
+        match b[i] {
+            b'"' => return Some(i + 1),
+            // The escaped byte is never the closing quote (`\u` is followed by hex digits).
+            b'\\' => i += 2,
+            // A control character: not valid JSON, so not from a `RawValue`.
+            _ => return None,
+        }
+    }
+}
+
 /// Past the `:` after the key starting at `i`.
+#[inline(always)]
 fn key_end(b: &[u8], i: usize) -> Option<usize> {
     if *b.get(i)? != b'"' {
         return None;
@@ -321,14 +406,15 @@ pub(super) fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
     Some(())
 }
 
-/// `json`, a complete JSON value, as a borrowed [`RawValue`], without parsing it again.
+/// `json`, one complete and valid JSON value (the caller's promise: nothing here checks it),
+/// as a borrowed [`RawValue`], without parsing it again.
 ///
 /// serde_json has no public constructor for a borrowed `RawValue`; its `Deserialize` takes
 /// one from any deserializer that presents it as serde_json's raw-value map (the key its
 /// private token, the value the borrowed text), which is what serde_json's own
 /// `BorrowedRawDeserializer` does. `None` if a later serde_json changes that protocol (the
 /// caller then parses with serde_json; a unit test notices).
-pub(super) fn borrow_raw(json: &str) -> Option<&RawValue> {
+pub(crate) fn borrow_raw(json: &str) -> Option<&RawValue> {
     <&RawValue as serde::Deserialize>::deserialize(RawText(json)).ok()
 }
 
@@ -430,6 +516,33 @@ mod tests {
         assert!(Scan::new(&deep).value().is_none());
         let deep = "[{\"a\":".repeat(MAX_DEPTH / 2) + "1" + &"}]".repeat(MAX_DEPTH / 2);
         assert_eq!(Scan::new(&deep).value(), Some(deep.as_str()));
+    }
+
+    #[test]
+    fn valid_values_are_delimited_as_checked_ones() {
+        for text in [
+            "0",
+            "-12.5e3",
+            "true",
+            "null",
+            r#""a\"b\\""#,
+            r#""\u0041""#,
+            "[]",
+            "{}",
+            r#"{"a":[1,{"b":"]}"}],"c":"\\"}"#,
+            r#"[[[]],{}]"#,
+        ] {
+            for tail in ["", ",1", "}", " ]"] {
+                let all = format!("{text}{tail}");
+                let b = all.as_bytes();
+                assert_eq!(valid_value_end(b, 0), value_end(b, 0), "{all}");
+                assert_eq!(valid_value_end(b, 0), Some(text.len()), "{all}");
+            }
+        }
+        // Never past the text, whatever it is.
+        for broken in ["[", r#""abc"#, "{\"a\":\"\\", "]", "\"\u{1}\""] {
+            assert!(valid_value_end(broken.as_bytes(), 0).is_none_or(|e| e <= broken.len()));
+        }
     }
 
     #[test]
