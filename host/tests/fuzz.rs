@@ -221,10 +221,17 @@ fn arb_rpc() -> BoxedStrategy<Value> {
             arb_rpc_id(),
             prop::option::weighted(0.95, arb_method()),
             arb_params(),
+            any::<bool>(),
         )
-            .prop_map(|(jsonrpc, id, method, params)| {
+            .prop_map(|(jsonrpc, id, method, params, cli_order)| {
                 let jsonrpc = jsonrpc.map(Value::from);
-                object_of([("jsonrpc", jsonrpc), ("id", id), ("method", method), ("params", params)])
+                if cli_order {
+                    // The order the CLI writes (docs/protocol.md), which the model reads by
+                    // its shortest path.
+                    object_of([("method", method), ("params", params), ("jsonrpc", jsonrpc), ("id", id)])
+                } else {
+                    object_of([("jsonrpc", jsonrpc), ("id", id), ("method", method), ("params", params)])
+                }
             }),
         1 => arb_value(),
     ]
@@ -334,8 +341,48 @@ fn arb_line() -> BoxedStrategy<Vec<u8>> {
     .boxed()
 }
 
+/// A `tools/call` line in exactly the CLI's shape (docs/protocol.md), with any values, often
+/// damaged: what the model's shortest path reads, and its edges.
+fn arb_cli_call_line() -> BoxedStrategy<Vec<u8>> {
+    let name = prop_oneof![3 => Just(Value::from("add")), 1 => arb_value()];
+    let args = prop_oneof![
+        3 => (arb_number(), arb_number()).prop_map(|(x, y)| json!({"x": x, "y": y})),
+        1 => arb_value(),
+    ];
+    let method = prop_oneof![4 => Just(Value::from("tools/call")), 1 => arb_method()];
+    (
+        (arb_request_id(), arb_server(), method, name),
+        (args, arb_value(), arb_rpc_id(), arb_damage()),
+    )
+        .prop_map(
+            |((request_id, server, method, name), (args, token, id, damage))| {
+                let params = json!({"name": name, "arguments": args,
+                "_meta": {"claudecode/toolUseId": "toolu_01", "progressToken": token}});
+                let message = object_of([
+                    ("method", Some(method)),
+                    ("params", Some(params)),
+                    ("jsonrpc", Some(Value::from("2.0"))),
+                    ("id", id),
+                ]);
+                let line = json!({"type": "control_request", "request_id": request_id,
+                "request": {"subtype": "mcp_message", "server_name": server, "message": message}});
+                let mut bytes = serde_json::to_vec(&line).unwrap();
+                match damage {
+                    Damage::None => {}
+                    Damage::Truncate(n) => bytes.truncate(n % (bytes.len() + 1)),
+                    Damage::Byte(i, b) => {
+                        let i = i % bytes.len();
+                        bytes[i] = b;
+                    }
+                }
+                bytes
+            },
+        )
+        .boxed()
+}
+
 // ---------------------------------------------------------------------------------------------
-// Parser: never panics
+// Parser: never panics, and the model's one pass reads what serde_json reads
 
 fn parse_everything(s: &str) {
     agree(s, Incoming::parse, serde_json::from_str::<Incoming>);
@@ -347,6 +394,13 @@ fn parse_everything(s: &str) {
             |t| CallParams::from_raw(serde_json::from_str(t).expect("valid")),
             serde_json::from_str::<CallParams>,
         );
+    }
+    // A call's params read along with the line are what reading them later gives.
+    if let Some(msg) = Incoming::parse(s).ok().and_then(|m| m.request?.message) {
+        if let Some(p) = msg.params {
+            let later = serde_json::from_str::<CallParams>(p.get());
+            assert_eq!(show(msg.call_params().expect("params")), show(later), "{s}");
+        }
     }
     if let Ok(m) = serde_json::from_str::<Incoming>(s) {
         if let Some(msg) = m.request.and_then(|r| r.message) {
@@ -372,11 +426,14 @@ fn agree<'a, T: std::fmt::Debug>(
     ours: fn(&'a str) -> Result<T, serde_json::Error>,
     serde: fn(&'a str) -> Result<T, serde_json::Error>,
 ) {
-    let show = |r: Result<T, serde_json::Error>| match r {
+    assert_eq!(show(ours(s)), show(serde(s)), "parsing {s}");
+}
+
+fn show<T: std::fmt::Debug>(r: Result<T, serde_json::Error>) -> String {
+    match r {
         Ok(v) => format!("{v:?}"),
         Err(e) => format!("error: {e}"),
-    };
-    assert_eq!(show(ours(s)), show(serde(s)), "parsing {s}");
+    }
 }
 
 proptest! {
@@ -400,6 +457,11 @@ proptest! {
 
     #[test]
     fn parser_survives_near_valid_lines(line in arb_line()) {
+        parse_everything(&String::from_utf8_lossy(&line));
+    }
+
+    #[test]
+    fn parser_reads_cli_shaped_calls_as_serde_json(line in arb_cli_call_line()) {
         parse_everything(&String::from_utf8_lossy(&line));
     }
 }

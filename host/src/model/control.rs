@@ -7,9 +7,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::{
-    scan::{once, Scan},
+    scan::{borrow_raw, once, Scan},
     tool::{push_string, string_len},
-    JsonRpc,
+    CallParams, JsonRpc,
 };
 
 /// One line from the CLI, parsed once. Only the fields the host routes on are read; the rest
@@ -55,10 +55,23 @@ impl<'a> Incoming<'a> {
         let server_name = s.str()?;
         s.lit(r#","message":{"method":"#)?;
         let method = s.str()?;
-        let params = match s.lit(r#","params":"#) {
-            Some(()) => s.opt(Scan::raw)?,
-            None => None,
-        };
+        let (mut params, mut call) = (None, None);
+        if s.lit(r#","params":"#).is_some() {
+            // The params of a call are read once, here, as they are checked.
+            let start = s.clone();
+            let mut read = s.clone();
+            let exact = (method == "tools/call")
+                .then(|| CallParams::read_exact(&mut read))
+                .flatten();
+            match exact {
+                Some(p) => {
+                    params = Some(borrow_raw(start.text_to(&read))?);
+                    call = Some(p);
+                    s = read;
+                }
+                None => params = s.opt(Scan::raw)?,
+            }
+        }
         s.lit(r#","jsonrpc":"2.0""#)?;
         let id = match s.lit(r#","id":"#) {
             Some(()) => s.opt(Scan::raw)?,
@@ -72,11 +85,7 @@ impl<'a> Incoming<'a> {
             request: Some(IncomingRequest {
                 subtype: Cow::Borrowed("mcp_message"),
                 server_name: Some(Cow::Borrowed(server_name)),
-                message: Some(JsonRpc {
-                    id,
-                    method: Some(Cow::Borrowed(method)),
-                    params,
-                }),
+                message: Some(JsonRpc::read(id, Some(method), params, call)),
                 tool_name: None,
                 input: None,
                 display_name: None,
@@ -350,6 +359,25 @@ mod tests {
                 Incoming::scan(line).is_some(),
                 "not read in one pass: {line}"
             );
+        }
+        // The CLI's own lines (docs/protocol.md) take the shortest path.
+        for line in [
+            r#"{"type":"control_request","request_id":"54388ed1-8357-4479-ba5d-3779ab10cff7","request":{"subtype":"mcp_message","server_name":"calc","message":{"method":"tools/call","params":{"name":"add","arguments":{"x":5,"y":3},"_meta":{"claudecode/toolUseId":"toolu_01","progressToken":2}},"jsonrpc":"2.0","id":2}}}"#,
+            r#"{"type":"control_request","request_id":"c4","request":{"subtype":"mcp_message","server_name":"calc","message":{"method":"tools/list","jsonrpc":"2.0","id":1}}}"#,
+            r#"{"type":"control_request","request_id":"c4","request":{"subtype":"mcp_message","server_name":"calc","message":{"method":"x","params":null,"jsonrpc":"2.0","id":null}}}"#,
+        ] {
+            let m = Incoming::scan_exact(line).expect(line);
+            let (fast, serde) = both(line);
+            assert_eq!(fast, serde);
+            // A call's params were read with the line, to what reading them later gives.
+            let msg = m.request.unwrap().message.unwrap();
+            assert_eq!(msg.call.is_some(), line.contains("tools/call"));
+            if let Some(params) = msg.params {
+                assert_eq!(
+                    format!("{:?}", msg.call_params().unwrap().unwrap()),
+                    format!("{:?}", CallParams::from_raw(params).unwrap())
+                );
+            }
         }
     }
 

@@ -5,7 +5,10 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::scan::{once, Scan};
+use super::{
+    scan::{once, Scan},
+    CallParams,
+};
 
 /// Standard JSON-RPC error codes used by the router.
 pub mod error_code {
@@ -22,7 +25,7 @@ pub const NOTIFICATION_ACK: &str = r#"{"jsonrpc":"2.0","result":{}}"#;
 
 /// An incoming JSON-RPC request, notification or response, borrowed from the line it came in.
 /// A request has `method` and `id`, a notification `method` only.
-#[derive(Debug, Deserialize)]
+#[derive(Deserialize)]
 pub struct JsonRpc<'a> {
     #[serde(default, borrow)]
     pub id: Option<&'a RawValue>,
@@ -30,9 +33,49 @@ pub struct JsonRpc<'a> {
     pub method: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub params: Option<&'a RawValue>,
+    /// `params` as `tools/call` params, when the line's one pass read them already (see
+    /// [`JsonRpc::call_params`]).
+    #[serde(skip)]
+    pub(super) call: Option<CallParams<'a>>,
+}
+
+/// The message as it came (`call` only caches what `params` says).
+impl std::fmt::Debug for JsonRpc<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsonRpc")
+            .field("id", &self.id)
+            .field("method", &self.method)
+            .field("params", &self.params)
+            .finish()
+    }
 }
 
 impl<'a> JsonRpc<'a> {
+    /// A message as the model's one pass read it: `call` is `params` read as `tools/call`
+    /// params, if they were.
+    pub(super) fn read(
+        id: Option<&'a RawValue>,
+        method: Option<&'a str>,
+        params: Option<&'a RawValue>,
+        call: Option<CallParams<'a>>,
+    ) -> Self {
+        JsonRpc {
+            id,
+            method: method.map(Cow::Borrowed),
+            params,
+            call,
+        }
+    }
+
+    /// `params` as `tools/call` params: what [`CallParams::from_raw`] gives for them (`None`
+    /// without params), read already when the line was (the CLI's exact shape) or now.
+    pub fn call_params(&self) -> Option<Result<CallParams<'a>, serde_json::Error>> {
+        match &self.call {
+            Some(call) => Some(Ok(call.clone())),
+            None => self.params.map(CallParams::from_raw),
+        }
+    }
+
     /// Parses a JSON-RPC message: what `serde_json::from_str::<JsonRpc>` gives, read in one
     /// borrowing pass when it can be (see `Incoming::parse`).
     pub fn parse(text: &'a str) -> Result<Self, serde_json::Error> {
@@ -51,11 +94,12 @@ impl<'a> JsonRpc<'a> {
             "params" => once(&mut params, s.opt(Scan::raw)?),
             _ => s.value().map(drop),
         })?;
-        Some(JsonRpc {
-            id: id.flatten(),
-            method: method.flatten().map(Cow::Borrowed),
-            params: params.flatten(),
-        })
+        Some(JsonRpc::read(
+            id.flatten(),
+            method.flatten(),
+            params.flatten(),
+            None,
+        ))
     }
 
     /// Whether this is a notification (a method without an id).

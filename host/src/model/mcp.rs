@@ -31,7 +31,7 @@ pub struct InitializeParams<'a> {
 }
 
 /// `tools/call` params; `arguments` stays raw and is handed to the plugin as it came.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 pub struct CallParams<'a> {
     #[serde(borrow)]
     pub name: Cow<'a, str>,
@@ -68,6 +68,14 @@ impl<'a> CallParams<'a> {
 
     /// The params exactly as the CLI writes them (its keys in its order, no whitespace).
     fn scan_exact(mut s: Scan<'a>) -> Option<Self> {
+        let p = Self::read_exact(&mut s)?;
+        s.end()?;
+        Some(p)
+    }
+
+    /// [`CallParams::scan_exact`] in a longer text (the control line), from where `s` is; on
+    /// a text not known valid, everything it passes over is checked.
+    pub(super) fn read_exact(s: &mut Scan<'a>) -> Option<Self> {
         s.lit(r#"{"name":"#)?;
         let name = s.str()?;
         s.lit(r#","arguments":"#)?;
@@ -77,7 +85,6 @@ impl<'a> CallParams<'a> {
         s.lit(r#","progressToken":"#)?;
         let progress_token = s.opt(Scan::raw)?;
         s.lit("}}")?;
-        s.end()?;
         Some(CallParams {
             name: Cow::Borrowed(name),
             arguments,
@@ -116,7 +123,7 @@ impl<'a> CallMeta<'a> {
 }
 
 /// `tools/call` `_meta`: the CLI always sends a progress token (docs/protocol.md §5.2).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 pub struct CallMeta<'a> {
     #[serde(default, borrow, rename = "progressToken")]
     pub progress_token: Option<&'a RawValue>,

@@ -89,6 +89,11 @@ impl<'a> Scan<'a> {
         Some(&self.text[start..end])
     }
 
+    /// The text from here to where `later` is.
+    pub fn text_to(&self, later: &Scan<'a>) -> &'a str {
+        &self.text[self.at..later.at]
+    }
+
     /// Consumes `text` if the text goes on with exactly it (no whitespace skipped): the
     /// exact shapes the CLI sends are read as a few comparisons of constant text.
     pub fn lit(&mut self, text: &str) -> Option<()> {
