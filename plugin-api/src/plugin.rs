@@ -240,15 +240,14 @@ impl Runtime {
     }
 
     fn declared_state(&self) -> Option<Declared> {
+        // Most plugins keep no state: no lock taken for them on each call.
+        let type_name = self.codec.as_ref()?.type_name;
         let value = self
             .state
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()?;
-        Some(Declared {
-            value,
-            type_name: self.codec.as_ref()?.type_name,
-        })
+        Some(Declared { value, type_name })
     }
 }
 

@@ -533,9 +533,11 @@ mod tests {
             same(Meters(f));
             same(Some(f));
         }
-        for i in [0i64, -1, i64::MIN, i64::MAX] {
+        for i in [0i64, -1, 7, -10, 99, 100, i64::MIN, i64::MAX] {
             same(i);
         }
+        same(0u64);
+        same(10u64);
         same(u64::MAX);
         same(7u8);
         same(-3i16);
