@@ -314,21 +314,24 @@ fn arb_damage() -> BoxedStrategy<Damage> {
     .boxed()
 }
 
+/// `v` serialized, then damaged.
+fn damaged(v: &Value, damage: Damage) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec(v).unwrap();
+    match damage {
+        Damage::None => {}
+        Damage::Truncate(n) => bytes.truncate(n % (bytes.len() + 1)),
+        Damage::Byte(i, b) => {
+            let i = i % bytes.len();
+            bytes[i] = b;
+        }
+    }
+    bytes
+}
+
 /// One input line, as bytes without its newline.
 fn arb_line() -> BoxedStrategy<Vec<u8>> {
     prop_oneof![
-        12 => (arb_envelope(), arb_damage()).prop_map(|(v, d)| {
-            let mut bytes = serde_json::to_vec(&v).unwrap();
-            match d {
-                Damage::None => {}
-                Damage::Truncate(n) => bytes.truncate(n % (bytes.len() + 1)),
-                Damage::Byte(i, b) => {
-                    let i = i % bytes.len();
-                    bytes[i] = b;
-                }
-            }
-            bytes
-        }),
+        12 => (arb_envelope(), arb_damage()).prop_map(|(v, d)| damaged(&v, d)),
         1 => arb_value().prop_map(|v| serde_json::to_vec(&v).unwrap()),
         1 => prop::collection::vec(any::<u8>(), 0..64),
         1 => ".{0,64}".prop_map(String::into_bytes),
@@ -366,16 +369,7 @@ fn arb_cli_call_line() -> BoxedStrategy<Vec<u8>> {
                 ]);
                 let line = json!({"type": "control_request", "request_id": request_id,
                 "request": {"subtype": "mcp_message", "server_name": server, "message": message}});
-                let mut bytes = serde_json::to_vec(&line).unwrap();
-                match damage {
-                    Damage::None => {}
-                    Damage::Truncate(n) => bytes.truncate(n % (bytes.len() + 1)),
-                    Damage::Byte(i, b) => {
-                        let i = i % bytes.len();
-                        bytes[i] = b;
-                    }
-                }
-                bytes
+                damaged(&line, damage)
             },
         )
         .boxed()

@@ -220,6 +220,15 @@ mod scalar {
         Ok(Scalar::Text(t.to_string()))
     }
 
+    /// `serialize_*` methods that make a value its text.
+    macro_rules! text_of {
+        ($($method:ident: $ty:ty),* $(,)?) => {
+            $(fn $method(self, v: $ty) -> Out {
+                text(v)
+            })*
+        };
+    }
+
     impl ser::Serializer for Probe {
         type Ok = Scalar;
         type Error = NotScalar;
@@ -231,32 +240,10 @@ mod scalar {
         type SerializeStruct = Impossible<Scalar, NotScalar>;
         type SerializeStructVariant = Impossible<Scalar, NotScalar>;
 
-        fn serialize_bool(self, v: bool) -> Out {
-            text(v)
-        }
-        fn serialize_i8(self, v: i8) -> Out {
-            text(v)
-        }
-        fn serialize_i16(self, v: i16) -> Out {
-            text(v)
-        }
-        fn serialize_i32(self, v: i32) -> Out {
-            text(v)
-        }
-        fn serialize_i64(self, v: i64) -> Out {
-            text(v)
-        }
-        fn serialize_u8(self, v: u8) -> Out {
-            text(v)
-        }
-        fn serialize_u16(self, v: u16) -> Out {
-            text(v)
-        }
-        fn serialize_u32(self, v: u32) -> Out {
-            text(v)
-        }
-        fn serialize_u64(self, v: u64) -> Out {
-            text(v)
+        text_of! {
+            serialize_bool: bool, serialize_i8: i8, serialize_i16: i16, serialize_i32: i32,
+            serialize_i64: i64, serialize_u8: u8, serialize_u16: u16, serialize_u32: u32,
+            serialize_u64: u64, serialize_char: char, serialize_str: &str,
         }
         fn serialize_f32(self, _: f32) -> Out {
             Err(NotScalar)
@@ -268,12 +255,6 @@ mod scalar {
             } else {
                 Ok(Scalar::Nothing)
             }
-        }
-        fn serialize_char(self, v: char) -> Out {
-            text(v)
-        }
-        fn serialize_str(self, v: &str) -> Out {
-            text(v)
         }
         fn serialize_bytes(self, _: &[u8]) -> Out {
             Err(NotScalar)

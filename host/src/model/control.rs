@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::{
-    scan::{borrow_raw, once, Scan},
+    scan::{borrow_raw, members, Scan},
     tool::{push_string, string_len},
     CallParams, JsonRpc,
 };
@@ -98,14 +98,12 @@ impl<'a> Incoming<'a> {
     /// Any line, read by its keys.
     fn scan_any(line: &'a str) -> Option<Self> {
         let mut s = Scan::new(line);
-        let (mut kind, mut request_id, mut request, mut response) = (None, None, None, None);
-        s.object(|s, key| match key {
-            "type" => once(&mut kind, s.str()?),
-            "request_id" => once(&mut request_id, s.opt(Scan::str)?),
-            "request" => once(&mut request, s.opt(IncomingRequest::scan)?),
-            "response" => once(&mut response, s.opt(ControlResponse::scan)?),
-            _ => s.value().map(drop),
-        })?;
+        members!(s {
+            "type" => kind = Scan::str,
+            "request_id" => request_id = Scan::opt_str,
+            "request" => request = |s: &mut Scan<'a>| s.opt(IncomingRequest::scan),
+            "response" => response = |s: &mut Scan<'a>| s.opt(ControlResponse::scan),
+        });
         s.end()?;
         Some(Incoming {
             kind: Cow::Borrowed(kind?),
@@ -141,19 +139,15 @@ pub struct IncomingRequest<'a> {
 
 impl<'a> IncomingRequest<'a> {
     fn scan(s: &mut Scan<'a>) -> Option<Self> {
-        let mut subtype = None;
-        let (mut server_name, mut message, mut tool_name) = (None, None, None);
-        let (mut input, mut display_name, mut tool_use_id) = (None, None, None);
-        s.object(|s, key| match key {
-            "subtype" => once(&mut subtype, s.str()?),
-            "server_name" => once(&mut server_name, s.opt(Scan::str)?),
-            "message" => once(&mut message, s.opt(JsonRpc::scan)?),
-            "tool_name" => once(&mut tool_name, s.opt(Scan::str)?),
-            "input" => once(&mut input, s.opt(Scan::raw)?),
-            "display_name" => once(&mut display_name, s.opt(Scan::str)?),
-            "tool_use_id" => once(&mut tool_use_id, s.opt(Scan::str)?),
-            _ => s.value().map(drop),
-        })?;
+        members!(s {
+            "subtype" => subtype = Scan::str,
+            "server_name" => server_name = Scan::opt_str,
+            "message" => message = |s: &mut Scan<'a>| s.opt(JsonRpc::scan),
+            "tool_name" => tool_name = Scan::opt_str,
+            "input" => input = Scan::opt_raw,
+            "display_name" => display_name = Scan::opt_str,
+            "tool_use_id" => tool_use_id = Scan::opt_str,
+        });
         Some(IncomingRequest {
             subtype: Cow::Borrowed(subtype?),
             server_name: server_name.flatten().map(Cow::Borrowed),
@@ -181,14 +175,12 @@ pub struct ControlResponse<'a> {
 
 impl<'a> ControlResponse<'a> {
     fn scan(s: &mut Scan<'a>) -> Option<Self> {
-        let (mut subtype, mut request_id, mut response, mut error) = (None, None, None, None);
-        s.object(|s, key| match key {
-            "subtype" => once(&mut subtype, s.str()?),
-            "request_id" => once(&mut request_id, s.str()?),
-            "response" => once(&mut response, s.opt(Scan::raw)?),
-            "error" => once(&mut error, s.opt(Scan::str)?),
-            _ => s.value().map(drop),
-        })?;
+        members!(s {
+            "subtype" => subtype = Scan::str,
+            "request_id" => request_id = Scan::str,
+            "response" => response = Scan::opt_raw,
+            "error" => error = Scan::opt_str,
+        });
         Some(ControlResponse {
             subtype: Cow::Borrowed(subtype?),
             request_id: Cow::Borrowed(request_id?),

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::{
-    scan::{once, Scan},
+    scan::{members, Scan},
     CallParams,
 };
 
@@ -87,13 +87,11 @@ impl<'a> JsonRpc<'a> {
     }
 
     pub(super) fn scan(s: &mut Scan<'a>) -> Option<Self> {
-        let (mut id, mut method, mut params) = (None, None, None);
-        s.object(|s, key| match key {
-            "id" => once(&mut id, s.opt(Scan::raw)?),
-            "method" => once(&mut method, s.opt(Scan::str)?),
-            "params" => once(&mut params, s.opt(Scan::raw)?),
-            _ => s.value().map(drop),
-        })?;
+        members!(s {
+            "id" => id = Scan::opt_raw,
+            "method" => method = Scan::opt_str,
+            "params" => params = Scan::opt_raw,
+        });
         Some(JsonRpc::read(
             id.flatten(),
             method.flatten(),

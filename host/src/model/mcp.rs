@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::scan::{once, Scan};
+use super::scan::{members, Scan};
 
 /// The newest MCP protocol version the host speaks (the one the CLI asks for, docs/protocol.md §1.1).
 pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
@@ -93,13 +93,11 @@ impl<'a> CallParams<'a> {
     }
 
     fn scan_any(mut s: Scan<'a>) -> Option<Self> {
-        let (mut name, mut arguments, mut meta) = (None, None, None);
-        s.object(|s, key| match key {
-            "name" => once(&mut name, s.str()?),
-            "arguments" => once(&mut arguments, s.opt(Scan::raw)?),
-            "_meta" => once(&mut meta, s.opt(CallMeta::scan)?),
-            _ => s.value().map(drop),
-        })?;
+        members!(s {
+            "name" => name = Scan::str,
+            "arguments" => arguments = Scan::opt_raw,
+            "_meta" => meta = |s: &mut Scan<'a>| s.opt(CallMeta::scan),
+        });
         s.end()?;
         Some(CallParams {
             name: Cow::Borrowed(name?),
@@ -111,11 +109,9 @@ impl<'a> CallParams<'a> {
 
 impl<'a> CallMeta<'a> {
     fn scan(s: &mut Scan<'a>) -> Option<Self> {
-        let mut progress_token = None;
-        s.object(|s, key| match key {
-            "progressToken" => once(&mut progress_token, s.opt(Scan::raw)?),
-            _ => s.value().map(drop),
-        })?;
+        members!(s {
+            "progressToken" => progress_token = Scan::opt_raw,
+        });
         Some(CallMeta {
             progress_token: progress_token.flatten(),
         })

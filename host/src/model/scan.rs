@@ -102,6 +102,16 @@ impl<'a> Scan<'a> {
             .then(|| self.at += text.len())
     }
 
+    /// A string without escapes, or `null`.
+    pub fn opt_str(&mut self) -> Option<Option<&'a str>> {
+        self.opt(Scan::str)
+    }
+
+    /// A value borrowed as a [`RawValue`], or `null`.
+    pub fn opt_raw(&mut self) -> Option<Option<&'a RawValue>> {
+        self.opt(Scan::raw)
+    }
+
     /// `null` as `None`, anything else read by `f`.
     pub fn opt<T>(&mut self, f: impl FnOnce(&mut Self) -> Option<T>) -> Option<Option<T>> {
         if self.null() {
@@ -401,6 +411,21 @@ fn key_end(b: &[u8], i: usize) -> Option<usize> {
 fn literal_end(b: &[u8], i: usize, word: &[u8]) -> Option<usize> {
     b[i..].starts_with(word).then_some(i + word.len())
 }
+
+/// Reads the members of the object at scan `$s` into slots it declares, `Option`s named for
+/// the fields, each key's value read by the reader given (a function of the scan); other keys
+/// are skipped; a key that comes twice stops the reading (serde's derive refuses duplicates).
+/// A slot read by an `opt_*` reader is an `Option<Option<_>>`: flatten it.
+macro_rules! members {
+    ($s:ident { $($key:literal => $slot:ident = $read:expr),+ $(,)? }) => {
+        $(let mut $slot = None;)+
+        $s.object(|s, key| match key {
+            $($key => $crate::model::scan::once(&mut $slot, ($read)(s)?),)+
+            _ => s.value().map(drop),
+        })?;
+    };
+}
+pub(super) use members;
 
 /// Stores a field's value unless the field came already (serde's derive refuses duplicates).
 pub(super) fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
