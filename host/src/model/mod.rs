@@ -4,7 +4,9 @@
 //! layers above it.
 //!
 //! Incoming lines are parsed once into borrowed views (`&RawValue` for the parts the host only
-//! passes on); outgoing lines are serialized straight into strings.
+//! passes on): the shapes the CLI sends in one pass of our own (`scan`), anything else by
+//! serde_json, to the same values and errors. Outgoing lines are serialized straight into
+//! strings; a tool call's reply in one allocation of its final size.
 
 mod control;
 mod jsonrpc;
