@@ -22,13 +22,13 @@ const PING: &str = r#"{"type":"control_request","request_id":"54388ed1-8357-4479
 
 /// One control line in, one answer line out.
 async fn handle(router: &Arc<Router>, sink: &Sink, line: &str) -> String {
-    let msg: Incoming = serde_json::from_str(line).expect("valid line");
+    let msg = Incoming::parse(line).expect("valid line");
     let id = msg.request_id.expect("request id");
     let req = msg.request.expect("request");
     let server = req.server_name.expect("server");
     let message = req.message.expect("message");
-    let reply = match router.dispatch(Scope::Server(&server), &message, sink) {
-        Dispatch::Reply(r) => r,
+    let answer = match router.dispatch(Scope::Server(&server), &message, sink) {
+        Dispatch::Reply(r) => return control_success_raw(&id, &r),
         // As the session's reading thread does: a call runs here when it can.
         Dispatch::Call(call) => match call.here() {
             Here::Run(call) => {
@@ -36,12 +36,12 @@ async fn handle(router: &Arc<Router>, sink: &Sink, line: &str) -> String {
                 drop(call.run);
                 call.ending.finish(result)
             }
-            Here::Answered(reply) => reply,
+            Here::Answered(answer) => answer,
             Here::Elsewhere(call) => call.spawnable().await,
         },
         Dispatch::Handled => unreachable!("a request"),
     };
-    control_success_raw(&id, &reply)
+    answer.control_line(&id)
 }
 
 fn dispatch(c: &mut Criterion) {

@@ -6,7 +6,7 @@ use std::{sync::Arc, time::Duration};
 use super::{Compiled, Router, ToolCheck, HERE_BUDGET};
 use crate::{
     executor::Job,
-    model::{CallResult, CallResultJson},
+    model::{call_result_len, CallResult, CallResultJson},
     plugin::CallControl,
     registry::Lease,
 };
@@ -38,15 +38,15 @@ pub(super) async fn run(
     tool: &str,
     args: Option<String>,
     control: Arc<CallControl>,
-) -> Result<CallOutput, CallError> {
+) -> Result<CallResult, CallError> {
     let call = match check(&lease, tool, args)? {
         Checked::Run(call) => call,
-        Checked::Answered(result) => return Ok(output(result)),
+        Checked::Answered(result) => return Ok(result),
     };
     let plugin = lease.name().to_string();
     let limit = router.timeout_for(&plugin);
     let result = invoke(router, lease, &plugin, tool, call, control, limit).await;
-    Ok(bound(router, output(result), &plugin, tool))
+    Ok(bound(router, result, &plugin, tool))
 }
 
 /// What the host's checks made of a call.
@@ -102,25 +102,20 @@ pub(super) fn check_with(
     })
 }
 
-/// `out`, or an error result in its place if it is over the size limit.
-pub(super) fn bound(router: &Router, out: CallOutput, plugin: &str, tool: &str) -> CallOutput {
-    // Serialized once; its length is what the limit is about.
+/// `result`, or an error result in its place if it is over the size limit.
+pub(super) fn bound(router: &Router, result: CallResult, plugin: &str, tool: &str) -> CallResult {
+    // Its length as serialized, computed without writing it.
+    let bytes = call_result_len(&result);
     let max = router.config.max_result_bytes;
-    if out.json.len() <= max {
-        return out;
+    if bytes <= max {
+        return result;
     }
-    tracing::warn!(
-        plugin,
-        tool,
-        bytes = out.json.len(),
-        max,
-        "result over the size limit"
-    );
-    output(CallResult::error(format!(
+    tracing::warn!(plugin, tool, bytes, max, "result over the size limit");
+    CallResult::error(format!(
         "tool `{tool}` returned {}, over the {} limit (raise it with --max-result-bytes)",
-        show_bytes(out.json.len()),
+        show_bytes(bytes),
         show_bytes(max)
-    )))
+    ))
 }
 
 /// The result of a call whose tool did not return within `limit`.

@@ -33,10 +33,11 @@ use progress::Progress;
 use crate::{
     executor::{Executor, ExecutorConfig, HereId, HereTicket},
     model::{
-        error_code, initialize_result, negotiate_version, rpc_error, rpc_result, CallParams,
-        CallResult, CancelledParams, InitializeParams, JsonRpc, ServerInfo,
+        control_call_reply, control_success_raw, error_code, initialize_result, negotiate_version,
+        rpc_call_reply, rpc_error, rpc_result, CallResult, CancelledParams, InitializeParams,
+        JsonRpc, ServerInfo,
     },
-    plugin::{CallControl, LoadedPlugin},
+    plugin::{CallControl, LoadedPlugin, Report},
     registry::{Lease, Registry},
 };
 
@@ -196,7 +197,7 @@ impl Router {
         };
         if let (Some(id), "tools/call") = (id, method) {
             // The call looks its plugin up once, when it leases it.
-            return self.start_call(scope, id, msg.params, sink);
+            return self.start_call(scope, id, msg, sink);
         }
         let plugin = match scope {
             Scope::Server(name) => match self.registry.get(name) {
@@ -241,7 +242,9 @@ impl Router {
         control: Arc<CallControl>,
     ) -> Result<CallOutput, CallError> {
         let lease = self.lease(plugin).await?;
-        call::run(self, lease, tool, args.map(str::to_string), control).await
+        call::run(self, lease, tool, args.map(str::to_string), control)
+            .await
+            .map(call::output)
     }
 
     async fn lease(&self, plugin: &str) -> Result<Lease, CallError> {
@@ -339,11 +342,11 @@ impl Router {
         self: &Arc<Self>,
         scope: Scope<'_>,
         id: &RawValue,
-        params: Option<&RawValue>,
+        msg: &JsonRpc<'_>,
         sink: &Sink,
     ) -> Dispatch {
-        let parsed = params.map(|p| serde_json::from_str::<CallParams>(p.get()));
-        let params = match parsed {
+        // Read with the line when it came as the CLI writes it.
+        let params = match msg.call_params() {
             Some(Ok(p)) => p,
             Some(Err(e)) => {
                 return Dispatch::Reply(rpc_error(
@@ -368,12 +371,10 @@ impl Router {
             .meta
             .as_ref()
             .and_then(|m| m.progress_token)
-            .map(|token| Progress::new(sink.clone(), server.clone(), token.to_owned()));
-        let report: Option<Box<crate::plugin::ProgressFn>> = progress.clone().map(|p| {
-            Box::new(move |progress, total, message: &str| p.send(progress, total, message)) as _
-        });
+            .map(|token| Progress::new(sink.clone(), server.clone(), token));
+        let report = progress.clone().map(|p| p as Arc<dyn Report>);
         let id: Box<RawValue> = id.to_owned();
-        let control = Arc::new(CallControl::new(id.get().to_string(), report));
+        let control = Arc::new(CallControl::with_report(id.get(), report));
         Dispatch::Call(StartedCall {
             name: params.name.into_owned(),
             args: params.arguments.map(|a| a.get().to_string()),
@@ -429,7 +430,7 @@ pub enum Here {
     /// time, [`Ending::time_out`] from another thread).
     Run(HereCall),
     /// Answered without running the tool (unknown tool, invalid arguments, ...).
-    Answered(String),
+    Answered(Answer),
     /// It cannot run here (its plugin's slots are taken, a state hand-off is under way, the
     /// all-plugins scope): spawn [`StartedCall::spawnable`].
     Elsewhere(StartedCall),
@@ -456,7 +457,7 @@ impl StartedCall {
             Some(None) => {
                 let e = CallError::UnknownServer(server.clone());
                 ending.server = Some(server);
-                return Here::Answered(ending.finish_output(Err(e)));
+                return Here::Answered(ending.answer(Err(e)));
             }
             None => {
                 ending.server = Some(server);
@@ -467,7 +468,7 @@ impl StartedCall {
         let compiled = Compiled::of(&lease);
         let check = match call::tool_check(&lease, compiled, &name) {
             Ok(check) => check,
-            Err(e) => return Here::Answered(ending.finish_output(Err(e))),
+            Err(e) => return Here::Answered(ending.answer(Err(e))),
         };
         if check.runs_long() {
             return Here::Elsewhere(StartedCall { name, args, ending });
@@ -478,7 +479,7 @@ impl StartedCall {
         match call::check_with(&lease, check, &name, args) {
             Checked::Answered(result) => {
                 router.executor.here_done(ticket, lease.name());
-                Here::Answered(ending.finish_output(Ok(call::output(result))))
+                Here::Answered(ending.answer(Ok(result)))
             }
             Checked::Run(call) => {
                 ending.tool = Some((name, ticket.id()));
@@ -498,8 +499,8 @@ impl StartedCall {
     }
 
     /// Registers the call for cancellation and returns the future that runs it on the
-    /// executor, bounded by its timeout, and yields the reply.
-    pub fn spawnable(self) -> impl Future<Output = String> + Send + 'static {
+    /// executor, bounded by its timeout, and yields its answer.
+    pub fn spawnable(self) -> impl Future<Output = Answer> + Send + 'static {
         let StartedCall {
             name,
             args,
@@ -512,13 +513,13 @@ impl StartedCall {
                 Some(plugin) => router.lease(plugin).await.map(|l| (l, name)),
                 None => router.lease_flat(&name).await,
             };
-            let output = match leased {
+            let outcome = match leased {
                 Ok((lease, tool)) => {
                     call::run(&router, lease, &tool, args, ending.control.clone()).await
                 }
                 Err(e) => Err(e),
             };
-            ending.finish_output(output)
+            ending.answer(outcome)
         }
     }
 }
@@ -556,20 +557,20 @@ impl Drop for HereRun {
 }
 
 impl Ending {
-    /// The reply to a call run here whose tool returned `result`.
-    pub fn finish(self, result: CallResult) -> String {
+    /// The answer to a call run here whose tool returned `result`.
+    pub fn finish(self, result: CallResult) -> Answer {
         let (tool, plugin) = match (&self.tool, &self.server) {
             (Some((tool, _)), Some(plugin)) => (tool.as_str(), plugin.as_str()),
             _ => ("?", "?"),
         };
-        let out = call::bound(&self.router, call::output(result), plugin, tool);
-        self.finish_output(Ok(out))
+        let result = call::bound(&self.router, result, plugin, tool);
+        self.answer(Ok(result))
     }
 
-    /// The reply to a call run here whose tool did not return within its timeout: the tool is
-    /// told to stop, and the call's reply says it timed out (the tool's result, if it ever
-    /// comes, is dropped).
-    pub fn time_out(self) -> String {
+    /// The answer to a call run here whose tool did not return within its timeout: the tool
+    /// is told to stop, and the answer says it timed out (the tool's result, if it ever comes,
+    /// is dropped).
+    pub fn time_out(self) -> Answer {
         let (tool, plugin) = match (&self.tool, &self.server) {
             (Some((tool, _)), Some(plugin)) => (tool.clone(), plugin.clone()),
             _ => ("?".to_string(), "?".to_string()),
@@ -628,7 +629,7 @@ impl Ending {
         self.registered = Some(key);
     }
 
-    fn finish_output(self, output: Result<CallOutput, CallError>) -> String {
+    fn answer(self, outcome: Result<CallResult, CallError>) -> Answer {
         // No progress after this point: the reply is queued after every report.
         if let Some(p) = &self.progress {
             p.end();
@@ -642,9 +643,34 @@ impl Ending {
                 calls.remove(key);
             }
         }
-        match output {
-            Ok(out) => splice_result(Some(&self.id), &out.json),
+        Answer {
+            id: self.id,
+            outcome,
+        }
+    }
+}
+
+/// The answer to a `tools/call`: the tool's result, or why no tool ran.
+pub struct Answer {
+    id: Box<RawValue>,
+    outcome: Result<CallResult, CallError>,
+}
+
+impl Answer {
+    /// The JSON-RPC reply.
+    pub fn rpc(&self) -> String {
+        match &self.outcome {
+            Ok(result) => rpc_call_reply(Some(&self.id), result),
             Err(e) => rpc_error(Some(&self.id), error_code::INVALID_PARAMS, &e.to_string()),
+        }
+    }
+
+    /// The reply as the `control_response` line to control request `request_id`, written in
+    /// one allocation of its final size.
+    pub fn control_line(&self, request_id: &str) -> String {
+        match &self.outcome {
+            Ok(result) => control_call_reply(request_id, Some(&self.id), result),
+            Err(_) => control_success_raw(request_id, &self.rpc()),
         }
     }
 }

@@ -26,7 +26,7 @@ use tokio::runtime::Handle;
 use super::{parse_object, Intake, Reader, Routed, Slot};
 use crate::{
     handler::{Ending, HERE_BUDGET},
-    model::{control_success_raw, Incoming},
+    model::Incoming,
     transport::{BlockingLines, LineReader, ReadError, TooLong},
 };
 
@@ -149,7 +149,7 @@ impl Lane {
                 self.wake_watchdog();
                 break;
             };
-            let routed = match parse_object::<Incoming>(&line) {
+            let routed = match parse_object(&line, Incoming::parse) {
                 Ok(msg) => self.reader.route(msg, &line, slot),
                 Err(e) => {
                     self.reader.malformed(&line, e);
@@ -166,10 +166,8 @@ impl Lane {
             // After the call left `running`: the watchdog can no longer label it.
             drop(call.run);
             if let Some(r) = answer {
-                let reply = r.ending.finish(result);
-                self.reader
-                    .out
-                    .send(control_success_raw(&r.request_id, &reply));
+                let answer = r.ending.finish(result);
+                self.reader.out.send(answer.control_line(&r.request_id));
                 drop(r.slot);
             }
             if self
@@ -302,10 +300,8 @@ impl Lane {
             if now >= call.deadline {
                 let call = r.take().expect("checked above");
                 drop(r);
-                let reply = call.ending.time_out();
-                self.reader
-                    .out
-                    .send(control_success_raw(&call.request_id, &reply));
+                let answer = call.ending.time_out();
+                self.reader.out.send(answer.control_line(&call.request_id));
                 continue;
             }
             if !call.escalated && now >= call.started + HERE_BUDGET {

@@ -270,15 +270,16 @@ pub(crate) async fn next_message<R: AsyncBufRead + Unpin>(
     }
 }
 
-/// Parses a line that must hold a JSON object. Serde would also read a struct from an array
-/// (`["control_request","x"]`), which no peer means as a message.
-pub(crate) fn parse_object<'a, T: serde::Deserialize<'a>>(
+/// Parses a line that must hold a JSON object with `parse`. Serde would also read a struct
+/// from an array (`["control_request","x"]`), which no peer means as a message.
+pub(crate) fn parse_object<'a, T>(
     line: &'a str,
+    parse: impl FnOnce(&'a str) -> Result<T, serde_json::Error>,
 ) -> Result<T, serde_json::Error> {
     if !line.trim_start().starts_with('{') {
         return Err(serde::de::Error::custom("a message must be a JSON object"));
     }
-    serde_json::from_str(line)
+    parse(line)
 }
 
 /// A call's notifications go to the CLI as `mcp_message` requests of its server, through the
@@ -413,7 +414,7 @@ impl Reader {
                     Dispatch::Call(call) => match call.here() {
                         Here::Run(call) => return Routed::Here(id.to_string(), call, slot),
                         Here::Answered(reply) => {
-                            self.out.send(control_success_raw(id, &reply));
+                            self.out.send(reply.control_line(id));
                         }
                         Here::Elsewhere(call) => {
                             let out = self.out.clone();
@@ -421,7 +422,7 @@ impl Reader {
                             let call = call.spawnable();
                             tokio::spawn(async move {
                                 let reply = call.await;
-                                out.send(control_success_raw(&id, &reply));
+                                out.send(reply.control_line(&id));
                                 drop(slot);
                             });
                         }
