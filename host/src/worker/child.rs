@@ -1,30 +1,41 @@
 //! The worker role (`toolhost __worker`): applies the sandbox, opens the library the host
 //! staged through the same loader and ABI checks as in process, and answers frames until
 //! the host says stop or goes away.
+//!
+//! The thread that reads a call runs it (on one CPU a hand-off to another thread was a good
+//! part of the round trip). A tool may block, though, and cancellations and other calls must
+//! still be read meanwhile: the main thread watches, and when a call outlives
+//! [`HERE_BUDGET`] it starts another thread to read (leader/follower, as the host's reader
+//! threads do). A thread whose call returns while another one reads ends.
 
 use std::{
     collections::HashMap,
     fmt::Write as _,
-    io::BufReader,
     os::{fd::FromRawFd, unix::net::UnixStream},
     path::PathBuf,
     sync::{
-        atomic::{AtomicUsize, Ordering},
-        mpsc, Arc, Mutex,
+        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
+        Arc, Condvar, Mutex, MutexGuard,
     },
+    time::{Duration, Instant},
 };
 
 use tracing_subscriber::{layer::SubscriberExt, Layer};
 
 use super::{
-    process::{CHANNEL_FD, LIBRARY_FD},
+    process::{CHANNEL_FD, EVENTS_FD, LIBRARY_FD},
     sandbox::Sandbox,
-    wire::{self, FromWorker, LoadFailure, Restore, ResultWire, ToWorker},
+    wire::{self, FrameReader, FromWorker, LoadFailure, Next, Restore, ResultWire, ToWorker},
 };
 use crate::{
+    handler::HERE_BUDGET,
     plugin::{CallControl, CallResult, LoadError, LoadedPlugin, StateError},
     trust::parse_hex,
 };
+
+/// After the last call started, how long the watchdog keeps checking every budget instead of
+/// sleeping until woken (waking it costs the next call a system call).
+const STAY_AWAKE: Duration = Duration::from_millis(250);
 
 /// Arguments of the hidden `__worker` subcommand (set by the host, not by people).
 #[derive(Debug, Clone, clap::Args)]
@@ -40,35 +51,58 @@ pub struct WorkerArgs {
     pub sandbox: Option<String>,
 }
 
-/// Where every frame to the host goes; one writer at a time, whole frames only.
-#[derive(Clone)]
-struct Out(Arc<Mutex<UnixStream>>);
+/// Where every frame to the host goes; one writer at a time per stream, whole frames only.
+struct Out {
+    /// Replies (and, while the plugin loads, everything).
+    channel: Mutex<UnixStream>,
+    /// Logs once the plugin is loaded: the host reads them whether or not a call waits.
+    events: Mutex<UnixStream>,
+    /// The manifest was sent: logs go to `events`.
+    loaded: AtomicBool,
+}
 
 impl Out {
     fn send(&self, frame: &FromWorker) {
         self.send_bytes(&wire::encode(frame));
     }
 
-    /// Sends a frame already encoded with [`wire::encode`].
+    /// Sends a frame already encoded with [`wire::encode`] on the channel.
     fn send_bytes(&self, bytes: &[u8]) {
         // The host gone means we are about to be killed (parent death signal) or see EOF.
-        let _ = wire::send_locked(&self.0, bytes);
+        let _ = wire::send_locked(&self.channel, bytes);
+    }
+
+    fn log(&self, frame: &FromWorker) {
+        if self.loaded.load(Ordering::Acquire) {
+            let _ = wire::send_locked(&self.events, &wire::encode(frame));
+        } else {
+            self.send(frame);
+        }
     }
 }
 
 /// Runs the worker role; returns the process exit code.
 pub fn run(args: WorkerArgs) -> i32 {
-    // SAFETY: the host's pre_exec placed our end of the socketpair on CHANNEL_FD and nothing
-    // else in this process owns that descriptor.
-    let channel = unsafe { UnixStream::from_raw_fd(CHANNEL_FD) };
+    // SAFETY: the host's pre_exec placed our ends of the two socketpairs on CHANNEL_FD and
+    // EVENTS_FD, and nothing else in this process owns those descriptors.
+    let (channel, events) = unsafe {
+        (
+            UnixStream::from_raw_fd(CHANNEL_FD),
+            UnixStream::from_raw_fd(EVENTS_FD),
+        )
+    };
     // Inherited without close-on-exec: a process the plugin starts must not keep the channel
     // (the host would never see it close) or the library descriptor.
-    for fd in [LIBRARY_FD, CHANNEL_FD] {
+    for fd in [LIBRARY_FD, CHANNEL_FD, EVENTS_FD] {
         // SAFETY: fcntl on a descriptor we own; failure only leaves the flag as it was.
         unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
     }
     let out = match channel.try_clone() {
-        Ok(w) => Out(Arc::new(Mutex::new(w))),
+        Ok(w) => Arc::new(Out {
+            channel: Mutex::new(w),
+            events: Mutex::new(events),
+            loaded: AtomicBool::new(false),
+        }),
         Err(e) => {
             eprintln!("toolhost worker: cannot use the channel: {e}");
             return 2;
@@ -85,6 +119,7 @@ pub fn run(args: WorkerArgs) -> i32 {
     out.send(&FromWorker::Ready {
         manifest: super::manifest_json::to_json(plugin.manifest()),
     });
+    out.loaded.store(true, Ordering::Release);
     serve(plugin, channel, out);
     0
 }
@@ -128,134 +163,244 @@ fn load(
     })
 }
 
-type Job = Box<dyn FnOnce() + Send>;
-
-/// Calls run on a pool of threads that grows when all are busy (a tool may block for long).
-struct Pool {
-    jobs: Mutex<mpsc::Sender<Job>>,
-    rx: Arc<Mutex<mpsc::Receiver<Job>>>,
-    idle: Arc<AtomicUsize>,
+/// What the threads serving the host share.
+struct Serving {
+    plugin: Arc<LoadedPlugin>,
+    out: Arc<Out>,
+    /// The host's frames, read by one thread at a time.
+    input: Mutex<FrameReader>,
+    /// Calls running, for their cancellation.
+    calls: Mutex<HashMap<u64, Arc<CallControl>>>,
+    /// Threads reading or about to read: 0 while the last reader runs a call.
+    readers: AtomicUsize,
+    /// When the last reader started its call, in nanoseconds since `epoch`.
+    call_since: AtomicU64,
+    epoch: Instant,
+    /// The host said stop or went away: no thread reads any more.
+    ended: AtomicBool,
+    /// The watchdog sleeps until woken (rather than checking every budget).
+    watch_asleep: AtomicBool,
+    watch: Mutex<()>,
+    watch_wake: Condvar,
 }
 
-impl Pool {
-    fn new() -> Self {
-        let (tx, rx) = mpsc::channel();
-        Pool {
-            jobs: Mutex::new(tx),
-            rx: Arc::new(Mutex::new(rx)),
-            idle: Arc::new(AtomicUsize::new(0)),
-        }
+/// Serves the host until it says stop or goes away. This thread watches; others read and run
+/// calls.
+fn serve(plugin: Arc<LoadedPlugin>, channel: UnixStream, out: Arc<Out>) {
+    let serving = Arc::new(Serving {
+        plugin,
+        out,
+        input: Mutex::new(FrameReader::new(channel)),
+        calls: Mutex::default(),
+        readers: AtomicUsize::new(1),
+        call_since: AtomicU64::new(0),
+        epoch: Instant::now(),
+        ended: AtomicBool::new(false),
+        watch_asleep: AtomicBool::new(false),
+        watch: Mutex::new(()),
+        watch_wake: Condvar::new(),
+    });
+    if let Err(e) = serving.spawn_reader() {
+        tracing::error!("cannot start a thread to read the host's frames: {e}");
+        return;
     }
-
-    fn run(&self, job: Job) {
-        if self.idle.load(Ordering::Acquire) == 0 {
-            self.grow();
-        }
-        let _ = self.jobs.lock().unwrap().send(job);
+    serving.watchdog();
+    // A tool still running may never return: do not wait for it, and do not unload under it.
+    if !lock(&serving.calls).is_empty() {
+        std::mem::forget(serving);
+        return;
     }
+    // Unloaded here, once the threads that ran calls have let go (they end at once now).
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while Arc::strong_count(&serving) > 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    match Arc::try_unwrap(serving) {
+        Ok(serving) => drop(serving.plugin),
+        Err(serving) => std::mem::forget(serving),
+    }
+}
 
-    fn grow(&self) {
-        let (rx, idle) = (self.rx.clone(), self.idle.clone());
-        idle.fetch_add(1, Ordering::AcqRel);
-        let spawned = std::thread::Builder::new()
+impl Serving {
+    fn spawn_reader(self: &Arc<Self>) -> std::io::Result<()> {
+        let serving = self.clone();
+        std::thread::Builder::new()
             .name("toolhost-worker-call".into())
-            .spawn(move || loop {
-                let job = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
-                let Ok(job) = job else { return };
-                idle.fetch_sub(1, Ordering::AcqRel);
-                job();
-                idle.fetch_add(1, Ordering::AcqRel);
-            });
-        if spawned.is_err() {
-            self.idle.fetch_sub(1, Ordering::AcqRel);
+            .spawn(move || serving.read_loop())
+            .map(drop)
+    }
+
+    /// One reader thread: reads and answers frames until the host is gone, or until its call
+    /// returned while another thread reads.
+    fn read_loop(self: Arc<Self>) {
+        loop {
+            let mut input = lock(&self.input);
+            if self.ended.load(Ordering::Acquire) {
+                return;
+            }
+            let frame = match input.next::<ToWorker>(None) {
+                Ok(Next::Frame(f)) => f,
+                // The host closed the channel (it exited or dropped this version): stop.
+                Ok(Next::Closed | Next::TimedOut) => return self.end(),
+                Err(e) => {
+                    tracing::error!("worker channel: {e}");
+                    return self.end();
+                }
+            };
+            match frame {
+                ToWorker::Call {
+                    id,
+                    tool,
+                    args,
+                    label,
+                } => {
+                    let control = self.register(id, label);
+                    self.start_here();
+                    drop(input);
+                    self.run_call(id, &tool, &args, &control);
+                    if self
+                        .readers
+                        .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+                        .is_err()
+                    {
+                        // Another thread reads now.
+                        return;
+                    }
+                }
+                ToWorker::Cancel { id } => {
+                    if let Some(c) = lock(&self.calls).get(&id) {
+                        c.cancel();
+                    }
+                }
+                ToWorker::SaveState { id } => {
+                    let state = self.plugin.save_state();
+                    self.out.send(&FromWorker::State { id, state });
+                }
+                ToWorker::RestoreState { id, state } => {
+                    let outcome = match self.plugin.restore_state(&state) {
+                        Ok(()) => Restore::Done,
+                        Err(StateError::Unsupported) => Restore::Unsupported,
+                        Err(StateError::Refused(why)) => Restore::Refused(why),
+                    };
+                    self.out.send(&FromWorker::Restored { id, outcome });
+                }
+                ToWorker::Shutdown => return self.end(),
+                // Only meaningful while loading, answered there.
+                ToWorker::ConfigAnswer { .. } => {}
+            }
         }
     }
-}
 
-fn serve(plugin: Arc<LoadedPlugin>, channel: UnixStream, out: Out) {
-    let calls: Arc<Mutex<HashMap<u64, Arc<CallControl>>>> = Arc::default();
-    let pool = Pool::new();
-    let mut reader = BufReader::with_capacity(64 * 1024, channel);
-    let mut buf = Vec::new();
-    loop {
-        let frame = match wire::read_frame::<ToWorker>(&mut reader, &mut buf) {
-            Ok(Some(f)) => f,
-            // The host closed the channel (it exited or dropped this version): stop.
-            Ok(None) => break,
-            Err(e) => {
-                tracing::error!("worker channel: {e}");
-                break;
-            }
-        };
-        match frame {
-            ToWorker::Call {
+    /// The call's control (progress goes to the host), registered for cancellation.
+    fn register(&self, id: u64, label: String) -> Arc<CallControl> {
+        let out = self.out.clone();
+        let control = Arc::new(CallControl::new(
+            label,
+            Some(Box::new(move |progress, total, message: &str| {
+                out.send(&FromWorker::Progress {
+                    id,
+                    progress,
+                    total,
+                    message: message.to_string(),
+                })
+            })),
+        ));
+        lock(&self.calls).insert(id, control.clone());
+        control
+    }
+
+    /// This thread, the last reader, is about to run a call.
+    fn start_here(&self) {
+        let since = self.epoch.elapsed().as_nanos() as u64;
+        self.call_since.store(since, Ordering::SeqCst);
+        // SeqCst, paired with the watchdog's: either it sees no reader, or we see it asleep.
+        self.readers.fetch_sub(1, Ordering::SeqCst);
+        if self.watch_asleep.load(Ordering::SeqCst) {
+            self.wake_watchdog();
+        }
+    }
+
+    fn run_call(&self, id: u64, tool: &str, args: &str, control: &CallControl) {
+        let result = self.plugin.call(tool, args, control);
+        lock(&self.calls).remove(&id);
+        let mut bytes = wire::encode(&FromWorker::Result {
+            id,
+            result: to_wire(result),
+        });
+        if bytes.len() > wire::MAX_FRAME {
+            bytes = wire::encode(&FromWorker::Result {
                 id,
-                tool,
-                args,
-                label,
-            } => {
-                let progress_out = out.clone();
-                let control = Arc::new(CallControl::new(
-                    label,
-                    Some(Box::new(move |progress, total, message: &str| {
-                        progress_out.send(&FromWorker::Progress {
-                            id,
-                            progress,
-                            total,
-                            message: message.to_string(),
-                        })
-                    })),
-                ));
-                calls.lock().unwrap().insert(id, control.clone());
-                let (plugin, out, calls) = (plugin.clone(), out.clone(), calls.clone());
-                pool.run(Box::new(move || {
-                    let result = plugin.call(&tool, &args, &control);
-                    calls.lock().unwrap().remove(&id);
-                    let mut bytes = wire::encode(&FromWorker::Result {
-                        id,
-                        result: to_wire(result),
-                    });
-                    if bytes.len() > wire::MAX_FRAME {
-                        bytes = wire::encode(&FromWorker::Result {
-                            id,
-                            result: to_wire(CallResult::error(format!(
-                                "tool `{tool}` returned a result over the worker channel's \
-                                 {} MiB limit",
-                                wire::MAX_FRAME >> 20
-                            ))),
-                        });
-                    }
-                    out.send_bytes(&bytes);
-                }));
+                result: to_wire(CallResult::error(format!(
+                    "tool `{tool}` returned a result over the worker channel's {} MiB limit",
+                    wire::MAX_FRAME >> 20
+                ))),
+            });
+        }
+        self.out.send_bytes(&bytes);
+    }
+
+    fn end(&self) {
+        self.ended.store(true, Ordering::Release);
+        self.wake_watchdog();
+    }
+
+    fn wake_watchdog(&self) {
+        let _guard = lock(&self.watch);
+        self.watch_asleep.store(false, Ordering::SeqCst);
+        self.watch_wake.notify_one();
+    }
+
+    /// Starts another reader when the last one's call outlives the budget; returns when the
+    /// host is gone.
+    fn watchdog(self: &Arc<Self>) {
+        let mut guard = lock(&self.watch);
+        loop {
+            if self.ended.load(Ordering::Acquire) {
+                return;
             }
-            ToWorker::Cancel { id } => {
-                if let Some(c) = calls.lock().unwrap().get(&id) {
-                    c.cancel();
+            let now = self.epoch.elapsed();
+            let since = Duration::from_nanos(self.call_since.load(Ordering::SeqCst));
+            if self.readers.load(Ordering::SeqCst) == 0
+                && now >= since + HERE_BUDGET
+                && self
+                    .readers
+                    .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok()
+            {
+                if let Err(e) = self.spawn_reader() {
+                    tracing::error!("cannot start a thread to read the host's frames: {e}");
+                    // Tried again at the next check.
+                    self.readers.fetch_sub(1, Ordering::SeqCst);
                 }
             }
-            ToWorker::SaveState { id } => {
-                let state = plugin.save_state();
-                out.send(&FromWorker::State { id, state });
+            if now < since + STAY_AWAKE || self.readers.load(Ordering::SeqCst) == 0 {
+                // Checking every budget: a call starting now is seen without waking us.
+                guard = self
+                    .watch_wake
+                    .wait_timeout(guard, HERE_BUDGET)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+                continue;
             }
-            ToWorker::RestoreState { id, state } => {
-                let outcome = match plugin.restore_state(&state) {
-                    Ok(()) => Restore::Done,
-                    Err(StateError::Unsupported) => Restore::Unsupported,
-                    Err(StateError::Refused(why)) => Restore::Refused(why),
-                };
-                out.send(&FromWorker::Restored { id, outcome });
+            self.watch_asleep.store(true, Ordering::SeqCst);
+            // A call started between our checks: stay awake.
+            while self.watch_asleep.load(Ordering::SeqCst)
+                && self.readers.load(Ordering::SeqCst) != 0
+                && !self.ended.load(Ordering::Acquire)
+            {
+                guard = self
+                    .watch_wake
+                    .wait(guard)
+                    .unwrap_or_else(|e| e.into_inner());
             }
-            ToWorker::Shutdown => break,
-            // Only meaningful while loading, answered there.
-            ToWorker::ConfigAnswer { .. } => {}
+            self.watch_asleep.store(false, Ordering::SeqCst);
         }
     }
-    // A tool still running may never return: do not wait for it, and do not unload under it.
-    if calls.lock().unwrap().is_empty() {
-        drop(plugin);
-    } else {
-        std::mem::forget(plugin);
-    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The data these locks guard stays usable after a panic elsewhere.
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn to_wire(r: CallResult) -> ResultWire {
@@ -268,7 +413,7 @@ fn to_wire(r: CallResult) -> ResultWire {
 
 /// Sends every tracing event of this process (the plugin's logs among them) to the host, which
 /// logs them tagged with the plugin's name.
-fn install_log_forwarding(out: &Out) {
+fn install_log_forwarding(out: &Arc<Out>) {
     let max = std::env::var(super::LOG_LEVEL_ENV)
         .ok()
         .and_then(|l| l.parse::<tracing::level_filters::LevelFilter>().ok())
@@ -278,7 +423,7 @@ fn install_log_forwarding(out: &Out) {
 }
 
 struct Forward {
-    out: Out,
+    out: Arc<Out>,
 }
 
 #[derive(Default)]
@@ -326,7 +471,7 @@ impl<S: tracing::Subscriber> Layer<S> for Forward {
             tracing::Level::TRACE => toolhost_plugin::abi::level::TRACE,
         };
         let module = f.module.unwrap_or_else(|| meta.target().to_string());
-        self.out.send(&FromWorker::Log {
+        self.out.log(&FromWorker::Log {
             level,
             call: f.call,
             module,

@@ -1,5 +1,6 @@
-//! Starting a worker process: `toolhost __worker`, with the staged library on fd 3 and its
-//! end of the channel on fd 4, in a process group of its own, killed when the host dies.
+//! Starting a worker process: `toolhost __worker`, with the staged library on fd 3, its end
+//! of the channel on fd 4 and of the event stream on fd 5, in a process group of its own,
+//! killed when the host dies.
 
 use std::{
     fs::File,
@@ -18,14 +19,20 @@ use crate::trust::hex;
 
 /// The descriptor a worker finds the library on.
 pub(crate) const LIBRARY_FD: RawFd = 3;
-/// The descriptor a worker finds its end of the channel on.
+/// The descriptor a worker finds its end of the channel on: requests in, their replies
+/// (results, progress, states) out.
 pub(crate) const CHANNEL_FD: RawFd = 4;
+/// The descriptor a worker finds its end of the event stream on: what it says unasked (logs)
+/// once its plugin is loaded. The host reads it all the time, so it sees the worker die even
+/// when no call waits; the channel is read only by callers waiting for a reply.
+pub(crate) const EVENTS_FD: RawFd = 5;
 
-/// A started worker: the child, the host's end of the channel, and the worker's merged
-/// stdout and stderr.
+/// A started worker: the child, the host's ends of the channel and of the event stream, and
+/// the worker's merged stdout and stderr.
 pub(crate) struct Spawned {
     pub child: Child,
     pub channel: UnixStream,
+    pub events: UnixStream,
     pub output: ChildStderr,
 }
 
@@ -80,6 +87,7 @@ pub(crate) fn spawn(
     launch: Launch<'_>,
 ) -> io::Result<Spawned> {
     let (host_end, worker_end) = UnixStream::pair()?;
+    let (host_events, worker_events) = UnixStream::pair()?;
     let mut cmd = Command::new(&config.exe);
     cmd.arg("__worker")
         .arg("--file")
@@ -102,26 +110,34 @@ pub(crate) fn spawn(
         // handle (the first one interrupts a turn), not a signal that should kill workers.
         .process_group(0);
     let library_fd = library.try_clone()?;
-    let (lib_raw, chan_raw) = (library_fd.as_raw_fd(), worker_end.as_raw_fd());
+    let fds = [
+        (library_fd.as_raw_fd(), LIBRARY_FD),
+        (worker_end.as_raw_fd(), CHANNEL_FD),
+        (worker_events.as_raw_fd(), EVENTS_FD),
+    ];
     // SAFETY: the closure runs in the forked child before exec, so it may only make
     // async-signal-safe calls: fcntl, dup2, close, prctl, getppid and _exit are. It touches no
-    // memory but its captured integers. `lib_raw` and `chan_raw` are open in the parent (and so
-    // in the child) until `spawn` returns: `library_fd` and `worker_end` are dropped after it.
+    // memory but its captured integers. The descriptors in `fds` are open in the parent (and
+    // so in the child) until `spawn` returns: `library_fd`, `worker_end` and `worker_events`
+    // are dropped after it.
     unsafe {
         let parent = libc::getpid();
         cmd.pre_exec(move || {
-            // Move both out of the way first: either may itself be 3 or 4.
-            let lib = libc::fcntl(lib_raw, libc::F_DUPFD_CLOEXEC, 10);
-            let chan = libc::fcntl(chan_raw, libc::F_DUPFD_CLOEXEC, 10);
-            if lib < 0 || chan < 0 {
-                return Err(io::Error::last_os_error());
+            // Move all out of the way first: any may itself be 3, 4 or 5.
+            let mut moved = [0; 3];
+            for (slot, (from, _)) in moved.iter_mut().zip(fds) {
+                *slot = libc::fcntl(from, libc::F_DUPFD_CLOEXEC, 10);
+                if *slot < 0 {
+                    return Err(io::Error::last_os_error());
+                }
             }
-            // dup2 leaves the new descriptors without FD_CLOEXEC: the worker inherits them.
-            if libc::dup2(lib, LIBRARY_FD) < 0 || libc::dup2(chan, CHANNEL_FD) < 0 {
-                return Err(io::Error::last_os_error());
+            for (from, (_, to)) in moved.into_iter().zip(fds) {
+                // dup2 leaves the new descriptor without FD_CLOEXEC: the worker inherits it.
+                if libc::dup2(from, to) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                libc::close(from);
             }
-            libc::close(lib);
-            libc::close(chan);
             // A plugin's `println!` lands in the captured stderr rather than nowhere.
             if libc::dup2(2, 1) < 0 {
                 return Err(io::Error::last_os_error());
@@ -143,12 +159,14 @@ pub(crate) fn spawn(
         let child = cmd.spawn();
         drop(library_fd);
         drop(worker_end);
+        drop(worker_events);
         child
     })??;
     let output = child.stderr.take().expect("stderr is piped");
     Ok(Spawned {
         child,
         channel: host_end,
+        events: host_events,
         output,
     })
 }

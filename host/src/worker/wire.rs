@@ -10,6 +10,7 @@ use std::{
     io::{self, Read},
     os::unix::net::UnixStream,
     sync::Mutex,
+    time::{Duration, Instant},
 };
 
 use serde::{Deserialize, Serialize};
@@ -171,17 +172,159 @@ pub fn read_frame<T: for<'de> Deserialize<'de>>(
     }
     let len = u32::from_le_bytes(len) as usize;
     if len > MAX_FRAME {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("a frame of {len} bytes, over the {MAX_FRAME} limit"),
-        ));
+        return Err(over_limit(len));
     }
     buf.clear();
     buf.resize(len, 0);
     r.read_exact(buf)?;
-    bincode::deserialize(buf)
-        .map(Some)
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("bad frame: {e}")))
+    bincode::deserialize(buf).map(Some).map_err(bad_frame)
+}
+
+/// A [`FrameReader`]'s buffer to begin with, and the most it keeps once a big frame is read.
+const BUF_START: usize = 64 * 1024;
+const BUF_KEPT: usize = 1 << 20;
+
+/// What [`FrameReader::next`] found.
+#[derive(Debug, PartialEq)]
+pub enum Next<T> {
+    Frame(T),
+    /// Nothing complete arrived in time; the bytes read so far stay for the next call.
+    TimedOut,
+    /// A clean end of stream (no partial frame).
+    Closed,
+}
+
+/// Reads frames from a socket with an optional wait per frame. Unlike [`read_frame`] over a
+/// `BufReader`, a wait that times out mid-frame loses nothing: whoever reads next (the same
+/// thread or another one holding the reader) goes on from the same byte.
+#[derive(Debug)]
+pub struct FrameReader {
+    socket: UnixStream,
+    /// Bytes read and not decoded yet are `buf[start..end]`.
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// The read time-out set on the socket (set again only when it changes).
+    timeout: Option<Duration>,
+    eof: bool,
+}
+
+impl FrameReader {
+    pub fn new(socket: UnixStream) -> Self {
+        FrameReader {
+            socket,
+            buf: vec![0; BUF_START],
+            start: 0,
+            end: 0,
+            timeout: None,
+            eof: false,
+        }
+    }
+
+    /// The next frame, waiting at most `wait` for it (`None`: as long as it takes).
+    pub fn next<T: for<'de> Deserialize<'de>>(
+        &mut self,
+        wait: Option<Duration>,
+    ) -> io::Result<Next<T>> {
+        let deadline = wait.map(|w| Instant::now() + w);
+        loop {
+            if let Some(frame) = self.complete()? {
+                return Ok(Next::Frame(frame));
+            }
+            if self.eof {
+                return if self.start == self.end {
+                    Ok(Next::Closed)
+                } else {
+                    Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the stream ended inside a frame",
+                    ))
+                };
+            }
+            let timeout = match deadline {
+                Some(at) => match at.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => return Ok(Next::TimedOut),
+                },
+                None => None,
+            };
+            match self.fill(timeout) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Next::TimedOut),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Decodes the frame at the front of the buffer, if it is all there.
+    fn complete<T: for<'de> Deserialize<'de>>(&mut self) -> io::Result<Option<T>> {
+        let unread = &self.buf[self.start..self.end];
+        let Some(prefix) = unread.first_chunk::<4>() else {
+            return Ok(None);
+        };
+        let len = u32::from_le_bytes(*prefix) as usize;
+        if len > MAX_FRAME {
+            return Err(over_limit(len));
+        }
+        if unread.len() < 4 + len {
+            // Room for all of this frame, so a big one is read in few calls.
+            if self.buf.len() - self.start < 4 + len {
+                self.compact();
+                if self.buf.len() < 4 + len {
+                    self.buf.resize(4 + len, 0);
+                }
+            }
+            return Ok(None);
+        }
+        let frame = bincode::deserialize(&unread[4..4 + len]).map_err(bad_frame)?;
+        self.start += 4 + len;
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+            if self.buf.len() > BUF_KEPT {
+                // One big result does not keep its buffer for the worker's life.
+                self.buf = vec![0; BUF_START];
+            }
+        }
+        Ok(Some(frame))
+    }
+
+    /// Moves the unread bytes to the front of the buffer.
+    fn compact(&mut self) {
+        self.buf.copy_within(self.start..self.end, 0);
+        self.end -= self.start;
+        self.start = 0;
+    }
+
+    /// One read from the socket into the buffer, waiting at most `timeout`.
+    fn fill(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        if self.timeout != timeout {
+            self.socket.set_read_timeout(timeout)?;
+            self.timeout = timeout;
+        }
+        if self.end == self.buf.len() {
+            self.compact();
+        }
+        if self.end == self.buf.len() {
+            self.buf.resize(self.buf.len() * 2, 0);
+        }
+        let n = self.socket.read(&mut self.buf[self.end..])?;
+        self.end += n;
+        self.eof = n == 0;
+        Ok(())
+    }
+}
+
+fn over_limit(len: usize) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("a frame of {len} bytes, over the {MAX_FRAME} limit"),
+    )
+}
+
+fn bad_frame(e: bincode::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("bad frame: {e}"))
 }
 
 #[cfg(test)]
