@@ -299,6 +299,9 @@ impl FrameReader {
 
     /// One read from the socket into the buffer, waiting at most `timeout`.
     fn fill(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        // Whole milliseconds, rounded up: the same wait again costs no system call to set it.
+        let timeout =
+            timeout.map(|t| Duration::from_millis(t.as_nanos().div_ceil(1_000_000) as u64));
         if self.timeout != timeout {
             self.socket.set_read_timeout(timeout)?;
             self.timeout = timeout;
@@ -379,5 +382,49 @@ mod tests {
         let mut r = cut;
         read_frame::<FromWorker>(&mut r, &mut buf).unwrap();
         assert!(read_frame::<FromWorker>(&mut r, &mut buf).is_err());
+    }
+
+    #[test]
+    fn a_frame_reader_keeps_a_partial_frame_across_a_timeout() {
+        let (mut tx, rx) = UnixStream::pair().unwrap();
+        let mut reader = FrameReader::new(rx);
+        let wait = Some(Duration::from_millis(20));
+        let big = ToWorker::Call {
+            id: 1,
+            tool: "t".into(),
+            // Bigger than the buffer a reader keeps.
+            args: "x".repeat(BUF_KEPT + BUF_START),
+            label: "l".into(),
+        };
+        let small = ToWorker::Cancel { id: 2 };
+        let mut bytes = encode(&big);
+        bytes.extend_from_slice(&encode(&small));
+        let (head, tail) = bytes.split_at(10);
+        assert_eq!(reader.next::<ToWorker>(wait).unwrap(), Next::TimedOut);
+        io::Write::write_all(&mut tx, head).unwrap();
+        assert_eq!(reader.next::<ToWorker>(wait).unwrap(), Next::TimedOut);
+        // The rest, written while the reader waits.
+        let tail = tail.to_vec();
+        let writer = std::thread::spawn(move || {
+            io::Write::write_all(&mut tx, &tail).unwrap();
+            tx
+        });
+        let long = Some(Duration::from_secs(10));
+        assert_eq!(reader.next::<ToWorker>(long).unwrap(), Next::Frame(big));
+        assert_eq!(reader.next::<ToWorker>(long).unwrap(), Next::Frame(small));
+        assert!(
+            reader.buf.len() <= BUF_KEPT,
+            "the big frame's buffer is let go"
+        );
+        let mut tx = writer.join().unwrap();
+        // A frame cut short by the end of the stream is an error; a clean end is not.
+        io::Write::write_all(&mut tx, &encode(&ToWorker::Shutdown)[..3]).unwrap();
+        drop(tx);
+        assert!(reader.next::<ToWorker>(long).is_err());
+
+        let (tx, rx) = UnixStream::pair().unwrap();
+        drop(tx);
+        let mut reader = FrameReader::new(rx);
+        assert_eq!(reader.next::<ToWorker>(None).unwrap(), Next::Closed);
     }
 }
