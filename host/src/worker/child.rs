@@ -117,7 +117,7 @@ pub fn run(args: WorkerArgs) -> i32 {
         }
     };
     out.send(&FromWorker::Ready {
-        manifest: super::manifest_json::to_json(plugin.manifest()),
+        manifest: super::manifest_json::to_json(plugin.manifest(), plugin.has_call_typed()),
     });
     out.loaded.store(true, Ordering::Release);
     serve(plugin, channel, out);
@@ -247,47 +247,64 @@ impl Serving {
                     return self.end();
                 }
             };
-            match frame {
+            let (id, tool, args, label, typed) = match frame {
                 ToWorker::Call {
                     id,
                     tool,
                     args,
                     label,
-                } => {
-                    let control = self.register(id, label);
-                    self.start_here();
-                    drop(input);
-                    self.run_call(id, &tool, &args, &control);
-                    if self
-                        .readers
-                        .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
-                        .is_err()
-                    {
-                        // Another thread reads now.
-                        return;
-                    }
+                } => (id, tool, args, label, false),
+                ToWorker::CallTyped {
+                    id,
+                    tool,
+                    args,
+                    label,
+                } => (id, tool, args, label, true),
+                other => {
+                    self.answer(other);
+                    continue;
                 }
-                ToWorker::Cancel { id } => {
-                    if let Some(c) = lock(&self.calls).get(&id) {
-                        c.cancel();
-                    }
-                }
-                ToWorker::SaveState { id } => {
-                    let state = self.plugin.save_state();
-                    self.out.send(&FromWorker::State { id, state });
-                }
-                ToWorker::RestoreState { id, state } => {
-                    let outcome = match self.plugin.restore_state(&state) {
-                        Ok(()) => Restore::Done,
-                        Err(StateError::Unsupported) => Restore::Unsupported,
-                        Err(StateError::Refused(why)) => Restore::Refused(why),
-                    };
-                    self.out.send(&FromWorker::Restored { id, outcome });
-                }
-                ToWorker::Shutdown => return self.end(),
-                // Only meaningful while loading, answered there.
-                ToWorker::ConfigAnswer { .. } => {}
+            };
+            let control = self.register(id, label);
+            self.start_here();
+            drop(input);
+            self.run_call(id, &tool, &args, &control, typed);
+            if self
+                .readers
+                .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+                .is_err()
+            {
+                // Another thread reads now.
+                return;
             }
+        }
+    }
+
+    /// Answers a frame other than a call, on the reading thread.
+    fn answer(&self, frame: ToWorker) {
+        match frame {
+            ToWorker::Cancel { id } => {
+                if let Some(c) = lock(&self.calls).get(&id) {
+                    c.cancel();
+                }
+            }
+            ToWorker::SaveState { id } => {
+                let state = self.plugin.save_state();
+                self.out.send(&FromWorker::State { id, state });
+            }
+            ToWorker::RestoreState { id, state } => {
+                let outcome = match self.plugin.restore_state(&state) {
+                    Ok(()) => Restore::Done,
+                    Err(StateError::Unsupported) => Restore::Unsupported,
+                    Err(StateError::Refused(why)) => Restore::Refused(why),
+                };
+                self.out.send(&FromWorker::Restored { id, outcome });
+            }
+            ToWorker::Shutdown => self.end(),
+            // Only meaningful while loading, answered there.
+            ToWorker::ConfigAnswer { .. } => {}
+            // Run by `read_loop`, never handed here.
+            ToWorker::Call { .. } | ToWorker::CallTyped { .. } => {}
         }
     }
 
@@ -320,9 +337,18 @@ impl Serving {
         }
     }
 
-    fn run_call(&self, id: u64, tool: &str, args: &str, control: &CallControl) {
-        let result = self.plugin.call(tool, args, control);
+    /// Runs a call (`typed`: through the plugin's typed parse) and sends its answer.
+    fn run_call(&self, id: u64, tool: &str, args: &str, control: &CallControl, typed: bool) {
+        let result = if typed {
+            self.plugin.call_typed(tool, args, control)
+        } else {
+            Some(self.plugin.call(tool, args, control))
+        };
         lock(&self.calls).remove(&id);
+        let Some(result) = result else {
+            self.out.send(&FromWorker::Untyped { id });
+            return;
+        };
         let mut bytes = wire::encode(&FromWorker::Result {
             id,
             result: to_wire(result),

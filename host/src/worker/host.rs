@@ -37,6 +37,8 @@ enum Reply {
     Died(String),
     /// The caller that read the worker's replies is done: this one reads them now.
     Lead,
+    /// The typed parse refused the arguments of a typed call; the tool did not run.
+    Untyped,
 }
 
 impl Reply {
@@ -110,6 +112,7 @@ impl Proc {
             } => (id, Reply::Progress(progress, total, message)),
             FromWorker::State { id, state } => (id, Reply::State(state)),
             FromWorker::Restored { id, outcome } => (id, Reply::Restored(outcome)),
+            FromWorker::Untyped { id } => (id, Reply::Untyped),
             FromWorker::Log {
                 level,
                 call,
@@ -289,6 +292,8 @@ struct Shared {
 /// A plugin version served by worker processes.
 pub struct WorkerPlugin {
     manifest: Manifest,
+    /// The plugin has the ABI's typed parse (`call_typed`).
+    call_typed: bool,
     config: Option<String>,
     shared: Arc<Shared>,
 }
@@ -340,7 +345,7 @@ impl WorkerPlugin {
             }),
             next_id: AtomicU64::new(1),
         };
-        let (proc, manifest) = launch(&shared, None, &|name| {
+        let (proc, (manifest, call_typed)) = launch(&shared, None, &|name| {
             let given = plugin_config(name);
             shared
                 .configs
@@ -363,6 +368,7 @@ impl WorkerPlugin {
             .flatten();
         Ok(WorkerPlugin {
             manifest,
+            call_typed,
             config,
             shared,
         })
@@ -401,23 +407,67 @@ impl WorkerPlugin {
     /// Runs a tool in the worker. Blocks until it returns, the worker dies, or the call was
     /// cancelled and the tool did not stop within the grace period (then the worker is killed).
     pub fn call(&self, tool: &str, args: &str, control: &CallControl) -> CallResult {
+        self.run(tool, args, control, false).unwrap_or_else(|| {
+            CallResult::error(format!(
+                "plugin {}: its worker answered tool {tool} as a typed call",
+                self.shared.name
+            ))
+        })
+    }
+
+    /// Whether [`Self::call_typed`] can run tools (the plugin has the ABI's typed parse).
+    pub fn has_call_typed(&self) -> bool {
+        self.call_typed
+    }
+
+    /// As [`Self::call`], with the plugin's typed parse checking the arguments (the ABI's
+    /// `call_typed`); `None` when the parse refused them (the tool did not run) or the plugin
+    /// has no typed parse.
+    pub fn call_typed(&self, tool: &str, args: &str, control: &CallControl) -> Option<CallResult> {
+        if !self.call_typed {
+            return None;
+        }
+        self.run(tool, args, control, true)
+    }
+
+    fn run(
+        &self,
+        tool: &str,
+        args: &str,
+        control: &CallControl,
+        typed: bool,
+    ) -> Option<CallResult> {
         let shared = &self.shared;
         let proc = match shared.serving() {
             Ok(p) => p,
-            Err(e) => return CallResult::error(e),
+            Err(e) => return Some(CallResult::error(e)),
         };
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let call = ToWorker::Call {
-            id,
-            tool: tool.to_string(),
-            args: args.to_string(),
-            label: control.label().to_string(),
+        let (tool_, args, label) = (
+            tool.to_string(),
+            args.to_string(),
+            control.label().to_string(),
+        );
+        let call = if typed {
+            ToWorker::CallTyped {
+                id,
+                tool: tool_,
+                args,
+                label,
+            }
+        } else {
+            ToWorker::Call {
+                id,
+                tool: tool_,
+                args,
+                label,
+            }
         };
         let Some(mut exchange) = proc.ask(id, &call) else {
-            return CallResult::error(format!(
+            return Some(CallResult::error(format!(
                 "plugin {} crashed before tool {tool} could start; restarted",
                 shared.name
-            ));
+            )));
         };
         let grace = shared.config.cancel_grace;
         let mut cancelled_at: Option<Instant> = None;
@@ -430,11 +480,12 @@ impl WorkerPlugin {
                 _ => Duration::from_millis(20),
             };
             match exchange.next(wait, &shared.name) {
-                Some(Reply::Result(r)) => return r,
+                Some(Reply::Result(r)) => return Some(r),
+                Some(Reply::Untyped) => return None,
                 Some(Reply::Progress(p, t, m)) => control.report_progress(p, t, &m),
                 Some(Reply::Died(cause)) => {
                     let killed = lock(&proc.killed_because).clone();
-                    return CallResult::error(match killed {
+                    return Some(CallResult::error(match killed {
                         Some(why) => format!(
                             "plugin {}: tool {tool} stopped: its worker was killed ({why}); restarted",
                             shared.name
@@ -444,7 +495,7 @@ impl WorkerPlugin {
                             shared.name,
                             shared.after_crash_note()
                         ),
-                    });
+                    }));
                 }
                 Some(Reply::State(_) | Reply::Restored(_) | Reply::Lead) => {}
                 None => match cancelled_at {
@@ -649,7 +700,7 @@ fn launch(
     shared: &Shared,
     expect_name: Option<&str>,
     plugin_config: ConfigSource<'_>,
-) -> Result<(Started, Manifest), LoadError> {
+) -> Result<(Started, (Manifest, bool)), LoadError> {
     let config = &shared.config;
     let spawned = process::spawn(
         config,
@@ -682,7 +733,7 @@ fn launch(
         LoadError::from(WorkerError::Handshake { what, cause })
     };
     // Logs (of the plugin's `init`, say) may come before the manifest.
-    let manifest = loop {
+    let (manifest, call_typed) = loop {
         match reader.next::<FromWorker>(Some(config.start_timeout)) {
             Ok(Next::Frame(FromWorker::Log {
                 level,
@@ -777,7 +828,7 @@ fn launch(
             events: BufReader::new(events),
             output: Some(output),
         },
-        manifest,
+        (manifest, call_typed),
     ))
 }
 

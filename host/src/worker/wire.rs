@@ -42,6 +42,15 @@ pub enum ToWorker {
     Shutdown,
     /// The answer to [`FromWorker::ConfigQuery`] (only while the plugin loads).
     ConfigAnswer { config: Option<String> },
+    /// As [`ToWorker::Call`], through the plugin's typed parse (the ABI's `call_typed`):
+    /// answered by [`FromWorker::Result`], or by [`FromWorker::Untyped`] when the parse
+    /// refused the arguments and the tool did not run.
+    CallTyped {
+        id: u64,
+        tool: String,
+        args: String,
+        label: String,
+    },
 }
 
 /// Worker → host.
@@ -83,6 +92,10 @@ pub enum FromWorker {
     Restored {
         id: u64,
         outcome: Restore,
+    },
+    /// [`ToWorker::CallTyped`] `id` did not run: the typed parse refused its arguments.
+    Untyped {
+        id: u64,
     },
 }
 
