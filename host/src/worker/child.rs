@@ -11,6 +11,8 @@
 use std::{
     collections::HashMap,
     fmt::Write as _,
+    fs::File,
+    io::Write as _,
     os::{fd::FromRawFd, unix::net::UnixStream},
     path::PathBuf,
     sync::{
@@ -23,7 +25,7 @@ use std::{
 use tracing_subscriber::{layer::SubscriberExt, Layer};
 
 use super::{
-    process::{CHANNEL_FD, EVENTS_FD, LIBRARY_FD},
+    process::{CHANNEL_FD, EVENTS_FD, LIBRARY_FD, REPLIES_FD},
     sandbox::Sandbox,
     wire::{self, FrameReader, FromWorker, LoadFailure, Next, Restore, ResultWire, ToWorker},
 };
@@ -53,10 +55,11 @@ pub struct WorkerArgs {
 
 /// Where every frame to the host goes; one writer at a time per stream, whole frames only.
 struct Out {
-    /// Replies (and, while the plugin loads, everything).
-    channel: Mutex<UnixStream>,
-    /// Logs once the plugin is loaded: the host reads them whether or not a call waits.
-    events: Mutex<UnixStream>,
+    /// The replies pipe: replies (and, while the plugin loads, everything).
+    replies: Mutex<File>,
+    /// The events pipe: logs once the plugin is loaded (the host reads them whether or not a
+    /// call waits).
+    events: Mutex<File>,
     /// The manifest was sent: logs go to `events`.
     loaded: AtomicBool,
 }
@@ -66,48 +69,52 @@ impl Out {
         self.send_bytes(&wire::encode(frame));
     }
 
-    /// Sends a frame already encoded with [`wire::encode`] on the channel.
+    /// Sends a frame already encoded with [`wire::encode`] on the replies pipe.
     fn send_bytes(&self, bytes: &[u8]) {
-        // The host gone means we are about to be killed (parent death signal) or see EOF.
-        let _ = wire::send_locked(&self.channel, bytes);
+        write_locked(&self.replies, bytes);
     }
 
     fn log(&self, frame: &FromWorker) {
         if self.loaded.load(Ordering::Acquire) {
-            let _ = wire::send_locked(&self.events, &wire::encode(frame));
+            write_locked(&self.events, &wire::encode(frame));
         } else {
             self.send(frame);
         }
     }
 }
 
+/// Writes a whole frame on a pipe that several threads write to.
+fn write_locked(pipe: &Mutex<File>, bytes: &[u8]) {
+    // The host gone means we are about to be killed (parent death signal) or see EOF; a write
+    // to the pipe then fails with EPIPE (Rust's runtime ignores SIGPIPE, and this role keeps
+    // it so).
+    let mut pipe = pipe.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = pipe.write_all(bytes);
+}
+
 /// Runs the worker role; returns the process exit code.
 pub fn run(args: WorkerArgs) -> i32 {
-    // SAFETY: the host's pre_exec placed our ends of the two socketpairs on CHANNEL_FD and
-    // EVENTS_FD, and nothing else in this process owns those descriptors.
-    let (channel, events) = unsafe {
+    // SAFETY: the host's pre_exec placed our end of the socketpair on CHANNEL_FD and the
+    // write ends of the replies and events pipes on REPLIES_FD and EVENTS_FD, and nothing else
+    // in this process owns those descriptors.
+    let (channel, replies, events) = unsafe {
         (
             UnixStream::from_raw_fd(CHANNEL_FD),
-            UnixStream::from_raw_fd(EVENTS_FD),
+            File::from_raw_fd(REPLIES_FD),
+            File::from_raw_fd(EVENTS_FD),
         )
     };
     // Inherited without close-on-exec: a process the plugin starts must not keep the channel
-    // (the host would never see it close) or the library descriptor.
-    for fd in [LIBRARY_FD, CHANNEL_FD, EVENTS_FD] {
+    // or the pipes (the host would never see them close) or the library descriptor.
+    for fd in [LIBRARY_FD, CHANNEL_FD, REPLIES_FD, EVENTS_FD] {
         // SAFETY: fcntl on a descriptor we own; failure only leaves the flag as it was.
         unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
     }
-    let out = match channel.try_clone() {
-        Ok(w) => Arc::new(Out {
-            channel: Mutex::new(w),
-            events: Mutex::new(events),
-            loaded: AtomicBool::new(false),
-        }),
-        Err(e) => {
-            eprintln!("toolhost worker: cannot use the channel: {e}");
-            return 2;
-        }
-    };
+    let out = Arc::new(Out {
+        replies: Mutex::new(replies),
+        events: Mutex::new(events),
+        loaded: AtomicBool::new(false),
+    });
     install_log_forwarding(&out);
     let plugin = match load(&args, &channel, &out) {
         Ok(p) => p,

@@ -690,7 +690,7 @@ impl Shared {
 struct Started {
     proc: Arc<Proc>,
     child: Child,
-    events: BufReader<UnixStream>,
+    events: BufReader<File>,
     output: Option<OutputReader>,
 }
 
@@ -719,12 +719,13 @@ fn launch(
     let process::Spawned {
         mut child,
         channel,
+        replies,
         events,
         output,
     } = spawned;
     let pid = child.id();
     let output = OutputReader::start(output, shared.name.clone(), pid);
-    let mut reader = FrameReader::new(channel.try_clone().map_err(WorkerError::Handover)?);
+    let mut reader = FrameReader::new(replies);
     let fail = |child: &mut Child, output: OutputReader, what: String| {
         let _ = child.kill();
         let status = child.wait().ok();
@@ -825,7 +826,7 @@ fn launch(
         Started {
             proc,
             child,
-            events: BufReader::new(events),
+            events: BufReader::new(File::from(events)),
             output: Some(output),
         },
         (manifest, call_typed),

@@ -7,8 +7,12 @@
 //! sides have at hand anyway.
 
 use std::{
+    fs::File,
     io::{self, Read},
-    os::unix::net::UnixStream,
+    os::{
+        fd::{AsRawFd, OwnedFd},
+        unix::net::UnixStream,
+    },
     sync::Mutex,
     time::{Duration, Instant},
 };
@@ -207,29 +211,26 @@ pub enum Next<T> {
     Closed,
 }
 
-/// Reads frames from a socket with an optional wait per frame. Unlike [`read_frame`] over a
-/// `BufReader`, a wait that times out mid-frame loses nothing: whoever reads next (the same
-/// thread or another one holding the reader) goes on from the same byte.
+/// Reads frames from a pipe or socket with an optional wait per frame. Unlike [`read_frame`]
+/// over a `BufReader`, a wait that times out mid-frame loses nothing: whoever reads next (the
+/// same thread or another one holding the reader) goes on from the same byte.
 #[derive(Debug)]
 pub struct FrameReader {
-    socket: UnixStream,
+    input: File,
     /// Bytes read and not decoded yet are `buf[start..end]`.
     buf: Vec<u8>,
     start: usize,
     end: usize,
-    /// The read time-out set on the socket (set again only when it changes).
-    timeout: Option<Duration>,
     eof: bool,
 }
 
 impl FrameReader {
-    pub fn new(socket: UnixStream) -> Self {
+    pub fn new(input: impl Into<OwnedFd>) -> Self {
         FrameReader {
-            socket,
+            input: File::from(input.into()),
             buf: vec![0; BUF_START],
             start: 0,
             end: 0,
-            timeout: None,
             eof: false,
         }
     }
@@ -310,14 +311,10 @@ impl FrameReader {
         self.start = 0;
     }
 
-    /// One read from the socket into the buffer, waiting at most `timeout`.
+    /// One read into the buffer, waiting at most `timeout` for something to read.
     fn fill(&mut self, timeout: Option<Duration>) -> io::Result<()> {
-        // Whole milliseconds, rounded up: the same wait again costs no system call to set it.
-        let timeout =
-            timeout.map(|t| Duration::from_millis(t.as_nanos().div_ceil(1_000_000) as u64));
-        if self.timeout != timeout {
-            self.socket.set_read_timeout(timeout)?;
-            self.timeout = timeout;
+        if let Some(timeout) = timeout {
+            wait_readable(&self.input, timeout)?;
         }
         if self.end == self.buf.len() {
             self.compact();
@@ -325,10 +322,28 @@ impl FrameReader {
         if self.end == self.buf.len() {
             self.buf.resize(self.buf.len() * 2, 0);
         }
-        let n = self.socket.read(&mut self.buf[self.end..])?;
+        let n = self.input.read(&mut self.buf[self.end..])?;
         self.end += n;
         self.eof = n == 0;
         Ok(())
+    }
+}
+
+/// Waits until `input` has something to read (or its end); `WouldBlock` after `timeout`.
+fn wait_readable(input: &File, timeout: Duration) -> io::Result<()> {
+    let mut fd = libc::pollfd {
+        fd: input.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // Whole milliseconds, rounded up: never back before the time is up.
+    let ms = timeout.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: `fd` is one live pollfd for the call, and the count says one; the descriptor
+    // belongs to `input`, borrowed for the call.
+    match unsafe { libc::poll(&mut fd, 1, ms) } {
+        n if n < 0 => Err(io::Error::last_os_error()),
+        0 => Err(io::ErrorKind::WouldBlock.into()),
+        _ => Ok(()),
     }
 }
 
