@@ -16,8 +16,8 @@ use std::{
     os::{fd::FromRawFd, unix::net::UnixStream},
     path::PathBuf,
     sync::{
-        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
-        Arc, Condvar, Mutex, MutexGuard,
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex,
     },
     time::{Duration, Instant},
 };
@@ -26,6 +26,7 @@ use tracing_subscriber::{layer::SubscriberExt, Layer};
 
 use super::{
     process::{CHANNEL_FD, EVENTS_FD, LIBRARY_FD, REPLIES_FD},
+    relay::{lock, Relay},
     sandbox::Sandbox,
     wire::{self, FrameReader, FromWorker, LoadFailure, Next, Restore, ResultWire, ToWorker},
 };
@@ -178,17 +179,8 @@ struct Serving {
     input: Mutex<FrameReader>,
     /// Calls running, for their cancellation.
     calls: Mutex<HashMap<u64, Arc<CallControl>>>,
-    /// Threads reading or about to read: 0 while the last reader runs a call.
-    readers: AtomicUsize,
-    /// When the last reader started its call, in nanoseconds since `epoch`.
-    call_since: AtomicU64,
-    epoch: Instant,
-    /// The host said stop or went away: no thread reads any more.
-    ended: AtomicBool,
-    /// The watchdog sleeps until woken (rather than checking every budget).
-    watch_asleep: AtomicBool,
-    watch: Mutex<()>,
-    watch_wake: Condvar,
+    /// Which thread reads; ended when the host said stop or went away.
+    relay: Relay,
 }
 
 /// Serves the host until it says stop or goes away. This thread watches; others read and run
@@ -199,19 +191,15 @@ fn serve(plugin: Arc<LoadedPlugin>, channel: UnixStream, out: Arc<Out>) {
         out,
         input: Mutex::new(FrameReader::new(channel)),
         calls: Mutex::default(),
-        readers: AtomicUsize::new(1),
-        call_since: AtomicU64::new(0),
-        epoch: Instant::now(),
-        ended: AtomicBool::new(false),
-        watch_asleep: AtomicBool::new(false),
-        watch: Mutex::new(()),
-        watch_wake: Condvar::new(),
+        relay: Relay::new(),
     });
     if let Err(e) = serving.spawn_reader() {
         tracing::error!("cannot start a thread to read the host's frames: {e}");
         return;
     }
-    serving.watchdog();
+    serving
+        .relay
+        .watch(HERE_BUDGET, STAY_AWAKE, || serving.spawn_reader());
     // A tool still running may never return: do not wait for it, and do not unload under it.
     if !lock(&serving.calls).is_empty() {
         std::mem::forget(serving);
@@ -242,16 +230,16 @@ impl Serving {
     fn read_loop(self: Arc<Self>) {
         loop {
             let mut input = lock(&self.input);
-            if self.ended.load(Ordering::Acquire) {
+            if self.relay.ended() {
                 return;
             }
             let frame = match input.next::<ToWorker>(None) {
                 Ok(Next::Frame(f)) => f,
                 // The host closed the channel (it exited or dropped this version): stop.
-                Ok(Next::Closed | Next::TimedOut) => return self.end(),
+                Ok(Next::Closed | Next::TimedOut) => return self.relay.end(),
                 Err(e) => {
                     tracing::error!("worker channel: {e}");
-                    return self.end();
+                    return self.relay.end();
                 }
             };
             let (id, tool, args, label, typed) = match frame {
@@ -273,14 +261,10 @@ impl Serving {
                 }
             };
             let control = self.register(id, label);
-            self.start_here();
+            self.relay.running();
             drop(input);
             self.run_call(id, &tool, &args, &control, typed);
-            if self
-                .readers
-                .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
-                .is_err()
-            {
+            if !self.relay.read_again() {
                 // Another thread reads now.
                 return;
             }
@@ -307,7 +291,7 @@ impl Serving {
                 };
                 self.out.send(&FromWorker::Restored { id, outcome });
             }
-            ToWorker::Shutdown => self.end(),
+            ToWorker::Shutdown => self.relay.end(),
             // Only meaningful while loading, answered there.
             ToWorker::ConfigAnswer { .. } => {}
             // Run by `read_loop`, never handed here.
@@ -331,17 +315,6 @@ impl Serving {
         ));
         lock(&self.calls).insert(id, control.clone());
         control
-    }
-
-    /// This thread, the last reader, is about to run a call.
-    fn start_here(&self) {
-        let since = self.epoch.elapsed().as_nanos() as u64;
-        self.call_since.store(since, Ordering::SeqCst);
-        // SeqCst, paired with the watchdog's: either it sees no reader, or we see it asleep.
-        self.readers.fetch_sub(1, Ordering::SeqCst);
-        if self.watch_asleep.load(Ordering::SeqCst) {
-            self.wake_watchdog();
-        }
     }
 
     /// Runs a call (`typed`: through the plugin's typed parse) and sends its answer.
@@ -371,69 +344,6 @@ impl Serving {
         }
         self.out.send_bytes(&bytes);
     }
-
-    fn end(&self) {
-        self.ended.store(true, Ordering::Release);
-        self.wake_watchdog();
-    }
-
-    fn wake_watchdog(&self) {
-        let _guard = lock(&self.watch);
-        self.watch_asleep.store(false, Ordering::SeqCst);
-        self.watch_wake.notify_one();
-    }
-
-    /// Starts another reader when the last one's call outlives the budget; returns when the
-    /// host is gone.
-    fn watchdog(self: &Arc<Self>) {
-        let mut guard = lock(&self.watch);
-        loop {
-            if self.ended.load(Ordering::Acquire) {
-                return;
-            }
-            let now = self.epoch.elapsed();
-            let since = Duration::from_nanos(self.call_since.load(Ordering::SeqCst));
-            if self.readers.load(Ordering::SeqCst) == 0
-                && now >= since + HERE_BUDGET
-                && self
-                    .readers
-                    .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
-                    .is_ok()
-            {
-                if let Err(e) = self.spawn_reader() {
-                    tracing::error!("cannot start a thread to read the host's frames: {e}");
-                    // Tried again at the next check.
-                    self.readers.fetch_sub(1, Ordering::SeqCst);
-                }
-            }
-            if now < since + STAY_AWAKE || self.readers.load(Ordering::SeqCst) == 0 {
-                // Checking every budget: a call starting now is seen without waking us.
-                guard = self
-                    .watch_wake
-                    .wait_timeout(guard, HERE_BUDGET)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-                continue;
-            }
-            self.watch_asleep.store(true, Ordering::SeqCst);
-            // A call started between our checks: stay awake.
-            while self.watch_asleep.load(Ordering::SeqCst)
-                && self.readers.load(Ordering::SeqCst) != 0
-                && !self.ended.load(Ordering::Acquire)
-            {
-                guard = self
-                    .watch_wake
-                    .wait(guard)
-                    .unwrap_or_else(|e| e.into_inner());
-            }
-            self.watch_asleep.store(false, Ordering::SeqCst);
-        }
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // The data these locks guard stays usable after a panic elsewhere.
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn to_wire(r: CallResult) -> ResultWire {

@@ -20,6 +20,7 @@ use serde_json::value::RawValue;
 use super::{
     manifest_json,
     process::{self, signal_name, Launch},
+    relay::lock,
     wire::{self, FrameReader, FromWorker, LoadFailure, Next, Restore, ResultWire, ToWorker},
     PluginWorkerSettings, WorkerConfig, WorkerError,
 };
@@ -252,11 +253,6 @@ impl Drop for Exchange<'_> {
             }
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // The data these locks guard stays usable after a panic elsewhere.
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Crash history and the process currently serving.

@@ -17,6 +17,7 @@ mod child;
 mod host;
 mod manifest_json;
 mod process;
+mod relay;
 pub mod sandbox;
 pub mod wire;
 
