@@ -23,7 +23,7 @@ use std::{
 
 use tokio::runtime::Handle;
 
-use super::{parse_object, Intake, Reader, Routed, Slot};
+use super::{parse_object, sort_read, Intake, Reader, Routed, Slot};
 use crate::{
     handler::{Ending, HERE_BUDGET},
     model::Incoming,
@@ -326,18 +326,8 @@ impl Lane {
 /// `None` at the end of the input, or when reading fails (logged).
 fn next_message(source: &mut dyn LineSource, mut too_long: impl FnMut(TooLong)) -> Option<String> {
     loop {
-        match source.next_line() {
-            Ok(Some(line)) if line.trim().is_empty() => {}
-            Ok(Some(line)) => {
-                tracing::trace!(target: "toolhost::wire", "<< {line}");
-                return Some(line);
-            }
-            Ok(None) => return None,
-            Err(ReadError::TooLong(t)) => too_long(t),
-            Err(ReadError::Io(e)) => {
-                tracing::warn!("cannot read from the CLI: {e}");
-                return None;
-            }
+        if let Some(message) = sort_read(source.next_line(), "the CLI", &mut too_long) {
+            return message;
         }
     }
 }
