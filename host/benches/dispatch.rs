@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use toolhost::{
-    handler::{Discard, Dispatch, Router, RouterConfig, Scope, Sink},
+    handler::{Discard, Dispatch, Here, Router, RouterConfig, Scope, Sink},
     model::{control_success_raw, Incoming},
     registry::{Registry, RegistryConfig},
 };
@@ -22,17 +22,26 @@ const PING: &str = r#"{"type":"control_request","request_id":"54388ed1-8357-4479
 
 /// One control line in, one answer line out.
 async fn handle(router: &Arc<Router>, sink: &Sink, line: &str) -> String {
-    let msg: Incoming = serde_json::from_str(line).expect("valid line");
+    let msg = Incoming::parse(line).expect("valid line");
     let id = msg.request_id.expect("request id");
     let req = msg.request.expect("request");
     let server = req.server_name.expect("server");
     let message = req.message.expect("message");
-    let reply = match router.dispatch(Scope::Server(&server), &message, sink) {
-        Dispatch::Reply(r) => r,
-        Dispatch::Call(call) => call.await,
+    let answer = match router.dispatch(Scope::Server(&server), &message, sink) {
+        Dispatch::Reply(r) => return control_success_raw(&id, &r),
+        // As the session's reading thread does: a call runs here when it can.
+        Dispatch::Call(call) => match call.here() {
+            Here::Run(call) => {
+                let result = call.run.run();
+                drop(call.run);
+                call.ending.finish(result)
+            }
+            Here::Answered(answer) => answer,
+            Here::Elsewhere(call) => call.spawnable().await,
+        },
         Dispatch::Handled => unreachable!("a request"),
     };
-    control_success_raw(&id, &reply)
+    answer.control_line(&id)
 }
 
 fn dispatch(c: &mut Criterion) {
@@ -42,8 +51,8 @@ fn dispatch(c: &mut Criterion) {
     std::fs::copy(&lib, plugins.path().join(lib.file_name().unwrap())).unwrap();
     let mut config = RegistryConfig::new(plugins.path());
     config.shadow_dir = shadow.path().to_path_buf();
-    // One worker, as `toolhost chat` pinned to one CPU; the calls run on the router's executor
-    // threads.
+    // One worker, as `toolhost chat` pinned to one CPU; the calls run on the calling thread,
+    // as on a session's reading thread.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()

@@ -83,6 +83,24 @@ impl Job {
     }
 }
 
+/// A slot taken by [`Executor::try_here`]; give it back with [`Executor::here_done`].
+#[must_use = "the slot stays taken until given back with `here_done`"]
+#[derive(Debug)]
+pub struct HereTicket {
+    serial: u64,
+}
+
+impl HereTicket {
+    /// Names the call for [`Executor::label_here`].
+    pub fn id(&self) -> HereId {
+        HereId(self.serial)
+    }
+}
+
+/// Which call run with [`Executor::try_here`] (see [`HereTicket::id`]).
+#[derive(Debug, Clone, Copy)]
+pub struct HereId(u64);
+
 /// Runs [`Job`]s on dedicated threads, a bounded number per plugin at once.
 pub struct Executor {
     inner: Arc<Inner>,
@@ -119,7 +137,9 @@ struct State {
     /// busy loops: 29 of 100 runs failed, with up to 38 threads for a limit of 4).
     starting: usize,
     threads: usize,
-    /// Labels of the jobs running now, by thread serial.
+    /// Calls running on their callers' threads ([`Executor::try_here`]).
+    here: usize,
+    /// Labels of the jobs running now, by thread serial (or [`HereTicket`] serial).
     running: HashMap<u64, String>,
     next_serial: u64,
 }
@@ -172,13 +192,7 @@ impl Executor {
         if slots.active < inner.config.per_plugin {
             slots.active += 1;
             let wake = inner.make_ready(&mut st, job);
-            // Woken after the lock is released, so the thread does not wake into a held lock.
-            drop(st);
-            match wake {
-                Wake::None => {}
-                Wake::Parked => inner.work.notify_one(),
-                Wake::Spawn => inner.spawn_thread(),
-            }
+            inner.wake(st, wake);
         } else if slots.waiting.len() < inner.config.queue {
             slots.waiting.push_back(job);
         } else {
@@ -191,9 +205,56 @@ impl Executor {
         Ok(())
     }
 
+    /// Takes one of `plugin`'s slots for a call its caller runs on its own thread, if one is
+    /// free and no call of the plugin waits for one (they go first). The slot is held until
+    /// [`Executor::here_done`]. Such a call has no label until [`Executor::label_here`]
+    /// gives it one (labelling costs an allocation a fast call does not need).
+    pub fn try_here(&self, plugin: &str) -> Option<HereTicket> {
+        let inner = &self.inner;
+        let mut st = inner.lock();
+        if !st.plugins.contains_key(plugin) {
+            st.plugins
+                .insert(plugin.to_string(), PluginSlots::default());
+        }
+        let slots = st.plugins.get_mut(plugin).expect("inserted above");
+        if slots.active >= inner.config.per_plugin || !slots.waiting.is_empty() {
+            return None;
+        }
+        slots.active += 1;
+        st.here += 1;
+        let serial = st.next_serial;
+        st.next_serial += 1;
+        Some(HereTicket { serial })
+    }
+
+    /// Names a call run with [`Executor::try_here`] in [`Executor::running`].
+    pub fn label_here(&self, id: HereId, label: String) {
+        self.inner.lock().running.insert(id.0, label);
+    }
+
+    /// The call of `ticket` (of `plugin`) returned: its slot goes to the plugin's next waiting
+    /// call, if any.
+    pub fn here_done(&self, ticket: HereTicket, plugin: &str) {
+        let inner = &self.inner;
+        let mut st = inner.lock();
+        st.here -= 1;
+        st.running.remove(&ticket.serial);
+        let Some(slots) = st.plugins.get_mut(plugin) else {
+            return;
+        };
+        match slots.waiting.pop_front() {
+            Some(next) => {
+                let wake = inner.make_ready(&mut st, next);
+                inner.wake(st, wake);
+            }
+            None => slots.active -= 1,
+        }
+    }
+
     /// Whether no call is running.
     pub fn is_idle(&self) -> bool {
-        self.inner.lock().running.is_empty()
+        let st = self.inner.lock();
+        st.running.is_empty() && st.here == 0
     }
 
     /// Labels of the calls running now (for the warning when the host exits anyway).
@@ -239,6 +300,17 @@ impl Inner {
             st.threads += 1;
             st.starting += 1;
             Wake::Spawn
+        }
+    }
+
+    /// Tells the thread `wake` names, once the lock is released (so that the thread does not
+    /// wake into a held lock).
+    fn wake(self: &Arc<Self>, st: MutexGuard<'_, State>, wake: Wake) {
+        drop(st);
+        match wake {
+            Wake::None => {}
+            Wake::Parked => self.work.notify_one(),
+            Wake::Spawn => self.spawn_thread(),
         }
     }
 

@@ -14,10 +14,10 @@ use std::{
 };
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncWriteExt, BufReader, DuplexStream, Lines, WriteHalf};
+use tokio::io::AsyncWriteExt;
 use toolhost::{
     chat::{permission_response, Decision},
-    handler::{Router, RouterConfig},
+    handler::{Compiled, Router, RouterConfig, HERE_BUDGET},
     service::{initialize_request, PermissionHandler, Session},
     transport::DEFAULT_MAX_LINE_BYTES,
 };
@@ -26,8 +26,8 @@ const GUARD: Duration = Duration::from_secs(60);
 
 /// The CLI's side of the pipes.
 struct FakeCli {
-    to_host: WriteHalf<DuplexStream>,
-    from_host: Lines<BufReader<tokio::io::ReadHalf<DuplexStream>>>,
+    to_host: common::CliEnd0,
+    from_host: common::CliEnd1,
     /// Lines read while looking for another one.
     held: VecDeque<Value>,
     session: Option<Session>,
@@ -367,6 +367,43 @@ async fn slow_call_does_not_delay_a_fast_one() {
     assert_eq!(slow["result"]["isError"], true);
 }
 
+/// A call runs on the thread that read it; a tool whose call outlived that thread's budget
+/// runs on the executor from then on (a batch of its calls then starts at once, not one
+/// budget after the other), until one of its calls is quick again there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_tool_that_ran_long_leaves_the_reading_thread_until_quick_again() {
+    let mut cli = FakeCli::start(&["faulty"], RouterConfig::default(), None);
+    let plugin = cli
+        .router
+        .registry()
+        .get("faulty")
+        .expect("faulty is loaded");
+    let runs_long = || {
+        Compiled::of(&plugin)
+            .tool("slow")
+            .expect("faulty has slow")
+            .runs_long()
+    };
+    assert!(!runs_long());
+    let quick = cli
+        .mcp("q1", "faulty", call(1, "slow", json!({"ms":0})))
+        .await;
+    assert_eq!(text_of(&quick), "slept 0 ms");
+    assert!(!runs_long(), "a quick call leaves it on the reading thread");
+    let long = HERE_BUDGET * 50;
+    let ms = long.as_millis() as u64;
+    let slow = cli
+        .mcp("s1", "faulty", call(2, "slow", json!({ "ms": ms })))
+        .await;
+    assert_eq!(text_of(&slow), format!("slept {ms} ms"));
+    assert!(runs_long(), "a call of {ms} ms outlived the budget");
+    let quick = cli
+        .mcp("q2", "faulty", call(3, "slow", json!({"ms":0})))
+        .await;
+    assert_eq!(text_of(&quick), "slept 0 ms");
+    assert!(!runs_long(), "quick again on the executor");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cancelled_notification_reaches_the_plugin() {
     let mut cli = FakeCli::start(&["faulty"], RouterConfig::default(), None);
@@ -538,7 +575,10 @@ async fn cli_output_closing_fails_pending_requests() {
     let handle = cli.session.as_ref().unwrap().handle.clone();
     let pending = tokio::spawn(handle.request(&json!({"subtype":"mcp_status"})));
     let _ = cli.next_line().await;
-    cli.to_host.shutdown().await.unwrap();
+    // Closing the write end of the pipe (a pipe has no half-close: drop the descriptor).
+    let (_unused, other) = common::os_pipe();
+    let other = tokio::net::unix::pipe::Sender::from_owned_fd(other).unwrap();
+    drop(std::mem::replace(&mut cli.to_host, other));
     let err = pending.await.unwrap().unwrap_err();
     assert!(matches!(err, toolhost::service::ControlError::Closed));
     let session = cli.session.as_mut().unwrap();

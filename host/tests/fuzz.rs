@@ -20,7 +20,7 @@ use std::{
 
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
-use tokio::io::{AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf};
+use tokio::io::AsyncWriteExt;
 use toolhost::{
     handler::RouterConfig,
     model::{CallParams, CancelledParams, Incoming, InitializeParams, JsonRpc},
@@ -221,10 +221,17 @@ fn arb_rpc() -> BoxedStrategy<Value> {
             arb_rpc_id(),
             prop::option::weighted(0.95, arb_method()),
             arb_params(),
+            any::<bool>(),
         )
-            .prop_map(|(jsonrpc, id, method, params)| {
+            .prop_map(|(jsonrpc, id, method, params, cli_order)| {
                 let jsonrpc = jsonrpc.map(Value::from);
-                object_of([("jsonrpc", jsonrpc), ("id", id), ("method", method), ("params", params)])
+                if cli_order {
+                    // The order the CLI writes (docs/protocol.md), which the model reads by
+                    // its shortest path.
+                    object_of([("method", method), ("params", params), ("jsonrpc", jsonrpc), ("id", id)])
+                } else {
+                    object_of([("jsonrpc", jsonrpc), ("id", id), ("method", method), ("params", params)])
+                }
             }),
         1 => arb_value(),
     ]
@@ -307,21 +314,24 @@ fn arb_damage() -> BoxedStrategy<Damage> {
     .boxed()
 }
 
+/// `v` serialized, then damaged.
+fn damaged(v: &Value, damage: Damage) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec(v).unwrap();
+    match damage {
+        Damage::None => {}
+        Damage::Truncate(n) => bytes.truncate(n % (bytes.len() + 1)),
+        Damage::Byte(i, b) => {
+            let i = i % bytes.len();
+            bytes[i] = b;
+        }
+    }
+    bytes
+}
+
 /// One input line, as bytes without its newline.
 fn arb_line() -> BoxedStrategy<Vec<u8>> {
     prop_oneof![
-        12 => (arb_envelope(), arb_damage()).prop_map(|(v, d)| {
-            let mut bytes = serde_json::to_vec(&v).unwrap();
-            match d {
-                Damage::None => {}
-                Damage::Truncate(n) => bytes.truncate(n % (bytes.len() + 1)),
-                Damage::Byte(i, b) => {
-                    let i = i % bytes.len();
-                    bytes[i] = b;
-                }
-            }
-            bytes
-        }),
+        12 => (arb_envelope(), arb_damage()).prop_map(|(v, d)| damaged(&v, d)),
         1 => arb_value().prop_map(|v| serde_json::to_vec(&v).unwrap()),
         1 => prop::collection::vec(any::<u8>(), 0..64),
         1 => ".{0,64}".prop_map(String::into_bytes),
@@ -334,21 +344,90 @@ fn arb_line() -> BoxedStrategy<Vec<u8>> {
     .boxed()
 }
 
+/// A `tools/call` line in exactly the CLI's shape (docs/protocol.md), with any values, often
+/// damaged: what the model's shortest path reads, and its edges.
+fn arb_cli_call_line() -> BoxedStrategy<Vec<u8>> {
+    let name = prop_oneof![3 => Just(Value::from("add")), 1 => arb_value()];
+    let args = prop_oneof![
+        3 => (arb_number(), arb_number()).prop_map(|(x, y)| json!({"x": x, "y": y})),
+        1 => arb_value(),
+    ];
+    let method = prop_oneof![4 => Just(Value::from("tools/call")), 1 => arb_method()];
+    (
+        (arb_request_id(), arb_server(), method, name),
+        (args, arb_value(), arb_rpc_id(), arb_damage()),
+    )
+        .prop_map(
+            |((request_id, server, method, name), (args, token, id, damage))| {
+                let params = json!({"name": name, "arguments": args,
+                "_meta": {"claudecode/toolUseId": "toolu_01", "progressToken": token}});
+                let message = object_of([
+                    ("method", Some(method)),
+                    ("params", Some(params)),
+                    ("jsonrpc", Some(Value::from("2.0"))),
+                    ("id", id),
+                ]);
+                let line = json!({"type": "control_request", "request_id": request_id,
+                "request": {"subtype": "mcp_message", "server_name": server, "message": message}});
+                damaged(&line, damage)
+            },
+        )
+        .boxed()
+}
+
 // ---------------------------------------------------------------------------------------------
-// Parser: never panics
+// Parser: never panics, and the model's one pass reads what serde_json reads
 
 fn parse_everything(s: &str) {
+    agree(s, Incoming::parse, serde_json::from_str::<Incoming>);
+    agree(s, JsonRpc::parse, serde_json::from_str::<JsonRpc>);
+    agree(s, CallParams::parse, serde_json::from_str::<CallParams>);
+    if serde_json::from_str::<&serde_json::value::RawValue>(s).is_ok() {
+        agree(
+            s,
+            |t| CallParams::from_raw(serde_json::from_str(t).expect("valid")),
+            serde_json::from_str::<CallParams>,
+        );
+    }
+    // A call's params read along with the line are what reading them later gives.
+    if let Some(msg) = Incoming::parse(s).ok().and_then(|m| m.request?.message) {
+        if let Some(p) = msg.params {
+            let later = serde_json::from_str::<CallParams>(p.get());
+            assert_eq!(show(msg.call_params().expect("params")), show(later), "{s}");
+        }
+    }
     if let Ok(m) = serde_json::from_str::<Incoming>(s) {
         if let Some(msg) = m.request.and_then(|r| r.message) {
             let _ = msg.is_notification();
             if let Some(p) = msg.params {
-                let _ = serde_json::from_str::<CallParams>(p.get());
+                agree(
+                    p.get(),
+                    CallParams::parse,
+                    serde_json::from_str::<CallParams>,
+                );
                 let _ = serde_json::from_str::<CancelledParams>(p.get());
                 let _ = serde_json::from_str::<InitializeParams>(p.get());
             }
         }
     }
     let _ = serde_json::from_str::<JsonRpc>(s);
+}
+
+/// The one-pass parse of the model gives what serde_json gives: the same value (borrowed the
+/// same way) or the same error.
+fn agree<'a, T: std::fmt::Debug>(
+    s: &'a str,
+    ours: fn(&'a str) -> Result<T, serde_json::Error>,
+    serde: fn(&'a str) -> Result<T, serde_json::Error>,
+) {
+    assert_eq!(show(ours(s)), show(serde(s)), "parsing {s}");
+}
+
+fn show<T: std::fmt::Debug>(r: Result<T, serde_json::Error>) -> String {
+    match r {
+        Ok(v) => format!("{v:?}"),
+        Err(e) => format!("error: {e}"),
+    }
 }
 
 proptest! {
@@ -374,6 +453,11 @@ proptest! {
     fn parser_survives_near_valid_lines(line in arb_line()) {
         parse_everything(&String::from_utf8_lossy(&line));
     }
+
+    #[test]
+    fn parser_reads_cli_shaped_calls_as_serde_json(line in arb_cli_call_line()) {
+        parse_everything(&String::from_utf8_lossy(&line));
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -387,8 +471,8 @@ struct Harness {
 }
 
 struct Cli {
-    to_host: tokio::io::WriteHalf<DuplexStream>,
-    from_host: Lines<BufReader<ReadHalf<DuplexStream>>>,
+    to_host: common::CliEnd0,
+    from_host: common::CliEnd1,
     _session: Session,
     _dirs: (tempfile::TempDir, tempfile::TempDir),
 }

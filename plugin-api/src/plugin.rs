@@ -226,17 +226,28 @@ struct Runtime {
 // when it is closed.
 static RUNTIME: RwLock<Option<Arc<Runtime>>> = RwLock::new(None);
 
+/// Up to this many tools, a tool is found by comparing names (cheaper than hashing the name).
+const SCAN_TOOLS: usize = 16;
+
 impl Runtime {
+    /// The index of tool `name`.
+    fn find(&self, name: &str) -> Option<usize> {
+        if self.tools.len() <= SCAN_TOOLS {
+            self.tools.iter().position(|t| t.name == name)
+        } else {
+            self.by_name.get(name).copied()
+        }
+    }
+
     fn declared_state(&self) -> Option<Declared> {
+        // Most plugins keep no state: no lock taken for them on each call.
+        let type_name = self.codec.as_ref()?.type_name;
         let value = self
             .state
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()?;
-        Some(Declared {
-            value,
-            type_name: self.codec.as_ref()?.type_name,
-        })
+        Some(Declared { value, type_name })
     }
 }
 
@@ -392,7 +403,7 @@ fn run_tool<R: From<ToolResult>>(
         let Some(rt) = runtime() else {
             return ToolResult::error("the plugin is not initialized").into();
         };
-        let Some(&i) = rt.by_name.get(tool) else {
+        let Some(i) = rt.find(tool) else {
             return ToolResult::error(format!("unknown tool `{tool}`")).into();
         };
         let state = rt.declared_state();

@@ -102,6 +102,17 @@ impl ToolResult {
     ///
     /// Non-object values have no `structuredContent` form in MCP, so they become text only.
     pub fn json<T: Serialize + ?Sized>(value: &T) -> Self {
+        // Numbers, strings and the like become their text straight away; only other values
+        // go through a `serde_json::Value` (this runs for every call of most tools).
+        match value.serialize(scalar::Probe) {
+            Ok(scalar::Scalar::Text(text)) => ToolResult::text(text),
+            Ok(scalar::Scalar::Nothing) => ToolResult::default(),
+            Err(scalar::NotScalar) => Self::json_value(value),
+        }
+    }
+
+    /// [`ToolResult::json`] through a `serde_json::Value`, for any value.
+    fn json_value<T: Serialize + ?Sized>(value: &T) -> Self {
         match serde_json::to_value(value) {
             Ok(value) => Self::from_value(value),
             Err(e) => Self::error(format!("could not serialize the tool's result: {e}")),
@@ -153,8 +164,173 @@ fn value_text(object: &JsonObject) -> String {
 /// from `add 2 3`, and the model reads it the same way.
 fn number_text(n: &serde_json::Number) -> String {
     match n.as_f64() {
-        Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() < 1e15 => format!("{f}"),
+        Some(f) if n.is_f64() => float_text(f),
         _ => n.to_string(),
+    }
+}
+
+/// [`number_text`] of a finite float.
+fn float_text(f: f64) -> String {
+    if f.fract() == 0.0 && f.abs() < 1e15 {
+        // Exactly an integer of at most 15 digits: printed as one (Rust's float formatting
+        // prints the same digits, at several times the cost); `-0` keeps its sign.
+        if f == 0.0 && f.is_sign_negative() {
+            return "-0".into();
+        }
+        return (f as i64).to_string();
+    }
+    serde_json::Number::from_f64(f).map_or_else(String::new, |n| n.to_string())
+}
+
+/// Recognizes the values [`ToolResult::json`] turns into text or nothing without a
+/// `serde_json::Value`: what `serde_json::to_value` would make a number, a string, a bool or
+/// `null`. Anything else (and `f32`, 128-bit integers) is `NotScalar`: the caller takes the
+/// general path, so the result is the same either way.
+mod scalar {
+    use serde::ser::{self, Impossible, Serialize};
+
+    pub enum Scalar {
+        Text(String),
+        /// `null`: an empty result.
+        Nothing,
+    }
+
+    #[derive(Debug)]
+    pub struct NotScalar;
+
+    impl std::fmt::Display for NotScalar {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("not a scalar")
+        }
+    }
+
+    impl std::error::Error for NotScalar {}
+
+    impl ser::Error for NotScalar {
+        fn custom<T: std::fmt::Display>(_: T) -> Self {
+            NotScalar
+        }
+    }
+
+    pub struct Probe;
+
+    type Out = Result<Scalar, NotScalar>;
+
+    fn text(t: impl ToString) -> Out {
+        Ok(Scalar::Text(t.to_string()))
+    }
+
+    /// `serialize_*` methods that make a value its text.
+    macro_rules! text_of {
+        ($($method:ident: $ty:ty),* $(,)?) => {
+            $(fn $method(self, v: $ty) -> Out {
+                text(v)
+            })*
+        };
+    }
+
+    impl ser::Serializer for Probe {
+        type Ok = Scalar;
+        type Error = NotScalar;
+        type SerializeSeq = Impossible<Scalar, NotScalar>;
+        type SerializeTuple = Impossible<Scalar, NotScalar>;
+        type SerializeTupleStruct = Impossible<Scalar, NotScalar>;
+        type SerializeTupleVariant = Impossible<Scalar, NotScalar>;
+        type SerializeMap = Impossible<Scalar, NotScalar>;
+        type SerializeStruct = Impossible<Scalar, NotScalar>;
+        type SerializeStructVariant = Impossible<Scalar, NotScalar>;
+
+        text_of! {
+            serialize_bool: bool, serialize_i8: i8, serialize_i16: i16, serialize_i32: i32,
+            serialize_i64: i64, serialize_u8: u8, serialize_u16: u16, serialize_u32: u32,
+            serialize_u64: u64, serialize_char: char, serialize_str: &str,
+        }
+        fn serialize_f32(self, _: f32) -> Out {
+            Err(NotScalar)
+        }
+        fn serialize_f64(self, v: f64) -> Out {
+            // `to_value` makes a non-finite float `null`.
+            if v.is_finite() {
+                Ok(Scalar::Text(super::float_text(v)))
+            } else {
+                Ok(Scalar::Nothing)
+            }
+        }
+        fn serialize_bytes(self, _: &[u8]) -> Out {
+            Err(NotScalar)
+        }
+        fn serialize_none(self) -> Out {
+            Ok(Scalar::Nothing)
+        }
+        fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Out {
+            value.serialize(self)
+        }
+        fn serialize_unit(self) -> Out {
+            Ok(Scalar::Nothing)
+        }
+        fn serialize_unit_struct(self, _: &'static str) -> Out {
+            Ok(Scalar::Nothing)
+        }
+        fn serialize_unit_variant(self, _: &'static str, _: u32, variant: &'static str) -> Out {
+            text(variant)
+        }
+        fn serialize_newtype_struct<T: Serialize + ?Sized>(
+            self,
+            _: &'static str,
+            value: &T,
+        ) -> Out {
+            value.serialize(self)
+        }
+        fn serialize_newtype_variant<T: Serialize + ?Sized>(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: &T,
+        ) -> Out {
+            Err(NotScalar)
+        }
+        fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, NotScalar> {
+            Err(NotScalar)
+        }
+        fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, NotScalar> {
+            Err(NotScalar)
+        }
+        fn serialize_tuple_struct(
+            self,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeTupleStruct, NotScalar> {
+            Err(NotScalar)
+        }
+        fn serialize_tuple_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeTupleVariant, NotScalar> {
+            Err(NotScalar)
+        }
+        fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, NotScalar> {
+            Err(NotScalar)
+        }
+        fn serialize_struct(
+            self,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeStruct, NotScalar> {
+            Err(NotScalar)
+        }
+        fn serialize_struct_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeStructVariant, NotScalar> {
+            Err(NotScalar)
+        }
     }
 }
 
@@ -296,6 +472,68 @@ mod tests {
     fn arrays_and_unit() {
         assert_eq!(infallible(vec![1, 2]), ToolResult::text("[1,2]"));
         assert_eq!(infallible(()), ToolResult::default());
+    }
+
+    #[test]
+    fn scalars_take_the_short_path_to_the_same_result() {
+        #[derive(Serialize)]
+        struct Meters(f64);
+        #[derive(Serialize)]
+        enum Mode {
+            Fast,
+        }
+        #[derive(Serialize)]
+        struct Unit;
+        fn same<T: Serialize>(v: T) {
+            assert!(
+                v.serialize(scalar::Probe).is_ok(),
+                "not short: {}",
+                std::any::type_name::<T>()
+            );
+            assert_eq!(ToolResult::json(&v), ToolResult::json_value(&v));
+        }
+        let floats = [
+            0.0,
+            -0.0,
+            5.0,
+            -7.0,
+            2.5,
+            0.1 + 0.2,
+            1e15,
+            999_999_999_999_999.0,
+            -1e14,
+            1e300,
+            5e-324,
+            f64::MAX,
+            f64::NAN,
+            f64::INFINITY,
+            1.0 / 3.0,
+        ];
+        for f in floats {
+            same(f);
+            same(Meters(f));
+            same(Some(f));
+        }
+        for i in [0i64, -1, 7, -10, 99, 100, i64::MIN, i64::MAX] {
+            same(i);
+        }
+        same(0u64);
+        same(10u64);
+        same(u64::MAX);
+        same(7u8);
+        same(-3i16);
+        same(true);
+        same('é');
+        same("a \"quoted\" text");
+        same(String::from("owned"));
+        same(());
+        same(None::<f64>);
+        same(Unit);
+        same(Mode::Fast);
+        // The rest takes the general path.
+        assert!(1.5f32.serialize(scalar::Probe).is_err());
+        assert!(vec![1].serialize(scalar::Probe).is_err());
+        assert_eq!(ToolResult::json(&1.5f32), ToolResult::text("1.5"));
     }
 
     #[test]

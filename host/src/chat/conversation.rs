@@ -485,7 +485,8 @@ mod tests {
         // The CLI's ends: what it writes (session reads) and what it reads (session writes).
         let (mut cli_out, session_in) = tokio::io::duplex(1 << 16);
         let (session_out, cli_in) = tokio::io::duplex(1 << 16);
-        let mut session = Session::start(read_lines(session_in), session_out, router, None);
+        let mut session =
+            Session::start(read_lines(session_in), session_out, router, None).unwrap();
         let (out, err) = (Buf::default(), Buf::default());
         let screen = Screen::new(Box::new(out.clone()), Box::new(err.clone()), false);
         let (input_tx, inputs) = mpsc::unbounded_channel();

@@ -40,7 +40,7 @@ use crate::{
     handler::Router,
     registry::Registry,
     service::{follow_registry, initialize_request, Session},
-    transport::{read_lines, CliProcess, ExitReport},
+    transport::{blocking_lines, CliProcess, ExitReport, Writer},
 };
 
 /// How long the CLI gets to exit after its stdin is closed before it is killed.
@@ -123,8 +123,19 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
 
     let questions = args.ask.then(Questions::default);
     let permissions = questions.as_ref().map(Questions::asker);
-    let lines = read_lines(stdout).max_line_bytes(args.limits.max_line_bytes);
-    let mut session = Session::start(lines, stdin, router.clone(), permissions);
+    // Read by a thread of its own with blocking reads, which runs fast calls itself; replies
+    // are written straight to the CLI's stdin when nothing is queued before them.
+    let stdout = stdout
+        .into_owned_fd()
+        .context("cannot take the CLI's stdout")?;
+    let lines = blocking_lines(stdout).max_line_bytes(args.limits.max_line_bytes);
+    let mut session = Session::start_with(
+        lines,
+        Writer::spawn_direct(stdin),
+        router.clone(),
+        permissions,
+    )
+    .context("cannot start reading the CLI's output")?;
     let handle = session.handle.clone();
 
     // Sent before anything else: it registers the plugins as sdk servers.

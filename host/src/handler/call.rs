@@ -3,10 +3,10 @@
 
 use std::{sync::Arc, time::Duration};
 
-use super::{Compiled, Router};
+use super::{Compiled, Router, ToolCheck, HERE_BUDGET};
 use crate::{
     executor::Job,
-    model::{CallResult, CallResultJson},
+    model::{call_result_len, CallResult, CallResultJson},
     plugin::CallControl,
     registry::Lease,
 };
@@ -38,13 +38,52 @@ pub(super) async fn run(
     tool: &str,
     args: Option<String>,
     control: Arc<CallControl>,
-) -> Result<CallOutput, CallError> {
-    let Some(check) = Compiled::of(&lease).tool(tool) else {
-        return Err(CallError::UnknownTool {
-            plugin: lease.name().to_string(),
-            tool: tool.to_string(),
-        });
+) -> Result<CallResult, CallError> {
+    let call = match check(&lease, tool, args)? {
+        Checked::Run(call) => call,
+        Checked::Answered(result) => return Ok(result),
     };
+    let plugin = lease.name().to_string();
+    let limit = router.timeout_for(&plugin);
+    let result = invoke(router, lease, &plugin, tool, call, control, limit).await;
+    Ok(bound(router, result, &plugin, tool))
+}
+
+/// What the host's checks made of a call.
+pub(super) enum Checked {
+    /// Run it.
+    Run(Call),
+    /// Answered without running the tool (its arguments do not match its schema).
+    Answered(CallResult),
+}
+
+/// Checks that `tool` exists in the version held by `lease` and, unless the plugin's own typed
+/// parse will, that the arguments match its schema.
+pub(super) fn check(lease: &Lease, tool: &str, args: Option<String>) -> Result<Checked, CallError> {
+    let compiled = Compiled::of(lease);
+    let check = tool_check(lease, compiled, tool)?;
+    Ok(check_with(lease, check, tool, args))
+}
+
+/// The check of `tool` in `compiled` (the version held by `lease`).
+pub(super) fn tool_check<'c>(
+    lease: &Lease,
+    compiled: &'c Compiled,
+    tool: &str,
+) -> Result<&'c ToolCheck, CallError> {
+    compiled.tool(tool).ok_or_else(|| CallError::UnknownTool {
+        plugin: lease.name().to_string(),
+        tool: tool.to_string(),
+    })
+}
+
+/// [`check`] with the tool's check looked up already.
+pub(super) fn check_with(
+    lease: &Lease,
+    check: &ToolCheck,
+    tool: &str,
+    args: Option<String>,
+) -> Checked {
     let args = args.unwrap_or_else(|| "{}".to_string());
     // A derived `Deserialize` also takes a struct from an array: only an object may skip the
     // host's check, as the schema's root demands one. A version that cannot parse for us (an
@@ -53,35 +92,36 @@ pub(super) async fn run(
         lease.has_call_typed() && check.parse_suffices() && args.trim_start().starts_with('{');
     if !typed {
         if let Err(problem) = check.check(tool, &args) {
-            return Ok(output(CallResult::error(problem)));
+            return Checked::Answered(CallResult::error(problem));
         }
     }
-    let plugin = lease.name().to_string();
-    let limit = router.timeout_for(&plugin);
-    let call = Call {
+    Checked::Run(Call {
         tool: tool.to_string(),
         args,
         typed,
-    };
-    let result = invoke(router, lease, &plugin, tool, call, control, limit).await;
-    // Serialized once; its length is what the limit is about.
-    let out = output(result);
+    })
+}
+
+/// `result`, or an error result in its place if it is over the size limit.
+pub(super) fn bound(router: &Router, result: CallResult, plugin: &str, tool: &str) -> CallResult {
+    // Its length as serialized, computed without writing it.
+    let bytes = call_result_len(&result);
     let max = router.config.max_result_bytes;
-    if out.json.len() > max {
-        tracing::warn!(
-            plugin,
-            tool,
-            bytes = out.json.len(),
-            max,
-            "result over the size limit"
-        );
-        return Ok(output(CallResult::error(format!(
-            "tool `{tool}` returned {}, over the {} limit (raise it with --max-result-bytes)",
-            show_bytes(out.json.len()),
-            show_bytes(max)
-        ))));
+    if bytes <= max {
+        return result;
     }
-    Ok(out)
+    tracing::warn!(plugin, tool, bytes, max, "result over the size limit");
+    CallResult::error(format!(
+        "tool `{tool}` returned {}, over the {} limit (raise it with --max-result-bytes)",
+        show_bytes(bytes),
+        show_bytes(max)
+    ))
+}
+
+/// The result of a call whose tool did not return within `limit`.
+pub(super) fn timed_out(plugin: &str, tool: &str, limit: Duration) -> CallResult {
+    tracing::warn!(plugin, tool, "call timed out after {}", show(limit));
+    CallResult::error(format!("tool {tool} timed out after {}", show(limit)))
 }
 
 /// Runs the tool in the plugin, bounded by `limit`: the one place a plugin is invoked.
@@ -110,7 +150,15 @@ async fn invoke(
             if tx.is_closed() {
                 return;
             }
-            let _ = tx.send(call.run(&lease, &control));
+            let started = std::time::Instant::now();
+            let result = call.run(&lease, &control);
+            if started.elapsed() < HERE_BUDGET / 2 {
+                // Quick again: its next call may run on the thread that reads it.
+                if let Some(check) = Compiled::of(&lease).tool(&call.tool) {
+                    check.set_runs_long(false);
+                }
+            }
+            let _ = tx.send(result);
         })
     };
     if let Err(refused) = router.executor.submit(job) {
@@ -124,14 +172,13 @@ async fn invoke(
         )),
         Err(_) => {
             control.cancel();
-            tracing::warn!(plugin, tool, "call timed out after {}", show(limit));
-            CallResult::error(format!("tool {tool} timed out after {}", show(limit)))
+            timed_out(plugin, tool, limit)
         }
     }
 }
 
 /// A call on its way to a plugin.
-struct Call {
+pub(super) struct Call {
     tool: String,
     args: String,
     /// The host did not check the arguments: the plugin's typed parse is to do it.
@@ -139,11 +186,15 @@ struct Call {
 }
 
 impl Call {
+    pub(super) fn tool(&self) -> &str {
+        &self.tool
+    }
+
     /// Runs the tool on the calling thread (an executor thread). When the plugin's typed parse
     /// rejects the arguments, the host's schema check says what is wrong (every problem at
     /// once, as for any other tool); arguments it accepts go to the plugin's plain `call`,
     /// whose parse then names the problem.
-    fn run(&self, lease: &Lease, control: &CallControl) -> CallResult {
+    pub(super) fn run(&self, lease: &Lease, control: &CallControl) -> CallResult {
         let (tool, args) = (self.tool.as_str(), self.args.as_str());
         if self.typed {
             if let Some(result) = lease.call_typed(tool, args, control) {
@@ -158,7 +209,7 @@ impl Call {
     }
 }
 
-fn output(result: CallResult) -> CallOutput {
+pub(super) fn output(result: CallResult) -> CallOutput {
     let json = serde_json::to_string(&CallResultJson(&result)).expect("call results serialize");
     CallOutput { result, json }
 }

@@ -6,7 +6,10 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, OnceLock, Weak},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, OnceLock, Weak,
+    },
 };
 
 use serde_json::Value;
@@ -19,7 +22,9 @@ use crate::{
 
 /// Derived data of one plugin version.
 pub struct Compiled {
-    tools: HashMap<String, ToolCheck>,
+    /// Sorted by name: found by binary search, which costs less than hashing the name with
+    /// std's SipHash on every call.
+    tools: Vec<(String, ToolCheck)>,
     tools_list: String,
 }
 
@@ -31,11 +36,7 @@ impl Compiled {
 
     fn new(plugin: &LoadedPlugin) -> Self {
         let m = plugin.manifest();
-        let tools = m
-            .tools
-            .iter()
-            .map(|t| (t.name.clone(), ToolCheck::compile(t)))
-            .collect();
+        let tools = checks(&m.tools);
         let list = serde_json::json!({"tools": m.tools.iter().map(tool_json).collect::<Vec<_>>()});
         Compiled {
             tools,
@@ -50,8 +51,29 @@ impl Compiled {
 
     /// The argument check of tool `name`, if the plugin has it.
     pub fn tool(&self, name: &str) -> Option<&ToolCheck> {
-        self.tools.get(name)
+        find(&self.tools, name)
     }
+}
+
+/// Every tool's check, sorted by name. Of two tools of one name (the SDK refuses them, a
+/// hand-made plugin may not), the last one counts, as when this was a map: reversed, then a
+/// stable sort, then the first of each name kept.
+fn checks(tools: &[ToolInfo]) -> Vec<(String, ToolCheck)> {
+    let mut checks: Vec<_> = tools
+        .iter()
+        .rev()
+        .map(|t| (t.name.clone(), ToolCheck::compile(t)))
+        .collect();
+    checks.sort_by(|a, b| a.0.cmp(&b.0));
+    checks.dedup_by(|later, kept| later.0 == kept.0);
+    checks
+}
+
+fn find<'a>(checks: &'a [(String, ToolCheck)], name: &str) -> Option<&'a ToolCheck> {
+    checks
+        .binary_search_by(|(n, _)| n.as_str().cmp(name))
+        .ok()
+        .map(|i| &checks[i].1)
 }
 
 /// The tools of every plugin as one server (`toolhost serve`), named `<plugin>__<tool>`, for
@@ -157,6 +179,9 @@ pub struct ToolCheck {
     /// Whether the schema says nothing a typed parse would not enforce (see
     /// [`ToolCheck::parse_suffices`]).
     parse_suffices: bool,
+    /// A call of this tool outlived the budget of the thread that read it: its calls go to
+    /// the executor until one returns quickly there.
+    runs_long: AtomicBool,
 }
 
 impl ToolCheck {
@@ -165,6 +190,20 @@ impl ToolCheck {
             parse_suffices: parse_suffices(&t.input_schema),
             schema: t.input_schema.clone(),
             validator: OnceLock::new(),
+            runs_long: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether the tool's last call measured was a long one (see [`super::HERE_BUDGET`]).
+    pub fn runs_long(&self) -> bool {
+        self.runs_long.load(Ordering::Relaxed)
+    }
+
+    /// Records whether a call of the tool took long (a store only when it changes, so that
+    /// fast calls do not write to a line other threads read).
+    pub fn set_runs_long(&self, long: bool) {
+        if self.runs_long.load(Ordering::Relaxed) != long {
+            self.runs_long.store(long, Ordering::Relaxed);
         }
     }
 
@@ -318,8 +357,29 @@ fn number_bounds(format: Option<&str>) -> Option<(Option<f64>, Option<f64>)> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_suffices;
+    use super::{checks, find, parse_suffices};
+    use crate::model::ToolInfo;
     use serde_json::json;
+
+    #[test]
+    fn tools_are_found_by_name_the_last_of_a_name_counting() {
+        let tool = |name: &str, n: u64| ToolInfo {
+            name: name.into(),
+            title: None,
+            description: "d".into(),
+            input_schema: json!({"type": "object", "n": n}),
+            output_schema: None,
+            annotations: Default::default(),
+            meta: None,
+        };
+        let checks = checks(&[tool("b", 1), tool("a", 2), tool("c", 3), tool("a", 4)]);
+        assert_eq!(checks.len(), 3);
+        for (name, n) in [("a", 4), ("b", 1), ("c", 3)] {
+            assert_eq!(find(&checks, name).unwrap().schema["n"], n, "{name}");
+        }
+        assert!(find(&checks, "d").is_none());
+        assert!(find(&checks, "").is_none());
+    }
 
     #[test]
     fn a_parse_suffices_for_types_and_fields_only() {

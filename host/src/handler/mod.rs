@@ -18,11 +18,11 @@ mod progress;
 use std::{
     collections::HashMap,
     future::Future,
-    pin::Pin,
     sync::{Arc, Mutex},
     time::Duration,
 };
 
+use call::{Call, Checked};
 pub use call::{CallError, CallOutput};
 pub use catalog::{Compiled, FlatCatalog, FlatCollision, ToolCheck};
 pub use progress::{Discard, Notify, Sink};
@@ -31,12 +31,13 @@ use serde_json::{value::RawValue, Value};
 use progress::Progress;
 
 use crate::{
-    executor::{Executor, ExecutorConfig},
+    executor::{Executor, ExecutorConfig, HereId, HereTicket},
     model::{
-        error_code, initialize_result, negotiate_version, rpc_error, rpc_result, CallParams,
-        CancelledParams, InitializeParams, JsonRpc, ServerInfo,
+        control_call_reply, control_success_raw, error_code, initialize_result, negotiate_version,
+        rpc_call_reply, rpc_error, rpc_result, CallResult, CancelledParams, InitializeParams,
+        JsonRpc, ServerInfo,
     },
-    plugin::{CallControl, LoadedPlugin},
+    plugin::{CallControl, LoadedPlugin, Report},
     registry::{Lease, Registry},
 };
 
@@ -45,6 +46,11 @@ pub const FLAT_SEPARATOR: &str = "__";
 
 /// Server name reported by [`Scope::All`].
 pub const ALL_SERVER_NAME: &str = "toolhost";
+
+/// How long a call may run on the thread that read it before another thread takes over
+/// reading (`service`'s reader threads), and what makes a tool one that "runs long": its
+/// calls then go to the executor until one returns within half of it.
+pub const HERE_BUDGET: Duration = Duration::from_millis(2);
 
 /// Default per-call timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -79,8 +85,8 @@ pub enum Dispatch {
     /// A notification was handled; JSON-RPC has nothing to answer (the control loop still
     /// acknowledges it, see `model::NOTIFICATION_ACK`).
     Handled,
-    /// A tool call: spawn this future; it yields the serialized reply.
-    Call(Pin<Box<dyn Future<Output = String> + Send + 'static>>),
+    /// A tool call: run it here or spawn it (see [`StartedCall`]).
+    Call(StartedCall),
 }
 
 /// Call limits: timeouts (a default and per-plugin overrides), the result size, and how many
@@ -191,7 +197,7 @@ impl Router {
         };
         if let (Some(id), "tools/call") = (id, method) {
             // The call looks its plugin up once, when it leases it.
-            return self.start_call(scope, id, msg.params, sink);
+            return self.start_call(scope, id, msg, sink);
         }
         let plugin = match scope {
             Scope::Server(name) => match self.registry.get(name) {
@@ -236,7 +242,9 @@ impl Router {
         control: Arc<CallControl>,
     ) -> Result<CallOutput, CallError> {
         let lease = self.lease(plugin).await?;
-        call::run(self, lease, tool, args.map(str::to_string), control).await
+        call::run(self, lease, tool, args.map(str::to_string), control)
+            .await
+            .map(call::output)
     }
 
     async fn lease(&self, plugin: &str) -> Result<Lease, CallError> {
@@ -334,11 +342,11 @@ impl Router {
         self: &Arc<Self>,
         scope: Scope<'_>,
         id: &RawValue,
-        params: Option<&RawValue>,
+        msg: &JsonRpc<'_>,
         sink: &Sink,
     ) -> Dispatch {
-        let parsed = params.map(|p| serde_json::from_str::<CallParams>(p.get()));
-        let params = match parsed {
+        // Read with the line when it came as the CLI writes it.
+        let params = match msg.call_params() {
             Some(Ok(p)) => p,
             Some(Err(e)) => {
                 return Dispatch::Reply(rpc_error(
@@ -363,51 +371,307 @@ impl Router {
             .meta
             .as_ref()
             .and_then(|m| m.progress_token)
-            .map(|token| Progress::new(sink.clone(), server.clone(), token.to_owned()));
-        let report: Option<Box<crate::plugin::ProgressFn>> = progress.clone().map(|p| {
-            Box::new(move |progress, total, message: &str| p.send(progress, total, message)) as _
-        });
+            .map(|token| Progress::new(sink.clone(), server.clone(), token));
+        let report = progress.clone().map(|p| p as Arc<dyn Report>);
         let id: Box<RawValue> = id.to_owned();
-        let control = Arc::new(CallControl::new(id.get().to_string(), report));
-        let key = (scope.key().to_string(), id.get().to_string());
-        // Registered before the future runs, so a cancellation that follows is never missed.
+        let control = Arc::new(CallControl::with_report(id.get(), report));
+        Dispatch::Call(StartedCall {
+            name: params.name.into_owned(),
+            args: params.arguments.map(|a| a.get().to_string()),
+            ending: Ending {
+                router: self.clone(),
+                server,
+                id,
+                control,
+                progress,
+                registered: None,
+                tool: None,
+                version: None,
+            },
+        })
+    }
+}
+
+/// A `tools/call` accepted and not started: [`StartedCall::here`] runs it on the caller's
+/// thread when it can, [`StartedCall::spawnable`] on the executor.
+pub struct StartedCall {
+    /// The tool's name (in [`Scope::All`], its flat name).
+    name: String,
+    args: Option<String>,
+    ending: Ending,
+}
+
+/// What answers a call: its reply, its cancellation key, its progress. Kept apart from the
+/// running tool, so that a watchdog can answer a call whose tool does not return.
+pub struct Ending {
+    router: Arc<Router>,
+    /// The sdk server (plugin) called; `None` in [`Scope::All`].
+    server: Option<String>,
+    id: Box<RawValue>,
+    control: Arc<CallControl>,
+    progress: Option<Arc<Progress>>,
+    /// The key under which the call can be cancelled, once registered.
+    registered: Option<CallKey>,
+    /// For a call run on its caller's thread: the tool (for messages) and its slot.
+    tool: Option<(String, HereId)>,
+    /// For a call run on its caller's thread: the version running it.
+    version: Option<Arc<LoadedPlugin>>,
+}
+
+/// A call ready to run on the caller's thread; see [`StartedCall::here`].
+pub struct HereCall {
+    pub run: HereRun,
+    pub ending: Ending,
+}
+
+/// What [`StartedCall::here`] did.
+pub enum Here {
+    /// Run it here: [`HereRun::run`], then [`Ending::finish`] (or, if it does not return in
+    /// time, [`Ending::time_out`] from another thread).
+    Run(HereCall),
+    /// Answered without running the tool (unknown tool, invalid arguments, ...).
+    Answered(Answer),
+    /// It cannot run here (its plugin's slots are taken, a state hand-off is under way, the
+    /// all-plugins scope): spawn [`StartedCall::spawnable`].
+    Elsewhere(StartedCall),
+}
+
+impl StartedCall {
+    /// Prepares the call to run on the calling thread, which must be able to block for as long
+    /// as the tool runs: takes one of the plugin's executor slots, leases the plugin without
+    /// waiting and checks the arguments. Registers nothing for cancellation: nothing can read
+    /// a cancellation while its reader runs the tool ([`Ending::escalate`] registers it when
+    /// another thread takes over reading).
+    pub fn here(self) -> Here {
+        let StartedCall {
+            name,
+            args,
+            mut ending,
+        } = self;
+        let router = ending.router.clone();
+        let Some(server) = ending.server.take() else {
+            return Here::Elsewhere(StartedCall { name, args, ending });
+        };
+        let lease = match router.registry.try_lease(&server) {
+            Some(Some(lease)) => lease,
+            Some(None) => {
+                let e = CallError::UnknownServer(server.clone());
+                ending.server = Some(server);
+                return Here::Answered(ending.answer(Err(e)));
+            }
+            None => {
+                ending.server = Some(server);
+                return Here::Elsewhere(StartedCall { name, args, ending });
+            }
+        };
+        ending.server = Some(server);
+        let compiled = Compiled::of(&lease);
+        let check = match call::tool_check(&lease, compiled, &name) {
+            Ok(check) => check,
+            Err(e) => return Here::Answered(ending.answer(Err(e))),
+        };
+        if check.runs_long() {
+            return Here::Elsewhere(StartedCall { name, args, ending });
+        }
+        let Some(ticket) = router.executor.try_here(lease.name()) else {
+            return Here::Elsewhere(StartedCall { name, args, ending });
+        };
+        match call::check_with(&lease, check, &name, args) {
+            Checked::Answered(result) => {
+                router.executor.here_done(ticket, lease.name());
+                Here::Answered(ending.answer(Ok(result)))
+            }
+            Checked::Run(call) => {
+                ending.tool = Some((name, ticket.id()));
+                ending.version = Some(lease.version().clone());
+                Here::Run(HereCall {
+                    run: HereRun {
+                        router,
+                        lease,
+                        call,
+                        control: ending.control.clone(),
+                        ticket: Some(ticket),
+                    },
+                    ending,
+                })
+            }
+        }
+    }
+
+    /// Registers the call for cancellation and returns the future that runs it on the
+    /// executor, bounded by its timeout, and yields its answer.
+    pub fn spawnable(self) -> impl Future<Output = Answer> + Send + 'static {
+        let StartedCall {
+            name,
+            args,
+            mut ending,
+        } = self;
+        ending.register();
+        async move {
+            let router = ending.router.clone();
+            let leased = match &ending.server {
+                Some(plugin) => router.lease(plugin).await.map(|l| (l, name)),
+                None => router.lease_flat(&name).await,
+            };
+            let outcome = match leased {
+                Ok((lease, tool)) => {
+                    call::run(&router, lease, &tool, args, ending.control.clone()).await
+                }
+                Err(e) => Err(e),
+            };
+            ending.answer(outcome)
+        }
+    }
+}
+
+/// The tool of a [`HereCall`], run on the caller's thread.
+pub struct HereRun {
+    router: Arc<Router>,
+    lease: Lease,
+    call: Call,
+    control: Arc<CallControl>,
+    ticket: Option<HereTicket>,
+}
+
+impl HereRun {
+    /// Runs the tool on this thread. A panic in the host's part of the call (the plugin's
+    /// own are caught at the ABI) becomes an error result rather than the end of the
+    /// thread.
+    pub fn run(&self) -> CallResult {
+        let call = std::panic::AssertUnwindSafe(|| self.call.run(&self.lease, &self.control));
+        std::panic::catch_unwind(call).unwrap_or_else(|_| {
+            CallResult::error(format!(
+                "tool `{}` failed in the host: its call panicked",
+                self.call.tool()
+            ))
+        })
+    }
+}
+
+impl Drop for HereRun {
+    fn drop(&mut self) {
+        if let Some(ticket) = self.ticket.take() {
+            self.router.executor.here_done(ticket, self.lease.name());
+        }
+    }
+}
+
+impl Ending {
+    /// The answer to a call run here whose tool returned `result`.
+    pub fn finish(self, result: CallResult) -> Answer {
+        let (tool, plugin) = match (&self.tool, &self.server) {
+            (Some((tool, _)), Some(plugin)) => (tool.as_str(), plugin.as_str()),
+            _ => ("?", "?"),
+        };
+        let result = call::bound(&self.router, result, plugin, tool);
+        self.answer(Ok(result))
+    }
+
+    /// The answer to a call run here whose tool did not return within its timeout: the tool
+    /// is told to stop, and the answer says it timed out (the tool's result, if it ever comes,
+    /// is dropped).
+    pub fn time_out(self) -> Answer {
+        let (tool, plugin) = match (&self.tool, &self.server) {
+            (Some((tool, _)), Some(plugin)) => (tool.clone(), plugin.clone()),
+            _ => ("?".to_string(), "?".to_string()),
+        };
+        let limit = self.router.timeout_for(&plugin);
+        self.control.cancel();
+        let result = call::timed_out(&plugin, &tool, limit);
+        self.finish(result)
+    }
+
+    /// When the call must be answered by, counted from `started`.
+    pub fn deadline(&self, started: std::time::Instant) -> std::time::Instant {
+        let plugin = self.server.as_deref().unwrap_or("");
+        started + self.router.timeout_for(plugin)
+    }
+
+    /// The call outlived its caller's budget and another thread reads the input now:
+    /// cancellations of the call can arrive, and the call is named among the running ones.
+    /// Its tool counts as one that runs long from now on.
+    pub fn escalate(&mut self) {
+        if let Some((tool, here)) = &self.tool {
+            let plugin = self.server.as_deref().unwrap_or("?");
+            let label = format!("call {} of {plugin}.{tool}", self.control.label());
+            self.router.executor.label_here(*here, label);
+            if let Some(check) = self
+                .version
+                .as_ref()
+                .and_then(|v| Compiled::of(v).tool(tool))
+            {
+                check.set_runs_long(true);
+            }
+        }
+        self.register();
+    }
+
+    /// Tells the tool to stop (the session ends).
+    pub fn cancel(&self) {
+        self.control.cancel();
+    }
+
+    fn register(&mut self) {
+        let server = self.server.as_deref().unwrap_or("");
+        let key = (server.to_string(), self.id.get().to_string());
+        // Registered before the call runs on, so a cancellation that follows is never missed.
         let reused = self
+            .router
             .calls
             .lock()
             .unwrap()
-            .insert(key.clone(), control.clone())
+            .insert(key.clone(), self.control.clone())
             .is_some();
         if reused {
             // Ids restart at 0 on a re-handshake; the newer call owns the key from now on.
             tracing::debug!(server = %key.0, id = %key.1, "call id reused while in flight");
         }
-        let name = params.name.into_owned();
-        let args = params.arguments.map(|a| a.get().to_string());
-        let router = self.clone();
-        Dispatch::Call(Box::pin(async move {
-            let leased = match &server {
-                Some(plugin) => router.lease(plugin).await.map(|l| (l, name)),
-                None => router.lease_flat(&name).await,
-            };
-            let output = match leased {
-                Ok((lease, tool)) => call::run(&router, lease, &tool, args, control.clone()).await,
-                Err(e) => Err(e),
-            };
-            // No progress after this point: the reply is queued after every report.
-            if let Some(p) = &progress {
-                p.end();
-            }
+        self.registered = Some(key);
+    }
+
+    fn answer(self, outcome: Result<CallResult, CallError>) -> Answer {
+        // No progress after this point: the reply is queued after every report.
+        if let Some(p) = &self.progress {
+            p.end();
+        }
+        if let Some(key) = &self.registered {
+            let mut calls = self.router.calls.lock().unwrap();
+            if calls
+                .get(key)
+                .is_some_and(|c| Arc::ptr_eq(c, &self.control))
             {
-                let mut calls = router.calls.lock().unwrap();
-                if calls.get(&key).is_some_and(|c| Arc::ptr_eq(c, &control)) {
-                    calls.remove(&key);
-                }
+                calls.remove(key);
             }
-            match output {
-                Ok(out) => splice_result(Some(&id), &out.json),
-                Err(e) => rpc_error(Some(&id), error_code::INVALID_PARAMS, &e.to_string()),
-            }
-        }))
+        }
+        Answer {
+            id: self.id,
+            outcome,
+        }
+    }
+}
+
+/// The answer to a `tools/call`: the tool's result, or why no tool ran.
+pub struct Answer {
+    id: Box<RawValue>,
+    outcome: Result<CallResult, CallError>,
+}
+
+impl Answer {
+    /// The JSON-RPC reply.
+    pub fn rpc(&self) -> String {
+        match &self.outcome {
+            Ok(result) => rpc_call_reply(Some(&self.id), result),
+            Err(e) => rpc_error(Some(&self.id), error_code::INVALID_PARAMS, &e.to_string()),
+        }
+    }
+
+    /// The reply as the `control_response` line to control request `request_id`, written in
+    /// one allocation of its final size.
+    pub fn control_line(&self, request_id: &str) -> String {
+        match &self.outcome {
+            Ok(result) => control_call_reply(request_id, Some(&self.id), result),
+            Err(_) => control_success_raw(request_id, &self.rpc()),
+        }
     }
 }
 

@@ -1,12 +1,16 @@
 //! A call's notifications: where they go ([`Notify`], implemented by the service over the writer
 //! that also carries the call's reply), and the progress of one call.
 
-use std::sync::{Arc, Mutex};
+use std::{
+    borrow::Borrow,
+    sync::{Arc, Mutex, Weak},
+};
 
 use serde_json::value::RawValue;
 
 use crate::{
-    model::{rpc_notification, ProgressParams},
+    model::{borrow_raw, rpc_notification, ProgressParams},
+    plugin,
     transport::Latest,
 };
 
@@ -38,9 +42,11 @@ impl Notify for Discard {
 /// the queue one line, whatever the client's speed; the reports written keep their order,
 /// and the last one written is the last one made before the reply.
 pub(super) struct Progress {
+    /// This progress itself, queued as the [`Latest`] of its notification.
+    me: Weak<Progress>,
     sink: Sink,
     server: Option<String>,
-    token: Box<RawValue>,
+    token: Token,
     /// False once the call ended: a tool still running after its timeout must not send
     /// progress after the reply. Held while queueing, so nothing slips in after
     /// [`Progress::end`].
@@ -61,9 +67,55 @@ struct Report {
     message: String,
 }
 
+/// A progress token: short ones (the CLI's are small integers) are kept inline, so a call
+/// costs no allocation for it.
+enum Token {
+    Inline { len: u8, text: [u8; INLINE_TOKEN] },
+    Boxed(Box<RawValue>),
+}
+
+const INLINE_TOKEN: usize = 22;
+
+impl Token {
+    /// `token` kept inline, if it is short enough.
+    fn inline(token: &RawValue) -> Option<Self> {
+        let t = token.get();
+        // `borrow_raw` takes it back in `get`, as it does here.
+        (t.len() <= INLINE_TOKEN && borrow_raw(t).is_some()).then(|| {
+            let mut text = [0; INLINE_TOKEN];
+            text[..t.len()].copy_from_slice(t.as_bytes());
+            Token::Inline {
+                len: t.len() as u8,
+                text,
+            }
+        })
+    }
+
+    fn get(&self) -> &RawValue {
+        match self {
+            Token::Inline { len, text } => {
+                let text = std::str::from_utf8(&text[..usize::from(*len)]);
+                // A copy of a `RawValue`'s text, which `new` saw `borrow_raw` take.
+                borrow_raw(text.expect("copied from a str")).expect("copied from a RawValue")
+            }
+            Token::Boxed(b) => b,
+        }
+    }
+}
+
 impl Progress {
-    pub fn new(sink: Sink, server: Option<String>, token: Box<RawValue>) -> Arc<Self> {
-        Arc::new(Progress {
+    /// The progress of a call whose `progressToken` is `token` (borrowed: a short token is
+    /// kept inline, without an allocation). Hand it to the call with
+    /// [`CallControl::with_report`](crate::plugin::CallControl::with_report).
+    pub fn new(sink: Sink, server: Option<String>, token: impl Borrow<RawValue>) -> Arc<Self> {
+        let token = token.borrow();
+        let token = Token::inline(token).unwrap_or_else(|| Token::Boxed(token.to_owned()));
+        Self::with_token(sink, server, token)
+    }
+
+    fn with_token(sink: Sink, server: Option<String>, token: Token) -> Arc<Self> {
+        Arc::new_cyclic(|me| Progress {
+            me: me.clone(),
             sink,
             server,
             token,
@@ -72,7 +124,7 @@ impl Progress {
         })
     }
 
-    pub fn send(self: &Arc<Self>, progress: f64, total: Option<f64>, message: &str) {
+    pub fn send(&self, progress: f64, total: Option<f64>, message: &str) {
         let open = self.open.lock().unwrap();
         if !*open {
             return;
@@ -86,9 +138,9 @@ impl Progress {
             });
             !std::mem::replace(&mut latest.queued, true)
         };
-        if queue {
+        if let Some(me) = self.me.upgrade().filter(|_| queue) {
             self.sink
-                .notify(self.server.as_deref(), self.clone() as Arc<dyn Latest>);
+                .notify(self.server.as_deref(), me as Arc<dyn Latest>);
         }
         drop(open);
     }
@@ -100,6 +152,12 @@ impl Progress {
     }
 }
 
+impl plugin::Report for Progress {
+    fn report(&self, progress: f64, total: Option<f64>, message: &str) {
+        self.send(progress, total, message);
+    }
+}
+
 impl Latest for Progress {
     fn take(&self) -> Option<String> {
         let report = {
@@ -108,7 +166,7 @@ impl Latest for Progress {
             latest.report.take()?
         };
         let params = ProgressParams {
-            progress_token: &self.token,
+            progress_token: self.token.get(),
             progress: report.progress,
             total: report.total,
             message: &report.message,
@@ -132,6 +190,28 @@ mod tests {
                     .unwrap()
                     .push((server.map(str::to_string), message));
             }
+        }
+    }
+
+    #[test]
+    fn tokens_short_and_long_reach_the_notification() {
+        let behind = Arc::new(Behind::default());
+        let sink: Sink = behind.clone();
+        for token in ["2", r#""a\"b""#, &format!("\"{}\"", "x".repeat(40))] {
+            let raw: Box<RawValue> = RawValue::from_string(token.to_string()).unwrap();
+            let p = Progress::new(sink.clone(), None, &*raw);
+            assert_eq!(
+                matches!(p.token, Token::Inline { .. }),
+                token.len() <= INLINE_TOKEN
+            );
+            assert_eq!(p.token.get().get(), token);
+            // Through the call's control, as a tool reports it.
+            let control = crate::plugin::CallControl::with_report("1", Some(p.clone()));
+            control.report_progress(1.0, None, "");
+            assert!(p
+                .take()
+                .unwrap()
+                .contains(&format!(r#""progressToken":{token}"#)));
         }
     }
 

@@ -6,7 +6,11 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::JsonRpc;
+use super::{
+    scan::{borrow_raw, members, Scan},
+    tool::{push_string, string_len},
+    CallParams, JsonRpc,
+};
 
 /// One line from the CLI, parsed once. Only the fields the host routes on are read; the rest
 /// stays in the line.
@@ -23,6 +27,91 @@ pub struct Incoming<'a> {
     /// Set on `control_response`.
     #[serde(default, borrow)]
     pub response: Option<ControlResponse<'a>>,
+}
+
+impl<'a> Incoming<'a> {
+    /// Parses one line: what `serde_json::from_str::<Incoming>` gives, the same value or the
+    /// same error. The lines the CLI sends are read in one borrowing pass; anything unusual
+    /// (escapes in the strings the host reads, duplicate fields, invalid JSON) goes through
+    /// serde_json.
+    pub fn parse(line: &'a str) -> Result<Self, serde_json::Error> {
+        match Self::scan(line) {
+            Some(m) => Ok(m),
+            None => serde_json::from_str(line),
+        }
+    }
+
+    fn scan(line: &'a str) -> Option<Self> {
+        Self::scan_exact(line).or_else(|| Self::scan_any(line))
+    }
+
+    /// An `mcp_message` exactly as the CLI writes one (docs/protocol.md: its keys in its
+    /// order, no whitespace), read as a few comparisons of constant text around the values.
+    fn scan_exact(line: &'a str) -> Option<Self> {
+        let mut s = Scan::new(line);
+        s.lit(r#"{"type":"control_request","request_id":"#)?;
+        let request_id = s.str()?;
+        s.lit(r#","request":{"subtype":"mcp_message","server_name":"#)?;
+        let server_name = s.str()?;
+        s.lit(r#","message":{"method":"#)?;
+        let method = s.str()?;
+        let (mut params, mut call) = (None, None);
+        if s.lit(r#","params":"#).is_some() {
+            // The params of a call are read once, here, as they are checked.
+            let start = s.clone();
+            let mut read = s.clone();
+            let exact = (method == "tools/call")
+                .then(|| CallParams::read_exact(&mut read))
+                .flatten();
+            match exact {
+                Some(p) => {
+                    params = Some(borrow_raw(start.text_to(&read))?);
+                    call = Some(p);
+                    s = read;
+                }
+                None => params = s.opt(Scan::raw)?,
+            }
+        }
+        s.lit(r#","jsonrpc":"2.0""#)?;
+        let id = match s.lit(r#","id":"#) {
+            Some(()) => s.opt(Scan::raw)?,
+            None => None,
+        };
+        s.lit("}}}")?;
+        s.end()?;
+        Some(Incoming {
+            kind: Cow::Borrowed("control_request"),
+            request_id: Some(Cow::Borrowed(request_id)),
+            request: Some(IncomingRequest {
+                subtype: Cow::Borrowed("mcp_message"),
+                server_name: Some(Cow::Borrowed(server_name)),
+                message: Some(JsonRpc::read(id, Some(method), params, call)),
+                tool_name: None,
+                input: None,
+                display_name: None,
+                tool_use_id: None,
+            }),
+            response: None,
+        })
+    }
+
+    /// Any line, read by its keys.
+    fn scan_any(line: &'a str) -> Option<Self> {
+        let mut s = Scan::new(line);
+        members!(s {
+            "type" => kind = Scan::str,
+            "request_id" => request_id = Scan::opt_str,
+            "request" => request = |s: &mut Scan<'a>| s.opt(IncomingRequest::scan),
+            "response" => response = |s: &mut Scan<'a>| s.opt(ControlResponse::scan),
+        });
+        s.end()?;
+        Some(Incoming {
+            kind: Cow::Borrowed(kind?),
+            request_id: request_id.flatten().map(Cow::Borrowed),
+            request: request.flatten(),
+            response: response.flatten(),
+        })
+    }
 }
 
 /// The `request` of a CLI→host `control_request`.
@@ -48,6 +137,29 @@ pub struct IncomingRequest<'a> {
     pub tool_use_id: Option<Cow<'a, str>>,
 }
 
+impl<'a> IncomingRequest<'a> {
+    fn scan(s: &mut Scan<'a>) -> Option<Self> {
+        members!(s {
+            "subtype" => subtype = Scan::str,
+            "server_name" => server_name = Scan::opt_str,
+            "message" => message = |s: &mut Scan<'a>| s.opt(JsonRpc::scan),
+            "tool_name" => tool_name = Scan::opt_str,
+            "input" => input = Scan::opt_raw,
+            "display_name" => display_name = Scan::opt_str,
+            "tool_use_id" => tool_use_id = Scan::opt_str,
+        });
+        Some(IncomingRequest {
+            subtype: Cow::Borrowed(subtype?),
+            server_name: server_name.flatten().map(Cow::Borrowed),
+            message: message.flatten(),
+            tool_name: tool_name.flatten().map(Cow::Borrowed),
+            input: input.flatten(),
+            display_name: display_name.flatten().map(Cow::Borrowed),
+            tool_use_id: tool_use_id.flatten().map(Cow::Borrowed),
+        })
+    }
+}
+
 /// The `response` of a `control_response`.
 #[derive(Debug, Deserialize)]
 pub struct ControlResponse<'a> {
@@ -59,6 +171,23 @@ pub struct ControlResponse<'a> {
     pub response: Option<&'a RawValue>,
     #[serde(default, borrow)]
     pub error: Option<Cow<'a, str>>,
+}
+
+impl<'a> ControlResponse<'a> {
+    fn scan(s: &mut Scan<'a>) -> Option<Self> {
+        members!(s {
+            "subtype" => subtype = Scan::str,
+            "request_id" => request_id = Scan::str,
+            "response" => response = Scan::opt_raw,
+            "error" => error = Scan::opt_str,
+        });
+        Some(ControlResponse {
+            subtype: Cow::Borrowed(subtype?),
+            request_id: Cow::Borrowed(request_id?),
+            response: response.flatten(),
+            error: error.flatten().map(Cow::Borrowed),
+        })
+    }
 }
 
 /// The body of an `mcp_message` success: `{"mcp_response": <JSON-RPC reply>}`.
@@ -112,32 +241,33 @@ pub fn control_success(request_id: &str, response: &impl Serialize) -> String {
 /// An `mcp_message` success carrying `reply`, a serialized JSON-RPC object produced by this
 /// crate; it is spliced in without being parsed again.
 pub fn control_success_raw(request_id: &str, reply: &str) -> String {
-    const HEAD: &str =
-        r#"{"type":"control_response","response":{"subtype":"success","request_id":"#;
-    const MIDDLE: &str = r#","response":{"mcp_response":"#;
-    const TAIL: &str = "}}}";
     // One allocation of the final size: this runs for every tool call.
-    let mut line = String::with_capacity(
-        HEAD.len() + request_id.len() + 2 + MIDDLE.len() + reply.len() + TAIL.len(),
-    );
-    line.push_str(HEAD);
-    push_json_string(&mut line, request_id);
-    line.push_str(MIDDLE);
-    line.push_str(reply);
-    line.push_str(TAIL);
+    let mut line = String::with_capacity(success_raw_len(request_id, reply.len()));
+    push_success_raw(&mut line, request_id, |line| line.push_str(reply));
     line
 }
 
-/// Appends `s` as a JSON string. Ids are plain (UUIDs) and copied as they are; anything that
-/// needs escaping goes through serde_json.
-fn push_json_string(line: &mut String, s: &str) {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-        line.push('"');
-        line.push_str(s);
-        line.push('"');
-    } else {
-        line.push_str(&serde_json::to_string(s).expect("strings serialize"));
-    }
+const SUCCESS_HEAD: &str =
+    r#"{"type":"control_response","response":{"subtype":"success","request_id":"#;
+const SUCCESS_MIDDLE: &str = r#","response":{"mcp_response":"#;
+const SUCCESS_TAIL: &str = "}}}";
+
+/// The length of the line [`push_success_raw`] writes around a reply of `reply` bytes.
+pub(super) fn success_raw_len(request_id: &str, reply: usize) -> usize {
+    SUCCESS_HEAD.len() + string_len(request_id) + SUCCESS_MIDDLE.len() + reply + SUCCESS_TAIL.len()
+}
+
+/// Appends an `mcp_message` success whose JSON-RPC reply `reply` appends.
+pub(super) fn push_success_raw(
+    line: &mut String,
+    request_id: &str,
+    reply: impl FnOnce(&mut String),
+) {
+    line.push_str(SUCCESS_HEAD);
+    push_string(line, request_id);
+    line.push_str(SUCCESS_MIDDLE);
+    reply(line);
+    line.push_str(SUCCESS_TAIL);
 }
 
 /// A control-level error answer.
@@ -191,6 +321,82 @@ mod tests {
         assert_eq!(msg.method.as_deref(), Some("tools/call"));
         assert_eq!(msg.id.unwrap().get(), "2");
         assert!(matches!(req.subtype, Cow::Borrowed(_)));
+    }
+
+    /// What `Incoming::parse` gives, in a form to compare with serde_json's.
+    fn both(line: &str) -> (String, String) {
+        let show = |r: Result<Incoming, serde_json::Error>| match r {
+            Ok(m) => format!("{m:?}"),
+            Err(e) => format!("error: {e}"),
+        };
+        (
+            show(Incoming::parse(line)),
+            show(serde_json::from_str(line)),
+        )
+    }
+
+    #[test]
+    fn reads_the_cli_lines_in_one_pass() {
+        for line in [
+            r#"{"type":"control_request","request_id":"b7","request":{"subtype":"mcp_message","server_name":"calc","message":{"method":"tools/call","params":{"name":"add","arguments":{"x":7,"y":1},"_meta":{"claudecode/toolUseId":"toolu_7","progressToken":9}},"jsonrpc":"2.0","id":9}}}"#,
+            r#" {"type":"control_request","request_id":"r","request":{"subtype":"can_use_tool","tool_name":"mcp__calc__add","input":{"x":1},"display_name":null,"tool_use_id":"t"}} "#,
+            r#"{"type":"control_response","response":{"subtype":"error","request_id":"q","error":"no"}}"#,
+            r#"{"type":"control_response","response":{"subtype":"success","request_id":"q","response":{"a":[1,"\"",{}]}}}"#,
+            r#"{"type":"system","subtype":"init","tools":["a","b"],"n":-1.5e3,"ok":true,"x":null}"#,
+            r#"{"type":"control_request","request_id":null,"request":null}"#,
+        ] {
+            let (fast, serde) = both(line);
+            assert_eq!(fast, serde);
+            assert!(
+                Incoming::scan(line).is_some(),
+                "not read in one pass: {line}"
+            );
+        }
+        // The CLI's own lines (docs/protocol.md) take the shortest path.
+        for line in [
+            r#"{"type":"control_request","request_id":"54388ed1-8357-4479-ba5d-3779ab10cff7","request":{"subtype":"mcp_message","server_name":"calc","message":{"method":"tools/call","params":{"name":"add","arguments":{"x":5,"y":3},"_meta":{"claudecode/toolUseId":"toolu_01","progressToken":2}},"jsonrpc":"2.0","id":2}}}"#,
+            r#"{"type":"control_request","request_id":"c4","request":{"subtype":"mcp_message","server_name":"calc","message":{"method":"tools/list","jsonrpc":"2.0","id":1}}}"#,
+            r#"{"type":"control_request","request_id":"c4","request":{"subtype":"mcp_message","server_name":"calc","message":{"method":"x","params":null,"jsonrpc":"2.0","id":null}}}"#,
+        ] {
+            let m = Incoming::scan_exact(line).expect(line);
+            let (fast, serde) = both(line);
+            assert_eq!(fast, serde);
+            // A call's params were read with the line, to what reading them later gives.
+            let msg = m.request.unwrap().message.unwrap();
+            assert_eq!(msg.call.is_some(), line.contains("tools/call"));
+            if let Some(params) = msg.params {
+                assert_eq!(
+                    format!("{:?}", msg.call_params().unwrap().unwrap()),
+                    format!("{:?}", CallParams::from_raw(params).unwrap())
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn leaves_unusual_lines_to_serde_json() {
+        for line in [
+            // An escape in a string the host reads: serde_json unescapes it.
+            r#"{"type":"control_request","request_id":"a\"b","request":{"subtype":"x"}}"#,
+            r#"{"typ\u0065":"system"}"#,
+            // Duplicates, missing and mistyped fields, arrays for structs, broken JSON.
+            r#"{"type":"a","type":"b"}"#,
+            r#"{"type":"a","request_id":null,"request_id":"x"}"#,
+            r#"{"request_id":"x"}"#,
+            r#"{"type":1}"#,
+            r#"{"type":"control_request","request":["mcp_message"]}"#,
+            r#"{"type":"control_request","request":{"subtype":"x","message":{"id":1,"id":2}}}"#,
+            r#"{"type":"x",}"#,
+            r#"{"type":"x"} x"#,
+            r#"{"type":"x","n":01}"#,
+            r#"{"type":"x","s":"tab	in"}"#,
+            "",
+            "[]",
+        ] {
+            let (fast, serde) = both(line);
+            assert_eq!(fast, serde, "{line}");
+            assert!(Incoming::scan(line).is_none(), "{line}");
+        }
     }
 
     #[test]

@@ -5,6 +5,11 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use super::{
+    scan::{members, Scan},
+    CallParams,
+};
+
 /// Standard JSON-RPC error codes used by the router.
 pub mod error_code {
     pub const PARSE_ERROR: i64 = -32700;
@@ -20,7 +25,7 @@ pub const NOTIFICATION_ACK: &str = r#"{"jsonrpc":"2.0","result":{}}"#;
 
 /// An incoming JSON-RPC request, notification or response, borrowed from the line it came in.
 /// A request has `method` and `id`, a notification `method` only.
-#[derive(Debug, Deserialize)]
+#[derive(Deserialize)]
 pub struct JsonRpc<'a> {
     #[serde(default, borrow)]
     pub id: Option<&'a RawValue>,
@@ -28,9 +33,73 @@ pub struct JsonRpc<'a> {
     pub method: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub params: Option<&'a RawValue>,
+    /// `params` as `tools/call` params, when the line's one pass read them already (see
+    /// [`JsonRpc::call_params`]).
+    #[serde(skip)]
+    pub(super) call: Option<CallParams<'a>>,
 }
 
-impl JsonRpc<'_> {
+/// The message as it came (`call` only caches what `params` says).
+impl std::fmt::Debug for JsonRpc<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsonRpc")
+            .field("id", &self.id)
+            .field("method", &self.method)
+            .field("params", &self.params)
+            .finish()
+    }
+}
+
+impl<'a> JsonRpc<'a> {
+    /// A message as the model's one pass read it: `call` is `params` read as `tools/call`
+    /// params, if they were.
+    pub(super) fn read(
+        id: Option<&'a RawValue>,
+        method: Option<&'a str>,
+        params: Option<&'a RawValue>,
+        call: Option<CallParams<'a>>,
+    ) -> Self {
+        JsonRpc {
+            id,
+            method: method.map(Cow::Borrowed),
+            params,
+            call,
+        }
+    }
+
+    /// `params` as `tools/call` params: what [`CallParams::from_raw`] gives for them (`None`
+    /// without params), read already when the line was (the CLI's exact shape) or now.
+    pub fn call_params(&self) -> Option<Result<CallParams<'a>, serde_json::Error>> {
+        match &self.call {
+            Some(call) => Some(Ok(call.clone())),
+            None => self.params.map(CallParams::from_raw),
+        }
+    }
+
+    /// Parses a JSON-RPC message: what `serde_json::from_str::<JsonRpc>` gives, read in one
+    /// borrowing pass when it can be (see `Incoming::parse`).
+    pub fn parse(text: &'a str) -> Result<Self, serde_json::Error> {
+        let mut s = Scan::new(text);
+        match Self::scan(&mut s).filter(|_| s.end().is_some()) {
+            Some(m) => Ok(m),
+            None => serde_json::from_str(text),
+        }
+    }
+
+    pub(super) fn scan(s: &mut Scan<'a>) -> Option<Self> {
+        members!(s {
+            "id" => id = Scan::opt_raw,
+            "method" => method = Scan::opt_str,
+            "params" => params = Scan::opt_raw,
+        });
+        Some(JsonRpc::read(
+            id.flatten(),
+            method.flatten(),
+            params.flatten(),
+            None,
+        ))
+    }
+
     /// Whether this is a notification (a method without an id).
     pub fn is_notification(&self) -> bool {
         self.method.is_some() && self.id.is_none()

@@ -5,6 +5,8 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use super::scan::{members, Scan};
+
 /// The newest MCP protocol version the host speaks (the one the CLI asks for, docs/protocol.md §1.1).
 pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
 
@@ -29,7 +31,7 @@ pub struct InitializeParams<'a> {
 }
 
 /// `tools/call` params; `arguments` stays raw and is handed to the plugin as it came.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 pub struct CallParams<'a> {
     #[serde(borrow)]
     pub name: Cow<'a, str>,
@@ -39,8 +41,85 @@ pub struct CallParams<'a> {
     pub meta: Option<CallMeta<'a>>,
 }
 
+impl<'a> CallParams<'a> {
+    /// Parses `tools/call` params (the text of the message's `params`): what
+    /// `serde_json::from_str::<CallParams>` gives, the same value or the same error, read in
+    /// one borrowing pass when it can be (see `Incoming::parse`).
+    pub fn parse(text: &'a str) -> Result<Self, serde_json::Error> {
+        match Self::scan(Scan::new(text)) {
+            Some(p) => Ok(p),
+            None => serde_json::from_str(text),
+        }
+    }
+
+    /// [`CallParams::parse`] of a message's `params`: a `RawValue` is valid JSON, so what
+    /// the host does not read of it (the arguments, the rest of `_meta`) is only delimited,
+    /// not checked again.
+    pub fn from_raw(params: &'a RawValue) -> Result<Self, serde_json::Error> {
+        match Self::scan(Scan::of_raw(params)) {
+            Some(p) => Ok(p),
+            None => serde_json::from_str(params.get()),
+        }
+    }
+
+    fn scan(s: Scan<'a>) -> Option<Self> {
+        Self::scan_exact(s.clone()).or_else(|| Self::scan_any(s))
+    }
+
+    /// The params exactly as the CLI writes them (its keys in its order, no whitespace).
+    fn scan_exact(mut s: Scan<'a>) -> Option<Self> {
+        let p = Self::read_exact(&mut s)?;
+        s.end()?;
+        Some(p)
+    }
+
+    /// [`CallParams::scan_exact`] in a longer text (the control line), from where `s` is; on
+    /// a text not known valid, everything it passes over is checked.
+    pub(super) fn read_exact(s: &mut Scan<'a>) -> Option<Self> {
+        s.lit(r#"{"name":"#)?;
+        let name = s.str()?;
+        s.lit(r#","arguments":"#)?;
+        let arguments = s.opt(Scan::raw)?;
+        s.lit(r#","_meta":{"claudecode/toolUseId":"#)?;
+        s.value()?;
+        s.lit(r#","progressToken":"#)?;
+        let progress_token = s.opt(Scan::raw)?;
+        s.lit("}}")?;
+        Some(CallParams {
+            name: Cow::Borrowed(name),
+            arguments,
+            meta: Some(CallMeta { progress_token }),
+        })
+    }
+
+    fn scan_any(mut s: Scan<'a>) -> Option<Self> {
+        members!(s {
+            "name" => name = Scan::str,
+            "arguments" => arguments = Scan::opt_raw,
+            "_meta" => meta = |s: &mut Scan<'a>| s.opt(CallMeta::scan),
+        });
+        s.end()?;
+        Some(CallParams {
+            name: Cow::Borrowed(name?),
+            arguments: arguments.flatten(),
+            meta: meta.flatten(),
+        })
+    }
+}
+
+impl<'a> CallMeta<'a> {
+    fn scan(s: &mut Scan<'a>) -> Option<Self> {
+        members!(s {
+            "progressToken" => progress_token = Scan::opt_raw,
+        });
+        Some(CallMeta {
+            progress_token: progress_token.flatten(),
+        })
+    }
+}
+
 /// `tools/call` `_meta`: the CLI always sends a progress token (docs/protocol.md §5.2).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 pub struct CallMeta<'a> {
     #[serde(default, borrow, rename = "progressToken")]
     pub progress_token: Option<&'a RawValue>,
@@ -109,10 +188,34 @@ mod tests {
 
     #[test]
     fn call_params_borrow_arguments() {
-        let p: CallParams = serde_json::from_str(
-            r#"{"name":"add","arguments":{"x":5, "y":3},"_meta":{"claudecode/toolUseId":"t","progressToken":2}}"#,
-        )
-        .unwrap();
+        let text = r#"{"name":"add","arguments":{"x":5, "y":3},"_meta":{"claudecode/toolUseId":"t","progressToken":2}}"#;
+        // Read in one pass, to what serde_json reads.
+        let p = CallParams::scan_exact(Scan::new(text)).expect("the CLI's params, exactly");
+        let raw: &RawValue = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            format!("{:?}", CallParams::from_raw(raw).unwrap()),
+            format!("{p:?}")
+        );
+        assert_eq!(
+            format!("{p:?}"),
+            format!("{:?}", serde_json::from_str::<CallParams>(text).unwrap())
+        );
+        for other in [
+            r#"{"name":"a\u0064d"}"#,
+            r#"{"arguments":{}}"#,
+            r#"{"name":"a","name":"b"}"#,
+        ] {
+            assert!(CallParams::scan(Scan::new(other)).is_none(), "{other}");
+            assert_eq!(
+                CallParams::parse(other)
+                    .map(|p| format!("{p:?}"))
+                    .map_err(|e| e.to_string()),
+                serde_json::from_str::<CallParams>(other)
+                    .map(|p| format!("{p:?}"))
+                    .map_err(|e| e.to_string())
+            );
+        }
+        let p = CallParams::parse(text).unwrap();
         assert_eq!(p.arguments.unwrap().get(), r#"{"x":5, "y":3}"#);
         assert_eq!(p.meta.unwrap().progress_token.unwrap().get(), "2");
     }

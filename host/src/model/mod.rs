@@ -4,13 +4,16 @@
 //! layers above it.
 //!
 //! Incoming lines are parsed once into borrowed views (`&RawValue` for the parts the host only
-//! passes on); outgoing lines are serialized straight into strings.
+//! passes on): the shapes the CLI sends in one pass of our own (`scan`), anything else by
+//! serde_json, to the same values and errors. Outgoing lines are serialized straight into
+//! strings; a tool call's reply in one allocation of its final size.
 
 mod control;
 mod jsonrpc;
 mod manifest;
 mod mcp;
 mod result;
+mod scan;
 mod tool;
 
 pub use control::{
@@ -26,4 +29,8 @@ pub use mcp::{
     ProgressParams, ServerInfo, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
 };
 pub use result::{CallResult, ContentOut};
-pub use tool::{call_result_json, tool_json, CallResultJson};
+pub(crate) use scan::borrow_raw;
+pub use tool::{
+    call_result_json, call_result_len, control_call_reply, push_call_result, rpc_call_reply,
+    tool_json, CallResultJson,
+};

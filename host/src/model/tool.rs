@@ -1,6 +1,6 @@
 //! MCP `Tool` and `CallToolResult` JSON for plugin data.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, value::RawValue, Map, Value};
 
 use super::{CallResult, ContentOut, ToolInfo};
 
@@ -67,6 +67,161 @@ pub fn call_result_json(r: &CallResult) -> Value {
         o.insert("isError".into(), Value::Bool(true));
     }
     Value::Object(o)
+}
+
+/// The length of `r` as an MCP `CallToolResult` JSON text, exactly as [`push_call_result`]
+/// writes it (what the result size limit measures), without writing it.
+pub fn call_result_len(r: &CallResult) -> usize {
+    let blocks: usize = r
+        .content
+        .iter()
+        .map(|c| match c {
+            ContentOut::Text(t) => TEXT_HEAD.len() + string_len(t) + 1,
+            ContentOut::Image { data, mime_type } | ContentOut::Audio { data, mime_type } => {
+                let kind = if matches!(c, ContentOut::Image { .. }) {
+                    IMAGE_HEAD
+                } else {
+                    AUDIO_HEAD
+                };
+                kind.len() + string_len(data) + MIME.len() + string_len(mime_type) + 1
+            }
+        })
+        .sum();
+    let commas = r.content.len().saturating_sub(1);
+    let structured = r
+        .structured
+        .as_ref()
+        .map_or(0, |s| STRUCTURED.len() + s.get().len());
+    let error = if r.is_error { IS_ERROR.len() } else { 0 };
+    CONTENT.len() + blocks + commas + 1 + structured + error + 1
+}
+
+const CONTENT: &str = r#"{"content":["#;
+const TEXT_HEAD: &str = r#"{"type":"text","text":"#;
+const IMAGE_HEAD: &str = r#"{"type":"image","data":"#;
+const AUDIO_HEAD: &str = r#"{"type":"audio","data":"#;
+const MIME: &str = r#","mimeType":"#;
+const STRUCTURED: &str = r#","structuredContent":"#;
+const IS_ERROR: &str = r#","isError":true"#;
+
+/// Appends `r` as an MCP `CallToolResult`, byte for byte what serde_json makes of
+/// [`CallResultJson`], without serde: `structuredContent` is spliced in raw.
+pub fn push_call_result(out: &mut String, r: &CallResult) {
+    out.push_str(CONTENT);
+    for (i, c) in r.content.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        match c {
+            ContentOut::Text(t) => {
+                out.push_str(TEXT_HEAD);
+                push_string(out, t);
+            }
+            ContentOut::Image { data, mime_type } | ContentOut::Audio { data, mime_type } => {
+                let kind = if matches!(c, ContentOut::Image { .. }) {
+                    IMAGE_HEAD
+                } else {
+                    AUDIO_HEAD
+                };
+                out.push_str(kind);
+                push_string(out, data);
+                out.push_str(MIME);
+                push_string(out, mime_type);
+            }
+        }
+        out.push('}');
+    }
+    out.push(']');
+    if let Some(s) = &r.structured {
+        out.push_str(STRUCTURED);
+        out.push_str(s.get());
+    }
+    if r.is_error {
+        out.push_str(IS_ERROR);
+    }
+    out.push('}');
+}
+
+/// A JSON-RPC success reply carrying `r` as its result, in one allocation of its final size
+/// (`{"jsonrpc":"2.0","id":..,"result":..}`; a missing id is `null`).
+pub fn rpc_call_reply(id: Option<&RawValue>, r: &CallResult) -> String {
+    let id = id.map_or("null", RawValue::get);
+    let mut line = String::with_capacity(
+        RPC_HEAD.len() + id.len() + RPC_MIDDLE.len() + call_result_len(r) + 1,
+    );
+    push_rpc_call_reply(&mut line, id, r);
+    line
+}
+
+const RPC_HEAD: &str = r#"{"jsonrpc":"2.0","id":"#;
+const RPC_MIDDLE: &str = r#","result":"#;
+
+fn push_rpc_call_reply(line: &mut String, id: &str, r: &CallResult) {
+    line.push_str(RPC_HEAD);
+    line.push_str(id);
+    line.push_str(RPC_MIDDLE);
+    push_call_result(line, r);
+    line.push('}');
+}
+
+/// The whole control line answering an `mcp_message` whose JSON-RPC request `id` was a
+/// `tools/call` with `r`, in one allocation of its final size: what
+/// `control_success_raw(request_id, &rpc_call_reply(id, r))` gives.
+pub fn control_call_reply(request_id: &str, id: Option<&RawValue>, r: &CallResult) -> String {
+    let id = id.map_or("null", RawValue::get);
+    let reply = RPC_HEAD.len() + id.len() + RPC_MIDDLE.len() + call_result_len(r) + 1;
+    let mut line = String::with_capacity(super::control::success_raw_len(request_id, reply));
+    super::control::push_success_raw(&mut line, request_id, |line| {
+        push_rpc_call_reply(line, id, r)
+    });
+    line
+}
+
+/// Bytes serde_json escapes in a string.
+fn escaped(b: u8) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\'
+}
+
+/// The length of `s` as a JSON string, quotes included, as [`push_string`] writes it.
+pub(super) fn string_len(s: &str) -> usize {
+    s.len()
+        + 2
+        + s.bytes()
+            .filter(|&b| escaped(b))
+            .map(|b| match b {
+                b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+                _ => 5,
+            })
+            .sum::<usize>()
+}
+
+/// Appends `s` as a JSON string, escaped exactly as serde_json escapes it (`\"`, `\\`, the
+/// short escapes of control characters, `\u00XX` for the others; nothing else).
+pub(super) fn push_string(out: &mut String, s: &str) {
+    out.push('"');
+    let mut rest = s;
+    while let Some(i) = rest.bytes().position(escaped) {
+        out.push_str(&rest[..i]);
+        let b = rest.as_bytes()[i];
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push_str("\\u00");
+                out.push(HEX[usize::from(b >> 4)] as char);
+                out.push(HEX[usize::from(b & 0xf)] as char);
+            }
+        }
+        rest = &rest[i + 1..];
+    }
+    out.push_str(rest);
+    out.push('"');
 }
 
 /// Serializes a [`CallResult`] as an MCP `CallToolResult` without building a `Value`:
@@ -139,5 +294,65 @@ mod tests {
         let direct: serde_json::Value =
             serde_json::from_str(&serde_json::to_string(&CallResultJson(&r)).unwrap()).unwrap();
         assert_eq!(direct, call_result_json(&r));
+    }
+
+    #[test]
+    fn the_reply_is_written_as_serde_json_writes_it() {
+        let every_byte: String = (0u8..0x80).map(char::from).collect();
+        let texts = [
+            "6",
+            "",
+            "a\"b\\c/d",
+            "é ☃ \u{7f} \u{2028}",
+            every_byte.as_str(),
+        ];
+        let mut results: Vec<CallResult> = texts
+            .iter()
+            .map(|t| CallResult {
+                content: vec![ContentOut::Text(t.to_string())],
+                structured: None,
+                is_error: false,
+            })
+            .collect();
+        results.push(CallResult {
+            content: vec![],
+            structured: None,
+            is_error: false,
+        });
+        results.push(CallResult {
+            content: vec![
+                ContentOut::Text("x\ny".into()),
+                ContentOut::Image {
+                    data: "AAAA".into(),
+                    mime_type: "image/png".into(),
+                },
+                ContentOut::Audio {
+                    data: "BB==".into(),
+                    mime_type: "audio/\"wav\"".into(),
+                },
+            ],
+            structured: Some(RawValue::from_string(r#"{"a": [1, 2]}"#.into()).unwrap()),
+            is_error: true,
+        });
+        let id = RawValue::from_string(r#""i\"d""#.into()).unwrap();
+        for r in &results {
+            let serde = serde_json::to_string(&CallResultJson(r)).unwrap();
+            let mut ours = String::new();
+            push_call_result(&mut ours, r);
+            assert_eq!(ours, serde);
+            assert_eq!(call_result_len(r), serde.len());
+            for (rid, id) in [("b1", Some(&*id)), ("r\"\n", None)] {
+                let spliced = format!(
+                    r#"{{"jsonrpc":"2.0","id":{},"result":{serde}}}"#,
+                    id.map_or("null", RawValue::get)
+                );
+                let reply = rpc_call_reply(id, r);
+                assert_eq!(reply, spliced);
+                assert_eq!(reply.capacity(), reply.len());
+                let line = control_call_reply(rid, id, r);
+                assert_eq!(line, crate::model::control_success_raw(rid, &spliced));
+                assert_eq!(line.capacity(), line.len());
+            }
+        }
     }
 }

@@ -155,6 +155,13 @@ pub struct Lease {
     _gate: Option<OwnedRwLockReadGuard<()>>,
 }
 
+impl Lease {
+    /// The version leased, to keep it (not its state's gate) beyond the lease.
+    pub fn version(&self) -> &Arc<LoadedPlugin> {
+        &self.plugin
+    }
+}
+
 impl Deref for Lease {
     type Target = LoadedPlugin;
     fn deref(&self) -> &LoadedPlugin {
@@ -429,6 +436,27 @@ impl Registry {
     /// The settings this registry runs with.
     pub fn config(&self) -> &RegistryConfig {
         &self.config
+    }
+
+    /// [`Registry::lease`] without waiting: `Some(None)` when no plugin is named `name`, `None`
+    /// when the lease would have to wait (a stateful plugin's state is being handed over).
+    pub fn try_lease(&self, name: &str) -> Option<Option<Lease>> {
+        let state = self.read();
+        let Some(slot) = state.slots.get(name) else {
+            return Some(None);
+        };
+        if !slot.plugin.manifest().stateful {
+            return Some(Some(Lease {
+                plugin: slot.plugin.clone(),
+                _gate: None,
+            }));
+        }
+        // Taken under the registry's lock, so the gate is the current version's.
+        let guard = slot.gate.clone().try_read_owned().ok()?;
+        Some(Some(Lease {
+            plugin: slot.plugin.clone(),
+            _gate: Some(guard),
+        }))
     }
 
     /// The current version of plugin `name`, held until the lease is dropped. For a stateful

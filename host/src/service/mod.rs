@@ -4,6 +4,7 @@
 //! and a handle to send requests and user turns.
 
 mod init;
+mod lane;
 mod limits;
 mod pending;
 mod reload;
@@ -20,7 +21,7 @@ use serde_json::{value::RawValue, Value};
 use tokio::{
     io::{AsyncBufRead, AsyncWrite},
     sync::{mpsc, OwnedSemaphorePermit, Semaphore},
-    task::{AbortHandle, JoinHandle},
+    task::AbortHandle,
 };
 
 /// At the end of a session, how long cancelled calls get to stop before the host abandons
@@ -28,12 +29,13 @@ use tokio::{
 pub(crate) const WIND_DOWN: std::time::Duration = std::time::Duration::from_millis(400);
 
 pub use init::{initialize_request, sdk_server_set, server_manifest};
+pub use lane::LineSource;
 pub use limits::{CallLimits, SessionLimits};
 pub use pending::{ControlError, Pending};
 pub use reload::follow_registry;
 
 use crate::{
-    handler::{Dispatch, Notify, Router, Scope, Sink},
+    handler::{Dispatch, Here, HereCall, Notify, Router, Scope, Sink},
     model::{
         control_error, control_request, control_success, control_success_raw, mcp_message_request,
         rpc_notification, Incoming, IncomingRequest, NOTIFICATION_ACK,
@@ -136,58 +138,66 @@ pub struct Session {
     pub handle: SessionHandle,
     pub events: mpsc::UnboundedReceiver<Event>,
     writer: Writer,
-    reader: JoinHandle<()>,
     router: Arc<Router>,
 }
 
 impl Session {
     /// Starts serving the CLI on `input` (its stdout, as lines: see
-    /// [`read_lines`](crate::transport::read_lines)) and `output` (its stdin). MCP messages
-    /// are served from this moment on, before any `initialize` is sent.
-    pub fn start<R, W>(
-        input: LineReader<R>,
+    /// [`blocking_lines`](crate::transport::blocking_lines), or
+    /// [`read_lines`](crate::transport::read_lines) for an in-memory pipe) and `output` (its
+    /// stdin), every line written by the writer task. MCP messages are served from this
+    /// moment on, before any `initialize` is sent.
+    pub fn start<I, W>(
+        input: I,
         output: W,
         router: Arc<Router>,
         permissions: Option<PermissionHandler>,
-    ) -> Session
+    ) -> std::io::Result<Session>
     where
-        R: AsyncBufRead + Unpin + Send + 'static,
+        I: LineSource,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let (out, writer) = Writer::spawn(output);
+        Self::start_with(input, Writer::spawn(output), router, permissions)
+    }
+
+    /// [`Session::start`] with a writer of the caller's (for the CLI's stdin,
+    /// [`Writer::spawn_direct`]: replies are written by the thread that ran the call).
+    /// Fails only when the reader's threads cannot be started.
+    pub fn start_with<I: LineSource>(
+        input: I,
+        (out, writer): (LineSender, Writer),
+        router: Arc<Router>,
+        permissions: Option<PermissionHandler>,
+    ) -> std::io::Result<Session> {
         let pending = Arc::new(Pending::default());
         let handle = SessionHandle {
             out: out.clone(),
             pending: pending.clone(),
         };
         let (events_tx, events) = mpsc::unbounded_channel();
-        let reader = tokio::spawn(
-            Reader {
-                router: router.clone(),
-                out,
-                sink: Arc::new(handle.clone()),
-                pending,
-                permissions,
-                asking: Arc::new(Mutex::new(HashMap::new())),
-                events: events_tx,
-            }
-            .run(input),
-        );
-        Session {
+        let reader = Reader {
+            router: router.clone(),
+            out,
+            sink: Arc::new(handle.clone()),
+            pending,
+            permissions,
+            asking: Arc::new(Mutex::new(HashMap::new())),
+            events: events_tx,
+        };
+        lane::Lane::start(reader, Box::new(input))?;
+        Ok(Session {
             handle,
             events,
             writer,
-            reader,
             router,
-        }
+        })
     }
 
     /// Closes the CLI's stdin after what is queued, and stops serving. Calls still running
-    /// are cancelled.
+    /// are cancelled. (The reader threads end when the CLI's output does.)
     pub async fn close(self) {
         self.router.wind_down(WIND_DOWN).await;
         self.writer.close().await;
-        self.reader.abort();
     }
 }
 
@@ -217,6 +227,15 @@ impl Intake {
         }
     }
 
+    /// [`Intake::ready`] if it would not wait.
+    pub(crate) fn try_ready(&self) -> Option<Slot> {
+        if !self.out.is_ready() {
+            return None;
+        }
+        let permit = self.slots.clone().try_acquire_owned().ok()?;
+        Some(Slot { _permit: permit })
+    }
+
     /// Waits until the next line may be read; the slot stands for its reply if it is a call.
     pub(crate) async fn ready(&self) -> Slot {
         let slot = self.slots.clone().acquire_owned().await;
@@ -235,31 +254,48 @@ pub(crate) async fn next_message<R: AsyncBufRead + Unpin>(
     mut too_long: impl FnMut(TooLong),
 ) -> Option<String> {
     loop {
-        match lines.next_line().await {
-            Ok(Some(line)) if line.trim().is_empty() => {}
-            Ok(Some(line)) => {
-                tracing::trace!(target: "toolhost::wire", "<< {line}");
-                return Some(line);
-            }
-            Ok(None) => return None,
-            Err(ReadError::TooLong(t)) => too_long(t),
-            Err(ReadError::Io(e)) => {
-                tracing::warn!("cannot read from {peer}: {e}");
-                return None;
-            }
+        if let Some(message) = sort_read(lines.next_line().await, peer, &mut too_long) {
+            return message;
         }
     }
 }
 
-/// Parses a line that must hold a JSON object. Serde would also read a struct from an array
-/// (`["control_request","x"]`), which no peer means as a message.
-pub(crate) fn parse_object<'a, T: serde::Deserialize<'a>>(
+/// What one read means for a reading loop: `Some(Some(line))` a message, `Some(None)` the end
+/// of the input (or a failed read, logged naming `peer`), `None` nothing (a blank line, or an
+/// over-long one handed to `too_long`).
+pub(crate) fn sort_read(
+    read: Result<Option<String>, ReadError>,
+    peer: &str,
+    too_long: &mut impl FnMut(TooLong),
+) -> Option<Option<String>> {
+    match read {
+        Ok(Some(line)) if line.trim().is_empty() => None,
+        Ok(Some(line)) => {
+            tracing::trace!(target: "toolhost::wire", "<< {line}");
+            Some(Some(line))
+        }
+        Ok(None) => Some(None),
+        Err(ReadError::TooLong(t)) => {
+            too_long(t);
+            None
+        }
+        Err(ReadError::Io(e)) => {
+            tracing::warn!("cannot read from {peer}: {e}");
+            Some(None)
+        }
+    }
+}
+
+/// Parses a line that must hold a JSON object with `parse`. Serde would also read a struct
+/// from an array (`["control_request","x"]`), which no peer means as a message.
+pub(crate) fn parse_object<'a, T>(
     line: &'a str,
+    parse: impl FnOnce(&'a str) -> Result<T, serde_json::Error>,
 ) -> Result<T, serde_json::Error> {
     if !line.trim_start().starts_with('{') {
         return Err(serde::de::Error::custom("a message must be a JSON object"));
     }
-    serde_json::from_str(line)
+    parse(line)
 }
 
 /// A call's notifications go to the CLI as `mcp_message` requests of its server, through the
@@ -306,19 +342,18 @@ struct Reader {
     events: mpsc::UnboundedSender<Event>,
 }
 
+/// What became of a line: handled, or a call for the reading thread to run.
+// Moved once per call, on the stack: boxing the large variant would cost an allocation.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Routed {
+    Done,
+    /// Run this call here, then answer control request `.0`; `.2` stands for its reply.
+    Here(String, HereCall, Slot),
+}
+
 impl Reader {
-    async fn run<R: AsyncBufRead + Unpin>(self, mut lines: LineReader<R>) {
-        let intake = Intake::new(self.out.clone());
-        loop {
-            let slot = intake.ready().await;
-            let Some(line) = next_message(&mut lines, "the CLI", |t| self.too_long(t)).await else {
-                break;
-            };
-            match parse_object::<Incoming>(&line) {
-                Ok(msg) => self.route(msg, &line, slot),
-                Err(e) => self.malformed(&line, e),
-            }
-        }
+    /// The CLI's output ended: nothing will answer our requests or withdraw questions.
+    fn input_ended(&self) {
         self.pending.close();
         for (_, a) in self.asking.lock().unwrap().drain() {
             a.abort();
@@ -326,10 +361,10 @@ impl Reader {
         let _ = self.events.send(Event::Closed);
     }
 
-    fn route(&self, msg: Incoming<'_>, line: &str, slot: Slot) {
+    fn route(&self, msg: Incoming<'_>, line: &str, slot: Slot) -> Routed {
         match msg.kind.as_ref() {
             "control_request" => match (msg.request_id, msg.request) {
-                (Some(id), Some(req)) => self.control_request(&id, req, slot),
+                (Some(id), Some(req)) => return self.control_request(&id, req, slot),
                 (Some(id), None) => {
                     self.out
                         .send(control_error(&id, "control_request without a request"));
@@ -369,9 +404,10 @@ impl Reader {
                 });
             }
         }
+        Routed::Done
     }
 
-    fn control_request(&self, id: &str, req: IncomingRequest<'_>, slot: Slot) {
+    fn control_request(&self, id: &str, req: IncomingRequest<'_>, slot: Slot) -> Routed {
         match req.subtype.as_ref() {
             "mcp_message" => {
                 let (Some(server), Some(message)) = (req.server_name, req.message) else {
@@ -379,7 +415,7 @@ impl Reader {
                         id,
                         "mcp_message needs server_name and message",
                     ));
-                    return;
+                    return Routed::Done;
                 };
                 match self
                     .router
@@ -391,15 +427,22 @@ impl Reader {
                     Dispatch::Handled => {
                         self.out.send(control_success_raw(id, NOTIFICATION_ACK));
                     }
-                    Dispatch::Call(call) => {
-                        let out = self.out.clone();
-                        let id = id.to_string();
-                        tokio::spawn(async move {
-                            let reply = call.await;
-                            out.send(control_success_raw(&id, &reply));
-                            drop(slot);
-                        });
-                    }
+                    Dispatch::Call(call) => match call.here() {
+                        Here::Run(call) => return Routed::Here(id.to_string(), call, slot),
+                        Here::Answered(reply) => {
+                            self.out.send(reply.control_line(id));
+                        }
+                        Here::Elsewhere(call) => {
+                            let out = self.out.clone();
+                            let id = id.to_string();
+                            let call = call.spawnable();
+                            tokio::spawn(async move {
+                                let reply = call.await;
+                                out.send(reply.control_line(&id));
+                                drop(slot);
+                            });
+                        }
+                    },
                 }
             }
             "can_use_tool" => self.ask(id, req),
@@ -410,6 +453,7 @@ impl Reader {
                 ));
             }
         }
+        Routed::Done
     }
 
     fn ask(&self, id: &str, req: IncomingRequest<'_>) {

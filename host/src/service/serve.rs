@@ -54,7 +54,7 @@ pub async fn serve<R, W>(
         let Some(line) = super::next_message(&mut lines, "the input", answer_too_long).await else {
             break;
         };
-        let msg: JsonRpc = match super::parse_object(&line) {
+        let msg = match super::parse_object(&line, JsonRpc::parse) {
             Ok(m) => m,
             Err(e) => {
                 tracing::warn!("ignoring a malformed line ({e})");
@@ -73,8 +73,9 @@ pub async fn serve<R, W>(
             Dispatch::Handled => {}
             Dispatch::Call(call) => {
                 let out = out.clone();
+                let call = call.spawnable();
                 calls.spawn(async move {
-                    out.send(call.await);
+                    out.send(call.await.rpc());
                     drop(slot);
                 });
             }

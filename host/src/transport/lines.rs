@@ -43,6 +43,11 @@ pub fn read_lines<R: AsyncRead + Unpin>(r: R) -> LineReader<BufReader<R>> {
 /// dropped stays in the reader, and the next call goes on from there.
 pub struct LineReader<R> {
     inner: R,
+    line: Line,
+}
+
+/// The line being read: the bytes so far, or the skipping of an over-long one.
+struct Line {
     buf: Vec<u8>,
     max: usize,
     /// Set while the rest of an over-long line is being skipped.
@@ -55,63 +60,80 @@ struct Skipping {
 }
 
 impl<R: AsyncBufRead + Unpin> LineReader<R> {
-    /// A reader over `inner` with the default maximum line length.
-    pub fn new(inner: R) -> Self {
-        LineReader {
-            inner,
-            buf: Vec::new(),
-            max: DEFAULT_MAX_LINE_BYTES,
-            skipping: None,
-        }
-    }
-
-    /// Sets the longest line accepted, in bytes without the newline.
-    pub fn max_line_bytes(mut self, max: usize) -> Self {
-        self.max = max;
-        self
-    }
-
     /// The next line without its `\n` (or `\r\n`); `None` at the end of the stream (a last
     /// line without a newline is still returned).
     pub async fn next_line(&mut self) -> Result<Option<String>, ReadError> {
         loop {
             let chunk = self.inner.fill_buf().await?;
-            if chunk.is_empty() {
-                if let Some(s) = self.skipping.take() {
-                    return Err(s.finish(self.max).into());
-                }
-                if self.buf.is_empty() {
-                    return Ok(None);
-                }
-                return Ok(Some(self.take_line()));
-            }
-            let newline = memchr(chunk);
-            let part = &chunk[..newline.unwrap_or(chunk.len())];
-            let used = part.len() + usize::from(newline.is_some());
-            if let Some(s) = &mut self.skipping {
-                s.bytes += part.len();
-                s.keys.feed(part);
-            } else if self.buf.len() + part.len() > self.max {
-                // Over the limit: keep scanning for the keys needed to answer, not the bytes.
-                let mut keys = KeyScanner::default();
-                keys.feed(&self.buf);
-                keys.feed(part);
-                self.skipping = Some(Skipping {
-                    bytes: self.buf.len() + part.len(),
-                    keys,
-                });
-                self.buf = Vec::new();
-            } else {
-                self.buf.extend_from_slice(part);
-            }
+            let (used, line) = self.line.take(chunk);
             self.inner.consume(used);
-            if newline.is_some() {
-                if let Some(s) = self.skipping.take() {
-                    return Err(s.finish(self.max).into());
-                }
-                return Ok(Some(self.take_line()));
+            if let Some(line) = line {
+                return line;
             }
         }
+    }
+}
+
+impl<R> LineReader<R> {
+    /// A reader over `inner` with the default maximum line length.
+    pub fn new(inner: R) -> Self {
+        LineReader {
+            inner,
+            line: Line {
+                buf: Vec::new(),
+                max: DEFAULT_MAX_LINE_BYTES,
+                skipping: None,
+            },
+        }
+    }
+
+    /// Sets the longest line accepted, in bytes without the newline.
+    pub fn max_line_bytes(mut self, max: usize) -> Self {
+        self.line.max = max;
+        self
+    }
+}
+
+impl Line {
+    /// Takes what `chunk` (the reader's buffered bytes; empty at the end of the stream) holds
+    /// of the current line: how many bytes to consume, and the outcome once the line ended.
+    #[allow(clippy::type_complexity)]
+    fn take(&mut self, chunk: &[u8]) -> (usize, Option<Result<Option<String>, ReadError>>) {
+        if chunk.is_empty() {
+            if let Some(s) = self.skipping.take() {
+                return (0, Some(Err(s.finish(self.max).into())));
+            }
+            if self.buf.is_empty() {
+                return (0, Some(Ok(None)));
+            }
+            return (0, Some(Ok(Some(self.take_line()))));
+        }
+        let newline = memchr(chunk);
+        let part = &chunk[..newline.unwrap_or(chunk.len())];
+        let used = part.len() + usize::from(newline.is_some());
+        if let Some(s) = &mut self.skipping {
+            s.bytes += part.len();
+            s.keys.feed(part);
+        } else if self.buf.len() + part.len() > self.max {
+            // Over the limit: keep scanning for the keys needed to answer, not the bytes.
+            let mut keys = KeyScanner::default();
+            keys.feed(&self.buf);
+            keys.feed(part);
+            self.skipping = Some(Skipping {
+                bytes: self.buf.len() + part.len(),
+                keys,
+            });
+            self.buf = Vec::new();
+        } else {
+            self.buf.extend_from_slice(part);
+        }
+        if newline.is_none() {
+            return (used, None);
+        }
+        if let Some(s) = self.skipping.take() {
+            return (used, Some(Err(s.finish(self.max).into())));
+        }
+        (used, Some(Ok(Some(self.take_line()))))
     }
 
     fn take_line(&mut self) -> String {
@@ -124,6 +146,45 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
             Err(e) => {
                 tracing::warn!("a line that is not valid UTF-8 ({e}); invalid bytes replaced");
                 String::from_utf8_lossy(e.as_bytes()).into_owned()
+            }
+        }
+    }
+}
+
+/// A blocking [`LineReader`], for a thread of its own that reads a pipe with `read(2)` (see
+/// [`blocking_lines`]); the same limits and lossy UTF-8 handling.
+pub struct BlockingLines(LineReader<std::io::BufReader<std::fs::File>>);
+
+/// Lines read from `fd` with blocking reads (the descriptor must be in blocking mode).
+pub fn blocking_lines(fd: std::os::fd::OwnedFd) -> BlockingLines {
+    BlockingLines(LineReader::new(std::io::BufReader::with_capacity(
+        64 * 1024,
+        std::fs::File::from(fd),
+    )))
+}
+
+impl BlockingLines {
+    /// Sets the longest line accepted, in bytes without the newline.
+    pub fn max_line_bytes(self, max: usize) -> Self {
+        BlockingLines(self.0.max_line_bytes(max))
+    }
+
+    /// The next line, as [`LineReader::next_line`]; blocks the calling thread.
+    pub fn next_line(&mut self) -> Result<Option<String>, ReadError> {
+        use std::io::BufRead;
+        let reader = &mut self.0;
+        loop {
+            let chunk = loop {
+                match reader.inner.fill_buf() {
+                    Ok(chunk) => break chunk,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e.into()),
+                }
+            };
+            let (used, line) = reader.line.take(chunk);
+            reader.inner.consume(used);
+            if let Some(line) = line {
+                return line;
             }
         }
     }

@@ -5,19 +5,26 @@
 mod child;
 mod lines;
 
-use std::sync::{
-    atomic::{AtomicBool, AtomicUsize, Ordering},
-    Arc,
+use std::{
+    collections::VecDeque,
+    os::fd::{AsFd, AsRawFd},
+    sync::{
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+        Arc, Mutex, MutexGuard,
+    },
 };
 
 use tokio::{
     io::{AsyncWrite, AsyncWriteExt, BufWriter},
-    sync::{mpsc, oneshot, Notify},
+    sync::{oneshot, Notify},
     task::JoinHandle,
 };
 
 pub use child::{CliProcess, ExitReport, StderrTail, STDERR_TAIL_LINES};
-pub use lines::{read_lines, LineReader, ReadError, TooLong, TopLevelKeys, DEFAULT_MAX_LINE_BYTES};
+pub use lines::{
+    blocking_lines, read_lines, BlockingLines, LineReader, ReadError, TooLong, TopLevelKeys,
+    DEFAULT_MAX_LINE_BYTES,
+};
 
 /// Bytes of output queued before the reader of a session stops taking requests (see
 /// [`LineSender::ready`]): a peer that does not read its input cannot make the host grow.
@@ -33,20 +40,41 @@ pub trait Latest: Send + Sync {
 
 enum Queued {
     Line(String),
+    /// The rest of a line written in part: written as it is (it ends with the newline).
+    Rest(Vec<u8>),
     Latest(Arc<dyn Latest>),
 }
 
-/// What the writer shares with its senders: the bytes queued and not yet written.
-#[derive(Default)]
-struct Level {
+/// What the writer shares with its senders.
+struct Shared {
+    queue: Mutex<Queue>,
+    /// Bytes queued and not yet written, readable without the lock (the readers' brake).
     bytes: AtomicUsize,
     /// The writer stopped: nothing will drain any more.
     stopped: AtomicBool,
     /// Signalled when `bytes` falls below [`MAX_QUEUED_BYTES`] or the writer stops.
     drained: Notify,
+    /// Wakes the writer task when lines were queued while it was idle.
+    wake: Notify,
 }
 
-impl Level {
+#[derive(Default)]
+struct Queue {
+    lines: VecDeque<Queued>,
+    /// The writer task holds lines taken from the queue and not yet flushed: a sender must not
+    /// write past them.
+    writing: bool,
+    /// A non-blocking duplicate of the output descriptor: with nothing queued or being written,
+    /// a sender writes its line itself, on its own thread, instead of waking the writer task.
+    direct: Option<std::fs::File>,
+    stopped: bool,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn below(&self) -> bool {
         self.bytes.load(Ordering::Acquire) < MAX_QUEUED_BYTES
             || self.stopped.load(Ordering::Acquire)
@@ -58,14 +86,29 @@ impl Level {
             self.drained.notify_waiters();
         }
     }
+
+    /// Queues `item` of `n` bytes and wakes the writer if it is idle. Returns false once the
+    /// writer is gone.
+    fn queue(&self, mut q: MutexGuard<'_, Queue>, item: Queued, n: usize) -> bool {
+        if q.stopped {
+            return false;
+        }
+        self.bytes.fetch_add(n, Ordering::AcqRel);
+        q.lines.push_back(item);
+        let idle = !q.writing;
+        drop(q);
+        if idle {
+            self.wake.notify_one();
+        }
+        true
+    }
 }
 
-/// Sends lines to the writer task. Cheap to clone. Sending never waits; the output queue is
+/// Sends lines to the writer. Cheap to clone. Sending never waits; the output queue is
 /// bounded by its readers, which wait for [`LineSender::ready`] before taking more work.
 #[derive(Clone)]
 pub struct LineSender {
-    tx: mpsc::UnboundedSender<Queued>,
-    level: Arc<Level>,
+    shared: Arc<Shared>,
 }
 
 impl std::fmt::Debug for LineSender {
@@ -77,43 +120,91 @@ impl std::fmt::Debug for LineSender {
 }
 
 impl LineSender {
-    /// Queues one line (without its newline). Returns false once the writer is gone.
+    /// Sends one line (without its newline): written at once on this thread when nothing is
+    /// ahead of it and the output takes it without blocking, else queued for the writer task.
+    /// Returns false once the writer is gone.
     pub fn send(&self, line: String) -> bool {
-        let n = line.len();
-        self.level.bytes.fetch_add(n, Ordering::AcqRel);
-        if self.tx.send(Queued::Line(line)).is_ok() {
-            true
-        } else {
-            self.level.written(n);
-            false
+        let shared = &*self.shared;
+        let q = shared.lock();
+        if q.lines.is_empty() && !q.writing {
+            if let Some(out) = &q.direct {
+                tracing::trace!(target: "toolhost::wire", ">> {line}");
+                match write_now(out, line.as_bytes()) {
+                    Ok(n) if n == line.len() + 1 => return true,
+                    Ok(n) => {
+                        let mut rest = Vec::with_capacity(line.len() + 1 - n);
+                        rest.extend_from_slice(&line.as_bytes()[n.min(line.len())..]);
+                        rest.push(b'\n');
+                        let len = rest.len();
+                        return shared.queue(q, Queued::Rest(rest), len);
+                    }
+                    // A full pipe (or a failing one, which the writer task then reports):
+                    // the writer task takes the line.
+                    Err(_) => {}
+                }
+            }
         }
+        let n = line.len();
+        shared.queue(q, Queued::Line(line), n)
     }
 
     /// Queues a line written at its latest value (see [`Latest`]). Returns false once the
     /// writer is gone.
     pub fn send_latest(&self, line: Arc<dyn Latest>) -> bool {
-        self.tx.send(Queued::Latest(line)).is_ok()
+        self.shared
+            .queue(self.shared.lock(), Queued::Latest(line), 0)
     }
 
     /// Bytes queued and not yet written.
     pub fn queued_bytes(&self) -> usize {
-        self.level.bytes.load(Ordering::Acquire)
+        self.shared.bytes.load(Ordering::Acquire)
+    }
+
+    /// Whether fewer than [`MAX_QUEUED_BYTES`] are queued, or the writer has stopped.
+    pub fn is_ready(&self) -> bool {
+        self.shared.below()
     }
 
     /// Waits until fewer than [`MAX_QUEUED_BYTES`] are queued (at once if so), or the writer
     /// has stopped.
     pub async fn ready(&self) {
         loop {
-            let drained = self.level.drained.notified();
+            let drained = self.shared.drained.notified();
             tokio::pin!(drained);
             // Registered before the check, so a drain in between is not missed.
             drained.as_mut().enable();
-            if self.level.below() {
+            if self.shared.below() {
                 return;
             }
             drained.await;
         }
     }
+}
+
+/// Writes `line` and its newline with one non-blocking `writev`; how many bytes went out.
+fn write_now(out: &std::fs::File, line: &[u8]) -> std::io::Result<usize> {
+    use std::io::{IoSlice, Write};
+    let bufs = [IoSlice::new(line), IoSlice::new(b"\n")];
+    loop {
+        match (&mut &*out).write_vectored(&bufs) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            other => return other,
+        }
+    }
+}
+
+/// A duplicate of `w`'s descriptor for [`LineSender::send`]'s direct writes, if `w` is in
+/// non-blocking mode (a sender must never block on a full pipe: it may be the thread that
+/// reads the peer's input, or an async worker).
+fn direct_duplicate(w: &impl AsFd) -> Option<std::fs::File> {
+    let fd = w.as_fd();
+    // SAFETY: F_GETFL reads the flags of a descriptor that `w` keeps open for this call; it
+    // has no other effect.
+    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    if flags == -1 || flags & libc::O_NONBLOCK == 0 {
+        return None;
+    }
+    fd.try_clone_to_owned().ok().map(std::fs::File::from)
 }
 
 /// The writer task; [`Writer::close`] flushes what is queued and closes the stream (for the
@@ -124,14 +215,40 @@ pub struct Writer {
 }
 
 impl Writer {
-    /// Starts the writer over `w`.
+    /// Starts the writer over `w`; every line goes through the writer task.
     pub fn spawn<W: AsyncWrite + Unpin + Send + 'static>(w: W) -> (LineSender, Writer) {
-        let (tx, rx) = mpsc::unbounded_channel();
+        Self::start(w, None)
+    }
+
+    /// Starts the writer over a descriptor-backed `w` (a pipe to the CLI): when `w` is
+    /// non-blocking, a line with nothing ahead of it is written by its sender directly, with
+    /// no hop to the writer task.
+    pub fn spawn_direct<W>(w: W) -> (LineSender, Writer)
+    where
+        W: AsyncWrite + AsFd + Unpin + Send + 'static,
+    {
+        let direct = direct_duplicate(&w);
+        Self::start(w, direct)
+    }
+
+    fn start<W: AsyncWrite + Unpin + Send + 'static>(
+        w: W,
+        direct: Option<std::fs::File>,
+    ) -> (LineSender, Writer) {
         let (close_tx, close_rx) = oneshot::channel();
-        let level = Arc::new(Level::default());
-        let task = tokio::spawn(write_loop(w, rx, close_rx, level.clone()));
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Queue {
+                direct,
+                ..Queue::default()
+            }),
+            bytes: AtomicUsize::new(0),
+            stopped: AtomicBool::new(false),
+            drained: Notify::new(),
+            wake: Notify::new(),
+        });
+        let task = tokio::spawn(write_loop(w, close_rx, shared.clone()));
         (
-            LineSender { tx, level },
+            LineSender { shared },
             Writer {
                 close: Some(close_tx),
                 task,
@@ -150,36 +267,42 @@ impl Writer {
 
 async fn write_loop<W: AsyncWrite + Unpin>(
     w: W,
-    mut rx: mpsc::UnboundedReceiver<Queued>,
     mut close: oneshot::Receiver<()>,
-    level: Arc<Level>,
+    shared: Arc<Shared>,
 ) {
     // Lines are buffered and flushed when the queue is empty: under load many lines share
     // one write, and a line never waits for a later one.
     let mut w = BufWriter::with_capacity(64 * 1024, w);
     let mut closing = false;
     loop {
-        let first = if closing {
-            None
-        } else {
-            tokio::select! {
-                biased;
-                line = rx.recv() => line,
-                _ = &mut close => {
-                    closing = true;
-                    None
-                }
+        let batch = {
+            let mut q = shared.lock();
+            if q.lines.is_empty() {
+                q.writing = false;
+                None
+            } else {
+                q.writing = true;
+                Some(std::mem::take(&mut q.lines))
             }
         };
-        // After a close, what was queued before it is still written.
-        let Some(first) = first.or_else(|| rx.try_recv().ok()) else {
-            break;
+        let Some(batch) = batch else {
+            if closing {
+                break;
+            }
+            tokio::select! {
+                biased;
+                _ = shared.wake.notified() => {}
+                // After a close, what was queued before it is still written.
+                _ = &mut close, if !closing => closing = true,
+            }
+            continue;
         };
-        let mut result = write_queued(&mut w, first, &level).await;
-        while result.is_ok() {
-            match rx.try_recv() {
-                Ok(line) => result = write_queued(&mut w, line, &level).await,
-                Err(_) => break,
+        let mut result = Ok(());
+        for item in batch {
+            if result.is_ok() {
+                result = write_queued(&mut w, item, &shared).await;
+            } else {
+                forget(item, &shared);
             }
         }
         if let Err(e) = result.and(w.flush().await) {
@@ -187,20 +310,43 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             break;
         }
     }
-    level.stopped.store(true, Ordering::Release);
-    level.drained.notify_waiters();
+    {
+        let mut q = shared.lock();
+        q.stopped = true;
+        // The duplicate must close before the stream, or the peer never sees its end.
+        q.direct = None;
+        for item in std::mem::take(&mut q.lines) {
+            forget(item, &shared);
+        }
+    }
+    shared.stopped.store(true, Ordering::Release);
+    shared.drained.notify_waiters();
     let _ = w.shutdown().await;
+}
+
+/// A queued item that will never be written: its bytes leave the count.
+fn forget(item: Queued, shared: &Shared) {
+    match item {
+        Queued::Line(line) => shared.written(line.len()),
+        Queued::Rest(rest) => shared.written(rest.len()),
+        Queued::Latest(_) => {}
+    }
 }
 
 async fn write_queued<W: AsyncWrite + Unpin>(
     w: &mut W,
     queued: Queued,
-    level: &Level,
+    shared: &Shared,
 ) -> std::io::Result<()> {
     match queued {
         Queued::Line(line) => {
             let result = write_line(w, &line).await;
-            level.written(line.len());
+            shared.written(line.len());
+            result
+        }
+        Queued::Rest(rest) => {
+            let result = w.write_all(&rest).await;
+            shared.written(rest.len());
             result
         }
         Queued::Latest(latest) => match latest.take() {
@@ -212,7 +358,7 @@ async fn write_queued<W: AsyncWrite + Unpin>(
 
 async fn write_line<W: AsyncWrite + Unpin>(w: &mut W, line: &str) -> std::io::Result<()> {
     tracing::trace!(target: "toolhost::wire", ">> {line}");
-    // Only this task writes, so lines from concurrent producers never interleave.
+    // Only this task writes while lines are queued, so lines never interleave.
     w.write_all(line.as_bytes()).await?;
     w.write_all(b"\n").await
 }
@@ -316,5 +462,66 @@ mod tests {
         let expected: String = (0..1000).map(|i| format!("line {i}\n")).collect();
         assert_eq!(text, expected);
         assert!(*writes < 10, "{writes} writes for 1000 queued lines");
+    }
+
+    fn os_pipe() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+        use std::os::fd::FromRawFd;
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 writes two new descriptors into `fds`, which we own from then on.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        // SAFETY: both descriptors are open and owned by nothing else.
+        unsafe {
+            (
+                std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+                std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+            )
+        }
+    }
+
+    /// Lines sent while the pipe is full go to the writer task, the rest of a line written in
+    /// part too: the reader sees every line whole, in the order sent, and nothing written
+    /// around the queue.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn direct_writes_keep_lines_whole_and_in_order() {
+        use tokio::{io::AsyncBufReadExt, net::unix::pipe};
+        let (r, w) = os_pipe();
+        let w = pipe::Sender::from_owned_fd(w).unwrap();
+        let (tx, writer) = Writer::spawn_direct(w);
+        assert!(tx.shared.lock().direct.is_some(), "a non-blocking pipe");
+        // 64 kB lines against a 64 kB pipe that nobody reads yet: most sends find it full.
+        let lines: Vec<String> = (0..200)
+            .map(|i| format!("{i:03}{}", "x".repeat(64_000 + i)))
+            .collect();
+        let sending = {
+            let (tx, lines) = (tx.clone(), lines.clone());
+            std::thread::spawn(move || {
+                for line in lines {
+                    assert!(tx.send(line));
+                }
+            })
+        };
+        let r = pipe::Receiver::from_owned_fd(r).unwrap();
+        let mut got = tokio::io::BufReader::new(r).lines();
+        for want in &lines {
+            let line = got.next_line().await.unwrap().expect("a line");
+            assert_eq!(line.len(), want.len(), "line {}", &want[..3]);
+            assert!(line == *want, "line {} differs", &want[..3]);
+        }
+        sending.join().unwrap();
+        drop(tx);
+        writer.close().await;
+        assert_eq!(got.next_line().await.unwrap(), None);
+    }
+
+    /// A blocking descriptor (a terminal, our own stdout) is never written directly: a sender
+    /// could block on it.
+    #[tokio::test]
+    async fn a_blocking_output_is_not_written_directly() {
+        let (_r, w) = os_pipe();
+        let w = tokio::fs::File::from_std(std::fs::File::from(w));
+        let (tx, writer) = Writer::spawn_direct(w);
+        assert!(tx.shared.lock().direct.is_none());
+        drop(tx);
+        drop(writer);
     }
 }

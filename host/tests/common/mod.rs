@@ -92,30 +92,69 @@ pub fn open_router(
     (toolhost::handler::Router::new(registry, config), dirs)
 }
 
-/// The CLI's end of an in-memory pipe to the host: what it writes, and the lines it reads.
-pub type CliEnd = (
-    tokio::io::WriteHalf<tokio::io::DuplexStream>,
-    tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
-);
+/// The CLI's end of the pipes to the host: what it writes, and the lines it reads.
+pub type CliEnd = (CliEnd0, CliEnd1);
+/// What the CLI writes to the host.
+pub type CliEnd0 = tokio::net::unix::pipe::Sender;
+/// The lines the CLI reads from the host.
+pub type CliEnd1 = tokio::io::Lines<tokio::io::BufReader<tokio::net::unix::pipe::Receiver>>;
 
-/// A host session (`toolhost chat`'s control loop) serving `router` over in-memory pipes
-/// holding `pipe` bytes each way, reading lines of at most `max_line` bytes; and the CLI's end.
+/// A host session (`toolhost chat`'s control loop) serving `router` over OS pipes holding
+/// `pipe` bytes each way (as the CLI's: the host reads with blocking reads on a thread of its
+/// own and writes replies directly), reading lines of at most `max_line` bytes; and the CLI's
+/// end.
 pub fn session_over_pipes(
     router: std::sync::Arc<toolhost::handler::Router>,
     pipe: usize,
     max_line: usize,
     permissions: Option<toolhost::service::PermissionHandler>,
 ) -> (toolhost::service::Session, CliEnd) {
-    use tokio::io::AsyncBufReadExt;
-    let (cli, host) = tokio::io::duplex(pipe);
-    let (host_in, host_out) = tokio::io::split(host);
-    let lines = toolhost::transport::read_lines(host_in).max_line_bytes(max_line);
-    let session = toolhost::service::Session::start(lines, host_out, router, permissions);
-    let (cli_in, cli_out) = tokio::io::split(cli);
+    use std::os::fd::{AsRawFd, OwnedFd};
+    use tokio::{io::AsyncBufReadExt, net::unix::pipe};
+    let sized = |fd: &OwnedFd| {
+        // SAFETY: F_SETPIPE_SZ on a pipe this function owns; no memory is passed.
+        let r = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, pipe as libc::c_int) };
+        assert!(
+            r >= 0,
+            "F_SETPIPE_SZ {pipe}: {}",
+            std::io::Error::last_os_error()
+        );
+    };
+    let (host_in, cli_out) = os_pipe();
+    let (cli_in, host_out) = os_pipe();
+    sized(&host_in);
+    sized(&cli_in);
+    let lines = toolhost::transport::blocking_lines(host_in).max_line_bytes(max_line);
+    let host_out = pipe::Sender::from_owned_fd(host_out).expect("a non-blocking pipe");
+    let session = toolhost::service::Session::start_with(
+        lines,
+        toolhost::transport::Writer::spawn_direct(host_out),
+        router,
+        permissions,
+    )
+    .expect("the session starts");
+    let cli_out = pipe::Sender::from_owned_fd(cli_out).expect("a non-blocking pipe");
+    let cli_in = pipe::Receiver::from_owned_fd(cli_in).expect("a non-blocking pipe");
     (
         session,
         (cli_out, tokio::io::BufReader::new(cli_in).lines()),
     )
+}
+
+/// A pipe: its read end and its write end.
+pub fn os_pipe() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two new descriptors into `fds`, which we own from then on.
+    let r = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    assert_eq!(r, 0, "pipe2: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors are open and owned by nothing else.
+    unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    }
 }
 
 /// Progress reports as a plugin made them: `(done, total, message)`.

@@ -1,0 +1,68 @@
+//! The per-call protocol work of a `tools/call`, each piece the way the host did it with
+//! serde_json and the way the model does it now: the control line into `Incoming`, the
+//! params into `CallParams`, and the reply line out of a `CallResult`.
+//!
+//! `cargo bench -p toolhost --bench parse`
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use serde_json::value::RawValue;
+use toolhost::model::{
+    control_call_reply, control_success_raw, CallParams, CallResult, CallResultJson, ContentOut,
+    Incoming,
+};
+
+/// A line as the CLI sends it (the bench's fake CLI sends the same shape).
+const LINE: &str = r#"{"type":"control_request","request_id":"b1041","request":{"subtype":"mcp_message","server_name":"calc","message":{"method":"tools/call","params":{"name":"add","arguments":{"x":1039,"y":1},"_meta":{"claudecode/toolUseId":"toolu_1039","progressToken":1041}},"jsonrpc":"2.0","id":1041}}}"#;
+
+fn params(line: &str) -> &str {
+    let m: Incoming = serde_json::from_str(line).unwrap();
+    m.request.unwrap().message.unwrap().params.unwrap().get()
+}
+
+fn parse(c: &mut Criterion) {
+    let mut g = c.benchmark_group("control line into Incoming");
+    g.bench_function("serde_json", |b| {
+        b.iter(|| serde_json::from_str::<Incoming>(black_box(LINE)).unwrap())
+    });
+    g.bench_function("Incoming::parse", |b| {
+        b.iter(|| Incoming::parse(black_box(LINE)).unwrap())
+    });
+    g.finish();
+    let text = params(LINE);
+    let mut g = c.benchmark_group("params into CallParams");
+    g.bench_function("serde_json", |b| {
+        b.iter(|| serde_json::from_str::<CallParams>(black_box(text)).unwrap())
+    });
+    g.bench_function("CallParams::parse", |b| {
+        b.iter(|| CallParams::parse(black_box(text)).unwrap())
+    });
+    let raw: &RawValue = serde_json::from_str(text).unwrap();
+    g.bench_function("CallParams::from_raw", |b| {
+        b.iter(|| CallParams::from_raw(black_box(raw)).unwrap())
+    });
+    g.finish();
+}
+
+fn reply(c: &mut Criterion) {
+    let result = CallResult {
+        content: vec![ContentOut::Text("1040".into())],
+        structured: None,
+        is_error: false,
+    };
+    let id = RawValue::from_string("1041".into()).unwrap();
+    let mut g = c.benchmark_group("reply line from a CallResult");
+    g.bench_function("serde_json, spliced twice", |b| {
+        b.iter(|| {
+            let json = serde_json::to_string(&CallResultJson(black_box(&result))).unwrap();
+            let reply = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{json}}}"#, id.get());
+            control_success_raw("b1041", &reply)
+        })
+    });
+    g.bench_function("control_call_reply", |b| {
+        b.iter(|| control_call_reply("b1041", Some(&id), black_box(&result)))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, parse, reply);
+criterion_main!(benches);
