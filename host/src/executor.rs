@@ -192,13 +192,7 @@ impl Executor {
         if slots.active < inner.config.per_plugin {
             slots.active += 1;
             let wake = inner.make_ready(&mut st, job);
-            // Woken after the lock is released, so the thread does not wake into a held lock.
-            drop(st);
-            match wake {
-                Wake::None => {}
-                Wake::Parked => inner.work.notify_one(),
-                Wake::Spawn => inner.spawn_thread(),
-            }
+            inner.wake(st, wake);
         } else if slots.waiting.len() < inner.config.queue {
             slots.waiting.push_back(job);
         } else {
@@ -251,12 +245,7 @@ impl Executor {
         match slots.waiting.pop_front() {
             Some(next) => {
                 let wake = inner.make_ready(&mut st, next);
-                drop(st);
-                match wake {
-                    Wake::None => {}
-                    Wake::Parked => inner.work.notify_one(),
-                    Wake::Spawn => inner.spawn_thread(),
-                }
+                inner.wake(st, wake);
             }
             None => slots.active -= 1,
         }
@@ -311,6 +300,17 @@ impl Inner {
             st.threads += 1;
             st.starting += 1;
             Wake::Spawn
+        }
+    }
+
+    /// Tells the thread `wake` names, once the lock is released (so that the thread does not
+    /// wake into a held lock).
+    fn wake(self: &Arc<Self>, st: MutexGuard<'_, State>, wake: Wake) {
+        drop(st);
+        match wake {
+            Wake::None => {}
+            Wake::Parked => self.work.notify_one(),
+            Wake::Spawn => self.spawn_thread(),
         }
     }
 

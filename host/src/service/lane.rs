@@ -23,7 +23,7 @@ use std::{
 
 use tokio::runtime::Handle;
 
-use super::{parse_object, Intake, Reader, Routed, Slot};
+use super::{parse_object, sort_read, Intake, Reader, Routed, Slot};
 use crate::{
     handler::{Ending, HERE_BUDGET},
     model::Incoming,
@@ -89,8 +89,9 @@ struct HereRunning {
     ending: Ending,
     slot: Slot,
     started: Instant,
-    deadline: Instant,
-    escalated: bool,
+    /// Set when the call outlived the budget (looking the timeout up costs a fast call for
+    /// nothing).
+    deadline: Option<Instant>,
 }
 
 impl Lane {
@@ -170,6 +171,10 @@ impl Lane {
                 self.reader.out.send(answer.control_line(&r.request_id));
                 drop(r.slot);
             }
+            if self.ended.load(Ordering::Acquire) {
+                // The watchdog may be waiting for this call to end before it does.
+                self.wake_watchdog();
+            }
             if self
                 .readers
                 .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
@@ -193,14 +198,12 @@ impl Lane {
     /// This thread, the last reader, is about to run a tool.
     fn start_here(&self, running: &Running, request_id: String, ending: Ending, slot: Slot) {
         let started = Instant::now();
-        let deadline = ending.deadline(started);
         *lock(&running.0) = Some(HereRunning {
             request_id,
             ending,
             slot,
             started,
-            deadline,
-            escalated: false,
+            deadline: None,
         });
         let since = started.duration_since(self.epoch).as_nanos() as u64;
         self.call_since.store(since, Ordering::SeqCst);
@@ -297,19 +300,23 @@ impl Lane {
             let Some(call) = r.as_mut() else {
                 continue;
             };
-            if now >= call.deadline {
+            if call.deadline.is_none() && now >= call.started + HERE_BUDGET {
+                call.deadline = Some(call.ending.deadline(call.started));
+                call.ending.escalate();
+            }
+            count += 1;
+            let Some(deadline) = call.deadline else {
+                continue;
+            };
+            if now >= deadline {
                 let call = r.take().expect("checked above");
                 drop(r);
                 let answer = call.ending.time_out();
                 self.reader.out.send(answer.control_line(&call.request_id));
+                count -= 1;
                 continue;
             }
-            if !call.escalated && now >= call.started + HERE_BUDGET {
-                call.escalated = true;
-                call.ending.escalate();
-            }
-            count += 1;
-            next = Some(next.map_or(call.deadline, |n| n.min(call.deadline)));
+            next = Some(next.map_or(deadline, |n| n.min(deadline)));
         }
         (count, next)
     }
@@ -319,18 +326,8 @@ impl Lane {
 /// `None` at the end of the input, or when reading fails (logged).
 fn next_message(source: &mut dyn LineSource, mut too_long: impl FnMut(TooLong)) -> Option<String> {
     loop {
-        match source.next_line() {
-            Ok(Some(line)) if line.trim().is_empty() => {}
-            Ok(Some(line)) => {
-                tracing::trace!(target: "toolhost::wire", "<< {line}");
-                return Some(line);
-            }
-            Ok(None) => return None,
-            Err(ReadError::TooLong(t)) => too_long(t),
-            Err(ReadError::Io(e)) => {
-                tracing::warn!("cannot read from the CLI: {e}");
-                return None;
-            }
+        if let Some(message) = sort_read(source.next_line(), "the CLI", &mut too_long) {
+            return message;
         }
     }
 }

@@ -254,18 +254,34 @@ pub(crate) async fn next_message<R: AsyncBufRead + Unpin>(
     mut too_long: impl FnMut(TooLong),
 ) -> Option<String> {
     loop {
-        match lines.next_line().await {
-            Ok(Some(line)) if line.trim().is_empty() => {}
-            Ok(Some(line)) => {
-                tracing::trace!(target: "toolhost::wire", "<< {line}");
-                return Some(line);
-            }
-            Ok(None) => return None,
-            Err(ReadError::TooLong(t)) => too_long(t),
-            Err(ReadError::Io(e)) => {
-                tracing::warn!("cannot read from {peer}: {e}");
-                return None;
-            }
+        if let Some(message) = sort_read(lines.next_line().await, peer, &mut too_long) {
+            return message;
+        }
+    }
+}
+
+/// What one read means for a reading loop: `Some(Some(line))` a message, `Some(None)` the end
+/// of the input (or a failed read, logged naming `peer`), `None` nothing (a blank line, or an
+/// over-long one handed to `too_long`).
+pub(crate) fn sort_read(
+    read: Result<Option<String>, ReadError>,
+    peer: &str,
+    too_long: &mut impl FnMut(TooLong),
+) -> Option<Option<String>> {
+    match read {
+        Ok(Some(line)) if line.trim().is_empty() => None,
+        Ok(Some(line)) => {
+            tracing::trace!(target: "toolhost::wire", "<< {line}");
+            Some(Some(line))
+        }
+        Ok(None) => Some(None),
+        Err(ReadError::TooLong(t)) => {
+            too_long(t);
+            None
+        }
+        Err(ReadError::Io(e)) => {
+            tracing::warn!("cannot read from {peer}: {e}");
+            Some(None)
         }
     }
 }
