@@ -154,6 +154,85 @@ fn progress_and_cancellation_cross_the_process_boundary() {
     assert_eq!(p.restarts(), 0);
 }
 
+/// Runs `f` on a thread of its own; fails the test if it has not returned within `bound`.
+fn within<T: Send + 'static>(
+    bound: Duration,
+    what: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(bound)
+        .unwrap_or_else(|_| panic!("{what}: no answer within {bound:?}"))
+}
+
+/// `n` quick `echo` calls, each checked.
+fn echoes(p: &WorkerPlugin, n: usize) {
+    for i in 0..n {
+        let r = call(p, "echo", json!({"value": {"i": i.to_string()}}));
+        let structured: Value = serde_json::from_str(r.structured.as_ref().unwrap().get()).unwrap();
+        assert_eq!(
+            structured,
+            json!({"value": {"i": i.to_string()}}),
+            "{}",
+            r.text()
+        );
+    }
+}
+
+#[test]
+fn concurrent_calls_on_one_worker_are_answered_whichever_caller_reads_the_channel() {
+    let p = Arc::new(start("faulty"));
+    let pid = p.pid().unwrap();
+    // A: the first to wait, so it reads the worker's replies for everyone until answered.
+    let a = {
+        let p = p.clone();
+        std::thread::spawn(move || {
+            let (control, seen) = common::recording_progress("a");
+            let r = p.call("slow", r#"{"ms": 400}"#, &control);
+            let reports = seen.lock().unwrap().len();
+            (r, reports)
+        })
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    // B: waits while A reads; A's answer hands it the reading.
+    let (control, canceller) = cancelled_after("b", Duration::from_millis(900));
+    let b = {
+        let p = p.clone();
+        std::thread::spawn(move || p.call("slow", r#"{"ms": 20000}"#, &control))
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    // Quick calls while A's and B's tools sleep in the worker: the worker reads them (another
+    // thread reads there too), and their answers reach them through whoever reads here.
+    let q = p.clone();
+    within(Duration::from_secs(10), "echoes while A reads", move || {
+        echoes(&q, 20)
+    });
+    let (r, reports) = a.join().unwrap();
+    assert_eq!(r.text(), "slept 400 ms");
+    assert_eq!(reports, 10, "A's progress reached A");
+    let q = p.clone();
+    within(Duration::from_secs(10), "echoes while B reads", move || {
+        echoes(&q, 20)
+    });
+    // B reads its own cancellation's answer: the tool stopped, nothing was killed.
+    let r = within(Duration::from_secs(10), "B's answer", move || {
+        b.join().unwrap()
+    });
+    canceller.join().unwrap();
+    assert!(
+        r.is_error && r.text().contains("cancel") && !r.text().contains("killed"),
+        "{}",
+        r.text()
+    );
+    assert_eq!(p.pid(), Some(pid), "nothing was killed");
+    assert_eq!(p.restarts(), 0);
+    // Nobody waits now: the next caller reads for itself.
+    echoes(&p, 3);
+}
+
 #[test]
 fn each_crash_class_fails_only_its_call_and_the_next_call_is_answered() {
     let mut config = config();

@@ -19,7 +19,8 @@ use serde_json::json;
 use tokio::sync::broadcast;
 use toolhost::{
     config::LiveConfig,
-    plugin::digest,
+    handler::{Compiled, Router, RouterConfig},
+    plugin::{digest, CallControl},
     registry::{Registry, RegistryEvent},
     worker::WorkerConfig,
 };
@@ -265,4 +266,46 @@ async fn settings_for_a_plugin_whose_file_is_named_otherwise_refuse_it() {
         error.contains("plugin `crashy` has worker settings") && error.contains("libcrashy"),
         "{error}"
     );
+}
+
+/// An isolated plugin built with the typed parse checks its own arguments, as in process:
+/// valid arguments skip the host's schema check (its validator is never compiled), bad ones
+/// still get the host's message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_isolated_plugin_parses_typed_arguments_itself() {
+    let (_folder, reg, _rx, _watch) = serve("libcalc.so", &library("calc"));
+    let lease = reg.lease("calc").await.unwrap();
+    assert!(lease.is_isolated() && lease.has_call_typed());
+    let router = Router::new(reg.clone(), RouterConfig::default());
+    let call = |args: &'static str| {
+        let router = router.clone();
+        async move {
+            let control = Arc::new(CallControl::new("test", None));
+            let out = router.call_tool("calc", "add", Some(args), control).await;
+            let out = out.unwrap_or_else(|e| panic!("{e}"));
+            (out.result.is_error, out.result.text())
+        }
+    };
+    let compiled = || {
+        let check = Compiled::of(&lease).tool("add").unwrap();
+        (check.parse_suffices(), check.validator_compiled())
+    };
+    assert_eq!(call(r#"{"x":5,"y":3}"#).await, (false, "8".into()));
+    assert_eq!(compiled(), (true, false), "valid arguments: no host check");
+    let (bad, msg) = call(r#"{"x":"five"}"#).await;
+    assert!(
+        bad && msg.starts_with("invalid arguments for tool `add`: at /x: ")
+            && msg.contains("\"y\" is a required property"),
+        "{msg}"
+    );
+    assert_eq!(compiled(), (true, true));
+    // Refused by the parse in the worker: the tool did not run, and the worker goes on.
+    let control = CallControl::new("t", None);
+    let refused = tokio::task::spawn_blocking(move || {
+        lease
+            .call_typed("add", r#"{"x":"five"}"#, &control)
+            .is_none()
+    });
+    assert!(refused.await.unwrap());
+    assert_eq!(call(r#"{"x":1,"y":1}"#).await, (false, "2".into()));
 }

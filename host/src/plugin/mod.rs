@@ -395,19 +395,23 @@ impl LoadedPlugin {
         })
     }
 
-    /// Whether [`Self::call_typed`] can run tools: an in-process version built with an SDK
-    /// that has the ABI's `call_typed`.
+    /// Whether [`Self::call_typed`] can run tools: a version built with an SDK that has the
+    /// ABI's `call_typed` (in process or in a worker).
     pub fn has_call_typed(&self) -> bool {
-        matches!(&self.backend, Backend::InProcess(p) if p.root.call_typed().is_some())
+        match &self.backend {
+            Backend::InProcess(p) => p.root.call_typed().is_some(),
+            Backend::Worker(w) => w.has_call_typed(),
+        }
     }
 
     /// Runs a tool whose schema the plugin derives from its argument type, letting the
     /// plugin's typed parse check the arguments (the ABI's `call_typed`). `None` when the tool
     /// did not run: the arguments do not parse, or the version cannot say (it predates the
-    /// field, or runs in a worker); the caller then checks them and uses [`Self::call`].
+    /// field); the caller then checks them and uses [`Self::call`].
     pub fn call_typed(&self, tool: &str, args: &str, control: &CallControl) -> Option<CallResult> {
-        let Backend::InProcess(p) = &self.backend else {
-            return None;
+        let p = match &self.backend {
+            Backend::InProcess(p) => p,
+            Backend::Worker(w) => return w.call_typed(tool, args, control),
         };
         let call_typed = p.root.call_typed()?;
         self.with_ctx(control, |ctx| {

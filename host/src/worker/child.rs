@@ -1,30 +1,44 @@
 //! The worker role (`toolhost __worker`): applies the sandbox, opens the library the host
 //! staged through the same loader and ABI checks as in process, and answers frames until
 //! the host says stop or goes away.
+//!
+//! The thread that reads a call runs it (on one CPU a hand-off to another thread was a good
+//! part of the round trip). A tool may block, though, and cancellations and other calls must
+//! still be read meanwhile: the main thread watches, and when a call outlives
+//! [`HERE_BUDGET`] it starts another thread to read (leader/follower, as the host's reader
+//! threads do). A thread whose call returns while another one reads ends.
 
 use std::{
     collections::HashMap,
     fmt::Write as _,
-    io::BufReader,
+    fs::File,
+    io::Write as _,
     os::{fd::FromRawFd, unix::net::UnixStream},
     path::PathBuf,
     sync::{
-        atomic::{AtomicUsize, Ordering},
-        mpsc, Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex,
     },
+    time::{Duration, Instant},
 };
 
 use tracing_subscriber::{layer::SubscriberExt, Layer};
 
 use super::{
-    process::{CHANNEL_FD, LIBRARY_FD},
+    process::{CHANNEL_FD, EVENTS_FD, LIBRARY_FD, REPLIES_FD},
+    relay::{lock, Relay},
     sandbox::Sandbox,
-    wire::{self, FromWorker, LoadFailure, Restore, ResultWire, ToWorker},
+    wire::{self, FrameReader, FromWorker, LoadFailure, Next, Restore, ResultWire, ToWorker},
 };
 use crate::{
+    handler::HERE_BUDGET,
     plugin::{CallControl, CallResult, LoadError, LoadedPlugin, StateError},
     trust::parse_hex,
 };
+
+/// After the last call started, how long the watchdog keeps checking every budget instead of
+/// sleeping until woken (waking it costs the next call a system call).
+const STAY_AWAKE: Duration = Duration::from_millis(250);
 
 /// Arguments of the hidden `__worker` subcommand (set by the host, not by people).
 #[derive(Debug, Clone, clap::Args)]
@@ -40,40 +54,68 @@ pub struct WorkerArgs {
     pub sandbox: Option<String>,
 }
 
-/// Where every frame to the host goes; one writer at a time, whole frames only.
-#[derive(Clone)]
-struct Out(Arc<Mutex<UnixStream>>);
+/// Where every frame to the host goes; one writer at a time per stream, whole frames only.
+struct Out {
+    /// The replies pipe: replies (and, while the plugin loads, everything).
+    replies: Mutex<File>,
+    /// The events pipe: logs once the plugin is loaded (the host reads them whether or not a
+    /// call waits).
+    events: Mutex<File>,
+    /// The manifest was sent: logs go to `events`.
+    loaded: AtomicBool,
+}
 
 impl Out {
     fn send(&self, frame: &FromWorker) {
         self.send_bytes(&wire::encode(frame));
     }
 
-    /// Sends a frame already encoded with [`wire::encode`].
+    /// Sends a frame already encoded with [`wire::encode`] on the replies pipe.
     fn send_bytes(&self, bytes: &[u8]) {
-        // The host gone means we are about to be killed (parent death signal) or see EOF.
-        let _ = wire::send_locked(&self.0, bytes);
+        write_locked(&self.replies, bytes);
     }
+
+    fn log(&self, frame: &FromWorker) {
+        if self.loaded.load(Ordering::Acquire) {
+            write_locked(&self.events, &wire::encode(frame));
+        } else {
+            self.send(frame);
+        }
+    }
+}
+
+/// Writes a whole frame on a pipe that several threads write to.
+fn write_locked(pipe: &Mutex<File>, bytes: &[u8]) {
+    // The host gone means we are about to be killed (parent death signal) or see EOF; a write
+    // to the pipe then fails with EPIPE (Rust's runtime ignores SIGPIPE, and this role keeps
+    // it so).
+    let mut pipe = pipe.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = pipe.write_all(bytes);
 }
 
 /// Runs the worker role; returns the process exit code.
 pub fn run(args: WorkerArgs) -> i32 {
-    // SAFETY: the host's pre_exec placed our end of the socketpair on CHANNEL_FD and nothing
-    // else in this process owns that descriptor.
-    let channel = unsafe { UnixStream::from_raw_fd(CHANNEL_FD) };
+    // SAFETY: the host's pre_exec placed our end of the socketpair on CHANNEL_FD and the
+    // write ends of the replies and events pipes on REPLIES_FD and EVENTS_FD, and nothing else
+    // in this process owns those descriptors.
+    let (channel, replies, events) = unsafe {
+        (
+            UnixStream::from_raw_fd(CHANNEL_FD),
+            File::from_raw_fd(REPLIES_FD),
+            File::from_raw_fd(EVENTS_FD),
+        )
+    };
     // Inherited without close-on-exec: a process the plugin starts must not keep the channel
-    // (the host would never see it close) or the library descriptor.
-    for fd in [LIBRARY_FD, CHANNEL_FD] {
+    // or the pipes (the host would never see them close) or the library descriptor.
+    for fd in [LIBRARY_FD, CHANNEL_FD, REPLIES_FD, EVENTS_FD] {
         // SAFETY: fcntl on a descriptor we own; failure only leaves the flag as it was.
         unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
     }
-    let out = match channel.try_clone() {
-        Ok(w) => Out(Arc::new(Mutex::new(w))),
-        Err(e) => {
-            eprintln!("toolhost worker: cannot use the channel: {e}");
-            return 2;
-        }
-    };
+    let out = Arc::new(Out {
+        replies: Mutex::new(replies),
+        events: Mutex::new(events),
+        loaded: AtomicBool::new(false),
+    });
     install_log_forwarding(&out);
     let plugin = match load(&args, &channel, &out) {
         Ok(p) => p,
@@ -83,8 +125,9 @@ pub fn run(args: WorkerArgs) -> i32 {
         }
     };
     out.send(&FromWorker::Ready {
-        manifest: super::manifest_json::to_json(plugin.manifest()),
+        manifest: super::manifest_json::to_json(plugin.manifest(), plugin.has_call_typed()),
     });
+    out.loaded.store(true, Ordering::Release);
     serve(plugin, channel, out);
     0
 }
@@ -128,133 +171,178 @@ fn load(
     })
 }
 
-type Job = Box<dyn FnOnce() + Send>;
-
-/// Calls run on a pool of threads that grows when all are busy (a tool may block for long).
-struct Pool {
-    jobs: Mutex<mpsc::Sender<Job>>,
-    rx: Arc<Mutex<mpsc::Receiver<Job>>>,
-    idle: Arc<AtomicUsize>,
+/// What the threads serving the host share.
+struct Serving {
+    plugin: Arc<LoadedPlugin>,
+    out: Arc<Out>,
+    /// The host's frames, read by one thread at a time.
+    input: Mutex<FrameReader>,
+    /// Calls running, for their cancellation.
+    calls: Mutex<HashMap<u64, Arc<CallControl>>>,
+    /// Which thread reads; ended when the host said stop or went away.
+    relay: Relay,
 }
 
-impl Pool {
-    fn new() -> Self {
-        let (tx, rx) = mpsc::channel();
-        Pool {
-            jobs: Mutex::new(tx),
-            rx: Arc::new(Mutex::new(rx)),
-            idle: Arc::new(AtomicUsize::new(0)),
-        }
+/// Serves the host until it says stop or goes away. This thread watches; others read and run
+/// calls.
+fn serve(plugin: Arc<LoadedPlugin>, channel: UnixStream, out: Arc<Out>) {
+    let serving = Arc::new(Serving {
+        plugin,
+        out,
+        input: Mutex::new(FrameReader::new(channel)),
+        calls: Mutex::default(),
+        relay: Relay::new(),
+    });
+    if let Err(e) = serving.spawn_reader() {
+        tracing::error!("cannot start a thread to read the host's frames: {e}");
+        return;
     }
-
-    fn run(&self, job: Job) {
-        if self.idle.load(Ordering::Acquire) == 0 {
-            self.grow();
-        }
-        let _ = self.jobs.lock().unwrap().send(job);
+    serving
+        .relay
+        .watch(HERE_BUDGET, STAY_AWAKE, || serving.spawn_reader());
+    // A tool still running may never return: do not wait for it, and do not unload under it.
+    if !lock(&serving.calls).is_empty() {
+        std::mem::forget(serving);
+        return;
     }
+    // Unloaded here, once the threads that ran calls have let go (they end at once now).
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while Arc::strong_count(&serving) > 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    match Arc::try_unwrap(serving) {
+        Ok(serving) => drop(serving.plugin),
+        Err(serving) => std::mem::forget(serving),
+    }
+}
 
-    fn grow(&self) {
-        let (rx, idle) = (self.rx.clone(), self.idle.clone());
-        idle.fetch_add(1, Ordering::AcqRel);
-        let spawned = std::thread::Builder::new()
+impl Serving {
+    fn spawn_reader(self: &Arc<Self>) -> std::io::Result<()> {
+        let serving = self.clone();
+        std::thread::Builder::new()
             .name("toolhost-worker-call".into())
-            .spawn(move || loop {
-                let job = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
-                let Ok(job) = job else { return };
-                idle.fetch_sub(1, Ordering::AcqRel);
-                job();
-                idle.fetch_add(1, Ordering::AcqRel);
-            });
-        if spawned.is_err() {
-            self.idle.fetch_sub(1, Ordering::AcqRel);
+            .spawn(move || serving.read_loop())
+            .map(drop)
+    }
+
+    /// One reader thread: reads and answers frames until the host is gone, or until its call
+    /// returned while another thread reads.
+    fn read_loop(self: Arc<Self>) {
+        loop {
+            let mut input = lock(&self.input);
+            if self.relay.ended() {
+                return;
+            }
+            let frame = match input.next::<ToWorker>(None) {
+                Ok(Next::Frame(f)) => f,
+                // The host closed the channel (it exited or dropped this version): stop.
+                Ok(Next::Closed | Next::TimedOut) => return self.relay.end(),
+                Err(e) => {
+                    tracing::error!("worker channel: {e}");
+                    return self.relay.end();
+                }
+            };
+            let (id, tool, args, label, typed) = match frame {
+                ToWorker::Call {
+                    id,
+                    tool,
+                    args,
+                    label,
+                } => (id, tool, args, label, false),
+                ToWorker::CallTyped {
+                    id,
+                    tool,
+                    args,
+                    label,
+                } => (id, tool, args, label, true),
+                other => {
+                    self.answer(other);
+                    continue;
+                }
+            };
+            let control = self.register(id, label);
+            self.relay.running();
+            drop(input);
+            self.run_call(id, &tool, &args, &control, typed);
+            if !self.relay.read_again() {
+                // Another thread reads now.
+                return;
+            }
         }
     }
-}
 
-fn serve(plugin: Arc<LoadedPlugin>, channel: UnixStream, out: Out) {
-    let calls: Arc<Mutex<HashMap<u64, Arc<CallControl>>>> = Arc::default();
-    let pool = Pool::new();
-    let mut reader = BufReader::with_capacity(64 * 1024, channel);
-    let mut buf = Vec::new();
-    loop {
-        let frame = match wire::read_frame::<ToWorker>(&mut reader, &mut buf) {
-            Ok(Some(f)) => f,
-            // The host closed the channel (it exited or dropped this version): stop.
-            Ok(None) => break,
-            Err(e) => {
-                tracing::error!("worker channel: {e}");
-                break;
-            }
-        };
+    /// Answers a frame other than a call, on the reading thread.
+    fn answer(&self, frame: ToWorker) {
         match frame {
-            ToWorker::Call {
-                id,
-                tool,
-                args,
-                label,
-            } => {
-                let progress_out = out.clone();
-                let control = Arc::new(CallControl::new(
-                    label,
-                    Some(Box::new(move |progress, total, message: &str| {
-                        progress_out.send(&FromWorker::Progress {
-                            id,
-                            progress,
-                            total,
-                            message: message.to_string(),
-                        })
-                    })),
-                ));
-                calls.lock().unwrap().insert(id, control.clone());
-                let (plugin, out, calls) = (plugin.clone(), out.clone(), calls.clone());
-                pool.run(Box::new(move || {
-                    let result = plugin.call(&tool, &args, &control);
-                    calls.lock().unwrap().remove(&id);
-                    let mut bytes = wire::encode(&FromWorker::Result {
-                        id,
-                        result: to_wire(result),
-                    });
-                    if bytes.len() > wire::MAX_FRAME {
-                        bytes = wire::encode(&FromWorker::Result {
-                            id,
-                            result: to_wire(CallResult::error(format!(
-                                "tool `{tool}` returned a result over the worker channel's \
-                                 {} MiB limit",
-                                wire::MAX_FRAME >> 20
-                            ))),
-                        });
-                    }
-                    out.send_bytes(&bytes);
-                }));
-            }
             ToWorker::Cancel { id } => {
-                if let Some(c) = calls.lock().unwrap().get(&id) {
+                if let Some(c) = lock(&self.calls).get(&id) {
                     c.cancel();
                 }
             }
             ToWorker::SaveState { id } => {
-                let state = plugin.save_state();
-                out.send(&FromWorker::State { id, state });
+                let state = self.plugin.save_state();
+                self.out.send(&FromWorker::State { id, state });
             }
             ToWorker::RestoreState { id, state } => {
-                let outcome = match plugin.restore_state(&state) {
+                let outcome = match self.plugin.restore_state(&state) {
                     Ok(()) => Restore::Done,
                     Err(StateError::Unsupported) => Restore::Unsupported,
                     Err(StateError::Refused(why)) => Restore::Refused(why),
                 };
-                out.send(&FromWorker::Restored { id, outcome });
+                self.out.send(&FromWorker::Restored { id, outcome });
             }
-            ToWorker::Shutdown => break,
+            ToWorker::Shutdown => self.relay.end(),
             // Only meaningful while loading, answered there.
             ToWorker::ConfigAnswer { .. } => {}
+            // Run by `read_loop`, never handed here.
+            ToWorker::Call { .. } | ToWorker::CallTyped { .. } => {}
         }
     }
-    // A tool still running may never return: do not wait for it, and do not unload under it.
-    if calls.lock().unwrap().is_empty() {
-        drop(plugin);
-    } else {
-        std::mem::forget(plugin);
+
+    /// The call's control (progress goes to the host), registered for cancellation.
+    fn register(&self, id: u64, label: String) -> Arc<CallControl> {
+        let out = self.out.clone();
+        let control = Arc::new(CallControl::new(
+            label,
+            Some(Box::new(move |progress, total, message: &str| {
+                out.send(&FromWorker::Progress {
+                    id,
+                    progress,
+                    total,
+                    message: message.to_string(),
+                })
+            })),
+        ));
+        lock(&self.calls).insert(id, control.clone());
+        control
+    }
+
+    /// Runs a call (`typed`: through the plugin's typed parse) and sends its answer.
+    fn run_call(&self, id: u64, tool: &str, args: &str, control: &CallControl, typed: bool) {
+        let result = if typed {
+            self.plugin.call_typed(tool, args, control)
+        } else {
+            Some(self.plugin.call(tool, args, control))
+        };
+        lock(&self.calls).remove(&id);
+        let Some(result) = result else {
+            self.out.send(&FromWorker::Untyped { id });
+            return;
+        };
+        let mut bytes = wire::encode(&FromWorker::Result {
+            id,
+            result: to_wire(result),
+        });
+        if bytes.len() > wire::MAX_FRAME {
+            bytes = wire::encode(&FromWorker::Result {
+                id,
+                result: to_wire(CallResult::error(format!(
+                    "tool `{tool}` returned a result over the worker channel's {} MiB limit",
+                    wire::MAX_FRAME >> 20
+                ))),
+            });
+        }
+        self.out.send_bytes(&bytes);
     }
 }
 
@@ -268,7 +356,7 @@ fn to_wire(r: CallResult) -> ResultWire {
 
 /// Sends every tracing event of this process (the plugin's logs among them) to the host, which
 /// logs them tagged with the plugin's name.
-fn install_log_forwarding(out: &Out) {
+fn install_log_forwarding(out: &Arc<Out>) {
     let max = std::env::var(super::LOG_LEVEL_ENV)
         .ok()
         .and_then(|l| l.parse::<tracing::level_filters::LevelFilter>().ok())
@@ -278,7 +366,7 @@ fn install_log_forwarding(out: &Out) {
 }
 
 struct Forward {
-    out: Out,
+    out: Arc<Out>,
 }
 
 #[derive(Default)]
@@ -326,7 +414,7 @@ impl<S: tracing::Subscriber> Layer<S> for Forward {
             tracing::Level::TRACE => toolhost_plugin::abi::level::TRACE,
         };
         let module = f.module.unwrap_or_else(|| meta.target().to_string());
-        self.out.send(&FromWorker::Log {
+        self.out.log(&FromWorker::Log {
             level,
             call: f.call,
             module,

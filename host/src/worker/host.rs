@@ -20,7 +20,8 @@ use serde_json::value::RawValue;
 use super::{
     manifest_json,
     process::{self, signal_name, Launch},
-    wire::{self, FromWorker, LoadFailure, Restore, ResultWire, ToWorker},
+    relay::lock,
+    wire::{self, FrameReader, FromWorker, LoadFailure, Next, Restore, ResultWire, ToWorker},
     PluginWorkerSettings, WorkerConfig, WorkerError,
 };
 use crate::plugin::{
@@ -35,14 +36,40 @@ enum Reply {
     Restored(Restore),
     /// The worker is gone; the cause (`SIGSEGV`, `exit code 3`, ...).
     Died(String),
+    /// The caller that read the worker's replies is done: this one reads them now.
+    Lead,
+    /// The typed parse refused the arguments of a typed call; the tool did not run.
+    Untyped,
+}
+
+impl Reply {
+    /// Whether nothing more comes for this request after it.
+    fn is_last(&self) -> bool {
+        !matches!(self, Reply::Progress(..) | Reply::Lead)
+    }
+}
+
+/// Requests waiting for a reply, by frame id.
+#[derive(Default)]
+struct Waiting {
+    by_id: HashMap<u64, mpsc::Sender<Reply>>,
+    /// One of them reads the channel for all (it has the lead); without a leader, the next
+    /// request takes the lead.
+    led: bool,
 }
 
 /// One running worker process.
 struct Proc {
     pid: u32,
     writer: Mutex<UnixStream>,
-    /// Calls and requests waiting for an answer, by frame id. `None` once the worker is dead.
-    waiting: Mutex<Option<HashMap<u64, mpsc::Sender<Reply>>>>,
+    /// The worker's replies (results, progress, states): read by the request that has the
+    /// lead, which hands the others theirs, so a lone call reads its own reply (no hand-off
+    /// between threads). After the worker died, by the thread that reaped it.
+    replies: Mutex<FrameReader>,
+    /// `None` once the worker is dead.
+    waiting: Mutex<Option<Waiting>>,
+    /// The worker was reaped: its leftover replies are the reaper's to read.
+    reaped: AtomicBool,
     /// Why the host killed it, if it did (then its death is not a crash).
     killed_because: Mutex<Option<String>>,
     /// Set once the process has been reaped.
@@ -56,47 +83,84 @@ impl Proc {
         wire::send_locked(&self.writer, &wire::encode(frame)).is_ok()
     }
 
-    /// Registers a waiter; `None` if the worker already died.
-    fn wait_for(&self, id: u64) -> Option<mpsc::Receiver<Reply>> {
+    /// Registers request `id`, then sends it; `None` if the worker already died.
+    fn ask(&self, id: u64, frame: &ToWorker) -> Option<Exchange<'_>> {
         let (tx, rx) = mpsc::channel();
-        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
-        waiting.as_mut()?.insert(id, tx);
-        Some(rx)
+        let leads = {
+            let mut waiting = lock(&self.waiting);
+            let waiting = waiting.as_mut()?;
+            waiting.by_id.insert(id, tx);
+            !std::mem::replace(&mut waiting.led, true)
+        };
+        self.send(frame);
+        Some(Exchange {
+            proc: self,
+            id,
+            rx,
+            leads,
+        })
     }
 
-    fn forget(&self, id: u64) {
-        if let Some(w) = self
-            .waiting
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_mut()
-        {
-            w.remove(&id);
+    /// Hands a reply to the request it answers; returns it instead when that is `mine`.
+    fn dispatch(&self, frame: FromWorker, mine: Option<u64>, plugin: &str) -> Option<Reply> {
+        let (id, reply) = match frame {
+            FromWorker::Result { id, result } => (id, Reply::Result(from_wire(result))),
+            FromWorker::Progress {
+                id,
+                progress,
+                total,
+                message,
+            } => (id, Reply::Progress(progress, total, message)),
+            FromWorker::State { id, state } => (id, Reply::State(state)),
+            FromWorker::Restored { id, outcome } => (id, Reply::Restored(outcome)),
+            FromWorker::Untyped { id } => (id, Reply::Untyped),
+            FromWorker::Log {
+                level,
+                call,
+                module,
+                message,
+            } => {
+                emit_log(level, plugin, call.as_deref(), &module, &message);
+                return None;
+            }
+            FromWorker::Ready { .. }
+            | FromWorker::LoadFailed { .. }
+            | FromWorker::ConfigQuery { .. } => return None,
+        };
+        if mine == Some(id) {
+            return Some(reply);
         }
+        let mut waiting = lock(&self.waiting);
+        let by_id = &mut waiting.as_mut()?.by_id;
+        if reply.is_last() {
+            if let Some(tx) = by_id.remove(&id) {
+                let _ = tx.send(reply);
+            }
+        } else if let Some(tx) = by_id.get(&id) {
+            let _ = tx.send(reply);
+        }
+        None
     }
 
     /// Whether new calls may start on it.
     fn serves(&self) -> bool {
-        !self.doomed.load(Ordering::Acquire)
-            && self
-                .waiting
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_some()
+        !self.doomed.load(Ordering::Acquire) && lock(&self.waiting).is_some()
     }
 
     fn kill(&self, reason: String) {
-        self.doomed.store(true, Ordering::Release);
         {
-            let mut why = self
-                .killed_because
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
+            let mut why = lock(&self.killed_because);
             if why.is_none() {
                 *why = Some(reason);
             }
         }
-        let exited = self.exited.0.lock().unwrap_or_else(|e| e.into_inner());
+        self.signal_kill();
+    }
+
+    /// Kills the worker's process group (without a reason: its death counts as a crash).
+    fn signal_kill(&self) {
+        self.doomed.store(true, Ordering::Release);
+        let exited = lock(&self.exited.0);
         if !*exited {
             // SAFETY: kill(2) has no memory effects. The pid is still ours: the reaper thread
             // reaps it only while holding `exited`, which we hold, so it cannot have been
@@ -112,6 +176,82 @@ impl Proc {
             .wait_timeout_while(guard, timeout, |exited| !*exited)
             .unwrap_or_else(|e| e.into_inner());
         *guard
+    }
+}
+
+/// A request sent to a worker, from then until its last reply.
+struct Exchange<'a> {
+    proc: &'a Proc,
+    id: u64,
+    rx: mpsc::Receiver<Reply>,
+    /// This request reads the channel (for every request waiting).
+    leads: bool,
+}
+
+impl Exchange<'_> {
+    /// The next reply to this request, or `None` when none came within `wait`.
+    fn next(&mut self, wait: Duration, plugin: &str) -> Option<Reply> {
+        let deadline = Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if self.leads && self.proc.reaped.load(Ordering::Acquire) {
+                // The reaper reads what the dead worker left and answers everyone.
+                self.leads = false;
+            }
+            if !self.leads {
+                return match self.rx.recv_timeout(left) {
+                    Ok(Reply::Lead) => {
+                        self.leads = true;
+                        continue;
+                    }
+                    Ok(reply) => Some(reply),
+                    Err(mpsc::RecvTimeoutError::Timeout) => None,
+                    // Not answered and forgotten: only if the worker's record was dropped.
+                    Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        Some(Reply::Died("its channel was lost".into()))
+                    }
+                };
+            }
+            let next = lock(&self.proc.replies).next::<FromWorker>(Some(left));
+            match next {
+                Ok(Next::Frame(frame)) => {
+                    if let Some(reply) = self.proc.dispatch(frame, Some(self.id), plugin) {
+                        return Some(reply);
+                    }
+                }
+                Ok(Next::TimedOut) => return None,
+                // The worker is gone; its reaper tells everyone why.
+                Ok(Next::Closed) => self.leads = false,
+                Err(e) => {
+                    if lock(&self.proc.killed_because).is_none() {
+                        tracing::error!(plugin, pid = self.proc.pid, "worker channel: {e}");
+                    }
+                    // A stream that makes no sense any more: the worker is ended (a crash).
+                    self.proc.signal_kill();
+                    self.leads = false;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Exchange<'_> {
+    fn drop(&mut self) {
+        let mut waiting = lock(&self.proc.waiting);
+        let Some(waiting) = waiting.as_mut() else {
+            return;
+        };
+        waiting.by_id.remove(&self.id);
+        // The lead, or one handed to us and not taken up, goes to a request still waiting.
+        let lead = self.leads || self.rx.try_iter().any(|r| matches!(r, Reply::Lead));
+        if lead {
+            match waiting.by_id.values().next() {
+                Some(next) => {
+                    let _ = next.send(Reply::Lead);
+                }
+                None => waiting.led = false,
+            }
+        }
     }
 }
 
@@ -148,6 +288,8 @@ struct Shared {
 /// A plugin version served by worker processes.
 pub struct WorkerPlugin {
     manifest: Manifest,
+    /// The plugin has the ABI's typed parse (`call_typed`).
+    call_typed: bool,
     config: Option<String>,
     shared: Arc<Shared>,
 }
@@ -199,7 +341,7 @@ impl WorkerPlugin {
             }),
             next_id: AtomicU64::new(1),
         };
-        let (proc, manifest) = launch(&shared, None, &|name| {
+        let (proc, (manifest, call_typed)) = launch(&shared, None, &|name| {
             let given = plugin_config(name);
             shared
                 .configs
@@ -222,6 +364,7 @@ impl WorkerPlugin {
             .flatten();
         Ok(WorkerPlugin {
             manifest,
+            call_typed,
             config,
             shared,
         })
@@ -260,24 +403,68 @@ impl WorkerPlugin {
     /// Runs a tool in the worker. Blocks until it returns, the worker dies, or the call was
     /// cancelled and the tool did not stop within the grace period (then the worker is killed).
     pub fn call(&self, tool: &str, args: &str, control: &CallControl) -> CallResult {
+        self.run(tool, args, control, false).unwrap_or_else(|| {
+            CallResult::error(format!(
+                "plugin {}: its worker answered tool {tool} as a typed call",
+                self.shared.name
+            ))
+        })
+    }
+
+    /// Whether [`Self::call_typed`] can run tools (the plugin has the ABI's typed parse).
+    pub fn has_call_typed(&self) -> bool {
+        self.call_typed
+    }
+
+    /// As [`Self::call`], with the plugin's typed parse checking the arguments (the ABI's
+    /// `call_typed`); `None` when the parse refused them (the tool did not run) or the plugin
+    /// has no typed parse.
+    pub fn call_typed(&self, tool: &str, args: &str, control: &CallControl) -> Option<CallResult> {
+        if !self.call_typed {
+            return None;
+        }
+        self.run(tool, args, control, true)
+    }
+
+    fn run(
+        &self,
+        tool: &str,
+        args: &str,
+        control: &CallControl,
+        typed: bool,
+    ) -> Option<CallResult> {
         let shared = &self.shared;
         let proc = match shared.serving() {
             Ok(p) => p,
-            Err(e) => return CallResult::error(e),
+            Err(e) => return Some(CallResult::error(e)),
         };
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let Some(rx) = proc.wait_for(id) else {
-            return CallResult::error(format!(
+        let (tool_, args, label) = (
+            tool.to_string(),
+            args.to_string(),
+            control.label().to_string(),
+        );
+        let call = if typed {
+            ToWorker::CallTyped {
+                id,
+                tool: tool_,
+                args,
+                label,
+            }
+        } else {
+            ToWorker::Call {
+                id,
+                tool: tool_,
+                args,
+                label,
+            }
+        };
+        let Some(mut exchange) = proc.ask(id, &call) else {
+            return Some(CallResult::error(format!(
                 "plugin {} crashed before tool {tool} could start; restarted",
                 shared.name
-            ));
+            )));
         };
-        proc.send(&ToWorker::Call {
-            id,
-            tool: tool.to_string(),
-            args: args.to_string(),
-            label: control.label().to_string(),
-        });
         let grace = shared.config.cancel_grace;
         let mut cancelled_at: Option<Instant> = None;
         let mut killed = false;
@@ -288,16 +475,13 @@ impl WorkerPlugin {
                     .max(Duration::from_millis(1)),
                 _ => Duration::from_millis(20),
             };
-            match rx.recv_timeout(wait) {
-                Ok(Reply::Result(r)) => return r,
-                Ok(Reply::Progress(p, t, m)) => control.report_progress(p, t, &m),
-                Ok(Reply::Died(cause)) => {
-                    let killed = proc
-                        .killed_because
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .clone();
-                    return CallResult::error(match killed {
+            match exchange.next(wait, &shared.name) {
+                Some(Reply::Result(r)) => return Some(r),
+                Some(Reply::Untyped) => return None,
+                Some(Reply::Progress(p, t, m)) => control.report_progress(p, t, &m),
+                Some(Reply::Died(cause)) => {
+                    let killed = lock(&proc.killed_because).clone();
+                    return Some(CallResult::error(match killed {
                         Some(why) => format!(
                             "plugin {}: tool {tool} stopped: its worker was killed ({why}); restarted",
                             shared.name
@@ -307,10 +491,10 @@ impl WorkerPlugin {
                             shared.name,
                             shared.after_crash_note()
                         ),
-                    });
+                    }));
                 }
-                Ok(Reply::State(_) | Reply::Restored(_)) => {}
-                Err(mpsc::RecvTimeoutError::Timeout) => match cancelled_at {
+                Some(Reply::State(_) | Reply::Restored(_) | Reply::Lead) => {}
+                None => match cancelled_at {
                     None if control.is_cancelled() => {
                         proc.send(&ToWorker::Cancel { id });
                         cancelled_at = Some(Instant::now());
@@ -326,18 +510,11 @@ impl WorkerPlugin {
                             "tool {tool} did not stop within {} ms of its cancellation",
                             grace.as_millis()
                         ));
-                        // The reader reports the death (Died) to every call waiting.
+                        // The reaper reports the death (Died) to every call waiting.
                         killed = true;
                     }
                     _ => {}
                 },
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    proc.forget(id);
-                    return CallResult::error(format!(
-                        "plugin {}: lost the worker while running tool {tool}",
-                        shared.name
-                    ));
-                }
             }
         }
     }
@@ -376,18 +553,16 @@ impl WorkerPlugin {
         let shared = &self.shared;
         let proc = shared.serving()?;
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let rx = proc.wait_for(id).ok_or("the worker died")?;
-        proc.send(&frame(id));
+        let mut exchange = proc.ask(id, &frame(id)).ok_or("the worker died")?;
         let timeout = shared.config.start_timeout;
+        let deadline = Instant::now() + timeout;
         loop {
-            match rx.recv_timeout(timeout) {
-                Ok(Reply::Died(cause)) => return Err(format!("the worker died ({cause})")),
-                Ok(Reply::Progress(..)) => {}
-                Ok(r) => return Ok(r),
-                Err(_) => {
-                    proc.forget(id);
-                    return Err(format!("the worker did not answer within {timeout:?}"));
-                }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match exchange.next(left, &shared.name) {
+                Some(Reply::Died(cause)) => return Err(format!("the worker died ({cause})")),
+                Some(Reply::Progress(..) | Reply::Lead) => {}
+                Some(r) => return Ok(r),
+                None => return Err(format!("the worker did not answer within {timeout:?}")),
             }
         }
     }
@@ -511,7 +686,7 @@ impl Shared {
 struct Started {
     proc: Arc<Proc>,
     child: Child,
-    reader: BufReader<UnixStream>,
+    events: BufReader<File>,
     output: Option<OutputReader>,
 }
 
@@ -521,7 +696,7 @@ fn launch(
     shared: &Shared,
     expect_name: Option<&str>,
     plugin_config: ConfigSource<'_>,
-) -> Result<(Started, Manifest), LoadError> {
+) -> Result<(Started, (Manifest, bool)), LoadError> {
     let config = &shared.config;
     let spawned = process::spawn(
         config,
@@ -540,15 +715,13 @@ fn launch(
     let process::Spawned {
         mut child,
         channel,
+        replies,
+        events,
         output,
     } = spawned;
     let pid = child.id();
     let output = OutputReader::start(output, shared.name.clone(), pid);
-    let mut reader = BufReader::with_capacity(
-        64 * 1024,
-        channel.try_clone().map_err(WorkerError::Handover)?,
-    );
-    let _ = channel.set_read_timeout(Some(config.start_timeout));
+    let mut reader = FrameReader::new(replies);
     let fail = |child: &mut Child, output: OutputReader, what: String| {
         let _ = child.kill();
         let status = child.wait().ok();
@@ -556,17 +729,16 @@ fn launch(
         let cause = status.map_or_else(|| "unknown".to_string(), |s| describe(s, overflowed));
         LoadError::from(WorkerError::Handshake { what, cause })
     };
-    let mut buf = Vec::new();
     // Logs (of the plugin's `init`, say) may come before the manifest.
-    let manifest = loop {
-        match wire::read_frame::<FromWorker>(&mut reader, &mut buf) {
-            Ok(Some(FromWorker::Log {
+    let (manifest, call_typed) = loop {
+        match reader.next::<FromWorker>(Some(config.start_timeout)) {
+            Ok(Next::Frame(FromWorker::Log {
                 level,
                 call,
                 module,
                 message,
             })) => emit_log(level, &shared.name, call.as_deref(), &module, &message),
-            Ok(Some(FromWorker::ConfigQuery { name })) => {
+            Ok(Next::Frame(FromWorker::ConfigQuery { name })) => {
                 let config = plugin_config(&name);
                 let frame = wire::encode(&ToWorker::ConfigAnswer { config });
                 if let Err(e) = wire::send_all(&channel, &frame) {
@@ -577,30 +749,42 @@ fn launch(
                     ));
                 }
             }
-            Ok(Some(FromWorker::Ready { manifest })) => match manifest_json::from_json(&manifest) {
-                Ok(m) => break m,
-                Err(e) => {
-                    let _ = fail(&mut child, output, String::new());
-                    return Err(WorkerError::Manifest(e).into());
+            Ok(Next::Frame(FromWorker::Ready { manifest })) => {
+                match manifest_json::from_json(&manifest) {
+                    Ok(m) => break m,
+                    Err(e) => {
+                        let _ = fail(&mut child, output, String::new());
+                        return Err(WorkerError::Manifest(e).into());
+                    }
                 }
-            },
-            Ok(Some(FromWorker::LoadFailed { kind, message })) => {
+            }
+            Ok(Next::Frame(FromWorker::LoadFailed { kind, message })) => {
                 let _ = child.wait();
                 output.finish();
                 return Err(load_error(kind, message));
             }
-            Ok(Some(other)) => {
+            Ok(Next::Frame(other)) => {
                 return Err(fail(
                     &mut child,
                     output,
                     format!("the worker answered {other:?} instead of its manifest"),
                 ))
             }
-            Ok(None) => {
+            Ok(Next::Closed) => {
                 return Err(fail(
                     &mut child,
                     output,
                     "the worker process died while loading the plugin".into(),
+                ))
+            }
+            Ok(Next::TimedOut) => {
+                return Err(fail(
+                    &mut child,
+                    output,
+                    format!(
+                        "no manifest from the worker process within {:?}",
+                        config.start_timeout
+                    ),
                 ))
             }
             Err(e) => {
@@ -612,7 +796,6 @@ fn launch(
             }
         }
     };
-    let _ = channel.set_read_timeout(None);
     if let Some(name) = expect_name {
         if manifest.name != name {
             return Err(fail(
@@ -628,7 +811,9 @@ fn launch(
     let proc = Arc::new(Proc {
         pid,
         writer: Mutex::new(channel),
-        waiting: Mutex::new(Some(HashMap::new())),
+        replies: Mutex::new(reader),
+        waiting: Mutex::new(Some(Waiting::default())),
+        reaped: AtomicBool::new(false),
         killed_because: Mutex::new(None),
         exited: (Mutex::new(false), Condvar::new()),
         doomed: AtomicBool::new(false),
@@ -637,10 +822,10 @@ fn launch(
         Started {
             proc,
             child,
-            reader,
+            events: BufReader::new(File::from(events)),
             output: Some(output),
         },
-        manifest,
+        (manifest, call_typed),
     ))
 }
 
@@ -655,7 +840,7 @@ fn load_error(kind: LoadFailure, message: String) -> LoadError {
 }
 
 impl Started {
-    /// Starts the thread that reads the worker's frames and, when it dies, reaps it, answers
+    /// Starts the thread that reads the worker's events and, when it dies, reaps it, answers
     /// every waiting call and starts a new worker.
     fn start_reader(self, shared: &Arc<Shared>) -> Arc<Proc> {
         let proc = self.proc.clone();
@@ -673,54 +858,20 @@ impl Started {
         let proc = self.proc.clone();
         let mut buf = Vec::new();
         loop {
-            let frame = match wire::read_frame::<FromWorker>(&mut self.reader, &mut buf) {
-                Ok(Some(f)) => f,
+            match wire::read_frame::<FromWorker>(&mut self.events, &mut buf) {
+                Ok(Some(frame)) => {
+                    proc.dispatch(frame, None, &shared.name);
+                }
                 Ok(None) => break,
                 Err(e) => {
-                    if proc.killed_because.lock().unwrap().is_none() {
-                        tracing::error!(plugin = %shared.name, pid = proc.pid, "worker channel: {e}");
+                    if lock(&proc.killed_because).is_none() {
+                        tracing::error!(plugin = %shared.name, pid = proc.pid, "worker events: {e}");
                     }
                     break;
                 }
-            };
-            let (id, reply) = match frame {
-                FromWorker::Result { id, result } => (id, Reply::Result(from_wire(result))),
-                FromWorker::Progress {
-                    id,
-                    progress,
-                    total,
-                    message,
-                } => (id, Reply::Progress(progress, total, message)),
-                FromWorker::State { id, state } => (id, Reply::State(state)),
-                FromWorker::Restored { id, outcome } => (id, Reply::Restored(outcome)),
-                FromWorker::Log {
-                    level,
-                    call,
-                    module,
-                    message,
-                } => {
-                    emit_log(level, &shared.name, call.as_deref(), &module, &message);
-                    continue;
-                }
-                FromWorker::Ready { .. }
-                | FromWorker::LoadFailed { .. }
-                | FromWorker::ConfigQuery { .. } => continue,
-            };
-            let mut waiting = proc.waiting.lock().unwrap_or_else(|e| e.into_inner());
-            let Some(waiting) = waiting.as_mut() else {
-                continue;
-            };
-            let last = !matches!(reply, Reply::Progress(..));
-            let tx = if last {
-                waiting.remove(&id)
-            } else {
-                waiting.get(&id).cloned()
-            };
-            if let Some(tx) = tx {
-                let _ = tx.send(reply);
             }
         }
-        // The channel is closed: the worker exited, was killed, or closed it. Make sure it is
+        // The event stream ended: the worker exited, was killed, or closed it. Make sure it is
         // gone, then reap it (no zombie).
         let status = {
             let (lock, cv) = &proc.exited;
@@ -737,16 +888,14 @@ impl Started {
                 }
             }
         };
+        // What the worker answered before it died reaches its callers.
+        proc.reaped.store(true, Ordering::Release);
+        drain(&proc, &shared.name);
         let overflowed = self.output.take().is_some_and(|o| o.finish());
         let cause = describe(status, overflowed);
         let killed = proc.killed_because.lock().unwrap().clone();
         let closing = shared.lock().closing;
-        let waiting = proc
-            .waiting
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .unwrap_or_default();
+        let waiting = lock(&proc.waiting).take().unwrap_or_default().by_id;
         let in_flight = waiting.len();
         let crashed = killed.is_none() && !(closing && status.success());
         let disabled = crashed && shared.record_crash(&cause);
@@ -776,6 +925,16 @@ impl Started {
                 tracing::error!(plugin = %shared.name, "{e}");
             }
         }
+    }
+}
+
+/// Hands out the replies a dead worker left in the channel.
+fn drain(proc: &Proc, plugin: &str) {
+    let mut replies = lock(&proc.replies);
+    // Everything is there already; the wait only bounds a descriptor kept open elsewhere.
+    while let Ok(Next::Frame(frame)) = replies.next::<FromWorker>(Some(Duration::from_millis(100)))
+    {
+        proc.dispatch(frame, None, plugin);
     }
 }
 

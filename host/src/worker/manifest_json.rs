@@ -5,7 +5,9 @@ use serde_json::{json, Map, Value};
 
 use crate::plugin::{Annotations, Manifest, ToolInfo};
 
-pub(crate) fn to_json(m: &Manifest) -> String {
+/// `call_typed`: whether the plugin has the ABI's typed parse (the host then lets it check
+/// arguments, as in process).
+pub(crate) fn to_json(m: &Manifest, call_typed: bool) -> String {
     let tools: Vec<Value> = m
         .tools
         .iter()
@@ -31,12 +33,14 @@ pub(crate) fn to_json(m: &Manifest) -> String {
         "version": m.version,
         "description": m.description,
         "stateful": m.stateful,
+        "call_typed": call_typed,
         "tools": tools,
     })
     .to_string()
 }
 
-pub(crate) fn from_json(text: &str) -> Result<Manifest, String> {
+/// The manifest, and whether the plugin has the ABI's typed parse.
+pub(crate) fn from_json(text: &str) -> Result<(Manifest, bool), String> {
     let v: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
     let s = |v: &Value, k: &str| -> Result<String, String> {
         v.get(k)
@@ -78,7 +82,11 @@ pub(crate) fn from_json(text: &str) -> Result<Manifest, String> {
     };
     // The worker validated it, but the host relies on the rules itself.
     manifest.validate().map_err(|e| e.to_string())?;
-    Ok(manifest)
+    let call_typed = v
+        .get("call_typed")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    Ok((manifest, call_typed))
 }
 
 #[cfg(test)]
@@ -107,7 +115,9 @@ mod tests {
                 meta: Some(json!({"k":1}).as_object().unwrap().clone()),
             }],
         };
-        let back = from_json(&to_json(&m)).unwrap();
+        let (back, call_typed) = from_json(&to_json(&m, true)).unwrap();
+        assert!(call_typed);
+        assert!(!from_json(&to_json(&m, false)).unwrap().1);
         assert_eq!(back.name, "p");
         assert!(back.stateful);
         let t = &back.tools[0];

@@ -3,7 +3,11 @@
 //!
 //! - The host stages, hashes and trust-checks the plugin file as for in-process loading, then
 //!   hands the worker the open staged copy (fd 3): the worker maps exactly the bytes checked.
-//! - Host and worker talk over a socketpair (fd 4) in length-prefixed frames ([`wire`]).
+//! - Host and worker talk in length-prefixed frames ([`wire`]): requests over a socketpair
+//!   (fd 4); replies over a pipe (fd 5), read by the call waiting for them, so a lone call
+//!   reads its own reply; logs over another pipe (fd 6), read all the time.
+//! - In the worker, the thread that reads a call runs it; another thread reads when a call
+//!   outlives the host's budget for a quick call.
 //! - A worker that dies fails every call in flight on it with an error naming plugin, tool and
 //!   cause, and is started again; a crash budget disables a plugin that keeps crashing.
 //! - A cancelled call whose tool does not stop within a grace period gets its worker killed.
@@ -13,6 +17,7 @@ mod child;
 mod host;
 mod manifest_json;
 mod process;
+mod relay;
 pub mod sandbox;
 pub mod wire;
 

@@ -1,11 +1,17 @@
-//! Starting a worker process: `toolhost __worker`, with the staged library on fd 3 and its
-//! end of the channel on fd 4, in a process group of its own, killed when the host dies.
+//! Starting a worker process: `toolhost __worker`, with the staged library on fd 3, its end
+//! of the request channel on fd 4, the replies pipe on fd 5 and the events pipe on fd 6, in a
+//! process group of its own, killed when the host dies.
+//!
+//! Each of the three goes one way. A thread asleep reading a unix socket is woken whenever
+//! the socket's send buffer frees up (the peer read what this side sent): with a request and
+//! its reply on the same socket, every call woke the reader on the other side for nothing
+//! (a context switch per call, on one CPU). Pipes back are also cheaper than a socket.
 
 use std::{
     fs::File,
     io,
     os::{
-        fd::{AsRawFd, RawFd},
+        fd::{AsRawFd, FromRawFd, OwnedFd, RawFd},
         unix::{net::UnixStream, process::CommandExt},
     },
     path::Path,
@@ -18,15 +24,38 @@ use crate::trust::hex;
 
 /// The descriptor a worker finds the library on.
 pub(crate) const LIBRARY_FD: RawFd = 3;
-/// The descriptor a worker finds its end of the channel on.
+/// The descriptor a worker finds its end of the request channel on (requests in, nothing
+/// out). A socket because the host writes to it: a send to a dead worker must fail, not
+/// raise SIGPIPE (`send` has `MSG_NOSIGNAL`; the host may run with SIGPIPE's default action).
 pub(crate) const CHANNEL_FD: RawFd = 4;
+/// The descriptor a worker finds the write end of the replies pipe on: results, progress and
+/// states (and everything while the plugin loads), read by the callers waiting for them.
+pub(crate) const REPLIES_FD: RawFd = 5;
+/// The descriptor a worker finds the write end of the events pipe on: what it says unasked
+/// (logs) once its plugin is loaded. The host reads it all the time, so it sees the worker
+/// die (the pipe ends) even when no call waits.
+pub(crate) const EVENTS_FD: RawFd = 6;
 
-/// A started worker: the child, the host's end of the channel, and the worker's merged
-/// stdout and stderr.
+/// A started worker: the child, the host's end of the request channel, the read ends of the
+/// replies and events pipes, and the worker's merged stdout and stderr.
 pub(crate) struct Spawned {
     pub child: Child,
     pub channel: UnixStream,
+    pub replies: OwnedFd,
+    pub events: OwnedFd,
     pub output: ChildStderr,
+}
+
+/// A pipe (read end, write end), both close-on-exec.
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into `fds` (two ints, as it expects), which we own
+    // from then on; nothing is written on failure.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both were just opened by pipe2 and nothing else owns them.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// What the worker needs to know besides its descriptors.
@@ -80,6 +109,8 @@ pub(crate) fn spawn(
     launch: Launch<'_>,
 ) -> io::Result<Spawned> {
     let (host_end, worker_end) = UnixStream::pair()?;
+    let (replies, worker_replies) = pipe()?;
+    let (events, worker_events) = pipe()?;
     let mut cmd = Command::new(&config.exe);
     cmd.arg("__worker")
         .arg("--file")
@@ -102,26 +133,35 @@ pub(crate) fn spawn(
         // handle (the first one interrupts a turn), not a signal that should kill workers.
         .process_group(0);
     let library_fd = library.try_clone()?;
-    let (lib_raw, chan_raw) = (library_fd.as_raw_fd(), worker_end.as_raw_fd());
+    let fds = [
+        (library_fd.as_raw_fd(), LIBRARY_FD),
+        (worker_end.as_raw_fd(), CHANNEL_FD),
+        (worker_replies.as_raw_fd(), REPLIES_FD),
+        (worker_events.as_raw_fd(), EVENTS_FD),
+    ];
     // SAFETY: the closure runs in the forked child before exec, so it may only make
     // async-signal-safe calls: fcntl, dup2, close, prctl, getppid and _exit are. It touches no
-    // memory but its captured integers. `lib_raw` and `chan_raw` are open in the parent (and so
-    // in the child) until `spawn` returns: `library_fd` and `worker_end` are dropped after it.
+    // memory but its captured integers. The descriptors in `fds` are open in the parent (and
+    // so in the child) until `spawn` returns: `library_fd`, `worker_end`, `worker_replies` and
+    // `worker_events` are dropped after it.
     unsafe {
         let parent = libc::getpid();
         cmd.pre_exec(move || {
-            // Move both out of the way first: either may itself be 3 or 4.
-            let lib = libc::fcntl(lib_raw, libc::F_DUPFD_CLOEXEC, 10);
-            let chan = libc::fcntl(chan_raw, libc::F_DUPFD_CLOEXEC, 10);
-            if lib < 0 || chan < 0 {
-                return Err(io::Error::last_os_error());
+            // Move all out of the way first: any may itself be 3, 4, 5 or 6.
+            let mut moved = [0; 4];
+            for (slot, (from, _)) in moved.iter_mut().zip(fds) {
+                *slot = libc::fcntl(from, libc::F_DUPFD_CLOEXEC, 10);
+                if *slot < 0 {
+                    return Err(io::Error::last_os_error());
+                }
             }
-            // dup2 leaves the new descriptors without FD_CLOEXEC: the worker inherits them.
-            if libc::dup2(lib, LIBRARY_FD) < 0 || libc::dup2(chan, CHANNEL_FD) < 0 {
-                return Err(io::Error::last_os_error());
+            for (from, (_, to)) in moved.into_iter().zip(fds) {
+                // dup2 leaves the new descriptor without FD_CLOEXEC: the worker inherits it.
+                if libc::dup2(from, to) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                libc::close(from);
             }
-            libc::close(lib);
-            libc::close(chan);
             // A plugin's `println!` lands in the captured stderr rather than nowhere.
             if libc::dup2(2, 1) < 0 {
                 return Err(io::Error::last_os_error());
@@ -143,12 +183,16 @@ pub(crate) fn spawn(
         let child = cmd.spawn();
         drop(library_fd);
         drop(worker_end);
+        drop(worker_replies);
+        drop(worker_events);
         child
     })??;
     let output = child.stderr.take().expect("stderr is piped");
     Ok(Spawned {
         child,
         channel: host_end,
+        replies,
+        events,
         output,
     })
 }

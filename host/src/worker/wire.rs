@@ -7,9 +7,14 @@
 //! sides have at hand anyway.
 
 use std::{
+    fs::File,
     io::{self, Read},
-    os::unix::net::UnixStream,
+    os::{
+        fd::{AsRawFd, OwnedFd},
+        unix::net::UnixStream,
+    },
     sync::Mutex,
+    time::{Duration, Instant},
 };
 
 use serde::{Deserialize, Serialize};
@@ -41,6 +46,15 @@ pub enum ToWorker {
     Shutdown,
     /// The answer to [`FromWorker::ConfigQuery`] (only while the plugin loads).
     ConfigAnswer { config: Option<String> },
+    /// As [`ToWorker::Call`], through the plugin's typed parse (the ABI's `call_typed`):
+    /// answered by [`FromWorker::Result`], or by [`FromWorker::Untyped`] when the parse
+    /// refused the arguments and the tool did not run.
+    CallTyped {
+        id: u64,
+        tool: String,
+        args: String,
+        label: String,
+    },
 }
 
 /// Worker → host.
@@ -82,6 +96,10 @@ pub enum FromWorker {
     Restored {
         id: u64,
         outcome: Restore,
+    },
+    /// [`ToWorker::CallTyped`] `id` did not run: the typed parse refused its arguments.
+    Untyped {
+        id: u64,
     },
 }
 
@@ -171,17 +189,173 @@ pub fn read_frame<T: for<'de> Deserialize<'de>>(
     }
     let len = u32::from_le_bytes(len) as usize;
     if len > MAX_FRAME {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("a frame of {len} bytes, over the {MAX_FRAME} limit"),
-        ));
+        return Err(over_limit(len));
     }
     buf.clear();
     buf.resize(len, 0);
     r.read_exact(buf)?;
-    bincode::deserialize(buf)
-        .map(Some)
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("bad frame: {e}")))
+    bincode::deserialize(buf).map(Some).map_err(bad_frame)
+}
+
+/// A [`FrameReader`]'s buffer to begin with, and the most it keeps once a big frame is read.
+const BUF_START: usize = 64 * 1024;
+const BUF_KEPT: usize = 1 << 20;
+
+/// What [`FrameReader::next`] found.
+#[derive(Debug, PartialEq)]
+pub enum Next<T> {
+    Frame(T),
+    /// Nothing complete arrived in time; the bytes read so far stay for the next call.
+    TimedOut,
+    /// A clean end of stream (no partial frame).
+    Closed,
+}
+
+/// Reads frames from a pipe or socket with an optional wait per frame. Unlike [`read_frame`]
+/// over a `BufReader`, a wait that times out mid-frame loses nothing: whoever reads next (the
+/// same thread or another one holding the reader) goes on from the same byte.
+#[derive(Debug)]
+pub struct FrameReader {
+    input: File,
+    /// Bytes read and not decoded yet are `buf[start..end]`.
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    eof: bool,
+}
+
+impl FrameReader {
+    pub fn new(input: impl Into<OwnedFd>) -> Self {
+        FrameReader {
+            input: File::from(input.into()),
+            buf: vec![0; BUF_START],
+            start: 0,
+            end: 0,
+            eof: false,
+        }
+    }
+
+    /// The next frame, waiting at most `wait` for it (`None`: as long as it takes).
+    pub fn next<T: for<'de> Deserialize<'de>>(
+        &mut self,
+        wait: Option<Duration>,
+    ) -> io::Result<Next<T>> {
+        let deadline = wait.map(|w| Instant::now() + w);
+        loop {
+            if let Some(frame) = self.complete()? {
+                return Ok(Next::Frame(frame));
+            }
+            if self.eof {
+                return if self.start == self.end {
+                    Ok(Next::Closed)
+                } else {
+                    Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the stream ended inside a frame",
+                    ))
+                };
+            }
+            let timeout = match deadline {
+                Some(at) => match at.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => return Ok(Next::TimedOut),
+                },
+                None => None,
+            };
+            match self.fill(timeout) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Next::TimedOut),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Decodes the frame at the front of the buffer, if it is all there.
+    fn complete<T: for<'de> Deserialize<'de>>(&mut self) -> io::Result<Option<T>> {
+        let unread = &self.buf[self.start..self.end];
+        let Some(prefix) = unread.first_chunk::<4>() else {
+            return Ok(None);
+        };
+        let len = u32::from_le_bytes(*prefix) as usize;
+        if len > MAX_FRAME {
+            return Err(over_limit(len));
+        }
+        if unread.len() < 4 + len {
+            // Room for all of this frame, so a big one is read in few calls.
+            if self.buf.len() - self.start < 4 + len {
+                self.compact();
+                if self.buf.len() < 4 + len {
+                    self.buf.resize(4 + len, 0);
+                }
+            }
+            return Ok(None);
+        }
+        let frame = bincode::deserialize(&unread[4..4 + len]).map_err(bad_frame)?;
+        self.start += 4 + len;
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+            if self.buf.len() > BUF_KEPT {
+                // One big result does not keep its buffer for the worker's life.
+                self.buf = vec![0; BUF_START];
+            }
+        }
+        Ok(Some(frame))
+    }
+
+    /// Moves the unread bytes to the front of the buffer.
+    fn compact(&mut self) {
+        self.buf.copy_within(self.start..self.end, 0);
+        self.end -= self.start;
+        self.start = 0;
+    }
+
+    /// One read into the buffer, waiting at most `timeout` for something to read.
+    fn fill(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        if let Some(timeout) = timeout {
+            wait_readable(&self.input, timeout)?;
+        }
+        if self.end == self.buf.len() {
+            self.compact();
+        }
+        if self.end == self.buf.len() {
+            self.buf.resize(self.buf.len() * 2, 0);
+        }
+        let n = self.input.read(&mut self.buf[self.end..])?;
+        self.end += n;
+        self.eof = n == 0;
+        Ok(())
+    }
+}
+
+/// Waits until `input` has something to read (or its end); `WouldBlock` after `timeout`.
+fn wait_readable(input: &File, timeout: Duration) -> io::Result<()> {
+    let mut fd = libc::pollfd {
+        fd: input.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // Whole milliseconds, rounded up: never back before the time is up.
+    let ms = timeout.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: `fd` is one live pollfd for the call, and the count says one; the descriptor
+    // belongs to `input`, borrowed for the call.
+    match unsafe { libc::poll(&mut fd, 1, ms) } {
+        n if n < 0 => Err(io::Error::last_os_error()),
+        0 => Err(io::ErrorKind::WouldBlock.into()),
+        _ => Ok(()),
+    }
+}
+
+fn over_limit(len: usize) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("a frame of {len} bytes, over the {MAX_FRAME} limit"),
+    )
+}
+
+fn bad_frame(e: bincode::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("bad frame: {e}"))
 }
 
 #[cfg(test)]
@@ -236,5 +410,49 @@ mod tests {
         let mut r = cut;
         read_frame::<FromWorker>(&mut r, &mut buf).unwrap();
         assert!(read_frame::<FromWorker>(&mut r, &mut buf).is_err());
+    }
+
+    #[test]
+    fn a_frame_reader_keeps_a_partial_frame_across_a_timeout() {
+        let (mut tx, rx) = UnixStream::pair().unwrap();
+        let mut reader = FrameReader::new(rx);
+        let wait = Some(Duration::from_millis(20));
+        let big = ToWorker::Call {
+            id: 1,
+            tool: "t".into(),
+            // Bigger than the buffer a reader keeps.
+            args: "x".repeat(BUF_KEPT + BUF_START),
+            label: "l".into(),
+        };
+        let small = ToWorker::Cancel { id: 2 };
+        let mut bytes = encode(&big);
+        bytes.extend_from_slice(&encode(&small));
+        let (head, tail) = bytes.split_at(10);
+        assert_eq!(reader.next::<ToWorker>(wait).unwrap(), Next::TimedOut);
+        io::Write::write_all(&mut tx, head).unwrap();
+        assert_eq!(reader.next::<ToWorker>(wait).unwrap(), Next::TimedOut);
+        // The rest, written while the reader waits.
+        let tail = tail.to_vec();
+        let writer = std::thread::spawn(move || {
+            io::Write::write_all(&mut tx, &tail).unwrap();
+            tx
+        });
+        let long = Some(Duration::from_secs(10));
+        assert_eq!(reader.next::<ToWorker>(long).unwrap(), Next::Frame(big));
+        assert_eq!(reader.next::<ToWorker>(long).unwrap(), Next::Frame(small));
+        assert!(
+            reader.buf.len() <= BUF_KEPT,
+            "the big frame's buffer is let go"
+        );
+        let mut tx = writer.join().unwrap();
+        // A frame cut short by the end of the stream is an error; a clean end is not.
+        io::Write::write_all(&mut tx, &encode(&ToWorker::Shutdown)[..3]).unwrap();
+        drop(tx);
+        assert!(reader.next::<ToWorker>(long).is_err());
+
+        let (tx, rx) = UnixStream::pair().unwrap();
+        drop(tx);
+        let mut reader = FrameReader::new(rx);
+        assert_eq!(reader.next::<ToWorker>(None).unwrap(), Next::Closed);
     }
 }
