@@ -17,6 +17,7 @@ pub mod model;
 pub mod plugin;
 pub mod plugin_dir;
 pub mod registry;
+mod relay;
 pub mod scaffold;
 pub mod service;
 pub mod transport;

@@ -14,10 +14,7 @@
 //! (routing, the lease, the argument check) happens while the thread still holds the input.
 
 use std::{
-    sync::{
-        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
-        Arc, Condvar, Mutex, MutexGuard,
-    },
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -27,6 +24,7 @@ use super::{parse_object, sort_read, Intake, Reader, Routed, Slot};
 use crate::{
     handler::{Ending, HERE_BUDGET},
     model::Incoming,
+    relay::{lock, Relay},
     transport::{BlockingLines, LineReader, ReadError, TooLong},
 };
 
@@ -63,17 +61,8 @@ pub(super) struct Lane {
     source: Mutex<Box<dyn LineSource>>,
     intake: Intake,
     rt: Handle,
-    /// Threads reading or waiting to read. 0 while the last reader runs a tool.
-    readers: AtomicUsize,
-    /// When the last reader started its tool, in nanoseconds since `epoch`.
-    call_since: AtomicU64,
-    epoch: Instant,
-    /// The input ended (or failed): no thread reads any more.
-    ended: AtomicBool,
-    /// The watchdog sleeps until woken (rather than checking every budget).
-    watch_asleep: AtomicBool,
-    watch: Mutex<()>,
-    watch_wake: Condvar,
+    /// Who reads, and the watchdog's rhythm.
+    relay: Relay,
     /// Every reader thread's running call.
     threads: Mutex<Vec<Arc<Running>>>,
 }
@@ -102,13 +91,7 @@ impl Lane {
             reader,
             source: Mutex::new(source),
             rt: Handle::current(),
-            readers: AtomicUsize::new(1),
-            call_since: AtomicU64::new(0),
-            epoch: Instant::now(),
-            ended: AtomicBool::new(false),
-            watch_asleep: AtomicBool::new(false),
-            watch: Mutex::new(()),
-            watch_wake: Condvar::new(),
+            relay: Relay::new(),
             threads: Mutex::new(Vec::new()),
         });
         lane.spawn_reader()?;
@@ -127,7 +110,7 @@ impl Lane {
             .name("toolhost-reader".into())
             .spawn(move || lane.read_loop(running));
         if spawned.is_err() {
-            self.readers.fetch_sub(1, Ordering::SeqCst);
+            lock(&self.threads).pop();
         }
         spawned.map(drop)
     }
@@ -138,16 +121,15 @@ impl Lane {
         let _rt = self.rt.enter();
         loop {
             let mut source = lock(&self.source);
-            if self.ended.load(Ordering::Acquire) {
+            if self.relay.ended() {
                 break;
             }
             let slot = self.ready();
             let line = next_message(&mut **source, |t| self.reader.too_long(t));
             let Some(line) = line else {
-                self.ended.store(true, Ordering::Release);
+                self.relay.end();
                 drop(source);
                 self.reader.input_ended();
-                self.wake_watchdog();
                 break;
             };
             let routed = match parse_object(&line, Incoming::parse) {
@@ -171,15 +153,7 @@ impl Lane {
                 self.reader.out.send(answer.control_line(&r.request_id));
                 drop(r.slot);
             }
-            if self.ended.load(Ordering::Acquire) {
-                // The watchdog may be waiting for this call to end before it does.
-                self.wake_watchdog();
-            }
-            if self
-                .readers
-                .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
-                .is_err()
-            {
+            if !self.relay.read_again() {
                 // Another thread reads now.
                 break;
             }
@@ -205,106 +179,38 @@ impl Lane {
             started,
             deadline: None,
         });
-        let since = started.duration_since(self.epoch).as_nanos() as u64;
-        self.call_since.store(since, Ordering::SeqCst);
-        // SeqCst, paired with the watchdog's: either it sees no reader, or we see it asleep.
-        self.readers.fetch_sub(1, Ordering::SeqCst);
-        if self.watch_asleep.load(Ordering::SeqCst) {
-            self.wake_watchdog();
-        }
+        self.relay.running();
     }
 
-    fn wake_watchdog(&self) {
-        let _guard = lock(&self.watch);
-        self.watch_asleep.store(false, Ordering::SeqCst);
-        self.watch_wake.notify_one();
-    }
-
-    /// Promotes a reader when the last one's tool outlives the budget, registers such calls
-    /// for cancellation, and answers the timeout of calls whose tool does not return.
+    /// Promotes a reader when the last one's tool outlives the budget (its call escalated
+    /// first, by `check_calls`: a cancellation the new reader reads finds it), and answers the
+    /// timeout of calls whose tool does not return. Returns when the input ended.
     fn watchdog(self: Arc<Self>) {
-        loop {
-            let now = Instant::now();
-            let (running, next_deadline) = self.check_calls(now);
-            let ended = self.ended.load(Ordering::Acquire);
-            if ended && running == 0 {
-                return;
-            }
-            if !ended && self.readers.load(Ordering::SeqCst) == 0 {
-                let since = Duration::from_nanos(self.call_since.load(Ordering::SeqCst));
-                if now.duration_since(self.epoch) >= since + HERE_BUDGET
-                    && self
-                        .readers
-                        .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
-                        .is_ok()
-                {
-                    // Its call was escalated by `check_calls` above: a cancellation the new
-                    // reader reads finds it.
-                    tracing::debug!("a tool outlived {HERE_BUDGET:?}: another thread reads");
-                    if let Err(e) = self.spawn_reader() {
-                        tracing::error!("cannot start a reader thread: {e}");
-                    }
-                }
-            }
-            let recent = now.duration_since(self.epoch)
-                < Duration::from_nanos(self.call_since.load(Ordering::SeqCst)) + STAY_AWAKE;
-            let guard = lock(&self.watch);
-            if recent || running > 0 && self.readers.load(Ordering::SeqCst) == 0 {
-                // Checking every budget: a call starting now is seen without waking us.
-                let _ = self.watch_wake.wait_timeout(guard, HERE_BUDGET);
-                continue;
-            }
-            self.watch_asleep.store(true, Ordering::SeqCst);
-            if self.readers.load(Ordering::SeqCst) == 0 && !self.ended.load(Ordering::Acquire) {
-                // A call started between our checks: stay awake.
-                self.watch_asleep.store(false, Ordering::SeqCst);
-                continue;
-            }
-            let mut guard = guard;
-            while self.watch_asleep.load(Ordering::SeqCst) {
-                match next_deadline {
-                    Some(at) => {
-                        let wait = at.saturating_duration_since(Instant::now());
-                        if wait.is_zero() {
-                            break;
-                        }
-                        guard = self
-                            .watch_wake
-                            .wait_timeout(guard, wait)
-                            .unwrap_or_else(|e| e.into_inner())
-                            .0;
-                        if Instant::now() >= at {
-                            break;
-                        }
-                    }
-                    None => {
-                        guard = self
-                            .watch_wake
-                            .wait(guard)
-                            .unwrap_or_else(|e| e.into_inner());
-                    }
-                }
-            }
-            self.watch_asleep.store(false, Ordering::SeqCst);
-        }
+        self.relay.watch(
+            HERE_BUDGET,
+            STAY_AWAKE,
+            || self.spawn_reader(),
+            |now| self.check_calls(now, false),
+        );
+        // The input ended: every call still running is escalated, so that the session's wind
+        // down can cancel it and name it if it does not stop.
+        self.check_calls(Instant::now(), true);
     }
 
-    /// Escalates calls over the budget and times out calls past their deadline. Returns how
-    /// many calls still run here and the nearest deadline.
-    fn check_calls(&self, now: Instant) -> (usize, Option<Instant>) {
+    /// Escalates calls over the budget (`all`: every call) and times out calls past their
+    /// deadline. Returns the nearest deadline.
+    fn check_calls(&self, now: Instant, all: bool) -> Option<Instant> {
         let threads: Vec<Arc<Running>> = lock(&self.threads).clone();
-        let mut count = 0;
         let mut next: Option<Instant> = None;
         for running in threads {
             let mut r = lock(&running.0);
             let Some(call) = r.as_mut() else {
                 continue;
             };
-            if call.deadline.is_none() && now >= call.started + HERE_BUDGET {
+            if call.deadline.is_none() && (all || now >= call.started + HERE_BUDGET) {
                 call.deadline = Some(call.ending.deadline(call.started));
                 call.ending.escalate();
             }
-            count += 1;
             let Some(deadline) = call.deadline else {
                 continue;
             };
@@ -313,12 +219,11 @@ impl Lane {
                 drop(r);
                 let answer = call.ending.time_out();
                 self.reader.out.send(answer.control_line(&call.request_id));
-                count -= 1;
                 continue;
             }
             next = Some(next.map_or(deadline, |n| n.min(deadline)));
         }
-        (count, next)
+        next
     }
 }
 
@@ -330,10 +235,4 @@ fn next_message(source: &mut dyn LineSource, mut too_long: impl FnMut(TooLong)) 
             return message;
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Nothing here panics while holding these locks but a plugin-free bookkeeping step; the
-    // data stays consistent enough to go on.
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

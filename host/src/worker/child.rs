@@ -24,9 +24,10 @@ use std::{
 
 use tracing_subscriber::{layer::SubscriberExt, Layer};
 
+use crate::relay::{lock, Relay};
+
 use super::{
     process::{CHANNEL_FD, EVENTS_FD, LIBRARY_FD, REPLIES_FD},
-    relay::{lock, Relay},
     sandbox::Sandbox,
     wire::{self, FrameReader, FromWorker, LoadFailure, Next, Restore, ResultWire, ToWorker},
 };
@@ -199,7 +200,7 @@ fn serve(plugin: Arc<LoadedPlugin>, channel: UnixStream, out: Arc<Out>) {
     }
     serving
         .relay
-        .watch(HERE_BUDGET, STAY_AWAKE, || serving.spawn_reader());
+        .watch(HERE_BUDGET, STAY_AWAKE, || serving.spawn_reader(), |_| None);
     // A tool still running may never return: do not wait for it, and do not unload under it.
     if !lock(&serving.calls).is_empty() {
         std::mem::forget(serving);

@@ -20,13 +20,13 @@ use serde_json::value::RawValue;
 use super::{
     manifest_json,
     process::{self, signal_name, Launch},
-    relay::lock,
     wire::{self, FrameReader, FromWorker, LoadFailure, Next, Restore, ResultWire, ToWorker},
     PluginWorkerSettings, WorkerConfig, WorkerError,
 };
 use crate::plugin::{
     emit_log, CallControl, CallResult, ConfigSource, LoadError, Manifest, Staged, StateError,
 };
+use crate::relay::lock;
 
 /// What a call waiting on the worker hears.
 enum Reply {

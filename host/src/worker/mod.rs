@@ -17,7 +17,6 @@ mod child;
 mod host;
 mod manifest_json;
 mod process;
-mod relay;
 pub mod sandbox;
 pub mod wire;
 

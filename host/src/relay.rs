@@ -1,7 +1,7 @@
 //! Leader/follower among the threads that read one input and run what they read themselves
 //! (no hand-off to another thread for a quick job), with a watchdog that starts another reader
-//! when a job outlives a budget. The host's reader threads (`service::lane`) use the same
-//! scheme; this type holds it for the worker.
+//! when a job outlives a budget. The session's reader threads (`service::lane`) and a worker's
+//! (`worker::child`) both run on it.
 
 use std::{
     io,
@@ -79,18 +79,21 @@ impl Relay {
     /// The watchdog, until [`Self::end`]: calls `promote` (which starts another reader) when
     /// the reader's job outlives `budget`. It checks every budget while a job runs or one
     /// started within `stay_awake` (so a job starting then costs no wake-up), and sleeps
-    /// until woken otherwise.
+    /// until woken otherwise. At every check, before promoting, `check` sees the time and may
+    /// ask to be called again at some instant even while the watchdog sleeps (a deadline).
     pub(crate) fn watch(
         &self,
         budget: Duration,
         stay_awake: Duration,
         mut promote: impl FnMut() -> io::Result<()>,
+        mut check: impl FnMut(Instant) -> Option<Instant>,
     ) {
         let mut guard = lock(&self.sleep);
         loop {
             if self.ended() {
                 return;
             }
+            let next = check(Instant::now());
             let now = self.epoch.elapsed();
             let since = Duration::from_nanos(self.since.load(Ordering::SeqCst));
             if now >= since + budget && self.read_again() {
@@ -114,7 +117,19 @@ impl Relay {
                 && self.readers.load(Ordering::SeqCst) != 0
                 && !self.ended()
             {
-                guard = self.wake.wait(guard).unwrap_or_else(|e| e.into_inner());
+                guard = match next {
+                    None => self.wake.wait(guard).unwrap_or_else(|e| e.into_inner()),
+                    Some(at) => {
+                        let wait = at.saturating_duration_since(Instant::now());
+                        if wait.is_zero() {
+                            break;
+                        }
+                        self.wake
+                            .wait_timeout(guard, wait)
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0
+                    }
+                };
             }
             self.asleep.store(false, Ordering::SeqCst);
         }
@@ -147,10 +162,15 @@ mod tests {
         let promoted = Arc::new(AtomicUsize::new(0));
         let (r, p) = (relay.clone(), promoted.clone());
         let watchdog = std::thread::spawn(move || {
-            r.watch(Duration::from_millis(2), stay_awake, || {
-                p.fetch_add(1, Ordering::SeqCst);
-                Ok(())
-            })
+            r.watch(
+                Duration::from_millis(2),
+                stay_awake,
+                || {
+                    p.fetch_add(1, Ordering::SeqCst);
+                    Ok(())
+                },
+                |_| None,
+            )
         });
         (relay, promoted, watchdog)
     }
