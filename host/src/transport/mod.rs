@@ -7,7 +7,7 @@ mod lines;
 
 use std::{
     collections::VecDeque,
-    os::fd::{AsFd, AsRawFd},
+    os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd},
     sync::{
         atomic::{AtomicBool, AtomicUsize, Ordering},
         Arc, Mutex, MutexGuard,
@@ -191,6 +191,18 @@ fn write_now(out: &std::fs::File, line: &[u8]) -> std::io::Result<usize> {
             other => return other,
         }
     }
+}
+
+/// A pipe, both ends close-on-exec: `(read end, write end)`.
+pub fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into `fds` (two ints, as it expects), which we own
+    // from then on; nothing is written on failure.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both were just opened by pipe2 and nothing else owns them.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// A duplicate of `w`'s descriptor for [`LineSender::send`]'s direct writes, if `w` is in
@@ -464,27 +476,13 @@ mod tests {
         assert!(*writes < 10, "{writes} writes for 1000 queued lines");
     }
 
-    fn os_pipe() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
-        use std::os::fd::FromRawFd;
-        let mut fds = [0; 2];
-        // SAFETY: pipe2 writes two new descriptors into `fds`, which we own from then on.
-        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
-        // SAFETY: both descriptors are open and owned by nothing else.
-        unsafe {
-            (
-                std::os::fd::OwnedFd::from_raw_fd(fds[0]),
-                std::os::fd::OwnedFd::from_raw_fd(fds[1]),
-            )
-        }
-    }
-
     /// Lines sent while the pipe is full go to the writer task, the rest of a line written in
     /// part too: the reader sees every line whole, in the order sent, and nothing written
     /// around the queue.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn direct_writes_keep_lines_whole_and_in_order() {
         use tokio::{io::AsyncBufReadExt, net::unix::pipe};
-        let (r, w) = os_pipe();
+        let (r, w) = pipe().unwrap();
         let w = pipe::Sender::from_owned_fd(w).unwrap();
         let (tx, writer) = Writer::spawn_direct(w);
         assert!(tx.shared.lock().direct.is_some(), "a non-blocking pipe");
@@ -517,7 +515,7 @@ mod tests {
     /// could block on it.
     #[tokio::test]
     async fn a_blocking_output_is_not_written_directly() {
-        let (_r, w) = os_pipe();
+        let (_r, w) = pipe().unwrap();
         let w = tokio::fs::File::from_std(std::fs::File::from(w));
         let (tx, writer) = Writer::spawn_direct(w);
         assert!(tx.shared.lock().direct.is_none());

@@ -120,8 +120,8 @@ pub fn session_over_pipes(
             std::io::Error::last_os_error()
         );
     };
-    let (host_in, cli_out) = os_pipe();
-    let (cli_in, host_out) = os_pipe();
+    let (host_in, cli_out) = toolhost::transport::pipe().expect("a pipe");
+    let (cli_in, host_out) = toolhost::transport::pipe().expect("a pipe");
     sized(&host_in);
     sized(&cli_in);
     let lines = toolhost::transport::blocking_lines(host_in).max_line_bytes(max_line);
@@ -139,22 +139,6 @@ pub fn session_over_pipes(
         session,
         (cli_out, tokio::io::BufReader::new(cli_in).lines()),
     )
-}
-
-/// A pipe: its read end and its write end.
-pub fn os_pipe() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
-    use std::os::fd::FromRawFd;
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two new descriptors into `fds`, which we own from then on.
-    let r = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    assert_eq!(r, 0, "pipe2: {}", std::io::Error::last_os_error());
-    // SAFETY: both descriptors are open and owned by nothing else.
-    unsafe {
-        (
-            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
-            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
-        )
-    }
 }
 
 /// Progress reports as a plugin made them: `(done, total, message)`.
