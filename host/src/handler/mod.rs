@@ -374,7 +374,7 @@ impl Router {
             .map(|token| Progress::new(sink.clone(), server.clone(), token));
         let report = progress.clone().map(|p| p as Arc<dyn Report>);
         let id: Box<RawValue> = id.to_owned();
-        let control = Arc::new(CallControl::with_report(id.get(), report));
+        let control = Arc::new(CallControl::new(id.get(), report));
         Dispatch::Call(StartedCall {
             name: params.name.into_owned(),
             args: params.arguments.map(|a| a.get().to_string()),

@@ -305,7 +305,7 @@ impl Serving {
         let out = self.out.clone();
         let control = Arc::new(CallControl::new(
             label,
-            Some(Box::new(move |progress, total, message: &str| {
+            Some(Arc::new(move |progress, total, message: &str| {
                 out.send(&FromWorker::Progress {
                     id,
                     progress,

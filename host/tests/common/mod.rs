@@ -150,7 +150,7 @@ pub fn recording_progress(label: &str) -> (toolhost::plugin::CallControl, Report
     let sink = seen.clone();
     let control = toolhost::plugin::CallControl::new(
         label,
-        Some(Box::new(move |done, total, msg: &str| {
+        Some(std::sync::Arc::new(move |done, total, msg: &str| {
             sink.lock().unwrap().push((done, total, msg.to_string()))
         })),
     );
