@@ -93,8 +93,11 @@ impl Relay {
             if self.ended() {
                 return;
             }
-            let next = check(Instant::now());
-            let now = self.epoch.elapsed();
+            // One reading of the clock for the check and the promotion, so that a job the check
+            // found within its budget is not promoted by a later reading.
+            let at = Instant::now();
+            let next = check(at);
+            let now = at.duration_since(self.epoch);
             let since = Duration::from_nanos(self.since.load(Ordering::SeqCst));
             if now >= since + budget && self.read_again() {
                 if let Err(e) = promote() {

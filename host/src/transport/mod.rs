@@ -67,7 +67,6 @@ struct Queue {
     /// A non-blocking duplicate of the output descriptor: with nothing queued or being written,
     /// a sender writes its line itself, on its own thread, instead of waking the writer task.
     direct: Option<std::fs::File>,
-    stopped: bool,
 }
 
 impl Shared {
@@ -90,7 +89,8 @@ impl Shared {
     /// Queues `item` of `n` bytes and wakes the writer if it is idle. Returns false once the
     /// writer is gone.
     fn queue(&self, mut q: MutexGuard<'_, Queue>, item: Queued, n: usize) -> bool {
-        if q.stopped {
+        // Set under this lock: nothing is queued after the writer drained the queue for good.
+        if self.stopped.load(Ordering::Acquire) {
             return false;
         }
         self.bytes.fetch_add(n, Ordering::AcqRel);
@@ -128,12 +128,15 @@ impl LineSender {
         let q = shared.lock();
         if q.lines.is_empty() && !q.writing {
             if let Some(out) = &q.direct {
-                tracing::trace!(target: "toolhost::wire", ">> {line}");
                 match write_now(out, line.as_bytes()) {
-                    Ok(n) if n == line.len() + 1 => return true,
+                    Ok(n) if n == line.len() + 1 => {
+                        tracing::trace!(target: "toolhost::wire", ">> {line}");
+                        return true;
+                    }
                     Ok(n) => {
-                        let mut rest = Vec::with_capacity(line.len() + 1 - n);
-                        rest.extend_from_slice(&line.as_bytes()[n.min(line.len())..]);
+                        tracing::trace!(target: "toolhost::wire", ">> {line}");
+                        let mut rest = line.into_bytes();
+                        rest.drain(..n.min(rest.len()));
                         rest.push(b'\n');
                         let len = rest.len();
                         return shared.queue(q, Queued::Rest(rest), len);
@@ -324,14 +327,13 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     }
     {
         let mut q = shared.lock();
-        q.stopped = true;
+        shared.stopped.store(true, Ordering::Release);
         // The duplicate must close before the stream, or the peer never sees its end.
         q.direct = None;
         for item in std::mem::take(&mut q.lines) {
             forget(item, &shared);
         }
     }
-    shared.stopped.store(true, Ordering::Release);
     shared.drained.notify_waiters();
     let _ = w.shutdown().await;
 }
