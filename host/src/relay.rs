@@ -12,6 +12,10 @@ use std::{
     time::{Duration, Instant},
 };
 
+/// After the last job started, how long a watchdog keeps checking every budget instead of
+/// sleeping until woken (waking it costs the next job a system call).
+pub(crate) const STAY_AWAKE: Duration = Duration::from_millis(250);
+
 /// Who reads, since when the reader runs a job, and the watchdog's sleep.
 pub(crate) struct Relay {
     /// Threads reading or about to read: 0 while the last reader runs a job.

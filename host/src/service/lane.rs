@@ -15,7 +15,7 @@
 
 use std::{
     sync::{Arc, Mutex},
-    time::{Duration, Instant},
+    time::Instant,
 };
 
 use tokio::runtime::Handle;
@@ -24,13 +24,9 @@ use super::{parse_object, sort_read, Intake, Reader, Routed, Slot};
 use crate::{
     handler::{Ending, HERE_BUDGET},
     model::Incoming,
-    relay::{lock, Relay},
+    relay::{lock, Relay, STAY_AWAKE},
     transport::{BlockingLines, LineReader, ReadError, TooLong},
 };
-
-/// After the last call started, how long the watchdog keeps checking every budget instead of
-/// sleeping until woken (waking it costs the next call a system call).
-const STAY_AWAKE: Duration = Duration::from_millis(250);
 
 /// A source of the CLI's lines that a plain thread reads with blocking calls.
 pub trait LineSource: Send + 'static {
