@@ -15,6 +15,7 @@ fn frames() -> (ToWorker, FromWorker) {
         tool: "add".into(),
         args: r#"{"x":5,"y":3}"#.into(),
         label: "2".into(),
+        typed: true,
     };
     let result = FromWorker::Result {
         id: 41,

@@ -8,7 +8,7 @@ use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use serde_json::value::RawValue;
 use toolhost::model::{
     control_call_reply, control_success_raw, CallParams, CallResult, CallResultJson, ContentOut,
-    Incoming,
+    Incoming, MeasuredResult,
 };
 
 /// A line as the CLI sends it (the bench's fake CLI sends the same shape).
@@ -59,7 +59,10 @@ fn reply(c: &mut Criterion) {
         })
     });
     g.bench_function("control_call_reply", |b| {
-        b.iter(|| control_call_reply("b1041", Some(&id), black_box(&result)))
+        b.iter(|| {
+            let result = MeasuredResult::new(black_box(result.clone()));
+            control_call_reply("b1041", &id, &result)
+        })
     });
     g.finish();
 }

@@ -183,12 +183,7 @@ impl Executor {
     pub fn submit(&self, job: Job) -> Result<(), Refused> {
         let inner = &self.inner;
         let mut st = inner.lock();
-        // Looked up before inserting: the common case (a plugin called before) allocates no key.
-        if !st.plugins.contains_key(&job.plugin) {
-            st.plugins
-                .insert(job.plugin.clone(), PluginSlots::default());
-        }
-        let slots = st.plugins.get_mut(&job.plugin).expect("inserted above");
+        let slots = st.slots(&job.plugin);
         if slots.active < inner.config.per_plugin {
             slots.active += 1;
             let wake = inner.make_ready(&mut st, job);
@@ -212,11 +207,7 @@ impl Executor {
     pub fn try_here(&self, plugin: &str) -> Option<HereTicket> {
         let inner = &self.inner;
         let mut st = inner.lock();
-        if !st.plugins.contains_key(plugin) {
-            st.plugins
-                .insert(plugin.to_string(), PluginSlots::default());
-        }
-        let slots = st.plugins.get_mut(plugin).expect("inserted above");
+        let slots = st.slots(plugin);
         if slots.active >= inner.config.per_plugin || !slots.waiting.is_empty() {
             return None;
         }
@@ -239,15 +230,9 @@ impl Executor {
         let mut st = inner.lock();
         st.here -= 1;
         st.running.remove(&ticket.serial);
-        let Some(slots) = st.plugins.get_mut(plugin) else {
-            return;
-        };
-        match slots.waiting.pop_front() {
-            Some(next) => {
-                let wake = inner.make_ready(&mut st, next);
-                inner.wake(st, wake);
-            }
-            None => slots.active -= 1,
+        if let Some(next) = st.next_waiting(plugin) {
+            let wake = inner.make_ready(&mut st, next);
+            inner.wake(st, wake);
         }
     }
 
@@ -383,19 +368,34 @@ impl Inner {
 
     /// A job of `plugin` ended: its slot goes to the plugin's next waiting job, if any.
     fn finished(self: &Arc<Self>, st: &mut State, plugin: &str) {
-        let Some(slots) = st.plugins.get_mut(plugin) else {
-            return;
-        };
-        match slots.waiting.pop_front() {
-            Some(next) => {
-                // This thread takes it on its next turn (it is not idle, so no new thread).
-                st.ready.push_back(next);
-                self.ready_len.store(st.ready.len(), Ordering::Release);
-            }
-            // The entry stays (one per plugin name ever called): removing and re-inserting it
-            // cost an allocation and two hashes per call.
-            None => slots.active -= 1,
+        if let Some(next) = st.next_waiting(plugin) {
+            // This thread takes it on its next turn (it is not idle, so no new thread).
+            st.ready.push_back(next);
+            self.ready_len.store(st.ready.len(), Ordering::Release);
         }
+    }
+}
+
+impl State {
+    /// The slots of `plugin`, created at its first call. The entry stays (one per plugin name
+    /// ever called): removing and re-inserting it cost an allocation and two hashes per call.
+    fn slots(&mut self, plugin: &str) -> &mut PluginSlots {
+        // Looked up before inserting: the common case (a plugin called before) allocates no key.
+        if !self.plugins.contains_key(plugin) {
+            self.plugins
+                .insert(plugin.to_string(), PluginSlots::default());
+        }
+        self.plugins.get_mut(plugin).expect("inserted above")
+    }
+
+    /// A call of `plugin` ended: the job its slot goes to, if one waits; else the slot is free.
+    fn next_waiting(&mut self, plugin: &str) -> Option<Job> {
+        let slots = self.slots(plugin);
+        let next = slots.waiting.pop_front();
+        if next.is_none() {
+            slots.active -= 1;
+        }
+        next
     }
 }
 

@@ -12,6 +12,10 @@ use std::{
     time::{Duration, Instant},
 };
 
+/// After the last job started, how long a watchdog keeps checking every budget instead of
+/// sleeping until woken (waking it costs the next job a system call).
+pub(crate) const STAY_AWAKE: Duration = Duration::from_millis(250);
+
 /// Who reads, since when the reader runs a job, and the watchdog's sleep.
 pub(crate) struct Relay {
     /// Threads reading or about to read: 0 while the last reader runs a job.
@@ -93,8 +97,11 @@ impl Relay {
             if self.ended() {
                 return;
             }
-            let next = check(Instant::now());
-            let now = self.epoch.elapsed();
+            // One reading of the clock for the check and the promotion, so that a job the check
+            // found within its budget is not promoted by a later reading.
+            let at = Instant::now();
+            let next = check(at);
+            let now = at.duration_since(self.epoch);
             let since = Duration::from_nanos(self.since.load(Ordering::SeqCst));
             if now >= since + budget && self.read_again() {
                 if let Err(e) = promote() {

@@ -576,7 +576,7 @@ async fn cli_output_closing_fails_pending_requests() {
     let pending = tokio::spawn(handle.request(&json!({"subtype":"mcp_status"})));
     let _ = cli.next_line().await;
     // Closing the write end of the pipe (a pipe has no half-close: drop the descriptor).
-    let (_unused, other) = common::os_pipe();
+    let (_unused, other) = toolhost::transport::pipe().unwrap();
     let other = tokio::net::unix::pipe::Sender::from_owned_fd(other).unwrap();
     drop(std::mem::replace(&mut cli.to_host, other));
     let err = pending.await.unwrap().unwrap_err();

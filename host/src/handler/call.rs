@@ -6,7 +6,7 @@ use std::{sync::Arc, time::Duration};
 use super::{Compiled, Router, ToolCheck, HERE_BUDGET};
 use crate::{
     executor::Job,
-    model::{call_result_len, CallResult, CallResultJson},
+    model::{CallResult, MeasuredResult},
     plugin::CallControl,
     registry::Lease,
 };
@@ -38,10 +38,10 @@ pub(super) async fn run(
     tool: &str,
     args: Option<String>,
     control: Arc<CallControl>,
-) -> Result<CallResult, CallError> {
+) -> Result<MeasuredResult, CallError> {
     let call = match check(&lease, tool, args)? {
         Checked::Run(call) => call,
-        Checked::Answered(result) => return Ok(result),
+        Checked::Answered(result) => return Ok(MeasuredResult::new(result)),
     };
     let plugin = lease.name().to_string();
     let limit = router.timeout_for(&plugin);
@@ -102,20 +102,25 @@ pub(super) fn check_with(
     })
 }
 
-/// `result`, or an error result in its place if it is over the size limit.
-pub(super) fn bound(router: &Router, result: CallResult, plugin: &str, tool: &str) -> CallResult {
-    // Its length as serialized, computed without writing it.
-    let bytes = call_result_len(&result);
-    let max = router.config.max_result_bytes;
+/// `result`, or an error result in its place if it is over the size limit; measured once,
+/// for the limit and for the reply.
+pub(super) fn bound(
+    router: &Router,
+    result: CallResult,
+    plugin: &str,
+    tool: &str,
+) -> MeasuredResult {
+    let result = MeasuredResult::new(result);
+    let (bytes, max) = (result.json_len(), router.config.max_result_bytes);
     if bytes <= max {
         return result;
     }
     tracing::warn!(plugin, tool, bytes, max, "result over the size limit");
-    CallResult::error(format!(
+    MeasuredResult::new(CallResult::error(format!(
         "tool `{tool}` returned {}, over the {} limit (raise it with --max-result-bytes)",
         show_bytes(bytes),
         show_bytes(max)
-    ))
+    )))
 }
 
 /// The result of a call whose tool did not return within `limit`.
@@ -209,9 +214,12 @@ impl Call {
     }
 }
 
-pub(super) fn output(result: CallResult) -> CallOutput {
-    let json = serde_json::to_string(&CallResultJson(&result)).expect("call results serialize");
-    CallOutput { result, json }
+pub(super) fn output(result: MeasuredResult) -> CallOutput {
+    let json = result.json();
+    CallOutput {
+        result: result.result,
+        json,
+    }
 }
 
 /// `2.0 MB`, `512.0 kB`, `80 bytes` (decimal units, as people read sizes).

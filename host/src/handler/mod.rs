@@ -18,7 +18,10 @@ mod progress;
 use std::{
     collections::HashMap,
     future::Future,
-    sync::{Arc, Mutex},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex,
+    },
     time::Duration,
 };
 
@@ -35,10 +38,10 @@ use crate::{
     model::{
         control_call_reply, control_success_raw, error_code, initialize_result, negotiate_version,
         rpc_call_reply, rpc_error, rpc_result, CallResult, CancelledParams, InitializeParams,
-        JsonRpc, ServerInfo,
+        JsonRpc, MeasuredResult, ServerInfo,
     },
     plugin::{CallControl, LoadedPlugin, Report},
-    registry::{Lease, Registry},
+    registry::{Lease, Registry, TryLease},
 };
 
 /// Separator between plugin and tool names in [`Scope::All`] (`calc__add`).
@@ -124,6 +127,8 @@ pub struct Router {
     calls: Mutex<HashMap<CallKey, Arc<CallControl>>>,
     /// The catalog of [`Scope::All`] for the plugin versions it was last built from.
     flat: Mutex<Option<Arc<FlatCatalog>>>,
+    /// The session winds down: a call registered for cancellation from now on is cancelled.
+    closing: AtomicBool,
 }
 
 impl Router {
@@ -135,6 +140,7 @@ impl Router {
             config,
             calls: Mutex::new(HashMap::new()),
             flat: Mutex::new(None),
+            closing: AtomicBool::new(false),
         })
     }
 
@@ -159,6 +165,8 @@ impl Router {
     /// about each one still running in its plugin, which the host abandons (a stuck tool
     /// cannot be stopped in process; it must not keep the host alive).
     pub async fn wind_down(&self, grace: Duration) {
+        // Set first: a call run on a reading thread registers itself only when escalated.
+        self.closing.store(true, Ordering::Release);
         self.cancel_all();
         let deadline = tokio::time::Instant::now() + grace;
         while !self.executor.is_idle() && tokio::time::Instant::now() < deadline {
@@ -374,7 +382,7 @@ impl Router {
             .map(|token| Progress::new(sink.clone(), server.clone(), token));
         let report = progress.clone().map(|p| p as Arc<dyn Report>);
         let id: Box<RawValue> = id.to_owned();
-        let control = Arc::new(CallControl::with_report(id.get(), report));
+        let control = Arc::new(CallControl::new(id.get(), report));
         Dispatch::Call(StartedCall {
             name: params.name.into_owned(),
             args: params.arguments.map(|a| a.get().to_string()),
@@ -385,8 +393,7 @@ impl Router {
                 control,
                 progress,
                 registered: None,
-                tool: None,
-                version: None,
+                here: None,
             },
         })
     }
@@ -412,10 +419,17 @@ pub struct Ending {
     progress: Option<Arc<Progress>>,
     /// The key under which the call can be cancelled, once registered.
     registered: Option<CallKey>,
-    /// For a call run on its caller's thread: the tool (for messages) and its slot.
-    tool: Option<(String, HereId)>,
-    /// For a call run on its caller's thread: the version running it.
-    version: Option<Arc<LoadedPlugin>>,
+    /// Set for a call run on its caller's thread.
+    here: Option<HereInfo>,
+}
+
+/// What the answer of a call run on its caller's thread needs to know of it.
+struct HereInfo {
+    tool: String,
+    /// Its executor slot, to name it among the running calls.
+    slot: HereId,
+    /// The version running it (whose tool check records that it ran long).
+    version: Arc<LoadedPlugin>,
 }
 
 /// A call ready to run on the caller's thread; see [`StartedCall::here`].
@@ -440,8 +454,8 @@ impl StartedCall {
     /// Prepares the call to run on the calling thread, which must be able to block for as long
     /// as the tool runs: takes one of the plugin's executor slots, leases the plugin without
     /// waiting and checks the arguments. Registers nothing for cancellation: nothing can read
-    /// a cancellation while its reader runs the tool ([`Ending::escalate`] registers it when
-    /// another thread takes over reading).
+    /// a cancellation while its reader runs the tool ([`Ending::make_cancellable`] is due
+    /// before another thread takes over reading).
     pub fn here(self) -> Here {
         let StartedCall {
             name,
@@ -449,22 +463,17 @@ impl StartedCall {
             mut ending,
         } = self;
         let router = ending.router.clone();
-        let Some(server) = ending.server.take() else {
+        let Some(server) = ending.server.as_deref() else {
             return Here::Elsewhere(StartedCall { name, args, ending });
         };
-        let lease = match router.registry.try_lease(&server) {
-            Some(Some(lease)) => lease,
-            Some(None) => {
-                let e = CallError::UnknownServer(server.clone());
-                ending.server = Some(server);
+        let lease = match router.registry.try_lease(server) {
+            TryLease::Leased(lease) => lease,
+            TryLease::Unknown => {
+                let e = CallError::UnknownServer(server.to_string());
                 return Here::Answered(ending.answer(Err(e)));
             }
-            None => {
-                ending.server = Some(server);
-                return Here::Elsewhere(StartedCall { name, args, ending });
-            }
+            TryLease::Busy => return Here::Elsewhere(StartedCall { name, args, ending }),
         };
-        ending.server = Some(server);
         let compiled = Compiled::of(&lease);
         let check = match call::tool_check(&lease, compiled, &name) {
             Ok(check) => check,
@@ -479,11 +488,14 @@ impl StartedCall {
         match call::check_with(&lease, check, &name, args) {
             Checked::Answered(result) => {
                 router.executor.here_done(ticket, lease.name());
-                Here::Answered(ending.answer(Ok(result)))
+                Here::Answered(ending.answer(Ok(MeasuredResult::new(result))))
             }
             Checked::Run(call) => {
-                ending.tool = Some((name, ticket.id()));
-                ending.version = Some(lease.version().clone());
+                ending.here = Some(HereInfo {
+                    tool: name,
+                    slot: ticket.id(),
+                    version: lease.version().clone(),
+                });
                 Here::Run(HereCall {
                     run: HereRun {
                         router,
@@ -506,7 +518,7 @@ impl StartedCall {
             args,
             mut ending,
         } = self;
-        ending.register();
+        ending.make_cancellable();
         async move {
             let router = ending.router.clone();
             let leased = match &ending.server {
@@ -559,59 +571,60 @@ impl Drop for HereRun {
 impl Ending {
     /// The answer to a call run here whose tool returned `result`.
     pub fn finish(self, result: CallResult) -> Answer {
-        let (tool, plugin) = match (&self.tool, &self.server) {
-            (Some((tool, _)), Some(plugin)) => (tool.as_str(), plugin.as_str()),
-            _ => ("?", "?"),
-        };
+        let (plugin, tool) = self.names();
         let result = call::bound(&self.router, result, plugin, tool);
         self.answer(Ok(result))
     }
 
-    /// The answer to a call run here whose tool did not return within its timeout: the tool
-    /// is told to stop, and the answer says it timed out (the tool's result, if it ever comes,
-    /// is dropped).
-    pub fn time_out(self) -> Answer {
-        let (tool, plugin) = match (&self.tool, &self.server) {
-            (Some((tool, _)), Some(plugin)) => (tool.clone(), plugin.clone()),
-            _ => ("?".to_string(), "?".to_string()),
-        };
-        let limit = self.router.timeout_for(&plugin);
+    /// The answer to a call run here whose tool did not return within `limit` (its timeout):
+    /// the tool is told to stop, and the answer says it timed out (the tool's result, if it
+    /// ever comes, is dropped).
+    pub fn time_out(self, limit: Duration) -> Answer {
         self.control.cancel();
-        let result = call::timed_out(&plugin, &tool, limit);
+        let (plugin, tool) = self.names();
+        let result = call::timed_out(plugin, tool, limit);
         self.finish(result)
     }
 
-    /// When the call must be answered by, counted from `started`.
-    pub fn deadline(&self, started: std::time::Instant) -> std::time::Instant {
-        let plugin = self.server.as_deref().unwrap_or("");
-        started + self.router.timeout_for(plugin)
+    /// The call's timeout.
+    pub fn limit(&self) -> Duration {
+        self.router.timeout_for(self.names().0)
     }
 
-    /// The call outlived its caller's budget and another thread reads the input now:
-    /// cancellations of the call can arrive, and the call is named among the running ones.
-    /// Its tool counts as one that runs long from now on.
+    /// The plugin and the tool of a call run here, for messages.
+    fn names(&self) -> (&str, &str) {
+        match &self.here {
+            Some(h) => (h.version.name(), &h.tool),
+            None => ("?", "?"),
+        }
+    }
+
+    /// The call outlived its caller's budget and another thread reads the input now: it is
+    /// named among the running ones, and its tool counts as one that runs long from now on.
+    /// Registers it for cancellation ([`Ending::make_cancellable`]).
     pub fn escalate(&mut self) {
-        if let Some((tool, here)) = &self.tool {
-            let plugin = self.server.as_deref().unwrap_or("?");
-            let label = format!("call {} of {plugin}.{tool}", self.control.label());
-            self.router.executor.label_here(*here, label);
-            if let Some(check) = self
-                .version
-                .as_ref()
-                .and_then(|v| Compiled::of(v).tool(tool))
-            {
+        if let Some(h) = &self.here {
+            let label = format!(
+                "call {} of {}.{}",
+                self.control.label(),
+                h.version.name(),
+                h.tool
+            );
+            self.router.executor.label_here(h.slot, label);
+            if let Some(check) = Compiled::of(&h.version).tool(&h.tool) {
                 check.set_runs_long(true);
             }
         }
-        self.register();
+        self.make_cancellable();
     }
 
-    /// Tells the tool to stop (the session ends).
-    pub fn cancel(&self) {
-        self.control.cancel();
-    }
-
-    fn register(&mut self) {
+    /// Registers the call for `notifications/cancelled` (once): due before any other thread
+    /// may read the input while the call runs. A call registered while the router winds down
+    /// is cancelled at once.
+    pub fn make_cancellable(&mut self) {
+        if self.registered.is_some() {
+            return;
+        }
         let server = self.server.as_deref().unwrap_or("");
         let key = (server.to_string(), self.id.get().to_string());
         // Registered before the call runs on, so a cancellation that follows is never missed.
@@ -626,10 +639,13 @@ impl Ending {
             // Ids restart at 0 on a re-handshake; the newer call owns the key from now on.
             tracing::debug!(server = %key.0, id = %key.1, "call id reused while in flight");
         }
+        if self.router.closing.load(Ordering::Acquire) {
+            self.control.cancel();
+        }
         self.registered = Some(key);
     }
 
-    fn answer(self, outcome: Result<CallResult, CallError>) -> Answer {
+    fn answer(self, outcome: Result<MeasuredResult, CallError>) -> Answer {
         // No progress after this point: the reply is queued after every report.
         if let Some(p) = &self.progress {
             p.end();
@@ -653,14 +669,14 @@ impl Ending {
 /// The answer to a `tools/call`: the tool's result, or why no tool ran.
 pub struct Answer {
     id: Box<RawValue>,
-    outcome: Result<CallResult, CallError>,
+    outcome: Result<MeasuredResult, CallError>,
 }
 
 impl Answer {
     /// The JSON-RPC reply.
     pub fn rpc(&self) -> String {
         match &self.outcome {
-            Ok(result) => rpc_call_reply(Some(&self.id), result),
+            Ok(result) => rpc_call_reply(&self.id, result),
             Err(e) => rpc_error(Some(&self.id), error_code::INVALID_PARAMS, &e.to_string()),
         }
     }
@@ -669,7 +685,7 @@ impl Answer {
     /// one allocation of its final size.
     pub fn control_line(&self, request_id: &str) -> String {
         match &self.outcome {
-            Ok(result) => control_call_reply(request_id, Some(&self.id), result),
+            Ok(result) => control_call_reply(request_id, &self.id, result),
             Err(_) => control_success_raw(request_id, &self.rpc()),
         }
     }

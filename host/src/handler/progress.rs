@@ -106,7 +106,7 @@ impl Token {
 impl Progress {
     /// The progress of a call whose `progressToken` is `token` (borrowed: a short token is
     /// kept inline, without an allocation). Hand it to the call with
-    /// [`CallControl::with_report`](crate::plugin::CallControl::with_report).
+    /// [`CallControl::new`](crate::plugin::CallControl::new).
     pub fn new(sink: Sink, server: Option<String>, token: impl Borrow<RawValue>) -> Arc<Self> {
         let token = token.borrow();
         let token = Token::inline(token).unwrap_or_else(|| Token::Boxed(token.to_owned()));
@@ -206,7 +206,7 @@ mod tests {
             );
             assert_eq!(p.token.get().get(), token);
             // Through the call's control, as a tool reports it.
-            let control = crate::plugin::CallControl::with_report("1", Some(p.clone()));
+            let control = crate::plugin::CallControl::new("1", Some(p.clone()));
             control.report_progress(1.0, None, "");
             assert!(p
                 .take()

@@ -31,6 +31,6 @@ pub use mcp::{
 pub use result::{CallResult, ContentOut};
 pub(crate) use scan::borrow_raw;
 pub use tool::{
-    call_result_json, call_result_len, control_call_reply, push_call_result, rpc_call_reply,
-    tool_json, CallResultJson,
+    call_result_json, call_result_len, control_call_reply, rpc_call_reply, tool_json,
+    CallResultJson, MeasuredResult,
 };

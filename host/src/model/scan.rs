@@ -205,7 +205,7 @@ fn special_marks(w: u64) -> u64 {
 /// Where the plain run of a string starting at `i` ends: the index of its first
 /// [`special`] byte (`None` at the end of the text). Eight bytes at a time.
 #[inline(always)]
-fn plain_end(b: &[u8], mut i: usize) -> Option<usize> {
+pub(super) fn plain_end(b: &[u8], mut i: usize) -> Option<usize> {
     while let Some(chunk) = b.get(i..i + 8) {
         let marks = special_marks(u64::from_le_bytes(chunk.try_into().expect("eight bytes")));
         if marks != 0 {

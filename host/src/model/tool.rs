@@ -78,12 +78,7 @@ pub fn call_result_len(r: &CallResult) -> usize {
         .map(|c| match c {
             ContentOut::Text(t) => TEXT_HEAD.len() + string_len(t) + 1,
             ContentOut::Image { data, mime_type } | ContentOut::Audio { data, mime_type } => {
-                let kind = if matches!(c, ContentOut::Image { .. }) {
-                    IMAGE_HEAD
-                } else {
-                    AUDIO_HEAD
-                };
-                kind.len() + string_len(data) + MIME.len() + string_len(mime_type) + 1
+                media_head(c).len() + string_len(data) + MIME.len() + string_len(mime_type) + 1
             }
         })
         .sum();
@@ -104,9 +99,45 @@ const MIME: &str = r#","mimeType":"#;
 const STRUCTURED: &str = r#","structuredContent":"#;
 const IS_ERROR: &str = r#","isError":true"#;
 
+/// The head of an image or audio block.
+fn media_head(c: &ContentOut) -> &'static str {
+    if matches!(c, ContentOut::Image { .. }) {
+        IMAGE_HEAD
+    } else {
+        AUDIO_HEAD
+    }
+}
+
+/// A call result with its length as a `CallToolResult` JSON text ([`call_result_len`]),
+/// measured once: for the size limit, then for the reply's allocation.
+#[derive(Debug)]
+pub struct MeasuredResult {
+    pub result: CallResult,
+    len: usize,
+}
+
+impl MeasuredResult {
+    pub fn new(result: CallResult) -> Self {
+        let len = call_result_len(&result);
+        MeasuredResult { result, len }
+    }
+
+    /// The length of the result's JSON text.
+    pub fn json_len(&self) -> usize {
+        self.len
+    }
+
+    /// The result as its `CallToolResult` JSON text.
+    pub fn json(&self) -> String {
+        let mut out = String::with_capacity(self.len);
+        push_call_result(&mut out, &self.result);
+        out
+    }
+}
+
 /// Appends `r` as an MCP `CallToolResult`, byte for byte what serde_json makes of
 /// [`CallResultJson`], without serde: `structuredContent` is spliced in raw.
-pub fn push_call_result(out: &mut String, r: &CallResult) {
+fn push_call_result(out: &mut String, r: &CallResult) {
     out.push_str(CONTENT);
     for (i, c) in r.content.iter().enumerate() {
         if i > 0 {
@@ -118,12 +149,7 @@ pub fn push_call_result(out: &mut String, r: &CallResult) {
                 push_string(out, t);
             }
             ContentOut::Image { data, mime_type } | ContentOut::Audio { data, mime_type } => {
-                let kind = if matches!(c, ContentOut::Image { .. }) {
-                    IMAGE_HEAD
-                } else {
-                    AUDIO_HEAD
-                };
-                out.push_str(kind);
+                out.push_str(media_head(c));
                 push_string(out, data);
                 out.push_str(MIME);
                 push_string(out, mime_type);
@@ -142,13 +168,15 @@ pub fn push_call_result(out: &mut String, r: &CallResult) {
     out.push('}');
 }
 
-/// A JSON-RPC success reply carrying `r` as its result, in one allocation of its final size
-/// (`{"jsonrpc":"2.0","id":..,"result":..}`; a missing id is `null`).
-pub fn rpc_call_reply(id: Option<&RawValue>, r: &CallResult) -> String {
-    let id = id.map_or("null", RawValue::get);
-    let mut line = String::with_capacity(
-        RPC_HEAD.len() + id.len() + RPC_MIDDLE.len() + call_result_len(r) + 1,
-    );
+/// The length of the JSON-RPC reply with request `id` and result `r`.
+fn rpc_call_reply_len(id: &RawValue, r: &MeasuredResult) -> usize {
+    RPC_HEAD.len() + id.get().len() + RPC_MIDDLE.len() + r.json_len() + 1
+}
+
+/// A JSON-RPC success reply to request `id` carrying `r` as its result, in one allocation of
+/// its final size (`{"jsonrpc":"2.0","id":..,"result":..}`).
+pub fn rpc_call_reply(id: &RawValue, r: &MeasuredResult) -> String {
+    let mut line = String::with_capacity(rpc_call_reply_len(id, r));
     push_rpc_call_reply(&mut line, id, r);
     line
 }
@@ -156,20 +184,19 @@ pub fn rpc_call_reply(id: Option<&RawValue>, r: &CallResult) -> String {
 const RPC_HEAD: &str = r#"{"jsonrpc":"2.0","id":"#;
 const RPC_MIDDLE: &str = r#","result":"#;
 
-fn push_rpc_call_reply(line: &mut String, id: &str, r: &CallResult) {
+fn push_rpc_call_reply(line: &mut String, id: &RawValue, r: &MeasuredResult) {
     line.push_str(RPC_HEAD);
-    line.push_str(id);
+    line.push_str(id.get());
     line.push_str(RPC_MIDDLE);
-    push_call_result(line, r);
+    push_call_result(line, &r.result);
     line.push('}');
 }
 
 /// The whole control line answering an `mcp_message` whose JSON-RPC request `id` was a
 /// `tools/call` with `r`, in one allocation of its final size: what
 /// `control_success_raw(request_id, &rpc_call_reply(id, r))` gives.
-pub fn control_call_reply(request_id: &str, id: Option<&RawValue>, r: &CallResult) -> String {
-    let id = id.map_or("null", RawValue::get);
-    let reply = RPC_HEAD.len() + id.len() + RPC_MIDDLE.len() + call_result_len(r) + 1;
+pub fn control_call_reply(request_id: &str, id: &RawValue, r: &MeasuredResult) -> String {
+    let reply = rpc_call_reply_len(id, r);
     let mut line = String::with_capacity(super::control::success_raw_len(request_id, reply));
     super::control::push_success_raw(&mut line, request_id, |line| {
         push_rpc_call_reply(line, id, r)
@@ -177,33 +204,36 @@ pub fn control_call_reply(request_id: &str, id: Option<&RawValue>, r: &CallResul
     line
 }
 
-/// Bytes serde_json escapes in a string.
-fn escaped(b: u8) -> bool {
-    b < 0x20 || b == b'"' || b == b'\\'
+/// The length of the escape serde_json writes for `b` (a byte [`super::scan::plain_end`]
+/// stops at).
+fn escape_len(b: u8) -> usize {
+    match b {
+        b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+        _ => 6,
+    }
 }
 
 /// The length of `s` as a JSON string, quotes included, as [`push_string`] writes it.
 pub(super) fn string_len(s: &str) -> usize {
-    s.len()
-        + 2
-        + s.bytes()
-            .filter(|&b| escaped(b))
-            .map(|b| match b {
-                b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
-                _ => 5,
-            })
-            .sum::<usize>()
+    let b = s.as_bytes();
+    let (mut len, mut from) = (s.len() + 2, 0);
+    while let Some(i) = super::scan::plain_end(b, from) {
+        len += escape_len(b[i]) - 1;
+        from = i + 1;
+    }
+    len
 }
 
 /// Appends `s` as a JSON string, escaped exactly as serde_json escapes it (`\"`, `\\`, the
 /// short escapes of control characters, `\u00XX` for the others; nothing else).
 pub(super) fn push_string(out: &mut String, s: &str) {
     out.push('"');
-    let mut rest = s;
-    while let Some(i) = rest.bytes().position(escaped) {
-        out.push_str(&rest[..i]);
-        let b = rest.as_bytes()[i];
-        match b {
+    let b = s.as_bytes();
+    let mut from = 0;
+    // The bytes it stops at are ASCII: every slice boundary is a character boundary.
+    while let Some(i) = super::scan::plain_end(b, from) {
+        out.push_str(&s[from..i]);
+        match b[i] {
             b'"' => out.push_str("\\\""),
             b'\\' => out.push_str("\\\\"),
             b'\n' => out.push_str("\\n"),
@@ -211,16 +241,16 @@ pub(super) fn push_string(out: &mut String, s: &str) {
             b'\t' => out.push_str("\\t"),
             0x08 => out.push_str("\\b"),
             0x0c => out.push_str("\\f"),
-            _ => {
+            c => {
                 const HEX: &[u8; 16] = b"0123456789abcdef";
                 out.push_str("\\u00");
-                out.push(HEX[usize::from(b >> 4)] as char);
-                out.push(HEX[usize::from(b & 0xf)] as char);
+                out.push(HEX[usize::from(c >> 4)] as char);
+                out.push(HEX[usize::from(c & 0xf)] as char);
             }
         }
-        rest = &rest[i + 1..];
+        from = i + 1;
     }
-    out.push_str(rest);
+    out.push_str(&s[from..]);
     out.push('"');
 }
 
@@ -335,21 +365,20 @@ mod tests {
             is_error: true,
         });
         let id = RawValue::from_string(r#""i\"d""#.into()).unwrap();
-        for r in &results {
-            let serde = serde_json::to_string(&CallResultJson(r)).unwrap();
-            let mut ours = String::new();
-            push_call_result(&mut ours, r);
+        let null = RawValue::from_string("null".into()).unwrap();
+        for r in results {
+            let serde = serde_json::to_string(&CallResultJson(&r)).unwrap();
+            let r = MeasuredResult::new(r);
+            let ours = r.json();
             assert_eq!(ours, serde);
-            assert_eq!(call_result_len(r), serde.len());
-            for (rid, id) in [("b1", Some(&*id)), ("r\"\n", None)] {
-                let spliced = format!(
-                    r#"{{"jsonrpc":"2.0","id":{},"result":{serde}}}"#,
-                    id.map_or("null", RawValue::get)
-                );
-                let reply = rpc_call_reply(id, r);
+            assert_eq!(ours.capacity(), ours.len());
+            assert_eq!(r.json_len(), serde.len());
+            for (rid, id) in [("b1", &*id), ("r\"\n", &*null)] {
+                let spliced = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{serde}}}"#, id.get());
+                let reply = rpc_call_reply(id, &r);
                 assert_eq!(reply, spliced);
                 assert_eq!(reply.capacity(), reply.len());
-                let line = control_call_reply(rid, id, r);
+                let line = control_call_reply(rid, id, &r);
                 assert_eq!(line, crate::model::control_success_raw(rid, &spliced));
                 assert_eq!(line.capacity(), line.len());
             }

@@ -68,52 +68,33 @@ pub(crate) fn host_api(src: &LogSource) -> HostApi {
     }
 }
 
-/// Progress reported by a tool: `(progress, total, message)`.
-pub type ProgressFn = dyn Fn(f64, Option<f64>, &str) + Send + Sync;
-
-/// Where a call's progress goes, as a shared object: handed to
-/// [`CallControl::with_report`] without boxing a closure around it.
+/// Where a call's progress goes: `(progress, total, message)` as the tool reports it. Any
+/// closure of that shape is one.
 pub trait Report: Send + Sync {
     fn report(&self, progress: f64, total: Option<f64>, message: &str);
 }
 
-/// Where a call's progress goes.
-enum Progress {
-    None,
-    Fn(Box<ProgressFn>),
-    Shared(std::sync::Arc<dyn Report>),
+impl<F: Fn(f64, Option<f64>, &str) + Send + Sync> Report for F {
+    fn report(&self, progress: f64, total: Option<f64>, message: &str) {
+        self(progress, total, message)
+    }
 }
 
 /// The host's side of one call: the cancellation flag and where progress goes.
 pub struct CallControl {
     cancelled: AtomicBool,
-    progress: Progress,
+    progress: Option<std::sync::Arc<dyn Report>>,
     label: String,
 }
 
 impl CallControl {
-    /// `label` names the call in the plugin's logs (for example its JSON-RPC id).
-    pub fn new(label: impl Into<String>, progress: Option<Box<ProgressFn>>) -> Self {
-        Self::with(label.into(), progress.map_or(Progress::None, Progress::Fn))
-    }
-
-    /// [`CallControl::new`] with progress going to `report` (one allocation fewer per call
-    /// than a boxed closure holding it).
-    pub fn with_report(
-        label: impl Into<String>,
-        report: Option<std::sync::Arc<dyn Report>>,
-    ) -> Self {
-        Self::with(
-            label.into(),
-            report.map_or(Progress::None, Progress::Shared),
-        )
-    }
-
-    fn with(label: String, progress: Progress) -> Self {
+    /// `label` names the call in the plugin's logs (for example its JSON-RPC id); progress
+    /// goes to `progress`, if any.
+    pub fn new(label: impl Into<String>, progress: Option<std::sync::Arc<dyn Report>>) -> Self {
         CallControl {
             cancelled: AtomicBool::new(false),
             progress,
-            label,
+            label: label.into(),
         }
     }
 
@@ -133,10 +114,8 @@ impl CallControl {
 
     /// Passes progress on to whoever asked for it (a worker's tool reports it from afar).
     pub fn report_progress(&self, progress: f64, total: Option<f64>, message: &str) {
-        match &self.progress {
-            Progress::None => {}
-            Progress::Fn(f) => f(progress, total, message),
-            Progress::Shared(r) => r.report(progress, total, message),
+        if let Some(r) = &self.progress {
+            r.report(progress, total, message);
         }
     }
 }

@@ -16,7 +16,7 @@ use abi_stable::std_types::{RResult, RStr, RString};
 use serde_json::value::RawValue;
 use toolhost_plugin::abi::{CallCtx, CallOutcome, ContentKind, PluginManifest, PluginRootRef};
 
-pub use callbacks::{CallControl, ProgressFn, Report};
+pub use callbacks::{CallControl, Report};
 pub use configure::ConfigSource;
 pub use library::{kept_for_threads_count, pinned_count, still_mapped};
 pub use shadow::{

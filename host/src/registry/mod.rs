@@ -155,6 +155,15 @@ pub struct Lease {
     _gate: Option<OwnedRwLockReadGuard<()>>,
 }
 
+/// What [`Registry::try_lease`] found.
+pub enum TryLease {
+    Leased(Lease),
+    /// No plugin of that name is loaded.
+    Unknown,
+    /// The lease would have to wait: a stateful plugin's state is being handed over.
+    Busy,
+}
+
 impl Lease {
     /// The version leased, to keep it (not its state's gate) beyond the lease.
     pub fn version(&self) -> &Arc<LoadedPlugin> {
@@ -438,43 +447,36 @@ impl Registry {
         &self.config
     }
 
-    /// [`Registry::lease`] without waiting: `Some(None)` when no plugin is named `name`, `None`
-    /// when the lease would have to wait (a stateful plugin's state is being handed over).
-    pub fn try_lease(&self, name: &str) -> Option<Option<Lease>> {
+    /// [`Registry::lease`] without waiting.
+    pub fn try_lease(&self, name: &str) -> TryLease {
         let state = self.read();
         let Some(slot) = state.slots.get(name) else {
-            return Some(None);
+            return TryLease::Unknown;
         };
-        if !slot.plugin.manifest().stateful {
-            return Some(Some(Lease {
-                plugin: slot.plugin.clone(),
-                _gate: None,
-            }));
-        }
-        // Taken under the registry's lock, so the gate is the current version's.
-        let guard = slot.gate.clone().try_read_owned().ok()?;
-        Some(Some(Lease {
+        let gate = if slot.plugin.manifest().stateful {
+            // Taken under the registry's lock, so the gate is the current version's.
+            match slot.gate.clone().try_read_owned() {
+                Ok(guard) => Some(guard),
+                Err(_) => return TryLease::Busy,
+            }
+        } else {
+            None
+        };
+        TryLease::Leased(Lease {
             plugin: slot.plugin.clone(),
-            _gate: Some(guard),
-        }))
+            _gate: gate,
+        })
     }
 
     /// The current version of plugin `name`, held until the lease is dropped. For a stateful
     /// plugin this waits while a new version is taking over its state.
     pub async fn lease(&self, name: &str) -> Option<Lease> {
         loop {
-            let (plugin, gate) = {
-                let state = self.read();
-                let slot = state.slots.get(name)?;
-                (slot.plugin.clone(), slot.gate.clone())
+            let gate = match self.try_lease(name) {
+                TryLease::Leased(lease) => return Some(lease),
+                TryLease::Unknown => return None,
+                TryLease::Busy => self.read().slots.get(name)?.gate.clone(),
             };
-            if !plugin.manifest().stateful {
-                return Some(Lease {
-                    plugin,
-                    _gate: None,
-                });
-            }
-            drop(plugin);
             let guard = gate.clone().read_owned().await;
             // A swap may have happened while we waited: serve whatever is current now.
             let state = self.read();

@@ -15,7 +15,7 @@
 
 use std::{
     sync::{Arc, Mutex},
-    time::{Duration, Instant},
+    time::Instant,
 };
 
 use tokio::runtime::Handle;
@@ -24,13 +24,9 @@ use super::{parse_object, sort_read, Intake, Reader, Routed, Slot};
 use crate::{
     handler::{Ending, HERE_BUDGET},
     model::Incoming,
-    relay::{lock, Relay},
+    relay::{lock, Relay, STAY_AWAKE},
     transport::{BlockingLines, LineReader, ReadError, TooLong},
 };
-
-/// After the last call started, how long the watchdog keeps checking every budget instead of
-/// sleeping until woken (waking it costs the next call a system call).
-const STAY_AWAKE: Duration = Duration::from_millis(250);
 
 /// A source of the CLI's lines that a plain thread reads with blocking calls.
 pub trait LineSource: Send + 'static {
@@ -94,11 +90,15 @@ impl Lane {
             relay: Relay::new(),
             threads: Mutex::new(Vec::new()),
         });
-        lane.spawn_reader()?;
         let watched = lane.clone();
         std::thread::Builder::new()
             .name("toolhost-watchdog".into())
             .spawn(move || watched.watchdog())?;
+        if let Err(e) = lane.spawn_reader() {
+            // No session: the watchdog returns.
+            lane.relay.end();
+            return Err(e);
+        }
         Ok(())
     }
 
@@ -182,14 +182,22 @@ impl Lane {
         self.relay.running();
     }
 
-    /// Promotes a reader when the last one's tool outlives the budget (its call escalated
-    /// first, by `check_calls`: a cancellation the new reader reads finds it), and answers the
-    /// timeout of calls whose tool does not return. Returns when the input ended.
+    /// Promotes a reader when the last one's tool outlives the budget, and answers the timeout
+    /// of calls whose tool does not return. Returns when the input ended.
     fn watchdog(self: Arc<Self>) {
         self.relay.watch(
             HERE_BUDGET,
             STAY_AWAKE,
-            || self.spawn_reader(),
+            || {
+                // Whatever the timing of the check before: no thread reads while a call
+                // running here could miss its cancellation.
+                for running in lock(&self.threads).iter() {
+                    if let Some(call) = lock(&running.0).as_mut() {
+                        call.ending.make_cancellable();
+                    }
+                }
+                self.spawn_reader()
+            },
             |now| self.check_calls(now, false),
         );
         // The input ended: every call still running is escalated, so that the session's wind
@@ -200,15 +208,14 @@ impl Lane {
     /// Escalates calls over the budget (`all`: every call) and times out calls past their
     /// deadline. Returns the nearest deadline.
     fn check_calls(&self, now: Instant, all: bool) -> Option<Instant> {
-        let threads: Vec<Arc<Running>> = lock(&self.threads).clone();
         let mut next: Option<Instant> = None;
-        for running in threads {
+        for running in lock(&self.threads).iter() {
             let mut r = lock(&running.0);
             let Some(call) = r.as_mut() else {
                 continue;
             };
             if call.deadline.is_none() && (all || now >= call.started + HERE_BUDGET) {
-                call.deadline = Some(call.ending.deadline(call.started));
+                call.deadline = Some(call.started + call.ending.limit());
                 call.ending.escalate();
             }
             let Some(deadline) = call.deadline else {
@@ -217,7 +224,7 @@ impl Lane {
             if now >= deadline {
                 let call = r.take().expect("checked above");
                 drop(r);
-                let answer = call.ending.time_out();
+                let answer = call.ending.time_out(deadline - call.started);
                 self.reader.out.send(answer.control_line(&call.request_id));
                 continue;
             }

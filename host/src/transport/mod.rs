@@ -7,7 +7,7 @@ mod lines;
 
 use std::{
     collections::VecDeque,
-    os::fd::{AsFd, AsRawFd},
+    os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd},
     sync::{
         atomic::{AtomicBool, AtomicUsize, Ordering},
         Arc, Mutex, MutexGuard,
@@ -67,7 +67,6 @@ struct Queue {
     /// A non-blocking duplicate of the output descriptor: with nothing queued or being written,
     /// a sender writes its line itself, on its own thread, instead of waking the writer task.
     direct: Option<std::fs::File>,
-    stopped: bool,
 }
 
 impl Shared {
@@ -90,7 +89,8 @@ impl Shared {
     /// Queues `item` of `n` bytes and wakes the writer if it is idle. Returns false once the
     /// writer is gone.
     fn queue(&self, mut q: MutexGuard<'_, Queue>, item: Queued, n: usize) -> bool {
-        if q.stopped {
+        // Set under this lock: nothing is queued after the writer drained the queue for good.
+        if self.stopped.load(Ordering::Acquire) {
             return false;
         }
         self.bytes.fetch_add(n, Ordering::AcqRel);
@@ -128,12 +128,15 @@ impl LineSender {
         let q = shared.lock();
         if q.lines.is_empty() && !q.writing {
             if let Some(out) = &q.direct {
-                tracing::trace!(target: "toolhost::wire", ">> {line}");
                 match write_now(out, line.as_bytes()) {
-                    Ok(n) if n == line.len() + 1 => return true,
+                    Ok(n) if n == line.len() + 1 => {
+                        tracing::trace!(target: "toolhost::wire", ">> {line}");
+                        return true;
+                    }
                     Ok(n) => {
-                        let mut rest = Vec::with_capacity(line.len() + 1 - n);
-                        rest.extend_from_slice(&line.as_bytes()[n.min(line.len())..]);
+                        tracing::trace!(target: "toolhost::wire", ">> {line}");
+                        let mut rest = line.into_bytes();
+                        rest.drain(..n.min(rest.len()));
                         rest.push(b'\n');
                         let len = rest.len();
                         return shared.queue(q, Queued::Rest(rest), len);
@@ -191,6 +194,18 @@ fn write_now(out: &std::fs::File, line: &[u8]) -> std::io::Result<usize> {
             other => return other,
         }
     }
+}
+
+/// A pipe, both ends close-on-exec: `(read end, write end)`.
+pub fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into `fds` (two ints, as it expects), which we own
+    // from then on; nothing is written on failure.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both were just opened by pipe2 and nothing else owns them.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// A duplicate of `w`'s descriptor for [`LineSender::send`]'s direct writes, if `w` is in
@@ -312,14 +327,13 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     }
     {
         let mut q = shared.lock();
-        q.stopped = true;
+        shared.stopped.store(true, Ordering::Release);
         // The duplicate must close before the stream, or the peer never sees its end.
         q.direct = None;
         for item in std::mem::take(&mut q.lines) {
             forget(item, &shared);
         }
     }
-    shared.stopped.store(true, Ordering::Release);
     shared.drained.notify_waiters();
     let _ = w.shutdown().await;
 }
@@ -464,27 +478,13 @@ mod tests {
         assert!(*writes < 10, "{writes} writes for 1000 queued lines");
     }
 
-    fn os_pipe() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
-        use std::os::fd::FromRawFd;
-        let mut fds = [0; 2];
-        // SAFETY: pipe2 writes two new descriptors into `fds`, which we own from then on.
-        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
-        // SAFETY: both descriptors are open and owned by nothing else.
-        unsafe {
-            (
-                std::os::fd::OwnedFd::from_raw_fd(fds[0]),
-                std::os::fd::OwnedFd::from_raw_fd(fds[1]),
-            )
-        }
-    }
-
     /// Lines sent while the pipe is full go to the writer task, the rest of a line written in
     /// part too: the reader sees every line whole, in the order sent, and nothing written
     /// around the queue.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn direct_writes_keep_lines_whole_and_in_order() {
         use tokio::{io::AsyncBufReadExt, net::unix::pipe};
-        let (r, w) = os_pipe();
+        let (r, w) = pipe().unwrap();
         let w = pipe::Sender::from_owned_fd(w).unwrap();
         let (tx, writer) = Writer::spawn_direct(w);
         assert!(tx.shared.lock().direct.is_some(), "a non-blocking pipe");
@@ -517,7 +517,7 @@ mod tests {
     /// could block on it.
     #[tokio::test]
     async fn a_blocking_output_is_not_written_directly() {
-        let (_r, w) = os_pipe();
+        let (_r, w) = pipe().unwrap();
         let w = tokio::fs::File::from_std(std::fs::File::from(w));
         let (tx, writer) = Writer::spawn_direct(w);
         assert!(tx.shared.lock().direct.is_none());

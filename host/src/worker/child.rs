@@ -24,7 +24,7 @@ use std::{
 
 use tracing_subscriber::{layer::SubscriberExt, Layer};
 
-use crate::relay::{lock, Relay};
+use crate::relay::{lock, Relay, STAY_AWAKE};
 
 use super::{
     process::{CHANNEL_FD, EVENTS_FD, LIBRARY_FD, REPLIES_FD},
@@ -36,10 +36,6 @@ use crate::{
     plugin::{CallControl, CallResult, LoadError, LoadedPlugin, StateError},
     trust::parse_hex,
 };
-
-/// After the last call started, how long the watchdog keeps checking every budget instead of
-/// sleeping until woken (waking it costs the next call a system call).
-const STAY_AWAKE: Duration = Duration::from_millis(250);
 
 /// Arguments of the hidden `__worker` subcommand (set by the host, not by people).
 #[derive(Debug, Clone, clap::Args)]
@@ -249,13 +245,8 @@ impl Serving {
                     tool,
                     args,
                     label,
-                } => (id, tool, args, label, false),
-                ToWorker::CallTyped {
-                    id,
-                    tool,
-                    args,
-                    label,
-                } => (id, tool, args, label, true),
+                    typed,
+                } => (id, tool, args, label, typed),
                 other => {
                     self.answer(other);
                     continue;
@@ -296,7 +287,7 @@ impl Serving {
             // Only meaningful while loading, answered there.
             ToWorker::ConfigAnswer { .. } => {}
             // Run by `read_loop`, never handed here.
-            ToWorker::Call { .. } | ToWorker::CallTyped { .. } => {}
+            ToWorker::Call { .. } => {}
         }
     }
 
@@ -305,7 +296,7 @@ impl Serving {
         let out = self.out.clone();
         let control = Arc::new(CallControl::new(
             label,
-            Some(Box::new(move |progress, total, message: &str| {
+            Some(Arc::new(move |progress, total, message: &str| {
                 out.send(&FromWorker::Progress {
                     id,
                     progress,

@@ -439,25 +439,12 @@ impl WorkerPlugin {
             Err(e) => return Some(CallResult::error(e)),
         };
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tool_, args, label) = (
-            tool.to_string(),
-            args.to_string(),
-            control.label().to_string(),
-        );
-        let call = if typed {
-            ToWorker::CallTyped {
-                id,
-                tool: tool_,
-                args,
-                label,
-            }
-        } else {
-            ToWorker::Call {
-                id,
-                tool: tool_,
-                args,
-                label,
-            }
+        let call = ToWorker::Call {
+            id,
+            tool: tool.to_string(),
+            args: args.to_string(),
+            label: control.label().to_string(),
+            typed,
         };
         let Some(mut exchange) = proc.ask(id, &call) else {
             return Some(CallResult::error(format!(
@@ -893,7 +880,7 @@ impl Started {
         drain(&proc, &shared.name);
         let overflowed = self.output.take().is_some_and(|o| o.finish());
         let cause = describe(status, overflowed);
-        let killed = proc.killed_because.lock().unwrap().clone();
+        let killed = lock(&proc.killed_because).clone();
         let closing = shared.lock().closing;
         let waiting = lock(&proc.waiting).take().unwrap_or_default().by_id;
         let in_flight = waiting.len();

@@ -11,7 +11,7 @@ use std::{
     fs::File,
     io,
     os::{
-        fd::{AsRawFd, FromRawFd, OwnedFd, RawFd},
+        fd::{AsRawFd, OwnedFd, RawFd},
         unix::{net::UnixStream, process::CommandExt},
     },
     path::Path,
@@ -44,18 +44,6 @@ pub(crate) struct Spawned {
     pub replies: OwnedFd,
     pub events: OwnedFd,
     pub output: ChildStderr,
-}
-
-/// A pipe (read end, write end), both close-on-exec.
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two descriptors into `fds` (two ints, as it expects), which we own
-    // from then on; nothing is written on failure.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both were just opened by pipe2 and nothing else owns them.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// What the worker needs to know besides its descriptors.
@@ -109,8 +97,8 @@ pub(crate) fn spawn(
     launch: Launch<'_>,
 ) -> io::Result<Spawned> {
     let (host_end, worker_end) = UnixStream::pair()?;
-    let (replies, worker_replies) = pipe()?;
-    let (events, worker_events) = pipe()?;
+    let (replies, worker_replies) = crate::transport::pipe()?;
+    let (events, worker_events) = crate::transport::pipe()?;
     let mut cmd = Command::new(&config.exe);
     cmd.arg("__worker")
         .arg("--file")

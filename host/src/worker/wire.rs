@@ -35,6 +35,10 @@ pub enum ToWorker {
         args: String,
         /// Names the call in the plugin's logs (the JSON-RPC id).
         label: String,
+        /// Through the plugin's typed parse (the ABI's `call_typed`): answered by
+        /// [`FromWorker::Untyped`] instead when the parse refused the arguments and the tool
+        /// did not run.
+        typed: bool,
     },
     /// Cancel call `id` (the tool sees it through `Context::is_cancelled`).
     Cancel { id: u64 },
@@ -46,15 +50,6 @@ pub enum ToWorker {
     Shutdown,
     /// The answer to [`FromWorker::ConfigQuery`] (only while the plugin loads).
     ConfigAnswer { config: Option<String> },
-    /// As [`ToWorker::Call`], through the plugin's typed parse (the ABI's `call_typed`):
-    /// answered by [`FromWorker::Result`], or by [`FromWorker::Untyped`] when the parse
-    /// refused the arguments and the tool did not run.
-    CallTyped {
-        id: u64,
-        tool: String,
-        args: String,
-        label: String,
-    },
 }
 
 /// Worker → host.
@@ -97,7 +92,7 @@ pub enum FromWorker {
         id: u64,
         outcome: Restore,
     },
-    /// [`ToWorker::CallTyped`] `id` did not run: the typed parse refused its arguments.
+    /// Typed [`ToWorker::Call`] `id` did not run: the typed parse refused its arguments.
     Untyped {
         id: u64,
     },
@@ -423,6 +418,7 @@ mod tests {
             // Bigger than the buffer a reader keeps.
             args: "x".repeat(BUF_KEPT + BUF_START),
             label: "l".into(),
+            typed: false,
         };
         let small = ToWorker::Cancel { id: 2 };
         let mut bytes = encode(&big);

@@ -120,8 +120,8 @@ pub fn session_over_pipes(
             std::io::Error::last_os_error()
         );
     };
-    let (host_in, cli_out) = os_pipe();
-    let (cli_in, host_out) = os_pipe();
+    let (host_in, cli_out) = toolhost::transport::pipe().expect("a pipe");
+    let (cli_in, host_out) = toolhost::transport::pipe().expect("a pipe");
     sized(&host_in);
     sized(&cli_in);
     let lines = toolhost::transport::blocking_lines(host_in).max_line_bytes(max_line);
@@ -141,22 +141,6 @@ pub fn session_over_pipes(
     )
 }
 
-/// A pipe: its read end and its write end.
-pub fn os_pipe() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
-    use std::os::fd::FromRawFd;
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two new descriptors into `fds`, which we own from then on.
-    let r = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    assert_eq!(r, 0, "pipe2: {}", std::io::Error::last_os_error());
-    // SAFETY: both descriptors are open and owned by nothing else.
-    unsafe {
-        (
-            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
-            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
-        )
-    }
-}
-
 /// Progress reports as a plugin made them: `(done, total, message)`.
 pub type Reports = std::sync::Arc<std::sync::Mutex<Vec<(f64, Option<f64>, String)>>>;
 
@@ -166,7 +150,7 @@ pub fn recording_progress(label: &str) -> (toolhost::plugin::CallControl, Report
     let sink = seen.clone();
     let control = toolhost::plugin::CallControl::new(
         label,
-        Some(Box::new(move |done, total, msg: &str| {
+        Some(std::sync::Arc::new(move |done, total, msg: &str| {
             sink.lock().unwrap().push((done, total, msg.to_string()))
         })),
     );
