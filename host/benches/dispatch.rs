@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use toolhost::{
-    handler::{Discard, Dispatch, Here, Router, RouterConfig, Scope, Sink},
+    handler::{Discard, Dispatch, Router, RouterConfig, Scope, Sink},
     model::{control_success_raw, Incoming},
     registry::{Registry, RegistryConfig},
 };
@@ -27,21 +27,13 @@ async fn handle(router: &Arc<Router>, sink: &Sink, line: &str) -> String {
     let req = msg.request.expect("request");
     let server = req.server_name.expect("server");
     let message = req.message.expect("message");
-    let answer = match router.dispatch(Scope::Server(&server), &message, sink) {
-        Dispatch::Reply(r) => return control_success_raw(&id, &r),
+    let reply = match router.dispatch(Scope::Server(&server), &message, sink) {
+        Dispatch::Reply(r) => r,
         // As the session's reading thread does: a call runs here when it can.
-        Dispatch::Call(call) => match call.here() {
-            Here::Run(call) => {
-                let result = call.run.run();
-                drop(call.run);
-                call.ending.finish(result)
-            }
-            Here::Answered(answer) => answer,
-            Here::Elsewhere(call) => call.spawnable().await,
-        },
+        Dispatch::Request(request) => request.reply(true).await,
         Dispatch::Handled => unreachable!("a request"),
     };
-    answer.control_line(&id)
+    control_success_raw(&id, &reply)
 }
 
 fn dispatch(c: &mut Criterion) {

@@ -7,8 +7,8 @@
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use serde_json::value::RawValue;
 use toolhost::model::{
-    control_call_reply, control_success_raw, CallParams, CallResult, CallResultJson, ContentOut,
-    Incoming, MeasuredResult,
+    call_result_text, control_success_raw, rpc_result_raw, CallParams, CallResult, ContentOut,
+    Incoming,
 };
 
 /// A line as the CLI sends it (the bench's fake CLI sends the same shape).
@@ -51,17 +51,12 @@ fn reply(c: &mut Criterion) {
     };
     let id = RawValue::from_string("1041".into()).unwrap();
     let mut g = c.benchmark_group("reply line from a CallResult");
+    // What the router does: the result's one writer (serde), spliced into the JSON-RPC reply,
+    // spliced into the control line.
     g.bench_function("serde_json, spliced twice", |b| {
         b.iter(|| {
-            let json = serde_json::to_string(&CallResultJson(black_box(&result))).unwrap();
-            let reply = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{json}}}"#, id.get());
-            control_success_raw("b1041", &reply)
-        })
-    });
-    g.bench_function("control_call_reply", |b| {
-        b.iter(|| {
-            let result = MeasuredResult::new(black_box(result.clone()));
-            control_call_reply("b1041", &id, &result)
+            let json = call_result_text(black_box(&result));
+            control_success_raw("b1041", &rpc_result_raw(Some(&id), &json))
         })
     });
     g.finish();

@@ -12,6 +12,11 @@ use std::{
     time::{Duration, Instant},
 };
 
+/// How long a call may run on the thread that read it before another thread takes over
+/// reading, and what makes a tool one that "runs long": its calls then go to the executor
+/// until one returns within half of it.
+pub const HERE_BUDGET: Duration = Duration::from_millis(2);
+
 /// After the last job started, how long a watchdog keeps checking every budget instead of
 /// sleeping until woken (waking it costs the next job a system call).
 pub(crate) const STAY_AWAKE: Duration = Duration::from_millis(250);

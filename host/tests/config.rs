@@ -277,10 +277,9 @@ async fn the_file_sets_call_timeouts_and_the_command_line_wins() {
     let msg: JsonRpc = serde_json::from_str(msg).unwrap();
     let sink: Sink = Arc::new(Discard);
     let reply = match router.dispatch(Scope::Server("faulty"), &msg, &sink) {
-        Dispatch::Call(call) => tokio::time::timeout(WAIT, call.spawnable())
+        Dispatch::Request(request) => tokio::time::timeout(WAIT, request.reply(false))
             .await
-            .expect("a reply")
-            .rpc(),
+            .expect("a reply"),
         _ => panic!("a tool call is a call"),
     };
     let reply: serde_json::Value = serde_json::from_str(&reply).unwrap();

@@ -37,7 +37,7 @@ async fn send(router: &Arc<Router>, scope: Scope<'_>, message: Value) -> Value {
     let sink: Sink = Arc::new(Discard);
     let reply = match router.dispatch(scope, &msg, &sink) {
         Dispatch::Reply(r) => r,
-        Dispatch::Call(call) => call.spawnable().await.rpc(),
+        Dispatch::Request(request) => request.reply(false).await,
         Dispatch::Handled => panic!("no reply to {text}"),
     };
     serde_json::from_str(&reply).unwrap()

@@ -3,21 +3,20 @@
 //! It is transport-agnostic: the control loop (`service`) hands it `mcp_message` payloads for
 //! one sdk server ([`Scope::Server`]), `toolhost serve` hands it plain JSON-RPC for all plugins
 //! at once ([`Scope::All`], tools named `<plugin>__<tool>`), and `toolhost call` calls one
-//! tool through [`Router::call_tool`]. Quick requests are answered at once; `tools/call` comes
-//! back as a future the caller spawns, so calls run concurrently; its notifications go to the
-//! [`Sink`] the caller handed over.
+//! tool through [`Router::call_tool`]. Quick requests are answered at once; a request a plugin
+//! answers (`tools/call`) becomes a [`Request`], which the caller starts with where its answer
+//! goes; its notifications go to the [`Sink`] the caller handed over.
 //!
-//! The path of a `tools/call`: [`Router::dispatch`] → `start_call` (parse, register for
-//! cancellation) → one registry lease → `call::run` (argument check, size limit) →
-//! `call::invoke`, the one place a plugin is called.
+//! A request's path, in the order the code runs, is in the doc of [`Request`]'s module
+//! (`handler/request.rs`).
 
-mod call;
 mod catalog;
 mod progress;
+mod request;
+mod tool_call;
 
 use std::{
     collections::HashMap,
-    future::Future,
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc, Mutex,
@@ -25,23 +24,26 @@ use std::{
     time::Duration,
 };
 
-use call::{Call, Checked};
-pub use call::{CallError, CallOutput};
-pub use catalog::{Compiled, FlatCatalog, FlatCollision, ToolCheck};
-pub use progress::{Discard, Notify, Sink};
 use serde_json::{value::RawValue, Value};
 
-use progress::Progress;
+pub use catalog::{Compiled, FlatCatalog, FlatCollision, ToolCheck};
+pub use progress::{Discard, Notify, Sink};
+pub use request::{Answer, Failure, HereRun, Method, Outcome, Request, Respond};
+pub use tool_call::{CallError, CallOutput};
 
+use progress::Progress;
+use tool_call::ToolCall;
+
+pub use crate::relay::HERE_BUDGET;
 use crate::{
-    executor::{Executor, ExecutorConfig, HereId, HereTicket},
+    executor::{Executor, ExecutorConfig},
     model::{
-        control_call_reply, control_success_raw, error_code, initialize_result, negotiate_version,
-        rpc_call_reply, rpc_error, rpc_result, CallResult, CancelledParams, InitializeParams,
-        JsonRpc, MeasuredResult, ServerInfo,
+        error_code, initialize_result, negotiate_version, rpc_error, rpc_result, rpc_result_raw,
+        CancelledParams, InitializeParams, JsonRpc, ServerInfo,
     },
     plugin::{CallControl, LoadedPlugin, Report},
-    registry::{Lease, Registry, TryLease},
+    registry::Registry,
+    sync::lock,
 };
 
 /// Separator between plugin and tool names in [`Scope::All`] (`calc__add`).
@@ -49,11 +51,6 @@ pub const FLAT_SEPARATOR: &str = "__";
 
 /// Server name reported by [`Scope::All`].
 pub const ALL_SERVER_NAME: &str = "toolhost";
-
-/// How long a call may run on the thread that read it before another thread takes over
-/// reading (`service`'s reader threads), and what makes a tool one that "runs long": its
-/// calls then go to the executor until one returns within half of it.
-pub const HERE_BUDGET: Duration = Duration::from_millis(2);
 
 /// Default per-call timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -88,8 +85,8 @@ pub enum Dispatch {
     /// A notification was handled; JSON-RPC has nothing to answer (the control loop still
     /// acknowledges it, see `model::NOTIFICATION_ACK`).
     Handled,
-    /// A tool call: run it here or spawn it (see [`StartedCall`]).
-    Call(StartedCall),
+    /// A request for a plugin: start it ([`Request::start`]) with where its answer goes.
+    Request(Request),
 }
 
 /// Call limits: timeouts (a default and per-plugin overrides), the result size, and how many
@@ -115,19 +112,19 @@ impl Default for RouterConfig {
     }
 }
 
-type CallKey = (String, String);
-
 /// Routes MCP messages to plugins of a [`Registry`].
 pub struct Router {
     registry: Arc<Registry>,
     config: RouterConfig,
     /// The threads tools run on.
     executor: Executor,
-    /// Calls in flight by (server, JSON-RPC id), for `notifications/cancelled`.
-    calls: Mutex<HashMap<CallKey, Arc<CallControl>>>,
+    /// Requests in flight by [`cancel_key`], for `notifications/cancelled`.
+    calls: Mutex<HashMap<String, Arc<CallControl>>>,
+    /// Told when `calls` becomes empty.
+    idle: tokio::sync::Notify,
     /// The catalog of [`Scope::All`] for the plugin versions it was last built from.
     flat: Mutex<Option<Arc<FlatCatalog>>>,
-    /// The session winds down: a call registered for cancellation from now on is cancelled.
+    /// The session winds down: a request registered from now on is cancelled at once.
     closing: AtomicBool,
 }
 
@@ -139,6 +136,7 @@ impl Router {
             executor: Executor::new(config.executor.clone()),
             config,
             calls: Mutex::new(HashMap::new()),
+            idle: tokio::sync::Notify::new(),
             flat: Mutex::new(None),
             closing: AtomicBool::new(false),
         })
@@ -165,7 +163,7 @@ impl Router {
     /// about each one still running in its plugin, which the host abandons (a stuck tool
     /// cannot be stopped in process; it must not keep the host alive).
     pub async fn wind_down(&self, grace: Duration) {
-        // Set first: a call run on a reading thread registers itself only when escalated.
+        // Set first: a request registered from now on is cancelled at once.
         self.closing.store(true, Ordering::Release);
         self.cancel_all();
         let deadline = tokio::time::Instant::now() + grace;
@@ -175,8 +173,8 @@ impl Router {
         self.executor.warn_abandoned();
     }
 
-    /// Handles one message. Never blocks: tool calls are returned as futures. The notifications
-    /// of a call (its progress) go to `sink`.
+    /// Handles one message. Never blocks: a request for a plugin comes back as a [`Request`]
+    /// for the caller to start. The notifications of a request (its progress) go to `sink`.
     pub fn dispatch(
         self: &Arc<Self>,
         scope: Scope<'_>,
@@ -204,8 +202,7 @@ impl Router {
             };
         };
         if let (Some(id), "tools/call") = (id, method) {
-            // The call looks its plugin up once, when it leases it.
-            return self.start_call(scope, id, msg, sink);
+            return self.tool_call(scope, id, msg, sink);
         }
         let plugin = match scope {
             Scope::Server(name) => match self.registry.get(name) {
@@ -241,25 +238,33 @@ impl Router {
     }
 
     /// Calls `tool` of plugin `plugin` outside any protocol (`toolhost call`): the same
-    /// argument check, timeout, size limit and messages as a `tools/call`.
+    /// request path as a `tools/call` (argument check, timeout, size limit, messages), on the
+    /// executor. `control` is the caller's, to cancel it.
     pub async fn call_tool(
-        &self,
+        self: &Arc<Self>,
         plugin: &str,
         tool: &str,
         args: Option<&str>,
         control: Arc<CallControl>,
     ) -> Result<CallOutput, CallError> {
-        let lease = self.lease(plugin).await?;
-        call::run(self, lease, tool, args.map(str::to_string), control)
-            .await
-            .map(call::output)
-    }
-
-    async fn lease(&self, plugin: &str) -> Result<Lease, CallError> {
-        self.registry
-            .lease(plugin)
-            .await
-            .ok_or_else(|| CallError::UnknownServer(plugin.to_string()))
+        let method = ToolCall::new(plugin, tool, args.map(str::to_string), None);
+        let id = RawValue::from_string("0".to_string()).expect("valid JSON");
+        let request = Request::new(
+            self.clone(),
+            plugin.to_string(),
+            id,
+            None,
+            control,
+            None,
+            Box::new(method),
+        );
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let respond = move |answer: Answer<'_>| {
+            let _ = tx.send(answer.into_outcome());
+        };
+        request.start(Box::new(respond), false);
+        let outcome = rx.await.expect("a request always answers");
+        outcome.map(CallOutput::from_json)
     }
 
     fn initialize(
@@ -277,8 +282,8 @@ impl Router {
 
     fn tools_list(&self, plugin: Option<&LoadedPlugin>, id: Option<&RawValue>) -> String {
         match plugin {
-            Some(p) => splice_result(id, Compiled::of(p).tools_list()),
-            None => splice_result(id, self.flat_catalog().tools_list()),
+            Some(p) => rpc_result_raw(id, Compiled::of(p).tools_list()),
+            None => rpc_result_raw(id, self.flat_catalog().tools_list()),
         }
     }
 
@@ -291,7 +296,7 @@ impl Router {
     /// Tools left out of it (flat name collisions) are reported once per rebuild.
     pub fn flat_catalog(&self) -> Arc<FlatCatalog> {
         let plugins = self.registry.plugins();
-        let mut cached = self.flat.lock().unwrap();
+        let mut cached = lock(&self.flat);
         if let Some(c) = cached.as_ref().filter(|c| c.is_of(&plugins)) {
             return c.clone();
         }
@@ -303,392 +308,135 @@ impl Router {
         catalog
     }
 
-    /// Leases the plugin of a [`Scope::All`] tool name, with the tool's own name.
-    async fn lease_flat(&self, name: &str) -> Result<(Lease, String), CallError> {
-        let unknown = || CallError::UnknownFlatTool(name.to_string());
-        let (plugin, tool) = {
-            let catalog = self.flat_catalog();
-            let (plugin, tool) = catalog.resolve(name).ok_or_else(unknown)?;
-            (plugin.to_string(), tool.to_string())
-        };
-        // A reload between the lookup and the lease is caught by the call's own tool check.
-        let lease = self.registry.lease(&plugin).await.ok_or_else(unknown)?;
-        Ok((lease, tool))
-    }
-
     fn cancel(&self, scope: Scope<'_>, params: Option<&RawValue>) {
         let Some(p) = params.and_then(|p| serde_json::from_str::<CancelledParams>(p.get()).ok())
         else {
             tracing::warn!("notifications/cancelled without a valid requestId; ignored");
             return;
         };
-        let key = (scope.key().to_string(), p.request_id.get().to_string());
-        match self.calls.lock().unwrap().get(&key) {
+        let key = cancel_key(scope, p.request_id);
+        match lock(&self.calls).get(&key) {
             Some(control) => {
-                tracing::debug!(server = %key.0, id = %key.1, reason = ?p.reason, "call cancelled");
+                tracing::debug!(key = %key, reason = ?p.reason, "request cancelled");
                 control.cancel();
             }
-            None => {
-                tracing::debug!(server = %key.0, id = %key.1, "cancel for a call not in flight")
-            }
+            None => tracing::debug!(key = %key, "cancel for a request not in flight"),
         }
     }
 
-    /// Cancels every call in flight (the client went away).
+    /// Cancels every request in flight (the client went away).
     pub fn cancel_all(&self) {
-        for c in self.calls.lock().unwrap().values() {
+        for c in lock(&self.calls).values() {
             c.cancel();
         }
     }
 
-    /// Number of calls in flight.
+    /// Number of requests in flight (registered for cancellation, not answered yet).
     pub fn calls_in_flight(&self) -> usize {
-        self.calls.lock().unwrap().len()
+        lock(&self.calls).len()
     }
 
-    fn start_call(
+    /// Waits until no request is in flight.
+    pub async fn answered_all(&self) {
+        loop {
+            let idle = self.idle.notified();
+            if self.calls_in_flight() == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+
+    /// Registers a request's `control` under `key` for `notifications/cancelled`.
+    fn register(&self, key: &str, control: &Arc<CallControl>) {
+        let reused = lock(&self.calls)
+            .insert(key.to_string(), control.clone())
+            .is_some();
+        if reused {
+            // Ids restart at 0 on a re-handshake; the newer request owns the key from now on.
+            tracing::debug!(key, "request id reused while in flight");
+        }
+        if self.closing.load(Ordering::Acquire) {
+            control.cancel();
+        }
+    }
+
+    /// Unregisters the request of `control` (unless a newer one took its key).
+    fn unregister(&self, key: &str, control: &Arc<CallControl>) {
+        let mut calls = lock(&self.calls);
+        if calls.get(key).is_some_and(|c| Arc::ptr_eq(c, control)) {
+            calls.remove(key);
+            if calls.is_empty() {
+                self.idle.notify_waiters();
+            }
+        }
+    }
+
+    /// A `tools/call`: its plugin resolved (from the flat name in [`Scope::All`]), made a
+    /// [`Request`].
+    fn tool_call(
         self: &Arc<Self>,
         scope: Scope<'_>,
         id: &RawValue,
         msg: &JsonRpc<'_>,
         sink: &Sink,
     ) -> Dispatch {
+        let invalid = |message: String| {
+            Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &message))
+        };
         // Read with the line when it came as the CLI writes it.
         let params = match msg.call_params() {
             Some(Ok(p)) => p,
-            Some(Err(e)) => {
-                return Dispatch::Reply(rpc_error(
-                    Some(id),
-                    error_code::INVALID_PARAMS,
-                    &format!("invalid tools/call params: {e}"),
-                ))
-            }
-            None => {
-                return Dispatch::Reply(rpc_error(
-                    Some(id),
-                    error_code::INVALID_PARAMS,
-                    "tools/call needs params",
-                ))
-            }
+            Some(Err(e)) => return invalid(format!("invalid tools/call params: {e}")),
+            None => return invalid("tools/call needs params".to_string()),
         };
-        let server = match scope {
-            Scope::Server(s) => Some(s.to_string()),
-            Scope::All => None,
+        let args = params.arguments.map(|a| a.get().to_string());
+        let (server, plugin, method) = match scope {
+            Scope::Server(s) => (
+                Some(s.to_string()),
+                s.to_string(),
+                ToolCall::new(s, &params.name, args, None),
+            ),
+            Scope::All => {
+                let flat = params.name.as_ref();
+                let resolved = self
+                    .flat_catalog()
+                    .resolve(flat)
+                    .map(|(p, t)| (p.to_string(), t.to_string()));
+                let Some((plugin, tool)) = resolved else {
+                    return invalid(CallError::UnknownFlatTool(flat.to_string()).to_string());
+                };
+                let method = ToolCall::new(&plugin, &tool, args, Some(flat.to_string()));
+                (None, plugin, method)
+            }
         };
         let progress = params
             .meta
             .as_ref()
             .and_then(|m| m.progress_token)
-            .map(|token| Progress::new(sink.clone(), server.clone(), token));
+            .map(|token| Progress::new(sink.clone(), server, token));
         let report = progress.clone().map(|p| p as Arc<dyn Report>);
-        let id: Box<RawValue> = id.to_owned();
         let control = Arc::new(CallControl::new(id.get(), report));
-        Dispatch::Call(StartedCall {
-            name: params.name.into_owned(),
-            args: params.arguments.map(|a| a.get().to_string()),
-            ending: Ending {
-                router: self.clone(),
-                server,
-                id,
-                control,
-                progress,
-                registered: None,
-                here: None,
-            },
-        })
+        Dispatch::Request(Request::new(
+            self.clone(),
+            plugin,
+            id.to_owned(),
+            Some(cancel_key(scope, id)),
+            control,
+            progress,
+            Box::new(method),
+        ))
     }
 }
 
-/// A `tools/call` accepted and not started: [`StartedCall::here`] runs it on the caller's
-/// thread when it can, [`StartedCall::spawnable`] on the executor.
-pub struct StartedCall {
-    /// The tool's name (in [`Scope::All`], its flat name).
-    name: String,
-    args: Option<String>,
-    ending: Ending,
-}
-
-/// What answers a call: its reply, its cancellation key, its progress. Kept apart from the
-/// running tool, so that a watchdog can answer a call whose tool does not return.
-pub struct Ending {
-    router: Arc<Router>,
-    /// The sdk server (plugin) called; `None` in [`Scope::All`].
-    server: Option<String>,
-    id: Box<RawValue>,
-    control: Arc<CallControl>,
-    progress: Option<Arc<Progress>>,
-    /// The key under which the call can be cancelled, once registered.
-    registered: Option<CallKey>,
-    /// Set for a call run on its caller's thread.
-    here: Option<HereInfo>,
-}
-
-/// What the answer of a call run on its caller's thread needs to know of it.
-struct HereInfo {
-    tool: String,
-    /// Its executor slot, to name it among the running calls.
-    slot: HereId,
-    /// The version running it (whose tool check records that it ran long).
-    version: Arc<LoadedPlugin>,
-}
-
-/// A call ready to run on the caller's thread; see [`StartedCall::here`].
-pub struct HereCall {
-    pub run: HereRun,
-    pub ending: Ending,
-}
-
-/// What [`StartedCall::here`] did.
-pub enum Here {
-    /// Run it here: [`HereRun::run`], then [`Ending::finish`] (or, if it does not return in
-    /// time, [`Ending::time_out`] from another thread).
-    Run(HereCall),
-    /// Answered without running the tool (unknown tool, invalid arguments, ...).
-    Answered(Answer),
-    /// It cannot run here (its plugin's slots are taken, a state hand-off is under way, the
-    /// all-plugins scope): spawn [`StartedCall::spawnable`].
-    Elsewhere(StartedCall),
-}
-
-impl StartedCall {
-    /// Prepares the call to run on the calling thread, which must be able to block for as long
-    /// as the tool runs: takes one of the plugin's executor slots, leases the plugin without
-    /// waiting and checks the arguments. Registers nothing for cancellation: nothing can read
-    /// a cancellation while its reader runs the tool ([`Ending::make_cancellable`] is due
-    /// before another thread takes over reading).
-    pub fn here(self) -> Here {
-        let StartedCall {
-            name,
-            args,
-            mut ending,
-        } = self;
-        let router = ending.router.clone();
-        let Some(server) = ending.server.as_deref() else {
-            return Here::Elsewhere(StartedCall { name, args, ending });
-        };
-        let lease = match router.registry.try_lease(server) {
-            TryLease::Leased(lease) => lease,
-            TryLease::Unknown => {
-                let e = CallError::UnknownServer(server.to_string());
-                return Here::Answered(ending.answer(Err(e)));
-            }
-            TryLease::Busy => return Here::Elsewhere(StartedCall { name, args, ending }),
-        };
-        let compiled = Compiled::of(&lease);
-        let check = match call::tool_check(&lease, compiled, &name) {
-            Ok(check) => check,
-            Err(e) => return Here::Answered(ending.answer(Err(e))),
-        };
-        if check.runs_long() {
-            return Here::Elsewhere(StartedCall { name, args, ending });
-        }
-        let Some(ticket) = router.executor.try_here(lease.name()) else {
-            return Here::Elsewhere(StartedCall { name, args, ending });
-        };
-        match call::check_with(&lease, check, &name, args) {
-            Checked::Answered(result) => {
-                router.executor.here_done(ticket, lease.name());
-                Here::Answered(ending.answer(Ok(MeasuredResult::new(result))))
-            }
-            Checked::Run(call) => {
-                ending.here = Some(HereInfo {
-                    tool: name,
-                    slot: ticket.id(),
-                    version: lease.version().clone(),
-                });
-                Here::Run(HereCall {
-                    run: HereRun {
-                        router,
-                        lease,
-                        call,
-                        control: ending.control.clone(),
-                        ticket: Some(ticket),
-                    },
-                    ending,
-                })
-            }
-        }
-    }
-
-    /// Registers the call for cancellation and returns the future that runs it on the
-    /// executor, bounded by its timeout, and yields its answer.
-    pub fn spawnable(self) -> impl Future<Output = Answer> + Send + 'static {
-        let StartedCall {
-            name,
-            args,
-            mut ending,
-        } = self;
-        ending.make_cancellable();
-        async move {
-            let router = ending.router.clone();
-            let leased = match &ending.server {
-                Some(plugin) => router.lease(plugin).await.map(|l| (l, name)),
-                None => router.lease_flat(&name).await,
-            };
-            let outcome = match leased {
-                Ok((lease, tool)) => {
-                    call::run(&router, lease, &tool, args, ending.control.clone()).await
-                }
-                Err(e) => Err(e),
-            };
-            ending.answer(outcome)
-        }
-    }
-}
-
-/// The tool of a [`HereCall`], run on the caller's thread.
-pub struct HereRun {
-    router: Arc<Router>,
-    lease: Lease,
-    call: Call,
-    control: Arc<CallControl>,
-    ticket: Option<HereTicket>,
-}
-
-impl HereRun {
-    /// Runs the tool on this thread. A panic in the host's part of the call (the plugin's
-    /// own are caught at the ABI) becomes an error result rather than the end of the
-    /// thread.
-    pub fn run(&self) -> CallResult {
-        let call = std::panic::AssertUnwindSafe(|| self.call.run(&self.lease, &self.control));
-        std::panic::catch_unwind(call).unwrap_or_else(|_| {
-            CallResult::error(format!(
-                "tool `{}` failed in the host: its call panicked",
-                self.call.tool()
-            ))
-        })
-    }
-}
-
-impl Drop for HereRun {
-    fn drop(&mut self) {
-        if let Some(ticket) = self.ticket.take() {
-            self.router.executor.here_done(ticket, self.lease.name());
-        }
-    }
-}
-
-impl Ending {
-    /// The answer to a call run here whose tool returned `result`.
-    pub fn finish(self, result: CallResult) -> Answer {
-        let (plugin, tool) = self.names();
-        let result = call::bound(&self.router, result, plugin, tool);
-        self.answer(Ok(result))
-    }
-
-    /// The answer to a call run here whose tool did not return within `limit` (its timeout):
-    /// the tool is told to stop, and the answer says it timed out (the tool's result, if it
-    /// ever comes, is dropped).
-    pub fn time_out(self, limit: Duration) -> Answer {
-        self.control.cancel();
-        let (plugin, tool) = self.names();
-        let result = call::timed_out(plugin, tool, limit);
-        self.finish(result)
-    }
-
-    /// The call's timeout.
-    pub fn limit(&self) -> Duration {
-        self.router.timeout_for(self.names().0)
-    }
-
-    /// The plugin and the tool of a call run here, for messages.
-    fn names(&self) -> (&str, &str) {
-        match &self.here {
-            Some(h) => (h.version.name(), &h.tool),
-            None => ("?", "?"),
-        }
-    }
-
-    /// The call outlived its caller's budget and another thread reads the input now: it is
-    /// named among the running ones, and its tool counts as one that runs long from now on.
-    /// Registers it for cancellation ([`Ending::make_cancellable`]).
-    pub fn escalate(&mut self) {
-        if let Some(h) = &self.here {
-            let label = format!(
-                "call {} of {}.{}",
-                self.control.label(),
-                h.version.name(),
-                h.tool
-            );
-            self.router.executor.label_here(h.slot, label);
-            if let Some(check) = Compiled::of(&h.version).tool(&h.tool) {
-                check.set_runs_long(true);
-            }
-        }
-        self.make_cancellable();
-    }
-
-    /// Registers the call for `notifications/cancelled` (once): due before any other thread
-    /// may read the input while the call runs. A call registered while the router winds down
-    /// is cancelled at once.
-    pub fn make_cancellable(&mut self) {
-        if self.registered.is_some() {
-            return;
-        }
-        let server = self.server.as_deref().unwrap_or("");
-        let key = (server.to_string(), self.id.get().to_string());
-        // Registered before the call runs on, so a cancellation that follows is never missed.
-        let reused = self
-            .router
-            .calls
-            .lock()
-            .unwrap()
-            .insert(key.clone(), self.control.clone())
-            .is_some();
-        if reused {
-            // Ids restart at 0 on a re-handshake; the newer call owns the key from now on.
-            tracing::debug!(server = %key.0, id = %key.1, "call id reused while in flight");
-        }
-        if self.router.closing.load(Ordering::Acquire) {
-            self.control.cancel();
-        }
-        self.registered = Some(key);
-    }
-
-    fn answer(self, outcome: Result<MeasuredResult, CallError>) -> Answer {
-        // No progress after this point: the reply is queued after every report.
-        if let Some(p) = &self.progress {
-            p.end();
-        }
-        if let Some(key) = &self.registered {
-            let mut calls = self.router.calls.lock().unwrap();
-            if calls
-                .get(key)
-                .is_some_and(|c| Arc::ptr_eq(c, &self.control))
-            {
-                calls.remove(key);
-            }
-        }
-        Answer {
-            id: self.id,
-            outcome,
-        }
-    }
-}
-
-/// The answer to a `tools/call`: the tool's result, or why no tool ran.
-pub struct Answer {
-    id: Box<RawValue>,
-    outcome: Result<MeasuredResult, CallError>,
-}
-
-impl Answer {
-    /// The JSON-RPC reply.
-    pub fn rpc(&self) -> String {
-        match &self.outcome {
-            Ok(result) => rpc_call_reply(&self.id, result),
-            Err(e) => rpc_error(Some(&self.id), error_code::INVALID_PARAMS, &e.to_string()),
-        }
-    }
-
-    /// The reply as the `control_response` line to control request `request_id`, written in
-    /// one allocation of its final size.
-    pub fn control_line(&self, request_id: &str) -> String {
-        match &self.outcome {
-            Ok(result) => control_call_reply(request_id, &self.id, result),
-            Err(_) => control_success_raw(request_id, &self.rpc()),
-        }
-    }
+/// The key of request `id` of `scope` among the requests in flight.
+fn cancel_key(scope: Scope<'_>, id: &RawValue) -> String {
+    let (server, id) = (scope.key(), id.get());
+    let mut key = String::with_capacity(server.len() + 1 + id.len());
+    key.push_str(server);
+    key.push('\n');
+    key.push_str(id);
+    key
 }
 
 /// The `initialize` result of a plugin's server, or of the all-plugins server.
@@ -726,18 +474,4 @@ pub fn flat_name(plugin: &str, tool: &str) -> String {
 pub(crate) fn valid_id(id: &RawValue) -> bool {
     id.get()
         .starts_with(|c: char| c == '"' || c == '-' || c.is_ascii_digit())
-}
-
-/// A success reply whose result is already serialized.
-fn splice_result(id: Option<&RawValue>, result: &str) -> String {
-    const HEAD: &str = r#"{"jsonrpc":"2.0","id":"#;
-    const MIDDLE: &str = r#","result":"#;
-    let id = id.map_or("null", RawValue::get);
-    let mut reply = String::with_capacity(HEAD.len() + id.len() + MIDDLE.len() + result.len() + 1);
-    reply.push_str(HEAD);
-    reply.push_str(id);
-    reply.push_str(MIDDLE);
-    reply.push_str(result);
-    reply.push('}');
-    reply
 }

@@ -8,7 +8,6 @@ use serde_json::value::RawValue;
 
 use super::{
     scan::{borrow_raw, members, Scan},
-    tool::{push_string, string_len},
     CallParams, JsonRpc,
 };
 
@@ -303,6 +302,56 @@ pub fn mcp_message_request(request_id: &str, server: &str, message: &str) -> Str
     format!(
         r#"{{"type":"control_request","request_id":{id},"request":{{"subtype":"mcp_message","server_name":{server},"message":{message}}}}}"#
     )
+}
+
+/// The length of the escape serde_json writes for `b` (a byte [`super::scan::plain_end`]
+/// stops at).
+fn escape_len(b: u8) -> usize {
+    match b {
+        b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+        _ => 6,
+    }
+}
+
+/// The length of `s` as a JSON string, quotes included, as [`push_string`] writes it.
+fn string_len(s: &str) -> usize {
+    let b = s.as_bytes();
+    let (mut len, mut from) = (s.len() + 2, 0);
+    while let Some(i) = super::scan::plain_end(b, from) {
+        len += escape_len(b[i]) - 1;
+        from = i + 1;
+    }
+    len
+}
+
+/// Appends `s` as a JSON string, escaped exactly as serde_json escapes it (`\"`, `\\`, the
+/// short escapes of control characters, `\u00XX` for the others; nothing else).
+fn push_string(out: &mut String, s: &str) {
+    out.push('"');
+    let b = s.as_bytes();
+    let mut from = 0;
+    // The bytes it stops at are ASCII: every slice boundary is a character boundary.
+    while let Some(i) = super::scan::plain_end(b, from) {
+        out.push_str(&s[from..i]);
+        match b[i] {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            c => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push_str("\\u00");
+                out.push(HEX[usize::from(c >> 4)] as char);
+                out.push(HEX[usize::from(c & 0xf)] as char);
+            }
+        }
+        from = i + 1;
+    }
+    out.push_str(&s[from..]);
+    out.push('"');
 }
 
 #[cfg(test)]

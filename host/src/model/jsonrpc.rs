@@ -134,6 +134,20 @@ pub fn rpc_result(id: Option<&RawValue>, result: &impl Serialize) -> String {
     serde_json::to_string(&reply).expect("JSON-RPC replies serialize")
 }
 
+/// A JSON-RPC success reply echoing `id` whose `result` is already serialized (valid JSON).
+pub fn rpc_result_raw(id: Option<&RawValue>, result: &str) -> String {
+    const HEAD: &str = r#"{"jsonrpc":"2.0","id":"#;
+    const MIDDLE: &str = r#","result":"#;
+    let id = id.map_or("null", RawValue::get);
+    let mut reply = String::with_capacity(HEAD.len() + id.len() + MIDDLE.len() + result.len() + 1);
+    reply.push_str(HEAD);
+    reply.push_str(id);
+    reply.push_str(MIDDLE);
+    reply.push_str(result);
+    reply.push('}');
+    reply
+}
+
 /// A JSON-RPC error reply echoing `id` (`null` when the request's id is unknown).
 pub fn rpc_error(id: Option<&RawValue>, code: i64, message: &str) -> String {
     let null = RawValue::NULL;

@@ -6,7 +6,7 @@
 //! Incoming lines are parsed once into borrowed views (`&RawValue` for the parts the host only
 //! passes on): the shapes the CLI sends in one pass of our own (`scan`), anything else by
 //! serde_json, to the same values and errors. Outgoing lines are serialized straight into
-//! strings; a tool call's reply in one allocation of its final size.
+//! strings; a tool result by serde alone (`tool`), spliced into its reply as text.
 
 mod control;
 mod jsonrpc;
@@ -20,7 +20,9 @@ pub use control::{
     control_error, control_request, control_success, control_success_raw, mcp_message_request,
     ControlResponse, Incoming, IncomingRequest, McpResponse,
 };
-pub use jsonrpc::{error_code, rpc_error, rpc_notification, rpc_result, JsonRpc, NOTIFICATION_ACK};
+pub use jsonrpc::{
+    error_code, rpc_error, rpc_notification, rpc_result, rpc_result_raw, JsonRpc, NOTIFICATION_ACK,
+};
 pub use manifest::{
     check_name, Annotations, Manifest, ManifestError, ToolInfo, MAX_QUALIFIED_NAME,
 };
@@ -30,7 +32,4 @@ pub use mcp::{
 };
 pub use result::{CallResult, ContentOut};
 pub(crate) use scan::borrow_raw;
-pub use tool::{
-    call_result_json, call_result_len, control_call_reply, rpc_call_reply, tool_json,
-    CallResultJson, MeasuredResult,
-};
+pub use tool::{call_result_json, call_result_text, parse_call_result, tool_json, CallResultJson};

@@ -4,11 +4,12 @@
 //!
 //! A tool may block, though, and the session must go on meanwhile. A watchdog thread sees a
 //! call outlive [`HERE_BUDGET`] and promotes a new thread to read (leader/follower): the
-//! input is read again within about two budgets, the call is registered for cancellation
-//! then, and the watchdog answers its timeout if the tool never returns. The thread ends
+//! input is read again within about two budgets, and the call is escalated
+//! ([`Request::escalate`]: named among running calls, its timeout armed). The thread ends
 //! when its tool returns, if another one reads by then. A tool whose call outlived the budget
 //! runs on the executor from then on, until one of its calls is quick again there: a batch
-//! of slow calls is not started one budget after the other.
+//! of slow calls is not started one budget after the other. Where a request runs is decided
+//! by [`Request::start`], not here.
 //!
 //! Lines are handled in the order they were read: everything up to the start of a tool
 //! (routing, the lease, the argument check) happens while the thread still holds the input.
@@ -22,9 +23,10 @@ use tokio::runtime::Handle;
 
 use super::{parse_object, sort_read, Intake, Reader, Routed, Slot};
 use crate::{
-    handler::{Ending, HERE_BUDGET},
+    handler::{Request, HERE_BUDGET},
     model::Incoming,
-    relay::{lock, Relay, STAY_AWAKE},
+    relay::{Relay, STAY_AWAKE},
+    sync::lock,
     transport::{BlockingLines, LineReader, ReadError, TooLong},
 };
 
@@ -63,20 +65,14 @@ pub(super) struct Lane {
     threads: Mutex<Vec<Arc<Running>>>,
 }
 
-/// The call a reader thread runs, if any.
+/// The request a reader thread runs, if any, and since when; taken off when it returns.
 #[derive(Default)]
-struct Running(Mutex<Option<HereRunning>>);
+struct Running(Mutex<Option<Watched>>);
 
-/// A call running on the thread that read it; taken by whoever answers it first: the thread
-/// when its tool returns, or the watchdog at its deadline.
-struct HereRunning {
-    request_id: String,
-    ending: Ending,
-    slot: Slot,
+struct Watched {
+    request: Request,
     started: Instant,
-    /// Set when the call outlived the budget (looking the timeout up costs a fast call for
-    /// nothing).
-    deadline: Option<Instant>,
+    escalated: bool,
 }
 
 impl Lane {
@@ -139,20 +135,21 @@ impl Lane {
                     Routed::Done
                 }
             };
-            let Routed::Here(request_id, call, slot) = routed else {
+            let Routed::Here(mut run) = routed else {
                 continue;
             };
-            self.start_here(&running, request_id, call.ending, slot);
+            *lock(&running.0) = Some(Watched {
+                request: run.request().clone(),
+                started: Instant::now(),
+                escalated: false,
+            });
+            self.relay.running();
             drop(source);
-            let result = call.run.run();
-            let answer = lock(&running.0).take();
-            // After the call left `running`: the watchdog can no longer label it.
-            drop(call.run);
-            if let Some(r) = answer {
-                let answer = r.ending.finish(result);
-                self.reader.out.send(answer.control_line(&r.request_id));
-                drop(r.slot);
-            }
+            run.run();
+            // Off the watchdog's list before its slot is given back (dropping `run`): the
+            // watchdog can no longer label a call that ended.
+            lock(&running.0).take();
+            drop(run);
             if !self.relay.read_again() {
                 // Another thread reads now.
                 break;
@@ -169,68 +166,35 @@ impl Lane {
         }
     }
 
-    /// This thread, the last reader, is about to run a tool.
-    fn start_here(&self, running: &Running, request_id: String, ending: Ending, slot: Slot) {
-        let started = Instant::now();
-        *lock(&running.0) = Some(HereRunning {
-            request_id,
-            ending,
-            slot,
-            started,
-            deadline: None,
-        });
-        self.relay.running();
-    }
-
-    /// Promotes a reader when the last one's tool outlives the budget, and answers the timeout
-    /// of calls whose tool does not return. Returns when the input ended.
+    /// Promotes a reader when the last one's request outlives the budget, and escalates every
+    /// request that did. Returns when the input ended.
     fn watchdog(self: Arc<Self>) {
+        // Escalation arms timeouts, which run on the session's runtime.
+        let _rt = self.rt.enter();
         self.relay.watch(
             HERE_BUDGET,
             STAY_AWAKE,
-            || {
-                // Whatever the timing of the check before: no thread reads while a call
-                // running here could miss its cancellation.
-                for running in lock(&self.threads).iter() {
-                    if let Some(call) = lock(&running.0).as_mut() {
-                        call.ending.make_cancellable();
-                    }
-                }
-                self.spawn_reader()
+            || self.spawn_reader(),
+            |now| {
+                self.escalate(now, false);
+                None
             },
-            |now| self.check_calls(now, false),
         );
-        // The input ended: every call still running is escalated, so that the session's wind
-        // down can cancel it and name it if it does not stop.
-        self.check_calls(Instant::now(), true);
+        // The input ended: every request still running is escalated, so that the session's
+        // wind down can cancel it and name it if it does not stop.
+        self.escalate(Instant::now(), true);
     }
 
-    /// Escalates calls over the budget (`all`: every call) and times out calls past their
-    /// deadline. Returns the nearest deadline.
-    fn check_calls(&self, now: Instant, all: bool) -> Option<Instant> {
-        let mut next: Option<Instant> = None;
+    /// Escalates the requests running over the budget (`all`: every one).
+    fn escalate(&self, now: Instant, all: bool) {
         for running in lock(&self.threads).iter() {
-            let mut r = lock(&running.0);
-            let Some(call) = r.as_mut() else {
-                continue;
-            };
-            if call.deadline.is_none() && (all || now >= call.started + HERE_BUDGET) {
-                call.deadline = Some(call.started + call.ending.limit());
-                call.ending.escalate();
+            if let Some(w) = lock(&running.0).as_mut() {
+                if !w.escalated && (all || now >= w.started + HERE_BUDGET) {
+                    w.escalated = true;
+                    w.request.escalate();
+                }
             }
-            let Some(deadline) = call.deadline else {
-                continue;
-            };
-            if now >= deadline {
-                let call = r.take().expect("checked above");
-                drop(r);
-                let answer = call.ending.time_out(deadline - call.started);
-                self.reader.out.send(answer.control_line(&call.request_id));
-                continue;
-            }
-            next = Some(next.map_or(deadline, |n| n.min(deadline)));
         }
-        next
     }
 }
 

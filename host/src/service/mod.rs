@@ -35,11 +35,12 @@ pub use pending::{ControlError, Pending};
 pub use reload::follow_registry;
 
 use crate::{
-    handler::{Dispatch, Here, HereCall, Notify, Router, Scope, Sink},
+    handler::{Answer, Dispatch, HereRun, Notify, Router, Scope, Sink},
     model::{
         control_error, control_request, control_success, control_success_raw, mcp_message_request,
         rpc_notification, Incoming, IncomingRequest, NOTIFICATION_ACK,
     },
+    sync::lock,
     transport::{Latest, LineReader, LineSender, ReadError, TooLong, Writer},
 };
 
@@ -342,20 +343,17 @@ struct Reader {
     events: mpsc::UnboundedSender<Event>,
 }
 
-/// What became of a line: handled, or a call for the reading thread to run.
-// Moved once per call, on the stack: boxing the large variant would cost an allocation.
-#[allow(clippy::large_enum_variant)]
+/// What became of a line: handled, or a request for the reading thread to run.
 pub(super) enum Routed {
     Done,
-    /// Run this call here, then answer control request `.0`; `.2` stands for its reply.
-    Here(String, HereCall, Slot),
+    Here(HereRun),
 }
 
 impl Reader {
     /// The CLI's output ended: nothing will answer our requests or withdraw questions.
     fn input_ended(&self) {
         self.pending.close();
-        for (_, a) in self.asking.lock().unwrap().drain() {
+        for (_, a) in lock(&self.asking).drain() {
             a.abort();
         }
         let _ = self.events.send(Event::Closed);
@@ -391,7 +389,7 @@ impl Reader {
             },
             "control_cancel_request" => {
                 if let Some(id) = msg.request_id {
-                    if let Some(a) = self.asking.lock().unwrap().remove(id.as_ref()) {
+                    if let Some(a) = lock(&self.asking).remove(id.as_ref()) {
                         tracing::debug!(%id, "permission question withdrawn");
                         a.abort();
                     }
@@ -427,22 +425,18 @@ impl Reader {
                     Dispatch::Handled => {
                         self.out.send(control_success_raw(id, NOTIFICATION_ACK));
                     }
-                    Dispatch::Call(call) => match call.here() {
-                        Here::Run(call) => return Routed::Here(id.to_string(), call, slot),
-                        Here::Answered(reply) => {
-                            self.out.send(reply.control_line(id));
+                    Dispatch::Request(request) => {
+                        let out = self.out.clone();
+                        let id = id.to_string();
+                        // The slot stands for the answer until it is queued.
+                        let respond = move |answer: Answer<'_>| {
+                            out.send(answer.control_line(&id));
+                            drop(slot);
+                        };
+                        if let Some(run) = request.start(Box::new(respond), true) {
+                            return Routed::Here(run);
                         }
-                        Here::Elsewhere(call) => {
-                            let out = self.out.clone();
-                            let id = id.to_string();
-                            let call = call.spawnable();
-                            tokio::spawn(async move {
-                                let reply = call.await;
-                                out.send(reply.control_line(&id));
-                                drop(slot);
-                            });
-                        }
-                    },
+                    }
                 }
             }
             "can_use_tool" => self.ask(id, req),
@@ -480,7 +474,7 @@ impl Reader {
         let key = id.to_string();
         // Holding the lock across spawn and insert: the task removes its entry when done,
         // and must not do so before it was inserted.
-        let mut map = self.asking.lock().unwrap();
+        let mut map = lock(&self.asking);
         let task = tokio::spawn(async move {
             let answer = permissions(question).await;
             let line = match answer {
@@ -488,7 +482,7 @@ impl Reader {
                 Err(e) => control_error(&key, &e),
             };
             out.send(line);
-            asking.lock().unwrap().remove(&key);
+            lock(&asking).remove(&key);
         });
         map.insert(id.to_string(), task.abort_handle());
     }

@@ -7,11 +7,10 @@ use serde_json::value::RawValue;
 use tokio::{
     io::{AsyncBufRead, AsyncWrite},
     sync::broadcast,
-    task::JoinSet,
 };
 
 use crate::{
-    handler::{valid_id, Dispatch, Notify, Router, Scope, Sink},
+    handler::{valid_id, Answer, Dispatch, Notify, Router, Scope, Sink},
     model::{error_code, rpc_error, rpc_notification, JsonRpc},
     registry::RegistryEvent,
     transport::{Latest, LineReader, LineSender, TooLong, Writer},
@@ -44,7 +43,6 @@ pub async fn serve<R, W>(
     let (out, writer) = Writer::spawn(output);
     let sink: Sink = Arc::new(Out(out.clone()));
     let announce = events.map(|events| tokio::spawn(announce_changes(events, out.clone())));
-    let mut calls = JoinSet::new();
     let answer_too_long = |t| {
         out.send(too_long(t));
     };
@@ -71,32 +69,26 @@ pub async fn serve<R, W>(
                 out.send(r);
             }
             Dispatch::Handled => {}
-            Dispatch::Call(call) => {
+            Dispatch::Request(request) => {
                 let out = out.clone();
-                let call = call.spawnable();
-                calls.spawn(async move {
-                    out.send(call.await.rpc());
+                // The slot stands for the answer until it is queued.
+                let respond = move |answer: Answer<'_>| {
+                    out.send(answer.rpc());
                     drop(slot);
-                });
+                };
+                // This loop must not block: the request runs elsewhere.
+                request.start(Box::new(respond), false);
             }
         }
-        // Reap finished calls so the set does not grow with the session.
-        while calls.try_join_next().is_some() {}
     }
-    // The input ended: calls still running get a moment to answer; then they are cancelled,
-    // and a tool that does not stop is abandoned (named in a warning) so the host can exit.
-    let finished = tokio::time::timeout(EOF_GRACE, async {
-        while calls.join_next().await.is_some() {}
-    })
-    .await;
-    // Calls answered by their timeout may still hold a thread: those are named too.
+    // The input ended: requests still running get a moment to answer; then they are
+    // cancelled, and a tool that does not stop is abandoned (named in a warning) so the host
+    // can exit.
+    let finished = tokio::time::timeout(EOF_GRACE, router.answered_all()).await;
+    // Requests answered by their timeout may still hold a thread: those are named too.
     router.wind_down(super::WIND_DOWN).await;
     if finished.is_err() {
-        let _ = tokio::time::timeout(super::WIND_DOWN, async {
-            while calls.join_next().await.is_some() {}
-        })
-        .await;
-        calls.abort_all();
+        let _ = tokio::time::timeout(super::WIND_DOWN, router.answered_all()).await;
     }
     if let Some(a) = announce {
         a.abort();

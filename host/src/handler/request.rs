@@ -1,0 +1,428 @@
+//! One MCP request a plugin answers ([`Request`]), from its arrival to its one answer, whatever
+//! its method; and the one place that decides where it runs.
+//!
+//! The path, in the order the code runs (docs/internals.md, "A request's path"):
+//! 1. [`Router::dispatch`] parses the params of the method and makes the request
+//!    ([`Request::new`]): registered for `notifications/cancelled` at once, its deadline set
+//!    from its plugin's timeout, its progress sink made.
+//! 2. The caller hands it where its answer goes ([`Respond`]) and whether its own thread may
+//!    run it: [`Request::start`].
+//! 3. `start` leases the plugin without waiting, lets the [`Method`] check the request against
+//!    that version (unknown tool, invalid arguments: answered at once), and decides where it
+//!    runs ([`Request::start`]'s body): on the caller's thread ([`HereRun`]), or on the
+//!    executor (`run_away`), after waiting for the lease if a state hand-off holds it.
+//! 4. [`Method::run`] calls the plugin: the one place plugin code runs for a request.
+//! 5. `finish` bounds the result's size and answers. The timeout is a timer (`arm_timeout`),
+//!    armed when the request goes to the executor or outlives the reading thread's budget; it
+//!    answers instead if the deadline comes first. The first to take the responder answers:
+//!    exactly one answer, by construction (and a request dropped unanswered answers that it
+//!    was lost).
+
+use std::{
+    fmt,
+    sync::{Arc, Mutex, OnceLock, Weak},
+    time::{Duration, Instant},
+};
+
+use serde_json::value::RawValue;
+
+use super::{progress::Progress, CallError, Router};
+use crate::{
+    executor::{HereId, HereTicket, Job},
+    model::{control_success_raw, error_code, rpc_error, rpc_result_raw},
+    plugin::{CallControl, LoadedPlugin},
+    registry::{Lease, TryLease},
+    relay::HERE_BUDGET,
+};
+
+/// What a request produced: its `result` as JSON text, or a JSON-RPC error.
+pub type Outcome = Result<String, CallError>;
+
+/// Why a request did not produce its own result; a [`Method`] says it in its own terms.
+pub enum Failure<'a> {
+    /// No answer within the plugin's timeout.
+    TimedOut(Duration),
+    /// The result is over the size limit.
+    TooLarge { bytes: usize, max: usize },
+    /// It never ran (the plugin's queue is full).
+    NotRun(&'a dyn fmt::Display),
+    /// The host's side of the call panicked.
+    Panicked,
+    /// The host dropped it without an answer (a bug; said rather than left unanswered).
+    Lost,
+}
+
+/// One kind of request a plugin answers (`tools/call`; `resources/read` and `prompts/get`
+/// next): the parts of the path that differ by method. Registration for cancellation, the
+/// lease, where it runs, the timeout, the size limit and the one answer are the request's.
+pub trait Method: Send + Sync + 'static {
+    /// What the request asks for, in labels (`add` for a tool).
+    fn name(&self) -> &str;
+    /// Checks the request against the version that will run it (`None`: no plugin of that
+    /// name). `Err` is the answer, given without running anything.
+    fn check(&self, version: Option<&LoadedPlugin>) -> Result<(), Outcome>;
+    /// Runs it on the calling thread.
+    fn run(&self, version: &LoadedPlugin, control: &CallControl) -> Outcome;
+    /// The answer when it could not produce its own.
+    fn failed(&self, plugin: &str, why: Failure<'_>) -> Outcome;
+    /// Whether its recent calls outlived the reading thread's budget: it then goes to the
+    /// executor at once, so a batch of slow calls starts together.
+    fn runs_long(&self, _version: &LoadedPlugin) -> bool {
+        false
+    }
+    /// Records whether a call of it just ran long.
+    fn ran(&self, _version: &LoadedPlugin, _long: bool) {}
+}
+
+/// Where a request's one answer goes. Any `FnOnce(Answer)` is one.
+pub trait Respond: Send {
+    fn respond(self: Box<Self>, answer: Answer<'_>);
+}
+
+impl<F: FnOnce(Answer<'_>) + Send> Respond for F {
+    fn respond(self: Box<Self>, answer: Answer<'_>) {
+        self(answer)
+    }
+}
+
+/// The answer to a request: its outcome, for the request id it echoes.
+pub struct Answer<'a> {
+    id: &'a RawValue,
+    outcome: Outcome,
+}
+
+impl Answer<'_> {
+    /// The JSON-RPC reply.
+    pub fn rpc(&self) -> String {
+        match &self.outcome {
+            Ok(result) => rpc_result_raw(Some(self.id), result),
+            Err(e) => rpc_error(Some(self.id), error_code::INVALID_PARAMS, &e.to_string()),
+        }
+    }
+
+    /// The reply as the `control_response` line to control request `request_id`.
+    pub fn control_line(&self, request_id: &str) -> String {
+        control_success_raw(request_id, &self.rpc())
+    }
+
+    /// The outcome itself (for callers outside any protocol).
+    pub fn into_outcome(self) -> Outcome {
+        self.outcome
+    }
+}
+
+/// One request in flight. Cheap to clone: the watchdog of the reading threads and the timeout
+/// timer hold it too.
+#[derive(Clone)]
+pub struct Request(Arc<Inner>);
+
+struct Inner {
+    router: Arc<Router>,
+    /// The plugin asked (resolved from a flat name already in the all-plugins scope).
+    plugin: String,
+    id: Box<RawValue>,
+    /// The key it is registered under for `notifications/cancelled`, if it is.
+    key: Option<String>,
+    control: Arc<CallControl>,
+    progress: Option<Arc<Progress>>,
+    method: Box<dyn Method>,
+    arrived: Instant,
+    limit: Duration,
+    /// Taken by whoever answers first.
+    reply: Mutex<Option<Box<dyn Respond>>>,
+    /// Set while it runs on a reading thread: its executor slot and version, for the
+    /// watchdog's escalation.
+    here: OnceLock<(HereId, Arc<LoadedPlugin>)>,
+}
+
+/// A request ready to run on the caller's thread: [`HereRun::run`], then drop it (which
+/// gives the plugin's call slot back).
+pub struct HereRun {
+    request: Request,
+    lease: Lease,
+    ticket: Option<HereTicket>,
+}
+
+impl Request {
+    /// A request to `plugin` with JSON-RPC id `id`; with `key`, registered at once for
+    /// `notifications/cancelled` (a request made while the router winds down is cancelled
+    /// at once).
+    pub(super) fn new(
+        router: Arc<Router>,
+        plugin: String,
+        id: Box<RawValue>,
+        key: Option<String>,
+        control: Arc<CallControl>,
+        progress: Option<Arc<Progress>>,
+        method: Box<dyn Method>,
+    ) -> Self {
+        let limit = router.timeout_for(&plugin);
+        if let Some(key) = &key {
+            router.register(key, &control);
+        }
+        Request(Arc::new(Inner {
+            router,
+            plugin,
+            id,
+            key,
+            control,
+            progress,
+            method,
+            arrived: Instant::now(),
+            limit,
+            reply: Mutex::new(None),
+            here: OnceLock::new(),
+        }))
+    }
+
+    /// The plugin asked.
+    pub fn plugin(&self) -> &str {
+        &self.0.plugin
+    }
+
+    /// Starts the request; its answer goes to `respond`. This is the one place that decides
+    /// where a request runs:
+    /// - on the caller's thread (`here`: the reading threads of a `chat` session, which can
+    ///   block), when the plugin can be leased without waiting, its method has not been
+    ///   running long, and the plugin has a free call slot with nobody waiting for one. An
+    ///   isolated plugin's request runs there too: the thread then waits for the worker's
+    ///   reply as it would wait for a tool, under the same budget, and saves the executor's
+    ///   hand-off on the way.
+    /// - otherwise on the executor, under its per-plugin bound, once the lease is had (a
+    ///   stateful plugin's hand-off may hold it: then an async task waits for it).
+    ///
+    /// Returns the run for the caller's thread, if that is where it runs.
+    pub fn start(self, respond: Box<dyn Respond>, here: bool) -> Option<HereRun> {
+        *crate::sync::lock(&self.0.reply) = Some(respond);
+        let inner = &self.0;
+        let lease = match inner.router.registry().try_lease(&inner.plugin) {
+            TryLease::Leased(lease) => lease,
+            TryLease::Unknown => {
+                let outcome = inner
+                    .method
+                    .check(None)
+                    .err()
+                    .unwrap_or_else(|| Err(CallError::UnknownServer(inner.plugin.clone())));
+                self.answer(outcome);
+                return None;
+            }
+            TryLease::Busy => {
+                tokio::spawn(async move {
+                    let lease = self.0.router.registry().lease(&self.0.plugin).await;
+                    self.run_away(lease);
+                });
+                return None;
+            }
+        };
+        if let Err(outcome) = inner.method.check(Some(&lease)) {
+            self.answer(outcome);
+            return None;
+        }
+        if here && !inner.method.runs_long(&lease) {
+            if let Some(ticket) = inner.router.executor.try_here(&inner.plugin) {
+                let _ = inner.here.set((ticket.id(), lease.version().clone()));
+                return Some(HereRun {
+                    request: self,
+                    lease,
+                    ticket: Some(ticket),
+                });
+            }
+        }
+        self.run_away(Some(lease));
+        None
+    }
+
+    /// Starts the request with its answer as a JSON-RPC reply, runs it on this thread if it
+    /// may (`here`), and waits for the answer: for callers with no transport of their own
+    /// (tests, benchmarks).
+    pub async fn reply(self, here: bool) -> String {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let respond = move |answer: Answer<'_>| {
+            let _ = tx.send(answer.rpc());
+        };
+        if let Some(mut run) = self.start(Box::new(respond), here) {
+            run.run();
+        }
+        rx.await.expect("a request always answers")
+    }
+
+    /// Runs the request on the executor (`None`: its plugin went away meanwhile).
+    fn run_away(self, lease: Option<Lease>) {
+        let Some(lease) = lease else {
+            let outcome = self
+                .0
+                .method
+                .check(None)
+                .err()
+                .unwrap_or_else(|| Err(CallError::UnknownServer(self.0.plugin.clone())));
+            self.answer(outcome);
+            return;
+        };
+        self.arm_timeout();
+        let label = self.label();
+        let request = self.clone();
+        let job = Job::new(self.0.plugin.clone(), label, move || {
+            // Answered already (timed out while queued, or the session ended): never start.
+            if request.answered() {
+                return;
+            }
+            let started = Instant::now();
+            let outcome = request.0.method.run(&lease, &request.0.control);
+            if started.elapsed() < HERE_BUDGET / 2 {
+                // Quick again: its next call may run on the thread that reads it.
+                request.0.method.ran(&lease, false);
+            }
+            request.finish(outcome);
+        });
+        if let Err(refused) = self.0.router.executor.submit(job) {
+            tracing::warn!(plugin = %self.0.plugin, "{refused}");
+            let outcome = self
+                .0
+                .method
+                .failed(&self.0.plugin, Failure::NotRun(&refused));
+            self.answer(outcome);
+        }
+    }
+
+    /// Names the request in the executor's list of running calls.
+    fn label(&self) -> String {
+        format!(
+            "call {} of {}.{}",
+            self.0.control.label(),
+            self.0.plugin,
+            self.0.method.name()
+        )
+    }
+
+    /// The request outlived its reading thread's budget, and another thread reads now: it is
+    /// named among the running calls, its method counts as one that runs long from now on,
+    /// and its timeout is armed.
+    pub fn escalate(&self) {
+        if let Some((slot, version)) = self.0.here.get() {
+            self.0.router.executor.label_here(*slot, self.label());
+            self.0.method.ran(version, true);
+        }
+        self.arm_timeout();
+    }
+
+    /// Answers the timeout at the request's deadline, unless it was answered by then.
+    fn arm_timeout(&self) {
+        let deadline = tokio::time::Instant::from_std(self.0.arrived + self.0.limit);
+        let request: Weak<Inner> = Arc::downgrade(&self.0);
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(async move {
+                    tokio::time::sleep_until(deadline).await;
+                    if let Some(inner) = request.upgrade() {
+                        Request(inner).time_out();
+                    }
+                });
+            }
+            Err(_) => tracing::error!("no runtime to time request {} out", self.label()),
+        }
+    }
+
+    /// Tells the plugin to stop, and answers that the request timed out.
+    fn time_out(self) {
+        self.0.control.cancel();
+        let inner = &self.0;
+        let outcome = inner
+            .method
+            .failed(&inner.plugin, Failure::TimedOut(inner.limit));
+        if self.answer(outcome) {
+            tracing::warn!(plugin = %inner.plugin, "{} timed out", self.label());
+        }
+    }
+
+    /// Answers with the method's own outcome, unless it is over the size limit.
+    fn finish(&self, outcome: Outcome) {
+        let inner = &self.0;
+        let max = inner.router.config.max_result_bytes;
+        let outcome = match outcome {
+            Ok(json) if json.len() > max => {
+                let bytes = json.len();
+                tracing::warn!(plugin = %inner.plugin, bytes, max, "{} over the size limit", self.label());
+                inner
+                    .method
+                    .failed(&inner.plugin, Failure::TooLarge { bytes, max })
+            }
+            other => other,
+        };
+        self.answer(outcome);
+    }
+
+    /// Whether it was answered.
+    fn answered(&self) -> bool {
+        crate::sync::lock(&self.0.reply).is_none()
+    }
+
+    /// Answers, if nobody did: returns whether this was the answer.
+    fn answer(&self, outcome: Outcome) -> bool {
+        let Some(respond) = crate::sync::lock(&self.0.reply).take() else {
+            return false;
+        };
+        self.0.answer_with(respond, outcome);
+        true
+    }
+}
+
+impl Inner {
+    fn answer_with(&self, respond: Box<dyn Respond>, outcome: Outcome) {
+        // No progress after this point: the answer is queued after every report.
+        if let Some(p) = &self.progress {
+            p.end();
+        }
+        if let Some(key) = &self.key {
+            self.router.unregister(key, &self.control);
+        }
+        respond.respond(Answer {
+            id: &self.id,
+            outcome,
+        });
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let respond = self
+            .reply
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(respond) = respond {
+            tracing::error!(plugin = %self.plugin, "a request was dropped unanswered");
+            let outcome = self.method.failed(&self.plugin, Failure::Lost);
+            self.answer_with(respond, outcome);
+        }
+    }
+}
+
+impl HereRun {
+    /// The request it runs.
+    pub fn request(&self) -> &Request {
+        &self.request
+    }
+
+    /// Runs the request on this thread and answers it (unless its timeout did). A panic in
+    /// the host's part of the call (the plugin's own are caught at the ABI) becomes a failure
+    /// rather than the end of the thread.
+    pub fn run(&mut self) {
+        let inner = &self.request.0;
+        let run = std::panic::AssertUnwindSafe(|| inner.method.run(&self.lease, &inner.control));
+        let outcome = std::panic::catch_unwind(run)
+            .unwrap_or_else(|_| inner.method.failed(&inner.plugin, Failure::Panicked));
+        self.request.finish(outcome);
+    }
+}
+
+impl Drop for HereRun {
+    fn drop(&mut self) {
+        if let Some(ticket) = self.ticket.take() {
+            self.request
+                .0
+                .router
+                .executor
+                .here_done(ticket, &self.request.0.plugin);
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! `tools/call` as a [`Method`]: the tool's check (it exists, its arguments match its schema)
+//! and its run, and the words of its failures. The rest of its path is the request's.
+
+use std::time::Duration;
+
+use super::{Compiled, Failure, Method, Outcome, ToolCheck};
+use crate::{
+    model::{call_result_text, parse_call_result, CallResult},
+    plugin::{CallControl, LoadedPlugin},
+};
+
+/// What a call produced: its result, and the result as a `CallToolResult` JSON text (the size
+/// the limit measured). An over-size result is replaced by an error result saying so.
+#[derive(Debug)]
+pub struct CallOutput {
+    pub result: CallResult,
+    pub json: String,
+}
+
+impl CallOutput {
+    /// The output of a call whose `CallToolResult` is `json` (the router's own text).
+    pub(super) fn from_json(json: String) -> Self {
+        let result = parse_call_result(&json).expect("the router writes valid results");
+        CallOutput { result, json }
+    }
+}
+
+/// Why a request did not reach its plugin: a JSON-RPC error (invalid params) rather than a
+/// result.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CallError {
+    #[error("unknown MCP server `{0}`: no plugin of that name is loaded")]
+    UnknownServer(String),
+    #[error("unknown tool: `{tool}` is not a tool of plugin `{plugin}`")]
+    UnknownTool { plugin: String, tool: String },
+    /// A `<plugin>__<tool>` name of `toolhost serve` that names no tool.
+    #[error("unknown tool: {0}")]
+    UnknownFlatTool(String),
+}
+
+/// One `tools/call`.
+pub(super) struct ToolCall {
+    plugin: String,
+    tool: String,
+    args: String,
+    /// The name it was called by in the all-plugins scope (`calc__add`).
+    flat: Option<String>,
+}
+
+impl ToolCall {
+    pub(super) fn new(
+        plugin: &str,
+        tool: &str,
+        args: Option<String>,
+        flat: Option<String>,
+    ) -> Self {
+        ToolCall {
+            plugin: plugin.to_string(),
+            tool: tool.to_string(),
+            args: args.unwrap_or_else(|| "{}".to_string()),
+            flat,
+        }
+    }
+
+    fn tool_check<'v>(&self, version: &'v LoadedPlugin) -> Option<&'v ToolCheck> {
+        Compiled::of(version).tool(&self.tool)
+    }
+
+    /// Whether the plugin's own typed parse checks the arguments (the host then does not).
+    /// A derived `Deserialize` also takes a struct from an array: only an object may skip the
+    /// host's check, as the schema's root demands one. A version that cannot parse for us (an
+    /// older SDK) is checked by the host, before the call takes one of the plugin's slots.
+    fn typed(&self, version: &LoadedPlugin, check: &ToolCheck) -> bool {
+        version.has_call_typed()
+            && check.parse_suffices()
+            && self.args.trim_start().starts_with('{')
+    }
+}
+
+impl Method for ToolCall {
+    fn name(&self) -> &str {
+        &self.tool
+    }
+
+    fn check(&self, version: Option<&LoadedPlugin>) -> Result<(), Outcome> {
+        let Some(version) = version else {
+            return Err(Err(match &self.flat {
+                Some(flat) => CallError::UnknownFlatTool(flat.clone()),
+                None => CallError::UnknownServer(self.plugin.clone()),
+            }));
+        };
+        let Some(check) = self.tool_check(version) else {
+            return Err(Err(match &self.flat {
+                // A reload between the flat lookup and the lease.
+                Some(flat) => CallError::UnknownFlatTool(flat.clone()),
+                None => CallError::UnknownTool {
+                    plugin: self.plugin.clone(),
+                    tool: self.tool.clone(),
+                },
+            }));
+        };
+        if !self.typed(version, check) {
+            if let Err(problem) = check.check(&self.tool, &self.args) {
+                return Err(Ok(call_result_text(&CallResult::error(problem))));
+            }
+        }
+        Ok(())
+    }
+
+    /// When the plugin's typed parse rejects the arguments, the host's schema check says what
+    /// is wrong (every problem at once, as for any other tool); arguments it accepts go to the
+    /// plugin's plain `call`, whose parse then names the problem.
+    fn run(&self, version: &LoadedPlugin, control: &CallControl) -> Outcome {
+        let (tool, args) = (self.tool.as_str(), self.args.as_str());
+        let check = self.tool_check(version);
+        if check.is_some_and(|c| self.typed(version, c)) {
+            if let Some(result) = version.call_typed(tool, args, control) {
+                return Ok(call_result_text(&result));
+            }
+            if let Some(Err(problem)) = check.map(|c| c.check(tool, args)) {
+                return Ok(call_result_text(&CallResult::error(problem)));
+            }
+        }
+        Ok(call_result_text(&version.call(tool, args, control)))
+    }
+
+    fn failed(&self, _plugin: &str, why: Failure<'_>) -> Outcome {
+        let tool = &self.tool;
+        let message = match why {
+            Failure::TimedOut(limit) => format!("tool {tool} timed out after {}", show(limit)),
+            Failure::TooLarge { bytes, max } => format!(
+                "tool `{tool}` returned {}, over the {} limit (raise it with --max-result-bytes)",
+                show_bytes(bytes),
+                show_bytes(max)
+            ),
+            Failure::NotRun(why) => format!("tool `{tool}` was not run: {why}"),
+            Failure::Panicked => format!("tool `{tool}` failed in the host: its call panicked"),
+            Failure::Lost => {
+                format!("tool `{tool}` failed in the host: its call ended without a result")
+            }
+        };
+        Ok(call_result_text(&CallResult::error(message)))
+    }
+
+    fn runs_long(&self, version: &LoadedPlugin) -> bool {
+        self.tool_check(version).is_some_and(ToolCheck::runs_long)
+    }
+
+    fn ran(&self, version: &LoadedPlugin, long: bool) {
+        if let Some(check) = self.tool_check(version) {
+            check.set_runs_long(long);
+        }
+    }
+}
+
+/// `2.0 MB`, `512.0 kB`, `80 bytes` (decimal units, as people read sizes).
+pub(crate) fn show_bytes(n: usize) -> String {
+    let n64 = n as f64;
+    if n >= 1_000_000 {
+        format!("{:.1} MB", n64 / 1e6)
+    } else if n >= 1_000 {
+        format!("{:.1} kB", n64 / 1e3)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
+/// `60s`, or `250ms` when not whole seconds.
+pub(crate) fn show(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}
