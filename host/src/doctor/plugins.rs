@@ -382,19 +382,21 @@ fn load_fix(e: &LoadError) -> String {
                 .into()
         }
         LoadError::Refused(e) => writers_fix(e),
-        LoadError::Worker(crate::worker::WorkerError::Sandbox(_)) => {
-            "the kernel cannot enforce its sandbox: remove [plugin.NAME.sandbox] from the \
-             configuration file, or run on a kernel with Landlock (ABI 4 or later)"
-                .into()
-        }
-        LoadError::Worker(crate::worker::WorkerError::SettingsByFileName { name, .. }) => format!(
-            "rename the file to {}{name}{}, the name its settings are looked up by",
-            std::env::consts::DLL_PREFIX,
-            std::env::consts::DLL_SUFFIX
-        ),
-        LoadError::Worker(_) => {
-            "its worker process failed: RUST_LOG=debug toolhost list --isolate shows why".into()
-        }
+        LoadError::Backend(e) => match e.downcast_ref::<crate::worker::WorkerError>() {
+            Some(crate::worker::WorkerError::Sandbox(_)) => {
+                "the kernel cannot enforce its sandbox: remove [plugin.NAME.sandbox] from the \
+                 configuration file, or run on a kernel with Landlock (ABI 4 or later)"
+                    .into()
+            }
+            Some(crate::worker::WorkerError::SettingsByFileName { name, .. }) => format!(
+                "rename the file to {}{name}{}, the name its settings are looked up by",
+                std::env::consts::DLL_PREFIX,
+                std::env::consts::DLL_SUFFIX
+            ),
+            _ => {
+                "its worker process failed: RUST_LOG=debug toolhost list --isolate shows why".into()
+            }
+        },
         LoadError::ConfigUnsupported { plugin } => format!(
             "rebuild it against toolhost-plugin {PLUGIN_API_VERSION}, or remove the `config` of \
              [plugin.{plugin}] from the configuration file"

@@ -128,8 +128,8 @@ pub(crate) struct CallData<'a> {
 
 fn with_call(data: *const c_void, f: impl FnOnce(&CallData<'_>)) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: `data` points to the `CallData` that `LoadedPlugin::call` or
-        // `LoadedPlugin::call_typed` built on its stack for this call, which outlives the
+        // SAFETY: `data` points to the `CallData` that the in-process backend's `call` or
+        // `call_typed` built on its stack for this call, which outlives the
         // plugin's `call` or `call_typed` entry that received it.
         f(unsafe { &*(data as *const CallData<'_>) })
     }));

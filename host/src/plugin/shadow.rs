@@ -439,7 +439,7 @@ impl Staged {
     }
 
     /// Checks that the copy is a whole shared library, reading only its headers.
-    pub(super) fn check_complete(&self) -> Result<(), NotALibrary> {
+    pub(crate) fn check_complete(&self) -> Result<(), NotALibrary> {
         let file = fs::File::open(&self.path).map_err(NotALibrary::Unreadable)?;
         check_complete(&object::ReadCache::new(file), self.len)
     }

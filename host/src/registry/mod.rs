@@ -15,6 +15,7 @@
 //!   on the old version has returned, and no call starts, until the new one has the state.
 
 mod pending;
+mod placement;
 mod scan;
 mod watch;
 
@@ -30,6 +31,8 @@ use tokio::sync::{broadcast, OwnedRwLockReadGuard};
 
 pub use scan::{is_plugin_file, plugin_files, LIBRARY_SUFFIX};
 pub use watch::WatchHandle;
+
+use placement::Placement;
 
 use crate::worker::PluginWorkerSettings;
 use crate::{
@@ -242,8 +245,16 @@ enum Prepared {
     Settled(Outcome),
     /// Mapped and checked; its `init` is next.
     Opened(Opening, [u8; 32]),
-    /// Staged and trusted, to run in a worker process (started next, with these settings).
-    ForWorker(Box<(Staged, PluginWorkerSettings)>, [u8; 32]),
+    /// Staged and trusted, to run in a worker process (started next, by this configuration
+    /// with these settings).
+    ForWorker(
+        Box<(
+            Staged,
+            Arc<crate::worker::WorkerConfig>,
+            PluginWorkerSettings,
+        )>,
+        [u8; 32],
+    ),
 }
 
 impl Prepared {
@@ -387,7 +398,6 @@ impl Registry {
         let hash = prepared.hash();
         let waker = self.waker.clone();
         let settings = self.config.settings.clone();
-        let workers = self.config.workers.clone();
         let path = file.to_path_buf();
         let spawned = std::thread::Builder::new()
             .name("toolhost-load".into())
@@ -396,13 +406,10 @@ impl Registry {
                 let loaded =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match prepared {
                         Prepared::Opened(opening, _) => opening.init(&config),
-                        Prepared::ForWorker(job, _) => match workers {
-                            Some(w) => {
-                                let (staged, by_file) = *job;
-                                LoadedPlugin::start_worker(&path, staged, w, by_file, &config)
-                            }
-                            None => Err(load_thread_lost()),
-                        },
+                        Prepared::ForWorker(job, _) => {
+                            let (staged, workers, settings) = *job;
+                            LoadedPlugin::start_worker(&path, staged, workers, settings, &config)
+                        }
                         Prepared::Settled(_) => Err(load_thread_lost()),
                     }))
                     .unwrap_or_else(|_| Err(load_thread_lost()));
@@ -771,19 +778,13 @@ impl Registry {
             self.fail(file, one_line(&LoadError::Refused(e)), Some(hash), None);
             return Err(Outcome::Done);
         }
-        // Worker settings (isolate, env, sandbox) must be known before the plugin's code runs,
-        // but its name only once it ran: they are found by the names its file suggests.
-        if let Some(workers) = &self.config.workers {
-            let current = self.config.settings.current();
-            let by_file = crate::worker::names_for_file(file)
-                .iter()
-                .find_map(|n| current.plugin(n))
-                .map(PluginWorkerSettings::from_config)
-                .unwrap_or_default();
-            // The one place the registry chooses where a version runs.
-            if workers.isolates(&by_file) {
-                return Ok(Prepared::ForWorker(Box::new((staged, by_file)), hash));
-            }
+        let current = self.config.settings.current();
+        let placement = placement::place(self.config.workers.as_ref(), &current, file);
+        if let Placement::Worker(workers, settings) = placement {
+            return Ok(Prepared::ForWorker(
+                Box::new((staged, workers, settings)),
+                hash,
+            ));
         }
         match LoadedPlugin::open_staged(file, staged) {
             Ok(opening) => Ok(Prepared::Opened(opening, hash)),

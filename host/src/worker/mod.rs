@@ -13,6 +13,7 @@
 //! - A cancelled call whose tool does not stop within a grace period gets its worker killed.
 //! - Workers die with the host (parent death signal) and are always reaped.
 
+mod backend;
 mod child;
 mod host;
 mod manifest_json;
@@ -149,10 +150,5 @@ impl WorkerConfig {
     /// Workers run this very executable (the `toolhost` binary).
     pub fn current_exe() -> std::io::Result<Self> {
         Ok(Self::new(std::env::current_exe()?))
-    }
-
-    /// Whether a plugin with these settings runs in a worker.
-    pub fn isolates(&self, settings: &PluginWorkerSettings) -> bool {
-        self.isolate_all || settings.isolate || settings.sandbox.is_some()
     }
 }
