@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{Compiled, Failure, Method, Outcome, ToolCheck};
+use super::{Failure, Method, Outcome, ToolCheck};
 use crate::{
     model::{call_result_text, parse_call_result, CallResult},
     plugin::{CallControl, LoadedPlugin},
@@ -63,7 +63,7 @@ impl ToolCall {
     }
 
     fn tool_check<'v>(&self, version: &'v LoadedPlugin) -> Option<&'v ToolCheck> {
-        Compiled::of(version).tool(&self.tool)
+        version.catalog().tool(&self.tool)
     }
 
     /// Whether the plugin's own typed parse checks the arguments (the host then does not).
