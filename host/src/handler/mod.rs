@@ -237,6 +237,29 @@ impl Router {
         Dispatch::Reply(reply)
     }
 
+    /// A request of `method` to `plugin`, as if it came with JSON-RPC id `id` to `scope`:
+    /// registered for `notifications/cancelled` there. How a method beyond `tools/call` is
+    /// routed to a plugin: it then gets the lease, the placement, the timeout, the size limit
+    /// and the one answer of every request.
+    pub fn request(
+        self: &Arc<Self>,
+        scope: Scope<'_>,
+        plugin: &str,
+        id: &RawValue,
+        method: Box<dyn Method>,
+    ) -> Request {
+        let control = Arc::new(CallControl::new(id.get(), None));
+        Request::new(
+            self.clone(),
+            plugin.to_string(),
+            id.to_owned(),
+            Some(cancel_key(scope, id)),
+            control,
+            None,
+            method,
+        )
+    }
+
     /// Calls `tool` of plugin `plugin` outside any protocol (`toolhost call`): the same
     /// request path as a `tools/call` (argument check, timeout, size limit, messages), on the
     /// executor. `control` is the caller's, to cancel it.
