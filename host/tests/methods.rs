@@ -17,8 +17,7 @@ use std::{
 use serde_json::{json, value::RawValue, Value};
 use toolhost::{
     handler::{
-        Answer, CallError, Discard, Dispatch, Failure, Method, Outcome, Router, RouterConfig,
-        Scope, Sink,
+        Answer, CallError, Discard, Dispatch, Failure, Method, Outcome, RouterConfig, Scope, Sink,
     },
     model::JsonRpc,
     plugin::{CallControl, LoadedPlugin},
