@@ -20,6 +20,7 @@ pub mod registry;
 mod relay;
 pub mod scaffold;
 pub mod service;
+pub mod sys;
 pub mod transport;
 pub mod trust;
 pub mod worker;

@@ -34,7 +34,7 @@ use super::{
 use crate::{
     handler::HERE_BUDGET,
     plugin::{CallControl, CallResult, LoadError, LoadedPlugin, StateError},
-    trust::parse_hex,
+    sys::parse_hex,
 };
 
 /// Arguments of the hidden `__worker` subcommand (set by the host, not by people).
