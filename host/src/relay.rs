@@ -16,6 +16,12 @@ use std::{
 /// sleeping until woken (waking it costs the next job a system call).
 pub(crate) const STAY_AWAKE: Duration = Duration::from_millis(250);
 
+/// How long a job may run on the thread that read it before the watchdog starts another reader
+/// (the session's reader threads and a worker's). The router also calls a tool whose calls
+/// outlive it one that "runs long", and sends its calls to the executor until one returns
+/// within half of it.
+pub const HERE_BUDGET: Duration = Duration::from_millis(2);
+
 /// Who reads, since when the reader runs a job, and the watchdog's sleep.
 pub(crate) struct Relay {
     /// Threads reading or about to read: 0 while the last reader runs a job.

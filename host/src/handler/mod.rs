@@ -50,10 +50,9 @@ pub const FLAT_SEPARATOR: &str = "__";
 /// Server name reported by [`Scope::All`].
 pub const ALL_SERVER_NAME: &str = "toolhost";
 
-/// How long a call may run on the thread that read it before another thread takes over
-/// reading (`service`'s reader threads), and what makes a tool one that "runs long": its
-/// calls then go to the executor until one returns within half of it.
-pub const HERE_BUDGET: Duration = Duration::from_millis(2);
+// The reading-thread budget belongs to the relay that enforces it; the router decides by it
+// which tools run long.
+pub use crate::relay::HERE_BUDGET;
 
 /// Default per-call timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
