@@ -10,6 +10,7 @@
 
 mod control;
 mod jsonrpc;
+mod latest;
 mod manifest;
 mod mcp;
 mod result;
@@ -21,6 +22,7 @@ pub use control::{
     ControlResponse, Incoming, IncomingRequest, McpResponse,
 };
 pub use jsonrpc::{error_code, rpc_error, rpc_notification, rpc_result, JsonRpc, NOTIFICATION_ACK};
+pub use latest::Latest;
 pub use manifest::{
     check_name, Annotations, Manifest, ManifestError, ToolInfo, MAX_QUALIFIED_NAME,
 };
