@@ -21,7 +21,9 @@ use tokio::{
 };
 
 pub use crate::model::Latest;
-pub use child::{CliProcess, ExitReport, StderrTail, STDERR_TAIL_LINES};
+pub use child::{
+    find_claude, ClaudeNotFound, CliProcess, ExitReport, StderrTail, STDERR_TAIL_LINES,
+};
 pub use lines::{
     blocking_lines, read_lines, BlockingLines, LineReader, ReadError, TooLong, TopLevelKeys,
     DEFAULT_MAX_LINE_BYTES,
