@@ -15,7 +15,6 @@
 //!   on the old version has returned, and no call starts, until the new one has the state.
 
 mod pending;
-mod scan;
 mod watch;
 
 use std::{
@@ -28,7 +27,8 @@ use std::{
 
 use tokio::sync::{broadcast, OwnedRwLockReadGuard};
 
-pub use scan::{is_plugin_file, plugin_files, LIBRARY_SUFFIX};
+// Which files are plugins is the folder's business; re-exported for the registry's users.
+pub use crate::plugin_dir::{is_plugin_file, plugin_files, LIBRARY_SUFFIX};
 pub use watch::WatchHandle;
 
 use crate::worker::PluginWorkerSettings;
