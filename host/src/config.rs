@@ -26,7 +26,9 @@ use std::{
 use serde::{de, Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
-use crate::worker::Sandbox;
+mod sandbox;
+
+pub use sandbox::Sandbox;
 
 /// The file's name in the plugin folder.
 pub const FILE_NAME: &str = "toolhost.toml";

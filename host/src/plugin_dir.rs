@@ -1,7 +1,32 @@
-//! The plugin folder on first run: the default one is created when missing, an explicit one
-//! must exist, and an empty one gets a line saying what to put there.
+//! The plugin folder: which of its files are plugins, and on first run, the default folder
+//! created when missing, an explicit one required to exist, and a line for an empty one
+//! saying what to put there. The registry follows the folder with these.
 
 use std::path::{Path, PathBuf};
+
+/// The platform's shared-library suffix, without the dot.
+pub const LIBRARY_SUFFIX: &str = std::env::consts::DLL_EXTENSION;
+
+/// Whether `path` names a plugin file (by its suffix; other files in the folder are ignored).
+pub fn is_plugin_file(path: &Path) -> bool {
+    path.extension().and_then(|e| e.to_str()) == Some(LIBRARY_SUFFIX)
+        && path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| !n.starts_with('.'))
+}
+
+/// The plugin files directly inside `dir`, sorted by name so loading order (and which of two
+/// plugins claiming one name wins) does not depend on the file system.
+pub fn plugin_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| is_plugin_file(p) && p.is_file())
+        .collect();
+    files.sort();
+    Ok(files)
+}
 
 /// Why the plugin folder cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -78,7 +103,7 @@ pub fn empty_hint(dir: &Path) -> String {
         "no plugins in {}: put plugin libraries (lib<name>.{}) there; `toolhost new NAME` \
          starts a plugin project",
         dir.display(),
-        crate::registry::LIBRARY_SUFFIX
+        LIBRARY_SUFFIX
     )
 }
 

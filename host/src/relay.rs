@@ -12,14 +12,15 @@ use std::{
     time::{Duration, Instant},
 };
 
-/// How long a call may run on the thread that read it before another thread takes over
-/// reading, and what makes a tool one that "runs long": its calls then go to the executor
-/// until one returns within half of it.
-pub const HERE_BUDGET: Duration = Duration::from_millis(2);
-
 /// After the last job started, how long a watchdog keeps checking every budget instead of
 /// sleeping until woken (waking it costs the next job a system call).
 pub(crate) const STAY_AWAKE: Duration = Duration::from_millis(250);
+
+/// How long a job may run on the thread that read it before the watchdog starts another reader
+/// (the session's reader threads and a worker's). The router also calls a tool whose calls
+/// outlive it one that "runs long", and sends its calls to the executor until one returns
+/// within half of it.
+pub const HERE_BUDGET: Duration = Duration::from_millis(2);
 
 /// Who reads, since when the reader runs a job, and the watchdog's sleep.
 pub(crate) struct Relay {

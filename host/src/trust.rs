@@ -13,11 +13,14 @@
 
 use std::{
     collections::HashSet,
-    fmt::Write as _,
     path::{Path, PathBuf},
     sync::{Arc, Mutex},
     time::SystemTime,
 };
+
+use crate::sys::parse_hex;
+// Where it was before `sys` held it.
+pub use crate::sys::hex;
 
 /// Why a lock file could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -66,14 +69,6 @@ pub enum TrustError {
     /// The lock file can no longer be used: nothing new loads until it is fixed.
     #[error("the lock file cannot be used, so nothing new is loaded")]
     Lock(#[source] AllowlistError),
-}
-
-/// Lowercase hex of a digest.
-pub fn hex(digest: &[u8; 32]) -> String {
-    digest.iter().fold(String::with_capacity(64), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
 }
 
 /// SHA-256 digests of the builds the host may load, from a lock file that is read again
@@ -276,18 +271,6 @@ impl AllowlistError {
     }
 }
 
-/// The digest a 64-digit hex string (as [`hex`] writes it) stands for.
-pub(crate) fn parse_hex(s: &str) -> Option<[u8; 32]> {
-    if s.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(out)
-}
-
 /// The host's loading policy.
 #[derive(Debug, Clone, Default)]
 pub struct Trust {
@@ -347,7 +330,7 @@ fn check_writers(path: &Path) -> Result<(), TrustError> {
 #[cfg(unix)]
 fn check_meta(path: &Path, meta: &std::fs::Metadata) -> Result<(), TrustError> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let me = crate::plugin::current_uid();
+    let me = crate::sys::current_uid();
     if meta.uid() != me && meta.uid() != 0 {
         return Err(TrustError::OtherOwner {
             path: path.to_path_buf(),

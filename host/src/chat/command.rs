@@ -48,27 +48,6 @@ pub struct ChatArgs {
     pub extra: Vec<OsString>,
 }
 
-/// The `claude` executable: `--claude`/`TOOLHOST_CLAUDE`, else `claude` on PATH.
-pub fn find_claude(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
-    if let Some(p) = explicit {
-        return Ok(p.to_path_buf());
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    for dir in std::env::split_paths(&path) {
-        let candidate = dir.join("claude");
-        if is_executable(&candidate) {
-            return Ok(candidate);
-        }
-    }
-    bail!("cannot find the `claude` CLI on PATH; pass --claude PATH or set TOOLHOST_CLAUDE")
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    p.metadata()
-        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
 /// The servers of an `--mcp-config` file (`{"mcpServers": {...}}`).
 pub fn read_mcp_config(file: &Path) -> anyhow::Result<Map<String, Value>> {
     let text = std::fs::read_to_string(file)

@@ -26,7 +26,7 @@ use anyhow::Context as _;
 use tokio::sync::mpsc;
 
 pub use ask::{parse_answer, permission_response, Decision, Questions};
-pub use command::{cli_args, find_claude, read_mcp_config, ChatArgs};
+pub use command::{cli_args, read_mcp_config, ChatArgs};
 pub use conversation::Stop;
 pub use render::{OutputFormat, Renderer, TurnEnd};
 pub use words::display_tool_name;
@@ -40,7 +40,7 @@ use crate::{
     handler::Router,
     registry::Registry,
     service::{follow_registry, initialize_request, Session},
-    transport::{blocking_lines, CliProcess, ExitReport, Writer},
+    transport::{blocking_lines, find_claude, CliProcess, ExitReport, Writer},
 };
 
 /// How long the CLI gets to exit after its stdin is closed before it is killed.

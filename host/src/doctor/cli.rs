@@ -52,7 +52,7 @@ pub fn check(flag: Option<&Path>, env: Option<&Path>) -> Check {
         (None, None) => (None, "PATH"),
     };
     let install = format!("{INSTALL}{TESTED_CLI_MAX} (or pass --claude PATH)");
-    let path = match crate::chat::find_claude(explicit) {
+    let path = match crate::transport::find_claude(explicit) {
         Ok(p) => p,
         Err(_) => {
             return Check::fail("claude", "no `claude` executable on PATH", install)

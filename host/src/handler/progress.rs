@@ -9,9 +9,8 @@ use std::{
 use serde_json::value::RawValue;
 
 use crate::{
-    model::{borrow_raw, rpc_notification, ProgressParams},
+    model::{borrow_raw, rpc_notification, Latest, ProgressParams},
     plugin,
-    transport::Latest,
 };
 
 /// Where the notifications of a call go. The service implements it over the same writer as the

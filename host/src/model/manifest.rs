@@ -1,9 +1,13 @@
 //! A plugin's manifest as host-owned data, and the naming rules the CLI depends on.
+//!
+//! The serde derives are how a worker process hands its manifest to the host (as JSON, in its
+//! first frame); the MCP shape of a tool is written by `tool_json`.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// MCP tool annotations; `None` means "not stated".
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Annotations {
     pub read_only: Option<bool>,
     pub destructive: Option<bool>,
@@ -12,7 +16,7 @@ pub struct Annotations {
 }
 
 /// One tool, copied out of the plugin library.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolInfo {
     pub name: String,
     pub title: Option<String>,
@@ -24,7 +28,7 @@ pub struct ToolInfo {
 }
 
 /// What a plugin declared, copied out of the plugin library.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
     pub name: String,
     pub version: String,

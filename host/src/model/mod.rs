@@ -10,6 +10,7 @@
 
 mod control;
 mod jsonrpc;
+mod latest;
 mod manifest;
 mod mcp;
 mod result;
@@ -23,6 +24,7 @@ pub use control::{
 pub use jsonrpc::{
     error_code, rpc_error, rpc_notification, rpc_result, rpc_result_raw, JsonRpc, NOTIFICATION_ACK,
 };
+pub use latest::Latest;
 pub use manifest::{
     check_name, Annotations, Manifest, ManifestError, ToolInfo, MAX_QUALIFIED_NAME,
 };

@@ -19,9 +19,9 @@ pub use callbacks::{CallControl, Report};
 pub use catalog::{Catalog, ToolCheck};
 pub use configure::ConfigSource;
 pub use library::{kept_for_threads_count, pinned_count, still_mapped};
-pub use shadow::{
-    current_uid, default_shadow_dir, digest, NotALibrary, ShadowError, Staged, MAX_PLUGIN_BYTES,
-};
+pub use shadow::{default_shadow_dir, NotALibrary, ShadowError, Staged, MAX_PLUGIN_BYTES};
+// Where they were before `sys` held them.
+pub use crate::sys::{current_uid, digest};
 // The host-side data a plugin produces is defined by the protocol layer; re-exported here for
 // the code that loads plugins.
 pub use crate::model::{

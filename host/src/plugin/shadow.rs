@@ -24,6 +24,8 @@ use std::{
 
 use sha2::{Digest, Sha256};
 
+use crate::sys::current_uid;
+
 /// Why a plugin file could not be staged.
 #[derive(Debug, thiserror::Error)]
 pub enum ShadowError {
@@ -123,11 +125,6 @@ pub enum NotALibrary {
     Unreadable(io::Error),
 }
 
-/// SHA-256 of a file's bytes: the identity of a build.
-pub fn digest(bytes: &[u8]) -> [u8; 32] {
-    Sha256::digest(bytes).into()
-}
-
 /// Checks that `data` (`len` bytes) is a whole shared library before the system loader sees
 /// it: the loader maps segments by the offsets in the headers without comparing them with the
 /// file's size, so a library truncated mid-write would crash the host (SIGBUS) on first access.
@@ -166,15 +163,6 @@ pub fn default_shadow_dir() -> PathBuf {
         .unwrap_or_else(std::env::temp_dir);
     base.join(format!("toolhost-{}", current_uid()))
         .join("shadow")
-}
-
-/// The real user id of this process (0 where there is no such thing).
-pub fn current_uid() -> u32 {
-    // SAFETY: getuid has no preconditions and cannot fail.
-    #[cfg(unix)]
-    return unsafe { libc::getuid() };
-    #[cfg(not(unix))]
-    return 0;
 }
 
 fn prepare_shadow_dir(dir: &Path) -> Result<(), ShadowError> {
@@ -463,6 +451,7 @@ mod tests {
     use toolhost_test_support::elf::{segments_end, without_section_headers};
 
     use super::*;
+    use crate::sys::digest;
 
     /// This test binary: a complete ELF or Mach-O file to cut up.
     fn own_binary() -> Vec<u8> {

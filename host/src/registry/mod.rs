@@ -16,7 +16,6 @@
 
 mod pending;
 mod placement;
-mod scan;
 mod watch;
 
 use std::{
@@ -29,7 +28,8 @@ use std::{
 
 use tokio::sync::{broadcast, OwnedRwLockReadGuard};
 
-pub use scan::{is_plugin_file, plugin_files, LIBRARY_SUFFIX};
+// Which files are plugins is the folder's business; re-exported for the registry's users.
+pub use crate::plugin_dir::{is_plugin_file, plugin_files, LIBRARY_SUFFIX};
 pub use watch::WatchHandle;
 
 use placement::Placement;

@@ -5,7 +5,7 @@
 use std::{
     collections::VecDeque,
     ffi::OsString,
-    path::Path,
+    path::{Path, PathBuf},
     process::{ExitStatus, Stdio},
     sync::{Arc, Mutex},
     time::Duration,
@@ -15,6 +15,30 @@ use tokio::{
     io::AsyncBufReadExt,
     process::{Child, ChildStdin, ChildStdout, Command},
 };
+
+/// No `claude` executable was named and none is on PATH.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot find the `claude` CLI on PATH; pass --claude PATH or set TOOLHOST_CLAUDE")]
+pub struct ClaudeNotFound;
+
+/// The `claude` executable: `explicit` (`--claude`, `TOOLHOST_CLAUDE`) as it is, else the first
+/// executable `claude` on PATH.
+pub fn find_claude(explicit: Option<&Path>) -> Result<PathBuf, ClaudeNotFound> {
+    if let Some(p) = explicit {
+        return Ok(p.to_path_buf());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("claude"))
+        .find(|candidate| is_executable(candidate))
+        .ok_or(ClaudeNotFound)
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
 
 /// How many stderr lines are kept.
 pub const STDERR_TAIL_LINES: usize = 20;

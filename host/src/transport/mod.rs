@@ -20,7 +20,10 @@ use tokio::{
     task::JoinHandle,
 };
 
-pub use child::{CliProcess, ExitReport, StderrTail, STDERR_TAIL_LINES};
+pub use crate::model::Latest;
+pub use child::{
+    find_claude, ClaudeNotFound, CliProcess, ExitReport, StderrTail, STDERR_TAIL_LINES,
+};
 pub use lines::{
     blocking_lines, read_lines, BlockingLines, LineReader, ReadError, TooLong, TopLevelKeys,
     DEFAULT_MAX_LINE_BYTES,
@@ -29,14 +32,6 @@ pub use lines::{
 /// Bytes of output queued before the reader of a session stops taking requests (see
 /// [`LineSender::ready`]): a peer that does not read its input cannot make the host grow.
 pub const MAX_QUEUED_BYTES: usize = 8 << 20;
-
-/// A line whose text is decided when the writer reaches it, so that a value that changes
-/// faster than it is written (a call's progress) waits in the queue once and is written at
-/// its latest.
-pub trait Latest: Send + Sync {
-    /// The line to write now (without its newline), or `None` for nothing.
-    fn take(&self) -> Option<String>;
-}
 
 enum Queued {
     Line(String),

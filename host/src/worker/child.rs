@@ -24,7 +24,7 @@ use std::{
 
 use tracing_subscriber::{layer::SubscriberExt, Layer};
 
-use crate::relay::{lock, Relay, STAY_AWAKE};
+use crate::relay::{lock, Relay, HERE_BUDGET, STAY_AWAKE};
 
 use super::{
     process::{CHANNEL_FD, EVENTS_FD, LIBRARY_FD, REPLIES_FD},
@@ -32,9 +32,8 @@ use super::{
     wire::{self, FrameReader, FromWorker, LoadFailure, Next, Restore, ResultWire, ToWorker},
 };
 use crate::{
-    handler::HERE_BUDGET,
     plugin::{CallControl, CallResult, LoadError, LoadedPlugin, StateError},
-    trust::parse_hex,
+    sys::parse_hex,
 };
 
 /// Arguments of the hidden `__worker` subcommand (set by the host, not by people).
