@@ -20,10 +20,20 @@ mod stream;
 pub mod style;
 mod words;
 
-use std::{io::IsTerminal, path::PathBuf, process::ExitCode, sync::Arc, time::Duration};
+use std::{
+    io::IsTerminal,
+    path::{Path, PathBuf},
+    process::ExitCode,
+    sync::Arc,
+    time::Duration,
+};
 
 use anyhow::Context as _;
-use tokio::sync::mpsc;
+use serde_json::{Map, Value};
+use tokio::{
+    sync::{broadcast, mpsc},
+    task::JoinHandle,
+};
 
 pub use ask::{parse_answer, permission_response, Decision, Questions};
 pub use command::{cli_args, read_mcp_config, ChatArgs};
@@ -38,8 +48,9 @@ use style::Style;
 
 use crate::{
     handler::Router,
-    registry::Registry,
-    service::{follow_registry, initialize_request, Session},
+    plugin::LoadedPlugin,
+    registry::{Registry, RegistryEvent},
+    service::{follow_registry, initialize_request, Session, SessionHandle},
     transport::{blocking_lines, find_claude, CliProcess, ExitReport, Writer},
 };
 
@@ -83,83 +94,24 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
     let registry_events = registry.subscribe();
     let _watch = registry.watch().context("cannot watch the plugin folder")?;
     let router = Router::new(registry.clone(), args.limits.call.router_config());
-    let external = match &args.mcp_config {
-        Some(f) => read_mcp_config(f)?,
-        None => Default::default(),
-    };
     let plugins = registry.plugins();
-    for p in &plugins {
-        if external.contains_key(p.name()) {
-            tracing::warn!(
-                "plugin {} has the name of a server in the MCP config; the plugin wins",
-                p.name()
-            );
-        }
-    }
+    let external = external_servers(args.mcp_config.as_deref(), &plugins)?;
     let term = Terminal::detect(args.output_format);
     let interactive = args.prompt.is_none();
-    let err_style = Style::for_stream(&std::io::stderr());
-    let mut screen = Screen::new(
-        Box::new(std::io::stdout()),
-        Box::new(std::io::stderr()),
-        term.live,
-    );
-    if term.editor && interactive {
-        screen.line(&banner(&registry, &term.style));
-    }
-    for line in startup_report(&registry, &err_style) {
-        screen.notice(&line);
-    }
+    let screen = open_screen(&registry, &term, interactive);
 
-    let names: Vec<&str> = plugins.iter().map(|p| p.name()).collect();
     // Built before the CLI starts (it lists every tool): from the spawn on, the host only
     // answers, and the CLI's handshake does not wait for this work.
     let init_request = initialize_request(&router, &plugins);
-    let claude = find_claude(args.claude.as_deref())?;
-    let argv = cli_args(&args, &names, term.live);
-    tracing::debug!(claude = %claude.display(), ?argv, "spawning the CLI");
-    let (cli, stdin, stdout) = CliProcess::spawn(&claude, &argv)
-        .with_context(|| format!("cannot start {}", claude.display()))?;
-
-    let questions = args.ask.then(Questions::default);
-    let permissions = questions.as_ref().map(Questions::asker);
-    // Read by a thread of its own with blocking reads, which runs fast calls itself; replies
-    // are written straight to the CLI's stdin when nothing is queued before them.
-    let stdout = stdout
-        .into_owned_fd()
-        .context("cannot take the CLI's stdout")?;
-    let lines = blocking_lines(stdout).max_line_bytes(args.limits.max_line_bytes);
-    let mut session = Session::start_with(
-        lines,
-        Writer::spawn_direct(stdin),
-        router.clone(),
-        permissions,
-    )
-    .context("cannot start reading the CLI's output")?;
+    let (cli, mut session, questions) = start_cli(&args, &plugins, &term, router)?;
     let handle = session.handle.clone();
-
     // Sent before anything else: it registers the plugins as sdk servers.
     let init_answer = Box::pin(handle.request(&init_request));
-    let (reports_tx, reports) = mpsc::unbounded_channel();
-    let follow = tokio::spawn(follow_registry(
-        registry.clone(),
-        registry_events,
-        handle.clone(),
-        external,
-        (!args.ask).then(|| args.allowed_tools.clone()),
-        move |change| {
-            let _ = reports_tx.send(format!("toolhost: {change}"));
-        },
-    ));
+    let (follow, reports) =
+        follow_changes(&args, registry.clone(), registry_events, &handle, external);
 
     let (source, inputs) = open_input(&term, interactive, args.ask)?;
-    let saved_terminal = term.editor.then(save_terminal).flatten();
-    if let Some(t) = &saved_terminal {
-        // Keys typed while a turn runs are not echoed over the live line; the editor shows
-        // them when it next reads. Ctrl-C still interrupts.
-        set_terminal(&without_echo(t));
-    }
-
+    let saved_terminal = quiet_terminal(&term);
     let renderer = Renderer::new(args.output_format, term.style, term.live);
     let mut chat = Chat::new(
         handle,
@@ -182,18 +134,122 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
         )
         .await;
     follow.abort();
-    // Leave the terminal as we found it (the editor thread may still be blocked in its raw
-    // mode).
-    if let Some(t) = &saved_terminal {
+    restore_terminal(saved_terminal.as_ref(), &mut chat);
+
+    session.close().await;
+    Ok(shut_down(stop, cli, &mut chat).await)
+}
+
+/// The servers of `--mcp-config`, warning about those a plugin of the same name hides.
+fn external_servers(
+    mcp_config: Option<&Path>,
+    plugins: &[Arc<LoadedPlugin>],
+) -> anyhow::Result<Map<String, Value>> {
+    let external = match mcp_config {
+        Some(f) => read_mcp_config(f)?,
+        None => Default::default(),
+    };
+    for p in plugins {
+        if external.contains_key(p.name()) {
+            tracing::warn!(
+                "plugin {} has the name of a server in the MCP config; the plugin wins",
+                p.name()
+            );
+        }
+    }
+    Ok(external)
+}
+
+/// The screen, showing the banner (an interactive session on a terminal) and the files that
+/// failed to load.
+fn open_screen(registry: &Registry, term: &Terminal, interactive: bool) -> Screen {
+    let err_style = Style::for_stream(&std::io::stderr());
+    let mut screen = Screen::new(
+        Box::new(std::io::stdout()),
+        Box::new(std::io::stderr()),
+        term.live,
+    );
+    if term.editor && interactive {
+        screen.line(&banner(registry, &term.style));
+    }
+    for line in startup_report(registry, &err_style) {
+        screen.notice(&line);
+    }
+    screen
+}
+
+/// Starts the CLI and the session reading its output, with the permission questions when
+/// `--ask` routes them to the person.
+fn start_cli(
+    args: &ChatArgs,
+    plugins: &[Arc<LoadedPlugin>],
+    term: &Terminal,
+    router: Arc<Router>,
+) -> anyhow::Result<(CliProcess, Session, Option<Questions>)> {
+    let names: Vec<&str> = plugins.iter().map(|p| p.name()).collect();
+    let claude = find_claude(args.claude.as_deref())?;
+    let argv = cli_args(args, &names, term.live);
+    tracing::debug!(claude = %claude.display(), ?argv, "spawning the CLI");
+    let (cli, stdin, stdout) = CliProcess::spawn(&claude, &argv)
+        .with_context(|| format!("cannot start {}", claude.display()))?;
+
+    let questions = args.ask.then(Questions::default);
+    let permissions = questions.as_ref().map(Questions::asker);
+    // Read by a thread of its own with blocking reads, which runs fast calls itself; replies
+    // are written straight to the CLI's stdin when nothing is queued before them.
+    let stdout = stdout
+        .into_owned_fd()
+        .context("cannot take the CLI's stdout")?;
+    let lines = blocking_lines(stdout).max_line_bytes(args.limits.max_line_bytes);
+    let session = Session::start_with(lines, Writer::spawn_direct(stdin), router, permissions)
+        .context("cannot start reading the CLI's output")?;
+    Ok((cli, session, questions))
+}
+
+/// Follows the registry's changes into the session (`follow_registry`); each change is
+/// reported on the channel returned, for the chat to show.
+fn follow_changes(
+    args: &ChatArgs,
+    registry: Arc<Registry>,
+    events: broadcast::Receiver<RegistryEvent>,
+    handle: &SessionHandle,
+    external: Map<String, Value>,
+) -> (JoinHandle<()>, mpsc::UnboundedReceiver<String>) {
+    let (reports_tx, reports) = mpsc::unbounded_channel();
+    let follow = tokio::spawn(follow_registry(
+        registry,
+        events,
+        handle.clone(),
+        external,
+        (!args.ask).then(|| args.allowed_tools.clone()),
+        move |change| {
+            let _ = reports_tx.send(format!("toolhost: {change}"));
+        },
+    ));
+    (follow, reports)
+}
+
+/// Turns echo off while the editor runs, and returns the settings to restore: keys typed while
+/// a turn runs are not echoed over the live line (the editor shows them when it next reads).
+/// Ctrl-C still interrupts.
+fn quiet_terminal(term: &Terminal) -> Option<nix::sys::termios::Termios> {
+    let saved = term.editor.then(save_terminal).flatten();
+    if let Some(t) = &saved {
+        set_terminal(&without_echo(t));
+    }
+    saved
+}
+
+/// Leaves the terminal as we found it (the editor thread may still be blocked in its raw
+/// mode), the cursor on a line of its own.
+fn restore_terminal(saved: Option<&nix::sys::termios::Termios>, chat: &mut Chat) {
+    if let Some(t) = saved {
         set_terminal(t);
     }
     if chat.editor_reading() {
         chat.screen.set_printer(None);
         chat.screen.line("");
     }
-
-    session.close().await;
-    Ok(shut_down(stop, cli, &mut chat).await)
 }
 
 /// Where prompts (interactive mode) and answers to permission questions come from.

@@ -282,63 +282,24 @@ fn plugin_file(
         }
         v
     };
-    let fail = |message: String, fix: String| {
-        (
-            Check::fail("plugin", format!("{shown}: {message}"), fix).with_data(data(json!({}))),
-            None,
-        )
-    };
-    if let Err(e) = trust.check_writers(file) {
-        return fail(format!("refused: {}", one_line(&e)), writers_fix(&e));
-    }
-    let staged = match Staged::copy(file, &opts.shadow_dir) {
-        Ok(s) => s,
-        Err(e) => return fail(format!("cannot read it: {e}"), format!("chmod u+r {shown}")),
-    };
-    let hash = *staged.hash();
-    if let Err(e) = trust.check_listed(&hash) {
-        let fix = match &e {
-            TrustError::NotListed { lock, .. } => format!(
-                "if you trust this build: sha256sum {shown} >> {}",
-                lock.display()
-            ),
-            other => writers_fix(other),
-        };
-        return fail(format!("refused: {}", one_line(&e)), fix);
-    }
-    let config_json = |name: &str| config.plugin_config_json(name);
-    let plugin = match LoadedPlugin::load_staged_with_config(file, staged, &config_json) {
-        Ok(p) => p,
-        Err(e) => {
-            let fix = load_fix(&e);
-            return fail(one_line(&e), fix);
+    let plugin = load(file, trust, config, opts).and_then(|plugin| {
+        admit(&plugin, config, loaded)?;
+        Ok(plugin)
+    });
+    let plugin = match plugin {
+        Ok(plugin) => plugin,
+        Err(Refusal { message, fix }) => {
+            let check = Check::fail("plugin", format!("{shown}: {message}"), fix);
+            return (check.with_data(data(json!({}))), None);
         }
     };
     let m = plugin.manifest();
-    if let Some(first) = loaded.iter().find(|p| p.name() == m.name) {
-        return fail(
-            format!(
-                "plugin name `{}` is already taken by {}",
-                m.name,
-                first.file().display()
-            ),
-            "remove one of the two files, or give one plugin another name".into(),
-        );
-    }
-    let settings = config.plugin(&m.name);
-    if let Some(why) = settings.and_then(|s| s.unenforceable(&m.name)) {
-        return fail(
-            why,
-            format!(
-                "remove [plugin.{}.sandbox] from the configuration file, or run a toolhost that \
-                 can sandbox plugins",
-                m.name
-            ),
-        );
-    }
     let mut check = tools(m);
     check.message = format!("{shown}: {}", check.message);
-    let ignored = settings.map(|s| s.ignored()).unwrap_or_default();
+    let ignored = config
+        .plugin(&m.name)
+        .map(|s| s.ignored())
+        .unwrap_or_default();
     if !ignored.is_empty() {
         check.status = check.status.max(Status::Warn);
         check.message.push_str(&format!(
@@ -356,6 +317,79 @@ fn plugin_file(
         "tools": m.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
     }));
     (check, Some(plugin))
+}
+
+/// Why a plugin file fails its check, and what to do about it.
+struct Refusal {
+    message: String,
+    fix: String,
+}
+
+impl Refusal {
+    fn new(message: String, fix: String) -> Self {
+        Refusal { message, fix }
+    }
+}
+
+/// `file` staged, trust-checked and loaded with its settings, as the registry loads it.
+fn load(
+    file: &Path,
+    trust: &Trust,
+    config: &Config,
+    opts: &Options,
+) -> Result<Arc<LoadedPlugin>, Refusal> {
+    let shown = file.display();
+    if let Err(e) = trust.check_writers(file) {
+        return Err(Refusal::new(
+            format!("refused: {}", one_line(&e)),
+            writers_fix(&e),
+        ));
+    }
+    let staged = Staged::copy(file, &opts.shadow_dir)
+        .map_err(|e| Refusal::new(format!("cannot read it: {e}"), format!("chmod u+r {shown}")))?;
+    let hash = *staged.hash();
+    if let Err(e) = trust.check_listed(&hash) {
+        let fix = match &e {
+            TrustError::NotListed { lock, .. } => format!(
+                "if you trust this build: sha256sum {shown} >> {}",
+                lock.display()
+            ),
+            other => writers_fix(other),
+        };
+        return Err(Refusal::new(format!("refused: {}", one_line(&e)), fix));
+    }
+    let config_json = |name: &str| config.plugin_config_json(name);
+    LoadedPlugin::load_staged_with_config(file, staged, &config_json)
+        .map_err(|e| Refusal::new(one_line(&e), load_fix(&e)))
+}
+
+/// What the registry refuses once a plugin loaded: a name another file already serves
+/// (`loaded`), or settings this toolhost cannot enforce.
+fn admit(
+    plugin: &LoadedPlugin,
+    config: &Config,
+    loaded: &[Arc<LoadedPlugin>],
+) -> Result<(), Refusal> {
+    let name = plugin.name();
+    if let Some(first) = loaded.iter().find(|p| p.name() == name) {
+        return Err(Refusal::new(
+            format!(
+                "plugin name `{name}` is already taken by {}",
+                first.file().display()
+            ),
+            "remove one of the two files, or give one plugin another name".into(),
+        ));
+    }
+    if let Some(why) = config.plugin(name).and_then(|s| s.unenforceable(name)) {
+        return Err(Refusal::new(
+            why,
+            format!(
+                "remove [plugin.{name}.sandbox] from the configuration file, or run a toolhost \
+                 that can sandbox plugins"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// What to do about a plugin that does not load.

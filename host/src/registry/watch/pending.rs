@@ -26,7 +26,7 @@ impl Snapshot {
     }
 }
 
-/// The delays the bookkeeping applies (from [`super::RegistryConfig`]).
+/// The delays the bookkeeping applies (from [`crate::registry::RegistryConfig`]).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Timing {
     pub debounce: Duration,
