@@ -21,7 +21,7 @@ use std::{
 
 use tokio::runtime::Handle;
 
-use super::{parse_object, sort_read, Intake, Reader, Routed, Slot};
+use super::{parse_object, sort_read, Intake, Reader, Slot};
 use crate::{
     handler::{Request, HERE_BUDGET},
     model::Incoming,
@@ -61,13 +61,12 @@ pub(super) struct Lane {
     rt: Handle,
     /// Who reads, and the watchdog's rhythm.
     relay: Relay,
-    /// Every reader thread's running call.
+    /// Every reader thread's running request, if any.
     threads: Mutex<Vec<Arc<Running>>>,
 }
 
-/// The request a reader thread runs, if any, and since when; taken off when it returns.
-#[derive(Default)]
-struct Running(Mutex<Option<Watched>>);
+/// The request a reader thread runs, if any; taken off when it returns.
+type Running = Mutex<Option<Watched>>;
 
 struct Watched {
     request: Request,
@@ -132,13 +131,13 @@ impl Lane {
                 Ok(msg) => self.reader.route(msg, &line, slot),
                 Err(e) => {
                     self.reader.malformed(&line, e);
-                    Routed::Done
+                    None
                 }
             };
-            let Routed::Here(mut run) = routed else {
+            let Some(mut run) = routed else {
                 continue;
             };
-            *lock(&running.0) = Some(Watched {
+            *lock(&running) = Some(Watched {
                 request: run.request().clone(),
                 started: Instant::now(),
                 escalated: false,
@@ -148,7 +147,7 @@ impl Lane {
             run.run();
             // Off the watchdog's list before its slot is given back (dropping `run`): the
             // watchdog can no longer label a call that ended.
-            lock(&running.0).take();
+            lock(&running).take();
             drop(run);
             if !self.relay.read_again() {
                 // Another thread reads now.
@@ -188,7 +187,7 @@ impl Lane {
     /// Escalates the requests running over the budget (`all`: every one).
     fn escalate(&self, now: Instant, all: bool) {
         for running in lock(&self.threads).iter() {
-            if let Some(w) = lock(&running.0).as_mut() {
+            if let Some(w) = lock(&running).as_mut() {
                 if !w.escalated && (all || now >= w.started + HERE_BUDGET) {
                     w.escalated = true;
                     w.request.escalate();

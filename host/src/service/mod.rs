@@ -343,12 +343,6 @@ struct Reader {
     events: mpsc::UnboundedSender<Event>,
 }
 
-/// What became of a line: handled, or a request for the reading thread to run.
-pub(super) enum Routed {
-    Done,
-    Here(HereRun),
-}
-
 impl Reader {
     /// The CLI's output ended: nothing will answer our requests or withdraw questions.
     fn input_ended(&self) {
@@ -359,7 +353,8 @@ impl Reader {
         let _ = self.events.send(Event::Closed);
     }
 
-    fn route(&self, msg: Incoming<'_>, line: &str, slot: Slot) -> Routed {
+    /// Handles a line; returns the request the reading thread is to run, if any.
+    fn route(&self, msg: Incoming<'_>, line: &str, slot: Slot) -> Option<HereRun> {
         match msg.kind.as_ref() {
             "control_request" => match (msg.request_id, msg.request) {
                 (Some(id), Some(req)) => return self.control_request(&id, req, slot),
@@ -402,10 +397,10 @@ impl Reader {
                 });
             }
         }
-        Routed::Done
+        None
     }
 
-    fn control_request(&self, id: &str, req: IncomingRequest<'_>, slot: Slot) -> Routed {
+    fn control_request(&self, id: &str, req: IncomingRequest<'_>, slot: Slot) -> Option<HereRun> {
         match req.subtype.as_ref() {
             "mcp_message" => {
                 let (Some(server), Some(message)) = (req.server_name, req.message) else {
@@ -413,7 +408,7 @@ impl Reader {
                         id,
                         "mcp_message needs server_name and message",
                     ));
-                    return Routed::Done;
+                    return None;
                 };
                 match self
                     .router
@@ -434,7 +429,7 @@ impl Reader {
                             drop(slot);
                         };
                         if let Some(run) = request.start(Box::new(respond), true) {
-                            return Routed::Here(run);
+                            return Some(run);
                         }
                     }
                 }
@@ -447,7 +442,7 @@ impl Reader {
                 ));
             }
         }
-        Routed::Done
+        None
     }
 
     fn ask(&self, id: &str, req: IncomingRequest<'_>) {
