@@ -421,7 +421,7 @@ cli_test!(
             }
         };
         let mut cmd = sandbox.claude_command(&fake, &[]);
-        cmd.env("MCP_TIMEOUT", "1500");
+        cmd.env("MCP_TIMEOUT", "3000");
         let mut cli = SdkSession::spawn_with(cmd, initialize(&["calc", "mute"], json!({})), server);
         cli.pump("initialize response", is_response_to("init_1"));
         let result = cli.turn("go");
@@ -471,7 +471,7 @@ cli_test!(
             "stringschema",
         ];
         let mut cmd = sandbox.claude_command(&fake, &[]);
-        cmd.env("MCP_TIMEOUT", "1500");
+        cmd.env("MCP_TIMEOUT", "3000");
         let mut cli = SdkSession::spawn_with(cmd, initialize(&servers, json!({})), server);
         cli.pump("initialize response", is_response_to("init_1"));
         let result = cli.turn("go");
@@ -958,7 +958,7 @@ cli_test!(
         };
         let init = initialize(
             &["calc"],
-            json!({"sdkMcpServerConfigs":{"calc":{"timeout":1000}}}),
+            json!({"sdkMcpServerConfigs":{"calc":{"timeout":2000}}}),
         );
         let cmd = sandbox.claude_command(&fake, &["--allowedTools", "mcp__calc"]);
         let mut cli = SdkSession::spawn_with(cmd, init, server);
@@ -969,7 +969,7 @@ cli_test!(
             assert!(r.is_error, "{name}: {r:?}");
             assert_eq!(
                 r.content,
-                format!("MCP server \"calc\" tool \"{name}\" timed out after 1s"),
+                format!("MCP server \"calc\" tool \"{name}\" timed out after 2s"),
                 "{name}"
             );
         }
