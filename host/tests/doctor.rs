@@ -8,7 +8,7 @@ use std::{
     process::{Command, Output},
 };
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use tempfile::TempDir;
 
 /// A stand-in `claude` that prints `version` for `--version`.
@@ -77,7 +77,7 @@ fn line_and_next(report: &str, prefix: &str) -> (String, String) {
 #[test]
 fn good_broken_and_refused_plugins() {
     use std::os::unix::fs::PermissionsExt;
-    let (dir, _bin, claude) = with_claude(&["calc", "text"], "2.1.330");
+    let (dir, _bin, claude) = with_claude(&["calc", "text"], "2.1.331");
     let good = dir.path().join(common::lib_file("calc"));
     // Refused: others can write it.
     let refused = dir.path().join(common::lib_file("text"));
@@ -97,7 +97,7 @@ fn good_broken_and_refused_plugins() {
         line.contains(claude_arg) && line.contains("from --claude"),
         "{line}"
     );
-    assert!(line.contains("version 2.1.330"), "{line}");
+    assert!(line.contains("version 2.1.331"), "{line}");
     assert!(report.contains("✓ plugin-folder: "), "{report}");
     let (line, _) = line_and_next(&report, &format!("✓ plugin: {}: calc", good.display()));
     assert!(line.contains("add"), "{line}");
@@ -139,7 +139,11 @@ fn good_broken_and_refused_plugins() {
     }
     let claude_check = &report["checks"][0];
     assert_eq!(claude_check["check"], "claude");
-    assert_eq!(claude_check["data"]["version"], "2.1.330");
+    assert_eq!(claude_check["data"]["version"], "2.1.331");
+    assert_eq!(
+        claude_check["data"]["tested"],
+        json!(["2.1.328", "2.1.331"])
+    );
     assert_eq!(claude_check["data"]["source"], "--claude");
 
     // Without the broken and refused files, everything is in order.
@@ -161,13 +165,25 @@ fn the_cli_too_old_newer_or_missing() {
     assert_eq!(out.status.code(), Some(1));
     let (line, fix) = line_and_next(&text(&out), "✗ claude: ");
     assert!(line.contains("too old"), "{line}");
-    assert!(fix.contains("@anthropic-ai/claude-code@2.1.330"), "{fix}");
+    assert!(fix.contains("@anthropic-ai/claude-code@2.1.331"), "{fix}");
+    // The range's ends: 2.1.327 fails, 2.1.328 passes.
+    let below = fake_claude(bin.path(), "2.1.327");
+    let out = doctor(&["--plugins", folder, "--claude", below.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let oldest = fake_claude(bin.path(), "2.1.328");
+    let out = doctor(&["--plugins", folder, "--claude", oldest.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("✓ claude: "), "{}", text(&out));
 
     // Newer than tested: a warning, not a failure.
-    let newer = fake_claude(bin.path(), "2.2.0");
-    let out = doctor(&["--plugins", folder, "--claude", newer.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    assert!(text(&out).contains("! claude: "), "{}", text(&out));
+    for version in ["2.1.332", "2.2.0"] {
+        let newer = fake_claude(bin.path(), version);
+        let out = doctor(&["--plugins", folder, "--claude", newer.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let (line, fix) = line_and_next(&text(&out), "! claude: ");
+        assert!(line.contains("newer than tested"), "{line}");
+        assert!(fix.contains("@anthropic-ai/claude-code@2.1.331"), "{fix}");
+    }
 
     // Found through $TOOLHOST_CLAUDE, and says so.
     let ok = fake_claude(bin.path(), "2.1.329");

@@ -90,6 +90,11 @@ impl Proc {
         self.stdin = None;
     }
 
+    /// Whether stdin is still open (see [`Proc::close_stdin`]).
+    pub fn stdin_open(&self) -> bool {
+        self.stdin.is_some()
+    }
+
     /// The next stdout line not yet consumed, or `None` on timeout or end of output.
     pub fn next_line(&mut self, timeout: Duration) -> Option<String> {
         self.lines.recv_timeout(timeout).ok()

@@ -65,8 +65,18 @@ impl<'a> SdkSession<'a> {
     /// Starts `cmd` (the CLI with the stream-json flags) and sends `initialize` as `init_1`,
     /// without waiting for the answer.
     pub fn spawn(cmd: Command, server: impl FnMut(&McpRequest) -> Option<Value> + 'a) -> Self {
+        Self::spawn_with(cmd, initialize_request("init_1"), server)
+    }
+
+    /// [`SdkSession::spawn`] with our own `initialize` control request (request id `init_1`),
+    /// for instance one naming `sdkMcpServers` (docs/protocol.md §1.2).
+    pub fn spawn_with(
+        cmd: Command,
+        initialize: Value,
+        server: impl FnMut(&McpRequest) -> Option<Value> + 'a,
+    ) -> Self {
         let mut cli = Proc::spawn("claude", cmd);
-        cli.send_json(&initialize_request("init_1"));
+        cli.send_json(&initialize);
         Self {
             cli,
             server: Box::new(server),
@@ -82,6 +92,36 @@ impl<'a> SdkSession<'a> {
         let mut session = Self::spawn(cmd, server);
         session.pump("initialize response", is_response_to("init_1"));
         session
+    }
+
+    /// Sends a control request of ours (`request` is its `request` object) and serves the server
+    /// until the CLI answers it; returns the answer line.
+    pub fn control(&mut self, request_id: &str, request: Value) -> Value {
+        self.send(&json!({"type":"control_request","request_id":request_id,"request":request}));
+        self.pump(
+            &format!("the answer to {request_id}"),
+            is_response_to(request_id),
+        )
+    }
+
+    /// Writes one line of JSON to the CLI.
+    pub fn send(&mut self, line: &Value) {
+        self.cli.send_json(line);
+    }
+
+    /// Every stdout line of the CLI so far, consumed or not.
+    pub fn stdout_lines(&self) -> Vec<String> {
+        self.cli.stdout_lines()
+    }
+
+    /// Closes the CLI's input (see docs/protocol.md §8.1 for what it then does).
+    pub fn close_stdin(&mut self) {
+        self.cli.close_stdin();
+    }
+
+    /// Waits ([`STEP`]) for the CLI to exit and returns its status.
+    pub fn wait_exit(&mut self) -> std::process::ExitStatus {
+        self.cli.wait_exit(STEP)
     }
 
     /// Sends a user turn.
@@ -119,8 +159,8 @@ impl<'a> SdkSession<'a> {
 
 /// Reads the CLI's stdout until a JSON line satisfies `until`, serving every `mcp_message`
 /// control request on the way (notifications included: the CLI waits for their
-/// acknowledgement, docs/protocol.md §1.5); a request is served before `until` sees it. Returns the
-/// matching line.
+/// acknowledgement, docs/protocol.md §1.5); a request is served before `until` sees it, and
+/// only seen once our input is closed. Returns the matching line.
 pub fn pump(
     cli: &mut Proc,
     what: &str,
@@ -149,7 +189,8 @@ pub fn pump(
                     .to_string(),
                 message: msg["request"]["message"].clone(),
             };
-            if let Some(reply) = server(&req) {
+            // Once our input is closed, requests are seen but cannot be answered.
+            if let Some(reply) = server(&req).filter(|_| cli.stdin_open()) {
                 answer(cli, &req, reply);
             }
         }
@@ -159,10 +200,30 @@ pub fn pump(
     }
 }
 
-/// Sends the JSON-RPC `reply` to `req` as a control response.
+/// Sends the JSON-RPC `reply` to `req` as a control response (or, for a reply made by
+/// [`raw_response`], that `response` object as it is).
 pub fn answer(cli: &mut Proc, req: &McpRequest, reply: Value) {
-    cli.send_json(&json!({"type":"control_response","response":{
-        "subtype":"success","request_id":req.request_id,"response":{"mcp_response":reply}}}));
+    let mut response = match reply {
+        Value::Object(mut o) if o.contains_key(RAW) => o.remove(RAW).unwrap_or_default(),
+        reply => json!({"subtype":"success","response":{"mcp_response":reply}}),
+    };
+    response["request_id"] = req.request_id.clone();
+    cli.send_json(&json!({"type":"control_response","response":response}));
+}
+
+/// Marks a server's reply as a whole control `response` object, see [`raw_response`].
+const RAW: &str = "$raw_control_response";
+
+/// A server's reply that is sent as the control response's `response` object itself (its
+/// `request_id` filled in), not wrapped as `{"mcp_response": …}`: for the answers of
+/// docs/protocol.md §5.5 and §8.2 (a control-level error, a success without `mcp_response`).
+pub fn raw_response(response: Value) -> Value {
+    json!({ RAW: response })
+}
+
+/// A control-level error answer (docs/protocol.md §8.2), for a server to return.
+pub fn control_error(text: &str) -> Value {
+    raw_response(json!({"subtype":"error","error":text}))
 }
 
 /// A JSON-RPC success reply to `req`.
