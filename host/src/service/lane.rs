@@ -187,7 +187,7 @@ impl Lane {
     /// Escalates the requests running over the budget (`all`: every one).
     fn escalate(&self, now: Instant, all: bool) {
         for running in lock(&self.threads).iter() {
-            if let Some(w) = lock(&running).as_mut() {
+            if let Some(w) = lock(running).as_mut() {
                 if !w.escalated && (all || now >= w.started + HERE_BUDGET) {
                     w.escalated = true;
                     w.request.escalate();
