@@ -1,7 +1,7 @@
-//! Confining a worker (Linux): Landlock for files and TCP, seccomp for the socket kinds
-//! Landlock does not cover. Applied in the worker before the plugin library is opened, so no
-//! plugin code ever runs unconfined. A sandbox the kernel cannot enforce is refused, never
-//! applied in part.
+//! Confining a worker (Linux): Landlock for files, TCP, signals and abstract unix sockets,
+//! seccomp for the socket kinds Landlock does not cover. Applied in the worker before the
+//! plugin library is opened, so no plugin code ever runs unconfined. A sandbox the kernel
+//! cannot enforce is refused, never applied in part.
 
 use std::path::{Path, PathBuf};
 
@@ -43,27 +43,36 @@ pub struct SandboxSupport {
     pub seccomp: bool,
 }
 
-/// Landlock ABI needed: 4 is the first with TCP rules (3 added truncation).
-pub const LANDLOCK_ABI_NEEDED: i32 = 4;
+/// Landlock ABI needed: 4 is the first with TCP rules, 6 the first that scopes signals and
+/// abstract unix sockets (without it a plugin could kill or stop the host, or reach any
+/// program listening on an abstract socket).
+pub const LANDLOCK_ABI_NEEDED: i32 = 6;
 
 impl SandboxSupport {
     /// Whether every part of a sandbox can be enforced here.
     pub fn enforceable(&self) -> Result<(), SandboxError> {
         match self.landlock_abi {
             None => Err(SandboxError::Unsupported(
-                "Landlock is not available in this kernel (Linux 6.7 or later with Landlock \
+                "Landlock is not available in this kernel (Linux 6.12 or later with Landlock \
                  enabled is needed)"
                     .into(),
             )),
             Some(v) if v < LANDLOCK_ABI_NEEDED => Err(SandboxError::Unsupported(format!(
                 "the kernel's Landlock ABI is {v}, at least {LANDLOCK_ABI_NEEDED} is needed \
-                 (Linux 6.7) for network rules"
+                 (Linux 6.12) to keep a plugin from signalling the host and from reaching \
+                 abstract unix sockets"
             ))),
             Some(_) if !self.seccomp => Err(SandboxError::Unsupported(
                 "seccomp filters are not available".into(),
             )),
             Some(_) => Ok(()),
         }
+    }
+
+    /// Whether Landlock keeps a sandboxed plugin from signalling processes outside its sandbox
+    /// and from connecting to abstract unix sockets made outside it (ABI 6).
+    pub fn scopes(&self) -> bool {
+        self.landlock_abi.is_some_and(|v| v >= 6)
     }
 }
 
@@ -122,15 +131,20 @@ impl Sandbox {
     pub fn apply(&self, library: &Path) -> Result<(), SandboxError> {
         use landlock::{
             Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
-            RulesetAttr, RulesetCreatedAttr, RulesetStatus, ABI,
+            RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
         };
         probe().enforceable()?;
-        let abi = ABI::V4;
+        // The ABI every kernel that passes `enforceable` has.
+        let abi = ABI::V6;
         let apply_err = |e: landlock::RulesetError| SandboxError::Apply(e.to_string());
         let mut ruleset = Ruleset::default()
             // Nothing is silently left out: a feature the kernel lacks is an error.
             .set_compatibility(CompatLevel::HardRequirement)
             .handle_access(AccessFs::from_all(abi))
+            .map_err(apply_err)?
+            // Signals and abstract unix sockets reach only processes in this sandbox: not the
+            // host (nor anything else of the user's), whatever `net` says.
+            .scope(Scope::from_all(abi))
             .map_err(apply_err)?;
         if !self.net {
             ruleset = ruleset
@@ -301,10 +315,17 @@ mod tests {
             landlock_abi,
             seccomp: true,
         };
-        for (abi, expected) in [(None, "Landlock is not available"), (Some(3), "ABI is 3")] {
+        for (abi, expected) in [
+            (None, "Landlock is not available"),
+            (Some(3), "ABI is 3"),
+            // TCP rules but no scopes: the plugin could still signal the host.
+            (Some(5), "ABI is 5"),
+        ] {
             let e = support(abi).enforceable().unwrap_err().to_string();
             assert!(e.contains(expected), "{abi:?}: {e}");
+            assert!(!support(abi).scopes());
         }
+        assert!(support(Some(6)).enforceable().is_ok() && support(Some(6)).scopes());
         assert!(support(Some(7)).enforceable().is_ok());
     }
 
