@@ -11,6 +11,7 @@
 //! read = ["/usr/share/dict"]
 //! write = ["/tmp/calc"]
 //! net = false
+//! unix = []                 # with net = false: unix sockets it may connect to
 //! ```
 //!
 //! Every key is checked: an unknown key, a value of the wrong type, or (once the plugins are
@@ -257,7 +258,8 @@ impl Config {
         let mut plugins = doc.plugin;
         for settings in plugins.values_mut() {
             if let Some(sandbox) = &mut settings.sandbox {
-                for p in sandbox.read.iter_mut().chain(sandbox.write.iter_mut()) {
+                let paths = sandbox.read.iter_mut().chain(sandbox.write.iter_mut());
+                for p in paths.chain(sandbox.unix.iter_mut()) {
                     if p.is_relative() {
                         *p = base.join(&*p);
                     }
@@ -502,7 +504,7 @@ timeout = 10
         assert_eq!(
             error("[plugin.calc.sandbox]\nnet = true\nreed = []\n"),
             "/p/toolhost.toml:3: plugin.calc.sandbox.reed: unknown key \
-             (expected one of read, write, net)"
+             (expected one of read, write, net, unix)"
         );
         assert_eq!(
             error("[plugins.calc]\n"),

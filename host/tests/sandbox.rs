@@ -1,5 +1,5 @@
 //! Confinement of a plugin's worker against the `hostile` fixture (issue 19): a sandboxed
-//! plugin cannot signal the host.
+//! plugin cannot signal the host, and `net = false` refuses unix sockets.
 //!
 //! Root bypasses some checks: run this suite as an unprivileged user too, with the plugins
 //! built beforehand (the suite builds them otherwise, which needs the workspace's cargo):
@@ -89,4 +89,133 @@ fn a_sandboxed_plugin_cannot_signal_the_host() {
     assert!(r.text().contains("Operation not permitted"), "{}", r.text());
     assert_alive(&p);
     assert_eq!(p.restarts(), 0);
+}
+
+/// A unix socket listening at a path and one in the abstract namespace, both reachable from
+/// this process.
+struct UnixListeners {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    _at_path: std::os::unix::net::UnixListener,
+    abstract_name: String,
+    _abstract: std::os::unix::net::UnixListener,
+}
+
+impl UnixListeners {
+    fn new() -> Self {
+        use std::os::{
+            linux::net::SocketAddrExt,
+            unix::net::{SocketAddr, UnixListener},
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agent.sock");
+        let at_path = UnixListener::bind(&path).unwrap();
+        // Reachable by an unprivileged user running the suite.
+        let world = std::os::unix::fs::PermissionsExt::from_mode(0o777);
+        std::fs::set_permissions(&path, world).unwrap();
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let abstract_name = format!("toolhost-test-{}-{n}", std::process::id());
+        let addr = SocketAddr::from_abstract_name(abstract_name.as_bytes()).unwrap();
+        let abstract_ = UnixListener::bind_addr(&addr).unwrap();
+        let l = UnixListeners {
+            _dir: dir,
+            path,
+            _at_path: at_path,
+            abstract_name,
+            _abstract: abstract_,
+        };
+        // Both reachable without a sandbox (here, and from an unconfined worker).
+        for args in [l.at_path(), l.at_abstract()] {
+            assert_eq!(connect_here(&args), Ok(()), "{args}");
+        }
+        l
+    }
+
+    fn at_path(&self) -> Value {
+        json!({ "path": self.path })
+    }
+
+    fn at_abstract(&self) -> Value {
+        json!({ "abstract_name": self.abstract_name })
+    }
+}
+
+/// What `unix_connect` does, from this process.
+fn connect_here(args: &Value) -> Result<(), String> {
+    use std::os::{
+        linux::net::SocketAddrExt,
+        unix::net::{SocketAddr, UnixStream},
+    };
+    let addr = match (args["path"].as_str(), args["abstract_name"].as_str()) {
+        (Some(p), _) => SocketAddr::from_pathname(p),
+        (_, Some(n)) => SocketAddr::from_abstract_name(n.as_bytes()),
+        _ => unreachable!(),
+    }
+    .map_err(|e| e.to_string())?;
+    UnixStream::connect_addr(&addr)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+fn refused(p: &WorkerPlugin, args: &Value) {
+    let r = call(p, "unix_connect", args.clone());
+    assert!(r.is_error, "{args}: {}", r.text());
+    assert!(
+        r.text().contains("Permission denied") || r.text().contains("Operation not permitted"),
+        "{args}: {}",
+        r.text()
+    );
+}
+
+/// Finding 2: with `net = false` neither a socket file (here in a folder the sandbox does not
+/// even let it read) nor an abstract socket is reachable; `unix` opens the listed socket files
+/// (where the kernel can hold it to them, only those), never abstract sockets.
+#[test]
+fn net_false_refuses_unix_sockets() {
+    let sockets = UnixListeners::new();
+    let Some(p) = sandboxed(Sandbox::default()) else {
+        return;
+    };
+    refused(&p, &sockets.at_path());
+    refused(&p, &sockets.at_abstract());
+    assert_alive(&p);
+
+    let other = UnixListeners::new();
+    let p = sandboxed(Sandbox {
+        unix: vec![sockets.path.clone()],
+        ..Default::default()
+    })
+    .unwrap();
+    let r = call(&p, "unix_connect", sockets.at_path());
+    assert_eq!(r.text(), "connected");
+    refused(&p, &sockets.at_abstract());
+    if toolhost::worker::probe_sandbox().unix_paths() {
+        refused(&p, &other.at_path());
+    }
+
+    // `net = true` opens every socket file; abstract sockets stay scoped to the sandbox.
+    let p = sandboxed(Sandbox {
+        net: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let r = call(&p, "unix_connect", sockets.at_path());
+    assert_eq!(r.text(), "connected");
+    refused(&p, &sockets.at_abstract());
+}
+
+/// A syscall with the x32 bit set (which a filter checking only the architecture would take
+/// for the x86_64 syscall of the same number) kills the sandboxed worker; it is restarted.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn an_x32_syscall_kills_the_sandboxed_worker() {
+    let Some(p) = sandboxed(Sandbox::default()) else {
+        return;
+    };
+    let r = call(&p, "x32_syscall", json!({}));
+    assert!(r.is_error, "{}", r.text());
+    assert!(r.text().contains("SIGSYS"), "{}", r.text());
+    assert_alive(&p);
+    assert_eq!(p.restarts(), 1);
 }

@@ -18,9 +18,16 @@ pub struct Sandbox {
     /// Folders (or files) it may read, write, create and remove beneath.
     #[serde(default)]
     pub write: Vec<PathBuf>,
-    /// Whether it may open network connections (TCP bind/connect, other socket kinds).
+    /// Whether it may open network connections (TCP bind/connect, other socket kinds, unix
+    /// sockets).
     #[serde(default)]
     pub net: bool,
+    /// With `net = false`: unix sockets (or folders of them) it may connect to. Listing any
+    /// lets it make unix sockets; Landlock holds it to these paths from ABI 9 (Linux 7.1) on,
+    /// before which it may connect to any socket file it can name. Abstract sockets stay
+    /// out of reach either way.
+    #[serde(default)]
+    pub unix: Vec<PathBuf>,
 }
 
 /// Why a sandbox cannot be applied.
@@ -73,6 +80,11 @@ impl SandboxSupport {
     /// and from connecting to abstract unix sockets made outside it (ABI 6).
     pub fn scopes(&self) -> bool {
         self.landlock_abi.is_some_and(|v| v >= 6)
+    }
+
+    /// Whether Landlock can hold connections to socket files to the `unix` paths (ABI 9).
+    pub fn unix_paths(&self) -> bool {
+        self.landlock_abi.is_some_and(|v| v >= 9)
     }
 }
 
@@ -133,7 +145,8 @@ impl Sandbox {
             Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
             RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
         };
-        probe().enforceable()?;
+        let support = probe();
+        support.enforceable()?;
         // The ABI every kernel that passes `enforceable` has.
         let abi = ABI::V6;
         let apply_err = |e: landlock::RulesetError| SandboxError::Apply(e.to_string());
@@ -146,13 +159,29 @@ impl Sandbox {
             // host (nor anything else of the user's), whatever `net` says.
             .scope(Scope::from_all(abi))
             .map_err(apply_err)?;
+        // Connecting to socket files, where the kernel can govern it (socket() itself is
+        // seccomp's when `unix` is empty).
+        let resolve_unix = !self.net && support.unix_paths();
         if !self.net {
             ruleset = ruleset
                 .handle_access(AccessNet::from_all(abi))
                 .map_err(apply_err)?;
         }
+        if resolve_unix {
+            ruleset = ruleset
+                .handle_access(AccessFs::ResolveUnix)
+                .map_err(apply_err)?;
+        } else if !self.net && !self.unix.is_empty() {
+            tracing::warn!(
+                "sandbox: the kernel's Landlock ABI is {}, 9 (Linux 7.1) is needed to hold \
+                 connections to the `unix` paths: this plugin may connect to any socket file \
+                 it can name",
+                support.landlock_abi.unwrap_or_default()
+            );
+        }
         let mut created = ruleset.create().map_err(apply_err)?;
         let read = AccessFs::from_read(abi);
+        // Write paths give no right to connect to sockets beneath them: only `unix` does.
         let everything = AccessFs::from_all(abi);
         // (path, access, must exist)
         let mut rules: Vec<(&Path, landlock::BitFlags<AccessFs>, bool)> = Vec::new();
@@ -165,6 +194,19 @@ impl Sandbox {
         rules.push((library, read, true));
         rules.extend(self.read.iter().map(|p| (p.as_path(), read, true)));
         rules.extend(self.write.iter().map(|p| (p.as_path(), everything, true)));
+        if resolve_unix {
+            rules.extend(
+                self.unix
+                    .iter()
+                    .map(|p| (p.as_path(), AccessFs::ResolveUnix.into(), true)),
+            );
+        } else if let Some(missing) = self.unix.iter().find(|p| p.symlink_metadata().is_err()) {
+            // The same rule as where Landlock checks them.
+            return Err(SandboxError::Path {
+                path: missing.clone(),
+                reason: "no such file or folder".into(),
+            });
+        }
         for (path, access, required) in rules {
             let fd = match PathFd::new(path) {
                 Ok(fd) => fd,
@@ -176,11 +218,12 @@ impl Sandbox {
                     })
                 }
             };
-            // File rights only on a file: directory rights on it are an error.
+            // File rights only on a file: directory rights on it are an error. (ABI 9's file
+            // rights: ResolveUnix is one, and handled only where the kernel has it.)
             let access = if path.is_dir() {
                 access
             } else {
-                access & AccessFs::from_file(abi)
+                access & AccessFs::from_file(ABI::V9)
             };
             created = created
                 .add_rule(PathBeneath::new(fd, access))
@@ -197,7 +240,7 @@ impl Sandbox {
             )));
         }
         if !self.net {
-            deny_other_sockets()?;
+            deny_other_sockets(!self.unix.is_empty())?;
         }
         Ok(())
     }
@@ -210,11 +253,14 @@ impl Sandbox {
     }
 }
 
-/// Installs a seccomp filter that makes `socket()` fail with EACCES for everything but Unix
-/// sockets and TCP (which Landlock already denies), and refuses io_uring (a way around
-/// `socket()`). UDP, raw and netlink sockets are what Landlock's network rules do not see.
+/// Installs a seccomp filter that makes `socket()` fail with EACCES for everything but TCP
+/// (which Landlock governs) and, when `allow_unix`, unix sockets; refuses io_uring (a way
+/// around `socket()`); and kills the process for a syscall of another ABI (another
+/// architecture, or x32 on x86_64), whose numbers the filter would misread. UDP, raw, netlink
+/// and unix sockets are what Landlock's network rules do not see. The worker's own channel
+/// was made before, by the host; `socketpair` stays allowed (it reaches nobody else).
 #[cfg(target_os = "linux")]
-fn deny_other_sockets() -> Result<(), SandboxError> {
+fn deny_other_sockets(allow_unix: bool) -> Result<(), SandboxError> {
     #[cfg(target_arch = "x86_64")]
     const ARCH: u32 = 0xC000_003E; // AUDIT_ARCH_X86_64
     #[cfg(target_arch = "aarch64")]
@@ -226,73 +272,20 @@ fn deny_other_sockets() -> Result<(), SandboxError> {
 
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     {
-        use libc::{sock_filter, sock_fprog};
-        const LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
-        const JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
-        const AND_K: u16 = (libc::BPF_ALU | libc::BPF_AND | libc::BPF_K) as u16;
-        const RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
-        const NR: u32 = 0;
-        const ARCH_OFF: u32 = 4;
-        const ARG0: u32 = 16;
-        const ARG1: u32 = 24;
-        const ARG2: u32 = 32;
-        let allow = libc::SECCOMP_RET_ALLOW;
-        let deny = libc::SECCOMP_RET_ERRNO | (libc::EACCES as u32 & libc::SECCOMP_RET_DATA);
-        let kill = libc::SECCOMP_RET_KILL_PROCESS;
-        let st = |code: u16, k: u32| sock_filter {
-            code,
-            jt: 0,
-            jf: 0,
-            k,
+        let prog = socket_filter(ARCH, allow_unix);
+        let prog = libc::sock_fprog {
+            len: prog.len() as u16,
+            filter: prog.as_ptr() as *mut libc::sock_filter,
         };
-        let jeq = |k: u32, jt: u8, jf: u8| sock_filter {
-            code: JEQ_K,
-            jt,
-            jf,
-            k,
-        };
-        let filter = [
-            // 0: wrong architecture: the syscall numbers below would mean something else.
-            st(LD_W_ABS, ARCH_OFF),
-            jeq(ARCH, 1, 0),
-            st(RET_K, kill),
-            // 3
-            st(LD_W_ABS, NR),
-            jeq(libc::SYS_io_uring_setup as u32, 0, 1),
-            st(RET_K, deny),
-            // 6
-            jeq(libc::SYS_socket as u32, 1, 0),
-            st(RET_K, allow),
-            // 8: socket(domain, type, protocol)
-            st(LD_W_ABS, ARG0),
-            jeq(libc::AF_UNIX as u32, 0, 1),
-            st(RET_K, allow),
-            // 11
-            jeq(libc::AF_INET as u32, 1, 0),
-            jeq(libc::AF_INET6 as u32, 0, 7),
-            // 13: an internet socket: only TCP, which Landlock governs.
-            st(LD_W_ABS, ARG1),
-            st(AND_K, 0xf),
-            jeq(libc::SOCK_STREAM as u32, 0, 4),
-            st(LD_W_ABS, ARG2),
-            jeq(0, 1, 0),
-            jeq(libc::IPPROTO_TCP as u32, 0, 1),
-            st(RET_K, allow),
-            // 20
-            st(RET_K, deny),
-        ];
-        let prog = sock_fprog {
-            len: filter.len() as u16,
-            filter: filter.as_ptr() as *mut sock_filter,
-        };
-        // SAFETY: `prog` points to `filter`, alive for the call; the kernel copies it. Landlock's
-        // `restrict_self` already set no_new_privs, which an unprivileged filter requires.
+        // SAFETY: `prog` points to the filter, alive for the call; the kernel copies it.
+        // Landlock's `restrict_self` already set no_new_privs, which an unprivileged filter
+        // requires.
         let rc = unsafe {
             libc::syscall(
                 libc::SYS_seccomp,
                 libc::SECCOMP_SET_MODE_FILTER,
                 0,
-                &prog as *const sock_fprog,
+                &prog as *const libc::sock_fprog,
             )
         };
         if rc != 0 {
@@ -303,6 +296,85 @@ fn deny_other_sockets() -> Result<(), SandboxError> {
         }
         Ok(())
     }
+}
+
+/// The classic BPF program of [`deny_other_sockets`] for audit architecture `arch`.
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+fn socket_filter(arch: u32, allow_unix: bool) -> Vec<libc::sock_filter> {
+    use libc::sock_filter;
+    const LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+    const JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+    const AND_K: u16 = (libc::BPF_ALU | libc::BPF_AND | libc::BPF_K) as u16;
+    const RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+    // struct seccomp_data: nr, arch, instruction_pointer, args[6] (the low halves, on these
+    // little-endian architectures).
+    const NR: u32 = 0;
+    const ARCH_OFF: u32 = 4;
+    const ARG0: u32 = 16;
+    const ARG1: u32 = 24;
+    const ARG2: u32 = 32;
+    let allow = libc::SECCOMP_RET_ALLOW;
+    let deny = libc::SECCOMP_RET_ERRNO | (libc::EACCES as u32 & libc::SECCOMP_RET_DATA);
+    let kill = libc::SECCOMP_RET_KILL_PROCESS;
+    let st = |code: u16, k: u32| sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jeq = |k: u32, jt: u8, jf: u8| sock_filter {
+        code: JEQ_K,
+        jt,
+        jf,
+        k,
+    };
+    let mut filter = vec![
+        // Another architecture: the syscall numbers below would mean something else.
+        st(LD_W_ABS, ARCH_OFF),
+        jeq(arch, 1, 0),
+        st(RET_K, kill),
+        st(LD_W_ABS, NR),
+    ];
+    // x32 syscalls share x86_64's audit architecture, their numbers offset by this bit.
+    #[cfg(target_arch = "x86_64")]
+    {
+        const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+        const JSET_K: u16 = (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16;
+        filter.extend([
+            sock_filter {
+                code: JSET_K,
+                jt: 0,
+                jf: 1,
+                k: X32_SYSCALL_BIT,
+            },
+            st(RET_K, kill),
+        ]);
+    }
+    filter.extend([
+        jeq(libc::SYS_io_uring_setup as u32, 0, 1),
+        st(RET_K, deny),
+        jeq(libc::SYS_socket as u32, 1, 0),
+        st(RET_K, allow),
+        // socket(domain, type, protocol)
+        st(LD_W_ABS, ARG0),
+        jeq(libc::AF_UNIX as u32, 0, 1),
+        st(RET_K, if allow_unix { allow } else { deny }),
+        jeq(libc::AF_INET as u32, 1, 0),
+        jeq(libc::AF_INET6 as u32, 0, 7),
+        // An internet socket: only TCP, which Landlock governs.
+        st(LD_W_ABS, ARG1),
+        st(AND_K, 0xf),
+        jeq(libc::SOCK_STREAM as u32, 0, 4),
+        st(LD_W_ABS, ARG2),
+        jeq(0, 1, 0),
+        jeq(libc::IPPROTO_TCP as u32, 0, 1),
+        st(RET_K, allow),
+        st(RET_K, deny),
+    ]);
+    filter
 }
 
 #[cfg(test)]
@@ -326,13 +398,14 @@ mod tests {
             assert!(!support(abi).scopes());
         }
         assert!(support(Some(6)).enforceable().is_ok() && support(Some(6)).scopes());
-        assert!(support(Some(7)).enforceable().is_ok());
+        assert!(support(Some(7)).enforceable().is_ok() && !support(Some(7)).unix_paths());
+        assert!(support(Some(9)).unix_paths());
     }
 
     #[test]
     fn sandboxes_parse_with_defaults() {
         let s: Sandbox = serde_json::from_str(r#"{"write":["/tmp/x"]}"#).unwrap();
         assert_eq!(s.write, [PathBuf::from("/tmp/x")]);
-        assert!(s.read.is_empty() && !s.net);
+        assert!(s.read.is_empty() && s.unix.is_empty() && !s.net);
     }
 }
