@@ -1,5 +1,6 @@
 //! Confinement of a plugin's worker against the `hostile` fixture (issue 19): a sandboxed
-//! plugin cannot signal the host, and `net = false` refuses unix sockets.
+//! plugin cannot signal the host, `net = false` refuses unix sockets, and a worker inherits
+//! neither the host's secrets nor its stray descriptors.
 //!
 //! Root bypasses some checks: run this suite as an unprivileged user too, with the plugins
 //! built beforehand (the suite builds them otherwise, which needs the workspace's cargo):
@@ -7,7 +8,12 @@
 
 mod common;
 
-use std::{path::PathBuf, sync::Arc, time::Duration};
+use std::{
+    os::fd::{AsRawFd, FromRawFd},
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::Duration,
+};
 
 use serde_json::{json, Value};
 use toolhost::{
@@ -89,6 +95,91 @@ fn a_sandboxed_plugin_cannot_signal_the_host() {
     assert!(r.text().contains("Operation not permitted"), "{}", r.text());
     assert_alive(&p);
     assert_eq!(p.restarts(), 0);
+}
+
+/// Finding 3: the worker's environment is an allowlist of the host's plus the plugin's own
+/// `env`; descriptors the host holds without close-on-exec stay with the host.
+#[test]
+fn a_worker_inherits_no_secrets_and_no_stray_descriptors() {
+    // Set before any worker of this test starts; nothing else in this suite reads it.
+    std::env::set_var("ANTHROPIC_API_KEY", "sk-test-not-for-plugins");
+    let stray_dir = tempfile::tempdir().unwrap();
+    let stray_path = stray_dir.path().join("private.txt");
+    std::fs::write(&stray_path, "private").unwrap();
+    let file = std::fs::File::open(&stray_path).unwrap();
+    // Inherited by every child, as a descriptor the host got from its own parent would be;
+    // above the worker's own (3 to 6), which the worker's start would replace.
+    // SAFETY: F_DUPFD (without close-on-exec) of a descriptor this function owns; the new
+    // one is owned by `stray` alone.
+    let stray = unsafe {
+        let fd = libc::fcntl(file.as_raw_fd(), libc::F_DUPFD, 100);
+        assert!(fd >= 100, "{}", std::io::Error::last_os_error());
+        std::os::fd::OwnedFd::from_raw_fd(fd)
+    };
+    let p = start(
+        PluginWorkerSettings {
+            isolate: true,
+            env: vec![("HOSTILE_OWN".into(), "yes".into())],
+            ..Default::default()
+        },
+        &|_| None,
+    )
+    .unwrap();
+    let text = call(&p, "environment", json!({})).text();
+    let names: Vec<&str> = text.lines().collect();
+    assert!(!names.contains(&"ANTHROPIC_API_KEY"), "{names:?}");
+    assert!(names.contains(&"HOSTILE_OWN"), "{names:?}");
+    assert!(names.contains(&"PATH"), "{names:?}");
+    let r = call(&p, "open_fds", json!({}));
+    assert!(!r.is_error, "{}", r.text());
+    let fds = r.text();
+    let stray_target = std::fs::canonicalize(&stray_path).unwrap();
+    assert!(
+        !fds.contains(stray_target.to_str().unwrap()),
+        "the worker holds the host's stray descriptor {}:\n{fds}",
+        stray.as_raw_fd()
+    );
+    // Its own: stdin, stdout, stderr, the library, the channel and the two pipes; and the
+    // one `open_fds` reads `/proc/self/fd` through.
+    let numbers: Vec<u32> = fds
+        .lines()
+        .filter(|l| !l.ends_with("/fd"))
+        .map(|l| l.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(numbers, [0, 1, 2, 3, 4, 5, 6], "{fds}");
+}
+
+/// Finding 3: loader variables in a plugin's `env`, which would run code in its worker
+/// before the sandbox, are a configuration error naming the key, and refused by the worker.
+#[test]
+fn loader_variables_are_refused_in_a_plugin_s_env() {
+    for key in [
+        "LD_PRELOAD",
+        "LD_LIBRARY_PATH",
+        "GLIBC_TUNABLES",
+        "GCONV_PATH",
+    ] {
+        let text = format!("[plugin.calc]\nenv = {{ {key} = \"/tmp/x.so\" }}\n");
+        let err = toolhost::config::Config::parse(&text, Path::new("/p/toolhost.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("plugin.calc.env") && err.contains(key),
+            "{key}: {err}"
+        );
+    }
+    let ok = "[plugin.calc]\nenv = { RUST_LOG = \"debug\", LANG = \"C\" }\n";
+    assert!(toolhost::config::Config::parse(ok, Path::new("/p/toolhost.toml")).is_ok());
+    let err = start(
+        PluginWorkerSettings {
+            env: vec![("LD_PRELOAD".into(), "/tmp/x.so".into())],
+            ..Default::default()
+        },
+        &|_| None,
+    )
+    .unwrap_err();
+    let err = toolhost::error::one_line(&err);
+    assert!(err.contains("LD_PRELOAD is refused"), "{err}");
 }
 
 /// A unix socket listening at a path and one in the abstract namespace, both reachable from
