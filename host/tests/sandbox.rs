@@ -1,6 +1,7 @@
 //! Confinement of a plugin's worker against the `hostile` fixture (issue 19): a sandboxed
-//! plugin cannot signal the host, `net = false` refuses unix sockets, and a worker inherits
-//! neither the host's secrets nor its stray descriptors.
+//! plugin cannot signal the host, `net = false` refuses unix sockets, a worker inherits neither
+//! the host's secrets nor its stray descriptors, and a worker is given only its own
+//! configuration.
 //!
 //! Root bypasses some checks: run this suite as an unprivileged user too, with the plugins
 //! built beforehand (the suite builds them otherwise, which needs the workspace's cargo):
@@ -309,4 +310,44 @@ fn an_x32_syscall_kills_the_sandboxed_worker() {
     assert!(r.text().contains("SIGSYS"), "{}", r.text());
     assert_alive(&p);
     assert_eq!(p.restarts(), 1);
+}
+
+/// Finding 4: a worker asking the host for another plugin's configuration gets nothing; its
+/// own it gets.
+#[test]
+fn a_worker_is_given_only_its_own_configuration() {
+    let config = |name: &str| match name {
+        "other" => Some(r#"{"token":"secret-token"}"#.to_string()),
+        "hostile" => Some(r#"{"marker":"mine"}"#.to_string()),
+        _ => None,
+    };
+    let p = start(
+        PluginWorkerSettings {
+            isolate: true,
+            env: vec![("HOSTILE_ASK_CONFIG".into(), "other,hostile".into())],
+            ..Default::default()
+        },
+        &config,
+    )
+    .unwrap();
+    let asked = call(&p, "asked_configs", json!({})).text();
+    assert_eq!(asked, r#"other=none;hostile={"marker":"mine"}"#);
+
+    // Its own is the one its file's name selects: a file named otherwise is refused rather
+    // than loaded without the configuration it has.
+    let folder = common::private_dir(0o700);
+    let renamed = folder.path().join(common::lib_file("something_else"));
+    std::fs::copy(hostile_file(), &renamed).unwrap();
+    let shadow = common::shadow_dir();
+    let staged = Staged::copy(&renamed, shadow.path()).unwrap();
+    let settings = PluginWorkerSettings {
+        isolate: true,
+        ..Default::default()
+    };
+    let err = WorkerPlugin::start(&renamed, staged, workers(), settings, &config).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("plugin `hostile` has a `config` but its file"),
+        "{err}"
+    );
 }
