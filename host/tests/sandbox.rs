@@ -1,7 +1,7 @@
 //! Confinement of a plugin's worker against the `hostile` fixture (issue 19): a sandboxed
 //! plugin cannot signal the host, `net = false` refuses unix sockets, a worker inherits neither
-//! the host's secrets nor its stray descriptors, and a worker is given only its own
-//! configuration.
+//! the host's secrets nor its stray descriptors, a worker is given only its own configuration,
+//! and `doctor` tells how each plugin is confined.
 //!
 //! Root bypasses some checks: run this suite as an unprivileged user too, with the plugins
 //! built beforehand (the suite builds them otherwise, which needs the workspace's cargo):
@@ -350,4 +350,70 @@ fn a_worker_is_given_only_its_own_configuration() {
             .contains("plugin `hostile` has a `config` but its file"),
         "{err}"
     );
+}
+
+fn doctor_json(plugins: &Path) -> Value {
+    let bin = tempfile::tempdir().unwrap();
+    let claude = bin.path().join("claude");
+    std::fs::write(&claude, "#!/bin/sh\necho '2.1.330 (Claude Code)'\n").unwrap();
+    let exec = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&claude, exec).unwrap();
+    let out = common::toolhost(
+        &["doctor", "--json", "--claude", claude.to_str().unwrap()],
+        plugins,
+    )
+    .env_remove("TOOLHOST_CLAUDE")
+    .env_remove("TOOLHOST_CONFIG")
+    .env_remove("TOOLHOST_ISOLATE")
+    .output()
+    .unwrap();
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", common::text(&out.stderr)))
+}
+
+/// The item about doctor: a plugin whose sandbox this kernel enforces is reported as confined
+/// (with its paths), not as one that cannot be sandboxed.
+#[test]
+fn doctor_tells_how_each_plugin_is_confined() {
+    let dir = common::private_dir(0o700);
+    let calc = dir.path().join(common::lib_file("calc"));
+    std::fs::copy(built().join(common::lib_file("calc")), &calc).unwrap();
+    std::fs::set_permissions(&calc, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let writable = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        format!(
+            "[plugin.calc.sandbox]\nwrite = [{:?}]\nnet = false\n",
+            writable.path()
+        ),
+    )
+    .unwrap();
+    let report = doctor_json(dir.path());
+    let checks = report["checks"].as_array().unwrap();
+    let calc = checks
+        .iter()
+        .find(|c| c["data"]["name"] == "calc")
+        .unwrap_or_else(|| panic!("no check for calc: {report:#}"));
+    let kernel = checks.iter().find(|c| c["check"] == "sandbox").unwrap();
+    let message = calc["message"].as_str().unwrap();
+    if toolhost::worker::probe_sandbox().enforceable().is_err() {
+        assert_eq!(calc["status"], "fail", "{calc}");
+        assert!(message.contains("cannot enforce"), "{calc}");
+        return;
+    }
+    assert_eq!(calc["status"], "ok", "{calc}");
+    assert!(message.contains("sandboxed worker"), "{message}");
+    assert!(
+        message.contains(writable.path().to_str().unwrap()),
+        "{message}"
+    );
+    assert_eq!(
+        calc["data"]["confinement"]["kind"], "sandboxed worker",
+        "{calc}"
+    );
+    let kernel_message = kernel["message"].as_str().unwrap();
+    for scope in ["signal", "abstract unix socket", "seccomp"] {
+        assert!(kernel_message.contains(scope), "{kernel_message}");
+    }
+    assert_eq!(kernel["data"]["scopes"]["signal"], true, "{kernel}");
 }

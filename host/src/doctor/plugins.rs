@@ -13,6 +13,10 @@ use crate::{
     registry::plugin_files,
     scaffold::PLUGIN_API_VERSION,
     trust::{Allowlist, Trust, TrustError},
+    worker::{
+        names_for_file, sandbox::LANDLOCK_ABI_NEEDED, PluginWorkerSettings, Sandbox, WorkerConfig,
+        WorkerError,
+    },
 };
 
 /// The folder, the lock file, the configuration file and each plugin file.
@@ -45,10 +49,16 @@ pub fn check(opts: &Options) -> Vec<Check> {
         allowlist,
         allow_shared: opts.allow_shared,
     };
+    // Plugins are loaded where `chat` would run them (workers are this executable): a
+    // sandboxed one in its sandbox.
+    let workers = WorkerConfig::current_exe().map(|mut w| {
+        w.isolate_all = opts.isolate;
+        Arc::new(w)
+    });
     let mut loaded: Vec<Arc<LoadedPlugin>> = Vec::new();
     let mut loaded_checks = Vec::new();
     for file in &files {
-        let (check, plugin) = plugin_file(file, &trust, &config, opts, &loaded);
+        let (check, plugin) = plugin_file(file, &trust, &config, opts, &workers, &loaded);
         if plugin.is_some() {
             loaded_checks.push(checks.len());
         }
@@ -266,12 +276,14 @@ fn lock(path: Option<&Path>, allow_shared: bool) -> (Check, Option<Allowlist>) {
     }
 }
 
-/// One plugin file: readable, trusted, loads, and declares usable tools.
+/// One plugin file: readable, trusted, loads (where `chat` would run it: in process, in a
+/// worker, or in a sandboxed worker), and declares usable tools.
 fn plugin_file(
     file: &Path,
     trust: &Trust,
     config: &Config,
     opts: &Options,
+    workers: &std::io::Result<Arc<WorkerConfig>>,
     loaded: &[Arc<LoadedPlugin>],
 ) -> (Check, Option<Arc<LoadedPlugin>>) {
     let shown = file.display();
@@ -307,7 +319,29 @@ fn plugin_file(
         return fail(format!("refused: {}", one_line(&e)), fix);
     }
     let config_json = |name: &str| config.plugin_config_json(name);
-    let plugin = match LoadedPlugin::load_staged_with_config(file, staged, &config_json) {
+    // As the registry does: worker settings by the names the file's name gives.
+    let file_names = names_for_file(file);
+    let by_file = file_names
+        .iter()
+        .find_map(|n| config.plugin(n))
+        .map(PluginWorkerSettings::from_config)
+        .unwrap_or_default();
+    let loaded_here = match workers {
+        Ok(w) if w.isolates(&by_file) => {
+            let sandbox = by_file.sandbox.clone();
+            LoadedPlugin::start_worker(file, staged, w.clone(), by_file, &config_json)
+                .map(|p| (p, Confinement::worker(sandbox)))
+        }
+        Err(e) if by_file.need_worker() => {
+            return fail(
+                format!("cannot start a worker for it: cannot find the toolhost executable: {e}"),
+                "run the toolhost binary itself".into(),
+            )
+        }
+        _ => LoadedPlugin::load_staged_with_config(file, staged, &config_json)
+            .map(|p| (p, Confinement::InProcess)),
+    };
+    let (plugin, confinement) = match loaded_here {
         Ok(p) => p,
         Err(e) => {
             let fix = load_fix(&e);
@@ -325,37 +359,91 @@ fn plugin_file(
             "remove one of the two files, or give one plugin another name".into(),
         );
     }
-    let settings = config.plugin(&m.name);
-    if let Some(why) = settings.and_then(|s| s.unenforceable(&m.name)) {
-        return fail(
-            why,
-            format!(
-                "remove [plugin.{}.sandbox] from the configuration file, or run a toolhost that \
-                 can sandbox plugins",
-                m.name
-            ),
-        );
+    let wanted = config
+        .plugin(&m.name)
+        .map(PluginWorkerSettings::from_config)
+        .unwrap_or_default();
+    if wanted.need_worker() && !file_names.contains(&m.name) {
+        // The registry refuses it: its settings (a sandbox, say) were not applied.
+        let e = LoadError::from(WorkerError::SettingsByFileName {
+            name: m.name.clone(),
+            file: file.to_path_buf(),
+        });
+        return fail(one_line(&e), load_fix(&e));
     }
     let mut check = tools(m);
-    check.message = format!("{shown}: {}", check.message);
-    let ignored = settings.map(|s| s.ignored()).unwrap_or_default();
-    if !ignored.is_empty() {
-        check.status = check.status.max(Status::Warn);
-        check.message.push_str(&format!(
-            "; plugin.{}: {} not applied (plugins run in process)",
-            m.name,
-            ignored.join(", ")
-        ));
-        check
-            .fix
-            .get_or_insert_with(|| "remove those keys from the configuration file".into());
-    }
+    check.message = format!("{shown}: {}; {}", check.message, confinement.describe());
     check.data = data(json!({
         "name": m.name,
         "version": m.version,
         "tools": m.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+        "confinement": confinement.to_json(),
     }));
     (check, Some(plugin))
+}
+
+/// Where a plugin's code runs, and what confines it there.
+enum Confinement {
+    InProcess,
+    Worker,
+    Sandboxed(Sandbox),
+}
+
+impl Confinement {
+    fn worker(sandbox: Option<Sandbox>) -> Self {
+        sandbox.map_or(Confinement::Worker, Confinement::Sandboxed)
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Confinement::InProcess => "in process",
+            Confinement::Worker => "worker",
+            Confinement::Sandboxed(_) => "sandboxed worker",
+        }
+    }
+
+    /// One clause for the plugin's line.
+    fn describe(&self) -> String {
+        let list = |paths: &[std::path::PathBuf]| match paths {
+            [] => "none".to_string(),
+            paths => paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        match self {
+            Confinement::InProcess => "runs in process (unconfined)".into(),
+            Confinement::Worker => "runs in a worker process (not sandboxed)".into(),
+            Confinement::Sandboxed(sb) => {
+                let unix = if sb.net {
+                    String::new()
+                } else {
+                    format!("; unix sockets: {}", list(&sb.unix))
+                };
+                format!(
+                    "runs in a sandboxed worker (reads the system's libraries and \
+                     configuration and its own file; read: {}; write: {}; network: {}{unix})",
+                    list(&sb.read),
+                    list(&sb.write),
+                    if sb.net { "yes" } else { "no" }
+                )
+            }
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        match self {
+            Confinement::Sandboxed(sb) => json!({
+                "kind": self.kind(),
+                "read": sb.read,
+                "write": sb.write,
+                "net": sb.net,
+                "unix": sb.unix,
+            }),
+            _ => json!({ "kind": self.kind() }),
+        }
+    }
 }
 
 /// What to do about a plugin that does not load.
@@ -382,12 +470,15 @@ fn load_fix(e: &LoadError) -> String {
                 .into()
         }
         LoadError::Refused(e) => writers_fix(e),
-        LoadError::Worker(crate::worker::WorkerError::Sandbox(_)) => {
-            "the kernel cannot enforce its sandbox: remove [plugin.NAME.sandbox] from the \
-             configuration file, or run on a kernel with Landlock (ABI 4 or later)"
-                .into()
-        }
-        LoadError::Worker(crate::worker::WorkerError::SettingsByFileName { name, .. }) => format!(
+        LoadError::Worker(WorkerError::Sandbox(_)) => format!(
+            "fix the path it names in [plugin.NAME.sandbox]; if the kernel cannot enforce \
+             the sandbox, run on one with Landlock ABI {LANDLOCK_ABI_NEEDED} or later (Linux \
+             6.12), or remove the table"
+        ),
+        LoadError::Worker(
+            WorkerError::SettingsByFileName { name, .. }
+            | WorkerError::ConfigByFileName { name, .. },
+        ) => format!(
             "rename the file to {}{name}{}, the name its settings are looked up by",
             std::env::consts::DLL_PREFIX,
             std::env::consts::DLL_SUFFIX
