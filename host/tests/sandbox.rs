@@ -183,6 +183,49 @@ fn loader_variables_are_refused_in_a_plugin_s_env() {
     assert!(err.contains("LD_PRELOAD is refused"), "{err}");
 }
 
+/// What the README promises of `/proc`: the host's environment, memory map and memory are
+/// out of reach of a sandboxed plugin (Landlock treats reading them as tracing), also when the
+/// host runs as root (its worker holds no capability); what any process may read of another
+/// stays readable.
+#[test]
+fn a_sandboxed_plugin_cannot_read_the_host_s_process() {
+    let Some(p) = sandboxed(Sandbox::default()) else {
+        return;
+    };
+    let status = call(&p, "read_file", json!({ "path": "/proc/self/status" })).text();
+    // The bounding set only a process holding CAP_SETPCAP (root, here) may lower; with the
+    // others empty and no_new_privs, nothing can be gained back from it.
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let sets = ["CapInh", "CapPrm", "CapEff", "CapAmb"];
+    for set in sets.into_iter().chain(root.then_some("CapBnd")) {
+        let line = status.lines().find(|l| l.starts_with(set)).unwrap();
+        assert!(line.ends_with("0000000000000000"), "{line}");
+    }
+    let host = std::process::id();
+    for what in ["environ", "maps", "mem"] {
+        let r = call(
+            &p,
+            "read_file",
+            json!({ "path": format!("/proc/{host}/{what}") }),
+        );
+        assert!(r.is_error, "{what}: {}", r.text());
+        assert!(
+            r.text().contains("Permission denied"),
+            "{what}: {}",
+            r.text()
+        );
+    }
+    let r = call(
+        &p,
+        "read_file",
+        json!({ "path": format!("/proc/{host}/cmdline") }),
+    );
+    assert!(!r.is_error, "{}", r.text());
+    let r = call(&p, "read_file", json!({ "path": "/proc/self/environ" }));
+    assert!(!r.is_error, "{}", r.text());
+}
+
 /// A unix socket listening at a path and one in the abstract namespace, both reachable from
 /// this process.
 struct UnixListeners {

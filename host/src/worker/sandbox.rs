@@ -147,6 +147,7 @@ impl Sandbox {
         };
         let support = probe();
         support.enforceable()?;
+        drop_capabilities()?;
         // The ABI every kernel that passes `enforceable` has.
         let abi = ABI::V6;
         let apply_err = |e: landlock::RulesetError| SandboxError::Apply(e.to_string());
@@ -251,6 +252,60 @@ impl Sandbox {
             "sandboxes need Linux (Landlock)".into(),
         ))
     }
+}
+
+/// Gives up every capability. A worker of a toolhost run as root would otherwise keep them all,
+/// and some reach past Landlock (reading the host's `/proc/PID/environ` and `maps`, rebooting,
+/// loading kernel modules). `no_new_privs` (which Landlock sets next) keeps an exec from
+/// granting them again. Capabilities are per thread: call it before any other thread exists.
+#[cfg(target_os = "linux")]
+fn drop_capabilities() -> Result<(), SandboxError> {
+    let failed = |what: &str| {
+        SandboxError::Apply(format!(
+            "cannot drop capabilities ({what}): {}",
+            std::io::Error::last_os_error()
+        ))
+    };
+    // The bounding set: lowering it needs CAP_SETPCAP, and a process without it has nothing
+    // there to fear (the capabilities below are the ones it could use).
+    for cap in 0..64 {
+        // SAFETY: PR_CAPBSET_DROP changes only this thread's bounding set.
+        if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {
+            match std::io::Error::last_os_error().raw_os_error() {
+                // Past the kernel's last capability, or not ours to lower.
+                Some(libc::EINVAL) | Some(libc::EPERM) => break,
+                _ => return Err(failed("bounding set")),
+            }
+        }
+    }
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    let header = Header {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let none = [Data {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capset reads a version-3 header and two data structs, alive for the call; empty
+    // sets only lower this thread's capabilities (and the ambient set with them).
+    if unsafe { libc::syscall(libc::SYS_capset, &header, none.as_ptr()) } != 0 {
+        return Err(failed("capset"));
+    }
+    Ok(())
 }
 
 /// Installs a seccomp filter that makes `socket()` fail with EACCES for everything but TCP
