@@ -716,10 +716,10 @@ fn launch(
         let cause = status.map_or_else(|| "unknown".to_string(), |s| describe(s, overflowed));
         LoadError::from(WorkerError::Handshake { what, cause })
     };
-    // Logs (of the plugin's `init`, say) may come before the manifest.
     // The plugin's own configuration is the one its file's name selects, as for its worker
     // settings.
     let own_names = super::names_for_file(&shared.file);
+    // Logs (of the plugin's `init`, say) may come before the manifest.
     let (manifest, call_typed) = loop {
         match reader.next::<FromWorker>(Some(config.start_timeout)) {
             Ok(Next::Frame(FromWorker::Log {

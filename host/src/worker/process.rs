@@ -165,8 +165,7 @@ pub(crate) fn spawn(
     ];
     // SAFETY: the closure runs in the forked child before exec, so it may only make
     // async-signal-safe calls: fcntl, dup2, close, prctl, getppid, _exit and those of
-    // `cloexec_from` are. It touches no
-    // memory but its captured integers. The descriptors in `fds` are open in the parent (and
+    // `cloexec_from` are. It touches no memory but its captured integers. The descriptors in `fds` are open in the parent (and
     // so in the child) until `spawn` returns: `library_fd`, `worker_end`, `worker_replies` and
     // `worker_events` are dropped after it.
     unsafe {
