@@ -11,6 +11,7 @@
 //! read = ["/usr/share/dict"]
 //! write = ["/tmp/calc"]
 //! net = false
+//! unix = []                 # with net = false: unix sockets it may connect to
 //! ```
 //!
 //! Every key is checked: an unknown key, a value of the wrong type, or (once the plugins are
@@ -109,8 +110,9 @@ pub struct PluginSettings {
     /// Time limit of one call (seconds in the file; a positive number).
     #[serde(default, deserialize_with = "seconds")]
     pub timeout: Option<Duration>,
-    /// Environment of the plugin's worker process.
-    #[serde(default)]
+    /// Environment of the plugin's worker process (loader variables refused: see
+    /// [`loader_variable`]).
+    #[serde(default, deserialize_with = "worker_env")]
     pub env: BTreeMap<String, String>,
     /// Free table handed to the plugin when it loads (as a JSON object).
     #[serde(default, deserialize_with = "table_as_json")]
@@ -144,6 +146,39 @@ impl PluginSettings {
             keys.push("env");
         }
         keys
+    }
+}
+
+/// Whether `name` is an environment variable that makes the dynamic loader or the C library
+/// load or read code and data of its choosing (`LD_PRELOAD`, `GCONV_PATH`, ...): in a worker's
+/// environment it would run code before the sandbox is applied. glibc's own list of the
+/// variables it ignores in setuid programs, `TMPDIR` aside.
+pub fn loader_variable(name: &str) -> bool {
+    const REFUSED: &[&str] = &[
+        "GCONV_PATH",
+        "GETCONF_DIR",
+        "GLIBC_TUNABLES",
+        "HOSTALIASES",
+        "LOCALDOMAIN",
+        "LOCPATH",
+        "MALLOC_TRACE",
+        "NIS_PATH",
+        "NLSPATH",
+        "RESOLV_HOST_CONF",
+        "RES_OPTIONS",
+        "TZDIR",
+    ];
+    name.starts_with("LD_") || REFUSED.contains(&name)
+}
+
+fn worker_env<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
+    let env = BTreeMap::<String, String>::deserialize(d)?;
+    match env.keys().find(|k| loader_variable(k)) {
+        Some(key) => Err(de::Error::custom(format!(
+            "`{key}` is refused: it would make the worker's loader run code before the \
+             sandbox applies (put what the plugin needs in its `config`)"
+        ))),
+        None => Ok(env),
     }
 }
 
@@ -259,7 +294,8 @@ impl Config {
         let mut plugins = doc.plugin;
         for settings in plugins.values_mut() {
             if let Some(sandbox) = &mut settings.sandbox {
-                for p in sandbox.read.iter_mut().chain(sandbox.write.iter_mut()) {
+                let paths = sandbox.read.iter_mut().chain(sandbox.write.iter_mut());
+                for p in paths.chain(sandbox.unix.iter_mut()) {
                     if p.is_relative() {
                         *p = base.join(&*p);
                     }
@@ -504,7 +540,7 @@ timeout = 10
         assert_eq!(
             error("[plugin.calc.sandbox]\nnet = true\nreed = []\n"),
             "/p/toolhost.toml:3: plugin.calc.sandbox.reed: unknown key \
-             (expected one of read, write, net)"
+             (expected one of read, write, net, unix)"
         );
         assert_eq!(
             error("[plugins.calc]\n"),

@@ -289,6 +289,7 @@ fn doctor(opts: &PluginOpts, claude: Option<PathBuf>, as_json: bool) -> anyhow::
             .filter(|v| !v.is_empty())
             .map(PathBuf::from),
         shadow_dir: toolhost::plugin::default_shadow_dir(),
+        isolate: opts.isolate,
     });
     if as_json {
         println!("{}", serde_json::to_string_pretty(&report)?);

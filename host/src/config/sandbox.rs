@@ -16,9 +16,16 @@ pub struct Sandbox {
     /// Folders (or files) it may read, write, create and remove beneath.
     #[serde(default)]
     pub write: Vec<PathBuf>,
-    /// Whether it may open network connections (TCP bind/connect, other socket kinds).
+    /// Whether it may open network connections (TCP bind/connect, other socket kinds, unix
+    /// sockets).
     #[serde(default)]
     pub net: bool,
+    /// With `net = false`: unix sockets (or folders of them) it may connect to. Listing any
+    /// lets it make unix sockets; Landlock holds it to these paths from ABI 9 (Linux 7.1) on,
+    /// before which it may connect to any socket file it can name. Abstract sockets stay
+    /// out of reach either way.
+    #[serde(default)]
+    pub unix: Vec<PathBuf>,
 }
 
 #[cfg(test)]
@@ -29,6 +36,6 @@ mod tests {
     fn sandboxes_parse_with_defaults() {
         let s: Sandbox = serde_json::from_str(r#"{"write":["/tmp/x"]}"#).unwrap();
         assert_eq!(s.write, [PathBuf::from("/tmp/x")]);
-        assert!(s.read.is_empty() && !s.net);
+        assert!(s.read.is_empty() && s.unix.is_empty() && !s.net);
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Each check yields one [`Check`]: ok, a warning (works, but worth knowing), or a failure
 //! (something set up will not work), with a fix for the last two. Checks only look: nothing is
-//! created or changed (plugin libraries that pass the trust rules are loaded, as `list` does).
+//! created or changed (plugin libraries that pass the trust rules are loaded, as `list` does,
+//! in a worker, sandboxed or not, where `chat` would run them so).
 
 mod cli;
 mod plugins;
@@ -148,6 +149,8 @@ pub struct Options {
     pub claude_env: Option<PathBuf>,
     /// Where plugin libraries are copied to be opened.
     pub shadow_dir: PathBuf,
+    /// `--isolate`: every plugin is loaded in a worker, as `chat --isolate` would run it.
+    pub isolate: bool,
 }
 
 /// Runs every check.
@@ -161,28 +164,44 @@ pub fn run(opts: &Options) -> Report {
     Report::new(checks)
 }
 
-/// Whether the kernel can enforce a plugin's sandbox (the same probe the worker relies on);
-/// plugins run unconfined otherwise, and a sandbox asked for is refused.
+/// Whether the kernel can enforce a plugin's sandbox (the same probe the worker relies on),
+/// and what it confines; a sandbox asked for where it cannot be enforced is refused.
 fn sandbox() -> Check {
     let support = crate::worker::probe_sandbox();
     let data = serde_json::json!({
         "landlock_abi": support.landlock_abi,
         "seccomp": support.seccomp,
+        "scopes": {
+            "signal": support.scopes(),
+            "abstract_unix_socket": support.scopes(),
+        },
+        "unix_paths": support.unix_paths(),
     });
     match support.enforceable() {
-        Ok(()) => Check::ok(
-            "sandbox",
-            format!(
-                "Landlock ABI v{} and seccomp: this kernel can confine plugins",
-                support.landlock_abi.unwrap_or_default()
-            ),
-        )
-        .with_data(data),
+        Ok(()) => {
+            let unix = if support.unix_paths() {
+                "connections to socket files held to the `unix` paths"
+            } else {
+                "connections to socket files not held to the `unix` paths (Landlock ABI 9, \
+                 Linux 7.1), so a plugin listing any may reach every socket file"
+            };
+            Check::ok(
+                "sandbox",
+                format!(
+                    "Landlock ABI v{} (files, TCP, signal and abstract unix socket scopes) and \
+                     seccomp (UDP and other sockets, and unix sockets unless listed, with net = false; \
+                     io_uring; x32): \
+                     this kernel can confine plugins; {unix}",
+                    support.landlock_abi.unwrap_or_default()
+                ),
+            )
+            .with_data(data)
+        }
         Err(e) => Check::warn(
             "sandbox",
             e.to_string(),
             "plugins can run, but a plugin with a [plugin.NAME.sandbox] table is refused; \
-             a Linux 6.7+ kernel with Landlock enabled can confine them",
+             a Linux 6.12+ kernel with Landlock enabled can confine them",
         )
         .with_data(data),
     }

@@ -10,9 +10,13 @@ use crate::{
     config::{self, Config},
     error::one_line,
     plugin::{still_mapped, LoadError, LoadedPlugin, Manifest, Staged},
-    registry::plugin_files,
+    registry::{place, plugin_files, Placement},
     scaffold::PLUGIN_API_VERSION,
     trust::{Allowlist, Trust, TrustError},
+    worker::{
+        names_for_file, sandbox::LANDLOCK_ABI_NEEDED, PluginWorkerSettings, Sandbox, WorkerConfig,
+        WorkerError,
+    },
 };
 
 /// The folder, the lock file, the configuration file and each plugin file.
@@ -45,10 +49,16 @@ pub fn check(opts: &Options) -> Vec<Check> {
         allowlist,
         allow_shared: opts.allow_shared,
     };
+    // Plugins are loaded where `chat` would run them (workers are this executable): a
+    // sandboxed one in its sandbox.
+    let workers = WorkerConfig::current_exe().map(|mut w| {
+        w.isolate_all = opts.isolate;
+        Arc::new(w)
+    });
     let mut loaded: Vec<Arc<LoadedPlugin>> = Vec::new();
     let mut loaded_checks = Vec::new();
     for file in &files {
-        let (check, plugin) = plugin_file(file, &trust, &config, opts, &loaded);
+        let (check, plugin) = plugin_file(file, &trust, &config, opts, &workers, &loaded);
         if plugin.is_some() {
             loaded_checks.push(checks.len());
         }
@@ -266,12 +276,14 @@ fn lock(path: Option<&Path>, allow_shared: bool) -> (Check, Option<Allowlist>) {
     }
 }
 
-/// One plugin file: readable, trusted, loads, and declares usable tools.
+/// One plugin file: readable, trusted, loads (where `chat` would run it: in process, in a
+/// worker, or in a sandboxed worker), and declares usable tools.
 fn plugin_file(
     file: &Path,
     trust: &Trust,
     config: &Config,
     opts: &Options,
+    workers: &std::io::Result<Arc<WorkerConfig>>,
     loaded: &[Arc<LoadedPlugin>],
 ) -> (Check, Option<Arc<LoadedPlugin>>) {
     let shown = file.display();
@@ -282,12 +294,12 @@ fn plugin_file(
         }
         v
     };
-    let plugin = load(file, trust, config, opts).and_then(|plugin| {
-        admit(&plugin, config, loaded)?;
-        Ok(plugin)
+    let loaded_here = load(file, trust, config, opts, workers).and_then(|(plugin, confinement)| {
+        admit(&plugin, file, config, loaded)?;
+        Ok((plugin, confinement))
     });
-    let plugin = match plugin {
-        Ok(plugin) => plugin,
+    let (plugin, confinement) = match loaded_here {
+        Ok(p) => p,
         Err(Refusal { message, fix }) => {
             let check = Check::fail("plugin", format!("{shown}: {message}"), fix);
             return (check.with_data(data(json!({}))), None);
@@ -295,26 +307,12 @@ fn plugin_file(
     };
     let m = plugin.manifest();
     let mut check = tools(m);
-    check.message = format!("{shown}: {}", check.message);
-    let ignored = config
-        .plugin(&m.name)
-        .map(|s| s.ignored())
-        .unwrap_or_default();
-    if !ignored.is_empty() {
-        check.status = check.status.max(Status::Warn);
-        check.message.push_str(&format!(
-            "; plugin.{}: {} not applied (plugins run in process)",
-            m.name,
-            ignored.join(", ")
-        ));
-        check
-            .fix
-            .get_or_insert_with(|| "remove those keys from the configuration file".into());
-    }
+    check.message = format!("{shown}: {}; {}", check.message, confinement.describe());
     check.data = data(json!({
         "name": m.name,
         "version": m.version,
         "tools": m.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+        "confinement": confinement.to_json(),
     }));
     (check, Some(plugin))
 }
@@ -331,13 +329,15 @@ impl Refusal {
     }
 }
 
-/// `file` staged, trust-checked and loaded with its settings, as the registry loads it.
+/// `file` staged, trust-checked and loaded with its settings where the registry would run it
+/// (`registry::place`: in process, in a worker, or in a sandboxed worker).
 fn load(
     file: &Path,
     trust: &Trust,
     config: &Config,
     opts: &Options,
-) -> Result<Arc<LoadedPlugin>, Refusal> {
+    workers: &std::io::Result<Arc<WorkerConfig>>,
+) -> Result<(Arc<LoadedPlugin>, Confinement), Refusal> {
     let shown = file.display();
     if let Err(e) = trust.check_writers(file) {
         return Err(Refusal::new(
@@ -359,14 +359,38 @@ fn load(
         return Err(Refusal::new(format!("refused: {}", one_line(&e)), fix));
     }
     let config_json = |name: &str| config.plugin_config_json(name);
-    LoadedPlugin::load_staged_with_config(file, staged, &config_json)
-        .map_err(|e| Refusal::new(one_line(&e), load_fix(&e)))
+    let placement = match workers {
+        Ok(w) => place(Some(w), config, file),
+        Err(e) => match place(Some(&Arc::new(WorkerConfig::new("toolhost"))), config, file) {
+            Placement::Worker(..) => {
+                return Err(Refusal::new(
+                    format!(
+                        "cannot start a worker for it: cannot find the toolhost executable: {e}"
+                    ),
+                    "run the toolhost binary itself".into(),
+                ))
+            }
+            Placement::InProcess => Placement::InProcess,
+        },
+    };
+    let loaded = match placement {
+        Placement::Worker(w, settings) => {
+            let sandbox = settings.sandbox.clone();
+            LoadedPlugin::start_worker(file, staged, w, settings, &config_json)
+                .map(|p| (p, Confinement::worker(sandbox)))
+        }
+        Placement::InProcess => LoadedPlugin::load_staged_with_config(file, staged, &config_json)
+            .map(|p| (p, Confinement::InProcess)),
+    };
+    loaded.map_err(|e| Refusal::new(one_line(&e), load_fix(&e)))
 }
 
 /// What the registry refuses once a plugin loaded: a name another file already serves
-/// (`loaded`), or settings this toolhost cannot enforce.
+/// (`loaded`), or worker settings its declared name has that its file name did not select
+/// (they were not applied).
 fn admit(
     plugin: &LoadedPlugin,
+    file: &Path,
     config: &Config,
     loaded: &[Arc<LoadedPlugin>],
 ) -> Result<(), Refusal> {
@@ -380,16 +404,82 @@ fn admit(
             "remove one of the two files, or give one plugin another name".into(),
         ));
     }
-    if let Some(why) = config.plugin(name).and_then(|s| s.unenforceable(name)) {
-        return Err(Refusal::new(
-            why,
-            format!(
-                "remove [plugin.{name}.sandbox] from the configuration file, or run a toolhost \
-                 that can sandbox plugins"
-            ),
-        ));
+    let wanted = config
+        .plugin(name)
+        .map(PluginWorkerSettings::from_config)
+        .unwrap_or_default();
+    if wanted.need_worker() && !names_for_file(file).iter().any(|n| n == name) {
+        let e = LoadError::from(WorkerError::SettingsByFileName {
+            name: name.to_string(),
+            file: file.to_path_buf(),
+        });
+        return Err(Refusal::new(one_line(&e), load_fix(&e)));
     }
     Ok(())
+}
+
+/// Where a plugin's code runs, and what confines it there.
+enum Confinement {
+    InProcess,
+    Worker,
+    Sandboxed(Sandbox),
+}
+
+impl Confinement {
+    fn worker(sandbox: Option<Sandbox>) -> Self {
+        sandbox.map_or(Confinement::Worker, Confinement::Sandboxed)
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Confinement::InProcess => "in process",
+            Confinement::Worker => "worker",
+            Confinement::Sandboxed(_) => "sandboxed worker",
+        }
+    }
+
+    /// One clause for the plugin's line.
+    fn describe(&self) -> String {
+        let list = |paths: &[std::path::PathBuf]| match paths {
+            [] => "none".to_string(),
+            paths => paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        match self {
+            Confinement::InProcess => "runs in process (unconfined)".into(),
+            Confinement::Worker => "runs in a worker process (not sandboxed)".into(),
+            Confinement::Sandboxed(sb) => {
+                let unix = if sb.net {
+                    String::new()
+                } else {
+                    format!("; unix sockets: {}", list(&sb.unix))
+                };
+                format!(
+                    "runs in a sandboxed worker (reads the system's libraries and \
+                     configuration and its own file; read: {}; write: {}; network: {}{unix})",
+                    list(&sb.read),
+                    list(&sb.write),
+                    if sb.net { "yes" } else { "no" }
+                )
+            }
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        match self {
+            Confinement::Sandboxed(sb) => json!({
+                "kind": self.kind(),
+                "read": sb.read,
+                "write": sb.write,
+                "net": sb.net,
+                "unix": sb.unix,
+            }),
+            _ => json!({ "kind": self.kind() }),
+        }
+    }
 }
 
 /// What to do about a plugin that does not load.
@@ -416,13 +506,16 @@ fn load_fix(e: &LoadError) -> String {
                 .into()
         }
         LoadError::Refused(e) => writers_fix(e),
-        LoadError::Backend(e) => match e.downcast_ref::<crate::worker::WorkerError>() {
-            Some(crate::worker::WorkerError::Sandbox(_)) => {
-                "the kernel cannot enforce its sandbox: remove [plugin.NAME.sandbox] from the \
-                 configuration file, or run on a kernel with Landlock (ABI 4 or later)"
-                    .into()
-            }
-            Some(crate::worker::WorkerError::SettingsByFileName { name, .. }) => format!(
+        LoadError::Backend(e) => match e.downcast_ref::<WorkerError>() {
+            Some(WorkerError::Sandbox(_)) => format!(
+                "fix the path it names in [plugin.NAME.sandbox]; if the kernel cannot enforce \
+                 the sandbox, run on one with Landlock ABI {LANDLOCK_ABI_NEEDED} or later (Linux \
+                 6.12), or remove the table"
+            ),
+            Some(
+                WorkerError::SettingsByFileName { name, .. }
+                | WorkerError::ConfigByFileName { name, .. },
+            ) => format!(
                 "rename the file to {}{name}{}, the name its settings are looked up by",
                 std::env::consts::DLL_PREFIX,
                 std::env::consts::DLL_SUFFIX

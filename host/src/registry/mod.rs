@@ -27,6 +27,7 @@ mod install;
 mod lease;
 mod load;
 mod placement;
+pub use placement::{place, Placement};
 mod prepare;
 mod settings;
 mod startup;

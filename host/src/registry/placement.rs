@@ -9,7 +9,7 @@ use crate::{
 };
 
 /// Where the next version of a file runs.
-pub(super) enum Placement {
+pub enum Placement {
     /// Mapped into this process.
     InProcess,
     /// In a worker process of its own, started by `workers` with `settings`.
@@ -24,11 +24,7 @@ pub(super) enum Placement {
 /// The settings are those `config` gives the names the file suggests
 /// ([`names_for_file`]): they must be known before the plugin's code runs, and its declared
 /// name only once it ran. The registry checks the declared name against them after the load.
-pub(super) fn place(
-    workers: Option<&Arc<WorkerConfig>>,
-    config: &Config,
-    file: &Path,
-) -> Placement {
+pub fn place(workers: Option<&Arc<WorkerConfig>>, config: &Config, file: &Path) -> Placement {
     let Some(workers) = workers else {
         return Placement::InProcess;
     };

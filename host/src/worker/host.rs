@@ -716,6 +716,9 @@ fn launch(
         let cause = status.map_or_else(|| "unknown".to_string(), |s| describe(s, overflowed));
         LoadError::from(WorkerError::Handshake { what, cause })
     };
+    // The plugin's own configuration is the one its file's name selects, as for its worker
+    // settings.
+    let own_names = super::names_for_file(&shared.file);
     // Logs (of the plugin's `init`, say) may come before the manifest.
     let (manifest, call_typed) = loop {
         match reader.next::<FromWorker>(Some(config.start_timeout)) {
@@ -726,7 +729,17 @@ fn launch(
                 message,
             })) => emit_log(level, &shared.name, call.as_deref(), &module, &message),
             Ok(Next::Frame(FromWorker::ConfigQuery { name })) => {
-                let config = plugin_config(&name);
+                // Only its own: any code in the worker can ask, for any name.
+                let config = if own_names.contains(&name) {
+                    plugin_config(&name)
+                } else {
+                    tracing::warn!(
+                        plugin = %shared.name,
+                        "its worker asked for the configuration of plugin `{}`: refused",
+                        crate::error::escape_controls(&name)
+                    );
+                    None
+                };
                 let frame = wire::encode(&ToWorker::ConfigAnswer { config });
                 if let Err(e) = wire::send_all(&channel, &frame) {
                     return Err(fail(
@@ -783,6 +796,15 @@ fn launch(
             }
         }
     };
+    if !own_names.contains(&manifest.name) && plugin_config(&manifest.name).is_some() {
+        // It was not given the configuration it has.
+        let _ = fail(&mut child, output, String::new());
+        return Err(WorkerError::ConfigByFileName {
+            name: manifest.name,
+            file: shared.file.clone(),
+        }
+        .into());
+    }
     if let Some(name) = expect_name {
         if manifest.name != name {
             return Err(fail(

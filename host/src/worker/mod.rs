@@ -63,6 +63,13 @@ pub enum WorkerError {
         .file.display(), std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX
     )]
     SettingsByFileName { name: String, file: PathBuf },
+    /// A worker is given only the configuration its file's name selects.
+    #[error(
+        "plugin `{name}` has a `config` but its file {} is named otherwise; a worker is given \
+         only the configuration its file's name selects: name the file {}{name}{}",
+        .file.display(), std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX
+    )]
+    ConfigByFileName { name: String, file: PathBuf },
 }
 
 /// The plugin names a file's name suggests (`libwordy_tool.so` → `wordy_tool`, `wordy-tool`):

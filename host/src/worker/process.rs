@@ -1,6 +1,7 @@
 //! Starting a worker process: `toolhost __worker`, with the staged library on fd 3, its end
-//! of the request channel on fd 4, the replies pipe on fd 5 and the events pipe on fd 6, in a
-//! process group of its own, killed when the host dies.
+//! of the request channel on fd 4, the replies pipe on fd 5 and the events pipe on fd 6 (and
+//! no other descriptor of the host's), in a process group of its own, killed when the host
+//! dies, with an environment of its own (a few of the host's variables and the plugin's).
 //!
 //! Each of the three goes one way. A thread asleep reading a unix socket is woken whenever
 //! the socket's send buffer frees up (the peer read what this side sent): with a request and
@@ -53,6 +54,24 @@ pub(crate) struct Launch<'a> {
     pub sandbox: Option<String>,
     /// The plugin's own environment (besides the config's for every worker).
     pub env: &'a [(std::ffi::OsString, std::ffi::OsString)],
+}
+
+/// Variables of the host's environment a worker keeps (besides `LC_*`): where programs and
+/// the home folder are, the locale, the time zone, the temporary folder, and Rust's backtrace
+/// switches (for the crash reports in its stderr).
+const INHERITED_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "LANG",
+    "TZ",
+    "TMPDIR",
+    "RUST_BACKTRACE",
+    "RUST_LIB_BACKTRACE",
+];
+
+fn inherited(name: &std::ffi::OsStr) -> bool {
+    name.to_str()
+        .is_some_and(|n| INHERITED_ENV.contains(&n) || n.starts_with("LC_"))
 }
 
 type Job = Box<dyn FnOnce() + Send>;
@@ -108,8 +127,25 @@ pub(crate) fn spawn(
     if let Some(sandbox) = launch.sandbox {
         cmd.arg("--sandbox").arg(sandbox);
     }
-    cmd.envs(config.env.iter().map(|(k, v)| (k, v)))
-        .envs(launch.env.iter().map(|(k, v)| (k, v)))
+    // A worker starts from a clean environment: the host's secrets (API keys, agent sockets)
+    // are not the plugin's to read.
+    cmd.env_clear()
+        .envs(std::env::vars_os().filter(|(k, _)| inherited(k)));
+    let own = config.env.iter().chain(launch.env);
+    if let Some((key, _)) = own
+        .clone()
+        .find(|(k, _)| k.to_str().is_none_or(crate::config::loader_variable))
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{} is refused in a worker's environment: it would make the loader run code \
+                 before the sandbox applies",
+                key.to_string_lossy()
+            ),
+        ));
+    }
+    cmd.envs(own.map(|(k, v)| (k, v)))
         .env(
             super::LOG_LEVEL_ENV,
             tracing::level_filters::LevelFilter::current().to_string(),
@@ -128,8 +164,8 @@ pub(crate) fn spawn(
         (worker_events.as_raw_fd(), EVENTS_FD),
     ];
     // SAFETY: the closure runs in the forked child before exec, so it may only make
-    // async-signal-safe calls: fcntl, dup2, close, prctl, getppid and _exit are. It touches no
-    // memory but its captured integers. The descriptors in `fds` are open in the parent (and
+    // async-signal-safe calls: fcntl, dup2, close, prctl, getppid, _exit and those of
+    // `cloexec_from` are. It touches no memory but its captured integers. The descriptors in `fds` are open in the parent (and
     // so in the child) until `spawn` returns: `library_fd`, `worker_end`, `worker_replies` and
     // `worker_events` are dropped after it.
     unsafe {
@@ -154,6 +190,10 @@ pub(crate) fn spawn(
             if libc::dup2(2, 1) < 0 {
                 return Err(io::Error::last_os_error());
             }
+            // Every other descriptor the host holds (one it inherited without close-on-exec,
+            // say) stays with the host: close-on-exec from the worker's last one up. Marked
+            // rather than closed: std's own pipe reporting a failed exec is among them.
+            cloexec_from(EVENTS_FD + 1);
             // The worker must never outlive the host.
             #[cfg(target_os = "linux")]
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
@@ -183,6 +223,43 @@ pub(crate) fn spawn(
         events,
         output,
     })
+}
+
+/// Sets close-on-exec on every descriptor from `first` up. Runs between fork and exec, so
+/// async-signal-safe calls only (a raw syscall, getrlimit, fcntl).
+fn cloexec_from(first: RawFd) {
+    #[cfg(target_os = "linux")]
+    {
+        const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+        // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets a flag on descriptors.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_close_range,
+                first as libc::c_uint,
+                libc::c_uint::MAX,
+                CLOSE_RANGE_CLOEXEC,
+            )
+        };
+        if rc == 0 {
+            return;
+        }
+        // Before Linux 5.11: one by one.
+    }
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given.
+    let top = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+        // The kernel's own ceiling for descriptors (fs.nr_open's default).
+        limit.rlim_cur.min(1 << 20) as RawFd
+    } else {
+        1 << 16
+    };
+    for fd in first..top {
+        // SAFETY: F_SETFD on a descriptor number; EBADF for one not open.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
 }
 
 /// `SIGSEGV`, `SIGABRT`, ... for the signals a crashing plugin dies of; `signal N` otherwise.

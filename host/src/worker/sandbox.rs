@@ -1,7 +1,7 @@
-//! Confining a worker (Linux): Landlock for files and TCP, seccomp for the socket kinds
-//! Landlock does not cover. Applied in the worker before the plugin library is opened, so no
-//! plugin code ever runs unconfined. A sandbox the kernel cannot enforce is refused, never
-//! applied in part.
+//! Confining a worker (Linux): Landlock for files, TCP, signals and abstract unix sockets,
+//! seccomp for the socket kinds Landlock does not cover. Applied in the worker before the
+//! plugin library is opened, so no plugin code ever runs unconfined. A sandbox the kernel
+//! cannot enforce is refused, never applied in part.
 
 use std::path::{Path, PathBuf};
 
@@ -28,27 +28,41 @@ pub struct SandboxSupport {
     pub seccomp: bool,
 }
 
-/// Landlock ABI needed: 4 is the first with TCP rules (3 added truncation).
-pub const LANDLOCK_ABI_NEEDED: i32 = 4;
+/// Landlock ABI needed: 4 is the first with TCP rules, 6 the first that scopes signals and
+/// abstract unix sockets (without it a plugin could kill or stop the host, or reach any
+/// program listening on an abstract socket).
+pub const LANDLOCK_ABI_NEEDED: i32 = 6;
 
 impl SandboxSupport {
     /// Whether every part of a sandbox can be enforced here.
     pub fn enforceable(&self) -> Result<(), SandboxError> {
         match self.landlock_abi {
             None => Err(SandboxError::Unsupported(
-                "Landlock is not available in this kernel (Linux 6.7 or later with Landlock \
+                "Landlock is not available in this kernel (Linux 6.12 or later with Landlock \
                  enabled is needed)"
                     .into(),
             )),
             Some(v) if v < LANDLOCK_ABI_NEEDED => Err(SandboxError::Unsupported(format!(
                 "the kernel's Landlock ABI is {v}, at least {LANDLOCK_ABI_NEEDED} is needed \
-                 (Linux 6.7) for network rules"
+                 (Linux 6.12) to keep a plugin from signalling the host and from reaching \
+                 abstract unix sockets"
             ))),
             Some(_) if !self.seccomp => Err(SandboxError::Unsupported(
                 "seccomp filters are not available".into(),
             )),
             Some(_) => Ok(()),
         }
+    }
+
+    /// Whether Landlock keeps a sandboxed plugin from signalling processes outside its sandbox
+    /// and from connecting to abstract unix sockets made outside it (ABI 6).
+    pub fn scopes(&self) -> bool {
+        self.landlock_abi.is_some_and(|v| v >= 6)
+    }
+
+    /// Whether Landlock can hold connections to socket files to the `unix` paths (ABI 9).
+    pub fn unix_paths(&self) -> bool {
+        self.landlock_abi.is_some_and(|v| v >= 9)
     }
 }
 
@@ -107,23 +121,46 @@ impl Sandbox {
     pub fn apply(&self, library: &Path) -> Result<(), SandboxError> {
         use landlock::{
             Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
-            RulesetAttr, RulesetCreatedAttr, RulesetStatus, ABI,
+            RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
         };
-        probe().enforceable()?;
-        let abi = ABI::V4;
+        let support = probe();
+        support.enforceable()?;
+        drop_capabilities()?;
+        // The ABI every kernel that passes `enforceable` has.
+        let abi = ABI::V6;
         let apply_err = |e: landlock::RulesetError| SandboxError::Apply(e.to_string());
         let mut ruleset = Ruleset::default()
             // Nothing is silently left out: a feature the kernel lacks is an error.
             .set_compatibility(CompatLevel::HardRequirement)
             .handle_access(AccessFs::from_all(abi))
+            .map_err(apply_err)?
+            // Signals and abstract unix sockets reach only processes in this sandbox: not the
+            // host (nor anything else of the user's), whatever `net` says.
+            .scope(Scope::from_all(abi))
             .map_err(apply_err)?;
+        // Connecting to socket files, where the kernel can govern it (socket() itself is
+        // seccomp's when `unix` is empty).
+        let resolve_unix = !self.net && support.unix_paths();
         if !self.net {
             ruleset = ruleset
                 .handle_access(AccessNet::from_all(abi))
                 .map_err(apply_err)?;
         }
+        if resolve_unix {
+            ruleset = ruleset
+                .handle_access(AccessFs::ResolveUnix)
+                .map_err(apply_err)?;
+        } else if !self.net && !self.unix.is_empty() {
+            tracing::warn!(
+                "sandbox: the kernel's Landlock ABI is {}, 9 (Linux 7.1) is needed to hold \
+                 connections to the `unix` paths: this plugin may connect to any socket file \
+                 it can name",
+                support.landlock_abi.unwrap_or_default()
+            );
+        }
         let mut created = ruleset.create().map_err(apply_err)?;
         let read = AccessFs::from_read(abi);
+        // Write paths give no right to connect to sockets beneath them: only `unix` does.
         let everything = AccessFs::from_all(abi);
         // (path, access, must exist)
         let mut rules: Vec<(&Path, landlock::BitFlags<AccessFs>, bool)> = Vec::new();
@@ -136,6 +173,19 @@ impl Sandbox {
         rules.push((library, read, true));
         rules.extend(self.read.iter().map(|p| (p.as_path(), read, true)));
         rules.extend(self.write.iter().map(|p| (p.as_path(), everything, true)));
+        if resolve_unix {
+            rules.extend(
+                self.unix
+                    .iter()
+                    .map(|p| (p.as_path(), AccessFs::ResolveUnix.into(), true)),
+            );
+        } else if let Some(missing) = self.unix.iter().find(|p| p.symlink_metadata().is_err()) {
+            // The same rule as where Landlock checks them.
+            return Err(SandboxError::Path {
+                path: missing.clone(),
+                reason: "no such file or folder".into(),
+            });
+        }
         for (path, access, required) in rules {
             let fd = match PathFd::new(path) {
                 Ok(fd) => fd,
@@ -147,11 +197,12 @@ impl Sandbox {
                     })
                 }
             };
-            // File rights only on a file: directory rights on it are an error.
+            // File rights only on a file: directory rights on it are an error. (ABI 9's file
+            // rights: ResolveUnix is one, and handled only where the kernel has it.)
             let access = if path.is_dir() {
                 access
             } else {
-                access & AccessFs::from_file(abi)
+                access & AccessFs::from_file(ABI::V9)
             };
             created = created
                 .add_rule(PathBeneath::new(fd, access))
@@ -168,7 +219,7 @@ impl Sandbox {
             )));
         }
         if !self.net {
-            deny_other_sockets()?;
+            deny_other_sockets(!self.unix.is_empty())?;
         }
         Ok(())
     }
@@ -181,11 +232,68 @@ impl Sandbox {
     }
 }
 
-/// Installs a seccomp filter that makes `socket()` fail with EACCES for everything but Unix
-/// sockets and TCP (which Landlock already denies), and refuses io_uring (a way around
-/// `socket()`). UDP, raw and netlink sockets are what Landlock's network rules do not see.
+/// Gives up every capability. A worker of a toolhost run as root would otherwise keep them all,
+/// and some reach past Landlock (reading the host's `/proc/PID/environ` and `maps`, rebooting,
+/// loading kernel modules). `no_new_privs` (which Landlock sets next) keeps an exec from
+/// granting them again. Capabilities are per thread: call it before any other thread exists.
 #[cfg(target_os = "linux")]
-fn deny_other_sockets() -> Result<(), SandboxError> {
+fn drop_capabilities() -> Result<(), SandboxError> {
+    let failed = |what: &str| {
+        SandboxError::Apply(format!(
+            "cannot drop capabilities ({what}): {}",
+            std::io::Error::last_os_error()
+        ))
+    };
+    // The bounding set: lowering it needs CAP_SETPCAP, and a process without it has nothing
+    // there to fear (the capabilities below are the ones it could use).
+    for cap in 0..64 {
+        // SAFETY: PR_CAPBSET_DROP changes only this thread's bounding set.
+        if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {
+            match std::io::Error::last_os_error().raw_os_error() {
+                // Past the kernel's last capability, or not ours to lower.
+                Some(libc::EINVAL) | Some(libc::EPERM) => break,
+                _ => return Err(failed("bounding set")),
+            }
+        }
+    }
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    let header = Header {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let none = [Data {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capset reads a version-3 header and two data structs, alive for the call; empty
+    // sets only lower this thread's capabilities (and the ambient set with them).
+    if unsafe { libc::syscall(libc::SYS_capset, &header, none.as_ptr()) } != 0 {
+        return Err(failed("capset"));
+    }
+    Ok(())
+}
+
+/// Installs a seccomp filter that makes `socket()` fail with EACCES for everything but TCP
+/// (which Landlock governs) and, when `allow_unix`, unix sockets; refuses io_uring (a way
+/// around `socket()`); and kills the process for a syscall of another ABI (another
+/// architecture, or x32 on x86_64), whose numbers the filter would misread. UDP, raw, netlink
+/// and unix sockets are what Landlock's network rules do not see. The worker's own channel
+/// was made before, by the host; `socketpair` stays allowed (it reaches nobody else).
+#[cfg(target_os = "linux")]
+fn deny_other_sockets(allow_unix: bool) -> Result<(), SandboxError> {
     #[cfg(target_arch = "x86_64")]
     const ARCH: u32 = 0xC000_003E; // AUDIT_ARCH_X86_64
     #[cfg(target_arch = "aarch64")]
@@ -197,73 +305,20 @@ fn deny_other_sockets() -> Result<(), SandboxError> {
 
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     {
-        use libc::{sock_filter, sock_fprog};
-        const LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
-        const JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
-        const AND_K: u16 = (libc::BPF_ALU | libc::BPF_AND | libc::BPF_K) as u16;
-        const RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
-        const NR: u32 = 0;
-        const ARCH_OFF: u32 = 4;
-        const ARG0: u32 = 16;
-        const ARG1: u32 = 24;
-        const ARG2: u32 = 32;
-        let allow = libc::SECCOMP_RET_ALLOW;
-        let deny = libc::SECCOMP_RET_ERRNO | (libc::EACCES as u32 & libc::SECCOMP_RET_DATA);
-        let kill = libc::SECCOMP_RET_KILL_PROCESS;
-        let st = |code: u16, k: u32| sock_filter {
-            code,
-            jt: 0,
-            jf: 0,
-            k,
+        let prog = socket_filter(ARCH, allow_unix);
+        let prog = libc::sock_fprog {
+            len: prog.len() as u16,
+            filter: prog.as_ptr() as *mut libc::sock_filter,
         };
-        let jeq = |k: u32, jt: u8, jf: u8| sock_filter {
-            code: JEQ_K,
-            jt,
-            jf,
-            k,
-        };
-        let filter = [
-            // 0: wrong architecture: the syscall numbers below would mean something else.
-            st(LD_W_ABS, ARCH_OFF),
-            jeq(ARCH, 1, 0),
-            st(RET_K, kill),
-            // 3
-            st(LD_W_ABS, NR),
-            jeq(libc::SYS_io_uring_setup as u32, 0, 1),
-            st(RET_K, deny),
-            // 6
-            jeq(libc::SYS_socket as u32, 1, 0),
-            st(RET_K, allow),
-            // 8: socket(domain, type, protocol)
-            st(LD_W_ABS, ARG0),
-            jeq(libc::AF_UNIX as u32, 0, 1),
-            st(RET_K, allow),
-            // 11
-            jeq(libc::AF_INET as u32, 1, 0),
-            jeq(libc::AF_INET6 as u32, 0, 7),
-            // 13: an internet socket: only TCP, which Landlock governs.
-            st(LD_W_ABS, ARG1),
-            st(AND_K, 0xf),
-            jeq(libc::SOCK_STREAM as u32, 0, 4),
-            st(LD_W_ABS, ARG2),
-            jeq(0, 1, 0),
-            jeq(libc::IPPROTO_TCP as u32, 0, 1),
-            st(RET_K, allow),
-            // 20
-            st(RET_K, deny),
-        ];
-        let prog = sock_fprog {
-            len: filter.len() as u16,
-            filter: filter.as_ptr() as *mut sock_filter,
-        };
-        // SAFETY: `prog` points to `filter`, alive for the call; the kernel copies it. Landlock's
-        // `restrict_self` already set no_new_privs, which an unprivileged filter requires.
+        // SAFETY: `prog` points to the filter, alive for the call; the kernel copies it.
+        // Landlock's `restrict_self` already set no_new_privs, which an unprivileged filter
+        // requires.
         let rc = unsafe {
             libc::syscall(
                 libc::SYS_seccomp,
                 libc::SECCOMP_SET_MODE_FILTER,
                 0,
-                &prog as *const sock_fprog,
+                &prog as *const libc::sock_fprog,
             )
         };
         if rc != 0 {
@@ -276,6 +331,85 @@ fn deny_other_sockets() -> Result<(), SandboxError> {
     }
 }
 
+/// The classic BPF program of [`deny_other_sockets`] for audit architecture `arch`.
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+fn socket_filter(arch: u32, allow_unix: bool) -> Vec<libc::sock_filter> {
+    use libc::sock_filter;
+    const LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+    const JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+    const AND_K: u16 = (libc::BPF_ALU | libc::BPF_AND | libc::BPF_K) as u16;
+    const RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+    // struct seccomp_data: nr, arch, instruction_pointer, args[6] (the low halves, on these
+    // little-endian architectures).
+    const NR: u32 = 0;
+    const ARCH_OFF: u32 = 4;
+    const ARG0: u32 = 16;
+    const ARG1: u32 = 24;
+    const ARG2: u32 = 32;
+    let allow = libc::SECCOMP_RET_ALLOW;
+    let deny = libc::SECCOMP_RET_ERRNO | (libc::EACCES as u32 & libc::SECCOMP_RET_DATA);
+    let kill = libc::SECCOMP_RET_KILL_PROCESS;
+    let st = |code: u16, k: u32| sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jeq = |k: u32, jt: u8, jf: u8| sock_filter {
+        code: JEQ_K,
+        jt,
+        jf,
+        k,
+    };
+    let mut filter = vec![
+        // Another architecture: the syscall numbers below would mean something else.
+        st(LD_W_ABS, ARCH_OFF),
+        jeq(arch, 1, 0),
+        st(RET_K, kill),
+        st(LD_W_ABS, NR),
+    ];
+    // x32 syscalls share x86_64's audit architecture, their numbers offset by this bit.
+    #[cfg(target_arch = "x86_64")]
+    {
+        const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+        const JSET_K: u16 = (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16;
+        filter.extend([
+            sock_filter {
+                code: JSET_K,
+                jt: 0,
+                jf: 1,
+                k: X32_SYSCALL_BIT,
+            },
+            st(RET_K, kill),
+        ]);
+    }
+    filter.extend([
+        jeq(libc::SYS_io_uring_setup as u32, 0, 1),
+        st(RET_K, deny),
+        jeq(libc::SYS_socket as u32, 1, 0),
+        st(RET_K, allow),
+        // socket(domain, type, protocol)
+        st(LD_W_ABS, ARG0),
+        jeq(libc::AF_UNIX as u32, 0, 1),
+        st(RET_K, if allow_unix { allow } else { deny }),
+        jeq(libc::AF_INET as u32, 1, 0),
+        jeq(libc::AF_INET6 as u32, 0, 7),
+        // An internet socket: only TCP, which Landlock governs.
+        st(LD_W_ABS, ARG1),
+        st(AND_K, 0xf),
+        jeq(libc::SOCK_STREAM as u32, 0, 4),
+        st(LD_W_ABS, ARG2),
+        jeq(0, 1, 0),
+        jeq(libc::IPPROTO_TCP as u32, 0, 1),
+        st(RET_K, allow),
+        st(RET_K, deny),
+    ]);
+    filter
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,10 +420,18 @@ mod tests {
             landlock_abi,
             seccomp: true,
         };
-        for (abi, expected) in [(None, "Landlock is not available"), (Some(3), "ABI is 3")] {
+        for (abi, expected) in [
+            (None, "Landlock is not available"),
+            (Some(3), "ABI is 3"),
+            // TCP rules but no scopes: the plugin could still signal the host.
+            (Some(5), "ABI is 5"),
+        ] {
             let e = support(abi).enforceable().unwrap_err().to_string();
             assert!(e.contains(expected), "{abi:?}: {e}");
+            assert!(!support(abi).scopes());
         }
-        assert!(support(Some(7)).enforceable().is_ok());
+        assert!(support(Some(6)).enforceable().is_ok() && support(Some(6)).scopes());
+        assert!(support(Some(7)).enforceable().is_ok() && !support(Some(7)).unix_paths());
+        assert!(support(Some(9)).unix_paths());
     }
 }
