@@ -119,38 +119,14 @@ impl Sandbox {
     /// other thread exists: Landlock applies to the calling thread and those it starts.
     #[cfg(target_os = "linux")]
     pub fn apply(&self, library: &Path) -> Result<(), SandboxError> {
-        use landlock::{
-            Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
-            RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
-        };
+        use landlock::RulesetStatus;
         let support = probe();
         support.enforceable()?;
         drop_capabilities()?;
-        // The ABI every kernel that passes `enforceable` has.
-        let abi = ABI::V6;
-        let apply_err = |e: landlock::RulesetError| SandboxError::Apply(e.to_string());
-        let mut ruleset = Ruleset::default()
-            // Nothing is silently left out: a feature the kernel lacks is an error.
-            .set_compatibility(CompatLevel::HardRequirement)
-            .handle_access(AccessFs::from_all(abi))
-            .map_err(apply_err)?
-            // Signals and abstract unix sockets reach only processes in this sandbox: not the
-            // host (nor anything else of the user's), whatever `net` says.
-            .scope(Scope::from_all(abi))
-            .map_err(apply_err)?;
         // Connecting to socket files, where the kernel can govern it (socket() itself is
         // seccomp's when `unix` is empty).
         let resolve_unix = !self.net && support.unix_paths();
-        if !self.net {
-            ruleset = ruleset
-                .handle_access(AccessNet::from_all(abi))
-                .map_err(apply_err)?;
-        }
-        if resolve_unix {
-            ruleset = ruleset
-                .handle_access(AccessFs::ResolveUnix)
-                .map_err(apply_err)?;
-        } else if !self.net && !self.unix.is_empty() {
+        if !resolve_unix && !self.net && !self.unix.is_empty() {
             tracing::warn!(
                 "sandbox: the kernel's Landlock ABI is {}, 9 (Linux 7.1) is needed to hold \
                  connections to the `unix` paths: this plugin may connect to any socket file \
@@ -158,12 +134,63 @@ impl Sandbox {
                 support.landlock_abi.unwrap_or_default()
             );
         }
-        let mut created = ruleset.create().map_err(apply_err)?;
-        let read = AccessFs::from_read(abi);
+        let mut created = self.ruleset(resolve_unix)?;
+        for (path, access, required) in self.rules(library, resolve_unix)? {
+            created = add_rule(created, path, access, required)?;
+        }
+        let status = created.restrict_self().map_err(apply_err)?;
+        if status.ruleset != RulesetStatus::FullyEnforced {
+            return Err(SandboxError::Unsupported(format!(
+                "Landlock enforced the sandbox only partly ({:?})",
+                status.ruleset
+            )));
+        }
+        if !self.net {
+            deny_other_sockets(!self.unix.is_empty())?;
+        }
+        Ok(())
+    }
+
+    /// The Landlock ruleset: every filesystem right handled, every scope (signals and abstract
+    /// unix sockets reach only processes in this sandbox: not the host, whatever `net` says),
+    /// and TCP handled unless `net`.
+    #[cfg(target_os = "linux")]
+    fn ruleset(&self, resolve_unix: bool) -> Result<landlock::RulesetCreated, SandboxError> {
+        use landlock::{
+            Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope,
+        };
+        let mut ruleset = Ruleset::default()
+            // Nothing is silently left out: a feature the kernel lacks is an error.
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessFs::from_all(ABI))
+            .map_err(apply_err)?
+            .scope(Scope::from_all(ABI))
+            .map_err(apply_err)?;
+        if !self.net {
+            ruleset = ruleset
+                .handle_access(AccessNet::from_all(ABI))
+                .map_err(apply_err)?;
+        }
+        if resolve_unix {
+            ruleset = ruleset
+                .handle_access(AccessFs::ResolveUnix)
+                .map_err(apply_err)?;
+        }
+        ruleset.create().map_err(apply_err)
+    }
+
+    /// What the plugin may reach, as (path, access, must exist).
+    #[cfg(target_os = "linux")]
+    fn rules<'a>(
+        &'a self,
+        library: &'a Path,
+        resolve_unix: bool,
+    ) -> Result<Vec<Rule<'a>>, SandboxError> {
+        use landlock::{Access, AccessFs};
+        let read = AccessFs::from_read(ABI);
         // Write paths give no right to connect to sockets beneath them: only `unix` does.
-        let everything = AccessFs::from_all(abi);
-        // (path, access, must exist)
-        let mut rules: Vec<(&Path, landlock::BitFlags<AccessFs>, bool)> = Vec::new();
+        let everything = AccessFs::from_all(ABI);
+        let mut rules: Vec<Rule<'a>> = Vec::new();
         rules.extend(SYSTEM_READ.iter().map(|p| (Path::new(p), read, false)));
         rules.extend(
             SYSTEM_DEVICES
@@ -186,42 +213,7 @@ impl Sandbox {
                 reason: "no such file or folder".into(),
             });
         }
-        for (path, access, required) in rules {
-            let fd = match PathFd::new(path) {
-                Ok(fd) => fd,
-                Err(_) if !required => continue,
-                Err(e) => {
-                    return Err(SandboxError::Path {
-                        path: path.to_path_buf(),
-                        reason: e.to_string(),
-                    })
-                }
-            };
-            // File rights only on a file: directory rights on it are an error. (ABI 9's file
-            // rights: ResolveUnix is one, and handled only where the kernel has it.)
-            let access = if path.is_dir() {
-                access
-            } else {
-                access & AccessFs::from_file(ABI::V9)
-            };
-            created = created
-                .add_rule(PathBeneath::new(fd, access))
-                .map_err(|e| SandboxError::Path {
-                    path: path.to_path_buf(),
-                    reason: e.to_string(),
-                })?;
-        }
-        let status = created.restrict_self().map_err(apply_err)?;
-        if status.ruleset != RulesetStatus::FullyEnforced {
-            return Err(SandboxError::Unsupported(format!(
-                "Landlock enforced the sandbox only partly ({:?})",
-                status.ruleset
-            )));
-        }
-        if !self.net {
-            deny_other_sockets(!self.unix.is_empty())?;
-        }
-        Ok(())
+        Ok(rules)
     }
 
     #[cfg(not(target_os = "linux"))]
@@ -230,6 +222,54 @@ impl Sandbox {
             "sandboxes need Linux (Landlock)".into(),
         ))
     }
+}
+
+/// A path the plugin may reach: (path, access, must exist).
+#[cfg(target_os = "linux")]
+type Rule<'a> = (&'a Path, landlock::BitFlags<landlock::AccessFs>, bool);
+
+/// The Landlock ABI every kernel that passes [`SandboxSupport::enforceable`] has.
+#[cfg(target_os = "linux")]
+const ABI: landlock::ABI = landlock::ABI::V6;
+
+#[cfg(target_os = "linux")]
+fn apply_err(e: landlock::RulesetError) -> SandboxError {
+    SandboxError::Apply(e.to_string())
+}
+
+/// Adds the rule giving `access` beneath `path` (skipped when it does not exist and is not
+/// `required`).
+#[cfg(target_os = "linux")]
+fn add_rule(
+    created: landlock::RulesetCreated,
+    path: &Path,
+    access: landlock::BitFlags<landlock::AccessFs>,
+    required: bool,
+) -> Result<landlock::RulesetCreated, SandboxError> {
+    use landlock::{AccessFs, PathBeneath, PathFd, RulesetCreatedAttr, ABI};
+    let fd = match PathFd::new(path) {
+        Ok(fd) => fd,
+        Err(_) if !required => return Ok(created),
+        Err(e) => {
+            return Err(SandboxError::Path {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            })
+        }
+    };
+    // File rights only on a file: directory rights on it are an error. (ABI 9's file rights:
+    // ResolveUnix is one, and handled only where the kernel has it.)
+    let access = if path.is_dir() {
+        access
+    } else {
+        access & AccessFs::from_file(ABI::V9)
+    };
+    created
+        .add_rule(PathBeneath::new(fd, access))
+        .map_err(|e| SandboxError::Path {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })
 }
 
 /// Gives up every capability. A worker of a toolhost run as root would otherwise keep them all,
