@@ -1,12 +1,21 @@
 //! The worker channel's encoding: a call frame and its result frame, encoded and decoded with
-//! bincode (what the channel uses) and with JSON (the alternative), to pick by measurement.
+//! bincode (what the channel uses) and with JSON (the alternative), to pick by measurement;
+//! and a whole call through a worker process (calc's `add`), frames, pipes and all.
 //!
-//! `cargo bench -p toolhost --bench frames`
+//! `cargo bench -p toolhost --bench frames` (builds the `calc` plugin in release mode first).
+
+mod common;
+
+use std::sync::Arc;
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use toolhost::{
     model::ContentOut,
-    worker::wire::{FromWorker, ResultWire, ToWorker},
+    plugin::{CallControl, Staged},
+    worker::{
+        wire::{FromWorker, ResultWire, ToWorker},
+        PluginWorkerSettings, WorkerConfig, WorkerPlugin,
+    },
 };
 
 fn frames() -> (ToWorker, FromWorker) {
@@ -60,5 +69,27 @@ fn codecs(c: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, codecs);
+/// One `add` call through a worker, as an isolated plugin is called.
+fn worker_round_trip(c: &mut Criterion) {
+    let lib = common::calc_release();
+    let shadow = tempfile::tempdir().unwrap();
+    let staged = Staged::copy(&lib, shadow.path()).unwrap();
+    let config = Arc::new(WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost")));
+    let plugin = WorkerPlugin::start(
+        &lib,
+        staged,
+        config,
+        PluginWorkerSettings::default(),
+        &|_| None,
+    )
+    .expect("calc loads in a worker");
+    let control = CallControl::new("1", None);
+    let args = r#"{"x":5,"y":3}"#;
+    assert!(!plugin.call("add", args, &control).is_error);
+    c.bench_function("worker round trip (calc add)", |b| {
+        b.iter(|| plugin.call("add", black_box(args), &control))
+    });
+}
+
+criterion_group!(benches, codecs, worker_round_trip);
 criterion_main!(benches);
