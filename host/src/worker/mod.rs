@@ -15,6 +15,7 @@
 
 mod child;
 mod host;
+mod logs;
 mod manifest_json;
 mod process;
 pub mod sandbox;
@@ -44,6 +45,9 @@ pub enum WorkerError {
     /// The worker died, hung or spoke out of turn before it sent the plugin's manifest.
     #[error("{what} (worker: {cause})")]
     Handshake { what: String, cause: String },
+    /// The worker speaks another frame format (another toolhost build) or none.
+    #[error("{0}")]
+    Version(wire::HelloError),
     /// The plugin did not load in the worker; the loader's message.
     #[error("{0}")]
     Load(String),

@@ -1,10 +1,19 @@
 //! The frames host and worker exchange, and how they travel: a 4-byte little-endian length,
-//! then the frame encoded with bincode.
+//! then the frame encoded with [postcard].
 //!
-//! bincode rather than JSON because it was measured faster on the frames that matter (a call
-//! and its result): see `cargo bench -p toolhost --bench frames` and the README. JSON values
-//! inside frames (arguments, schemas, `structuredContent`) travel as JSON text, which both
-//! sides have at hand anyway.
+//! postcard because it is maintained (it replaced bincode 1.3, which is not:
+//! RUSTSEC-2025-0141), its wire format is documented and stable across its 1.x releases,
+//! plain serde derives are all the frames need, and its varint integers keep the frames that
+//! matter (a call and its result) small; it was measured against bincode and JSON on them
+//! (`cargo bench -p toolhost --bench frames`, docs/benchmarks.md). JSON values inside frames
+//! (arguments, schemas, `structuredContent`) travel as JSON text, which both sides have at hand
+//! anyway.
+//!
+//! Each side opens its stream with a [`Hello`] naming its [`FRAME_VERSION`], laid out by hand
+//! so that any build, whatever its serializer, reads it: a host and a worker of different
+//! frame formats refuse each other before anything else is said.
+//!
+//! A length header is never trusted with memory: buffers grow as the bytes arrive.
 
 use std::{
     fs::File,
@@ -17,13 +26,31 @@ use std::{
     time::{Duration, Instant},
 };
 
-use serde::{Deserialize, Serialize};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 use crate::model::ContentOut;
 
 /// Largest frame accepted (either way). A bigger length prefix means a corrupt stream; a
 /// bigger result is refused by the worker as an error result.
 pub const MAX_FRAME: usize = 256 << 20;
+
+/// Largest frame on the events pipe, which carries only logs: a worker cuts its records far
+/// below it (16 KiB a message: `plugin::LOG_MESSAGE_MAX`), so a bigger one is a broken or hostile
+/// worker's.
+pub const MAX_EVENT_FRAME: usize = 64 << 10;
+
+/// The frame format spoken here. Bump it whenever the encoding of any frame changes (the
+/// `frame_bytes_are_pinned` test fails then): a host and a worker that speak different
+/// versions refuse each other at their hello.
+pub const FRAME_VERSION: u32 = 1;
+
+/// How a [`Hello`] begins: a stream that does not is no toolhost of this kind speaking (one
+/// from before hellos, or something else). As bincode 1.3 read it (a variant index of
+/// 0x4C4F4F54), an older host finds it an invalid frame at once.
+const MAGIC: [u8; 8] = *b"TOOLHOST";
+
+/// The longest toolhost version a hello shows.
+const BUILD_SHOWN: usize = 64;
 
 /// Host → worker.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -127,20 +154,188 @@ pub struct ResultWire {
     pub is_error: bool,
 }
 
+/// The first frame each side sends: the frame format it speaks, and its toolhost version
+/// (for messages). Laid out by hand, not by postcard, so that every build reads it: [`MAGIC`],
+/// the format as a u32 little-endian, the toolhost version as UTF-8 (the rest of the frame).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hello {
+    pub frame_version: u32,
+    pub toolhost: String,
+}
+
+impl Hello {
+    /// This build's.
+    pub fn ours() -> Hello {
+        Hello {
+            frame_version: FRAME_VERSION,
+            toolhost: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+
+    /// The hello as a frame, length prefix included.
+    pub fn encode(&self) -> Vec<u8> {
+        let body = MAGIC.len() + 4 + self.toolhost.len();
+        let mut buf = Vec::with_capacity(4 + body);
+        buf.extend_from_slice(&(body as u32).to_le_bytes());
+        buf.extend_from_slice(&MAGIC);
+        buf.extend_from_slice(&self.frame_version.to_le_bytes());
+        buf.extend_from_slice(self.toolhost.as_bytes());
+        buf
+    }
+
+    /// The hello in a frame's body; `None` when it is none.
+    fn decode(body: &[u8]) -> Option<Hello> {
+        let rest = body.strip_prefix(&MAGIC)?;
+        let (version, build) = rest.split_first_chunk::<4>()?;
+        // Shown in messages only: printable and short, whatever the peer sent.
+        let toolhost = String::from_utf8_lossy(build)
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(BUILD_SHOWN)
+            .collect();
+        Some(Hello {
+            frame_version: u32::from_le_bytes(*version),
+            toolhost,
+        })
+    }
+
+    /// Whether the `peer`'s hello `theirs` (if it sent one) speaks our format; `us` names this
+    /// side in the message.
+    fn agree(
+        &self,
+        theirs: Option<Hello>,
+        peer: &'static str,
+        us: &'static str,
+    ) -> Result<(), HelloError> {
+        match theirs {
+            None => Err(HelloError::Foreign { peer }),
+            Some(theirs) if theirs.frame_version == self.frame_version => Ok(()),
+            Some(theirs) => Err(HelloError::Mismatch {
+                peer,
+                us,
+                theirs,
+                ours: self.clone(),
+            }),
+        }
+    }
+}
+
+/// Why host and worker did not get past their hellos.
+#[derive(Debug, thiserror::Error)]
+pub enum HelloError {
+    /// The stream failed or ended (the peer died, say) before its hello.
+    #[error("no hello from the {peer}: {error}")]
+    Io {
+        peer: &'static str,
+        error: io::Error,
+    },
+    #[error(
+        "the {peer} does not open with a toolhost hello (a toolhost from before versioned \
+         frames, or no toolhost at all): reinstall toolhost"
+    )]
+    Foreign { peer: &'static str },
+    #[error(
+        "the {peer} speaks frame format {} (toolhost {}), this {us} frame format {} \
+         (toolhost {}): reinstall toolhost",
+        .theirs.frame_version, .theirs.toolhost, .ours.frame_version, .ours.toolhost
+    )]
+    Mismatch {
+        peer: &'static str,
+        us: &'static str,
+        theirs: Hello,
+        ours: Hello,
+    },
+}
+
+impl HelloError {
+    /// Whether the peer answered and is of another format (not merely gone or silent).
+    pub fn is_refusal(&self) -> bool {
+        !matches!(self, HelloError::Io { .. })
+    }
+}
+
+/// The host's side of the handshake: sends our hello on the request `channel`, then reads the
+/// worker's, the first frame of its `replies`, waiting at most `wait`.
+pub fn greet_worker(
+    channel: &UnixStream,
+    replies: &mut FrameReader,
+    wait: Duration,
+) -> Result<(), HelloError> {
+    let io = |error| HelloError::Io {
+        peer: "worker",
+        error,
+    };
+    let ours = Hello::ours();
+    send_all(channel, &ours.encode()).map_err(io)?;
+    let theirs = match replies
+        .next_with(Some(wait), |body| Ok(Hello::decode(body)))
+        .map_err(io)?
+    {
+        Next::Frame(theirs) => theirs,
+        Next::TimedOut => {
+            return Err(io(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("none within {wait:?}"),
+            )))
+        }
+        Next::Closed => {
+            return Err(io(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the worker process ended first",
+            )))
+        }
+    };
+    ours.agree(theirs, "worker", "toolhost")
+}
+
+/// The worker's side of the handshake, once it sent `ours` (this build's but for a test hook)
+/// on its replies pipe: reads the host's hello, the first frame on the request `channel`.
+pub fn hear_host(channel: &mut impl Read, ours: &Hello) -> Result<(), HelloError> {
+    let mut buf = Vec::new();
+    let theirs = match read_body(channel, &mut buf, MAX_FRAME) {
+        Ok(Some(body)) => Hello::decode(body),
+        Ok(None) => {
+            return Err(HelloError::Io {
+                peer: "host",
+                error: io::ErrorKind::UnexpectedEof.into(),
+            })
+        }
+        Err(error) => {
+            return Err(HelloError::Io {
+                peer: "host",
+                error,
+            })
+        }
+    };
+    ours.agree(theirs, "host", "worker")
+}
+
 /// Encodes one frame, length prefix included.
 pub fn encode<T: Serialize>(frame: &T) -> Vec<u8> {
-    let len = bincode::serialized_size(frame).expect("frames serialize") as usize;
-    let mut buf = Vec::with_capacity(4 + len);
-    buf.extend_from_slice(&(len as u32).to_le_bytes());
-    bincode::serialize_into(&mut buf, frame).expect("frames serialize");
+    let mut buf = Vec::with_capacity(64);
+    buf.extend_from_slice(&[0; 4]);
+    let mut buf = postcard::to_extend(frame, buf).expect("frames serialize");
+    let len = (buf.len() - 4) as u32;
+    buf[..4].copy_from_slice(&len.to_le_bytes());
     buf
+}
+
+/// Decodes the body of one frame (the bytes after its length).
+pub fn decode<T: DeserializeOwned>(body: &[u8]) -> io::Result<T> {
+    match postcard::take_from_bytes(body) {
+        Ok((frame, [])) => Ok(frame),
+        Ok((_, rest)) => Err(bad_frame(format_args!(
+            "{} bytes after its end",
+            rest.len()
+        ))),
+        Err(e) => Err(bad_frame(e)),
+    }
 }
 
 /// Sends all of `bytes` on a socket without raising SIGPIPE when the peer is gone (the host may
 /// run with SIGPIPE's default action, which would kill it for a write to a dead worker): the
 /// write fails with `BrokenPipe` instead.
 pub fn send_all(socket: &UnixStream, mut bytes: &[u8]) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
     while !bytes.is_empty() {
         // SAFETY: `bytes` is a live slice of `bytes.len()` bytes and the descriptor belongs to
         // `socket`, borrowed for the call.
@@ -171,11 +366,26 @@ pub fn send_locked(socket: &Mutex<UnixStream>, bytes: &[u8]) -> io::Result<()> {
     send_all(&w, bytes)
 }
 
-/// Reads one frame; `Ok(None)` at a clean end of stream (no partial frame).
-pub fn read_frame<T: for<'de> Deserialize<'de>>(
+/// Reads one frame; `Ok(None)` at a clean end of stream (no partial frame). `buf` is kept
+/// between calls (a big frame's is let go).
+pub fn read_frame<T: DeserializeOwned>(
     r: &mut impl Read,
     buf: &mut Vec<u8>,
 ) -> io::Result<Option<T>> {
+    read_body(r, buf, MAX_FRAME)?.map(decode).transpose()
+}
+
+/// [`read_frame`] on the events pipe, whose frames are logs: at most [`MAX_EVENT_FRAME`].
+pub fn read_event(r: &mut impl Read, buf: &mut Vec<u8>) -> io::Result<Option<FromWorker>> {
+    read_body(r, buf, MAX_EVENT_FRAME)?.map(decode).transpose()
+}
+
+/// Reads one frame's body (at most `max` bytes) into `buf`, growing it as the bytes arrive.
+fn read_body<'b>(
+    r: &mut impl Read,
+    buf: &'b mut Vec<u8>,
+    max: usize,
+) -> io::Result<Option<&'b [u8]>> {
     let mut len = [0u8; 4];
     match r.read_exact(&mut len) {
         Ok(()) => {}
@@ -183,16 +393,38 @@ pub fn read_frame<T: for<'de> Deserialize<'de>>(
         Err(e) => return Err(e),
     }
     let len = u32::from_le_bytes(len) as usize;
-    if len > MAX_FRAME {
-        return Err(over_limit(len));
+    if len > max {
+        return Err(over_limit(len, max));
+    }
+    if buf.capacity() > BUF_KEPT {
+        // One big frame does not keep its buffer for the stream's life.
+        *buf = Vec::new();
     }
     buf.clear();
-    buf.resize(len, 0);
-    r.read_exact(buf)?;
-    bincode::deserialize(buf).map(Some).map_err(bad_frame)
+    let mut filled = 0;
+    while filled < len {
+        if filled == buf.len() {
+            // At most double what came: a length header alone allocates little.
+            let more = (len - filled).min(filled.max(BUF_START));
+            buf.resize(filled + more, 0);
+        }
+        match r.read(&mut buf[filled..]) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the stream ended inside a frame",
+                ))
+            }
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Some(&buf[..len]))
 }
 
-/// A [`FrameReader`]'s buffer to begin with, and the most it keeps once a big frame is read.
+/// A [`FrameReader`]'s buffer to begin with (and the least a frame's buffer grows by), and the
+/// most a reader keeps once a big frame is read.
 const BUF_START: usize = 64 * 1024;
 const BUF_KEPT: usize = 1 << 20;
 
@@ -231,13 +463,19 @@ impl FrameReader {
     }
 
     /// The next frame, waiting at most `wait` for it (`None`: as long as it takes).
-    pub fn next<T: for<'de> Deserialize<'de>>(
+    pub fn next<T: DeserializeOwned>(&mut self, wait: Option<Duration>) -> io::Result<Next<T>> {
+        self.next_with(wait, decode)
+    }
+
+    /// The next frame, its body read by `decode`.
+    fn next_with<T>(
         &mut self,
         wait: Option<Duration>,
+        mut decode: impl FnMut(&[u8]) -> io::Result<T>,
     ) -> io::Result<Next<T>> {
         let deadline = wait.map(|w| Instant::now() + w);
         loop {
-            if let Some(frame) = self.complete()? {
+            if let Some(frame) = self.complete(&mut decode)? {
                 return Ok(Next::Frame(frame));
             }
             if self.eof {
@@ -267,26 +505,22 @@ impl FrameReader {
     }
 
     /// Decodes the frame at the front of the buffer, if it is all there.
-    fn complete<T: for<'de> Deserialize<'de>>(&mut self) -> io::Result<Option<T>> {
+    fn complete<T>(
+        &mut self,
+        decode: &mut impl FnMut(&[u8]) -> io::Result<T>,
+    ) -> io::Result<Option<T>> {
         let unread = &self.buf[self.start..self.end];
         let Some(prefix) = unread.first_chunk::<4>() else {
             return Ok(None);
         };
         let len = u32::from_le_bytes(*prefix) as usize;
         if len > MAX_FRAME {
-            return Err(over_limit(len));
+            return Err(over_limit(len, MAX_FRAME));
         }
         if unread.len() < 4 + len {
-            // Room for all of this frame, so a big one is read in few calls.
-            if self.buf.len() - self.start < 4 + len {
-                self.compact();
-                if self.buf.len() < 4 + len {
-                    self.buf.resize(4 + len, 0);
-                }
-            }
             return Ok(None);
         }
-        let frame = bincode::deserialize(&unread[4..4 + len]).map_err(bad_frame)?;
+        let frame = decode(&unread[4..4 + len])?;
         self.start += 4 + len;
         if self.start == self.end {
             self.start = 0;
@@ -315,7 +549,15 @@ impl FrameReader {
             self.compact();
         }
         if self.end == self.buf.len() {
-            self.buf.resize(self.buf.len() * 2, 0);
+            // Full of the first bytes of one frame (its length header among them): grow
+            // towards its length, at most doubling, so that memory follows the bytes that came
+            // and not what a header announces.
+            let frame = self
+                .buf
+                .first_chunk::<4>()
+                .map_or(0, |p| 4 + u32::from_le_bytes(*p) as usize);
+            let grown = (self.buf.len() * 2).min(frame).max(self.buf.len() + 1);
+            self.buf.resize(grown, 0);
         }
         let n = self.input.read(&mut self.buf[self.end..])?;
         self.end += n;
@@ -342,14 +584,14 @@ fn wait_readable(input: &File, timeout: Duration) -> io::Result<()> {
     }
 }
 
-fn over_limit(len: usize) -> io::Error {
+fn over_limit(len: usize, max: usize) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidData,
-        format!("a frame of {len} bytes, over the {MAX_FRAME} limit"),
+        format!("a frame of {len} bytes, over the {max} limit"),
     )
 }
 
-fn bad_frame(e: bincode::Error) -> io::Error {
+fn bad_frame(e: impl std::fmt::Display) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, format!("bad frame: {e}"))
 }
 
@@ -450,5 +692,315 @@ mod tests {
         drop(tx);
         let mut reader = FrameReader::new(rx);
         assert_eq!(reader.next::<ToWorker>(None).unwrap(), Next::Closed);
+    }
+    /// One frame of every kind, with every kind of content.
+    fn one_of_each() -> (Vec<ToWorker>, Vec<FromWorker>) {
+        let to = vec![
+            ToWorker::Call {
+                id: 300,
+                tool: "add".into(),
+                args: r#"{"x":5}"#.into(),
+                label: "2".into(),
+                typed: true,
+            },
+            ToWorker::Cancel { id: 1 },
+            ToWorker::SaveState { id: 2 },
+            ToWorker::RestoreState {
+                id: 3,
+                state: vec![1, 2],
+            },
+            ToWorker::Shutdown,
+            ToWorker::ConfigAnswer {
+                config: Some("{}".into()),
+            },
+        ];
+        let from = vec![
+            FromWorker::Ready {
+                manifest: "{}".into(),
+            },
+            FromWorker::ConfigQuery { name: "n".into() },
+            FromWorker::LoadFailed {
+                kind: LoadFailure::Sandbox,
+                message: "m".into(),
+            },
+            FromWorker::Progress {
+                id: 4,
+                progress: 0.5,
+                total: Some(1.0),
+                message: "p".into(),
+            },
+            FromWorker::Log {
+                level: 3,
+                call: None,
+                module: "m".into(),
+                message: "l".into(),
+            },
+            FromWorker::Result {
+                id: 5,
+                result: ResultWire {
+                    content: vec![
+                        ContentOut::Text("t".into()),
+                        ContentOut::Image {
+                            data: "d".into(),
+                            mime_type: "i".into(),
+                        },
+                        ContentOut::Audio {
+                            data: "d".into(),
+                            mime_type: "a".into(),
+                        },
+                    ],
+                    structured: None,
+                    is_error: true,
+                },
+            },
+            FromWorker::State {
+                id: 6,
+                state: Some(vec![7]),
+            },
+            FromWorker::Restored {
+                id: 7,
+                outcome: Restore::Refused("r".into()),
+            },
+            FromWorker::Restored {
+                id: 8,
+                outcome: Restore::Unsupported,
+            },
+            FromWorker::Untyped { id: 9 },
+        ];
+        (to, from)
+    }
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// The bytes of every kind of frame, pinned: when this fails, the frame format changed
+    /// (a field, a variant, their order, the serializer), and a host and a worker of the two
+    /// builds would misread each other. Bump [`FRAME_VERSION`], then update the bytes here.
+    #[test]
+    fn frame_bytes_are_pinned() {
+        assert_eq!(FRAME_VERSION, 1, "update the bytes below with the version");
+        let (to, from) = one_of_each();
+        let to: Vec<String> = to.iter().map(|f| hex(&encode(f))).collect();
+        let from: Vec<String> = from.iter().map(|f| hex(&encode(f))).collect();
+        assert_eq!(
+            to,
+            [
+                "1200000000ac0203616464077b2278223a357d013201",
+                "020000000101",
+                "020000000202",
+                "050000000303020102",
+                "0100000004",
+                "050000000501027b7d",
+            ]
+        );
+        assert_eq!(
+            from,
+            [
+                "0400000000027b7d",
+                "0300000001016e",
+                "040000000204016d",
+                "150000000304000000000000e03f01000000000000f03f0170",
+                "07000000040300016d016c",
+                "12000000050503000174010164016902016401610001",
+                "050000000606010107",
+                "050000000707020172",
+                "03000000070801",
+                "020000000809",
+            ]
+        );
+        // And every one decodes back to itself.
+        let (to, from) = one_of_each();
+        for f in to {
+            assert_eq!(decode::<ToWorker>(&encode(&f)[4..]).unwrap(), f);
+        }
+        for f in from {
+            assert_eq!(decode::<FromWorker>(&encode(&f)[4..]).unwrap(), f);
+        }
+        // Bytes past a frame's end are refused, not ignored.
+        let mut long = encode(&ToWorker::Shutdown);
+        long.push(0);
+        assert!(decode::<ToWorker>(&long[4..]).is_err());
+    }
+
+    /// A frame header announcing `len` bytes, and `body` bytes of it.
+    fn announced(len: usize, body: usize) -> Vec<u8> {
+        let mut bytes = (len as u32).to_le_bytes().to_vec();
+        bytes.resize(4 + body, 7);
+        bytes
+    }
+
+    #[test]
+    fn a_length_header_is_not_trusted_with_memory() {
+        // `read_frame`: a header announcing the most allowed, then nothing.
+        let mut buf = Vec::new();
+        let err = read_frame::<FromWorker>(&mut &announced(MAX_FRAME, 0)[..], &mut buf);
+        assert_eq!(err.unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+        assert!(buf.capacity() <= BUF_START, "{}", buf.capacity());
+        // Then 100 kB of it: the buffer follows the bytes that came.
+        let err = read_frame::<FromWorker>(&mut &announced(MAX_FRAME, 100_000)[..], &mut buf);
+        assert_eq!(err.unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+        assert!(buf.capacity() <= 256 << 10, "{}", buf.capacity());
+        // A big frame's buffer is let go by the next read.
+        let big = encode(&FromWorker::Ready {
+            manifest: "m".repeat(2 * BUF_KEPT),
+        });
+        read_frame::<FromWorker>(&mut &big[..], &mut buf).unwrap();
+        let small = encode(&ToWorker::Shutdown);
+        read_frame::<ToWorker>(&mut &small[..], &mut buf).unwrap();
+        assert!(buf.capacity() <= BUF_KEPT, "{}", buf.capacity());
+
+        // `FrameReader`: the same header, then nothing for a while, then 100 kB.
+        let (mut tx, rx) = UnixStream::pair().unwrap();
+        let mut reader = FrameReader::new(rx);
+        let wait = Some(Duration::from_millis(20));
+        io::Write::write_all(&mut tx, &announced(MAX_FRAME, 0)).unwrap();
+        assert_eq!(reader.next::<ToWorker>(wait).unwrap(), Next::TimedOut);
+        assert!(
+            reader.buf.capacity() <= BUF_START,
+            "{}",
+            reader.buf.capacity()
+        );
+        io::Write::write_all(&mut tx, &announced(MAX_FRAME, 100_000)[4..]).unwrap();
+        assert_eq!(reader.next::<ToWorker>(wait).unwrap(), Next::TimedOut);
+        assert!(
+            reader.buf.capacity() <= 256 << 10,
+            "{}",
+            reader.buf.capacity()
+        );
+        // The limit itself still holds, either way.
+        for over in [MAX_FRAME + 1, u32::MAX as usize] {
+            let err = read_frame::<ToWorker>(&mut &announced(over, 0)[..], &mut buf);
+            assert!(err.unwrap_err().to_string().contains("over the"));
+            let (mut tx, rx) = UnixStream::pair().unwrap();
+            io::Write::write_all(&mut tx, &announced(over, 0)).unwrap();
+            let err = FrameReader::new(rx).next::<ToWorker>(wait).unwrap_err();
+            assert!(err.to_string().contains("over the"), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_events_pipe_takes_log_frames_only_up_to_its_limit() {
+        let log = |message: String| FromWorker::Log {
+            level: 2,
+            call: Some("7".into()),
+            module: "m".into(),
+            message,
+        };
+        // The largest record a worker sends fits with room to spare.
+        let largest = log("x".repeat(crate::plugin::LOG_MESSAGE_MAX));
+        let mut buf = Vec::new();
+        let bytes = encode(&largest);
+        assert_eq!(
+            read_event(&mut &bytes[..], &mut buf).unwrap(),
+            Some(largest)
+        );
+        let flood = encode(&log("x".repeat(MAX_EVENT_FRAME)));
+        let err = read_event(&mut &flood[..], &mut buf).unwrap_err();
+        assert!(err.to_string().contains("over the 65536 limit"), "{err}");
+        // On the replies pipe the same frame is a frame like any other.
+        assert!(read_frame::<FromWorker>(&mut &flood[..], &mut buf).is_ok());
+    }
+
+    /// A pipe's two ends as a frame reader and a writer (a socketpair stands in).
+    fn pipe() -> (FrameReader, UnixStream) {
+        let (tx, rx) = UnixStream::pair().unwrap();
+        (FrameReader::new(rx), tx)
+    }
+
+    /// Host and worker greet each other, the worker claiming `worker_version`.
+    fn greet(worker_version: u32) -> (Result<(), HelloError>, Result<(), HelloError>) {
+        let (host_end, worker_end) = UnixStream::pair().unwrap();
+        let (mut replies, mut worker_replies) = pipe();
+        let worker = std::thread::spawn(move || {
+            let ours = Hello {
+                frame_version: worker_version,
+                ..Hello::ours()
+            };
+            io::Write::write_all(&mut worker_replies, &ours.encode()).unwrap();
+            hear_host(&mut &worker_end, &ours)
+        });
+        let host = greet_worker(&host_end, &mut replies, Duration::from_secs(10));
+        (host, worker.join().unwrap())
+    }
+
+    #[test]
+    fn host_and_worker_of_one_format_agree_and_of_two_refuse_each_other() {
+        let (host, worker) = greet(FRAME_VERSION);
+        host.unwrap();
+        worker.unwrap();
+
+        let other = FRAME_VERSION + 3;
+        let build = env!("CARGO_PKG_VERSION");
+        let (host, worker) = greet(other);
+        let host = host.unwrap_err();
+        assert!(host.is_refusal());
+        assert_eq!(
+            host.to_string(),
+            format!(
+                "the worker speaks frame format {other} (toolhost {build}), this toolhost frame \
+                 format {FRAME_VERSION} (toolhost {build}): reinstall toolhost"
+            )
+        );
+        assert_eq!(
+            worker.unwrap_err().to_string(),
+            format!(
+                "the host speaks frame format {FRAME_VERSION} (toolhost {build}), this worker \
+                 frame format {other} (toolhost {build}): reinstall toolhost"
+            )
+        );
+    }
+
+    #[test]
+    fn a_peer_without_a_hello_is_refused_and_a_silent_one_is_no_refusal() {
+        // A worker from before hellos opened with its manifest (bincode: variant 0, a u64
+        // length, the text).
+        let (host_end, _worker_end) = UnixStream::pair().unwrap();
+        let (mut replies, mut worker) = pipe();
+        let mut old = vec![0, 0, 0, 0];
+        old.extend_from_slice(&2u64.to_le_bytes());
+        old.extend_from_slice(b"{}");
+        let mut frame = (old.len() as u32).to_le_bytes().to_vec();
+        frame.extend_from_slice(&old);
+        io::Write::write_all(&mut worker, &frame).unwrap();
+        let err = greet_worker(&host_end, &mut replies, Duration::from_secs(10)).unwrap_err();
+        assert!(
+            matches!(err, HelloError::Foreign { peer: "worker" }),
+            "{err}"
+        );
+        assert!(err.to_string().ends_with("reinstall toolhost"), "{err}");
+        // A host that sends a frame but no hello.
+        let err = hear_host(&mut &encode(&ToWorker::Shutdown)[..], &Hello::ours()).unwrap_err();
+        assert!(matches!(err, HelloError::Foreign { peer: "host" }), "{err}");
+        // A worker that ends, or says nothing in time, is no refusal: it failed.
+        let (host_end, _worker_end) = UnixStream::pair().unwrap();
+        let (mut replies, worker) = pipe();
+        drop(worker);
+        let err = greet_worker(&host_end, &mut replies, Duration::from_secs(10)).unwrap_err();
+        assert!(!err.is_refusal(), "{err}");
+        let (mut replies, _worker) = pipe();
+        let err = greet_worker(&host_end, &mut replies, Duration::from_millis(10)).unwrap_err();
+        assert!(
+            !err.is_refusal() && err.to_string().contains("none within"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_hello_shows_a_short_printable_version_whatever_was_sent() {
+        let sent = Hello {
+            frame_version: 9,
+            toolhost: format!("1.0\n\x1b[31m{}", "9".repeat(500)),
+        };
+        let frame = sent.encode();
+        let got = Hello::decode(&frame[4..]).unwrap();
+        assert_eq!(got.frame_version, 9);
+        assert!(got.toolhost.starts_with("1.0[31m999"), "{}", got.toolhost);
+        assert_eq!(got.toolhost.chars().count(), BUILD_SHOWN);
+        // The layout, which every build must read: magic, version, text.
+        assert_eq!(&frame[4..12], b"TOOLHOST");
+        assert_eq!(&frame[12..16], &9u32.to_le_bytes());
+        assert!(Hello::decode(b"TOOLHOS").is_none());
+        assert!(Hello::decode(b"TOOLHOST\x01").is_none());
     }
 }
