@@ -155,7 +155,7 @@ pub struct ResultWire {
 }
 
 /// The first frame each side sends: the frame format it speaks, and its toolhost version
-/// (for messages). Laid out by hand, not by postcard, so that every build reads it: [`MAGIC`],
+/// (for messages). Laid out by hand, not by postcard, so that every build reads it: `TOOLHOST`,
 /// the format as a u32 little-endian, the toolhost version as UTF-8 (the rest of the frame).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hello {
