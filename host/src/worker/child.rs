@@ -27,6 +27,7 @@ use tracing_subscriber::{layer::SubscriberExt, Layer};
 use crate::relay::{lock, Relay, STAY_AWAKE};
 
 use super::{
+    hello,
     process::{CHANNEL_FD, EVENTS_FD, LIBRARY_FD, REPLIES_FD},
     sandbox::Sandbox,
     wire::{self, FrameReader, FromWorker, LoadFailure, Next, Restore, ResultWire, ToWorker},
@@ -122,12 +123,12 @@ pub fn run(args: WorkerArgs) -> i32 {
         loaded: AtomicBool::new(false),
     });
     // Hellos first, both ways: a host of another frame format would misread anything else.
-    let hello = wire::Hello {
+    let ours = hello::Hello {
         frame_version: args.frame_version.unwrap_or(wire::FRAME_VERSION),
-        ..wire::Hello::ours()
+        ..hello::Hello::ours()
     };
-    out.send_bytes(&hello.encode());
-    if let Err(e) = wire::hear_host(&mut &channel, &hello) {
+    out.send_bytes(&ours.encode());
+    if let Err(e) = hello::hear_host(&mut &channel, &ours) {
         // Not as a frame: the host may not read ours. Its stderr reader logs this line.
         eprintln!("toolhost worker: {e}");
         return 2;

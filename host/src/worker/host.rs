@@ -18,6 +18,7 @@ use std::{
 use serde_json::value::RawValue;
 
 use super::{
+    hello,
     logs::LogGate,
     manifest_json,
     process::{self, signal_name, Launch},
@@ -722,7 +723,7 @@ fn launch(
         LoadError::from(WorkerError::Handshake { what, cause })
     };
     // Hellos first: a worker of another frame format is refused before anything else.
-    match wire::greet_worker(&channel, &mut reader, config.start_timeout) {
+    match hello::greet_worker(&channel, &mut reader, config.start_timeout) {
         Ok(()) => {}
         Err(e) if e.is_refusal() => {
             let _ = fail(&mut child, output, String::new());

@@ -14,6 +14,7 @@
 //! - Workers die with the host (parent death signal) and are always reaped.
 
 mod child;
+pub mod hello;
 mod host;
 mod logs;
 mod manifest_json;
@@ -47,7 +48,7 @@ pub enum WorkerError {
     Handshake { what: String, cause: String },
     /// The worker speaks another frame format (another toolhost build) or none.
     #[error("{0}")]
-    Version(wire::HelloError),
+    Version(hello::HelloError),
     /// The plugin did not load in the worker; the loader's message.
     #[error("{0}")]
     Load(String),
