@@ -1,12 +1,22 @@
-//! The worker channel's encoding: a call frame and its result frame, encoded and decoded with
-//! bincode (what the channel uses) and with JSON (the alternative), to pick by measurement.
+//! The worker channel's encoding: a call frame and its result frame, encoded and decoded as the
+//! channel does (postcard, `wire::encode`/`wire::decode`) and with JSON (the alternative), to
+//! pick by measurement;
+//! and a whole call through a worker process (calc's `add`), frames, pipes and all.
 //!
-//! `cargo bench -p toolhost --bench frames`
+//! `cargo bench -p toolhost --bench frames` (builds the `calc` plugin in release mode first).
+
+mod common;
+
+use std::sync::Arc;
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use toolhost::{
     model::ContentOut,
-    worker::wire::{FromWorker, ResultWire, ToWorker},
+    plugin::{CallControl, Staged},
+    worker::{
+        wire::{self, FromWorker, ResultWire, ToWorker},
+        PluginWorkerSettings, WorkerConfig, WorkerPlugin,
+    },
 };
 
 fn frames() -> (ToWorker, FromWorker) {
@@ -31,12 +41,12 @@ fn frames() -> (ToWorker, FromWorker) {
 fn codecs(c: &mut Criterion) {
     let (call, result) = frames();
     let mut g = c.benchmark_group("call+result round trip");
-    g.bench_function("bincode", |b| {
+    g.bench_function("postcard", |b| {
         b.iter(|| {
-            let a = bincode::serialize(black_box(&call)).unwrap();
-            let _: ToWorker = bincode::deserialize(&a).unwrap();
-            let r = bincode::serialize(black_box(&result)).unwrap();
-            let _: FromWorker = bincode::deserialize(&r).unwrap();
+            let a = wire::encode(black_box(&call));
+            let _: ToWorker = wire::decode(&a[4..]).unwrap();
+            let r = wire::encode(black_box(&result));
+            let _: FromWorker = wire::decode(&r[4..]).unwrap();
         })
     });
     g.bench_function("json", |b| {
@@ -49,16 +59,38 @@ fn codecs(c: &mut Criterion) {
     });
     g.finish();
     let sizes = [
-        bincode::serialize(&call).unwrap().len(),
-        bincode::serialize(&result).unwrap().len(),
+        wire::encode(&call).len() - 4,
+        wire::encode(&result).len() - 4,
         serde_json::to_vec(&call).unwrap().len(),
         serde_json::to_vec(&result).unwrap().len(),
     ];
     println!(
-        "frame sizes: bincode call {} + result {} bytes; json call {} + result {} bytes",
+        "frame sizes: postcard call {} + result {} bytes; json call {} + result {} bytes",
         sizes[0], sizes[1], sizes[2], sizes[3]
     );
 }
 
-criterion_group!(benches, codecs);
+/// One `add` call through a worker, as an isolated plugin is called.
+fn worker_round_trip(c: &mut Criterion) {
+    let lib = common::calc_release();
+    let shadow = tempfile::tempdir().unwrap();
+    let staged = Staged::copy(&lib, shadow.path()).unwrap();
+    let config = Arc::new(WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost")));
+    let plugin = WorkerPlugin::start(
+        &lib,
+        staged,
+        config,
+        PluginWorkerSettings::default(),
+        &|_| None,
+    )
+    .expect("calc loads in a worker");
+    let control = CallControl::new("1", None);
+    let args = r#"{"x":5,"y":3}"#;
+    assert!(!plugin.call("add", args, &control).is_error);
+    c.bench_function("worker round trip (calc add)", |b| {
+        b.iter(|| plugin.call("add", black_box(args), &control))
+    });
+}
+
+criterion_group!(benches, codecs, worker_round_trip);
 criterion_main!(benches);

@@ -14,7 +14,7 @@ use std::{
 use serde_json::{json, Value};
 use toolhost::{
     plugin::{CallControl, CallResult, ConfigSource, LoadError, LoadedPlugin, Staged},
-    worker::{PluginWorkerSettings, Sandbox, WorkerConfig, WorkerPlugin},
+    worker::{PluginWorkerSettings, Sandbox, WorkerConfig, WorkerError, WorkerPlugin},
 };
 
 fn lib_path(name: &str) -> PathBuf {
@@ -490,6 +490,28 @@ fn plugin_logs_and_stderr_reach_the_host_log_tagged_with_the_plugin() {
         "{line}"
     );
     assert!(line.contains("INFO"), "{line}");
+    // A plugin's newline cannot start a line of its own in the host's log, and a long
+    // message is cut saying how much.
+    let forged = "forged-1\n2025-01-01T00:00:00Z  INFO toolhost: forged-2\rforged-3";
+    assert!(!call(&p, "echo", json!({ "word": forged })).is_error);
+    let long = "w".repeat(40_000);
+    assert!(!call(&p, "echo", json!({ "word": long })).is_error);
+    let text = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("echo forged-1"))
+        .unwrap_or_else(|| panic!("no forged log line in:\n{text}"));
+    assert!(
+        line.contains(r"forged-1\n2025-01-01T00:00:00Z  INFO toolhost: forged-2\rforged-3"),
+        "{line}"
+    );
+    assert!(!text.lines().any(|l| l.starts_with("2025-01-01")), "{text}");
+    let cut = text
+        .lines()
+        .find(|l| l.contains("echo www"))
+        .unwrap_or_else(|| panic!("no long log line in:\n{text}"));
+    assert!(cut.len() < 17_000, "{}", cut.len());
+    assert!(cut.contains(" more bytes cut]"), "{cut}");
     let stderr = text
         .lines()
         .find(|l| l.contains("stderr:") && l.contains("overflowed its stack"))
@@ -515,4 +537,72 @@ fn a_plugin_in_a_worker_reads_its_config_and_its_environment() {
     })
     .unwrap_err();
     assert!(e.to_string().contains("`precision`"), "{e}");
+}
+
+/// A script standing in for the toolhost binary: runs it as a worker claiming frame format
+/// `version` (the hidden `__worker --frame-version` hook).
+fn claiming_frame_version(dir: &Path, version: u32) -> WorkerConfig {
+    use std::os::unix::fs::PermissionsExt;
+    let script = dir.join(format!("toolhost-speaking-{version}"));
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nexec '{}' \"$@\" --frame-version {version}\n",
+            env!("CARGO_BIN_EXE_toolhost")
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut config = config();
+    config.exe = script;
+    config
+}
+
+/// `start_with`, again while the worker executable is busy: a process forked by another test
+/// thread while the script was open for writing holds it until it execs, and running the
+/// script fails with "text file busy" until then.
+fn start_script(name: &str, config: &WorkerConfig) -> Result<WorkerPlugin, LoadError> {
+    for _ in 0..100 {
+        match start_with(name, config.clone()) {
+            Err(LoadError::Backend(e))
+                if matches!(
+                    e.downcast_ref::<WorkerError>(),
+                    Some(WorkerError::Spawn { source, .. })
+                        if source.kind() == std::io::ErrorKind::ExecutableFileBusy
+                ) =>
+            {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            r => return r,
+        }
+    }
+    panic!("{} stayed busy", config.exe.display());
+}
+
+/// A worker claiming another frame format is refused at its hello: the load fails naming both
+/// formats, as a host and a worker of different builds would.
+#[test]
+fn a_worker_of_another_frame_format_is_refused_naming_both_formats() {
+    let ours = toolhost::worker::wire::FRAME_VERSION;
+    let theirs = ours + 1;
+    let dir = tempfile::tempdir().unwrap();
+    let err = start_script("calc", &claiming_frame_version(dir.path(), theirs))
+        .expect_err("a worker of another frame format is refused");
+    assert!(
+        matches!(&err, LoadError::Backend(e)
+            if matches!(e.downcast_ref::<WorkerError>(), Some(WorkerError::Version(_)))),
+        "{err:?}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.contains(&format!(
+            "the worker speaks frame format {theirs} (toolhost "
+        )) && message.contains(&format!("this toolhost frame format {ours} (toolhost "))
+            && message.ends_with("reinstall toolhost"),
+        "{message}"
+    );
+    // Through the same hook with our own format, it serves: the refusal was the format's.
+    let p = start_script("calc", &claiming_frame_version(dir.path(), ours))
+        .expect("a worker of our format loads");
+    assert_eq!(call(&p, "add", json!({"x": 5, "y": 3})).text(), "8");
 }

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 /// One block of a tool result, owned by the host. Its serde form is how a worker sends it to
-/// the host (bincode, `worker::wire`); the MCP form a client sees is written by `model::tool`.
+/// the host (postcard, `worker::wire`); the MCP form a client sees is written by `model::tool`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ContentOut {
     Text(String),

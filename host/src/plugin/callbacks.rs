@@ -4,7 +4,9 @@
 //! `catch_unwind`.
 
 use std::{
+    borrow::Cow,
     ffi::c_void,
+    fmt::Write as _,
     panic::{catch_unwind, AssertUnwindSafe},
     sync::{
         atomic::{AtomicBool, Ordering},
@@ -29,9 +31,23 @@ impl LogSource {
     }
 }
 
+/// The longest log message of a plugin kept, in bytes; a longer one is cut, saying how much.
+pub(crate) const LOG_MESSAGE_MAX: usize = 16 << 10;
+/// The longest module name or call label of a plugin's log record kept, in bytes.
+pub(crate) const LOG_NAME_MAX: usize = 256;
+
 /// Logs one record of a plugin as a `tracing` event (target `plugin`), at the level its ABI
 /// number names; unknown numbers are the least severe. Records from a worker come here too.
+/// What the plugin wrote goes through [`log_text`]: a plugin cannot forge host log lines, nor
+/// fill the log with one record.
 pub(crate) fn emit(lvl: u8, plugin: &str, call: Option<&str>, target: &str, message: &str) {
+    let plugin = log_text(plugin, LOG_NAME_MAX);
+    let call = call.map(|c| log_text(c, LOG_NAME_MAX));
+    let call = call.as_deref();
+    let target = log_text(target, LOG_NAME_MAX);
+    let message = log_text(message, LOG_MESSAGE_MAX);
+    let plugin = &*plugin;
+    let target = &*target;
     macro_rules! ev {
         ($lvl:expr) => {
             tracing::event!(target: "plugin", $lvl, plugin = plugin, call = call, module = target, "{message}")
@@ -44,6 +60,59 @@ pub(crate) fn emit(lvl: u8, plugin: &str, call: Option<&str>, target: &str, mess
         level::DEBUG => ev!(tracing::Level::DEBUG),
         _ => ev!(tracing::Level::TRACE),
     }
+}
+
+/// `text` as a plugin's log may show it: control characters (C0 and C1, DEL) escaped, so
+/// that a `\n`, a `\r` or a terminal escape cannot start what looks like a host log line, and
+/// cut to at most `max` bytes (`max` > [`CUT_NOTE_ROOM`]) with a note of how many bytes of
+/// `text` were left out. Applying it twice changes nothing (a worker's records pass here in the
+/// worker and again in the host); backslashes are left as they are for that reason.
+pub(crate) fn log_text(text: &str, max: usize) -> Cow<'_, str> {
+    if text.len() <= max && !text.chars().any(escaped) {
+        return Cow::Borrowed(text);
+    }
+    let room = max - CUT_NOTE_ROOM;
+    let mut out = String::with_capacity(text.len().min(max));
+    // Where output and input stood when the output first went past `room`.
+    let mut cut = None;
+    let mut whole = true;
+    for (at, c) in text.char_indices() {
+        let before = out.len();
+        if escaped(c) {
+            match c {
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                _ => {
+                    let _ = write!(out, "\\x{:02x}", c as u32);
+                }
+            }
+        } else {
+            out.push(c);
+        }
+        if cut.is_none() && out.len() > room {
+            cut = Some((before, at));
+        }
+        if out.len() > max {
+            whole = false;
+            break;
+        }
+    }
+    if whole {
+        return Cow::Owned(out);
+    }
+    let (kept, at) = cut.expect("the output went past `room` before `max`");
+    out.truncate(kept);
+    let _ = write!(out, "… [{} more bytes cut]", text.len() - at);
+    Cow::Owned(out)
+}
+
+/// What [`log_text`] keeps free for its note of a cut (the note is shorter).
+const CUT_NOTE_ROOM: usize = 48;
+
+/// Whether [`log_text`] escapes `c`: C0 controls, DEL and C1 controls.
+fn escaped(c: char) -> bool {
+    matches!(c as u32, 0..=0x1f | 0x7f..=0x9f)
 }
 
 extern "C" fn host_log(data: *const c_void, lvl: u8, target: RStr<'_>, message: RStr<'_>) {
@@ -173,5 +242,47 @@ pub(crate) fn call_ctx(data: &CallData<'_>) -> CallCtx {
     CallCtx {
         data: data as *const CallData<'_> as *const c_void,
         vtable: CallVTableRef(CALL_VTABLE.static_as_prefix()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_text_escapes_control_characters_and_cuts_long_text() {
+        // Plain text passes untouched, without a copy.
+        assert!(matches!(
+            log_text("fine: ünïcode \\n", 64),
+            Cow::Borrowed(_)
+        ));
+        // A forged host line, a terminal escape, a tab, DEL and a C1 control (CSI).
+        let forged = "ok\n2025-01-01T00:00:00Z  INFO toolhost: forged\r\x1b[2K\t\x7f\u{9b}end";
+        let shown = log_text(forged, 256);
+        assert_eq!(
+            shown,
+            "ok\\n2025-01-01T00:00:00Z  INFO toolhost: forged\\r\\x1b[2K\\t\\x7f\\x9bend"
+        );
+        assert!(!shown.chars().any(char::is_control), "{shown}");
+
+        let long = format!("{}{}", "é".repeat(100), "x".repeat(1000));
+        let cut = log_text(&long, 256);
+        assert!(cut.len() <= 256, "{}", cut.len());
+        let (kept, note) = cut.split_once("… [").unwrap();
+        assert!(long.starts_with(kept));
+        let left_out = long.len() - kept.len();
+        assert_eq!(note, format!("{left_out} more bytes cut]"));
+        // What comes out passes again unchanged (a worker's records are cleaned twice).
+        assert_eq!(log_text(&cut, 256), cut);
+        assert_eq!(log_text(&shown, 256), shown);
+        // Escapes count towards the limit, and a cut never splits one.
+        let newlines = "\n".repeat(300);
+        let cut = log_text(&newlines, 256);
+        assert!(cut.len() <= 256);
+        let (kept, note) = cut.split_once("… [").unwrap();
+        assert_eq!(kept, "\\n".repeat(kept.len() / 2));
+        assert_eq!(note, format!("{} more bytes cut]", 300 - kept.len() / 2));
+        // Exactly at the limit: whole.
+        assert_eq!(log_text(&"y".repeat(256), 256).len(), 256);
     }
 }

@@ -29,7 +29,7 @@ pub use crate::model::{
     MAX_QUALIFIED_NAME,
 };
 
-pub(crate) use callbacks::emit as emit_log;
+pub(crate) use callbacks::{emit as emit_log, log_text, LOG_MESSAGE_MAX, LOG_NAME_MAX};
 #[cfg(test)]
 pub(crate) use shadow::after_next_open;
 

@@ -27,12 +27,16 @@ use tracing_subscriber::{layer::SubscriberExt, Layer};
 use crate::relay::{lock, Relay, HERE_BUDGET, STAY_AWAKE};
 
 use super::{
+    hello,
     process::{CHANNEL_FD, EVENTS_FD, LIBRARY_FD, REPLIES_FD},
     sandbox::Sandbox,
     wire::{self, FrameReader, FromWorker, LoadFailure, Next, Restore, ResultWire, ToWorker},
 };
 use crate::{
-    plugin::{CallControl, CallResult, LoadError, LoadedPlugin, StateError},
+    plugin::{
+        log_text, CallControl, CallResult, LoadError, LoadedPlugin, StateError, LOG_MESSAGE_MAX,
+        LOG_NAME_MAX,
+    },
     sys::parse_hex,
 };
 
@@ -48,6 +52,11 @@ pub struct WorkerArgs {
     /// The sandbox to apply before opening the library, as JSON.
     #[arg(long)]
     pub sandbox: Option<String>,
+    /// Test hook: the frame format this worker claims to speak in its hello (its own when
+    /// absent), to see host and worker of different formats refuse each other
+    /// (tests/worker.rs). The host never passes it.
+    #[arg(long, hide = true)]
+    pub frame_version: Option<u32>,
 }
 
 /// Where every frame to the host goes; one writer at a time per stream, whole frames only.
@@ -112,6 +121,17 @@ pub fn run(args: WorkerArgs) -> i32 {
         events: Mutex::new(events),
         loaded: AtomicBool::new(false),
     });
+    // Hellos first, both ways: a host of another frame format would misread anything else.
+    let ours = hello::Hello {
+        frame_version: args.frame_version.unwrap_or(wire::FRAME_VERSION),
+        ..hello::Hello::ours()
+    };
+    out.send_bytes(&ours.encode());
+    if let Err(e) = hello::hear_host(&mut &channel, &ours) {
+        // Not as a frame: the host may not read ours. Its stderr reader logs this line.
+        eprintln!("toolhost worker: {e}");
+        return 2;
+    }
     install_log_forwarding(&out);
     let plugin = match load(&args, &channel, &out) {
         Ok(p) => p,
@@ -405,11 +425,14 @@ impl<S: tracing::Subscriber> Layer<S> for Forward {
             tracing::Level::TRACE => toolhost_plugin::abi::level::TRACE,
         };
         let module = f.module.unwrap_or_else(|| meta.target().to_string());
+        // Cut as the host shows them (the plugin's records were in `emit_log` already): a
+        // record always fits the events pipe's frame limit.
+        let name = |s: &str| log_text(s, LOG_NAME_MAX).into_owned();
         self.out.log(&FromWorker::Log {
             level,
-            call: f.call,
-            module,
-            message: f.message + &f.rest,
+            call: f.call.as_deref().map(name),
+            module: name(&module),
+            message: log_text(&(f.message + &f.rest), LOG_MESSAGE_MAX).into_owned(),
         });
     }
 }

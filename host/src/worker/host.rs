@@ -18,13 +18,16 @@ use std::{
 use serde_json::value::RawValue;
 
 use super::{
+    hello,
+    logs::LogGate,
     manifest_json,
     process::{self, signal_name, Launch},
     wire::{self, FrameReader, FromWorker, LoadFailure, Next, Restore, ResultWire, ToWorker},
     PluginWorkerSettings, WorkerConfig, WorkerError,
 };
 use crate::plugin::{
-    emit_log, CallControl, CallResult, ConfigSource, LoadError, Manifest, Staged, StateError,
+    log_text, CallControl, CallResult, ConfigSource, LoadError, Manifest, Staged, StateError,
+    LOG_MESSAGE_MAX,
 };
 use crate::relay::lock;
 
@@ -76,6 +79,8 @@ struct Proc {
     exited: (Mutex<bool>, Condvar),
     /// Set when the host decided to kill it: no new call may start on it.
     doomed: AtomicBool,
+    /// Its log records, rate-limited.
+    logs: LogGate,
 }
 
 impl Proc {
@@ -120,7 +125,8 @@ impl Proc {
                 module,
                 message,
             } => {
-                emit_log(level, plugin, call.as_deref(), &module, &message);
+                self.logs
+                    .emit(level, plugin, call.as_deref(), &module, &message);
                 return None;
             }
             FromWorker::Ready { .. }
@@ -716,6 +722,16 @@ fn launch(
         let cause = status.map_or_else(|| "unknown".to_string(), |s| describe(s, overflowed));
         LoadError::from(WorkerError::Handshake { what, cause })
     };
+    // Hellos first: a worker of another frame format is refused before anything else.
+    match hello::greet_worker(&channel, &mut reader, config.start_timeout) {
+        Ok(()) => {}
+        Err(e) if e.is_refusal() => {
+            let _ = fail(&mut child, output, String::new());
+            return Err(WorkerError::Version(e).into());
+        }
+        Err(e) => return Err(fail(&mut child, output, e.to_string())),
+    }
+    let logs = LogGate::new(&shared.name);
     // The plugin's own configuration is the one its file's name selects, as for its worker
     // settings.
     let own_names = super::names_for_file(&shared.file);
@@ -727,7 +743,7 @@ fn launch(
                 call,
                 module,
                 message,
-            })) => emit_log(level, &shared.name, call.as_deref(), &module, &message),
+            })) => logs.emit(level, &shared.name, call.as_deref(), &module, &message),
             Ok(Next::Frame(FromWorker::ConfigQuery { name })) => {
                 // Only its own: any code in the worker can ask, for any name.
                 let config = if own_names.contains(&name) {
@@ -826,6 +842,7 @@ fn launch(
         killed_because: Mutex::new(None),
         exited: (Mutex::new(false), Condvar::new()),
         doomed: AtomicBool::new(false),
+        logs,
     });
     Ok((
         Started {
@@ -867,7 +884,7 @@ impl Started {
         let proc = self.proc.clone();
         let mut buf = Vec::new();
         loop {
-            match wire::read_frame::<FromWorker>(&mut self.events, &mut buf) {
+            match wire::read_event(&mut self.events, &mut buf) {
                 Ok(Some(frame)) => {
                     proc.dispatch(frame, None, &shared.name);
                 }
@@ -995,7 +1012,7 @@ impl OutputReader {
                 let mut line = Vec::new();
                 while lines.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
                     let text = String::from_utf8_lossy(&line);
-                    let text = text.trim_end();
+                    let text = log_text(text.trim_end(), LOG_MESSAGE_MAX);
                     if text.contains("has overflowed its stack") {
                         flag.store(true, Ordering::Release);
                     }

@@ -15,7 +15,9 @@
 
 mod backend;
 mod child;
+pub mod hello;
 mod host;
+mod logs;
 mod manifest_json;
 mod process;
 pub mod sandbox;
@@ -45,6 +47,9 @@ pub enum WorkerError {
     /// The worker died, hung or spoke out of turn before it sent the plugin's manifest.
     #[error("{what} (worker: {cause})")]
     Handshake { what: String, cause: String },
+    /// The worker speaks another frame format (another toolhost build) or none.
+    #[error("{0}")]
+    Version(hello::HelloError),
     /// The plugin did not load in the worker; the loader's message.
     #[error("{0}")]
     Load(String),

@@ -1,10 +1,18 @@
 //! The frames host and worker exchange, and how they travel: a 4-byte little-endian length,
-//! then the frame encoded with bincode.
+//! then the frame encoded with [postcard].
 //!
-//! bincode rather than JSON because it was measured faster on the frames that matter (a call
-//! and its result): see `cargo bench -p toolhost --bench frames` and the README. JSON values
-//! inside frames (arguments, schemas, `structuredContent`) travel as JSON text, which both
-//! sides have at hand anyway.
+//! postcard because it is maintained (it replaced bincode 1.3, which is not:
+//! RUSTSEC-2025-0141), its wire format is documented and stable across its 1.x releases,
+//! plain serde derives are all the frames need, and its varint integers keep the frames that
+//! matter (a call and its result) small; it was measured against bincode and JSON on them
+//! (`cargo bench -p toolhost --bench frames`, docs/benchmarks.md). JSON values inside frames
+//! (arguments, schemas, `structuredContent`) travel as JSON text, which both sides have at hand
+//! anyway.
+//!
+//! Each side opens its stream with a hello naming its [`FRAME_VERSION`] (`super::hello`): a
+//! host and a worker of different frame formats refuse each other before anything else.
+//!
+//! A length header is never trusted with memory: buffers grow as the bytes arrive.
 
 use std::{
     fs::File,
@@ -17,13 +25,23 @@ use std::{
     time::{Duration, Instant},
 };
 
-use serde::{Deserialize, Serialize};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 use crate::model::ContentOut;
 
 /// Largest frame accepted (either way). A bigger length prefix means a corrupt stream; a
 /// bigger result is refused by the worker as an error result.
 pub const MAX_FRAME: usize = 256 << 20;
+
+/// Largest frame on the events pipe, which carries only logs: a worker cuts its records far
+/// below it (16 KiB a message: `plugin::LOG_MESSAGE_MAX`), so a bigger one is a broken or hostile
+/// worker's.
+pub const MAX_EVENT_FRAME: usize = 64 << 10;
+
+/// The frame format spoken here. Bump it whenever the encoding of any frame changes (the
+/// `frame_bytes_are_pinned` test fails then): a host and a worker that speak different
+/// versions refuse each other at their hello (`super::hello`).
+pub const FRAME_VERSION: u32 = 1;
 
 /// Host → worker.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -129,18 +147,30 @@ pub struct ResultWire {
 
 /// Encodes one frame, length prefix included.
 pub fn encode<T: Serialize>(frame: &T) -> Vec<u8> {
-    let len = bincode::serialized_size(frame).expect("frames serialize") as usize;
-    let mut buf = Vec::with_capacity(4 + len);
-    buf.extend_from_slice(&(len as u32).to_le_bytes());
-    bincode::serialize_into(&mut buf, frame).expect("frames serialize");
+    let mut buf = Vec::with_capacity(64);
+    buf.extend_from_slice(&[0; 4]);
+    let mut buf = postcard::to_extend(frame, buf).expect("frames serialize");
+    let len = (buf.len() - 4) as u32;
+    buf[..4].copy_from_slice(&len.to_le_bytes());
     buf
+}
+
+/// Decodes the body of one frame (the bytes after its length).
+pub fn decode<T: DeserializeOwned>(body: &[u8]) -> io::Result<T> {
+    match postcard::take_from_bytes(body) {
+        Ok((frame, [])) => Ok(frame),
+        Ok((_, rest)) => Err(bad_frame(format_args!(
+            "{} bytes after its end",
+            rest.len()
+        ))),
+        Err(e) => Err(bad_frame(e)),
+    }
 }
 
 /// Sends all of `bytes` on a socket without raising SIGPIPE when the peer is gone (the host may
 /// run with SIGPIPE's default action, which would kill it for a write to a dead worker): the
 /// write fails with `BrokenPipe` instead.
 pub fn send_all(socket: &UnixStream, mut bytes: &[u8]) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
     while !bytes.is_empty() {
         // SAFETY: `bytes` is a live slice of `bytes.len()` bytes and the descriptor belongs to
         // `socket`, borrowed for the call.
@@ -171,11 +201,26 @@ pub fn send_locked(socket: &Mutex<UnixStream>, bytes: &[u8]) -> io::Result<()> {
     send_all(&w, bytes)
 }
 
-/// Reads one frame; `Ok(None)` at a clean end of stream (no partial frame).
-pub fn read_frame<T: for<'de> Deserialize<'de>>(
+/// Reads one frame; `Ok(None)` at a clean end of stream (no partial frame). `buf` is kept
+/// between calls (a big frame's is let go).
+pub fn read_frame<T: DeserializeOwned>(
     r: &mut impl Read,
     buf: &mut Vec<u8>,
 ) -> io::Result<Option<T>> {
+    read_body(r, buf, MAX_FRAME)?.map(decode).transpose()
+}
+
+/// [`read_frame`] on the events pipe, whose frames are logs: at most [`MAX_EVENT_FRAME`].
+pub fn read_event(r: &mut impl Read, buf: &mut Vec<u8>) -> io::Result<Option<FromWorker>> {
+    read_body(r, buf, MAX_EVENT_FRAME)?.map(decode).transpose()
+}
+
+/// Reads one frame's body (at most `max` bytes) into `buf`, growing it as the bytes arrive.
+pub(super) fn read_body<'b>(
+    r: &mut impl Read,
+    buf: &'b mut Vec<u8>,
+    max: usize,
+) -> io::Result<Option<&'b [u8]>> {
     let mut len = [0u8; 4];
     match r.read_exact(&mut len) {
         Ok(()) => {}
@@ -183,16 +228,38 @@ pub fn read_frame<T: for<'de> Deserialize<'de>>(
         Err(e) => return Err(e),
     }
     let len = u32::from_le_bytes(len) as usize;
-    if len > MAX_FRAME {
-        return Err(over_limit(len));
+    if len > max {
+        return Err(over_limit(len, max));
+    }
+    if buf.capacity() > BUF_KEPT {
+        // One big frame does not keep its buffer for the stream's life.
+        *buf = Vec::new();
     }
     buf.clear();
-    buf.resize(len, 0);
-    r.read_exact(buf)?;
-    bincode::deserialize(buf).map(Some).map_err(bad_frame)
+    let mut filled = 0;
+    while filled < len {
+        if filled == buf.len() {
+            // At most double what came: a length header alone allocates little.
+            let more = (len - filled).min(filled.max(BUF_START));
+            buf.resize(filled + more, 0);
+        }
+        match r.read(&mut buf[filled..]) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the stream ended inside a frame",
+                ))
+            }
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Some(&buf[..len]))
 }
 
-/// A [`FrameReader`]'s buffer to begin with, and the most it keeps once a big frame is read.
+/// A [`FrameReader`]'s buffer to begin with (and the least a frame's buffer grows by), and the
+/// most a reader keeps once a big frame is read.
 const BUF_START: usize = 64 * 1024;
 const BUF_KEPT: usize = 1 << 20;
 
@@ -231,13 +298,19 @@ impl FrameReader {
     }
 
     /// The next frame, waiting at most `wait` for it (`None`: as long as it takes).
-    pub fn next<T: for<'de> Deserialize<'de>>(
+    pub fn next<T: DeserializeOwned>(&mut self, wait: Option<Duration>) -> io::Result<Next<T>> {
+        self.next_with(wait, decode)
+    }
+
+    /// The next frame, its body read by `decode`.
+    pub(super) fn next_with<T>(
         &mut self,
         wait: Option<Duration>,
+        mut decode: impl FnMut(&[u8]) -> io::Result<T>,
     ) -> io::Result<Next<T>> {
         let deadline = wait.map(|w| Instant::now() + w);
         loop {
-            if let Some(frame) = self.complete()? {
+            if let Some(frame) = self.complete(&mut decode)? {
                 return Ok(Next::Frame(frame));
             }
             if self.eof {
@@ -267,26 +340,22 @@ impl FrameReader {
     }
 
     /// Decodes the frame at the front of the buffer, if it is all there.
-    fn complete<T: for<'de> Deserialize<'de>>(&mut self) -> io::Result<Option<T>> {
+    fn complete<T>(
+        &mut self,
+        decode: &mut impl FnMut(&[u8]) -> io::Result<T>,
+    ) -> io::Result<Option<T>> {
         let unread = &self.buf[self.start..self.end];
         let Some(prefix) = unread.first_chunk::<4>() else {
             return Ok(None);
         };
         let len = u32::from_le_bytes(*prefix) as usize;
         if len > MAX_FRAME {
-            return Err(over_limit(len));
+            return Err(over_limit(len, MAX_FRAME));
         }
         if unread.len() < 4 + len {
-            // Room for all of this frame, so a big one is read in few calls.
-            if self.buf.len() - self.start < 4 + len {
-                self.compact();
-                if self.buf.len() < 4 + len {
-                    self.buf.resize(4 + len, 0);
-                }
-            }
             return Ok(None);
         }
-        let frame = bincode::deserialize(&unread[4..4 + len]).map_err(bad_frame)?;
+        let frame = decode(&unread[4..4 + len])?;
         self.start += 4 + len;
         if self.start == self.end {
             self.start = 0;
@@ -315,7 +384,15 @@ impl FrameReader {
             self.compact();
         }
         if self.end == self.buf.len() {
-            self.buf.resize(self.buf.len() * 2, 0);
+            // Full of the first bytes of one frame (its length header among them): grow
+            // towards its length, at most doubling, so that memory follows the bytes that came
+            // and not what a header announces.
+            let frame = self
+                .buf
+                .first_chunk::<4>()
+                .map_or(0, |p| 4 + u32::from_le_bytes(*p) as usize);
+            let grown = (self.buf.len() * 2).min(frame).max(self.buf.len() + 1);
+            self.buf.resize(grown, 0);
         }
         let n = self.input.read(&mut self.buf[self.end..])?;
         self.end += n;
@@ -342,14 +419,14 @@ fn wait_readable(input: &File, timeout: Duration) -> io::Result<()> {
     }
 }
 
-fn over_limit(len: usize) -> io::Error {
+fn over_limit(len: usize, max: usize) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidData,
-        format!("a frame of {len} bytes, over the {MAX_FRAME} limit"),
+        format!("a frame of {len} bytes, over the {max} limit"),
     )
 }
 
-fn bad_frame(e: bincode::Error) -> io::Error {
+fn bad_frame(e: impl std::fmt::Display) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, format!("bad frame: {e}"))
 }
 
@@ -450,5 +527,213 @@ mod tests {
         drop(tx);
         let mut reader = FrameReader::new(rx);
         assert_eq!(reader.next::<ToWorker>(None).unwrap(), Next::Closed);
+    }
+    /// One frame of every kind, with every kind of content.
+    fn one_of_each() -> (Vec<ToWorker>, Vec<FromWorker>) {
+        let to = vec![
+            ToWorker::Call {
+                id: 300,
+                tool: "add".into(),
+                args: r#"{"x":5}"#.into(),
+                label: "2".into(),
+                typed: true,
+            },
+            ToWorker::Cancel { id: 1 },
+            ToWorker::SaveState { id: 2 },
+            ToWorker::RestoreState {
+                id: 3,
+                state: vec![1, 2],
+            },
+            ToWorker::Shutdown,
+            ToWorker::ConfigAnswer {
+                config: Some("{}".into()),
+            },
+        ];
+        let from = vec![
+            FromWorker::Ready {
+                manifest: "{}".into(),
+            },
+            FromWorker::ConfigQuery { name: "n".into() },
+            FromWorker::LoadFailed {
+                kind: LoadFailure::Sandbox,
+                message: "m".into(),
+            },
+            FromWorker::Progress {
+                id: 4,
+                progress: 0.5,
+                total: Some(1.0),
+                message: "p".into(),
+            },
+            FromWorker::Log {
+                level: 3,
+                call: None,
+                module: "m".into(),
+                message: "l".into(),
+            },
+            FromWorker::Result {
+                id: 5,
+                result: ResultWire {
+                    content: vec![
+                        ContentOut::Text("t".into()),
+                        ContentOut::Image {
+                            data: "d".into(),
+                            mime_type: "i".into(),
+                        },
+                        ContentOut::Audio {
+                            data: "d".into(),
+                            mime_type: "a".into(),
+                        },
+                    ],
+                    structured: None,
+                    is_error: true,
+                },
+            },
+            FromWorker::State {
+                id: 6,
+                state: Some(vec![7]),
+            },
+            FromWorker::Restored {
+                id: 7,
+                outcome: Restore::Refused("r".into()),
+            },
+            FromWorker::Restored {
+                id: 8,
+                outcome: Restore::Unsupported,
+            },
+            FromWorker::Untyped { id: 9 },
+        ];
+        (to, from)
+    }
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// The bytes of every kind of frame, pinned: when this fails, the frame format changed
+    /// (a field, a variant, their order, the serializer), and a host and a worker of the two
+    /// builds would misread each other. Bump [`FRAME_VERSION`], then update the bytes here.
+    #[test]
+    fn frame_bytes_are_pinned() {
+        assert_eq!(FRAME_VERSION, 1, "update the bytes below with the version");
+        let (to, from) = one_of_each();
+        let to: Vec<String> = to.iter().map(|f| hex(&encode(f))).collect();
+        let from: Vec<String> = from.iter().map(|f| hex(&encode(f))).collect();
+        assert_eq!(
+            to,
+            [
+                "1200000000ac0203616464077b2278223a357d013201",
+                "020000000101",
+                "020000000202",
+                "050000000303020102",
+                "0100000004",
+                "050000000501027b7d",
+            ]
+        );
+        assert_eq!(
+            from,
+            [
+                "0400000000027b7d",
+                "0300000001016e",
+                "040000000204016d",
+                "150000000304000000000000e03f01000000000000f03f0170",
+                "07000000040300016d016c",
+                "12000000050503000174010164016902016401610001",
+                "050000000606010107",
+                "050000000707020172",
+                "03000000070801",
+                "020000000809",
+            ]
+        );
+        // And every one decodes back to itself.
+        let (to, from) = one_of_each();
+        for f in to {
+            assert_eq!(decode::<ToWorker>(&encode(&f)[4..]).unwrap(), f);
+        }
+        for f in from {
+            assert_eq!(decode::<FromWorker>(&encode(&f)[4..]).unwrap(), f);
+        }
+        // Bytes past a frame's end are refused, not ignored.
+        let mut long = encode(&ToWorker::Shutdown);
+        long.push(0);
+        assert!(decode::<ToWorker>(&long[4..]).is_err());
+    }
+
+    /// A frame header announcing `len` bytes, and `body` bytes of it.
+    fn announced(len: usize, body: usize) -> Vec<u8> {
+        let mut bytes = (len as u32).to_le_bytes().to_vec();
+        bytes.resize(4 + body, 7);
+        bytes
+    }
+
+    #[test]
+    fn a_length_header_is_not_trusted_with_memory() {
+        // `read_frame`: a header announcing the most allowed, then nothing.
+        let mut buf = Vec::new();
+        let err = read_frame::<FromWorker>(&mut &announced(MAX_FRAME, 0)[..], &mut buf);
+        assert_eq!(err.unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+        assert!(buf.capacity() <= BUF_START, "{}", buf.capacity());
+        // Then 100 kB of it: the buffer follows the bytes that came.
+        let err = read_frame::<FromWorker>(&mut &announced(MAX_FRAME, 100_000)[..], &mut buf);
+        assert_eq!(err.unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+        assert!(buf.capacity() <= 256 << 10, "{}", buf.capacity());
+        // A big frame's buffer is let go by the next read.
+        let big = encode(&FromWorker::Ready {
+            manifest: "m".repeat(2 * BUF_KEPT),
+        });
+        read_frame::<FromWorker>(&mut &big[..], &mut buf).unwrap();
+        let small = encode(&ToWorker::Shutdown);
+        read_frame::<ToWorker>(&mut &small[..], &mut buf).unwrap();
+        assert!(buf.capacity() <= BUF_KEPT, "{}", buf.capacity());
+
+        // `FrameReader`: the same header, then nothing for a while, then 100 kB.
+        let (mut tx, rx) = UnixStream::pair().unwrap();
+        let mut reader = FrameReader::new(rx);
+        let wait = Some(Duration::from_millis(20));
+        io::Write::write_all(&mut tx, &announced(MAX_FRAME, 0)).unwrap();
+        assert_eq!(reader.next::<ToWorker>(wait).unwrap(), Next::TimedOut);
+        assert!(
+            reader.buf.capacity() <= BUF_START,
+            "{}",
+            reader.buf.capacity()
+        );
+        io::Write::write_all(&mut tx, &announced(MAX_FRAME, 100_000)[4..]).unwrap();
+        assert_eq!(reader.next::<ToWorker>(wait).unwrap(), Next::TimedOut);
+        assert!(
+            reader.buf.capacity() <= 256 << 10,
+            "{}",
+            reader.buf.capacity()
+        );
+        // The limit itself still holds, either way.
+        for over in [MAX_FRAME + 1, u32::MAX as usize] {
+            let err = read_frame::<ToWorker>(&mut &announced(over, 0)[..], &mut buf);
+            assert!(err.unwrap_err().to_string().contains("over the"));
+            let (mut tx, rx) = UnixStream::pair().unwrap();
+            io::Write::write_all(&mut tx, &announced(over, 0)).unwrap();
+            let err = FrameReader::new(rx).next::<ToWorker>(wait).unwrap_err();
+            assert!(err.to_string().contains("over the"), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_events_pipe_takes_log_frames_only_up_to_its_limit() {
+        let log = |message: String| FromWorker::Log {
+            level: 2,
+            call: Some("7".into()),
+            module: "m".into(),
+            message,
+        };
+        // The largest record a worker sends fits with room to spare.
+        let largest = log("x".repeat(crate::plugin::LOG_MESSAGE_MAX));
+        let mut buf = Vec::new();
+        let bytes = encode(&largest);
+        assert_eq!(
+            read_event(&mut &bytes[..], &mut buf).unwrap(),
+            Some(largest)
+        );
+        let flood = encode(&log("x".repeat(MAX_EVENT_FRAME)));
+        let err = read_event(&mut &flood[..], &mut buf).unwrap_err();
+        assert!(err.to_string().contains("over the 65536 limit"), "{err}");
+        // On the replies pipe the same frame is a frame like any other.
+        assert!(read_frame::<FromWorker>(&mut &flood[..], &mut buf).is_ok());
     }
 }
