@@ -1,5 +1,7 @@
 //! Shared helpers of the host's integration tests: build example plugins once, copy them into
-//! a fresh plugin folder; [`registry`] for the suites that drive a registry.
+//! a fresh plugin folder; [`registry`] for the suites that drive a registry; [`answers`] for
+//! the check that every request is answered exactly once; [`cli`] for a client of a session
+//! or of `serve` that records every line for it.
 #![allow(dead_code)]
 
 use std::{
@@ -9,6 +11,8 @@ use std::{
 
 pub use toolhost_test_support::{lib_file, target_dir, Build};
 
+pub mod answers;
+pub mod cli;
 pub mod registry;
 
 /// `toolhost ARGS --plugins PLUGINS`, without the user's environment that would change what
@@ -90,6 +94,27 @@ pub fn open_router(
 ) {
     let (registry, dirs) = open_registry(libs);
     (toolhost::handler::Router::new(registry, config), dirs)
+}
+
+/// [`open_router`] with every plugin isolated in a worker process (`--isolate`).
+pub fn open_isolated_router(
+    libs: &[&str],
+    config: toolhost::handler::RouterConfig,
+) -> (
+    std::sync::Arc<toolhost::handler::Router>,
+    (tempfile::TempDir, tempfile::TempDir),
+) {
+    let plugins = plugin_dir(libs);
+    let shadow = shadow_dir();
+    let mut registry_config = registry_config(plugins.path(), shadow.path());
+    let mut workers = toolhost::worker::WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost"));
+    workers.isolate_all = true;
+    registry_config.workers = Some(std::sync::Arc::new(workers));
+    let registry = toolhost::registry::Registry::open(registry_config).expect("open the registry");
+    (
+        toolhost::handler::Router::new(registry, config),
+        (plugins, shadow),
+    )
 }
 
 /// The CLI's end of the pipes to the host: what it writes, and the lines it reads.
@@ -213,6 +238,23 @@ pub fn poll_until(within: std::time::Duration, failure: &str, mut cond: impl FnM
         assert!(std::time::Instant::now() < deadline, "{failure}");
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
+}
+
+/// Joins `thread`, failing naming `what` when it has not ended within `within`.
+#[track_caller]
+pub fn join_within<T>(
+    thread: std::thread::JoinHandle<T>,
+    within: std::time::Duration,
+    what: &str,
+) -> T {
+    poll_until(
+        within,
+        &format!("{what}: still running after {within:?}"),
+        || thread.is_finished(),
+    );
+    thread
+        .join()
+        .unwrap_or_else(|_| panic!("{what}: the thread panicked"))
 }
 
 /// Polls `cond` until it holds (for state changes that emit no event); panics naming `what`
