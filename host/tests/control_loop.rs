@@ -109,18 +109,22 @@ impl FakeCli {
         .await;
     }
 
-    /// The next line matching `want`, holding the others for later.
+    /// The next line matching `want`, holding the others for later; within [`GUARD`] in all
+    /// (other lines, such as progress, may keep coming).
     async fn expect(&mut self, want: impl Fn(&Value) -> bool) -> Value {
         if let Some(i) = self.held.iter().position(&want) {
             return self.held.remove(i).unwrap();
         }
-        loop {
-            let v = self.next_line().await;
-            if want(&v) {
-                return v;
+        let matching = async {
+            loop {
+                let v = self.next_line().await;
+                if want(&v) {
+                    return v;
+                }
+                self.held.push_back(v);
             }
-            self.held.push_back(v);
-        }
+        };
+        bounded("the line expected", matching).await
     }
 
     /// The next control request of the host with `subtype`.

@@ -291,7 +291,7 @@ pub fn answered_once<'a>(
 }
 
 /// The settling round trip of [`answered_once`], without the check.
-pub async fn settle(
+async fn settle(
     to_host: &mut super::CliEnd0,
     from_host: &mut super::CliEnd1,
     ledger: &mut Ledger,
