@@ -257,6 +257,59 @@ pub fn join_within<T>(
         .unwrap_or_else(|_| panic!("{what}: the thread panicked"))
 }
 
+/// The lines read from `r` (a child's output) by a thread of their own, so that a test can
+/// wait for each with a bound ([`next_line_by`]); the channel closes at the end of `r`.
+pub fn lines_of(r: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(r).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// The next line of `lines` ([`lines_of`]), `None` at the end of the output; fails naming
+/// `what` when none comes by `deadline`.
+#[track_caller]
+pub fn next_line_by(
+    lines: &std::sync::mpsc::Receiver<String>,
+    deadline: std::time::Instant,
+    what: &str,
+) -> Option<String> {
+    use std::sync::mpsc::RecvTimeoutError;
+    let left = deadline.saturating_duration_since(std::time::Instant::now());
+    match lines.recv_timeout(left) {
+        Ok(line) => Some(line),
+        Err(RecvTimeoutError::Disconnected) => None,
+        Err(RecvTimeoutError::Timeout) => panic!("{what}: nothing more was written in time"),
+    }
+}
+
+/// Waits for `child` to exit, at most `within`; kills it and fails otherwise.
+#[track_caller]
+pub fn exit_status_within(
+    child: &mut std::process::Child,
+    within: std::time::Duration,
+) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for the child") {
+            return status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the child still ran {within:?} later");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// Polls `cond` until it holds (for state changes that emit no event); panics naming `what`
 /// when it does not within `within`.
 pub async fn eventually(within: std::time::Duration, what: &str, cond: impl Fn() -> bool) {
