@@ -143,10 +143,15 @@ fn a_config_for_a_plugin_that_takes_none_refuses_the_load() {
 const WAIT: Duration = Duration::from_secs(20);
 
 async fn divide(reg: &Registry) -> (bool, String) {
-    let lease = reg.lease("calc").await.expect("calc serves");
-    tokio::task::spawn_blocking(move || call(&lease, "divide", r#"{"x":1,"y":3}"#))
+    let divided = async {
+        let lease = reg.lease("calc").await.expect("calc serves");
+        tokio::task::spawn_blocking(move || call(&lease, "divide", r#"{"x":1,"y":3}"#))
+            .await
+            .unwrap()
+    };
+    tokio::time::timeout(WAIT, divided)
         .await
-        .unwrap()
+        .expect("calc.divide answered in time")
 }
 
 /// A registry serving `dir` with the settings of its `toolhost.toml`.
@@ -273,8 +278,8 @@ async fn the_file_sets_call_timeouts_and_the_command_line_wins() {
     assert_eq!(router.timeout_for("text"), Duration::from_secs(60));
 
     // The file's timeout really limits a call.
-    let msg = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"ms":5000}}}"#;
-    let msg: JsonRpc = serde_json::from_str(msg).unwrap();
+    let msg_text = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"ms":5000}}}"#;
+    let msg: JsonRpc = serde_json::from_str(msg_text).unwrap();
     let sink: Sink = Arc::new(Discard);
     let reply = match router.dispatch(Scope::Server("faulty"), &msg, &sink) {
         Dispatch::Request(request) => tokio::time::timeout(WAIT, request.reply(false))
@@ -283,6 +288,10 @@ async fn the_file_sets_call_timeouts_and_the_command_line_wins() {
         _ => panic!("a tool call is a call"),
     };
     let reply: serde_json::Value = serde_json::from_str(&reply).unwrap();
+    let mut ledger = common::answers::Ledger::default();
+    ledger.sent(msg_text.as_bytes());
+    ledger.received(&reply);
+    ledger.assert_answered_once();
     assert_eq!(reply["result"]["isError"], true, "{reply}");
     assert_eq!(
         reply["result"]["content"][0]["text"],

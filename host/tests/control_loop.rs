@@ -24,6 +24,13 @@ use toolhost::{
 
 const GUARD: Duration = Duration::from_secs(60);
 
+/// `fut`'s output; fails naming `what` when it takes longer than [`GUARD`].
+async fn bounded<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(GUARD, fut)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: not within {GUARD:?}"))
+}
+
 /// The CLI's side of the pipes.
 struct FakeCli {
     to_host: common::CliEnd0,
@@ -32,6 +39,8 @@ struct FakeCli {
     held: VecDeque<Value>,
     session: Option<Session>,
     router: Arc<Router>,
+    /// Every line either way, for the check that each request is answered exactly once.
+    ledger: common::answers::Ledger,
     _dirs: (tempfile::TempDir, tempfile::TempDir),
 }
 
@@ -55,11 +64,13 @@ impl FakeCli {
             held: VecDeque::new(),
             session: Some(session),
             router,
+            ledger: Default::default(),
             _dirs: dirs,
         }
     }
 
     async fn send_line(&mut self, line: &str) {
+        self.ledger.sent(line.as_bytes());
         self.to_host.write_all(line.as_bytes()).await.unwrap();
         self.to_host.write_all(b"\n").await.unwrap();
     }
@@ -80,21 +91,40 @@ impl FakeCli {
             .expect("the host answered in time")
             .unwrap()
             .expect("the host's output is open");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("host wrote bad JSON {line}: {e}"))
+        let v = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("host wrote bad JSON {line}: {e}"));
+        self.ledger.received(&v);
+        v
     }
 
-    /// The next line matching `want`, holding the others for later.
+    /// After the last reply the test expects: a settling `ping` is answered, and every
+    /// request sent was answered exactly once.
+    async fn answered_once(&mut self) {
+        common::answers::answered_once(
+            &mut self.to_host,
+            &mut self.from_host,
+            &mut self.ledger,
+            "calc",
+        )
+        .await;
+    }
+
+    /// The next line matching `want`, holding the others for later; within [`GUARD`] in all
+    /// (other lines, such as progress, may keep coming).
     async fn expect(&mut self, want: impl Fn(&Value) -> bool) -> Value {
         if let Some(i) = self.held.iter().position(&want) {
             return self.held.remove(i).unwrap();
         }
-        loop {
-            let v = self.next_line().await;
-            if want(&v) {
-                return v;
+        let matching = async {
+            loop {
+                let v = self.next_line().await;
+                if want(&v) {
+                    return v;
+                }
+                self.held.push_back(v);
             }
-            self.held.push_back(v);
-        }
+        };
+        bounded("the line expected", matching).await
     }
 
     /// The next control request of the host with `subtype`.
@@ -286,6 +316,7 @@ async fn router_methods_and_errors() {
         cli.response("q1").await["response"]["response"]["behavior"],
         "deny"
     );
+    cli.answered_once().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -327,7 +358,10 @@ async fn handshake_is_served_before_initialize_is_answered() {
         "response":{"sdk_mcp_manifests_parked":{"calc":"parked"}}}}),
     )
     .await;
-    let v = answer.await.unwrap().unwrap();
+    let v = bounded("the answer to initialize", answer)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(v["sdk_mcp_manifests_parked"]["calc"], "parked");
 
     // A later re-handshake (fresh initialize with id 0) is answered again.
@@ -340,6 +374,7 @@ async fn handshake_is_served_before_initialize_is_answered() {
         .await;
     assert_eq!(r["id"], 0);
     assert_eq!(r["result"]["capabilities"]["tools"]["listChanged"], true);
+    cli.answered_once().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -365,6 +400,7 @@ async fn slow_call_does_not_delay_a_fast_one() {
     let slow = cli.mcp_response("slow").await;
     assert_eq!(slow["id"], 2);
     assert_eq!(slow["result"]["isError"], true);
+    cli.answered_once().await;
 }
 
 /// A call runs on the thread that read it; a tool whose call outlived that thread's budget
@@ -402,6 +438,7 @@ async fn a_tool_that_ran_long_leaves_the_reading_thread_until_quick_again() {
         .await;
     assert_eq!(text_of(&quick), "slept 0 ms");
     assert!(!runs_long(), "quick again on the executor");
+    cli.answered_once().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -443,6 +480,7 @@ async fn cancelled_notification_reaches_the_plugin() {
     let seen = std::fs::read_to_string(&marker_file).unwrap();
     assert!(seen.starts_with("cancelled after "), "{seen}");
     assert_eq!(cli.router.calls_in_flight(), 0);
+    cli.answered_once().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -482,6 +520,7 @@ async fn timeout_ends_the_call_with_an_error_and_cancels_it() {
         .mcp("add", "calc", call(3, "add", json!({"x":1,"y":2})))
         .await;
     assert_eq!(text_of(&ok), "3");
+    cli.answered_once().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -544,6 +583,7 @@ async fn permission_questions_are_answered_and_withdrawn() {
     );
     // Nothing was ever sent for the withdrawn question.
     assert!(cli.held.iter().all(|v| v["response"]["request_id"] != "q1"));
+    cli.answered_once().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -558,15 +598,19 @@ async fn closing_the_session_closes_the_cli_input() {
     let line = r#"{"type":"result","subtype":"success","is_error":false,"num_turns":1}"#;
     cli.send_line(line).await;
     let session = cli.session.as_mut().unwrap();
-    match session.events.recv().await.unwrap() {
+    match bounded("the stream message", session.events.recv())
+        .await
+        .unwrap()
+    {
         toolhost::service::Event::Message { kind, line: l } => {
             assert_eq!(kind, "result");
             assert_eq!(l, line);
         }
         other => panic!("unexpected {other:?}"),
     }
-    cli.session.take().unwrap().close().await;
-    assert!(cli.from_host.next_line().await.unwrap().is_none());
+    bounded("closing", cli.session.take().unwrap().close()).await;
+    let end = bounded("the end of the CLI's input", cli.from_host.next_line()).await;
+    assert!(end.unwrap().is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -579,11 +623,14 @@ async fn cli_output_closing_fails_pending_requests() {
     let (_unused, other) = toolhost::transport::pipe().unwrap();
     let other = tokio::net::unix::pipe::Sender::from_owned_fd(other).unwrap();
     drop(std::mem::replace(&mut cli.to_host, other));
-    let err = pending.await.unwrap().unwrap_err();
+    let err = bounded("the failed request", pending)
+        .await
+        .unwrap()
+        .unwrap_err();
     assert!(matches!(err, toolhost::service::ControlError::Closed));
     let session = cli.session.as_mut().unwrap();
     assert!(matches!(
-        session.events.recv().await,
+        bounded("the closed event", session.events.recv()).await,
         Some(toolhost::service::Event::Closed)
     ));
 }
@@ -622,8 +669,7 @@ async fn registry_events_reach_the_cli() {
         n["request"]["message"],
         json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})
     );
-    assert!(reports
-        .recv()
+    assert!(bounded("the reload report", reports.recv())
         .await
         .unwrap()
         .contains("plugin calc reloaded"));
@@ -659,7 +705,10 @@ async fn registry_events_reach_the_cli() {
     let rid = flags["request_id"].as_str().unwrap().to_string();
     cli.send(json!({"type":"control_response","response":{"subtype":"success","request_id":rid}}))
         .await;
-    assert_eq!(reports.recv().await.unwrap(), "plugin faulty added");
+    assert_eq!(
+        bounded("the added report", reports.recv()).await.unwrap(),
+        "plugin faulty added"
+    );
 
     events_tx
         .send(RegistryEvent::Failed {
@@ -667,7 +716,7 @@ async fn registry_events_reach_the_cli() {
             error: "not a shared library".into(),
         })
         .unwrap();
-    let r = reports.recv().await.unwrap();
+    let r = bounded("the failure report", reports.recv()).await.unwrap();
     assert!(
         r.contains("libbad.so") && r.contains("not a shared library"),
         "{r}"
@@ -699,6 +748,7 @@ async fn progress_arrives_before_the_result() {
     // skipped on a busy machine).
     assert!(progress.windows(2).all(|w| w[0] < w[1]), "{progress:?}");
     assert_eq!(progress.last(), Some(&9.0), "{progress:?}");
+    cli.answered_once().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -733,6 +783,7 @@ async fn malformed_lines_are_survived_and_answered_when_possible() {
     // after it): the line is read lossily and answered.
     let mut bad = br#"{"type":"control_request","request_id":"utf","request":{"subtype":"mcp_message","server_name":"calc","message":{"jsonrpc":"2.0","id":7,"method":"ping","params":""#.to_vec();
     bad.extend_from_slice(b"\xff\xfe\"}}}\n");
+    cli.ledger.sent(&bad);
     cli.to_host.write_all(&bad).await.unwrap();
     let ping = cli.mcp("after", "calc", ping("p")).await;
     assert_eq!(ping["id"], "p");
@@ -756,6 +807,7 @@ async fn malformed_lines_are_survived_and_answered_when_possible() {
     assert_eq!(r["response"]["response"]["mcp_response"]["id"], 7, "{r}");
     // Nothing else was written: every other line was skipped.
     assert!(cli.held.is_empty(), "{:?}", cli.held);
+    cli.answered_once().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -791,6 +843,7 @@ async fn too_long_line_is_answered_and_the_session_goes_on() {
         )
     );
     assert!(cli.held.is_empty(), "{:?}", cli.held);
+    cli.answered_once().await;
 }
 
 /// JSON-RPC ids are strings or numbers: an array, object or boolean id is not echoed but
@@ -821,6 +874,7 @@ async fn ids_that_are_not_strings_or_numbers_are_invalid_requests() {
         assert_eq!(reply["id"], id);
         assert_eq!(reply["result"], json!({}));
     }
+    cli.answered_once().await;
 }
 
 /// A CLI that stops reading while it sends calls with large results: the host stops reading
@@ -834,18 +888,24 @@ async fn a_cli_that_does_not_read_stops_being_read() {
     // Small pipes: what the host does not read stays with the CLI.
     let (session, (mut cli_out, mut lines)) =
         common::session_over_pipes(router, 8 << 10, DEFAULT_MAX_LINE_BYTES, None);
+    let requests: Vec<String> = (0..CALLS)
+        .map(|i| {
+            let msg = call(i as u64, "large", json!({"chars": CHARS}));
+            let line = json!({"type":"control_request","request_id":format!("r{i}"),
+                "request":{"subtype":"mcp_message","server_name":"faulty","message":msg}});
+            format!("{line}\n")
+        })
+        .collect();
+    let mut ledger = common::answers::Ledger::default();
+    for line in &requests {
+        ledger.sent(line.as_bytes());
+    }
     let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let sender = {
         let sent = sent.clone();
         tokio::spawn(async move {
-            for i in 0..CALLS {
-                let msg = call(i as u64, "large", json!({"chars": CHARS}));
-                let line = json!({"type":"control_request","request_id":format!("r{i}"),
-                    "request":{"subtype":"mcp_message","server_name":"faulty","message":msg}});
-                cli_out
-                    .write_all(format!("{line}\n").as_bytes())
-                    .await
-                    .unwrap();
+            for line in requests {
+                cli_out.write_all(line.as_bytes()).await.unwrap();
                 sent.fetch_add(1, Ordering::SeqCst);
             }
             cli_out
@@ -876,14 +936,17 @@ async fn a_cli_that_does_not_read_stops_being_read() {
             .unwrap()
             .expect("output open");
         let v: Value = serde_json::from_str(&line).unwrap();
+        ledger.received(&v);
         let reply = &v["response"]["response"]["mcp_response"];
         let id = reply["id"].as_u64().unwrap() as usize;
         assert_eq!(text_of(reply).len(), CHARS);
         assert!(!std::mem::replace(&mut answered[id], true), "twice: {id}");
         count += 1;
     }
-    drop(sender.await.unwrap());
-    session.close().await;
+    let mut cli_out = bounded("the sender", sender).await.unwrap();
+    common::answers::answered_once(&mut cli_out, &mut lines, &mut ledger, "faulty").await;
+    drop(cli_out);
+    bounded("closing", session.close()).await;
 }
 
 /// A tool reporting progress 200,000 times: the reports that reach the CLI are in order, the
@@ -918,4 +981,5 @@ async fn a_flood_of_progress_reaches_the_cli_coalesced_in_order() {
     cli.mcp_send("ping", "faulty", ping(3)).await;
     let v = cli.next_line().await;
     assert_eq!(v["response"]["request_id"], "ping", "{v}");
+    cli.answered_once().await;
 }

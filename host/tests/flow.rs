@@ -7,7 +7,7 @@
 mod common;
 
 use std::{
-    io::{BufRead, BufReader, Write},
+    io::Write,
     process::{Child, ChildStdin, ChildStdout, Command, Stdio},
     sync::{
         atomic::{AtomicBool, Ordering},
@@ -71,6 +71,9 @@ fn settle(pid: u32, quiet: Duration, limit: Duration) {
     }
 }
 
+/// Longest any wait of these tests may take before it counts as a hang.
+const WAIT: Duration = Duration::from_secs(300);
+
 const CALLS: usize = 2000;
 const RESULT_CHARS: usize = 100_000;
 /// The host's peak resident size may not exceed this. Without backpressure the replies queue
@@ -110,8 +113,9 @@ fn replies_to_a_client_that_does_not_read_are_not_queued_without_limit() {
 
     // Now read: every call is answered, whole.
     let mut answered = vec![false; CALLS];
-    for line in BufReader::new(stdout).lines() {
-        let line = line.unwrap();
+    let lines = common::lines_of(stdout);
+    let deadline = Instant::now() + WAIT;
+    while let Some(line) = common::next_line_by(&lines, deadline, "the replies") {
         // `{"jsonrpc":"2.0","id":N,"result":...}`: read the id without parsing 100 kB.
         let id: usize = line
             .strip_prefix(r#"{"jsonrpc":"2.0","id":"#)
@@ -122,10 +126,10 @@ fn replies_to_a_client_that_does_not_read_are_not_queued_without_limit() {
         assert!(!answered[id], "answered twice: {id}");
         answered[id] = true;
     }
-    sender.join().unwrap();
+    common::join_within(sender, WAIT, "the sender");
     let missing: Vec<usize> = (0..CALLS).filter(|&i| !answered[i]).collect();
     assert!(missing.is_empty(), "unanswered: {missing:?}");
-    assert!(host.wait().unwrap().success());
+    assert!(common::exit_status_within(&mut host, WAIT).success());
     assert_peak_under(peak, CEILING_KB);
 }
 
@@ -143,17 +147,21 @@ fn a_flood_of_progress_is_coalesced() {
     let pid = host.id();
     let call = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
         "name":"faulty__flood","arguments":{"count":REPORTS},"_meta":{"progressToken":"p"}}});
+    let mut ledger = common::answers::Ledger::default();
+    ledger.sent_value(&call);
     stdin.write_all(format!("{call}\n").as_bytes()).unwrap();
     // A ping after the call: answered while the flood runs.
-    stdin
-        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n")
-        .unwrap();
+    let ping = b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n";
+    ledger.sent(ping);
+    stdin.write_all(ping).unwrap();
 
     let (mut reports, mut last, mut reply, mut after_reply) = (0u64, 0.0f64, None, 0);
     let (mut peak, mut pinged) = (0, false);
-    let mut lines = BufReader::new(stdout).lines();
-    while let Some(line) = lines.next().map(Result::unwrap) {
+    let lines = common::lines_of(stdout);
+    let deadline = Instant::now() + WAIT;
+    while let Some(line) = common::next_line_by(&lines, deadline, "the flood") {
         let v: Value = serde_json::from_str(&line).unwrap();
+        ledger.received(&v);
         if v["method"] == "notifications/progress" {
             assert_eq!(v["params"]["progressToken"], "p");
             let p = v["params"]["progress"].as_f64().unwrap();
@@ -175,13 +183,16 @@ fn a_flood_of_progress_is_coalesced() {
     }
     // Nothing more is owed: end the input, and see what else comes.
     drop(stdin);
-    for line in lines {
-        let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+    while let Some(line) = common::next_line_by(&lines, deadline, "the end of the output") {
+        let v: Value = serde_json::from_str(&line).unwrap();
+        ledger.received(&v);
         if v["method"] == "notifications/progress" {
             after_reply += 1;
         }
     }
-    assert!(host.wait().unwrap().success());
+    assert!(common::exit_status_within(&mut host, WAIT).success());
+    // The output is complete: the host exited.
+    ledger.assert_answered_once();
     assert!(pinged, "no answer to the ping sent during the flood");
     eprintln!(
         "progress flood: {reports} of {REPORTS} reports written, peak resident {} MB",

@@ -10,7 +10,7 @@
 mod common;
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     sync::{
         atomic::{AtomicU64, AtomicUsize, Ordering},
         Mutex, OnceLock,
@@ -474,6 +474,9 @@ struct Harness {
 struct Cli {
     to_host: common::CliEnd0,
     from_host: common::CliEnd1,
+    /// Tagged request ids already answered (tags are unique across cases): a second answer
+    /// to one, in this case or a later one, fails.
+    answered: HashSet<String>,
     _session: Session,
     _dirs: (tempfile::TempDir, tempfile::TempDir),
 }
@@ -482,6 +485,24 @@ struct Cli {
 static PANICS: AtomicUsize = AtomicUsize::new(0);
 /// Makes request ids unique across lines and cases.
 static SERIAL: AtomicU64 = AtomicU64::new(0);
+/// Every request id [`tag_request_id`] made, and the sentinels' (a generated id may look like
+/// one).
+static TAGS: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+
+fn record_tag(id: &str) {
+    TAGS.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashSet::new)
+        .insert(id.to_string());
+}
+
+/// Whether `id` is one the harness made unique.
+fn made_unique(id: &str) -> bool {
+    TAGS.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .is_some_and(|t| t.contains(id))
+}
 
 fn harness() -> &'static Harness {
     static H: OnceLock<Harness> = OnceLock::new();
@@ -504,6 +525,7 @@ fn harness() -> &'static Harness {
             Cli {
                 to_host,
                 from_host,
+                answered: HashSet::new(),
                 _session: session,
                 _dirs: dirs,
             }
@@ -534,10 +556,18 @@ fn tag_request_id(bytes: Vec<u8>) -> Vec<u8> {
     };
     if let Some(id) = v.get("request_id").and_then(Value::as_str) {
         let tagged = format!("{id}#{}", SERIAL.fetch_add(1, Ordering::Relaxed));
+        record_tag(&tagged);
         v["request_id"] = Value::from(tagged);
         return serde_json::to_vec(&v).unwrap();
     }
     bytes
+}
+
+/// Whether `request_id` carries a tag of [`tag_request_id`] (unique to its line).
+fn is_tagged(request_id: &str) -> bool {
+    request_id
+        .rsplit_once('#')
+        .is_some_and(|(_, n)| n.parse::<u64>().is_ok())
 }
 
 /// What the host must answer for `line`, judged from the JSON alone.
@@ -603,11 +633,7 @@ async fn exchange(cli: &mut Cli, lines: &[Vec<u8>]) -> Result<(), String> {
         if let Some(mut o) = owed(line) {
             // An untagged id (the line is not strict JSON) may also be answered for lines of
             // earlier cases that the oracle could not read: only its presence is checked.
-            let tagged = o
-                .request_id
-                .rsplit_once('#')
-                .is_some_and(|(_, n)| n.parse::<u64>().is_ok());
-            if !tagged {
+            if !is_tagged(&o.request_id) {
                 o.must_succeed = false;
                 o.rpc_id = None;
             }
@@ -627,6 +653,7 @@ async fn exchange(cli: &mut Cli, lines: &[Vec<u8>]) -> Result<(), String> {
     }
     // A known-good request last: the session must still be alive after the batch.
     let sentinel = format!("sentinel#{}", SERIAL.fetch_add(1, Ordering::Relaxed));
+    record_tag(&sentinel);
     let ping = json!({"type":"control_request","request_id":sentinel,
         "request":{"subtype":"mcp_message","server_name":"calc",
         "message":{"jsonrpc":"2.0","id":"s","method":"ping"}}});
@@ -671,10 +698,16 @@ async fn exchange(cli: &mut Cli, lines: &[Vec<u8>]) -> Result<(), String> {
             return Err(format!("a control_response without request_id: {line}"));
         };
         let Some(same_id) = owed_by_id.get_mut(id) else {
+            if cli.answered.contains(id) {
+                return Err(format!("a second answer to {id}: {line}"));
+            }
             continue; // answer to a line judged unanswerable
         };
         let shared = same_id.len() > 1;
         let o = same_id.pop().expect("entries are never empty");
+        if !shared && made_unique(id) {
+            cli.answered.insert(id.to_string());
+        }
         if same_id.is_empty() {
             owed_by_id.remove(id);
         }

@@ -30,17 +30,27 @@ fn fixture(libs: &[&str], config: RouterConfig) -> Fixture {
     Fixture { router, _dirs }
 }
 
-/// Dispatches one message and waits for its reply.
+/// Dispatches one message and waits (bounded) for its reply, which must answer it once, with
+/// its id.
 async fn send(router: &Arc<Router>, scope: Scope<'_>, message: Value) -> Value {
     let text = message.to_string();
     let msg: JsonRpc = serde_json::from_str(&text).unwrap();
     let sink: Sink = Arc::new(Discard);
     let reply = match router.dispatch(scope, &msg, &sink) {
         Dispatch::Reply(r) => r,
-        Dispatch::Request(request) => request.reply(false).await,
+        Dispatch::Request(request) => {
+            tokio::time::timeout(Duration::from_secs(60), request.reply(false))
+                .await
+                .unwrap_or_else(|_| panic!("no reply to {text} within 60s"))
+        }
         Dispatch::Handled => panic!("no reply to {text}"),
     };
-    serde_json::from_str(&reply).unwrap()
+    let reply = serde_json::from_str(&reply).unwrap();
+    let mut ledger = common::answers::Ledger::default();
+    ledger.sent_value(&message);
+    ledger.received(&reply);
+    ledger.assert_answered_once();
+    reply
 }
 
 fn call(id: u64, tool: &str, args: Value) -> Value {

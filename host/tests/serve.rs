@@ -55,8 +55,13 @@ async fn serves_all_plugins_as_one_server() {
     assert_eq!(parse["error"]["code"], -32700);
 }
 
-/// Serves `input` (lines) with a given line limit, and returns every line written.
+/// Serves `input` (lines) with a given line limit, and returns every line written, after
+/// checking that each request with an id got exactly one reply.
 async fn serve_lines(libs: &[&str], max_line: usize, input: Vec<String>) -> Vec<Value> {
+    let mut ledger = common::answers::Ledger::default();
+    for l in &input {
+        ledger.sent(l.as_bytes());
+    }
     let (router, _dirs) = common::open_router(libs, RouterConfig::default());
     let (client, server) = tokio::io::duplex(1 << 16);
     let (s_in, s_out) = tokio::io::split(server);
@@ -84,8 +89,20 @@ async fn serve_lines(libs: &[&str], max_line: usize, input: Vec<String>) -> Vec<
     tokio::time::timeout(Duration::from_secs(60), read)
         .await
         .expect("served in time");
-    writer.await.unwrap();
-    served.await.unwrap();
+    let bound = Duration::from_secs(60);
+    tokio::time::timeout(bound, writer)
+        .await
+        .expect("the input written in time")
+        .unwrap();
+    tokio::time::timeout(bound, served)
+        .await
+        .expect("serve returns in time")
+        .unwrap();
+    // The output is complete: serve has returned.
+    for v in &out {
+        ledger.received(v);
+    }
+    ledger.assert_answered_once();
     out
 }
 

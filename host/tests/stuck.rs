@@ -90,7 +90,9 @@ fn stuck_calls_get_their_timeouts_and_ping_is_answered() {
         }
     });
     let mut stdin = child.stdin.take().unwrap();
+    let mut ledger = common::answers::Ledger::default();
     let mut send = |v: Value| {
+        ledger.sent_value(&v);
         writeln!(stdin, "{v}").unwrap();
         stdin.flush().unwrap();
     };
@@ -118,6 +120,7 @@ fn stuck_calls_get_their_timeouts_and_ping_is_answered() {
                 ping_after.is_some()
             );
         };
+        ledger.received(&v);
         if v["id"] == "ping" {
             assert_eq!(v["result"], json!({}), "{v}");
             ping_after = Some(at - ping_sent);
@@ -135,13 +138,24 @@ fn stuck_calls_get_their_timeouts_and_ping_is_answered() {
         last_timeout - ping_sent
     );
     assert!(ping_after < BOUND, "ping took {ping_after:?}");
+    // Each request answered once (the stuck tools never return while the host runs).
+    common::answers::answered_once_sync(
+        &mut ledger,
+        false,
+        "",
+        |line| {
+            writeln!(stdin, "{line}").unwrap();
+            stdin.flush().unwrap();
+        },
+        |within| rx.recv_timeout(within).ok().map(|(_, v)| v),
+    );
 
     // The conversation is over: the host exits although tools are still stuck.
     drop(stdin);
     let (status, took) = exits_within(&mut child, BOUND);
     println!("serve exited {took:?} after the end of its input");
     assert!(status.success(), "{status}");
-    let err = stderr.join().unwrap();
+    let err = common::join_within(stderr, BOUND, "reading the host's stderr");
     assert!(err.contains("abandoning call"), "{err}");
     assert!(err.contains("faulty.stuck"), "{err}");
 }
@@ -204,7 +218,7 @@ fn chat_with_stuck_tool(
     end(&mut child);
     let (status, took) = exits_within(&mut child, BOUND);
     println!("chat exited {took:?} after {what}");
-    let err = stderr.join().unwrap();
+    let err = common::join_within(stderr, BOUND, "reading the host's stderr");
     assert!(err.contains("abandoning call 7 of faulty.stuck"), "{err}");
     (status, err)
 }

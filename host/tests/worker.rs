@@ -81,12 +81,21 @@ fn start_loaded(
     )
 }
 
-fn start(name: &str) -> WorkerPlugin {
-    start_with(name, config()).expect("the plugin loads in a worker")
+fn start(name: &str) -> Arc<WorkerPlugin> {
+    Arc::new(start_with(name, config()).expect("the plugin loads in a worker"))
 }
 
-fn call(p: &WorkerPlugin, tool: &str, args: Value) -> CallResult {
-    p.call(tool, &args.to_string(), &CallControl::new("t", None))
+/// Longest a call of these tests may take before it counts as a hang (a worker's death that
+/// never reaches its caller, a stuck tool never killed).
+const CALL_BOUND: Duration = Duration::from_secs(30);
+
+/// Calls `tool`, failing the test if no answer comes within [`CALL_BOUND`].
+fn call(p: &Arc<WorkerPlugin>, tool: &str, args: Value) -> CallResult {
+    let (p, what) = (p.clone(), format!("tool {tool}"));
+    let tool = tool.to_string();
+    within(CALL_BOUND, &what, move || {
+        p.call(&tool, &args.to_string(), &CallControl::new("t", None))
+    })
 }
 
 /// Whether `pid` is gone for good (reaped, not a zombie).
@@ -132,7 +141,10 @@ fn calc_serves_from_a_worker_like_in_process() {
 fn progress_and_cancellation_cross_the_process_boundary() {
     let p = start("faulty");
     let (control, seen) = common::recording_progress("p");
-    let r = p.call("slow", r#"{"ms": 50}"#, &control);
+    let q = p.clone();
+    let r = within(CALL_BOUND, "slow 50 ms", move || {
+        q.call("slow", r#"{"ms": 50}"#, &control)
+    });
     assert_eq!(r.text(), "slept 50 ms");
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 10, "{seen:?}");
@@ -142,8 +154,11 @@ fn progress_and_cancellation_cross_the_process_boundary() {
     let pid = p.pid().unwrap();
     let (control, canceller) = cancelled_after("c", Duration::from_millis(100));
     let t = Instant::now();
-    let r = p.call("slow", r#"{"ms": 20000}"#, &control);
-    canceller.join().unwrap();
+    let q = p.clone();
+    let r = within(CALL_BOUND, "slow, cancelled", move || {
+        q.call("slow", r#"{"ms": 20000}"#, &control)
+    });
+    common::join_within(canceller, CALL_BOUND, "the canceller");
     assert!(r.is_error && r.text().contains("cancel"), "{}", r.text());
     assert!(t.elapsed() < Duration::from_secs(5));
     assert_eq!(
@@ -169,7 +184,7 @@ fn within<T: Send + 'static>(
 }
 
 /// `n` quick `echo` calls, each checked.
-fn echoes(p: &WorkerPlugin, n: usize) {
+fn echoes(p: &Arc<WorkerPlugin>, n: usize) {
     for i in 0..n {
         let r = call(p, "echo", json!({"value": {"i": i.to_string()}}));
         let structured: Value = serde_json::from_str(r.structured.as_ref().unwrap().get()).unwrap();
@@ -184,7 +199,7 @@ fn echoes(p: &WorkerPlugin, n: usize) {
 
 #[test]
 fn concurrent_calls_on_one_worker_are_answered_whichever_caller_reads_the_channel() {
-    let p = Arc::new(start("faulty"));
+    let p = start("faulty");
     let pid = p.pid().unwrap();
     // A: the first to wait, so it reads the worker's replies for everyone until answered.
     let a = {
@@ -210,7 +225,7 @@ fn concurrent_calls_on_one_worker_are_answered_whichever_caller_reads_the_channe
     within(Duration::from_secs(10), "echoes while A reads", move || {
         echoes(&q, 20)
     });
-    let (r, reports) = a.join().unwrap();
+    let (r, reports) = common::join_within(a, CALL_BOUND, "A's call");
     assert_eq!(r.text(), "slept 400 ms");
     assert_eq!(reports, 10, "A's progress reached A");
     let q = p.clone();
@@ -221,7 +236,7 @@ fn concurrent_calls_on_one_worker_are_answered_whichever_caller_reads_the_channe
     let r = within(Duration::from_secs(10), "B's answer", move || {
         b.join().unwrap()
     });
-    canceller.join().unwrap();
+    common::join_within(canceller, CALL_BOUND, "the canceller");
     assert!(
         r.is_error && r.text().contains("cancel") && !r.text().contains("killed"),
         "{}",
@@ -237,7 +252,7 @@ fn concurrent_calls_on_one_worker_are_answered_whichever_caller_reads_the_channe
 fn each_crash_class_fails_only_its_call_and_the_next_call_is_answered() {
     let mut config = config();
     config.crash_budget = 100;
-    let p = start_with("crashy", config).unwrap();
+    let p = Arc::new(start_with("crashy", config).unwrap());
     let cases = [
         ("segfault", json!({}), "SIGSEGV"),
         ("abort", json!({}), "SIGABRT"),
@@ -269,8 +284,12 @@ fn a_stuck_tool_ignoring_cancellation_gets_its_worker_killed() {
     // What the router does at a timeout: cancel the call.
     let (control, timer) = cancelled_after("h", Duration::from_millis(200));
     let t = Instant::now();
-    let r = p.call("hang", "{}", &control);
-    timer.join().unwrap();
+    // Bounded: a worker that is never killed leaves this call waiting for good.
+    let q = p.clone();
+    let r = within(Duration::from_secs(10), "hang, cancelled", move || {
+        q.call("hang", "{}", &control)
+    });
+    common::join_within(timer, CALL_BOUND, "the canceller");
     assert!(r.is_error, "{}", r.text());
     assert!(
         r.text()
@@ -295,7 +314,7 @@ fn a_stuck_tool_ignoring_cancellation_gets_its_worker_killed() {
 fn the_crash_budget_disables_a_plugin_that_keeps_crashing() {
     let mut config = config();
     config.crash_budget = 3;
-    let p = start_with("crashy", config).unwrap();
+    let p = Arc::new(start_with("crashy", config).unwrap());
     for i in 0..2 {
         let r = call(&p, "segfault", json!({}));
         assert!(r.text().ends_with("restarted"), "crash {i}: {}", r.text());
@@ -368,7 +387,7 @@ fn load_failures_in_the_worker_are_load_errors() {
     );
 }
 
-fn sandboxed(sandbox: Sandbox) -> Result<WorkerPlugin, LoadError> {
+fn sandboxed(sandbox: Sandbox) -> Result<Arc<WorkerPlugin>, LoadError> {
     start_settings(
         "crashy",
         config(),
@@ -377,6 +396,7 @@ fn sandboxed(sandbox: Sandbox) -> Result<WorkerPlugin, LoadError> {
             ..Default::default()
         },
     )
+    .map(Arc::new)
 }
 
 #[test]
@@ -529,7 +549,10 @@ fn a_plugin_in_a_worker_reads_its_config_and_its_environment() {
     .unwrap();
     assert!(p.is_isolated());
     assert_eq!(p.config_json(), Some(r#"{"precision":2}"#));
-    let r = p.call("divide", r#"{"x":1,"y":3}"#, &CallControl::new("c", None));
+    let q = p.clone();
+    let r = within(CALL_BOUND, "divide", move || {
+        q.call("divide", r#"{"x":1,"y":3}"#, &CallControl::new("c", None))
+    });
     assert_eq!(r.text(), "0.33");
     // A config that does not fit refuses the load, as in process.
     let e = start_loaded(&file, shadow.path(), &|_| {
@@ -604,5 +627,8 @@ fn a_worker_of_another_frame_format_is_refused_naming_both_formats() {
     // Through the same hook with our own format, it serves: the refusal was the format's.
     let p = start_script("calc", &claiming_frame_version(dir.path(), ours))
         .expect("a worker of our format loads");
-    assert_eq!(call(&p, "add", json!({"x": 5, "y": 3})).text(), "8");
+    assert_eq!(
+        call(&Arc::new(p), "add", json!({"x": 5, "y": 3})).text(),
+        "8"
+    );
 }

@@ -30,6 +30,8 @@ struct Serve {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<Value>,
+    /// Every line either way, for the check that each request is answered exactly once.
+    ledger: common::answers::Ledger,
     /// The plugin folder and the shadow folder's parent, removed when the test ends.
     _dirs: (tempfile::TempDir, tempfile::TempDir),
 }
@@ -62,6 +64,7 @@ impl Serve {
             stdin: child.stdin.take(),
             child,
             lines,
+            ledger: Default::default(),
             _dirs: (plugins, shadow),
         };
         s.handshake();
@@ -75,16 +78,18 @@ impl Serve {
     }
 
     fn send(&mut self, v: Value) {
+        self.ledger.sent_value(&v);
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{v}").unwrap();
         stdin.flush().unwrap();
     }
 
-    fn reply(&self, id: i64) -> Value {
+    fn reply(&mut self, id: i64) -> Value {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let v = self.lines.recv_timeout(left).expect("a reply in time");
+            self.ledger.received(&v);
             if v["id"] == id {
                 return v;
             }
@@ -94,6 +99,38 @@ impl Serve {
     fn call(&mut self, id: i64, tool: &str, args: Value) -> Value {
         self.send(json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}}));
         self.reply(id)["result"].clone()
+    }
+
+    /// After the last reply a test expects: a settling `ping` is answered, and every request
+    /// sent was answered exactly once.
+    fn answered_once(&mut self) {
+        let stdin = self.stdin.as_mut().unwrap();
+        let lines = &self.lines;
+        common::answers::answered_once_sync(
+            &mut self.ledger,
+            false,
+            "",
+            |line| {
+                writeln!(stdin, "{line}").unwrap();
+                stdin.flush().unwrap();
+            },
+            |within| lines.recv_timeout(within).ok(),
+        );
+    }
+
+    /// After the host exited: everything it wrote, read to its end (bounded), and no request
+    /// answered twice (calls still running at the end are abandoned, not answered).
+    fn none_answered_twice(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(v) => self.ledger.received(&v),
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) => panic!("the host's output never ended"),
+            }
+        }
+        self.ledger.assert_none_answered_twice();
     }
 
     /// The host's children (its workers).
@@ -167,6 +204,7 @@ fn a_stuck_tool_past_its_timeout_is_stopped_and_the_server_goes_on() {
     let pid: u32 = text.strip_prefix("on from ").unwrap().parse().unwrap();
     assert!(!first.contains(&pid));
     assert_eq!(s.workers(), [pid]);
+    s.answered_once();
 }
 
 #[test]
@@ -181,6 +219,7 @@ fn end_of_input_ends_the_host_and_its_workers() {
     drop(s.stdin.take());
     s.wait_exit(Duration::from_secs(10));
     eventually_dead(&workers);
+    s.none_answered_twice();
 }
 
 #[test]
@@ -192,4 +231,5 @@ fn sigterm_ends_the_host_and_its_workers() {
     unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
     s.wait_exit(Duration::from_secs(10));
     eventually_dead(&workers);
+    s.none_answered_twice();
 }

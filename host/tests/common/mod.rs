@@ -1,5 +1,7 @@
 //! Shared helpers of the host's integration tests: build example plugins once, copy them into
-//! a fresh plugin folder; [`registry`] for the suites that drive a registry.
+//! a fresh plugin folder; [`registry`] for the suites that drive a registry; [`answers`] for
+//! the check that every request is answered exactly once; [`cli`] for a client of a session
+//! or of `serve` that records every line for it.
 #![allow(dead_code)]
 
 use std::{
@@ -9,6 +11,8 @@ use std::{
 
 pub use toolhost_test_support::{lib_file, target_dir, Build};
 
+pub mod answers;
+pub mod cli;
 pub mod registry;
 
 /// `toolhost ARGS --plugins PLUGINS`, without the user's environment that would change what
@@ -90,6 +94,27 @@ pub fn open_router(
 ) {
     let (registry, dirs) = open_registry(libs);
     (toolhost::handler::Router::new(registry, config), dirs)
+}
+
+/// [`open_router`] with every plugin isolated in a worker process (`--isolate`).
+pub fn open_isolated_router(
+    libs: &[&str],
+    config: toolhost::handler::RouterConfig,
+) -> (
+    std::sync::Arc<toolhost::handler::Router>,
+    (tempfile::TempDir, tempfile::TempDir),
+) {
+    let plugins = plugin_dir(libs);
+    let shadow = shadow_dir();
+    let mut registry_config = registry_config(plugins.path(), shadow.path());
+    let mut workers = toolhost::worker::WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost"));
+    workers.isolate_all = true;
+    registry_config.workers = Some(std::sync::Arc::new(workers));
+    let registry = toolhost::registry::Registry::open(registry_config).expect("open the registry");
+    (
+        toolhost::handler::Router::new(registry, config),
+        (plugins, shadow),
+    )
 }
 
 /// The CLI's end of the pipes to the host: what it writes, and the lines it reads.
@@ -211,6 +236,76 @@ pub fn poll_until(within: std::time::Duration, failure: &str, mut cond: impl FnM
     let deadline = std::time::Instant::now() + within;
     while !cond() {
         assert!(std::time::Instant::now() < deadline, "{failure}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Joins `thread`, failing naming `what` when it has not ended within `within`.
+#[track_caller]
+pub fn join_within<T>(
+    thread: std::thread::JoinHandle<T>,
+    within: std::time::Duration,
+    what: &str,
+) -> T {
+    poll_until(
+        within,
+        &format!("{what}: still running after {within:?}"),
+        || thread.is_finished(),
+    );
+    thread
+        .join()
+        .unwrap_or_else(|_| panic!("{what}: the thread panicked"))
+}
+
+/// The lines read from `r` (a child's output) by a thread of their own, so that a test can
+/// wait for each with a bound ([`next_line_by`]); the channel closes at the end of `r`.
+pub fn lines_of(r: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(r).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// The next line of `lines` ([`lines_of`]), `None` at the end of the output; fails naming
+/// `what` when none comes by `deadline`.
+#[track_caller]
+pub fn next_line_by(
+    lines: &std::sync::mpsc::Receiver<String>,
+    deadline: std::time::Instant,
+    what: &str,
+) -> Option<String> {
+    use std::sync::mpsc::RecvTimeoutError;
+    let left = deadline.saturating_duration_since(std::time::Instant::now());
+    match lines.recv_timeout(left) {
+        Ok(line) => Some(line),
+        Err(RecvTimeoutError::Disconnected) => None,
+        Err(RecvTimeoutError::Timeout) => panic!("{what}: nothing more was written in time"),
+    }
+}
+
+/// Waits for `child` to exit, at most `within`; kills it and fails otherwise.
+#[track_caller]
+pub fn exit_status_within(
+    child: &mut std::process::Child,
+    within: std::time::Duration,
+) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for the child") {
+            return status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the child still ran {within:?} later");
+        }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
