@@ -20,6 +20,7 @@ pub mod registry;
 mod relay;
 pub mod scaffold;
 pub mod service;
+mod sync;
 pub mod transport;
 pub mod trust;
 pub mod worker;

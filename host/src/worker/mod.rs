@@ -15,6 +15,7 @@
 
 mod child;
 mod host;
+mod lead;
 mod manifest_json;
 mod process;
 pub mod sandbox;
