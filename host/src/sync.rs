@@ -26,10 +26,16 @@
 //! its own), so the step rebuilds only this crate.
 
 #[cfg(not(feature = "loom"))]
-pub(crate) use std::sync::{atomic, Condvar, Mutex, MutexGuard};
+pub(crate) use std::{
+    sync::{atomic, Condvar, Mutex, MutexGuard},
+    thread,
+};
 
 #[cfg(feature = "loom")]
-pub(crate) use loom::sync::{atomic, Condvar, Mutex, MutexGuard};
+pub(crate) use loom::{
+    sync::{atomic, Condvar, Mutex, MutexGuard},
+    thread,
+};
 
 use std::{sync::PoisonError, time::Duration};
 
