@@ -133,6 +133,9 @@ struct Inner {
     ready_len: AtomicUsize,
     /// Whether idle threads spin before parking (more than one CPU).
     spin: bool,
+    /// Notified when a thread parks, ends or finishes a job, for tests that wait for that.
+    #[cfg(all(test, not(feature = "loom")))]
+    changed: Condvar,
 }
 
 #[derive(Default)]
@@ -201,6 +204,8 @@ impl Executor {
                 work: Condvar::new(),
                 ready_len: AtomicUsize::new(0),
                 spin,
+                #[cfg(all(test, not(feature = "loom")))]
+                changed: Condvar::new(),
             }),
         }
     }
@@ -333,6 +338,7 @@ impl Inner {
                 let _ = catch_unwind(AssertUnwindSafe(job.run));
                 st = self.lock();
                 st.running.remove(&serial);
+                self.changed();
                 if let Some(next) = st.next_waiting(&job.plugin) {
                     // This thread takes it on its next turn (it is not idle: no wake-up).
                     st.ready.push_back(next);
@@ -355,6 +361,7 @@ impl Inner {
                 return;
             }
             st.transition_to_parked();
+            self.changed();
             // One wait, not `wait_timeout_while`: every wake-up must be accounted for here,
             // also one that finds the job already taken.
             let timed_out;
@@ -362,9 +369,30 @@ impl Inner {
             st.transition_from_parked();
             if (timed_out || st.is_retiring()) && st.ready.is_empty() {
                 st.threads -= 1;
+                self.changed();
                 return;
             }
         }
+    }
+
+    #[cfg(all(test, not(feature = "loom")))]
+    fn changed(&self) {
+        self.changed.notify_all();
+    }
+
+    #[cfg(not(all(test, not(feature = "loom"))))]
+    fn changed(&self) {}
+
+    /// Waits (at most 10 s) until the state satisfies `cond`.
+    #[cfg(all(test, not(feature = "loom")))]
+    fn wait_until(&self, what: &str, mut cond: impl FnMut(&State) -> bool) {
+        let (_guard, timed_out) = crate::sync::wait_timeout_while(
+            &self.changed,
+            self.lock(),
+            Duration::from_secs(10),
+            |st| !cond(st),
+        );
+        assert!(!timed_out, "{what}");
     }
 
     /// Spins until a job is ready, for at most [`SPIN`].
@@ -553,11 +581,9 @@ mod tests {
             .unwrap();
         rx.recv_timeout(WAIT).unwrap();
         // q's thread may still be finishing q after its answer was sent.
+        ex.inner
+            .wait_until("q's thread is done", |st| st.running.len() == 2);
         let expected = vec!["p.block (call 0)".to_string(), "p.block (call 1)".into()];
-        let deadline = Instant::now() + WAIT;
-        while ex.running() != expected && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
         assert_eq!(ex.running(), expected);
         *release.0.lock().unwrap() = true;
         release.1.notify_all();
@@ -577,7 +603,7 @@ mod tests {
             .unwrap();
         rx.recv_timeout(WAIT).unwrap();
         // Its thread is idle now; past the spin it parks.
-        std::thread::sleep(SPIN + Duration::from_millis(50));
+        ex.inner.wait_until("the thread parks", |st| st.parked == 1);
         assert_eq!(ex.threads(), 1);
         // Two calls back to back: the one parked thread is woken for the first, which blocks;
         // the second must get a thread of its own instead of waiting behind it.
@@ -617,11 +643,9 @@ mod tests {
         let f = flag.clone();
         ex.submit(Job::new("p", "j", move || f.store(true, Ordering::SeqCst)))
             .unwrap();
-        let deadline = Instant::now() + WAIT;
-        while (ex.threads() > 0 || !flag.load(Ordering::SeqCst)) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        assert_eq!(ex.threads(), 0);
+        ex.inner
+            .wait_until("the idle thread ends", |st| st.threads == 0);
+        assert!(flag.load(Ordering::SeqCst));
     }
 }
 
