@@ -13,15 +13,34 @@
 //!
 //! An idle thread spins briefly before it parks when there is another CPU to feed it work:
 //! the next call of a busy session then starts without a futex wake-up.
+//!
+//! # Waking threads
+//! Under the one lock, every thread is running a job, or idle in one of four ways, each
+//! counted in [`State`]: *spinning* (it looks at the ready queue by itself), *parked* (it
+//! waits to be told), *waking* (told, not back from its wait yet) or *starting* (started for
+//! a job, not in its loop yet). A job made ready needs no wake-up while the ready jobs are no
+//! more than the spinning, waking and starting threads; otherwise one parked thread is told
+//! (it is waking), or, with none parked, a thread is started. A thread back in its loop takes
+//! a ready job if there is one. Whichever parked thread leaves its wait first stands for a
+//! thread told to wake (parked threads are interchangeable), so a wake-up that finds its job
+//! already taken is accounted for as well. The counts change only in the `transition_*`
+//! methods of [`State`].
+//!
+//! The invariant the `loom_model` tests check (see `crate::sync`): no job stays ready while
+//! every thread is parked; at most one thread per job is started.
 
+#[cfg(not(feature = "loom"))]
+use std::time::Instant;
 use std::{
     collections::{HashMap, VecDeque},
     panic::{catch_unwind, AssertUnwindSafe},
-    sync::{
-        atomic::{AtomicUsize, Ordering},
-        Arc, Condvar, Mutex, MutexGuard,
-    },
-    time::{Duration, Instant},
+    sync::Arc,
+    time::Duration,
+};
+
+use crate::sync::{
+    atomic::{AtomicUsize, Ordering},
+    lock, thread, wait_timeout, Condvar, Mutex, MutexGuard,
 };
 
 /// Default for [`ExecutorConfig::per_plugin`].
@@ -114,6 +133,9 @@ struct Inner {
     ready_len: AtomicUsize,
     /// Whether idle threads spin before parking (more than one CPU).
     spin: bool,
+    /// Notified when a thread parks, ends or finishes a job, for tests that wait for that.
+    #[cfg(all(test, not(feature = "loom")))]
+    changed: Condvar,
 }
 
 #[derive(Default)]
@@ -128,8 +150,7 @@ struct State {
     /// Wake-ups sent to parked threads and not yet taken: each is a thread that will come
     /// back for a ready job. Without it, two calls submitted before the first woken thread
     /// ran both counted on that one thread, and the second waited for some running call to
-    /// end (forever, if those were stuck). Parked threads are interchangeable, so whichever
-    /// leaves its wait first takes a wake-up.
+    /// end (forever, if those were stuck).
     waking: usize,
     /// Threads spawned that have not reached their loop yet: each takes a ready job when it
     /// does. Without this count, a loaded machine, slow to start threads, got a new thread
@@ -137,6 +158,10 @@ struct State {
     /// busy loops: 29 of 100 runs failed, with up to 38 threads for a limit of 4).
     starting: usize,
     threads: usize,
+    /// Idle threads end at once (the loom models' way to end them: loom's waits never time
+    /// out).
+    #[cfg(test)]
+    retiring: bool,
     /// Calls running on their callers' threads ([`Executor::try_here`]).
     here: usize,
     /// Labels of the jobs running now, by thread serial (or [`HereTicket`] serial).
@@ -159,11 +184,16 @@ enum Wake {
 }
 
 /// How long an idle thread spins before it parks.
+#[cfg_attr(feature = "loom", allow(dead_code))]
 const SPIN: Duration = Duration::from_micros(50);
 
 impl Executor {
     pub fn new(config: ExecutorConfig) -> Self {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Self::with_spin(config, cpus > 1)
+    }
+
+    fn with_spin(config: ExecutorConfig, spin: bool) -> Self {
         Executor {
             inner: Arc::new(Inner {
                 config: ExecutorConfig {
@@ -173,7 +203,9 @@ impl Executor {
                 state: Mutex::new(State::default()),
                 work: Condvar::new(),
                 ready_len: AtomicUsize::new(0),
-                spin: cpus > 1,
+                spin,
+                #[cfg(all(test, not(feature = "loom")))]
+                changed: Condvar::new(),
             }),
         }
     }
@@ -186,7 +218,7 @@ impl Executor {
         let slots = st.slots(&job.plugin);
         if slots.active < inner.config.per_plugin {
             slots.active += 1;
-            let wake = inner.make_ready(&mut st, job);
+            let wake = st.transition_to_ready(job, &inner.ready_len);
             inner.wake(st, wake);
         } else if slots.waiting.len() < inner.config.queue {
             slots.waiting.push_back(job);
@@ -231,7 +263,7 @@ impl Executor {
         st.here -= 1;
         st.running.remove(&ticket.serial);
         if let Some(next) = st.next_waiting(plugin) {
-            let wake = inner.make_ready(&mut st, next);
+            let wake = st.transition_to_ready(next, &inner.ready_len);
             inner.wake(st, wake);
         }
     }
@@ -264,28 +296,8 @@ impl Executor {
 
 impl Inner {
     fn lock(&self) -> MutexGuard<'_, State> {
-        // A job never runs under the lock, so a poisoned lock only means a panic in this
-        // module's own bookkeeping; the state is still consistent enough to go on.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Queues a job that may run; says which thread must be told.
-    fn make_ready(&self, st: &mut State, job: Job) -> Wake {
-        st.ready.push_back(job);
-        self.ready_len.store(st.ready.len(), Ordering::Release);
-        if st.ready.len() <= st.spinning + st.starting + st.waking {
-            // A spinning, starting or already woken thread takes it.
-            Wake::None
-        } else if st.parked > 0 {
-            st.parked -= 1;
-            st.waking += 1;
-            Wake::Parked
-        } else {
-            // Counted now, so concurrent submitters do not all start one.
-            st.threads += 1;
-            st.starting += 1;
-            Wake::Spawn
-        }
+        // A job never runs under the lock (see `crate::sync` for the policy).
+        lock(&self.state)
     }
 
     /// Tells the thread `wake` names, once the lock is released (so that the thread does not
@@ -301,15 +313,11 @@ impl Inner {
 
     fn spawn_thread(self: &Arc<Self>) {
         let inner = self.clone();
-        let spawned = std::thread::Builder::new()
+        let spawned = thread::Builder::new()
             .name("toolhost-call".into())
             .spawn(move || inner.work_loop());
         if let Err(e) = spawned {
-            {
-                let mut st = self.lock();
-                st.threads -= 1;
-                st.starting -= 1;
-            }
+            self.lock().transition_to_not_started();
             // The job stays ready: a running thread takes it when its current job ends.
             tracing::error!("cannot start a call thread: {e}");
         }
@@ -317,7 +325,7 @@ impl Inner {
 
     fn work_loop(self: Arc<Self>) {
         let mut st = self.lock();
-        st.starting -= 1;
+        st.transition_to_started();
         let serial = st.next_serial;
         st.next_serial += 1;
         loop {
@@ -330,53 +338,155 @@ impl Inner {
                 let _ = catch_unwind(AssertUnwindSafe(job.run));
                 st = self.lock();
                 st.running.remove(&serial);
-                self.finished(&mut st, &job.plugin);
+                self.changed();
+                if let Some(next) = st.next_waiting(&job.plugin) {
+                    // This thread takes it on its next turn (it is not idle: no wake-up).
+                    st.ready.push_back(next);
+                    self.ready_len.store(st.ready.len(), Ordering::Release);
+                }
                 continue;
             }
             if self.spin {
-                st.spinning += 1;
+                st.transition_to_spinning();
                 drop(st);
-                let until = Instant::now() + SPIN;
-                while self.ready_len.load(Ordering::Acquire) == 0 && Instant::now() < until {
-                    std::hint::spin_loop();
-                }
+                self.spin_for_work();
                 st = self.lock();
-                st.spinning -= 1;
+                st.transition_from_spinning();
                 if !st.ready.is_empty() {
                     continue;
                 }
             }
-            st.parked += 1;
+            if st.is_retiring() {
+                st.threads -= 1;
+                return;
+            }
+            st.transition_to_parked();
+            self.changed();
             // One wait, not `wait_timeout_while`: every wake-up must be accounted for here,
             // also one that finds the job already taken.
-            let (guard, timeout) = self
-                .work
-                .wait_timeout(st, self.config.keep_idle)
-                .unwrap_or_else(|e| e.into_inner());
-            st = guard;
-            if st.waking > 0 {
-                st.waking -= 1;
-            } else {
-                st.parked -= 1;
-            }
-            if timeout.timed_out() && st.ready.is_empty() {
+            let timed_out;
+            (st, timed_out) = wait_timeout(&self.work, st, self.config.keep_idle);
+            st.transition_from_parked();
+            if (timed_out || st.is_retiring()) && st.ready.is_empty() {
                 st.threads -= 1;
+                self.changed();
                 return;
             }
         }
     }
 
-    /// A job of `plugin` ended: its slot goes to the plugin's next waiting job, if any.
-    fn finished(self: &Arc<Self>, st: &mut State, plugin: &str) {
-        if let Some(next) = st.next_waiting(plugin) {
-            // This thread takes it on its next turn (it is not idle, so no new thread).
-            st.ready.push_back(next);
-            self.ready_len.store(st.ready.len(), Ordering::Release);
+    #[cfg(all(test, not(feature = "loom")))]
+    fn changed(&self) {
+        self.changed.notify_all();
+    }
+
+    #[cfg(not(all(test, not(feature = "loom"))))]
+    fn changed(&self) {}
+
+    /// Waits (at most 10 s) until the state satisfies `cond`.
+    #[cfg(all(test, not(feature = "loom")))]
+    fn wait_until(&self, what: &str, mut cond: impl FnMut(&State) -> bool) {
+        let (_guard, timed_out) = crate::sync::wait_timeout_while(
+            &self.changed,
+            self.lock(),
+            Duration::from_secs(10),
+            |st| !cond(st),
+        );
+        assert!(!timed_out, "{what}");
+    }
+
+    /// Spins until a job is ready, for at most [`SPIN`].
+    #[cfg(not(feature = "loom"))]
+    fn spin_for_work(&self) {
+        let until = Instant::now() + SPIN;
+        while self.ready_len.load(Ordering::Acquire) == 0 && Instant::now() < until {
+            std::hint::spin_loop();
         }
+    }
+
+    /// Loom has no clock: the spin is one look, after the other threads had a turn.
+    #[cfg(feature = "loom")]
+    fn spin_for_work(&self) {
+        if self.ready_len.load(Ordering::Acquire) == 0 {
+            thread::yield_now();
+        }
+    }
+
+    /// Ends idle threads at once, and every thread once the ready jobs are done.
+    #[cfg(all(test, feature = "loom"))]
+    fn retire(&self) {
+        self.lock().retiring = true;
+        self.work.notify_all();
     }
 }
 
 impl State {
+    /// Queues a job that may run; says which thread must be told.
+    fn transition_to_ready(&mut self, job: Job, ready_len: &AtomicUsize) -> Wake {
+        self.ready.push_back(job);
+        ready_len.store(self.ready.len(), Ordering::Release);
+        if self.ready.len() <= self.spinning + self.starting + self.waking {
+            // A spinning, starting or already woken thread takes it.
+            Wake::None
+        } else if self.parked > 0 {
+            self.parked -= 1;
+            self.waking += 1;
+            Wake::Parked
+        } else {
+            // Counted now, so concurrent submitters do not all start one.
+            self.threads += 1;
+            self.starting += 1;
+            Wake::Spawn
+        }
+    }
+
+    /// A thread started for a job could not be started.
+    fn transition_to_not_started(&mut self) {
+        debug_assert!(self.starting > 0 && self.threads > 0);
+        self.threads -= 1;
+        self.starting -= 1;
+    }
+
+    /// A started thread reached its loop.
+    fn transition_to_started(&mut self) {
+        debug_assert!(self.starting > 0, "a thread started for no job");
+        self.starting -= 1;
+    }
+
+    fn transition_to_spinning(&mut self) {
+        self.spinning += 1;
+    }
+
+    fn transition_from_spinning(&mut self) {
+        debug_assert!(self.spinning > 0);
+        self.spinning -= 1;
+    }
+
+    fn transition_to_parked(&mut self) {
+        self.parked += 1;
+    }
+
+    /// A parked thread left its wait: told to wake (it stands for any thread told: they are
+    /// interchangeable), timed out or woken spuriously.
+    fn transition_from_parked(&mut self) {
+        if self.waking > 0 {
+            self.waking -= 1;
+        } else {
+            debug_assert!(self.parked > 0);
+            self.parked -= 1;
+        }
+    }
+
+    #[cfg(test)]
+    fn is_retiring(&self) -> bool {
+        self.retiring
+    }
+
+    #[cfg(not(test))]
+    fn is_retiring(&self) -> bool {
+        false
+    }
+
     /// The slots of `plugin`, created at its first call. The entry stays (one per plugin name
     /// ever called): removing and re-inserting it cost an allocation and two hashes per call.
     fn slots(&mut self, plugin: &str) -> &mut PluginSlots {
@@ -399,7 +509,7 @@ impl State {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(feature = "loom")))]
 mod tests {
     use super::*;
     use std::sync::{atomic::AtomicBool, mpsc};
@@ -471,11 +581,9 @@ mod tests {
             .unwrap();
         rx.recv_timeout(WAIT).unwrap();
         // q's thread may still be finishing q after its answer was sent.
+        ex.inner
+            .wait_until("q's thread is done", |st| st.running.len() == 2);
         let expected = vec!["p.block (call 0)".to_string(), "p.block (call 1)".into()];
-        let deadline = Instant::now() + WAIT;
-        while ex.running() != expected && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
         assert_eq!(ex.running(), expected);
         *release.0.lock().unwrap() = true;
         release.1.notify_all();
@@ -495,7 +603,7 @@ mod tests {
             .unwrap();
         rx.recv_timeout(WAIT).unwrap();
         // Its thread is idle now; past the spin it parks.
-        std::thread::sleep(SPIN + Duration::from_millis(50));
+        ex.inner.wait_until("the thread parks", |st| st.parked == 1);
         assert_eq!(ex.threads(), 1);
         // Two calls back to back: the one parked thread is woken for the first, which blocks;
         // the second must get a thread of its own instead of waiting behind it.
@@ -535,10 +643,109 @@ mod tests {
         let f = flag.clone();
         ex.submit(Job::new("p", "j", move || f.store(true, Ordering::SeqCst)))
             .unwrap();
-        let deadline = Instant::now() + WAIT;
-        while (ex.threads() > 0 || !flag.load(Ordering::SeqCst)) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
+        ex.inner
+            .wait_until("the idle thread ends", |st| st.threads == 0);
+        assert!(flag.load(Ordering::SeqCst));
+    }
+}
+
+/// Model-checked (see `crate::sync`): submitters and the executor's threads in every
+/// interleaving, with and without spinning. A job left ready while every thread parks blocks
+/// the model's wait for it, which loom reports as a deadlock.
+#[cfg(all(test, feature = "loom"))]
+mod loom_model {
+    use super::*;
+    use crate::sync::{model, wait};
+
+    /// Jobs done so far.
+    #[derive(Default)]
+    struct Done(Mutex<usize>, Condvar);
+
+    impl Done {
+        fn job(self: &Arc<Self>) -> Job {
+            let done = self.clone();
+            Job::new("p", "job", move || {
+                *lock(&done.0) += 1;
+                done.1.notify_all();
+            })
         }
-        assert_eq!(ex.threads(), 0);
+        fn wait_for(&self, n: usize) {
+            let mut done = lock(&self.0);
+            while *done < n {
+                done = wait(&self.1, done);
+            }
+        }
+    }
+
+    fn executor(per_plugin: usize, spin: bool) -> Executor {
+        Executor::with_spin(
+            ExecutorConfig {
+                per_plugin,
+                queue: 4,
+                keep_idle: Duration::from_secs(1),
+            },
+            spin,
+        )
+    }
+
+    /// With a thread idle (spinning, or parked), two jobs back to back, the first of which
+    /// blocks until the second ran: the second must get a thread of its own, not be left to
+    /// the one woken for the first. Every job runs, and no more threads are started than jobs
+    /// were made ready.
+    #[test]
+    fn loom_model_no_job_is_left_ready_while_every_thread_parks() {
+        for spin in [false, true] {
+            model(move || {
+                let ex = executor(2, spin);
+                let done = Arc::new(Done::default());
+                ex.submit(done.job()).unwrap();
+                done.wait_for(1);
+                let d = done.clone();
+                let blocks = Job::new("p", "blocks", move || {
+                    d.wait_for(2);
+                    *lock(&d.0) += 1;
+                    d.1.notify_all();
+                });
+                ex.submit(blocks).unwrap();
+                ex.submit(done.job()).unwrap();
+                done.wait_for(3);
+                assert!(ex.threads() <= 3, "{} threads for 3 jobs", ex.threads());
+                ex.inner.retire();
+            });
+        }
+    }
+
+    /// A job submitted while the one thread is idle runs (its wake-up is not lost).
+    #[test]
+    fn loom_model_an_idle_thread_takes_the_next_job() {
+        for spin in [false, true] {
+            model(move || {
+                let ex = executor(2, spin);
+                let done = Arc::new(Done::default());
+                ex.submit(done.job()).unwrap();
+                done.wait_for(1);
+                ex.submit(done.job()).unwrap();
+                done.wait_for(2);
+                assert!(ex.threads() <= 2, "{} threads for 2 jobs", ex.threads());
+                ex.inner.retire();
+            });
+        }
+    }
+
+    /// A plugin's slot freed by a call run on its caller's thread goes to its waiting job,
+    /// and a job waiting behind another runs on the thread that ran that one.
+    #[test]
+    fn loom_model_a_freed_slot_goes_to_the_waiting_job() {
+        model(|| {
+            let ex = executor(1, false);
+            let done = Arc::new(Done::default());
+            let here = ex.try_here("p").expect("a free slot");
+            ex.submit(done.job()).unwrap();
+            ex.submit(done.job()).unwrap();
+            ex.here_done(here, "p");
+            done.wait_for(2);
+            assert_eq!(ex.threads(), 1, "one job at a time: one thread");
+            ex.inner.retire();
+        });
     }
 }

@@ -2,15 +2,43 @@
 //! (no hand-off to another thread for a quick job), with a watchdog that starts another reader
 //! when a job outlives a budget. The session's reader threads (`service::lane`) and a worker's
 //! (`worker::child`) both run on it.
+//!
+//! # The protocol
+//! One state word holds everything the threads decide on, changed only by the named
+//! `transition_to_*` methods of [`State`], each one read-modify-write (so every thread sees
+//! the changes in one order):
+//!
+//! - `READING`: a thread reads the input (or is about to). Set at first; cleared by
+//!   [`Relay::running`] when the reader runs what it read; set again either by
+//!   [`Relay::read_again`] when the job returned (the same thread reads on) or by the watchdog
+//!   when the job outlived the budget (it starts another reader, and the job's thread is done
+//!   when its job returns: `read_again` says false). Never two readers.
+//! - `ASLEEP`: the watchdog waits to be woken, set by the watchdog itself only while `READING`
+//!   (no job runs, so nothing can outlive a budget). Whoever takes the state out of `READING`
+//!   or ends it clears `ASLEEP` in the same step, and then wakes the watchdog: a job that
+//!   starts while the watchdog falls asleep either prevents the sleep or wakes it.
+//! - `ENDED`: the input is done; the watchdog returns. Never cleared.
+//! - the job count, incremented by every [`Relay::running`]: the watchdog promotes exactly the
+//!   job it measured (not a quick later one that happens to run when it looks again).
+//!
+//! Time stays out of the word: when the current job started is kept beside it, and the
+//! watchdog's decision takes "the budget elapsed" as an input, so that the `loom_model` tests
+//! can explore the protocol with any timing (see `crate::sync`).
 
 use std::{
     io,
-    sync::{
-        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
-        Condvar, Mutex,
-    },
+    sync::atomic::AtomicU64,
     time::{Duration, Instant},
 };
+
+use crate::sync::{
+    atomic::{AtomicUsize, Ordering},
+    wait, wait_timeout, Condvar, Mutex,
+};
+
+/// Where `service::lane` and `worker::child` still import the lock policy from (it lives in
+/// `crate::sync` now).
+pub(crate) use crate::sync::lock;
 
 /// After the last job started, how long a watchdog keeps checking every budget instead of
 /// sleeping until woken (waking it costs the next job a system call).
@@ -24,15 +52,12 @@ pub const HERE_BUDGET: Duration = Duration::from_millis(2);
 
 /// Who reads, since when the reader runs a job, and the watchdog's sleep.
 pub(crate) struct Relay {
-    /// Threads reading or about to read: 0 while the last reader runs a job.
-    readers: AtomicUsize,
-    /// When the last reader started its job, in nanoseconds since `epoch`.
+    state: State,
+    /// When the last job started, in nanoseconds since `epoch` (written before its
+    /// `transition_to_running`, so whoever sees that transition reads this time or a later
+    /// one).
     since: AtomicU64,
     epoch: Instant,
-    /// The input is done: nobody reads any more, the watchdog returns.
-    ended: AtomicBool,
-    /// The watchdog sleeps until woken (rather than checking every budget).
-    asleep: AtomicBool,
     sleep: Mutex<()>,
     wake: Condvar,
 }
@@ -41,11 +66,9 @@ impl Relay {
     /// One thread reads (the first reader, which the caller starts).
     pub(crate) fn new() -> Self {
         Relay {
-            readers: AtomicUsize::new(1),
+            state: State::new(),
             since: AtomicU64::new(0),
             epoch: Instant::now(),
-            ended: AtomicBool::new(false),
-            asleep: AtomicBool::new(false),
             sleep: Mutex::new(()),
             wake: Condvar::new(),
         }
@@ -53,11 +76,11 @@ impl Relay {
 
     /// The reader is about to run what it read: it reads no more until that returns.
     pub(crate) fn running(&self) {
-        self.since
-            .store(self.epoch.elapsed().as_nanos() as u64, Ordering::SeqCst);
-        // SeqCst, paired with the watchdog's: either it sees no reader, or we see it asleep.
-        self.readers.fetch_sub(1, Ordering::SeqCst);
-        if self.asleep.load(Ordering::SeqCst) {
+        self.since.store(
+            self.epoch.elapsed().as_nanos() as u64,
+            std::sync::atomic::Ordering::Release,
+        );
+        if self.state.transition_to_running().was_asleep() {
             self.wake_watchdog();
         }
     }
@@ -65,24 +88,24 @@ impl Relay {
     /// The reader's job returned: whether it reads again (otherwise another thread reads now
     /// and this one is done).
     pub(crate) fn read_again(&self) -> bool {
-        self.readers
-            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
+        self.state.transition_to_read_again().is_ok()
     }
 
     /// The input is done; the watchdog returns.
     pub(crate) fn end(&self) {
-        self.ended.store(true, Ordering::Release);
+        self.state.transition_to_ended();
+        // Always: the watchdog may be in a timed wait, not asleep.
         self.wake_watchdog();
     }
 
     pub(crate) fn ended(&self) -> bool {
-        self.ended.load(Ordering::Acquire)
+        self.state.load().is_ended()
     }
 
+    /// Under the lock the watchdog holds from its last look at the state until it waits, so
+    /// that the notification cannot fall between the two.
     fn wake_watchdog(&self) {
         let _guard = lock(&self.sleep);
-        self.asleep.store(false, Ordering::SeqCst);
         self.wake.notify_one();
     }
 
@@ -95,91 +118,330 @@ impl Relay {
         &self,
         budget: Duration,
         stay_awake: Duration,
-        mut promote: impl FnMut() -> io::Result<()>,
+        promote: impl FnMut() -> io::Result<()>,
         mut check: impl FnMut(Instant) -> Option<Instant>,
     ) {
-        let mut guard = lock(&self.sleep);
-        loop {
-            if self.ended() {
-                return;
-            }
-            // One reading of the clock for the check and the promotion, so that a job the check
-            // found within its budget is not promoted by a later reading.
-            let at = Instant::now();
-            let next = check(at);
-            let now = at.duration_since(self.epoch);
-            let since = Duration::from_nanos(self.since.load(Ordering::SeqCst));
-            if now >= since + budget && self.read_again() {
-                if let Err(e) = promote() {
-                    tracing::error!("cannot start another reader thread: {e}");
-                    // Tried again at the next check.
-                    self.readers.fetch_sub(1, Ordering::SeqCst);
+        // One reading of the clock for the check and the promotion, so that a job the check
+        // found within its budget is not promoted by a later reading.
+        let at = std::cell::Cell::new(Instant::now());
+        self.watch_with(
+            budget,
+            || {
+                at.set(Instant::now());
+                check(at.get())
+            },
+            || {
+                let now = at.get().duration_since(self.epoch);
+                let since =
+                    Duration::from_nanos(self.since.load(std::sync::atomic::Ordering::Acquire));
+                Times {
+                    spent: now >= since + budget,
+                    recent: now < since + stay_awake,
                 }
-            }
-            if now < since + stay_awake || self.readers.load(Ordering::SeqCst) == 0 {
-                guard = self
-                    .wake
-                    .wait_timeout(guard, budget)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-                continue;
-            }
-            self.asleep.store(true, Ordering::SeqCst);
-            // A job that started between our checks keeps us awake.
-            while self.asleep.load(Ordering::SeqCst)
-                && self.readers.load(Ordering::SeqCst) != 0
-                && !self.ended()
-            {
-                guard = match next {
-                    None => self.wake.wait(guard).unwrap_or_else(|e| e.into_inner()),
-                    Some(at) => {
-                        let wait = at.saturating_duration_since(Instant::now());
-                        if wait.is_zero() {
-                            break;
-                        }
-                        self.wake
-                            .wait_timeout(guard, wait)
-                            .unwrap_or_else(|e| e.into_inner())
-                            .0
+            },
+            promote,
+        )
+    }
+
+    /// [`Self::watch`] with the clock given: `check` at the start of every round (returns the
+    /// next deadline), `times` once the round has read the state (so that it times this job
+    /// or a later one, never an earlier one).
+    fn watch_with(
+        &self,
+        budget: Duration,
+        mut check: impl FnMut() -> Option<Instant>,
+        mut times: impl FnMut() -> Times,
+        mut promote: impl FnMut() -> io::Result<()>,
+    ) {
+        loop {
+            let next = check();
+            match self.round(&mut times, &mut promote) {
+                Round::Ended => return,
+                Round::Again => {}
+                Round::Watch => {
+                    let guard = lock(&self.sleep);
+                    if !self.ended() {
+                        drop(wait_timeout(&self.wake, guard, budget));
                     }
-                };
+                }
+                Round::Sleep => self.sleep(next),
             }
-            self.asleep.store(false, Ordering::SeqCst);
+        }
+    }
+
+    /// One look at the state: promotes the job if its budget is spent, and says what next.
+    fn round(
+        &self,
+        times: &mut impl FnMut() -> Times,
+        promote: &mut impl FnMut() -> io::Result<()>,
+    ) -> Round {
+        let seen = self.state.load();
+        if seen.is_ended() {
+            return Round::Ended;
+        }
+        let times = times();
+        if !seen.is_reading() {
+            if !times.spent {
+                return Round::Watch;
+            }
+            if self.state.transition_to_promoted(seen).is_err() {
+                // The job returned, another started, or the input ended: look again.
+                return Round::Again;
+            }
+            if let Err(e) = promote() {
+                tracing::error!("cannot start another reader thread: {e}");
+                // Tried again at the next check.
+                self.state.transition_to_unpromoted();
+                return Round::Watch;
+            }
+            return Round::Again;
+        }
+        if times.recent {
+            Round::Watch
+        } else {
+            Round::Sleep
+        }
+    }
+
+    /// Sleeps until a job starts or the input ends (or until `deadline`).
+    fn sleep(&self, deadline: Option<Instant>) {
+        let mut guard = lock(&self.sleep);
+        if self.state.transition_to_asleep().is_err() {
+            // A job started (or the input ended) since the round looked: look again.
+            return;
+        }
+        while self.state.load().is_asleep() {
+            guard = match deadline {
+                None => wait(&self.wake, guard),
+                Some(at) => {
+                    let left = at.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        self.state.transition_to_awake();
+                        return;
+                    }
+                    wait_timeout(&self.wake, guard, left).0
+                }
+            };
         }
     }
 }
 
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // The data these locks guard stays usable after a panic elsewhere.
-    m.lock().unwrap_or_else(|e| e.into_inner())
+/// What the watchdog knows of the time at one round.
+#[derive(Clone, Copy)]
+struct Times {
+    /// The current job (or a later one) started at least a budget ago.
+    spent: bool,
+    /// The current job (or a later one) started within the stay-awake period.
+    recent: bool,
 }
 
-#[cfg(test)]
+/// What the watchdog does after a round.
+#[derive(Debug, PartialEq, Eq)]
+enum Round {
+    Ended,
+    /// Look again at once.
+    Again,
+    /// Look again in one budget (or when the input ends).
+    Watch,
+    /// Sleep until woken.
+    Sleep,
+}
+
+/// The state word (see the module doc).
+struct State {
+    val: AtomicUsize,
+    /// Notified at every transition, for tests that wait for a state.
+    #[cfg(all(test, not(feature = "loom")))]
+    changed: (std::sync::Mutex<()>, std::sync::Condvar),
+}
+
+/// One value of the state word.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Snapshot(usize);
+
+const READING: usize = 0b001;
+const ASLEEP: usize = 0b010;
+const ENDED: usize = 0b100;
+const JOB_ONE: usize = 0b1000;
+
+impl State {
+    fn new() -> Self {
+        State {
+            val: AtomicUsize::new(READING),
+            #[cfg(all(test, not(feature = "loom")))]
+            changed: Default::default(),
+        }
+    }
+
+    fn load(&self) -> Snapshot {
+        Snapshot(self.val.load(Ordering::Acquire))
+    }
+
+    /// Reading → running a job (nobody reads). Clears `ASLEEP`: the snapshot before says
+    /// whether the caller must wake the watchdog.
+    fn transition_to_running(&self) -> Snapshot {
+        self.update(|s| {
+            debug_assert!(
+                s.is_reading(),
+                "a job started by a thread that did not read"
+            );
+            Some(Snapshot((s.0 & !(READING | ASLEEP)).wrapping_add(JOB_ONE)))
+        })
+        .expect("always applies")
+    }
+
+    /// Running a job → reading, by the job's own thread; fails when the watchdog promoted
+    /// another reader meanwhile.
+    fn transition_to_read_again(&self) -> Result<Snapshot, Snapshot> {
+        self.update(|s| (!s.is_reading()).then_some(Snapshot(s.0 | READING)))
+    }
+
+    /// Running the job of `seen` → reading, by the watchdog (which then starts the reader);
+    /// fails if anything changed since `seen`.
+    fn transition_to_promoted(&self, seen: Snapshot) -> Result<Snapshot, Snapshot> {
+        debug_assert!(!seen.is_reading() && !seen.is_ended() && !seen.is_asleep());
+        let next = Snapshot(seen.0 | READING);
+        self.val
+            .compare_exchange(seen.0, next.0, Ordering::AcqRel, Ordering::Acquire)
+            .map(|_| {
+                self.changed();
+                next
+            })
+            .map_err(Snapshot)
+    }
+
+    /// Undoes [`Self::transition_to_promoted`] when the reader could not be started (the
+    /// watchdog tries again at its next check).
+    fn transition_to_unpromoted(&self) {
+        self.update(|s| {
+            debug_assert!(s.is_reading() && !s.is_asleep());
+            Some(Snapshot(s.0 & !READING))
+        })
+        .expect("always applies");
+    }
+
+    /// The watchdog falls asleep; fails unless a thread reads and the input goes on (a job
+    /// that starts afterwards finds `ASLEEP` and wakes it).
+    fn transition_to_asleep(&self) -> Result<Snapshot, Snapshot> {
+        self.update(|s| {
+            debug_assert!(!s.is_asleep(), "only the watchdog sleeps");
+            (s.is_reading() && !s.is_ended()).then_some(Snapshot(s.0 | ASLEEP))
+        })
+    }
+
+    /// The watchdog wakes by itself (a deadline it was given).
+    fn transition_to_awake(&self) {
+        self.update(|s| Some(Snapshot(s.0 & !ASLEEP)))
+            .expect("always applies");
+    }
+
+    /// The input is done (clears `ASLEEP`; the caller wakes the watchdog).
+    fn transition_to_ended(&self) -> Snapshot {
+        self.update(|s| Some(Snapshot((s.0 | ENDED) & !ASLEEP)))
+            .expect("always applies")
+    }
+
+    /// Applies `f` to the current value until it sticks; `f` returns `None` to refuse (the
+    /// error then holds the value it refused). Ok holds the value *before* the change.
+    fn update(
+        &self,
+        mut f: impl FnMut(Snapshot) -> Option<Snapshot>,
+    ) -> Result<Snapshot, Snapshot> {
+        let mut current = self.load();
+        loop {
+            let Some(next) = f(current) else {
+                return Err(current);
+            };
+            debug_assert!(
+                !next.is_asleep() || next.is_reading(),
+                "the watchdog sleeps only while a thread reads: {current:?} -> {next:?}"
+            );
+            match self
+                .val
+                .compare_exchange(current.0, next.0, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    self.changed();
+                    return Ok(current);
+                }
+                Err(actual) => current = Snapshot(actual),
+            }
+        }
+    }
+
+    #[cfg(all(test, not(feature = "loom")))]
+    fn changed(&self) {
+        let _guard = lock(&self.changed.0);
+        self.changed.1.notify_all();
+    }
+
+    #[cfg(not(all(test, not(feature = "loom"))))]
+    fn changed(&self) {}
+
+    /// Waits (at most 10 s) until the state satisfies `cond`.
+    #[cfg(all(test, not(feature = "loom")))]
+    fn wait_until(&self, what: &str, cond: impl Fn(Snapshot) -> bool) {
+        let guard = lock(&self.changed.0);
+        let (_guard, timed_out) = crate::sync::wait_timeout_while(
+            &self.changed.1,
+            guard,
+            Duration::from_secs(10),
+            |_| !cond(self.load()),
+        );
+        assert!(!timed_out, "{what}");
+    }
+}
+
+impl Snapshot {
+    fn is_reading(self) -> bool {
+        self.0 & READING != 0
+    }
+
+    fn is_asleep(self) -> bool {
+        self.0 & ASLEEP != 0
+    }
+
+    /// Whether the watchdog slept before the transition that returned this snapshot.
+    fn was_asleep(self) -> bool {
+        self.is_asleep()
+    }
+
+    fn is_ended(self) -> bool {
+        self.0 & ENDED != 0
+    }
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("reading", &self.is_reading())
+            .field("asleep", &self.is_asleep())
+            .field("ended", &self.is_ended())
+            .field("job", &(self.0 / JOB_ONE))
+            .finish()
+    }
+}
+
+#[cfg(all(test, not(feature = "loom")))]
 mod tests {
     use super::*;
-    use std::sync::{atomic::AtomicUsize, Arc};
+    use std::sync::{mpsc, Arc};
 
-    fn poll_until(what: &str, cond: impl Fn() -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !cond() {
-            assert!(Instant::now() < deadline, "{what}");
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
+    const WAIT: Duration = Duration::from_secs(10);
 
-    /// A relay whose watchdog runs on a thread, counting promotions.
+    /// A relay whose watchdog runs on a thread; each promotion is sent on the receiver.
     fn watched(
         stay_awake: Duration,
-    ) -> (Arc<Relay>, Arc<AtomicUsize>, std::thread::JoinHandle<()>) {
+    ) -> (Arc<Relay>, mpsc::Receiver<()>, std::thread::JoinHandle<()>) {
         let relay = Arc::new(Relay::new());
-        let promoted = Arc::new(AtomicUsize::new(0));
-        let (r, p) = (relay.clone(), promoted.clone());
+        let (tx, promoted) = mpsc::channel();
+        let r = relay.clone();
         let watchdog = std::thread::spawn(move || {
             r.watch(
                 Duration::from_millis(2),
                 stay_awake,
                 || {
-                    p.fetch_add(1, Ordering::SeqCst);
+                    tx.send(()).unwrap();
                     Ok(())
                 },
                 |_| None,
@@ -194,30 +456,172 @@ mod tests {
         relay.running();
         assert!(relay.read_again(), "a job that returns at once reads on");
         relay.running();
-        poll_until("a job past the budget gets another reader", || {
-            promoted.load(Ordering::SeqCst) == 1
-        });
+        promoted
+            .recv_timeout(WAIT)
+            .expect("a job past the budget gets another reader");
         assert!(
             !relay.read_again(),
             "the new reader reads; this one is done"
         );
         relay.end();
         watchdog.join().unwrap();
-        assert_eq!(promoted.load(Ordering::SeqCst), 1);
+        assert!(promoted.try_recv().is_err(), "promoted once");
     }
 
     #[test]
     fn a_sleeping_watchdog_is_woken_by_a_job_and_by_the_end() {
         let (relay, promoted, watchdog) = watched(Duration::from_millis(5));
-        poll_until("the watchdog falls asleep", || {
-            relay.asleep.load(Ordering::SeqCst)
-        });
+        relay
+            .state
+            .wait_until("the watchdog falls asleep", Snapshot::is_asleep);
         relay.running();
-        poll_until("the sleeping watchdog promotes a reader", || {
-            promoted.load(Ordering::SeqCst) == 1
-        });
-        poll_until("asleep again", || relay.asleep.load(Ordering::SeqCst));
+        promoted
+            .recv_timeout(WAIT)
+            .expect("the sleeping watchdog promotes a reader");
+        relay.state.wait_until("asleep again", Snapshot::is_asleep);
         relay.end();
         watchdog.join().unwrap();
+    }
+
+    #[test]
+    fn a_failed_promotion_is_tried_again() {
+        let relay = Arc::new(Relay::new());
+        let (tx, promoted) = mpsc::channel();
+        let r = relay.clone();
+        let mut tries = 0;
+        let watchdog = std::thread::spawn(move || {
+            r.watch(
+                Duration::from_millis(1),
+                Duration::from_secs(60),
+                || {
+                    tries += 1;
+                    if tries == 1 {
+                        return Err(io::Error::other("no thread"));
+                    }
+                    tx.send(tries).unwrap();
+                    Ok(())
+                },
+                |_| None,
+            )
+        });
+        relay.running();
+        assert_eq!(promoted.recv_timeout(WAIT), Ok(2));
+        assert!(!relay.read_again());
+        relay.end();
+        watchdog.join().unwrap();
+    }
+}
+
+/// Model-checked (see `crate::sync`): every interleaving of the relay's threads, the time
+/// given as an input.
+#[cfg(all(test, feature = "loom"))]
+mod loom_model {
+    use super::*;
+    use crate::sync::model;
+    use loom::{sync::Arc, thread};
+
+    const BUDGET: Duration = Duration::from_millis(1);
+
+    /// A flag one thread raises and another waits for.
+    #[derive(Default)]
+    struct Flag(Mutex<bool>, Condvar);
+
+    impl Flag {
+        fn raise(&self) {
+            *lock(&self.0) = true;
+            self.1.notify_all();
+        }
+        fn wait(&self) {
+            let mut raised = lock(&self.0);
+            while !*raised {
+                raised = wait(&self.1, raised);
+            }
+        }
+    }
+
+    fn watchdog(
+        relay: &Arc<Relay>,
+        times: Times,
+        promote: impl FnMut() -> io::Result<()> + Send + 'static,
+    ) -> thread::JoinHandle<()> {
+        let relay = relay.clone();
+        thread::spawn(move || relay.watch_with(BUDGET, || None, || times, promote))
+    }
+
+    const SPENT: Times = Times {
+        spent: true,
+        recent: false,
+    };
+
+    /// No lost wake-up: a job that starts while the watchdog decides to sleep is promoted
+    /// (if the wake-up were lost, every thread would block and loom reports the deadlock).
+    #[test]
+    fn loom_model_a_job_starting_as_the_watchdog_falls_asleep_is_promoted() {
+        model(|| {
+            let relay = Arc::new(Relay::new());
+            let promoted = Arc::new(Flag::default());
+            let p = promoted.clone();
+            let watchdog = watchdog(&relay, SPENT, move || {
+                p.raise();
+                Ok(())
+            });
+            relay.running();
+            promoted.wait();
+            assert!(!relay.read_again());
+            relay.end();
+            watchdog.join().unwrap();
+        });
+    }
+
+    /// Exactly one thread reads after a job, whether the job's thread reads on or the watchdog
+    /// promotes another: never both, never none.
+    #[test]
+    fn loom_model_exactly_one_reader_after_a_job() {
+        model(|| {
+            let relay = Arc::new(Relay::new());
+            let readers = Arc::new(AtomicUsize::new(0));
+            let spawned = Arc::new(Mutex::new(None));
+            let (r, n, s) = (relay.clone(), readers.clone(), spawned.clone());
+            let watchdog = watchdog(&relay, SPENT, move || {
+                // The promoted reader reads the end of the input.
+                let (r, n) = (r.clone(), n.clone());
+                *lock(&s) = Some(thread::spawn(move || {
+                    n.fetch_add(1, Ordering::SeqCst);
+                    r.end();
+                }));
+                Ok(())
+            });
+            relay.running();
+            if relay.read_again() {
+                readers.fetch_add(1, Ordering::SeqCst);
+                relay.end();
+            }
+            watchdog.join().unwrap();
+            if let Some(promoted) = lock(&spawned).take() {
+                promoted.join().unwrap();
+            }
+            assert_eq!(readers.load(Ordering::SeqCst), 1);
+        });
+    }
+
+    /// `end` wakes the watchdog wherever it waits: asleep (no job runs) or watching a job
+    /// within its budget (loom's timed waits never time out, so only a notification ends it).
+    #[test]
+    fn loom_model_the_end_always_wakes_the_watchdog() {
+        for job in [false, true] {
+            model(move || {
+                let relay = Arc::new(Relay::new());
+                let within_budget = Times {
+                    spent: false,
+                    recent: false,
+                };
+                let watchdog = watchdog(&relay, within_budget, || unreachable!("no promotion"));
+                if job {
+                    relay.running();
+                }
+                relay.end();
+                watchdog.join().unwrap();
+            });
+        }
     }
 }

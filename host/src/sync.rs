@@ -1,10 +1,225 @@
-//! The host's one lock-poisoning policy: a poisoned lock's data is used as it is. Every lock of
-//! the host guards bookkeeping that stays consistent between statements (no plugin code runs
-//! under a host lock), so a panic elsewhere must not take the whole host down with it.
+//! The host's one lock-poisoning policy, and the switch that puts the hand-made concurrency
+//! protocols under the loom model checker.
+//!
+//! # Poisoning
+//! A panic while a lock is held poisons it. The host recovers the data instead of propagating
+//! the panic: every lock in the host guards bookkeeping that stays consistent between
+//! statements (no plugin code runs under a host lock), so a panic elsewhere must not take the
+//! session down with it. [`lock`] is `m.lock().unwrap_or_else(PoisonError::into_inner)`, and
+//! [`wait`], [`wait_timeout`] and [`wait_timeout_while`] do the same for condition variables.
+//! They take std's types and, in the loom build, loom's.
+//!
+//! # Loom
+//! The leader/follower relay ([`crate::relay`]), the executor's wake protocol
+//! ([`crate::executor`]) and a worker's lead token (`worker::host`) take their atomics,
+//! `Mutex`, `Condvar` and thread spawning from this module ([`atomic`], [`Mutex`], [`Condvar`],
+//! [`thread`]). They are std's, unless toolhost is built with its `loom` feature: then they are
+//! loom's, and the `loom_model` tests explore every interleaving of those protocols:
+//!
+//! ```text
+//! cargo test -p toolhost --features loom --lib -- loom_model
+//! ```
+//!
+//! (`scripts/test` runs it.) Only those tests run in that build: loom's types panic outside a
+//! `loom::model`, so everything else of the library is tested in the ordinary build. A feature
+//! rather than `--cfg loom` keeps the dependencies as they are (tokio has a `cfg(loom)` of
+//! its own), so the step rebuilds only this crate.
 
-use std::sync::{Mutex, MutexGuard};
+#[cfg(not(feature = "loom"))]
+pub(crate) use std::{
+    sync::{atomic, Condvar, Mutex, MutexGuard},
+    thread,
+};
 
-/// Locks `m`, taking the data over from a thread that panicked while holding it.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+#[cfg(feature = "loom")]
+pub(crate) use loom::{
+    sync::{atomic, Condvar, Mutex, MutexGuard},
+    thread,
+};
+
+use std::{sync::PoisonError, time::Duration};
+
+/// A mutex whose data [`lock`] hands out even when a panic poisoned it.
+pub(crate) trait Lock {
+    type Guard<'a>
+    where
+        Self: 'a;
+    fn lock_recovered(&self) -> Self::Guard<'_>;
+}
+
+/// A condition variable whose waits [`wait`] and [`wait_timeout`] recover from poisoning.
+pub(crate) trait Wait<G> {
+    fn wait_recovered(&self, guard: G) -> G;
+    /// The guard, and whether the wait timed out.
+    fn wait_timeout_recovered(&self, guard: G, dur: Duration) -> (G, bool);
+}
+
+impl<T: ?Sized> Lock for std::sync::Mutex<T> {
+    type Guard<'a>
+        = std::sync::MutexGuard<'a, T>
+    where
+        T: 'a;
+    fn lock_recovered(&self) -> Self::Guard<'_> {
+        self.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// `lock(&arc)` as with a plain reference (generic arguments get no deref coercion).
+impl<M: Lock + ?Sized> Lock for std::sync::Arc<M> {
+    type Guard<'a>
+        = M::Guard<'a>
+    where
+        Self: 'a;
+    fn lock_recovered(&self) -> Self::Guard<'_> {
+        (**self).lock_recovered()
+    }
+}
+
+impl<'a, T> Wait<std::sync::MutexGuard<'a, T>> for std::sync::Condvar {
+    fn wait_recovered(&self, guard: std::sync::MutexGuard<'a, T>) -> std::sync::MutexGuard<'a, T> {
+        self.wait(guard).unwrap_or_else(PoisonError::into_inner)
+    }
+    fn wait_timeout_recovered(
+        &self,
+        guard: std::sync::MutexGuard<'a, T>,
+        dur: Duration,
+    ) -> (std::sync::MutexGuard<'a, T>, bool) {
+        let (guard, result) = self
+            .wait_timeout(guard, dur)
+            .unwrap_or_else(PoisonError::into_inner);
+        (guard, result.timed_out())
+    }
+}
+
+#[cfg(feature = "loom")]
+impl<T> Lock for loom::sync::Mutex<T> {
+    type Guard<'a>
+        = loom::sync::MutexGuard<'a, T>
+    where
+        T: 'a;
+    fn lock_recovered(&self) -> Self::Guard<'_> {
+        self.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(feature = "loom")]
+impl<M: Lock> Lock for loom::sync::Arc<M> {
+    type Guard<'a>
+        = M::Guard<'a>
+    where
+        Self: 'a;
+    fn lock_recovered(&self) -> Self::Guard<'_> {
+        (**self).lock_recovered()
+    }
+}
+
+/// Loom's timed wait never times out (loom has no clock): a protocol under loom must not
+/// count on a timeout to make progress.
+#[cfg(feature = "loom")]
+impl<'a, T> Wait<loom::sync::MutexGuard<'a, T>> for loom::sync::Condvar {
+    fn wait_recovered(
+        &self,
+        guard: loom::sync::MutexGuard<'a, T>,
+    ) -> loom::sync::MutexGuard<'a, T> {
+        self.wait(guard).unwrap_or_else(PoisonError::into_inner)
+    }
+    fn wait_timeout_recovered(
+        &self,
+        guard: loom::sync::MutexGuard<'a, T>,
+        dur: Duration,
+    ) -> (loom::sync::MutexGuard<'a, T>, bool) {
+        let (guard, result) = self
+            .wait_timeout(guard, dur)
+            .unwrap_or_else(PoisonError::into_inner);
+        (guard, result.timed_out())
+    }
+}
+
+/// Locks `m`, recovering its data if a panic poisoned it (the policy above).
+pub(crate) fn lock<M: Lock + ?Sized>(m: &M) -> M::Guard<'_> {
+    m.lock_recovered()
+}
+
+/// Waits on `cv` until notified (or a spurious wake-up), recovering from poisoning.
+pub(crate) fn wait<G, C: Wait<G> + ?Sized>(cv: &C, guard: G) -> G {
+    cv.wait_recovered(guard)
+}
+
+/// Waits on `cv` until notified or `dur` passed; the guard, and whether it timed out.
+pub(crate) fn wait_timeout<G, C: Wait<G> + ?Sized>(cv: &C, guard: G, dur: Duration) -> (G, bool) {
+    cv.wait_timeout_recovered(guard, dur)
+}
+
+/// Waits on `cv` while `blocked` holds of the guarded data, at most `dur` in all; the guard,
+/// and whether `blocked` still holds (timed out).
+pub(crate) fn wait_timeout_while<'a, T, M>(
+    cv: &std::sync::Condvar,
+    mut guard: std::sync::MutexGuard<'a, T>,
+    dur: Duration,
+    mut blocked: M,
+) -> (std::sync::MutexGuard<'a, T>, bool)
+where
+    M: FnMut(&mut T) -> bool,
+{
+    let deadline = std::time::Instant::now() + dur;
+    while blocked(&mut guard) {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return (guard, true);
+        }
+        guard = wait_timeout(cv, guard, left).0;
+    }
+    (guard, false)
+}
+
+/// Runs a loom model of a protocol: every interleaving with at most three preemptions (as
+/// tokio bounds its own; `LOOM_MAX_PREEMPTIONS` overrides), which finds the bugs two threads
+/// can make in these protocols within seconds; unbounded, a model of three threads runs for
+/// hours.
+#[cfg(all(test, feature = "loom"))]
+pub(crate) fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(3);
+    }
+    builder.check(f);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn a_poisoned_lock_hands_out_its_data() {
+        let m = Arc::new(std::sync::Mutex::new(1));
+        let m2 = m.clone();
+        let panicked = std::thread::spawn(move || {
+            let mut g = m2.lock().unwrap();
+            *g = 2;
+            panic!("poison it");
+        })
+        .join();
+        assert!(panicked.is_err());
+        assert!(m.is_poisoned());
+        assert_eq!(*lock(&*m), 2);
+    }
+
+    #[test]
+    fn a_bounded_wait_returns_when_the_condition_holds_or_the_time_is_up() {
+        let pair = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+        let p = pair.clone();
+        let setter = std::thread::spawn(move || {
+            *lock(&p.0) = true;
+            p.1.notify_all();
+        });
+        let (g, timed_out) =
+            wait_timeout_while(&pair.1, lock(&pair.0), Duration::from_secs(10), |set| !*set);
+        assert!(*g && !timed_out);
+        drop(g);
+        setter.join().unwrap();
+        let (g, timed_out) =
+            wait_timeout_while(&pair.1, lock(&pair.0), Duration::from_millis(1), |set| *set);
+        assert!(*g && timed_out);
+    }
 }

@@ -19,6 +19,7 @@ use serde_json::value::RawValue;
 
 use super::{
     hello,
+    lead::{Lead, Turn},
     logs::LogGate,
     manifest_json,
     process::{self, signal_name, Launch},
@@ -29,7 +30,7 @@ use crate::plugin::{
     log_text, CallControl, CallResult, ConfigSource, LoadError, Manifest, Staged, StateError,
     LOG_MESSAGE_MAX,
 };
-use crate::relay::lock;
+use crate::sync::{lock, wait_timeout_while};
 
 /// What a call waiting on the worker hears.
 enum Reply {
@@ -39,40 +40,19 @@ enum Reply {
     Restored(Restore),
     /// The worker is gone; the cause (`SIGSEGV`, `exit code 3`, ...).
     Died(String),
-    /// The caller that read the worker's replies is done: this one reads them now.
-    Lead,
     /// The typed parse refused the arguments of a typed call; the tool did not run.
     Untyped,
-}
-
-impl Reply {
-    /// Whether nothing more comes for this request after it.
-    fn is_last(&self) -> bool {
-        !matches!(self, Reply::Progress(..) | Reply::Lead)
-    }
-}
-
-/// Requests waiting for a reply, by frame id.
-#[derive(Default)]
-struct Waiting {
-    by_id: HashMap<u64, mpsc::Sender<Reply>>,
-    /// One of them reads the channel for all (it has the lead); without a leader, the next
-    /// request takes the lead.
-    led: bool,
 }
 
 /// One running worker process.
 struct Proc {
     pid: u32,
     writer: Mutex<UnixStream>,
-    /// The worker's replies (results, progress, states): read by the request that has the
-    /// lead, which hands the others theirs, so a lone call reads its own reply (no hand-off
-    /// between threads). After the worker died, by the thread that reaped it.
+    /// The worker's replies (results, progress, states): read by whoever has the lead
+    /// (`lead`), alone.
     replies: Mutex<FrameReader>,
-    /// `None` once the worker is dead.
-    waiting: Mutex<Option<Waiting>>,
-    /// The worker was reaped: its leftover replies are the reaper's to read.
-    reaped: AtomicBool,
+    /// The requests waiting for replies, and which of them reads (see `super::lead`).
+    lead: Lead<Reply>,
     /// Why the host killed it, if it did (then its death is not a crash).
     killed_because: Mutex<Option<String>>,
     /// Set once the process has been reaped.
@@ -90,20 +70,12 @@ impl Proc {
 
     /// Registers request `id`, then sends it; `None` if the worker already died.
     fn ask(&self, id: u64, frame: &ToWorker) -> Option<Exchange<'_>> {
-        let (tx, rx) = mpsc::channel();
-        let leads = {
-            let mut waiting = lock(&self.waiting);
-            let waiting = waiting.as_mut()?;
-            waiting.by_id.insert(id, tx);
-            !std::mem::replace(&mut waiting.led, true)
-        };
+        if !self.lead.transition_to_waiting(id) {
+            return None;
+        }
+        let exchange = Exchange { proc: self, id };
         self.send(frame);
-        Some(Exchange {
-            proc: self,
-            id,
-            rx,
-            leads,
-        })
+        Some(exchange)
     }
 
     /// Hands a reply to the request it answers; returns it instead when that is `mine`.
@@ -136,21 +108,13 @@ impl Proc {
         if mine == Some(id) {
             return Some(reply);
         }
-        let mut waiting = lock(&self.waiting);
-        let by_id = &mut waiting.as_mut()?.by_id;
-        if reply.is_last() {
-            if let Some(tx) = by_id.remove(&id) {
-                let _ = tx.send(reply);
-            }
-        } else if let Some(tx) = by_id.get(&id) {
-            let _ = tx.send(reply);
-        }
+        self.lead.hand_out(id, reply);
         None
     }
 
     /// Whether new calls may start on it.
     fn serves(&self) -> bool {
-        !self.doomed.load(Ordering::Acquire) && lock(&self.waiting).is_some()
+        !self.doomed.load(Ordering::Acquire) && self.lead.is_open()
     }
 
     fn kill(&self, reason: String) {
@@ -176,12 +140,8 @@ impl Proc {
     }
 
     fn wait_exited(&self, timeout: Duration) -> bool {
-        let (lock, cv) = &self.exited;
-        let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
-        let (guard, _) = cv
-            .wait_timeout_while(guard, timeout, |exited| !*exited)
-            .unwrap_or_else(|e| e.into_inner());
-        *guard
+        let (exited, cv) = &self.exited;
+        *wait_timeout_while(cv, lock(exited), timeout, |exited| !*exited).0
     }
 }
 
@@ -189,9 +149,6 @@ impl Proc {
 struct Exchange<'a> {
     proc: &'a Proc,
     id: u64,
-    rx: mpsc::Receiver<Reply>,
-    /// This request reads the channel (for every request waiting).
-    leads: bool,
 }
 
 impl Exchange<'_> {
@@ -200,23 +157,10 @@ impl Exchange<'_> {
         let deadline = Instant::now() + wait;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            if self.leads && self.proc.reaped.load(Ordering::Acquire) {
-                // The reaper reads what the dead worker left and answers everyone.
-                self.leads = false;
-            }
-            if !self.leads {
-                return match self.rx.recv_timeout(left) {
-                    Ok(Reply::Lead) => {
-                        self.leads = true;
-                        continue;
-                    }
-                    Ok(reply) => Some(reply),
-                    Err(mpsc::RecvTimeoutError::Timeout) => None,
-                    // Not answered and forgotten: only if the worker's record was dropped.
-                    Err(mpsc::RecvTimeoutError::Disconnected) => {
-                        Some(Reply::Died("its channel was lost".into()))
-                    }
-                };
+            match self.proc.lead.next(self.id, left) {
+                Turn::Reply(reply) => return Some(reply),
+                Turn::TimedOut => return None,
+                Turn::Read => {}
             }
             let next = lock(&self.proc.replies).next::<FromWorker>(Some(left));
             match next {
@@ -227,14 +171,14 @@ impl Exchange<'_> {
                 }
                 Ok(Next::TimedOut) => return None,
                 // The worker is gone; its reaper tells everyone why.
-                Ok(Next::Closed) => self.leads = false,
+                Ok(Next::Closed) => self.proc.lead.transition_to_stopped(self.id),
                 Err(e) => {
                     if lock(&self.proc.killed_because).is_none() {
                         tracing::error!(plugin, pid = self.proc.pid, "worker channel: {e}");
                     }
                     // A stream that makes no sense any more: the worker is ended (a crash).
                     self.proc.signal_kill();
-                    self.leads = false;
+                    self.proc.lead.transition_to_stopped(self.id);
                 }
             }
         }
@@ -243,21 +187,7 @@ impl Exchange<'_> {
 
 impl Drop for Exchange<'_> {
     fn drop(&mut self) {
-        let mut waiting = lock(&self.proc.waiting);
-        let Some(waiting) = waiting.as_mut() else {
-            return;
-        };
-        waiting.by_id.remove(&self.id);
-        // The lead, or one handed to us and not taken up, goes to a request still waiting.
-        let lead = self.leads || self.rx.try_iter().any(|r| matches!(r, Reply::Lead));
-        if lead {
-            match waiting.by_id.values().next() {
-                Some(next) => {
-                    let _ = next.send(Reply::Lead);
-                }
-                None => waiting.led = false,
-            }
-        }
+        self.proc.lead.transition_to_left(self.id);
     }
 }
 
@@ -486,7 +416,7 @@ impl WorkerPlugin {
                         ),
                     }));
                 }
-                Some(Reply::State(_) | Reply::Restored(_) | Reply::Lead) => {}
+                Some(Reply::State(_) | Reply::Restored(_)) => {}
                 None => match cancelled_at {
                     None if control.is_cancelled() => {
                         proc.send(&ToWorker::Cancel { id });
@@ -553,7 +483,7 @@ impl WorkerPlugin {
             let left = deadline.saturating_duration_since(Instant::now());
             match exchange.next(left, &shared.name) {
                 Some(Reply::Died(cause)) => return Err(format!("the worker died ({cause})")),
-                Some(Reply::Progress(..) | Reply::Lead) => {}
+                Some(Reply::Progress(..)) => {}
                 Some(r) => return Ok(r),
                 None => return Err(format!("the worker did not answer within {timeout:?}")),
             }
@@ -837,8 +767,7 @@ fn launch(
         pid,
         writer: Mutex::new(channel),
         replies: Mutex::new(reader),
-        waiting: Mutex::new(Some(Waiting::default())),
-        reaped: AtomicBool::new(false),
+        lead: Lead::new(),
         killed_because: Mutex::new(None),
         exited: (Mutex::new(false), Condvar::new()),
         doomed: AtomicBool::new(false),
@@ -914,20 +843,20 @@ impl Started {
                 }
             }
         };
-        // What the worker answered before it died reaches its callers.
-        proc.reaped.store(true, Ordering::Release);
+        // What the worker answered before it died reaches its callers: the reaper reads the
+        // rest once the call reading (if any) let go.
+        proc.lead.transition_to_dead();
         drain(&proc, &shared.name);
         let overflowed = self.output.take().is_some_and(|o| o.finish());
         let cause = describe(status, overflowed);
         let killed = lock(&proc.killed_because).clone();
         let closing = shared.lock().closing;
-        let waiting = lock(&proc.waiting).take().unwrap_or_default().by_id;
-        let in_flight = waiting.len();
+        let in_flight = proc.lead.waiting();
         let crashed = killed.is_none() && !(closing && status.success());
+        // Recorded before the calls hear of the death: their message says what followed.
         let disabled = crashed && shared.record_crash(&cause);
-        for (_, tx) in waiting {
-            let _ = tx.send(Reply::Died(cause.clone()));
-        }
+        proc.lead
+            .transition_to_closed(|| Reply::Died(cause.clone()));
         if closing {
             tracing::debug!(plugin = %shared.name, pid = proc.pid, "worker exited ({cause})");
             return;

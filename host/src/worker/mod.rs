@@ -17,6 +17,7 @@ mod backend;
 mod child;
 pub mod hello;
 mod host;
+mod lead;
 mod logs;
 mod manifest_json;
 mod process;
