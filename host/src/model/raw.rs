@@ -9,7 +9,7 @@ use serde_json::value::RawValue;
 /// Why not serde_json's public way, `serde_json::from_str::<&RawValue>`, which borrows too:
 /// it checks the text again. For the four values a CLI-shaped `tools/call` line borrows
 /// (params, arguments, progress token, id) it runs about 3,000 instructions against 58 here
-/// (callgrind), 370-820 ns against 11-20 ns (`cargo bench -p toolhost --bench parse --
+/// (callgrind), 320-820 ns against 11-20 ns (`cargo bench -p toolhost --bench parse --
 /// borrow`, on a loaded machine): more than all of the rest of `Incoming::parse` (about 2,000
 /// instructions). serde_json has no public constructor for a borrowed `RawValue`, but its
 /// `Deserialize` takes one from any deserializer that presents it as serde_json's raw-value
