@@ -1,14 +1,16 @@
 //! The per-call protocol work of a `tools/call`, each piece the way the host did it with
 //! serde_json and the way the model does it now: the control line into `Incoming`, the
-//! params into `CallParams`, and the reply line out of a `CallResult`.
+//! params into `CallParams`, and the reply line out of a `CallResult`; and what borrowing the
+//! line's `RawValue`s through serde_json's private token (`model::borrow_raw`) saves against
+//! its public way.
 //!
 //! `cargo bench -p toolhost --bench parse`
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use serde_json::value::RawValue;
 use toolhost::model::{
-    call_result_text, control_success_raw, rpc_result_raw, CallParams, CallResult, ContentOut,
-    Incoming,
+    borrow_raw, call_result_text, control_success_raw, rpc_result_raw, CallParams, CallResult,
+    ContentOut, Incoming,
 };
 
 /// A line as the CLI sends it (the bench's fake CLI sends the same shape).
@@ -62,5 +64,27 @@ fn reply(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, parse, reply);
+/// The values a CLI-shaped `tools/call` line borrows as `RawValue`s: params, arguments,
+/// progress token, id.
+fn borrow(c: &mut Criterion) {
+    let texts = [params(LINE), r#"{"x":1039,"y":1}"#, "1041", "1041"];
+    let mut g = c.benchmark_group("borrow the RawValues of one tools/call line");
+    g.bench_function("borrow_raw", |b| {
+        b.iter(|| {
+            for t in texts {
+                black_box(borrow_raw(black_box(t)).unwrap());
+            }
+        })
+    });
+    g.bench_function("serde_json::from_str", |b| {
+        b.iter(|| {
+            for t in texts {
+                black_box(serde_json::from_str::<&RawValue>(black_box(t)).unwrap());
+            }
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, parse, reply, borrow);
 criterion_main!(benches);

@@ -1,6 +1,8 @@
-//! Property-based fuzzing of the control-line parser and of the control loop.
+//! Property-based fuzzing of the control-line parser, of the reader of the keys of an over-long
+//! line, and of the control loop.
 //!
-//! The parser must never panic on any input. The control loop (the real [`Session`] over
+//! The parser must never panic on any input; the key reader neither, and it finds the keys of
+//! a line however it is cut and handed over. The control loop (the real [`Session`] over
 //! in-memory pipes, with the calc plugin loaded) must never panic and must answer every
 //! control request that carries a `request_id`; an `mcp_message` reply echoes the JSON-RPC id.
 //!
@@ -23,7 +25,9 @@ use serde_json::{json, Map, Value};
 use tokio::io::AsyncWriteExt;
 use toolhost::{
     handler::RouterConfig,
-    model::{CallParams, CancelledParams, Incoming, InitializeParams, JsonRpc},
+    model::{
+        CallParams, CancelledParams, Incoming, InitializeParams, JsonRpc, KeyReader, TopLevelKeys,
+    },
     service::Session,
     transport::DEFAULT_MAX_LINE_BYTES,
 };
@@ -458,6 +462,114 @@ proptest! {
     #[test]
     fn parser_reads_cli_shaped_calls_as_serde_json(line in arb_cli_call_line()) {
         parse_everything(&String::from_utf8_lossy(&line));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The keys of a line too long to keep (`KeyReader`): read in pieces, from any prefix
+
+/// Whitespace between the tokens of a generated object.
+fn arb_ws() -> BoxedStrategy<&'static str> {
+    prop::sample::select(vec!["", "", " ", "\n\t ", "\r\n"]).boxed()
+}
+
+/// A member of a generated object: mostly fuzz keys and values, some values and keys long
+/// enough that the reader goes over them without holding them.
+fn arb_member() -> BoxedStrategy<(String, Value)> {
+    prop_oneof![
+        4 => (arb_key(), arb_value()),
+        1 => (arb_key(), (0usize..1200).prop_map(|n| Value::from("p\"\\é}".repeat(n)))),
+        1 => ((0usize..3000).prop_map(|n| "k".repeat(n)), arb_value()),
+    ]
+    .boxed()
+}
+
+/// The text of an object of `members` with whitespace from `ws` around its tokens, and for
+/// each member where the delimiter after it (`,` or `}`) is.
+fn object_text(members: &[(String, Value)], ws: &[&str]) -> (String, Vec<usize>) {
+    let mut ws = ws.iter().cycle();
+    let mut text = String::from("{");
+    let mut ends = Vec::new();
+    for (i, (key, value)) in members.iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        for part in [
+            Value::from(key.as_str()).to_string(),
+            ":".into(),
+            value.to_string(),
+        ] {
+            text.push_str(ws.next().unwrap());
+            text.push_str(&part);
+        }
+        text.push_str(ws.next().unwrap());
+        ends.push(text.len());
+    }
+    text.push('}');
+    (text, ends)
+}
+
+/// The keys `KeyReader` finds in `text`, handed over in pieces of the sizes in `pieces`
+/// (cycled).
+fn read_keys(text: &[u8], pieces: &[usize]) -> TopLevelKeys {
+    let mut reader = KeyReader::default();
+    let mut rest = text;
+    for &n in pieces.iter().cycle() {
+        if rest.is_empty() {
+            break;
+        }
+        let (piece, after) = rest.split_at(n.min(rest.len()));
+        reader.feed(piece);
+        rest = after;
+    }
+    reader.finish()
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// An object cut anywhere and handed over in pieces of any sizes: each of the keys whose
+    /// value and the delimiter after it came (a number may go on until then) is found with
+    /// its exact text, unless longer than 256 bytes, and nothing else is.
+    #[test]
+    fn key_reader_finds_the_keys_that_came(
+        members in prop::collection::vec(arb_member(), 0..8),
+        ws in prop::collection::vec(arb_ws(), 1..6),
+        cut in any::<prop::sample::Index>(),
+        pieces in prop::collection::vec(1usize..1500, 1..6),
+    ) {
+        let (text, ends) = object_text(&members, &ws);
+        let cut = cut.index(text.len() + 1);
+        let mut want = TopLevelKeys::default();
+        for ((key, value), &end) in members.iter().zip(&ends) {
+            let slot = match key.as_str() {
+                "type" => &mut want.kind,
+                "request_id" => &mut want.request_id,
+                "id" => &mut want.id,
+                _ => continue,
+            };
+            let value = value.to_string();
+            if end < cut && value.len() <= 256 {
+                *slot = Some(value);
+            }
+        }
+        prop_assert_eq!(read_keys(&text.as_bytes()[..cut], &pieces), want);
+    }
+
+    #[test]
+    fn key_reader_survives_arbitrary_bytes(
+        bytes in prop::collection::vec(any::<u8>(), 0..3000),
+        pieces in prop::collection::vec(1usize..1500, 1..6),
+    ) {
+        read_keys(&bytes, &pieces);
+    }
+
+    #[test]
+    fn key_reader_survives_near_valid_lines(
+        line in arb_line(),
+        pieces in prop::collection::vec(1usize..300, 1..6),
+    ) {
+        read_keys(&line, &pieces);
     }
 }
 

@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::{
-    scan::{borrow_raw, members, Scan},
+    raw::borrow_raw,
+    scan::{members, Scan},
     CallParams, JsonRpc,
 };
 

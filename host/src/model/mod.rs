@@ -5,14 +5,17 @@
 //!
 //! Incoming lines are parsed once into borrowed views (`&RawValue` for the parts the host only
 //! passes on): the shapes the CLI sends in one pass of our own (`scan`), anything else by
-//! serde_json, to the same values and errors. Outgoing lines are serialized straight into
-//! strings; a tool result by serde alone (`tool`), spliced into its reply as text.
+//! serde_json, to the same values and errors. A line too long to keep is read, as it streams
+//! past, only for the keys that answering it needs (`keys`). Outgoing lines are serialized
+//! straight into strings; a tool result by serde alone (`tool`), spliced into its reply as text.
 
 mod control;
 mod jsonrpc;
+mod keys;
 mod latest;
 mod manifest;
 mod mcp;
+mod raw;
 mod result;
 mod scan;
 mod tool;
@@ -24,6 +27,7 @@ pub use control::{
 pub use jsonrpc::{
     error_code, rpc_error, rpc_notification, rpc_result, rpc_result_raw, JsonRpc, NOTIFICATION_ACK,
 };
+pub use keys::{KeyReader, TopLevelKeys};
 pub use latest::Latest;
 pub use manifest::{
     check_name, Annotations, Manifest, ManifestError, ToolInfo, MAX_QUALIFIED_NAME,
@@ -33,5 +37,7 @@ pub use mcp::{
     ProgressParams, ServerInfo, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
 };
 pub use result::{CallResult, ContentOut};
-pub(crate) use scan::borrow_raw;
+// Public for the parse benchmark, which weighs it against serde_json's public way.
+#[doc(hidden)]
+pub use raw::borrow_raw;
 pub use tool::{call_result_json, call_result_text, parse_call_result, tool_json, CallResultJson};

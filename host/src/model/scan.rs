@@ -7,9 +7,14 @@
 //! parses the text with serde_json, so every error message and every unusual input is
 //! serde_json's; what this reader accepts, serde_json accepts with the same values
 //! (`host/tests/fuzz.rs` compares the two).
+//!
+//! The values it skips in a `RawValue` (valid JSON) are only delimited, by [`Skip`], a walk
+//! that can also stop at the end of one piece of text and go on in the next: `super::keys`
+//! reads with it and [`Scan`] the keys of a line too long to keep.
 
-use serde::de::{self, value::BorrowedStrDeserializer, DeserializeSeed, MapAccess, Visitor};
 use serde_json::value::RawValue;
+
+use super::raw::borrow_raw;
 
 /// Nesting beyond this is left to serde_json.
 const MAX_DEPTH: usize = 64;
@@ -55,8 +60,19 @@ impl<'a> Scan<'a> {
         self.at = ws(self.bytes(), self.at);
     }
 
+    /// How far into the text the scan is.
+    pub fn offset(&self) -> usize {
+        self.at
+    }
+
+    /// The next byte that is not whitespace (which is passed), not consumed.
+    pub fn next_byte(&mut self) -> Option<u8> {
+        self.ws();
+        self.peek()
+    }
+
     /// Skips whitespace, then consumes `b`.
-    fn eat(&mut self, b: u8) -> Option<()> {
+    pub fn eat(&mut self, b: u8) -> Option<()> {
         self.ws();
         (self.peek()? == b).then(|| self.at += 1)
     }
@@ -170,7 +186,7 @@ impl<'a> Scan<'a> {
 
 /// The first byte at or after `i` that is not JSON whitespace.
 #[inline(always)]
-fn ws(b: &[u8], mut i: usize) -> usize {
+pub(super) fn ws(b: &[u8], mut i: usize) -> usize {
     // Lines rarely have any: one comparison settles the common case.
     while let Some(&c) = b.get(i) {
         if c > b' ' || !matches!(c, b' ' | b'\n' | b'\t' | b'\r') {
@@ -348,54 +364,152 @@ fn value_end(b: &[u8], mut i: usize) -> Option<usize> {
 /// [`value_end`] of a value known to be valid JSON: only its end is looked for. On text that
 /// is not valid JSON it may give any end, or `None`, but never reads past the text.
 fn valid_value_end(b: &[u8], i: usize) -> Option<usize> {
-    match *b.get(i)? {
-        b'"' => valid_string_end(b, i + 1),
-        b'{' | b'[' => {
-            let (mut depth, mut i) = (0usize, i);
-            loop {
-                match *b.get(i)? {
-                    b'"' => i = valid_string_end(b, i + 1)?,
-                    b'{' | b'[' => {
-                        depth += 1;
-                        i += 1;
+    let mut skip = Skip::default();
+    match skip.run(b, i) {
+        Skipped::Ended(end) => Some(end),
+        // A number or literal ends with the text.
+        Skipped::More if skip.part == Part::Scalar => Some(b.len()),
+        Skipped::More | Skipped::Broken => None,
+    }
+}
+
+/// The state of a pass over one valid JSON value whose text may come in pieces (a line too
+/// long to keep, `super::keys`): the containers open and where in a token the text stopped.
+/// Strings are followed, so brackets in them are not counted; nothing else is checked.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Skip {
+    depth: usize,
+    part: Part,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Part {
+    /// Before the value's first byte.
+    #[default]
+    Start,
+    /// Between tokens inside a container.
+    Inside,
+    /// Inside a string.
+    String,
+    /// Inside a string, after a backslash.
+    Escape,
+    /// In a number or literal that is the whole value (it ends at a delimiter).
+    Scalar,
+}
+
+/// How far [`Skip::run`] went.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Skipped {
+    /// The value ends here (past its last byte).
+    Ended(usize),
+    /// The text ended first: the next piece goes on from the state kept.
+    More,
+    /// Not JSON (a control character in a string, a bracket closing nothing).
+    Broken,
+}
+
+impl Skip {
+    /// Goes over `b` from `i`, on from where the previous piece stopped.
+    #[inline(always)]
+    pub(super) fn run(&mut self, b: &[u8], mut i: usize) -> Skipped {
+        match self.part {
+            Part::Start => match b.get(i) {
+                None => return Skipped::More,
+                Some(b'"') => {
+                    return match self.string(b, i + 1) {
+                        Ok(end) => Skipped::Ended(end),
+                        Err(stop) => stop,
                     }
-                    b'}' | b']' => {
-                        depth = depth.checked_sub(1)?;
-                        i += 1;
-                        if depth == 0 {
-                            return Some(i);
-                        }
+                }
+                Some(b'{' | b'[') => {
+                    self.depth = 1;
+                    i += 1;
+                }
+                Some(b'}' | b']') => return Skipped::Broken,
+                Some(_) => {
+                    self.part = Part::Scalar;
+                    return scalar_end(b, i);
+                }
+            },
+            Part::Scalar => return scalar_end(b, i),
+            Part::String | Part::Escape => {
+                if self.part == Part::Escape {
+                    if i == b.len() {
+                        return Skipped::More;
                     }
-                    _ => i += 1,
+                    i += 1;
+                }
+                i = match self.string(b, i) {
+                    Ok(end) => end,
+                    Err(stop) => return stop,
+                };
+                if self.depth == 0 {
+                    return Skipped::Ended(i);
                 }
             }
+            Part::Inside => {}
         }
-        // A number or a literal: up to the next delimiter.
-        _ => {
-            let mut i = i;
-            while let Some(&c) = b.get(i) {
-                if matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\t' | b'\r') {
-                    break;
+        // Inside a container.
+        self.part = Part::Inside;
+        let mut depth = self.depth;
+        let outcome = loop {
+            let Some(&c) = b.get(i) else {
+                break Skipped::More;
+            };
+            i += 1;
+            match c {
+                b'"' => match self.string(b, i) {
+                    Ok(end) => i = end,
+                    Err(stop) => break stop,
+                },
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break Skipped::Ended(i);
+                    }
                 }
-                i += 1;
+                _ => {}
             }
-            Some(i)
+        };
+        self.depth = depth;
+        outcome
+    }
+
+    /// Past the closing quote of a string whose contents go on at `i`; if the text ends first,
+    /// `More`, the state set to go on in the string.
+    #[inline(always)]
+    fn string(&mut self, b: &[u8], mut i: usize) -> Result<usize, Skipped> {
+        loop {
+            let Some(end) = plain_end(b, i) else {
+                self.part = Part::String;
+                return Err(Skipped::More);
+            };
+            match b[end] {
+                b'"' => return Ok(end + 1),
+                // The escaped byte is never the closing quote (`\u` is followed by hex digits).
+                b'\\' if end + 1 == b.len() => {
+                    self.part = Part::Escape;
+                    return Err(Skipped::More);
+                }
+                b'\\' => i = end + 2,
+                // A control character: not valid JSON.
+                _ => return Err(Skipped::Broken),
+            }
         }
     }
 }
 
-/// Past the closing quote of a valid string whose contents start at `i`.
-fn valid_string_end(b: &[u8], mut i: usize) -> Option<usize> {
-    loop {
-        i = plain_end(b, i)?;
-        match b[i] {
-            b'"' => return Some(i + 1),
-            // The escaped byte is never the closing quote (`\u` is followed by hex digits).
-            b'\\' => i += 2,
-            // A control character: not valid JSON, so not from a `RawValue`.
-            _ => return None,
+/// Where a number or literal that is a whole value ends: at the next delimiter.
+#[inline(always)]
+fn scalar_end(b: &[u8], mut i: usize) -> Skipped {
+    while let Some(&c) = b.get(i) {
+        if matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\t' | b'\r') {
+            return Skipped::Ended(i);
         }
+        i += 1;
     }
+    Skipped::More
 }
 
 /// Past the `:` after the key starting at `i`.
@@ -436,71 +550,38 @@ pub(super) fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
     Some(())
 }
 
-/// `json`, one complete and valid JSON value (the caller's promise: nothing here checks it),
-/// as a borrowed [`RawValue`], without parsing it again.
-///
-/// serde_json has no public constructor for a borrowed `RawValue`; its `Deserialize` takes
-/// one from any deserializer that presents it as serde_json's raw-value map (the key its
-/// private token, the value the borrowed text), which is what serde_json's own
-/// `BorrowedRawDeserializer` does. `None` if a later serde_json changes that protocol (the
-/// caller then parses with serde_json; a unit test notices).
-pub(crate) fn borrow_raw(json: &str) -> Option<&RawValue> {
-    <&RawValue as serde::Deserialize>::deserialize(RawText(json)).ok()
-}
-
-/// serde_json's name for the raw-value map (`serde_json::raw::TOKEN`).
-const RAW_TOKEN: &str = "$serde_json::private::RawValue";
-
-struct RawText<'a>(&'a str);
-
-impl<'de> de::Deserializer<'de> for RawText<'de> {
-    type Error = de::value::Error;
-
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
-        visitor.visit_map(RawMap(Some(self.0)))
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
-        option unit unit_struct newtype_struct seq tuple tuple_struct map struct enum
-        identifier ignored_any
-    }
-}
-
-struct RawMap<'a>(Option<&'a str>);
-
-impl<'de> MapAccess<'de> for RawMap<'de> {
-    type Error = de::value::Error;
-
-    fn next_key_seed<K: DeserializeSeed<'de>>(
-        &mut self,
-        seed: K,
-    ) -> Result<Option<K::Value>, Self::Error> {
-        if self.0.is_none() {
-            return Ok(None);
-        }
-        seed.deserialize(BorrowedStrDeserializer::new(RAW_TOKEN))
-            .map(Some)
-    }
-
-    fn next_value_seed<V: DeserializeSeed<'de>>(
-        &mut self,
-        seed: V,
-    ) -> Result<V::Value, Self::Error> {
-        let text = self.0.take().ok_or_else(|| de::Error::custom("no value"))?;
-        seed.deserialize(BorrowedStrDeserializer::new(text))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn raw_values_are_borrowed_not_parsed() {
-        let text = r#"{"x": [1, "a\"b"]}"#;
-        let raw = borrow_raw(text).expect("serde_json's raw-value protocol");
-        assert!(std::ptr::eq(raw.get(), text));
+    fn a_skip_goes_on_across_pieces() {
+        for text in [
+            r#"{"a":[1,{"b":"]}\"\\"}],"c":"\\"}"#,
+            r#""a\"b\\""#,
+            r#""\u0041""#,
+            "[[[]],{}]",
+            "-12.5e3,",
+            "true]",
+        ] {
+            let b = text.as_bytes();
+            let whole = valid_value_end(b, 0);
+            assert!(whole.is_some(), "{text}");
+            for cut in 0..=b.len() {
+                let mut skip = Skip::default();
+                let end = match skip.run(&b[..cut], 0) {
+                    Skipped::Ended(end) => Some(end),
+                    Skipped::More => match skip.run(&b[cut..], 0) {
+                        Skipped::Ended(end) => Some(cut + end),
+                        Skipped::More | Skipped::Broken => None,
+                    },
+                    Skipped::Broken => None,
+                };
+                assert_eq!(end, whole, "{text} cut at {cut}");
+            }
+        }
+        let mut skip = Skip::default();
+        assert_eq!(skip.run(b"[\"a\x01\"]", 0), Skipped::Broken);
     }
 
     #[test]

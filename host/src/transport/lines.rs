@@ -2,6 +2,9 @@
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, BufReader};
 
+use crate::model::KeyReader;
+pub use crate::model::TopLevelKeys;
+
 /// Default longest line accepted (64 MiB): far above any real message (tool results are capped
 /// at 1 MB by default), low enough that a peer that never sends `\n` cannot exhaust memory.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 64 << 20;
@@ -25,7 +28,8 @@ pub struct TooLong {
     pub bytes: usize,
     pub max: usize,
     /// The top-level `"type"`, `"request_id"` and `"id"` values of the line if it is a JSON
-    /// object, as raw JSON: enough to answer the request.
+    /// object, as raw JSON: enough to answer the request (read by [`KeyReader`] as the line
+    /// went past).
     pub keys: TopLevelKeys,
 }
 
@@ -54,9 +58,11 @@ struct Line {
     skipping: Option<Skipping>,
 }
 
+#[derive(Default)]
 struct Skipping {
     bytes: usize,
-    keys: KeyScanner,
+    keys: KeyReader,
+    last: Option<u8>,
 }
 
 impl<R: AsyncBufRead + Unpin> LineReader<R> {
@@ -112,17 +118,13 @@ impl Line {
         let part = &chunk[..newline.unwrap_or(chunk.len())];
         let used = part.len() + usize::from(newline.is_some());
         if let Some(s) = &mut self.skipping {
-            s.bytes += part.len();
-            s.keys.feed(part);
+            s.feed(part);
         } else if self.buf.len() + part.len() > self.max {
-            // Over the limit: keep scanning for the keys needed to answer, not the bytes.
-            let mut keys = KeyScanner::default();
-            keys.feed(&self.buf);
-            keys.feed(part);
-            self.skipping = Some(Skipping {
-                bytes: self.buf.len() + part.len(),
-                keys,
-            });
+            // Over the limit: keep reading the keys needed to answer, not the bytes.
+            let mut s = Skipping::default();
+            s.feed(&self.buf);
+            s.feed(part);
+            self.skipping = Some(s);
             self.buf = Vec::new();
         } else {
             self.buf.extend_from_slice(part);
@@ -191,16 +193,24 @@ impl BlockingLines {
 }
 
 impl Skipping {
+    fn feed(&mut self, part: &[u8]) {
+        self.bytes += part.len();
+        self.keys.feed(part);
+        if let Some(&b) = part.last() {
+            self.last = Some(b);
+        }
+    }
+
     fn finish(self, max: usize) -> TooLong {
         let mut bytes = self.bytes;
         // A `\r` before the newline is not part of the line.
-        if self.keys.last == Some(b'\r') {
+        if self.last == Some(b'\r') {
             bytes -= 1;
         }
         TooLong {
             bytes,
             max,
-            keys: self.keys.found,
+            keys: self.keys.finish(),
         }
     }
 }
@@ -208,120 +218,6 @@ impl Skipping {
 fn memchr(s: &[u8]) -> Option<usize> {
     // Vectorized: a byte-by-byte search cost ~1,400 instructions per tool call line.
     memchr::memchr(b'\n', s)
-}
-
-/// Raw JSON values of the top-level keys a reply needs, found in a skipped line.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct TopLevelKeys {
-    pub kind: Option<String>,
-    pub request_id: Option<String>,
-    pub id: Option<String>,
-}
-
-/// Values longer than this are not kept (ids are short).
-const MAX_KEY_VALUE: usize = 256;
-
-/// Follows the structure of a JSON object byte by byte (depth, strings, escapes) and keeps the
-/// values of the top-level keys in [`TopLevelKeys`]. Constant memory, so it can run over a line
-/// too long to keep.
-#[derive(Default)]
-struct KeyScanner {
-    depth: u32,
-    in_string: bool,
-    escaped: bool,
-    /// At depth 1, whether the next string is a key.
-    expect_key: bool,
-    key: Vec<u8>,
-    /// The value being captured, and which key it belongs to.
-    capture: Option<(u8, Vec<u8>)>,
-    found: TopLevelKeys,
-    last: Option<u8>,
-}
-
-impl KeyScanner {
-    fn feed(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.byte(b);
-        }
-        if let Some(&b) = bytes.last() {
-            self.last = Some(b);
-        }
-    }
-
-    fn byte(&mut self, b: u8) {
-        let top_key_string = self.depth == 1 && self.expect_key;
-        if let Some((_, v)) = &mut self.capture {
-            let ends = !self.in_string && self.depth == 1 && (b == b',' || b == b'}');
-            if !ends && v.len() <= MAX_KEY_VALUE {
-                v.push(b);
-            }
-        }
-        if self.in_string {
-            if self.escaped {
-                self.escaped = false;
-            } else if b == b'\\' {
-                self.escaped = true;
-            } else if b == b'"' {
-                self.in_string = false;
-                return;
-            }
-            if top_key_string && self.key.len() <= 16 {
-                self.key.push(b);
-            }
-            return;
-        }
-        match b {
-            b'"' => {
-                self.in_string = true;
-                if top_key_string {
-                    self.key.clear();
-                }
-            }
-            b'{' | b'[' => {
-                self.depth += 1;
-                if self.depth == 1 {
-                    self.expect_key = b == b'{';
-                }
-            }
-            b'}' | b']' => {
-                if self.depth == 1 {
-                    self.end_value();
-                }
-                self.depth = self.depth.saturating_sub(1);
-            }
-            b':' if self.depth == 1 && self.expect_key => {
-                self.expect_key = false;
-                let which = match self.key.as_slice() {
-                    b"type" => Some(b't'),
-                    b"request_id" => Some(b'r'),
-                    b"id" => Some(b'i'),
-                    _ => None,
-                };
-                self.capture = which.map(|w| (w, Vec::new()));
-            }
-            b',' if self.depth == 1 => {
-                self.end_value();
-                self.expect_key = true;
-            }
-            _ => {}
-        }
-    }
-
-    fn end_value(&mut self) {
-        let Some((which, v)) = self.capture.take() else {
-            return;
-        };
-        if v.len() > MAX_KEY_VALUE {
-            return;
-        }
-        let v = String::from_utf8_lossy(&v).trim().to_string();
-        let slot = match which {
-            b't' => &mut self.found.kind,
-            b'r' => &mut self.found.request_id,
-            _ => &mut self.found.id,
-        };
-        *slot = Some(v);
-    }
 }
 
 #[cfg(test)]
