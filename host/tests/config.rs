@@ -347,3 +347,55 @@ async fn typed_arguments_are_parsed_once_and_old_plugins_checked_by_the_host() {
         "{msg}"
     );
 }
+
+/// Issue 19, finding 5: the configuration file decides where plugins run and how they are
+/// confined, so it is held to the lock file's rules: a file others can write, or that belongs
+/// to another user, is refused at start and on every reload (the previous one stays).
+#[cfg(unix)]
+#[test]
+fn a_configuration_file_others_can_write_or_own_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = common::plugin_dir(&[]);
+    let toml = dir.path().join("toolhost.toml");
+    std::fs::write(&toml, "[plugin.calc]\ntimeout = 1\n").unwrap();
+    let chmod = |mode| {
+        std::fs::set_permissions(&toml, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    let refusal = || match LiveConfig::open(dir.path(), None) {
+        Ok(_) => None,
+        Err(e) => Some(e.to_string()),
+    };
+    chmod(0o646);
+    let e = refusal().expect("a world-writable file is refused");
+    assert!(
+        e.starts_with(&format!("{}: ", toml.display()))
+            && e.contains("writable by everyone (mode 646)")
+            && e.contains("chmod go-w"),
+        "{e}"
+    );
+    chmod(0o664);
+    let e = refusal().expect("a group-writable file is refused");
+    assert!(e.contains("writable by its group (mode 664)"), "{e}");
+    // `--allow-shared` lifts it, as for plugin files and the lock file.
+    assert!(LiveConfig::open_with(dir.path(), None, true).is_ok());
+    chmod(0o644);
+    assert_eq!(refusal(), None);
+
+    // Running: the file turning writable is refused on reload, the previous settings stay.
+    let live = LiveConfig::open(dir.path(), None).unwrap();
+    std::fs::write(&toml, "[plugin.calc]\ntimeout = 9\n").unwrap();
+    chmod(0o666);
+    let e = live.reload().unwrap_err().to_string();
+    assert!(e.contains("writable by everyone"), "{e}");
+    assert_eq!(live.timeout_for("calc"), Some(Duration::from_secs(1)));
+    chmod(0o644);
+    live.reload().unwrap();
+    assert_eq!(live.timeout_for("calc"), Some(Duration::from_secs(9)));
+
+    // Another owner (only root can give a file away; root's own files are trusted).
+    if toolhost::sys::current_uid() == 0 {
+        std::os::unix::fs::chown(&toml, Some(65534), Some(65534)).unwrap();
+        let e = refusal().expect("a file of another user is refused");
+        assert!(e.contains("belongs to another user (uid 65534)"), "{e}");
+    }
+}

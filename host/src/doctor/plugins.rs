@@ -72,7 +72,7 @@ pub fn check(opts: &Options) -> Vec<Check> {
 /// The configuration file, found as the other commands find it, and what it holds (the
 /// default, empty one when it cannot be used: every command refuses to start then).
 fn config_file(opts: &Options) -> (Check, Config) {
-    match Config::for_folder(&opts.plugins, opts.config.as_deref()) {
+    match Config::for_folder_with(&opts.plugins, opts.config.as_deref(), opts.allow_shared) {
         Ok(config) => {
             let check = match &config.file {
                 None => Check::ok(
