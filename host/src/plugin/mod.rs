@@ -31,7 +31,7 @@ pub use crate::model::{
 
 pub(crate) use callbacks::emit as emit_log;
 #[cfg(test)]
-pub(crate) use shadow::after_next_open;
+pub(crate) use shadow::{after_next_open, after_next_stage};
 
 use library::{Library, Opened};
 

@@ -199,4 +199,49 @@ mod tests {
             _ => panic!("expected the good file to pass the trust check"),
         }
     }
+
+    /// Issue 19, finding 6: the staged copy's path swapped for another library right after it
+    /// was hashed (a plugin allowed to write there could) changes nothing: what is mapped, in
+    /// process and in a worker, is what was hashed.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_staged_copy_cannot_be_swapped_between_hashing_and_opening() {
+        use toolhost_test_support::{lib_file, Build};
+        let built = Build::workspace().run();
+        let calc = std::fs::read(built.join(lib_file("calc"))).unwrap();
+        for isolated in [false, true] {
+            let plugins = tempfile::tempdir().unwrap();
+            let file = plugins.path().join(lib_file("calc"));
+            std::fs::write(&file, &calc).unwrap();
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let text = built.join(lib_file("text"));
+            crate::plugin::after_next_stage(&file, move |copy| {
+                let swap = copy.with_extension("swap");
+                std::fs::copy(&text, &swap).unwrap();
+                std::fs::rename(&swap, copy).unwrap();
+            });
+            let shadow = tempfile::tempdir().unwrap();
+            let mut config = RegistryConfig::new(plugins.path());
+            config.shadow_dir = shadow.path().join("shadow");
+            if isolated {
+                let mut workers = crate::worker::WorkerConfig::new(built.join("toolhost"));
+                workers.isolate_all = true;
+                config.workers = Some(std::sync::Arc::new(workers));
+            }
+            let reg = Registry::open(config).unwrap();
+            let serving = reg.get("calc").unwrap_or_else(|| {
+                panic!(
+                    "isolated: {isolated}: calc does not serve: {:?}, {:?}",
+                    reg.plugins()
+                        .iter()
+                        .map(|p| p.name().to_string())
+                        .collect::<Vec<_>>(),
+                    reg.failures()
+                )
+            });
+            assert_eq!(*serving.hash(), crate::sys::digest(&calc));
+            assert_eq!(serving.is_isolated(), isolated);
+            assert!(reg.get("text").is_none(), "isolated: {isolated}");
+        }
+    }
 }
