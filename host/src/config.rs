@@ -26,8 +26,10 @@ use std::{
 use serde::{de, Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
+mod guard;
 mod sandbox;
 
+pub use guard::{canonical, Covers, Guarded};
 pub use sandbox::Sandbox;
 
 /// The file's name in the plugin folder.

@@ -3,8 +3,9 @@
 
 use std::{path::Path, sync::Arc};
 
+use super::RegistryConfig;
 use crate::{
-    config::Config,
+    config::{Config, Guarded},
     worker::{names_for_file, PluginWorkerSettings, WorkerConfig},
 };
 
@@ -12,8 +13,28 @@ use crate::{
 pub(super) enum Placement {
     /// Mapped into this process.
     InProcess,
-    /// In a worker process of its own, started by `workers` with `settings`.
+    /// In a worker process of its own, started by `workers` with `settings` (a sandbox's
+    /// paths canonical).
     Worker(Arc<WorkerConfig>, PluginWorkerSettings),
+    /// Nowhere: its settings cannot be honoured; why.
+    Refused(String),
+}
+
+/// The locations no sandbox may cover (see [`crate::config::Guarded`]): the registry's plugin
+/// folder, configuration file, lock file and staging folder, and the binary its workers run.
+pub(super) fn own_files(config: &RegistryConfig) -> Vec<Guarded> {
+    let mut own = vec![
+        Guarded::new("the plugin folder", &config.dir),
+        Guarded::new("the configuration file", config.settings.path()),
+        Guarded::new("the staging folder", &config.shadow_dir),
+    ];
+    if let Some(lock) = &config.trust.allowlist {
+        own.push(Guarded::new("the lock file", lock.path()));
+    }
+    if let Some(workers) = &config.workers {
+        own.push(Guarded::readable("the toolhost binary", &workers.exe));
+    }
+    own
 }
 
 /// Decides where the plugin in `file` runs. In a worker when this host runs workers at all
@@ -24,21 +45,32 @@ pub(super) enum Placement {
 /// The settings are those `config` gives the names the file suggests
 /// ([`names_for_file`]): they must be known before the plugin's code runs, and its declared
 /// name only once it ran. The registry checks the declared name against them after the load.
+///
+/// A sandbox whose paths cover one of `own` (toolhost's own files) refuses the plugin.
 pub(super) fn place(
     workers: Option<&Arc<WorkerConfig>>,
     config: &Config,
     file: &Path,
+    own: &[Guarded],
 ) -> Placement {
     let Some(workers) = workers else {
         return Placement::InProcess;
     };
-    let by_file = names_for_file(file)
+    let names = names_for_file(file);
+    let table = names
         .iter()
-        .find_map(|n| config.plugin(n))
-        .map(PluginWorkerSettings::from_config)
+        .find_map(|n| config.plugin(n).map(|settings| (n, settings)));
+    let mut settings = table
+        .map(|(_, s)| PluginWorkerSettings::from_config(s))
         .unwrap_or_default();
-    if workers.isolate_all || by_file.isolate || by_file.sandbox.is_some() {
-        Placement::Worker(workers.clone(), by_file)
+    if let (Some((name, _)), Some(sandbox)) = (table, &settings.sandbox) {
+        match sandbox.guarded(name, own) {
+            Ok(canonical) => settings.sandbox = Some(canonical),
+            Err(covers) => return Placement::Refused(covers.to_string()),
+        }
+    }
+    if workers.isolate_all || settings.isolate || settings.sandbox.is_some() {
+        Placement::Worker(workers.clone(), settings)
     } else {
         Placement::InProcess
     }
@@ -50,7 +82,8 @@ mod tests {
 
     fn runs_in_worker(workers: Option<&Arc<WorkerConfig>>, toml: &str, file: &str) -> bool {
         let config = Config::parse(toml, Path::new("/p/toolhost.toml")).unwrap();
-        match place(workers, &config, Path::new(file)) {
+        match place(workers, &config, Path::new(file), &[]) {
+            Placement::Refused(why) => panic!("{why}"),
             Placement::InProcess => false,
             Placement::Worker(w, _) => {
                 assert!(Arc::ptr_eq(&w, workers.unwrap()));

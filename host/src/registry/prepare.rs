@@ -73,12 +73,19 @@ impl Registry {
             return Err(Outcome::Done);
         }
         let current = self.config.settings.current();
-        let placement = placement::place(self.config.workers.as_ref(), &current, file);
-        if let Placement::Worker(workers, settings) = placement {
-            return Ok(Prepared::ForWorker(
-                Box::new((staged, workers, settings)),
-                hash,
-            ));
+        let own = placement::own_files(&self.config);
+        match placement::place(self.config.workers.as_ref(), &current, file, &own) {
+            Placement::InProcess => {}
+            Placement::Worker(workers, settings) => {
+                return Ok(Prepared::ForWorker(
+                    Box::new((staged, workers, settings)),
+                    hash,
+                ))
+            }
+            Placement::Refused(why) => {
+                self.fail(file, why, Some(hash), None);
+                return Err(Outcome::Done);
+            }
         }
         match LoadedPlugin::open_staged(file, staged) {
             Ok(opening) => Ok(Prepared::Opened(opening, hash)),
