@@ -399,3 +399,48 @@ fn a_configuration_file_others_can_write_or_own_is_refused() {
         assert!(e.contains("belongs to another user (uid 65534)"), "{e}");
     }
 }
+
+/// A library built before files carried their plugin's name cannot be placed by that name:
+/// it is looked up by its file name, and not opened in the host while another table asks for
+/// a worker (it might be that plugin). Declaring, once in a worker, a name whose settings it
+/// did not get refuses it; with no such table it loads in process as before.
+#[test]
+fn a_library_that_does_not_carry_its_name_is_placed_by_its_file_name() {
+    let dir = common::plugin_dir(&[]);
+    let file = dir.path().join(common::lib_file("old"));
+    std::fs::copy(abi_v1_plugin(), &file).unwrap();
+    let shadow = common::shadow_dir();
+    let toml = dir.path().join("toolhost.toml");
+    let open = |text: &str| {
+        std::fs::write(&toml, text).unwrap();
+        let mut config = common::registry_config(dir.path(), shadow.path());
+        config.settings = Arc::new(LiveConfig::open(dir.path(), None).unwrap());
+        config.workers = Some(Arc::new(toolhost::worker::WorkerConfig::new(env!(
+            "CARGO_BIN_EXE_toolhost"
+        ))));
+        Registry::open(config).unwrap()
+    };
+    let failure = |reg: &Registry| {
+        let failures = reg.failures();
+        failures
+            .iter()
+            .find(|(f, _)| *f == file)
+            .unwrap_or_else(|| panic!("{failures:?}"))
+            .1
+            .clone()
+    };
+    let reg = open("[plugin.calc.sandbox]\nnet = false\n");
+    let e = failure(&reg);
+    assert!(
+        e.contains("does not carry its plugin's name") && e.contains("[plugin.calc] asks"),
+        "{e}"
+    );
+    let reg = open("[plugin.old]\nisolate = true\n[plugin.abi-v1.sandbox]\nnet = false\n");
+    let e = failure(&reg);
+    assert!(e.contains("plugin `abi-v1` has worker settings"), "{e}");
+    let reg = open("");
+    let p = reg
+        .get("abi-v1")
+        .unwrap_or_else(|| panic!("{:?}", reg.failures()));
+    assert!(!p.is_isolated() && !p.named_in_file());
+}

@@ -243,28 +243,38 @@ async fn toolhost_toml_isolates_configures_and_sandboxes_one_plugin() {
     }
 }
 
+/// A plugin's settings are those of the name its file carries (read before it runs), whatever
+/// the file is called: a sandbox applies to a plugin dropped in under another file name.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn settings_for_a_plugin_whose_file_is_named_otherwise_refuse_it() {
+async fn settings_follow_the_name_a_file_carries_whatever_it_is_called() {
     let folder = Folder::new();
-    let file = folder.put("libsomething_else.so", &library("crashy"));
+    folder.put("libsomething_else.so", &library("crashy"));
+    let allowed = tempfile::tempdir().unwrap();
+    let forbidden = tempfile::tempdir().unwrap();
     std::fs::write(
         folder.path("toolhost.toml"),
-        "[plugin.crashy.sandbox]\nnet = false\n",
+        format!("[plugin.crashy.sandbox]\nwrite = [{:?}]\n", allowed.path()),
     )
     .unwrap();
     let reg = folder.open_with(false);
+    if toolhost::worker::probe_sandbox().enforceable().is_err() {
+        // Refused for want of a sandbox, rather than run without it.
+        assert!(reg.get("crashy").is_none());
+        return;
+    }
+    let crashy = reg
+        .get("crashy")
+        .unwrap_or_else(|| panic!("{:?}", reg.failures()));
+    assert!(crashy.is_isolated() && crashy.named_in_file());
+    let ok = allowed.path().join("ok");
+    let r = call(&reg, "crashy", "write_file", json!({"path": ok})).await;
+    assert!(!r.is_error, "{}", r.text());
+    let no = forbidden.path().join("no");
+    let r = call(&reg, "crashy", "write_file", json!({"path": no})).await;
     assert!(
-        reg.get("crashy").is_none(),
-        "it must not run without its sandbox"
-    );
-    let failures = reg.failures();
-    let (_, error) = failures
-        .iter()
-        .find(|(f, _)| *f == file)
-        .unwrap_or_else(|| panic!("{failures:?}"));
-    assert!(
-        error.contains("plugin `crashy` has worker settings") && error.contains("libcrashy"),
-        "{error}"
+        r.is_error && r.text().contains("Permission denied"),
+        "{}",
+        r.text()
     );
 }
 

@@ -64,6 +64,8 @@ const THREADS_GRACE: std::time::Duration = std::time::Duration::from_millis(200)
 pub(crate) struct Opened {
     pub library: Library,
     pub root: PluginRootRef,
+    /// The name its file carries, which the name it declares must match.
+    pub declared: Option<String>,
 }
 
 impl Library {
@@ -71,13 +73,14 @@ impl Library {
     /// compatible ABI.
     pub(crate) fn open_staged(staged: Staged) -> Result<Opened, LoadError> {
         staged.check_complete()?;
+        let declared = staged.declared_name()?;
         #[cfg(target_os = "linux")]
         {
             // Through the descriptor the copy was written and hashed with: its name is gone.
             let fd_path = staged.fd_path();
             let (name, file) = staged.into_parts();
             let opened = Self::dlopen(&fd_path)?;
-            Self::check(opened, name.path().to_path_buf(), Some(file))
+            Self::check(opened, name.path().to_path_buf(), Some(file), declared)
         }
         #[cfg(not(target_os = "linux"))]
         {
@@ -89,7 +92,7 @@ impl Library {
             // removing it now keeps the shadow folder empty even if we crash.
             #[cfg(unix)]
             drop(name);
-            Self::check(opened?, shadow, None)
+            Self::check(opened?, shadow, None, declared)
         }
     }
 
@@ -103,10 +106,12 @@ impl Library {
             .metadata()
             .map_err(super::NotALibrary::Unreadable)?
             .len();
-        super::shadow::check_complete(&object::ReadCache::new(file), len)?;
+        let data = object::ReadCache::new(file);
+        super::shadow::check_complete(&data, len)?;
+        let declared = super::declared::read(&data).map_err(LoadError::NotAPlugin)?;
         let opened = Self::dlopen(fd_path)?;
         // The worker's descriptor stays open for its life: it is the only library it opens.
-        Self::check(opened, fd_path.to_path_buf(), None)
+        Self::check(opened, fd_path.to_path_buf(), None, declared)
     }
 
     fn dlopen(shadow: &Path) -> Result<libloading::Library, LoadError> {
@@ -137,6 +142,7 @@ impl Library {
         lib: libloading::Library,
         shadow: PathBuf,
         opened_through: Option<fs::File>,
+        declared: Option<String>,
     ) -> Result<Opened, LoadError> {
         let library = Library {
             lib: Some(lib),
@@ -144,7 +150,11 @@ impl Library {
             opened_through,
         };
         let root = library.check_root_module()?;
-        Ok(Opened { library, root })
+        Ok(Opened {
+            library,
+            root,
+            declared,
+        })
     }
 
     /// The path of the private copy this library was opened from.

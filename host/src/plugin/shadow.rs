@@ -264,6 +264,8 @@ pub struct Staged {
     /// `fstat` of the descriptor the bytes were read from: the only metadata trust decisions
     /// may use.
     meta: fs::Metadata,
+    /// The plugin name the copy carries, once read (`super::declared`).
+    pub(super) declared: std::sync::OnceLock<Option<String>>,
 }
 
 /// What `fstat` says a file is, for messages.
@@ -406,6 +408,7 @@ impl Staged {
             hash: [0; 32],
             len: 0,
             meta,
+            declared: std::sync::OnceLock::new(),
         };
         let mut hasher = Sha256::new();
         let mut n = first;

@@ -1,6 +1,7 @@
 //! Everything up to a plugin's `init`: stage the file, tell a reload from a touch, check
-//! trust, ask `placement` where it runs, map and check the library. Runs no plugin code
-//! beyond the system loader's.
+//! trust, read the name the file carries, ask `placement` where it runs, map and check the
+//! library (in process only: a library placed in a worker is never mapped here, so none of
+//! its code, not even a constructor, runs in the host).
 
 use std::{path::Path, sync::Arc};
 
@@ -72,9 +73,22 @@ impl Registry {
             self.fail(file, one_line(&LoadError::Refused(e)), Some(hash), None);
             return Err(Outcome::Done);
         }
+        // The name the file carries, read without opening it: it finds the settings that
+        // decide where the library is opened at all.
+        let declared = match staged.declared_name() {
+            Ok(declared) => declared,
+            Err(e) if e.may_be_incomplete() => {
+                return Err(Outcome::Retry(one_line(&e), Some(hash)))
+            }
+            Err(e) => {
+                self.fail(file, one_line(&e), Some(hash), None);
+                return Err(Outcome::Done);
+            }
+        };
         let current = self.config.settings.current();
         let own = placement::own_files(&self.config);
-        match placement::place(self.config.workers.as_ref(), &current, file, &own) {
+        let workers = self.config.workers.as_ref();
+        match placement::place(workers, &current, file, declared.as_deref(), &own) {
             Placement::InProcess => {}
             Placement::Worker(workers, settings) => {
                 return Ok(Prepared::ForWorker(
