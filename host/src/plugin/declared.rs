@@ -11,8 +11,8 @@ use crate::model::{check_name, ManifestError, MAX_QUALIFIED_NAME};
 
 impl Staged {
     /// The plugin name this copy carries in its file (`None`: built before libraries did),
-    /// read from its headers and symbol table without loading it. A copy that is no whole
-    /// library is refused as [`Staged::check_complete`] refuses it.
+    /// read from its headers and symbol table without loading it. The copy is checked first
+    /// ([`Staged::check_complete`], once: the name is kept, so a second call checks nothing).
     pub fn declared_name(&self) -> Result<Option<String>, LoadError> {
         if let Some(known) = self.declared.get() {
             return Ok(known.clone());
@@ -47,9 +47,15 @@ pub(super) fn read<'data, R: ReadRef<'data>>(data: R) -> Result<Option<String>, 
     let wanted = |name: &[u8]| {
         name == NAME_SYMBOL.as_bytes() || name.strip_prefix(b"_") == Some(NAME_SYMBOL.as_bytes())
     };
+    // An ELF export is in the dynamic symbol table, which is short; Mach-O has only the one
+    // table (a debug build's full ELF table can be megabytes: not read).
+    let exports = match file.format() {
+        object::BinaryFormat::Elf => None,
+        _ => Some(file.symbols()),
+    };
     let Some(symbol) = file
         .dynamic_symbols()
-        .chain(file.symbols())
+        .chain(exports.into_iter().flatten())
         .find(|s| s.is_definition() && s.name_bytes().is_ok_and(wanted))
     else {
         return Ok(None);

@@ -72,7 +72,7 @@ impl Library {
     /// Checks and opens a staged copy (and removes its name): a toolhost plugin with a
     /// compatible ABI.
     pub(crate) fn open_staged(staged: Staged) -> Result<Opened, LoadError> {
-        staged.check_complete()?;
+        // Checks that the copy is complete, unless reading the name already did.
         let declared = staged.declared_name()?;
         #[cfg(target_os = "linux")]
         {

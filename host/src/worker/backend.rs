@@ -61,8 +61,8 @@ impl LoadedPlugin {
         settings: PluginWorkerSettings,
         config: ConfigSource<'_>,
     ) -> Result<Arc<Self>, LoadError> {
-        // Checked here, as in process: a file cut short is retried, not handed to a worker.
-        staged.check_complete()?;
+        // Checked here, as in process: a file cut short is retried, not handed to a worker
+        // (reading the name checks that, unless it was read already).
         let declared = staged.declared_name()?;
         let hash = *staged.hash();
         let worker = WorkerPlugin::start(file, staged, workers, settings, config)?;
