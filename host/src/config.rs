@@ -27,8 +27,10 @@ use std::{
 use serde::{de, Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
+mod guard;
 mod sandbox;
 
+pub use guard::{canonical, Covers, Guarded};
 pub use sandbox::Sandbox;
 
 /// The file's name in the plugin folder.
@@ -53,6 +55,13 @@ pub enum ConfigError {
         key: String,
         message: String,
     },
+    /// The file fails the lock file's owner and mode rules: whoever can change it decides
+    /// where plugins run and how they are confined.
+    #[error("{}: {}", file.display(), untrusted_reason(file, why))]
+    Untrusted {
+        file: PathBuf,
+        why: crate::trust::TrustError,
+    },
     #[error("{}: plugin.{name}: no plugin named `{name}` is loaded ({})", file.display(), loaded_list(loaded))]
     UnknownPlugin {
         file: PathBuf,
@@ -68,6 +77,7 @@ impl ConfigError {
             ConfigError::Read { file, .. }
             | ConfigError::Syntax { file, .. }
             | ConfigError::Invalid { file, .. }
+            | ConfigError::Untrusted { file, .. }
             | ConfigError::UnknownPlugin { file, .. } => file,
         }
     }
@@ -89,6 +99,29 @@ impl ConfigError {
 
 fn line_suffix(line: Option<usize>) -> String {
     line.map(|l| format!(":{l}")).unwrap_or_default()
+}
+
+/// Why the file is refused, in the configuration's terms (the trust error speaks of code).
+fn untrusted_reason(file: &Path, why: &crate::trust::TrustError) -> String {
+    use crate::trust::TrustError;
+    match why {
+        TrustError::OtherOwner { uid, .. } => format!(
+            "belongs to another user (uid {uid}); refusing settings others control \
+             (--allow-shared overrides)"
+        ),
+        TrustError::Writable { mode, .. } => format!(
+            "writable by {} (mode {:o}); refusing settings others can change \
+             (fix with `chmod go-w {}`)",
+            if mode & 0o002 != 0 {
+                "everyone"
+            } else {
+                "its group"
+            },
+            mode & 0o777,
+            file.display()
+        ),
+        other => crate::error::one_line(other),
+    }
 }
 
 fn loaded_list(loaded: &[String]) -> String {
@@ -248,24 +281,53 @@ impl Config {
     /// The configuration for a plugin folder: `explicit` (`--config FILE`, which must exist),
     /// else `toolhost.toml` in the folder if there is one, else an empty configuration.
     pub fn for_folder(plugin_dir: &Path, explicit: Option<&Path>) -> Result<Config, ConfigError> {
+        Config::for_folder_with(plugin_dir, explicit, false)
+    }
+
+    /// [`Config::for_folder`]; `shared` skips the owner and mode checks (`--allow-shared`).
+    pub fn for_folder_with(
+        plugin_dir: &Path,
+        explicit: Option<&Path>,
+        shared: bool,
+    ) -> Result<Config, ConfigError> {
         match explicit {
-            Some(file) => Config::load(file),
+            Some(file) => Config::load_with(file, shared),
             None => {
                 let file = plugin_dir.join(FILE_NAME);
                 match fs::metadata(&file) {
                     Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Config::default()),
-                    _ => Config::load(&file),
+                    _ => Config::load_with(&file, shared),
                 }
             }
         }
     }
 
-    /// Reads and checks `file`.
+    /// Reads and checks `file`, which must belong to this user (or root) and be writable by
+    /// nobody else, as the lock file: its settings decide how plugins are confined.
     pub fn load(file: &Path) -> Result<Config, ConfigError> {
-        let text = fs::read_to_string(file).map_err(|source| ConfigError::Read {
+        Config::load_with(file, false)
+    }
+
+    /// [`Config::load`]; `shared` skips the owner and mode checks (`--allow-shared`).
+    pub fn load_with(file: &Path, shared: bool) -> Result<Config, ConfigError> {
+        use io::Read;
+        let read_err = |source| ConfigError::Read {
             file: file.to_path_buf(),
             source,
-        })?;
+        };
+        let mut opened = fs::File::open(file).map_err(read_err)?;
+        // The rules apply to the file read (fstat), not to whatever the path names later.
+        let meta = opened.metadata().map_err(read_err)?;
+        if !shared {
+            crate::trust::check_owner_and_mode(file, &meta).map_err(|why| {
+                ConfigError::Untrusted {
+                    file: file.to_path_buf(),
+                    why,
+                }
+            })?;
+        }
+        let mut text = String::new();
+        opened.read_to_string(&mut text).map_err(read_err)?;
         Config::parse(&text, file)
     }
 
@@ -342,16 +404,29 @@ impl Config {
 pub struct LiveConfig {
     plugin_dir: PathBuf,
     explicit: Option<PathBuf>,
+    /// `--allow-shared`: the file's owner and mode are not checked.
+    shared: bool,
     current: std::sync::RwLock<std::sync::Arc<Config>>,
 }
 
 impl LiveConfig {
     /// Reads the configuration of `plugin_dir` (see [`Config::for_folder`]).
     pub fn open(plugin_dir: &Path, explicit: Option<&Path>) -> Result<Self, ConfigError> {
-        let config = Config::for_folder(plugin_dir, explicit)?;
+        LiveConfig::open_with(plugin_dir, explicit, false)
+    }
+
+    /// [`LiveConfig::open`]; `shared` skips the owner and mode checks (`--allow-shared`), now
+    /// and on every reload.
+    pub fn open_with(
+        plugin_dir: &Path,
+        explicit: Option<&Path>,
+        shared: bool,
+    ) -> Result<Self, ConfigError> {
+        let config = Config::for_folder_with(plugin_dir, explicit, shared)?;
         Ok(LiveConfig {
             plugin_dir: plugin_dir.to_path_buf(),
             explicit: explicit.map(Path::to_path_buf),
+            shared,
             current: std::sync::RwLock::new(std::sync::Arc::new(config)),
         })
     }
@@ -361,6 +436,7 @@ impl LiveConfig {
         LiveConfig {
             plugin_dir: plugin_dir.to_path_buf(),
             explicit: None,
+            shared: false,
             current: Default::default(),
         }
     }
@@ -397,7 +473,7 @@ impl LiveConfig {
     /// names the plugins whose settings changed apart from `timeout` (they must be reloaded:
     /// a plugin reads its `config` only when it loads); on error the previous one stays.
     pub fn reload(&self) -> Result<Vec<String>, ConfigError> {
-        let new = Config::for_folder(&self.plugin_dir, self.explicit.as_deref())?;
+        let new = Config::for_folder_with(&self.plugin_dir, self.explicit.as_deref(), self.shared)?;
         let mut current = self.current.write().unwrap_or_else(|e| e.into_inner());
         let changed = changed_plugins(&current, &new);
         *current = std::sync::Arc::new(new);

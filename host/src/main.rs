@@ -56,9 +56,10 @@ impl PluginOpts {
             },
             allow_shared: self.allow_shared,
         };
-        config.settings = std::sync::Arc::new(toolhost::config::LiveConfig::open(
+        config.settings = std::sync::Arc::new(toolhost::config::LiveConfig::open_with(
             &self.plugins,
             self.config.as_deref(),
+            self.allow_shared,
         )?);
         let mut workers = toolhost::worker::WorkerConfig::current_exe()
             .context("cannot find the toolhost executable to start workers")?;

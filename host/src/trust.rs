@@ -318,6 +318,13 @@ impl Trust {
     }
 }
 
+/// The owner and mode rules on `meta` (`fstat` of the file read; `path` only names it): owned
+/// by this user or root, writable by nobody else. For files that are not plugins but decide
+/// what plugins may do (the configuration file), which `--allow-shared` may lift as well.
+pub fn check_owner_and_mode(path: &Path, meta: &std::fs::Metadata) -> Result<(), TrustError> {
+    check_meta(path, meta)
+}
+
 #[cfg(unix)]
 fn check_writers(path: &Path) -> Result<(), TrustError> {
     let meta = std::fs::metadata(path).map_err(|source| TrustError::Unreadable {

@@ -356,3 +356,100 @@ async fn typed_arguments_are_parsed_once_and_old_plugins_checked_by_the_host() {
         "{msg}"
     );
 }
+
+/// Issue 19, finding 5: the configuration file decides where plugins run and how they are
+/// confined, so it is held to the lock file's rules: a file others can write, or that belongs
+/// to another user, is refused at start and on every reload (the previous one stays).
+#[cfg(unix)]
+#[test]
+fn a_configuration_file_others_can_write_or_own_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = common::plugin_dir(&[]);
+    let toml = dir.path().join("toolhost.toml");
+    std::fs::write(&toml, "[plugin.calc]\ntimeout = 1\n").unwrap();
+    let chmod = |mode| {
+        std::fs::set_permissions(&toml, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    let refusal = || match LiveConfig::open(dir.path(), None) {
+        Ok(_) => None,
+        Err(e) => Some(e.to_string()),
+    };
+    chmod(0o646);
+    let e = refusal().expect("a world-writable file is refused");
+    assert!(
+        e.starts_with(&format!("{}: ", toml.display()))
+            && e.contains("writable by everyone (mode 646)")
+            && e.contains("chmod go-w"),
+        "{e}"
+    );
+    chmod(0o664);
+    let e = refusal().expect("a group-writable file is refused");
+    assert!(e.contains("writable by its group (mode 664)"), "{e}");
+    // `--allow-shared` lifts it, as for plugin files and the lock file.
+    assert!(LiveConfig::open_with(dir.path(), None, true).is_ok());
+    chmod(0o644);
+    assert_eq!(refusal(), None);
+
+    // Running: the file turning writable is refused on reload, the previous settings stay.
+    let live = LiveConfig::open(dir.path(), None).unwrap();
+    std::fs::write(&toml, "[plugin.calc]\ntimeout = 9\n").unwrap();
+    chmod(0o666);
+    let e = live.reload().unwrap_err().to_string();
+    assert!(e.contains("writable by everyone"), "{e}");
+    assert_eq!(live.timeout_for("calc"), Some(Duration::from_secs(1)));
+    chmod(0o644);
+    live.reload().unwrap();
+    assert_eq!(live.timeout_for("calc"), Some(Duration::from_secs(9)));
+
+    // Another owner (only root can give a file away; root's own files are trusted).
+    if toolhost::sys::current_uid() == 0 {
+        std::os::unix::fs::chown(&toml, Some(65534), Some(65534)).unwrap();
+        let e = refusal().expect("a file of another user is refused");
+        assert!(e.contains("belongs to another user (uid 65534)"), "{e}");
+    }
+}
+
+/// A library built before files carried their plugin's name cannot be placed by that name:
+/// it is looked up by its file name, and not opened in the host while another table asks for
+/// a worker (it might be that plugin). Declaring, once in a worker, a name whose settings it
+/// did not get refuses it; with no such table it loads in process as before.
+#[test]
+fn a_library_that_does_not_carry_its_name_is_placed_by_its_file_name() {
+    let dir = common::plugin_dir(&[]);
+    let file = dir.path().join(common::lib_file("old"));
+    std::fs::copy(abi_v1_plugin(), &file).unwrap();
+    let shadow = common::shadow_dir();
+    let toml = dir.path().join("toolhost.toml");
+    let open = |text: &str| {
+        std::fs::write(&toml, text).unwrap();
+        let mut config = common::registry_config(dir.path(), shadow.path());
+        config.settings = Arc::new(LiveConfig::open(dir.path(), None).unwrap());
+        config.workers = Some(Arc::new(toolhost::worker::WorkerConfig::new(env!(
+            "CARGO_BIN_EXE_toolhost"
+        ))));
+        Registry::open(config).unwrap()
+    };
+    let failure = |reg: &Registry| {
+        let failures = reg.failures();
+        failures
+            .iter()
+            .find(|(f, _)| *f == file)
+            .unwrap_or_else(|| panic!("{failures:?}"))
+            .1
+            .clone()
+    };
+    let reg = open("[plugin.calc.sandbox]\nnet = false\n");
+    let e = failure(&reg);
+    assert!(
+        e.contains("does not carry its plugin's name") && e.contains("[plugin.calc] asks"),
+        "{e}"
+    );
+    let reg = open("[plugin.old]\nisolate = true\n[plugin.abi-v1.sandbox]\nnet = false\n");
+    let e = failure(&reg);
+    assert!(e.contains("plugin `abi-v1` has worker settings"), "{e}");
+    let reg = open("");
+    let p = reg
+        .get("abi-v1")
+        .unwrap_or_else(|| panic!("{:?}", reg.failures()));
+    assert!(!p.is_isolated() && !p.named_in_file());
+}

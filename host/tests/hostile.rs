@@ -125,6 +125,58 @@ async fn serving_build(reg: &Registry) -> String {
     id_of(&call(reg, "which_build", json!({})).await.text()).to_string()
 }
 
+/// The processes the constructor of build `id` ran in, as it noted them.
+fn constructed_in(id: &str) -> Vec<u32> {
+    let prefix = format!("constructor {} ", String::from_utf8_lossy(&build_mark(id)));
+    std::fs::read_to_string(marker())
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix(&prefix)?.parse().ok())
+        .collect()
+}
+
+/// Issue 19, finding 5: a library's settings are decided before any of its code runs. A build
+/// whose constructor notes the process it runs in, in a file named otherwise than the plugin
+/// it declares, whose table puts it in a sandboxed worker: its constructor runs in that
+/// worker, never in the host.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_library_whose_table_asks_for_a_worker_runs_no_code_in_the_host() {
+    let f = folder();
+    f.put("dropped.so", &build("ctor-dropped"));
+    let notes = marker().parent().unwrap();
+    let confine = if toolhost::worker::probe_sandbox().enforceable().is_ok() {
+        format!("[plugin.hostile.sandbox]\nwrite = [{notes:?}]\n")
+    } else {
+        "[plugin.hostile]\nisolate = true\n".to_string()
+    };
+    std::fs::write(
+        f.path("toolhost.toml"),
+        format!(
+            "[plugin.hostile]\nenv = {{ TOOLHOST_TEST_UNLOAD_MARKER = {:?} }}\n{confine}",
+            marker()
+        ),
+    )
+    .unwrap();
+    let mut config = f.config();
+    config.settings = Arc::new(toolhost::config::LiveConfig::open(f.dir.path(), None).unwrap());
+    config.workers = Some(Arc::new(toolhost::worker::WorkerConfig::new(env!(
+        "CARGO_BIN_EXE_toolhost"
+    ))));
+    let reg = Registry::open(config).unwrap();
+    let pids = constructed_in("ctor-dropped");
+    assert!(
+        !pids.contains(&std::process::id()),
+        "its constructor ran in the host ({pids:?}); failures: {:?}",
+        reg.failures()
+    );
+    let plugin = reg
+        .get("hostile")
+        .unwrap_or_else(|| panic!("{:?}", reg.failures()));
+    let worker = plugin.worker_pid().expect("in a worker");
+    assert_eq!(pids, [worker], "its code ran in its worker, once");
+}
+
 #[test]
 fn text_that_is_not_utf8_becomes_an_error_result() {
     let f = folder();

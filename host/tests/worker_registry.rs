@@ -243,29 +243,105 @@ async fn toolhost_toml_isolates_configures_and_sandboxes_one_plugin() {
     }
 }
 
+/// A plugin's settings are those of the name its file carries (read before it runs), whatever
+/// the file is called: a sandbox applies to a plugin dropped in under another file name.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn settings_for_a_plugin_whose_file_is_named_otherwise_refuse_it() {
+async fn settings_follow_the_name_a_file_carries_whatever_it_is_called() {
     let folder = Folder::new();
-    let file = folder.put("libsomething_else.so", &library("crashy"));
+    folder.put("libsomething_else.so", &library("crashy"));
+    let allowed = tempfile::tempdir().unwrap();
+    let forbidden = tempfile::tempdir().unwrap();
     std::fs::write(
         folder.path("toolhost.toml"),
-        "[plugin.crashy.sandbox]\nnet = false\n",
+        format!("[plugin.crashy.sandbox]\nwrite = [{:?}]\n", allowed.path()),
     )
     .unwrap();
     let reg = folder.open_with(false);
+    if toolhost::worker::probe_sandbox().enforceable().is_err() {
+        // Refused for want of a sandbox, rather than run without it.
+        assert!(reg.get("crashy").is_none());
+        return;
+    }
+    let crashy = reg
+        .get("crashy")
+        .unwrap_or_else(|| panic!("{:?}", reg.failures()));
+    assert!(crashy.is_isolated() && crashy.named_in_file());
+    let ok = allowed.path().join("ok");
+    let r = call(&reg, "crashy", "write_file", json!({"path": ok})).await;
+    assert!(!r.is_error, "{}", r.text());
+    let no = forbidden.path().join("no");
+    let r = call(&reg, "crashy", "write_file", json!({"path": no})).await;
     assert!(
-        reg.get("crashy").is_none(),
-        "it must not run without its sandbox"
+        r.is_error && r.text().contains("Permission denied"),
+        "{}",
+        r.text()
     );
-    let failures = reg.failures();
-    let (_, error) = failures
-        .iter()
-        .find(|(f, _)| *f == file)
-        .unwrap_or_else(|| panic!("{failures:?}"));
-    assert!(
-        error.contains("plugin `crashy` has worker settings") && error.contains("libcrashy"),
-        "{error}"
-    );
+}
+
+/// Issue 19, finding 5: a sandbox path that covers what toolhost reads as its own (the plugin
+/// folder, the configuration file, the staging folder, its binary) would let the plugin change
+/// what toolhost loads and how: refused at load, the error naming both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandbox_covering_toolhosts_own_files_is_refused() {
+    let folder = Folder::new();
+    let file = folder.put("libcrashy.so", &library("crashy"));
+    let canonical = |p: &std::path::Path| std::fs::canonicalize(p).unwrap().display().to_string();
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_toolhost"));
+    let exe_dir = exe.parent().unwrap();
+    let cases = [
+        (
+            "write = [\".\"]".to_string(),
+            format!("covers the plugin folder {}", canonical(folder.dir.path())),
+        ),
+        (
+            "read = [\"toolhost.toml\"]".to_string(),
+            format!(
+                "covers the configuration file {}/toolhost.toml",
+                canonical(folder.dir.path())
+            ),
+        ),
+        (
+            format!("write = [{:?}]", folder.shadow.path()),
+            format!(
+                "covers the staging folder {}",
+                canonical(folder.shadow.path())
+            ),
+        ),
+        (
+            format!("write = [{exe_dir:?}]"),
+            format!("covers the toolhost binary {}", canonical(exe)),
+        ),
+    ];
+    for (line, covers) in cases {
+        std::fs::write(
+            folder.path("toolhost.toml"),
+            format!("[plugin.crashy.sandbox]\n{line}\n"),
+        )
+        .unwrap();
+        let reg = folder.open_with(false);
+        assert!(reg.get("crashy").is_none(), "{line}: it must not load");
+        let failures = reg.failures();
+        let (_, error) = failures
+            .iter()
+            .find(|(f, _)| *f == file)
+            .unwrap_or_else(|| panic!("{line}: {failures:?}"));
+        assert!(
+            error.contains("plugin.crashy.sandbox.") && error.contains(&covers),
+            "{line}: {error}"
+        );
+    }
+    // A folder beneath the plugin folder covers none of it; reading the binary reveals
+    // nothing (the system's folders are readable anyway).
+    if toolhost::worker::probe_sandbox().enforceable().is_ok() {
+        std::fs::create_dir(folder.path("data")).unwrap();
+        std::fs::write(
+            folder.path("toolhost.toml"),
+            format!("[plugin.crashy.sandbox]\nwrite = [\"data\"]\nread = [{exe_dir:?}]\n"),
+        )
+        .unwrap();
+        let reg = folder.open_with(false);
+        assert!(reg.get("crashy").is_some(), "{:?}", reg.failures());
+    }
 }
 
 /// An isolated plugin built with the typed parse checks its own arguments, as in process:

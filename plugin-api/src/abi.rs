@@ -24,6 +24,13 @@ use abi_stable::{
     StableAbi,
 };
 
+/// The symbol every plugin library exports besides its root module: the plugin's name as
+/// bytes, then a NUL (`export_plugin!` writes it). A host reads it from the file without
+/// loading the library, so the settings of that name decide where the library is opened (in
+/// a worker process, in a sandbox) before any of its code runs; the name the plugin declares
+/// once loaded must be the same. Libraries built before it existed lack it.
+pub const NAME_SYMBOL: &str = "TOOLHOST_PLUGIN_NAME";
+
 /// The root module every plugin library exports.
 #[repr(C)]
 #[derive(StableAbi)]

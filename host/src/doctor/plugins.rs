@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use super::{Check, Options, Status};
 use crate::{
+    config::Guarded,
     config::{self, Config},
     error::one_line,
     plugin::{still_mapped, LoadError, LoadedPlugin, Manifest, Staged},
@@ -82,7 +83,7 @@ pub fn check(opts: &Options) -> Vec<Check> {
 /// The configuration file, found as the other commands find it, and what it holds (the
 /// default, empty one when it cannot be used: every command refuses to start then).
 fn config_file(opts: &Options) -> (Check, Config) {
-    match Config::for_folder(&opts.plugins, opts.config.as_deref()) {
+    match Config::for_folder_with(&opts.plugins, opts.config.as_deref(), opts.allow_shared) {
         Ok(config) => {
             let check = match &config.file {
                 None => Check::ok(
@@ -359,19 +360,31 @@ fn load(
         return Err(Refusal::new(format!("refused: {}", one_line(&e)), fix));
     }
     let config_json = |name: &str| config.plugin_config_json(name);
-    let placement = match workers {
-        Ok(w) => place(Some(w), config, file),
-        Err(e) => match place(Some(&Arc::new(WorkerConfig::new("toolhost"))), config, file) {
-            Placement::Worker(..) => {
-                return Err(Refusal::new(
-                    format!(
-                        "cannot start a worker for it: cannot find the toolhost executable: {e}"
-                    ),
-                    "run the toolhost binary itself".into(),
-                ))
-            }
-            Placement::InProcess => Placement::InProcess,
-        },
+    // As the registry places it: by the name the file carries, its sandbox kept off
+    // toolhost's own files.
+    let declared = staged
+        .declared_name()
+        .map_err(|e| Refusal::new(one_line(&e), load_fix(&e)))?;
+    let own = own_files(opts, config, workers.as_ref().ok());
+    let workers_or = match workers {
+        Ok(w) => w.clone(),
+        Err(_) => Arc::new(WorkerConfig::new("toolhost")),
+    };
+    let placement = place(Some(&workers_or), config, file, declared.as_deref(), &own);
+    let placement = match (placement, workers) {
+        (Placement::Refused(why), _) => {
+            return Err(Refusal::new(
+                why,
+                "change the plugin's table in the configuration file".into(),
+            ))
+        }
+        (Placement::Worker(..), Err(e)) => {
+            return Err(Refusal::new(
+                format!("cannot start a worker for it: cannot find the toolhost executable: {e}"),
+                "run the toolhost binary itself".into(),
+            ))
+        }
+        (p, _) => p,
     };
     let loaded = match placement {
         Placement::Worker(w, settings) => {
@@ -381,8 +394,31 @@ fn load(
         }
         Placement::InProcess => LoadedPlugin::load_staged_with_config(file, staged, &config_json)
             .map(|p| (p, Confinement::InProcess)),
+        Placement::Refused(_) => unreachable!("answered above"),
     };
     loaded.map_err(|e| Refusal::new(one_line(&e), load_fix(&e)))
+}
+
+/// The locations no sandbox may cover, as the registry of `chat` would guard them.
+fn own_files(opts: &Options, config: &Config, workers: Option<&Arc<WorkerConfig>>) -> Vec<Guarded> {
+    let mut own = vec![
+        Guarded::new("the plugin folder", &opts.plugins),
+        Guarded::new(
+            "the configuration file",
+            config
+                .file
+                .clone()
+                .unwrap_or_else(|| opts.plugins.join(crate::config::FILE_NAME)),
+        ),
+        Guarded::new("the staging folder", &opts.shadow_dir),
+    ];
+    if let Some(lock) = &opts.lock {
+        own.push(Guarded::new("the lock file", lock));
+    }
+    if let Some(w) = workers {
+        own.push(Guarded::readable("the toolhost binary", &w.exe));
+    }
+    own
 }
 
 /// What the registry refuses once a plugin loaded: a name another file already serves

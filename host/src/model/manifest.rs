@@ -61,6 +61,13 @@ pub enum ManifestError {
     TooLong { qualified: String },
     #[error("tool `{tool}`: the input schema's root must be an object schema")]
     InputNotAnObject { tool: String },
+    /// The name declared once loaded is not the one the file carries, by which its settings
+    /// were found before it ran.
+    #[error(
+        "it declared the name `{declared}` when loaded, but its file names it `{exported}`; \
+         rebuild it"
+    )]
+    NameMismatch { exported: String, declared: String },
 }
 
 /// Checks a plugin or tool name: letters, digits, `_` and `-` only (the CLI silently rewrites

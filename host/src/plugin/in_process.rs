@@ -55,7 +55,11 @@ pub(super) fn init(
     opened: Opened,
     config: ConfigSource<'_>,
 ) -> Result<Arc<LoadedPlugin>, LoadError> {
-    let Opened { library, root } = opened;
+    let Opened {
+        library,
+        root,
+        declared,
+    } = opened;
     let log_source = Box::new(LogSource {
         file: file.display().to_string(),
         name: OnceLock::new(),
@@ -80,6 +84,7 @@ pub(super) fn init(
         RResult::RErr(e) => Err(LoadError::Init(e.into_string())),
     }?;
     manifest.validate()?;
+    super::declared::check(declared.as_deref(), &manifest)?;
     let given = config(&manifest.name);
     if with_config.is_none() && given.is_some() {
         return Err(LoadError::ConfigUnsupported {
@@ -96,6 +101,7 @@ pub(super) fn init(
         manifest,
         given,
         Box::new(plugin),
+        declared.is_some(),
     ))
 }
 

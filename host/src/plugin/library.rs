@@ -2,7 +2,10 @@
 //! the system keeps a closed library mapped (pinning).
 //!
 //! Invariants (see README, "Design notes"):
-//! - only staged copies are opened (see [`super::shadow`]): a fresh file with a unique path;
+//! - only staged copies are opened (see [`super::shadow`]): a fresh file with a unique path,
+//!   on Linux through the very descriptor it was written and hashed with (`/proc/self/fd/N`),
+//!   which the [`Library`] keeps open while the library is mapped, so that no other library
+//!   is ever opened under the same name (the loader would hand back the one it has);
 //! - the layout check runs against a private `CheckingGlobals` that is dropped right after, so
 //!   abi_stable's process-wide tables never keep references into a library we later unmap;
 //! - the [`Library`] is closed only in `Drop`, after the plugin's `unload` ran, and only once
@@ -21,16 +24,19 @@ use abi_stable::{
 };
 use toolhost_plugin::abi::PluginRootRef;
 
-use super::{
-    shadow::{sign, Staged},
-    LoadError,
-};
+#[cfg(not(target_os = "linux"))]
+use super::shadow::sign;
+use super::{shadow::Staged, LoadError};
 
 /// An open plugin library. Closing it ([`Library::close`] or drop) really unmaps it unless the
 /// plugin pinned itself or a thread may still run its code.
 pub(crate) struct Library {
     lib: Option<libloading::Library>,
     shadow: PathBuf,
+    /// The descriptor the library was opened through (`/proc/self/fd/N`), kept while it may
+    /// be mapped: the loader knows the library by that name, which must not denote another
+    /// file meanwhile. Never closed if the library is never unmapped.
+    opened_through: Option<fs::File>,
 }
 
 /// Libraries that stayed mapped after being closed (they registered thread-local destructors).
@@ -58,25 +64,36 @@ const THREADS_GRACE: std::time::Duration = std::time::Duration::from_millis(200)
 pub(crate) struct Opened {
     pub library: Library,
     pub root: PluginRootRef,
+    /// The name its file carries, which the name it declares must match.
+    pub declared: Option<String>,
 }
 
 impl Library {
     /// Checks and opens a staged copy (and removes its name): a toolhost plugin with a
     /// compatible ABI.
     pub(crate) fn open_staged(staged: Staged) -> Result<Opened, LoadError> {
-        staged.check_complete()?;
-        // The copy now belongs to this function, which removes it.
-        let shadow = staged.into_path();
-        if let Err(e) = sign(&shadow) {
-            let _ = fs::remove_file(&shadow);
-            return Err(LoadError::Stage(e));
+        // Checks that the copy is complete, unless reading the name already did.
+        let declared = staged.declared_name()?;
+        #[cfg(target_os = "linux")]
+        {
+            // Through the descriptor the copy was written and hashed with: its name is gone.
+            let fd_path = staged.fd_path();
+            let (name, file) = staged.into_parts();
+            let opened = Self::dlopen(&fd_path)?;
+            Self::check(opened, name.path().to_path_buf(), Some(file), declared)
         }
-        let opened = Self::dlopen(&shadow);
-        // The mapping keeps the file's contents alive; the name is no longer needed, and
-        // removing it now keeps the shadow folder empty even if we crash.
-        #[cfg(unix)]
-        let _ = fs::remove_file(&shadow);
-        Self::check(opened?, shadow)
+        #[cfg(not(target_os = "linux"))]
+        {
+            let (name, _file) = staged.into_parts();
+            sign(name.path()).map_err(LoadError::Stage)?;
+            let shadow = name.path().to_path_buf();
+            let opened = Self::dlopen(&shadow);
+            // The mapping keeps the file's contents alive; the name is no longer needed, and
+            // removing it now keeps the shadow folder empty even if we crash.
+            #[cfg(unix)]
+            drop(name);
+            Self::check(opened?, shadow, None, declared)
+        }
     }
 
     /// Checks and opens a library through a name that always denotes the same open file
@@ -89,9 +106,12 @@ impl Library {
             .metadata()
             .map_err(super::NotALibrary::Unreadable)?
             .len();
-        super::shadow::check_complete(&object::ReadCache::new(file), len)?;
+        let data = object::ReadCache::new(file);
+        super::shadow::check_complete(&data, len)?;
+        let declared = super::declared::read(&data).map_err(LoadError::NotAPlugin)?;
         let opened = Self::dlopen(fd_path)?;
-        Self::check(opened, fd_path.to_path_buf())
+        // The worker's descriptor stays open for its life: it is the only library it opens.
+        Self::check(opened, fd_path.to_path_buf(), None, declared)
     }
 
     fn dlopen(shadow: &Path) -> Result<libloading::Library, LoadError> {
@@ -118,13 +138,23 @@ impl Library {
         opened.map_err(LoadError::Open)
     }
 
-    fn check(lib: libloading::Library, shadow: PathBuf) -> Result<Opened, LoadError> {
+    fn check(
+        lib: libloading::Library,
+        shadow: PathBuf,
+        opened_through: Option<fs::File>,
+        declared: Option<String>,
+    ) -> Result<Opened, LoadError> {
         let library = Library {
             lib: Some(lib),
             shadow,
+            opened_through,
         };
         let root = library.check_root_module()?;
-        Ok(Opened { library, root })
+        Ok(Opened {
+            library,
+            root,
+            declared,
+        })
     }
 
     /// The path of the private copy this library was opened from.
@@ -266,8 +296,10 @@ impl Library {
                  running: {who}; unmapping its code would crash the host (each reload of this \
                  plugin keeps one more copy until such threads end)"
             );
-            // Never closed: the mapping (and the handle) live as long as the process.
+            // Never closed: the mapping (and the handle, and the name it was opened by) live as
+            // long as the process.
             std::mem::forget(lib);
+            std::mem::forget(self.opened_through.take());
             return true;
         }
         if let Err(e) = lib.close() {
@@ -281,6 +313,8 @@ impl Library {
                  (a `thread_local!` with Drop, or its own tracing subscriber), so the system will \
                  not unload it; each reload of it keeps one more copy"
             );
+            // The loader still knows it by the name it was opened by.
+            std::mem::forget(self.opened_through.take());
             return true;
         }
         false

@@ -4,6 +4,7 @@ mod backend;
 mod callbacks;
 mod catalog;
 mod configure;
+mod declared;
 mod in_process;
 mod library;
 mod shadow;
@@ -30,8 +31,9 @@ pub use crate::model::{
 };
 
 pub(crate) use callbacks::{emit as emit_log, log_text, LOG_MESSAGE_MAX, LOG_NAME_MAX};
+pub(crate) use declared::check as check_declared_name;
 #[cfg(test)]
-pub(crate) use shadow::after_next_open;
+pub(crate) use shadow::{after_next_open, after_next_stage};
 
 use library::{Library, Opened};
 
@@ -166,6 +168,8 @@ pub struct LoadedPlugin {
     backend: Box<dyn Backend>,
     /// The `config` this version was given at load (JSON object text).
     config: Option<String>,
+    /// Its file carried its name (and the name it declared is that one).
+    named_in_file: bool,
     catalog: OnceLock<Catalog>,
 }
 
@@ -223,14 +227,16 @@ impl LoadedPlugin {
     }
 
     /// A version of the plugin declaring `manifest`, loaded from `file` (whose bytes hash to
-    /// `hash`) with `config`, whose code `backend` runs. For backends: the manifest is theirs
-    /// to have validated.
+    /// `hash`) with `config`, whose code `backend` runs; `named_in_file`: the file carried the
+    /// name declared (see [`Staged::declared_name`]). For backends: the manifest is theirs to
+    /// have validated, and the name checked against the file's ([`check_declared_name`]).
     pub(crate) fn with_backend(
         file: &Path,
         hash: [u8; 32],
         manifest: Manifest,
         config: Option<String>,
         backend: Box<dyn Backend>,
+        named_in_file: bool,
     ) -> Arc<Self> {
         Arc::new(LoadedPlugin {
             manifest,
@@ -238,8 +244,15 @@ impl LoadedPlugin {
             hash,
             backend,
             config,
+            named_in_file,
             catalog: OnceLock::new(),
         })
+    }
+
+    /// Whether its file carried its name, so that its settings were found by that name before
+    /// any of its code ran (libraries built before files did were placed by their file name).
+    pub fn named_in_file(&self) -> bool {
+        self.named_in_file
     }
 
     pub fn manifest(&self) -> &Manifest {

@@ -8,6 +8,9 @@
 //!   copy between our write and our `dlopen`;
 //! - the bytes hashed and checked are the bytes that get mapped, whatever happens to the
 //!   original meanwhile; a plugin is never held in memory whole;
+//! - (Linux) the copy is written and hashed through one descriptor, and its name is removed
+//!   as soon as it is hashed: from then on it is reached only through that descriptor
+//!   (`/proc/self/fd/N`, in process and in a worker), never by a path someone could swap;
 //! - the original is opened once, without blocking (a FIFO cannot hold the watcher), and
 //!   everything decided about it (type, size, owner, mode) comes from `fstat` on that very
 //!   descriptor: swapping a symlink or the file after the open changes nothing that is used;
@@ -195,7 +198,8 @@ fn prepare_shadow_dir(dir: &Path) -> Result<(), ShadowError> {
 
 static SHADOW_SEQ: AtomicU64 = AtomicU64::new(0);
 
-/// Creates a new, uniquely named, empty shadow file for `original`.
+/// Creates a new, uniquely named, empty shadow file for `original`, open for reading and
+/// writing (the descriptor the copy is written, hashed and then read through).
 fn create_shadow(dir: &Path, original: &Path) -> Result<(PathBuf, fs::File), ShadowError> {
     prepare_shadow_dir(dir)?;
     let stem = original
@@ -208,17 +212,19 @@ fn create_shadow(dir: &Path, original: &Path) -> Result<(PathBuf, fs::File), Sha
         .unwrap_or("so");
     let seq = SHADOW_SEQ.fetch_add(1, Ordering::Relaxed);
     let path = dir.join(format!("{stem}-{}-{seq}.{ext}", std::process::id()));
-    match fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)
-    {
+    let mut options = fs::OpenOptions::new();
+    options.read(true).write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(&path) {
         Ok(f) => Ok((path, f)),
         Err(source) => Err(ShadowError::CreateCopy { path, source }),
     }
 }
 
-/// Makes a freshly written shadow copy loadable.
+/// Makes a freshly written shadow copy loadable (by path: on Linux nothing is needed, and the
+/// copy has no name any more).
+#[cfg(not(target_os = "linux"))]
 pub(super) fn sign(path: &Path) -> Result<(), ShadowError> {
     #[cfg(target_os = "macos")]
     {
@@ -244,14 +250,22 @@ pub(super) fn sign(path: &Path) -> Result<(), ShadowError> {
 ///
 /// Checking and opening the copy (not the original) means the bytes that were hashed and
 /// checked are the bytes that get mapped, whatever happens to the original meanwhile; and a
-/// plugin of any size is never held in memory whole.
+/// plugin of any size is never held in memory whole. On Linux the copy's name is gone once it
+/// is hashed: it is checked, opened and handed to a worker through [`Staged::fd_path`], the
+/// very descriptor it was written through, so nobody can swap it by path in between.
 pub struct Staged {
-    path: PathBuf,
+    /// Where the copy was written (on Linux, its name is removed once hashed; the mapping
+    /// still shows it, marked deleted).
+    name: CopyName,
+    /// The descriptor the copy was written and hashed through (read-write: kept in the host).
+    file: fs::File,
     hash: [u8; 32],
     len: u64,
     /// `fstat` of the descriptor the bytes were read from: the only metadata trust decisions
     /// may use.
     meta: fs::Metadata,
+    /// The plugin name the copy carries, once read (`super::declared`).
+    pub(super) declared: std::sync::OnceLock<Option<String>>,
 }
 
 /// What `fstat` says a file is, for messages.
@@ -309,6 +323,35 @@ pub(crate) fn after_next_open(original: &Path, hook: impl FnOnce() + Send + 'sta
         .push((original.to_path_buf(), Box::new(hook)));
 }
 
+/// Hooks run once a copy is written and hashed, with the copy's path (tests swap the copy
+/// there), by original path.
+#[cfg(test)]
+#[allow(clippy::type_complexity)]
+static AFTER_STAGE: std::sync::Mutex<Vec<(PathBuf, Box<dyn FnOnce(&Path) + Send>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Runs `hook` with the copy's path once the next [`Staged::copy`] of `original` has written
+/// and hashed it, before anything checks or opens it.
+#[cfg(test)]
+pub(crate) fn after_next_stage(original: &Path, hook: impl FnOnce(&Path) + Send + 'static) {
+    AFTER_STAGE
+        .lock()
+        .unwrap()
+        .push((original.to_path_buf(), Box::new(hook)));
+}
+
+#[cfg(test)]
+fn run_after_stage(original: &Path, copy: &Path) {
+    let hook = {
+        let mut hooks = AFTER_STAGE.lock().unwrap();
+        let at = hooks.iter().position(|(p, _)| p == original);
+        at.map(|i| hooks.remove(i).1)
+    };
+    if let Some(hook) = hook {
+        hook(copy);
+    }
+}
+
 impl Staged {
     /// Copies `original` into `shadow_dir`, hashing it on the way. Refuses, before copying
     /// anything, what is not a regular file, is larger than [`MAX_PLUGIN_BYTES`] or does not
@@ -357,13 +400,15 @@ impl Staged {
                 return Err(ShadowError::NotALibrary(NotALibrary::BadMagic(magic)));
             }
         }
-        let (path, mut dst) = create_shadow(shadow_dir, original)?;
+        let (path, file) = create_shadow(shadow_dir, original)?;
         // From here on, dropping `staged` removes the copy.
         let mut staged = Staged {
-            path,
+            name: CopyName(path),
+            file,
             hash: [0; 32],
             len: 0,
             meta,
+            declared: std::sync::OnceLock::new(),
         };
         let mut hasher = Sha256::new();
         let mut n = first;
@@ -375,9 +420,10 @@ impl Staged {
                     return Err(ShadowError::Changed);
                 }
                 hasher.update(&buf[..n]);
-                dst.write_all(&buf[..n])
+                (&staged.file)
+                    .write_all(&buf[..n])
                     .map_err(|source| ShadowError::WriteCopy {
-                        path: staged.path.clone(),
+                        path: staged.name.0.clone(),
                         source,
                     })?;
                 staged.len += n as u64;
@@ -392,6 +438,14 @@ impl Staged {
             };
         }
         staged.hash = hasher.finalize().into();
+        // Hashed: from now on the copy is reached only through its descriptor. (Elsewhere the
+        // name stays until it is opened: macOS signs the copy by path.)
+        #[cfg(target_os = "linux")]
+        if let Err(e) = fs::remove_file(&staged.name.0) {
+            tracing::debug!(copy = ?staged.name.0, "cannot remove the staged copy's name: {e}");
+        }
+        #[cfg(test)]
+        run_after_stage(original, &staged.name.0);
         Ok(staged)
     }
 
@@ -401,14 +455,26 @@ impl Staged {
     }
 
     /// Opens the copy for reading (a worker is handed this descriptor: it maps exactly these
-    /// bytes, whatever happens to any path meanwhile).
+    /// bytes, whatever happens to any path meanwhile). On Linux, through the descriptor it was
+    /// written with (`/proc/self/fd/N`): a new, read-only description of the same file.
     pub fn open_read(&self) -> io::Result<fs::File> {
-        fs::File::open(&self.path)
+        #[cfg(target_os = "linux")]
+        return fs::File::open(self.fd_path());
+        #[cfg(not(target_os = "linux"))]
+        fs::File::open(&self.name.0)
     }
 
-    /// Where the copy is (removed once opened or dropped).
+    /// The name that denotes the copy through its own descriptor, `/proc/self/fd/N` (valid
+    /// while `self` lives): what the loader opens, rather than a path.
+    #[cfg(target_os = "linux")]
+    pub fn fd_path(&self) -> PathBuf {
+        fd_path(&self.file)
+    }
+
+    /// Where the copy was written (on Linux its name is already removed; elsewhere, removed
+    /// once opened or dropped). Mappings of it show this path.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.name.0
     }
 
     /// SHA-256 of the copied bytes.
@@ -428,21 +494,41 @@ impl Staged {
 
     /// Checks that the copy is a whole shared library, reading only its headers.
     pub(crate) fn check_complete(&self) -> Result<(), NotALibrary> {
-        let file = fs::File::open(&self.path).map_err(NotALibrary::Unreadable)?;
+        let file = self.open_read().map_err(NotALibrary::Unreadable)?;
         check_complete(&object::ReadCache::new(file), self.len)
     }
 
-    /// Gives up ownership of the copy: the caller removes it from now on.
-    pub(super) fn into_path(self) -> PathBuf {
-        std::mem::take(&mut std::mem::ManuallyDrop::new(self).path)
+    /// Gives up the copy: its name (removed when dropped, if it still has one) and the
+    /// descriptor it was written through.
+    pub(super) fn into_parts(self) -> (CopyName, fs::File) {
+        (self.name, self.file)
     }
 }
 
-impl Drop for Staged {
-    fn drop(&mut self) {
-        // Already gone once it was opened (or if the folder was cleaned): nothing to do then.
-        let _ = fs::remove_file(&self.path);
+/// The name a staged copy was written under. Dropping it removes the name, where it still
+/// exists: on Linux it went once the copy was hashed, and whatever the path names now is not
+/// ours to remove.
+pub(super) struct CopyName(PathBuf);
+
+impl CopyName {
+    pub(super) fn path(&self) -> &Path {
+        &self.0
     }
+}
+
+#[cfg(not(target_os = "linux"))]
+impl Drop for CopyName {
+    fn drop(&mut self) {
+        // Gone already once it was opened (or if the folder was cleaned): nothing to do then.
+        let _ = fs::remove_file(&self.0);
+    }
+}
+
+/// `/proc/self/fd/N` for `file`: a name for that very open file, whatever its path became.
+#[cfg(target_os = "linux")]
+pub(super) fn fd_path(file: &fs::File) -> PathBuf {
+    use std::os::fd::AsRawFd;
+    PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
 }
 
 #[cfg(test)]
@@ -508,7 +594,13 @@ mod tests {
         assert_eq!(*staged.hash(), digest(&bytes));
         assert_eq!(staged.len(), bytes.len() as u64);
         assert!(staged.check_complete().is_ok());
-        let path = staged.path.clone();
+        let path = staged.path().to_path_buf();
+        // Hashed: only its descriptor reaches it from now on.
+        #[cfg(target_os = "linux")]
+        assert!(
+            !path.exists(),
+            "the copy's name is removed once it is hashed"
+        );
         drop(staged);
         assert!(!path.exists(), "a dropped staged copy is removed");
         fs::remove_dir_all(&dir).unwrap();

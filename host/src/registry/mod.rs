@@ -27,7 +27,7 @@ mod install;
 mod lease;
 mod load;
 mod placement;
-pub use placement::{place, Placement};
+pub use placement::{own_files, place, Placement};
 mod prepare;
 mod settings;
 mod startup;

@@ -1,6 +1,7 @@
 //! Everything up to a plugin's `init`: stage the file, tell a reload from a touch, check
-//! trust, ask `placement` where it runs, map and check the library. Runs no plugin code
-//! beyond the system loader's.
+//! trust, read the name the file carries, ask `placement` where it runs, map and check the
+//! library (in process only: a library placed in a worker is never mapped here, so none of
+//! its code, not even a constructor, runs in the host).
 
 use std::{path::Path, sync::Arc};
 
@@ -72,13 +73,33 @@ impl Registry {
             self.fail(file, one_line(&LoadError::Refused(e)), Some(hash), None);
             return Err(Outcome::Done);
         }
+        // The name the file carries, read without opening it: it finds the settings that
+        // decide where the library is opened at all.
+        let declared = match staged.declared_name() {
+            Ok(declared) => declared,
+            Err(e) if e.may_be_incomplete() => {
+                return Err(Outcome::Retry(one_line(&e), Some(hash)))
+            }
+            Err(e) => {
+                self.fail(file, one_line(&e), Some(hash), None);
+                return Err(Outcome::Done);
+            }
+        };
         let current = self.config.settings.current();
-        let placement = placement::place(self.config.workers.as_ref(), &current, file);
-        if let Placement::Worker(workers, settings) = placement {
-            return Ok(Prepared::ForWorker(
-                Box::new((staged, workers, settings)),
-                hash,
-            ));
+        let own = placement::own_files(&self.config);
+        let workers = self.config.workers.as_ref();
+        match placement::place(workers, &current, file, declared.as_deref(), &own) {
+            Placement::InProcess => {}
+            Placement::Worker(workers, settings) => {
+                return Ok(Prepared::ForWorker(
+                    Box::new((staged, workers, settings)),
+                    hash,
+                ))
+            }
+            Placement::Refused(why) => {
+                self.fail(file, why, Some(hash), None);
+                return Err(Outcome::Done);
+            }
         }
         match LoadedPlugin::open_staged(file, staged) {
             Ok(opening) => Ok(Prepared::Opened(opening, hash)),
@@ -197,6 +218,51 @@ mod tests {
         match reg.prepare(&link) {
             Prepared::Settled(Outcome::Retry(e, _)) => assert!(e.contains("incomplete"), "{e}"),
             _ => panic!("expected the good file to pass the trust check"),
+        }
+    }
+
+    /// Issue 19, finding 6: the staged copy's path swapped for another library right after it
+    /// was hashed (a plugin allowed to write there could) changes nothing: what is mapped, in
+    /// process and in a worker, is what was hashed.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_staged_copy_cannot_be_swapped_between_hashing_and_opening() {
+        use toolhost_test_support::{lib_file, Build};
+        let built = Build::workspace().run();
+        let calc = std::fs::read(built.join(lib_file("calc"))).unwrap();
+        for isolated in [false, true] {
+            let plugins = tempfile::tempdir().unwrap();
+            let file = plugins.path().join(lib_file("calc"));
+            std::fs::write(&file, &calc).unwrap();
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let text = built.join(lib_file("text"));
+            crate::plugin::after_next_stage(&file, move |copy| {
+                let swap = copy.with_extension("swap");
+                std::fs::copy(&text, &swap).unwrap();
+                std::fs::rename(&swap, copy).unwrap();
+            });
+            let shadow = tempfile::tempdir().unwrap();
+            let mut config = RegistryConfig::new(plugins.path());
+            config.shadow_dir = shadow.path().join("shadow");
+            if isolated {
+                let mut workers = crate::worker::WorkerConfig::new(built.join("toolhost"));
+                workers.isolate_all = true;
+                config.workers = Some(std::sync::Arc::new(workers));
+            }
+            let reg = Registry::open(config).unwrap();
+            let serving = reg.get("calc").unwrap_or_else(|| {
+                panic!(
+                    "isolated: {isolated}: calc does not serve: {:?}, {:?}",
+                    reg.plugins()
+                        .iter()
+                        .map(|p| p.name().to_string())
+                        .collect::<Vec<_>>(),
+                    reg.failures()
+                )
+            });
+            assert_eq!(*serving.hash(), crate::sys::digest(&calc));
+            assert_eq!(serving.is_isolated(), isolated);
+            assert!(reg.get("text").is_none(), "isolated: {isolated}");
         }
     }
 }

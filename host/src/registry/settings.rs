@@ -13,8 +13,9 @@ use crate::{
     worker::{names_for_file, PluginWorkerSettings, WorkerError},
 };
 
-/// Whether `plugin`, loaded from `file` and placed by the settings its file name suggests,
-/// may serve under the settings `config` gives the name it declared; `Err` says why not.
+/// Whether `plugin`, loaded from `file` and placed by the settings of the name its file
+/// carries (or, for a library that carries none, of the name its file name suggests), may
+/// serve under the settings `config` gives the name it declared; `Err` says why not.
 /// `workers` is whether this host runs worker processes at all. Settings it cannot apply but
 /// that take nothing away (`env` in process, keys ignored without workers) are logged only.
 pub(super) fn admit(
@@ -41,9 +42,13 @@ pub(super) fn admit(
                 ignored.join(", ")
             );
         }
-    } else if wanted.need_worker() && !names_for_file(file).iter().any(|n| n == name) {
-        // Its settings were not applied (the file is named otherwise): a sandbox the plugin ran
-        // without must not pass for one it has.
+    } else if wanted.need_worker()
+        && !plugin.named_in_file()
+        && !names_for_file(file).iter().any(|n| n == name)
+    {
+        // Placed by its file name (its file does not carry its name), which is not the name it
+        // declared: its settings were not applied, and a sandbox the plugin ran without must
+        // not pass for one it has.
         let error = LoadError::from(WorkerError::SettingsByFileName {
             name: name.to_string(),
             file: file.to_path_buf(),

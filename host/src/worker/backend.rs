@@ -61,16 +61,20 @@ impl LoadedPlugin {
         settings: PluginWorkerSettings,
         config: ConfigSource<'_>,
     ) -> Result<Arc<Self>, LoadError> {
-        // Checked here, as in process: a file cut short is retried, not handed to a worker.
-        staged.check_complete()?;
+        // Checked here, as in process: a file cut short is retried, not handed to a worker
+        // (reading the name checks that, unless it was read already).
+        let declared = staged.declared_name()?;
         let hash = *staged.hash();
         let worker = WorkerPlugin::start(file, staged, workers, settings, config)?;
+        // Checked by the host, whatever the worker's code says about itself.
+        crate::plugin::check_declared_name(declared.as_deref(), worker.manifest())?;
         Ok(LoadedPlugin::with_backend(
             file,
             hash,
             worker.manifest().clone(),
             worker.config_json().map(str::to_string),
             Box::new(worker),
+            declared.is_some(),
         ))
     }
 }

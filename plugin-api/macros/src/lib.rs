@@ -10,7 +10,7 @@ use syn::{
     parse_macro_input,
     punctuated::Punctuated,
     spanned::Spanned,
-    Expr, FnArg, Ident, ItemFn, LitStr, Meta, Path, ReturnType, Token, Type,
+    Expr, FnArg, Ident, ItemFn, LitByteStr, LitStr, Meta, Path, ReturnType, Token, Type,
 };
 
 // Turns a function into a tool.
@@ -323,6 +323,12 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
         Span::call_site(),
     );
     let entry = format_ident!("__ToolhostPlugin");
+    // The name again, as plain bytes a host reads from the file without loading it (see
+    // `toolhost_plugin::abi::NAME_SYMBOL`): its settings decide where the library is opened.
+    let mut name_nul = name.value().into_bytes();
+    name_nul.push(0);
+    let name_len = name_nul.len();
+    let name_nul = LitByteStr::new(&name_nul, name.span());
     quote! {
         #[cfg(panic = "abort")]
         compile_error!("toolhost plugins must be built with `panic = \"unwind\"`: with `abort`, a panicking tool would take the whole host down");
@@ -339,6 +345,10 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
                 def
             }
         }
+
+        #[doc(hidden)]
+        #[unsafe(no_mangle)]
+        pub static TOOLHOST_PLUGIN_NAME: [u8; #name_len] = *#name_nul;
 
         #[doc(hidden)]
         #[unsafe(no_mangle)]
