@@ -18,7 +18,7 @@ pub(super) enum Placement {
 
 /// Decides where the plugin in `file` runs. In a worker when this host runs workers at all
 /// (`workers`; `None` keeps every plugin in process) and either every plugin is isolated
-/// (`--isolate`) or its settings ask for `isolate` or a `sandbox`; in process otherwise. An
+/// (`--isolate`) or its settings ask for `isolate`, a `sandbox` or limits; in process otherwise. An
 /// `env` alone does not move a plugin (the registry warns that it is not applied).
 ///
 /// The settings are those `config` gives the names the file suggests
@@ -37,7 +37,11 @@ pub(super) fn place(
         .find_map(|n| config.plugin(n))
         .map(PluginWorkerSettings::from_config)
         .unwrap_or_default();
-    if workers.isolate_all || by_file.isolate || by_file.sandbox.is_some() {
+    if workers.isolate_all
+        || by_file.isolate
+        || by_file.sandbox.is_some()
+        || !by_file.limits.is_empty()
+    {
         Placement::Worker(workers.clone(), by_file)
     } else {
         Placement::InProcess

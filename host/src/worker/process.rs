@@ -53,6 +53,8 @@ pub(crate) struct Launch<'a> {
     pub sandbox: Option<String>,
     /// The plugin's own environment (besides the config's for every worker).
     pub env: &'a [(std::ffi::OsString, std::ffi::OsString)],
+    /// Its cgroup and rlimit, for its keeper.
+    pub limits: super::limits::Placement,
 }
 
 type Job = Box<dyn FnOnce() + Send>;
@@ -108,6 +110,7 @@ pub(crate) fn spawn(
     if let Some(sandbox) = launch.sandbox {
         cmd.arg("--sandbox").arg(sandbox);
     }
+    cmd.args(launch.limits.args());
     cmd.envs(config.env.iter().map(|(k, v)| (k, v)))
         .envs(launch.env.iter().map(|(k, v)| (k, v)))
         .env(
