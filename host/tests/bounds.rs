@@ -301,3 +301,53 @@ fn a_worker_is_bounded_by_the_mechanism_doctor_names() {
         }
     }
 }
+
+/// `toolhost doctor` names, per plugin in a worker, what bounds it here, and refuses a
+/// `processes` this system cannot enforce; a line says what the system offers.
+#[test]
+fn doctor_names_what_bounds_each_plugin() {
+    use toolhost::worker::enforcement;
+    let plugins = common::plugin_dir(&["crashy"]);
+    let file = plugins.path().join(common::lib_file("crashy"));
+    let doctor = |toml: &str| -> String {
+        std::fs::write(plugins.path().join("toolhost.toml"), toml).unwrap();
+        let out = common::toolhost(&["doctor", "--claude", "/bin/true"], plugins.path())
+            .output()
+            .unwrap();
+        common::text(&out.stdout)
+    };
+    let line = |report: &str, start: &str| -> String {
+        report
+            .lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line {start:?} in:\n{report}"))
+            .to_string()
+    };
+
+    let toml = "[plugin.crashy]\nmemory = \"64M\"\n";
+    let report = doctor(toml);
+    let here = enforcement(&settings(toml).limits).unwrap();
+    let plugin = line(&report, &format!("✓ plugin: {}: crashy", file.display()));
+    assert!(
+        plugin.ends_with(&format!("; in its worker: {here}")),
+        "{plugin}"
+    );
+    line(&report, "✓ limits: ");
+
+    let toml = "[plugin.crashy]\nprocesses = 64\n";
+    let report = doctor(toml);
+    match enforcement(&settings(toml).limits) {
+        Ok(here) => {
+            let plugin = line(&report, &format!("✓ plugin: {}: crashy", file.display()));
+            assert!(
+                plugin.contains("processes 64 (cgroup pids.max)"),
+                "{plugin}"
+            );
+            assert!(plugin.ends_with(&here.to_string()), "{plugin}");
+        }
+        Err(refused) => {
+            let plugin = line(&report, &format!("✗ plugin: {}: ", file.display()));
+            assert!(plugin.ends_with(&refused.to_string()), "{plugin}");
+        }
+    }
+}

@@ -5,6 +5,7 @@
 //! created or changed (plugin libraries that pass the trust rules are loaded, as `list` does).
 
 mod cli;
+mod limits;
 mod plugins;
 
 use std::{fmt::Write as _, path::PathBuf};
@@ -158,6 +159,7 @@ pub fn run(opts: &Options) -> Report {
     )];
     checks.extend(plugins::check(opts));
     checks.push(sandbox());
+    checks.push(limits::check());
     Report::new(checks)
 }
 

@@ -275,6 +275,7 @@ fn plugin_file(
     loaded: &[Arc<LoadedPlugin>],
 ) -> (Check, Option<Arc<LoadedPlugin>>) {
     let shown = file.display();
+    let mut bounds = None;
     let data = |extra: Value| {
         let mut v = json!({ "file": file });
         if let (Value::Object(v), Value::Object(extra)) = (&mut v, extra) {
@@ -284,6 +285,7 @@ fn plugin_file(
     };
     let plugin = load(file, trust, config, opts).and_then(|plugin| {
         admit(&plugin, config, loaded)?;
+        bounds = bounded(&plugin, config)?;
         Ok(plugin)
     });
     let plugin = match plugin {
@@ -296,6 +298,9 @@ fn plugin_file(
     let m = plugin.manifest();
     let mut check = tools(m);
     check.message = format!("{shown}: {}", check.message);
+    if let Some(bounds) = bounds {
+        check.message.push_str(&format!("; {bounds}"));
+    }
     let ignored = config
         .plugin(&m.name)
         .map(|s| s.ignored())
@@ -390,6 +395,15 @@ fn admit(
         ));
     }
     Ok(())
+}
+
+/// How the plugin's worker is bounded here (`None`: it runs in process), or why it cannot be
+/// as its table asks.
+fn bounded(plugin: &LoadedPlugin, config: &Config) -> Result<Option<String>, Refusal> {
+    match config.plugin(plugin.name()) {
+        None => Ok(None),
+        Some(settings) => super::limits::plugin(settings).map_err(|(m, f)| Refusal::new(m, f)),
+    }
 }
 
 /// What to do about a plugin that does not load.
