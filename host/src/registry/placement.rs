@@ -18,8 +18,9 @@ pub(super) enum Placement {
 
 /// Decides where the plugin in `file` runs. In a worker when this host runs workers at all
 /// (`workers`; `None` keeps every plugin in process) and either every plugin is isolated
-/// (`--isolate`) or its settings ask for `isolate`, a `sandbox` or limits; in process otherwise. An
-/// `env` alone does not move a plugin (the registry warns that it is not applied).
+/// (`--isolate`) or its settings ask for `isolate`, a `sandbox` or limits; in process
+/// otherwise. An `env` alone does not move a plugin (the registry warns that it is not
+/// applied).
 ///
 /// The settings are those `config` gives the names the file suggests
 /// ([`names_for_file`]): they must be known before the plugin's code runs, and its declared
@@ -76,6 +77,10 @@ mod tests {
         let lib = "/p/libcalc.so";
         assert!(runs_in_worker(Some(&workers), isolated, lib));
         assert!(runs_in_worker(Some(&workers), sandboxed, lib));
+        let limited = "[plugin.calc]\nmemory = \"64M\"\n";
+        assert!(runs_in_worker(Some(&workers), limited, lib));
+        let unlimited = "[plugin.calc]\nmemory = \"unlimited\"\n";
+        assert!(!runs_in_worker(Some(&workers), unlimited, lib));
         assert!(runs_in_worker(Some(&all), "", lib));
         assert!(!runs_in_worker(Some(&workers), env_only, lib));
         assert!(!runs_in_worker(Some(&workers), "", lib));

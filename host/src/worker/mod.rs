@@ -66,8 +66,9 @@ pub enum WorkerError {
     /// Settings are found by file name before the plugin runs; this plugin's file is named
     /// otherwise than the plugin.
     #[error(
-        "plugin `{name}` has worker settings (isolate, sandbox, env, memory, processes) but its file {} is named \
-         otherwise; they are applied by file name before the plugin runs: name the file {}{name}{}",
+        "plugin `{name}` has worker settings (isolate, sandbox, env, memory, processes) but its \
+         file {} is named otherwise; they are applied by file name before the plugin runs: name \
+         the file {}{name}{}",
         .file.display(), std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX
     )]
     SettingsByFileName { name: String, file: PathBuf },
