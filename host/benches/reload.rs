@@ -126,10 +126,19 @@ fn main() {
     }
     let rss_after = rss_kib();
     if let Some(pid) = reg.get("calc").and_then(|p| p.worker_pid()) {
-        let rss = toolhost_test_support::proc_status(pid, "VmRSS");
+        // The process started is the worker's keeper; the plugin runs in its child.
+        let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"));
+        let worker = children
+            .ok()
+            .and_then(|c| c.split_whitespace().next()?.parse::<u32>().ok());
+        let rss = |pid: u32| {
+            toolhost_test_support::proc_status(pid, "VmRSS")
+                .map_or("n/a".into(), |k| format!("{k} kB"))
+        };
         println!(
-            "the idle worker serving calc: {}",
-            rss.map_or("n/a".into(), |k| format!("{k} kB"))
+            "the idle worker serving calc: {} (its keeper: {})",
+            worker.map_or("n/a".into(), rss),
+            rss(pid)
         );
     }
     println!(

@@ -7,6 +7,10 @@
 //! env = { RUST_LOG = "debug" }
 //! config = { precision = 3 } # handed to the plugin when it loads
 //!
+//! [plugin.notes]
+//! memory = "512M"           # its worker's memory (implies isolate)
+//! processes = 64            # its worker's processes and threads
+//!
 //! [plugin.calc.sandbox]
 //! read = ["/usr/share/dict"]
 //! write = ["/tmp/calc"]
@@ -28,9 +32,11 @@ use serde::{de, Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 mod guard;
+mod limits;
 mod sandbox;
 
 pub use guard::{canonical, Covers, Guarded};
+pub use limits::{show_bytes, Bound, Limit, Limits, SANDBOX_MEMORY, SANDBOX_PROCESSES};
 pub use sandbox::Sandbox;
 
 /// The file's name in the plugin folder.
@@ -154,6 +160,12 @@ pub struct PluginSettings {
     /// are taken from the configuration file's folder.
     #[serde(default)]
     pub sandbox: Option<Sandbox>,
+    /// Memory of its worker (`"512M"`, `"2G"`, `"unlimited"`); implies `isolate`.
+    #[serde(default, deserialize_with = "limits::memory")]
+    pub memory: Option<Limit>,
+    /// Processes and threads of its worker together; implies `isolate`.
+    #[serde(default, deserialize_with = "limits::processes")]
+    pub processes: Option<Limit>,
 }
 
 impl PluginSettings {
@@ -167,6 +179,26 @@ impl PluginSettings {
                  enforce a sandbox; the plugin is not loaded"
             )
         })
+    }
+
+    /// Why a host that runs every plugin in process cannot apply the `memory` or `processes`
+    /// this table sets: bounds are a worker's. Refused like a sandbox, never ignored.
+    pub fn unbounded(&self, name: &str) -> Option<String> {
+        let key = match (self.memory, self.processes) {
+            (Some(Limit::At(_)), _) => "memory",
+            (_, Some(Limit::At(_))) => "processes",
+            _ => return None,
+        };
+        Some(format!(
+            "plugin.{name}.{key}: this toolhost runs plugins in process and cannot bound one \
+             plugin's resources; the plugin is not loaded"
+        ))
+    }
+
+    /// The bounds of its worker: `memory` and `processes` as set, a sandboxed plugin's
+    /// defaults for those left unset.
+    pub fn limits(&self) -> Limits {
+        Limits::resolve(self.memory, self.processes, self.sandbox.is_some())
     }
 
     /// Settings this host does not apply but that are safe to go without (reported once).
@@ -611,7 +643,7 @@ timeout = 10
         assert_eq!(
             error("[plugin.calc]\ntimout = 5\n"),
             "/p/toolhost.toml:2: plugin.calc.timout: unknown key \
-             (expected one of isolate, timeout, env, config, sandbox)"
+             (expected one of isolate, timeout, env, config, sandbox, memory, processes)"
         );
         assert_eq!(
             error("[plugin.calc.sandbox]\nnet = true\nreed = []\n"),
@@ -657,6 +689,72 @@ timeout = 10
                 "{text:?}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn memory_and_process_limits_are_checked_with_the_key_named() {
+        let c = parse(
+            "[plugin.a]\nmemory = \"512M\"\nprocesses = 64\n\
+             [plugin.b]\nmemory = 33554432\nprocesses = \"unlimited\"\n\
+             [plugin.c.sandbox]\n\
+             [plugin.d]\nmemory = \"unlimited\"\n[plugin.d.sandbox]\n",
+        )
+        .unwrap();
+        let limits = |name: &str| c.plugin(name).unwrap().limits();
+        let a = limits("a");
+        assert_eq!(
+            a.memory.map(|b| (b.value, b.explicit)),
+            Some((512 << 20, true))
+        );
+        assert_eq!(a.processes.map(|b| b.value), Some(64));
+        assert_eq!(limits("b").memory.map(|b| b.value), Some(32 << 20));
+        assert_eq!(limits("b").processes, None);
+        // A sandbox brings defaults, as far as the table leaves them unset.
+        let c_limits = limits("c");
+        assert_eq!(c_limits.memory.map(|b| b.explicit), Some(false));
+        assert!(c_limits.processes.is_some());
+        assert_eq!(limits("d").memory, None);
+        assert!(limits("d").processes.is_some());
+
+        for (text, expected) in [
+            (
+                "memory = \"512X\"",
+                "plugin.calc.memory: invalid value: string \"512X\", expected a size such as \
+                 \"512M\" or \"2G\" (at least 16M), or \"unlimited\"",
+            ),
+            (
+                "memory = \"1M\"",
+                "plugin.calc.memory: invalid value: string \"1M\"",
+            ),
+            ("memory = true", "plugin.calc.memory: invalid type: boolean"),
+            (
+                "processes = 2",
+                "plugin.calc.processes: invalid value: integer `2`, expected a number of \
+                 processes and threads (at least 8), or \"unlimited\"",
+            ),
+            (
+                "processes = -1",
+                "plugin.calc.processes: invalid value: integer `-1`",
+            ),
+            (
+                "processes = \"many\"",
+                "plugin.calc.processes: invalid value: string",
+            ),
+        ] {
+            let e = error(&format!("[plugin.calc]\n{text}\n"));
+            assert!(
+                e.starts_with(&format!("/p/toolhost.toml:2: {expected}")),
+                "{text}: {e}"
+            );
+        }
+        // In a host that runs plugins in process, a limit refuses the plugin.
+        let why = c.plugin("a").unwrap().unbounded("a").unwrap();
+        assert!(
+            why.starts_with("plugin.a.memory: this toolhost runs plugins in process"),
+            "{why}"
+        );
+        // A sandbox's defaults are not the table's: the sandbox itself is what is refused.
+        assert_eq!(c.plugin("c").unwrap().unbounded("c"), None);
     }
 
     #[test]

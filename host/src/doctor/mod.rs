@@ -6,6 +6,7 @@
 //! in a worker, sandboxed or not, where `chat` would run them so).
 
 mod cli;
+mod limits;
 mod plugins;
 
 use std::{fmt::Write as _, path::PathBuf};
@@ -161,6 +162,7 @@ pub fn run(opts: &Options) -> Report {
     )];
     checks.extend(plugins::check(opts));
     checks.push(sandbox());
+    checks.push(limits::check());
     Report::new(checks)
 }
 

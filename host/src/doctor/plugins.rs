@@ -288,6 +288,7 @@ fn plugin_file(
     loaded: &[Arc<LoadedPlugin>],
 ) -> (Check, Option<Arc<LoadedPlugin>>) {
     let shown = file.display();
+    let mut bounds = None;
     let data = |extra: Value| {
         let mut v = json!({ "file": file });
         if let (Value::Object(v), Value::Object(extra)) = (&mut v, extra) {
@@ -297,6 +298,7 @@ fn plugin_file(
     };
     let loaded_here = load(file, trust, config, opts, workers).and_then(|(plugin, confinement)| {
         admit(&plugin, file, config, loaded)?;
+        bounds = bounded(&plugin, config)?;
         Ok((plugin, confinement))
     });
     let (plugin, confinement) = match loaded_here {
@@ -309,6 +311,9 @@ fn plugin_file(
     let m = plugin.manifest();
     let mut check = tools(m);
     check.message = format!("{shown}: {}; {}", check.message, confinement.describe());
+    if let Some(bounds) = bounds {
+        check.message.push_str(&format!("; {bounds}"));
+    }
     check.data = data(json!({
         "name": m.name,
         "version": m.version,
@@ -515,6 +520,15 @@ impl Confinement {
             }),
             _ => json!({ "kind": self.kind() }),
         }
+    }
+}
+
+/// How the plugin's worker is bounded here (`None`: it runs in process), or why it cannot be
+/// as its table asks.
+fn bounded(plugin: &LoadedPlugin, config: &Config) -> Result<Option<String>, Refusal> {
+    match config.plugin(plugin.name()) {
+        None => Ok(None),
+        Some(settings) => super::limits::plugin(settings).map_err(|(m, f)| Refusal::new(m, f)),
     }
 }
 

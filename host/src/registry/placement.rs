@@ -40,8 +40,8 @@ pub fn own_files(config: &RegistryConfig) -> Vec<Guarded> {
 /// Decides where the plugin in `file` runs, from its file alone: none of its code has run
 /// (the loader runs a library's constructors as soon as it maps it). In a worker when this
 /// host runs workers at all (`workers`; `None` keeps every plugin in process) and either every
-/// plugin is isolated (`--isolate`) or its settings ask for `isolate` or a `sandbox`; in
-/// process otherwise. An `env` alone does not move a plugin (the registry warns that it is
+/// plugin is isolated (`--isolate`) or its settings ask for `isolate`, a `sandbox` or limits;
+/// in process otherwise. An `env` alone does not move a plugin (the registry warns that it is
 /// not applied).
 ///
 /// The settings are those `config` gives the name the file carries (`declared`, read from
@@ -84,7 +84,11 @@ pub fn place(
             Err(covers) => return Placement::Refused(covers.to_string()),
         }
     }
-    if workers.isolate_all || settings.isolate || settings.sandbox.is_some() {
+    if workers.isolate_all
+        || settings.isolate
+        || settings.sandbox.is_some()
+        || !settings.limits.is_empty()
+    {
         return Placement::Worker(workers.clone(), settings);
     }
     match declared.map_or_else(|| other_worker_table(config, &names, true), |_| None) {
@@ -154,6 +158,10 @@ mod tests {
         let calc = Some("calc");
         assert_eq!(placed(w, isolated, lib, calc), "worker");
         assert_eq!(placed(w, sandboxed, lib, calc), "worker");
+        let limited = "[plugin.calc]\nmemory = \"64M\"\n";
+        assert_eq!(placed(w, limited, lib, calc), "worker");
+        let unlimited = "[plugin.calc]\nmemory = \"unlimited\"\n";
+        assert_eq!(placed(w, unlimited, lib, calc), "process");
         assert_eq!(placed(Some(&all), "", lib, calc), "worker");
         assert_eq!(placed(w, env_only, lib, calc), "process");
         assert_eq!(placed(w, "", lib, calc), "process");

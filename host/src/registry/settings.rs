@@ -30,7 +30,8 @@ pub(super) fn admit(
     };
     let wanted = PluginWorkerSettings::from_config(plugin_settings);
     if !workers {
-        if let Some(why) = plugin_settings.unenforceable(name) {
+        let refused = plugin_settings.unenforceable(name);
+        if let Some(why) = refused.or_else(|| plugin_settings.unbounded(name)) {
             return Err(why);
         }
         let ignored = plugin_settings.ignored();

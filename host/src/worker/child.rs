@@ -57,6 +57,8 @@ pub struct WorkerArgs {
     /// (tests/worker.rs). The host never passes it.
     #[arg(long, hide = true)]
     pub frame_version: Option<u32>,
+    #[command(flatten)]
+    pub limits: super::limits::KeeperArgs,
 }
 
 /// Where every frame to the host goes; one writer at a time per stream, whole frames only.
@@ -100,6 +102,9 @@ fn write_locked(pipe: &Mutex<File>, bytes: &[u8]) {
 
 /// Runs the worker role; returns the process exit code.
 pub fn run(args: WorkerArgs) -> i32 {
+    if let super::limits::Role::Keeper(code) = super::limits::keep(&args.limits) {
+        return code;
+    }
     // SAFETY: the host's pre_exec placed our end of the socketpair on CHANNEL_FD and the
     // write ends of the replies and events pipes on REPLIES_FD and EVENTS_FD, and nothing else
     // in this process owns those descriptors.
@@ -155,6 +160,7 @@ fn load(
 ) -> Result<Arc<LoadedPlugin>, (LoadFailure, String)> {
     let hash = parse_hex(&args.hash).ok_or((LoadFailure::Other, "bad --hash".to_string()))?;
     let fd_path = PathBuf::from(format!("/proc/self/fd/{LIBRARY_FD}"));
+    super::limits::apply(&args.limits).map_err(|e| (LoadFailure::Other, e))?;
     if let Some(spec) = &args.sandbox {
         let sandbox: Sandbox = serde_json::from_str(spec).map_err(|e| {
             (

@@ -132,10 +132,9 @@ impl Proc {
         self.doomed.store(true, Ordering::Release);
         let exited = lock(&self.exited.0);
         if !*exited {
-            // SAFETY: kill(2) has no memory effects. The pid is still ours: the reaper thread
-            // reaps it only while holding `exited`, which we hold, so it cannot have been
-            // reused. The worker leads its own process group: anything it started dies too.
-            unsafe { libc::kill(-(self.pid as i32), libc::SIGKILL) };
+            // The pid is still ours: the reaper thread reaps it only while holding `exited`,
+            // which we hold, so it cannot have been reused. Its keeper ends the whole tree.
+            super::limits::end(self.pid);
         }
     }
 
@@ -214,6 +213,7 @@ struct Shared {
     config: Arc<WorkerConfig>,
     sandbox: Option<String>,
     env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    limits: crate::config::Limits,
     /// The `config` answered to the plugin at its first start, by the name it asked for:
     /// restarts give the same.
     configs: Mutex<HashMap<String, Option<String>>>,
@@ -267,6 +267,7 @@ impl WorkerPlugin {
             config,
             sandbox,
             env: settings.env,
+            limits: settings.limits,
             configs: Mutex::new(HashMap::new()),
             current: Mutex::new(Current {
                 proc: None,
@@ -324,7 +325,8 @@ impl WorkerPlugin {
         &self.shared.shadow
     }
 
-    /// The process id of the worker serving now, if one runs.
+    /// The process id of the worker serving now, if one runs: the process the host started
+    /// (on Linux its keeper, whose child runs the plugin).
     pub fn pid(&self) -> Option<u32> {
         let current = self.shared.lock();
         let proc = current.proc.as_ref()?;
@@ -621,6 +623,7 @@ fn launch(
     plugin_config: ConfigSource<'_>,
 ) -> Result<(Started, (Manifest, bool)), LoadError> {
     let config = &shared.config;
+    let limits = super::limits::Placement::new(&shared.limits).map_err(WorkerError::from)?;
     let spawned = process::spawn(
         config,
         &shared.library,
@@ -629,6 +632,7 @@ fn launch(
             hash: &shared.hash,
             sandbox: shared.sandbox.clone(),
             env: &shared.env,
+            limits,
         },
     )
     .map_err(|source| WorkerError::Spawn {
@@ -646,10 +650,11 @@ fn launch(
     let output = OutputReader::start(output, shared.name.clone(), pid);
     let mut reader = FrameReader::new(replies);
     let fail = |child: &mut Child, output: OutputReader, what: String| {
-        let _ = child.kill();
+        super::limits::end(child.id());
         let status = child.wait().ok();
-        let overflowed = output.finish();
+        let (overflowed, oom) = output.finish();
         let cause = status.map_or_else(|| "unknown".to_string(), |s| describe(s, overflowed));
+        let cause = super::limits::cause_with_memory(cause, oom, &shared.limits);
         LoadError::from(WorkerError::Handshake { what, cause })
     };
     // Hellos first: a worker of another frame format is refused before anything else.
@@ -847,8 +852,9 @@ impl Started {
         // rest once the call reading (if any) let go.
         proc.lead.transition_to_dead();
         drain(&proc, &shared.name);
-        let overflowed = self.output.take().is_some_and(|o| o.finish());
-        let cause = describe(status, overflowed);
+        let (overflowed, oom) = self.output.take().map_or((false, false), |o| o.finish());
+        let cause =
+            super::limits::cause_with_memory(describe(status, overflowed), oom, &shared.limits);
         let killed = lock(&proc.killed_because).clone();
         let closing = shared.lock().closing;
         let in_flight = proc.lead.waiting();
@@ -923,10 +929,12 @@ fn describe(status: std::process::ExitStatus, overflowed: bool) -> String {
     }
 }
 
-/// Reads the worker's stderr (its stdout too) into the host's log, noticing a stack overflow.
+/// Reads the worker's stderr (its stdout too) into the host's log, noticing a stack overflow
+/// and running out of memory.
 struct OutputReader {
     done: mpsc::Receiver<()>,
     overflowed: Arc<AtomicBool>,
+    out_of_memory: Arc<AtomicBool>,
 }
 
 impl OutputReader {
@@ -934,6 +942,8 @@ impl OutputReader {
         let (tx, done) = mpsc::channel();
         let overflowed = Arc::new(AtomicBool::new(false));
         let flag = overflowed.clone();
+        let out_of_memory = Arc::new(AtomicBool::new(false));
+        let oom = out_of_memory.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("toolhost-worker-err-{pid}"))
             .spawn(move || {
@@ -945,6 +955,9 @@ impl OutputReader {
                     if text.contains("has overflowed its stack") {
                         flag.store(true, Ordering::Release);
                     }
+                    if super::limits::says_out_of_memory(&text) {
+                        oom.store(true, Ordering::Release);
+                    }
                     if !text.is_empty() {
                         tracing::warn!(target: "plugin", plugin = %plugin, pid, "stderr: {text}");
                     }
@@ -955,13 +968,21 @@ impl OutputReader {
         if spawned.is_err() {
             tracing::error!("cannot start a thread for a worker's stderr");
         }
-        OutputReader { done, overflowed }
+        OutputReader {
+            done,
+            overflowed,
+            out_of_memory,
+        }
     }
 
-    /// Waits (briefly) for the output to end; whether it said the stack overflowed.
-    fn finish(self) -> bool {
+    /// Waits (briefly) for the output to end; whether it said the stack overflowed, and
+    /// whether the worker ran out of memory.
+    fn finish(self) -> (bool, bool) {
         let _ = self.done.recv_timeout(Duration::from_millis(500));
-        self.overflowed.load(Ordering::Acquire)
+        (
+            self.overflowed.load(Ordering::Acquire),
+            self.out_of_memory.load(Ordering::Acquire),
+        )
     }
 }
 

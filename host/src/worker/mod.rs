@@ -11,13 +11,17 @@
 //! - A worker that dies fails every call in flight on it with an error naming plugin, tool and
 //!   cause, and is started again; a crash budget disables a plugin that keeps crashing.
 //! - A cancelled call whose tool does not stop within a grace period gets its worker killed.
-//! - Workers die with the host (parent death signal) and are always reaped.
+//! - Workers die with the host (parent death signal) and are always reaped; a keeper process
+//!   between host and worker ends everything the worker started when it ends ([`limits`]).
+//! - A worker's memory and processes are bounded as its settings say (cgroup v2 where
+//!   delegated, rlimits otherwise).
 
 mod backend;
 mod child;
 pub mod hello;
 mod host;
 mod lead;
+pub mod limits;
 mod logs;
 mod manifest_json;
 mod process;
@@ -32,6 +36,7 @@ use std::{
 
 pub use child::{run as run_worker, WorkerArgs};
 pub use host::WorkerPlugin;
+pub use limits::{enforcement, Enforcement, LimitsError, Mechanism};
 pub use sandbox::{probe as probe_sandbox, Sandbox, SandboxError, SandboxSupport};
 
 /// Why a plugin could not be loaded in a worker (beyond the loader's own errors).
@@ -61,11 +66,15 @@ pub enum WorkerError {
     Sandbox(String),
     #[error("the sandbox description does not serialize")]
     SandboxSpec(#[source] serde_json::Error),
+    /// The worker cannot be bounded as its settings ask.
+    #[error(transparent)]
+    Limits(#[from] LimitsError),
     /// Settings are found by file name before the plugin runs; this plugin's file is named
     /// otherwise than the plugin.
     #[error(
-        "plugin `{name}` has worker settings (isolate, sandbox, env) but its file {} is named \
-         otherwise; they are applied by file name before the plugin runs: name the file {}{name}{}",
+        "plugin `{name}` has worker settings (isolate, sandbox, env, memory, processes) but its \
+         file {} is named otherwise; they are applied by file name before the plugin runs: name \
+         the file {}{name}{}",
         .file.display(), std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX
     )]
     SettingsByFileName { name: String, file: PathBuf },
@@ -103,12 +112,13 @@ impl PluginWorkerSettings {
             env: s.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
             isolate: s.isolate.unwrap_or(false),
             sandbox: s.sandbox.clone(),
+            limits: s.limits(),
         }
     }
 
-    /// Whether these settings need a worker (isolate, sandbox, or an environment).
+    /// Whether these settings need a worker (isolate, sandbox, limits, or an environment).
     pub fn need_worker(&self) -> bool {
-        self.isolate || self.sandbox.is_some() || !self.env.is_empty()
+        self.isolate || self.sandbox.is_some() || !self.limits.is_empty() || !self.env.is_empty()
     }
 }
 
@@ -124,6 +134,8 @@ pub struct PluginWorkerSettings {
     pub isolate: bool,
     /// The sandbox its worker runs in (implies `isolate`).
     pub sandbox: Option<Sandbox>,
+    /// Memory and process bounds of its worker (implies `isolate`).
+    pub limits: crate::config::Limits,
 }
 
 /// How workers are started and supervised.

@@ -54,6 +54,8 @@ pub(crate) struct Launch<'a> {
     pub sandbox: Option<String>,
     /// The plugin's own environment (besides the config's for every worker).
     pub env: &'a [(std::ffi::OsString, std::ffi::OsString)],
+    /// Its cgroup and rlimit, for its keeper.
+    pub limits: super::limits::Placement,
 }
 
 /// Variables of the host's environment a worker keeps (besides `LC_*`): where programs and
@@ -127,6 +129,7 @@ pub(crate) fn spawn(
     if let Some(sandbox) = launch.sandbox {
         cmd.arg("--sandbox").arg(sandbox);
     }
+    cmd.args(launch.limits.args());
     // A worker starts from a clean environment: the host's secrets (API keys, agent sockets)
     // are not the plugin's to read.
     cmd.env_clear()
