@@ -36,10 +36,6 @@ use crate::sync::{
     wait, wait_timeout, Condvar, Mutex,
 };
 
-/// Where `service::lane` and `worker::child` still import the lock policy from (it lives in
-/// `crate::sync` now).
-pub(crate) use crate::sync::lock;
-
 /// After the last job started, how long a watchdog keeps checking every budget instead of
 /// sleeping until woken (waking it costs the next job a system call).
 pub(crate) const STAY_AWAKE: Duration = Duration::from_millis(250);

@@ -146,7 +146,7 @@ impl Allowlist {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Current> {
-        self.current.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.current)
     }
 
     /// Reads the lock file again if it changed. True if it did (then files refused or loaded

@@ -1,6 +1,7 @@
 //! `--ask`: the CLI's `can_use_tool` questions (docs/protocol.md §7), queued so the person sees one
 //! at a time, the next only after the previous is answered.
 
+use crate::sync::lock;
 use std::{
     collections::VecDeque,
     sync::{Arc, Mutex},
@@ -86,7 +87,7 @@ pub struct Questions {
 impl Questions {
     /// The oldest question still waiting: its id and text.
     pub fn head(&self) -> Option<(u64, String)> {
-        let q = self.queue.lock().unwrap();
+        let q = lock(&self.queue);
         q.waiting.front().map(|w| (w.id, w.text.clone()))
     }
 
@@ -102,7 +103,7 @@ impl Questions {
 
     /// Answers question `id`; false if it is no longer waiting.
     pub fn answer(&self, id: u64, decision: Decision) -> bool {
-        let mut q = self.queue.lock().unwrap();
+        let mut q = lock(&self.queue);
         let Some(i) = q.waiting.iter().position(|w| w.id == id) else {
             return false;
         };
@@ -114,7 +115,7 @@ impl Questions {
 
     /// The input ended: waiting questions, and later ones, get no answer.
     pub fn close(&self) {
-        let mut q = self.queue.lock().unwrap();
+        let mut q = lock(&self.queue);
         q.closed = true;
         // Dropping the senders wakes the questions with "no answer".
         q.waiting.clear();
@@ -128,7 +129,7 @@ impl Questions {
     }
 
     fn push(&self, text: String) -> Option<(u64, oneshot::Receiver<Decision>)> {
-        let mut q = self.queue.lock().unwrap();
+        let mut q = lock(&self.queue);
         if q.closed {
             return None;
         }
@@ -146,7 +147,7 @@ impl Questions {
     }
 
     fn withdraw(&self, id: u64) {
-        let mut q = self.queue.lock().unwrap();
+        let mut q = lock(&self.queue);
         let before = q.waiting.len();
         q.waiting.retain(|w| w.id != id);
         let removed = q.waiting.len() != before;

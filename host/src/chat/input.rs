@@ -1,6 +1,7 @@
 //! Where the chat's input comes from: the line editor on a terminal (line editing, history,
 //! Ctrl-C clears the line), or plain lines from a pipe or file.
 
+use crate::sync::lock;
 use std::{
     io::BufRead,
     path::{Path, PathBuf},
@@ -107,7 +108,7 @@ impl LineEditor {
     pub fn printer(&self) -> Printer {
         let p = self.printer.clone();
         Box::new(move |msg: String| {
-            let _ = p.lock().unwrap().print(msg);
+            let _ = lock(&p).print(msg);
         })
     }
 }

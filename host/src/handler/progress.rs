@@ -1,6 +1,7 @@
 //! A call's notifications: where they go ([`Notify`], implemented by the service over the writer
 //! that also carries the call's reply), and the progress of one call.
 
+use crate::sync::lock;
 use std::{
     borrow::Borrow,
     sync::{Arc, Mutex, Weak},
@@ -124,12 +125,12 @@ impl Progress {
     }
 
     pub fn send(&self, progress: f64, total: Option<f64>, message: &str) {
-        let open = self.open.lock().unwrap();
+        let open = lock(&self.open);
         if !*open {
             return;
         }
         let queue = {
-            let mut latest = self.latest.lock().unwrap();
+            let mut latest = lock(&self.latest);
             latest.report = Some(Report {
                 progress,
                 total,
@@ -147,7 +148,7 @@ impl Progress {
     /// The call ended: every later report is dropped (one already queued is still written,
     /// before the reply queued after this).
     pub fn end(&self) {
-        *self.open.lock().unwrap() = false;
+        *lock(&self.open) = false;
     }
 }
 
@@ -160,7 +161,7 @@ impl plugin::Report for Progress {
 impl Latest for Progress {
     fn take(&self) -> Option<String> {
         let report = {
-            let mut latest = self.latest.lock().unwrap();
+            let mut latest = lock(&self.latest);
             latest.queued = false;
             latest.report.take()?
         };

@@ -281,7 +281,7 @@ mod linux {
             return None;
         }
         let sig = probe_signal()?;
-        let _one = PROBE.lock().unwrap_or_else(|e| e.into_inner());
+        let _one = crate::sync::lock(&PROBE);
         let me = gettid();
         // SAFETY: getpid has no preconditions.
         let pid = unsafe { libc::getpid() };

@@ -55,7 +55,7 @@ impl Registry {
                     drop(abandoned);
                     return;
                 }
-                if let Some(wake) = &*waker.lock().unwrap_or_else(|e| e.into_inner()) {
+                if let Some(wake) = &*crate::sync::lock(&waker) {
                     wake();
                 }
             });
@@ -73,11 +73,11 @@ impl Registry {
 
     /// Loads still running when `open` returned (the watcher takes them over).
     pub(super) fn take_late(&self) -> Vec<Ticket> {
-        std::mem::take(&mut *self.late.lock().unwrap_or_else(|e| e.into_inner()))
+        std::mem::take(&mut *crate::sync::lock(&self.late))
     }
 
     /// Calls `wake` whenever a background load finishes.
     pub(super) fn set_waker(&self, wake: Box<dyn Fn() + Send>) {
-        *self.waker.lock().unwrap_or_else(|e| e.into_inner()) = Some(wake);
+        *crate::sync::lock(&self.waker) = Some(wake);
     }
 }

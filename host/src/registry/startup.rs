@@ -70,7 +70,7 @@ impl Registry {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(file) = files.get(i) else { break };
                     let started = self.start(file, deadline);
-                    *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(started);
+                    *crate::sync::lock(&results[i]) = Some(started);
                 });
             }
         });

@@ -1,5 +1,6 @@
 //! Host→CLI control requests waiting for their `control_response`.
 
+use crate::sync::lock;
 use std::{
     collections::HashMap,
     sync::{
@@ -41,17 +42,17 @@ impl Pending {
     /// Registers a waiter for `id`. After [`Pending::close`] it gets `Closed` at once.
     pub fn wait(&self, id: &str) -> oneshot::Receiver<Answer> {
         let (tx, rx) = oneshot::channel();
-        if *self.closed.lock().unwrap() {
+        if *lock(&self.closed) {
             let _ = tx.send(Err(ControlError::Closed));
         } else {
-            self.waiting.lock().unwrap().insert(id.to_string(), tx);
+            lock(&self.waiting).insert(id.to_string(), tx);
         }
         rx
     }
 
     /// Delivers an answer; false when nobody waits for `id` (an acknowledged notification).
     pub fn complete(&self, id: &str, answer: Answer) -> bool {
-        match self.waiting.lock().unwrap().remove(id) {
+        match lock(&self.waiting).remove(id) {
             Some(tx) => {
                 let _ = tx.send(answer);
                 true
@@ -62,8 +63,8 @@ impl Pending {
 
     /// Fails every waiter and every later one: the CLI is gone.
     pub fn close(&self) {
-        *self.closed.lock().unwrap() = true;
-        for (_, tx) in self.waiting.lock().unwrap().drain() {
+        *lock(&self.closed) = true;
+        for (_, tx) in lock(&self.waiting).drain() {
             let _ = tx.send(Err(ControlError::Closed));
         }
     }

@@ -66,7 +66,7 @@ struct Queue {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.queue)
     }
 
     fn below(&self) -> bool {

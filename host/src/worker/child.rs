@@ -24,7 +24,10 @@ use std::{
 
 use tracing_subscriber::{layer::SubscriberExt, Layer};
 
-use crate::relay::{lock, Relay, HERE_BUDGET, STAY_AWAKE};
+use crate::{
+    relay::{Relay, HERE_BUDGET, STAY_AWAKE},
+    sync::lock,
+};
 
 use super::{
     hello,
@@ -96,7 +99,7 @@ fn write_locked(pipe: &Mutex<File>, bytes: &[u8]) {
     // The host gone means we are about to be killed (parent death signal) or see EOF; a write
     // to the pipe then fails with EPIPE (Rust's runtime ignores SIGPIPE, and this role keeps
     // it so).
-    let mut pipe = pipe.lock().unwrap_or_else(|e| e.into_inner());
+    let mut pipe = crate::sync::lock(pipe);
     let _ = pipe.write_all(bytes);
 }
 

@@ -522,7 +522,7 @@ impl Drop for WorkerPlugin {
 
 impl Shared {
     fn lock(&self) -> std::sync::MutexGuard<'_, Current> {
-        self.current.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.current)
     }
 
     /// The worker serving now, started again if the last one died.
@@ -836,7 +836,7 @@ impl Started {
         let status = {
             let (lock, cv) = &proc.exited;
             // Reaped under the lock `Proc::kill` checks, so a kill never hits a reused pid.
-            let mut exited = lock.lock().unwrap_or_else(|e| e.into_inner());
+            let mut exited = crate::sync::lock(lock);
             let status = wait_or_kill(&mut self.child, Duration::from_secs(1));
             *exited = true;
             cv.notify_all();

@@ -10,7 +10,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::{plugin::emit_log, relay::lock};
+use crate::{plugin::emit_log, sync::lock};
 
 /// Records a worker may log at once.
 pub(crate) const BURST: u32 = 200;

@@ -197,7 +197,7 @@ pub fn send_all(socket: &UnixStream, mut bytes: &[u8]) -> io::Result<()> {
 /// Sends encoded frame `bytes` on a socket shared by several writers: the lock keeps frames
 /// whole (a poisoned lock still guards a usable socket).
 pub fn send_locked(socket: &Mutex<UnixStream>, bytes: &[u8]) -> io::Result<()> {
-    let w = socket.lock().unwrap_or_else(|e| e.into_inner());
+    let w = crate::sync::lock(socket);
     send_all(&w, bytes)
 }
 
