@@ -33,7 +33,7 @@ use std::{
 
 use crate::sync::{
     atomic::{AtomicUsize, Ordering},
-    wait, wait_timeout, Condvar, Mutex,
+    lock, wait, wait_timeout, Condvar, Mutex,
 };
 
 /// After the last job started, how long a watchdog keeps checking every budget instead of
