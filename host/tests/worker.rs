@@ -525,7 +525,15 @@ fn plugin_logs_and_stderr_reach_the_host_log_tagged_with_the_plugin() {
     assert!(!call(&p, "echo", json!({ "word": forged })).is_error);
     let long = "w".repeat(40_000);
     assert!(!call(&p, "echo", json!({ "word": long })).is_error);
-    let text = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
+    // Logs travel on a pipe of their own: the reply may come before the record is read.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let text = loop {
+        let text = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
+        if text.contains("echo www") || std::time::Instant::now() > deadline {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
     let line = text
         .lines()
         .find(|l| l.contains("echo forged-1"))
