@@ -352,54 +352,66 @@ fn run_after_stage(original: &Path, copy: &Path) {
     }
 }
 
+/// `original` opened, if it is a regular file of at most [`MAX_PLUGIN_BYTES`]; its metadata.
+fn open_regular(original: &Path) -> Result<(fs::File, fs::Metadata), ShadowError> {
+    let src = open_original(original).map_err(ShadowError::Read)?;
+    let meta = src.metadata().map_err(ShadowError::Read)?;
+    #[cfg(test)]
+    {
+        let hook = {
+            let mut hooks = AFTER_OPEN.lock().unwrap();
+            let at = hooks.iter().position(|(p, _)| p == original);
+            at.map(|i| hooks.remove(i).1)
+        };
+        if let Some(hook) = hook {
+            hook();
+        }
+    }
+    if !meta.file_type().is_file() {
+        return Err(ShadowError::NotARegularFile {
+            kind: kind_of(&meta),
+        });
+    }
+    if meta.len() > MAX_PLUGIN_BYTES {
+        return Err(ShadowError::TooLarge {
+            len: meta.len(),
+            max: MAX_PLUGIN_BYTES,
+        });
+    }
+    Ok((src, meta))
+}
+
+/// Reads the header into `buf`: a file of `expected` bytes that is plainly not a library is
+/// not copied at all. How many bytes `buf` holds.
+fn read_header(src: &mut fs::File, buf: &mut [u8], expected: u64) -> Result<usize, ShadowError> {
+    let mut first = 0;
+    while first < 4 {
+        match io::Read::read(src, &mut buf[first..]) {
+            Ok(0) => break,
+            Ok(n) => first += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(ShadowError::Read(e)),
+        }
+    }
+    // (Files under 64 bytes are reported as too short by the full check.)
+    if first >= 4 && expected >= 64 {
+        let magic: [u8; 4] = buf[..4].try_into().expect("4 bytes");
+        if !MAGICS.contains(&magic) {
+            return Err(ShadowError::NotALibrary(NotALibrary::BadMagic(magic)));
+        }
+    }
+    Ok(first)
+}
+
 impl Staged {
     /// Copies `original` into `shadow_dir`, hashing it on the way. Refuses, before copying
     /// anything, what is not a regular file, is larger than [`MAX_PLUGIN_BYTES`] or does not
     /// start like an object file; copies at most the size `fstat` reported.
     pub fn copy(original: &Path, shadow_dir: &Path) -> Result<Staged, ShadowError> {
-        let mut src = open_original(original).map_err(ShadowError::Read)?;
-        let meta = src.metadata().map_err(ShadowError::Read)?;
-        #[cfg(test)]
-        {
-            let hook = {
-                let mut hooks = AFTER_OPEN.lock().unwrap();
-                let at = hooks.iter().position(|(p, _)| p == original);
-                at.map(|i| hooks.remove(i).1)
-            };
-            if let Some(hook) = hook {
-                hook();
-            }
-        }
-        if !meta.file_type().is_file() {
-            return Err(ShadowError::NotARegularFile {
-                kind: kind_of(&meta),
-            });
-        }
+        let (mut src, meta) = open_regular(original)?;
         let expected = meta.len();
-        if expected > MAX_PLUGIN_BYTES {
-            return Err(ShadowError::TooLarge {
-                len: expected,
-                max: MAX_PLUGIN_BYTES,
-            });
-        }
         let mut buf = vec![0u8; 256 * 1024];
-        // The header first: a file that is plainly not a library is not copied at all.
-        let mut first = 0;
-        while first < 4 {
-            match io::Read::read(&mut src, &mut buf[first..]) {
-                Ok(0) => break,
-                Ok(n) => first += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(ShadowError::Read(e)),
-            }
-        }
-        // (Files under 64 bytes are reported as too short by the full check.)
-        if first >= 4 && expected >= 64 {
-            let magic: [u8; 4] = buf[..4].try_into().expect("4 bytes");
-            if !MAGICS.contains(&magic) {
-                return Err(ShadowError::NotALibrary(NotALibrary::BadMagic(magic)));
-            }
-        }
+        let first = read_header(&mut src, &mut buf, expected)?;
         let (path, file) = create_shadow(shadow_dir, original)?;
         // From here on, dropping `staged` removes the copy.
         let mut staged = Staged {
@@ -410,34 +422,7 @@ impl Staged {
             meta,
             declared: std::sync::OnceLock::new(),
         };
-        let mut hasher = Sha256::new();
-        let mut n = first;
-        loop {
-            if n > 0 {
-                let take = n.min((expected - staged.len.min(expected)) as usize);
-                if take < n {
-                    // More bytes than `fstat` reported: still being written.
-                    return Err(ShadowError::Changed);
-                }
-                hasher.update(&buf[..n]);
-                (&staged.file)
-                    .write_all(&buf[..n])
-                    .map_err(|source| ShadowError::WriteCopy {
-                        path: staged.name.0.clone(),
-                        source,
-                    })?;
-                staged.len += n as u64;
-            }
-            // Read one byte past the expected end, to notice a file that grew.
-            let room = ((expected - staged.len) as usize + 1).min(buf.len());
-            n = match io::Read::read(&mut src, &mut buf[..room]) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
-                Err(e) => return Err(ShadowError::Read(e)),
-            };
-        }
-        staged.hash = hasher.finalize().into();
+        staged.hash = staged.fill(&mut src, &mut buf, first, expected)?;
         // Hashed: from now on the copy is reached only through its descriptor. (Elsewhere the
         // name stays until it is opened: macOS signs the copy by path.)
         #[cfg(target_os = "linux")]
@@ -447,6 +432,45 @@ impl Staged {
         #[cfg(test)]
         run_after_stage(original, &staged.name.0);
         Ok(staged)
+    }
+
+    /// Writes into the copy the `first` bytes already in `buf`, then the rest of `src`, at
+    /// most `expected` bytes in all; their hash.
+    fn fill(
+        &mut self,
+        src: &mut fs::File,
+        buf: &mut [u8],
+        first: usize,
+        expected: u64,
+    ) -> Result<[u8; 32], ShadowError> {
+        let mut hasher = Sha256::new();
+        let mut n = first;
+        loop {
+            if n > 0 {
+                let take = n.min((expected - self.len.min(expected)) as usize);
+                if take < n {
+                    // More bytes than `fstat` reported: still being written.
+                    return Err(ShadowError::Changed);
+                }
+                hasher.update(&buf[..n]);
+                (&self.file)
+                    .write_all(&buf[..n])
+                    .map_err(|source| ShadowError::WriteCopy {
+                        path: self.name.0.clone(),
+                        source,
+                    })?;
+                self.len += n as u64;
+            }
+            // Read one byte past the expected end, to notice a file that grew.
+            let room = ((expected - self.len) as usize + 1).min(buf.len());
+            n = match io::Read::read(src, &mut buf[..room]) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
+                Err(e) => return Err(ShadowError::Read(e)),
+            };
+        }
+        Ok(hasher.finalize().into())
     }
 
     /// `fstat` of the file the bytes were read from (not of the path, which may have changed).
