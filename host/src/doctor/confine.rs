@@ -1,5 +1,4 @@
-//! Loading one plugin file as the registry would (staged, trust-checked, placed, admitted,
-//! bounded), where its code runs then, and why it is refused.
+//! One plugin file loaded, admitted and bounded as the registry would, or why it is refused.
 
 use std::{path::Path, sync::Arc};
 

@@ -1,5 +1,4 @@
-//! The host's side of one isolated plugin version: the calls on its worker, restarts and
-//! the crash budget (starting a worker is [`super::launch`], its death [`super::reaper`]).
+//! A worker-served plugin version: calls on its worker, restarts and the crash budget.
 
 use std::{
     collections::{HashMap, VecDeque},

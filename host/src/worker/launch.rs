@@ -1,5 +1,4 @@
-//! Starting a worker process: spawn it, greet it, answer its configuration queries until it
-//! sends the plugin's manifest.
+//! Starting a worker: spawn, greet, answer its config queries until its manifest comes.
 
 use std::{
     fs::File,

@@ -1,5 +1,4 @@
-//! The worker's stderr (and stdout) read into the host's log, and what its end says: how it
-//! died, whether its stack overflowed or its memory ran out.
+//! A worker's stderr into the host's log, and the cause of its death (signal, stack, memory).
 
 use std::{
     io::{BufRead, BufReader},

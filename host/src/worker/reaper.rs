@@ -1,5 +1,4 @@
-//! The thread that reads a worker's events and, when the worker dies, reaps it, tells the
-//! calls waiting on it and starts the next one.
+//! The reader of a worker's events, which reaps it when it dies and starts the next one.
 
 use std::{
     process::{Child, ExitStatus},

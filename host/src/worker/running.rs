@@ -1,5 +1,4 @@
-//! One running worker process: its channel, the requests waiting on it and how their replies
-//! reach them.
+//! One running worker process: its channel and the requests waiting for its replies.
 
 use std::{
     os::unix::net::UnixStream,
