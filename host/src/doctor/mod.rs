@@ -6,6 +6,7 @@
 //! in a worker, sandboxed or not, where `chat` would run them so).
 
 mod cli;
+mod confine;
 mod limits;
 mod plugins;
 

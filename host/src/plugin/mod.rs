@@ -8,6 +8,7 @@ mod declared;
 mod in_process;
 mod library;
 mod shadow;
+mod shadow_dir;
 mod threads;
 
 use std::{
@@ -20,7 +21,8 @@ pub use callbacks::{CallControl, Report};
 pub use catalog::{Catalog, ToolCheck};
 pub use configure::ConfigSource;
 pub use library::{kept_for_threads_count, pinned_count, still_mapped};
-pub use shadow::{default_shadow_dir, NotALibrary, ShadowError, Staged, MAX_PLUGIN_BYTES};
+pub use shadow::{NotALibrary, ShadowError, Staged, MAX_PLUGIN_BYTES};
+pub use shadow_dir::default_shadow_dir;
 // Where they were before `sys` held them.
 pub use crate::sys::{current_uid, digest};
 // The host-side data a plugin produces is defined by the protocol layer; re-exported here for

@@ -22,12 +22,11 @@ use std::{
     fs,
     io::{self, Write},
     path::{Path, PathBuf},
-    sync::atomic::{AtomicU64, Ordering},
 };
 
 use sha2::{Digest, Sha256};
 
-use crate::sys::current_uid;
+use super::shadow_dir::create_shadow;
 
 /// Why a plugin file could not be staged.
 #[derive(Debug, thiserror::Error)]
@@ -156,70 +155,6 @@ pub(super) fn check_complete<'data, R: object::ReadRef<'data>>(
         }
     }
     Ok(())
-}
-
-/// Where shadow copies go: a folder only this user can write, so nobody can swap a copy
-/// between our write and our `dlopen`.
-pub fn default_shadow_dir() -> PathBuf {
-    let base = std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
-    base.join(format!("toolhost-{}", current_uid()))
-        .join("shadow")
-}
-
-fn prepare_shadow_dir(dir: &Path) -> Result<(), ShadowError> {
-    let create = |source| ShadowError::CreateDir {
-        path: dir.to_path_buf(),
-        source,
-    };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(create)?;
-        let meta = fs::metadata(dir).map_err(|source| ShadowError::InspectDir {
-            path: dir.to_path_buf(),
-            source,
-        })?;
-        if meta.uid() != current_uid() || meta.permissions().mode() & 0o022 != 0 {
-            return Err(ShadowError::UnsafeDir {
-                path: dir.to_path_buf(),
-            });
-        }
-    }
-    #[cfg(not(unix))]
-    fs::create_dir_all(dir).map_err(create)?;
-    Ok(())
-}
-
-static SHADOW_SEQ: AtomicU64 = AtomicU64::new(0);
-
-/// Creates a new, uniquely named, empty shadow file for `original`, open for reading and
-/// writing (the descriptor the copy is written, hashed and then read through).
-fn create_shadow(dir: &Path, original: &Path) -> Result<(PathBuf, fs::File), ShadowError> {
-    prepare_shadow_dir(dir)?;
-    let stem = original
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("plugin");
-    let ext = original
-        .extension()
-        .and_then(|s| s.to_str())
-        .unwrap_or("so");
-    let seq = SHADOW_SEQ.fetch_add(1, Ordering::Relaxed);
-    let path = dir.join(format!("{stem}-{}-{seq}.{ext}", std::process::id()));
-    let mut options = fs::OpenOptions::new();
-    options.read(true).write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    match options.open(&path) {
-        Ok(f) => Ok((path, f)),
-        Err(source) => Err(ShadowError::CreateCopy { path, source }),
-    }
 }
 
 /// Makes a freshly written shadow copy loadable (by path: on Linux nothing is needed, and the
@@ -352,54 +287,66 @@ fn run_after_stage(original: &Path, copy: &Path) {
     }
 }
 
+/// `original` opened, if it is a regular file of at most [`MAX_PLUGIN_BYTES`]; its metadata.
+fn open_regular(original: &Path) -> Result<(fs::File, fs::Metadata), ShadowError> {
+    let src = open_original(original).map_err(ShadowError::Read)?;
+    let meta = src.metadata().map_err(ShadowError::Read)?;
+    #[cfg(test)]
+    {
+        let hook = {
+            let mut hooks = AFTER_OPEN.lock().unwrap();
+            let at = hooks.iter().position(|(p, _)| p == original);
+            at.map(|i| hooks.remove(i).1)
+        };
+        if let Some(hook) = hook {
+            hook();
+        }
+    }
+    if !meta.file_type().is_file() {
+        return Err(ShadowError::NotARegularFile {
+            kind: kind_of(&meta),
+        });
+    }
+    if meta.len() > MAX_PLUGIN_BYTES {
+        return Err(ShadowError::TooLarge {
+            len: meta.len(),
+            max: MAX_PLUGIN_BYTES,
+        });
+    }
+    Ok((src, meta))
+}
+
+/// Reads the header into `buf`: a file of `expected` bytes that is plainly not a library is
+/// not copied at all. How many bytes `buf` holds.
+fn read_header(src: &mut fs::File, buf: &mut [u8], expected: u64) -> Result<usize, ShadowError> {
+    let mut first = 0;
+    while first < 4 {
+        match io::Read::read(src, &mut buf[first..]) {
+            Ok(0) => break,
+            Ok(n) => first += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(ShadowError::Read(e)),
+        }
+    }
+    // (Files under 64 bytes are reported as too short by the full check.)
+    if first >= 4 && expected >= 64 {
+        let magic: [u8; 4] = buf[..4].try_into().expect("4 bytes");
+        if !MAGICS.contains(&magic) {
+            return Err(ShadowError::NotALibrary(NotALibrary::BadMagic(magic)));
+        }
+    }
+    Ok(first)
+}
+
 impl Staged {
     /// Copies `original` into `shadow_dir`, hashing it on the way. Refuses, before copying
     /// anything, what is not a regular file, is larger than [`MAX_PLUGIN_BYTES`] or does not
     /// start like an object file; copies at most the size `fstat` reported.
     pub fn copy(original: &Path, shadow_dir: &Path) -> Result<Staged, ShadowError> {
-        let mut src = open_original(original).map_err(ShadowError::Read)?;
-        let meta = src.metadata().map_err(ShadowError::Read)?;
-        #[cfg(test)]
-        {
-            let hook = {
-                let mut hooks = AFTER_OPEN.lock().unwrap();
-                let at = hooks.iter().position(|(p, _)| p == original);
-                at.map(|i| hooks.remove(i).1)
-            };
-            if let Some(hook) = hook {
-                hook();
-            }
-        }
-        if !meta.file_type().is_file() {
-            return Err(ShadowError::NotARegularFile {
-                kind: kind_of(&meta),
-            });
-        }
+        let (mut src, meta) = open_regular(original)?;
         let expected = meta.len();
-        if expected > MAX_PLUGIN_BYTES {
-            return Err(ShadowError::TooLarge {
-                len: expected,
-                max: MAX_PLUGIN_BYTES,
-            });
-        }
         let mut buf = vec![0u8; 256 * 1024];
-        // The header first: a file that is plainly not a library is not copied at all.
-        let mut first = 0;
-        while first < 4 {
-            match io::Read::read(&mut src, &mut buf[first..]) {
-                Ok(0) => break,
-                Ok(n) => first += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(ShadowError::Read(e)),
-            }
-        }
-        // (Files under 64 bytes are reported as too short by the full check.)
-        if first >= 4 && expected >= 64 {
-            let magic: [u8; 4] = buf[..4].try_into().expect("4 bytes");
-            if !MAGICS.contains(&magic) {
-                return Err(ShadowError::NotALibrary(NotALibrary::BadMagic(magic)));
-            }
-        }
+        let first = read_header(&mut src, &mut buf, expected)?;
         let (path, file) = create_shadow(shadow_dir, original)?;
         // From here on, dropping `staged` removes the copy.
         let mut staged = Staged {
@@ -410,34 +357,7 @@ impl Staged {
             meta,
             declared: std::sync::OnceLock::new(),
         };
-        let mut hasher = Sha256::new();
-        let mut n = first;
-        loop {
-            if n > 0 {
-                let take = n.min((expected - staged.len.min(expected)) as usize);
-                if take < n {
-                    // More bytes than `fstat` reported: still being written.
-                    return Err(ShadowError::Changed);
-                }
-                hasher.update(&buf[..n]);
-                (&staged.file)
-                    .write_all(&buf[..n])
-                    .map_err(|source| ShadowError::WriteCopy {
-                        path: staged.name.0.clone(),
-                        source,
-                    })?;
-                staged.len += n as u64;
-            }
-            // Read one byte past the expected end, to notice a file that grew.
-            let room = ((expected - staged.len) as usize + 1).min(buf.len());
-            n = match io::Read::read(&mut src, &mut buf[..room]) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
-                Err(e) => return Err(ShadowError::Read(e)),
-            };
-        }
-        staged.hash = hasher.finalize().into();
+        staged.hash = staged.fill(&mut src, &mut buf, first, expected)?;
         // Hashed: from now on the copy is reached only through its descriptor. (Elsewhere the
         // name stays until it is opened: macOS signs the copy by path.)
         #[cfg(target_os = "linux")]
@@ -447,6 +367,45 @@ impl Staged {
         #[cfg(test)]
         run_after_stage(original, &staged.name.0);
         Ok(staged)
+    }
+
+    /// Writes into the copy the `first` bytes already in `buf`, then the rest of `src`, at
+    /// most `expected` bytes in all; their hash.
+    fn fill(
+        &mut self,
+        src: &mut fs::File,
+        buf: &mut [u8],
+        first: usize,
+        expected: u64,
+    ) -> Result<[u8; 32], ShadowError> {
+        let mut hasher = Sha256::new();
+        let mut n = first;
+        loop {
+            if n > 0 {
+                let take = n.min((expected - self.len.min(expected)) as usize);
+                if take < n {
+                    // More bytes than `fstat` reported: still being written.
+                    return Err(ShadowError::Changed);
+                }
+                hasher.update(&buf[..n]);
+                (&self.file)
+                    .write_all(&buf[..n])
+                    .map_err(|source| ShadowError::WriteCopy {
+                        path: self.name.0.clone(),
+                        source,
+                    })?;
+                self.len += n as u64;
+            }
+            // Read one byte past the expected end, to notice a file that grew.
+            let room = ((expected - self.len) as usize + 1).min(buf.len());
+            n = match io::Read::read(src, &mut buf[..room]) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
+                Err(e) => return Err(ShadowError::Read(e)),
+            };
+        }
+        Ok(hasher.finalize().into())
     }
 
     /// `fstat` of the file the bytes were read from (not of the path, which may have changed).

@@ -20,11 +20,15 @@ mod backend;
 mod child;
 pub mod hello;
 mod host;
+mod launch;
 mod lead;
 pub mod limits;
 mod logs;
 mod manifest_json;
+mod output;
 mod process;
+mod reaper;
+mod running;
 pub mod sandbox;
 pub mod wire;
 

@@ -120,13 +120,45 @@ pub(crate) fn spawn(
     let (host_end, worker_end) = UnixStream::pair()?;
     let (replies, worker_replies) = crate::transport::pipe()?;
     let (events, worker_events) = crate::transport::pipe()?;
+    let mut cmd = command(config, &launch)?;
+    let library_fd = library.try_clone()?;
+    let fds = [
+        (library_fd.as_raw_fd(), LIBRARY_FD),
+        (worker_end.as_raw_fd(), CHANNEL_FD),
+        (worker_replies.as_raw_fd(), REPLIES_FD),
+        (worker_events.as_raw_fd(), EVENTS_FD),
+    ];
+    // SAFETY: the descriptors in `fds` are open in the parent (and so in the child) until the
+    // command is spawned: `library_fd`, `worker_end`, `worker_replies` and `worker_events` are
+    // dropped after it.
+    unsafe { prepare_child(&mut cmd, fds) };
+    let mut child = on_spawner_thread(move || {
+        let child = cmd.spawn();
+        drop(library_fd);
+        drop(worker_end);
+        drop(worker_replies);
+        drop(worker_events);
+        child
+    })??;
+    let output = child.stderr.take().expect("stderr is piped");
+    Ok(Spawned {
+        child,
+        channel: host_end,
+        replies,
+        events,
+        output,
+    })
+}
+
+/// The worker's command line and environment; its stdio and process group.
+fn command(config: &WorkerConfig, launch: &Launch<'_>) -> io::Result<Command> {
     let mut cmd = Command::new(&config.exe);
     cmd.arg("__worker")
         .arg("--file")
         .arg(launch.file)
         .arg("--hash")
         .arg(hex(launch.hash));
-    if let Some(sandbox) = launch.sandbox {
+    if let Some(sandbox) = &launch.sandbox {
         cmd.arg("--sandbox").arg(sandbox);
     }
     cmd.args(launch.limits.args());
@@ -159,18 +191,19 @@ pub(crate) fn spawn(
         // Ctrl-C in the terminal goes to the foreground process group: it is the host's to
         // handle (the first one interrupts a turn), not a signal that should kill workers.
         .process_group(0);
-    let library_fd = library.try_clone()?;
-    let fds = [
-        (library_fd.as_raw_fd(), LIBRARY_FD),
-        (worker_end.as_raw_fd(), CHANNEL_FD),
-        (worker_replies.as_raw_fd(), REPLIES_FD),
-        (worker_events.as_raw_fd(), EVENTS_FD),
-    ];
+    Ok(cmd)
+}
+
+/// Sets up the child between fork and exec: the descriptors `fds` (from, to) moved to their
+/// numbers, every other one close-on-exec, and death with the host.
+///
+/// # Safety
+/// Every `from` descriptor of `fds` stays open until `cmd` is spawned.
+unsafe fn prepare_child(cmd: &mut Command, fds: [(RawFd, RawFd); 4]) {
     // SAFETY: the closure runs in the forked child before exec, so it may only make
     // async-signal-safe calls: fcntl, dup2, close, prctl, getppid, _exit and those of
-    // `cloexec_from` are. It touches no memory but its captured integers. The descriptors in `fds` are open in the parent (and
-    // so in the child) until `spawn` returns: `library_fd`, `worker_end`, `worker_replies` and
-    // `worker_events` are dropped after it.
+    // `cloexec_from` are. It touches no memory but its captured integers. The descriptors in
+    // `fds` are open in the child, as the caller keeps them open in the parent.
     unsafe {
         let parent = libc::getpid();
         cmd.pre_exec(move || {
@@ -210,22 +243,6 @@ pub(crate) fn spawn(
             Ok(())
         });
     }
-    let mut child = on_spawner_thread(move || {
-        let child = cmd.spawn();
-        drop(library_fd);
-        drop(worker_end);
-        drop(worker_replies);
-        drop(worker_events);
-        child
-    })??;
-    let output = child.stderr.take().expect("stderr is piped");
-    Ok(Spawned {
-        child,
-        channel: host_end,
-        replies,
-        events,
-        output,
-    })
 }
 
 /// Sets close-on-exec on every descriptor from `first` up. Runs between fork and exec, so

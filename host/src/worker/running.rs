@@ -1,0 +1,200 @@
+//! One running worker process: its channel and the requests waiting for its replies.
+
+use std::{
+    os::unix::net::UnixStream,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Condvar, Mutex,
+    },
+    time::{Duration, Instant},
+};
+
+use serde_json::value::RawValue;
+
+use super::{
+    lead::{Lead, Turn},
+    logs::LogGate,
+    wire::{self, FrameReader, FromWorker, Next, Restore, ResultWire, ToWorker},
+};
+use crate::plugin::CallResult;
+use crate::sync::{lock, wait_timeout_while};
+
+/// What a call waiting on the worker hears.
+pub(super) enum Reply {
+    Result(CallResult),
+    Progress(f64, Option<f64>, String),
+    State(Option<Vec<u8>>),
+    Restored(Restore),
+    /// The worker is gone; the cause (`SIGSEGV`, `exit code 3`, ...).
+    Died(String),
+    /// The typed parse refused the arguments of a typed call; the tool did not run.
+    Untyped,
+}
+
+/// One running worker process.
+pub(super) struct Proc {
+    pub(super) pid: u32,
+    pub(super) writer: Mutex<UnixStream>,
+    /// The worker's replies (results, progress, states): read by whoever has the lead
+    /// (`lead`), alone.
+    pub(super) replies: Mutex<FrameReader>,
+    /// The requests waiting for replies, and which of them reads (see `super::lead`).
+    pub(super) lead: Lead<Reply>,
+    /// Why the host killed it, if it did (then its death is not a crash).
+    pub(super) killed_because: Mutex<Option<String>>,
+    /// Set once the process has been reaped.
+    pub(super) exited: (Mutex<bool>, Condvar),
+    /// Set when the host decided to kill it: no new call may start on it.
+    pub(super) doomed: AtomicBool,
+    /// Its log records, rate-limited.
+    pub(super) logs: LogGate,
+}
+
+impl Proc {
+    pub(super) fn send(&self, frame: &ToWorker) -> bool {
+        wire::send_locked(&self.writer, &wire::encode(frame)).is_ok()
+    }
+
+    /// Registers request `id`, then sends it; `None` if the worker already died.
+    pub(super) fn ask(&self, id: u64, frame: &ToWorker) -> Option<Exchange<'_>> {
+        if !self.lead.transition_to_waiting(id) {
+            return None;
+        }
+        let exchange = Exchange { proc: self, id };
+        self.send(frame);
+        Some(exchange)
+    }
+
+    /// Hands a reply to the request it answers; returns it instead when that is `mine`.
+    pub(super) fn dispatch(
+        &self,
+        frame: FromWorker,
+        mine: Option<u64>,
+        plugin: &str,
+    ) -> Option<Reply> {
+        let (id, reply) = match frame {
+            FromWorker::Result { id, result } => (id, Reply::Result(from_wire(result))),
+            FromWorker::Progress {
+                id,
+                progress,
+                total,
+                message,
+            } => (id, Reply::Progress(progress, total, message)),
+            FromWorker::State { id, state } => (id, Reply::State(state)),
+            FromWorker::Restored { id, outcome } => (id, Reply::Restored(outcome)),
+            FromWorker::Untyped { id } => (id, Reply::Untyped),
+            FromWorker::Log {
+                level,
+                call,
+                module,
+                message,
+            } => {
+                self.logs
+                    .emit(level, plugin, call.as_deref(), &module, &message);
+                return None;
+            }
+            FromWorker::Ready { .. }
+            | FromWorker::LoadFailed { .. }
+            | FromWorker::ConfigQuery { .. } => return None,
+        };
+        if mine == Some(id) {
+            return Some(reply);
+        }
+        self.lead.hand_out(id, reply);
+        None
+    }
+
+    /// Whether new calls may start on it.
+    pub(super) fn serves(&self) -> bool {
+        !self.doomed.load(Ordering::Acquire) && self.lead.is_open()
+    }
+
+    pub(super) fn kill(&self, reason: String) {
+        {
+            let mut why = lock(&self.killed_because);
+            if why.is_none() {
+                *why = Some(reason);
+            }
+        }
+        self.signal_kill();
+    }
+
+    /// Kills the worker's process group (without a reason: its death counts as a crash).
+    pub(super) fn signal_kill(&self) {
+        self.doomed.store(true, Ordering::Release);
+        let exited = lock(&self.exited.0);
+        if !*exited {
+            // The pid is still ours: the reaper thread reaps it only while holding `exited`,
+            // which we hold, so it cannot have been reused. Its keeper ends the whole tree.
+            super::limits::end(self.pid);
+        }
+    }
+
+    pub(super) fn wait_exited(&self, timeout: Duration) -> bool {
+        let (exited, cv) = &self.exited;
+        *wait_timeout_while(cv, lock(exited), timeout, |exited| !*exited).0
+    }
+}
+
+/// A request sent to a worker, from then until its last reply.
+pub(super) struct Exchange<'a> {
+    proc: &'a Proc,
+    id: u64,
+}
+
+impl Exchange<'_> {
+    /// The next reply to this request, or `None` when none came within `wait`.
+    pub(super) fn next(&mut self, wait: Duration, plugin: &str) -> Option<Reply> {
+        let deadline = Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.proc.lead.next(self.id, left) {
+                Turn::Reply(reply) => return Some(reply),
+                Turn::TimedOut => return None,
+                Turn::Read => {}
+            }
+            let next = lock(&self.proc.replies).next::<FromWorker>(Some(left));
+            match next {
+                Ok(Next::Frame(frame)) => {
+                    if let Some(reply) = self.proc.dispatch(frame, Some(self.id), plugin) {
+                        return Some(reply);
+                    }
+                }
+                Ok(Next::TimedOut) => return None,
+                // The worker is gone; its reaper tells everyone why.
+                Ok(Next::Closed) => self.proc.lead.transition_to_stopped(self.id),
+                Err(e) => {
+                    if lock(&self.proc.killed_because).is_none() {
+                        tracing::error!(plugin, pid = self.proc.pid, "worker channel: {e}");
+                    }
+                    // A stream that makes no sense any more: the worker is ended (a crash).
+                    self.proc.signal_kill();
+                    self.proc.lead.transition_to_stopped(self.id);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Exchange<'_> {
+    fn drop(&mut self) {
+        self.proc.lead.transition_to_left(self.id);
+    }
+}
+
+pub(super) fn from_wire(r: ResultWire) -> CallResult {
+    let structured = match r.structured {
+        None => None,
+        Some(text) => match RawValue::from_string(text) {
+            Ok(raw) => Some(raw),
+            Err(_) => {
+                return CallResult::error("the worker sent structuredContent that is not JSON")
+            }
+        },
+    };
+    CallResult {
+        content: r.content,
+        structured,
+        is_error: r.is_error,
+    }
+}
