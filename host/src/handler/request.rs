@@ -198,12 +198,7 @@ impl Request {
         let lease = match inner.router.registry().try_lease(&inner.plugin) {
             TryLease::Leased(lease) => lease,
             TryLease::Unknown => {
-                let outcome = inner
-                    .method
-                    .check(None)
-                    .err()
-                    .unwrap_or_else(|| Err(CallError::UnknownServer(inner.plugin.clone())));
-                self.answer(outcome);
+                self.answer_unknown();
                 return None;
             }
             TryLease::Busy => {
@@ -249,13 +244,7 @@ impl Request {
     /// Runs the request on the executor (`None`: its plugin went away meanwhile).
     fn run_away(self, lease: Option<Lease>) {
         let Some(lease) = lease else {
-            let outcome = self
-                .0
-                .method
-                .check(None)
-                .err()
-                .unwrap_or_else(|| Err(CallError::UnknownServer(self.0.plugin.clone())));
-            self.answer(outcome);
+            self.answer_unknown();
             return;
         };
         self.arm_timeout();
@@ -282,6 +271,17 @@ impl Request {
                 .failed(&self.0.plugin, Failure::NotRun(&refused));
             self.answer(outcome);
         }
+    }
+
+    /// Answers that its plugin is not loaded, in its method's words.
+    fn answer_unknown(&self) {
+        let outcome = self
+            .0
+            .method
+            .check(None)
+            .err()
+            .unwrap_or_else(|| Err(CallError::UnknownServer(self.0.plugin.clone())));
+        self.answer(outcome);
     }
 
     /// Names the request in the executor's list of running calls.
