@@ -59,7 +59,7 @@ impl Method for Probe {
         "probe"
     }
 
-    fn check(&self, version: Option<&LoadedPlugin>) -> Result<(), Outcome> {
+    fn check(&self, _plugin: &str, version: Option<&LoadedPlugin>) -> Result<(), Outcome> {
         match version {
             Some(_) => Ok(()),
             None => Err(Err(CallError::UnknownServer("no such plugin".into()))),

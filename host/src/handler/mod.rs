@@ -270,7 +270,7 @@ impl Router {
         args: Option<&str>,
         control: Arc<CallControl>,
     ) -> Result<CallOutput, CallError> {
-        let method = ToolCall::new(plugin, tool, args.map(str::to_string), None);
+        let method = ToolCall::new(tool, args.map(str::to_string), None);
         let id = RawValue::from_string("0".to_string()).expect("valid JSON");
         let request = Request::new(
             self.clone(),
@@ -418,7 +418,7 @@ impl Router {
             Scope::Server(s) => (
                 Some(s.to_string()),
                 s.to_string(),
-                ToolCall::new(s, &params.name, args, None),
+                ToolCall::new(&params.name, args, None),
             ),
             Scope::All => {
                 let flat = params.name.as_ref();
@@ -429,7 +429,7 @@ impl Router {
                 let Some((plugin, tool)) = resolved else {
                     return invalid(CallError::UnknownFlatTool(flat.to_string()).to_string());
                 };
-                let method = ToolCall::new(&plugin, &tool, args, Some(flat.to_string()));
+                let method = ToolCall::new(&tool, args, Some(flat.to_string()));
                 (None, plugin, method)
             }
         };

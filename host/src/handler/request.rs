@@ -3,8 +3,9 @@
 //!
 //! The path, in the order the code runs (docs/internals.md, "A request's path"):
 //! 1. [`Router::dispatch`] parses the params of the method and makes the request
-//!    ([`Request::new`]): registered for `notifications/cancelled` at once, its deadline set
-//!    from its plugin's timeout, its progress sink made.
+//!    ([`Request::new`]): registered for `notifications/cancelled` at once, its progress sink
+//!    made; its deadline counts from then (the plugin's timeout is looked up when the timer is
+//!    armed, step 5).
 //! 2. The caller hands it where its answer goes ([`Respond`]) and whether its own thread may
 //!    run it: [`Request::start`].
 //! 3. `start` leases the plugin without waiting, lets the [`Method`] check the request against
@@ -58,9 +59,9 @@ pub enum Failure<'a> {
 pub trait Method: Send + Sync + 'static {
     /// What the request asks for, in labels (`add` for a tool).
     fn name(&self) -> &str;
-    /// Checks the request against the version that will run it (`None`: no plugin of that
-    /// name). `Err` is the answer, given without running anything.
-    fn check(&self, version: Option<&LoadedPlugin>) -> Result<(), Outcome>;
+    /// Checks the request to `plugin` against the version that will run it (`None`: no plugin
+    /// of that name). `Err` is the answer, given without running anything.
+    fn check(&self, plugin: &str, version: Option<&LoadedPlugin>) -> Result<(), Outcome>;
     /// Runs it on the calling thread.
     fn run(&self, version: &LoadedPlugin, control: &CallControl) -> Outcome;
     /// The answer when it could not produce its own.
@@ -126,8 +127,11 @@ struct Inner {
     control: Arc<CallControl>,
     progress: Option<Arc<Progress>>,
     method: Box<dyn Method>,
+    /// Its deadline counts from here.
     arrived: Instant,
-    limit: Duration,
+    /// Its plugin's timeout, looked up when its timer is armed: a call answered within its
+    /// reading thread's budget never needs it.
+    limit: OnceLock<Duration>,
     /// Taken by whoever answers first.
     reply: Mutex<Option<Box<dyn Respond>>>,
     /// Set while it runs on a reading thread: its executor slot and version, for the
@@ -156,7 +160,6 @@ impl Request {
         progress: Option<Arc<Progress>>,
         method: Box<dyn Method>,
     ) -> Self {
-        let limit = router.timeout_for(&plugin);
         if let Some(key) = &key {
             router.register(key, &control);
         }
@@ -169,7 +172,7 @@ impl Request {
             progress,
             method,
             arrived: Instant::now(),
-            limit,
+            limit: OnceLock::new(),
             reply: Mutex::new(None),
             here: OnceLock::new(),
         }))
@@ -209,7 +212,7 @@ impl Request {
                 return None;
             }
         };
-        if let Err(outcome) = inner.method.check(Some(&lease)) {
+        if let Err(outcome) = inner.method.check(&inner.plugin, Some(&lease)) {
             self.answer(outcome);
             return None;
         }
@@ -278,7 +281,7 @@ impl Request {
         let outcome = self
             .0
             .method
-            .check(None)
+            .check(&self.0.plugin, None)
             .err()
             .unwrap_or_else(|| Err(CallError::UnknownServer(self.0.plugin.clone())));
         self.answer(outcome);
@@ -305,9 +308,17 @@ impl Request {
         self.arm_timeout();
     }
 
+    /// Its plugin's timeout (`--plugin-timeout`, the configuration file, the default).
+    fn limit(&self) -> Duration {
+        *self
+            .0
+            .limit
+            .get_or_init(|| self.0.router.timeout_for(&self.0.plugin))
+    }
+
     /// Answers the timeout at the request's deadline, unless it was answered by then.
     fn arm_timeout(&self) {
-        let deadline = tokio::time::Instant::from_std(self.0.arrived + self.0.limit);
+        let deadline = tokio::time::Instant::from_std(self.0.arrived + self.limit());
         let request: Weak<Inner> = Arc::downgrade(&self.0);
         match tokio::runtime::Handle::try_current() {
             Ok(rt) => {
@@ -328,7 +339,7 @@ impl Request {
         let inner = &self.0;
         let outcome = inner
             .method
-            .failed(&inner.plugin, Failure::TimedOut(inner.limit));
+            .failed(&inner.plugin, Failure::TimedOut(self.limit()));
         if self.answer(outcome) {
             tracing::warn!(plugin = %inner.plugin, "{} timed out", self.label());
         }

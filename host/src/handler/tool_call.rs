@@ -40,7 +40,6 @@ pub enum CallError {
 
 /// One `tools/call`.
 pub(super) struct ToolCall {
-    plugin: String,
     tool: String,
     args: String,
     /// The name it was called by in the all-plugins scope (`calc__add`).
@@ -48,14 +47,8 @@ pub(super) struct ToolCall {
 }
 
 impl ToolCall {
-    pub(super) fn new(
-        plugin: &str,
-        tool: &str,
-        args: Option<String>,
-        flat: Option<String>,
-    ) -> Self {
+    pub(super) fn new(tool: &str, args: Option<String>, flat: Option<String>) -> Self {
         ToolCall {
-            plugin: plugin.to_string(),
             tool: tool.to_string(),
             args: args.unwrap_or_else(|| "{}".to_string()),
             flat,
@@ -82,11 +75,11 @@ impl Method for ToolCall {
         &self.tool
     }
 
-    fn check(&self, version: Option<&LoadedPlugin>) -> Result<(), Outcome> {
+    fn check(&self, plugin: &str, version: Option<&LoadedPlugin>) -> Result<(), Outcome> {
         let Some(version) = version else {
             return Err(Err(match &self.flat {
                 Some(flat) => CallError::UnknownFlatTool(flat.clone()),
-                None => CallError::UnknownServer(self.plugin.clone()),
+                None => CallError::UnknownServer(plugin.to_string()),
             }));
         };
         let Some(check) = self.tool_check(version) else {
@@ -94,7 +87,7 @@ impl Method for ToolCall {
                 // A reload between the flat lookup and the lease.
                 Some(flat) => CallError::UnknownFlatTool(flat.clone()),
                 None => CallError::UnknownTool {
-                    plugin: self.plugin.clone(),
+                    plugin: plugin.to_string(),
                     tool: self.tool.clone(),
                 },
             }));
