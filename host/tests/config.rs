@@ -38,6 +38,45 @@ fn abi_v1_plugin() -> &'static Path {
     })
 }
 
+/// The requests beyond tool calls (resources, prompts, hooks) reach a plugin through the ABI's
+/// `request`: a plugin built before it answers each with "method not found", in process and in
+/// a worker alike, and so does one of today's SDK that declares nothing for the method.
+#[test]
+fn requests_beyond_tools_are_refused_by_plugins_that_declare_none() {
+    let shadow = common::shadow_dir();
+    let calc = common::built_plugins().join(common::lib_file("calc"));
+    let workers = std::sync::Arc::new(toolhost::worker::WorkerConfig::new(env!(
+        "CARGO_BIN_EXE_toolhost"
+    )));
+    for file in [abi_v1_plugin(), calc.as_path()] {
+        let in_process = LoadedPlugin::load(file, shadow.path()).unwrap_or_else(|e| panic!("{e}"));
+        let staged = toolhost::plugin::Staged::copy(file, shadow.path()).unwrap();
+        let isolated =
+            LoadedPlugin::start_worker(file, staged, workers.clone(), Default::default(), &|_| {
+                None
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+        for p in [in_process, isolated] {
+            assert!(p.manifest().extras.is_empty(), "{:?}", p.manifest().extras);
+            let e = p
+                .request(
+                    "prompts/get",
+                    r#"{"name":"x"}"#,
+                    &CallControl::new("t", None),
+                )
+                .unwrap_err();
+            assert_eq!(e.code, -32601, "{e}");
+            let expected = if p.name() == "calc" {
+                "the plugin does not answer `prompts/get`".to_string()
+            } else {
+                "plugin abi-v1 was built against a toolhost-plugin that answers tool calls only"
+                    .to_string()
+            };
+            assert_eq!(e.message, expected, "isolated: {}", p.is_isolated());
+        }
+    }
+}
+
 #[test]
 fn a_plugin_built_against_the_previous_abi_loads_and_serves() {
     let shadow = common::shadow_dir();

@@ -224,3 +224,33 @@ async fn a_second_method_is_cancelled_by_its_id() {
     assert!(saw_cancel.load(Ordering::SeqCst));
     assert_eq!(answers.load(Ordering::SeqCst), 1);
 }
+
+/// A request beyond tool calls reaches the plugin through the ABI's `request`, and the
+/// plugin's JSON-RPC error (its code, its message) is the reply; the host's own check answers
+/// before the plugin is asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_request_carries_the_plugins_error_code_or_the_hosts_check() {
+    use toolhost::{handler::PluginRequest, model::RequestError};
+    let (router, _dirs) = common::open_router(&["calc"], RouterConfig::default());
+    let asked = PluginRequest::new("prompts/get", "explain", r#"{"name":"explain"}"#.into());
+    let request = router.request(Scope::Server("calc"), "calc", &id(1), Box::new(asked));
+    let reply: Value = serde_json::from_str(&request.reply(true).await).unwrap();
+    assert_eq!(
+        reply["error"],
+        json!({"code": -32601, "message": "the plugin does not answer `prompts/get`"}),
+        "{reply}"
+    );
+    let checked = PluginRequest::new("resources/read", "note://7", "{}".into()).check_with(|p| {
+        Err(RequestError::new(
+            -32002,
+            format!("{} has no note://7", p.name()),
+        ))
+    });
+    let request = router.request(Scope::Server("calc"), "calc", &id(2), Box::new(checked));
+    let reply: Value = serde_json::from_str(&request.reply(false).await).unwrap();
+    assert_eq!(
+        reply["error"],
+        json!({"code": -32002, "message": "calc has no note://7"}),
+        "{reply}"
+    );
+}

@@ -69,6 +69,29 @@ pub struct PluginRoot {
     /// pass. Plugins built before this field existed lack it and are checked by the host.
     pub call_typed:
         extern "C" fn(tool: RStr<'_>, args: RStr<'_>, ctx: &CallCtx) -> ROption<CallOutcome>,
+
+    /// What the plugin offers besides tools (resources, resource templates, prompts, hooks,
+    /// a permission policy), as the JSON text of [`crate::extras::Extras`]; asked once, after
+    /// `init`. JSON rather than `#[repr(C)]` structs: each kind is an MCP JSON shape, and a
+    /// field added later is then read as absent by an older host instead of moving a layout.
+    /// Plugins built before it lack it and offer tools only.
+    pub extras: extern "C" fn() -> RString,
+
+    /// Answers one request other than a tool call (a method of [`crate::extras::method`]);
+    /// `params` and the `ROk` answer are JSON text, `ctx` is valid for this call only.
+    pub request: extern "C" fn(
+        method: RStr<'_>,
+        params: RStr<'_>,
+        ctx: &CallCtx,
+    ) -> RResult<RString, RequestErrorFfi>,
+}
+
+/// Why a plugin did not answer a request: a JSON-RPC error code and its message.
+#[repr(C)]
+#[derive(StableAbi, Debug)]
+pub struct RequestErrorFfi {
+    pub code: i32,
+    pub message: RString,
 }
 
 /// The host's configuration of plugins, asked by name while a plugin initializes: a plugin

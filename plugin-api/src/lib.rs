@@ -158,6 +158,7 @@
 #[doc(hidden)]
 pub mod abi;
 mod context;
+pub mod extras;
 // Public for the logging macros' expansions only.
 #[doc(hidden)]
 pub mod log;

@@ -21,9 +21,10 @@ use serde_json::Value;
 use crate::{
     abi::{
         CallCtx, CallOutcome, ConfigLookup, ContentBlock, ContentKind, HostApi, PluginManifest,
-        PluginRoot, PluginRootRef, ToolDecl,
+        PluginRoot, PluginRootRef, RequestErrorFfi, ToolDecl,
     },
     context::{Context, Declared},
+    extras::{Extras, RequestError},
     log,
     result::{Content, ToolResult},
     tool::ToolDef,
@@ -46,6 +47,10 @@ struct ConfigCodec {
 }
 
 type OnLoadFn = Box<dyn FnOnce(Option<&Declared>) -> Result<(), String> + Send>;
+
+/// Answers one method of the ABI's `request`: its JSON params in, its JSON result out.
+pub(crate) type RequestHandler =
+    Arc<dyn Fn(&str, &Context) -> Result<String, RequestError> + Send + Sync>;
 
 /// Marker for `on_load` functions taking nothing.
 #[doc(hidden)]
@@ -95,6 +100,10 @@ pub struct PluginDef {
     state: Option<StateCodec>,
     config: Option<ConfigCodec>,
     on_load: Option<OnLoadFn>,
+    /// What it offers besides tools.
+    extras: Extras,
+    /// How it answers the requests beyond tool calls, by method.
+    handlers: HashMap<&'static str, RequestHandler>,
 }
 
 impl PluginDef {
@@ -112,7 +121,28 @@ impl PluginDef {
             state: None,
             config: None,
             on_load: None,
+            extras: Extras::default(),
+            handlers: HashMap::new(),
         }
+    }
+
+    /// The declarations beyond tools, for the definitions of resources, prompts and hooks
+    /// to add theirs to.
+    #[doc(hidden)]
+    pub fn extras_mut(&mut self) -> &mut Extras {
+        &mut self.extras
+    }
+
+    /// Answers `method` of the ABI's `request` with `handler` (replacing an earlier one): how
+    /// resources, prompts and hooks reach their functions. Panics in it are caught.
+    #[doc(hidden)]
+    pub fn answer(
+        mut self,
+        method: &'static str,
+        handler: impl Fn(&str, &Context) -> Result<String, RequestError> + Send + Sync + 'static,
+    ) -> Self {
+        self.handlers.insert(method, Arc::new(handler));
+        self
     }
 
     /// Adds a tool.
@@ -220,6 +250,8 @@ struct Runtime {
     codec: Option<StateCodec>,
     state: RwLock<Option<SharedState>>,
     config: Option<Declared>,
+    extras: Extras,
+    handlers: HashMap<&'static str, RequestHandler>,
 }
 
 // A plain static (no thread-local): `unload` empties it so the library owns no heap memory
@@ -237,6 +269,16 @@ impl Runtime {
         } else {
             self.by_name.get(name).copied()
         }
+    }
+
+    /// The context of one call or request through `ctx`. Dropped before the entry point that
+    /// received `ctx` returns.
+    fn context(&self, ctx: &CallCtx) -> Context {
+        // SAFETY: the host keeps `ctx` valid until the entry point returns, and every caller
+        // drops the context before that (it never leaves the entry point's frame).
+        let mut context = unsafe { Context::new(ctx, self.declared_state()) };
+        context.config = self.config.clone();
+        context
     }
 
     fn declared_state(&self) -> Option<Declared> {
@@ -291,6 +333,8 @@ pub trait PluginEntry: 'static {
         unload,
         init_with_config: init_with_config::<Self>,
         call_typed,
+        extras,
+        request,
     });
 
     fn root_module() -> PluginRootRef {
@@ -366,6 +410,8 @@ fn start<P: PluginEntry + ?Sized>(
             codec: def.state,
             state: RwLock::new(state),
             config,
+            extras: def.extras,
+            handlers: def.handlers,
         }));
         Ok(manifest)
     }));
@@ -391,6 +437,45 @@ extern "C" fn call_typed(tool: RStr<'_>, args: RStr<'_>, ctx: &CallCtx) -> ROpti
     result.map(into_outcome).into()
 }
 
+extern "C" fn extras() -> RString {
+    let text = panic::catch_unwind(|| match runtime() {
+        Some(rt) => serde_json::to_string(&rt.extras).unwrap_or_else(|_| "{}".into()),
+        None => "{}".into(),
+    });
+    text.unwrap_or_else(|_| "{}".into()).into()
+}
+
+extern "C" fn request(
+    method: RStr<'_>,
+    params: RStr<'_>,
+    ctx: &CallCtx,
+) -> RResult<RString, RequestErrorFfi> {
+    let method = method.as_str();
+    let answered = panic::catch_unwind(AssertUnwindSafe(|| {
+        let rt =
+            runtime().ok_or_else(|| RequestError::internal("the plugin is not initialized"))?;
+        let handler = rt
+            .handlers
+            .get(method)
+            .ok_or_else(|| RequestError::method_not_found(method))?;
+        let context = rt.context(ctx);
+        handler(params.as_str(), &context)
+    }))
+    .unwrap_or_else(|p| {
+        Err(RequestError::internal(format!(
+            "`{method}` panicked: {}",
+            panic_message(&*p)
+        )))
+    });
+    match answered {
+        Ok(json) => RResult::ROk(json.into()),
+        Err(e) => RResult::RErr(RequestErrorFfi {
+            code: e.code,
+            message: e.message.into(),
+        }),
+    }
+}
+
 /// Finds `tool` and runs `run` on it with the call's context; unknown tools and panics become
 /// error results.
 fn run_tool<R: From<ToolResult>>(
@@ -406,12 +491,7 @@ fn run_tool<R: From<ToolResult>>(
         let Some(i) = rt.find(tool) else {
             return ToolResult::error(format!("unknown tool `{tool}`")).into();
         };
-        let state = rt.declared_state();
-        // SAFETY: the host keeps `ctx` valid until this function returns, and `context` is
-        // dropped before that.
-        let mut context = unsafe { Context::new(ctx, state) };
-        context.config = rt.config.clone();
-        run(&rt.tools[i], args, &context)
+        run(&rt.tools[i], args, &rt.context(ctx))
     }))
     .unwrap_or_else(|p| {
         ToolResult::error(format!("tool `{tool}` panicked: {}", panic_message(&*p))).into()

@@ -443,6 +443,7 @@ mod tests {
             description: String::new(),
             tools,
             stateful: false,
+            extras: Default::default(),
         }
     }
 

@@ -11,6 +11,7 @@
 //! (`handler/request.rs`).
 
 mod catalog;
+mod plugin_request;
 mod progress;
 mod request;
 mod tool_call;
@@ -27,12 +28,13 @@ use std::{
 use serde_json::{value::RawValue, Value};
 
 pub use catalog::{Compiled, FlatCatalog, FlatCollision, ToolCheck};
+pub use plugin_request::PluginRequest;
 pub use progress::{Discard, Notify, Sink};
 pub use request::{Answer, Failure, HereRun, Method, Outcome, Request, Respond};
 pub use tool_call::{CallError, CallOutput};
 
 use progress::Progress;
-use tool_call::ToolCall;
+use tool_call::{show, show_bytes, ToolCall};
 
 pub use crate::relay::HERE_BUDGET;
 use crate::{

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::{Failure, Method, Outcome, ToolCheck};
 use crate::{
-    model::{call_result_text, parse_call_result, CallResult},
+    model::{call_result_text, parse_call_result, CallResult, RequestError},
     plugin::{CallControl, LoadedPlugin},
 };
 
@@ -36,6 +36,20 @@ pub enum CallError {
     /// A `<plugin>__<tool>` name of `toolhost serve` that names no tool.
     #[error("unknown tool: {0}")]
     UnknownFlatTool(String),
+    /// A JSON-RPC error with its own code: a plugin's answer to a request beyond tool calls
+    /// (`resources/read` of an unknown URI is -32002), or the host's check of one.
+    #[error("{0}")]
+    Rpc(RequestError),
+}
+
+impl CallError {
+    /// The JSON-RPC error code of the reply.
+    pub fn code(&self) -> i64 {
+        match self {
+            CallError::Rpc(e) => e.code.into(),
+            _ => crate::model::error_code::INVALID_PARAMS,
+        }
+    }
 }
 
 /// One `tools/call`.
@@ -147,7 +161,7 @@ impl Method for ToolCall {
 }
 
 /// `2.0 MB`, `512.0 kB`, `80 bytes` (decimal units, as people read sizes).
-pub(crate) fn show_bytes(n: usize) -> String {
+pub(super) fn show_bytes(n: usize) -> String {
     let n64 = n as f64;
     if n >= 1_000_000 {
         format!("{:.1} MB", n64 / 1e6)
@@ -159,7 +173,7 @@ pub(crate) fn show_bytes(n: usize) -> String {
 }
 
 /// `60s`, or `250ms` when not whole seconds.
-pub(crate) fn show(d: Duration) -> String {
+pub(super) fn show(d: Duration) -> String {
     if d.subsec_millis() == 0 {
         format!("{}s", d.as_secs())
     } else {

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+pub use toolhost_plugin::extras::{Extras, RequestError};
 
 /// MCP tool annotations; `None` means "not stated".
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,6 +36,9 @@ pub struct Manifest {
     pub description: String,
     pub tools: Vec<ToolInfo>,
     pub stateful: bool,
+    /// What it offers besides tools (absent for plugins built before the ABI could say).
+    #[serde(default, skip_serializing_if = "Extras::is_empty")]
+    pub extras: Extras,
 }
 
 /// Longest `mcp__<plugin>__<tool>` we accept. The CLI drops names over 128 characters; 64 keeps
@@ -134,6 +138,7 @@ mod tests {
                 meta: None,
             }],
             stateful: false,
+            extras: Default::default(),
         }
     }
 

@@ -30,7 +30,8 @@ pub use jsonrpc::{
 pub use keys::{KeyReader, TopLevelKeys};
 pub use latest::Latest;
 pub use manifest::{
-    check_name, Annotations, Manifest, ManifestError, ToolInfo, MAX_QUALIFIED_NAME,
+    check_name, Annotations, Extras, Manifest, ManifestError, RequestError, ToolInfo,
+    MAX_QUALIFIED_NAME,
 };
 pub use mcp::{
     initialize_result, negotiate_version, CallMeta, CallParams, CancelledParams, InitializeParams,

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use super::{CallControl, CallResult, StateError};
+use super::{CallControl, CallResult, RequestError, StateError};
 
 /// The code of one loaded plugin version, wherever it runs.
 pub trait Backend: Send + Sync {
@@ -22,6 +22,16 @@ pub trait Backend: Send + Sync {
     /// plugin's typed parse check the arguments. `None` when the tool did not run: the
     /// arguments do not parse, or the plugin has no typed parse.
     fn call_typed(&self, tool: &str, args: &str, control: &CallControl) -> Option<CallResult>;
+
+    /// Answers a request beyond tool calls (a method of [`toolhost_plugin::extras::method`]),
+    /// with the JSON `params`. Blocks like [`Backend::call`]. A plugin built before the ABI's
+    /// `request` answers every method with `METHOD_NOT_FOUND`.
+    fn request(
+        &self,
+        method: &str,
+        params: &str,
+        control: &CallControl,
+    ) -> Result<String, RequestError>;
 
     /// The state the plugin wants carried to its next version, if it keeps any.
     fn save_state(&self) -> Option<Vec<u8>>;

@@ -8,14 +8,16 @@ use std::{
 
 use abi_stable::std_types::{RResult, RStr, RString};
 use serde_json::value::RawValue;
-use toolhost_plugin::abi::{CallCtx, CallOutcome, ContentKind, PluginManifest, PluginRootRef};
+use toolhost_plugin::abi::{
+    CallCtx, CallOutcome, ContentKind, PluginManifest, PluginRootRef, RequestErrorFfi,
+};
 
 use super::{
     callbacks::{call_ctx, host_api, CallData, LogSource},
     configure::{config_lookup, LookupData},
     library::{Library, Opened},
-    Annotations, Backend, CallControl, CallResult, ConfigSource, ContentOut, LoadError,
-    LoadedPlugin, Manifest, StateError, ToolInfo,
+    Annotations, Backend, CallControl, CallResult, ConfigSource, ContentOut, Extras, LoadError,
+    LoadedPlugin, Manifest, RequestError, StateError, ToolInfo,
 };
 
 /// A library mapped into this process.
@@ -79,10 +81,13 @@ pub(super) fn init(
         Some(init) => init(host, &config_lookup(&lookup)),
         None => (plugin.root.init())(host),
     };
-    let manifest = match initialized {
+    let mut manifest = match initialized {
         RResult::ROk(m) => convert_manifest(m),
         RResult::RErr(e) => Err(LoadError::Init(e.into_string())),
     }?;
+    if let Some(extras) = plugin.root.extras() {
+        manifest.extras = convert_extras(&extras())?;
+    }
     manifest.validate()?;
     super::declared::check(declared.as_deref(), &manifest)?;
     let given = config(&manifest.name);
@@ -139,6 +144,27 @@ impl Backend for InProcess {
             let outcome = call_typed(RStr::from_str(tool), RStr::from_str(args), ctx);
             // Converted before `self` can be released, as in `call`.
             outcome.into_option().map(convert_outcome)
+        })
+    }
+
+    fn request(
+        &self,
+        method: &str,
+        params: &str,
+        control: &CallControl,
+    ) -> Result<String, RequestError> {
+        let Some(request) = self.root.request() else {
+            return Err(RequestError::new(
+                toolhost_plugin::extras::code::METHOD_NOT_FOUND,
+                format!(
+                    "plugin {} was built against a toolhost-plugin that answers tool calls only",
+                    self.name
+                ),
+            ));
+        };
+        self.with_ctx(control, |ctx| {
+            // Converted before `self` can be released, as in `call`.
+            convert_answer(request(RStr::from_str(method), RStr::from_str(params), ctx))
         })
     }
 
@@ -236,7 +262,28 @@ fn convert_manifest(m: PluginManifest) -> Result<Manifest, LoadError> {
         description: utf8(|| "the description".into(), &m.description)?,
         tools,
         stateful: m.stateful,
+        extras: Extras::default(),
     })
+}
+
+/// The declarations beyond tools, from the JSON text the ABI's `extras` returned.
+fn convert_extras(text: &RString) -> Result<Extras, LoadError> {
+    let text = checked(text).ok_or_else(|| LoadError::NotUtf8 {
+        what: "the declarations of its resources, prompts and hooks".into(),
+    })?;
+    serde_json::from_str(&text).map_err(|e| LoadError::InvalidExtras(e.to_string()))
+}
+
+/// A request's answer, from what the ABI's `request` returned.
+fn convert_answer(r: RResult<RString, RequestErrorFfi>) -> Result<String, RequestError> {
+    const NOT_UTF8: &str = "the plugin answered with text that is not valid UTF-8";
+    match r {
+        RResult::ROk(text) => checked(&text).ok_or_else(|| RequestError::internal(NOT_UTF8)),
+        RResult::RErr(e) => Err(RequestError::new(
+            e.code,
+            checked(&e.message).unwrap_or_else(|| NOT_UTF8.to_string()),
+        )),
+    }
 }
 
 fn convert_outcome(o: CallOutcome) -> CallResult {

@@ -28,8 +28,8 @@ pub use crate::sys::{current_uid, digest};
 // The host-side data a plugin produces is defined by the protocol layer; re-exported here for
 // the code that loads plugins.
 pub use crate::model::{
-    check_name, Annotations, CallResult, ContentOut, Manifest, ManifestError, ToolInfo,
-    MAX_QUALIFIED_NAME,
+    check_name, Annotations, CallResult, ContentOut, Extras, Manifest, ManifestError, RequestError,
+    ToolInfo, MAX_QUALIFIED_NAME,
 };
 
 pub(crate) use callbacks::{emit as emit_log, log_text, LOG_MESSAGE_MAX, LOG_NAME_MAX};
@@ -78,6 +78,9 @@ pub enum LoadError {
     /// A string in the manifest is not UTF-8 (the ABI types promise it; a plugin can break that).
     #[error("invalid plugin: {what} is not valid UTF-8")]
     NotUtf8 { what: String },
+    /// The declarations beyond tools (the ABI's `extras`) are not what the ABI says.
+    #[error("invalid plugin: its resources, prompts or hooks: {0}")]
+    InvalidExtras(String),
     /// A tool's `_meta` is JSON but not an object.
     #[error("invalid plugin: tool `{tool}`: _meta is not an object")]
     MetaNotAnObject { tool: String },
@@ -322,6 +325,26 @@ impl LoadedPlugin {
     /// field); the caller then checks them and uses [`Self::call`].
     pub fn call_typed(&self, tool: &str, args: &str, control: &CallControl) -> Option<CallResult> {
         self.backend.call_typed(tool, args, control)
+    }
+
+    /// Answers `method` of the requests beyond tool calls (see
+    /// [`toolhost_plugin::extras::method`]) with `params` (JSON). Blocks for as long as the
+    /// plugin works: call it from a thread that may block. The answer is checked to be JSON
+    /// here, for every backend, as it is written into a reply as it is.
+    pub fn request(
+        &self,
+        method: &str,
+        params: &str,
+        control: &CallControl,
+    ) -> Result<String, RequestError> {
+        let answer = self.backend.request(method, params, control)?;
+        match serde_json::from_str::<&serde_json::value::RawValue>(&answer) {
+            Ok(_) => Ok(answer),
+            Err(e) => Err(RequestError::internal(format!(
+                "plugin {} answered `{method}` with text that is not JSON ({e})",
+                self.name()
+            ))),
+        }
     }
 
     /// The state the plugin wants carried to its next version, if it keeps any.

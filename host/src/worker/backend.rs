@@ -5,7 +5,8 @@ use std::{path::Path, sync::Arc};
 
 use super::{PluginWorkerSettings, WorkerConfig, WorkerError, WorkerPlugin};
 use crate::plugin::{
-    Backend, CallControl, CallResult, ConfigSource, LoadError, LoadedPlugin, Staged, StateError,
+    Backend, CallControl, CallResult, ConfigSource, LoadError, LoadedPlugin, RequestError, Staged,
+    StateError,
 };
 
 impl Backend for WorkerPlugin {
@@ -19,6 +20,15 @@ impl Backend for WorkerPlugin {
 
     fn call_typed(&self, tool: &str, args: &str, control: &CallControl) -> Option<CallResult> {
         WorkerPlugin::call_typed(self, tool, args, control)
+    }
+
+    fn request(
+        &self,
+        method: &str,
+        params: &str,
+        control: &CallControl,
+    ) -> Result<String, RequestError> {
+        WorkerPlugin::request(self, method, params, control)
     }
 
     fn save_state(&self) -> Option<Vec<u8>> {

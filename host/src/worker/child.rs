@@ -37,8 +37,8 @@ use super::{
 };
 use crate::{
     plugin::{
-        log_text, CallControl, CallResult, LoadError, LoadedPlugin, StateError, LOG_MESSAGE_MAX,
-        LOG_NAME_MAX,
+        log_text, CallControl, CallResult, LoadError, LoadedPlugin, RequestError, StateError,
+        LOG_MESSAGE_MAX, LOG_NAME_MAX,
     },
     sys::parse_hex,
 };
@@ -267,23 +267,27 @@ impl Serving {
                     return self.relay.end();
                 }
             };
-            let (id, tool, args, label, typed) = match frame {
-                ToWorker::Call {
-                    id,
-                    tool,
-                    args,
-                    label,
-                    typed,
-                } => (id, tool, args, label, typed),
-                other => {
-                    self.answer(other);
+            let (id, label) = match &frame {
+                ToWorker::Call { id, label, .. } | ToWorker::Request { id, label, .. } => {
+                    (*id, label.clone())
+                }
+                _ => {
+                    self.answer(frame);
                     continue;
                 }
             };
             let control = self.register(id, label);
             self.relay.running();
             drop(input);
-            self.run_call(id, &tool, &args, &control, typed);
+            match frame {
+                ToWorker::Call {
+                    tool, args, typed, ..
+                } => self.run_call(id, &tool, &args, &control, typed),
+                ToWorker::Request { method, params, .. } => {
+                    self.run_request(id, &method, &params, &control)
+                }
+                _ => unreachable!("only calls and requests get here"),
+            }
             if !self.relay.read_again() {
                 // Another thread reads now.
                 return;
@@ -315,7 +319,7 @@ impl Serving {
             // Only meaningful while loading, answered there.
             ToWorker::ConfigAnswer { .. } => {}
             // Run by `read_loop`, never handed here.
-            ToWorker::Call { .. } => {}
+            ToWorker::Call { .. } | ToWorker::Request { .. } => {}
         }
     }
 
@@ -335,6 +339,24 @@ impl Serving {
         ));
         lock(&self.calls).insert(id, control.clone());
         control
+    }
+
+    /// Runs a request beyond tool calls and sends its answer.
+    fn run_request(&self, id: u64, method: &str, params: &str, control: &CallControl) {
+        let answer = self.plugin.request(method, params, control);
+        lock(&self.calls).remove(&id);
+        let mut bytes = wire::encode(&FromWorker::Answer { id, answer });
+        if bytes.len() > wire::MAX_FRAME {
+            let too_big = RequestError::internal(format!(
+                "`{method}` returned an answer over the worker channel's {} MiB limit",
+                wire::MAX_FRAME >> 20
+            ));
+            bytes = wire::encode(&FromWorker::Answer {
+                id,
+                answer: Err(too_big),
+            });
+        }
+        self.out.send_bytes(&bytes);
     }
 
     /// Runs a call (`typed`: through the plugin's typed parse) and sends its answer.

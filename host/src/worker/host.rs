@@ -18,7 +18,7 @@ use super::{
     PluginWorkerSettings, WorkerConfig, WorkerError,
 };
 use crate::plugin::{
-    CallControl, CallResult, ConfigSource, LoadError, Manifest, Staged, StateError,
+    CallControl, CallResult, ConfigSource, LoadError, Manifest, RequestError, Staged, StateError,
 };
 use crate::sync::lock;
 
@@ -173,12 +173,13 @@ impl WorkerPlugin {
     /// Runs a tool in the worker. Blocks until it returns, the worker dies, or the call was
     /// cancelled and the tool did not stop within the grace period (then the worker is killed).
     pub fn call(&self, tool: &str, args: &str, control: &CallControl) -> CallResult {
-        self.run(tool, args, control, false).unwrap_or_else(|| {
-            CallResult::error(format!(
+        match self.run(tool, args, control, false) {
+            Some(result) => result,
+            None => CallResult::error(format!(
                 "plugin {}: its worker answered tool {tool} as a typed call",
                 self.shared.name
-            ))
-        })
+            )),
+        }
     }
 
     /// Whether [`Self::call_typed`] can run tools (the plugin has the ABI's typed parse).
@@ -203,24 +204,65 @@ impl WorkerPlugin {
         control: &CallControl,
         typed: bool,
     ) -> Option<CallResult> {
-        let shared = &self.shared;
-        let proc = match shared.serving() {
-            Ok(p) => p,
-            Err(e) => return Some(CallResult::error(e)),
-        };
-        let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let call = ToWorker::Call {
+        let frame = |id| ToWorker::Call {
             id,
             tool: tool.to_string(),
             args: args.to_string(),
             label: control.label().to_string(),
             typed,
         };
-        let Some(mut exchange) = proc.ask(id, &call) else {
-            return Some(CallResult::error(format!(
-                "plugin {} crashed before tool {tool} could start; restarted",
+        match self.exchange(&format!("tool {tool}"), frame, control) {
+            Ok(Reply::Result(r)) => Some(r),
+            Ok(Reply::Untyped) => None,
+            Ok(_) => Some(CallResult::error(format!(
+                "plugin {}: its worker answered tool {tool} with something else",
+                self.shared.name
+            ))),
+            Err(why) => Some(CallResult::error(why)),
+        }
+    }
+
+    /// Answers a request beyond tool calls in the worker; blocks and ends as [`Self::call`].
+    pub fn request(
+        &self,
+        method: &str,
+        params: &str,
+        control: &CallControl,
+    ) -> Result<String, RequestError> {
+        let frame = |id| ToWorker::Request {
+            id,
+            method: method.to_string(),
+            params: params.to_string(),
+            label: control.label().to_string(),
+        };
+        match self.exchange(&format!("`{method}`"), frame, control) {
+            Ok(Reply::Answer(answer)) => answer,
+            Ok(_) => Err(RequestError::internal(format!(
+                "plugin {}: its worker answered `{method}` with something else",
+                self.shared.name
+            ))),
+            Err(why) => Err(RequestError::internal(why)),
+        }
+    }
+
+    /// Sends the frame `frame(id)` and waits for its final reply, reporting progress on the
+    /// way; `Err` says why there is none (the worker died or was killed), naming `what`.
+    /// Once `control` is cancelled, the worker is told, and killed if `what` does not stop
+    /// within the grace period.
+    fn exchange(
+        &self,
+        what: &str,
+        frame: impl FnOnce(u64) -> ToWorker,
+        control: &CallControl,
+    ) -> Result<Reply, String> {
+        let shared = &self.shared;
+        let proc = shared.serving()?;
+        let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let Some(mut exchange) = proc.ask(id, &frame(id)) else {
+            return Err(format!(
+                "plugin {} crashed before {what} could start; restarted",
                 shared.name
-            )));
+            ));
         };
         let grace = shared.config.cancel_grace;
         let mut cancelled_at: Option<Instant> = None;
@@ -233,24 +275,23 @@ impl WorkerPlugin {
                 _ => Duration::from_millis(20),
             };
             match exchange.next(wait, &shared.name) {
-                Some(Reply::Result(r)) => return Some(r),
-                Some(Reply::Untyped) => return None,
                 Some(Reply::Progress(p, t, m)) => control.report_progress(p, t, &m),
                 Some(Reply::Died(cause)) => {
                     let killed = lock(&proc.killed_because).clone();
-                    return Some(CallResult::error(match killed {
+                    return Err(match killed {
                         Some(why) => format!(
-                            "plugin {}: tool {tool} stopped: its worker was killed ({why}); restarted",
+                            "plugin {}: {what} stopped: its worker was killed ({why}); restarted",
                             shared.name
                         ),
                         None => format!(
-                            "plugin {} crashed ({cause}) in tool {tool}; {}",
+                            "plugin {} crashed ({cause}) in {what}; {}",
                             shared.name,
                             shared.after_crash_note()
                         ),
-                    }));
+                    });
                 }
                 Some(Reply::State(_) | Reply::Restored(_)) => {}
+                Some(reply) => return Ok(reply),
                 None => match cancelled_at {
                     None if control.is_cancelled() => {
                         proc.send(&ToWorker::Cancel { id });
@@ -259,12 +300,12 @@ impl WorkerPlugin {
                     Some(at) if !killed && at.elapsed() >= grace => {
                         tracing::warn!(
                             plugin = %shared.name,
-                            tool,
+                            what,
                             pid = proc.pid,
-                            "tool did not stop within {grace:?} of its cancellation: killing its worker"
+                            "{what} did not stop within {grace:?} of its cancellation: killing its worker"
                         );
                         proc.kill(format!(
-                            "tool {tool} did not stop within {} ms of its cancellation",
+                            "{what} did not stop within {} ms of its cancellation",
                             grace.as_millis()
                         ));
                         // The reaper reports the death (Died) to every call waiting.
@@ -278,7 +319,7 @@ impl WorkerPlugin {
 
     /// The state the plugin wants carried to its next version (asked of its worker).
     pub fn save_state(&self) -> Option<Vec<u8>> {
-        match self.request(|id| ToWorker::SaveState { id }) {
+        match self.ask_quick(|id| ToWorker::SaveState { id }) {
             Ok(Reply::State(s)) => s,
             Ok(_) => None,
             Err(e) => {
@@ -291,7 +332,7 @@ impl WorkerPlugin {
     /// Hands a predecessor's state to this version's worker.
     pub fn restore_state(&self, state: &[u8]) -> Result<(), StateError> {
         let reply = self
-            .request(|id| ToWorker::RestoreState {
+            .ask_quick(|id| ToWorker::RestoreState {
                 id,
                 state: state.to_vec(),
             })
@@ -306,7 +347,9 @@ impl WorkerPlugin {
         }
     }
 
-    fn request(&self, frame: impl FnOnce(u64) -> ToWorker) -> Result<Reply, String> {
+    /// Asks the worker to save or restore its plugin's state: bounded by the start timeout,
+    /// as a reload waits for it.
+    fn ask_quick(&self, frame: impl FnOnce(u64) -> ToWorker) -> Result<Reply, String> {
         let shared = &self.shared;
         let proc = shared.serving()?;
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);

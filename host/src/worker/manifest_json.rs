@@ -46,6 +46,11 @@ mod tests {
             version: "1.2".into(),
             description: "d".into(),
             stateful: true,
+            extras: serde_json::from_value(json!({
+                "prompts": [{"name": "explain", "arguments": [{"name": "x", "required": true}]}],
+                "hooks": [{"id": "guard", "event": "PreToolUse", "matcher": "Bash"}],
+            }))
+            .unwrap(),
             tools: vec![ToolInfo {
                 name: "t".into(),
                 title: Some("T".into()),
@@ -72,6 +77,7 @@ mod tests {
         bare.tools[0].title = None;
         bare.tools[0].output_schema = None;
         bare.tools[0].meta = None;
+        bare.extras = Default::default();
         assert_eq!(from_json(&to_json(&bare, false)).unwrap().0, bare);
     }
 

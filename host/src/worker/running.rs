@@ -16,7 +16,7 @@ use super::{
     logs::LogGate,
     wire::{self, FrameReader, FromWorker, Next, Restore, ResultWire, ToWorker},
 };
-use crate::plugin::CallResult;
+use crate::plugin::{CallResult, RequestError};
 use crate::sync::{lock, wait_timeout_while};
 
 /// What a call waiting on the worker hears.
@@ -29,6 +29,8 @@ pub(super) enum Reply {
     Died(String),
     /// The typed parse refused the arguments of a typed call; the tool did not run.
     Untyped,
+    /// The plugin's answer to a request beyond tool calls.
+    Answer(Result<String, RequestError>),
 }
 
 /// One running worker process.
@@ -83,6 +85,7 @@ impl Proc {
             FromWorker::State { id, state } => (id, Reply::State(state)),
             FromWorker::Restored { id, outcome } => (id, Reply::Restored(outcome)),
             FromWorker::Untyped { id } => (id, Reply::Untyped),
+            FromWorker::Answer { id, answer } => (id, Reply::Answer(answer)),
             FromWorker::Log {
                 level,
                 call,

@@ -27,7 +27,7 @@ use std::{
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
-use crate::model::ContentOut;
+use crate::model::{ContentOut, RequestError};
 
 /// Largest frame accepted (either way). A bigger length prefix means a corrupt stream; a
 /// bigger result is refused by the worker as an error result.
@@ -41,7 +41,7 @@ pub const MAX_EVENT_FRAME: usize = 64 << 10;
 /// The frame format spoken here. Bump it whenever the encoding of any frame changes (the
 /// `frame_bytes_are_pinned` test fails then): a host and a worker that speak different
 /// versions refuse each other at their hello (`super::hello`).
-pub const FRAME_VERSION: u32 = 1;
+pub const FRAME_VERSION: u32 = 2;
 
 /// Host → worker.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -68,6 +68,15 @@ pub enum ToWorker {
     Shutdown,
     /// The answer to [`FromWorker::ConfigQuery`] (only while the plugin loads).
     ConfigAnswer { config: Option<String> },
+    /// Answer `method` of the requests beyond tool calls with `params` (JSON); answered by
+    /// [`FromWorker::Answer`] with `id`. Cancelled like a call.
+    Request {
+        id: u64,
+        method: String,
+        params: String,
+        /// Names the request in the plugin's logs (the JSON-RPC id).
+        label: String,
+    },
 }
 
 /// Worker → host.
@@ -113,6 +122,11 @@ pub enum FromWorker {
     /// Typed [`ToWorker::Call`] `id` did not run: the typed parse refused its arguments.
     Untyped {
         id: u64,
+    },
+    /// The plugin's answer to [`ToWorker::Request`] `id`.
+    Answer {
+        id: u64,
+        answer: Result<String, RequestError>,
     },
 }
 
@@ -548,6 +562,12 @@ mod tests {
             ToWorker::ConfigAnswer {
                 config: Some("{}".into()),
             },
+            ToWorker::Request {
+                id: 10,
+                method: "m".into(),
+                params: "{}".into(),
+                label: "3".into(),
+            },
         ];
         let from = vec![
             FromWorker::Ready {
@@ -601,6 +621,14 @@ mod tests {
                 outcome: Restore::Unsupported,
             },
             FromWorker::Untyped { id: 9 },
+            FromWorker::Answer {
+                id: 11,
+                answer: Ok("{}".into()),
+            },
+            FromWorker::Answer {
+                id: 12,
+                answer: Err(RequestError::new(-32002, "e")),
+            },
         ];
         (to, from)
     }
@@ -614,7 +642,7 @@ mod tests {
     /// builds would misread each other. Bump [`FRAME_VERSION`], then update the bytes here.
     #[test]
     fn frame_bytes_are_pinned() {
-        assert_eq!(FRAME_VERSION, 1, "update the bytes below with the version");
+        assert_eq!(FRAME_VERSION, 2, "update the bytes below with the version");
         let (to, from) = one_of_each();
         let to: Vec<String> = to.iter().map(|f| hex(&encode(f))).collect();
         let from: Vec<String> = from.iter().map(|f| hex(&encode(f))).collect();
@@ -627,6 +655,7 @@ mod tests {
                 "050000000303020102",
                 "0100000004",
                 "050000000501027b7d",
+                "09000000060a016d027b7d0133",
             ]
         );
         assert_eq!(
@@ -642,6 +671,8 @@ mod tests {
                 "050000000707020172",
                 "03000000070801",
                 "020000000809",
+                "06000000090b00027b7d",
+                "08000000090c0183f4030165",
             ]
         );
         // And every one decodes back to itself.

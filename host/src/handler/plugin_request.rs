@@ -1,0 +1,93 @@
+//! A request beyond tool calls (`resources/read`, `prompts/get`, a hook) as a [`Method`]: it
+//! reaches the plugin through [`LoadedPlugin::request`], and its failures are JSON-RPC errors
+//! in its own words. What the host checks before the plugin runs is the caller's
+//! ([`PluginRequest::check_with`]); the rest of its path is the request's.
+
+use super::{show, show_bytes, CallError, Failure, Method, Outcome};
+use crate::{
+    model::RequestError,
+    plugin::{CallControl, LoadedPlugin},
+};
+
+/// The host's check of a request against the version that will run it.
+type Check = Box<dyn Fn(&LoadedPlugin) -> Result<(), RequestError> + Send + Sync>;
+
+/// One request of `method` with JSON `params` to a plugin.
+pub struct PluginRequest {
+    method: &'static str,
+    /// What it asks for, for labels and messages (a URI, a prompt's name, a hook's event).
+    what: String,
+    params: String,
+    check: Option<Check>,
+}
+
+impl PluginRequest {
+    /// A request of `method` (one of [`toolhost_plugin::extras::method`]) about `what`.
+    pub fn new(method: &'static str, what: impl Into<String>, params: String) -> Self {
+        PluginRequest {
+            method,
+            what: what.into(),
+            params,
+            check: None,
+        }
+    }
+
+    /// Checks the version first (the host's own checks: a URI it serves, the prompt's
+    /// required arguments); an `Err` is the answer and the plugin is not asked.
+    pub fn check_with(
+        mut self,
+        check: impl Fn(&LoadedPlugin) -> Result<(), RequestError> + Send + Sync + 'static,
+    ) -> Self {
+        self.check = Some(Box::new(check));
+        self
+    }
+
+    fn error(&self, message: String) -> Outcome {
+        Err(CallError::Rpc(RequestError::internal(message)))
+    }
+}
+
+impl Method for PluginRequest {
+    fn name(&self) -> &str {
+        &self.what
+    }
+
+    fn check(&self, plugin: &str, version: Option<&LoadedPlugin>) -> Result<(), Outcome> {
+        let Some(version) = version else {
+            return Err(Err(CallError::UnknownServer(plugin.to_string())));
+        };
+        match &self.check {
+            Some(check) => check(version).map_err(|e| Err(CallError::Rpc(e))),
+            None => Ok(()),
+        }
+    }
+
+    fn run(&self, version: &LoadedPlugin, control: &CallControl) -> Outcome {
+        version
+            .request(self.method, &self.params, control)
+            .map_err(CallError::Rpc)
+    }
+
+    fn failed(&self, plugin: &str, why: Failure<'_>) -> Outcome {
+        let (method, what) = (self.method, &self.what);
+        self.error(match why {
+            Failure::TimedOut(limit) => {
+                format!(
+                    "{method} {what} of plugin {plugin} timed out after {}",
+                    show(limit)
+                )
+            }
+            Failure::TooLarge { bytes, max } => format!(
+                "{method} {what} of plugin {plugin} returned {}, over the {} limit (raise it \
+                 with --max-result-bytes)",
+                show_bytes(bytes),
+                show_bytes(max)
+            ),
+            Failure::NotRun(why) => format!("{method} {what} was not run: {why}"),
+            Failure::Panicked => format!("{method} {what} failed in the host: it panicked"),
+            Failure::Lost => {
+                format!("{method} {what} failed in the host: it ended without an answer")
+            }
+        })
+    }
+}

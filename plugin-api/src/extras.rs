@@ -1,0 +1,251 @@
+//! What a plugin offers besides tools, and the requests that reach it, as they cross the ABI.
+//!
+//! The declarations travel as one JSON object ([`Extras`], the ABI's `extras`) and each
+//! request as a method name with JSON params (the ABI's `request`): resources, prompts and
+//! hooks are MCP or Claude Code JSON shapes already, and JSON lets a newer plugin add a field
+//! an older host simply does not read. Plugin authors never touch this module: the
+//! `#[resource]`, `#[prompt]` and `#[hook]` definitions fill it.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The methods a host may send through the ABI's `request`, and what their params are.
+pub mod method {
+    /// `{"cursor"?}` → `{"resources": [ResourceDecl], "nextCursor"?}`: the plugin's dynamic
+    /// list (asked only when [`super::Extras::lists_resources`]).
+    pub const RESOURCES_LIST: &str = "resources/list";
+    /// `{"uri", "name", "variables": {..}}` → an MCP `ReadResourceResult`. `name` is the
+    /// resource or template the host matched `uri` to, `variables` the template's values
+    /// (percent-decoded; empty for a resource with a fixed URI).
+    pub const RESOURCES_READ: &str = "resources/read";
+    /// `{"name", "arguments": {..}}` → an MCP `GetPromptResult`.
+    pub const PROMPTS_GET: &str = "prompts/get";
+    /// `{"id", "input": {..}}` → the hook's output, as Claude Code's `hook_callback`
+    /// response. `id` is a [`super::HookDecl::id`], `input` the event's input as the CLI sent it.
+    pub const HOOK_RUN: &str = "hooks/run";
+    /// The `can_use_tool` request's fields, as the CLI sent them → `{"behavior": "allow" |
+    /// "deny" | "defer", ..}` (`defer`: the plugin has no opinion).
+    pub const PERMISSION_CHECK: &str = "permission/check";
+}
+
+/// JSON-RPC error codes a plugin's answer may carry.
+pub mod code {
+    /// The params do not fit the method (a missing prompt argument, say).
+    pub const INVALID_PARAMS: i32 = -32602;
+    /// The plugin does not answer this method (it predates it, or declares nothing for it).
+    pub const METHOD_NOT_FOUND: i32 = -32601;
+    /// The plugin failed (a panic, an error of its own).
+    pub const INTERNAL_ERROR: i32 = -32603;
+    /// MCP's "resource not found".
+    pub const RESOURCE_NOT_FOUND: i32 = -32002;
+}
+
+/// Everything a plugin declares besides its tools. Absent fields are empty: a plugin that
+/// offers no resources writes none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Extras {
+    /// Resources with a fixed URI (MCP `Resource`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<ResourceDecl>,
+    /// Resources named by a URI template (MCP `ResourceTemplate`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resource_templates: Vec<TemplateDecl>,
+    /// The plugin lists further resources itself ([`method::RESOURCES_LIST`]).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub lists_resources: bool,
+    /// MCP `Prompt`s.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prompts: Vec<PromptDecl>,
+    /// Claude Code hooks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<HookDecl>,
+    /// The plugin has a permission policy ([`method::PERMISSION_CHECK`]).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub permission: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl Extras {
+    /// Whether the plugin offers nothing besides tools.
+    pub fn is_empty(&self) -> bool {
+        *self == Extras::default()
+    }
+}
+
+/// An MCP `Resource`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceDecl {
+    pub uri: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+}
+
+/// An MCP `ResourceTemplate` (RFC 6570 `{var}` expressions).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TemplateDecl {
+    pub uri_template: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+}
+
+/// An MCP `Prompt`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptDecl {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arguments: Vec<PromptArgumentDecl>,
+}
+
+/// An MCP `PromptArgument`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptArgumentDecl {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub required: bool,
+}
+
+/// One hook: which event it handles, for which tools.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookDecl {
+    /// Names the hook in [`method::HOOK_RUN`] (the function's name).
+    pub id: String,
+    /// The Claude Code event (`PreToolUse`, `UserPromptSubmit`, ...).
+    pub event: String,
+    /// A regular expression over tool names, for the tool events; `None` matches every tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matcher: Option<String>,
+    /// Anything else the hook declares, kept for newer hosts.
+    #[serde(flatten)]
+    pub other: serde_json::Map<String, Value>,
+}
+
+/// Why a plugin did not answer a request: a JSON-RPC error (see [`code`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestError {
+    pub code: i32,
+    pub message: String,
+}
+
+impl RequestError {
+    pub fn new(code: i32, message: impl Into<String>) -> Self {
+        RequestError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// The params do not fit the method.
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(code::INVALID_PARAMS, message)
+    }
+
+    /// The plugin failed.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(code::INTERNAL_ERROR, message)
+    }
+
+    /// The plugin does not answer `method`.
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(
+            code::METHOD_NOT_FOUND,
+            format!("the plugin does not answer `{method}`"),
+        )
+    }
+}
+
+impl fmt::Display for RequestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for RequestError {}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn declarations_are_mcp_shapes_and_absent_fields_are_empty() {
+        let extras = Extras {
+            resources: vec![ResourceDecl {
+                uri: "notes://index".into(),
+                name: "index".into(),
+                mime_type: Some("text/markdown".into()),
+                ..Default::default()
+            }],
+            resource_templates: vec![TemplateDecl {
+                uri_template: "notes://{id}".into(),
+                name: "note".into(),
+                ..Default::default()
+            }],
+            prompts: vec![PromptDecl {
+                name: "explain".into(),
+                arguments: vec![PromptArgumentDecl {
+                    name: "x".into(),
+                    required: true,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let v = serde_json::to_value(&extras).unwrap();
+        assert_eq!(
+            v,
+            json!({
+                "resources": [{"uri": "notes://index", "name": "index", "mimeType": "text/markdown"}],
+                "resourceTemplates": [{"uriTemplate": "notes://{id}", "name": "note"}],
+                "prompts": [{"name": "explain", "arguments": [{"name": "x", "required": true}]}],
+            })
+        );
+        assert_eq!(serde_json::from_value::<Extras>(v).unwrap(), extras);
+        let none: Extras = serde_json::from_str("{}").unwrap();
+        assert!(none.is_empty());
+        assert_eq!(serde_json::to_string(&none).unwrap(), "{}");
+    }
+
+    #[test]
+    fn fields_a_newer_plugin_adds_are_read_as_absent_or_kept() {
+        let e: Extras = serde_json::from_value(json!({
+            "somethingNew": [1],
+            "hooks": [{"id": "guard", "event": "PreToolUse", "matcher": "Bash", "later": 3}],
+        }))
+        .unwrap();
+        assert_eq!(e.hooks[0].matcher.as_deref(), Some("Bash"));
+        assert_eq!(e.hooks[0].other["later"], 3);
+    }
+}
