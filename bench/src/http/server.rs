@@ -1,0 +1,195 @@
+//! The servers under test: started fresh for each run, killed when dropped.
+
+use std::{
+    io::{BufRead, BufReader, Read, Write},
+    net::{SocketAddr, TcpListener, TcpStream},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use anyhow::{bail, Context, Result};
+
+/// Longest a server may take to start answering.
+const START_LIMIT: Duration = Duration::from_secs(30);
+
+pub struct Server {
+    child: Child,
+    /// Where it listens, for an HTTP server.
+    pub addr: Option<SocketAddr>,
+    /// Its stderr, for the message when it fails.
+    log: Option<PathBuf>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(log) = &self.log {
+            let _ = std::fs::remove_file(log);
+        }
+    }
+}
+
+/// Resident and peak resident memory of a process, in KiB (`/proc/PID/status`).
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct Memory {
+    pub rss_kib: u64,
+    pub peak_kib: u64,
+}
+
+impl Server {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn memory(&self) -> Result<Memory> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))?;
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap_or(0)
+        };
+        Ok(Memory {
+            rss_kib: field("VmRSS:"),
+            peak_kib: field("VmHWM:"),
+        })
+    }
+
+    pub fn take_pipes(&mut self) -> Result<(std::process::ChildStdin, std::process::ChildStdout)> {
+        Ok((
+            self.child.stdin.take().context("no stdin")?,
+            self.child.stdout.take().context("no stdout")?,
+        ))
+    }
+
+    /// The server's stderr so far (its last lines), for an error message.
+    pub fn log_tail(&self) -> String {
+        let Some(log) = &self.log else {
+            return String::new();
+        };
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(10)..].join("\n")
+    }
+}
+
+fn log_file(tag: &str) -> Result<(PathBuf, std::fs::File)> {
+    let path = std::env::temp_dir().join(format!(
+        "toolhost-bench-http-{}-{tag}.log",
+        std::process::id()
+    ));
+    let file = std::fs::File::create(&path)?;
+    Ok((path, file))
+}
+
+/// A loopback port free now (the kernel's pick, released for the server to bind).
+fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// `toolhost serve --http 127.0.0.1:PORT --plugins DIR [extra...]`, ready once `/healthz`
+/// answers 200.
+pub fn toolhost_http(toolhost: &Path, plugins: &Path, extra: &[String]) -> Result<Server> {
+    let port = free_port()?;
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let (log, file) = log_file("toolhost")?;
+    let child = Command::new(toolhost)
+        .args(["serve", "--http", &addr.to_string(), "--plugins"])
+        .arg(plugins)
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(file)
+        .spawn()
+        .with_context(|| format!("cannot run {}", toolhost.display()))?;
+    let mut server = Server {
+        child,
+        addr: Some(addr),
+        log: Some(log),
+    };
+    let deadline = Instant::now() + START_LIMIT;
+    while !healthy(addr) {
+        if let Some(status) = server.child.try_wait()? {
+            bail!("toolhost exited ({status}): {}", server.log_tail());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "toolhost not ready within {}s: {}",
+                START_LIMIT.as_secs(),
+                server.log_tail()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(server)
+}
+
+fn healthy(addr: SocketAddr) -> bool {
+    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let req = format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let mut head = [0u8; 12];
+    s.write_all(req.as_bytes()).is_ok() && s.read_exact(&mut head).is_ok() && &head[9..12] == b"200"
+}
+
+/// `toolhost serve --plugins DIR` on pipes.
+pub fn toolhost_stdio(toolhost: &Path, plugins: &Path) -> Result<Server> {
+    let (log, file) = log_file("stdio")?;
+    let child = Command::new(toolhost)
+        .args(["serve", "--plugins"])
+        .arg(plugins)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(file)
+        .spawn()
+        .with_context(|| format!("cannot run {}", toolhost.display()))?;
+    Ok(Server {
+        child,
+        addr: None,
+        log: Some(log),
+    })
+}
+
+/// The rmcp peer (bench/peers/rmcp), ready once it printed where it listens.
+pub fn rmcp(peer: &Path, sessions: bool) -> Result<Server> {
+    let mut cmd = Command::new(peer);
+    cmd.arg("127.0.0.1:0");
+    if sessions {
+        cmd.arg("--sessions");
+    }
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .with_context(|| format!("cannot run {}", peer.display()))?;
+    // It prints one line once bound; a peer that never does is killed by the bound wait of
+    // the read's thread below.
+    let stdout = child.stdout.take().context("no stdout")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let mut server = Server {
+        child,
+        addr: None,
+        log: None,
+    };
+    let line = rx
+        .recv_timeout(START_LIMIT)
+        .context("the rmcp peer did not say where it listens")?;
+    let addr = line
+        .trim()
+        .strip_prefix("listening on http://")
+        .and_then(|a| a.strip_suffix("/mcp"))
+        .with_context(|| format!("unexpected line from the rmcp peer: {line:?}"))?;
+    server.addr = Some(addr.parse()?);
+    Ok(server)
+}
