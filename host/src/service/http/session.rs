@@ -212,3 +212,46 @@ fn new_id() -> String {
     getrandom::fill(&mut bytes).expect("the OS random source works");
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+
+    #[tokio::test]
+    async fn a_reader_that_falls_behind_is_dropped_and_memory_stays_bounded() {
+        let sessions = Sessions::new(4, Duration::from_secs(60));
+        let s = sessions.open(None).unwrap();
+        let mut feed = s.open_stream(None, 2);
+        // Nobody reads: the third event finds the queue full and drops the reader.
+        for _ in 0..1000 {
+            s.announce(r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#);
+        }
+        assert!(!s.streaming());
+        assert_eq!(lock(&s.stream).recent.len(), REPLAY);
+        // What was queued is still delivered, then the stream ends.
+        let mut got = Vec::new();
+        while let Some(frame) = feed.frame().await {
+            got.push(frame.unwrap().into_data().unwrap());
+        }
+        assert_eq!(got.len(), 2);
+        assert!(std::str::from_utf8(&got[0]).unwrap().starts_with("id: 0\n"));
+        // It comes back with the last id it saw and gets the kept events after it.
+        let mut resumed = s.open_stream(Some("990"), 2);
+        let replay = resumed.frame().await.unwrap().unwrap().into_data().unwrap();
+        let text = std::str::from_utf8(&replay).unwrap();
+        assert_eq!(text.matches("id: ").count(), 9, "{text}");
+        assert!(text.starts_with("id: 991\n"));
+    }
+
+    #[test]
+    fn sessions_are_bounded() {
+        let sessions = Sessions::new(2, Duration::from_secs(60));
+        let a = sessions.open(Some("calc")).unwrap();
+        sessions.open(None).unwrap();
+        assert!(sessions.open(None).is_err());
+        assert!(sessions.remove(&a.id).is_some());
+        assert!(sessions.get(&a.id).is_none());
+        assert!(sessions.open(None).is_ok());
+    }
+}

@@ -105,7 +105,7 @@ impl<G: Unpin> Body for CallStream<G> {
 
 /// A long-lived feed: events from a bounded queue, a comment when idle for [`KEEP_ALIVE`],
 /// the end when the sender is dropped (the session ended, the reader was too slow, the
-/// server shuts down). `on_drop` runs when the client goes away.
+/// server shuts down).
 pub struct Feed {
     rx: mpsc::Receiver<Bytes>,
     keep_alive: tokio::time::Interval,
