@@ -183,6 +183,20 @@ impl Router {
         msg: &JsonRpc<'_>,
         sink: &Sink,
     ) -> Dispatch {
+        self.dispatch_from(scope, "", msg, sink)
+    }
+
+    /// [`Router::dispatch`] for one of several clients sharing the router (the sessions of
+    /// `serve --http`): `client` keeps its request ids apart from every other client's, so
+    /// its `notifications/cancelled` reaches only its own calls. `""` is the one client of a
+    /// stdio session.
+    pub fn dispatch_from(
+        self: &Arc<Self>,
+        scope: Scope<'_>,
+        client: &str,
+        msg: &JsonRpc<'_>,
+        sink: &Sink,
+    ) -> Dispatch {
         let id = msg.id;
         if id.is_some_and(|id| !valid_id(id)) {
             // Echoing it would hand the client back a value it cannot match (JSON-RPC 2.0 §4:
@@ -204,7 +218,7 @@ impl Router {
             };
         };
         if let (Some(id), "tools/call") = (id, method) {
-            return self.tool_call(scope, id, msg, sink);
+            return self.tool_call(scope, client, id, msg, sink);
         }
         let plugin = match scope {
             Scope::Server(name) => match self.registry.get(name) {
@@ -221,7 +235,7 @@ impl Router {
         };
         if id.is_none() {
             if method == "notifications/cancelled" {
-                self.cancel(scope, msg.params);
+                self.cancel(scope, client, msg.params);
             }
             // `notifications/initialized` and any other notification need no action.
             return Dispatch::Handled;
@@ -255,7 +269,7 @@ impl Router {
             self.clone(),
             plugin.to_string(),
             id.to_owned(),
-            Some(cancel_key(scope, id)),
+            Some(cancel_key(scope, "", id)),
             control,
             None,
             method,
@@ -333,13 +347,13 @@ impl Router {
         catalog
     }
 
-    fn cancel(&self, scope: Scope<'_>, params: Option<&RawValue>) {
+    fn cancel(&self, scope: Scope<'_>, client: &str, params: Option<&RawValue>) {
         let Some(p) = params.and_then(|p| serde_json::from_str::<CancelledParams>(p.get()).ok())
         else {
             tracing::warn!("notifications/cancelled without a valid requestId; ignored");
             return;
         };
-        let key = cancel_key(scope, p.request_id);
+        let key = cancel_key(scope, client, p.request_id);
         match lock(&self.calls).get(&key) {
             Some(control) => {
                 tracing::debug!(key = %key, reason = ?p.reason, "request cancelled");
@@ -402,6 +416,7 @@ impl Router {
     fn tool_call(
         self: &Arc<Self>,
         scope: Scope<'_>,
+        client: &str,
         id: &RawValue,
         msg: &JsonRpc<'_>,
         sink: &Sink,
@@ -446,7 +461,7 @@ impl Router {
             self.clone(),
             plugin,
             id.to_owned(),
-            Some(cancel_key(scope, id)),
+            Some(cancel_key(scope, client, id)),
             control,
             progress,
             Box::new(method),
@@ -454,10 +469,15 @@ impl Router {
     }
 }
 
-/// The key of request `id` of `scope` among the requests in flight.
-fn cancel_key(scope: Scope<'_>, id: &RawValue) -> String {
+/// The key of request `id` of `scope` from `client` among the requests in flight.
+fn cancel_key(scope: Scope<'_>, client: &str, id: &RawValue) -> String {
     let (server, id) = (scope.key(), id.get());
-    let mut key = String::with_capacity(server.len() + 1 + id.len());
+    let mut key = String::with_capacity(client.len() + server.len() + 2 + id.len());
+    if !client.is_empty() {
+        // A client name never holds a newline, so keys of two clients cannot meet.
+        key.push_str(client);
+        key.push('\n');
+    }
     key.push_str(server);
     key.push('\n');
     key.push_str(id);

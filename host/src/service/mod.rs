@@ -3,6 +3,7 @@
 //! their waiters, stream messages to the front-end), one writer task for every outgoing line,
 //! and a handle to send requests and user turns.
 
+pub mod http;
 mod init;
 mod lane;
 mod limits;
