@@ -7,8 +7,8 @@
 //!   one table of medians.
 //! - `--load`: toolhost alone, `--clients` × `--calls` on loopback, failures counted, p50/p99
 //!   and the host's memory; then `--idle-sessions` 2025-11-25 sessions opened and left to
-//!   expire (`--host-arg` passes the host its idle-expiry setting), its memory before, with
-//!   them open, and once they are gone.
+//!   expire (`--session-idle-secs`, passed to the host), its memory before, with them open,
+//!   and once they are gone.
 //!
 //! `scripts/bench` builds everything and runs this pinned to one CPU.
 
@@ -60,7 +60,7 @@ struct Cli {
     /// The load run instead of the comparison.
     #[arg(long)]
     load: bool,
-    /// Load run: clients at once, each on its own connection.
+    /// Load run: clients at once, each on its own connection (0: only the idle sessions).
     #[arg(long, default_value_t = 100)]
     clients: usize,
     /// Load run: calls per client.
@@ -72,8 +72,15 @@ struct Cli {
     /// Load run: 2025-11-25 sessions to open and leave idle (0: none).
     #[arg(long, default_value_t = 1_000)]
     idle_sessions: usize,
-    /// Load run: longest wait for the idle sessions to expire, in seconds.
-    #[arg(long, default_value_t = 120)]
+    /// Load run: times the idle sessions are opened and left to expire.
+    #[arg(long, default_value_t = 2)]
+    idle_rounds: usize,
+    /// Load run: the host's idle expiry of a session, in seconds (passed to it as
+    /// `--session-idle-secs`).
+    #[arg(long, default_value_t = 5)]
+    session_idle_secs: u64,
+    /// Load run: how much longer than the idle expiry the sessions may take to go, in seconds.
+    #[arg(long, default_value_t = 30)]
     idle_wait: u64,
     /// An argument for `toolhost serve --http` (repeat), e.g. its idle-expiry setting.
     #[arg(long, allow_hyphen_values = true)]
@@ -297,10 +304,20 @@ async fn load(cli: &Cli) -> Result<()> {
         "2025-11-25" => Proto::Session,
         p => bail!("--load-protocol: 2026-07-28 or 2025-11-25, not {p}"),
     };
-    let server = server::toolhost_http(&cli.toolhost, &cli.plugins, &cli.host_arg)?;
+    let mut host_args = cli.host_arg.clone();
+    host_args.push(format!("--session-idle-secs={}", cli.session_idle_secs));
+    let server = server::toolhost_http(&cli.toolhost, &cli.plugins, &host_args)?;
     let addr = server.addr.context("no address")?;
     let path = cli.toolhost_path.as_str();
     let started = server.memory()?;
+    if cli.clients == 0 {
+        println!(
+            "toolhost pid {}, host RSS {:.1} MiB started",
+            server.pid(),
+            mib(started.rss_kib)
+        );
+        return idle_rounds(cli, &server).await;
+    }
     let b = http_batch(addr, path, proto, "add", cli.clients, cli.calls, false).await?;
     let after_load = server.memory()?;
     let phase = Phase::of(b.lat.clone(), b.wall);
@@ -331,7 +348,7 @@ async fn load(cli: &Cli) -> Result<()> {
         mib(after_load.peak_kib)
     );
     if cli.idle_sessions > 0 {
-        idle_sessions(cli, &server).await?;
+        idle_rounds(cli, &server).await?;
     }
     if b.failures > 0 {
         bail!("{} failed call(s)", b.failures);
@@ -343,9 +360,22 @@ fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
 }
 
-/// Opens `--idle-sessions` sessions, each on a connection then closed, and waits (bounded)
-/// until they are answered 404: expired. Each probe uses a session not touched since it was
-/// opened (a request would keep it alive).
+/// `--idle-rounds` rounds of [`idle_sessions`]: expired sessions' memory goes back to the
+/// allocator, not to the system, so a round that does not raise the peak shows it was freed
+/// (and reused) rather than leaked.
+async fn idle_rounds(cli: &Cli, server: &server::Server) -> Result<()> {
+    for round in 1..=cli.idle_rounds {
+        println!("- round {round}:");
+        idle_sessions(cli, server).await?;
+    }
+    Ok(())
+}
+
+/// Opens `--idle-sessions` sessions, each on a connection then closed, waits for the host's
+/// idle expiry (`--session-idle-secs`, passed to it) and checks that they are gone: answered
+/// 404. Any request would keep a session alive, so the probes go from the last opened
+/// backwards, each to a session untouched since it was opened; once one is gone, so are all
+/// opened before it, and one more idle period later, the probed ones too.
 async fn idle_sessions(cli: &Cli, server: &server::Server) -> Result<()> {
     let addr = server.addr.context("no address")?;
     let path = cli.toolhost_path.as_str();
@@ -356,40 +386,60 @@ async fn idle_sessions(cli: &Cli, server: &server::Server) -> Result<()> {
         let c = client::HttpClient::connect(addr, path, Proto::Session).await?;
         sessions.push(c.session().context("no session")?.to_string());
     }
+    let opened_at = Instant::now();
     let opened = server.memory()?;
     println!(
-        "- {} idle 2025-11-25 sessions opened in {:.2} s: host RSS {:.1} MiB before, {:.1} MiB with them open",
+        "  - {} idle 2025-11-25 sessions opened in {:.2} s: host RSS {:.1} MiB before, {:.1} MiB with them open",
         cli.idle_sessions,
         t.elapsed().as_secs_f64(),
         mib(before.rss_kib),
         mib(opened.rss_kib)
     );
-    let deadline = Instant::now() + Duration::from_secs(cli.idle_wait);
-    let t = Instant::now();
-    for session in &sessions {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let mut probe = client::HttpClient::connect_to_session(addr, path, session).await?;
+    let gone = |session: String| async move {
+        let mut probe = client::HttpClient::connect_to_session(addr, path, &session).await?;
         let r = probe
             .post(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, "ping", None)
             .await?;
-        if r.status == hyper::StatusCode::NOT_FOUND {
-            let expired = server.memory()?;
-            println!(
-                "- expired within {:.0} s: host RSS {:.1} MiB (peak {:.1} MiB)",
-                t.elapsed().as_secs_f64(),
-                mib(expired.rss_kib),
-                mib(expired.peak_kib)
-            );
-            return Ok(());
-        }
-        if Instant::now() > deadline {
+        anyhow::Ok(r.status == hyper::StatusCode::NOT_FOUND)
+    };
+    let idle = Duration::from_secs(cli.session_idle_secs);
+    let deadline = opened_at + idle + Duration::from_secs(cli.idle_wait);
+    tokio::time::sleep(idle).await;
+    // The sessions a probe found alive, and so kept alive: the last one probed goes last.
+    let mut kept: Vec<String> = Vec::new();
+    loop {
+        let Some(session) = sessions.pop() else {
+            bail!("every session probed, none expired");
+        };
+        if gone(session.clone()).await? {
             break;
         }
+        kept.push(session);
+        if Instant::now() > deadline {
+            bail!(
+                "the sessions did not expire within {} s of the idle expiry",
+                cli.idle_wait
+            );
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
+    let first_gone = opened_at.elapsed();
+    let probed = kept.len();
+    if let Some(last) = kept.pop() {
+        tokio::time::sleep(idle + Duration::from_secs(2)).await;
+        if !gone(last).await? {
+            bail!("a probed session outlived its idle expiry by 2 s");
+        }
+    }
+    let expired = server.memory()?;
     println!(
-        "- the sessions did not expire within {} s (host RSS {:.1} MiB): does the host have an idle expiry, and was it passed with --host-arg?",
-        cli.idle_wait,
-        mib(server.memory()?.rss_kib)
+        "  - expired (idle expiry {} s): gone {:.0} s after the last was opened ({} kept alive longer by a probe, gone {} s after it): host RSS {:.1} MiB (peak {:.1} MiB)",
+        cli.session_idle_secs,
+        first_gone.as_secs_f64(),
+        probed,
+        cli.session_idle_secs + 2,
+        mib(expired.rss_kib),
+        mib(expired.peak_kib)
     );
     Ok(())
 }
