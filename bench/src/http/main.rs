@@ -13,6 +13,7 @@
 //! `scripts/bench` builds everything and runs this pinned to one CPU.
 
 mod client;
+mod floor;
 mod measure;
 mod server;
 mod wire;
@@ -85,6 +86,9 @@ struct Cli {
     /// An argument for `toolhost serve --http` (repeat), e.g. its idle-expiry setting.
     #[arg(long, allow_hyphen_values = true)]
     host_arg: Vec<String>,
+    /// Serve as the HTTP floor (spawned by the driver).
+    #[arg(long, hide = true)]
+    serve_floor: bool,
     /// Print the results as JSON instead of the table.
     #[arg(long)]
     json: bool,
@@ -92,6 +96,8 @@ struct Cli {
 
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
+    /// The hand-written hyper responder (`floor.rs`).
+    Floor,
     ToolhostHttp(Proto),
     ToolhostStdio,
     Rmcp(Proto),
@@ -112,6 +118,9 @@ struct Report {
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
+    if cli.serve_floor {
+        return floor::serve();
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -145,7 +154,10 @@ fn main() -> Result<()> {
 }
 
 fn candidates(cli: &Cli) -> Result<Vec<Candidate>> {
-    let mut out = Vec::new();
+    let mut out = vec![Candidate {
+        name: "floor (hand-written hyper responder)",
+        kind: Kind::Floor,
+    }];
     if serves_http(cli)? {
         out.push(Candidate {
             name: "toolhost serve --http (2026-07-28)",
@@ -175,7 +187,11 @@ fn candidates(cli: &Cli) -> Result<Vec<Candidate>> {
             kind: Kind::Rmcp(Proto::Session),
         });
     }
-    out.retain(|c| cli.only.is_empty() || cli.only.iter().any(|o| c.name.contains(o.as_str())));
+    out.retain(|c| {
+        c.kind == Kind::Floor
+            || cli.only.is_empty()
+            || cli.only.iter().any(|o| c.name.contains(o.as_str()))
+    });
     Ok(out)
 }
 
@@ -208,8 +224,16 @@ async fn run(cli: &Cli, kind: Kind) -> Result<Report> {
                 memory: server.memory()?,
             })
         }
-        Kind::ToolhostHttp(proto) | Kind::Rmcp(proto) => {
+        Kind::Floor | Kind::ToolhostHttp(_) | Kind::Rmcp(_) => {
+            let proto = match kind {
+                Kind::ToolhostHttp(p) | Kind::Rmcp(p) => p,
+                _ => Proto::Stateless,
+            };
             let (server, path) = match kind {
+                Kind::Floor => (
+                    server::announced(&std::env::current_exe()?, &["--serve-floor"])?,
+                    "/mcp",
+                ),
                 Kind::ToolhostHttp(_) => (
                     server::toolhost_http(&cli.toolhost, &cli.plugins, &cli.host_arg)?,
                     cli.toolhost_path.as_str(),
@@ -267,8 +291,14 @@ fn print_table(cli: &Cli, candidates: &[Candidate], runs: &[Vec<Report>]) {
         cli.n, cli.n, cli.concurrency, cli.concurrency, cli.runs
     );
     println!();
-    println!("| candidate | seq p50 | seq calls/s | concurrent calls/s | concurrent p50 | concurrent p99 | RSS after |");
-    println!("|---|--:|--:|--:|--:|--:|--:|");
+    println!("| candidate | seq p50 | ×floor | seq calls/s | concurrent calls/s | concurrent p50 | concurrent p99 | RSS after |");
+    println!("|---|--:|--:|--:|--:|--:|--:|--:|");
+    let p50 = |r: &[Report]| median(&mut r.iter().map(|r| r.seq.p50_us).collect::<Vec<_>>()).0;
+    let floor = candidates
+        .iter()
+        .zip(runs)
+        .find(|(c, _)| c.kind == Kind::Floor)
+        .map(|(_, r)| p50(r));
     let cell = |v: &mut Vec<f64>, show: &dyn Fn(f64) -> String, unit: &str| {
         let (m, lo, hi) = median(v);
         if v.len() > 1 {
@@ -280,10 +310,12 @@ fn print_table(cli: &Cli, candidates: &[Candidate], runs: &[Vec<Report>]) {
     let one = |x: f64| format!("{x:.1}");
     for (c, r) in candidates.iter().zip(runs) {
         let col = |f: &dyn Fn(&Report) -> f64| r.iter().map(f).collect::<Vec<f64>>();
+        let ratio = floor.map_or("–".to_string(), |f| format!("{:.2}x", p50(r) / f));
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             c.name,
             cell(&mut col(&|r| r.seq.p50_us), &one, " µs"),
+            ratio,
             cell(&mut col(&|r| r.seq.calls_per_s), &thousands, ""),
             cell(&mut col(&|r| r.conc.calls_per_s), &thousands, ""),
             cell(&mut col(&|r| r.conc.p50_us), &one, " µs"),

@@ -155,14 +155,21 @@ pub fn toolhost_stdio(toolhost: &Path, plugins: &Path) -> Result<Server> {
     })
 }
 
-/// The rmcp peer (bench/peers/rmcp), ready once it printed where it listens.
+/// The rmcp peer (bench/peers/rmcp).
 pub fn rmcp(peer: &Path, sessions: bool) -> Result<Server> {
-    let mut cmd = Command::new(peer);
-    cmd.arg("127.0.0.1:0");
+    let mut args = vec!["127.0.0.1:0"];
     if sessions {
-        cmd.arg("--sessions");
+        args.push("--sessions");
     }
-    let mut child = cmd
+    announced(peer, &args)
+}
+
+/// A server that prints `listening on http://ADDR/mcp` once bound (the rmcp peer, the
+/// floor), ready then.
+pub fn announced(program: &Path, args: &[&str]) -> Result<Server> {
+    let peer = program;
+    let mut child = Command::new(program)
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -184,12 +191,12 @@ pub fn rmcp(peer: &Path, sessions: bool) -> Result<Server> {
     };
     let line = rx
         .recv_timeout(START_LIMIT)
-        .context("the rmcp peer did not say where it listens")?;
+        .with_context(|| format!("{} did not say where it listens", peer.display()))?;
     let addr = line
         .trim()
         .strip_prefix("listening on http://")
         .and_then(|a| a.strip_suffix("/mcp"))
-        .with_context(|| format!("unexpected line from the rmcp peer: {line:?}"))?;
+        .with_context(|| format!("unexpected line from {}: {line:?}", peer.display()))?;
     server.addr = Some(addr.parse()?);
     Ok(server)
 }
