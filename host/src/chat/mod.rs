@@ -107,12 +107,14 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
     let handle = session.handle.clone();
     // Sent before anything else: it registers the plugins as sdk servers.
     let init_answer = Box::pin(handle.request(&init_request));
+    let external_names: Vec<String> = external.keys().cloned().collect();
     let (follow, reports) =
         follow_changes(&args, registry.clone(), registry_events, &handle, external);
 
     let (source, inputs) = open_input(&term, interactive, args.ask)?;
     let saved_terminal = quiet_terminal(&term);
-    let renderer = Renderer::new(args.output_format, term.style, term.live);
+    let renderer = Renderer::new(args.output_format, term.style, term.live)
+        .with_external_servers(external_names);
     let mut chat = Chat::new(
         handle,
         renderer,
