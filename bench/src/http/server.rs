@@ -2,7 +2,7 @@
 
 use std::{
     io::{BufRead, BufReader, Read, Write},
-    net::{SocketAddr, TcpListener, TcpStream},
+    net::{SocketAddr, TcpStream},
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
@@ -85,19 +85,22 @@ fn log_file(tag: &str) -> Result<(PathBuf, std::fs::File)> {
     Ok((path, file))
 }
 
-/// A loopback port free now (the kernel's pick, released for the server to bind).
-fn free_port() -> Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+/// Where the host says it serves: its `toolhost: serving http://ADDR/mcp` line on stderr.
+fn announced_addr(log: &Path) -> Option<SocketAddr> {
+    std::fs::read_to_string(log).ok()?.lines().find_map(|l| {
+        l.strip_prefix("toolhost: serving http://")?
+            .strip_suffix("/mcp")?
+            .parse()
+            .ok()
+    })
 }
 
-/// `toolhost serve --http 127.0.0.1:PORT --plugins DIR [extra...]`, ready once `/healthz`
-/// answers 200.
+/// `toolhost serve --http 127.0.0.1:0 --plugins DIR [extra...]` (the kernel picks the port,
+/// the host names it), ready once `/healthz` answers 200.
 pub fn toolhost_http(toolhost: &Path, plugins: &Path, extra: &[String]) -> Result<Server> {
-    let port = free_port()?;
-    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let (log, file) = log_file("toolhost")?;
     let child = Command::new(toolhost)
-        .args(["serve", "--http", &addr.to_string(), "--plugins"])
+        .args(["serve", "--http", "127.0.0.1:0", "--plugins"])
         .arg(plugins)
         .args(extra)
         .stdin(Stdio::null())
@@ -107,11 +110,17 @@ pub fn toolhost_http(toolhost: &Path, plugins: &Path, extra: &[String]) -> Resul
         .with_context(|| format!("cannot run {}", toolhost.display()))?;
     let mut server = Server {
         child,
-        addr: Some(addr),
-        log: Some(log),
+        addr: None,
+        log: Some(log.clone()),
     };
     let deadline = Instant::now() + START_LIMIT;
-    while !healthy(addr) {
+    loop {
+        if server.addr.is_none() {
+            server.addr = announced_addr(&log);
+        }
+        if server.addr.is_some_and(healthy) {
+            break;
+        }
         if let Some(status) = server.child.try_wait()? {
             bail!("toolhost exited ({status}): {}", server.log_tail());
         }
