@@ -5,7 +5,7 @@
 //!   one after the other on one keep-alive connection, then `-n` calls spread over
 //!   `--concurrency` connections at once (over stdio: that many in flight on its pipes);
 //!   one table of medians.
-//! - `--load`: toolhost alone, `--clients` × `--calls` on loopback, failures counted, p50/p99
+//! - `--load`: toolhost alone (or the rmcp peer with `--load-rmcp`), `--clients` × `--calls` on loopback, failures counted, p50/p99
 //!   and the host's memory; then `--idle-sessions` 2025-11-25 sessions opened and left to
 //!   expire (`--session-idle-secs`, passed to the host), its memory before, with them open,
 //!   and once they are gone.
@@ -70,6 +70,10 @@ struct Cli {
     /// Load run: the transport version of the clients.
     #[arg(long, default_value = "2026-07-28")]
     load_protocol: String,
+    /// Load run: against the rmcp peer (`--rmcp-peer`) instead of toolhost, for comparison
+    /// (no idle sessions: its expiry is its own).
+    #[arg(long)]
+    load_rmcp: bool,
     /// Load run: 2025-11-25 sessions to open and leave idle (0: none).
     #[arg(long, default_value_t = 1_000)]
     idle_sessions: usize,
@@ -336,11 +340,22 @@ async fn load(cli: &Cli) -> Result<()> {
         "2025-11-25" => Proto::Session,
         p => bail!("--load-protocol: 2026-07-28 or 2025-11-25, not {p}"),
     };
-    let mut host_args = cli.host_arg.clone();
-    host_args.push(format!("--session-idle-secs={}", cli.session_idle_secs));
-    let server = server::toolhost_http(&cli.toolhost, &cli.plugins, &host_args)?;
+    let (server, path, name) = if cli.load_rmcp {
+        let peer = cli
+            .rmcp_peer
+            .as_deref()
+            .context("--load-rmcp needs --rmcp-peer")?;
+        (server::rmcp(peer, proto == Proto::Session)?, "/mcp", "rmcp")
+    } else {
+        let mut host_args = cli.host_arg.clone();
+        host_args.push(format!("--session-idle-secs={}", cli.session_idle_secs));
+        (
+            server::toolhost_http(&cli.toolhost, &cli.plugins, &host_args)?,
+            cli.toolhost_path.as_str(),
+            "toolhost",
+        )
+    };
     let addr = server.addr.context("no address")?;
-    let path = cli.toolhost_path.as_str();
     let started = server.memory()?;
     if cli.clients == 0 {
         println!(
@@ -354,7 +369,7 @@ async fn load(cli: &Cli) -> Result<()> {
     let after_load = server.memory()?;
     let phase = Phase::of(b.lat.clone(), b.wall);
     println!(
-        "load: {} clients × {} calls ({}), toolhost pid {}",
+        "load: {} clients × {} calls ({}), {name} pid {}",
         cli.clients,
         cli.calls,
         proto.version(),
@@ -379,7 +394,7 @@ async fn load(cli: &Cli) -> Result<()> {
         mib(after_load.rss_kib),
         mib(after_load.peak_kib)
     );
-    if cli.idle_sessions > 0 {
+    if cli.idle_sessions > 0 && !cli.load_rmcp {
         idle_rounds(cli, &server).await?;
     }
     if b.failures > 0 {
