@@ -445,3 +445,38 @@ fn get(prompts: &[PromptDef], params: &str, ctx: &Context) -> Result<String, Req
         .map_err(PromptError::into_request_error)?;
     Ok(result.to_json().to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    use super::*;
+    use crate::NoArgs;
+
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Nested {
+        /// A list cannot be text.
+        tags: Vec<String>,
+    }
+
+    #[test]
+    fn duplicate_names_and_structured_arguments_refuse_the_load() {
+        let p = || PromptDef::new("p", |_: NoArgs, _: &Context| "x");
+        let mut def = PluginDef::new("x", "1", "d").prompt(p()).prompt(p());
+        assert_eq!(
+            def.install_extras().unwrap_err(),
+            "prompt `p` is declared twice"
+        );
+        let mut def = PluginDef::new("x", "1", "d")
+            .prompt(PromptDef::new("tagged", |_: Nested, _: &Context| "x"));
+        assert_eq!(
+            def.install_extras().unwrap_err(),
+            "prompt `tagged`: argument `tags` is an array: prompt arguments are text \
+             (strings, numbers, bools or enums)"
+        );
+        let mut def =
+            PluginDef::new("x", "1", "d").prompt(PromptDef::new("n", |_: u32, _: &Context| "x"));
+        assert!(def.install_extras().unwrap_err().contains("not a struct"));
+    }
+}

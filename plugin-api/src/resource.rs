@@ -739,3 +739,61 @@ fn page_ended_at(next: &Option<String>, at: usize) -> bool {
     next.as_deref()
         .is_some_and(|n| n.starts_with(&format!("{at}:")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{extras::Extras, testing::TestContext, NoArgs};
+
+    fn text(uri: &'static str, name: &'static str) -> ResourceDef {
+        ResourceDef::new(uri, name, |_: NoArgs, _: &Context| "x")
+    }
+
+    fn install_all(defs: Vec<ResourceDef>) -> Result<Extras, String> {
+        let mut def = PluginDef::new("p", "1", "d");
+        for d in defs {
+            def = def.resource(d);
+        }
+        def.install_extras()?;
+        Ok(def.extras_mut().clone())
+    }
+
+    #[test]
+    fn duplicates_and_bad_templates_refuse_the_load() {
+        let e = install_all(vec![text("a://1", "one"), text("a://2", "one")]).unwrap_err();
+        assert_eq!(e, "resource `one` is declared twice");
+        let e = install_all(vec![text("a://1", "one"), text("a://1", "two")]).unwrap_err();
+        assert_eq!(
+            e,
+            "the URI `a://1` is declared twice (the second time by resource `two`)"
+        );
+        let e = install_all(vec![text("a://{x}{y}", "xy")]).unwrap_err();
+        assert!(e.starts_with("resource `xy`: URI `a://{x}{y}`: "), "{e}");
+        let e = install_all(vec![text("no-scheme", "n")]).unwrap_err();
+        assert!(e.contains("scheme"), "{e}");
+        let e = install_all(vec![
+            text("a://1", "fixed").list(|_: &Context| Vec::<ListedResource>::new())
+        ])
+        .unwrap_err();
+        assert!(e.contains("fixed URI and a list"), "{e}");
+    }
+
+    #[test]
+    fn a_plugin_without_resources_declares_and_answers_none() {
+        let mut def = PluginDef::new("p", "1", "d");
+        def.install_extras().unwrap();
+        assert!(def.extras_mut().is_empty());
+        assert!(def.handlers.is_empty());
+    }
+
+    #[test]
+    fn a_listed_uri_outside_the_template_is_an_error_naming_both() {
+        let r = ResourceDef::new("a://{id}", "item", |_: NoArgs, _: &Context| "x")
+            .list(|_: &Context| vec![ListedResource::new("b://1", "one")]);
+        let e = r.list_page(None, &TestContext::new()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "resource `item` listed `b://1`, which does not match its template `a://{id}`"
+        );
+    }
+}
