@@ -9,7 +9,7 @@
 use std::{any::Any, borrow::Cow, collections::HashSet, fmt::Display, sync::Arc};
 
 use base64::Engine as _;
-use serde::{de::DeserializeOwned, Deserialize};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::{
@@ -87,22 +87,43 @@ impl ResourceContent {
             ResourceBody::Text(_) => None,
         }
     }
+}
 
-    /// The MCP `TextResourceContents` / `BlobResourceContents` object.
-    pub(crate) fn to_json(&self) -> Value {
-        let mut o = Map::new();
-        o.insert("uri".into(), self.uri.clone().unwrap_or_default().into());
-        if let Some(m) = &self.mime_type {
-            o.insert("mimeType".into(), m.clone().into());
-        }
-        match &self.body {
-            ResourceBody::Text(t) => o.insert("text".into(), t.clone().into()),
-            ResourceBody::Blob(b) => o.insert(
-                "blob".into(),
-                base64::engine::general_purpose::STANDARD.encode(b).into(),
+/// An MCP `ReadResourceResult`, serialized from borrowed contents: a resource's text is written
+/// once, into the answer, without a copy in between.
+#[derive(Serialize)]
+struct ReadAnswer<'a> {
+    contents: Vec<ContentOut<'a>>,
+}
+
+/// An MCP `TextResourceContents` or `BlobResourceContents`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ContentOut<'a> {
+    uri: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mime_type: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    blob: Option<String>,
+}
+
+impl<'a> From<&'a ResourceContent> for ContentOut<'a> {
+    fn from(c: &'a ResourceContent) -> Self {
+        let (text, blob) = match &c.body {
+            ResourceBody::Text(t) => (Some(t.as_str()), None),
+            ResourceBody::Blob(b) => (
+                None,
+                Some(base64::engine::general_purpose::STANDARD.encode(b)),
             ),
         };
-        Value::Object(o)
+        ContentOut {
+            uri: c.uri.as_deref().unwrap_or_default(),
+            mime_type: c.mime_type.as_deref(),
+            text,
+            blob,
+        }
     }
 }
 
@@ -673,8 +694,11 @@ impl Resources {
             }
         };
         let contents = contents.map_err(|e| e.into_request_error(&p.uri))?;
-        let contents: Vec<Value> = contents.iter().map(ResourceContent::to_json).collect();
-        Ok(json!({ "contents": contents }).to_string())
+        let answer = ReadAnswer {
+            contents: contents.iter().map(ContentOut::from).collect(),
+        };
+        serde_json::to_string(&answer)
+            .map_err(|e| RequestError::internal(format!("could not write the contents: {e}")))
     }
 
     /// `resources/list`: the lists of the templates that have one, one after the other. The
