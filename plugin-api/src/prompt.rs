@@ -346,11 +346,8 @@ fn arguments_of(schema: &Value) -> Result<Vec<PromptArgumentDecl>, String> {
     };
     let mut out = Vec::with_capacity(props.len());
     for (name, prop) in props {
-        let types: Vec<&str> = match prop.get("type") {
-            Some(Value::String(t)) => vec![t.as_str()],
-            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
-            _ => Vec::new(),
-        };
+        let mut types = Vec::new();
+        types_of(prop, schema, 0, &mut types);
         if let Some(t) = types.iter().find(|t| matches!(**t, "object" | "array")) {
             return Err(format!(
                 "argument `{name}` is an {t}: prompt arguments are text (strings, numbers, bools or enums)"
@@ -367,6 +364,38 @@ fn arguments_of(schema: &Value) -> Result<Vec<PromptArgumentDecl>, String> {
         });
     }
     Ok(out)
+}
+
+/// The JSON types `schema` allows, through `$ref`s (into `root`'s `$defs`) and
+/// `anyOf`/`oneOf`/`allOf` (an `Option<Struct>` field is `anyOf: [{$ref}, {null}]`).
+fn types_of<'a>(schema: &'a Value, root: &'a Value, depth: usize, out: &mut Vec<&'a str>) {
+    if depth > 8 {
+        return;
+    }
+    match schema.get("type") {
+        Some(Value::String(t)) => out.push(t),
+        Some(Value::Array(ts)) => out.extend(ts.iter().filter_map(Value::as_str)),
+        _ => {}
+    }
+    if let Some(name) = schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/$defs/"))
+    {
+        if let Some(def) = root.get("$defs").and_then(|d| d.get(name)) {
+            types_of(def, root, depth + 1, out);
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        for alternative in schema
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            types_of(alternative, root, depth + 1, out);
+        }
+    }
 }
 
 impl PluginDef {
@@ -458,6 +487,41 @@ mod tests {
     struct Nested {
         /// A list cannot be text.
         tags: Vec<String>,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Inner {
+        x: u8,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    #[serde(rename_all = "lowercase")]
+    enum Tone {
+        Warm,
+        Dry,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Referring {
+        /// An enum is text.
+        tone: Option<Tone>,
+        /// A struct is not.
+        inner: Option<Inner>,
+    }
+
+    #[test]
+    fn arguments_behind_references_are_checked_too() {
+        let e = arguments_of(&schema_of::<Referring>()).unwrap_err();
+        assert_eq!(
+            e,
+            "argument `inner` is an object: prompt arguments are text (strings, numbers, bools \
+             or enums)"
+        );
+        let tone = arguments_of(&schema_of::<Option<Tone>>());
+        assert!(tone.is_err(), "not a struct: {tone:?}");
     }
 
     #[test]

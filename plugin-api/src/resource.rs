@@ -390,7 +390,14 @@ where
     R: IntoResourcePage,
 {
     fn list(&self, _cursor: Option<&str>, ctx: &Context) -> Result<ResourcePage, ResourceError> {
-        self(ctx).into_page()
+        let page = self(ctx).into_page()?;
+        if page.next_cursor.is_some() {
+            // It would be asked for the same page again and again.
+            return Err(ResourceError::new(
+                "a list function without a cursor argument returned a next cursor; take                  `cursor: Option<&str>` first to page",
+            ));
+        }
+        Ok(page)
     }
 }
 
@@ -808,6 +815,18 @@ mod tests {
         def.install_extras().unwrap();
         assert!(def.extras_mut().is_empty());
         assert!(def.handlers.is_empty());
+    }
+
+    #[test]
+    fn a_list_that_cannot_take_a_cursor_may_not_return_one() {
+        let r = ResourceDef::new("a://{id}", "item", |_: NoArgs, _: &Context| "x").list(
+            |_: &Context| ResourcePage {
+                resources: vec![ListedResource::new("a://1", "one")],
+                next_cursor: Some("2".into()),
+            },
+        );
+        let e = r.list_page(None, &TestContext::new()).unwrap_err();
+        assert!(e.to_string().contains("without a cursor argument"), "{e}");
     }
 
     #[test]
