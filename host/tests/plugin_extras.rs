@@ -1,7 +1,7 @@
 //! A plugin of today's SDK with resources and prompts, as the host loads it: its declarations
 //! in `manifest().extras`, and its answers to `LoadedPlugin::request` in process and in a
 //! worker (reads of templated, fixed and blob resources, lists, prompts with and without
-//! their required argument, a panicking resource).
+//! their required argument, a panicking resource); its notifications reaching the host.
 
 mod common;
 
@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use toolhost::{
     model::RequestError,
-    plugin::{CallControl, LoadedPlugin, Staged},
+    plugin::{set_notice_sink, CallControl, LoadedPlugin, Notice, Staged},
     worker::WorkerConfig,
 };
 
@@ -34,6 +34,11 @@ fn request(p: &LoadedPlugin, method: &str, params: Value) -> Result<Value, Reque
 #[test]
 fn notes_declares_and_serves_its_resources_and_prompt() {
     let shadow = common::shadow_dir();
+    let (tx, notices) = std::sync::mpsc::channel::<Notice>();
+    let tx = std::sync::Mutex::new(tx);
+    set_notice_sink(Some(Arc::new(move |n| {
+        let _ = tx.lock().unwrap().send(n);
+    })));
     for p in both("notes", shadow.path()) {
         let isolated = p.is_isolated();
         let extras = serde_json::to_value(&p.manifest().extras).unwrap();
@@ -57,6 +62,26 @@ fn notes_declares_and_serves_its_resources_and_prompt() {
             &CallControl::new("t", None),
         );
         assert!(!added.is_error, "{}", added.text());
+        if !isolated {
+            // The plugin's notifications reach the host's sink, checked and attributed.
+            let got: Vec<(String, String, String)> = notices
+                .try_iter()
+                .map(|n| (n.plugin, n.method, n.params))
+                .collect();
+            let notice = |method: &str, params: &str| {
+                ("notes".to_string(), method.to_string(), params.to_string())
+            };
+            assert_eq!(
+                got,
+                [
+                    notice("notifications/resources/list_changed", "{}"),
+                    notice(
+                        "notifications/resources/updated",
+                        r#"{"uri":"notes://index"}"#
+                    ),
+                ]
+            );
+        }
         let read = request(
             &p,
             "resources/read",
