@@ -199,12 +199,13 @@ impl Resources {
                 .list_page(inner.as_deref(), ctx)
                 .map_err(|e| e.into_request_error(&r.uri))?;
             resources.extend(page.resources.into_iter().map(ListedResource::into_decl));
+            let more_here = page.next_cursor.is_some();
             next = match page.next_cursor {
                 Some(c) => Some(format!("{at}:{c}")),
                 None if at + 1 < listers.len() => Some((at + 1).to_string()),
                 None => None,
             };
-            if !resources.is_empty() || page_ended_at(&next, at) {
+            if !resources.is_empty() || more_here {
                 break;
             }
             at += 1;
@@ -216,12 +217,6 @@ impl Resources {
         }
         Ok(answer.to_string())
     }
-}
-
-/// Whether `next` continues the list at `at` itself (an empty page that still has more).
-fn page_ended_at(next: &Option<String>, at: usize) -> bool {
-    next.as_deref()
-        .is_some_and(|n| n.starts_with(&format!("{at}:")))
 }
 
 #[cfg(test)]
