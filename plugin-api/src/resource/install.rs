@@ -258,6 +258,19 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_list_is_skipped_within_the_same_page() {
+        let empty = ResourceDef::new("a://{id}", "a", |_: NoArgs, _: &Context| "x")
+            .list(|_: &Context| Vec::<ListedResource>::new());
+        let full = ResourceDef::new("b://{id}", "b", |_: NoArgs, _: &Context| "x")
+            .list(|_: &Context| vec![ListedResource::new("b://1", "one")]);
+        let mut def = PluginDef::new("p", "1", "d").resource(empty).resource(full);
+        def.install_extras().unwrap();
+        let list = &def.handlers[method::RESOURCES_LIST];
+        let page = list("{}", &TestContext::new()).unwrap();
+        assert_eq!(page, r#"{"resources":[{"uri":"b://1","name":"one"}]}"#);
+    }
+
+    #[test]
     fn a_plugin_without_resources_declares_and_answers_none() {
         let mut def = PluginDef::new("p", "1", "d");
         def.install_extras().unwrap();
