@@ -113,6 +113,12 @@ struct HttpArgs {
     /// the MCP Inspector's page); repeatable.
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
     allow_origins: Vec<String>,
+    /// Serve HTTPS with this certificate chain (PEM, leaf first); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_key"])]
+    tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM; private to its owner).
+    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_cert"])]
+    tls_key: Option<PathBuf>,
     #[command(flatten, next_help_heading = "HTTP limits")]
     limits: toolhost::service::http::HttpLimits,
 }
@@ -371,10 +377,20 @@ fn serve_http(
     http: &HttpArgs,
     addr: std::net::SocketAddr,
 ) -> anyhow::Result<ExitCode> {
-    use toolhost::service::http::{HttpOptions, HttpServer, Tokens};
+    use toolhost::service::http::{tls_acceptor, HttpOptions, HttpServer, TlsFiles, Tokens};
     let tokens = match &http.auth_token_file {
         Some(path) => Some(Tokens::load(path, opts.allow_shared)?),
         None => None,
+    };
+    let tls = match (&http.tls_cert, &http.tls_key) {
+        (Some(cert), Some(key)) => Some(tls_acceptor(
+            &TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            },
+            opts.allow_shared,
+        )?),
+        _ => None,
     };
     let rt = runtime()?;
     rt.block_on(async {
@@ -383,6 +399,7 @@ fn serve_http(
             tokens,
             allow_origins: http.allow_origins.clone(),
             limits: http.limits.clone(),
+            tls,
         };
         // Refuse a bad address or a missing token before loading any plugin.
         if !addr.ip().is_loopback() && options.tokens.is_none() {
@@ -394,7 +411,7 @@ fn serve_http(
         let router = Router::new(registry, limits.call.router_config());
         let server = HttpServer::bind(options, router).await?;
         // On stderr whatever the log level: scripts (and tests binding port 0) read it.
-        eprintln!("toolhost: serving http://{}/mcp", server.local_addr());
+        eprintln!("toolhost: serving {}", server.url());
         server.serve(Some(events), shutdown_signal()).await;
         anyhow::Ok(())
     })?;

@@ -124,8 +124,9 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     std::hint::black_box(diff) == 0
 }
 
+/// Refuses a secret file that others can read.
 #[cfg(unix)]
-fn check_private(path: &str, meta: &std::fs::Metadata) -> Result<(), TokenFileError> {
+pub(super) fn check_private(path: &str, meta: &std::fs::Metadata) -> Result<(), TokenFileError> {
     use std::os::unix::fs::PermissionsExt;
     let mode = meta.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
@@ -138,7 +139,7 @@ fn check_private(path: &str, meta: &std::fs::Metadata) -> Result<(), TokenFileEr
 }
 
 #[cfg(not(unix))]
-fn check_private(_path: &str, _meta: &std::fs::Metadata) -> Result<(), TokenFileError> {
+pub(super) fn check_private(_path: &str, _meta: &std::fs::Metadata) -> Result<(), TokenFileError> {
     Ok(())
 }
 
