@@ -188,6 +188,17 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Also check the settings of `serve --http ADDR` (the address is free, the token file
+        /// and TLS files pass their rules), given with the same options as `serve`.
+        #[arg(long, value_name = "ADDR:PORT", num_args = 0..=1,
+              default_missing_value = toolhost::service::http::DEFAULT_ADDR, value_parser = parse_addr)]
+        http: Option<std::net::SocketAddr>,
+        #[arg(long, value_name = "FILE", requires = "http")]
+        auth_token_file: Option<PathBuf>,
+        #[arg(long, value_name = "FILE", requires_all = ["http", "tls_key"])]
+        tls_cert: Option<PathBuf>,
+        #[arg(long, value_name = "FILE", requires_all = ["http", "tls_cert"])]
+        tls_key: Option<PathBuf>,
     },
     /// Print the shell completion script for SHELL.
     ///
@@ -296,7 +307,24 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             None => serve(&opts, &limits),
         },
         Command::Worker(_) => unreachable!("handled in main"),
-        Command::Doctor { opts, claude, json } => doctor(&opts, claude, json),
+        Command::Doctor {
+            opts,
+            claude,
+            json,
+            http,
+            auth_token_file,
+            tls_cert,
+            tls_key,
+        } => {
+            let http = http.map(|addr| toolhost::doctor::HttpSettings {
+                addr,
+                token_file: auth_token_file,
+                tls: tls_cert
+                    .zip(tls_key)
+                    .map(|(cert, key)| toolhost::service::http::TlsFiles { cert, key }),
+            });
+            doctor(&opts, claude, json, http)
+        }
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "toolhost", &mut std::io::stdout());
@@ -323,7 +351,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn doctor(opts: &PluginOpts, claude: Option<PathBuf>, as_json: bool) -> anyhow::Result<ExitCode> {
+fn doctor(
+    opts: &PluginOpts,
+    claude: Option<PathBuf>,
+    as_json: bool,
+    http: Option<toolhost::doctor::HttpSettings>,
+) -> anyhow::Result<ExitCode> {
     let report = toolhost::doctor::run(&toolhost::doctor::Options {
         plugins: opts.plugins.clone(),
         plugins_is_default: opts.plugins == default_plugin_dir(),
@@ -336,6 +369,7 @@ fn doctor(opts: &PluginOpts, claude: Option<PathBuf>, as_json: bool) -> anyhow::
             .map(PathBuf::from),
         shadow_dir: toolhost::plugin::default_shadow_dir(),
         isolate: opts.isolate,
+        http,
     });
     if as_json {
         println!("{}", serde_json::to_string_pretty(&report)?);

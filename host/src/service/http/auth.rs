@@ -89,6 +89,16 @@ impl Tokens {
         )
     }
 
+    /// How many tokens there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none (never, for tokens read from a file).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Whether `authorization` (the header's value) is `Bearer <one of the tokens>`. Every
     /// token is compared, each in time that depends only on the lengths, so the answer's
     /// timing tells nothing of how much of a token matched.
