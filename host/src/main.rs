@@ -113,6 +113,12 @@ struct HttpArgs {
     /// the MCP Inspector's page); repeatable.
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
     allow_origins: Vec<String>,
+    /// Serve HTTPS with this certificate chain (PEM, leaf first); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_key"])]
+    tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM; private to its owner).
+    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_cert"])]
+    tls_key: Option<PathBuf>,
     #[command(flatten, next_help_heading = "HTTP limits")]
     limits: toolhost::service::http::HttpLimits,
 }
@@ -182,6 +188,17 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Also check the settings of `serve --http ADDR` (the address is free, the token file
+        /// and TLS files pass their rules), given with the same options as `serve`.
+        #[arg(long, value_name = "ADDR:PORT", num_args = 0..=1,
+              default_missing_value = toolhost::service::http::DEFAULT_ADDR, value_parser = parse_addr)]
+        http: Option<std::net::SocketAddr>,
+        #[arg(long, value_name = "FILE", requires = "http")]
+        auth_token_file: Option<PathBuf>,
+        #[arg(long, value_name = "FILE", requires_all = ["http", "tls_key"])]
+        tls_cert: Option<PathBuf>,
+        #[arg(long, value_name = "FILE", requires_all = ["http", "tls_cert"])]
+        tls_key: Option<PathBuf>,
     },
     /// Print the shell completion script for SHELL.
     ///
@@ -290,7 +307,24 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             None => serve(&opts, &limits),
         },
         Command::Worker(_) => unreachable!("handled in main"),
-        Command::Doctor { opts, claude, json } => doctor(&opts, claude, json),
+        Command::Doctor {
+            opts,
+            claude,
+            json,
+            http,
+            auth_token_file,
+            tls_cert,
+            tls_key,
+        } => {
+            let http = http.map(|addr| toolhost::doctor::HttpSettings {
+                addr,
+                token_file: auth_token_file,
+                tls: tls_cert
+                    .zip(tls_key)
+                    .map(|(cert, key)| toolhost::service::http::TlsFiles { cert, key }),
+            });
+            doctor(&opts, claude, json, http)
+        }
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "toolhost", &mut std::io::stdout());
@@ -317,7 +351,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn doctor(opts: &PluginOpts, claude: Option<PathBuf>, as_json: bool) -> anyhow::Result<ExitCode> {
+fn doctor(
+    opts: &PluginOpts,
+    claude: Option<PathBuf>,
+    as_json: bool,
+    http: Option<toolhost::doctor::HttpSettings>,
+) -> anyhow::Result<ExitCode> {
     let report = toolhost::doctor::run(&toolhost::doctor::Options {
         plugins: opts.plugins.clone(),
         plugins_is_default: opts.plugins == default_plugin_dir(),
@@ -330,6 +369,7 @@ fn doctor(opts: &PluginOpts, claude: Option<PathBuf>, as_json: bool) -> anyhow::
             .map(PathBuf::from),
         shadow_dir: toolhost::plugin::default_shadow_dir(),
         isolate: opts.isolate,
+        http,
     });
     if as_json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -371,10 +411,20 @@ fn serve_http(
     http: &HttpArgs,
     addr: std::net::SocketAddr,
 ) -> anyhow::Result<ExitCode> {
-    use toolhost::service::http::{HttpOptions, HttpServer, Tokens};
+    use toolhost::service::http::{tls_acceptor, HttpOptions, HttpServer, TlsFiles, Tokens};
     let tokens = match &http.auth_token_file {
         Some(path) => Some(Tokens::load(path, opts.allow_shared)?),
         None => None,
+    };
+    let tls = match (&http.tls_cert, &http.tls_key) {
+        (Some(cert), Some(key)) => Some(tls_acceptor(
+            &TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            },
+            opts.allow_shared,
+        )?),
+        _ => None,
     };
     let rt = runtime()?;
     rt.block_on(async {
@@ -383,6 +433,7 @@ fn serve_http(
             tokens,
             allow_origins: http.allow_origins.clone(),
             limits: http.limits.clone(),
+            tls,
         };
         // Refuse a bad address or a missing token before loading any plugin.
         if !addr.ip().is_loopback() && options.tokens.is_none() {
@@ -394,7 +445,7 @@ fn serve_http(
         let router = Router::new(registry, limits.call.router_config());
         let server = HttpServer::bind(options, router).await?;
         // On stderr whatever the log level: scripts (and tests binding port 0) read it.
-        eprintln!("toolhost: serving http://{}/mcp", server.local_addr());
+        eprintln!("toolhost: serving {}", server.url());
         server.serve(Some(events), shutdown_signal()).await;
         anyhow::Ok(())
     })?;

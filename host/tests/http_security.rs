@@ -244,6 +244,7 @@ async fn a_non_loopback_address_without_tokens_refuses_to_start() {
         tokens: None,
         allow_origins: Vec::new(),
         limits: HttpLimits::default(),
+        tls: None,
     };
     for addr in ["0.0.0.0:0", "[::]:0", "192.0.2.1:8765"] {
         match HttpServer::bind(options(addr), router.clone()).await {
@@ -341,4 +342,65 @@ async fn requests_over_the_per_client_bound_are_429() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(listed, "the slot was never given back");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_serves_https_and_keeps_its_key_private() {
+    use toolhost::service::http::{read_certs, tls_acceptor, TlsError, TlsFiles};
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key.pem");
+    std::fs::copy(fixtures.join("key.pem"), &key).unwrap();
+    let files = TlsFiles {
+        cert: fixtures.join("cert.pem"),
+        key: key.clone(),
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(matches!(
+            tls_acceptor(&files, false),
+            Err(TlsError::Readable { .. })
+        ));
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let mut setup = Setup::new(&["calc"]).with_token();
+    setup.tls = Some(tls_acceptor(&files, false).expect("the fixture's certificate and key"));
+    let server = setup.start().await;
+    let roots = read_certs(&fixtures.join("ca.pem")).unwrap();
+    let port = server.addr.port();
+    let r = server
+        .modern(
+            "/mcp",
+            1,
+            "tools/call",
+            json!({"name":"calc__add","arguments":{"x":2,"y":2}}),
+        )
+        .header("authorization", &format!("Bearer {TOKEN}"))
+        .header("origin", &format!("https://localhost:{port}"))
+        .send_tls(&roots)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["result"]["content"][0]["text"], "4");
+    // The token is still required over TLS.
+    let r = server
+        .modern("/mcp", 2, "tools/list", Value::Null)
+        .send_tls(&roots)
+        .await;
+    assert_eq!(r.status, 401);
+    // Plain HTTP on the TLS port gets no answer.
+    let stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let plain = hyper::client::conn::http1::handshake::<_, http_body_util::Full<bytes::Bytes>>(
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await;
+    if let Ok((mut sender, conn)) = plain {
+        tokio::spawn(conn);
+        let req = hyper::Request::post("/mcp")
+            .header("host", server.addr.to_string())
+            .body(http_body_util::Full::new(bytes::Bytes::from_static(b"{}")))
+            .unwrap();
+        assert!(sender.send_request(req).await.is_err());
+    }
 }

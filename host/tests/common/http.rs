@@ -35,6 +35,7 @@ pub struct Setup {
     pub tokens: Option<Tokens>,
     pub limits: HttpLimits,
     pub allow_origins: Vec<String>,
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 impl Setup {
@@ -44,6 +45,7 @@ impl Setup {
             tokens: None,
             limits: HttpLimits::default(),
             allow_origins: Vec::new(),
+            tls: None,
         }
     }
 
@@ -62,6 +64,7 @@ impl Setup {
                 tokens: self.tokens,
                 allow_origins: self.allow_origins,
                 limits: self.limits,
+                tls: self.tls,
             },
             router.clone(),
         )
@@ -278,9 +281,51 @@ impl Req {
             .expect("a response")
     }
 
+    /// Sends it over TLS (verified against `roots`, for `localhost`) and reads the whole
+    /// response.
+    pub async fn send_tls(
+        self,
+        roots: &[tokio_rustls::rustls::pki_types::CertificateDer<'static>],
+    ) -> Reply {
+        use tokio_rustls::rustls;
+        let mut store = rustls::RootCertStore::empty();
+        for c in roots {
+            store.add(c.clone()).expect("a root");
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_root_certificates(store)
+            .with_no_client_auth();
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+        let tcp = tokio::net::TcpStream::connect(self.addr)
+            .await
+            .expect("connect");
+        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        let tls = connector.connect(name, tcp).await.expect("a TLS handshake");
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+            .await
+            .expect("handshake");
+        tokio::spawn(conn);
+        let req = self
+            .builder
+            .header("host", self.host)
+            .body(Full::new(Bytes::from(self.body)))
+            .expect("a request");
+        let r = sender.send_request(req).await.expect("a response");
+        Reply::read(r).await
+    }
+
     /// Sends it and reads the whole response (30 s at most).
     pub async fn send(self) -> Reply {
         let r = self.open().await;
+        Reply::read(r).await
+    }
+}
+
+impl Reply {
+    async fn read(r: Response<Incoming>) -> Reply {
         let status = r.status().as_u16();
         let headers = r.headers().clone();
         let body = tokio::time::timeout(Duration::from_secs(30), r.into_body().collect())

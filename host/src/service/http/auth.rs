@@ -89,6 +89,16 @@ impl Tokens {
         )
     }
 
+    /// How many tokens there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none (never, for tokens read from a file).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Whether `authorization` (the header's value) is `Bearer <one of the tokens>`. Every
     /// token is compared, each in time that depends only on the lengths, so the answer's
     /// timing tells nothing of how much of a token matched.
@@ -124,8 +134,9 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     std::hint::black_box(diff) == 0
 }
 
+/// Refuses a secret file that others can read.
 #[cfg(unix)]
-fn check_private(path: &str, meta: &std::fs::Metadata) -> Result<(), TokenFileError> {
+pub(super) fn check_private(path: &str, meta: &std::fs::Metadata) -> Result<(), TokenFileError> {
     use std::os::unix::fs::PermissionsExt;
     let mode = meta.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
@@ -138,7 +149,7 @@ fn check_private(path: &str, meta: &std::fs::Metadata) -> Result<(), TokenFileEr
 }
 
 #[cfg(not(unix))]
-fn check_private(_path: &str, _meta: &std::fs::Metadata) -> Result<(), TokenFileError> {
+pub(super) fn check_private(_path: &str, _meta: &std::fs::Metadata) -> Result<(), TokenFileError> {
     Ok(())
 }
 

@@ -356,13 +356,26 @@ impl Call<'_> {
         let honoured = modern::listen_filter(params);
         let (ack, changed, close) = modern::listen_messages(id, &honoured);
         let (tx, rx) = mpsc::channel(self.shared.limits.stream_buffer.max(1));
-        lock(&self.shared.listeners).push(Listener {
+        let mut listeners = lock(&self.shared.listeners);
+        // Streams whose clients left go now, so the count below is of open ones.
+        listeners.retain(|l| !l.tx.is_closed());
+        // As many listen streams as sessions: each is one client's.
+        if listeners.len() >= self.shared.limits.max_sessions {
+            return error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some(id),
+                TRANSPORT_ERROR,
+                "Service Unavailable: too many listen streams are open",
+            );
+        }
+        listeners.push(Listener {
             endpoint: self.endpoint.map(str::to_string),
             tools: honoured.get("toolsListChanged").is_some(),
             changed: sse::event(None, &changed),
             close: sse::event(None, &close),
             tx,
         });
+        drop(listeners);
         stream_response(sse::Feed::new(rx, Some(sse::event(None, &ack))))
     }
 

@@ -18,7 +18,8 @@ pub struct HttpLimits {
     /// Largest request head (request line and headers), in bytes (431 beyond).
     #[arg(long, value_name = "BYTES", default_value_t = 64 << 10)]
     pub max_header_bytes: usize,
-    /// Sessions of 2025-11-25 clients open at once (503 for another).
+    /// Sessions of 2025-11-25 clients open at once, and as many listen streams of 2026-07-28
+    /// ones (503 for another).
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     pub max_sessions: usize,
     /// A session with no request and no open stream for this long ends (seconds).

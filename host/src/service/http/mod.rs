@@ -22,6 +22,7 @@ mod modern;
 mod origin;
 mod session;
 mod sse;
+mod tls;
 
 use std::{
     future::Future,
@@ -44,6 +45,7 @@ pub use auth::{TokenFileError, Tokens, MIN_TOKEN_LEN};
 pub use limits::HttpLimits;
 pub use modern::{HEADER_MISMATCH, UNSUPPORTED_VERSION};
 pub use origin::OriginPolicy;
+pub use tls::{acceptor as tls_acceptor, read_certs, read_key, TlsError, TlsFiles};
 
 use crate::{handler::Router, model::rpc_notification, registry::RegistryEvent, sync::lock};
 use limits::InFlight;
@@ -63,6 +65,8 @@ pub struct HttpOptions {
     /// Browser origins allowed beyond the server's own.
     pub allow_origins: Vec<String>,
     pub limits: HttpLimits,
+    /// TLS (`--tls-cert`, `--tls-key`), made by [`tls_acceptor`].
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 /// Why the server cannot start.
@@ -85,6 +89,7 @@ pub enum HttpError {
 pub struct HttpServer {
     listener: TcpListener,
     addr: SocketAddr,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     shared: Arc<Shared>,
 }
 
@@ -134,7 +139,7 @@ impl HttpServer {
         let shared = Arc::new(Shared {
             router,
             tokens: options.tokens,
-            origins: OriginPolicy::new(addr, false, &options.allow_origins),
+            origins: OriginPolicy::new(addr, options.tls.is_some(), &options.allow_origins),
             sessions: Sessions::new(limits.max_sessions, limits.session_idle()),
             in_flight: InFlight::new(limits.max_requests_per_client, limits.max_requests),
             limits,
@@ -145,6 +150,7 @@ impl HttpServer {
         Ok(HttpServer {
             listener,
             addr,
+            tls: options.tls,
             shared,
         })
     }
@@ -152,6 +158,12 @@ impl HttpServer {
     /// The address bound (with the port the OS chose for port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The MCP endpoint's URL (`https` with TLS).
+    pub fn url(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}/mcp", self.addr)
     }
 
     /// Serves until `shutdown` completes; then stops accepting, closes the streams, lets the
@@ -163,12 +175,12 @@ impl HttpServer {
         events: Option<broadcast::Receiver<RegistryEvent>>,
         shutdown: impl Future<Output = ()>,
     ) {
+        tracing::info!(target: "toolhost::http", "serving MCP on {}", self.url());
         let shared = self.shared;
         let announce = events.map(|e| tokio::spawn(announce_changes(e, shared.clone())));
         let sweep = tokio::spawn(expire_sessions(shared.clone()));
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
         let connections = Arc::new(Semaphore::new(shared.limits.max_connections.max(1)));
-        tracing::info!(target: "toolhost::http", "serving MCP on http://{}/mcp", self.addr);
         tokio::pin!(shutdown);
         loop {
             let permit = tokio::select! {
@@ -188,22 +200,26 @@ impl HttpServer {
                 },
             };
             let _ = stream.set_nodelay(true);
-            let handler = shared.clone();
-            let service = hyper::service::service_fn(move |req| {
-                let handler = handler.clone();
-                async move {
-                    Ok::<_, std::convert::Infallible>(endpoint::handle(handler, peer, req).await)
-                }
-            });
-            let conn = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT)
-                .max_buf_size(shared.limits.max_header_bytes.max(8192))
-                .serve_connection(TokioIo::new(stream), service);
-            let conn = graceful.watch(conn);
+            let watcher = graceful.watcher();
+            let (shared, tls) = (shared.clone(), self.tls.clone());
             tokio::spawn(async move {
-                if let Err(e) = conn.await {
-                    tracing::debug!(target: "toolhost::http", client = %peer, "connection: {e}");
+                match tls {
+                    None => serve_connection(TokioIo::new(stream), shared, peer, watcher).await,
+                    // The handshake runs here, not in the accepting loop: a client that never
+                    // finishes it holds only its own task.
+                    Some(tls) => {
+                        match tokio::time::timeout(HEADER_TIMEOUT, tls.accept(stream)).await {
+                            Ok(Ok(stream)) => {
+                                serve_connection(TokioIo::new(stream), shared, peer, watcher).await
+                            }
+                            Ok(Err(e)) => {
+                                tracing::debug!(target: "toolhost::http", client = %peer, "TLS handshake failed: {e}")
+                            }
+                            Err(_) => {
+                                tracing::debug!(target: "toolhost::http", client = %peer, "TLS handshake too slow")
+                            }
+                        }
+                    }
                 }
                 drop(permit);
             });
@@ -223,6 +239,30 @@ impl HttpServer {
             task.abort();
         }
         shared.router.wind_down(super::WIND_DOWN).await;
+    }
+}
+
+/// Serves one connection's requests until it closes (or the shutdown closes it).
+async fn serve_connection<I>(
+    io: TokioIo<I>,
+    shared: Arc<Shared>,
+    peer: SocketAddr,
+    watcher: hyper_util::server::graceful::Watcher,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let max_buf = shared.limits.max_header_bytes.max(8192);
+    let service = hyper::service::service_fn(move |req| {
+        let shared = shared.clone();
+        async move { Ok::<_, std::convert::Infallible>(endpoint::handle(shared, peer, req).await) }
+    });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
+        .max_buf_size(max_buf)
+        .serve_connection(io, service);
+    if let Err(e) = watcher.watch(conn).await {
+        tracing::debug!(target: "toolhost::http", client = %peer, "connection: {e}");
     }
 }
 
