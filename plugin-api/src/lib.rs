@@ -159,6 +159,7 @@
 pub mod abi;
 mod context;
 pub mod extras;
+pub mod hooks;
 // Public for the logging macros' expansions only.
 #[doc(hidden)]
 pub mod log;
@@ -239,6 +240,9 @@ pub use toolhost_plugin_macros::tool;
 ///   load (it would be ignored otherwise).
 /// - `on_load: f`: runs once at load, `fn() -> Result<(), E>` or `fn(&Config) -> Result<(), E>`;
 ///   an `Err` refuses the load.
+/// - `hooks: [..]`: the [`#[hook]`](macro@hook) and [`#[permission]`](macro@permission)
+///   functions, by path; an entry may carry `#[cfg(...)]`. With `hooks`, `tools` may be left
+///   out (a plugin of hooks only).
 ///
 /// ```
 /// use serde::Deserialize;
@@ -289,11 +293,41 @@ pub use toolhost_plugin_macros::tool;
 /// ```
 pub use toolhost_plugin_macros::export_plugin;
 
+/// Turns a function into a Claude Code hook: `#[hook(Event, matcher = "Bash|Edit")]`.
+///
+/// The function takes the event's input ([`hooks::PreToolUse`], [`hooks::UserPromptSubmit`],
+/// ...) and optionally `&`[`Context`] second, and returns a [`HookOutcome`] for that event, or
+/// `Result<HookOutcome<Event>, E>` with `E: Display` (an `Err` fails the hook: the host applies
+/// the plugin's `on_error`). Options:
+///
+/// - the event first (`PreToolUse`): optional, since the input's type names it; given, it must
+///   be that type (a compile error otherwise);
+/// - `matcher = "..."`: a regular expression over tool names, as in Claude Code's settings
+///   (`"Bash"`, `"Edit|Write"`, `"mcp__.*"`); without one the hook sees every tool. The host
+///   compiles it when the plugin loads;
+/// - `name = "..."`: the hook's name (default: the function's), unique in the plugin.
+///
+/// Beside the function it defines a module of the same name whose `hook()` returns the
+/// [`hooks::HookDef`]: `export_plugin!` lists hooks by that name (`hooks: [..]`), and tests can
+/// run them on an event's JSON through it ([`hooks::HookDef::run`]). See [`hooks`] for a whole
+/// example.
+pub use toolhost_plugin_macros::hook;
+
+/// Turns a function into a permission policy: `#[permission]`.
+///
+/// The function takes a [`PermissionCheck`] (the CLI's `can_use_tool` question: `tool_name`,
+/// `input`, `permission_suggestions`, `blocked_path`, ...) and optionally `&`[`Context`], and
+/// returns a [`Permission`] (allow, deny, no opinion) or `Result<Permission, E>`. Option:
+/// `name = "..."`. A plugin may have several; the first with an opinion answers. See [`hooks`].
+pub use toolhost_plugin_macros::permission;
+
+pub use hooks::{HookOutcome, Permission, PermissionCheck};
+
 /// Everything a plugin usually needs: `use toolhost_plugin::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        export_plugin, schemars, tool, Cancelled, Content, Context, JsonSchema, Level, NoArgs,
-        ToolError, ToolResult,
+        export_plugin, hook, permission, schemars, tool, Cancelled, Content, Context, HookOutcome,
+        JsonSchema, Level, NoArgs, Permission, PermissionCheck, ToolError, ToolResult,
     };
 }
 
