@@ -121,6 +121,17 @@
 //! A panic in a tool, in `on_load` or while listing tools becomes an error result or a load
 //! error; the host and every other tool keep serving.
 //!
+//! # Hooks and permission policies
+//!
+//! A plugin can also have a say in every tool Claude uses, the CLI's own (`Bash`, `Edit`, ...)
+//! included: a [`#[hook]`](macro@hook) function runs on a Claude Code hook event (PreToolUse,
+//! PostToolUse, UserPromptSubmit, ...) with that event's typed input and answers a typed
+//! [`HookOutcome`] (allow, deny, ask, rewrite the input, add context for the model, stop the
+//! turn); a [`#[permission]`](macro@permission) function answers the CLI's permission questions
+//! ([`Permission`]: allow, deny, no opinion) before the user is asked. Both go in
+//! `export_plugin!`'s `hooks: [..]`, reload like tools, and are plain functions in tests. See
+//! [`hooks`].
+//!
 //! # Rules of a plugin
 //!
 //! - Build with `panic = "unwind"` (the default): `export_plugin!` refuses to compile with
@@ -311,6 +322,28 @@ pub use toolhost_plugin_macros::export_plugin;
 /// [`hooks::HookDef`]: `export_plugin!` lists hooks by that name (`hooks: [..]`), and tests can
 /// run them on an event's JSON through it ([`hooks::HookDef::run`]). See [`hooks`] for a whole
 /// example.
+///
+/// The event, the input and the outcome must agree, or the plugin does not compile:
+///
+/// ```compile_fail,E0308
+/// use toolhost_plugin::{hooks::{PostToolUse, PreToolUse}, prelude::*};
+///
+/// #[hook(PostToolUse)] // expected `PostToolUse`, found `PreToolUse`
+/// pub fn audit(input: PreToolUse) -> HookOutcome<PreToolUse> {
+///     HookOutcome::no_opinion()
+/// }
+/// # fn main() {}
+/// ```
+///
+/// ```compile_fail,E0308
+/// use toolhost_plugin::{hooks::PostToolUse, prelude::*};
+///
+/// #[hook(PostToolUse)]
+/// pub fn audit(input: PostToolUse) -> HookOutcome<PostToolUse> {
+///     HookOutcome::deny("too late") // a PreToolUse answer: use `block` after the tool ran
+/// }
+/// # fn main() {}
+/// ```
 pub use toolhost_plugin_macros::hook;
 
 /// Turns a function into a permission policy: `#[permission]`.
