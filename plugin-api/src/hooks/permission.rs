@@ -196,12 +196,49 @@ impl Permission {
 
     /// The answer of `permission/check`: `{"behavior": "allow", "updatedInput"?,
     /// "updatedPermissions"?}`, `{"behavior": "deny", "message", "interrupt"?}` or
-    /// `{"behavior": "defer"}`.
+    /// `{"behavior": "defer"}` (also what `Serialize` writes, and `Deserialize` reads).
     pub fn to_json(&self) -> Value {
-        match self {
-            Permission::NoOpinion => serde_json::json!({"behavior": "defer"}),
-            other => serde_json::to_value(Decision(other)).unwrap_or(Value::Null),
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+impl Serialize for Permission {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Decision(self).serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Permission {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(tag = "behavior", rename_all = "camelCase")]
+        enum Wire {
+            #[serde(rename_all = "camelCase")]
+            Allow {
+                #[serde(default)]
+                updated_input: Option<Value>,
+                #[serde(default, deserialize_with = "null_as_empty")]
+                updated_permissions: Vec<PermissionUpdate>,
+            },
+            Deny {
+                #[serde(default)]
+                message: String,
+                #[serde(default)]
+                interrupt: bool,
+            },
+            Defer,
         }
+        Ok(match Wire::deserialize(d)? {
+            Wire::Allow {
+                updated_input,
+                updated_permissions,
+            } => Permission::Allow {
+                updated_input,
+                updated_permissions,
+            },
+            Wire::Deny { message, interrupt } => Permission::Deny { message, interrupt },
+            Wire::Defer => Permission::NoOpinion,
+        })
     }
 }
 
@@ -294,6 +331,18 @@ mod tests {
             Permission::no_opinion().to_json(),
             json!({"behavior": "defer"})
         );
+        // And back.
+        for p in [
+            allow,
+            Permission::allow(),
+            Permission::deny("no").interrupt(),
+            Permission::NoOpinion,
+        ] {
+            assert_eq!(
+                serde_json::from_value::<Permission>(p.to_json()).unwrap(),
+                p
+            );
+        }
         // Builders for another answer leave it alone.
         assert_eq!(
             Permission::deny("x").with_updated_input(json!(1)),
