@@ -188,6 +188,15 @@ impl HookOutcome<PreToolUse> {
         self
     }
 
+    /// Replaces the decision's reason (`permissionDecisionReason`; for an `allow`, shown to
+    /// the user). Does nothing without a decision.
+    pub fn with_reason(mut self, reason: impl Into<String>) -> Self {
+        if let Some((_, r)) = &mut self.permission_decision {
+            *r = Some(reason.into());
+        }
+        self
+    }
+
     fn decision(decision: &'static str, reason: Option<String>) -> Self {
         HookOutcome {
             permission_decision: Some((decision, reason)),
@@ -339,6 +348,16 @@ mod tests {
                 "updatedInput": {"command": "ls"}, "additionalContext": "a\nb",
             }})
         );
+        assert_eq!(
+            HookOutcome::allow().with_reason("read-only").to_json(),
+            json!({"hookSpecificOutput": {
+                "hookEventName": "PreToolUse", "permissionDecision": "allow",
+                "permissionDecisionReason": "read-only",
+            }})
+        );
+        assert!(HookOutcome::<PreToolUse>::no_opinion()
+            .with_reason("x")
+            .is_no_opinion());
         assert_eq!(
             HookOutcome::ask("sure?").to_json(),
             json!({"hookSpecificOutput": {
