@@ -359,9 +359,11 @@ pub use hooks::{HookOutcome, Permission, PermissionCheck};
 /// Everything a plugin usually needs: `use toolhost_plugin::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        export_plugin, hook, permission, schemars, tool, Cancelled, Content, Context, HookOutcome,
-        JsonSchema, Level, NoArgs, Permission, PermissionCheck, ToolError, ToolResult,
+        export_plugin, schemars, tool, Cancelled, Content, Context, JsonSchema, Level, NoArgs,
+        ToolError, ToolResult,
     };
+    // Hooks and permission policies.
+    pub use crate::{hook, permission, HookOutcome, Permission, PermissionCheck};
 }
 
 /// Items used by the macros' expansions; not part of the public API.

@@ -100,12 +100,12 @@ pub struct PluginDef {
     state: Option<StateCodec>,
     config: Option<ConfigCodec>,
     on_load: Option<OnLoadFn>,
+    /// Its hooks and permission policies (`hooks/register.rs`).
+    pub(crate) hooks: Vec<crate::hooks::HookDef>,
     /// What it offers besides tools.
     extras: Extras,
     /// How it answers the requests beyond tool calls, by method.
     handlers: HashMap<&'static str, RequestHandler>,
-    /// Its hooks and permission policies (`hooks/register.rs`).
-    pub(crate) hooks: Vec<crate::hooks::HookDef>,
 }
 
 impl PluginDef {
@@ -123,9 +123,9 @@ impl PluginDef {
             state: None,
             config: None,
             on_load: None,
+            hooks: Vec::new(),
             extras: Extras::default(),
             handlers: HashMap::new(),
-            hooks: Vec::new(),
         }
     }
 
