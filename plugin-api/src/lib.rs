@@ -121,6 +121,15 @@
 //! A panic in a tool, in `on_load` or while listing tools becomes an error result or a load
 //! error; the host and every other tool keep serving.
 //!
+//! # Rules of a plugin
+//!
+//! - Build with `panic = "unwind"` (the default): `export_plugin!` refuses to compile with
+//!   `abort`.
+//! - No `println!`: stdout carries the protocol. Log with [`info!`] and friends, or
+//!   [`Context::log`]; both go to the host's log, tagged with the plugin's name.
+//! - No own `tracing` subscriber and no `thread_local!` with a destructor: they keep the
+//!   library from being unloaded, so each reload would leak a copy of it.
+//!
 //! # Hooks and permission policies
 //!
 //! A plugin can also have a say in every tool Claude uses, the CLI's own (`Bash`, `Edit`, ...)
@@ -131,15 +140,6 @@
 //! ([`Permission`]: allow, deny, no opinion) before the user is asked. Both go in
 //! `export_plugin!`'s `hooks: [..]`, reload like tools, and are plain functions in tests. See
 //! [`hooks`].
-//!
-//! # Rules of a plugin
-//!
-//! - Build with `panic = "unwind"` (the default): `export_plugin!` refuses to compile with
-//!   `abort`.
-//! - No `println!`: stdout carries the protocol. Log with [`info!`] and friends, or
-//!   [`Context::log`]; both go to the host's log, tagged with the plugin's name.
-//! - No own `tracing` subscriber and no `thread_local!` with a destructor: they keep the
-//!   library from being unloaded, so each reload would leak a copy of it.
 //!
 //! # Compatibility
 //!
