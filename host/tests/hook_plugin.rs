@@ -47,6 +47,7 @@ fn guard_declares_its_hooks_and_answers_them_in_process_and_in_a_worker() {
                 "hooks": [
                     {"id": "refuse_commands", "event": "PreToolUse", "matcher": "Bash"},
                     {"id": "log_tool_use", "event": "PostToolUse"},
+                    {"id": "log_failed_tool_use", "event": "PostToolUseFailure"},
                     {"id": "git_branch", "event": "UserPromptSubmit"},
                 ],
                 "permission": true,
