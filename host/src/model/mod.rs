@@ -19,13 +19,15 @@ mod raw;
 mod result;
 mod scan;
 mod tool;
+mod uri_template;
 
 pub use control::{
     control_error, control_request, control_success, control_success_raw, mcp_message_request,
     ControlResponse, Incoming, IncomingRequest, McpResponse,
 };
 pub use jsonrpc::{
-    error_code, rpc_error, rpc_notification, rpc_result, rpc_result_raw, JsonRpc, NOTIFICATION_ACK,
+    error_code, rpc_error, rpc_error_data, rpc_notification, rpc_result, rpc_result_raw, JsonRpc,
+    NOTIFICATION_ACK,
 };
 pub use keys::{KeyReader, TopLevelKeys};
 pub use latest::Latest;
@@ -42,3 +44,4 @@ pub use result::{CallResult, ContentOut};
 #[doc(hidden)]
 pub use raw::borrow_raw;
 pub use tool::{call_result_json, call_result_text, parse_call_result, tool_json, CallResultJson};
+pub use uri_template::{percent_decode, TemplateError, UriTemplate};
