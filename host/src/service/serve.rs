@@ -30,7 +30,8 @@ const EOF_GRACE: Duration = Duration::from_millis(1000);
 
 /// Serves until `input` ends, then lets calls in flight finish and answer (for
 /// a second, then they are cancelled and, if they do not stop, abandoned), and returns.
-/// With `events`, every change of the plugin set sends `notifications/tools/list_changed`.
+/// With `events`, every change of the plugin set sends `notifications/tools/list_changed`
+/// (and the resources' and prompts' list changes, see `announce_changes`).
 pub async fn serve<R, W>(
     mut lines: LineReader<R>,
     output: W,
@@ -42,7 +43,8 @@ pub async fn serve<R, W>(
 {
     let (out, writer) = Writer::spawn(output);
     let sink: Sink = Arc::new(Out(out.clone()));
-    let announce = events.map(|events| tokio::spawn(announce_changes(events, out.clone())));
+    let announce =
+        events.map(|events| tokio::spawn(announce_changes(events, out.clone(), router.clone())));
     let answer_too_long = |t| {
         out.send(too_long(t));
     };
@@ -114,16 +116,37 @@ fn too_long(t: TooLong) -> String {
     )
 }
 
-async fn announce_changes(mut events: broadcast::Receiver<RegistryEvent>, out: LineSender) {
+/// Each change of the plugin set sends `notifications/tools/list_changed`, and the list
+/// changes of resources and prompts while any plugin offers them (or did before the change).
+async fn announce_changes(
+    mut events: broadcast::Receiver<RegistryEvent>,
+    out: LineSender,
+    router: Arc<Router>,
+) {
     use broadcast::error::RecvError;
+    let offered = |router: &Router| {
+        router
+            .offers(Scope::All)
+            .map_or((false, false), |o| (o.has_resources(), o.has_prompts()))
+    };
+    let mut before = offered(&router);
     loop {
         match events.recv().await {
             Ok(RegistryEvent::Failed { .. }) => {}
             Ok(_) | Err(RecvError::Lagged(_)) => {
-                out.send(rpc_notification::<()>(
-                    "notifications/tools/list_changed",
-                    None,
-                ));
+                let now = offered(&router);
+                let changed = [
+                    ("tools", true),
+                    ("resources", now.0 || before.0),
+                    ("prompts", now.1 || before.1),
+                ];
+                for (what, _) in changed.iter().filter(|(_, c)| *c) {
+                    out.send(rpc_notification::<()>(
+                        &format!("notifications/{what}/list_changed"),
+                        None,
+                    ));
+                }
+                before = now;
             }
             Err(RecvError::Closed) => break,
         }
