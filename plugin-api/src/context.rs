@@ -68,7 +68,12 @@ pub struct Context {
     raw: *const CallCtx,
     pub(crate) state: Option<Declared>,
     pub(crate) config: Option<Declared>,
+    /// Where notifications go instead of the host (a test's recorder).
+    pub(crate) notices: Option<Notices>,
 }
+
+/// Receives `(method, params)` of each notification.
+pub(crate) type Notices = Arc<dyn Fn(&str, &str) + Send + Sync>;
 
 // SAFETY: the host guarantees that the `CallCtx` and its data stay valid and may be used from
 // any thread until the plugin's `call` entry returns; a `&Context` cannot escape that call.
@@ -145,6 +150,7 @@ impl Context {
             raw,
             state,
             config: None,
+            notices: None,
         }
     }
 
@@ -222,6 +228,31 @@ impl Context {
     /// Logs at debug level.
     pub fn debug(&self, message: &str) {
         self.log(Level::Debug, message)
+    }
+
+    /// Tells the clients that the resource at `uri` changed (`notifications/resources/updated`;
+    /// the host forwards it to the clients that subscribed to it). `false` if it went nowhere:
+    /// the host predates notifications. From a thread outside any call, use
+    /// [`notify::resource_updated`](crate::notify::resource_updated).
+    pub fn resource_updated(&self, uri: &str) -> bool {
+        let params = serde_json::json!({ "uri": uri }).to_string();
+        self.notify(crate::notify::RESOURCE_UPDATED, &params)
+    }
+
+    /// Tells the clients that the plugin's list of resources changed
+    /// (`notifications/resources/list_changed`). `false` if it went nowhere.
+    pub fn resource_list_changed(&self) -> bool {
+        self.notify(crate::notify::RESOURCE_LIST_CHANGED, "{}")
+    }
+
+    fn notify(&self, method: &str, params: &str) -> bool {
+        match &self.notices {
+            Some(record) => {
+                record(method, params);
+                true
+            }
+            None => crate::notify::send(method, params),
+        }
     }
 
     /// The plugin's state, declared with `state: Type` in

@@ -103,7 +103,10 @@ pub struct PluginDef {
     /// What it offers besides tools.
     extras: Extras,
     /// How it answers the requests beyond tool calls, by method.
-    handlers: HashMap<&'static str, RequestHandler>,
+    pub(crate) handlers: HashMap<&'static str, RequestHandler>,
+    /// Its resources and prompts, until `start` installs them (`resource::install`).
+    pub(crate) resources: Vec<crate::resource::ResourceDef>,
+    pub(crate) prompts: Vec<crate::prompt::PromptDef>,
 }
 
 impl PluginDef {
@@ -123,6 +126,8 @@ impl PluginDef {
             on_load: None,
             extras: Extras::default(),
             handlers: HashMap::new(),
+            resources: Vec::new(),
+            prompts: Vec::new(),
         }
     }
 
@@ -205,6 +210,12 @@ impl PluginDef {
     pub fn on_load<M>(mut self, f: impl OnLoad<M>) -> Self {
         self.on_load = Some(Box::new(move |config| f.run(config)));
         self
+    }
+
+    /// Checks the resources and prompts and turns them into declarations and answers.
+    pub(crate) fn install_extras(&mut self) -> Result<(), String> {
+        crate::resource::install(self)?;
+        crate::prompt::install(self)
     }
 
     fn manifest(&self) -> Result<PluginManifest, String> {
@@ -396,6 +407,7 @@ fn start<P: PluginEntry + ?Sized>(
         if let Some(on_load) = def.on_load.take() {
             on_load(config.as_ref()).map_err(|e| format!("plugin initialization failed: {e}"))?;
         }
+        def.install_extras()?;
         let manifest = def.manifest()?;
         let state = def.state.as_ref().map(|c| (c.fresh)());
         let by_name = def

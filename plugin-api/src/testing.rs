@@ -58,7 +58,12 @@ struct Recorder {
     cancelled: AtomicBool,
     logs: Mutex<Vec<(Level, String)>>,
     progress: Mutex<Vec<Progress>>,
+    notifications: Arc<Mutex<Vec<Notification>>>,
 }
+
+/// One notification the plugin sent: `(method, params)`, such as
+/// `("notifications/resources/updated", json!({"uri": "notes://7"}))`.
+pub type Notification = (String, serde_json::Value);
 
 /// A [`Context`] for tests: it records what the tool logs and reports, and can be cancelled.
 /// Dereferences to `&Context`, so pass `&ctx` where a tool takes `&Context`.
@@ -113,7 +118,14 @@ impl TestContext {
         });
         // SAFETY: `raw` is boxed and kept in the returned value next to the `Context`, so it
         // outlives every use of the `Context`.
-        let context = unsafe { Context::new(&raw, None) };
+        let mut context = unsafe { Context::new(&raw, None) };
+        let sent = recorder.notifications.clone();
+        context.notices = Some(Arc::new(move |method: &str, params: &str| {
+            let params = serde_json::from_str(params).unwrap_or(serde_json::Value::Null);
+            sent.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((method.to_string(), params));
+        }));
         TestContext {
             context,
             _raw: raw,
@@ -149,6 +161,16 @@ impl TestContext {
     pub fn logs(&self) -> Vec<(Level, String)> {
         self.recorder
             .logs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The notifications the plugin sent through the context
+    /// ([`Context::resource_updated`], ...), oldest first.
+    pub fn notifications(&self) -> Vec<Notification> {
+        self.recorder
+            .notifications
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()

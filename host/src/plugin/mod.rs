@@ -17,7 +17,7 @@ use std::{
 };
 
 pub use backend::Backend;
-pub use callbacks::{CallControl, Report};
+pub use callbacks::{set_notice_sink, CallControl, Notice, NoticeSink, Report};
 pub use catalog::{Catalog, ToolCheck};
 pub use configure::ConfigSource;
 pub use library::{kept_for_threads_count, pinned_count, still_mapped};

@@ -1,5 +1,5 @@
-//! Procedural macros of [`toolhost-plugin`](https://docs.rs/toolhost-plugin): `#[tool]` and
-//! `export_plugin!`. Use them through `toolhost-plugin`, which re-exports and documents them;
+//! Procedural macros of [`toolhost-plugin`](https://docs.rs/toolhost-plugin): `#[tool]`,
+//! `#[resource]`, `#[prompt]` and `export_plugin!`. Use them through `toolhost-plugin`, which re-exports and documents them;
 //! their expansions name paths of that crate.
 
 use proc_macro::TokenStream;
@@ -28,6 +28,31 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     let args = parse_macro_input!(attr with Punctuated::<Meta, Token![,]>::parse_terminated);
     let func = parse_macro_input!(item as ItemFn);
     match expand_tool(args, func) {
+        Ok(t) => t.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+mod prompt;
+mod resource;
+
+// Turns a function into a resource or resource template; see `toolhost_plugin::resource`.
+#[proc_macro_attribute]
+pub fn resource(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let args = parse_macro_input!(attr with Punctuated::<Meta, Token![,]>::parse_terminated);
+    let func = parse_macro_input!(item as ItemFn);
+    match resource::expand(args, func) {
+        Ok(t) => t.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+// Turns a function into a prompt; see `toolhost_plugin::prompt`.
+#[proc_macro_attribute]
+pub fn prompt(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let args = parse_macro_input!(attr with Punctuated::<Meta, Token![,]>::parse_terminated);
+    let func = parse_macro_input!(item as ItemFn);
+    match prompt::expand(args, func) {
         Ok(t) => t.into(),
         Err(e) => e.to_compile_error().into(),
     }
@@ -215,9 +240,19 @@ struct ExportArgs {
     config: Option<Type>,
     on_load: Option<Expr>,
     tools: Vec<ToolEntry>,
+    resources: Vec<ToolEntry>,
+    prompts: Vec<ToolEntry>,
 }
 
-/// One entry of `tools: [...]`: a path to a `#[tool]` function, optionally behind `#[cfg(...)]`.
+fn entries(input: ParseStream) -> syn::Result<Vec<ToolEntry>> {
+    let content;
+    syn::bracketed!(content in input);
+    let list = Punctuated::<ToolEntry, Token![,]>::parse_terminated(&content)?;
+    Ok(list.into_iter().collect())
+}
+
+/// One entry of `tools: [...]` (or `resources`, `prompts`): a path to a `#[tool]` (or
+/// `#[resource]`, `#[prompt]`) function, optionally behind `#[cfg(...)]`.
 struct ToolEntry {
     cfgs: Vec<syn::Attribute>,
     path: Path,
@@ -230,7 +265,7 @@ impl Parse for ToolEntry {
             if !attr.path().is_ident("cfg") {
                 return Err(syn::Error::new(
                     attr.span(),
-                    "only `#[cfg(...)]` is accepted on an entry of `tools: [...]`",
+                    "only `#[cfg(...)]` is accepted on an entry of `tools`, `resources` or `prompts`",
                 ));
             }
         }
@@ -250,6 +285,8 @@ impl Parse for ExportArgs {
         let mut config = None;
         let mut on_load = None;
         let mut tools = None;
+        let mut resources = None;
+        let mut prompts = None;
         while !input.is_empty() {
             let key: Ident = input.parse()?;
             input.parse::<Token![:]>()?;
@@ -260,17 +297,14 @@ impl Parse for ExportArgs {
                 "state" => state = Some(input.parse::<Type>()?),
                 "config" => config = Some(input.parse::<Type>()?),
                 "on_load" => on_load = Some(input.parse::<Expr>()?),
-                "tools" => {
-                    let content;
-                    syn::bracketed!(content in input);
-                    let list = Punctuated::<ToolEntry, Token![,]>::parse_terminated(&content)?;
-                    tools = Some(list.into_iter().collect());
-                }
+                "tools" => tools = Some(entries(input)?),
+                "resources" => resources = Some(entries(input)?),
+                "prompts" => prompts = Some(entries(input)?),
                 other => {
                     return Err(syn::Error::new(
                         key.span(),
                         format!(
-                            "unknown key `{other}`; expected name, version, description, state, config, on_load or tools"
+                            "unknown key `{other}`; expected name, version, description, state, config, on_load, tools, resources or prompts"
                         ),
                     ))
                 }
@@ -286,13 +320,20 @@ impl Parse for ExportArgs {
             state,
             config,
             on_load,
-            tools: tools.ok_or_else(|| input.error("missing `tools: [...]`"))?,
+            tools: match tools {
+                Some(t) => t,
+                None if resources.is_some() || prompts.is_some() => Vec::new(),
+                None => return Err(input.error("missing `tools: [...]`")),
+            },
+            resources: resources.unwrap_or_default(),
+            prompts: prompts.unwrap_or_default(),
         })
     }
 }
 
 // Exports the plugin's root module. Keys (any order): `name` (required; letters, digits, `_`
-// and `-`), `tools: [..]` (required; an entry may carry `#[cfg(...)]`), `version` and `description` (default: the package's),
+// and `-`), `tools: [..]` (required unless there are resources or prompts; an entry may carry
+// `#[cfg(...)]`), `resources: [..]`, `prompts: [..]` (the same), `version` and `description` (default: the package's),
 // `state: Type` (kept across reloads), `config: Type` (read from the host's configuration at
 // load), `on_load: fn() -> Result<(), E>` or `fn(&Config) -> Result<(), E>`.
 #[proc_macro]
@@ -306,6 +347,8 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
         config,
         on_load,
         tools,
+        resources,
+        prompts,
     } = args;
     let version = version.map_or_else(|| quote!(env!("CARGO_PKG_VERSION")), |v| quote!(#v));
     let description =
@@ -317,6 +360,12 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
         // A `let` per tool so `#[cfg]` can drop it: attributes on statements are stable,
         // on expressions in a method chain they are not.
         quote! { #(#cfgs)* let def = def.tool(#path::tool()); }
+    });
+    let resources = resources.iter().map(|ToolEntry { cfgs, path }| {
+        quote! { #(#cfgs)* let def = def.resource(#path::resource()); }
+    });
+    let prompts = prompts.iter().map(|ToolEntry { cfgs, path }| {
+        quote! { #(#cfgs)* let def = def.prompt(#path::prompt()); }
     });
     let symbol = Ident::new(
         &abi_stable_shared::mangled_root_module_loader_name(),
@@ -341,6 +390,8 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
             fn define() -> ::toolhost_plugin::PluginDef {
                 let def = ::toolhost_plugin::PluginDef::new(#name, #version, #description) #state #config;
                 #(#tools)*
+                #(#resources)*
+                #(#prompts)*
                 #on_load
                 def
             }
