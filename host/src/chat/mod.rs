@@ -51,7 +51,7 @@ use crate::{
     handler::Router,
     plugin::LoadedPlugin,
     registry::{Registry, RegistryEvent},
-    service::{follow_registry, initialize_request, Session, SessionHandle},
+    service::{follow_notices, follow_registry, initialize_request, Session, SessionHandle},
     transport::{blocking_lines, find_claude, CliProcess, ExitReport, Writer},
 };
 
@@ -110,6 +110,7 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
     let init_answer = Box::pin(handle.request(&init_request));
     let (follow, reports) =
         follow_changes(&args, registry.clone(), registry_events, &handle, external);
+    let notices = tokio::spawn(follow_notices(router.clone(), handle.clone()));
 
     let (source, inputs) = open_input(&term, interactive, args.ask, &registry)?;
     let saved_terminal = quiet_terminal(&term);
@@ -136,6 +137,7 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
         )
         .await;
     follow.abort();
+    notices.abort();
     restore_terminal(saved_terminal.as_ref(), &mut chat);
 
     session.close().await;

@@ -45,11 +45,13 @@ fn plugin(m: &Manifest) -> Option<Check> {
     }
     let mut templates = HashSet::new();
     for t in &e.resource_templates {
-        if let Err(e) = UriTemplate::parse(&t.uri_template) {
-            fail(format!(
-                "template `{}` ({}): {e}; it is not served",
-                t.uri_template, t.name
-            ));
+        match UriTemplate::parse(&t.uri_template) {
+            Err(e) => fail(format!("template `{}`: {e}; it is not served", t.name)),
+            Ok(parsed) if parsed.is_fixed() => fail(format!(
+                "template `{}` ({}) has no variable; declare it as a resource",
+                t.name, t.uri_template
+            )),
+            Ok(_) => {}
         }
         if !templates.insert(t.uri_template.as_str()) {
             fail(format!("template `{}` is declared twice", t.uri_template));
@@ -219,7 +221,7 @@ mod tests {
         for part in [
             "URI `nothing` has no scheme",
             "declare it as a template",
-            "`{+path}` is not a level-1 expression",
+            "template `t`: URI `x://{+path}`",
             "prompt `two words`: only letters",
             "argument `a b` cannot be given as `name=value`",
             "argument `c` is declared twice",

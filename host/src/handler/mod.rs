@@ -13,6 +13,7 @@
 mod catalog;
 #[cfg(test)]
 mod fake;
+mod notices;
 mod offers;
 mod plugin_request;
 mod progress;
@@ -34,6 +35,7 @@ use std::{
 use serde_json::{value::RawValue, Value};
 
 pub use catalog::{Compiled, FlatCatalog, FlatCollision, ToolCheck};
+pub use notices::plugin_notices;
 pub use offers::{check_prompt_arguments, OfferCollision, Offers, Resolved};
 pub use plugin_request::PluginRequest;
 pub use progress::{Discard, Notify, Sink};

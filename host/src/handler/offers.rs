@@ -124,7 +124,16 @@ impl Offers {
                     continue;
                 }
                 let parsed = match UriTemplate::parse(&t.uri_template) {
-                    Ok(parsed) => parsed,
+                    Ok(parsed) if !parsed.is_fixed() => parsed,
+                    Ok(_) => {
+                        tracing::warn!(
+                            "resource template `{}` of plugin `{}` has no variable: declare it \
+                             as a resource",
+                            t.uri_template,
+                            p.name()
+                        );
+                        continue;
+                    }
                     Err(e) => {
                         tracing::warn!(
                             "resource template `{}` of plugin `{}` is not served: {e}",
@@ -200,7 +209,7 @@ impl Offers {
             None => self
                 .templates
                 .iter()
-                .find_map(|(t, owner)| Some((owner, t.matches(uri)?)))?,
+                .find_map(|(t, owner)| Some((owner, t.matches(uri)?.into_iter().collect())))?,
         };
         Some(Resolved {
             plugin: owner.plugin.clone(),

@@ -19,4 +19,9 @@ impl Subscriptions {
             s.remove(&(key.to_string(), uri.to_string()));
         }
     }
+
+    /// Whether `uri` is subscribed on server `key`.
+    pub(super) fn has(&self, key: &str, uri: &str) -> bool {
+        lock(&self.0).contains(&(key.to_string(), uri.to_string()))
+    }
 }

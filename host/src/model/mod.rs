@@ -19,7 +19,6 @@ mod raw;
 mod result;
 mod scan;
 mod tool;
-mod uri_template;
 
 pub use control::{
     control_error, control_request, control_success, control_success_raw, mcp_message_request,
@@ -44,4 +43,6 @@ pub use result::{CallResult, ContentOut};
 #[doc(hidden)]
 pub use raw::borrow_raw;
 pub use tool::{call_result_json, call_result_text, parse_call_result, tool_json, CallResultJson};
-pub use uri_template::{percent_decode, TemplateError, UriTemplate};
+/// RFC 6570 level-1 templates, matched by the host with the very code the SDK checks them
+/// with at load.
+pub use toolhost_plugin::uri_template::{TemplateError, UriTemplate};

@@ -32,7 +32,7 @@ pub use init::{initialize_request, sdk_server_set, server_manifest};
 pub use lane::LineSource;
 pub use limits::{CallLimits, SessionLimits};
 pub use pending::{ControlError, Pending};
-pub use reload::follow_registry;
+pub use reload::{follow_notices, follow_registry};
 
 use crate::{
     handler::{Answer, Dispatch, HereRun, Notify, Router, Scope, Sink},

@@ -9,6 +9,7 @@ use tokio::sync::broadcast::{self, error::RecvError};
 
 use super::{sdk_server_set, SessionHandle};
 use crate::{
+    handler::{plugin_notices, Router, Scope},
     plugin::LoadedPlugin,
     registry::{Registry, RegistryEvent},
 };
@@ -63,6 +64,23 @@ pub async fn follow_registry(
                 }
                 report("plugins changed: tool set refreshed".into());
             }
+            Err(RecvError::Closed) => break,
+        }
+    }
+}
+
+/// Passes plugins' notifications to the CLI's client of each plugin's sdk server (see
+/// `Router::notification`), until the notices end.
+pub async fn follow_notices(router: Arc<Router>, session: SessionHandle) {
+    let mut notices = plugin_notices();
+    loop {
+        match notices.recv().await {
+            Ok(n) => {
+                if let Some(msg) = router.notification(Scope::Server(&n.plugin), &n) {
+                    session.notify_server(&n.plugin, &msg);
+                }
+            }
+            Err(RecvError::Lagged(n)) => tracing::warn!("{n} plugin notifications dropped"),
             Err(RecvError::Closed) => break,
         }
     }

@@ -10,7 +10,7 @@ use tokio::{
 };
 
 use crate::{
-    handler::{valid_id, Answer, Dispatch, Notify, Router, Scope, Sink},
+    handler::{plugin_notices, valid_id, Answer, Dispatch, Notify, Router, Scope, Sink},
     model::{error_code, rpc_error, rpc_notification, JsonRpc},
     registry::RegistryEvent,
     transport::{Latest, LineReader, LineSender, TooLong, Writer},
@@ -45,6 +45,7 @@ pub async fn serve<R, W>(
     let sink: Sink = Arc::new(Out(out.clone()));
     let announce =
         events.map(|events| tokio::spawn(announce_changes(events, out.clone(), router.clone())));
+    let notices = tokio::spawn(pass_notices(plugin_notices(), out.clone(), router.clone()));
     let answer_too_long = |t| {
         out.send(too_long(t));
     };
@@ -95,6 +96,7 @@ pub async fn serve<R, W>(
     if let Some(a) = announce {
         a.abort();
     }
+    notices.abort();
     drop((out, sink));
     writer.close().await;
 }
@@ -114,6 +116,26 @@ fn too_long(t: TooLong) -> String {
         error_code::INVALID_REQUEST,
         &format!("{t} (raise the limit with --max-line-bytes)"),
     )
+}
+
+/// Plugins' notifications, as the all-plugins server's (see `Router::notification`).
+async fn pass_notices(
+    mut notices: broadcast::Receiver<crate::plugin::Notice>,
+    out: LineSender,
+    router: Arc<Router>,
+) {
+    use broadcast::error::RecvError;
+    loop {
+        match notices.recv().await {
+            Ok(n) => {
+                if let Some(msg) = router.notification(Scope::All, &n) {
+                    out.send(msg);
+                }
+            }
+            Err(RecvError::Lagged(n)) => tracing::warn!("{n} plugin notifications dropped"),
+            Err(RecvError::Closed) => break,
+        }
+    }
 }
 
 /// Each change of the plugin set sends `notifications/tools/list_changed`, and the list
