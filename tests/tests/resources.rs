@@ -13,7 +13,10 @@ cli_test!(
         let sandbox = Sandbox::new(&["notes"]);
         let fake = FakeApi::call_policy();
         let mut chat = sandbox.chat(&fake, &[]);
-        call_turn(&mut chat, r#"[["mcp__notes__add_note",{"text":"Buy milk"}]]"#);
+        call_turn(
+            &mut chat,
+            r#"[["mcp__notes__add_note",{"text":"Buy milk"}]]"#,
+        );
         assert!(
             fake.last_request().offers("ListMcpResourcesTool")
                 && fake.last_request().offers("ReadMcpResourceTool"),
@@ -21,7 +24,10 @@ cli_test!(
             fake.last_request().tool_names()
         );
 
-        call_turn(&mut chat, r#"[["ListMcpResourcesTool",{"server":"notes"}]]"#);
+        call_turn(
+            &mut chat,
+            r#"[["ListMcpResourcesTool",{"server":"notes"}]]"#,
+        );
         let listed = &fake.last_request().tool_results()[0];
         assert!(!listed.is_error, "{listed:?}");
         for uri in ["notes://index", "notes://1"] {
@@ -79,7 +85,10 @@ cli_test!(
         let sandbox = Sandbox::new(&["notes"]);
         let fake = FakeApi::call_policy();
         let mut chat = sandbox.chat(&fake, &[]);
-        call_turn(&mut chat, r#"[["mcp__notes__add_note",{"text":"Buy milk"}]]"#);
+        call_turn(
+            &mut chat,
+            r#"[["mcp__notes__add_note",{"text":"Buy milk"}]]"#,
+        );
         let before = fake.requests().len();
 
         // Wrong ones are answered locally: nothing reaches the model.
