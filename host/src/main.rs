@@ -99,7 +99,8 @@ impl PluginOpts {
 
 #[derive(Subcommand)]
 enum Command {
-    /// List the plugins in the folder, their tools, and the files that failed to load.
+    /// List the plugins in the folder, their tools, resources and prompts, and the files that
+    /// failed to load.
     List {
         #[command(flatten)]
         opts: PluginOpts,
@@ -159,8 +160,9 @@ enum Command {
         #[command(flatten)]
         chat: ChatArgs,
     },
-    /// Serve every plugin's tools as one MCP server on stdin/stdout (NDJSON JSON-RPC). Tools
-    /// are named `<plugin>__<tool>`; a reload sends `notifications/tools/list_changed`.
+    /// Serve every plugin's tools, resources and prompts as one MCP server on stdin/stdout
+    /// (NDJSON JSON-RPC). Tools and prompts are named `<plugin>__<name>`, resources keep their
+    /// URIs; a reload sends the list-changed notifications.
     Serve {
         #[command(flatten)]
         opts: PluginOpts,

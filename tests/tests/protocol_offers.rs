@@ -14,10 +14,15 @@ use toolhost_e2e::{
 
 const CONFIG: &str = r#"{"mcpServers":{"p":{"type":"sdk","name":"p"}}}"#;
 
-/// A server `p` with resources and prompts; every JSON-RPC method it gets is pushed to `seen`.
-fn server(seen: &RefCell<Vec<String>>) -> impl FnMut(&McpRequest) -> Option<Value> + '_ {
+/// A server `p` with resources and prompts; every JSON-RPC method it gets is pushed to `seen`,
+/// with the number of model requests made by then.
+fn server<'a>(
+    seen: &'a RefCell<Vec<(String, usize)>>,
+    fake: &'a FakeApi,
+) -> impl FnMut(&McpRequest) -> Option<Value> + 'a {
     move |req| {
-        seen.borrow_mut().push(req.method().to_string());
+        seen.borrow_mut()
+            .push((req.method().to_string(), fake.requests().len()));
         let result = match req.method() {
             "initialize" => json!({
                 "protocolVersion": "2025-11-25",
@@ -71,7 +76,7 @@ cli_test!(
         ]);
         let seen = RefCell::new(Vec::new());
         let cmd = sandbox.claude_command(&fake, &["--mcp-config", CONFIG]);
-        let mut cli = SdkSession::initialized(cmd, server(&seen));
+        let mut cli = SdkSession::initialized(cmd, server(&seen, &fake));
 
         // §13.1: the model's resource tools reach the server as resources/list and
         // resources/read, and the contents reach the model.
@@ -105,6 +110,14 @@ cli_test!(
         assert_eq!(result["result"], "AGAIN", "{result}");
 
         let seen = seen.borrow().clone();
+        // Resources are listed when the model asks (its first request made), not at connect.
+        let lists: Vec<usize> = seen
+            .iter()
+            .filter(|(m, _)| m == "resources/list")
+            .map(|(_, at)| *at)
+            .collect();
+        assert_eq!(lists, [1], "{seen:?}");
+        let seen: Vec<String> = seen.into_iter().map(|(m, _)| m).collect();
         for asked in ["resources/list", "resources/read"] {
             assert!(seen.iter().any(|m| m == asked), "{asked}: {seen:?}");
         }

@@ -284,20 +284,26 @@ impl Router {
     /// rebuilt when a version changed. What a collision leaves out is reported once per
     /// rebuild.
     pub fn offers(&self, scope: Scope<'_>) -> Option<Arc<Offers>> {
-        let plugins = match scope {
-            Scope::Server(name) => vec![self.registry.get(name)?],
-            Scope::All => self.registry.plugins(),
-        };
-        let mut cached = lock(&self.offers);
-        if let Some(o) = cached.get(scope.key()).filter(|o| o.is_of(&plugins)) {
-            return Some(o.clone());
+        match scope {
+            Scope::Server(name) => {
+                let p = self.registry.get(name)?;
+                Some(self.offers_of(scope, std::slice::from_ref(&p)))
+            }
+            Scope::All => Some(self.offers_of(scope, &self.registry.plugins())),
         }
-        let offers = Arc::new(Offers::build(&plugins, matches!(scope, Scope::All)));
+    }
+
+    fn offers_of(&self, scope: Scope<'_>, plugins: &[Arc<LoadedPlugin>]) -> Arc<Offers> {
+        let mut cached = lock(&self.offers);
+        if let Some(o) = cached.get(scope.key()).filter(|o| o.is_of(plugins)) {
+            return o.clone();
+        }
+        let offers = Arc::new(Offers::build(plugins, matches!(scope, Scope::All)));
         for c in offers.collisions() {
             tracing::warn!("{c}");
         }
         cached.insert(scope.key().to_string(), offers.clone());
-        Some(offers)
+        offers
     }
 
     /// Reads resource `uri` outside any protocol (`toolhost read`): resolved as the

@@ -12,7 +12,7 @@
 //! read; a dynamic list's entry that would resolve elsewhere is left out of the list too.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::HashMap,
     sync::{Arc, Weak},
 };
 
@@ -59,8 +59,8 @@ pub struct Resolved {
     pub plugin: String,
     /// The resource or template it matched.
     pub name: String,
-    /// The template's variables, percent-decoded (empty for a fixed URI).
-    pub variables: BTreeMap<String, String>,
+    /// The template's variables in its order, percent-decoded (none for a fixed URI).
+    pub variables: Vec<(String, String)>,
     /// The address of the version it was resolved against (only compared).
     pub(super) version: usize,
 }
@@ -205,11 +205,11 @@ impl Offers {
     /// that matches.
     pub fn resolve(&self, uri: &str) -> Option<Resolved> {
         let (owner, variables) = match self.fixed.get(uri) {
-            Some(owner) => (owner, BTreeMap::new()),
+            Some(owner) => (owner, Vec::new()),
             None => self
                 .templates
                 .iter()
-                .find_map(|(t, owner)| Some((owner, t.matches(uri)?.into_iter().collect())))?,
+                .find_map(|(t, owner)| Some((owner, t.matches(uri)?)))?,
         };
         Some(Resolved {
             plugin: owner.plugin.clone(),
@@ -361,10 +361,10 @@ mod tests {
         assert!(r.variables.is_empty());
         let r = o.resolve("notes://7").unwrap();
         assert_eq!((r.plugin.as_str(), r.name.as_str()), ("a", "note"));
-        assert_eq!(r.variables["id"], "7");
+        assert_eq!(r.variables, [("id".to_string(), "7".to_string())]);
         let r = o.resolve("b://1/2%202").unwrap();
         assert_eq!((r.plugin.as_str(), r.name.as_str()), ("b", "pair"));
-        assert_eq!(r.variables["b"], "2 2");
+        assert_eq!(r.variables[1], ("b".to_string(), "2 2".to_string()));
         assert_eq!(o.resolve("b://y"), None);
         assert_eq!(o.resolve("bad://x"), None);
         assert_eq!(o.prompt("a__explain"), Some(("a", "explain")));

@@ -8,7 +8,7 @@
 //! the first plugin's page (a client that reads one page only still sees both kinds). The
 //! cursor is opaque to clients: base64 of where the next page starts.
 
-use std::sync::Arc;
+use std::{borrow::Cow, sync::Arc};
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine as _};
 use serde::{Deserialize, Serialize};
@@ -173,11 +173,12 @@ fn param_cursor(params: Option<&RawValue>) -> Result<Option<String>, String> {
     }
 }
 
-/// The `uri` of a read or subscribe request's params.
-fn param_uri(params: Option<&RawValue>) -> Result<String, String> {
+/// The `uri` of a read or subscribe request's params (borrowed unless it has escapes).
+fn param_uri(params: Option<&RawValue>) -> Result<Cow<'_, str>, String> {
     #[derive(Deserialize)]
-    struct P {
-        uri: String,
+    struct P<'a> {
+        #[serde(borrow)]
+        uri: Cow<'a, str>,
     }
     let p = params.ok_or("the request needs params with a `uri`")?;
     serde_json::from_str::<P>(p.get())
@@ -260,7 +261,10 @@ impl Router {
             return self.unknown_server(scope, id);
         };
         match offers.resolve(&uri) {
-            Some(r) => Dispatch::Request(self.request(scope, &r.plugin.clone(), id, read(&uri, r))),
+            Some(r) => {
+                let plugin = r.plugin.clone();
+                Dispatch::Request(self.request(scope, &plugin, id, read(&uri, r)))
+            }
             None => Dispatch::Reply(error_reply(id, &not_found(&uri))),
         }
     }
@@ -304,8 +308,26 @@ fn error_reply(id: &RawValue, e: &CallError) -> String {
 /// must still serve `uri` by the same name (a reload may come between); the plugin's own
 /// "not found" gets the URI as its `data`.
 pub(super) fn read(uri: &str, r: super::offers::Resolved) -> Box<PluginRequest> {
-    let params = json!({"uri": uri, "name": r.name, "variables": r.variables}).to_string();
-    let (check_uri, err_uri) = (uri.to_string(), uri.to_string());
+    /// The params of extras.rs's `resources/read`, serialized straight from borrowed parts.
+    #[derive(Serialize)]
+    struct Params<'a> {
+        uri: &'a str,
+        name: &'a str,
+        variables: Variables<'a>,
+    }
+    struct Variables<'a>(&'a [(String, String)]);
+    impl Serialize for Variables<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+        }
+    }
+    let params = serde_json::to_string(&Params {
+        uri,
+        name: &r.name,
+        variables: Variables(&r.variables),
+    })
+    .expect("strings serialize");
+    let (check_uri, err_uri): (Arc<str>, Arc<str>) = (uri.into(), uri.into());
     let (name, version) = (r.name, r.version);
     Box::new(
         PluginRequest::new(method::RESOURCES_READ, uri, params)
@@ -324,7 +346,7 @@ pub(super) fn read(uri: &str, r: super::offers::Resolved) -> Box<PluginRequest> 
             .map_error(move |e| {
                 if e.code == code::RESOURCE_NOT_FOUND {
                     CallError::ResourceNotFound {
-                        uri: err_uri.clone(),
+                        uri: err_uri.to_string(),
                         message: e.message,
                     }
                 } else {

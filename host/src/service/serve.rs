@@ -1,5 +1,6 @@
 //! `toolhost serve`: one plain MCP server (NDJSON JSON-RPC, no control envelope) exposing every
-//! plugin's tools as `<plugin>__<tool>`, over any pair of streams (our stdio in practice).
+//! plugin's tools as `<plugin>__<tool>` (its prompts likewise, its resources under their own
+//! URIs: `handler/offers.rs`), over any pair of streams (our stdio in practice).
 
 use std::{sync::Arc, time::Duration};
 
