@@ -21,10 +21,12 @@ pub struct Declared {
     pub(crate) type_name: &'static str,
 }
 
-/// What a running tool can ask of the host: was the call cancelled, report progress, log,
-/// and the plugin's state and configuration.
+/// What a running tool, resource or prompt can ask of the host: was the call cancelled,
+/// report progress, log, tell clients a resource changed, and the plugin's state and
+/// configuration.
 ///
-/// A tool receives `&Context` as its second parameter; it cannot outlive the call.
+/// A tool or prompt receives `&Context` as its second parameter, a resource as its last; it
+/// cannot outlive the call.
 ///
 /// ```
 /// use std::time::Duration;

@@ -121,6 +121,28 @@
 //! A panic in a tool, in `on_load` or while listing tools becomes an error result or a load
 //! error; the host and every other tool keep serving.
 //!
+//! # Resources and prompts
+//!
+//! A resource is data a client reads by URI; a function marked [`#[resource]`](macro@resource)
+//! reads it. Its URI is fixed (`notes://index`) or a [template](uri_template) with `{variables}`
+//! that the function takes as arguments of the same names, or as one struct. It returns text,
+//! bytes (a base64 `blob`) or several [`ResourceContent`]s, and `None` or
+//! [`ResourceError::not_found`] when the URI names nothing (MCP error -32002). A template's
+//! `list = f` function lists its members for `resources/list`.
+//!
+//! A prompt is a message template a client offers its user as a slash command; a function
+//! marked [`#[prompt]`](macro@prompt) renders it. Its argument struct declares the arguments
+//! (doc comments describe them, `Option` fields are optional) and it returns the messages (a
+//! `String` is one user message; [`PromptMessage`]s, or a [`PromptResult`] with a
+//! description). A missing required argument is MCP error -32602 naming it, before the
+//! function runs.
+//!
+//! Both are listed in [`export_plugin!`] (`resources: [..]`, `prompts: [..]`), run with the same
+//! [`Context`] as tools (and panics are caught the same way), and are tested the same way:
+//! `note::resource().read("notes://1", &ctx)`, `summarize::prompt().get(&[("id", "1")], &ctx)`.
+//! When a resource changes, [`Context::resource_updated`] (or, from a thread of the plugin's
+//! own, [`notify::resource_updated`]) tells the clients.
+//!
 //! # Rules of a plugin
 //!
 //! - Build with `panic = "unwind"` (the default): `export_plugin!` refuses to compile with

@@ -100,9 +100,15 @@ fn the_python_mcp_client_lists_reads_and_gets_through_serve() {
             "resources_capability": true,
             "subscribe": true,
             "prompts_capability": true,
-            "uris": ["notes://index", "notes://1"],
+            "uris": ["faulty://panic", "notes://index", "notes://1"],
             "pages": 1,
-            "templates": ["faulty://slow/{ms}/{marker}", "faulty://text/{chars}", "notes://{id}"],
+            "templates": [
+                "faulty://bytes/{n}",
+                "faulty://slow/{ms}",
+                "faulty://slow/{ms}/{marker}",
+                "faulty://text/{chars}",
+                "notes://{id}"
+            ],
             "prompts": ["faulty__wait", "notes__summarize"],
             "read": ["Buy milk"],
             "summary": ["Summarize this note in at most 5 words:\n\nBuy milk"],
@@ -139,7 +145,7 @@ fn the_inspector_cli_lists_reads_and_gets_through_serve() {
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
     };
     let list = run(&["--method", "resources/list"]);
-    assert_eq!(list["resources"][0]["uri"], "notes://index", "{list}");
+    assert_eq!(list["resources"][1]["uri"], "notes://index", "{list}");
     let templates = run(&["--method", "resources/templates/list"]);
     let uris: Vec<&str> = templates["resourceTemplates"]
         .as_array()
@@ -150,6 +156,8 @@ fn the_inspector_cli_lists_reads_and_gets_through_serve() {
     assert_eq!(
         uris,
         [
+            "faulty://bytes/{n}",
+            "faulty://slow/{ms}",
             "faulty://slow/{ms}/{marker}",
             "faulty://text/{chars}",
             "notes://{id}"

@@ -228,6 +228,24 @@ pub fn build_and_load_template_copy(project: &Path, lib_name: &str) {
     assert_eq!(names, ["greet", "longest_word"]);
     let r = plugin.call("greet", r#"{"name":"Ada"}"#, &CallControl::new("t", None));
     assert_eq!(r.text(), "Hello, Ada");
+    // Its resource and prompt too.
+    let extras = &plugin.manifest().extras;
+    assert_eq!(
+        extras.resource_templates[0].uri_template,
+        "greetings://{language}"
+    );
+    assert_eq!(extras.prompts[0].name, "welcome");
+    let read = plugin
+        .request(
+            "resources/read",
+            r#"{"uri":"greetings://french","name":"greeting","variables":{"language":"french"}}"#,
+            &CallControl::new("t", None),
+        )
+        .unwrap();
+    assert_eq!(
+        read,
+        r#"{"contents":[{"uri":"greetings://french","mimeType":"text/plain","text":"Bonjour"}]}"#
+    );
 }
 
 /// Polls `cond` every 10 ms on this thread until it holds; panics with `failure` when it does

@@ -213,16 +213,17 @@ pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Re
         let types: Vec<&Type> = fields.iter().map(|(_, t)| t).collect();
         let name_strs: Vec<String> = names.iter().map(|n| n.unraw().to_string()).collect();
         uri_fn = Some(quote! {
-            /// The URI of these values (percent-encoded), for a list function.
+            /// The URI of these values (percent-encoded; in the function's argument order), for
+            /// a list function.
             pub fn uri(#(#names: impl ::std::fmt::Display),*) -> ::std::string::String {
                 ::toolhost_plugin::__private::expand_uri(#uri, &[#((#name_strs, #names.to_string())),*])
             }
 
-            #[doc(hidden)]
+            // Private: the variables' types may be private to the plugin.
             #[derive(::toolhost_plugin::__private::serde::Deserialize)]
             #[serde(crate = "::toolhost_plugin::__private::serde")]
-            pub struct __Variables {
-                #(pub #names: #types,)*
+            struct __Variables {
+                #(#names: #types,)*
             }
         });
         quote!(|vars: __Variables, ctx: &::toolhost_plugin::Context| super::#ident(#(vars.#names,)* #ctx_arg))

@@ -177,9 +177,28 @@ pub fn wait(args: WaitArgs, ctx: &Context) -> Result<Vec<PromptMessage>, PromptE
     Ok(vec![PromptMessage::user(format!("I waited {ms} ms."))])
 }
 
+/// Panics while being read (the host must answer -32603 and keep serving).
+#[resource(uri = "faulty://panic")]
+pub fn panicking() -> String {
+    panic!("the resource broke")
+}
+
+/// `n` bytes (0, 1, 2, ... wrapping at 256), as a blob.
+#[resource(uri = "faulty://bytes/{n}", mime_type = "application/octet-stream")]
+pub fn bytes(n: usize) -> Vec<u8> {
+    (0..n).map(|i| i as u8).collect()
+}
+
+/// Takes `ms` milliseconds to read, stopping early when the read is cancelled.
+#[resource(uri = "faulty://slow/{ms}")]
+pub fn slow_read(ms: u64, ctx: &Context) -> Result<String, Cancelled> {
+    ctx.sleep(std::time::Duration::from_millis(ms))?;
+    Ok("finished".into())
+}
+
 export_plugin! {
     name: "faulty",
     tools: [panic, slow, fail, large, flood, echo, stuck],
-    resources: [slow_resource, text_resource],
+    resources: [panicking, bytes, slow_read, slow_resource, text_resource],
     prompts: [wait],
 }

@@ -1,233 +1,23 @@
 //! Prompts: named message templates a client offers its user (slash commands), served by
 //! plain functions whose argument struct declares the prompt's arguments.
 
-use std::{any::Any, borrow::Cow, collections::HashSet, fmt::Display, sync::Arc};
+mod message;
+
+use std::{borrow::Cow, collections::HashSet, sync::Arc};
 
 use schemars::JsonSchema;
 use serde::{de::DeserializeOwned, Deserialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
+
+pub use message::{IntoPromptResult, PromptError, PromptMessage, PromptResult, Role};
 
 use crate::{
     context::Context,
     extras::{method, PromptArgumentDecl, PromptDecl, RequestError},
     plugin::PluginDef,
-    result::Content,
     strmap,
     tool::schema_of,
 };
-
-/// Who says a [`PromptMessage`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    User,
-    Assistant,
-}
-
-impl Role {
-    fn as_str(self) -> &'static str {
-        match self {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        }
-    }
-}
-
-/// One message of a prompt.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PromptMessage {
-    pub role: Role,
-    pub content: Content,
-}
-
-impl PromptMessage {
-    /// A user message of text.
-    pub fn user(text: impl Into<String>) -> Self {
-        PromptMessage {
-            role: Role::User,
-            content: Content::text(text),
-        }
-    }
-
-    /// An assistant message of text.
-    pub fn assistant(text: impl Into<String>) -> Self {
-        PromptMessage {
-            role: Role::Assistant,
-            content: Content::text(text),
-        }
-    }
-
-    /// A message of any content (an image, say).
-    pub fn new(role: Role, content: Content) -> Self {
-        PromptMessage { role, content }
-    }
-
-    /// The text, if the content is text.
-    pub fn text(&self) -> Option<&str> {
-        match &self.content {
-            Content::Text(t) => Some(t),
-            _ => None,
-        }
-    }
-
-    fn to_json(&self) -> Value {
-        let content = match &self.content {
-            Content::Text(t) => json!({"type": "text", "text": t}),
-            Content::Image { data, mime_type } => {
-                json!({"type": "image", "data": data, "mimeType": mime_type})
-            }
-            Content::Audio { data, mime_type } => {
-                json!({"type": "audio", "data": data, "mimeType": mime_type})
-            }
-        };
-        json!({"role": self.role.as_str(), "content": content})
-    }
-}
-
-/// What a prompt gives: its messages, and optionally a description of this rendering.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct PromptResult {
-    pub description: Option<String>,
-    pub messages: Vec<PromptMessage>,
-}
-
-impl PromptResult {
-    /// These messages.
-    pub fn new(messages: Vec<PromptMessage>) -> Self {
-        PromptResult {
-            description: None,
-            messages,
-        }
-    }
-
-    /// With a description.
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = Some(description.into());
-        self
-    }
-
-    /// The MCP `GetPromptResult`.
-    pub(crate) fn to_json(&self) -> Value {
-        let mut o = Map::new();
-        if let Some(d) = &self.description {
-            o.insert("description".into(), d.clone().into());
-        }
-        o.insert(
-            "messages".into(),
-            self.messages.iter().map(PromptMessage::to_json).collect(),
-        );
-        Value::Object(o)
-    }
-}
-
-/// Why a prompt gave no messages: its arguments do not fit (MCP error -32602) or it failed
-/// (-32603). Any other error type a prompt returns (`E: Display`) is a failure; `?` converts
-/// errors into it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PromptError {
-    invalid_argument: bool,
-    message: String,
-}
-
-impl PromptError {
-    /// The prompt failed.
-    pub fn new(message: impl Into<String>) -> Self {
-        PromptError {
-            invalid_argument: false,
-            message: message.into(),
-        }
-    }
-
-    /// The arguments do not fit (an id that names nothing, say); the client shows the message
-    /// to the user.
-    pub fn invalid_argument(message: impl Into<String>) -> Self {
-        PromptError {
-            invalid_argument: true,
-            message: message.into(),
-        }
-    }
-
-    /// Whether it blames the arguments.
-    pub fn is_invalid_argument(&self) -> bool {
-        self.invalid_argument
-    }
-
-    fn of<E: Display + 'static>(e: E) -> Self {
-        let any = &e as &dyn Any;
-        if let Some(p) = any.downcast_ref::<PromptError>() {
-            return p.clone();
-        }
-        if let Some(r) = any.downcast_ref::<RequestError>() {
-            if r.code == crate::extras::code::INVALID_PARAMS {
-                return Self::invalid_argument(r.message.clone());
-            }
-        }
-        Self::new(e.to_string())
-    }
-
-    pub(crate) fn into_request_error(self) -> RequestError {
-        if self.invalid_argument {
-            RequestError::invalid_params(self.message)
-        } else {
-            RequestError::internal(self.message)
-        }
-    }
-}
-
-impl<E: std::error::Error> From<E> for PromptError {
-    fn from(e: E) -> Self {
-        PromptError::new(e.to_string())
-    }
-}
-
-impl Display for PromptError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-/// What a prompt function may return: text (`String`, `&str`: one user message), a
-/// [`PromptMessage`], `Vec<PromptMessage>`, a [`PromptResult`] (with a description), or any of
-/// these in a `Result<_, E>` with `E: Display`.
-pub trait IntoPromptResult {
-    #[doc(hidden)]
-    fn into_prompt_result(self) -> Result<PromptResult, PromptError>;
-}
-
-impl IntoPromptResult for String {
-    fn into_prompt_result(self) -> Result<PromptResult, PromptError> {
-        Ok(PromptResult::new(vec![PromptMessage::user(self)]))
-    }
-}
-
-impl IntoPromptResult for &str {
-    fn into_prompt_result(self) -> Result<PromptResult, PromptError> {
-        Ok(PromptResult::new(vec![PromptMessage::user(self)]))
-    }
-}
-
-impl IntoPromptResult for PromptMessage {
-    fn into_prompt_result(self) -> Result<PromptResult, PromptError> {
-        Ok(PromptResult::new(vec![self]))
-    }
-}
-
-impl IntoPromptResult for Vec<PromptMessage> {
-    fn into_prompt_result(self) -> Result<PromptResult, PromptError> {
-        Ok(PromptResult::new(self))
-    }
-}
-
-impl IntoPromptResult for PromptResult {
-    fn into_prompt_result(self) -> Result<PromptResult, PromptError> {
-        Ok(self)
-    }
-}
-
-impl<T: IntoPromptResult, E: Display + 'static> IntoPromptResult for Result<T, E> {
-    fn into_prompt_result(self) -> Result<PromptResult, PromptError> {
-        self.map_err(PromptError::of)?.into_prompt_result()
-    }
-}
 
 type GetFn =
     Box<dyn Fn(&[(&str, &str)], &Context) -> Result<PromptResult, PromptError> + Send + Sync>;
@@ -346,11 +136,8 @@ fn arguments_of(schema: &Value) -> Result<Vec<PromptArgumentDecl>, String> {
     };
     let mut out = Vec::with_capacity(props.len());
     for (name, prop) in props {
-        let types: Vec<&str> = match prop.get("type") {
-            Some(Value::String(t)) => vec![t.as_str()],
-            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
-            _ => Vec::new(),
-        };
+        let mut types = Vec::new();
+        types_of(prop, schema, 0, &mut types);
         if let Some(t) = types.iter().find(|t| matches!(**t, "object" | "array")) {
             return Err(format!(
                 "argument `{name}` is an {t}: prompt arguments are text (strings, numbers, bools or enums)"
@@ -367,6 +154,38 @@ fn arguments_of(schema: &Value) -> Result<Vec<PromptArgumentDecl>, String> {
         });
     }
     Ok(out)
+}
+
+/// The JSON types `schema` allows, through `$ref`s (into `root`'s `$defs`) and
+/// `anyOf`/`oneOf`/`allOf` (an `Option<Struct>` field is `anyOf: [{$ref}, {null}]`).
+fn types_of<'a>(schema: &'a Value, root: &'a Value, depth: usize, out: &mut Vec<&'a str>) {
+    if depth > 8 {
+        return;
+    }
+    match schema.get("type") {
+        Some(Value::String(t)) => out.push(t),
+        Some(Value::Array(ts)) => out.extend(ts.iter().filter_map(Value::as_str)),
+        _ => {}
+    }
+    if let Some(name) = schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/$defs/"))
+    {
+        if let Some(def) = root.get("$defs").and_then(|d| d.get(name)) {
+            types_of(def, root, depth + 1, out);
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        for alternative in schema
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            types_of(alternative, root, depth + 1, out);
+        }
+    }
 }
 
 impl PluginDef {
@@ -458,6 +277,41 @@ mod tests {
     struct Nested {
         /// A list cannot be text.
         tags: Vec<String>,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Inner {
+        x: u8,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    #[serde(rename_all = "lowercase")]
+    enum Tone {
+        Warm,
+        Dry,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Referring {
+        /// An enum is text.
+        tone: Option<Tone>,
+        /// A struct is not.
+        inner: Option<Inner>,
+    }
+
+    #[test]
+    fn arguments_behind_references_are_checked_too() {
+        let e = arguments_of(&schema_of::<Referring>()).unwrap_err();
+        assert_eq!(
+            e,
+            "argument `inner` is an object: prompt arguments are text (strings, numbers, bools \
+             or enums)"
+        );
+        let tone = arguments_of(&schema_of::<Option<Tone>>());
+        assert!(tone.is_err(), "not a struct: {tone:?}");
     }
 
     #[test]
