@@ -80,6 +80,22 @@ async fn resources_and_prompts_of_notes(isolated: bool) {
         calc["result"]["capabilities"].get("prompts").is_none(),
         "{calc}"
     );
+    // A server without them answers their methods as any unknown method.
+    for (id, method) in [
+        (20, "resources/list"),
+        (21, "prompts/list"),
+        (22, "resources/read"),
+    ] {
+        let r = send(
+            &router,
+            Scope::Server("calc"),
+            id,
+            method,
+            json!({"uri": "x://1"}),
+        )
+        .await;
+        assert_eq!(r["error"]["code"], -32601, "{method}: {r}");
+    }
 
     // The fixed URI, then the plugin's own list (empty until a note exists).
     let list = send(&router, notes, 3, "resources/list", json!({})).await;

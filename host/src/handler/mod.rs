@@ -260,7 +260,9 @@ impl Router {
         Dispatch::Reply(reply)
     }
 
-    /// The methods of resources and prompts (`None`: not one of them).
+    /// The methods of resources and prompts (`None`: not one of them, or one of a kind the
+    /// server does not offer, which is then "method not found" as for a server without the
+    /// capability).
     fn dispatch_offers(
         self: &Arc<Self>,
         scope: Scope<'_>,
@@ -268,14 +270,26 @@ impl Router {
         method: &str,
         params: Option<&RawValue>,
     ) -> Option<Dispatch> {
+        let kind = method.split_once('/')?.0;
+        if kind != "resources" && kind != "prompts" {
+            return None;
+        }
+        let offers = self.offers(scope)?;
+        let offered = match kind {
+            "resources" => offers.has_resources(),
+            _ => offers.has_prompts(),
+        };
+        if !offered {
+            return None;
+        }
         Some(match method {
-            "resources/list" => self.resources_list(scope, id, params),
-            "resources/templates/list" => self.templates_list(scope, id),
-            "resources/read" => self.resource_read(scope, id, params),
-            "resources/subscribe" => self.subscription(scope, id, params, true),
-            "resources/unsubscribe" => self.subscription(scope, id, params, false),
-            "prompts/list" => self.prompts_list(scope, id),
-            "prompts/get" => self.prompt_get(scope, id, params),
+            "resources/list" => self.resources_list(scope, id, params, offers),
+            "resources/templates/list" => self.templates_list(id, &offers),
+            "resources/read" => self.resource_read(scope, id, params, &offers),
+            "resources/subscribe" => self.subscription(scope, id, params, true, &offers),
+            "resources/unsubscribe" => self.subscription(scope, id, params, false, &offers),
+            "prompts/list" => self.prompts_list(id, &offers),
+            "prompts/get" => self.prompt_get(scope, id, params, &offers),
             _ => return None,
         })
     }

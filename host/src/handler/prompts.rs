@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{json, value::RawValue, Map, Value};
 use toolhost_plugin::extras::{code, method};
 
-use super::{offers::check_prompt_arguments, Dispatch, PluginRequest, Router, Scope};
+use super::{offers::check_prompt_arguments, Dispatch, Offers, PluginRequest, Router, Scope};
 use crate::{
     model::{error_code, rpc_error, rpc_result_raw, RequestError},
     plugin::LoadedPlugin,
@@ -23,11 +23,8 @@ struct GetParams {
 
 impl Router {
     /// `prompts/list`: every prompt in one page.
-    pub(super) fn prompts_list(&self, scope: Scope<'_>, id: &RawValue) -> Dispatch {
-        match self.offers(scope) {
-            Some(o) => Dispatch::Reply(rpc_result_raw(Some(id), o.prompts_list())),
-            None => self.unknown_server(scope, id),
-        }
+    pub(super) fn prompts_list(&self, id: &RawValue, offers: &Offers) -> Dispatch {
+        Dispatch::Reply(rpc_result_raw(Some(id), offers.prompts_list()))
     }
 
     /// `prompts/get`: the exposed name resolved to its plugin, the get routed there.
@@ -36,6 +33,7 @@ impl Router {
         scope: Scope<'_>,
         id: &RawValue,
         params: Option<&RawValue>,
+        offers: &Offers,
     ) -> Dispatch {
         let invalid =
             |m: String| Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &m));
@@ -43,9 +41,6 @@ impl Router {
             Some(Ok(p)) => p,
             Some(Err(e)) => return invalid(format!("invalid prompts/get params: {e}")),
             None => return invalid("prompts/get needs params".into()),
-        };
-        let Some(offers) = self.offers(scope) else {
-            return self.unknown_server(scope, id);
         };
         let Some((plugin, prompt)) = offers.prompt(&p.name) else {
             return invalid(format!("unknown prompt: `{}`", p.name));

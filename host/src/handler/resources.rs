@@ -201,12 +201,10 @@ impl Router {
         scope: Scope<'_>,
         id: &RawValue,
         params: Option<&RawValue>,
+        offers: Arc<Offers>,
     ) -> Dispatch {
         let invalid =
             |m: String| Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &m));
-        let Some(offers) = self.offers(scope) else {
-            return self.unknown_server(scope, id);
-        };
         let cursor = match param_cursor(params) {
             Ok(None) => None,
             Ok(Some(c)) => match Cursor::decode(&c) {
@@ -239,11 +237,8 @@ impl Router {
     }
 
     /// `resources/templates/list`: every template in one page.
-    pub(super) fn templates_list(&self, scope: Scope<'_>, id: &RawValue) -> Dispatch {
-        match self.offers(scope) {
-            Some(o) => Dispatch::Reply(super::rpc_result_raw(Some(id), o.templates_list())),
-            None => self.unknown_server(scope, id),
-        }
+    pub(super) fn templates_list(&self, id: &RawValue, offers: &Offers) -> Dispatch {
+        Dispatch::Reply(super::rpc_result_raw(Some(id), offers.templates_list()))
     }
 
     /// `resources/read`: the URI resolved by the host, the read routed to its plugin.
@@ -252,13 +247,11 @@ impl Router {
         scope: Scope<'_>,
         id: &RawValue,
         params: Option<&RawValue>,
+        offers: &Offers,
     ) -> Dispatch {
         let uri = match param_uri(params) {
             Ok(uri) => uri,
             Err(e) => return Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &e)),
-        };
-        let Some(offers) = self.offers(scope) else {
-            return self.unknown_server(scope, id);
         };
         match offers.resolve(&uri) {
             Some(r) => {
@@ -276,27 +269,17 @@ impl Router {
         id: &RawValue,
         params: Option<&RawValue>,
         on: bool,
+        offers: &Offers,
     ) -> Dispatch {
         let uri = match param_uri(params) {
             Ok(uri) => uri,
             Err(e) => return Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &e)),
-        };
-        let Some(offers) = self.offers(scope) else {
-            return self.unknown_server(scope, id);
         };
         if on && offers.resolve(&uri).is_none() {
             return Dispatch::Reply(error_reply(id, &not_found(&uri)));
         }
         self.subscriptions.set(scope.key(), &uri, on);
         Dispatch::Reply(rpc_result(Some(id), &json!({})))
-    }
-
-    pub(super) fn unknown_server(&self, scope: Scope<'_>, id: &RawValue) -> Dispatch {
-        Dispatch::Reply(rpc_error(
-            Some(id),
-            error_code::INVALID_PARAMS,
-            &CallError::UnknownServer(scope.key().to_string()).to_string(),
-        ))
     }
 }
 
