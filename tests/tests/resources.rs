@@ -2,7 +2,7 @@
 //! plugin's resources with its own `ListMcpResourcesTool` and `ReadMcpResourceTool`, a plugin
 //! added in a live session has its resources listed on the next turn, and a plugin's prompt
 //! is a chat slash command whose messages become the user's turn (a wrong one never reaches
-//! the model).
+//! the model), completed by Tab at the terminal.
 
 use std::time::Duration;
 
@@ -119,5 +119,33 @@ cli_test!(
         );
         assert_eq!(fake.requests().len(), before + 1, "{}", chat.report());
         chat.finish();
+    }
+);
+
+cli_test!(
+    fn tab_completes_a_plugins_prompt_at_the_terminal() {
+        let sandbox = Sandbox::new(&["notes"]);
+        let fake = FakeApi::call_policy();
+        let mut pty = sandbox.chat_pty(&fake, &[]);
+        pty.wait_screen("the prompt", STEP, |s| {
+            s.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(str::trim_end)
+                == Some(">")
+        });
+        // The one command that starts so is completed on the line.
+        pty.keys("/notes:su\t");
+        pty.wait_screen("the completed command", STEP, |s| {
+            s.lines().any(|l| l.trim_end() == "> /notes:summarize")
+        });
+        // Ctrl-C clears the line; nothing was sent.
+        pty.keys("\x03");
+        pty.line("/prompts");
+        pty.wait_screen("the prompts listed", STEP, |s| {
+            s.contains("/notes:summarize id words?")
+        });
+        assert!(fake.requests().is_empty(), "{}", pty.report());
+        pty.quit();
     }
 );
