@@ -24,6 +24,19 @@ pub struct Candidate {
     how: How,
     /// Whether the slow-tool line can be measured through it (toolhost with faulty).
     pub slow_capable: bool,
+    /// Whether it serves resources (toolhost, with faulty): the read row.
+    pub reads: bool,
+}
+
+/// What a run measures.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The `add` workload.
+    Calls,
+    /// The `add` workload and the slow-tool line (the slow plugin folder).
+    Slow,
+    /// `resources/read` against a `tools/call` of the same size (the slow plugin folder).
+    Read,
 }
 
 enum How {
@@ -46,6 +59,7 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
         name: "floor (hand-written responder)".into(),
         how: How::Floor,
         slow_capable: false,
+        reads: false,
     }];
     let toolhost = |isolate: bool| {
         let mut args = vec![
@@ -67,12 +81,14 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
         name: "toolhost (in process)".into(),
         how: toolhost(false),
         slow_capable: true,
+        reads: true,
     });
     if supports_isolate(cli)? {
         out.push(Candidate {
             name: "toolhost (--isolate)".into(),
             how: toolhost(true),
             slow_capable: false,
+            reads: true,
         });
     }
     if let Some(rs) = &cli.rs_peer {
@@ -85,6 +101,7 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
                 plugins_arg: None,
             },
             slow_capable: false,
+            reads: false,
         });
     }
     // Script peers: an interpreter running a script.
@@ -103,6 +120,7 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
                     plugins_arg: None,
                 },
                 slow_capable: false,
+                reads: false,
             });
         }
     }
@@ -127,6 +145,12 @@ impl Candidate {
     /// One run: spawn, handshake, workload. `slow` adds the slow-tool line (toolhost only,
     /// with `--slow-plugins`).
     pub fn run(&self, cli: &Cli, slow: bool) -> Result<Report> {
+        self.run_mode(cli, if slow { Mode::Slow } else { Mode::Calls })
+    }
+
+    /// One run measuring `mode`.
+    pub fn run_mode(&self, cli: &Cli, mode: Mode) -> Result<Report> {
+        let slow = mode != Mode::Calls;
         match &self.how {
             How::Floor => run_floor(cli),
             How::Host {
@@ -162,8 +186,14 @@ impl Candidate {
                     .env("TOOLHOST_BENCH_DEPTH", cli.concurrency.to_string())
                     .stdin(Stdio::null())
                     .stdout(Stdio::null());
-                if slow {
-                    cmd.env("TOOLHOST_BENCH_SLOW", "1");
+                match mode {
+                    Mode::Calls => {}
+                    Mode::Slow => {
+                        cmd.env("TOOLHOST_BENCH_SLOW", "1");
+                    }
+                    Mode::Read => {
+                        cmd.env("TOOLHOST_BENCH_READ", "1");
+                    }
                 }
                 let child = cmd
                     .spawn()

@@ -25,6 +25,18 @@ pub struct Report {
     pub slow_effective_concurrency: Option<f64>,
     /// Answers checked (all right: a wrong one ends the run with an error).
     pub checked: usize,
+    /// `resources/read` against a `tools/call` of the same size (toolhost, with faulty).
+    #[serde(default)]
+    pub read: Option<ReadVsCall>,
+}
+
+/// A resource read and a tool call answering the same text, measured in the same run.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, Default)]
+pub struct ReadVsCall {
+    /// Characters of text each answers.
+    pub chars: usize,
+    pub read: Phase,
+    pub call: Phase,
 }
 
 /// One batch of calls at one depth.
@@ -291,6 +303,95 @@ impl Call for Slow {
     }
 }
 
+/// `faulty.large(chars)`: `chars` characters of `x` (under 80: one line).
+pub struct Large {
+    pub chars: usize,
+}
+
+impl Call for Large {
+    fn server(&self) -> &str {
+        "faulty"
+    }
+
+    fn message(&self, i: usize) -> String {
+        format!(
+            r#"{{"method":"tools/call","params":{{"name":"large","arguments":{{"chars":{}}},"_meta":{{"claudecode/toolUseId":"toolu_{i}","progressToken":{id}}}}},"jsonrpc":"2.0","id":{id}}}"#,
+            self.chars,
+            id = i + 2
+        )
+    }
+
+    fn check(&self, i: usize, v: &Value) -> Result<()> {
+        let r = &v["response"]["response"]["mcp_response"];
+        let text = r["result"]["content"][0]["text"].as_str().unwrap_or("");
+        if r["id"] != i + 2 || text.len() != self.chars || r["result"]["isError"] == true {
+            bail!("large call failed: {v}");
+        }
+        Ok(())
+    }
+}
+
+/// `resources/read faulty://text/<chars>`: the same text as [`Large`], as a resource.
+pub struct ReadText {
+    pub chars: usize,
+}
+
+impl Call for ReadText {
+    fn server(&self) -> &str {
+        "faulty"
+    }
+
+    fn message(&self, i: usize) -> String {
+        format!(
+            r#"{{"method":"resources/read","params":{{"uri":"faulty://text/{}"}},"jsonrpc":"2.0","id":{}}}"#,
+            self.chars,
+            i + 2
+        )
+    }
+
+    fn check(&self, i: usize, v: &Value) -> Result<()> {
+        let r = &v["response"]["response"]["mcp_response"];
+        let text = r["result"]["contents"][0]["text"].as_str().unwrap_or("");
+        if r["id"] != i + 2 || text.len() != self.chars {
+            bail!("resources/read failed: {v}");
+        }
+        Ok(())
+    }
+}
+
+/// The read workload: after a warm-up of both, `rounds` alternating batches of `n` sequential
+/// tool calls and `n` sequential reads of the same size; each side's figures are the medians
+/// of its batches (alternating spreads a busy moment of the machine over both).
+pub fn read_workload(peer: &mut Peer, n: usize, chars: usize) -> Result<ReadVsCall> {
+    const ROUNDS: usize = 5;
+    let (call, read) = (Large { chars }, ReadText { chars });
+    peer.calls(&call, n / 10 + 1, 1)?;
+    peer.calls(&read, n / 10 + 1, 1)?;
+    let (mut calls, mut reads) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        calls.push(peer.calls(&call, n, 1)?);
+        reads.push(peer.calls(&read, n, 1)?);
+    }
+    Ok(ReadVsCall {
+        chars,
+        read: median_phase(&reads),
+        call: median_phase(&calls),
+    })
+}
+
+fn median_phase(phases: &[Phase]) -> Phase {
+    let median = |f: fn(&Phase) -> f64| {
+        let mut v: Vec<f64> = phases.iter().map(f).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    Phase {
+        p50_us: median(|p| p.p50_us),
+        p99_us: median(|p| p.p99_us),
+        calls_per_s: median(|p| p.calls_per_s),
+    }
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i].as_secs_f64() * 1e6
@@ -317,5 +418,6 @@ pub fn workload(peer: &mut Peer, n: usize, depth: usize, slow: bool) -> Result<R
         conc,
         slow_effective_concurrency,
         checked: peer.checked,
+        read: None,
     })
 }

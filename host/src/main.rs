@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Value};
 use toolhost::{
     chat::{default_plugin_dir, ChatArgs},
-    handler::{CallError, Router},
+    handler::{CallError, Router, Scope},
     model::{tool_json, ContentOut},
     plugin::CallControl,
     plugin_dir::{self, Prepared},
@@ -99,7 +99,8 @@ impl PluginOpts {
 
 #[derive(Subcommand)]
 enum Command {
-    /// List the plugins in the folder, their tools, and the files that failed to load.
+    /// List the plugins in the folder, their tools, resources and prompts, and the files that
+    /// failed to load.
     List {
         #[command(flatten)]
         opts: PluginOpts,
@@ -121,6 +122,36 @@ enum Command {
         #[command(flatten)]
         limits: CallLimits,
     },
+    /// Read one resource of a plugin and print it: text as it is, a binary one as base64 (or
+    /// into --out FILE). Exits with 1 when the plugin fails to read it, 2 when no plugin
+    /// serves the URI. `toolhost read notes://7`.
+    Read {
+        /// The resource's URI (a fixed one, or one matching a plugin's URI template).
+        uri: String,
+        /// Write the content to FILE instead (a binary one decoded).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        opts: PluginOpts,
+        #[command(flatten)]
+        limits: CallLimits,
+    },
+    /// Get one prompt of a plugin and print its messages; exits with 1 when the plugin fails.
+    /// `toolhost prompt calc.explain x=3 y=4` (or values in the declared order).
+    Prompt {
+        /// The prompt as `PLUGIN.PROMPT`.
+        target: String,
+        /// Its arguments: `name=value`, or values in the declared order.
+        #[arg(value_name = "ARGS")]
+        args: Vec<String>,
+        /// Print the `GetPromptResult` as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        opts: PluginOpts,
+        #[command(flatten)]
+        limits: CallLimits,
+    },
     /// Talk to Claude through the `claude` CLI, with every plugin served as an in-process MCP
     /// server. With a PROMPT: one conversation; without: one prompt per line from stdin.
     Chat {
@@ -129,8 +160,9 @@ enum Command {
         #[command(flatten)]
         chat: ChatArgs,
     },
-    /// Serve every plugin's tools as one MCP server on stdin/stdout (NDJSON JSON-RPC). Tools
-    /// are named `<plugin>__<tool>`; a reload sends `notifications/tools/list_changed`.
+    /// Serve every plugin's tools, resources and prompts as one MCP server on stdin/stdout
+    /// (NDJSON JSON-RPC). Tools and prompts are named `<plugin>__<name>`, resources keep their
+    /// URIs; a reload sends the list-changed notifications.
     Serve {
         #[command(flatten)]
         opts: PluginOpts,
@@ -209,6 +241,8 @@ fn main() -> ExitCode {
         cli.command,
         Command::List { .. }
             | Command::Call { .. }
+            | Command::Read { .. }
+            | Command::Prompt { .. }
             | Command::New { .. }
             | Command::Doctor { .. }
             | Command::Completions { .. }
@@ -219,7 +253,11 @@ fn main() -> ExitCode {
     // would say it twice. `chat` says load failures, timeouts and oversized results in its
     // own lines, so their log lines are left out there.
     init_logging(match cli.command {
-        Command::List { .. } | Command::Call { .. } | Command::Doctor { .. } => "error",
+        Command::List { .. }
+        | Command::Call { .. }
+        | Command::Read { .. }
+        | Command::Prompt { .. }
+        | Command::Doctor { .. } => "error",
         Command::Chat { .. } => {
             "warn,toolhost::registry=error,toolhost::registry::watch=warn,toolhost::handler::call=error"
         }
@@ -246,6 +284,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let (plugin, tool, args) = call_target(&target, &rest)?;
             call(&opts, &limits, plugin, tool, args)
         }
+        Command::Read {
+            uri,
+            out,
+            opts,
+            limits,
+        } => read(&opts, &limits, &uri, out.as_deref()),
+        Command::Prompt {
+            target,
+            args,
+            json,
+            opts,
+            limits,
+        } => prompt(&opts, &limits, &target, &args, json),
         Command::Chat { opts, chat } => {
             runtime()?.block_on(toolhost::chat::run(chat, opts.open_registry()?))
         }
@@ -340,6 +391,10 @@ fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
                     "description": m.description,
                     "file": p.file(),
                     "tools": m.tools.iter().map(tool_json).collect::<Vec<_>>(),
+                    "resources": m.extras.resources,
+                    "resourceTemplates": m.extras.resource_templates,
+                    "listsResources": m.extras.lists_resources,
+                    "prompts": m.extras.prompts,
                 })
             })
             .collect();
@@ -371,6 +426,7 @@ fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
                 let args = toolhost::chat::catalog::signature(&t.input_schema, &Default::default());
                 println!("  - {}({args}): {first_line}", t.name);
             }
+            print!("{}", offers_text(&m.extras));
         }
         for (file, error) in &failed {
             println!("failed: {}: {error}", file.display());
@@ -378,6 +434,192 @@ fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
         if plugins.is_empty() && failed.is_empty() {
             println!("{}", plugin_dir::empty_hint(&opts.plugins));
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The resources, templates and prompts of a plugin under its entry in `toolhost list`.
+fn offers_text(e: &toolhost::model::Extras) -> String {
+    let about = |title: &Option<String>, description: &Option<String>| {
+        let text = description.as_deref().or(title.as_deref()).unwrap_or("");
+        match text.lines().next() {
+            Some(first) if !first.is_empty() => format!(": {first}"),
+            _ => String::new(),
+        }
+    };
+    let mut out = String::new();
+    for r in &e.resources {
+        let mime = r
+            .mime_type
+            .as_deref()
+            .map(|m| format!(" [{m}]"))
+            .unwrap_or_default();
+        let about = about(&r.title, &r.description);
+        out.push_str(&format!(
+            "  - resource {} ({}){mime}{about}
+",
+            r.uri, r.name
+        ));
+    }
+    for t in &e.resource_templates {
+        let mime = t
+            .mime_type
+            .as_deref()
+            .map(|m| format!(" [{m}]"))
+            .unwrap_or_default();
+        let about = about(&t.title, &t.description);
+        out.push_str(&format!(
+            "  - template {} ({}){mime}{about}
+",
+            t.uri_template, t.name
+        ));
+    }
+    if e.lists_resources {
+        out.push_str(
+            "  - more resources listed by the plugin itself
+",
+        );
+    }
+    for p in &e.prompts {
+        let args: Vec<String> = p
+            .arguments
+            .iter()
+            .map(|a| {
+                if a.required {
+                    a.name.clone()
+                } else {
+                    format!("{}?", a.name)
+                }
+            })
+            .collect();
+        let about = about(&p.title, &p.description);
+        out.push_str(&format!(
+            "  - prompt {}({}){about}
+",
+            p.name,
+            args.join(", ")
+        ));
+    }
+    out
+}
+
+/// `toolhost read`: one resource through the router, like a `resources/read` of the
+/// all-plugins server (timeout, size limit, isolation), printed or written to `out`.
+fn read(
+    opts: &PluginOpts,
+    limits: &CallLimits,
+    uri: &str,
+    out: Option<&std::path::Path>,
+) -> anyhow::Result<ExitCode> {
+    use base64::Engine as _;
+    let registry = opts.open_registry_waiting()?;
+    let router = Router::new(registry.clone(), limits.router_config());
+    let offers = router.offers(Scope::All).expect("the all-plugins scope");
+    if offers.resolve(uri).is_none() {
+        for (file, error) in registry.failures() {
+            eprintln!("toolhost: {}: {error}", file.display());
+        }
+        let mut served: Vec<String> = Vec::new();
+        for p in registry.plugins() {
+            let e = &p.manifest().extras;
+            served.extend(e.resources.iter().map(|r| r.uri.clone()));
+            served.extend(e.resource_templates.iter().map(|t| t.uri_template.clone()));
+        }
+        let served = if served.is_empty() {
+            "no plugin serves resources".to_string()
+        } else {
+            format!("served: {}", served.join(", "))
+        };
+        bail!("resource not found: {uri} ({served})");
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let control = Arc::new(CallControl::new("cli", None));
+    let answer = rt.block_on(router.read_resource(uri, control));
+    rt.shutdown_timeout(Duration::from_millis(100));
+    let json = match answer {
+        Ok(json) => json,
+        Err(e) => {
+            eprintln!("toolhost: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let result: Value = serde_json::from_str(&json).context("the plugin's answer")?;
+    let contents = result["contents"].as_array().cloned().unwrap_or_default();
+    if let Some(file) = out {
+        let [one] = contents.as_slice() else {
+            bail!(
+                "--out takes one content, and the resource has {}",
+                contents.len()
+            );
+        };
+        let bytes = match (one["text"].as_str(), one["blob"].as_str()) {
+            (Some(t), _) => t.as_bytes().to_vec(),
+            (None, Some(b)) => base64::engine::general_purpose::STANDARD
+                .decode(b)
+                .context("the plugin's blob is not base64")?,
+            _ => bail!("the resource's content has neither text nor blob"),
+        };
+        std::fs::write(file, bytes).with_context(|| format!("cannot write {}", file.display()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for c in &contents {
+        match (c["text"].as_str(), c["blob"].as_str()) {
+            (Some(t), _) if t.ends_with('\n') => print!("{t}"),
+            (Some(t), _) => println!("{t}"),
+            (None, Some(b)) => println!("{b}"),
+            _ => println!("{c}"),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `toolhost prompt`: one prompt through the router, like a `prompts/get` (the host's check
+/// of its arguments, timeout, size limit, isolation), its messages printed.
+fn prompt(
+    opts: &PluginOpts,
+    limits: &CallLimits,
+    target: &str,
+    words: &[String],
+    as_json: bool,
+) -> anyhow::Result<ExitCode> {
+    use toolhost::chat::prompts;
+    let Some((plugin, name)) = target.split_once('.') else {
+        bail!("give the prompt as PLUGIN.PROMPT, like `calc.explain`");
+    };
+    let registry = opts.open_registry_waiting()?;
+    let plugins = registry.plugins();
+    let decl = match prompts::find(&plugins, plugin, name) {
+        Ok(d) => d,
+        Err(e) => {
+            for (file, error) in registry.failures() {
+                eprintln!("toolhost: {}: {error}", file.display());
+            }
+            bail!("{e}");
+        }
+    };
+    let arguments = prompts::arguments(decl, words)
+        .map_err(|e| anyhow::anyhow!("{e} (usage: {})", prompts::usage(plugin, decl)))?;
+    let router = Router::new(registry.clone(), limits.router_config());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let control = Arc::new(CallControl::new("cli", None));
+    let answer = rt.block_on(router.get_prompt(plugin, name, arguments, control));
+    rt.shutdown_timeout(Duration::from_millis(100));
+    let json = match answer {
+        Ok(json) => json,
+        Err(e) => {
+            eprintln!("toolhost: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let result: Value = serde_json::from_str(&json).context("the plugin's answer")?;
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        print!("{}", prompts::messages_text(&result));
     }
     Ok(ExitCode::SUCCESS)
 }

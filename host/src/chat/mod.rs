@@ -14,6 +14,7 @@ mod command;
 mod conversation;
 mod input;
 mod local;
+pub mod prompts;
 mod render;
 mod screen;
 mod stream;
@@ -50,7 +51,7 @@ use crate::{
     handler::Router,
     plugin::LoadedPlugin,
     registry::{Registry, RegistryEvent},
-    service::{follow_registry, initialize_request, Session, SessionHandle},
+    service::{follow_notices, follow_registry, initialize_request, Session, SessionHandle},
     transport::{blocking_lines, find_claude, CliProcess, ExitReport, Writer},
 };
 
@@ -103,14 +104,15 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
     // Built before the CLI starts (it lists every tool): from the spawn on, the host only
     // answers, and the CLI's handshake does not wait for this work.
     let init_request = initialize_request(&router, &plugins);
-    let (cli, mut session, questions) = start_cli(&args, &plugins, &term, router)?;
+    let (cli, mut session, questions) = start_cli(&args, &plugins, &term, router.clone())?;
     let handle = session.handle.clone();
     // Sent before anything else: it registers the plugins as sdk servers.
     let init_answer = Box::pin(handle.request(&init_request));
     let (follow, reports) =
         follow_changes(&args, registry.clone(), registry_events, &handle, external);
+    let notices = tokio::spawn(follow_notices(router.clone(), handle.clone()));
 
-    let (source, inputs) = open_input(&term, interactive, args.ask)?;
+    let (source, inputs) = open_input(&term, interactive, args.ask, &registry)?;
     let saved_terminal = quiet_terminal(&term);
     let renderer = Renderer::new(args.output_format, term.style, term.live);
     let mut chat = Chat::new(
@@ -119,6 +121,7 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
         screen,
         term.style,
         registry.clone(),
+        router,
         questions,
         source,
         inputs,
@@ -134,6 +137,7 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
         )
         .await;
     follow.abort();
+    notices.abort();
     restore_terminal(saved_terminal.as_ref(), &mut chat);
 
     session.close().await;
@@ -257,9 +261,17 @@ fn open_input(
     term: &Terminal,
     interactive: bool,
     ask: bool,
+    registry: &Arc<Registry>,
 ) -> anyhow::Result<(Source, Option<mpsc::UnboundedReceiver<input::Input>>)> {
     Ok(if term.editor && (interactive || ask) {
-        let (editor, inputs) = LineEditor::spawn(history_path())?;
+        // Completion reads the plugins when asked: a reload applies at once.
+        let registry = registry.clone();
+        let commands = Arc::new(move || {
+            let mut names: Vec<String> = local::NAMES.iter().map(|n| n.to_string()).collect();
+            names.extend(prompts::command_names(&registry.plugins()));
+            names
+        });
+        let (editor, inputs) = LineEditor::spawn(history_path(), commands)?;
         (Source::Editor(editor), Some(inputs))
     } else if interactive {
         let echo = !std::io::stdin().is_terminal();

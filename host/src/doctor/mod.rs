@@ -8,6 +8,7 @@
 mod cli;
 mod confine;
 mod limits;
+mod offers;
 mod plugins;
 
 use std::{fmt::Write as _, path::PathBuf};

@@ -30,7 +30,7 @@ use serde_json::value::RawValue;
 use super::{progress::Progress, CallError, Router};
 use crate::{
     executor::{HereId, HereTicket, Job},
-    model::{control_success_raw, rpc_error, rpc_result_raw},
+    model::{control_success_raw, rpc_error_data, rpc_result_raw},
     plugin::{CallControl, LoadedPlugin},
     registry::{Lease, TryLease},
     relay::HERE_BUDGET,
@@ -97,7 +97,7 @@ impl Answer<'_> {
     pub fn rpc(&self) -> String {
         match &self.outcome {
             Ok(result) => rpc_result_raw(Some(self.id), result),
-            Err(e) => rpc_error(Some(self.id), e.code(), &e.to_string()),
+            Err(e) => rpc_error_data(Some(self.id), e.code(), &e.to_string(), e.data().as_ref()),
         }
     }
 

@@ -32,7 +32,7 @@ pub use init::{initialize_request, sdk_server_set, server_manifest};
 pub use lane::LineSource;
 pub use limits::{CallLimits, SessionLimits};
 pub use pending::{ControlError, Pending};
-pub use reload::follow_registry;
+pub use reload::{follow_notices, follow_registry};
 
 use crate::{
     handler::{Answer, Dispatch, HereRun, Notify, Router, Scope, Sink},
@@ -115,6 +115,24 @@ impl SessionHandle {
     pub fn tools_list_changed(&self, server: &str) {
         let msg = rpc_notification::<()>("notifications/tools/list_changed", None);
         self.notify_server(server, &msg);
+    }
+
+    /// Tells the CLI that `server`'s resources (`what` = `resources`) or prompts (`prompts`)
+    /// changed.
+    pub fn list_changed(&self, server: &str, what: &str) {
+        let msg = rpc_notification::<()>(&format!("notifications/{what}/list_changed"), None);
+        self.notify_server(server, &msg);
+    }
+
+    /// Starts a user turn whose content is a list of content blocks (a plugin's prompt).
+    pub fn send_user_content(&self, content: Value) {
+        let line = serde_json::json!({
+            "type": "user",
+            "message": {"role": "user", "content": content},
+            "parent_tool_use_id": null,
+            "session_id": "default",
+        });
+        self.out.send(line.to_string());
     }
 
     /// Starts a user turn.
