@@ -3,6 +3,8 @@
 //! in its own words. What the host checks before the plugin runs is the caller's
 //! ([`PluginRequest::check_with`]); the rest of its path is the request's.
 
+use std::time::Duration;
+
 use super::{show, show_bytes, CallError, Failure, Method, Outcome};
 use crate::{
     model::RequestError,
@@ -19,6 +21,8 @@ pub struct PluginRequest {
     what: String,
     params: String,
     check: Option<Check>,
+    /// Its own time limit (a hook's), instead of the plugin's call timeout.
+    timeout: Option<Duration>,
 }
 
 impl PluginRequest {
@@ -29,7 +33,14 @@ impl PluginRequest {
             what: what.into(),
             params,
             check: None,
+            timeout: None,
         }
+    }
+
+    /// Bounds it by `limit` rather than by the plugin's call timeout.
+    pub fn with_timeout(mut self, limit: Duration) -> Self {
+        self.timeout = Some(limit);
+        self
     }
 
     /// Checks the version first (the host's own checks: a URI it serves, the prompt's
@@ -66,6 +77,10 @@ impl Method for PluginRequest {
         version
             .request(self.method, &self.params, control)
             .map_err(CallError::Rpc)
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.timeout
     }
 
     fn failed(&self, plugin: &str, why: Failure<'_>) -> Outcome {
