@@ -104,6 +104,8 @@ pub struct PluginDef {
     extras: Extras,
     /// How it answers the requests beyond tool calls, by method.
     handlers: HashMap<&'static str, RequestHandler>,
+    /// Its hooks and permission policies (`hooks/register.rs`).
+    pub(crate) hooks: Vec<crate::hooks::HookDef>,
 }
 
 impl PluginDef {
@@ -123,6 +125,7 @@ impl PluginDef {
             on_load: None,
             extras: Extras::default(),
             handlers: HashMap::new(),
+            hooks: Vec::new(),
         }
     }
 

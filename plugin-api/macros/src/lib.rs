@@ -4,7 +4,7 @@
 
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, quote_spanned};
 use syn::{
     parse::{Parse, ParseStream},
     parse_macro_input,
@@ -215,6 +215,7 @@ struct ExportArgs {
     config: Option<Type>,
     on_load: Option<Expr>,
     tools: Vec<ToolEntry>,
+    hooks: Vec<ToolEntry>,
 }
 
 /// One entry of `tools: [...]`: a path to a `#[tool]` function, optionally behind `#[cfg(...)]`.
@@ -250,6 +251,7 @@ impl Parse for ExportArgs {
         let mut config = None;
         let mut on_load = None;
         let mut tools = None;
+        let mut hooks = None;
         while !input.is_empty() {
             let key: Ident = input.parse()?;
             input.parse::<Token![:]>()?;
@@ -266,11 +268,12 @@ impl Parse for ExportArgs {
                     let list = Punctuated::<ToolEntry, Token![,]>::parse_terminated(&content)?;
                     tools = Some(list.into_iter().collect());
                 }
+                "hooks" => hooks = Some(parse_hook_list(input)?),
                 other => {
                     return Err(syn::Error::new(
                         key.span(),
                         format!(
-                            "unknown key `{other}`; expected name, version, description, state, config, on_load or tools"
+                            "unknown key `{other}`; expected name, version, description, state, config, on_load, tools or hooks"
                         ),
                     ))
                 }
@@ -286,7 +289,13 @@ impl Parse for ExportArgs {
             state,
             config,
             on_load,
-            tools: tools.ok_or_else(|| input.error("missing `tools: [...]`"))?,
+            // A plugin of hooks only needs no tools.
+            tools: match (tools, &hooks) {
+                (Some(tools), _) => tools,
+                (None, Some(_)) => Vec::new(),
+                (None, None) => return Err(input.error("missing `tools: [...]`")),
+            },
+            hooks: hooks.unwrap_or_default(),
         })
     }
 }
@@ -306,6 +315,7 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
         config,
         on_load,
         tools,
+        hooks,
     } = args;
     let version = version.map_or_else(|| quote!(env!("CARGO_PKG_VERSION")), |v| quote!(#v));
     let description =
@@ -318,6 +328,7 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
         // on expressions in a method chain they are not.
         quote! { #(#cfgs)* let def = def.tool(#path::tool()); }
     });
+    let hooks = hook_statements(&hooks);
     let symbol = Ident::new(
         &abi_stable_shared::mangled_root_module_loader_name(),
         Span::call_site(),
@@ -341,6 +352,7 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
             fn define() -> ::toolhost_plugin::PluginDef {
                 let def = ::toolhost_plugin::PluginDef::new(#name, #version, #description) #state #config;
                 #(#tools)*
+                #(#hooks)*
                 #on_load
                 def
             }
@@ -369,4 +381,177 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
         };
     }
     .into()
+}
+
+// Hooks and permission policies (issue 21): `#[hook]`, `#[permission]` and `export_plugin!`'s
+// `hooks: [..]`.
+
+/// `hooks: [a, #[cfg(..)] b, ..]` in `export_plugin!`: the `#[hook]` and `#[permission]`
+/// functions, by path.
+fn parse_hook_list(input: ParseStream) -> syn::Result<Vec<ToolEntry>> {
+    let content;
+    syn::bracketed!(content in input);
+    let list = Punctuated::<ToolEntry, Token![,]>::parse_terminated(&content)?;
+    Ok(list.into_iter().collect())
+}
+
+/// One `let def = def.hook(path::hook());` per entry, behind its `#[cfg]`s.
+fn hook_statements(hooks: &[ToolEntry]) -> Vec<TokenStream2> {
+    hooks
+        .iter()
+        .map(|ToolEntry { cfgs, path }| quote! { #(#cfgs)* let def = def.hook(#path::hook()); })
+        .collect()
+}
+
+// Turns a function into a hook: `#[hook(Event, matcher = "Bash|Edit", name = "...")]`. The
+// function takes the event's input type and optionally `&Context`, and returns a
+// `HookOutcome<Event>` (or a `Result` of one). `Event` is optional (the input's type names it);
+// given, it must be the input's type. `matcher` is a regular expression over tool names.
+#[proc_macro_attribute]
+pub fn hook(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let args = parse_macro_input!(attr with Punctuated::<Meta, Token![,]>::parse_terminated);
+    let func = parse_macro_input!(item as ItemFn);
+    match expand_hook(args, func) {
+        Ok(t) => t.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+// Turns a function into a permission policy: `#[permission]` or `#[permission(name = "...")]`.
+// The function takes a `PermissionCheck` and optionally `&Context`, and returns a `Permission`
+// (or a `Result` of one).
+#[proc_macro_attribute]
+pub fn permission(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let args = parse_macro_input!(attr with Punctuated::<Meta, Token![,]>::parse_terminated);
+    let func = parse_macro_input!(item as ItemFn);
+    match expand_permission(args, func) {
+        Ok(t) => t.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+/// The closure that calls `ident` with the input and, if it takes one, the context.
+fn hook_closure(func: &ItemFn, what: &str, input_kind: &str) -> syn::Result<(TokenStream2, Type)> {
+    let ident = &func.sig.ident;
+    let ty = |a: &FnArg| -> syn::Result<Type> {
+        match a {
+            FnArg::Typed(t) => Ok((*t.ty).clone()),
+            FnArg::Receiver(r) => Err(syn::Error::new(
+                r.span(),
+                format!("a {what} cannot take `self`"),
+            )),
+        }
+    };
+    let inputs: Vec<&FnArg> = func.sig.inputs.iter().collect();
+    match inputs.as_slice() {
+        [a] => {
+            let a = ty(a)?;
+            Ok((
+                quote!(|input: #a, _ctx: &::toolhost_plugin::Context| super::#ident(input)),
+                a,
+            ))
+        }
+        [a, c] => {
+            let a = ty(a)?;
+            let c = ty(c)?;
+            Ok((quote!(|input: #a, ctx: #c| super::#ident(input, ctx)), a))
+        }
+        _ => Err(syn::Error::new(
+            func.sig.inputs.span(),
+            format!("a {what} takes {input_kind}, and optionally `&Context` second"),
+        )),
+    }
+}
+
+fn expand_hook(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Result<TokenStream2> {
+    let ident = &func.sig.ident;
+    let mut name = LitStr::new(&ident.to_string(), ident.span());
+    let mut event: Option<Path> = None;
+    let mut matcher = quote!(::core::option::Option::None);
+    for (i, meta) in args.iter().enumerate() {
+        let key = meta
+            .path()
+            .get_ident()
+            .map(|i| i.to_string())
+            .unwrap_or_default();
+        match (key.as_str(), meta) {
+            ("name", Meta::NameValue(nv)) => name = lit_str(&nv.value)?,
+            ("matcher", Meta::NameValue(nv)) => {
+                let m = lit_str(&nv.value)?;
+                if m.value().is_empty() {
+                    return Err(syn::Error::new(m.span(), "an empty matcher: leave `matcher` out to match every tool"));
+                }
+                matcher = quote!(::core::option::Option::Some(#m));
+            }
+            (_, Meta::Path(p)) if i == 0 => event = Some(p.clone()),
+            _ => {
+                return Err(syn::Error::new(
+                    meta.span(),
+                    "unknown #[hook] option; expected the event first (`#[hook(PreToolUse, matcher = \"Bash\")]`), then matcher or name",
+                ))
+            }
+        }
+    }
+    let (closure, input_ty) = hook_closure(
+        &func,
+        "hook",
+        "the event's input (`PreToolUse`, `UserPromptSubmit`, ...)",
+    )?;
+    // The event named in the attribute must be the input's type: a mismatch is a type error
+    // pointing at the attribute.
+    let check = event.map(|event| {
+        let last = event.segments.last().map(|s| s.ident.clone());
+        let event_ty = quote_spanned!(event.span()=> ::toolhost_plugin::hooks::#last);
+        quote_spanned! {event.span()=>
+            const _: fn(#input_ty) -> #event_ty = |input| input;
+        }
+    });
+    let vis = &func.vis;
+    Ok(quote! {
+        #func
+
+        #[doc(hidden)]
+        #[allow(non_snake_case, non_camel_case_types, clippy::redundant_closure)]
+        #vis mod #ident {
+            #[allow(unused_imports)]
+            use super::*;
+            #check
+            /// The hook definition built by `#[hook]`.
+            pub fn hook() -> ::toolhost_plugin::hooks::HookDef {
+                ::toolhost_plugin::hooks::HookDef::on(#name, #matcher, #closure)
+            }
+        }
+    })
+}
+
+fn expand_permission(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Result<TokenStream2> {
+    let ident = &func.sig.ident;
+    let mut name = LitStr::new(&ident.to_string(), ident.span());
+    for meta in &args {
+        match meta {
+            Meta::NameValue(nv) if nv.path.is_ident("name") => name = lit_str(&nv.value)?,
+            _ => {
+                return Err(syn::Error::new(
+                    meta.span(),
+                    "unknown #[permission] option; expected name",
+                ))
+            }
+        }
+    }
+    let (closure, _) = hook_closure(&func, "permission policy", "a `PermissionCheck`")?;
+    let vis = &func.vis;
+    Ok(quote! {
+        #func
+
+        #[doc(hidden)]
+        #[allow(non_snake_case, non_camel_case_types, clippy::redundant_closure)]
+        #vis mod #ident {
+            #[allow(unused_imports)]
+            use super::*;
+            /// The policy definition built by `#[permission]`.
+            pub fn hook() -> ::toolhost_plugin::hooks::HookDef {
+                ::toolhost_plugin::hooks::HookDef::policy(#name, #closure)
+            }
+        }
+    })
 }
