@@ -30,6 +30,11 @@ use crate::{
     sync::lock,
 };
 
+/// The event an input is of (`hook_event_name`).
+fn event_of(input: &Value) -> &str {
+    input["hook_event_name"].as_str().unwrap_or_default()
+}
+
 /// The hooks and policies of a session's plugins, as the registry holds them now.
 pub struct Hooks {
     router: Arc<Router>,
@@ -99,11 +104,16 @@ impl Hooks {
                 return None;
             }
         };
+        let items = self.matching(&table, &input, None);
+        if items.is_empty() {
+            respond(json!({}));
+            return None;
+        }
         let cancelled = Arc::new(AtomicBool::new(false));
         lock(&self.running).insert(request_id.to_string(), cancelled.clone());
         let hooks = self.clone();
         let key = request_id.to_string();
-        self.start(&table, input, None, request_id, cancelled, move |o| {
+        self.start(input, items, request_id, cancelled, true, move |o| {
             lock(&hooks.running).remove(&key);
             if let Some(d) = &o.denied {
                 tracing::info!(plugin = %d.plugin, "{}", d.text());
@@ -127,24 +137,34 @@ impl Hooks {
     /// Runs the hooks `input` (an event's input, with its `hook_event_name`) matches, only
     /// those of plugin `only` if given: for `toolhost hook` and tests.
     pub async fn run_event(self: &Arc<Self>, input: Value, only: Option<&str>) -> EventOutcome {
-        let table = self.table();
+        let items = self.matching(&self.table(), &input, only);
         let (tx, rx) = tokio::sync::oneshot::channel();
         let id = format!("hook-{}", self.next.fetch_add(1, Ordering::Relaxed));
         let cancelled = Arc::new(AtomicBool::new(false));
-        if let Some(mut run) = self.start(&table, input, only, &id, cancelled, move |o| {
+        // Not on this task's thread: a hook may block.
+        let here = false;
+        self.start(input, items, &id, cancelled, here, move |o| {
             let _ = tx.send(o);
-        }) {
-            run.run();
-        }
+        });
         rx.await.expect("a chain always answers unless withdrawn")
     }
 
     /// Asks the permission policies about a `can_use_tool` question (`request`: its fields).
     /// `None` when there are none or every one deferred.
     pub async fn check_permission(self: &Arc<Self>, request: Value) -> Option<Value> {
+        self.ask_policies(request, None).await
+    }
+
+    /// [`Hooks::check_permission`] with only plugin `only`'s policy, if given.
+    pub async fn ask_policies(
+        self: &Arc<Self>,
+        request: Value,
+        only: Option<&str>,
+    ) -> Option<Value> {
         let table = self.table();
         let config = self.router.registry().config().settings.current();
-        let items = table.policies(&config);
+        let mut items = table.policies(&config);
+        items.retain(|i| only.is_none_or(|o| o == i.plugin));
         if items.is_empty() {
             return None;
         }
@@ -165,22 +185,25 @@ impl Hooks {
         (!answer.is_null()).then_some(answer)
     }
 
-    /// Starts the matching hooks of `input`'s event under `id`; `done` gets the outcome.
+    /// The hooks of `table` that `input`'s event runs (only plugin `only`'s, if given).
+    fn matching(&self, table: &HookTable, input: &Value, only: Option<&str>) -> Vec<Matched> {
+        let event = event_of(input);
+        let config = self.router.registry().config().settings.current();
+        table.matching(&config, event, subject(event, input), only)
+    }
+
+    /// Starts `items`, the matching hooks of `input`'s event, under `id`; `done` gets the
+    /// outcome. The first runs on the calling thread (returned) if `here` and it may.
     fn start(
         self: &Arc<Self>,
-        table: &HookTable,
         input: Value,
-        only: Option<&str>,
+        items: Vec<Matched>,
         id: &str,
         cancelled: Arc<AtomicBool>,
+        here: bool,
         done: impl FnOnce(EventOutcome) + Send + 'static,
     ) -> Option<HereRun> {
-        let event = input["hook_event_name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let config = self.router.registry().config().settings.current();
-        let items = table.matching(&config, &event, subject(&event, &input), only);
+        let event = event_of(&input).to_string();
         let matched = items.len();
         let chain = Chain {
             hooks: self.clone(),
@@ -197,6 +220,6 @@ impl Hooks {
                 })
             }),
         };
-        chain.step(true)
+        chain.step(here)
     }
 }
