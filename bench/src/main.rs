@@ -29,7 +29,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use serde_json::json;
 
-use client::{workload, Peer};
+use client::{hook_workload, workload, Peer};
 
 #[derive(Parser)]
 #[command(about = "Benchmark the tools/call round trip of toolhost and its peers")]
@@ -69,6 +69,13 @@ pub struct Cli {
     /// Print every run as JSON instead of the table.
     #[arg(long)]
     json: bool,
+    /// Measure PreToolUse `hook_callback` round trips instead of tool calls: the floor, toolhost
+    /// with the guard plugin (`--hook-plugins`), and toolhost with no hook plugin (`--plugins`).
+    #[arg(long)]
+    hooks: bool,
+    /// A plugin folder holding calc and guard (with a `toolhost.toml` turning guard's log off).
+    #[arg(long)]
+    hook_plugins: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Clone, Copy)]
@@ -97,6 +104,7 @@ fn fake_cli() -> Result<()> {
     let n: usize = std::env::var("TOOLHOST_BENCH_N")?.parse()?;
     let depth: usize = std::env::var("TOOLHOST_BENCH_DEPTH")?.parse()?;
     let slow = std::env::var_os("TOOLHOST_BENCH_SLOW").is_some();
+    let hooks = std::env::var_os("TOOLHOST_BENCH_HOOKS").is_some();
     let mut peer = Peer::new(
         Box::new(BufReader::new(std::io::stdin())),
         Box::new(BufWriter::new(std::io::stdout())),
@@ -105,7 +113,11 @@ fn fake_cli() -> Result<()> {
         peer.await_request("initialize")?;
         peer.handshake("calc", "add")?;
         let handshake_ms = started.elapsed().as_secs_f64() * 1e3;
-        let mut report = workload(&mut peer, n, depth, slow)?;
+        let mut report = if hooks {
+            hook_workload(&mut peer, n)?
+        } else {
+            workload(&mut peer, n, depth, slow)?
+        };
         report.handshake_ms = handshake_ms;
         anyhow::Ok(report)
     })();
@@ -144,7 +156,7 @@ fn drive(cli: &Cli) -> Result<()> {
         &cli.slow_plugins,
         candidates.iter().find(|c| c.slow_capable),
     ) {
-        (Some(_), Some(c)) => Some(c.run(cli, true)?),
+        (Some(_), Some(c)) if !cli.hooks => Some(c.run(cli, true)?),
         _ => None,
     };
     if cli.json {
@@ -159,6 +171,10 @@ fn drive(cli: &Cli) -> Result<()> {
         );
         return Ok(());
     }
-    table::print(cli, &candidates, &runs, slow.as_ref());
+    if cli.hooks {
+        table::print_hooks(cli, &candidates, &runs);
+    } else {
+        table::print(cli, &candidates, &runs, slow.as_ref());
+    }
     Ok(())
 }
