@@ -3,7 +3,6 @@
 //! session), GET (a session's stream) or DELETE (a session's end).
 
 use std::{
-    convert::Infallible,
     net::SocketAddr,
     sync::{
         atomic::{AtomicBool, Ordering},
@@ -12,8 +11,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use bytes::Bytes;
-use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::{
     body::Incoming,
     header::{self, HeaderMap, HeaderValue},
@@ -23,27 +21,27 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::{
-    limits::{Busy, Ticket},
+    limits::Ticket,
     modern,
+    reply::{
+        closing, empty, error, json, not_allowed, plain, session_not_found, stream_response,
+        too_busy, Body, TRANSPORT_ERROR,
+    },
     session::Session,
     sse::{self, CallStream, Item, ToStream},
     Listener, Shared,
 };
 use crate::{
     handler::{Answer, Discard, Dispatch, Router, Scope, Sink},
-    model::{error_code, rpc_error, JsonRpc, RequestHead, SUPPORTED_PROTOCOL_VERSIONS},
+    model::{error_code, JsonRpc, RequestHead, SUPPORTED_PROTOCOL_VERSIONS},
     sync::lock,
 };
-
-pub(super) type Body = UnsyncBoxBody<Bytes, Infallible>;
 
 /// How long a client may take to send a request's body.
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 const SESSION_ID: &str = "mcp-session-id";
 const PROTOCOL_VERSION: &str = "mcp-protocol-version";
-/// A session-less error: JSON-RPC says "server error" for what the transport refuses.
-const TRANSPORT_ERROR: i64 = -32000;
 
 /// What the log line of a request says beyond its HTTP facts.
 #[derive(Default)]
@@ -646,97 +644,4 @@ fn delete(shared: &Arc<Shared>, endpoint: Option<String>, headers: &HeaderMap) -
         }
         None => session_not_found(None),
     }
-}
-
-fn full(body: impl Into<Bytes>) -> Body {
-    Full::new(body.into())
-        .map_err(|e| match e {})
-        .boxed_unsync()
-}
-
-fn json(status: StatusCode, body: String) -> Response<Body> {
-    let mut r = Response::new(full(body));
-    *r.status_mut() = status;
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    r
-}
-
-fn error(status: StatusCode, id: Option<&RawValue>, code: i64, message: &str) -> Response<Body> {
-    json(status, rpc_error(id, code, message))
-}
-
-fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
-    let mut r = Response::new(full(text));
-    *r.status_mut() = status;
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    r
-}
-
-fn empty(status: StatusCode) -> Response<Body> {
-    let mut r = Response::new(full(Bytes::new()));
-    *r.status_mut() = status;
-    r
-}
-
-fn not_allowed() -> Response<Body> {
-    let mut r = empty(StatusCode::METHOD_NOT_ALLOWED);
-    r.headers_mut()
-        .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
-    r
-}
-
-fn session_not_found(id: Option<&RawValue>) -> Response<Body> {
-    error(
-        StatusCode::NOT_FOUND,
-        id,
-        -32001,
-        "Session not found: initialize again",
-    )
-}
-
-fn closing(id: Option<&RawValue>) -> Response<Body> {
-    error(
-        StatusCode::SERVICE_UNAVAILABLE,
-        id,
-        TRANSPORT_ERROR,
-        "Service Unavailable: the server is shutting down",
-    )
-}
-
-fn too_busy(busy: Busy, id: &RawValue) -> Response<Body> {
-    let (status, message) = match busy {
-        Busy::Client => (
-            StatusCode::TOO_MANY_REQUESTS,
-            "Too Many Requests: this client has its most requests in flight",
-        ),
-        Busy::Server => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Service Unavailable: the server has its most requests in flight",
-        ),
-    };
-    let mut r = error(status, Some(id), TRANSPORT_ERROR, message);
-    r.headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    r
-}
-
-fn stream_response<B>(body: B) -> Response<Body>
-where
-    B: http_body::Body<Data = Bytes, Error = Infallible> + Send + 'static,
-{
-    let mut r = Response::new(body.boxed_unsync());
-    let h = r.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    r
 }

@@ -20,6 +20,7 @@ mod endpoint;
 mod limits;
 mod modern;
 mod origin;
+mod reply;
 mod session;
 mod sse;
 mod tls;
