@@ -111,20 +111,23 @@ async fn route(
         );
     }
     if let Some(tokens) = &shared.tokens {
-        if !tokens.accepts(
-            headers
-                .get(header::AUTHORIZATION)
-                .map(HeaderValue::as_bytes),
-        ) {
+        let presented = headers.get(header::AUTHORIZATION);
+        if !tokens.accepts(presented.map(HeaderValue::as_bytes)) {
             let mut r = error(
                 StatusCode::UNAUTHORIZED,
                 None,
                 TRANSPORT_ERROR,
                 "Unauthorized: a valid bearer token is required",
             );
+            // RFC 6750 §3: no error code when no credentials came, `invalid_token` otherwise.
+            let challenge = if presented.is_some() {
+                r#"Bearer realm="toolhost", error="invalid_token""#
+            } else {
+                r#"Bearer realm="toolhost""#
+            };
             r.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
-                HeaderValue::from_static(r#"Bearer realm="toolhost""#),
+                HeaderValue::from_static(challenge),
             );
             return r;
         }
