@@ -106,13 +106,29 @@ async fn modern_requests_stand_alone() {
         .send()
         .await;
     assert_eq!(r.status, 202);
-    // No GET stream and no DELETE without a session.
+    // No GET stream and no DELETE without a session, nor for a 2026-07-28 client with a
+    // stray session header.
+    let id = server.initialize("/mcp").await;
     for method in ["GET", "DELETE"] {
         let r = Req::new(server.addr, method, "/mcp")
             .header("accept", "text/event-stream")
             .send()
             .await;
         assert_eq!(r.status, 405, "{method}");
+        let r = Req::new(server.addr, method, "/mcp")
+            .header("accept", "text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-session-id", &id)
+            .send()
+            .await;
+        assert_eq!(r.status, 405, "{method}");
+        let r = Req::new(server.addr, method, "/mcp")
+            .header("accept", "text/event-stream")
+            .header("mcp-protocol-version", "1999-01-01")
+            .header("mcp-session-id", &id)
+            .send()
+            .await;
+        assert_eq!(r.status, 400, "{method}");
     }
 }
 

@@ -33,7 +33,9 @@ use super::{
 };
 use crate::{
     handler::{Answer, Discard, Dispatch, Router, Scope, Sink},
-    model::{error_code, JsonRpc, RequestHead, SUPPORTED_PROTOCOL_VERSIONS},
+    model::{
+        error_code, JsonRpc, RequestHead, MODERN_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
+    },
     sync::lock,
 };
 
@@ -609,10 +611,29 @@ fn cancel(router: &Arc<Router>, endpoint: Option<&str>, client: &str, id: &str) 
 }
 
 /// A session's GET stream (2025-11-25): server messages, resumable with `Last-Event-ID`.
+/// For GET and DELETE, which only 2025-11-25 sessions have: a 2026-07-28 client (no session,
+/// or its version header) gets 405, an unsupported version 400.
+fn session_method(headers: &HeaderMap) -> Result<&str, Box<Response<Body>>> {
+    match header_str(headers, PROTOCOL_VERSION) {
+        None => {}
+        Some(v) if SUPPORTED_PROTOCOL_VERSIONS.contains(&v) => {}
+        Some(v) if v == MODERN_PROTOCOL_VERSION => return Err(Box::new(not_allowed())),
+        Some(v) => {
+            return Err(Box::new(error(
+                StatusCode::BAD_REQUEST,
+                None,
+                error_code::INVALID_REQUEST,
+                &format!("Bad Request: unsupported MCP-Protocol-Version {v}"),
+            )))
+        }
+    }
+    header_str(headers, SESSION_ID).ok_or_else(|| Box::new(not_allowed()))
+}
+
 fn get(shared: &Arc<Shared>, endpoint: Option<String>, headers: &HeaderMap) -> Response<Body> {
-    let Some(id) = header_str(headers, SESSION_ID) else {
-        // No session: a 2026-07-28 client, which has no GET stream.
-        return not_allowed();
+    let id = match session_method(headers) {
+        Ok(id) => id,
+        Err(refusal) => return *refusal,
     };
     if !accepts(headers).sse {
         return error(
@@ -634,8 +655,9 @@ fn get(shared: &Arc<Shared>, endpoint: Option<String>, headers: &HeaderMap) -> R
 
 /// Ends a session (2025-11-25): its calls are cancelled, its stream closed.
 fn delete(shared: &Arc<Shared>, endpoint: Option<String>, headers: &HeaderMap) -> Response<Body> {
-    let Some(id) = header_str(headers, SESSION_ID) else {
-        return not_allowed();
+    let id = match session_method(headers) {
+        Ok(id) => id,
+        Err(refusal) => return *refusal,
     };
     match shared.sessions.get(id).filter(|s| s.endpoint == endpoint) {
         Some(s) => {
