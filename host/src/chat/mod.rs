@@ -107,7 +107,13 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
     let handle = session.handle.clone();
     // Sent before anything else: it registers the plugins as sdk servers.
     let init_answer = Box::pin(handle.request(&init_request));
-    let external_names: Vec<String> = external.keys().cloned().collect();
+    // A plugin of the same name hides the server (see `external_servers`): its tools are the
+    // plugin's.
+    let external_names: Vec<String> = external
+        .keys()
+        .filter(|name| !plugins.iter().any(|p| p.name() == name.as_str()))
+        .cloned()
+        .collect();
     let (follow, reports) =
         follow_changes(&args, registry.clone(), registry_events, &handle, external);
 
