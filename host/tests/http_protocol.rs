@@ -394,7 +394,7 @@ async fn cancellation_reaches_only_the_sessions_own_call() {
             .send()
     };
     let call_a = tokio::spawn(call(&a, &marker_a, 30_000));
-    let call_b = tokio::spawn(call(&b, &marker_b, 1_000));
+    let call_b = tokio::spawn(call(&b, &marker_b, 2_000));
     common::eventually(WAIT, "both calls run", || {
         server.router.calls_in_flight() == 2
     })
@@ -414,7 +414,7 @@ async fn cancellation_reaches_only_the_sessions_own_call() {
         "{reply_a}"
     );
     let reply_b = call_b.await.unwrap().json();
-    assert_eq!(reply_b["result"]["content"][0]["text"], "slept 1000 ms");
+    assert_eq!(reply_b["result"]["content"][0]["text"], "slept 2000 ms");
     assert!(std::fs::read_to_string(&marker_a)
         .unwrap()
         .contains("cancelled"));
