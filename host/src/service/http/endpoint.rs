@@ -356,8 +356,13 @@ impl Call<'_> {
         if self.shared.closing.load(Ordering::Acquire) {
             return closing(Some(id));
         }
-        let honoured = modern::listen_filter(params);
+        let capabilities = self.shared.capabilities(self.endpoint);
+        let honoured = modern::listen_filter(params, &capabilities);
         let (ack, changed, close) = modern::listen_messages(id, &honoured);
+        let changed: Vec<u8> = changed
+            .iter()
+            .flat_map(|m| sse::event(None, m).to_vec())
+            .collect();
         let (tx, rx) = mpsc::channel(self.shared.limits.stream_buffer.max(1));
         let mut listeners = lock(&self.shared.listeners);
         // Streams whose clients left go now, so the count below is of open ones.
@@ -373,8 +378,7 @@ impl Call<'_> {
         }
         listeners.push(Listener {
             endpoint: self.endpoint.map(str::to_string),
-            tools: honoured.get("toolsListChanged").is_some(),
-            changed: sse::event(None, &changed),
+            changed: changed.into(),
             close: sse::event(None, &close),
             tx,
         });
