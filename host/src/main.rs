@@ -97,6 +97,40 @@ impl PluginOpts {
     }
 }
 
+/// `serve --http` and its security settings.
+#[derive(Args, Clone)]
+struct HttpArgs {
+    /// Serve MCP over HTTP at ADDR:PORT (default 127.0.0.1:8765) instead of stdin/stdout:
+    /// `/mcp` serves every plugin, `/mcp/NAME` one plugin, `/healthz` says it is up.
+    #[arg(long, value_name = "ADDR:PORT", num_args = 0..=1,
+          default_missing_value = toolhost::service::http::DEFAULT_ADDR, value_parser = parse_addr)]
+    http: Option<std::net::SocketAddr>,
+    /// Bearer tokens clients must present (one per line; the file private to its owner).
+    /// Required when ADDR is not a loopback address.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    auth_token_file: Option<PathBuf>,
+    /// A browser origin allowed beyond the server's own (e.g. `http://localhost:6274` for
+    /// the MCP Inspector's page); repeatable.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    allow_origins: Vec<String>,
+    /// Serve HTTPS with this certificate chain (PEM, leaf first); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_key"])]
+    tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM; private to its owner).
+    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_cert"])]
+    tls_key: Option<PathBuf>,
+    #[command(flatten, next_help_heading = "HTTP limits")]
+    limits: toolhost::service::http::HttpLimits,
+}
+
+fn parse_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    s.to_socket_addrs()
+        .map_err(|e| format!("`{s}` is not an ADDR:PORT ({e})"))?
+        .next()
+        .ok_or_else(|| format!("`{s}` names no address"))
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// List the plugins in the folder, their tools, resources and prompts, and the files that
@@ -177,13 +211,16 @@ enum Command {
         chat: ChatArgs,
     },
     /// Serve every plugin's tools, resources and prompts as one MCP server on stdin/stdout
-    /// (NDJSON JSON-RPC). Tools and prompts are named `<plugin>__<name>`, resources keep their
-    /// URIs; a reload sends the list-changed notifications.
+    /// (NDJSON JSON-RPC), or with `--http` as a Streamable HTTP server for many clients. Tools
+    /// and prompts are named `<plugin>__<name>`, resources keep their URIs; a reload sends the
+    /// list-changed notifications.
     Serve {
         #[command(flatten)]
         opts: PluginOpts,
         #[command(flatten)]
         limits: SessionLimits,
+        #[command(flatten)]
+        http: HttpArgs,
     },
     /// Check everything `chat` needs and say how to fix what fails.
     ///
@@ -199,6 +236,17 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Also check the settings of `serve --http ADDR` (the address is free, the token file
+        /// and TLS files pass their rules), given with the same options as `serve`.
+        #[arg(long, value_name = "ADDR:PORT", num_args = 0..=1,
+              default_missing_value = toolhost::service::http::DEFAULT_ADDR, value_parser = parse_addr)]
+        http: Option<std::net::SocketAddr>,
+        #[arg(long, value_name = "FILE", requires = "http")]
+        auth_token_file: Option<PathBuf>,
+        #[arg(long, value_name = "FILE", requires_all = ["http", "tls_key"])]
+        tls_cert: Option<PathBuf>,
+        #[arg(long, value_name = "FILE", requires_all = ["http", "tls_cert"])]
+        tls_key: Option<PathBuf>,
     },
     /// Print the shell completion script for SHELL.
     ///
@@ -280,6 +328,11 @@ fn main() -> ExitCode {
         Command::Chat { .. } => {
             "warn,toolhost::registry=error,toolhost::registry::watch=warn,toolhost::handler::call=error"
         }
+        // One line per request: what a server's operator expects to see.
+        Command::Serve {
+            http: HttpArgs { http: Some(_), .. },
+            ..
+        } => "warn,toolhost::http=info",
         _ => "warn",
     });
     match run(cli) {
@@ -325,9 +378,29 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Chat { opts, chat } => {
             runtime()?.block_on(toolhost::chat::run(chat, opts.open_registry()?))
         }
-        Command::Serve { opts, limits } => serve(&opts, &limits),
+        Command::Serve { opts, limits, http } => match http.http {
+            Some(addr) => serve_http(&opts, &limits, &http, addr),
+            None => serve(&opts, &limits),
+        },
         Command::Worker(_) => unreachable!("handled in main"),
-        Command::Doctor { opts, claude, json } => doctor(&opts, claude, json),
+        Command::Doctor {
+            opts,
+            claude,
+            json,
+            http,
+            auth_token_file,
+            tls_cert,
+            tls_key,
+        } => {
+            let http = http.map(|addr| toolhost::doctor::HttpSettings {
+                addr,
+                token_file: auth_token_file,
+                tls: tls_cert
+                    .zip(tls_key)
+                    .map(|(cert, key)| toolhost::service::http::TlsFiles { cert, key }),
+            });
+            doctor(&opts, claude, json, http)
+        }
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "toolhost", &mut std::io::stdout());
@@ -354,7 +427,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn doctor(opts: &PluginOpts, claude: Option<PathBuf>, as_json: bool) -> anyhow::Result<ExitCode> {
+fn doctor(
+    opts: &PluginOpts,
+    claude: Option<PathBuf>,
+    as_json: bool,
+    http: Option<toolhost::doctor::HttpSettings>,
+) -> anyhow::Result<ExitCode> {
     let report = toolhost::doctor::run(&toolhost::doctor::Options {
         plugins: opts.plugins.clone(),
         plugins_is_default: opts.plugins == default_plugin_dir(),
@@ -367,6 +445,7 @@ fn doctor(opts: &PluginOpts, claude: Option<PathBuf>, as_json: bool) -> anyhow::
             .map(PathBuf::from),
         shadow_dir: toolhost::plugin::default_shadow_dir(),
         isolate: opts.isolate,
+        http,
     });
     if as_json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -400,6 +479,76 @@ fn serve(opts: &PluginOpts, limits: &SessionLimits) -> anyhow::Result<ExitCode> 
     // Tokio's stdin reader may still sit in a blocking read: do not wait for it.
     rt.shutdown_timeout(Duration::from_millis(100));
     Ok(ExitCode::SUCCESS)
+}
+
+fn serve_http(
+    opts: &PluginOpts,
+    limits: &SessionLimits,
+    http: &HttpArgs,
+    addr: std::net::SocketAddr,
+) -> anyhow::Result<ExitCode> {
+    use toolhost::service::http::{tls_acceptor, HttpOptions, HttpServer, TlsFiles, Tokens};
+    let tokens = match &http.auth_token_file {
+        Some(path) => Some(Tokens::load(path, opts.allow_shared)?),
+        None => None,
+    };
+    let tls = match (&http.tls_cert, &http.tls_key) {
+        (Some(cert), Some(key)) => Some(tls_acceptor(
+            &TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            },
+            opts.allow_shared,
+        )?),
+        _ => None,
+    };
+    let rt = runtime()?;
+    rt.block_on(async {
+        let options = HttpOptions {
+            addr,
+            tokens,
+            allow_origins: http.allow_origins.clone(),
+            limits: http.limits.clone(),
+            tls,
+        };
+        // Refuse a bad address or a missing token before loading any plugin.
+        if !addr.ip().is_loopback() && options.tokens.is_none() {
+            return Err(toolhost::service::http::HttpError::NeedsToken(addr).into());
+        }
+        let registry = opts.open_registry()?;
+        let events = registry.subscribe();
+        let _watch = registry.watch().context("cannot watch the plugin folder")?;
+        let router = Router::new(registry, limits.call.router_config());
+        let server = HttpServer::bind(options, router).await?;
+        // On stderr whatever the log level: scripts (and tests binding port 0) read it.
+        eprintln!("toolhost: serving {}", server.url());
+        server.serve(Some(events), shutdown_signal()).await;
+        anyhow::Ok(())
+    })?;
+    rt.shutdown_timeout(Duration::from_millis(100));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {

@@ -117,13 +117,21 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
     let handle = session.handle.clone();
     // Sent before anything else: it registers the plugins as sdk servers.
     let init_answer = Box::pin(handle.request(&init_request));
+    // A plugin of the same name hides the server (see `external_servers`): its tools are the
+    // plugin's.
+    let external_names: Vec<String> = external
+        .keys()
+        .filter(|name| !plugins.iter().any(|p| p.name() == name.as_str()))
+        .cloned()
+        .collect();
     let (follow, reports) =
         follow_changes(&args, registry.clone(), registry_events, &handle, external);
     let notices = tokio::spawn(follow_notices(router.clone(), handle.clone()));
 
     let (source, inputs) = open_input(&term, interactive, args.ask, &registry)?;
     let saved_terminal = quiet_terminal(&term);
-    let renderer = Renderer::new(args.output_format, term.style, term.live);
+    let renderer = Renderer::new(args.output_format, term.style, term.live)
+        .with_external_servers(external_names);
     let mut chat = Chat::new(
         handle,
         renderer,

@@ -201,6 +201,20 @@ impl Router {
         msg: &JsonRpc<'_>,
         sink: &Sink,
     ) -> Dispatch {
+        self.dispatch_from(scope, "", msg, sink)
+    }
+
+    /// [`Router::dispatch`] for one of several clients sharing the router (the sessions of
+    /// `serve --http`): `client` keeps its request ids apart from every other client's, so
+    /// its `notifications/cancelled` reaches only its own calls. `""` is the one client of a
+    /// stdio session.
+    pub fn dispatch_from(
+        self: &Arc<Self>,
+        scope: Scope<'_>,
+        client: &str,
+        msg: &JsonRpc<'_>,
+        sink: &Sink,
+    ) -> Dispatch {
         let id = msg.id;
         if id.is_some_and(|id| !valid_id(id)) {
             // Echoing it would hand the client back a value it cannot match (JSON-RPC 2.0 §4:
@@ -222,7 +236,7 @@ impl Router {
             };
         };
         if let (Some(id), "tools/call") = (id, method) {
-            return self.tool_call(scope, id, msg, sink);
+            return self.tool_call(scope, client, id, msg, sink);
         }
         let plugin = match scope {
             Scope::Server(name) => match self.registry.get(name) {
@@ -239,12 +253,13 @@ impl Router {
         };
         if id.is_none() {
             if method == "notifications/cancelled" {
-                self.cancel(scope, msg.params);
+                self.cancel(scope, client, msg.params);
             }
             // `notifications/initialized` and any other notification need no action.
             return Dispatch::Handled;
         }
-        if let Some(d) = id.and_then(|id| self.dispatch_offers(scope, id, method, msg.params)) {
+        let offered = id.and_then(|id| self.dispatch_offers(scope, client, id, method, msg.params));
+        if let Some(d) = offered {
             return d;
         }
         let reply = match method {
@@ -266,6 +281,7 @@ impl Router {
     fn dispatch_offers(
         self: &Arc<Self>,
         scope: Scope<'_>,
+        client: &str,
         id: &RawValue,
         method: &str,
         params: Option<&RawValue>,
@@ -283,13 +299,13 @@ impl Router {
             return None;
         }
         Some(match method {
-            "resources/list" => self.resources_list(scope, id, params, offers),
+            "resources/list" => self.resources_list(scope, client, id, params, offers),
             "resources/templates/list" => self.templates_list(id, &offers),
-            "resources/read" => self.resource_read(scope, id, params, &offers),
+            "resources/read" => self.resource_read(scope, client, id, params, &offers),
             "resources/subscribe" => self.subscription(scope, id, params, true, &offers),
             "resources/unsubscribe" => self.subscription(scope, id, params, false, &offers),
             "prompts/list" => self.prompts_list(id, &offers),
-            "prompts/get" => self.prompt_get(scope, id, params, &offers),
+            "prompts/get" => self.prompt_get(scope, client, id, params, &offers),
             _ => return None,
         })
     }
@@ -388,12 +404,25 @@ impl Router {
         id: &RawValue,
         method: Box<dyn Method>,
     ) -> Request {
+        self.request_from(scope, "", plugin, id, method)
+    }
+
+    /// [`Router::request`] from `client` (see [`Router::dispatch_from`]): its id is kept apart
+    /// from other clients' ids.
+    pub fn request_from(
+        self: &Arc<Self>,
+        scope: Scope<'_>,
+        client: &str,
+        plugin: &str,
+        id: &RawValue,
+        method: Box<dyn Method>,
+    ) -> Request {
         let control = Arc::new(CallControl::new(id.get(), None));
         Request::new(
             self.clone(),
             plugin.to_string(),
             id.to_owned(),
-            Some(cancel_key(scope, id)),
+            Some(cancel_key(scope, client, id)),
             control,
             None,
             method,
@@ -480,7 +509,7 @@ impl Router {
     /// Cancels the request registered as `id` of `scope` (one made by [`Router::request`]),
     /// as `notifications/cancelled` would; false when none is in flight.
     pub fn cancel_request(&self, scope: Scope<'_>, id: &RawValue) -> bool {
-        match lock(&self.calls).get(&cancel_key(scope, id)) {
+        match lock(&self.calls).get(&cancel_key(scope, "", id)) {
             Some(control) => {
                 control.cancel();
                 true
@@ -489,13 +518,13 @@ impl Router {
         }
     }
 
-    fn cancel(&self, scope: Scope<'_>, params: Option<&RawValue>) {
+    fn cancel(&self, scope: Scope<'_>, client: &str, params: Option<&RawValue>) {
         let Some(p) = params.and_then(|p| serde_json::from_str::<CancelledParams>(p.get()).ok())
         else {
             tracing::warn!("notifications/cancelled without a valid requestId; ignored");
             return;
         };
-        let key = cancel_key(scope, p.request_id);
+        let key = cancel_key(scope, client, p.request_id);
         match lock(&self.calls).get(&key) {
             Some(control) => {
                 tracing::debug!(key = %key, reason = ?p.reason, "request cancelled");
@@ -558,6 +587,7 @@ impl Router {
     fn tool_call(
         self: &Arc<Self>,
         scope: Scope<'_>,
+        client: &str,
         id: &RawValue,
         msg: &JsonRpc<'_>,
         sink: &Sink,
@@ -602,7 +632,7 @@ impl Router {
             self.clone(),
             plugin,
             id.to_owned(),
-            Some(cancel_key(scope, id)),
+            Some(cancel_key(scope, client, id)),
             control,
             progress,
             Box::new(method),
@@ -610,10 +640,15 @@ impl Router {
     }
 }
 
-/// The key of request `id` of `scope` among the requests in flight.
-fn cancel_key(scope: Scope<'_>, id: &RawValue) -> String {
+/// The key of request `id` of `scope` from `client` among the requests in flight.
+fn cancel_key(scope: Scope<'_>, client: &str, id: &RawValue) -> String {
     let (server, id) = (scope.key(), id.get());
-    let mut key = String::with_capacity(server.len() + 1 + id.len());
+    let mut key = String::with_capacity(client.len() + server.len() + 2 + id.len());
+    if !client.is_empty() {
+        // A client name never holds a newline, so keys of two clients cannot meet.
+        key.push_str(client);
+        key.push('\n');
+    }
     key.push_str(server);
     key.push('\n');
     key.push_str(id);

@@ -31,6 +31,7 @@ impl Router {
     pub(super) fn prompt_get(
         self: &Arc<Self>,
         scope: Scope<'_>,
+        client: &str,
         id: &RawValue,
         params: Option<&RawValue>,
         offers: &Offers,
@@ -46,7 +47,7 @@ impl Router {
             return invalid(format!("unknown prompt: `{}`", p.name));
         };
         let request = get(prompt, p.arguments.unwrap_or_default());
-        Dispatch::Request(self.request(scope, plugin, id, request))
+        Dispatch::Request(self.request_from(scope, client, plugin, id, request))
     }
 }
 

@@ -199,6 +199,7 @@ impl Router {
     pub(super) fn resources_list(
         self: &Arc<Self>,
         scope: Scope<'_>,
+        client: &str,
         id: &RawValue,
         params: Option<&RawValue>,
         offers: Arc<Offers>,
@@ -231,7 +232,7 @@ impl Router {
                 let request =
                     PluginRequest::new(method::RESOURCES_LIST, "list", params.to_string())
                         .map_answer(move |answer| merge(&offers, &owner, items.clone(), &answer));
-                Dispatch::Request(self.request(scope, &plugin, id, Box::new(request)))
+                Dispatch::Request(self.request_from(scope, client, &plugin, id, Box::new(request)))
             }
         }
     }
@@ -245,6 +246,7 @@ impl Router {
     pub(super) fn resource_read(
         self: &Arc<Self>,
         scope: Scope<'_>,
+        client: &str,
         id: &RawValue,
         params: Option<&RawValue>,
         offers: &Offers,
@@ -256,7 +258,7 @@ impl Router {
         match offers.resolve(&uri) {
             Some(r) => {
                 let plugin = r.plugin.clone();
-                Dispatch::Request(self.request(scope, &plugin, id, read(&uri, r)))
+                Dispatch::Request(self.request_from(scope, client, &plugin, id, read(&uri, r)))
             }
             None => Dispatch::Reply(error_reply(id, &not_found(&uri))),
         }

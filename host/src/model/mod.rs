@@ -36,7 +36,8 @@ pub use manifest::{
 };
 pub use mcp::{
     initialize_result, negotiate_version, CallMeta, CallParams, CancelledParams, InitializeParams,
-    ProgressParams, ServerInfo, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
+    ProgressParams, ProtocolMeta, RequestHead, ServerInfo, LATEST_PROTOCOL_VERSION,
+    MODERN_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
 };
 pub use result::{CallResult, ContentOut};
 // Public for the parse benchmark, which weighs it against serde_json's public way.

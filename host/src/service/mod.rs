@@ -4,6 +4,7 @@
 //! and a handle to send requests and user turns.
 
 pub mod hooks;
+pub mod http;
 mod init;
 mod lane;
 mod limits;

@@ -13,6 +13,7 @@ pub use toolhost_test_support::{lib_file, target_dir, Build};
 
 pub mod answers;
 pub mod cli;
+pub mod http;
 pub mod registry;
 
 /// `toolhost ARGS --plugins PLUGINS`, without the user's environment that would change what
