@@ -149,3 +149,30 @@ cli_test!(
         pty.quit();
     }
 );
+
+cli_test!(
+    fn a_plugins_prompt_as_the_one_prompt() {
+        let sandbox = Sandbox::new(&["faulty"]);
+        let fake = FakeApi::call_policy();
+        let mut chat = sandbox.chat(&fake, &["/faulty:wait 0"]);
+        chat.finish();
+        assert!(
+            fake.request(0).last_user_text().contains("I waited 0 ms."),
+            "{}",
+            chat.report()
+        );
+
+        // A wrong one: said, nothing sent, and the session fails.
+        let fake = FakeApi::call_policy();
+        let mut chat = sandbox.chat(&fake, &["/faulty:wait"]);
+        chat.close_stdin();
+        let status = chat.wait_exit(STEP);
+        assert_eq!(status.code(), Some(1), "{}", chat.report());
+        assert!(
+            chat.stdout().contains("missing required argument `ms`"),
+            "{}",
+            chat.report()
+        );
+        assert!(fake.requests().is_empty(), "{}", chat.report());
+    }
+);

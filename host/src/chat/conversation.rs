@@ -163,7 +163,16 @@ impl Chat {
         signals: &mut Signals,
     ) -> Stop {
         match prompt {
-            Some(p) => self.send_turn(&p),
+            // A plugin's prompt as the one prompt: got first; a wrong one ends the session
+            // as a failed turn.
+            Some(p) => match local::parse(&p) {
+                Some(Local::Prompt(command)) => {
+                    if !self.get_prompt(command) {
+                        self.last_error = true;
+                    }
+                }
+                _ => self.send_turn(&p),
+            },
             None => self.want_read(),
         }
         let mut init_done = false;
@@ -442,6 +451,7 @@ impl Chat {
             Err(e) => {
                 self.screen.turn_ended();
                 self.turns_open = self.turns_open.saturating_sub(1);
+                self.last_error = true;
                 self.local_error(command, &e);
                 if self.turns_open == 0 {
                     match self.kept.pop_front() {
