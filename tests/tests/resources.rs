@@ -176,3 +176,29 @@ cli_test!(
         assert!(fake.requests().is_empty(), "{}", chat.report());
     }
 );
+
+cli_test!(
+    fn ctrl_c_stops_getting_a_slow_prompt_and_nothing_is_sent() {
+        let sandbox = Sandbox::new(&["faulty"]);
+        let fake = FakeApi::call_policy();
+        let mut pty = sandbox.chat_pty(&fake, &[]);
+        let at_prompt = |s: &str| {
+            s.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(str::trim_end)
+                == Some(">")
+        };
+        pty.wait_screen("the prompt", STEP, at_prompt);
+        pty.line("/faulty:wait 20000");
+        pty.wait_screen("the live line of the get", STEP, |s| {
+            s.contains("getting /faulty:wait")
+        });
+        pty.keys("\x03");
+        pty.wait_screen("the get stopped", STEP, |s| {
+            s.contains("/faulty:wait: interrupted; nothing was sent") && at_prompt(s)
+        });
+        assert!(fake.requests().is_empty(), "{}", pty.report());
+        pty.quit();
+    }
+);
