@@ -62,10 +62,14 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
         reads: false,
     }];
     let toolhost = |isolate: bool| {
+        let plugins = match (&cli.hook_plugins, cli.hooks) {
+            (Some(dir), true) => dir,
+            _ => &cli.plugins,
+        };
         let mut args = vec![
             "chat".to_string(),
             "--plugins".into(),
-            cli.plugins.display().to_string(),
+            plugins.display().to_string(),
         ];
         if isolate {
             args.push("--isolate".into());
@@ -77,6 +81,9 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
             plugins_arg: Some(2),
         }
     };
+    if cli.hooks {
+        return hook_candidates(cli, out, toolhost);
+    }
     out.push(Candidate {
         name: "toolhost (in process)".into(),
         how: toolhost(false),
@@ -128,6 +135,46 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
         matches!(c.how, How::Floor)
             || cli.only.is_empty()
             || cli.only.iter().any(|o| c.name.contains(o.as_str()))
+    });
+    Ok(out)
+}
+
+/// `--hooks`: toolhost with guard, in process and isolated, and toolhost with no hook plugin
+/// (a callback nothing matches: what registering every event costs per callback).
+fn hook_candidates(
+    cli: &Cli,
+    mut out: Vec<Candidate>,
+    toolhost: impl Fn(bool) -> How,
+) -> Result<Vec<Candidate>> {
+    if cli.hook_plugins.is_none() {
+        bail!("--hooks needs --hook-plugins (a folder with calc and guard)");
+    }
+    out.push(Candidate {
+        name: "toolhost, guard (in process)".into(),
+        how: toolhost(false),
+        slow_capable: false,
+        reads: false,
+    });
+    out.push(Candidate {
+        name: "toolhost, guard (--isolate)".into(),
+        how: toolhost(true),
+        slow_capable: false,
+        reads: false,
+    });
+    out.push(Candidate {
+        name: "toolhost, no hook plugin".into(),
+        how: How::Host {
+            program: cli.toolhost.clone(),
+            args: vec![
+                "chat".into(),
+                "--plugins".into(),
+                cli.plugins.display().to_string(),
+            ],
+            cli_flag: Some("--claude"),
+            plugins_arg: None,
+        },
+        slow_capable: false,
+        reads: false,
     });
     Ok(out)
 }
@@ -195,6 +242,9 @@ impl Candidate {
                         cmd.env("TOOLHOST_BENCH_READ", "1");
                     }
                 }
+                if cli.hooks {
+                    cmd.env("TOOLHOST_BENCH_HOOKS", "1");
+                }
                 let child = cmd
                     .spawn()
                     .with_context(|| format!("cannot run {}", program.display()))?;
@@ -229,7 +279,11 @@ fn run_floor(cli: &Cli) -> Result<Report> {
     let started = Instant::now();
     peer.handshake("calc", "add")?;
     let handshake_ms = started.elapsed().as_secs_f64() * 1e3;
-    let mut report = workload(&mut peer, cli.n, cli.concurrency, false)?;
+    let mut report = if cli.hooks {
+        crate::client::hook_workload(&mut peer, cli.n)?
+    } else {
+        workload(&mut peer, cli.n, cli.concurrency, false)?
+    };
     report.handshake_ms = handshake_ms;
     drop(peer);
     let _ = child.kill();

@@ -25,6 +25,10 @@ pub struct Report {
     pub slow_effective_concurrency: Option<f64>,
     /// Answers checked (all right: a wrong one ends the run with an error).
     pub checked: usize,
+    /// `--hooks`: PreToolUse `hook_callback` round trips, one at a time (then `seq` and
+    /// `conc` are left empty).
+    #[serde(default)]
+    pub hook: Option<Phase>,
     /// `resources/read` against a `tools/call` of the same size (toolhost, with faulty).
     #[serde(default)]
     pub read: Option<ReadVsCall>,
@@ -236,6 +240,60 @@ impl Peer {
     }
 }
 
+impl Peer {
+    /// Sends `n` PreToolUse `hook_callback`s for Bash one at a time, as the CLI sends them
+    /// (2.1.331's input fields), and checks each answer: `ls` commands get `{}`, `rm -rf`
+    /// ones a deny.
+    pub fn hook_calls(&mut self, n: usize) -> Result<Phase> {
+        let mut lat = Vec::with_capacity(n);
+        let start = Instant::now();
+        for i in 0..n {
+            let refuse = i % 2 == 1;
+            let command = if refuse {
+                format!("rm -rf /tmp/bench-{i}")
+            } else {
+                format!("ls -la /tmp/bench-{i}")
+            };
+            self.seq += 1;
+            let line = format!(
+                r#"{{"type":"control_request","request_id":"b{seq}","request":{{"subtype":"hook_callback","callback_id":"toolhost_PreToolUse","input":{{"session_id":"9ab54324-19fa-48a1-a5f4-f09e851ec602","transcript_path":"/tmp/bench/.claude/projects/-tmp-bench/9ab54324-19fa-48a1-a5f4-f09e851ec602.jsonl","cwd":"/tmp/bench","prompt_id":"41368806-891a-4c0d-a0a1-999df420b8ca","permission_mode":"default","effort":{{"level":"medium"}},"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{{"command":"{command}"}},"tool_use_id":"toolu_{i}"}},"tool_use_id":"toolu_{i}"}}}}"#,
+                seq = self.seq
+            );
+            let t0 = Instant::now();
+            self.send_line(&line)?;
+            let (id, at, v) = self.next_response()?;
+            if id != self.seq {
+                bail!("answer to the wrong request: {v}");
+            }
+            lat.push(at - t0);
+            let answer = &v["response"]["response"];
+            let denied = answer["hookSpecificOutput"]["permissionDecision"] == "deny";
+            if denied != refuse || (!refuse && answer != &json!({})) {
+                bail!("wrong answer to `{command}`: {v}");
+            }
+            self.checked += 1;
+        }
+        let total = start.elapsed().as_secs_f64();
+        lat.sort();
+        Ok(Phase {
+            p50_us: percentile(&lat, 0.5),
+            p99_us: percentile(&lat, 0.99),
+            calls_per_s: n as f64 / total,
+        })
+    }
+}
+
+/// The `--hooks` workload: a warm-up, then `n` PreToolUse callbacks one at a time.
+pub fn hook_workload(peer: &mut Peer, n: usize) -> Result<Report> {
+    peer.hook_calls(n / 10 + 1)?;
+    let hook = peer.hook_calls(n)?;
+    Ok(Report {
+        hook: Some(hook),
+        checked: peer.checked,
+        ..Report::default()
+    })
+}
+
 /// One kind of tool call the CLI side sends.
 pub trait Call {
     fn server(&self) -> &str;
@@ -419,5 +477,6 @@ pub fn workload(peer: &mut Peer, n: usize, depth: usize, slow: bool) -> Result<R
         slow_effective_concurrency,
         checked: peer.checked,
         read: None,
+        hook: None,
     })
 }

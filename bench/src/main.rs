@@ -30,7 +30,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use serde_json::json;
 
-use client::{workload, Peer};
+use client::{hook_workload, workload, Peer};
 
 #[derive(Parser)]
 #[command(about = "Benchmark the tools/call round trip of toolhost and its peers")]
@@ -70,6 +70,13 @@ pub struct Cli {
     /// Print every run as JSON instead of the table.
     #[arg(long)]
     json: bool,
+    /// Measure PreToolUse `hook_callback` round trips instead of tool calls: the floor, toolhost
+    /// with the guard plugin (`--hook-plugins`), and toolhost with no hook plugin (`--plugins`).
+    #[arg(long)]
+    hooks: bool,
+    /// A plugin folder holding calc and guard (with a `toolhost.toml` turning guard's log off).
+    #[arg(long)]
+    hook_plugins: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Clone, Copy)]
@@ -102,6 +109,7 @@ fn fake_cli() -> Result<()> {
     let depth: usize = std::env::var("TOOLHOST_BENCH_DEPTH")?.parse()?;
     let slow = std::env::var_os("TOOLHOST_BENCH_SLOW").is_some();
     let read = std::env::var_os("TOOLHOST_BENCH_READ").is_some();
+    let hooks = std::env::var_os("TOOLHOST_BENCH_HOOKS").is_some();
     let mut peer = Peer::new(
         Box::new(BufReader::new(std::io::stdin())),
         Box::new(BufWriter::new(std::io::stdout())),
@@ -118,7 +126,11 @@ fn fake_cli() -> Result<()> {
                 ..Default::default()
             });
         }
-        let mut report = workload(&mut peer, n, depth, slow)?;
+        let mut report = if hooks {
+            hook_workload(&mut peer, n)?
+        } else {
+            workload(&mut peer, n, depth, slow)?
+        };
         report.handshake_ms = handshake_ms;
         anyhow::Ok(report)
     })();
@@ -157,13 +169,13 @@ fn drive(cli: &Cli) -> Result<()> {
         &cli.slow_plugins,
         candidates.iter().find(|c| c.slow_capable),
     ) {
-        (Some(_), Some(c)) => Some(c.run(cli, true)?),
+        (Some(_), Some(c)) if !cli.hooks => Some(c.run(cli, true)?),
         _ => None,
     };
     // toolhost's resources/read against a tools/call of the same size, in process and isolated
     // (the plugin folder of the slow line holds faulty).
     let mut reads = Vec::new();
-    if cli.slow_plugins.is_some() {
+    if cli.slow_plugins.is_some() && !cli.hooks {
         for c in candidates.iter().filter(|c| c.reads) {
             let r = c.run_mode(cli, candidates::Mode::Read)?;
             reads.push((c.name.clone(), r.read.context("no read figures")?));
@@ -185,7 +197,11 @@ fn drive(cli: &Cli) -> Result<()> {
         );
         return Ok(());
     }
-    table::print(cli, &candidates, &runs, slow.as_ref());
-    table::print_reads(cli, &reads);
+    if cli.hooks {
+        table::print_hooks(cli, &candidates, &runs);
+    } else {
+        table::print(cli, &candidates, &runs, slow.as_ref());
+        table::print_reads(cli, &reads);
+    }
     Ok(())
 }

@@ -128,3 +128,33 @@ pub fn print_reads(cli: &Cli, reads: &[(String, ReadVsCall)]) {
         );
     }
 }
+
+/// `--hooks`: the PreToolUse callback round trip per candidate, against the floor.
+pub fn print_hooks(cli: &Cli, candidates: &[Candidate], runs: &[Vec<Report>]) {
+    let hook = |r: &Report| r.hook.unwrap_or_default();
+    println!(
+        "PreToolUse hook_callback round trip (Bash; every other command refused): {} one at a \
+         time; medians of {} runs (range).",
+        cli.n, cli.runs
+    );
+    println!();
+    println!("| candidate | p50 | ×floor | p99 | callbacks/s | ×floor |");
+    println!("|---|--:|--:|--:|--:|--:|");
+    let one = |x: f64| format!("{x:.1}");
+    let f_p50 = spread(&runs[0], |r| hook(r).p50_us).median;
+    let f_rate = spread(&runs[0], |r| hook(r).calls_per_s).median;
+    for (c, r) in candidates.iter().zip(runs) {
+        let p50 = spread(r, |r| hook(r).p50_us);
+        let p99 = spread(r, |r| hook(r).p99_us);
+        let rate = spread(r, |r| hook(r).calls_per_s);
+        println!(
+            "| {} | {} | {:.2}x | {} | {} | {:.2}x |",
+            c.name,
+            cell(p50, one, " µs", r.len()),
+            p50.median / f_p50,
+            cell(p99, one, " µs", r.len()),
+            cell(rate, thousands, "", r.len()),
+            rate.median / f_rate,
+        );
+    }
+}

@@ -152,6 +152,22 @@ enum Command {
         #[command(flatten)]
         limits: CallLimits,
     },
+    /// Run one event's matching hooks of one plugin, as `chat` would, and print the answer the
+    /// CLI would get. For plugin authors:
+    /// `toolhost hook guard PreToolUse '{"tool_name":"Bash","tool_input":{"command":"rm -rf /"}}'`.
+    /// EVENT `permission` asks the plugin's permission policy instead (the input is then a
+    /// `can_use_tool` question: `{"tool_name":..,"input":{..}}`).
+    Hook {
+        /// The plugin.
+        plugin: String,
+        /// The event (`PreToolUse`, `UserPromptSubmit`, ...), or `permission`.
+        event: String,
+        /// The event's input as a JSON object (`hook_event_name` is filled in).
+        #[arg(default_value = "{}")]
+        input: String,
+        #[command(flatten)]
+        opts: PluginOpts,
+    },
     /// Talk to Claude through the `claude` CLI, with every plugin served as an in-process MCP
     /// server. With a PROMPT: one conversation; without: one prompt per line from stdin.
     Chat {
@@ -243,6 +259,7 @@ fn main() -> ExitCode {
             | Command::Call { .. }
             | Command::Read { .. }
             | Command::Prompt { .. }
+            | Command::Hook { .. }
             | Command::New { .. }
             | Command::Doctor { .. }
             | Command::Completions { .. }
@@ -258,6 +275,8 @@ fn main() -> ExitCode {
         | Command::Read { .. }
         | Command::Prompt { .. }
         | Command::Doctor { .. } => "error",
+        // A failing hook's warning is what its author wants to see.
+        Command::Hook { .. } => "warn,toolhost::registry=error",
         Command::Chat { .. } => {
             "warn,toolhost::registry=error,toolhost::registry::watch=warn,toolhost::handler::call=error"
         }
@@ -297,6 +316,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             opts,
             limits,
         } => prompt(&opts, &limits, &target, &args, json),
+        Command::Hook {
+            plugin,
+            event,
+            input,
+            opts,
+        } => hook(&opts, &plugin, &event, &input),
         Command::Chat { opts, chat } => {
             runtime()?.block_on(toolhost::chat::run(chat, opts.open_registry()?))
         }
@@ -395,6 +420,8 @@ fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
                     "resourceTemplates": m.extras.resource_templates,
                     "listsResources": m.extras.lists_resources,
                     "prompts": m.extras.prompts,
+                    "hooks": m.extras.hooks,
+                    "permission": m.extras.permission,
                 })
             })
             .collect();
@@ -427,6 +454,18 @@ fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
                 println!("  - {}({args}): {first_line}", t.name);
             }
             print!("{}", offers_text(&m.extras));
+            for h in &m.extras.hooks {
+                let matcher = h.matcher.as_deref().map(|m| format!(" [{m}]"));
+                println!(
+                    "  hook {}{}: {}",
+                    h.event,
+                    matcher.unwrap_or_default(),
+                    h.id
+                );
+            }
+            if m.extras.permission {
+                println!("  permission policy");
+            }
         }
         for (file, error) in &failed {
             println!("failed: {}: {error}", file.display());
@@ -621,6 +660,68 @@ fn prompt(
     } else {
         print!("{}", prompts::messages_text(&result));
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `toolhost hook`: one event's hooks of one plugin through the router (its timeout,
+/// `on_error`, the merging of `chat`), the answer printed as JSON.
+fn hook(opts: &PluginOpts, plugin: &str, event: &str, input: &str) -> anyhow::Result<ExitCode> {
+    use toolhost::service::hooks::{Hooks, EVENTS};
+    let mut input: Value = serde_json::from_str(input).context("the input is not valid JSON")?;
+    let Some(fields) = input.as_object_mut() else {
+        bail!("the input must be a JSON object, like '{{\"tool_name\": \"Bash\"}}'");
+    };
+    let policy = event == "permission";
+    if !policy && !EVENTS.contains(&event) {
+        bail!(
+            "`{event}` is not an event the CLI sends (one of {}, or `permission`)",
+            EVENTS.join(", ")
+        );
+    }
+    if policy {
+        fields
+            .entry("subtype")
+            .or_insert_with(|| json!("can_use_tool"));
+    } else {
+        fields
+            .entry("hook_event_name")
+            .or_insert_with(|| json!(event));
+    }
+    let registry = opts.open_registry_waiting()?;
+    let Some(loaded) = registry.get(plugin) else {
+        let plugins = registry.plugins();
+        let names: Vec<&str> = plugins.iter().map(|p| p.name()).collect();
+        bail!(
+            "no plugin named `{plugin}` is loaded (in {}; found: {})",
+            opts.plugins.display(),
+            names.join(", ")
+        );
+    };
+    let extras = &loaded.manifest().extras;
+    if policy && !extras.permission {
+        bail!("plugin {plugin} has no permission policy");
+    }
+    if !policy && !extras.hooks.iter().any(|h| h.event == event) {
+        bail!("plugin {plugin} has no {event} hook");
+    }
+    let router = Router::new(registry, Default::default());
+    let rt = runtime()?;
+    let answer = rt.block_on(async {
+        let hooks = Hooks::new(router);
+        if policy {
+            let answer = hooks.ask_policies(input, Some(plugin)).await;
+            answer.unwrap_or_else(|| json!({"behavior": "defer"}))
+        } else {
+            let outcome = hooks.run_event(input, Some(plugin)).await;
+            if outcome.matched == 0 {
+                eprintln!("toolhost: no {event} hook of {plugin} matches this input");
+            }
+            outcome.answer
+        }
+    });
+    // A hung hook is not waited for.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    println!("{}", serde_json::to_string_pretty(&answer)?);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -152,6 +152,17 @@
 //! - No own `tracing` subscriber and no `thread_local!` with a destructor: they keep the
 //!   library from being unloaded, so each reload would leak a copy of it.
 //!
+//! # Hooks and permission policies
+//!
+//! A plugin can also have a say in every tool Claude uses, the CLI's own (`Bash`, `Edit`, ...)
+//! included: a [`#[hook]`](macro@hook) function runs on a Claude Code hook event (PreToolUse,
+//! PostToolUse, UserPromptSubmit, ...) with that event's typed input and answers a typed
+//! [`HookOutcome`] (allow, deny, ask, rewrite the input, add context for the model, stop the
+//! turn); a [`#[permission]`](macro@permission) function answers the CLI's permission questions
+//! ([`Permission`]: allow, deny, no opinion) before the user is asked. Both go in
+//! `export_plugin!`'s `hooks: [..]`, reload like tools, and are plain functions in tests. See
+//! [`hooks`].
+//!
 //! # Compatibility
 //!
 //! A plugin is a shared library, and the host checks it before calling anything in it:
@@ -181,6 +192,7 @@
 pub mod abi;
 mod context;
 pub mod extras;
+pub mod hooks;
 // Public for the logging macros' expansions only.
 #[doc(hidden)]
 pub mod log;
@@ -396,6 +408,9 @@ pub use toolhost_plugin_macros::prompt;
 ///   load (it would be ignored otherwise).
 /// - `on_load: f`: runs once at load, `fn() -> Result<(), E>` or `fn(&Config) -> Result<(), E>`;
 ///   an `Err` refuses the load.
+/// - `hooks: [..]`: the [`#[hook]`](macro@hook) and [`#[permission]`](macro@permission)
+///   functions, by path; an entry may carry `#[cfg(...)]`. With `hooks`, `tools` may be left
+///   out (a plugin of hooks only).
 ///
 /// ```
 /// use serde::Deserialize;
@@ -446,6 +461,58 @@ pub use toolhost_plugin_macros::prompt;
 /// ```
 pub use toolhost_plugin_macros::export_plugin;
 
+/// Turns a function into a Claude Code hook: `#[hook(Event, matcher = "Bash|Edit")]`.
+///
+/// The function takes the event's input ([`hooks::PreToolUse`], [`hooks::UserPromptSubmit`],
+/// ...) and optionally `&`[`Context`] second, and returns a [`HookOutcome`] for that event, or
+/// `Result<HookOutcome<Event>, E>` with `E: Display` (an `Err` fails the hook: the host applies
+/// the plugin's `on_error`). Options:
+///
+/// - the event first (`PreToolUse`): optional, since the input's type names it; given, it must
+///   be that type (a compile error otherwise);
+/// - `matcher = "..."`: a regular expression over tool names, as in Claude Code's settings
+///   (`"Bash"`, `"Edit|Write"`, `"mcp__.*"`); without one the hook sees every tool. The host
+///   compiles it when the plugin loads;
+/// - `name = "..."`: the hook's name (default: the function's), unique in the plugin.
+///
+/// Beside the function it defines a module of the same name whose `hook()` returns the
+/// [`hooks::HookDef`]: `export_plugin!` lists hooks by that name (`hooks: [..]`), and tests can
+/// run them on an event's JSON through it ([`hooks::HookDef::run`]). See [`hooks`] for a whole
+/// example.
+///
+/// The event, the input and the outcome must agree, or the plugin does not compile:
+///
+/// ```compile_fail,E0308
+/// use toolhost_plugin::{hooks::{PostToolUse, PreToolUse}, prelude::*};
+///
+/// #[hook(PostToolUse)] // expected `PostToolUse`, found `PreToolUse`
+/// pub fn audit(input: PreToolUse) -> HookOutcome<PreToolUse> {
+///     HookOutcome::no_opinion()
+/// }
+/// # fn main() {}
+/// ```
+///
+/// ```compile_fail,E0308
+/// use toolhost_plugin::{hooks::PostToolUse, prelude::*};
+///
+/// #[hook(PostToolUse)]
+/// pub fn audit(input: PostToolUse) -> HookOutcome<PostToolUse> {
+///     HookOutcome::deny("too late") // a PreToolUse answer: use `block` after the tool ran
+/// }
+/// # fn main() {}
+/// ```
+pub use toolhost_plugin_macros::hook;
+
+/// Turns a function into a permission policy: `#[permission]`.
+///
+/// The function takes a [`PermissionCheck`] (the CLI's `can_use_tool` question: `tool_name`,
+/// `input`, `permission_suggestions`, `blocked_path`, ...) and optionally `&`[`Context`], and
+/// returns a [`Permission`] (allow, deny, no opinion) or `Result<Permission, E>`. Option:
+/// `name = "..."`. A plugin may have several; the first with an opinion answers. See [`hooks`].
+pub use toolhost_plugin_macros::permission;
+
+pub use hooks::{HookOutcome, Permission, PermissionCheck};
+
 /// Everything a plugin usually needs: `use toolhost_plugin::prelude::*;`.
 pub mod prelude {
     pub use crate::{
@@ -453,6 +520,8 @@ pub mod prelude {
         Level, ListedResource, NoArgs, PromptError, PromptMessage, PromptResult, ResourceContent,
         ResourceError, ToolError, ToolResult,
     };
+    // Hooks and permission policies.
+    pub use crate::{hook, permission, HookOutcome, Permission, PermissionCheck};
 }
 
 /// Items used by the macros' expansions; not part of the public API.

@@ -100,6 +100,8 @@ pub struct PluginDef {
     state: Option<StateCodec>,
     config: Option<ConfigCodec>,
     on_load: Option<OnLoadFn>,
+    /// Its hooks and permission policies (`hooks/register.rs`).
+    pub(crate) hooks: Vec<crate::hooks::HookDef>,
     /// What it offers besides tools.
     extras: Extras,
     /// How it answers the requests beyond tool calls, by method.
@@ -124,6 +126,7 @@ impl PluginDef {
             state: None,
             config: None,
             on_load: None,
+            hooks: Vec::new(),
             extras: Extras::default(),
             handlers: HashMap::new(),
             resources: Vec::new(),

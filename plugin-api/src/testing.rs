@@ -31,6 +31,37 @@
 //! assert!(r.is_error);
 //! # }
 //! ```
+//!
+//! Hooks and permission policies are tested the same way: call the function with a typed
+//! input, or run it on the event's JSON through its `hook()` as the host would.
+//!
+//! ```
+//! use serde_json::json;
+//! use toolhost_plugin::{hooks::PostToolUse, prelude::*, testing::TestContext};
+//!
+//! /// Notes each failed Bash command in the host's log.
+//! #[hook(PostToolUse, matcher = "Bash")]
+//! fn failures(input: PostToolUse, ctx: &Context) -> HookOutcome<PostToolUse> {
+//!     if input.tool_response["exit_code"].as_i64().unwrap_or(0) != 0 {
+//!         ctx.warn(&format!("failed: {}", input.tool_input["command"]));
+//!         return HookOutcome::no_opinion().with_context("The command failed.");
+//!     }
+//!     HookOutcome::no_opinion()
+//! }
+//!
+//! # fn main() {
+//! let ctx = TestContext::new();
+//! let out = failures::hook()
+//!     .run(
+//!         json!({"tool_name": "Bash", "tool_input": {"command": "make"},
+//!                "tool_response": {"exit_code": 2}}),
+//!         &ctx,
+//!     )
+//!     .unwrap();
+//! assert_eq!(out["hookSpecificOutput"]["additionalContext"], "The command failed.");
+//! assert_eq!(ctx.logs()[0], (Level::Warn, "failed: \"make\"".to_string()));
+//! # }
+//! ```
 
 use std::{
     any::Any,

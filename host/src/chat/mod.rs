@@ -51,7 +51,11 @@ use crate::{
     handler::Router,
     plugin::LoadedPlugin,
     registry::{Registry, RegistryEvent},
-    service::{follow_notices, follow_registry, initialize_request, Session, SessionHandle},
+    service::{
+        follow_notices, follow_registry,
+        hooks::{self, Hooks},
+        initialize_request, Session, SessionHandle,
+    },
     transport::{blocking_lines, find_claude, CliProcess, ExitReport, Writer},
 };
 
@@ -103,8 +107,13 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
 
     // Built before the CLI starts (it lists every tool): from the spawn on, the host only
     // answers, and the CLI's handshake does not wait for this work.
-    let init_request = initialize_request(&router, &plugins);
-    let (cli, mut session, questions) = start_cli(&args, &plugins, &term, router.clone())?;
+    let mut init_request = initialize_request(&router, &plugins);
+    let hooks = (!args.no_hooks).then(|| {
+        // Every event once, matched here: hooks a reload brings apply without a restart.
+        init_request["hooks"] = hooks::registration();
+        Hooks::new(router.clone())
+    });
+    let (cli, mut session, questions) = start_cli(&args, &plugins, &term, router.clone(), hooks)?;
     let handle = session.handle.clone();
     // Sent before anything else: it registers the plugins as sdk servers.
     let init_answer = Box::pin(handle.request(&init_request));
@@ -182,13 +191,14 @@ fn open_screen(registry: &Registry, term: &Terminal, interactive: bool) -> Scree
     screen
 }
 
-/// Starts the CLI and the session reading its output, with the permission questions when
-/// `--ask` routes them to the person.
+/// Starts the CLI and the session reading its output, with the plugins' `hooks` and the
+/// permission questions when `--ask` routes them to the person.
 fn start_cli(
     args: &ChatArgs,
     plugins: &[Arc<LoadedPlugin>],
     term: &Terminal,
     router: Arc<Router>,
+    hooks: Option<Arc<Hooks>>,
 ) -> anyhow::Result<(CliProcess, Session, Option<Questions>)> {
     let names: Vec<&str> = plugins.iter().map(|p| p.name()).collect();
     let claude = find_claude(args.claude.as_deref())?;
@@ -205,8 +215,14 @@ fn start_cli(
         .into_owned_fd()
         .context("cannot take the CLI's stdout")?;
     let lines = blocking_lines(stdout).max_line_bytes(args.limits.max_line_bytes);
-    let session = Session::start_with(lines, Writer::spawn_direct(stdin), router, permissions)
-        .context("cannot start reading the CLI's output")?;
+    let session = Session::start_hooked(
+        lines,
+        Writer::spawn_direct(stdin),
+        router,
+        permissions,
+        hooks,
+    )
+    .context("cannot start reading the CLI's output")?;
     Ok((cli, session, questions))
 }
 

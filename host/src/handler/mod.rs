@@ -477,6 +477,18 @@ impl Router {
         catalog
     }
 
+    /// Cancels the request registered as `id` of `scope` (one made by [`Router::request`]),
+    /// as `notifications/cancelled` would; false when none is in flight.
+    pub fn cancel_request(&self, scope: Scope<'_>, id: &RawValue) -> bool {
+        match lock(&self.calls).get(&cancel_key(scope, id)) {
+            Some(control) => {
+                control.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
     fn cancel(&self, scope: Scope<'_>, params: Option<&RawValue>) {
         let Some(p) = params.and_then(|p| serde_json::from_str::<CancelledParams>(p.get()).ok())
         else {

@@ -3,6 +3,8 @@
 //! in its own words. What the host checks before the plugin runs is the caller's
 //! ([`PluginRequest::check_with`]); the rest of its path is the request's.
 
+use std::time::Duration;
+
 use super::{show, show_bytes, CallError, Failure, Method, Outcome};
 use crate::{
     model::RequestError,
@@ -24,6 +26,8 @@ pub struct PluginRequest {
     check: Option<Check>,
     map_answer: Option<MapAnswer>,
     map_error: Option<MapError>,
+    /// Its own time limit (a hook's), instead of the plugin's call timeout.
+    timeout: Option<Duration>,
 }
 
 impl PluginRequest {
@@ -36,7 +40,14 @@ impl PluginRequest {
             check: None,
             map_answer: None,
             map_error: None,
+            timeout: None,
         }
+    }
+
+    /// Bounds it by `limit` rather than by the plugin's call timeout.
+    pub fn with_timeout(mut self, limit: Duration) -> Self {
+        self.timeout = Some(limit);
+        self
     }
 
     /// Checks the version first (the host's own checks: a URI it serves, the prompt's
@@ -99,6 +110,10 @@ impl Method for PluginRequest {
             },
             Err(e) => Err(self.rpc(e)),
         }
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.timeout
     }
 
     fn failed(&self, plugin: &str, why: Failure<'_>) -> Outcome {

@@ -73,6 +73,10 @@ pub trait Method: Send + Sync + 'static {
     }
     /// Records whether a call of it just ran long.
     fn ran(&self, _version: &LoadedPlugin, _long: bool) {}
+    /// Its own time limit, instead of its plugin's call timeout (a hook's is shorter).
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
 }
 
 /// Where a request's one answer goes. Any `FnOnce(Answer)` is one.
@@ -308,12 +312,15 @@ impl Request {
         self.arm_timeout();
     }
 
-    /// Its plugin's timeout (`--plugin-timeout`, the configuration file, the default).
+    /// Its method's own limit, else its plugin's timeout (`--plugin-timeout`, the
+    /// configuration file, the default).
     fn limit(&self) -> Duration {
-        *self
-            .0
-            .limit
-            .get_or_init(|| self.0.router.timeout_for(&self.0.plugin))
+        *self.0.limit.get_or_init(|| {
+            self.0
+                .method
+                .timeout()
+                .unwrap_or_else(|| self.0.router.timeout_for(&self.0.plugin))
+        })
     }
 
     /// Answers the timeout at the request's deadline, unless it was answered by then.

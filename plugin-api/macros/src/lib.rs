@@ -13,6 +13,8 @@ use syn::{
     Expr, FnArg, Ident, ItemFn, LitByteStr, LitStr, Meta, Path, ReturnType, Token, Type,
 };
 
+mod hook;
+
 // Turns a function into a tool.
 //
 // The function takes one argument struct (`Deserialize + JsonSchema`) and optionally
@@ -239,6 +241,7 @@ struct ExportArgs {
     state: Option<Type>,
     config: Option<Type>,
     on_load: Option<Expr>,
+    hooks: Vec<ToolEntry>,
     tools: Vec<ToolEntry>,
     resources: Vec<ToolEntry>,
     prompts: Vec<ToolEntry>,
@@ -284,6 +287,7 @@ impl Parse for ExportArgs {
         let mut state = None;
         let mut config = None;
         let mut on_load = None;
+        let mut hooks = None;
         let mut tools = None;
         let mut resources = None;
         let mut prompts = None;
@@ -291,6 +295,7 @@ impl Parse for ExportArgs {
             let key: Ident = input.parse()?;
             input.parse::<Token![:]>()?;
             match key.to_string().as_str() {
+                "hooks" => hooks = Some(hook::entries(input)?),
                 "name" => name = Some(input.parse::<LitStr>()?),
                 "version" => version = Some(input.parse::<Expr>()?),
                 "description" => description = Some(input.parse::<Expr>()?),
@@ -304,7 +309,7 @@ impl Parse for ExportArgs {
                     return Err(syn::Error::new(
                         key.span(),
                         format!(
-                            "unknown key `{other}`; expected name, version, description, state, config, on_load, tools, resources or prompts"
+                            "unknown key `{other}`; expected name, version, description, state, config, on_load, tools, resources, prompts or hooks"
                         ),
                     ))
                 }
@@ -322,18 +327,20 @@ impl Parse for ExportArgs {
             on_load,
             tools: match tools {
                 Some(t) => t,
-                None if resources.is_some() || prompts.is_some() => Vec::new(),
+                // A plugin of resources, prompts or hooks only needs no tools.
+                None if resources.is_some() || prompts.is_some() || hooks.is_some() => Vec::new(),
                 None => return Err(input.error("missing `tools: [...]`")),
             },
             resources: resources.unwrap_or_default(),
             prompts: prompts.unwrap_or_default(),
+            hooks: hooks.unwrap_or_default(),
         })
     }
 }
 
 // Exports the plugin's root module. Keys (any order): `name` (required; letters, digits, `_`
-// and `-`), `tools: [..]` (required unless there are resources or prompts; an entry may carry
-// `#[cfg(...)]`), `resources: [..]`, `prompts: [..]` (the same), `version` and `description` (default: the package's),
+// and `-`), `tools: [..]` (required unless there are resources, prompts or hooks; an entry may
+// carry `#[cfg(...)]`), `resources: [..]`, `prompts: [..]`, `hooks: [..]` (the same), `version` and `description` (default: the package's),
 // `state: Type` (kept across reloads), `config: Type` (read from the host's configuration at
 // load), `on_load: fn() -> Result<(), E>` or `fn(&Config) -> Result<(), E>`.
 #[proc_macro]
@@ -341,6 +348,7 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
     let args = parse_macro_input!(input as ExportArgs);
     let ExportArgs {
         name,
+        hooks,
         version,
         description,
         state,
@@ -355,6 +363,7 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
         description.map_or_else(|| quote!(env!("CARGO_PKG_DESCRIPTION")), |d| quote!(#d));
     let state = state.map(|s| quote!(.state::<#s>()));
     let config = config.map(|c| quote!(.config::<#c>()));
+    let hooks = hook::statements(&hooks);
     let on_load = on_load.map(|f| quote!(let def = def.on_load(#f);));
     let tools = tools.iter().map(|ToolEntry { cfgs, path }| {
         // A `let` per tool so `#[cfg]` can drop it: attributes on statements are stable,
@@ -389,6 +398,7 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
             #[allow(clippy::let_and_return)]
             fn define() -> ::toolhost_plugin::PluginDef {
                 let def = ::toolhost_plugin::PluginDef::new(#name, #version, #description) #state #config;
+                #(#hooks)*
                 #(#tools)*
                 #(#resources)*
                 #(#prompts)*
@@ -420,4 +430,31 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
         };
     }
     .into()
+}
+
+// Turns a function into a hook: `#[hook(Event, matcher = "Bash|Edit", name = "...")]`. The
+// function takes the event's input type and optionally `&Context`, and returns a
+// `HookOutcome<Event>` (or a `Result` of one). `Event` is optional (the input's type names it);
+// given, it must be the input's type. `matcher` is a regular expression over tool names.
+#[proc_macro_attribute]
+pub fn hook(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let args = parse_macro_input!(attr with Punctuated::<Meta, Token![,]>::parse_terminated);
+    let func = parse_macro_input!(item as ItemFn);
+    match hook::expand_hook(args, func) {
+        Ok(t) => t.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+// Turns a function into a permission policy: `#[permission]` or `#[permission(name = "...")]`.
+// The function takes a `PermissionCheck` and optionally `&Context`, and returns a `Permission`
+// (or a `Result` of one).
+#[proc_macro_attribute]
+pub fn permission(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let args = parse_macro_input!(attr with Punctuated::<Meta, Token![,]>::parse_terminated);
+    let func = parse_macro_input!(item as ItemFn);
+    match hook::expand_permission(args, func) {
+        Ok(t) => t.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
 }
