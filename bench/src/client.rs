@@ -37,8 +37,14 @@ pub struct Report {
 /// A resource read and a tool call answering the same text, measured in the same run.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, Default)]
 pub struct ReadVsCall {
-    /// Characters of text each answers.
+    /// Characters of text the read answers.
     pub chars: usize,
+    /// Characters of text the call answers: as many as make its `result` as long as the read's.
+    #[serde(default)]
+    pub call_chars: usize,
+    /// Bytes of each one's JSON-RPC `result`.
+    #[serde(default)]
+    pub result_bytes: usize,
     pub read: Phase,
     pub call: Phase,
 }
@@ -206,6 +212,14 @@ impl Peer {
             bail!("tools/list of {server} answered without `{tool}`: {r}");
         }
         Ok(())
+    }
+
+    /// Sends call number `i` of `call` alone and returns its checked answer.
+    pub fn ask(&mut self, call: &dyn Call, i: usize) -> Result<Value> {
+        let n = self.send_mcp(call.server(), &call.message(i))?;
+        let v = self.wait(n)?;
+        call.check(i, &v)?;
+        Ok(v)
     }
 
     /// Keeps `depth` calls in flight until `n` are answered; every answer is checked.
@@ -417,12 +431,23 @@ impl Call for ReadText {
     }
 }
 
-/// The read workload: after a warm-up of both, `rounds` alternating batches of `n` sequential
-/// tool calls and `n` sequential reads of the same size; each side's figures are the medians
-/// of its batches (alternating spreads a busy moment of the machine over both).
+/// The read workload: a read of `chars` characters against the tool call whose `result` is
+/// as long (a read's contents also carry the URI and the MIME type); after a warm-up of both,
+/// `rounds` alternating batches of `n` sequential calls and `n` sequential reads; each side's
+/// figures are the medians of its batches (alternating spreads a busy moment of the machine
+/// over both).
 pub fn read_workload(peer: &mut Peer, n: usize, chars: usize) -> Result<ReadVsCall> {
     const ROUNDS: usize = 5;
-    let (call, read) = (Large { chars }, ReadText { chars });
+    let read = ReadText { chars };
+    let result_bytes = result_len(&peer.ask(&read, 0)?);
+    let mut call_chars = chars;
+    while result_len(&peer.ask(&Large { chars: call_chars }, 0)?) < result_bytes {
+        call_chars += 1;
+    }
+    if result_len(&peer.ask(&Large { chars: call_chars }, 0)?) != result_bytes {
+        bail!("no tool call answers a result of {result_bytes} bytes, as the read does");
+    }
+    let call = Large { chars: call_chars };
     peer.calls(&call, n / 10 + 1, 1)?;
     peer.calls(&read, n / 10 + 1, 1)?;
     let (mut calls, mut reads) = (Vec::new(), Vec::new());
@@ -432,9 +457,18 @@ pub fn read_workload(peer: &mut Peer, n: usize, chars: usize) -> Result<ReadVsCa
     }
     Ok(ReadVsCall {
         chars,
+        call_chars,
+        result_bytes,
         read: median_phase(&reads),
         call: median_phase(&calls),
     })
+}
+
+/// Bytes of the JSON-RPC `result` in the control response `v`, as compact JSON.
+fn result_len(v: &Value) -> usize {
+    v["response"]["response"]["mcp_response"]["result"]
+        .to_string()
+        .len()
 }
 
 fn median_phase(phases: &[Phase]) -> Phase {

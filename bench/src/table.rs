@@ -109,10 +109,10 @@ pub fn print_reads(cli: &Cli, reads: &[(String, ReadVsCall)]) {
     }
     println!();
     println!(
-        "resources/read round trip against a tools/call of the same size ({} characters of text, \
-         faulty.text resource vs faulty.large tool): {} sequential of each, 5 alternating \
-         batches, medians.",
-        reads[0].1.chars, cli.n
+        "resources/read round trip against a tools/call of the same size (faulty's \
+         faulty://text/{} resource against its large tool answering {} characters: a {}-byte \
+         result each): {} sequential of each, 5 alternating batches, medians.",
+        reads[0].1.chars, reads[0].1.call_chars, reads[0].1.result_bytes, cli.n
     );
     println!();
     println!("| candidate | read p50 | call p50 | read/call | read/s | call/s |");

@@ -60,6 +60,22 @@ fn read_prints_a_resource_or_writes_it_and_says_what_went_wrong() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "xxxxxxx");
     assert_eq!(text(&out.stdout), "");
 
+    // A blob: base64 on stdout, its bytes in a file.
+    let out = run(&["read", "faulty://bytes/3"]);
+    assert_eq!(text(&out.stdout), "AAEC\n", "{}", text(&out.stderr));
+    let bin = plugins.path().join("out.bin");
+    let out = run(&["read", "faulty://bytes/3", "--out", bin.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read(&bin).unwrap(), [0, 1, 2]);
+    // A resource that panics: the plugin failed.
+    let out = run(&["read", "faulty://panic"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("panicked"),
+        "{}",
+        text(&out.stderr)
+    );
+
     // No plugin serves it: nothing ran.
     let out = run(&["read", "nothing://here"]);
     assert_eq!(out.status.code(), Some(2));

@@ -149,3 +149,56 @@ cli_test!(
         pty.quit();
     }
 );
+
+cli_test!(
+    fn a_plugins_prompt_as_the_one_prompt() {
+        let sandbox = Sandbox::new(&["faulty"]);
+        let fake = FakeApi::call_policy();
+        let mut chat = sandbox.chat(&fake, &["/faulty:wait 0"]);
+        chat.finish();
+        assert!(
+            fake.request(0).last_user_text().contains("I waited 0 ms."),
+            "{}",
+            chat.report()
+        );
+
+        // A wrong one: said, nothing sent, and the session fails.
+        let fake = FakeApi::call_policy();
+        let mut chat = sandbox.chat(&fake, &["/faulty:wait"]);
+        chat.close_stdin();
+        let status = chat.wait_exit(STEP);
+        assert_eq!(status.code(), Some(1), "{}", chat.report());
+        assert!(
+            chat.stdout().contains("missing required argument `ms`"),
+            "{}",
+            chat.report()
+        );
+        assert!(fake.requests().is_empty(), "{}", chat.report());
+    }
+);
+
+cli_test!(
+    fn ctrl_c_stops_getting_a_slow_prompt_and_nothing_is_sent() {
+        let sandbox = Sandbox::new(&["faulty"]);
+        let fake = FakeApi::call_policy();
+        let mut pty = sandbox.chat_pty(&fake, &[]);
+        let at_prompt = |s: &str| {
+            s.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(str::trim_end)
+                == Some(">")
+        };
+        pty.wait_screen("the prompt", STEP, at_prompt);
+        pty.line("/faulty:wait 20000");
+        pty.wait_screen("the live line of the get", STEP, |s| {
+            s.contains("getting /faulty:wait")
+        });
+        pty.keys("\x03");
+        pty.wait_screen("the get stopped", STEP, |s| {
+            s.contains("/faulty:wait: interrupted; nothing was sent") && at_prompt(s)
+        });
+        assert!(fake.requests().is_empty(), "{}", pty.report());
+        pty.quit();
+    }
+);

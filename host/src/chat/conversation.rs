@@ -86,6 +86,8 @@ pub struct Chat {
     pub router: Arc<Router>,
     /// Where a prompt got for a slash command arrives.
     prompts: mpsc::UnboundedSender<PromptAnswer>,
+    /// The prompt being got, to cancel on Ctrl-C.
+    getting: Option<Arc<CallControl>>,
     prompts_in: Option<mpsc::UnboundedReceiver<PromptAnswer>>,
     /// `--ask`: questions waiting for the person.
     pub questions: Option<Questions>,
@@ -133,6 +135,7 @@ impl Chat {
             router,
             prompts,
             prompts_in: Some(prompts_in),
+            getting: None,
             questions,
             source,
             inputs,
@@ -163,7 +166,16 @@ impl Chat {
         signals: &mut Signals,
     ) -> Stop {
         match prompt {
-            Some(p) => self.send_turn(&p),
+            // A plugin's prompt as the one prompt: got first; a wrong one ends the session
+            // as a failed turn.
+            Some(p) => match local::parse(&p) {
+                Some(Local::Prompt(command)) => {
+                    if !self.get_prompt(command) {
+                        self.last_error = true;
+                    }
+                }
+                _ => self.send_turn(&p),
+            },
             None => self.want_read(),
         }
         let mut init_done = false;
@@ -415,8 +427,9 @@ impl Chat {
             .turn_started(self.style.dim(&format!("getting {shown}")), Instant::now());
         self.turns_open += 1;
         let (router, tx) = (self.router.clone(), self.prompts.clone());
+        let control = Arc::new(CallControl::new(shown.clone(), None));
+        self.getting = Some(control.clone());
         tokio::spawn(async move {
-            let control = Arc::new(CallControl::new(shown.clone(), None));
             let got = router
                 .get_prompt(&command.plugin, &command.prompt, arguments, control)
                 .await
@@ -433,6 +446,12 @@ impl Chat {
 
     /// A prompt got for a slash command: sent as the user's turn, or the error shown.
     fn prompt_got(&mut self, command: &str, answer: Result<serde_json::Value, String>) {
+        let interrupted = self.getting.take().is_some_and(|c| c.is_cancelled());
+        let answer = match answer {
+            Ok(_) if interrupted => Err("interrupted".to_string()),
+            other => other,
+        };
+        self.interrupted = false;
         match answer {
             Ok(content) => {
                 self.screen
@@ -442,6 +461,10 @@ impl Chat {
             Err(e) => {
                 self.screen.turn_ended();
                 self.turns_open = self.turns_open.saturating_sub(1);
+                // The one prompt of a session failed; at a prompt it is a local error.
+                if !self.interactive {
+                    self.last_error = true;
+                }
                 self.local_error(command, &e);
                 if self.turns_open == 0 {
                     match self.kept.pop_front() {
@@ -546,6 +569,13 @@ impl Chat {
     fn interrupt_or_quit(&mut self) -> Option<Stop> {
         if self.interrupted {
             return Some(Stop::Quit(130));
+        }
+        // Still getting a plugin's prompt: the CLI runs no turn; the get is stopped and its
+        // prompt never sent.
+        if let Some(getting) = &self.getting {
+            getting.cancel();
+            self.interrupted = true;
+            return None;
         }
         self.handle.interrupt();
         self.interrupted = true;

@@ -54,7 +54,7 @@ impl Router {
                 let uri = serde_json::from_str::<P>(&notice.params).ok()?.uri;
                 // A plugin speaks only for the URIs it serves.
                 let owner = self.offers(scope)?.resolve(&uri)?.plugin;
-                (owner == notice.plugin && self.subscriptions.has(scope.key(), &uri)).then(|| {
+                (*owner == *notice.plugin && self.subscriptions.has(scope.key(), &uri)).then(|| {
                     rpc_notification(RESOURCE_UPDATED, Some(&serde_json::json!({ "uri": uri })))
                 })
             }

@@ -47,8 +47,8 @@ pub struct Offers {
 /// Who answers a URI: a plugin, and the name of its resource or template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Owner {
-    plugin: String,
-    name: String,
+    plugin: Arc<str>,
+    name: Arc<str>,
     /// Index of the plugin's version in [`Offers::versions`].
     version: usize,
 }
@@ -56,9 +56,9 @@ struct Owner {
 /// A URI resolved to the plugin that reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolved {
-    pub plugin: String,
+    pub plugin: Arc<str>,
     /// The resource or template it matched.
-    pub name: String,
+    pub name: Arc<str>,
     /// The template's variables in its order, percent-decoded (none for a fixed URI).
     pub variables: Vec<(String, String)>,
     /// The address of the version it was resolved against (only compared).
@@ -99,14 +99,16 @@ impl Offers {
         let mut template_keys: HashMap<String, String> = HashMap::new();
         for (version, p) in plugins.iter().enumerate() {
             let extras = &p.manifest().extras;
+            let plugin_name: Arc<str> = p.name().into();
             let owner = |name: &str| Owner {
-                plugin: p.name().to_string(),
-                name: name.to_string(),
+                plugin: plugin_name.clone(),
+                name: name.into(),
                 version,
             };
             for r in &extras.resources {
                 if let Some(kept) = o.fixed.get(&r.uri) {
-                    o.collide("resource URI", &r.uri, p.name(), &kept.plugin.clone());
+                    let kept = kept.plugin.to_string();
+                    o.collide("resource URI", &r.uri, p.name(), &kept);
                     continue;
                 }
                 o.fixed.insert(r.uri.clone(), owner(&r.name));
@@ -357,13 +359,13 @@ mod tests {
             ]
         );
         let r = o.resolve("notes://index").unwrap();
-        assert_eq!((r.plugin.as_str(), r.name.as_str()), ("a", "index"));
+        assert_eq!((&*r.plugin, &*r.name), ("a", "index"));
         assert!(r.variables.is_empty());
         let r = o.resolve("notes://7").unwrap();
-        assert_eq!((r.plugin.as_str(), r.name.as_str()), ("a", "note"));
+        assert_eq!((&*r.plugin, &*r.name), ("a", "note"));
         assert_eq!(r.variables, [("id".to_string(), "7".to_string())]);
         let r = o.resolve("b://1/2%202").unwrap();
-        assert_eq!((r.plugin.as_str(), r.name.as_str()), ("b", "pair"));
+        assert_eq!((&*r.plugin, &*r.name), ("b", "pair"));
         assert_eq!(r.variables[1], ("b".to_string(), "2 2".to_string()));
         assert_eq!(o.resolve("b://y"), None);
         assert_eq!(o.resolve("bad://x"), None);
@@ -389,7 +391,7 @@ mod tests {
         let one = Offers::build(&plugins[1..], false);
         assert!(one.collisions().is_empty());
         assert_eq!(one.prompt("explain"), Some(("b", "explain")));
-        assert_eq!(one.resolve("notes://3").unwrap().name, "mine");
+        assert_eq!(&*one.resolve("notes://3").unwrap().name, "mine");
         assert!(!one.is_of(&plugins));
         let none = Offers::build(&[plugin("c", json!({}))], false);
         assert!(!none.has_resources() && !none.has_prompts());

@@ -120,7 +120,7 @@ fn merge(
     for r in page.resources {
         let uri = r["uri"].as_str().unwrap_or_default();
         match offers.resolve(uri) {
-            Some(owner) if owner.plugin == plugin => items.push(r),
+            Some(owner) if *owner.plugin == *plugin => items.push(r),
             owner => tracing::warn!(
                 "resource `{uri}` listed by plugin `{plugin}` is left out: {}",
                 match owner {
@@ -312,13 +312,14 @@ pub(super) fn read(uri: &str, r: super::offers::Resolved) -> Box<PluginRequest> 
         variables: Variables(&r.variables),
     })
     .expect("strings serialize");
-    let (check_uri, err_uri): (Arc<str>, Arc<str>) = (uri.into(), uri.into());
+    let check_uri: Arc<str> = uri.into();
+    let err_uri = check_uri.clone();
     let (name, version) = (r.name, r.version);
     Box::new(
         PluginRequest::new(method::RESOURCES_READ, uri, params)
             .check_with(move |v| {
                 let same = std::ptr::eq(v, version as *const _)
-                    || resolve_in(v, &check_uri).as_deref() == Some(name.as_str());
+                    || resolve_in(v, &check_uri).as_deref() == Some(&*name);
                 if same {
                     Ok(())
                 } else {
