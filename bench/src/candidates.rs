@@ -24,6 +24,19 @@ pub struct Candidate {
     how: How,
     /// Whether the slow-tool line can be measured through it (toolhost with faulty).
     pub slow_capable: bool,
+    /// Whether it serves resources (toolhost, with faulty): the read row.
+    pub reads: bool,
+}
+
+/// What a run measures.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The `add` workload.
+    Calls,
+    /// The `add` workload and the slow-tool line (the slow plugin folder).
+    Slow,
+    /// `resources/read` against a `tools/call` of the same size (the slow plugin folder).
+    Read,
 }
 
 enum How {
@@ -46,12 +59,17 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
         name: "floor (hand-written responder)".into(),
         how: How::Floor,
         slow_capable: false,
+        reads: false,
     }];
     let toolhost = |isolate: bool| {
+        let plugins = match (&cli.hook_plugins, cli.hooks) {
+            (Some(dir), true) => dir,
+            _ => &cli.plugins,
+        };
         let mut args = vec![
             "chat".to_string(),
             "--plugins".into(),
-            cli.plugins.display().to_string(),
+            plugins.display().to_string(),
         ];
         if isolate {
             args.push("--isolate".into());
@@ -63,16 +81,21 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
             plugins_arg: Some(2),
         }
     };
+    if cli.hooks {
+        return hook_candidates(cli, out, toolhost);
+    }
     out.push(Candidate {
         name: "toolhost (in process)".into(),
         how: toolhost(false),
         slow_capable: true,
+        reads: true,
     });
     if supports_isolate(cli)? {
         out.push(Candidate {
             name: "toolhost (--isolate)".into(),
             how: toolhost(true),
             slow_capable: false,
+            reads: true,
         });
     }
     if let Some(rs) = &cli.rs_peer {
@@ -85,6 +108,7 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
                 plugins_arg: None,
             },
             slow_capable: false,
+            reads: false,
         });
     }
     // Script peers: an interpreter running a script.
@@ -103,6 +127,7 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
                     plugins_arg: None,
                 },
                 slow_capable: false,
+                reads: false,
             });
         }
     }
@@ -110,6 +135,46 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
         matches!(c.how, How::Floor)
             || cli.only.is_empty()
             || cli.only.iter().any(|o| c.name.contains(o.as_str()))
+    });
+    Ok(out)
+}
+
+/// `--hooks`: toolhost with guard, in process and isolated, and toolhost with no hook plugin
+/// (a callback nothing matches: what registering every event costs per callback).
+fn hook_candidates(
+    cli: &Cli,
+    mut out: Vec<Candidate>,
+    toolhost: impl Fn(bool) -> How,
+) -> Result<Vec<Candidate>> {
+    if cli.hook_plugins.is_none() {
+        bail!("--hooks needs --hook-plugins (a folder with calc and guard)");
+    }
+    out.push(Candidate {
+        name: "toolhost, guard (in process)".into(),
+        how: toolhost(false),
+        slow_capable: false,
+        reads: false,
+    });
+    out.push(Candidate {
+        name: "toolhost, guard (--isolate)".into(),
+        how: toolhost(true),
+        slow_capable: false,
+        reads: false,
+    });
+    out.push(Candidate {
+        name: "toolhost, no hook plugin".into(),
+        how: How::Host {
+            program: cli.toolhost.clone(),
+            args: vec![
+                "chat".into(),
+                "--plugins".into(),
+                cli.plugins.display().to_string(),
+            ],
+            cli_flag: Some("--claude"),
+            plugins_arg: None,
+        },
+        slow_capable: false,
+        reads: false,
     });
     Ok(out)
 }
@@ -127,6 +192,12 @@ impl Candidate {
     /// One run: spawn, handshake, workload. `slow` adds the slow-tool line (toolhost only,
     /// with `--slow-plugins`).
     pub fn run(&self, cli: &Cli, slow: bool) -> Result<Report> {
+        self.run_mode(cli, if slow { Mode::Slow } else { Mode::Calls })
+    }
+
+    /// One run measuring `mode`.
+    pub fn run_mode(&self, cli: &Cli, mode: Mode) -> Result<Report> {
+        let slow = mode != Mode::Calls;
         match &self.how {
             How::Floor => run_floor(cli),
             How::Host {
@@ -162,8 +233,17 @@ impl Candidate {
                     .env("TOOLHOST_BENCH_DEPTH", cli.concurrency.to_string())
                     .stdin(Stdio::null())
                     .stdout(Stdio::null());
-                if slow {
-                    cmd.env("TOOLHOST_BENCH_SLOW", "1");
+                match mode {
+                    Mode::Calls => {}
+                    Mode::Slow => {
+                        cmd.env("TOOLHOST_BENCH_SLOW", "1");
+                    }
+                    Mode::Read => {
+                        cmd.env("TOOLHOST_BENCH_READ", "1");
+                    }
+                }
+                if cli.hooks {
+                    cmd.env("TOOLHOST_BENCH_HOOKS", "1");
                 }
                 let child = cmd
                     .spawn()
@@ -199,7 +279,11 @@ fn run_floor(cli: &Cli) -> Result<Report> {
     let started = Instant::now();
     peer.handshake("calc", "add")?;
     let handshake_ms = started.elapsed().as_secs_f64() * 1e3;
-    let mut report = workload(&mut peer, cli.n, cli.concurrency, false)?;
+    let mut report = if cli.hooks {
+        crate::client::hook_workload(&mut peer, cli.n)?
+    } else {
+        workload(&mut peer, cli.n, cli.concurrency, false)?
+    };
     report.handshake_ms = handshake_ms;
     drop(peer);
     let _ = child.kill();

@@ -1,5 +1,6 @@
 //! The floor: a minimal responder with no plugin, no router and no schema check, answering
-//! each `mcp_message` by hand. What any host must at least spend on the same lines.
+//! each `mcp_message` (and, for `--hooks`, each PreToolUse `hook_callback`, refusing Bash
+//! commands on a deny list) by hand. What any host must at least spend on the same lines.
 
 use std::io::{BufRead, BufWriter, Write};
 
@@ -11,6 +12,52 @@ struct FloorLine<'a> {
     #[serde(borrow)]
     request_id: &'a str,
     request: FloorRequest,
+}
+
+/// A `hook_callback` line: only what a Bash guard looks at.
+#[derive(Deserialize)]
+struct HookLine<'a> {
+    #[serde(borrow)]
+    request_id: &'a str,
+    request: HookRequest,
+}
+
+#[derive(Deserialize)]
+struct HookRequest {
+    input: HookInput,
+}
+
+#[derive(Deserialize)]
+struct HookInput {
+    tool_name: String,
+    tool_input: HookToolInput,
+}
+
+#[derive(Deserialize)]
+struct HookToolInput {
+    #[serde(default)]
+    command: String,
+}
+
+/// What the floor refuses (the guard example's default list, as plain substrings).
+const DENY: &[&str] = &["rm -rf", "git push --force"];
+
+/// The floor's answer to a PreToolUse callback: a deny for Bash commands on the list.
+fn hook_answer(req: &HookLine<'_>) -> String {
+    let input = &req.request.input;
+    let refused = (input.tool_name == "Bash")
+        .then(|| DENY.iter().find(|d| input.tool_input.command.contains(*d)))
+        .flatten();
+    let response = match refused {
+        Some(d) => format!(
+            r#"{{"hookSpecificOutput":{{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"refused: {d}"}}}}"#
+        ),
+        None => "{}".to_string(),
+    };
+    format!(
+        r#"{{"type":"control_response","response":{{"subtype":"success","request_id":"{}","response":{response}}}}}"#,
+        req.request_id
+    )
 }
 
 #[derive(Deserialize)]
@@ -43,6 +90,11 @@ pub fn serve() -> Result<()> {
     let mut out = BufWriter::new(std::io::stdout().lock());
     for line in stdin.lines() {
         let line = line?;
+        if let Ok(hook) = serde_json::from_str::<HookLine>(&line) {
+            writeln!(out, "{}", hook_answer(&hook))?;
+            out.flush()?;
+            continue;
+        }
         let Ok(req) = serde_json::from_str::<FloorLine>(&line) else {
             continue;
         };

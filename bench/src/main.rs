@@ -1,4 +1,5 @@
-//! Round trip of `tools/call` through the real stdio path, for toolhost and its peers.
+//! Round trip of `tools/call` through the real stdio path, for toolhost and its peers (and
+//! toolhost's `resources/read` against a `tools/call` of the same size).
 //!
 //! This one binary plays three roles:
 //! - the **driver** (default): runs every candidate `--runs` times and prints one table;
@@ -29,7 +30,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use serde_json::json;
 
-use client::{workload, Peer};
+use client::{hook_workload, workload, Peer};
 
 #[derive(Parser)]
 #[command(about = "Benchmark the tools/call round trip of toolhost and its peers")]
@@ -69,6 +70,13 @@ pub struct Cli {
     /// Print every run as JSON instead of the table.
     #[arg(long)]
     json: bool,
+    /// Measure PreToolUse `hook_callback` round trips instead of tool calls: the floor, toolhost
+    /// with the guard plugin (`--hook-plugins`), and toolhost with no hook plugin (`--plugins`).
+    #[arg(long)]
+    hooks: bool,
+    /// A plugin folder holding calc and guard (with a `toolhost.toml` turning guard's log off).
+    #[arg(long)]
+    hook_plugins: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Clone, Copy)]
@@ -90,6 +98,9 @@ fn main() -> Result<()> {
     }
 }
 
+/// Characters of text answered by the read and the call the read row weighs against each other.
+const READ_CHARS: usize = 64;
+
 /// The fake CLI: waits for the candidate's `initialize`, then measures.
 fn fake_cli() -> Result<()> {
     let started = Instant::now();
@@ -97,6 +108,8 @@ fn fake_cli() -> Result<()> {
     let n: usize = std::env::var("TOOLHOST_BENCH_N")?.parse()?;
     let depth: usize = std::env::var("TOOLHOST_BENCH_DEPTH")?.parse()?;
     let slow = std::env::var_os("TOOLHOST_BENCH_SLOW").is_some();
+    let read = std::env::var_os("TOOLHOST_BENCH_READ").is_some();
+    let hooks = std::env::var_os("TOOLHOST_BENCH_HOOKS").is_some();
     let mut peer = Peer::new(
         Box::new(BufReader::new(std::io::stdin())),
         Box::new(BufWriter::new(std::io::stdout())),
@@ -105,7 +118,19 @@ fn fake_cli() -> Result<()> {
         peer.await_request("initialize")?;
         peer.handshake("calc", "add")?;
         let handshake_ms = started.elapsed().as_secs_f64() * 1e3;
-        let mut report = workload(&mut peer, n, depth, slow)?;
+        if read {
+            peer.handshake("faulty", "large")?;
+            return anyhow::Ok(client::Report {
+                handshake_ms,
+                read: Some(client::read_workload(&mut peer, n, READ_CHARS)?),
+                ..Default::default()
+            });
+        }
+        let mut report = if hooks {
+            hook_workload(&mut peer, n)?
+        } else {
+            workload(&mut peer, n, depth, slow)?
+        };
         report.handshake_ms = handshake_ms;
         anyhow::Ok(report)
     })();
@@ -144,10 +169,23 @@ fn drive(cli: &Cli) -> Result<()> {
         &cli.slow_plugins,
         candidates.iter().find(|c| c.slow_capable),
     ) {
-        (Some(_), Some(c)) => Some(c.run(cli, true)?),
+        (Some(_), Some(c)) if !cli.hooks => Some(c.run(cli, true)?),
         _ => None,
     };
+    // toolhost's resources/read against a tools/call of the same size, in process and isolated
+    // (the plugin folder of the slow line holds faulty).
+    let mut reads = Vec::new();
+    if cli.slow_plugins.is_some() && !cli.hooks {
+        for c in candidates.iter().filter(|c| c.reads) {
+            let r = c.run_mode(cli, candidates::Mode::Read)?;
+            reads.push((c.name.clone(), r.read.context("no read figures")?));
+        }
+    }
     if cli.json {
+        let reads: Vec<_> = reads
+            .iter()
+            .map(|(name, r)| json!({"candidate": name, "read": r}))
+            .collect();
         let all: Vec<_> = candidates
             .iter()
             .zip(&runs)
@@ -155,10 +193,15 @@ fn drive(cli: &Cli) -> Result<()> {
             .collect();
         println!(
             "{}",
-            json!({"n": cli.n, "concurrency": cli.concurrency, "candidates": all, "slow": slow})
+            json!({"n": cli.n, "concurrency": cli.concurrency, "candidates": all, "slow": slow, "reads": reads})
         );
         return Ok(());
     }
-    table::print(cli, &candidates, &runs, slow.as_ref());
+    if cli.hooks {
+        table::print_hooks(cli, &candidates, &runs);
+    } else {
+        table::print(cli, &candidates, &runs, slow.as_ref());
+        table::print_reads(cli, &reads);
+    }
     Ok(())
 }

@@ -7,6 +7,10 @@
 //! env = { RUST_LOG = "debug" }
 //! config = { precision = 3 } # handed to the plugin when it loads
 //!
+//! [plugin.guard]
+//! hook_timeout = 2          # seconds per hook (default 5)
+//! on_error = "allow"        # a failed hook lets the event through ("deny": refuses it)
+//!
 //! [plugin.notes]
 //! memory = "512M"           # its worker's memory (implies isolate)
 //! processes = 64            # its worker's processes and threads
@@ -168,7 +172,41 @@ pub struct PluginSettings {
     /// Processes and threads of its worker together; implies `isolate`.
     #[serde(default, deserialize_with = "limits::processes")]
     pub processes: Option<Limit>,
+    /// Time limit of one hook or permission check (seconds; default [`DEFAULT_HOOK_TIMEOUT`]).
+    #[serde(default, deserialize_with = "seconds")]
+    pub hook_timeout: Option<Duration>,
+    /// What a hook that fails (panics, crashes, times out, answers nonsense) counts as; unset,
+    /// [`OnError::default_for`] the event.
+    #[serde(default)]
+    pub on_error: Option<OnError>,
 }
+
+/// Default time limit of one hook: hooks sit in the path of every tool call.
+pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What a failed hook or permission check counts as (`on_error`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnError {
+    /// The event goes on as if the hook had not been there.
+    Allow,
+    /// The event is refused (a tool call denied), naming the plugin.
+    Deny,
+}
+
+impl OnError {
+    /// Unset `on_error`: closed (deny) where the hook guards something, a tool call before it
+    /// runs or a permission, open (allow) for the events that only observe or add context.
+    pub fn default_for(event: &str) -> OnError {
+        match event {
+            "PreToolUse" | "PermissionRequest" | PERMISSION_POLICY => OnError::Deny,
+            _ => OnError::Allow,
+        }
+    }
+}
+
+/// The name permission policies go by where hooks have an event (`on_error`, messages).
+pub const PERMISSION_POLICY: &str = "permission";
 
 impl PluginSettings {
     /// Why this host cannot apply these settings, if it cannot: it runs every plugin in
@@ -526,7 +564,8 @@ timeout = 10
         assert_eq!(
             error("[plugin.calc]\ntimout = 5\n"),
             "/p/toolhost.toml:2: plugin.calc.timout: unknown key \
-             (expected one of isolate, timeout, env, config, sandbox, memory, processes)"
+             (expected one of isolate, timeout, env, config, sandbox, memory, processes, \
+             hook_timeout, on_error)"
         );
         assert_eq!(
             error("[plugin.calc.sandbox]\nnet = true\nreed = []\n"),
@@ -638,6 +677,30 @@ timeout = 10
         );
         // A sandbox's defaults are not the table's: the sandbox itself is what is refused.
         assert_eq!(c.plugin("c").unwrap().unbounded("c"), None);
+    }
+
+    #[test]
+    fn hook_settings_are_checked() {
+        let c = parse("[plugin.guard]\nhook_timeout = 0.5\non_error = \"allow\"\n").unwrap();
+        let guard = c.plugin("guard").unwrap();
+        assert_eq!(guard.hook_timeout, Some(Duration::from_millis(500)));
+        assert_eq!(guard.on_error, Some(OnError::Allow));
+        let e = error("[plugin.guard]\non_error = \"maybe\"\n");
+        assert!(
+            e.starts_with("/p/toolhost.toml:2: plugin.guard.on_error: unknown variant `maybe`"),
+            "{e}"
+        );
+        assert!(e.contains("expected `allow` or `deny`"), "{e}");
+        let e = error("[plugin.guard]\nhook_timeout = -1\n");
+        assert!(
+            e.contains("plugin.guard.hook_timeout: invalid value"),
+            "{e}"
+        );
+        assert_eq!(OnError::default_for("PreToolUse"), OnError::Deny);
+        assert_eq!(OnError::default_for(PERMISSION_POLICY), OnError::Deny);
+        assert_eq!(OnError::default_for("PermissionRequest"), OnError::Deny);
+        assert_eq!(OnError::default_for("PostToolUse"), OnError::Allow);
+        assert_eq!(OnError::default_for("UserPromptSubmit"), OnError::Allow);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Value};
 use toolhost::{
     chat::{default_plugin_dir, ChatArgs},
-    handler::{CallError, Router},
+    handler::{CallError, Router, Scope},
     model::{tool_json, ContentOut},
     plugin::CallControl,
     plugin_dir::{self, Prepared},
@@ -133,7 +133,8 @@ fn parse_addr(s: &str) -> Result<std::net::SocketAddr, String> {
 
 #[derive(Subcommand)]
 enum Command {
-    /// List the plugins in the folder, their tools, and the files that failed to load.
+    /// List the plugins in the folder, their tools, resources and prompts, and the files that
+    /// failed to load.
     List {
         #[command(flatten)]
         opts: PluginOpts,
@@ -155,6 +156,52 @@ enum Command {
         #[command(flatten)]
         limits: CallLimits,
     },
+    /// Read one resource of a plugin and print it: text as it is, a binary one as base64 (or
+    /// into --out FILE). Exits with 1 when the plugin fails to read it, 2 when no plugin
+    /// serves the URI. `toolhost read notes://7`.
+    Read {
+        /// The resource's URI (a fixed one, or one matching a plugin's URI template).
+        uri: String,
+        /// Write the content to FILE instead (a binary one decoded).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        opts: PluginOpts,
+        #[command(flatten)]
+        limits: CallLimits,
+    },
+    /// Get one prompt of a plugin and print its messages; exits with 1 when the plugin fails.
+    /// `toolhost prompt calc.explain x=3 y=4` (or values in the declared order).
+    Prompt {
+        /// The prompt as `PLUGIN.PROMPT`.
+        target: String,
+        /// Its arguments: `name=value`, or values in the declared order.
+        #[arg(value_name = "ARGS")]
+        args: Vec<String>,
+        /// Print the `GetPromptResult` as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        opts: PluginOpts,
+        #[command(flatten)]
+        limits: CallLimits,
+    },
+    /// Run one event's matching hooks of one plugin, as `chat` would, and print the answer the
+    /// CLI would get. For plugin authors:
+    /// `toolhost hook guard PreToolUse '{"tool_name":"Bash","tool_input":{"command":"rm -rf /"}}'`.
+    /// EVENT `permission` asks the plugin's permission policy instead (the input is then a
+    /// `can_use_tool` question: `{"tool_name":..,"input":{..}}`).
+    Hook {
+        /// The plugin.
+        plugin: String,
+        /// The event (`PreToolUse`, `UserPromptSubmit`, ...), or `permission`.
+        event: String,
+        /// The event's input as a JSON object (`hook_event_name` is filled in).
+        #[arg(default_value = "{}")]
+        input: String,
+        #[command(flatten)]
+        opts: PluginOpts,
+    },
     /// Talk to Claude through the `claude` CLI, with every plugin served as an in-process MCP
     /// server. With a PROMPT: one conversation; without: one prompt per line from stdin.
     Chat {
@@ -163,9 +210,10 @@ enum Command {
         #[command(flatten)]
         chat: ChatArgs,
     },
-    /// Serve every plugin's tools as one MCP server on stdin/stdout (NDJSON JSON-RPC), or with
-    /// `--http` as a Streamable HTTP server for many clients. Tools are named
-    /// `<plugin>__<tool>`; a reload sends `notifications/tools/list_changed`.
+    /// Serve every plugin's tools, resources and prompts as one MCP server on stdin/stdout
+    /// (NDJSON JSON-RPC), or with `--http` as a Streamable HTTP server for many clients. Tools
+    /// and prompts are named `<plugin>__<name>`, resources keep their URIs; a reload sends the
+    /// list-changed notifications.
     Serve {
         #[command(flatten)]
         opts: PluginOpts,
@@ -257,6 +305,9 @@ fn main() -> ExitCode {
         cli.command,
         Command::List { .. }
             | Command::Call { .. }
+            | Command::Read { .. }
+            | Command::Prompt { .. }
+            | Command::Hook { .. }
             | Command::New { .. }
             | Command::Doctor { .. }
             | Command::Completions { .. }
@@ -267,7 +318,13 @@ fn main() -> ExitCode {
     // would say it twice. `chat` says load failures, timeouts and oversized results in its
     // own lines, so their log lines are left out there.
     init_logging(match cli.command {
-        Command::List { .. } | Command::Call { .. } | Command::Doctor { .. } => "error",
+        Command::List { .. }
+        | Command::Call { .. }
+        | Command::Read { .. }
+        | Command::Prompt { .. }
+        | Command::Doctor { .. } => "error",
+        // A failing hook's warning is what its author wants to see.
+        Command::Hook { .. } => "warn,toolhost::registry=error",
         Command::Chat { .. } => {
             "warn,toolhost::registry=error,toolhost::registry::watch=warn,toolhost::handler::call=error"
         }
@@ -299,6 +356,25 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let (plugin, tool, args) = call_target(&target, &rest)?;
             call(&opts, &limits, plugin, tool, args)
         }
+        Command::Read {
+            uri,
+            out,
+            opts,
+            limits,
+        } => read(&opts, &limits, &uri, out.as_deref()),
+        Command::Prompt {
+            target,
+            args,
+            json,
+            opts,
+            limits,
+        } => prompt(&opts, &limits, &target, &args, json),
+        Command::Hook {
+            plugin,
+            event,
+            input,
+            opts,
+        } => hook(&opts, &plugin, &event, &input),
         Command::Chat { opts, chat } => {
             runtime()?.block_on(toolhost::chat::run(chat, opts.open_registry()?))
         }
@@ -489,6 +565,12 @@ fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
                     "description": m.description,
                     "file": p.file(),
                     "tools": m.tools.iter().map(tool_json).collect::<Vec<_>>(),
+                    "resources": m.extras.resources,
+                    "resourceTemplates": m.extras.resource_templates,
+                    "listsResources": m.extras.lists_resources,
+                    "prompts": m.extras.prompts,
+                    "hooks": m.extras.hooks,
+                    "permission": m.extras.permission,
                 })
             })
             .collect();
@@ -520,6 +602,19 @@ fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
                 let args = toolhost::chat::catalog::signature(&t.input_schema, &Default::default());
                 println!("  - {}({args}): {first_line}", t.name);
             }
+            print!("{}", offers_text(&m.extras));
+            for h in &m.extras.hooks {
+                let matcher = h.matcher.as_deref().map(|m| format!(" [{m}]"));
+                println!(
+                    "  hook {}{}: {}",
+                    h.event,
+                    matcher.unwrap_or_default(),
+                    h.id
+                );
+            }
+            if m.extras.permission {
+                println!("  permission policy");
+            }
         }
         for (file, error) in &failed {
             println!("failed: {}: {error}", file.display());
@@ -528,6 +623,254 @@ fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
             println!("{}", plugin_dir::empty_hint(&opts.plugins));
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The resources, templates and prompts of a plugin under its entry in `toolhost list`.
+fn offers_text(e: &toolhost::model::Extras) -> String {
+    let about = |title: &Option<String>, description: &Option<String>| {
+        let text = description.as_deref().or(title.as_deref()).unwrap_or("");
+        match text.lines().next() {
+            Some(first) if !first.is_empty() => format!(": {first}"),
+            _ => String::new(),
+        }
+    };
+    let mut out = String::new();
+    for r in &e.resources {
+        let mime = r
+            .mime_type
+            .as_deref()
+            .map(|m| format!(" [{m}]"))
+            .unwrap_or_default();
+        let about = about(&r.title, &r.description);
+        out.push_str(&format!(
+            "  - resource {} ({}){mime}{about}
+",
+            r.uri, r.name
+        ));
+    }
+    for t in &e.resource_templates {
+        let mime = t
+            .mime_type
+            .as_deref()
+            .map(|m| format!(" [{m}]"))
+            .unwrap_or_default();
+        let about = about(&t.title, &t.description);
+        out.push_str(&format!(
+            "  - template {} ({}){mime}{about}
+",
+            t.uri_template, t.name
+        ));
+    }
+    if e.lists_resources {
+        out.push_str(
+            "  - more resources listed by the plugin itself
+",
+        );
+    }
+    for p in &e.prompts {
+        let args: Vec<String> = p
+            .arguments
+            .iter()
+            .map(|a| {
+                if a.required {
+                    a.name.clone()
+                } else {
+                    format!("{}?", a.name)
+                }
+            })
+            .collect();
+        let about = about(&p.title, &p.description);
+        out.push_str(&format!(
+            "  - prompt {}({}){about}
+",
+            p.name,
+            args.join(", ")
+        ));
+    }
+    out
+}
+
+/// `toolhost read`: one resource through the router, like a `resources/read` of the
+/// all-plugins server (timeout, size limit, isolation), printed or written to `out`.
+fn read(
+    opts: &PluginOpts,
+    limits: &CallLimits,
+    uri: &str,
+    out: Option<&std::path::Path>,
+) -> anyhow::Result<ExitCode> {
+    use base64::Engine as _;
+    let registry = opts.open_registry_waiting()?;
+    let router = Router::new(registry.clone(), limits.router_config());
+    let offers = router.offers(Scope::All).expect("the all-plugins scope");
+    if offers.resolve(uri).is_none() {
+        for (file, error) in registry.failures() {
+            eprintln!("toolhost: {}: {error}", file.display());
+        }
+        let mut served: Vec<String> = Vec::new();
+        for p in registry.plugins() {
+            let e = &p.manifest().extras;
+            served.extend(e.resources.iter().map(|r| r.uri.clone()));
+            served.extend(e.resource_templates.iter().map(|t| t.uri_template.clone()));
+        }
+        let served = if served.is_empty() {
+            "no plugin serves resources".to_string()
+        } else {
+            format!("served: {}", served.join(", "))
+        };
+        bail!("resource not found: {uri} ({served})");
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let control = Arc::new(CallControl::new("cli", None));
+    let answer = rt.block_on(router.read_resource(uri, control));
+    rt.shutdown_timeout(Duration::from_millis(100));
+    let json = match answer {
+        Ok(json) => json,
+        Err(e) => {
+            eprintln!("toolhost: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let result: Value = serde_json::from_str(&json).context("the plugin's answer")?;
+    let contents = result["contents"].as_array().cloned().unwrap_or_default();
+    if let Some(file) = out {
+        let [one] = contents.as_slice() else {
+            bail!(
+                "--out takes one content, and the resource has {}",
+                contents.len()
+            );
+        };
+        let bytes = match (one["text"].as_str(), one["blob"].as_str()) {
+            (Some(t), _) => t.as_bytes().to_vec(),
+            (None, Some(b)) => base64::engine::general_purpose::STANDARD
+                .decode(b)
+                .context("the plugin's blob is not base64")?,
+            _ => bail!("the resource's content has neither text nor blob"),
+        };
+        std::fs::write(file, bytes).with_context(|| format!("cannot write {}", file.display()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for c in &contents {
+        match (c["text"].as_str(), c["blob"].as_str()) {
+            (Some(t), _) if t.ends_with('\n') => print!("{t}"),
+            (Some(t), _) => println!("{t}"),
+            (None, Some(b)) => println!("{b}"),
+            _ => println!("{c}"),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `toolhost prompt`: one prompt through the router, like a `prompts/get` (the host's check
+/// of its arguments, timeout, size limit, isolation), its messages printed.
+fn prompt(
+    opts: &PluginOpts,
+    limits: &CallLimits,
+    target: &str,
+    words: &[String],
+    as_json: bool,
+) -> anyhow::Result<ExitCode> {
+    use toolhost::chat::prompts;
+    let Some((plugin, name)) = target.split_once('.') else {
+        bail!("give the prompt as PLUGIN.PROMPT, like `calc.explain`");
+    };
+    let registry = opts.open_registry_waiting()?;
+    let plugins = registry.plugins();
+    let decl = match prompts::find(&plugins, plugin, name) {
+        Ok(d) => d,
+        Err(e) => {
+            for (file, error) in registry.failures() {
+                eprintln!("toolhost: {}: {error}", file.display());
+            }
+            bail!("{e}");
+        }
+    };
+    let arguments = prompts::arguments(decl, words)
+        .map_err(|e| anyhow::anyhow!("{e} (usage: {})", prompts::usage(plugin, decl)))?;
+    let router = Router::new(registry.clone(), limits.router_config());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let control = Arc::new(CallControl::new("cli", None));
+    let answer = rt.block_on(router.get_prompt(plugin, name, arguments, control));
+    rt.shutdown_timeout(Duration::from_millis(100));
+    let json = match answer {
+        Ok(json) => json,
+        Err(e) => {
+            eprintln!("toolhost: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let result: Value = serde_json::from_str(&json).context("the plugin's answer")?;
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        print!("{}", prompts::messages_text(&result));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `toolhost hook`: one event's hooks of one plugin through the router (its timeout,
+/// `on_error`, the merging of `chat`), the answer printed as JSON.
+fn hook(opts: &PluginOpts, plugin: &str, event: &str, input: &str) -> anyhow::Result<ExitCode> {
+    use toolhost::service::hooks::{Hooks, EVENTS};
+    let mut input: Value = serde_json::from_str(input).context("the input is not valid JSON")?;
+    let Some(fields) = input.as_object_mut() else {
+        bail!("the input must be a JSON object, like '{{\"tool_name\": \"Bash\"}}'");
+    };
+    let policy = event == "permission";
+    if !policy && !EVENTS.contains(&event) {
+        bail!(
+            "`{event}` is not an event the CLI sends (one of {}, or `permission`)",
+            EVENTS.join(", ")
+        );
+    }
+    if policy {
+        fields
+            .entry("subtype")
+            .or_insert_with(|| json!("can_use_tool"));
+    } else {
+        fields
+            .entry("hook_event_name")
+            .or_insert_with(|| json!(event));
+    }
+    let registry = opts.open_registry_waiting()?;
+    let Some(loaded) = registry.get(plugin) else {
+        let plugins = registry.plugins();
+        let names: Vec<&str> = plugins.iter().map(|p| p.name()).collect();
+        bail!(
+            "no plugin named `{plugin}` is loaded (in {}; found: {})",
+            opts.plugins.display(),
+            names.join(", ")
+        );
+    };
+    let extras = &loaded.manifest().extras;
+    if policy && !extras.permission {
+        bail!("plugin {plugin} has no permission policy");
+    }
+    if !policy && !extras.hooks.iter().any(|h| h.event == event) {
+        bail!("plugin {plugin} has no {event} hook");
+    }
+    let router = Router::new(registry, Default::default());
+    let rt = runtime()?;
+    let answer = rt.block_on(async {
+        let hooks = Hooks::new(router);
+        if policy {
+            let answer = hooks.ask_policies(input, Some(plugin)).await;
+            answer.unwrap_or_else(|| json!({"behavior": "defer"}))
+        } else {
+            let outcome = hooks.run_event(input, Some(plugin)).await;
+            if outcome.matched == 0 {
+                eprintln!("toolhost: no {event} hook of {plugin} matches this input");
+            }
+            outcome.answer
+        }
+    });
+    // A hung hook is not waited for.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    println!("{}", serde_json::to_string_pretty(&answer)?);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -302,10 +302,19 @@ async fn router_methods_and_errors() {
 
     // Control requests the host does not serve get a control-level error.
     cli.send(
-        json!({"type":"control_request","request_id":"h1","request":{"subtype":"hook_callback"}}),
+        json!({"type":"control_request","request_id":"h1","request":{"subtype":"no_such_request"}}),
     )
     .await;
     assert_eq!(cli.response("h1").await["response"]["subtype"], "error");
+    // A hook callback in a session without hooks: nothing to say (docs/protocol.md §14.3).
+    cli.send(
+        json!({"type":"control_request","request_id":"h2","request":{"subtype":"hook_callback",
+        "callback_id":"toolhost_PreToolUse","input":{"hook_event_name":"PreToolUse"}}}),
+    )
+    .await;
+    let r = cli.response("h2").await;
+    assert_eq!(r["response"]["subtype"], "success", "{r}");
+    assert_eq!(r["response"]["response"], json!({}), "{r}");
     // Without --ask, permission questions are refused with a reason.
     cli.send(
         json!({"type":"control_request","request_id":"q1","request":{"subtype":"can_use_tool",

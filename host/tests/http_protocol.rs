@@ -106,13 +106,29 @@ async fn modern_requests_stand_alone() {
         .send()
         .await;
     assert_eq!(r.status, 202);
-    // No GET stream and no DELETE without a session.
+    // No GET stream and no DELETE without a session, nor for a 2026-07-28 client with a
+    // stray session header.
+    let id = server.initialize("/mcp").await;
     for method in ["GET", "DELETE"] {
         let r = Req::new(server.addr, method, "/mcp")
             .header("accept", "text/event-stream")
             .send()
             .await;
         assert_eq!(r.status, 405, "{method}");
+        let r = Req::new(server.addr, method, "/mcp")
+            .header("accept", "text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-session-id", &id)
+            .send()
+            .await;
+        assert_eq!(r.status, 405, "{method}");
+        let r = Req::new(server.addr, method, "/mcp")
+            .header("accept", "text/event-stream")
+            .header("mcp-protocol-version", "1999-01-01")
+            .header("mcp-session-id", &id)
+            .send()
+            .await;
+        assert_eq!(r.status, 400, "{method}");
     }
 }
 
@@ -378,7 +394,7 @@ async fn cancellation_reaches_only_the_sessions_own_call() {
             .send()
     };
     let call_a = tokio::spawn(call(&a, &marker_a, 30_000));
-    let call_b = tokio::spawn(call(&b, &marker_b, 1_000));
+    let call_b = tokio::spawn(call(&b, &marker_b, 2_000));
     common::eventually(WAIT, "both calls run", || {
         server.router.calls_in_flight() == 2
     })
@@ -398,7 +414,7 @@ async fn cancellation_reaches_only_the_sessions_own_call() {
         "{reply_a}"
     );
     let reply_b = call_b.await.unwrap().json();
-    assert_eq!(reply_b["result"]["content"][0]["text"], "slept 1000 ms");
+    assert_eq!(reply_b["result"]["content"][0]["text"], "slept 2000 ms");
     assert!(std::fs::read_to_string(&marker_a)
         .unwrap()
         .contains("cancelled"));

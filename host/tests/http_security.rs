@@ -44,10 +44,12 @@ async fn no_token_or_a_wrong_one_is_401_and_runs_nothing() {
     ] {
         let r = session_less(auth).send().await;
         assert_eq!(r.status, 401, "{auth:?}: {}", r.body);
-        assert_eq!(
-            r.header("www-authenticate"),
-            Some(r#"Bearer realm="toolhost""#)
-        );
+        let challenge = if auth.is_some() {
+            r#"Bearer realm="toolhost", error="invalid_token""#
+        } else {
+            r#"Bearer realm="toolhost""#
+        };
+        assert_eq!(r.header("www-authenticate"), Some(challenge));
         assert_eq!(r.json()["error"]["code"], -32000);
         // A 2025-11-25 client cannot even open a session.
         let mut init = server.post(

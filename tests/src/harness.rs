@@ -164,6 +164,15 @@ impl Sandbox {
         fs::rename(&tmp, self.plugin_dir().join(file_name)).expect("rename plugin into place");
     }
 
+    /// Writes the plugin folder's `toolhost.toml` (mode 0644: the host refuses settings others
+    /// can change).
+    pub fn write_config(&self, text: &str) {
+        let tmp = self.path().join(".toolhost.toml.tmp");
+        fs::write(&tmp, text).expect("write toolhost.toml");
+        set_mode(&tmp, 0o644);
+        fs::rename(&tmp, self.plugin_dir().join("toolhost.toml")).expect("rename toolhost.toml");
+    }
+
     /// Deletes a plugin's library from the plugin folder.
     pub fn remove_plugin(&self, plugin: &str) {
         fs::remove_file(self.plugin_dir().join(lib_name(plugin))).expect("remove plugin");

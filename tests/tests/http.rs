@@ -6,7 +6,7 @@ use std::{process::Command, time::Duration};
 
 use serde_json::{json, Value};
 use toolhost_e2e::{
-    cli_test, eventually,
+    call_turn, cli_test, eventually,
     http::{modern, python_mcp_or_skip, HttpServe, TOKEN},
     sdk::user_turn,
     FakeApi, Sandbox, STEP,
@@ -181,3 +181,48 @@ fn two_replicas_share_a_plugin_folder_and_serve_a_client_alternating_between_the
         );
     }
 }
+
+cli_test!(
+    fn chat_names_a_tool_of_an_http_server_by_its_server_and_shows_the_clis_error() {
+        let sandbox = Sandbox::new(&["calc"]);
+        let mut server = HttpServe::start(&sandbox, &[]);
+        let config = sandbox.path().join("mcp.json");
+        let servers = json!({"mcpServers": {"th": {
+            "type": "http",
+            "url": server.url("/mcp"),
+            "headers": {"Authorization": format!("Bearer {TOKEN}")},
+        }}});
+        std::fs::write(&config, servers.to_string()).unwrap();
+        let fake = FakeApi::call_policy();
+        let mut chat = sandbox.chat(
+            &fake,
+            &[
+                "--mcp-config",
+                config.to_str().unwrap(),
+                "--allowed-tools",
+                "mcp__th",
+            ],
+        );
+        call_turn(&mut chat, r#"[["mcp__th__calc__add",{"x":5,"y":3}]]"#);
+        let lines = chat.stdout_lines();
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("th/calc__add") && l.ends_with("→ 8")),
+            "{lines:#?}"
+        );
+        // The server goes away: the call fails, and the line says what the CLI says, not that
+        // a plugin `th` was removed.
+        server.proc.kill();
+        call_turn(&mut chat, r#"[["mcp__th__calc__add",{"x":1,"y":1}]]"#);
+        let lines = chat.stdout_lines();
+        let failed = lines
+            .iter()
+            .find(|l| l.starts_with("✗ th/calc__add"))
+            .unwrap_or_else(|| panic!("no failed th/calc__add line in {lines:#?}"));
+        assert!(!failed.contains("plugin th removed"), "{failed}");
+        let result = fake.last_request().tool_results();
+        assert!(result[0].is_error, "{result:#?}");
+        chat.finish();
+    }
+);

@@ -1346,3 +1346,488 @@ cli_test!(
         cli.finish();
     }
 );
+
+/// Every hook event the CLI's own list names (2.1.328 to 2.1.331), in that order.
+const HOOK_EVENTS: [&str; 33] = [
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PostToolBatch",
+    "Notification",
+    "UserPromptSubmit",
+    "UserPromptExpansion",
+    "SessionStart",
+    "SessionEnd",
+    "Stop",
+    "StopFailure",
+    "SubagentStart",
+    "SubagentStop",
+    "PreCompact",
+    "PostCompact",
+    "PreModelSwitch",
+    "PostModelSwitch",
+    "PermissionRequest",
+    "PermissionDenied",
+    "Setup",
+    "TeammateIdle",
+    "TaskCreated",
+    "TaskCompleted",
+    "Elicitation",
+    "ElicitationResult",
+    "ConfigChange",
+    "WorktreeCreate",
+    "WorktreeRemove",
+    "InstructionsLoaded",
+    "CwdChanged",
+    "FileChanged",
+    "DirectoryAdded",
+    "MessageDisplay",
+];
+
+/// `initialize.hooks` registering every event of [`HOOK_EVENTS`] once, matcher-less, with
+/// callback id `hook_<Event>` and `timeout` seconds.
+fn every_hook(timeout: u64) -> Value {
+    let mut hooks = serde_json::Map::new();
+    for e in HOOK_EVENTS {
+        hooks.insert(
+            e.to_string(),
+            json!([{"matcher":null,"hookCallbackIds":[format!("hook_{e}")],"timeout":timeout}]),
+        );
+    }
+    Value::Object(hooks)
+}
+
+/// Runs one turn, answering each `hook_callback` with `answer(request)` (`None`: left
+/// unanswered; a string: a control-level error with that text) and `can_use_tool` with an allow; returns the `hook_callback` requests in order
+/// and the turn's result.
+fn hooked_turn(
+    cli: &mut SdkSession,
+    prompt: &str,
+    answer: &mut dyn FnMut(&Value) -> Option<Value>,
+) -> (Vec<Value>, Value) {
+    cli.send_turn(prompt);
+    hooks_until_result(cli, answer)
+}
+
+/// [`hooked_turn`] of a turn already sent.
+fn hooks_until_result(
+    cli: &mut SdkSession,
+    answer: &mut dyn FnMut(&Value) -> Option<Value>,
+) -> (Vec<Value>, Value) {
+    let mut callbacks = Vec::new();
+    loop {
+        let m = cli.pump("a hook callback or the result", |m| {
+            is_result(m)
+                || is_control_request("hook_callback")(m)
+                || is_control_request("can_use_tool")(m)
+        });
+        if is_result(&m) {
+            return (callbacks, m);
+        }
+        if is_control_request("can_use_tool")(&m) {
+            cli.send(&control_success(
+                &m["request_id"],
+                json!({"behavior":"allow"}),
+            ));
+            continue;
+        }
+        match answer(&m) {
+            Some(Value::String(error)) => cli.send(&json!({"type":"control_response",
+                "response":{"subtype":"error","request_id":m["request_id"],"error":error}})),
+            Some(response) => cli.send(&control_success(&m["request_id"], response)),
+            None => {}
+        }
+        callbacks.push(m);
+    }
+}
+
+/// The event of each callback (its `callback_id` without `hook_`).
+fn events_of(callbacks: &[Value]) -> Vec<String> {
+    callbacks
+        .iter()
+        .map(|c| {
+            let id = c["request"]["callback_id"].as_str().unwrap_or_default();
+            id.trim_start_matches("hook_").to_string()
+        })
+        .collect()
+}
+
+/// The callback of `event` among `callbacks`.
+fn callback<'a>(callbacks: &'a [Value], event: &str) -> &'a Value {
+    callbacks
+        .iter()
+        .find(|c| c["request"]["callback_id"] == format!("hook_{event}"))
+        .unwrap_or_else(|| panic!("no {event} callback in {callbacks:?}"))
+}
+
+cli_test!(
+    /// §14.1, §14.2: hooks registered in `initialize` and which events arrive, with which input.
+    fn hooks_registered_in_initialize_arrive_as_hook_callbacks() {
+        let sandbox = Sandbox::new(&[]);
+        let fake = FakeApi::call_policy();
+        let server = |req: &McpRequest| match req.method() {
+            "tools/call" => Some(reply(req, add(req))),
+            _ => handshake(req, &[xy_tool("add", "Add")]),
+        };
+        let cmd = sandbox.claude_command(&fake, &["--allowedTools", "Bash,mcp__calc"]);
+        let init = initialize(&["calc"], json!({"hooks": every_hook(60)}));
+        let mut cli = SdkSession::spawn_with(cmd, init, server);
+        let answer = cli.pump("initialize response", is_response_to("init_1"));
+        assert_eq!(answer["response"]["subtype"], "success", "{answer}");
+        let mut empty = |_: &Value| Some(json!({}));
+
+        let (calls, r) = hooked_turn(&mut cli, "hello", &mut empty);
+        assert!(r["result"].as_str().unwrap().starts_with("TOOLS:"), "{r}");
+        assert_eq!(
+            events_of(&calls),
+            ["UserPromptSubmit", "MessageDisplay", "Stop"]
+        );
+        let prompt = &callback(&calls, "UserPromptSubmit")["request"];
+        assert_eq!(prompt["input"]["prompt"], "hello", "{prompt}");
+        assert_eq!(prompt["input"]["hook_event_name"], "UserPromptSubmit");
+        for key in ["session_id", "transcript_path", "cwd", "permission_mode"] {
+            assert!(prompt["input"][key].is_string(), "{key}: {prompt}");
+        }
+        // Events that are not about a tool still carry a (random) tool_use_id.
+        assert!(prompt["tool_use_id"].is_string(), "{prompt}");
+        let stop = &callback(&calls, "Stop")["request"]["input"];
+        assert_eq!(stop["stop_hook_active"], false, "{stop}");
+
+        let (calls, r) = hooked_turn(
+            &mut cli,
+            r#"CALL [["Bash",{"command":"echo hi > marker; echo done"}]]"#,
+            &mut empty,
+        );
+        assert_eq!(r["result"], r#"RESULT: [["done",false]]"#, "{r}");
+        assert_eq!(
+            events_of(&calls),
+            [
+                "UserPromptSubmit",
+                "PreToolUse",
+                "PostToolUse",
+                "PostToolBatch",
+                "MessageDisplay",
+                "Stop"
+            ]
+        );
+        let pre = &callback(&calls, "PreToolUse")["request"];
+        assert_eq!(pre["tool_use_id"], "toolu_01", "{pre}");
+        assert_eq!(pre["input"]["tool_name"], "Bash");
+        assert_eq!(pre["input"]["tool_use_id"], "toolu_01");
+        assert_eq!(
+            pre["input"]["tool_input"],
+            json!({"command":"echo hi > marker; echo done"})
+        );
+        let post = &callback(&calls, "PostToolUse")["request"]["input"];
+        assert_eq!(post["tool_response"]["stdout"], "done", "{post}");
+        let batch = &callback(&calls, "PostToolBatch")["request"]["input"];
+        assert_eq!(batch["tool_calls"][0]["tool_name"], "Bash", "{batch}");
+
+        let (calls, r) = hooked_turn(
+            &mut cli,
+            r#"CALL [["Bash",{"command":"exit 3"}]]"#,
+            &mut empty,
+        );
+        assert_eq!(r["result"], r#"RESULT: [["Exit code 3",true]]"#, "{r}");
+        assert_eq!(
+            events_of(&calls)[1..3],
+            ["PreToolUse".to_string(), "PostToolUseFailure".to_string()]
+        );
+        let failed = &callback(&calls, "PostToolUseFailure")["request"]["input"];
+        assert_eq!(failed["error"], "Exit code 3", "{failed}");
+        assert_eq!(failed["is_interrupt"], false, "{failed}");
+
+        // An sdk server's tool gets the same hooks, under its API name.
+        let (calls, r) = hooked_turn(
+            &mut cli,
+            r#"CALL [["mcp__calc__add",{"x":1,"y":2}]]"#,
+            &mut empty,
+        );
+        assert_eq!(r["result"], r#"RESULT: [["3",false]]"#, "{r}");
+        let pre = &callback(&calls, "PreToolUse")["request"]["input"];
+        assert_eq!(pre["tool_name"], "mcp__calc__add", "{pre}");
+        let post = &callback(&calls, "PostToolUse")["request"]["input"];
+        assert_eq!(
+            post["tool_response"],
+            json!([{"type":"text","text":"3"}]),
+            "{post}"
+        );
+        cli.finish();
+    }
+);
+
+/// A `hook_callback`'s event.
+fn event_of(m: &Value) -> &str {
+    m["request"]["input"]["hook_event_name"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+/// All the text the model was sent in request `r` (every message, system text included).
+fn all_text(r: &toolhost_e2e::ApiRequest) -> String {
+    r.body["messages"].to_string()
+}
+
+cli_test!(
+    /// §14.3: hook outputs and what each does.
+    fn hook_outputs_and_what_each_does() {
+        let sandbox = Sandbox::new(&[]);
+        let fake = FakeApi::call_policy();
+        let cmd = sandbox.claude_command(&fake, &["--allowedTools", "Bash"]);
+        let init = initialize(&[], json!({"hooks": every_hook(60)}));
+        let mut cli = SdkSession::spawn_with(cmd, init, |_: &McpRequest| None);
+        cli.pump("initialize response", is_response_to("init_1"));
+        let marker = sandbox.work_dir().join("marker");
+        let bash = r#"CALL [["Bash",{"command":"echo hi > marker; echo done"}]]"#;
+
+        // PreToolUse deny: the reason is the tool's error result, prefixed; nothing ran.
+        let pre = |output: Value| {
+            move |m: &Value| {
+                Some(if event_of(m) == "PreToolUse" {
+                    output.clone()
+                } else {
+                    json!({})
+                })
+            }
+        };
+        let (_, r) = hooked_turn(
+            &mut cli,
+            bash,
+            &mut pre(json!({"hookSpecificOutput":{"hookEventName":"PreToolUse",
+                "permissionDecision":"deny","permissionDecisionReason":"NO-RM"}})),
+        );
+        assert_eq!(
+            r["result"], r#"RESULT: [["PreToolUse:Bash hook error: NO-RM",true]]"#,
+            "{r}"
+        );
+        assert_eq!(r["permission_denials"][0]["tool_use_id"], "toolu_01", "{r}");
+        assert!(!marker.exists());
+        // The older `decision: "block"` does the same.
+        let (_, r) = hooked_turn(
+            &mut cli,
+            bash,
+            &mut pre(json!({"decision":"block","reason":"BLOCKED"})),
+        );
+        assert_eq!(
+            r["result"], r#"RESULT: [["PreToolUse:Bash hook error: BLOCKED",true]]"#,
+            "{r}"
+        );
+        assert!(!marker.exists());
+
+        // updatedInput replaces the input, with or without a decision.
+        for decision in [json!("allow"), Value::Null] {
+            let mut output = json!({"hookEventName":"PreToolUse",
+                "updatedInput":{"command":"echo CHANGED"}});
+            if !decision.is_null() {
+                output["permissionDecision"] = decision;
+            }
+            let (_, r) = hooked_turn(
+                &mut cli,
+                bash,
+                &mut pre(json!({ "hookSpecificOutput": output })),
+            );
+            assert_eq!(r["result"], r#"RESULT: [["CHANGED",false]]"#, "{r}");
+            assert!(!marker.exists());
+        }
+
+        // additionalContext reaches the model as a `role: "system"` message after the prompt
+        // (UserPromptSubmit) or after the tool results (PreToolUse and PostToolUse, joined);
+        // systemMessage only reaches the stream, as a `system`/`informational` line.
+        let n = fake.requests().len();
+        let (_, r) = hooked_turn(&mut cli, bash, &mut |m| {
+            let e = event_of(m).to_string();
+            Some(match e.as_str() {
+                "UserPromptSubmit" | "PostToolUse" | "PreToolUse" => json!({
+                    "hookSpecificOutput":{"hookEventName":e,"additionalContext":format!("CTX-{e}")},
+                    "systemMessage": format!("SYS-{e}")}),
+                _ => json!({}),
+            })
+        });
+        assert_eq!(r["result"], r#"RESULT: [["done",false]]"#, "{r}");
+        let system_texts = |req: &toolhost_e2e::ApiRequest| -> Vec<String> {
+            req.body["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|m| m["role"] == "system")
+                .map(|m| match &m["content"] {
+                    Value::String(s) => s.clone(),
+                    c => c[0]["text"].as_str().unwrap_or_default().to_string(),
+                })
+                .collect()
+        };
+        let first = fake.request(n);
+        assert_eq!(
+            system_texts(&first).last().unwrap(),
+            "UserPromptSubmit hook additional context: CTX-UserPromptSubmit"
+        );
+        let second = fake.request(n + 1);
+        assert_eq!(
+            system_texts(&second).last().unwrap(),
+            "PreToolUse:Bash hook additional context: CTX-PreToolUse\n\n\
+             PostToolUse:Bash hook additional context: CTX-PostToolUse"
+        );
+        assert!(!all_text(&second).contains("SYS-"));
+        let informational: Vec<Value> = json_lines(&cli)
+            .into_iter()
+            .filter(|l| l["type"] == "system" && l["subtype"] == "informational")
+            .map(|l| l["content"].clone())
+            .collect();
+        assert_eq!(
+            informational,
+            [
+                json!("UserPromptSubmit says: SYS-UserPromptSubmit"),
+                json!("PreToolUse:Bash says: SYS-PreToolUse"),
+                json!("PostToolUse:Bash says: SYS-PostToolUse")
+            ]
+        );
+        std::fs::remove_file(&marker).unwrap();
+
+        // A control-level error does not block: the tool runs.
+        let (_, r) = hooked_turn(&mut cli, bash, &mut pre(json!("BROKEN")));
+        assert_eq!(r["result"], r#"RESULT: [["done",false]]"#, "{r}");
+        std::fs::remove_file(&marker).unwrap();
+
+        // continue: false from PreToolUse: the tool still runs, then the turn stops.
+        let (_, r) = hooked_turn(
+            &mut cli,
+            bash,
+            &mut pre(json!({"continue":false,"stopReason":"HALT"})),
+        );
+        assert_eq!(r["terminal_reason"], "hook_stopped", "{r}");
+        assert_eq!(r["result"], "", "{r}");
+        assert!(marker.exists());
+        cli.finish();
+    }
+);
+
+cli_test!(
+    /// §14.4: a hook past the timeout it was registered with is withdrawn; an interrupt.
+    fn a_hook_past_its_timeout_is_withdrawn() {
+        let sandbox = Sandbox::new(&[]);
+        let fake = FakeApi::call_policy();
+        let cmd = sandbox.claude_command(&fake, &["--allowedTools", "Bash"]);
+        let init = initialize(&[], json!({"hooks": every_hook(1)}));
+        let mut cli = SdkSession::spawn_with(cmd, init, |_: &McpRequest| None);
+        cli.pump("initialize response", is_response_to("init_1"));
+        let marker = sandbox.work_dir().join("marker");
+        let bash = r#"CALL [["Bash",{"command":"echo hi > marker; echo done"}]]"#;
+        let held = RefCell::new(None);
+        let (_, r) = hooked_turn(&mut cli, bash, &mut |m| {
+            if event_of(m) == "PreToolUse" {
+                *held.borrow_mut() = Some(m["request_id"].clone());
+                return None;
+            }
+            Some(json!({}))
+        });
+        let held = held.into_inner().expect("a PreToolUse callback");
+        let cancel = json_lines(&cli)
+            .into_iter()
+            .find(|l| l["type"] == "control_cancel_request")
+            .expect("a control_cancel_request");
+        assert_eq!(
+            cancel,
+            json!({"type":"control_cancel_request","request_id":held})
+        );
+        assert_eq!(
+            r["result"],
+            r#"RESULT: [["PreToolUse hook did not respond before its timeout (host client may be unreachable). The tool call was not executed; other configured hooks may not have completed.",true]]"#,
+            "{r}"
+        );
+        assert!(!marker.exists());
+        cli.finish();
+
+        // An interrupt while a hook runs.
+        let cmd = sandbox.claude_command(&fake, &["--allowedTools", "Bash"]);
+        let init = initialize(&[], json!({"hooks": every_hook(60)}));
+        let mut cli = SdkSession::spawn_with(cmd, init, |_: &McpRequest| None);
+        cli.pump("initialize response", is_response_to("init_1"));
+        cli.send_turn(bash);
+        let pre = loop {
+            let m = cli.pump("PreToolUse", is_control_request("hook_callback"));
+            if event_of(&m) == "PreToolUse" {
+                break m;
+            }
+            cli.send(&control_success(&m["request_id"], json!({})));
+        };
+        cli.send(&json!({"type":"control_request","request_id":"int_1","request":{"subtype":"interrupt"}}));
+        cli.pump("the interrupted turn's result", is_result);
+        let lines = json_lines(&cli);
+        let at = |pred: &dyn Fn(&Value) -> bool| lines.iter().position(pred).unwrap();
+        let cancelled =
+            at(&|l| l["type"] == "control_cancel_request" && l["request_id"] == pre["request_id"]);
+        assert!(cancelled < at(&is_response_to("int_1")), "{lines:?}");
+        assert!(!marker.exists());
+        // The interrupted turn is the last one: exit code 1 (§8.1).
+        cli.close_stdin();
+        assert_eq!(cli.wait_exit().code(), Some(1));
+    }
+);
+
+cli_test!(
+    /// §7, §14.5: `can_use_tool` for a built-in tool, and the PermissionRequest hook beside it.
+    fn a_permission_question_and_the_permission_request_hook() {
+        let sandbox = Sandbox::new(&[]);
+        let fake = FakeApi::call_policy();
+        let cmd = sandbox.claude_command(&fake, &["--permission-prompt-tool", "stdio"]);
+        let init = initialize(&[], json!({"hooks": every_hook(60)}));
+        let mut cli = SdkSession::spawn_with(cmd, init, |_: &McpRequest| None);
+        cli.pump("initialize response", is_response_to("init_1"));
+        cli.send_turn(r#"CALL [["Bash",{"command":"echo hi > marker; echo done"}]]"#);
+        let mut seen = Vec::new();
+        let question = loop {
+            let m = cli.pump("the question", |m| {
+                is_control_request("hook_callback")(m) || is_control_request("can_use_tool")(m)
+            });
+            if is_control_request("can_use_tool")(&m) {
+                break m;
+            }
+            seen.push(event_of(&m).to_string());
+            cli.send(&control_success(&m["request_id"], json!({})));
+        };
+        assert_eq!(seen, ["UserPromptSubmit", "PreToolUse"]);
+        let q = &question["request"];
+        assert_eq!(q["tool_name"], "Bash", "{q}");
+        assert_eq!(q["display_name"], "Bash", "{q}");
+        assert_eq!(q["tool_use_id"], "toolu_01", "{q}");
+        assert_eq!(q["description"], "echo hi > marker; echo done", "{q}");
+        assert_eq!(q["input"], json!({"command":"echo hi > marker; echo done"}));
+        let work = sandbox.work_dir();
+        assert_eq!(
+            q["blocked_path"],
+            work.join("marker").to_str().unwrap(),
+            "{q}"
+        );
+        assert_eq!(
+            q["permission_suggestions"],
+            json!([{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"echo hi *"}],
+                    "behavior":"allow","destination":"localSettings"},
+                   {"type":"addDirectories","directories":[work.to_str().unwrap()],
+                    "destination":"session"}])
+        );
+        // The PermissionRequest hook comes while the question waits, with the same suggestions.
+        let hook = cli.pump(
+            "the PermissionRequest hook",
+            is_control_request("hook_callback"),
+        );
+        assert_eq!(event_of(&hook), "PermissionRequest", "{hook}");
+        assert_eq!(hook["request"]["tool_use_id"], "toolu_01", "{hook}");
+        assert_eq!(hook["request"]["input"]["tool_name"], "Bash", "{hook}");
+        assert_eq!(
+            hook["request"]["input"]["permission_suggestions"],
+            q["permission_suggestions"]
+        );
+        cli.send(&control_success(&hook["request_id"], json!({})));
+        cli.send(&control_success(
+            &question["request_id"],
+            json!({"behavior":"allow"}),
+        ));
+        let (calls, r) = hooks_until_result(&mut cli, &mut |_| Some(json!({})));
+        assert_eq!(r["result"], r#"RESULT: [["done",false]]"#, "{r}");
+        assert_eq!(
+            events_of(&calls)[..2],
+            ["PostToolUse".to_string(), "PostToolBatch".to_string()]
+        );
+        cli.finish();
+    }
+);

@@ -38,6 +38,10 @@ pub struct ChatArgs {
     /// tools are then not pre-allowed.
     #[arg(long)]
     pub ask: bool,
+    /// Run no plugin hook or permission policy this session (none is registered with the
+    /// CLI).
+    #[arg(long)]
+    pub no_hooks: bool,
     /// More MCP servers (stdio, http, sse) in the CLI's `--mcp-config` file format.
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
@@ -64,8 +68,10 @@ pub fn read_mcp_config(file: &Path) -> anyhow::Result<Map<String, Value>> {
 }
 
 /// The CLI's arguments: stream-json both ways, the user's options, the plugins' tools allowed
-/// (one `mcp__<plugin>` rule per server, unless `--ask`), and the extra arguments last. With
-/// `partial`, assistant text also comes in pieces as it is written (for a terminal).
+/// (one `mcp__<plugin>` rule per server, unless `--ask`), permission questions sent to us
+/// (with `--ask`, or for the plugins' permission policies unless `--no-hooks`), and the extra
+/// arguments last. With `partial`, assistant text also comes in pieces as it is written (for
+/// a terminal).
 pub fn cli_args(args: &ChatArgs, plugin_names: &[&str], partial: bool) -> Vec<OsString> {
     let mut v: Vec<OsString> = [
         "--output-format",
@@ -104,7 +110,9 @@ pub fn cli_args(args: &ChatArgs, plugin_names: &[&str], partial: bool) -> Vec<Os
     if !allowed.is_empty() {
         push("--allowedTools", allowed.join(",").into());
     }
-    if args.ask {
+    // Policies may be added by a reload: the questions come to us from the start. With no
+    // policy and no `--ask` they are refused, as the CLI itself would.
+    if args.ask || !args.no_hooks {
         push("--permission-prompt-tool", "stdio".into());
     }
     v.extend(args.extra.iter().cloned());
@@ -154,8 +162,13 @@ mod tests {
         assert_eq!(
             argv.join(" "),
             "--output-format stream-json --verbose --input-format stream-json --model m1 \
-             --max-turns 3 --allowedTools mcp__calc,mcp__faulty,Bash,Read --debug-file /tmp/d"
+             --max-turns 3 --allowedTools mcp__calc,mcp__faulty,Bash,Read \
+             --permission-prompt-tool stdio --debug-file /tmp/d"
         );
+        let no_hooks = parse(&["--no-hooks"]);
+        assert!(no_hooks.no_hooks);
+        let without = cli_args(&no_hooks, &["calc"], false);
+        assert!(!without.iter().any(|s| s == "--permission-prompt-tool"));
         let limits = a.limits.call.router_config();
         assert_eq!(limits.default_timeout, Duration::from_secs(60));
         assert_eq!(limits.plugin_timeouts["faulty"], Duration::from_millis(500));

@@ -14,6 +14,7 @@ mod command;
 mod conversation;
 mod input;
 mod local;
+pub mod prompts;
 mod render;
 mod screen;
 mod stream;
@@ -50,7 +51,11 @@ use crate::{
     handler::Router,
     plugin::LoadedPlugin,
     registry::{Registry, RegistryEvent},
-    service::{follow_registry, initialize_request, Session, SessionHandle},
+    service::{
+        follow_notices, follow_registry,
+        hooks::{self, Hooks},
+        initialize_request, Session, SessionHandle,
+    },
     transport::{blocking_lines, find_claude, CliProcess, ExitReport, Writer},
 };
 
@@ -102,16 +107,28 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
 
     // Built before the CLI starts (it lists every tool): from the spawn on, the host only
     // answers, and the CLI's handshake does not wait for this work.
-    let init_request = initialize_request(&router, &plugins);
-    let (cli, mut session, questions) = start_cli(&args, &plugins, &term, router)?;
+    let mut init_request = initialize_request(&router, &plugins);
+    let hooks = (!args.no_hooks).then(|| {
+        // Every event once, matched here: hooks a reload brings apply without a restart.
+        init_request["hooks"] = hooks::registration();
+        Hooks::new(router.clone())
+    });
+    let (cli, mut session, questions) = start_cli(&args, &plugins, &term, router.clone(), hooks)?;
     let handle = session.handle.clone();
     // Sent before anything else: it registers the plugins as sdk servers.
     let init_answer = Box::pin(handle.request(&init_request));
-    let external_names: Vec<String> = external.keys().cloned().collect();
+    // A plugin of the same name hides the server (see `external_servers`): its tools are the
+    // plugin's.
+    let external_names: Vec<String> = external
+        .keys()
+        .filter(|name| !plugins.iter().any(|p| p.name() == name.as_str()))
+        .cloned()
+        .collect();
     let (follow, reports) =
         follow_changes(&args, registry.clone(), registry_events, &handle, external);
+    let notices = tokio::spawn(follow_notices(router.clone(), handle.clone()));
 
-    let (source, inputs) = open_input(&term, interactive, args.ask)?;
+    let (source, inputs) = open_input(&term, interactive, args.ask, &registry)?;
     let saved_terminal = quiet_terminal(&term);
     let renderer = Renderer::new(args.output_format, term.style, term.live)
         .with_external_servers(external_names);
@@ -121,6 +138,7 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
         screen,
         term.style,
         registry.clone(),
+        router,
         questions,
         source,
         inputs,
@@ -136,6 +154,7 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
         )
         .await;
     follow.abort();
+    notices.abort();
     restore_terminal(saved_terminal.as_ref(), &mut chat);
 
     session.close().await;
@@ -180,13 +199,14 @@ fn open_screen(registry: &Registry, term: &Terminal, interactive: bool) -> Scree
     screen
 }
 
-/// Starts the CLI and the session reading its output, with the permission questions when
-/// `--ask` routes them to the person.
+/// Starts the CLI and the session reading its output, with the plugins' `hooks` and the
+/// permission questions when `--ask` routes them to the person.
 fn start_cli(
     args: &ChatArgs,
     plugins: &[Arc<LoadedPlugin>],
     term: &Terminal,
     router: Arc<Router>,
+    hooks: Option<Arc<Hooks>>,
 ) -> anyhow::Result<(CliProcess, Session, Option<Questions>)> {
     let names: Vec<&str> = plugins.iter().map(|p| p.name()).collect();
     let claude = find_claude(args.claude.as_deref())?;
@@ -203,8 +223,14 @@ fn start_cli(
         .into_owned_fd()
         .context("cannot take the CLI's stdout")?;
     let lines = blocking_lines(stdout).max_line_bytes(args.limits.max_line_bytes);
-    let session = Session::start_with(lines, Writer::spawn_direct(stdin), router, permissions)
-        .context("cannot start reading the CLI's output")?;
+    let session = Session::start_hooked(
+        lines,
+        Writer::spawn_direct(stdin),
+        router,
+        permissions,
+        hooks,
+    )
+    .context("cannot start reading the CLI's output")?;
     Ok((cli, session, questions))
 }
 
@@ -259,9 +285,17 @@ fn open_input(
     term: &Terminal,
     interactive: bool,
     ask: bool,
+    registry: &Arc<Registry>,
 ) -> anyhow::Result<(Source, Option<mpsc::UnboundedReceiver<input::Input>>)> {
     Ok(if term.editor && (interactive || ask) {
-        let (editor, inputs) = LineEditor::spawn(history_path())?;
+        // Completion reads the plugins when asked: a reload applies at once.
+        let registry = registry.clone();
+        let commands = Arc::new(move || {
+            let mut names: Vec<String> = local::NAMES.iter().map(|n| n.to_string()).collect();
+            names.extend(prompts::command_names(&registry.plugins()));
+            names
+        });
+        let (editor, inputs) = LineEditor::spawn(history_path(), commands)?;
         (Source::Editor(editor), Some(inputs))
     } else if interactive {
         let echo = !std::io::stdin().is_terminal();

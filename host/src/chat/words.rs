@@ -69,6 +69,15 @@ pub fn tool_outcome(content: &str, is_error: bool) -> String {
             let why = why.trim_start_matches("Error: ");
             return format!("not allowed: {}", one_line(why, OUTCOME_CHARS));
         }
+        // A hook's refusal (docs/protocol.md §14.3): "PreToolUse:Bash hook error: denied by
+        // guard: ..." says "denied by guard: ...".
+        if let Some((_, why)) = content
+            .trim()
+            .strip_prefix("PreToolUse:")
+            .and_then(|r| r.split_once(" hook error: "))
+        {
+            return one_line(why, OUTCOME_CHARS);
+        }
         let inner = strip_tag(content.trim(), "tool_use_error");
         if let Some(rest) = inner
             .trim_start_matches("Error: ")
@@ -242,6 +251,13 @@ mod tests {
             "interrupted"
         );
         assert_eq!(tool_outcome(REFUSED_MESSAGE, true), "refused by the user");
+        assert_eq!(
+            tool_outcome(
+                "PreToolUse:Bash hook error: denied by guard: `rm -rf` is refused",
+                true
+            ),
+            "denied by guard: `rm -rf` is refused"
+        );
         assert_eq!(
             tool_outcome(
                 "Tool permission request failed: Error: no answer: the input was closed",

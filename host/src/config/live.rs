@@ -109,12 +109,14 @@ impl LiveConfig {
     }
 }
 
-/// Plugins whose settings differ between `old` and `new`, `timeout` aside (the router reads it
-/// for every call).
+/// Plugins whose settings differ between `old` and `new`, `timeout`, `hook_timeout` and
+/// `on_error` aside (read for every call and every hook).
 fn changed_plugins(old: &Config, new: &Config) -> Vec<String> {
     // No table is the same as an empty one.
     let without_timeout = |c: &Config, name: &str| PluginSettings {
         timeout: None,
+        hook_timeout: None,
+        on_error: None,
         ..c.plugin(name).cloned().unwrap_or_default()
     };
     let mut names: Vec<&String> = old.plugins.keys().chain(new.plugins.keys()).collect();
@@ -148,10 +150,11 @@ mod tests {
             r#"{"precision":2}"#
         );
 
-        // A new timeout applies without a reload; a new `config` needs one.
+        // A new timeout (or hook setting) applies without a reload; a new `config` needs one.
         fs::write(
             &file,
-            "[plugin.calc]\ntimeout = 1\nconfig = { precision = 3 }\n[plugin.text]\ntimeout = 9\n",
+            "[plugin.calc]\ntimeout = 1\nconfig = { precision = 3 }\n\
+             [plugin.text]\ntimeout = 9\nhook_timeout = 2\non_error = \"deny\"\n",
         )
         .unwrap();
         assert_eq!(live.reload().unwrap(), ["calc"]);

@@ -9,6 +9,7 @@ mod cli;
 mod confine;
 mod http;
 mod limits;
+mod offers;
 mod plugins;
 
 use std::{fmt::Write as _, path::PathBuf};

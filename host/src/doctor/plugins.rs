@@ -65,6 +65,7 @@ pub fn check(opts: &Options) -> Vec<Check> {
         loaded.extend(plugin);
     }
     checks.extend(collisions(loaded.iter().map(|p| p.manifest())));
+    checks.extend(super::offers::check(loaded.iter().map(|p| p.manifest())));
     if let Err(e) = config.check_names(loaded.iter().map(|p| p.name())) {
         checks.push(Check::warn(
             "config-file",
@@ -325,9 +326,11 @@ fn plugin_file(
 /// checked when it loaded: `Manifest::validate`.)
 fn tools(m: &Manifest) -> Check {
     let mut problems: Vec<(Status, String)> = Vec::new();
-    if m.tools.is_empty() {
+    let hooks = &m.extras.hooks;
+    if m.tools.is_empty() && hooks.is_empty() && !m.extras.permission {
         problems.push((Status::Warn, "it declares no tools".into()));
     }
+    problems.extend(hook_problems(m));
     let mut seen = HashMap::new();
     for t in &m.tools {
         if seen.insert(t.name.as_str(), ()).is_some() {
@@ -367,7 +370,7 @@ fn tools(m: &Manifest) -> Check {
         }
     }
     let names: Vec<&str> = m.tools.iter().map(|t| t.name.as_str()).collect();
-    let summary = format!(
+    let mut summary = format!(
         "{} {}, {} tool{} ({})",
         m.name,
         m.version,
@@ -375,6 +378,24 @@ fn tools(m: &Manifest) -> Check {
         if names.len() == 1 { "" } else { "s" },
         names.join(", ")
     );
+    if !hooks.is_empty() {
+        let shown: Vec<String> = hooks
+            .iter()
+            .map(|h| match &h.matcher {
+                Some(matcher) => format!("{} {matcher}", h.event),
+                None => h.event.clone(),
+            })
+            .collect();
+        let plural = if hooks.len() == 1 { "" } else { "s" };
+        summary.push_str(&format!(
+            ", {} hook{plural} ({})",
+            hooks.len(),
+            shown.join(", ")
+        ));
+    }
+    if m.extras.permission {
+        summary.push_str(", a permission policy");
+    }
     let worst = problems.iter().map(|(s, _)| *s).max();
     let text: Vec<&str> = problems.iter().map(|(_, p)| p.as_str()).collect();
     match worst {
@@ -390,6 +411,34 @@ fn tools(m: &Manifest) -> Check {
             ..Check::ok("plugin", "")
         },
     }
+}
+
+/// A plugin's hooks: each matcher must compile (a hook whose matcher does not fails on every
+/// event of its kind), and each event should be one the CLI sends.
+fn hook_problems(m: &Manifest) -> Vec<(Status, String)> {
+    use crate::service::hooks::{Matcher, EVENTS};
+    let mut problems = Vec::new();
+    for h in &m.extras.hooks {
+        if let Matcher::Broken(why) = Matcher::compile(h.matcher.as_deref()) {
+            problems.push((
+                Status::Fail,
+                format!(
+                    "hook `{}`: {why}; it fails on every {} event",
+                    h.id, h.event
+                ),
+            ));
+        }
+        if !EVENTS.contains(&h.event.as_str()) {
+            problems.push((
+                Status::Warn,
+                format!(
+                    "hook `{}`: `{}` is not an event the supported CLI versions send",
+                    h.id, h.event
+                ),
+            ));
+        }
+    }
+    problems
 }
 
 /// Tools of different plugins that reach the CLI under one name (`a__b` + `c` and `a` +
@@ -487,6 +536,49 @@ mod tests {
         );
         assert!(
             c.message.contains("tool `a` has no description"),
+            "{}",
+            c.message
+        );
+    }
+
+    #[test]
+    fn hook_declarations() {
+        use toolhost_plugin::extras::HookDecl;
+        let hook = |id: &str, event: &str, matcher: Option<&str>| HookDecl {
+            id: id.into(),
+            event: event.into(),
+            matcher: matcher.map(str::to_string),
+            ..Default::default()
+        };
+        let mut m = manifest("guard", vec![]);
+        m.extras.hooks = vec![
+            hook("refuse", "PreToolUse", Some("Bash")),
+            hook("log", "PostToolUse", None),
+        ];
+        m.extras.permission = true;
+        let c = tools(&m);
+        // Hooks alone are a plugin's worth: no warning about tools.
+        assert_eq!(c.status, Status::Ok, "{}", c.message);
+        assert_eq!(
+            c.message,
+            "guard 1.0, 0 tools (), 2 hooks (PreToolUse Bash, PostToolUse), a permission policy"
+        );
+        m.extras.hooks = vec![
+            hook("broken", "PreToolUse", Some("Bash(")),
+            hook("odd", "BeforeTea", None),
+        ];
+        let c = tools(&m);
+        assert_eq!(c.status, Status::Fail);
+        assert!(
+            c.message
+                .contains("hook `broken`: its matcher `Bash(` does not compile: regex parse error"),
+            "{}",
+            c.message
+        );
+        assert!(
+            c.message.contains(
+                "hook `odd`: `BeforeTea` is not an event the supported CLI versions send"
+            ),
             "{}",
             c.message
         );

@@ -3,6 +3,8 @@
 //! in its own words. What the host checks before the plugin runs is the caller's
 //! ([`PluginRequest::check_with`]); the rest of its path is the request's.
 
+use std::time::Duration;
+
 use super::{show, show_bytes, CallError, Failure, Method, Outcome};
 use crate::{
     model::RequestError,
@@ -11,6 +13,9 @@ use crate::{
 
 /// The host's check of a request against the version that will run it.
 type Check = Box<dyn Fn(&LoadedPlugin) -> Result<(), RequestError> + Send + Sync>;
+/// What the host makes of the plugin's answer (its result rewritten, its error given data).
+type MapAnswer = Box<dyn Fn(String) -> Outcome + Send + Sync>;
+type MapError = Box<dyn Fn(RequestError) -> CallError + Send + Sync>;
 
 /// One request of `method` with JSON `params` to a plugin.
 pub struct PluginRequest {
@@ -19,6 +24,10 @@ pub struct PluginRequest {
     what: String,
     params: String,
     check: Option<Check>,
+    map_answer: Option<MapAnswer>,
+    map_error: Option<MapError>,
+    /// Its own time limit (a hook's), instead of the plugin's call timeout.
+    timeout: Option<Duration>,
 }
 
 impl PluginRequest {
@@ -29,7 +38,16 @@ impl PluginRequest {
             what: what.into(),
             params,
             check: None,
+            map_answer: None,
+            map_error: None,
+            timeout: None,
         }
+    }
+
+    /// Bounds it by `limit` rather than by the plugin's call timeout.
+    pub fn with_timeout(mut self, limit: Duration) -> Self {
+        self.timeout = Some(limit);
+        self
     }
 
     /// Checks the version first (the host's own checks: a URI it serves, the prompt's
@@ -40,6 +58,28 @@ impl PluginRequest {
     ) -> Self {
         self.check = Some(Box::new(check));
         self
+    }
+
+    /// Rewrites the plugin's result (a page of a list merged with the host's part of it).
+    pub fn map_answer(mut self, map: impl Fn(String) -> Outcome + Send + Sync + 'static) -> Self {
+        self.map_answer = Some(Box::new(map));
+        self
+    }
+
+    /// Turns an error of the plugin's, or of the host's check, into the reply's error.
+    pub fn map_error(
+        mut self,
+        map: impl Fn(RequestError) -> CallError + Send + Sync + 'static,
+    ) -> Self {
+        self.map_error = Some(Box::new(map));
+        self
+    }
+
+    fn rpc(&self, e: RequestError) -> CallError {
+        match &self.map_error {
+            Some(map) => map(e),
+            None => CallError::Rpc(e),
+        }
     }
 
     fn error(&self, message: String) -> Outcome {
@@ -57,15 +97,23 @@ impl Method for PluginRequest {
             return Err(Err(CallError::UnknownServer(plugin.to_string())));
         };
         match &self.check {
-            Some(check) => check(version).map_err(|e| Err(CallError::Rpc(e))),
+            Some(check) => check(version).map_err(|e| Err(self.rpc(e))),
             None => Ok(()),
         }
     }
 
     fn run(&self, version: &LoadedPlugin, control: &CallControl) -> Outcome {
-        version
-            .request(self.method, &self.params, control)
-            .map_err(CallError::Rpc)
+        match version.request(self.method, &self.params, control) {
+            Ok(answer) => match &self.map_answer {
+                Some(map) => map(answer),
+                None => Ok(answer),
+            },
+            Err(e) => Err(self.rpc(e)),
+        }
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.timeout
     }
 
     fn failed(&self, plugin: &str, why: Failure<'_>) -> Outcome {

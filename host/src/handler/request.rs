@@ -30,7 +30,7 @@ use serde_json::value::RawValue;
 use super::{progress::Progress, CallError, Router};
 use crate::{
     executor::{HereId, HereTicket, Job},
-    model::{control_success_raw, rpc_error, rpc_result_raw},
+    model::{control_success_raw, rpc_error_data, rpc_result_raw},
     plugin::{CallControl, LoadedPlugin},
     registry::{Lease, TryLease},
     relay::HERE_BUDGET,
@@ -73,6 +73,10 @@ pub trait Method: Send + Sync + 'static {
     }
     /// Records whether a call of it just ran long.
     fn ran(&self, _version: &LoadedPlugin, _long: bool) {}
+    /// Its own time limit, instead of its plugin's call timeout (a hook's is shorter).
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
 }
 
 /// Where a request's one answer goes. Any `FnOnce(Answer)` is one.
@@ -97,7 +101,7 @@ impl Answer<'_> {
     pub fn rpc(&self) -> String {
         match &self.outcome {
             Ok(result) => rpc_result_raw(Some(self.id), result),
-            Err(e) => rpc_error(Some(self.id), e.code(), &e.to_string()),
+            Err(e) => rpc_error_data(Some(self.id), e.code(), &e.to_string(), e.data().as_ref()),
         }
     }
 
@@ -308,12 +312,15 @@ impl Request {
         self.arm_timeout();
     }
 
-    /// Its plugin's timeout (`--plugin-timeout`, the configuration file, the default).
+    /// Its method's own limit, else its plugin's timeout (`--plugin-timeout`, the
+    /// configuration file, the default).
     fn limit(&self) -> Duration {
-        *self
-            .0
-            .limit
-            .get_or_init(|| self.0.router.timeout_for(&self.0.plugin))
+        *self.0.limit.get_or_init(|| {
+            self.0
+                .method
+                .timeout()
+                .unwrap_or_else(|| self.0.router.timeout_for(&self.0.plugin))
+        })
     }
 
     /// Answers the timeout at the request's deadline, unless it was answered by then.

@@ -180,37 +180,38 @@ pub(crate) fn check_notice(method: &str, params: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Hands a notification of `plugin` to the sink, if it passes [`check_notice`] (a worker's
+/// come here from its frames: the worker is not trusted to have checked them).
+pub(crate) fn deliver_notice(plugin: &str, method: &str, params: &str) {
+    if let Err(why) = check_notice(method, params) {
+        emit(
+            level::WARN,
+            plugin,
+            None,
+            "notify",
+            &format!("dropped a notification: {why}"),
+        );
+        return;
+    }
+    let sink = NOTICE_SINK
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    match sink {
+        Some(sink) => sink(Notice {
+            plugin: plugin.to_string(),
+            method: method.to_string(),
+            params: params.to_string(),
+        }),
+        None => tracing::debug!(plugin, method, "no one takes plugin notifications here"),
+    }
+}
+
 extern "C" fn host_notify(data: *const c_void, method: RStr<'_>, params: RStr<'_>) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: as in `host_log`: `data` is the plugin's `LogSource`, alive while its code runs.
         let src = unsafe { &*(data as *const LogSource) };
-        let (method, params) = (method.as_str(), params.as_str());
-        if let Err(why) = check_notice(method, params) {
-            emit(
-                level::WARN,
-                src.plugin(),
-                None,
-                "notify",
-                &format!("dropped a notification: {why}"),
-            );
-            return;
-        }
-        let sink = NOTICE_SINK
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        match sink {
-            Some(sink) => sink(Notice {
-                plugin: src.plugin().to_string(),
-                method: method.to_string(),
-                params: params.to_string(),
-            }),
-            None => tracing::debug!(
-                plugin = src.plugin(),
-                method,
-                "no one takes plugin notifications here"
-            ),
-        }
+        deliver_notice(src.plugin(), method.as_str(), params.as_str());
     }));
 }
 

@@ -32,7 +32,9 @@ pub use crate::model::{
     ToolInfo, MAX_QUALIFIED_NAME,
 };
 
-pub(crate) use callbacks::{emit as emit_log, log_text, LOG_MESSAGE_MAX, LOG_NAME_MAX};
+pub(crate) use callbacks::{
+    deliver_notice, emit as emit_log, log_text, LOG_MESSAGE_MAX, LOG_NAME_MAX,
+};
 pub(crate) use declared::check as check_declared_name;
 #[cfg(test)]
 pub(crate) use shadow::{after_next_open, after_next_stage};

@@ -3,6 +3,7 @@
 //! their waiters, stream messages to the front-end), one writer task for every outgoing line,
 //! and a handle to send requests and user turns.
 
+pub mod hooks;
 pub mod http;
 mod init;
 mod lane;
@@ -33,7 +34,7 @@ pub use init::{initialize_request, sdk_server_set, server_manifest};
 pub use lane::LineSource;
 pub use limits::{CallLimits, SessionLimits};
 pub use pending::{ControlError, Pending};
-pub use reload::follow_registry;
+pub use reload::{follow_notices, follow_registry};
 
 use crate::{
     handler::{Answer, Dispatch, HereRun, Notify, Router, Scope, Sink},
@@ -118,6 +119,24 @@ impl SessionHandle {
         self.notify_server(server, &msg);
     }
 
+    /// Tells the CLI that `server`'s resources (`what` = `resources`) or prompts (`prompts`)
+    /// changed.
+    pub fn list_changed(&self, server: &str, what: &str) {
+        let msg = rpc_notification::<()>(&format!("notifications/{what}/list_changed"), None);
+        self.notify_server(server, &msg);
+    }
+
+    /// Starts a user turn whose content is a list of content blocks (a plugin's prompt).
+    pub fn send_user_content(&self, content: Value) {
+        let line = serde_json::json!({
+            "type": "user",
+            "message": {"role": "user", "content": content},
+            "parent_tool_use_id": null,
+            "session_id": "default",
+        });
+        self.out.send(line.to_string());
+    }
+
     /// Starts a user turn.
     pub fn send_user(&self, text: &str) {
         let line = serde_json::json!({
@@ -167,9 +186,22 @@ impl Session {
     /// Fails only when the reader's threads cannot be started.
     pub fn start_with<I: LineSource>(
         input: I,
+        out: (LineSender, Writer),
+        router: Arc<Router>,
+        permissions: Option<PermissionHandler>,
+    ) -> std::io::Result<Session> {
+        Self::start_hooked(input, out, router, permissions, None)
+    }
+
+    /// [`Session::start_with`] answering `hook_callback` with the plugins' `hooks` and asking
+    /// their permission policies before `permissions` (docs/protocol.md §14). Without
+    /// `hooks`, every callback is answered `{}`.
+    pub fn start_hooked<I: LineSource>(
+        input: I,
         (out, writer): (LineSender, Writer),
         router: Arc<Router>,
         permissions: Option<PermissionHandler>,
+        hooks: Option<Arc<hooks::Hooks>>,
     ) -> std::io::Result<Session> {
         let pending = Arc::new(Pending::default());
         let handle = SessionHandle {
@@ -183,6 +215,7 @@ impl Session {
             sink: Arc::new(handle.clone()),
             pending,
             permissions,
+            hooks,
             asking: Arc::new(Mutex::new(HashMap::new())),
             events: events_tx,
         };
@@ -332,6 +365,15 @@ impl Latest for ToServer {
     }
 }
 
+/// The answer to a permission question nobody can settle: without `--ask` there is no one to
+/// ask (as the CLI itself refuses without `--permission-prompt-tool`).
+fn cannot_ask() -> Value {
+    serde_json::json!({
+        "behavior": "deny",
+        "message": "toolhost was started without --ask, so it cannot ask the user",
+    })
+}
+
 struct Reader {
     router: Arc<Router>,
     out: LineSender,
@@ -339,6 +381,8 @@ struct Reader {
     sink: Sink,
     pending: Arc<Pending>,
     permissions: Option<PermissionHandler>,
+    /// The plugins' hooks and permission policies (`None`: `--no-hooks`, or not a chat).
+    hooks: Option<Arc<hooks::Hooks>>,
     /// Permission questions being asked, by control request id.
     asking: Arc<Mutex<HashMap<String, AbortHandle>>>,
     events: mpsc::UnboundedSender<Event>,
@@ -358,7 +402,7 @@ impl Reader {
     fn route(&self, msg: Incoming<'_>, line: &str, slot: Slot) -> Option<HereRun> {
         match msg.kind.as_ref() {
             "control_request" => match (msg.request_id, msg.request) {
-                (Some(id), Some(req)) => return self.control_request(&id, req, slot),
+                (Some(id), Some(req)) => return self.control_request(&id, req, line, slot),
                 (Some(id), None) => {
                     self.out
                         .send(control_error(&id, "control_request without a request"));
@@ -388,6 +432,8 @@ impl Reader {
                     if let Some(a) = lock(&self.asking).remove(id.as_ref()) {
                         tracing::debug!(%id, "permission question withdrawn");
                         a.abort();
+                    } else if self.hooks.as_ref().is_some_and(|h| h.cancel(&id)) {
+                        tracing::debug!(%id, "hook callback withdrawn");
                     }
                 }
             }
@@ -401,7 +447,13 @@ impl Reader {
         None
     }
 
-    fn control_request(&self, id: &str, req: IncomingRequest<'_>, slot: Slot) -> Option<HereRun> {
+    fn control_request(
+        &self,
+        id: &str,
+        req: IncomingRequest<'_>,
+        line: &str,
+        slot: Slot,
+    ) -> Option<HereRun> {
         match req.subtype.as_ref() {
             "mcp_message" => {
                 let (Some(server), Some(message)) = (req.server_name, req.message) else {
@@ -435,7 +487,8 @@ impl Reader {
                     }
                 }
             }
-            "can_use_tool" => self.ask(id, req),
+            "can_use_tool" => self.ask(id, req, line),
+            "hook_callback" => return self.hook_callback(id, req, slot),
             other => {
                 self.out.send(control_error(
                     id,
@@ -446,15 +499,32 @@ impl Reader {
         None
     }
 
-    fn ask(&self, id: &str, req: IncomingRequest<'_>) {
-        let Some(permissions) = self.permissions.clone() else {
-            let deny = serde_json::json!({
-                "behavior": "deny",
-                "message": "toolhost was started without --ask, so it cannot ask the user",
-            });
-            self.out.send(control_success(id, &deny));
-            return;
+    /// A `hook_callback`: the plugins' matching hooks, or `{}` when hooks are off.
+    fn hook_callback(&self, id: &str, req: IncomingRequest<'_>, slot: Slot) -> Option<HereRun> {
+        let (Some(hooks), Some(input)) = (&self.hooks, req.input) else {
+            self.out.send(control_success(id, &serde_json::json!({})));
+            return None;
         };
+        let out = self.out.clone();
+        let key = id.to_string();
+        hooks.callback(id, input, move |answer| {
+            out.send(control_success(&key, &answer));
+            // The slot stands for the answer until it is queued.
+            drop(slot);
+        })
+    }
+
+    /// A `can_use_tool` question: the plugins' permission policies first, then the person
+    /// (`--ask`); without either, refused.
+    fn ask(&self, id: &str, req: IncomingRequest<'_>, line: &str) {
+        let policies = self.hooks.clone();
+        if policies.is_none() && self.permissions.is_none() {
+            self.out.send(control_success(id, &cannot_ask()));
+            return;
+        }
+        let permissions = self.permissions.clone();
+        // The policies get every field of the question.
+        let raw = policies.as_ref().map(|_| line.to_string());
         let question = PermissionRequest {
             request_id: id.to_string(),
             tool_name: req.tool_name.as_deref().unwrap_or("?").to_string(),
@@ -472,7 +542,18 @@ impl Reader {
         // and must not do so before it was inserted.
         let mut map = lock(&self.asking);
         let task = tokio::spawn(async move {
-            let answer = permissions(question).await;
+            let request = raw
+                .and_then(|raw| serde_json::from_str::<Value>(&raw).ok())
+                .map(|mut v| v["request"].take());
+            let settled = match (policies, request) {
+                (Some(h), Some(request)) => h.check_permission(request).await,
+                _ => None,
+            };
+            let answer = match (settled, permissions) {
+                (Some(answer), _) => Ok(answer),
+                (None, Some(permissions)) => permissions(question).await,
+                (None, None) => Ok(cannot_ask()),
+            };
             let line = match answer {
                 Ok(body) => control_success(&key, &body),
                 Err(e) => control_error(&key, &e),

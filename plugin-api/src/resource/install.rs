@@ -4,7 +4,7 @@
 use std::{borrow::Cow, collections::HashSet, sync::Arc};
 
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, value::RawValue};
 
 use super::{
     borrowed,
@@ -93,13 +93,42 @@ pub(crate) fn install(def: &mut PluginDef) -> Result<(), String> {
     Ok(())
 }
 
+/// Borrowed from the host's text: a read allocates nothing for its params (values with
+/// escapes aside).
 #[derive(Deserialize)]
-struct ReadParams {
-    uri: String,
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    variables: Option<Map<String, Value>>,
+struct ReadParams<'a> {
+    #[serde(borrow)]
+    uri: Cow<'a, str>,
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    variables: Option<Variables<'a>>,
+}
+
+/// A JSON object's members in their order, borrowed (no map is built).
+struct Variables<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Variables<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Members;
+        impl<'de> serde::de::Visitor<'de> for Members {
+            type Value = Variables<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of variables")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut m: M,
+            ) -> Result<Self::Value, M::Error> {
+                let mut v = Vec::with_capacity(m.size_hint().unwrap_or(2));
+                while let Some(member) = m.next_entry()? {
+                    v.push(member);
+                }
+                Ok(Variables(v))
+            }
+        }
+        d.deserialize_map(Members)
+    }
 }
 
 #[derive(Deserialize)]
@@ -109,10 +138,10 @@ struct ListParams {
 }
 
 /// A map value as the text it stands for (the host sends strings; a number is its JSON).
-fn value_text(v: &Value) -> Cow<'_, str> {
-    match v {
-        Value::String(s) => Cow::Borrowed(s),
-        other => Cow::Owned(other.to_string()),
+fn value_text(v: &RawValue) -> Cow<'_, str> {
+    match serde_json::from_str::<Cow<'_, str>>(v.get()) {
+        Ok(s) => s,
+        Err(_) => Cow::Borrowed(v.get()),
     }
 }
 
@@ -129,8 +158,9 @@ impl Resources {
         let contents = match (named, &p.variables) {
             (Some((r, _)), Some(vars)) => {
                 let texts: Vec<(&str, Cow<'_, str>)> = vars
+                    .0
                     .iter()
-                    .map(|(k, v)| (k.as_str(), value_text(v)))
+                    .map(|(k, v)| (k.as_ref(), value_text(v)))
                     .collect();
                 let pairs: Vec<(&str, &str)> =
                     texts.iter().map(|(k, v)| (*k, v.as_ref())).collect();

@@ -3,7 +3,6 @@
 //! session), GET (a session's stream) or DELETE (a session's end).
 
 use std::{
-    convert::Infallible,
     net::SocketAddr,
     sync::{
         atomic::{AtomicBool, Ordering},
@@ -12,8 +11,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use bytes::Bytes;
-use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::{
     body::Incoming,
     header::{self, HeaderMap, HeaderValue},
@@ -23,27 +21,29 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::{
-    limits::{Busy, Ticket},
+    limits::Ticket,
     modern,
+    reply::{
+        closing, empty, error, json, not_allowed, plain, session_not_found, stream_response,
+        too_busy, Body, TRANSPORT_ERROR,
+    },
     session::Session,
     sse::{self, CallStream, Item, ToStream},
     Listener, Shared,
 };
 use crate::{
     handler::{Answer, Discard, Dispatch, Router, Scope, Sink},
-    model::{error_code, rpc_error, JsonRpc, RequestHead, SUPPORTED_PROTOCOL_VERSIONS},
+    model::{
+        error_code, JsonRpc, RequestHead, MODERN_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
+    },
     sync::lock,
 };
-
-pub(super) type Body = UnsyncBoxBody<Bytes, Infallible>;
 
 /// How long a client may take to send a request's body.
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 const SESSION_ID: &str = "mcp-session-id";
 const PROTOCOL_VERSION: &str = "mcp-protocol-version";
-/// A session-less error: JSON-RPC says "server error" for what the transport refuses.
-const TRANSPORT_ERROR: i64 = -32000;
 
 /// What the log line of a request says beyond its HTTP facts.
 #[derive(Default)]
@@ -113,20 +113,23 @@ async fn route(
         );
     }
     if let Some(tokens) = &shared.tokens {
-        if !tokens.accepts(
-            headers
-                .get(header::AUTHORIZATION)
-                .map(HeaderValue::as_bytes),
-        ) {
+        let presented = headers.get(header::AUTHORIZATION);
+        if !tokens.accepts(presented.map(HeaderValue::as_bytes)) {
             let mut r = error(
                 StatusCode::UNAUTHORIZED,
                 None,
                 TRANSPORT_ERROR,
                 "Unauthorized: a valid bearer token is required",
             );
+            // RFC 6750 §3: no error code when no credentials came, `invalid_token` otherwise.
+            let challenge = if presented.is_some() {
+                r#"Bearer realm="toolhost", error="invalid_token""#
+            } else {
+                r#"Bearer realm="toolhost""#
+            };
             r.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
-                HeaderValue::from_static(r#"Bearer realm="toolhost""#),
+                HeaderValue::from_static(challenge),
             );
             return r;
         }
@@ -353,8 +356,13 @@ impl Call<'_> {
         if self.shared.closing.load(Ordering::Acquire) {
             return closing(Some(id));
         }
-        let honoured = modern::listen_filter(params);
+        let capabilities = self.shared.capabilities(self.endpoint);
+        let honoured = modern::listen_filter(params, &capabilities);
         let (ack, changed, close) = modern::listen_messages(id, &honoured);
+        let changed: Vec<u8> = changed
+            .iter()
+            .flat_map(|m| sse::event(None, m).to_vec())
+            .collect();
         let (tx, rx) = mpsc::channel(self.shared.limits.stream_buffer.max(1));
         let mut listeners = lock(&self.shared.listeners);
         // Streams whose clients left go now, so the count below is of open ones.
@@ -370,8 +378,7 @@ impl Call<'_> {
         }
         listeners.push(Listener {
             endpoint: self.endpoint.map(str::to_string),
-            tools: honoured.get("toolsListChanged").is_some(),
-            changed: sse::event(None, &changed),
+            changed: changed.into(),
             close: sse::event(None, &close),
             tx,
         });
@@ -608,10 +615,29 @@ fn cancel(router: &Arc<Router>, endpoint: Option<&str>, client: &str, id: &str) 
 }
 
 /// A session's GET stream (2025-11-25): server messages, resumable with `Last-Event-ID`.
+/// For GET and DELETE, which only 2025-11-25 sessions have: a 2026-07-28 client (no session,
+/// or its version header) gets 405, an unsupported version 400.
+fn session_method(headers: &HeaderMap) -> Result<&str, Box<Response<Body>>> {
+    match header_str(headers, PROTOCOL_VERSION) {
+        None => {}
+        Some(v) if SUPPORTED_PROTOCOL_VERSIONS.contains(&v) => {}
+        Some(v) if v == MODERN_PROTOCOL_VERSION => return Err(Box::new(not_allowed())),
+        Some(v) => {
+            return Err(Box::new(error(
+                StatusCode::BAD_REQUEST,
+                None,
+                error_code::INVALID_REQUEST,
+                &format!("Bad Request: unsupported MCP-Protocol-Version {v}"),
+            )))
+        }
+    }
+    header_str(headers, SESSION_ID).ok_or_else(|| Box::new(not_allowed()))
+}
+
 fn get(shared: &Arc<Shared>, endpoint: Option<String>, headers: &HeaderMap) -> Response<Body> {
-    let Some(id) = header_str(headers, SESSION_ID) else {
-        // No session: a 2026-07-28 client, which has no GET stream.
-        return not_allowed();
+    let id = match session_method(headers) {
+        Ok(id) => id,
+        Err(refusal) => return *refusal,
     };
     if !accepts(headers).sse {
         return error(
@@ -633,8 +659,9 @@ fn get(shared: &Arc<Shared>, endpoint: Option<String>, headers: &HeaderMap) -> R
 
 /// Ends a session (2025-11-25): its calls are cancelled, its stream closed.
 fn delete(shared: &Arc<Shared>, endpoint: Option<String>, headers: &HeaderMap) -> Response<Body> {
-    let Some(id) = header_str(headers, SESSION_ID) else {
-        return not_allowed();
+    let id = match session_method(headers) {
+        Ok(id) => id,
+        Err(refusal) => return *refusal,
     };
     match shared.sessions.get(id).filter(|s| s.endpoint == endpoint) {
         Some(s) => {
@@ -646,97 +673,4 @@ fn delete(shared: &Arc<Shared>, endpoint: Option<String>, headers: &HeaderMap) -
         }
         None => session_not_found(None),
     }
-}
-
-fn full(body: impl Into<Bytes>) -> Body {
-    Full::new(body.into())
-        .map_err(|e| match e {})
-        .boxed_unsync()
-}
-
-fn json(status: StatusCode, body: String) -> Response<Body> {
-    let mut r = Response::new(full(body));
-    *r.status_mut() = status;
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    r
-}
-
-fn error(status: StatusCode, id: Option<&RawValue>, code: i64, message: &str) -> Response<Body> {
-    json(status, rpc_error(id, code, message))
-}
-
-fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
-    let mut r = Response::new(full(text));
-    *r.status_mut() = status;
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    r
-}
-
-fn empty(status: StatusCode) -> Response<Body> {
-    let mut r = Response::new(full(Bytes::new()));
-    *r.status_mut() = status;
-    r
-}
-
-fn not_allowed() -> Response<Body> {
-    let mut r = empty(StatusCode::METHOD_NOT_ALLOWED);
-    r.headers_mut()
-        .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
-    r
-}
-
-fn session_not_found(id: Option<&RawValue>) -> Response<Body> {
-    error(
-        StatusCode::NOT_FOUND,
-        id,
-        -32001,
-        "Session not found: initialize again",
-    )
-}
-
-fn closing(id: Option<&RawValue>) -> Response<Body> {
-    error(
-        StatusCode::SERVICE_UNAVAILABLE,
-        id,
-        TRANSPORT_ERROR,
-        "Service Unavailable: the server is shutting down",
-    )
-}
-
-fn too_busy(busy: Busy, id: &RawValue) -> Response<Body> {
-    let (status, message) = match busy {
-        Busy::Client => (
-            StatusCode::TOO_MANY_REQUESTS,
-            "Too Many Requests: this client has its most requests in flight",
-        ),
-        Busy::Server => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Service Unavailable: the server has its most requests in flight",
-        ),
-    };
-    let mut r = error(status, Some(id), TRANSPORT_ERROR, message);
-    r.headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    r
-}
-
-fn stream_response<B>(body: B) -> Response<Body>
-where
-    B: http_body::Body<Data = Bytes, Error = Infallible> + Send + 'static,
-{
-    let mut r = Response::new(body.boxed_unsync());
-    let h = r.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    r
 }

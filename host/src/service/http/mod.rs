@@ -20,6 +20,7 @@ mod endpoint;
 mod limits;
 mod modern;
 mod origin;
+mod reply;
 mod session;
 mod sse;
 mod tls;
@@ -47,7 +48,7 @@ pub use modern::{HEADER_MISMATCH, UNSUPPORTED_VERSION};
 pub use origin::OriginPolicy;
 pub use tls::{acceptor as tls_acceptor, read_certs, read_key, TlsError, TlsFiles};
 
-use crate::{handler::Router, model::rpc_notification, registry::RegistryEvent, sync::lock};
+use crate::{handler::Router, registry::RegistryEvent, sync::lock};
 use limits::InFlight;
 use session::Sessions;
 
@@ -112,8 +113,7 @@ struct Shared {
 /// A `subscriptions/listen` stream: its endpoint and its messages, made once.
 struct Listener {
     endpoint: Option<String>,
-    /// Whether it asked for `notifications/tools/list_changed` (else it only stays open).
-    tools: bool,
+    /// The change notifications it asked for, as events (empty: it only stays open).
     changed: Bytes,
     close: Bytes,
     tx: mpsc::Sender<Bytes>,
@@ -275,21 +275,38 @@ impl Shared {
         self.sessions.close_streams();
     }
 
-    /// Tells the sessions and listeners of `endpoint` (or all, for `None`) that the tools
-    /// changed.
+    /// The capabilities the server of `endpoint` advertises (what `initialize` says).
+    fn capabilities(&self, endpoint: Option<&str>) -> serde_json::Value {
+        let plugin = endpoint.and_then(|n| self.router.registry().get(n));
+        let init = crate::handler::server_initialize_result(
+            plugin.as_deref(),
+            crate::model::LATEST_PROTOCOL_VERSION,
+        );
+        init["capabilities"].clone()
+    }
+
+    /// Tells the sessions and listeners of the plugin that changed (of every plugin, for
+    /// `None`) that their lists changed.
     fn announce(&self, plugin: Option<&str>) {
         let affects = |endpoint: &Option<String>| match (endpoint, plugin) {
             (None, _) | (_, None) => true,
             (Some(e), Some(p)) => e == p,
         };
-        let changed = rpc_notification::<()>("notifications/tools/list_changed", None);
+        // The messages by endpoint: a plugin's server may advertise other lists than all's.
+        let mut messages: std::collections::HashMap<Option<String>, Vec<String>> =
+            std::collections::HashMap::new();
         for s in self.sessions.all() {
             if affects(&s.endpoint) {
-                s.announce(&changed);
+                let list = messages.entry(s.endpoint.clone()).or_insert_with(|| {
+                    modern::list_changed(&self.capabilities(s.endpoint.as_deref()))
+                });
+                for m in list.iter() {
+                    s.announce(m);
+                }
             }
         }
         lock(&self.listeners).retain(|l| {
-            if !l.tools || !affects(&l.endpoint) {
+            if l.changed.is_empty() || !affects(&l.endpoint) {
                 return !l.tx.is_closed();
             }
             match l.tx.try_send(l.changed.clone()) {

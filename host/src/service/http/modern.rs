@@ -226,22 +226,47 @@ pub fn discover_result(plugin: Option<&LoadedPlugin>) -> Value {
     result
 }
 
-/// The notifications a `subscriptions/listen` request asks for that we send.
-pub fn listen_filter(params: Option<&RawValue>) -> Value {
+/// The lists a server may announce changes of: the listen filter's flag, the capability that
+/// offers it, and the notification.
+pub const LIST_KINDS: [(&str, &str, &str); 3] = [
+    (
+        "toolsListChanged",
+        "tools",
+        "notifications/tools/list_changed",
+    ),
+    (
+        "promptsListChanged",
+        "prompts",
+        "notifications/prompts/list_changed",
+    ),
+    (
+        "resourcesListChanged",
+        "resources",
+        "notifications/resources/list_changed",
+    ),
+];
+
+/// The notifications a `subscriptions/listen` request asks for that we send: the list changes
+/// of what the server's `capabilities` offer.
+pub fn listen_filter(params: Option<&RawValue>, capabilities: &Value) -> Value {
     let asked: Value = params
         .and_then(|p| serde_json::from_str(p.get()).ok())
         .unwrap_or(Value::Null);
-    let tools = asked["notifications"]["toolsListChanged"] == Value::Bool(true);
-    if tools {
-        json!({"toolsListChanged": true})
-    } else {
-        json!({})
+    let mut honoured = serde_json::Map::new();
+    for (flag, capability, _) in LIST_KINDS {
+        if asked["notifications"][flag] == Value::Bool(true)
+            && capabilities.get(capability).is_some()
+        {
+            honoured.insert(flag.to_string(), Value::Bool(true));
+        }
     }
+    Value::Object(honoured)
 }
 
 /// The messages of a listen stream with subscription `id`: its acknowledgement (with what is
-/// honoured), the tools change notification, and the reply that closes it gracefully.
-pub fn listen_messages(id: &RawValue, honoured: &Value) -> (String, String, String) {
+/// honoured), the change notifications it gets (one per list honoured), and the reply that
+/// closes it gracefully.
+pub fn listen_messages(id: &RawValue, honoured: &Value) -> (String, Vec<String>, String) {
     let sub: Value = serde_json::from_str(id.get()).unwrap_or(Value::Null);
     let meta = json!({"io.modelcontextprotocol/subscriptionId": sub});
     let ack = json!({
@@ -249,17 +274,28 @@ pub fn listen_messages(id: &RawValue, honoured: &Value) -> (String, String, Stri
         "method": "notifications/subscriptions/acknowledged",
         "params": {"_meta": meta, "notifications": honoured},
     });
-    let changed = json!({
-        "jsonrpc": "2.0",
-        "method": "notifications/tools/list_changed",
-        "params": {"_meta": meta},
-    });
+    let changed = LIST_KINDS
+        .iter()
+        .filter(|(flag, _, _)| honoured.get(flag).is_some())
+        .map(|(_, _, method)| {
+            json!({"jsonrpc": "2.0", "method": method, "params": {"_meta": meta}}).to_string()
+        })
+        .collect();
     let close = json!({
         "jsonrpc": "2.0",
         "id": sub,
         "result": {"resultType": "complete", "_meta": meta},
     });
-    (ack.to_string(), changed.to_string(), close.to_string())
+    (ack.to_string(), changed, close.to_string())
+}
+
+/// The list change notifications of a session's GET stream, for what `capabilities` offer.
+pub fn list_changed(capabilities: &Value) -> Vec<String> {
+    LIST_KINDS
+        .iter()
+        .filter(|(_, capability, _)| capabilities.get(capability).is_some())
+        .map(|(_, _, method)| crate::model::rpc_notification::<()>(method, None))
+        .collect()
 }
 
 #[cfg(test)]
@@ -298,6 +334,20 @@ mod tests {
         assert!(is_method_not_found(&err, Some(&id)));
         let other = rpc_error(Some(&id), error_code::INVALID_PARAMS, "no");
         assert!(!is_method_not_found(&other, Some(&id)));
+    }
+
+    #[test]
+    fn listen_honours_what_the_capabilities_offer() {
+        let caps = json!({"tools": {"listChanged": true}});
+        let asked = raw(r#"{"notifications":{"toolsListChanged":true,"promptsListChanged":true}}"#);
+        let honoured = listen_filter(Some(&asked), &caps);
+        assert_eq!(honoured, json!({"toolsListChanged": true}));
+        let (_, changed, _) = listen_messages(&raw(r#""l""#), &honoured);
+        assert_eq!(changed.len(), 1);
+        assert!(changed[0].contains("notifications/tools/list_changed"));
+        let all = json!({"tools": {}, "prompts": {}, "resources": {}});
+        assert_eq!(list_changed(&all).len(), 3);
+        assert_eq!(listen_filter(None, &all), json!({}));
     }
 
     #[test]

@@ -1,0 +1,90 @@
+//! One event's hooks (or one question's policies) run one after the other, each as a request
+//! on the router's path: the plugin's lease, placement, isolation, timeout and cancellation
+//! are the request's. The first may run on the thread that read the event; each next one is
+//! started by the answer of the one before.
+
+use std::{
+    collections::VecDeque,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+};
+
+use serde_json::{value::RawValue, Value};
+
+use super::{fold::Fold, table::Matched, Hooks};
+use crate::handler::{Answer, CallError, HereRun, PluginRequest, Scope};
+
+/// The scope hook requests are registered in for cancellation: a name no plugin can have
+/// (plugin names are letters, digits, `_` and `-`).
+pub const HOOK_SCOPE: &str = "hooks/";
+
+/// The hooks still to run for one event, and what their answers made so far.
+pub struct Chain<F: Fold> {
+    pub hooks: Arc<Hooks>,
+    pub items: VecDeque<Matched>,
+    pub fold: F,
+    /// The id its requests are registered under in [`HOOK_SCOPE`] (the CLI's request id).
+    pub id: Box<RawValue>,
+    /// Set when the CLI withdrew the event: nothing more runs, and nothing is answered.
+    pub cancelled: Arc<AtomicBool>,
+    /// Gets the fold when every item answered (or one ended the chain).
+    pub done: Box<dyn FnOnce(F) + Send>,
+}
+
+impl<F: Fold> Chain<F> {
+    /// Starts the next item, on the calling thread if `here` allows it (then returned to
+    /// run); answers through `done` when none is left.
+    pub fn step(mut self, here: bool) -> Option<HereRun> {
+        loop {
+            if self.cancelled.load(Ordering::Acquire) {
+                tracing::debug!(id = %self.id, "hooks withdrawn by the CLI");
+                return None;
+            }
+            let Some(item) = self.items.pop_front() else {
+                (self.done)(self.fold);
+                return None;
+            };
+            if let Some(why) = item.broken.clone() {
+                self.take(&item, Some(Err(why)));
+                continue;
+            }
+            let what = item.hook.clone().unwrap_or_else(|| "policy".to_string());
+            let request = PluginRequest::new(self.fold.method(), what, self.fold.params(&item))
+                .with_timeout(item.timeout);
+            let request = self.hooks.router.request(
+                Scope::Server(HOOK_SCOPE),
+                &item.plugin,
+                &self.id,
+                Box::new(request),
+            );
+            let rt = self.hooks.rt.clone();
+            let respond = move |answer: Answer<'_>| {
+                let answer = match answer.into_outcome() {
+                    Ok(json) => Some(
+                        serde_json::from_str::<Value>(&json)
+                            .map_err(|e| format!("its output is not JSON: {e}")),
+                    ),
+                    // Unloaded since the event came: as if it had no hook.
+                    Err(CallError::UnknownServer(_)) => None,
+                    Err(e) => Some(Err(e.to_string())),
+                };
+                self.take(&item, answer);
+                // The next request may start tasks (a lease wait, its timer).
+                let _rt = rt.enter();
+                self.step(false);
+            };
+            return request.start(Box::new(respond), here);
+        }
+    }
+
+    /// Takes an item's answer (`None`: nothing to take); a deny ends the chain.
+    fn take(&mut self, item: &Matched, answer: Option<Result<Value, String>>) {
+        if let Some(answer) = answer {
+            if !self.fold.take(item, answer) {
+                self.items.clear();
+            }
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! Plugin hooks and permission policies in a `chat` session (docs/protocol.md §14): the
+//! events registered with the CLI (`events`), which plugin hooks an event runs (`table`,
+//! compiled once per plugin version), how their answers make one (`fold`), and running them
+//! one after the other on the router's request path (`chain`).
+
+mod chain;
+mod events;
+mod fold;
+mod table;
+
+use std::{
+    collections::HashMap,
+    sync::{
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        Arc, Mutex,
+    },
+};
+
+use serde_json::{json, value::RawValue, Value};
+use tokio::runtime::Handle;
+
+pub use events::{registration, subject, BACKSTOP_SECS, EVENTS};
+pub use fold::{Denied, Fold, HookFold, PolicyFold};
+pub use table::{CompiledHook, HookTable, Matched, Matcher, PluginHooks};
+
+use chain::{Chain, HOOK_SCOPE};
+
+use crate::{
+    handler::{HereRun, Router, Scope},
+    sync::lock,
+};
+
+/// The event an input is of (`hook_event_name`).
+fn event_of(input: &Value) -> &str {
+    input["hook_event_name"].as_str().unwrap_or_default()
+}
+
+/// The hooks and policies of a session's plugins, as the registry holds them now.
+pub struct Hooks {
+    router: Arc<Router>,
+    rt: Handle,
+    /// The table of the versions last seen.
+    table: Mutex<Arc<HookTable>>,
+    /// Events whose hooks run, by the CLI's request id: set to withdraw one.
+    running: Mutex<HashMap<String, Arc<AtomicBool>>>,
+    /// Ids of the runs that have no CLI request id (policies, `toolhost hook`).
+    next: AtomicU64,
+}
+
+/// What one event's hooks made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventOutcome {
+    /// The answer for the CLI.
+    pub answer: Value,
+    /// The refusal, if a hook refused.
+    pub denied: Option<Denied>,
+    /// How many hooks matched.
+    pub matched: usize,
+}
+
+impl Hooks {
+    /// The hooks of `router`'s plugins. Call it on the session's runtime (hooks started by
+    /// another hook's answer start their tasks there).
+    pub fn new(router: Arc<Router>) -> Arc<Self> {
+        Arc::new(Hooks {
+            router,
+            rt: Handle::current(),
+            table: Mutex::new(Arc::new(HookTable::default())),
+            running: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(0),
+        })
+    }
+
+    /// The table of the plugin versions loaded now (rebuilt when one changed).
+    pub fn table(&self) -> Arc<HookTable> {
+        let plugins = self.router.registry().plugins();
+        let mut table = lock(&self.table);
+        if !table.is_of(&plugins) {
+            *table = Arc::new(HookTable::build(&plugins, &table));
+        }
+        table.clone()
+    }
+
+    /// Answers the CLI's `hook_callback` `request_id` whose input is `input`: every matching
+    /// hook of every plugin runs, and `respond` gets the merged answer (never, if the CLI
+    /// withdraws the event first). Returns the first hook's run when it may run on the
+    /// calling thread.
+    pub fn callback(
+        self: &Arc<Self>,
+        request_id: &str,
+        input: &RawValue,
+        respond: impl FnOnce(Value) + Send + 'static,
+    ) -> Option<HereRun> {
+        let table = self.table();
+        if table.is_empty() {
+            respond(json!({}));
+            return None;
+        }
+        let input: Value = match serde_json::from_str(input.get()) {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!("a hook_callback whose input is not JSON ({e}); answered {{}}");
+                respond(json!({}));
+                return None;
+            }
+        };
+        let items = self.matching(&table, &input, None);
+        if items.is_empty() {
+            respond(json!({}));
+            return None;
+        }
+        let cancelled = Arc::new(AtomicBool::new(false));
+        lock(&self.running).insert(request_id.to_string(), cancelled.clone());
+        let hooks = self.clone();
+        let key = request_id.to_string();
+        self.start(input, items, request_id, cancelled, true, move |o| {
+            lock(&hooks.running).remove(&key);
+            if let Some(d) = &o.denied {
+                tracing::info!(plugin = %d.plugin, "{}", d.text());
+            }
+            respond(o.answer);
+        })
+    }
+
+    /// Withdraws the event of `request_id` (`control_cancel_request`): its running hook is
+    /// cancelled, no further one starts, and nothing is answered. False if none runs.
+    pub fn cancel(&self, request_id: &str) -> bool {
+        let Some(flag) = lock(&self.running).remove(request_id) else {
+            return false;
+        };
+        flag.store(true, Ordering::Release);
+        let id = serde_json::value::to_raw_value(request_id).expect("a string");
+        self.router.cancel_request(Scope::Server(HOOK_SCOPE), &id);
+        true
+    }
+
+    /// Runs the hooks `input` (an event's input, with its `hook_event_name`) matches, only
+    /// those of plugin `only` if given: for `toolhost hook` and tests.
+    pub async fn run_event(self: &Arc<Self>, input: Value, only: Option<&str>) -> EventOutcome {
+        let items = self.matching(&self.table(), &input, only);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let id = format!("hook-{}", self.next.fetch_add(1, Ordering::Relaxed));
+        let cancelled = Arc::new(AtomicBool::new(false));
+        // Not on this task's thread: a hook may block.
+        let here = false;
+        self.start(input, items, &id, cancelled, here, move |o| {
+            let _ = tx.send(o);
+        });
+        rx.await.expect("a chain always answers unless withdrawn")
+    }
+
+    /// Asks the permission policies about a `can_use_tool` question (`request`: its fields).
+    /// `None` when there are none or every one deferred.
+    pub async fn check_permission(self: &Arc<Self>, request: Value) -> Option<Value> {
+        self.ask_policies(request, None).await
+    }
+
+    /// [`Hooks::check_permission`] with only plugin `only`'s policy, if given.
+    pub async fn ask_policies(
+        self: &Arc<Self>,
+        request: Value,
+        only: Option<&str>,
+    ) -> Option<Value> {
+        let table = self.table();
+        let config = self.router.registry().config().settings.current();
+        let mut items = table.policies(&config);
+        items.retain(|i| only.is_none_or(|o| o == i.plugin));
+        if items.is_empty() {
+            return None;
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let id = format!("policy-{}", self.next.fetch_add(1, Ordering::Relaxed));
+        let chain = Chain {
+            hooks: self.clone(),
+            items: items.into(),
+            fold: PolicyFold::new(request),
+            id: serde_json::value::to_raw_value(&id).expect("a string"),
+            cancelled: Arc::new(AtomicBool::new(false)),
+            done: Box::new(move |fold: PolicyFold| {
+                let _ = tx.send(fold.answer());
+            }),
+        };
+        chain.step(false);
+        let answer = rx.await.ok()?;
+        (!answer.is_null()).then_some(answer)
+    }
+
+    /// The hooks of `table` that `input`'s event runs (only plugin `only`'s, if given).
+    fn matching(&self, table: &HookTable, input: &Value, only: Option<&str>) -> Vec<Matched> {
+        let event = event_of(input);
+        let config = self.router.registry().config().settings.current();
+        table.matching(&config, event, subject(event, input), only)
+    }
+
+    /// Starts `items`, the matching hooks of `input`'s event, under `id`; `done` gets the
+    /// outcome. The first runs on the calling thread (returned) if `here` and it may.
+    fn start(
+        self: &Arc<Self>,
+        input: Value,
+        items: Vec<Matched>,
+        id: &str,
+        cancelled: Arc<AtomicBool>,
+        here: bool,
+        done: impl FnOnce(EventOutcome) + Send + 'static,
+    ) -> Option<HereRun> {
+        let event = event_of(&input).to_string();
+        let matched = items.len();
+        let chain = Chain {
+            hooks: self.clone(),
+            items: items.into(),
+            fold: HookFold::new(&event, input),
+            id: serde_json::value::to_raw_value(id).expect("a string"),
+            cancelled,
+            done: Box::new(move |fold: HookFold| {
+                let denied = fold.denied().cloned();
+                done(EventOutcome {
+                    answer: fold.answer(),
+                    denied,
+                    matched,
+                })
+            }),
+        };
+        chain.step(here)
+    }
+}

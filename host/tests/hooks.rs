@@ -1,0 +1,201 @@
+//! Hooks and permission policies through the router (`service::hooks`): the hooks of every
+//! plugin in name order, merged; failures following `on_error`; a hung hook in a worker timed
+//! out or withdrawn. The guard example and the hooky fixture (plugins/fixtures/hooky).
+
+mod common;
+
+use std::{
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
+
+use serde_json::{json, value::RawValue, Value};
+use toolhost::{
+    config::LiveConfig,
+    handler::Router,
+    registry::Registry,
+    service::hooks::{Denied, Hooks},
+};
+
+/// A router over copies of `libs` with `toolhost.toml` holding `config`; every plugin in a
+/// worker when `isolate`.
+fn open(
+    libs: &[&str],
+    config: &str,
+    isolate: bool,
+) -> (Arc<Router>, (tempfile::TempDir, tempfile::TempDir)) {
+    let plugins = common::plugin_dir(libs);
+    let file = plugins.path().join("toolhost.toml");
+    std::fs::write(&file, config).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let shadow = common::shadow_dir();
+    let mut registry_config = common::registry_config(plugins.path(), shadow.path());
+    registry_config.settings = Arc::new(LiveConfig::open(plugins.path(), None).unwrap());
+    let mut workers = toolhost::worker::WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost"));
+    workers.isolate_all = isolate;
+    registry_config.workers = Some(Arc::new(workers));
+    let registry = Registry::open(registry_config).expect("open the registry");
+    (Router::new(registry, Default::default()), (plugins, shadow))
+}
+
+fn pre_bash(command: &str) -> Value {
+    json!({"session_id": "s", "cwd": "/", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+           "tool_input": {"command": command}, "tool_use_id": "toolu_1"})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hooks_of_every_plugin_run_in_name_order_and_merge() {
+    let config = "[plugin.guard]\nconfig = { log = \"\" }\n";
+    let (router, _dirs) = open(&["calc", "guard", "hooky"], config, false);
+    let hooks = Hooks::new(router);
+    assert_eq!(hooks.table().plugins().len(), 2, "calc declares none");
+
+    // guard (first by name) refuses: the chain ends there.
+    let o = hooks.run_event(pre_bash("rm -rf /tmp/x"), None).await;
+    assert_eq!(o.matched, 2);
+    let Some(Denied { plugin, reason }) = &o.denied else {
+        panic!("{o:?}")
+    };
+    assert_eq!(plugin, "guard");
+    assert!(reason.contains("`rm -rf`"), "{reason}");
+    assert_eq!(
+        o.answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{}",
+        o.answer
+    );
+
+    // guard has no opinion; hooky rewrites the command.
+    let o = hooks.run_event(pre_bash("ls HOOKY_REWRITE"), None).await;
+    assert_eq!(
+        o.answer,
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+            "permissionDecision": "allow",
+            "updatedInput": {"command": "echo rewritten by hooky"}}})
+    );
+    // Only one plugin's hooks.
+    let o = hooks
+        .run_event(pre_bash("ls HOOKY_REWRITE"), Some("guard"))
+        .await;
+    assert_eq!((o.matched, o.answer), (1, json!({})));
+    // Matchers: hooky's PreToolUse hook is for Bash only.
+    let read = json!({"hook_event_name": "PreToolUse", "tool_name": "Read", "tool_input": {}});
+    assert_eq!(hooks.run_event(read, None).await.matched, 0);
+
+    // Contexts of both plugins, joined in name order.
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::create_dir(repo.path().join(".git")).unwrap();
+    std::fs::write(repo.path().join(".git/HEAD"), "ref: refs/heads/topic\n").unwrap();
+    let prompt = json!({"hook_event_name": "UserPromptSubmit", "prompt": "hi",
+                        "cwd": repo.path(), "session_id": "s"});
+    let o = hooks.run_event(prompt, None).await;
+    let context = o.answer["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let (first, second) = context.split_once("\n\n").expect("two contexts");
+    assert!(first.contains("topic"), "{context}");
+    assert_eq!(second, "hooky was here");
+
+    // Permission policies: guard refuses, and has no opinion otherwise.
+    let question = |command: &str| {
+        json!({"subtype": "can_use_tool", "tool_name": "Bash",
+               "input": {"command": command}, "tool_use_id": "toolu_1"})
+    };
+    let answer = hooks.check_permission(question("rm -rf /")).await.unwrap();
+    assert_eq!(answer["behavior"], "deny", "{answer}");
+    assert!(
+        answer["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("denied by guard: guard refuses"),
+        "{answer}"
+    );
+    assert_eq!(hooks.check_permission(question("ls")).await, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_hooks_follow_on_error_and_a_hung_one_is_timed_out_or_withdrawn() {
+    let config = "[plugin.hooky]\nhook_timeout = 0.5\n";
+    let (router, _dirs) = open(&["hooky"], config, true);
+    let hooks = Hooks::new(router.clone());
+
+    // A panic and output that is no hook output: denied (PreToolUse's default), naming hooky.
+    for (command, why) in [
+        (
+            "HOOKY_PANIC",
+            "`hooks/run` panicked: hooky panics on purpose",
+        ),
+        ("HOOKY_GARBAGE", "updatedInput is not an object"),
+        (
+            "HOOKY_HANG",
+            "hooks/run by_command of plugin hooky timed out after 500ms",
+        ),
+    ] {
+        let o = hooks.run_event(pre_bash(command), None).await;
+        let denied = o
+            .denied
+            .unwrap_or_else(|| panic!("{command}: {}", o.answer));
+        assert_eq!(denied.plugin, "hooky");
+        assert!(
+            denied.reason.starts_with("its hook by_command failed: ")
+                && denied.reason.contains(why),
+            "{command}: {}",
+            denied.reason
+        );
+    }
+    // The worker that hung was replaced: hooks go on.
+    let post = json!({"hook_event_name": "PostToolUse", "tool_name": "Bash",
+                      "tool_input": {}, "tool_response": {}});
+    let o = hooks.run_event(post.clone(), None).await;
+    assert_eq!(
+        o.answer["hookSpecificOutput"]["additionalContext"],
+        "hooky saw Bash"
+    );
+
+    // Withdrawn while it hangs: its request is cancelled and nothing is answered.
+    let answered = Arc::new(AtomicBool::new(false));
+    let flag = answered.clone();
+    let input = RawValue::from_string(pre_bash("HOOKY_HANG").to_string()).unwrap();
+    let run = hooks.callback("cb-1", &input, move |_| flag.store(true, Ordering::SeqCst));
+    // Run where the session's reading thread would run it.
+    let mut run = run.expect("the first hook runs on the reading thread");
+    let rt = tokio::runtime::Handle::current();
+    let reader = std::thread::spawn(move || {
+        let _rt = rt.enter();
+        run.run();
+    });
+    common::poll_until(Duration::from_secs(10), "the hook to start", || {
+        router.calls_in_flight() == 1
+    });
+    assert!(hooks.cancel("cb-1"));
+    assert!(!hooks.cancel("cb-1"), "withdrawn once");
+    // A worker's hook that ignores its cancellation ends with its worker.
+    common::join_within(reader, Duration::from_secs(30), "the withdrawn hook");
+    assert_eq!(router.calls_in_flight(), 0);
+    assert!(
+        !answered.load(Ordering::SeqCst),
+        "a withdrawn callback was answered"
+    );
+    let o = hooks.run_event(post, None).await;
+    assert_eq!(
+        o.answer["hookSpecificOutput"]["additionalContext"],
+        "hooky saw Bash"
+    );
+
+    // on_error = "allow": the same failures let the call through.
+    let file = router.registry().dir().join("toolhost.toml");
+    std::fs::write(
+        &file,
+        "[plugin.hooky]\nhook_timeout = 0.5\non_error = \"allow\"\n",
+    )
+    .unwrap();
+    router.registry().config().settings.reload().unwrap();
+    let o = hooks.run_event(pre_bash("HOOKY_PANIC"), None).await;
+    assert_eq!((o.denied, o.answer), (None, json!({})));
+}
