@@ -340,14 +340,16 @@ impl Request {
         }
     }
 
-    /// Tells the plugin to stop, and answers that the request timed out.
+    /// Answers that the request timed out, then tells the plugin to stop: in that order, as a
+    /// plugin answering its cancellation at once would otherwise be the answer.
     fn time_out(self) {
-        self.0.control.cancel();
         let inner = &self.0;
         let outcome = inner
             .method
             .failed(&inner.plugin, Failure::TimedOut(self.limit()));
-        if self.answer(outcome) {
+        let answered = self.answer(outcome);
+        inner.control.cancel();
+        if answered {
             tracing::warn!(plugin = %inner.plugin, "{} timed out", self.label());
         }
     }
