@@ -188,3 +188,74 @@ fn the_inspector_cli_lists_reads_and_gets_through_serve() {
         "{got}"
     );
 }
+
+/// The Inspector's CLI over Streamable HTTP (`--transport http`, its bearer token in a
+/// header): it lists and calls tools, and reads a resource and gets a prompt, each run a
+/// session of its own (docs/protocol.md §12.3).
+#[test]
+fn the_inspector_cli_lists_and_calls_through_serve_http() {
+    use toolhost_e2e::http::{HttpServe, TOKEN};
+    let Some(inspector) = client(
+        "TOOLHOST_E2E_INSPECTOR",
+        &format!("mcp-inspector-{INSPECTOR}"),
+        "node_modules/.bin/mcp-inspector",
+        "scripts/install-inspector",
+    ) else {
+        return;
+    };
+    let sandbox = Sandbox::new(&["calc", "notes"]);
+    let server = HttpServe::start(&sandbox, &[]);
+    let bearer = format!("Authorization: Bearer {TOKEN}");
+    let run = |args: &[&str]| -> Value {
+        let mut cmd = sandbox.clean_command(&inspector, None);
+        cmd.env("MCP_CATALOG_PATH", sandbox.path().join("catalog.json"))
+            .arg("--cli")
+            .arg(server.url("/mcp"))
+            .args(["--transport", "http", "--header", &bearer])
+            .args(args);
+        let out = output(
+            &format!("mcp-inspector --cli --transport http {args:?}"),
+            cmd,
+        );
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+    };
+    let tools = run(&["--method", "tools/list"]);
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{tools}"))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"calc__add"), "{names:?}");
+    let sum = run(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "calc__add",
+        "--tool-arg",
+        "x=2",
+        "--tool-arg",
+        "y=3",
+    ]);
+    assert_eq!(sum["content"][0]["text"], "5", "{sum}");
+    let index = run(&["--method", "resources/read", "--uri", "notes://index"]);
+    assert_eq!(index["contents"][0]["text"], "No notes yet.\n", "{index}");
+    let prompts = run(&["--method", "prompts/list"]);
+    assert!(
+        prompts["prompts"]
+            .as_array()
+            .is_some_and(|p| p.iter().any(|p| p["name"] == "notes__summarize")),
+        "{prompts}"
+    );
+    // Without the token: refused, and the Inspector says so (it exits non-zero).
+    let mut cmd = sandbox.clean_command(&inspector, None);
+    cmd.env("MCP_CATALOG_PATH", sandbox.path().join("catalog.json"))
+        .arg("--cli")
+        .arg(server.url("/mcp"))
+        .args(["--transport", "http", "--method", "tools/list"]);
+    let refused = cmd
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the inspector");
+    assert!(!refused.status.success(), "no token, yet listed");
+}
