@@ -18,8 +18,9 @@ ap.add_argument("toolhost"); ap.add_argument("claude"); ap.add_argument("fake_ap
 ap.add_argument("--sessions", type=int, default=3)
 ap.add_argument("--turns", type=int, default=8)
 args = ap.parse_args()
+args.toolhost, args.claude, args.fake_api = (
+    os.path.abspath(a) for a in (args.toolhost, args.claude, args.fake_api))
 
-root = os.path.dirname(os.path.dirname(os.path.abspath(args.toolhost)))
 fake = subprocess.Popen([args.fake_api], stdout=subprocess.PIPE, text=True)
 url = fake.stdout.readline().strip()
 home = tempfile.mkdtemp(prefix="toolhost-unused-hooks-")

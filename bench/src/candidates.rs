@@ -24,6 +24,8 @@ pub struct Candidate {
     how: How,
     /// Whether the slow-tool line can be measured through it (toolhost with faulty).
     pub slow_capable: bool,
+    /// `--hooks`: whether it refuses `rm -rf` (it has the guard plugin, or is the floor).
+    guarded: bool,
 }
 
 enum How {
@@ -46,6 +48,7 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
         name: "floor (hand-written responder)".into(),
         how: How::Floor,
         slow_capable: false,
+        guarded: true,
     }];
     let toolhost = |isolate: bool| {
         let plugins = match (&cli.hook_plugins, cli.hooks) {
@@ -74,12 +77,14 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
         name: "toolhost (in process)".into(),
         how: toolhost(false),
         slow_capable: true,
+        guarded: true,
     });
     if supports_isolate(cli)? {
         out.push(Candidate {
             name: "toolhost (--isolate)".into(),
             how: toolhost(true),
             slow_capable: false,
+            guarded: true,
         });
     }
     if let Some(rs) = &cli.rs_peer {
@@ -92,6 +97,7 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
                 plugins_arg: None,
             },
             slow_capable: false,
+            guarded: true,
         });
     }
     // Script peers: an interpreter running a script.
@@ -110,6 +116,7 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
                     plugins_arg: None,
                 },
                 slow_capable: false,
+                guarded: true,
             });
         }
     }
@@ -135,11 +142,13 @@ fn hook_candidates(
         name: "toolhost, guard (in process)".into(),
         how: toolhost(false),
         slow_capable: false,
+        guarded: true,
     });
     out.push(Candidate {
         name: "toolhost, guard (--isolate)".into(),
         how: toolhost(true),
         slow_capable: false,
+        guarded: true,
     });
     out.push(Candidate {
         name: "toolhost, no hook plugin".into(),
@@ -154,6 +163,7 @@ fn hook_candidates(
             plugins_arg: None,
         },
         slow_capable: false,
+        guarded: false,
     });
     Ok(out)
 }
@@ -210,7 +220,8 @@ impl Candidate {
                     cmd.env("TOOLHOST_BENCH_SLOW", "1");
                 }
                 if cli.hooks {
-                    cmd.env("TOOLHOST_BENCH_HOOKS", "1");
+                    let mode = if self.guarded { "guarded" } else { "unguarded" };
+                    cmd.env("TOOLHOST_BENCH_HOOKS", mode);
                 }
                 let child = cmd
                     .spawn()
@@ -247,7 +258,7 @@ fn run_floor(cli: &Cli) -> Result<Report> {
     peer.handshake("calc", "add")?;
     let handshake_ms = started.elapsed().as_secs_f64() * 1e3;
     let mut report = if cli.hooks {
-        crate::client::hook_workload(&mut peer, cli.n)?
+        crate::client::hook_workload(&mut peer, cli.n, true)?
     } else {
         workload(&mut peer, cli.n, cli.concurrency, false)?
     };

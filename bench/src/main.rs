@@ -104,7 +104,8 @@ fn fake_cli() -> Result<()> {
     let n: usize = std::env::var("TOOLHOST_BENCH_N")?.parse()?;
     let depth: usize = std::env::var("TOOLHOST_BENCH_DEPTH")?.parse()?;
     let slow = std::env::var_os("TOOLHOST_BENCH_SLOW").is_some();
-    let hooks = std::env::var_os("TOOLHOST_BENCH_HOOKS").is_some();
+    // `guarded` or `unguarded` (no hook plugin: everything is let through).
+    let hooks = std::env::var("TOOLHOST_BENCH_HOOKS").ok();
     let mut peer = Peer::new(
         Box::new(BufReader::new(std::io::stdin())),
         Box::new(BufWriter::new(std::io::stdout())),
@@ -113,8 +114,8 @@ fn fake_cli() -> Result<()> {
         peer.await_request("initialize")?;
         peer.handshake("calc", "add")?;
         let handshake_ms = started.elapsed().as_secs_f64() * 1e3;
-        let mut report = if hooks {
-            hook_workload(&mut peer, n)?
+        let mut report = if let Some(mode) = &hooks {
+            hook_workload(&mut peer, n, mode == "guarded")?
         } else {
             workload(&mut peer, n, depth, slow)?
         };
