@@ -282,3 +282,91 @@ async fn a_session_answers_callbacks_and_asks_policies_before_the_person() {
     drop(cli_out);
     session.close().await;
 }
+
+/// `toolhost hook`, `list` and `doctor` on a folder with guard and hooky.
+#[test]
+fn the_hook_command_list_and_doctor() {
+    let plugins = common::plugin_dir(&["guard", "hooky"]);
+    let file = plugins.path().join("toolhost.toml");
+    std::fs::write(&file, "[plugin.guard]\nconfig = { log = \"\" }\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let runtime = common::shadow_dir();
+    let run = |args: &[&str]| {
+        let out = common::toolhost(args, plugins.path())
+            .env("XDG_RUNTIME_DIR", runtime.path())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            common::text(&out.stdout),
+            common::text(&out.stderr),
+        )
+    };
+    let bash = r#"{"tool_name":"Bash","tool_input":{"command":"rm -rf /"}}"#;
+    let (code, out, err) = run(&["hook", "guard", "PreToolUse", bash]);
+    assert_eq!(code, Some(0), "{err}");
+    let answer: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{out}"
+    );
+    // Only the named plugin's hooks: hooky would rewrite this one.
+    let rewrite = r#"{"tool_name":"Bash","tool_input":{"command":"HOOKY_REWRITE"}}"#;
+    let (_, out, _) = run(&["hook", "guard", "PreToolUse", rewrite]);
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), json!({}));
+    let (_, out, _) = run(&["hook", "hooky", "PreToolUse", rewrite]);
+    let answer: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        answer["hookSpecificOutput"]["updatedInput"],
+        json!({"command": "echo rewritten by hooky"})
+    );
+    let question = r#"{"tool_name":"Bash","input":{"command":"ls"}}"#;
+    let (_, out, _) = run(&["hook", "guard", "permission", question]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap(),
+        json!({"behavior": "defer"})
+    );
+    // Mistakes are named.
+    let (code, _, err) = run(&["hook", "guard", "Stop"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("plugin guard has no Stop hook"), "{err}");
+    let (code, _, err) = run(&["hook", "guard", "BeforeTea"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("`BeforeTea` is not an event the CLI sends"),
+        "{err}"
+    );
+    let (code, _, err) = run(&["hook", "hooky", "permission"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("plugin hooky has no permission policy"),
+        "{err}"
+    );
+
+    let (_, out, _) = run(&["list"]);
+    assert!(
+        out.contains("  hook PreToolUse [Bash]: refuse_commands\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  hook UserPromptSubmit: mark_prompt\n"),
+        "{out}"
+    );
+    assert!(out.contains("  permission policy\n"), "{out}");
+    let (_, out, _) = run(&["list", "--json"]);
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    let guard = &listed["plugins"][0];
+    assert_eq!(guard["permission"], true, "{guard}");
+    assert_eq!(
+        guard["hooks"][0],
+        json!({"id": "refuse_commands", "event": "PreToolUse", "matcher": "Bash"})
+    );
+    let (_, out, _) = run(&["doctor"]);
+    assert!(
+        out.contains("guard 0.1.0, 0 tools (), 3 hooks (PreToolUse Bash, PostToolUse, UserPromptSubmit), a permission policy"),
+        "{out}"
+    );
+}
