@@ -3,7 +3,7 @@
 
 Runs `toolhost chat` (calc only, no hook plugin) against the real `claude` CLI and the fake
 Messages API of the end-to-end tests, with `--hooks` (every event registered, docs/protocol.md
-§13.6, though no hook matches), as is (nothing registered: no plugin has hooks) and with
+§14.6, though no hook matches), as is (nothing registered: no plugin has hooks) and with
 `--no-hooks`, interleaved. Each session runs turns whose fake model makes
 K parallel calc calls; the time from the prompt line to its `RESULT:` line is a turn. The
 difference of the medians, over K = 1 and K = 20, gives the cost per turn and per tool call.

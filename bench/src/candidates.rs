@@ -26,6 +26,19 @@ pub struct Candidate {
     pub slow_capable: bool,
     /// `--hooks`: whether it refuses `rm -rf` (it has the guard plugin, or is the floor).
     guarded: bool,
+    /// Whether it serves resources (toolhost, with faulty): the read row.
+    pub reads: bool,
+}
+
+/// What a run measures.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The `add` workload.
+    Calls,
+    /// The `add` workload and the slow-tool line (the slow plugin folder).
+    Slow,
+    /// `resources/read` against a `tools/call` of the same size (the slow plugin folder).
+    Read,
 }
 
 enum How {
@@ -49,6 +62,7 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
         how: How::Floor,
         slow_capable: false,
         guarded: true,
+        reads: false,
     }];
     let toolhost = |isolate: bool| {
         let plugins = match (&cli.hook_plugins, cli.hooks) {
@@ -78,6 +92,7 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
         how: toolhost(false),
         slow_capable: true,
         guarded: true,
+        reads: true,
     });
     if supports_isolate(cli)? {
         out.push(Candidate {
@@ -85,6 +100,7 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
             how: toolhost(true),
             slow_capable: false,
             guarded: true,
+            reads: true,
         });
     }
     if let Some(rs) = &cli.rs_peer {
@@ -98,6 +114,7 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
             },
             slow_capable: false,
             guarded: true,
+            reads: false,
         });
     }
     // Script peers: an interpreter running a script.
@@ -117,6 +134,7 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
                 },
                 slow_capable: false,
                 guarded: true,
+                reads: false,
             });
         }
     }
@@ -143,12 +161,14 @@ fn hook_candidates(
         how: toolhost(false),
         slow_capable: false,
         guarded: true,
+        reads: false,
     });
     out.push(Candidate {
         name: "toolhost, guard (--isolate)".into(),
         how: toolhost(true),
         slow_capable: false,
         guarded: true,
+        reads: false,
     });
     out.push(Candidate {
         name: "toolhost, no hook plugin".into(),
@@ -164,6 +184,7 @@ fn hook_candidates(
         },
         slow_capable: false,
         guarded: false,
+        reads: false,
     });
     Ok(out)
 }
@@ -181,6 +202,12 @@ impl Candidate {
     /// One run: spawn, handshake, workload. `slow` adds the slow-tool line (toolhost only,
     /// with `--slow-plugins`).
     pub fn run(&self, cli: &Cli, slow: bool) -> Result<Report> {
+        self.run_mode(cli, if slow { Mode::Slow } else { Mode::Calls })
+    }
+
+    /// One run measuring `mode`.
+    pub fn run_mode(&self, cli: &Cli, mode: Mode) -> Result<Report> {
+        let slow = mode != Mode::Calls;
         match &self.how {
             How::Floor => run_floor(cli),
             How::Host {
@@ -216,8 +243,14 @@ impl Candidate {
                     .env("TOOLHOST_BENCH_DEPTH", cli.concurrency.to_string())
                     .stdin(Stdio::null())
                     .stdout(Stdio::null());
-                if slow {
-                    cmd.env("TOOLHOST_BENCH_SLOW", "1");
+                match mode {
+                    Mode::Calls => {}
+                    Mode::Slow => {
+                        cmd.env("TOOLHOST_BENCH_SLOW", "1");
+                    }
+                    Mode::Read => {
+                        cmd.env("TOOLHOST_BENCH_READ", "1");
+                    }
                 }
                 if cli.hooks {
                     let mode = if self.guarded { "guarded" } else { "unguarded" };

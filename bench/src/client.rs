@@ -29,6 +29,24 @@ pub struct Report {
     /// `conc` are left empty).
     #[serde(default)]
     pub hook: Option<Phase>,
+    /// `resources/read` against a `tools/call` of the same size (toolhost, with faulty).
+    #[serde(default)]
+    pub read: Option<ReadVsCall>,
+}
+
+/// A resource read and a tool call answering the same text, measured in the same run.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, Default)]
+pub struct ReadVsCall {
+    /// Characters of text the read answers.
+    pub chars: usize,
+    /// Characters of text the call answers: as many as make its `result` as long as the read's.
+    #[serde(default)]
+    pub call_chars: usize,
+    /// Bytes of each one's JSON-RPC `result`.
+    #[serde(default)]
+    pub result_bytes: usize,
+    pub read: Phase,
+    pub call: Phase,
 }
 
 /// One batch of calls at one depth.
@@ -196,6 +214,14 @@ impl Peer {
         Ok(())
     }
 
+    /// Sends call number `i` of `call` alone and returns its checked answer.
+    pub fn ask(&mut self, call: &dyn Call, i: usize) -> Result<Value> {
+        let n = self.send_mcp(call.server(), &call.message(i))?;
+        let v = self.wait(n)?;
+        call.check(i, &v)?;
+        Ok(v)
+    }
+
     /// Keeps `depth` calls in flight until `n` are answered; every answer is checked.
     /// Depth 1 is the sequential measurement.
     pub fn calls(&mut self, call: &dyn Call, n: usize, depth: usize) -> Result<Phase> {
@@ -350,6 +376,115 @@ impl Call for Slow {
     }
 }
 
+/// `faulty.large(chars)`: `chars` characters of `x` (under 80: one line).
+pub struct Large {
+    pub chars: usize,
+}
+
+impl Call for Large {
+    fn server(&self) -> &str {
+        "faulty"
+    }
+
+    fn message(&self, i: usize) -> String {
+        format!(
+            r#"{{"method":"tools/call","params":{{"name":"large","arguments":{{"chars":{}}},"_meta":{{"claudecode/toolUseId":"toolu_{i}","progressToken":{id}}}}},"jsonrpc":"2.0","id":{id}}}"#,
+            self.chars,
+            id = i + 2
+        )
+    }
+
+    fn check(&self, i: usize, v: &Value) -> Result<()> {
+        let r = &v["response"]["response"]["mcp_response"];
+        let text = r["result"]["content"][0]["text"].as_str().unwrap_or("");
+        if r["id"] != i + 2 || text.len() != self.chars || r["result"]["isError"] == true {
+            bail!("large call failed: {v}");
+        }
+        Ok(())
+    }
+}
+
+/// `resources/read faulty://text/<chars>`: the same text as [`Large`], as a resource.
+pub struct ReadText {
+    pub chars: usize,
+}
+
+impl Call for ReadText {
+    fn server(&self) -> &str {
+        "faulty"
+    }
+
+    fn message(&self, i: usize) -> String {
+        format!(
+            r#"{{"method":"resources/read","params":{{"uri":"faulty://text/{}"}},"jsonrpc":"2.0","id":{}}}"#,
+            self.chars,
+            i + 2
+        )
+    }
+
+    fn check(&self, i: usize, v: &Value) -> Result<()> {
+        let r = &v["response"]["response"]["mcp_response"];
+        let text = r["result"]["contents"][0]["text"].as_str().unwrap_or("");
+        if r["id"] != i + 2 || text.len() != self.chars {
+            bail!("resources/read failed: {v}");
+        }
+        Ok(())
+    }
+}
+
+/// The read workload: a read of `chars` characters against the tool call whose `result` is
+/// as long (a read's contents also carry the URI and the MIME type); after a warm-up of both,
+/// `rounds` alternating batches of `n` sequential calls and `n` sequential reads; each side's
+/// figures are the medians of its batches (alternating spreads a busy moment of the machine
+/// over both).
+pub fn read_workload(peer: &mut Peer, n: usize, chars: usize) -> Result<ReadVsCall> {
+    const ROUNDS: usize = 5;
+    let read = ReadText { chars };
+    let result_bytes = result_len(&peer.ask(&read, 0)?);
+    let mut call_chars = chars;
+    while result_len(&peer.ask(&Large { chars: call_chars }, 0)?) < result_bytes {
+        call_chars += 1;
+    }
+    if result_len(&peer.ask(&Large { chars: call_chars }, 0)?) != result_bytes {
+        bail!("no tool call answers a result of {result_bytes} bytes, as the read does");
+    }
+    let call = Large { chars: call_chars };
+    peer.calls(&call, n / 10 + 1, 1)?;
+    peer.calls(&read, n / 10 + 1, 1)?;
+    let (mut calls, mut reads) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        calls.push(peer.calls(&call, n, 1)?);
+        reads.push(peer.calls(&read, n, 1)?);
+    }
+    Ok(ReadVsCall {
+        chars,
+        call_chars,
+        result_bytes,
+        read: median_phase(&reads),
+        call: median_phase(&calls),
+    })
+}
+
+/// Bytes of the JSON-RPC `result` in the control response `v`, as compact JSON.
+fn result_len(v: &Value) -> usize {
+    v["response"]["response"]["mcp_response"]["result"]
+        .to_string()
+        .len()
+}
+
+fn median_phase(phases: &[Phase]) -> Phase {
+    let median = |f: fn(&Phase) -> f64| {
+        let mut v: Vec<f64> = phases.iter().map(f).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    Phase {
+        p50_us: median(|p| p.p50_us),
+        p99_us: median(|p| p.p99_us),
+        calls_per_s: median(|p| p.calls_per_s),
+    }
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i].as_secs_f64() * 1e6
@@ -376,6 +511,7 @@ pub fn workload(peer: &mut Peer, n: usize, depth: usize, slow: bool) -> Result<R
         conc,
         slow_effective_concurrency,
         checked: peer.checked,
+        read: None,
         hook: None,
     })
 }

@@ -1,4 +1,5 @@
-//! Round trip of `tools/call` through the real stdio path, for toolhost and its peers.
+//! Round trip of `tools/call` through the real stdio path, for toolhost and its peers (and
+//! toolhost's `resources/read` against a `tools/call` of the same size).
 //!
 //! This one binary plays three roles:
 //! - the **driver** (default): runs every candidate `--runs` times and prints one table;
@@ -97,6 +98,9 @@ fn main() -> Result<()> {
     }
 }
 
+/// Characters of text answered by the read and the call the read row weighs against each other.
+const READ_CHARS: usize = 64;
+
 /// The fake CLI: waits for the candidate's `initialize`, then measures.
 fn fake_cli() -> Result<()> {
     let started = Instant::now();
@@ -104,6 +108,7 @@ fn fake_cli() -> Result<()> {
     let n: usize = std::env::var("TOOLHOST_BENCH_N")?.parse()?;
     let depth: usize = std::env::var("TOOLHOST_BENCH_DEPTH")?.parse()?;
     let slow = std::env::var_os("TOOLHOST_BENCH_SLOW").is_some();
+    let read = std::env::var_os("TOOLHOST_BENCH_READ").is_some();
     // `guarded` or `unguarded` (no hook plugin: everything is let through).
     let hooks = std::env::var("TOOLHOST_BENCH_HOOKS").ok();
     let mut peer = Peer::new(
@@ -114,6 +119,14 @@ fn fake_cli() -> Result<()> {
         peer.await_request("initialize")?;
         peer.handshake("calc", "add")?;
         let handshake_ms = started.elapsed().as_secs_f64() * 1e3;
+        if read {
+            peer.handshake("faulty", "large")?;
+            return anyhow::Ok(client::Report {
+                handshake_ms,
+                read: Some(client::read_workload(&mut peer, n, READ_CHARS)?),
+                ..Default::default()
+            });
+        }
         let mut report = if let Some(mode) = &hooks {
             hook_workload(&mut peer, n, mode == "guarded")?
         } else {
@@ -160,7 +173,20 @@ fn drive(cli: &Cli) -> Result<()> {
         (Some(_), Some(c)) if !cli.hooks => Some(c.run(cli, true)?),
         _ => None,
     };
+    // toolhost's resources/read against a tools/call of the same size, in process and isolated
+    // (the plugin folder of the slow line holds faulty).
+    let mut reads = Vec::new();
+    if cli.slow_plugins.is_some() && !cli.hooks {
+        for c in candidates.iter().filter(|c| c.reads) {
+            let r = c.run_mode(cli, candidates::Mode::Read)?;
+            reads.push((c.name.clone(), r.read.context("no read figures")?));
+        }
+    }
     if cli.json {
+        let reads: Vec<_> = reads
+            .iter()
+            .map(|(name, r)| json!({"candidate": name, "read": r}))
+            .collect();
         let all: Vec<_> = candidates
             .iter()
             .zip(&runs)
@@ -168,7 +194,7 @@ fn drive(cli: &Cli) -> Result<()> {
             .collect();
         println!(
             "{}",
-            json!({"n": cli.n, "concurrency": cli.concurrency, "candidates": all, "slow": slow})
+            json!({"n": cli.n, "concurrency": cli.concurrency, "candidates": all, "slow": slow, "reads": reads})
         );
         return Ok(());
     }
@@ -176,6 +202,7 @@ fn drive(cli: &Cli) -> Result<()> {
         table::print_hooks(cli, &candidates, &runs);
     } else {
         table::print(cli, &candidates, &runs, slow.as_ref());
+        table::print_reads(cli, &reads);
     }
     Ok(())
 }

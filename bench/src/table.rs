@@ -1,6 +1,10 @@
 //! The table: per candidate the median of its runs with their range, and ratios to the floor.
 
-use crate::{candidates::Candidate, client::Report, Cli};
+use crate::{
+    candidates::Candidate,
+    client::{ReadVsCall, Report},
+    Cli,
+};
 
 /// Median, smallest and largest of one figure over the runs.
 #[derive(Clone, Copy)]
@@ -93,6 +97,34 @@ pub fn print(cli: &Cli, candidates: &[Candidate], runs: &[Vec<Report>], slow: Op
         println!(
             "toolhost, a 20 ms tool (faulty.slow) with {} in flight: effective concurrency {c:.1} of {}",
             cli.concurrency, cli.concurrency
+        );
+    }
+}
+
+/// The read row: per toolhost candidate, a `resources/read` round trip against a `tools/call`
+/// answering the same text, sequential, in the same run.
+pub fn print_reads(cli: &Cli, reads: &[(String, ReadVsCall)]) {
+    if reads.is_empty() {
+        return;
+    }
+    println!();
+    println!(
+        "resources/read round trip against a tools/call of the same size (faulty's \
+         faulty://text/{} resource against its large tool answering {} characters: a {}-byte \
+         result each): {} sequential of each, 5 alternating batches, medians.",
+        reads[0].1.chars, reads[0].1.call_chars, reads[0].1.result_bytes, cli.n
+    );
+    println!();
+    println!("| candidate | read p50 | call p50 | read/call | read/s | call/s |");
+    println!("|---|--:|--:|--:|--:|--:|");
+    for (name, r) in reads {
+        println!(
+            "| {name} | {:.1} µs | {:.1} µs | {:.2}x | {} | {} |",
+            r.read.p50_us,
+            r.call.p50_us,
+            r.read.p50_us / r.call.p50_us,
+            thousands(r.read.calls_per_s),
+            thousands(r.call.calls_per_s),
         );
     }
 }

@@ -16,7 +16,7 @@
 //!
 //! # Waking threads
 //! Under the one lock, every thread is running a job, or idle in one of four ways, each
-//! counted in [`State`]: *spinning* (it looks at the ready queue by itself), *parked* (it
+//! counted in `State`: *spinning* (it looks at the ready queue by itself), *parked* (it
 //! waits to be told), *waking* (told, not back from its wait yet) or *starting* (started for
 //! a job, not in its loop yet). A job made ready needs no wake-up while the ready jobs are no
 //! more than the spinning, waking and starting threads; otherwise one parked thread is told
@@ -24,7 +24,7 @@
 //! a ready job if there is one. Whichever parked thread leaves its wait first stands for a
 //! thread told to wake (parked threads are interchangeable), so a wake-up that finds its job
 //! already taken is accounted for as well. The counts change only in the `transition_*`
-//! methods of [`State`].
+//! methods of `State`.
 //!
 //! The invariant the `loom_model` tests check (see `crate::sync`): no job stays ready while
 //! every thread is parked; at most one thread per job is started.

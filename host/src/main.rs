@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Value};
 use toolhost::{
     chat::{default_plugin_dir, ChatArgs},
-    handler::{CallError, Router},
+    handler::{CallError, Router, Scope},
     model::{tool_json, ContentOut},
     plugin::CallControl,
     plugin_dir::{self, Prepared},
@@ -97,9 +97,44 @@ impl PluginOpts {
     }
 }
 
+/// `serve --http` and its security settings.
+#[derive(Args, Clone)]
+struct HttpArgs {
+    /// Serve MCP over HTTP at ADDR:PORT (default 127.0.0.1:8765) instead of stdin/stdout:
+    /// `/mcp` serves every plugin, `/mcp/NAME` one plugin, `/healthz` says it is up.
+    #[arg(long, value_name = "ADDR:PORT", num_args = 0..=1,
+          default_missing_value = toolhost::service::http::DEFAULT_ADDR, value_parser = parse_addr)]
+    http: Option<std::net::SocketAddr>,
+    /// Bearer tokens clients must present (one per line; the file private to its owner).
+    /// Required when ADDR is not a loopback address.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    auth_token_file: Option<PathBuf>,
+    /// A browser origin allowed beyond the server's own (e.g. `http://localhost:6274` for
+    /// the MCP Inspector's page); repeatable.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    allow_origins: Vec<String>,
+    /// Serve HTTPS with this certificate chain (PEM, leaf first); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_key"])]
+    tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM; private to its owner).
+    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_cert"])]
+    tls_key: Option<PathBuf>,
+    #[command(flatten, next_help_heading = "HTTP limits")]
+    limits: toolhost::service::http::HttpLimits,
+}
+
+fn parse_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    s.to_socket_addrs()
+        .map_err(|e| format!("`{s}` is not an ADDR:PORT ({e})"))?
+        .next()
+        .ok_or_else(|| format!("`{s}` names no address"))
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// List the plugins in the folder, their tools, and the files that failed to load.
+    /// List the plugins in the folder, their tools, resources and prompts, and the files that
+    /// failed to load.
     List {
         #[command(flatten)]
         opts: PluginOpts,
@@ -116,6 +151,36 @@ enum Command {
         /// (default `{}`).
         #[arg(num_args = 0..=2, value_name = "[TOOL] [JSON_ARGS]")]
         rest: Vec<String>,
+        #[command(flatten)]
+        opts: PluginOpts,
+        #[command(flatten)]
+        limits: CallLimits,
+    },
+    /// Read one resource of a plugin and print it: text as it is, a binary one as base64 (or
+    /// into --out FILE). Exits with 1 when the plugin fails to read it, 2 when no plugin
+    /// serves the URI. `toolhost read notes://7`.
+    Read {
+        /// The resource's URI (a fixed one, or one matching a plugin's URI template).
+        uri: String,
+        /// Write the content to FILE instead (a binary one decoded).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        opts: PluginOpts,
+        #[command(flatten)]
+        limits: CallLimits,
+    },
+    /// Get one prompt of a plugin and print its messages; exits with 1 when the plugin fails.
+    /// `toolhost prompt calc.explain x=3 y=4` (or values in the declared order).
+    Prompt {
+        /// The prompt as `PLUGIN.PROMPT`.
+        target: String,
+        /// Its arguments: `name=value`, or values in the declared order.
+        #[arg(value_name = "ARGS")]
+        args: Vec<String>,
+        /// Print the `GetPromptResult` as JSON.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         opts: PluginOpts,
         #[command(flatten)]
@@ -145,13 +210,17 @@ enum Command {
         #[command(flatten)]
         chat: ChatArgs,
     },
-    /// Serve every plugin's tools as one MCP server on stdin/stdout (NDJSON JSON-RPC). Tools
-    /// are named `<plugin>__<tool>`; a reload sends `notifications/tools/list_changed`.
+    /// Serve every plugin's tools, resources and prompts as one MCP server on stdin/stdout
+    /// (NDJSON JSON-RPC), or with `--http` as a Streamable HTTP server for many clients. Tools
+    /// and prompts are named `<plugin>__<name>`, resources keep their URIs; a reload sends the
+    /// list-changed notifications.
     Serve {
         #[command(flatten)]
         opts: PluginOpts,
         #[command(flatten)]
         limits: SessionLimits,
+        #[command(flatten)]
+        http: HttpArgs,
     },
     /// Check everything `chat` needs and say how to fix what fails.
     ///
@@ -167,6 +236,17 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Also check the settings of `serve --http ADDR` (the address is free, the token file
+        /// and TLS files pass their rules), given with the same options as `serve`.
+        #[arg(long, value_name = "ADDR:PORT", num_args = 0..=1,
+              default_missing_value = toolhost::service::http::DEFAULT_ADDR, value_parser = parse_addr)]
+        http: Option<std::net::SocketAddr>,
+        #[arg(long, value_name = "FILE", requires = "http")]
+        auth_token_file: Option<PathBuf>,
+        #[arg(long, value_name = "FILE", requires_all = ["http", "tls_key"])]
+        tls_cert: Option<PathBuf>,
+        #[arg(long, value_name = "FILE", requires_all = ["http", "tls_cert"])]
+        tls_key: Option<PathBuf>,
     },
     /// Print the shell completion script for SHELL.
     ///
@@ -225,6 +305,8 @@ fn main() -> ExitCode {
         cli.command,
         Command::List { .. }
             | Command::Call { .. }
+            | Command::Read { .. }
+            | Command::Prompt { .. }
             | Command::Hook { .. }
             | Command::New { .. }
             | Command::Doctor { .. }
@@ -236,12 +318,21 @@ fn main() -> ExitCode {
     // would say it twice. `chat` says load failures, timeouts and oversized results in its
     // own lines, so their log lines are left out there.
     init_logging(match cli.command {
-        Command::List { .. } | Command::Call { .. } | Command::Doctor { .. } => "error",
+        Command::List { .. }
+        | Command::Call { .. }
+        | Command::Read { .. }
+        | Command::Prompt { .. }
+        | Command::Doctor { .. } => "error",
         // A failing hook's warning is what its author wants to see.
         Command::Hook { .. } => "warn,toolhost::registry=error",
         Command::Chat { .. } => {
             "warn,toolhost::registry=error,toolhost::registry::watch=warn,toolhost::handler::call=error"
         }
+        // One line per request: what a server's operator expects to see.
+        Command::Serve {
+            http: HttpArgs { http: Some(_), .. },
+            ..
+        } => "warn,toolhost::http=info",
         _ => "warn",
     });
     match run(cli) {
@@ -265,6 +356,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let (plugin, tool, args) = call_target(&target, &rest)?;
             call(&opts, &limits, plugin, tool, args)
         }
+        Command::Read {
+            uri,
+            out,
+            opts,
+            limits,
+        } => read(&opts, &limits, &uri, out.as_deref()),
+        Command::Prompt {
+            target,
+            args,
+            json,
+            opts,
+            limits,
+        } => prompt(&opts, &limits, &target, &args, json),
         Command::Hook {
             plugin,
             event,
@@ -274,9 +378,29 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Chat { opts, chat } => {
             runtime()?.block_on(toolhost::chat::run(chat, opts.open_registry()?))
         }
-        Command::Serve { opts, limits } => serve(&opts, &limits),
+        Command::Serve { opts, limits, http } => match http.http {
+            Some(addr) => serve_http(&opts, &limits, &http, addr),
+            None => serve(&opts, &limits),
+        },
         Command::Worker(_) => unreachable!("handled in main"),
-        Command::Doctor { opts, claude, json } => doctor(&opts, claude, json),
+        Command::Doctor {
+            opts,
+            claude,
+            json,
+            http,
+            auth_token_file,
+            tls_cert,
+            tls_key,
+        } => {
+            let http = http.map(|addr| toolhost::doctor::HttpSettings {
+                addr,
+                token_file: auth_token_file,
+                tls: tls_cert
+                    .zip(tls_key)
+                    .map(|(cert, key)| toolhost::service::http::TlsFiles { cert, key }),
+            });
+            doctor(&opts, claude, json, http)
+        }
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "toolhost", &mut std::io::stdout());
@@ -303,7 +427,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn doctor(opts: &PluginOpts, claude: Option<PathBuf>, as_json: bool) -> anyhow::Result<ExitCode> {
+fn doctor(
+    opts: &PluginOpts,
+    claude: Option<PathBuf>,
+    as_json: bool,
+    http: Option<toolhost::doctor::HttpSettings>,
+) -> anyhow::Result<ExitCode> {
     let report = toolhost::doctor::run(&toolhost::doctor::Options {
         plugins: opts.plugins.clone(),
         plugins_is_default: opts.plugins == default_plugin_dir(),
@@ -316,6 +445,7 @@ fn doctor(opts: &PluginOpts, claude: Option<PathBuf>, as_json: bool) -> anyhow::
             .map(PathBuf::from),
         shadow_dir: toolhost::plugin::default_shadow_dir(),
         isolate: opts.isolate,
+        http,
     });
     if as_json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -351,6 +481,76 @@ fn serve(opts: &PluginOpts, limits: &SessionLimits) -> anyhow::Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
+fn serve_http(
+    opts: &PluginOpts,
+    limits: &SessionLimits,
+    http: &HttpArgs,
+    addr: std::net::SocketAddr,
+) -> anyhow::Result<ExitCode> {
+    use toolhost::service::http::{tls_acceptor, HttpOptions, HttpServer, TlsFiles, Tokens};
+    let tokens = match &http.auth_token_file {
+        Some(path) => Some(Tokens::load(path, opts.allow_shared)?),
+        None => None,
+    };
+    let tls = match (&http.tls_cert, &http.tls_key) {
+        (Some(cert), Some(key)) => Some(tls_acceptor(
+            &TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            },
+            opts.allow_shared,
+        )?),
+        _ => None,
+    };
+    let rt = runtime()?;
+    rt.block_on(async {
+        let options = HttpOptions {
+            addr,
+            tokens,
+            allow_origins: http.allow_origins.clone(),
+            limits: http.limits.clone(),
+            tls,
+        };
+        // Refuse a bad address or a missing token before loading any plugin.
+        if !addr.ip().is_loopback() && options.tokens.is_none() {
+            return Err(toolhost::service::http::HttpError::NeedsToken(addr).into());
+        }
+        let registry = opts.open_registry()?;
+        let events = registry.subscribe();
+        let _watch = registry.watch().context("cannot watch the plugin folder")?;
+        let router = Router::new(registry, limits.call.router_config());
+        let server = HttpServer::bind(options, router).await?;
+        // On stderr whatever the log level: scripts (and tests binding port 0) read it.
+        eprintln!("toolhost: serving {}", server.url());
+        server.serve(Some(events), shutdown_signal()).await;
+        anyhow::Ok(())
+    })?;
+    rt.shutdown_timeout(Duration::from_millis(100));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
 fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
     let registry = opts.open_registry_waiting()?;
     let (plugins, failed) = (registry.plugins(), registry.failures());
@@ -365,6 +565,10 @@ fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
                     "description": m.description,
                     "file": p.file(),
                     "tools": m.tools.iter().map(tool_json).collect::<Vec<_>>(),
+                    "resources": m.extras.resources,
+                    "resourceTemplates": m.extras.resource_templates,
+                    "listsResources": m.extras.lists_resources,
+                    "prompts": m.extras.prompts,
                     "hooks": m.extras.hooks,
                     "permission": m.extras.permission,
                 })
@@ -398,6 +602,7 @@ fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
                 let args = toolhost::chat::catalog::signature(&t.input_schema, &Default::default());
                 println!("  - {}({args}): {first_line}", t.name);
             }
+            print!("{}", offers_text(&m.extras));
             for h in &m.extras.hooks {
                 let matcher = h.matcher.as_deref().map(|m| format!(" [{m}]"));
                 println!(
@@ -417,6 +622,192 @@ fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
         if plugins.is_empty() && failed.is_empty() {
             println!("{}", plugin_dir::empty_hint(&opts.plugins));
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The resources, templates and prompts of a plugin under its entry in `toolhost list`.
+fn offers_text(e: &toolhost::model::Extras) -> String {
+    let about = |title: &Option<String>, description: &Option<String>| {
+        let text = description.as_deref().or(title.as_deref()).unwrap_or("");
+        match text.lines().next() {
+            Some(first) if !first.is_empty() => format!(": {first}"),
+            _ => String::new(),
+        }
+    };
+    let mut out = String::new();
+    for r in &e.resources {
+        let mime = r
+            .mime_type
+            .as_deref()
+            .map(|m| format!(" [{m}]"))
+            .unwrap_or_default();
+        let about = about(&r.title, &r.description);
+        out.push_str(&format!(
+            "  - resource {} ({}){mime}{about}
+",
+            r.uri, r.name
+        ));
+    }
+    for t in &e.resource_templates {
+        let mime = t
+            .mime_type
+            .as_deref()
+            .map(|m| format!(" [{m}]"))
+            .unwrap_or_default();
+        let about = about(&t.title, &t.description);
+        out.push_str(&format!(
+            "  - template {} ({}){mime}{about}
+",
+            t.uri_template, t.name
+        ));
+    }
+    if e.lists_resources {
+        out.push_str(
+            "  - more resources listed by the plugin itself
+",
+        );
+    }
+    for p in &e.prompts {
+        let args: Vec<String> = p
+            .arguments
+            .iter()
+            .map(|a| {
+                if a.required {
+                    a.name.clone()
+                } else {
+                    format!("{}?", a.name)
+                }
+            })
+            .collect();
+        let about = about(&p.title, &p.description);
+        out.push_str(&format!(
+            "  - prompt {}({}){about}
+",
+            p.name,
+            args.join(", ")
+        ));
+    }
+    out
+}
+
+/// `toolhost read`: one resource through the router, like a `resources/read` of the
+/// all-plugins server (timeout, size limit, isolation), printed or written to `out`.
+fn read(
+    opts: &PluginOpts,
+    limits: &CallLimits,
+    uri: &str,
+    out: Option<&std::path::Path>,
+) -> anyhow::Result<ExitCode> {
+    use base64::Engine as _;
+    let registry = opts.open_registry_waiting()?;
+    let router = Router::new(registry.clone(), limits.router_config());
+    let offers = router.offers(Scope::All).expect("the all-plugins scope");
+    if offers.resolve(uri).is_none() {
+        for (file, error) in registry.failures() {
+            eprintln!("toolhost: {}: {error}", file.display());
+        }
+        let mut served: Vec<String> = Vec::new();
+        for p in registry.plugins() {
+            let e = &p.manifest().extras;
+            served.extend(e.resources.iter().map(|r| r.uri.clone()));
+            served.extend(e.resource_templates.iter().map(|t| t.uri_template.clone()));
+        }
+        let served = if served.is_empty() {
+            "no plugin serves resources".to_string()
+        } else {
+            format!("served: {}", served.join(", "))
+        };
+        bail!("resource not found: {uri} ({served})");
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let control = Arc::new(CallControl::new("cli", None));
+    let answer = rt.block_on(router.read_resource(uri, control));
+    rt.shutdown_timeout(Duration::from_millis(100));
+    let json = match answer {
+        Ok(json) => json,
+        Err(e) => {
+            eprintln!("toolhost: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let result: Value = serde_json::from_str(&json).context("the plugin's answer")?;
+    let contents = result["contents"].as_array().cloned().unwrap_or_default();
+    if let Some(file) = out {
+        let [one] = contents.as_slice() else {
+            bail!(
+                "--out takes one content, and the resource has {}",
+                contents.len()
+            );
+        };
+        let bytes = match (one["text"].as_str(), one["blob"].as_str()) {
+            (Some(t), _) => t.as_bytes().to_vec(),
+            (None, Some(b)) => base64::engine::general_purpose::STANDARD
+                .decode(b)
+                .context("the plugin's blob is not base64")?,
+            _ => bail!("the resource's content has neither text nor blob"),
+        };
+        std::fs::write(file, bytes).with_context(|| format!("cannot write {}", file.display()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for c in &contents {
+        match (c["text"].as_str(), c["blob"].as_str()) {
+            (Some(t), _) if t.ends_with('\n') => print!("{t}"),
+            (Some(t), _) => println!("{t}"),
+            (None, Some(b)) => println!("{b}"),
+            _ => println!("{c}"),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `toolhost prompt`: one prompt through the router, like a `prompts/get` (the host's check
+/// of its arguments, timeout, size limit, isolation), its messages printed.
+fn prompt(
+    opts: &PluginOpts,
+    limits: &CallLimits,
+    target: &str,
+    words: &[String],
+    as_json: bool,
+) -> anyhow::Result<ExitCode> {
+    use toolhost::chat::prompts;
+    let Some((plugin, name)) = target.split_once('.') else {
+        bail!("give the prompt as PLUGIN.PROMPT, like `calc.explain`");
+    };
+    let registry = opts.open_registry_waiting()?;
+    let plugins = registry.plugins();
+    let decl = match prompts::find(&plugins, plugin, name) {
+        Ok(d) => d,
+        Err(e) => {
+            for (file, error) in registry.failures() {
+                eprintln!("toolhost: {}: {error}", file.display());
+            }
+            bail!("{e}");
+        }
+    };
+    let arguments = prompts::arguments(decl, words)
+        .map_err(|e| anyhow::anyhow!("{e} (usage: {})", prompts::usage(plugin, decl)))?;
+    let router = Router::new(registry.clone(), limits.router_config());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let control = Arc::new(CallControl::new("cli", None));
+    let answer = rt.block_on(router.get_prompt(plugin, name, arguments, control));
+    rt.shutdown_timeout(Duration::from_millis(100));
+    let json = match answer {
+        Ok(json) => json,
+        Err(e) => {
+            eprintln!("toolhost: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let result: Value = serde_json::from_str(&json).context("the plugin's answer")?;
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        print!("{}", prompts::messages_text(&result));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -306,7 +306,7 @@ async fn router_methods_and_errors() {
     )
     .await;
     assert_eq!(cli.response("h1").await["response"]["subtype"], "error");
-    // A hook callback in a session without hooks: nothing to say (docs/protocol.md §13.3).
+    // A hook callback in a session without hooks: nothing to say (docs/protocol.md §14.3).
     cli.send(
         json!({"type":"control_request","request_id":"h2","request":{"subtype":"hook_callback",
         "callback_id":"toolhost_PreToolUse","input":{"hook_event_name":"PreToolUse"}}}),
@@ -430,11 +430,11 @@ async fn a_tool_that_ran_long_leaves_the_reading_thread_until_quick_again() {
             .runs_long()
     };
     assert!(!runs_long());
-    let quick = cli
-        .mcp("q1", "faulty", call(1, "slow", json!({"ms":0})))
-        .await;
-    assert_eq!(text_of(&quick), "slept 0 ms");
-    assert!(!runs_long(), "a quick call leaves it on the reading thread");
+    let tries = quick_calls_until(&mut cli, 1, || !runs_long()).await;
+    assert!(
+        !runs_long(),
+        "quick calls leave it on the reading thread ({tries} calls)"
+    );
     let long = HERE_BUDGET * 50;
     let ms = long.as_millis() as u64;
     let slow = cli
@@ -442,12 +442,32 @@ async fn a_tool_that_ran_long_leaves_the_reading_thread_until_quick_again() {
         .await;
     assert_eq!(text_of(&slow), format!("slept {ms} ms"));
     assert!(runs_long(), "a call of {ms} ms outlived the budget");
-    let quick = cli
-        .mcp("q2", "faulty", call(3, "slow", json!({"ms":0})))
-        .await;
-    assert_eq!(text_of(&quick), "slept 0 ms");
-    assert!(!runs_long(), "quick again on the executor");
+    let tries = quick_calls_until(&mut cli, 100, || !runs_long()).await;
+    assert!(
+        !runs_long(),
+        "quick again on the executor ({tries} quick calls)"
+    );
     cli.answered_once().await;
+}
+
+/// Makes calls of 0 ms to `faulty` (ids from `first`) until `done` holds, at least one and at
+/// most 20: a call of 0 ms is quick unless the machine is loaded enough to delay it past the
+/// reading thread's budget, so a quick call is asked of a few, not of the first one.
+async fn quick_calls_until(cli: &mut FakeCli, first: u64, done: impl Fn() -> bool) -> u64 {
+    let mut tries = 0;
+    while tries == 0 || (!done() && tries < 20) {
+        let id = first + tries;
+        let quick = cli
+            .mcp(
+                &format!("q{id}"),
+                "faulty",
+                call(id, "slow", json!({"ms":0})),
+            )
+            .await;
+        assert_eq!(text_of(&quick), "slept 0 ms");
+        tries += 1;
+    }
+    tries
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

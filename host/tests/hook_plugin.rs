@@ -47,6 +47,7 @@ fn guard_declares_its_hooks_and_answers_them_in_process_and_in_a_worker() {
                 "hooks": [
                     {"id": "refuse_commands", "event": "PreToolUse", "matcher": "Bash"},
                     {"id": "log_tool_use", "event": "PostToolUse"},
+                    {"id": "log_failed_tool_use", "event": "PostToolUseFailure"},
                     {"id": "git_branch", "event": "UserPromptSubmit"},
                 ],
                 "permission": true,
@@ -132,4 +133,76 @@ fn guard_declares_its_hooks_and_answers_them_in_process_and_in_a_worker() {
         let (code, _) = request(&p, "prompts/get", json!({"name": "x"})).unwrap_err();
         assert_eq!(code, -32601);
     }
+}
+
+/// In a sandbox, guard reads the branch beneath its `read` paths and writes its log beneath its
+/// `write` paths; what it may not reach makes it say nothing, never fail the hook.
+#[test]
+fn guard_works_in_a_sandbox_within_its_paths() {
+    use toolhost::worker::{PluginWorkerSettings, Sandbox};
+
+    if let Err(why) = toolhost::worker::probe_sandbox().enforceable() {
+        eprintln!("skipped: this kernel cannot enforce a sandbox ({why})");
+        return;
+    }
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::create_dir(repo.path().join(".git")).unwrap();
+    std::fs::write(repo.path().join(".git/HEAD"), "ref: refs/heads/sandboxed\n").unwrap();
+    let hidden = tempfile::tempdir().unwrap();
+    std::fs::create_dir(hidden.path().join(".git")).unwrap();
+    std::fs::write(hidden.path().join(".git/HEAD"), "ref: refs/heads/hidden\n").unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("audit/guard.log");
+    let outside = hidden.path().join("guard.log");
+
+    let start = |log: &std::path::Path| {
+        let config = json!({"log": log}).to_string();
+        let source = move |name: &str| (name == "guard").then(|| config.clone());
+        let shadow = common::shadow_dir();
+        let file = common::built_plugins().join(common::lib_file("guard"));
+        let staged = toolhost::plugin::Staged::copy(&file, shadow.path()).unwrap();
+        let settings = PluginWorkerSettings {
+            sandbox: Some(Sandbox {
+                read: vec![repo.path().to_path_buf()],
+                write: vec![logs.path().to_path_buf()],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let workers = Arc::new(toolhost::worker::WorkerConfig::new(env!(
+            "CARGO_BIN_EXE_toolhost"
+        )));
+        LoadedPlugin::start_worker(&file, staged, workers, settings, &source)
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let post = json!({"id": "log_tool_use", "input": {
+        "hook_event_name": "PostToolUse", "session_id": "s", "tool_name": "Read",
+        "tool_input": {"file_path": "/x"}, "tool_response": {}, "tool_use_id": "t",
+    }});
+    let prompt = |cwd: &std::path::Path| json!({"id": "git_branch", "input": {"hook_event_name": "UserPromptSubmit", "prompt": "hi", "cwd": cwd}});
+
+    let p = start(&log);
+    assert_eq!(request(&p, "hooks/run", post.clone()), Ok(json!({})));
+    let line: Value = serde_json::from_str(std::fs::read_to_string(&log).unwrap().trim()).unwrap();
+    assert_eq!(
+        (&line["tool"], &line["session"]),
+        (&json!("Read"), &json!("s"))
+    );
+    assert_eq!(
+        request(&p, "hooks/run", prompt(repo.path())),
+        Ok(json!({"hookSpecificOutput": {
+            "hookEventName": "UserPromptSubmit",
+            "additionalContext": "The current git branch is `sandboxed`.",
+        }}))
+    );
+    // Outside its `read` paths it cannot see the repository: no context, no failure.
+    assert_eq!(
+        request(&p, "hooks/run", prompt(hidden.path())),
+        Ok(json!({}))
+    );
+
+    // A log outside its `write` paths: nothing written, the hook still answers.
+    let p = start(&outside);
+    assert_eq!(request(&p, "hooks/run", post), Ok(json!({})));
+    assert!(!outside.exists());
 }

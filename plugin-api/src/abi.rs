@@ -217,6 +217,14 @@ pub struct HostVTable {
     /// Writes one log record through the host's `tracing`, attributed to the plugin.
     #[sabi(last_prefix_field)]
     pub log: extern "C" fn(data: *const c_void, level: u8, target: RStr<'_>, message: RStr<'_>),
+
+    /// Sends one MCP notification from the plugin to the clients it serves: `method` is
+    /// `notifications/resources/updated` (`params` `{"uri": ...}`) or
+    /// `notifications/resources/list_changed` (`params` `{}`), `params` JSON object text. May
+    /// be called from any thread, during a call or not, until `unload` returns; the host
+    /// checks both and drops what it does not accept (it never calls back into the plugin
+    /// from here). Hosts built before it lack it: the plugin's notifications go nowhere.
+    pub notify: extern "C" fn(data: *const c_void, method: RStr<'_>, params: RStr<'_>),
 }
 
 /// Per-call services: cancellation, progress and logging tied to the call.

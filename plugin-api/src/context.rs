@@ -21,10 +21,12 @@ pub struct Declared {
     pub(crate) type_name: &'static str,
 }
 
-/// What a running tool can ask of the host: was the call cancelled, report progress, log,
-/// and the plugin's state and configuration.
+/// What a running tool, resource or prompt can ask of the host: was the call cancelled,
+/// report progress, log, tell clients a resource changed, and the plugin's state and
+/// configuration.
 ///
-/// A tool receives `&Context` as its second parameter; it cannot outlive the call.
+/// A tool or prompt receives `&Context` as its second parameter, a resource as its last; it
+/// cannot outlive the call.
 ///
 /// ```
 /// use std::time::Duration;
@@ -68,7 +70,12 @@ pub struct Context {
     raw: *const CallCtx,
     pub(crate) state: Option<Declared>,
     pub(crate) config: Option<Declared>,
+    /// Where notifications go instead of the host (a test's recorder).
+    pub(crate) notices: Option<Notices>,
 }
+
+/// Receives `(method, params)` of each notification.
+pub(crate) type Notices = Arc<dyn Fn(&str, &str) + Send + Sync>;
 
 // SAFETY: the host guarantees that the `CallCtx` and its data stay valid and may be used from
 // any thread until the plugin's `call` entry returns; a `&Context` cannot escape that call.
@@ -145,6 +152,7 @@ impl Context {
             raw,
             state,
             config: None,
+            notices: None,
         }
     }
 
@@ -222,6 +230,31 @@ impl Context {
     /// Logs at debug level.
     pub fn debug(&self, message: &str) {
         self.log(Level::Debug, message)
+    }
+
+    /// Tells the clients that the resource at `uri` changed (`notifications/resources/updated`;
+    /// the host forwards it to the clients that subscribed to it). `false` if it went nowhere:
+    /// the host predates notifications. From a thread outside any call, use
+    /// [`notify::resource_updated`](crate::notify::resource_updated).
+    pub fn resource_updated(&self, uri: &str) -> bool {
+        let params = serde_json::json!({ "uri": uri }).to_string();
+        self.notify(crate::notify::RESOURCE_UPDATED, &params)
+    }
+
+    /// Tells the clients that the plugin's list of resources changed
+    /// (`notifications/resources/list_changed`). `false` if it went nowhere.
+    pub fn resource_list_changed(&self) -> bool {
+        self.notify(crate::notify::RESOURCE_LIST_CHANGED, "{}")
+    }
+
+    fn notify(&self, method: &str, params: &str) -> bool {
+        match &self.notices {
+            Some(record) => {
+                record(method, params);
+                true
+            }
+            None => crate::notify::send(method, params),
+        }
     }
 
     /// The plugin's state, declared with `state: Type` in

@@ -121,6 +121,37 @@
 //! A panic in a tool, in `on_load` or while listing tools becomes an error result or a load
 //! error; the host and every other tool keep serving.
 //!
+//! # Resources and prompts
+//!
+//! A resource is data a client reads by URI; a function marked [`#[resource]`](macro@resource)
+//! reads it. Its URI is fixed (`notes://index`) or a [template](uri_template) with `{variables}`
+//! that the function takes as arguments of the same names, or as one struct. It returns text,
+//! bytes (a base64 `blob`) or several [`ResourceContent`]s, and `None` or
+//! [`ResourceError::not_found`] when the URI names nothing (MCP error -32002). A template's
+//! `list = f` function lists its members for `resources/list`.
+//!
+//! A prompt is a message template a client offers its user as a slash command; a function
+//! marked [`#[prompt]`](macro@prompt) renders it. Its argument struct declares the arguments
+//! (doc comments describe them, `Option` fields are optional) and it returns the messages (a
+//! `String` is one user message; [`PromptMessage`]s, or a [`PromptResult`] with a
+//! description). A missing required argument is MCP error -32602 naming it, before the
+//! function runs.
+//!
+//! Both are listed in [`export_plugin!`] (`resources: [..]`, `prompts: [..]`), run with the same
+//! [`Context`] as tools (and panics are caught the same way), and are tested the same way:
+//! `note::resource().read("notes://1", &ctx)`, `summarize::prompt().get(&[("id", "1")], &ctx)`.
+//! When a resource changes, [`Context::resource_updated`] (or, from a thread of the plugin's
+//! own, [`notify::resource_updated`]) tells the clients.
+//!
+//! # Rules of a plugin
+//!
+//! - Build with `panic = "unwind"` (the default): `export_plugin!` refuses to compile with
+//!   `abort`.
+//! - No `println!`: stdout carries the protocol. Log with [`info!`] and friends, or
+//!   [`Context::log`]; both go to the host's log, tagged with the plugin's name.
+//! - No own `tracing` subscriber and no `thread_local!` with a destructor: they keep the
+//!   library from being unloaded, so each reload would leak a copy of it.
+//!
 //! # Hooks and permission policies
 //!
 //! A plugin can also have a say in every tool Claude uses, the CLI's own (`Bash`, `Edit`, ...)
@@ -131,15 +162,6 @@
 //! ([`Permission`]: allow, deny, no opinion) before the user is asked. Both go in
 //! `export_plugin!`'s `hooks: [..]`, reload like tools, and are plain functions in tests. See
 //! [`hooks`].
-//!
-//! # Rules of a plugin
-//!
-//! - Build with `panic = "unwind"` (the default): `export_plugin!` refuses to compile with
-//!   `abort`.
-//! - No `println!`: stdout carries the protocol. Log with [`info!`] and friends, or
-//!   [`Context::log`]; both go to the host's log, tagged with the plugin's name.
-//! - No own `tracing` subscriber and no `thread_local!` with a destructor: they keep the
-//!   library from being unloaded, so each reload would leak a copy of it.
 //!
 //! # Compatibility
 //!
@@ -174,16 +196,28 @@ pub mod hooks;
 // Public for the logging macros' expansions only.
 #[doc(hidden)]
 pub mod log;
+pub mod notify;
 mod plugin;
+mod prompt;
+mod resource;
 mod result;
+mod strmap;
 pub mod testing;
 mod tool;
+pub mod uri_template;
 
 pub use context::{Cancelled, Context, ContextError};
 pub use log::Level;
 pub use plugin::OnLoad;
 #[doc(hidden)]
 pub use plugin::{NoConfig, PluginDef, WithConfig};
+pub use prompt::{IntoPromptResult, PromptDef, PromptError, PromptMessage, PromptResult, Role};
+pub use resource::{
+    IntoContents, IntoReadResult, IntoResourcePage, ListResources, ListedResource, ResourceBody,
+    ResourceContent, ResourceDef, ResourceError, ResourcePage,
+};
+#[doc(hidden)]
+pub use resource::{ListAll, ListPaged};
 pub use result::{Content, IntoToolOutput, IntoToolResult, JsonObject, ToolError, ToolResult};
 /// Re-exported so `#[derive(JsonSchema)]` works without a direct dependency (through the
 /// prelude, which brings the name `schemars` into scope).
@@ -235,13 +269,136 @@ pub use tool::{WithContext, WithoutContext};
 /// ```
 pub use toolhost_plugin_macros::tool;
 
+/// Turns a function into a resource (a fixed URI) or a resource template (a URI with
+/// `{variables}`). Options: `uri = "..."` (required), `name = "..."` (default: the
+/// function's name), `title = "..."`, `description = "..."` (default: the doc comment),
+/// `mime_type = "..."`, `list = path` (a template's list function, see below).
+///
+/// The function takes the template's variables and optionally `&Context` last:
+/// - plain arguments named like the variables (`fn note(id: u64)` for `notes://{id}`), in
+///   any order; or
+/// - one struct deriving `Deserialize` whose fields are the variables, under a name that is
+///   not one of them (`fn row(key: RowKey)` or `fn row(RowKey { table, id }: RowKey)`);
+/// - nothing for a fixed URI.
+///
+/// Values arrive percent-decoded as text and are parsed as the argument's type (`String`,
+/// numbers, `bool`, enums of unit variants); a URI whose value does not parse names no
+/// resource (error -32002). It returns text (`String`, `&str`), bytes (`Vec<u8>`, sent as a
+/// base64 `blob`), a [`ResourceContent`] (its own MIME type or URI) or `Vec<ResourceContent>`;
+/// in an `Option` (`None`: not found) or a `Result<_, E: Display>`
+/// ([`ResourceError::not_found`]: not found; any other error: -32603).
+///
+/// `list = f` gives a template the function that lists its resources in `resources/list`:
+/// `fn(&Context) -> Vec<ListedResource>` (or a [`ResourcePage`], or either in a `Result`), or
+/// `fn(Option<&str>, &Context) -> ResourcePage` to page through a long list with your own
+/// cursor. It belongs to the template, not to the plugin, so the SDK checks that every URI
+/// it lists matches that template (a read of a listed URI always reaches this function), and
+/// gives listed resources the template's MIME type. A fixed URI is listed as itself.
+///
+/// Beside the function it defines a module of the same name whose `resource()` returns the
+/// [`ResourceDef`] (listed in [`export_plugin!`]'s `resources: [..]`, read in tests with
+/// `resource().read(uri, &ctx)`) and, for plain arguments, `uri(..)`, the URI of given values
+/// (percent-encoded).
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use toolhost_plugin::{prelude::*, testing::TestContext};
+///
+/// #[derive(Default)]
+/// pub struct Notes(BTreeMap<u64, String>);
+///
+/// /// A note, by id.
+/// #[resource(uri = "notes://{id}", mime_type = "text/markdown", list = all_notes)]
+/// pub fn note(id: u64, ctx: &Context) -> Result<Option<String>, ToolError> {
+///     Ok(ctx.state::<Notes>()?.0.get(&id).cloned())
+/// }
+///
+/// fn all_notes(ctx: &Context) -> Result<Vec<ListedResource>, ToolError> {
+///     let notes = ctx.state::<Notes>()?;
+///     Ok(notes.0.keys().map(|id| ListedResource::new(note::uri(id), format!("note {id}"))).collect())
+/// }
+///
+/// /// The plugin's logo.
+/// #[resource(uri = "notes://logo.png", mime_type = "image/png")]
+/// pub fn logo() -> Vec<u8> {
+///     vec![0x89, b'P', b'N', b'G']
+/// }
+///
+/// # fn main() {
+/// let ctx = TestContext::new().with_state(Notes(BTreeMap::from([(7, "# Seven".to_string())])));
+/// let read = note::resource().read("notes://7", &ctx).unwrap();
+/// assert_eq!(read[0].as_text(), Some("# Seven"));
+/// assert_eq!(read[0].mime_type.as_deref(), Some("text/markdown"));
+/// assert!(note::resource().read("notes://8", &ctx).unwrap_err().is_not_found());
+/// assert!(note::resource().read("notes://x", &ctx).unwrap_err().is_not_found());
+/// let listed = note::resource().list_page(None, &ctx).unwrap().resources;
+/// assert_eq!(listed[0].uri, "notes://7");
+/// assert_eq!(logo::resource().read("notes://logo.png", &ctx).unwrap()[0].as_bytes(), Some(&b"\x89PNG"[..]));
+/// # }
+/// ```
+pub use toolhost_plugin_macros::resource;
+
+/// Turns a function into a prompt: a named message template clients offer as a slash
+/// command. Options: `name = "..."` (default: the function's name), `title = "..."`,
+/// `description = "..."` (default: the doc comment).
+///
+/// The function takes one argument struct (`Deserialize + JsonSchema`; [`NoArgs`] for none)
+/// and optionally `&Context` second, as a tool does: its fields are the prompt's arguments,
+/// their doc comments the arguments' descriptions, `Option` (or `#[serde(default)]`) fields
+/// optional, names as serde renames them. Arguments arrive as text and are parsed as the
+/// field's type; fields that are structs or lists are refused at load. A missing required
+/// argument, an unknown one or one that does not parse is error -32602 naming it, and the
+/// function does not run. It returns a `String` (one user message), a [`PromptMessage`],
+/// `Vec<PromptMessage>` or a [`PromptResult`] (with a description), or any of these in a
+/// `Result<_, E: Display>` ([`PromptError::invalid_argument`]: -32602; other errors: -32603).
+///
+/// Beside the function it defines a module of the same name whose `prompt()` returns the
+/// [`PromptDef`] (listed in [`export_plugin!`]'s `prompts: [..]`, rendered in tests with
+/// `prompt().get(&[("name", "value")], &ctx)`).
+///
+/// ```
+/// use serde::Deserialize;
+/// use toolhost_plugin::{prelude::*, testing::TestContext};
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// pub struct ReviewArgs {
+///     /// The file to review.
+///     file: String,
+///     /// What to look at most (default: everything).
+///     focus: Option<String>,
+/// }
+///
+/// /// Review a file.
+/// #[prompt(title = "Code review")]
+/// pub fn review(ReviewArgs { file, focus }: ReviewArgs) -> Vec<PromptMessage> {
+///     vec![
+///         PromptMessage::user(format!("Review {file}, looking at {}.", focus.as_deref().unwrap_or("everything"))),
+///         PromptMessage::assistant("Reading it now."),
+///     ]
+/// }
+///
+/// # fn main() {
+/// let ctx = TestContext::new();
+/// let got = review::prompt().get(&[("file", "main.rs")], &ctx).unwrap();
+/// assert_eq!(got.messages[0].text(), Some("Review main.rs, looking at everything."));
+/// let e = review::prompt().get(&[("focus", "tests")], &ctx).unwrap_err();
+/// assert_eq!(e.to_string(), "missing required argument `file`");
+/// let args = review::prompt().arguments().unwrap().to_vec();
+/// assert_eq!((args[1].name.as_str(), args[1].required), ("focus", false));
+/// # }
+/// ```
+pub use toolhost_plugin_macros::prompt;
+
 /// Exports the plugin: the one root module toolhost loads from the library. Use it once per
 /// plugin crate. Keys, in any order:
 ///
 /// - `name` (required): letters, digits, `_` and `-`; Claude sees the tools as
 ///   `mcp__<name>__<tool>`.
-/// - `tools: [..]` (required): the `#[tool]` functions, by path; an entry may carry
-///   `#[cfg(...)]`.
+/// - `tools: [..]`: the `#[tool]` functions, by path; an entry may carry `#[cfg(...)]`.
+///   Required unless the plugin has resources or prompts.
+/// - `resources: [..]`, `prompts: [..]`: the `#[resource]` and `#[prompt]` functions, as
+///   `tools`. Two resources with the same name or URI, or two prompts with the same name,
+///   refuse the load, as does a URI template toolhost does not accept (see [`uri_template`]).
 /// - `version`, `description`: default to the package's.
 /// - `state: Type`: a `Default + Serialize + Deserialize` value shared by the tools
 ///   ([`Context::state`]) and carried across hot reloads.
@@ -359,9 +516,12 @@ pub use hooks::{HookOutcome, Permission, PermissionCheck};
 /// Everything a plugin usually needs: `use toolhost_plugin::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        export_plugin, hook, permission, schemars, tool, Cancelled, Content, Context, HookOutcome,
-        JsonSchema, Level, NoArgs, Permission, PermissionCheck, ToolError, ToolResult,
+        export_plugin, prompt, resource, schemars, tool, Cancelled, Content, Context, JsonSchema,
+        Level, ListedResource, NoArgs, PromptError, PromptMessage, PromptResult, ResourceContent,
+        ResourceError, ToolError, ToolResult,
     };
+    // Hooks and permission policies.
+    pub use crate::{hook, permission, HookOutcome, Permission, PermissionCheck};
 }
 
 /// Items used by the macros' expansions; not part of the public API.
@@ -369,6 +529,7 @@ pub mod prelude {
 pub mod __private {
     pub use crate::plugin::PluginEntry;
     pub use crate::result::infallible;
+    pub use crate::uri_template::expand_uri;
     pub use abi_stable::library::{
         __call_root_module_loader, CheckTypeLayout, LibHeader, RootModuleResult,
     };

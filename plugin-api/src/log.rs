@@ -51,6 +51,11 @@ impl Level {
 
 static HOST: RwLock<Option<HostApi>> = RwLock::new(None);
 
+/// The host's services, between `init` and `unload`.
+pub(crate) fn host() -> Option<HostApi> {
+    *HOST.read().unwrap_or_else(|e| e.into_inner())
+}
+
 pub(crate) fn set_host(host: Option<HostApi>) {
     *HOST.write().unwrap_or_else(|e| e.into_inner()) = host;
 }
@@ -58,8 +63,7 @@ pub(crate) fn set_host(host: Option<HostApi>) {
 /// Writes one record; used by the [`info!`](crate::info) family of macros.
 #[doc(hidden)]
 pub fn __log(level: Level, target: &str, args: fmt::Arguments<'_>) {
-    let host = *HOST.read().unwrap_or_else(|e| e.into_inner());
-    if let Some(host) = host {
+    if let Some(host) = host() {
         let message = match args.as_str() {
             Some(s) => std::borrow::Cow::Borrowed(s),
             None => std::borrow::Cow::Owned(args.to_string()),

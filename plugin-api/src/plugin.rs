@@ -100,12 +100,15 @@ pub struct PluginDef {
     state: Option<StateCodec>,
     config: Option<ConfigCodec>,
     on_load: Option<OnLoadFn>,
+    /// Its hooks and permission policies (`hooks/register.rs`).
+    pub(crate) hooks: Vec<crate::hooks::HookDef>,
     /// What it offers besides tools.
     extras: Extras,
     /// How it answers the requests beyond tool calls, by method.
-    handlers: HashMap<&'static str, RequestHandler>,
-    /// Its hooks and permission policies (`hooks/register.rs`).
-    pub(crate) hooks: Vec<crate::hooks::HookDef>,
+    pub(crate) handlers: HashMap<&'static str, RequestHandler>,
+    /// Its resources and prompts, until `start` installs them (`resource::install`).
+    pub(crate) resources: Vec<crate::resource::ResourceDef>,
+    pub(crate) prompts: Vec<crate::prompt::PromptDef>,
 }
 
 impl PluginDef {
@@ -123,9 +126,11 @@ impl PluginDef {
             state: None,
             config: None,
             on_load: None,
+            hooks: Vec::new(),
             extras: Extras::default(),
             handlers: HashMap::new(),
-            hooks: Vec::new(),
+            resources: Vec::new(),
+            prompts: Vec::new(),
         }
     }
 
@@ -208,6 +213,12 @@ impl PluginDef {
     pub fn on_load<M>(mut self, f: impl OnLoad<M>) -> Self {
         self.on_load = Some(Box::new(move |config| f.run(config)));
         self
+    }
+
+    /// Checks the resources and prompts and turns them into declarations and answers.
+    pub(crate) fn install_extras(&mut self) -> Result<(), String> {
+        crate::resource::install(self)?;
+        crate::prompt::install(self)
     }
 
     fn manifest(&self) -> Result<PluginManifest, String> {
@@ -399,6 +410,7 @@ fn start<P: PluginEntry + ?Sized>(
         if let Some(on_load) = def.on_load.take() {
             on_load(config.as_ref()).map_err(|e| format!("plugin initialization failed: {e}"))?;
         }
+        def.install_extras()?;
         let manifest = def.manifest()?;
         let state = def.state.as_ref().map(|c| (c.fresh)());
         let by_name = def

@@ -31,6 +31,37 @@
 //! assert!(r.is_error);
 //! # }
 //! ```
+//!
+//! Hooks and permission policies are tested the same way: call the function with a typed
+//! input, or run it on the event's JSON through its `hook()` as the host would.
+//!
+//! ```
+//! use serde_json::json;
+//! use toolhost_plugin::{hooks::PostToolUse, prelude::*, testing::TestContext};
+//!
+//! /// Notes each failed Bash command in the host's log.
+//! #[hook(PostToolUse, matcher = "Bash")]
+//! fn failures(input: PostToolUse, ctx: &Context) -> HookOutcome<PostToolUse> {
+//!     if input.tool_response["exit_code"].as_i64().unwrap_or(0) != 0 {
+//!         ctx.warn(&format!("failed: {}", input.tool_input["command"]));
+//!         return HookOutcome::no_opinion().with_context("The command failed.");
+//!     }
+//!     HookOutcome::no_opinion()
+//! }
+//!
+//! # fn main() {
+//! let ctx = TestContext::new();
+//! let out = failures::hook()
+//!     .run(
+//!         json!({"tool_name": "Bash", "tool_input": {"command": "make"},
+//!                "tool_response": {"exit_code": 2}}),
+//!         &ctx,
+//!     )
+//!     .unwrap();
+//! assert_eq!(out["hookSpecificOutput"]["additionalContext"], "The command failed.");
+//! assert_eq!(ctx.logs()[0], (Level::Warn, "failed: \"make\"".to_string()));
+//! # }
+//! ```
 
 use std::{
     any::Any,
@@ -58,7 +89,12 @@ struct Recorder {
     cancelled: AtomicBool,
     logs: Mutex<Vec<(Level, String)>>,
     progress: Mutex<Vec<Progress>>,
+    notifications: Arc<Mutex<Vec<Notification>>>,
 }
+
+/// One notification the plugin sent: `(method, params)`, such as
+/// `("notifications/resources/updated", json!({"uri": "notes://7"}))`.
+pub type Notification = (String, serde_json::Value);
 
 /// A [`Context`] for tests: it records what the tool logs and reports, and can be cancelled.
 /// Dereferences to `&Context`, so pass `&ctx` where a tool takes `&Context`.
@@ -113,7 +149,14 @@ impl TestContext {
         });
         // SAFETY: `raw` is boxed and kept in the returned value next to the `Context`, so it
         // outlives every use of the `Context`.
-        let context = unsafe { Context::new(&raw, None) };
+        let mut context = unsafe { Context::new(&raw, None) };
+        let sent = recorder.notifications.clone();
+        context.notices = Some(Arc::new(move |method: &str, params: &str| {
+            let params = serde_json::from_str(params).unwrap_or(serde_json::Value::Null);
+            sent.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((method.to_string(), params));
+        }));
         TestContext {
             context,
             _raw: raw,
@@ -149,6 +192,16 @@ impl TestContext {
     pub fn logs(&self) -> Vec<(Level, String)> {
         self.recorder
             .logs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The notifications the plugin sent through the context
+    /// ([`Context::resource_updated`], ...), oldest first.
+    pub fn notifications(&self) -> Vec<Notification> {
+        self.recorder
+            .notifications
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()

@@ -49,7 +49,8 @@ export_plugin! {
 }
 
 extern "C" fn log(_: *const c_void, _: u8, _: RStr<'_>, _: RStr<'_>) {}
-static HOST_VTABLE: &WithMetadata<HostVTable> = &WithMetadata::new(HostVTable { log });
+extern "C" fn notify(_: *const c_void, _: RStr<'_>, _: RStr<'_>) {}
+static HOST_VTABLE: &WithMetadata<HostVTable> = &WithMetadata::new(HostVTable { log, notify });
 
 extern "C" fn not_cancelled(_: *const c_void) -> bool {
     false

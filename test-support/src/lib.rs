@@ -138,6 +138,26 @@ impl Build {
             .args(&self.args)
             .current_dir(&self.dir)
             .env("CARGO_TARGET_DIR", &target);
+        // What cargo sets for the test binary that runs this (its package, its manifest, its
+        // build output) is not the build's: build scripts that rerun when such a variable
+        // changes (ring's does, for CARGO_MANIFEST_DIR and CARGO_PKG_NAME) would otherwise
+        // rebuild, and relink toolhost, between every `cargo test` and this build.
+        for (key, _) in std::env::vars_os() {
+            let Some(key) = key.to_str() else { continue };
+            if key.starts_with("CARGO_PKG_")
+                || key.starts_with("CARGO_BIN_EXE_")
+                || key.starts_with("CARGO_MANIFEST_")
+                || matches!(
+                    key,
+                    "CARGO_CRATE_NAME"
+                        | "CARGO_PRIMARY_PACKAGE"
+                        | "CARGO_TARGET_TMPDIR"
+                        | "OUT_DIR"
+                )
+            {
+                cmd.env_remove(key);
+            }
+        }
         if self.release {
             cmd.arg("--release");
         }

@@ -4,6 +4,7 @@
 mod cli_path;
 pub mod fake_api;
 pub mod harness;
+pub mod http;
 pub mod proc;
 pub mod pty;
 pub mod sdk;

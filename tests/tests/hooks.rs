@@ -6,7 +6,7 @@ use serde_json::Value;
 use toolhost_e2e::{call_turn, cli_test, eventually, turn, ApiRequest, FakeApi, Sandbox, STEP};
 
 /// The `role: "system"` texts of a request (where the CLI puts hook contexts, docs/protocol.md
-/// §13.3: on the first turn, appended to the "# Environment" one).
+/// §14.3: on the first turn, appended to the "# Environment" one).
 fn system_texts(req: &ApiRequest) -> Vec<String> {
     req.body["messages"]
         .as_array()

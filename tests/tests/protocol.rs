@@ -1461,7 +1461,7 @@ fn callback<'a>(callbacks: &'a [Value], event: &str) -> &'a Value {
 }
 
 cli_test!(
-    /// §13.1, §13.2: hooks registered in `initialize` and which events arrive, with which input.
+    /// §14.1, §14.2: hooks registered in `initialize` and which events arrive, with which input.
     fn hooks_registered_in_initialize_arrive_as_hook_callbacks() {
         let sandbox = Sandbox::new(&[]);
         let fake = FakeApi::call_policy();
@@ -1569,7 +1569,7 @@ fn all_text(r: &toolhost_e2e::ApiRequest) -> String {
 }
 
 cli_test!(
-    /// §13.3: hook outputs and what each does.
+    /// §14.3: hook outputs and what each does.
     fn hook_outputs_and_what_each_does() {
         let sandbox = Sandbox::new(&[]);
         let fake = FakeApi::call_policy();
@@ -1702,7 +1702,7 @@ cli_test!(
 );
 
 cli_test!(
-    /// §13.4: a hook past the timeout it was registered with is withdrawn; an interrupt.
+    /// §14.4: a hook past the timeout it was registered with is withdrawn; an interrupt.
     fn a_hook_past_its_timeout_is_withdrawn() {
         let sandbox = Sandbox::new(&[]);
         let fake = FakeApi::call_policy();
@@ -1765,7 +1765,7 @@ cli_test!(
 );
 
 cli_test!(
-    /// §7, §13.5: `can_use_tool` for a built-in tool, and the PermissionRequest hook beside it.
+    /// §7, §14.5: `can_use_tool` for a built-in tool, and the PermissionRequest hook beside it.
     fn a_permission_question_and_the_permission_request_hook() {
         let sandbox = Sandbox::new(&[]);
         let fake = FakeApi::call_policy();

@@ -24,3 +24,11 @@ pub fn calc_release() -> PathBuf {
         .run()
         .join(lib_file("calc"))
 }
+
+/// Builds the `faulty` fixture in release mode and returns the library's path.
+pub fn faulty_release() -> PathBuf {
+    Build::packages(&["faulty"])
+        .release()
+        .run()
+        .join(lib_file("faulty"))
+}

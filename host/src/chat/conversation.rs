@@ -14,14 +14,20 @@ use super::{
     catalog,
     input::{Input, LineEditor, Read},
     local::{self, Local},
+    prompts::{self as plugin_prompts, PromptCommand},
     render::Renderer,
     screen::{Screen, TICK},
     style::Style,
 };
 use crate::{
+    handler::Router,
+    plugin::CallControl,
     registry::Registry,
     service::{ControlError, Event, SessionHandle},
 };
+
+/// A plugin's prompt, got for a slash command: the user turn's content, or why there is none.
+type PromptAnswer = (String, Result<serde_json::Value, String>);
 
 /// Why the conversation loop stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +82,13 @@ pub struct Chat {
     /// Colour for the chat's own lines on stdout.
     pub style: Style,
     pub registry: Arc<Registry>,
+    /// Gets the plugins' prompts for the slash commands, on the request path.
+    pub router: Arc<Router>,
+    /// Where a prompt got for a slash command arrives.
+    prompts: mpsc::UnboundedSender<PromptAnswer>,
+    /// The prompt being got, to cancel on Ctrl-C.
+    getting: Option<Arc<CallControl>>,
+    prompts_in: Option<mpsc::UnboundedReceiver<PromptAnswer>>,
     /// `--ask`: questions waiting for the person.
     pub questions: Option<Questions>,
     pub source: Source,
@@ -106,17 +119,23 @@ impl Chat {
         screen: Screen,
         style: Style,
         registry: Arc<Registry>,
+        router: Arc<Router>,
         questions: Option<Questions>,
         source: Source,
         inputs: Option<mpsc::UnboundedReceiver<Input>>,
         interactive: bool,
     ) -> Self {
+        let (prompts, prompts_in) = mpsc::unbounded_channel();
         Chat {
             handle,
             renderer,
             screen,
             style,
             registry,
+            router,
+            prompts,
+            prompts_in: Some(prompts_in),
+            getting: None,
             questions,
             source,
             inputs,
@@ -147,11 +166,21 @@ impl Chat {
         signals: &mut Signals,
     ) -> Stop {
         match prompt {
-            Some(p) => self.send_turn(&p),
+            // A plugin's prompt as the one prompt: got first; a wrong one ends the session
+            // as a failed turn.
+            Some(p) => match local::parse(&p) {
+                Some(Local::Prompt(command)) => {
+                    if !self.get_prompt(command) {
+                        self.last_error = true;
+                    }
+                }
+                _ => self.send_turn(&p),
+            },
             None => self.want_read(),
         }
         let mut init_done = false;
         let mut tick = tokio::time::interval(TICK);
+        let mut prompts_in = self.prompts_in.take().expect("run once");
         let no_questions = Questions::default();
         loop {
             if let Some(stop) = self.finished() {
@@ -184,6 +213,10 @@ impl Chat {
                 }
                 Some(n) = notices.recv() => {
                     self.screen.notice(&n);
+                    None
+                }
+                Some((command, answer)) = prompts_in.recv() => {
+                    self.prompt_got(&command, answer);
                     None
                 }
                 _ = tick.tick() => {
@@ -331,7 +364,17 @@ impl Chat {
                 self.kept.clear();
                 return;
             }
-            Some(Local::Help) => self.screen.line(local::HELP),
+            Some(Local::Help) => {
+                self.screen.line(local::HELP);
+                self.screen.line("Prompts of the plugins:");
+                self.show_prompts();
+            }
+            Some(Local::Prompts) => self.show_prompts(),
+            Some(Local::Prompt(command)) => {
+                if self.get_prompt(command) {
+                    return;
+                }
+            }
             Some(Local::Tools) => {
                 let text = catalog::tools_text(&self.registry.plugins(), &self.style);
                 self.screen.line(text.trim_end());
@@ -350,6 +393,94 @@ impl Chat {
             )),
         }
         self.want_read();
+    }
+
+    fn show_prompts(&mut self) {
+        let text = plugin_prompts::prompts_text(&self.registry.plugins(), &self.style);
+        self.screen.line(text.trim_end());
+    }
+
+    /// Starts getting a plugin's prompt for `command`, through the router like any request
+    /// to the plugin; it counts as a turn from now on (it becomes one when it arrives).
+    /// Returns false, having said why, when the command is wrong: nothing reaches the model.
+    fn get_prompt(&mut self, command: PromptCommand) -> bool {
+        let shown = format!("/{}:{}", command.plugin, command.prompt);
+        let plugins = self.registry.plugins();
+        let checked =
+            plugin_prompts::find(&plugins, &command.plugin, &command.prompt).and_then(|decl| {
+                let words = plugin_prompts::split_words(&command.rest)?;
+                plugin_prompts::arguments(decl, &words).map_err(|e| {
+                    format!(
+                        "{e} (usage: {})",
+                        plugin_prompts::usage(&command.plugin, decl)
+                    )
+                })
+            });
+        let arguments = match checked {
+            Ok(a) => a,
+            Err(e) => {
+                self.local_error(&shown, &e);
+                return false;
+            }
+        };
+        self.screen
+            .turn_started(self.style.dim(&format!("getting {shown}")), Instant::now());
+        self.turns_open += 1;
+        let (router, tx) = (self.router.clone(), self.prompts.clone());
+        let control = Arc::new(CallControl::new(shown.clone(), None));
+        self.getting = Some(control.clone());
+        tokio::spawn(async move {
+            let got = router
+                .get_prompt(&command.plugin, &command.prompt, arguments, control)
+                .await
+                .map_err(|e| e.to_string())
+                .and_then(|json| {
+                    let v: serde_json::Value =
+                        serde_json::from_str(&json).map_err(|e| e.to_string())?;
+                    plugin_prompts::user_content(&v)
+                });
+            let _ = tx.send((shown, got));
+        });
+        true
+    }
+
+    /// A prompt got for a slash command: sent as the user's turn, or the error shown.
+    fn prompt_got(&mut self, command: &str, answer: Result<serde_json::Value, String>) {
+        let interrupted = self.getting.take().is_some_and(|c| c.is_cancelled());
+        let answer = match answer {
+            Ok(_) if interrupted => Err("interrupted".to_string()),
+            other => other,
+        };
+        self.interrupted = false;
+        match answer {
+            Ok(content) => {
+                self.screen
+                    .turn_started(self.style.dim("waiting for Claude"), Instant::now());
+                self.handle.send_user_content(content);
+            }
+            Err(e) => {
+                self.screen.turn_ended();
+                self.turns_open = self.turns_open.saturating_sub(1);
+                // The one prompt of a session failed; at a prompt it is a local error.
+                if !self.interactive {
+                    self.last_error = true;
+                }
+                self.local_error(command, &e);
+                if self.turns_open == 0 {
+                    match self.kept.pop_front() {
+                        Some(next) => self.prompt_line(next),
+                        None => self.want_read(),
+                    }
+                }
+            }
+        }
+    }
+
+    fn local_error(&mut self, what: &str, e: &str) {
+        self.screen.line(&format!(
+            "{}: {e}; nothing was sent",
+            self.style.error(what)
+        ));
     }
 
     fn send_turn(&mut self, text: &str) {
@@ -439,6 +570,13 @@ impl Chat {
         if self.interrupted {
             return Some(Stop::Quit(130));
         }
+        // Still getting a plugin's prompt: the CLI runs no turn; the get is stopped and its
+        // prompt never sent.
+        if let Some(getting) = &self.getting {
+            getting.cancel();
+            self.interrupted = true;
+            return None;
+        }
         self.handle.interrupt();
         self.interrupted = true;
         self.renderer.interrupted();
@@ -482,6 +620,7 @@ mod tests {
         config.shadow_dir = dir.path().join(".shadow");
         let registry = Registry::open(config).unwrap();
         let router = Router::new(registry.clone(), RouterConfig::default());
+        let chat_router = router.clone();
         // The CLI's ends: what it writes (session reads) and what it reads (session writes).
         let (mut cli_out, session_in) = tokio::io::duplex(1 << 16);
         let (session_out, cli_in) = tokio::io::duplex(1 << 16);
@@ -496,6 +635,7 @@ mod tests {
             screen,
             Style::new(false),
             registry,
+            chat_router,
             None,
             Source::Lines { echo: false },
             Some(inputs),
@@ -504,7 +644,14 @@ mod tests {
         let events = std::mem::replace(&mut session.events, mpsc::unbounded_channel().1);
         let (_reports_tx, reports) = mpsc::unbounded_channel();
         let mut signals = Signals::install().unwrap();
-        for line in ["/tools", "/help", "/nonsense", "", "hello"] {
+        for line in [
+            "/tools",
+            "/help",
+            "/nonsense",
+            "",
+            "/calc:explain 3 4",
+            "hello",
+        ] {
             input_tx.send(Input::Line(line.into())).unwrap();
         }
         let run = tokio::spawn(async move {
@@ -550,6 +697,11 @@ mod tests {
         assert!(out.contains("no tools: no plugin is loaded"), "{out}");
         assert!(out.contains("Local commands (not sent)"), "{out}");
         assert!(out.contains("/nonsense: not a toolhost command"), "{out}");
+        assert!(out.contains("no prompts: no plugin offers one"), "{out}");
+        assert!(
+            out.contains("/calc:explain: no plugin `calc` is loaded; nothing was sent"),
+            "{out}"
+        );
         assert!(
             out.ends_with("Hi!\n[ok · 1 turn · $0.0100 (session $0.0100)]\n"),
             "{out}"

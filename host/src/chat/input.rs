@@ -9,8 +9,9 @@ use std::{
 };
 
 use rustyline::{
-    error::ReadlineError, history::FileHistory, Cmd, ConditionalEventHandler, Config, Editor,
-    Event, EventContext, EventHandler, KeyEvent, Movement, RepeatCount,
+    completion::Completer, error::ReadlineError, highlight::Highlighter, hint::Hinter,
+    history::FileHistory, validate::Validator, Cmd, ConditionalEventHandler, Config, Editor, Event,
+    EventContext, EventHandler, Helper, KeyEvent, Movement, RepeatCount,
 };
 use tokio::sync::mpsc;
 
@@ -42,17 +43,62 @@ pub struct LineEditor {
     printer: Arc<Mutex<Box<dyn rustyline::ExternalPrinter + Send>>>,
 }
 
+/// The commands Tab completes at the start of a line, as they are when asked.
+pub type Commands = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
+
+/// Completes a command name (`/he` → `/help`, `/calc:ex` → `/calc:explain`) while the line
+/// is that one word.
+struct CommandCompleter(Commands);
+
+impl Completer for CommandCompleter {
+    type Candidate = String;
+
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _: &rustyline::Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<String>)> {
+        Ok((0, complete(&(self.0)(), &line[..pos])))
+    }
+}
+
+/// The commands `typed` may begin, when it is a `/word` at the start of the line.
+fn complete(commands: &[String], typed: &str) -> Vec<String> {
+    if !typed.starts_with('/') || typed.contains(char::is_whitespace) {
+        return Vec::new();
+    }
+    let mut found: Vec<String> = commands
+        .iter()
+        .filter(|c| c.starts_with(typed))
+        .cloned()
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
+impl Hinter for CommandCompleter {
+    type Hint = String;
+}
+impl Highlighter for CommandCompleter {}
+impl Validator for CommandCompleter {}
+impl Helper for CommandCompleter {}
+
 impl LineEditor {
-    /// Starts the editor thread; its answers arrive on the returned channel.
+    /// Starts the editor thread; its answers arrive on the returned channel. Tab completes
+    /// `commands`.
     pub fn spawn(
         history: Option<PathBuf>,
+        commands: Commands,
     ) -> anyhow::Result<(Self, mpsc::UnboundedReceiver<Input>)> {
         let config = Config::builder()
             .auto_add_history(false)
             .history_ignore_space(true)
             .max_history_size(1000)?
             .build();
-        let mut rl: Editor<(), FileHistory> = Editor::with_config(config)?;
+        let mut rl: Editor<CommandCompleter, FileHistory> = Editor::with_config(config)?;
+        rl.set_helper(Some(CommandCompleter(commands)));
         rl.bind_sequence(
             KeyEvent::ctrl('C'),
             EventHandler::Conditional(Box::new(ClearOrInterrupt)),
@@ -113,7 +159,7 @@ impl LineEditor {
     }
 }
 
-fn save_history(rl: &mut Editor<(), FileHistory>, path: &Path) {
+fn save_history(rl: &mut Editor<CommandCompleter, FileHistory>, path: &Path) {
     if let Some(dir) = path.parent() {
         let _ = std::fs::DirBuilder::new()
             .recursive(true)
@@ -191,6 +237,22 @@ mod tests {
             clear_or_interrupt("half typed"),
             Cmd::Kill(Movement::WholeBuffer)
         ));
+    }
+
+    #[test]
+    fn tab_completes_command_names_only() {
+        let commands: Vec<String> = ["/help", "/calc:explain", "/calc:expand", "/tools"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            complete(&commands, "/calc:ex"),
+            ["/calc:expand", "/calc:explain"]
+        );
+        assert_eq!(complete(&commands, "/he"), ["/help"]);
+        assert_eq!(complete(&commands, "/calc:explain 3"), Vec::<String>::new());
+        assert_eq!(complete(&commands, "hel"), Vec::<String>::new());
+        assert_eq!(complete(&commands, "/").len(), 4);
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod command;
 mod conversation;
 mod input;
 mod local;
+pub mod prompts;
 mod render;
 mod screen;
 mod stream;
@@ -51,7 +52,7 @@ use crate::{
     plugin::LoadedPlugin,
     registry::{Registry, RegistryEvent},
     service::{
-        follow_registry,
+        follow_notices, follow_registry,
         hooks::{self, Hooks},
         initialize_request, Session, SessionHandle,
     },
@@ -114,10 +115,17 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
     }
     // Permission policies need no registration: they run whenever hooks are on.
     let hooks = (!args.no_hooks).then(|| Hooks::new(router.clone()));
-    let (cli, mut session, questions) = start_cli(&args, &plugins, &term, router, hooks)?;
+    let (cli, mut session, questions) = start_cli(&args, &plugins, &term, router.clone(), hooks)?;
     let handle = session.handle.clone();
     // Sent before anything else: it registers the plugins as sdk servers.
     let init_answer = Box::pin(handle.request(&init_request));
+    // A plugin of the same name hides the server (see `external_servers`): its tools are the
+    // plugin's.
+    let external_names: Vec<String> = external
+        .keys()
+        .filter(|name| !plugins.iter().any(|p| p.name() == name.as_str()))
+        .cloned()
+        .collect();
     let unregistered = (!registered && !args.no_hooks).then(|| registry.clone());
     let (follow, reports) = follow_changes(
         &args,
@@ -127,16 +135,19 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
         external,
         unregistered,
     );
+    let notices = tokio::spawn(follow_notices(router.clone(), handle.clone()));
 
-    let (source, inputs) = open_input(&term, interactive, args.ask)?;
+    let (source, inputs) = open_input(&term, interactive, args.ask, &registry)?;
     let saved_terminal = quiet_terminal(&term);
-    let renderer = Renderer::new(args.output_format, term.style, term.live);
+    let renderer = Renderer::new(args.output_format, term.style, term.live)
+        .with_external_servers(external_names);
     let mut chat = Chat::new(
         handle,
         renderer,
         screen,
         term.style,
         registry.clone(),
+        router,
         questions,
         source,
         inputs,
@@ -152,6 +163,7 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
         )
         .await;
     follow.abort();
+    notices.abort();
     restore_terminal(saved_terminal.as_ref(), &mut chat);
 
     session.close().await;
@@ -325,9 +337,17 @@ fn open_input(
     term: &Terminal,
     interactive: bool,
     ask: bool,
+    registry: &Arc<Registry>,
 ) -> anyhow::Result<(Source, Option<mpsc::UnboundedReceiver<input::Input>>)> {
     Ok(if term.editor && (interactive || ask) {
-        let (editor, inputs) = LineEditor::spawn(history_path())?;
+        // Completion reads the plugins when asked: a reload applies at once.
+        let registry = registry.clone();
+        let commands = Arc::new(move || {
+            let mut names: Vec<String> = local::NAMES.iter().map(|n| n.to_string()).collect();
+            names.extend(prompts::command_names(&registry.plugins()));
+            names
+        });
+        let (editor, inputs) = LineEditor::spawn(history_path(), commands)?;
         (Source::Editor(editor), Some(inputs))
     } else if interactive {
         let echo = !std::io::stdin().is_terminal();

@@ -53,6 +53,9 @@ pub struct Renderer {
     streaming: bool,
     /// Tool calls not yet answered, by tool_use id: (display name, input JSON).
     calls: HashMap<String, (String, String)>,
+    /// The servers of `--mcp-config` (not plugins), and the ids of the calls to them.
+    external_servers: HashSet<String>,
+    external_calls: HashSet<String>,
     /// Ids of assistant messages whose text was streamed (so not printed again whole).
     streamed: HashSet<String>,
     current_message: Option<String>,
@@ -70,6 +73,8 @@ impl Renderer {
             style,
             streaming,
             calls: HashMap::new(),
+            external_servers: HashSet::new(),
+            external_calls: HashSet::new(),
             streamed: HashSet::new(),
             current_message: None,
             tool_calls: 0,
@@ -77,6 +82,13 @@ impl Renderer {
             interrupted: false,
             session_cost_usd: 0.0,
         }
+    }
+
+    /// Names the servers of `--mcp-config`: their tools' lines name the server as such and
+    /// show the CLI's own errors.
+    pub fn with_external_servers(mut self, names: impl IntoIterator<Item = String>) -> Self {
+        self.external_servers = names.into_iter().collect();
+        self
     }
 
     /// The running turn is being interrupted: its summary says so, and calls left without a
@@ -124,7 +136,13 @@ impl Renderer {
                 }
             }
             Item::ToolUse { id, name, input } => {
-                let name = display_tool_name(&name);
+                let name = match words::server_of(&name) {
+                    Some(server) if self.external_servers.contains(server) => {
+                        self.external_calls.insert(id.clone());
+                        words::display_external_tool_name(&name)
+                    }
+                    _ => display_tool_name(&name),
+                };
                 self.tool_calls += 1;
                 if self.text_shown() {
                     out.push(Out::ToolStarted {
@@ -146,14 +164,14 @@ impl Renderer {
                 let Some((name, input)) = self.calls.remove(&id) else {
                     return;
                 };
+                let outcome = if self.external_calls.remove(&id) {
+                    words::external_tool_outcome(&content, is_error)
+                } else {
+                    words::tool_outcome(&content, is_error)
+                };
                 if self.text_shown() {
                     out.push(Out::ToolEnded { id });
-                    out.push(Out::Line(self.tool_line(
-                        &name,
-                        &input,
-                        is_error,
-                        &words::tool_outcome(&content, is_error),
-                    )));
+                    out.push(Out::Line(self.tool_line(&name, &input, is_error, &outcome)));
                 }
             }
             Item::ApiError { kind, text } => {
@@ -192,6 +210,7 @@ impl Renderer {
     fn end(&mut self, r: TurnResult, line: &str, out: &mut Vec<Out>) -> TurnEnd {
         // Calls the CLI gave up on (an interrupted turn) have no result in the stream.
         let mut left: Vec<(String, (String, String))> = self.calls.drain().collect();
+        self.external_calls.clear();
         left.sort();
         if self.text_shown() {
             let outcome = if self.interrupted {
@@ -300,6 +319,40 @@ mod tests {
             r#"{"type":"result","subtype":"success","is_error":false,"num_turns":3,"total_cost_usd":0.01234}"#,
         ),
     ];
+
+    /// A tool of an `--mcp-config` server (an http one here) is named by its server, and its
+    /// failure is the CLI's own words, not "plugin th removed".
+    #[test]
+    fn tools_of_mcp_config_servers() {
+        let mut r = Renderer::new(OutputFormat::Text, Style::new(false), false)
+            .with_external_servers(["th".to_string()]);
+        let mut outs = Vec::new();
+        for (kind, line) in [
+            (
+                "assistant",
+                r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1","name":"mcp__th__calc__add","input":{"x":1}}]}}"#,
+            ),
+            (
+                "user",
+                r#"{"type":"user","message":{"content":[{"tool_use_id":"t1","type":"tool_result","content":"<tool_use_error>Error: No such tool available: mcp__th__calc__add</tool_use_error>","is_error":true}]}}"#,
+            ),
+            (
+                "assistant",
+                r#"{"type":"assistant","message":{"id":"m2","content":[{"type":"tool_use","id":"t2","name":"mcp__text__upper","input":{}}]}}"#,
+            ),
+            (
+                "user",
+                r#"{"type":"user","message":{"content":[{"tool_use_id":"t2","type":"tool_result","content":"<tool_use_error>Error: No such tool available: mcp__text__upper</tool_use_error>","is_error":true}]}}"#,
+            ),
+        ] {
+            outs.extend(r.message(kind, line).0);
+        }
+        assert_eq!(
+            lines(&outs),
+            "✗ th/calc__add {\"x\":1} → No such tool available: mcp__th__calc__add\n\
+             ✗ text.upper {} → plugin text removed\n"
+        );
+    }
 
     #[test]
     fn text_format() {

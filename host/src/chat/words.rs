@@ -20,6 +20,36 @@ pub fn display_tool_name(api_name: &str) -> String {
     }
 }
 
+/// The server of API name `mcp__<server>__<tool>`, if it is one.
+pub fn server_of(api_name: &str) -> Option<&str> {
+    api_name
+        .strip_prefix("mcp__")
+        .and_then(|rest| rest.split_once("__"))
+        .map(|(server, _)| server)
+}
+
+/// A tool of an `--mcp-config` server (not a plugin): `server/tool`, so it is not read as a
+/// plugin's.
+pub fn display_external_tool_name(api_name: &str) -> String {
+    match api_name
+        .strip_prefix("mcp__")
+        .and_then(|rest| rest.split_once("__"))
+    {
+        Some((server, tool)) => format!("{server}/{tool}"),
+        None => api_name.to_string(),
+    }
+}
+
+/// [`tool_outcome`] of a tool of an `--mcp-config` server: its failures are the CLI's to
+/// word (a server toolhost does not run cannot have been "removed" as a plugin is).
+pub fn external_tool_outcome(content: &str, is_error: bool) -> String {
+    if !is_error {
+        return one_line(content, OUTCOME_CHARS);
+    }
+    let inner = strip_tag(content.trim(), "tool_use_error");
+    one_line(inner.trim_start_matches("Error: "), OUTCOME_CHARS)
+}
+
 /// The text after the arrow of a tool line: the result, or for the CLI's stock failures a
 /// few words saying what happened.
 pub fn tool_outcome(content: &str, is_error: bool) -> String {
@@ -39,7 +69,7 @@ pub fn tool_outcome(content: &str, is_error: bool) -> String {
             let why = why.trim_start_matches("Error: ");
             return format!("not allowed: {}", one_line(why, OUTCOME_CHARS));
         }
-        // A hook's refusal (docs/protocol.md §13.3): "PreToolUse:Bash hook error: denied by
+        // A hook's refusal (docs/protocol.md §14.3): "PreToolUse:Bash hook error: denied by
         // guard: ..." says "denied by guard: ...".
         if let Some((_, why)) = content
             .trim()
@@ -241,6 +271,19 @@ mod tests {
                 true
             ),
             "plugin text removed"
+        );
+        // A server of --mcp-config is named as one, with the CLI's own words.
+        assert_eq!(
+            display_external_tool_name("mcp__th__calc__add"),
+            "th/calc__add"
+        );
+        assert_eq!(server_of("mcp__th__calc__add"), Some("th"));
+        assert_eq!(
+            external_tool_outcome(
+                "<tool_use_error>Error: No such tool available: mcp__th__calc__add</tool_use_error>",
+                true
+            ),
+            "No such tool available: mcp__th__calc__add"
         );
         assert_eq!(
             tool_outcome(

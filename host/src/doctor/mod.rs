@@ -7,7 +7,9 @@
 
 mod cli;
 mod confine;
+mod http;
 mod limits;
+mod offers;
 mod plugins;
 
 use std::{fmt::Write as _, path::PathBuf};
@@ -16,6 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use cli::{CliVersion, TESTED_CLI_MAX, TESTED_CLI_MIN};
+pub use http::HttpSettings;
 
 /// How a check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -153,6 +156,8 @@ pub struct Options {
     pub shadow_dir: PathBuf,
     /// `--isolate`: every plugin is loaded in a worker, as `chat --isolate` would run it.
     pub isolate: bool,
+    /// `--http ...`: the settings of `serve --http` to check too.
+    pub http: Option<HttpSettings>,
 }
 
 /// Runs every check.
@@ -164,6 +169,9 @@ pub fn run(opts: &Options) -> Report {
     checks.extend(plugins::check(opts));
     checks.push(sandbox());
     checks.push(limits::check());
+    if let Some(h) = &opts.http {
+        checks.extend(http::check(h, opts.allow_shared));
+    }
     Report::new(checks)
 }
 

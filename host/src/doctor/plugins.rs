@@ -65,6 +65,7 @@ pub fn check(opts: &Options) -> Vec<Check> {
         loaded.extend(plugin);
     }
     checks.extend(collisions(loaded.iter().map(|p| p.manifest())));
+    checks.extend(super::offers::check(loaded.iter().map(|p| p.manifest())));
     if let Err(e) = config.check_names(loaded.iter().map(|p| p.name())) {
         checks.push(Check::warn(
             "config-file",

@@ -11,9 +11,16 @@
 //! (`handler/request.rs`).
 
 mod catalog;
+#[cfg(test)]
+mod fake;
+mod notices;
+mod offers;
 mod plugin_request;
 mod progress;
+mod prompts;
 mod request;
+mod resources;
+mod subscriptions;
 mod tool_call;
 
 use std::{
@@ -28,9 +35,13 @@ use std::{
 use serde_json::{value::RawValue, Value};
 
 pub use catalog::{Compiled, FlatCatalog, FlatCollision, ToolCheck};
+pub use notices::plugin_notices;
+pub use offers::{check_prompt_arguments, OfferCollision, Offers, Resolved};
 pub use plugin_request::PluginRequest;
 pub use progress::{Discard, Notify, Sink};
+pub use prompts::check as check_prompt;
 pub use request::{Answer, Failure, HereRun, Method, Outcome, Request, Respond};
+pub use resources::PAGE_SIZE;
 pub use tool_call::{CallError, CallOutput};
 
 use progress::Progress;
@@ -128,6 +139,11 @@ pub struct Router {
     flat: Mutex<Option<Arc<FlatCatalog>>>,
     /// The session winds down: a request registered from now on is cancelled at once.
     closing: AtomicBool,
+    /// The resources and prompts of each scope (by [`Scope::key`]), for the versions they
+    /// were last built from.
+    offers: Mutex<HashMap<String, Arc<Offers>>>,
+    /// The URIs clients subscribed to.
+    subscriptions: subscriptions::Subscriptions,
 }
 
 impl Router {
@@ -141,6 +157,8 @@ impl Router {
             idle: tokio::sync::Notify::new(),
             flat: Mutex::new(None),
             closing: AtomicBool::new(false),
+            offers: Mutex::new(HashMap::new()),
+            subscriptions: Default::default(),
         })
     }
 
@@ -183,6 +201,20 @@ impl Router {
         msg: &JsonRpc<'_>,
         sink: &Sink,
     ) -> Dispatch {
+        self.dispatch_from(scope, "", msg, sink)
+    }
+
+    /// [`Router::dispatch`] for one of several clients sharing the router (the sessions of
+    /// `serve --http`): `client` keeps its request ids apart from every other client's, so
+    /// its `notifications/cancelled` reaches only its own calls. `""` is the one client of a
+    /// stdio session.
+    pub fn dispatch_from(
+        self: &Arc<Self>,
+        scope: Scope<'_>,
+        client: &str,
+        msg: &JsonRpc<'_>,
+        sink: &Sink,
+    ) -> Dispatch {
         let id = msg.id;
         if id.is_some_and(|id| !valid_id(id)) {
             // Echoing it would hand the client back a value it cannot match (JSON-RPC 2.0 §4:
@@ -204,7 +236,7 @@ impl Router {
             };
         };
         if let (Some(id), "tools/call") = (id, method) {
-            return self.tool_call(scope, id, msg, sink);
+            return self.tool_call(scope, client, id, msg, sink);
         }
         let plugin = match scope {
             Scope::Server(name) => match self.registry.get(name) {
@@ -221,10 +253,14 @@ impl Router {
         };
         if id.is_none() {
             if method == "notifications/cancelled" {
-                self.cancel(scope, msg.params);
+                self.cancel(scope, client, msg.params);
             }
             // `notifications/initialized` and any other notification need no action.
             return Dispatch::Handled;
+        }
+        let offered = id.and_then(|id| self.dispatch_offers(scope, client, id, method, msg.params));
+        if let Some(d) = offered {
+            return d;
         }
         let reply = match method {
             "initialize" => self.initialize(plugin.as_deref(), id, msg.params),
@@ -239,6 +275,124 @@ impl Router {
         Dispatch::Reply(reply)
     }
 
+    /// The methods of resources and prompts (`None`: not one of them, or one of a kind the
+    /// server does not offer, which is then "method not found" as for a server without the
+    /// capability).
+    fn dispatch_offers(
+        self: &Arc<Self>,
+        scope: Scope<'_>,
+        client: &str,
+        id: &RawValue,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Option<Dispatch> {
+        let kind = method.split_once('/')?.0;
+        if kind != "resources" && kind != "prompts" {
+            return None;
+        }
+        let offers = self.offers(scope)?;
+        let offered = match kind {
+            "resources" => offers.has_resources(),
+            _ => offers.has_prompts(),
+        };
+        if !offered {
+            return None;
+        }
+        Some(match method {
+            "resources/list" => self.resources_list(scope, client, id, params, offers),
+            "resources/templates/list" => self.templates_list(id, &offers),
+            "resources/read" => self.resource_read(scope, client, id, params, &offers),
+            "resources/subscribe" => self.subscription(scope, id, params, true, &offers),
+            "resources/unsubscribe" => self.subscription(scope, id, params, false, &offers),
+            "prompts/list" => self.prompts_list(id, &offers),
+            "prompts/get" => self.prompt_get(scope, client, id, params, &offers),
+            _ => return None,
+        })
+    }
+
+    /// The resources and prompts `scope` serves now (`None`: its plugin is not loaded),
+    /// rebuilt when a version changed. What a collision leaves out is reported once per
+    /// rebuild.
+    pub fn offers(&self, scope: Scope<'_>) -> Option<Arc<Offers>> {
+        match scope {
+            Scope::Server(name) => {
+                let p = self.registry.get(name)?;
+                Some(self.offers_of(scope, std::slice::from_ref(&p)))
+            }
+            Scope::All => Some(self.offers_of(scope, &self.registry.plugins())),
+        }
+    }
+
+    fn offers_of(&self, scope: Scope<'_>, plugins: &[Arc<LoadedPlugin>]) -> Arc<Offers> {
+        let mut cached = lock(&self.offers);
+        if let Some(o) = cached.get(scope.key()).filter(|o| o.is_of(plugins)) {
+            return o.clone();
+        }
+        let offers = Arc::new(Offers::build(plugins, matches!(scope, Scope::All)));
+        for c in offers.collisions() {
+            tracing::warn!("{c}");
+        }
+        cached.insert(scope.key().to_string(), offers.clone());
+        offers
+    }
+
+    /// Reads resource `uri` outside any protocol (`toolhost read`): resolved as the
+    /// all-plugins server does, on the request path of a `resources/read`. The result is the
+    /// MCP `ReadResourceResult`, as JSON text.
+    pub async fn read_resource(
+        self: &Arc<Self>,
+        uri: &str,
+        control: Arc<CallControl>,
+    ) -> Result<String, CallError> {
+        let offers = self
+            .offers(Scope::All)
+            .expect("the all-plugins scope always is");
+        let r = offers
+            .resolve(uri)
+            .ok_or_else(|| resources::not_found(uri))?;
+        let plugin = r.plugin.clone();
+        self.run(&plugin, resources::read(uri, r), control).await
+    }
+
+    /// Gets `prompt` of `plugin` with `arguments` outside any protocol (`toolhost prompt`,
+    /// the chat's slash commands), on the request path of a `prompts/get`. The result is the
+    /// MCP `GetPromptResult`, as JSON text.
+    pub async fn get_prompt(
+        self: &Arc<Self>,
+        plugin: &str,
+        prompt: &str,
+        arguments: serde_json::Map<String, Value>,
+        control: Arc<CallControl>,
+    ) -> Result<String, CallError> {
+        self.run(plugin, prompts::get(prompt, arguments), control)
+            .await
+    }
+
+    /// Runs `method` on `plugin` as a request without a client, and waits for its outcome.
+    async fn run(
+        self: &Arc<Self>,
+        plugin: &str,
+        method: Box<dyn Method>,
+        control: Arc<CallControl>,
+    ) -> Result<String, CallError> {
+        let id = RawValue::from_string("0".to_string()).expect("valid JSON");
+        let request = Request::new(
+            self.clone(),
+            plugin.to_string(),
+            id,
+            None,
+            control,
+            None,
+            method,
+        );
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let respond = move |answer: Answer<'_>| {
+            let _ = tx.send(answer.into_outcome());
+        };
+        request.start(Box::new(respond), false);
+        rx.await.expect("a request always answers")
+    }
+
     /// A request of `method` to `plugin`, as if it came with JSON-RPC id `id` to `scope`:
     /// registered for `notifications/cancelled` there. How a method beyond `tools/call` is
     /// routed to a plugin: it then gets the lease, the placement, the timeout, the size limit
@@ -250,12 +404,25 @@ impl Router {
         id: &RawValue,
         method: Box<dyn Method>,
     ) -> Request {
+        self.request_from(scope, "", plugin, id, method)
+    }
+
+    /// [`Router::request`] from `client` (see [`Router::dispatch_from`]): its id is kept apart
+    /// from other clients' ids.
+    pub fn request_from(
+        self: &Arc<Self>,
+        scope: Scope<'_>,
+        client: &str,
+        plugin: &str,
+        id: &RawValue,
+        method: Box<dyn Method>,
+    ) -> Request {
         let control = Arc::new(CallControl::new(id.get(), None));
         Request::new(
             self.clone(),
             plugin.to_string(),
             id.to_owned(),
-            Some(cancel_key(scope, id)),
+            Some(cancel_key(scope, client, id)),
             control,
             None,
             method,
@@ -302,7 +469,13 @@ impl Router {
             .and_then(|p| serde_json::from_str(p.get()).ok())
             .unwrap_or_default();
         let version = negotiate_version(params.protocol_version.as_deref());
-        rpc_result(id, &server_initialize_result(plugin, version))
+        let mut result = server_initialize_result(plugin, version);
+        if plugin.is_none() {
+            if let Some(o) = self.offers(Scope::All) {
+                declare(&mut result, o.has_resources(), o.has_prompts());
+            }
+        }
+        rpc_result(id, &result)
     }
 
     fn tools_list(&self, plugin: Option<&LoadedPlugin>, id: Option<&RawValue>) -> String {
@@ -336,7 +509,7 @@ impl Router {
     /// Cancels the request registered as `id` of `scope` (one made by [`Router::request`]),
     /// as `notifications/cancelled` would; false when none is in flight.
     pub fn cancel_request(&self, scope: Scope<'_>, id: &RawValue) -> bool {
-        match lock(&self.calls).get(&cancel_key(scope, id)) {
+        match lock(&self.calls).get(&cancel_key(scope, "", id)) {
             Some(control) => {
                 control.cancel();
                 true
@@ -345,13 +518,13 @@ impl Router {
         }
     }
 
-    fn cancel(&self, scope: Scope<'_>, params: Option<&RawValue>) {
+    fn cancel(&self, scope: Scope<'_>, client: &str, params: Option<&RawValue>) {
         let Some(p) = params.and_then(|p| serde_json::from_str::<CancelledParams>(p.get()).ok())
         else {
             tracing::warn!("notifications/cancelled without a valid requestId; ignored");
             return;
         };
-        let key = cancel_key(scope, p.request_id);
+        let key = cancel_key(scope, client, p.request_id);
         match lock(&self.calls).get(&key) {
             Some(control) => {
                 tracing::debug!(key = %key, reason = ?p.reason, "request cancelled");
@@ -414,6 +587,7 @@ impl Router {
     fn tool_call(
         self: &Arc<Self>,
         scope: Scope<'_>,
+        client: &str,
         id: &RawValue,
         msg: &JsonRpc<'_>,
         sink: &Sink,
@@ -458,7 +632,7 @@ impl Router {
             self.clone(),
             plugin,
             id.to_owned(),
-            Some(cancel_key(scope, id)),
+            Some(cancel_key(scope, client, id)),
             control,
             progress,
             Box::new(method),
@@ -466,29 +640,40 @@ impl Router {
     }
 }
 
-/// The key of request `id` of `scope` among the requests in flight.
-fn cancel_key(scope: Scope<'_>, id: &RawValue) -> String {
+/// The key of request `id` of `scope` from `client` among the requests in flight.
+fn cancel_key(scope: Scope<'_>, client: &str, id: &RawValue) -> String {
     let (server, id) = (scope.key(), id.get());
-    let mut key = String::with_capacity(server.len() + 1 + id.len());
+    let mut key = String::with_capacity(client.len() + server.len() + 2 + id.len());
+    if !client.is_empty() {
+        // A client name never holds a newline, so keys of two clients cannot meet.
+        key.push_str(client);
+        key.push('\n');
+    }
     key.push_str(server);
     key.push('\n');
     key.push_str(id);
     key
 }
 
-/// The `initialize` result of a plugin's server, or of the all-plugins server.
+/// The `initialize` result of a plugin's server, or of the all-plugins server (without the
+/// capabilities of its plugins' resources and prompts: the router adds them).
 pub fn server_initialize_result(plugin: Option<&LoadedPlugin>, version: &str) -> Value {
     match plugin {
         Some(p) => {
             let m = p.manifest();
-            initialize_result(
+            let mut v = initialize_result(
                 version,
                 ServerInfo {
                     name: &m.name,
                     version: &m.version,
                 },
                 Some(&m.description),
-            )
+            );
+            let e = &m.extras;
+            let resources =
+                !(e.resources.is_empty() && e.resource_templates.is_empty()) || e.lists_resources;
+            declare(&mut v, resources, !e.prompts.is_empty());
+            v
         }
         None => initialize_result(
             version,
@@ -498,6 +683,18 @@ pub fn server_initialize_result(plugin: Option<&LoadedPlugin>, version: &str) ->
             },
             None,
         ),
+    }
+}
+
+/// Adds the `resources` and `prompts` capabilities to an `initialize` result, for a server
+/// that has them: a client asks only a server that declares them.
+fn declare(result: &mut Value, resources: bool, prompts: bool) {
+    let caps = &mut result["capabilities"];
+    if resources {
+        caps["resources"] = serde_json::json!({"subscribe": true, "listChanged": true});
+    }
+    if prompts {
+        caps["prompts"] = serde_json::json!({"listChanged": true});
     }
 }
 

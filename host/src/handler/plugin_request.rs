@@ -13,6 +13,9 @@ use crate::{
 
 /// The host's check of a request against the version that will run it.
 type Check = Box<dyn Fn(&LoadedPlugin) -> Result<(), RequestError> + Send + Sync>;
+/// What the host makes of the plugin's answer (its result rewritten, its error given data).
+type MapAnswer = Box<dyn Fn(String) -> Outcome + Send + Sync>;
+type MapError = Box<dyn Fn(RequestError) -> CallError + Send + Sync>;
 
 /// One request of `method` with JSON `params` to a plugin.
 pub struct PluginRequest {
@@ -21,6 +24,8 @@ pub struct PluginRequest {
     what: String,
     params: String,
     check: Option<Check>,
+    map_answer: Option<MapAnswer>,
+    map_error: Option<MapError>,
     /// Its own time limit (a hook's), instead of the plugin's call timeout.
     timeout: Option<Duration>,
 }
@@ -33,6 +38,8 @@ impl PluginRequest {
             what: what.into(),
             params,
             check: None,
+            map_answer: None,
+            map_error: None,
             timeout: None,
         }
     }
@@ -53,6 +60,28 @@ impl PluginRequest {
         self
     }
 
+    /// Rewrites the plugin's result (a page of a list merged with the host's part of it).
+    pub fn map_answer(mut self, map: impl Fn(String) -> Outcome + Send + Sync + 'static) -> Self {
+        self.map_answer = Some(Box::new(map));
+        self
+    }
+
+    /// Turns an error of the plugin's, or of the host's check, into the reply's error.
+    pub fn map_error(
+        mut self,
+        map: impl Fn(RequestError) -> CallError + Send + Sync + 'static,
+    ) -> Self {
+        self.map_error = Some(Box::new(map));
+        self
+    }
+
+    fn rpc(&self, e: RequestError) -> CallError {
+        match &self.map_error {
+            Some(map) => map(e),
+            None => CallError::Rpc(e),
+        }
+    }
+
     fn error(&self, message: String) -> Outcome {
         Err(CallError::Rpc(RequestError::internal(message)))
     }
@@ -68,15 +97,19 @@ impl Method for PluginRequest {
             return Err(Err(CallError::UnknownServer(plugin.to_string())));
         };
         match &self.check {
-            Some(check) => check(version).map_err(|e| Err(CallError::Rpc(e))),
+            Some(check) => check(version).map_err(|e| Err(self.rpc(e))),
             None => Ok(()),
         }
     }
 
     fn run(&self, version: &LoadedPlugin, control: &CallControl) -> Outcome {
-        version
-            .request(self.method, &self.params, control)
-            .map_err(CallError::Rpc)
+        match version.request(self.method, &self.params, control) {
+            Ok(answer) => match &self.map_answer {
+                Some(map) => map(answer),
+                None => Ok(answer),
+            },
+            Err(e) => Err(self.rpc(e)),
+        }
     }
 
     fn timeout(&self) -> Option<Duration> {

@@ -30,7 +30,7 @@ use serde_json::value::RawValue;
 use super::{progress::Progress, CallError, Router};
 use crate::{
     executor::{HereId, HereTicket, Job},
-    model::{control_success_raw, rpc_error, rpc_result_raw},
+    model::{control_success_raw, rpc_error_data, rpc_result_raw},
     plugin::{CallControl, LoadedPlugin},
     registry::{Lease, TryLease},
     relay::HERE_BUDGET,
@@ -101,7 +101,7 @@ impl Answer<'_> {
     pub fn rpc(&self) -> String {
         match &self.outcome {
             Ok(result) => rpc_result_raw(Some(self.id), result),
-            Err(e) => rpc_error(Some(self.id), e.code(), &e.to_string()),
+            Err(e) => rpc_error_data(Some(self.id), e.code(), &e.to_string(), e.data().as_ref()),
         }
     }
 
@@ -340,14 +340,16 @@ impl Request {
         }
     }
 
-    /// Tells the plugin to stop, and answers that the request timed out.
+    /// Answers that the request timed out, then tells the plugin to stop: in that order, as a
+    /// plugin answering its cancellation at once would otherwise be the answer.
     fn time_out(self) {
-        self.0.control.cancel();
         let inner = &self.0;
         let outcome = inner
             .method
             .failed(&inner.plugin, Failure::TimedOut(self.limit()));
-        if self.answer(outcome) {
+        let answered = self.answer(outcome);
+        inner.control.cancel();
+        if answered {
             tracing::warn!(plugin = %inner.plugin, "{} timed out", self.label());
         }
     }

@@ -40,6 +40,9 @@ pub enum CallError {
     /// (`resources/read` of an unknown URI is -32002), or the host's check of one.
     #[error("{0}")]
     Rpc(RequestError),
+    /// MCP's "resource not found" (-32002): no plugin serves `uri`, or its plugin said so.
+    #[error("{message}")]
+    ResourceNotFound { uri: String, message: String },
 }
 
 impl CallError {
@@ -47,7 +50,16 @@ impl CallError {
     pub fn code(&self) -> i64 {
         match self {
             CallError::Rpc(e) => e.code.into(),
+            CallError::ResourceNotFound { .. } => crate::model::error_code::RESOURCE_NOT_FOUND,
             _ => crate::model::error_code::INVALID_PARAMS,
+        }
+    }
+
+    /// The error's `data`, when it has one.
+    pub fn data(&self) -> Option<serde_json::Value> {
+        match self {
+            CallError::ResourceNotFound { uri, .. } => Some(serde_json::json!({ "uri": uri })),
+            _ => None,
         }
     }
 }

@@ -17,6 +17,8 @@ pub mod error_code {
     pub const METHOD_NOT_FOUND: i64 = -32601;
     pub const INVALID_PARAMS: i64 = -32602;
     pub const INTERNAL_ERROR: i64 = -32603;
+    /// MCP: the resource a `resources/read` names does not exist.
+    pub const RESOURCE_NOT_FOUND: i64 = -32002;
 }
 
 /// The acknowledgement the CLI expects for a notification it sent inside `mcp_message`
@@ -121,6 +123,8 @@ struct Reply<'a, T: Serialize> {
 struct ErrorObject<'a> {
     code: i64,
     message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a serde_json::Value>,
 }
 
 /// A JSON-RPC success reply echoing `id`.
@@ -150,12 +154,26 @@ pub fn rpc_result_raw(id: Option<&RawValue>, result: &str) -> String {
 
 /// A JSON-RPC error reply echoing `id` (`null` when the request's id is unknown).
 pub fn rpc_error(id: Option<&RawValue>, code: i64, message: &str) -> String {
+    rpc_error_data(id, code, message, None)
+}
+
+/// [`rpc_error`] with the error's `data` (MCP's "resource not found" carries the URI there).
+pub fn rpc_error_data(
+    id: Option<&RawValue>,
+    code: i64,
+    message: &str,
+    data: Option<&serde_json::Value>,
+) -> String {
     let null = RawValue::NULL;
     let reply: Reply<'_, ()> = Reply {
         jsonrpc: "2.0",
         id: Some(id.unwrap_or(null)),
         result: None,
-        error: Some(ErrorObject { code, message }),
+        error: Some(ErrorObject {
+            code,
+            message,
+            data,
+        }),
     };
     serde_json::to_string(&reply).expect("JSON-RPC replies serialize")
 }
@@ -193,6 +211,10 @@ mod tests {
         assert_eq!(
             rpc_error(None, -32601, "nope"),
             r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32601,"message":"nope"}}"#
+        );
+        assert_eq!(
+            rpc_error_data(m.id, -32002, "gone", Some(&json!({"uri": "n://1"}))),
+            r#"{"jsonrpc":"2.0","id":"a b","error":{"code":-32002,"message":"gone","data":{"uri":"n://1"}}}"#
         );
         let n: JsonRpc =
             serde_json::from_str(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)

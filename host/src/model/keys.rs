@@ -21,8 +21,8 @@ const MAX_KEY_VALUE: usize = 256;
 const HELD: usize = 1024;
 
 /// Reads [`TopLevelKeys`] from the text of a JSON object handed over in pieces, in constant
-/// memory. Keys, and the values kept, are read by [`Scan`]; every other value is gone over by
-/// [`Skip`], the walk that delimits the values of a `RawValue`, which can stop at the end of one
+/// memory. Keys, and the values kept, are read by `Scan`; every other value is gone over by
+/// `Skip`, the walk that delimits the values of a `RawValue`, which can stop at the end of one
 /// piece and go on in the next. On text that is not a JSON object it stops where the object
 /// breaks, keeping what it found before; it never fails.
 #[derive(Debug, Default)]

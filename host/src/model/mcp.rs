@@ -22,6 +22,34 @@ pub fn negotiate_version(requested: Option<&str>) -> &'static str {
         .unwrap_or(LATEST_PROTOCOL_VERSION)
 }
 
+/// The version whose requests carry their protocol version and capabilities in `_meta`, with
+/// no `initialize` handshake and no session (`serve --http`).
+pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
+
+/// What any request of [`MODERN_PROTOCOL_VERSION`] says of itself in its params: the
+/// protocol fields of its `_meta`, and the name or URI it targets (which the HTTP transport
+/// mirrors in `Mcp-Name`).
+#[derive(Debug, Default, Deserialize)]
+pub struct RequestHead<'a> {
+    #[serde(default, borrow, rename = "_meta")]
+    pub meta: Option<ProtocolMeta<'a>>,
+    #[serde(default, borrow)]
+    pub name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub uri: Option<Cow<'a, str>>,
+}
+
+/// The `io.modelcontextprotocol/*` fields of a request's `_meta`.
+#[derive(Debug, Default, Deserialize)]
+pub struct ProtocolMeta<'a> {
+    #[serde(default, borrow, rename = "io.modelcontextprotocol/protocolVersion")]
+    pub protocol_version: Option<Cow<'a, str>>,
+    #[serde(default, borrow, rename = "io.modelcontextprotocol/clientCapabilities")]
+    pub client_capabilities: Option<&'a RawValue>,
+    #[serde(default, borrow, rename = "io.modelcontextprotocol/clientInfo")]
+    pub client_info: Option<&'a RawValue>,
+}
+
 /// `initialize` params (only what the server needs).
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]

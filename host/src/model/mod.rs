@@ -25,7 +25,8 @@ pub use control::{
     ControlResponse, Incoming, IncomingRequest, McpResponse,
 };
 pub use jsonrpc::{
-    error_code, rpc_error, rpc_notification, rpc_result, rpc_result_raw, JsonRpc, NOTIFICATION_ACK,
+    error_code, rpc_error, rpc_error_data, rpc_notification, rpc_result, rpc_result_raw, JsonRpc,
+    NOTIFICATION_ACK,
 };
 pub use keys::{KeyReader, TopLevelKeys};
 pub use latest::Latest;
@@ -35,10 +36,14 @@ pub use manifest::{
 };
 pub use mcp::{
     initialize_result, negotiate_version, CallMeta, CallParams, CancelledParams, InitializeParams,
-    ProgressParams, ServerInfo, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
+    ProgressParams, ProtocolMeta, RequestHead, ServerInfo, LATEST_PROTOCOL_VERSION,
+    MODERN_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
 };
 pub use result::{CallResult, ContentOut};
 // Public for the parse benchmark, which weighs it against serde_json's public way.
 #[doc(hidden)]
 pub use raw::borrow_raw;
 pub use tool::{call_result_json, call_result_text, parse_call_result, tool_json, CallResultJson};
+/// RFC 6570 level-1 templates, matched by the host with the very code the SDK checks them
+/// with at load.
+pub use toolhost_plugin::uri_template::{TemplateError, UriTemplate};

@@ -10,7 +10,7 @@ use std::{
     panic::{catch_unwind, AssertUnwindSafe},
     sync::{
         atomic::{AtomicBool, Ordering},
-        OnceLock,
+        OnceLock, PoisonError, RwLock,
     },
 };
 
@@ -126,7 +126,99 @@ extern "C" fn host_log(data: *const c_void, lvl: u8, target: RStr<'_>, message: 
     }));
 }
 
-static HOST_VTABLE: &WithMetadata<HostVTable> = &WithMetadata::new(HostVTable { log: host_log });
+/// A notification a plugin sent through its `HostApi::notify`, checked by [`check_notice`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    /// The plugin's declared name (its file's, if it notifies before `init` returned).
+    pub plugin: String,
+    /// `notifications/resources/updated` or `notifications/resources/list_changed`.
+    pub method: String,
+    /// A JSON object (`{"uri": ...}` for an update).
+    pub params: String,
+}
+
+/// Receives the checked notifications of every plugin loaded in this process. Called on the
+/// plugin's thread (a call's, or one of its own): hand the notice on, never block.
+pub type NoticeSink = std::sync::Arc<dyn Fn(Notice) + Send + Sync>;
+
+// One for the process: a notification may come from a plugin's own thread at any time, with
+// nothing but the plugin's `LogSource` to tell where it is from.
+static NOTICE_SINK: RwLock<Option<NoticeSink>> = RwLock::new(None);
+
+/// Sets where plugins' notifications go (`None`: they are dropped, with a debug record).
+pub fn set_notice_sink(sink: Option<NoticeSink>) {
+    *NOTICE_SINK.write().unwrap_or_else(PoisonError::into_inner) = sink;
+}
+
+/// The longest `params` of a plugin's notification accepted, in bytes.
+pub(crate) const NOTICE_PARAMS_MAX: usize = 16 << 10;
+
+/// Whether a plugin may send `method` with `params`: one of the resource notifications, with
+/// a JSON object of at most [`NOTICE_PARAMS_MAX`] bytes (`{"uri": "..."}` for an update).
+pub(crate) fn check_notice(method: &str, params: &str) -> Result<(), String> {
+    use toolhost_plugin::notify::{RESOURCE_LIST_CHANGED, RESOURCE_UPDATED};
+    if method != RESOURCE_UPDATED && method != RESOURCE_LIST_CHANGED {
+        return Err(format!(
+            "`{}` is not a notification a plugin may send",
+            log_text(method, LOG_NAME_MAX)
+        ));
+    }
+    if params.len() > NOTICE_PARAMS_MAX {
+        return Err(format!(
+            "its params take {} bytes, more than {NOTICE_PARAMS_MAX}",
+            params.len()
+        ));
+    }
+    let value: serde_json::Value =
+        serde_json::from_str(params).map_err(|e| format!("its params are not JSON: {e}"))?;
+    let Some(object) = value.as_object() else {
+        return Err("its params are not a JSON object".into());
+    };
+    if method == RESOURCE_UPDATED && !object.get("uri").is_some_and(|u| u.is_string()) {
+        return Err("an update without a `uri` string".into());
+    }
+    Ok(())
+}
+
+/// Hands a notification of `plugin` to the sink, if it passes [`check_notice`] (a worker's
+/// come here from its frames: the worker is not trusted to have checked them).
+pub(crate) fn deliver_notice(plugin: &str, method: &str, params: &str) {
+    if let Err(why) = check_notice(method, params) {
+        emit(
+            level::WARN,
+            plugin,
+            None,
+            "notify",
+            &format!("dropped a notification: {why}"),
+        );
+        return;
+    }
+    let sink = NOTICE_SINK
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    match sink {
+        Some(sink) => sink(Notice {
+            plugin: plugin.to_string(),
+            method: method.to_string(),
+            params: params.to_string(),
+        }),
+        None => tracing::debug!(plugin, method, "no one takes plugin notifications here"),
+    }
+}
+
+extern "C" fn host_notify(data: *const c_void, method: RStr<'_>, params: RStr<'_>) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: as in `host_log`: `data` is the plugin's `LogSource`, alive while its code runs.
+        let src = unsafe { &*(data as *const LogSource) };
+        deliver_notice(src.plugin(), method.as_str(), params.as_str());
+    }));
+}
+
+static HOST_VTABLE: &WithMetadata<HostVTable> = &WithMetadata::new(HostVTable {
+    log: host_log,
+    notify: host_notify,
+});
 
 /// The [`HostApi`] handed to a plugin's `init`; `src` must outlive the loaded library (and
 /// stay where it is: box it).
@@ -248,6 +340,44 @@ pub(crate) fn call_ctx(data: &CallData<'_>) -> CallCtx {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_resource_notifications_with_object_params_pass() {
+        assert_eq!(
+            check_notice("notifications/resources/updated", r#"{"uri":"notes://1"}"#),
+            Ok(())
+        );
+        assert_eq!(
+            check_notice("notifications/resources/list_changed", "{}"),
+            Ok(())
+        );
+        for (method, params, why) in [
+            (
+                "notifications/tools/list_changed",
+                "{}",
+                "not a notification",
+            ),
+            ("notifications/resources/updated", "{}", "without a `uri`"),
+            (
+                "notifications/resources/updated",
+                r#"{"uri":1}"#,
+                "without a `uri`",
+            ),
+            (
+                "notifications/resources/list_changed",
+                "[]",
+                "not a JSON object",
+            ),
+            ("notifications/resources/list_changed", "{", "not JSON"),
+        ] {
+            let e = check_notice(method, params).unwrap_err();
+            assert!(e.contains(why), "{method} {params}: {e}");
+        }
+        let big = format!(r#"{{"uri":"{}"}}"#, "x".repeat(NOTICE_PARAMS_MAX));
+        assert!(check_notice("notifications/resources/updated", &big)
+            .unwrap_err()
+            .contains("more than"));
+    }
 
     #[test]
     fn log_text_escapes_control_characters_and_cuts_long_text() {

@@ -12,7 +12,7 @@ use crate::model::{check_name, ManifestError, MAX_QUALIFIED_NAME};
 impl Staged {
     /// The plugin name this copy carries in its file (`None`: built before libraries did),
     /// read from its headers and symbol table without loading it. The copy is checked first
-    /// ([`Staged::check_complete`], once: the name is kept, so a second call checks nothing).
+    /// (`Staged::check_complete`, once: the name is kept, so a second call checks nothing).
     pub fn declared_name(&self) -> Result<Option<String>, LoadError> {
         if let Some(known) = self.declared.get() {
             return Ok(known.clone());

@@ -17,7 +17,7 @@ use std::{
 };
 
 pub use backend::Backend;
-pub use callbacks::{CallControl, Report};
+pub use callbacks::{set_notice_sink, CallControl, Notice, NoticeSink, Report};
 pub use catalog::{Catalog, ToolCheck};
 pub use configure::ConfigSource;
 pub use library::{kept_for_threads_count, pinned_count, still_mapped};
@@ -32,7 +32,9 @@ pub use crate::model::{
     ToolInfo, MAX_QUALIFIED_NAME,
 };
 
-pub(crate) use callbacks::{emit as emit_log, log_text, LOG_MESSAGE_MAX, LOG_NAME_MAX};
+pub(crate) use callbacks::{
+    deliver_notice, emit as emit_log, log_text, LOG_MESSAGE_MAX, LOG_NAME_MAX,
+};
 pub(crate) use declared::check as check_declared_name;
 #[cfg(test)]
 pub(crate) use shadow::{after_next_open, after_next_stage};

@@ -4,6 +4,7 @@
 //! and a handle to send requests and user turns.
 
 pub mod hooks;
+pub mod http;
 mod init;
 mod lane;
 mod limits;
@@ -33,7 +34,7 @@ pub use init::{initialize_request, sdk_server_set, server_manifest};
 pub use lane::LineSource;
 pub use limits::{CallLimits, SessionLimits};
 pub use pending::{ControlError, Pending};
-pub use reload::follow_registry;
+pub use reload::{follow_notices, follow_registry};
 
 use crate::{
     handler::{Answer, Dispatch, HereRun, Notify, Router, Scope, Sink},
@@ -118,6 +119,24 @@ impl SessionHandle {
         self.notify_server(server, &msg);
     }
 
+    /// Tells the CLI that `server`'s resources (`what` = `resources`) or prompts (`prompts`)
+    /// changed.
+    pub fn list_changed(&self, server: &str, what: &str) {
+        let msg = rpc_notification::<()>(&format!("notifications/{what}/list_changed"), None);
+        self.notify_server(server, &msg);
+    }
+
+    /// Starts a user turn whose content is a list of content blocks (a plugin's prompt).
+    pub fn send_user_content(&self, content: Value) {
+        let line = serde_json::json!({
+            "type": "user",
+            "message": {"role": "user", "content": content},
+            "parent_tool_use_id": null,
+            "session_id": "default",
+        });
+        self.out.send(line.to_string());
+    }
+
     /// Starts a user turn.
     pub fn send_user(&self, text: &str) {
         let line = serde_json::json!({
@@ -175,7 +194,7 @@ impl Session {
     }
 
     /// [`Session::start_with`] answering `hook_callback` with the plugins' `hooks` and asking
-    /// their permission policies before `permissions` (docs/protocol.md §13). Without
+    /// their permission policies before `permissions` (docs/protocol.md §14). Without
     /// `hooks`, every callback is answered `{}`.
     pub fn start_hooked<I: LineSource>(
         input: I,

@@ -1,13 +1,18 @@
 //! Carries hot reloads into the conversation: a replaced plugin gets
-//! `notifications/tools/list_changed`, an added or removed one a new `mcp_set_servers`.
+//! `notifications/tools/list_changed` (and `resources/list_changed`, `prompts/list_changed`
+//! when it offers them), an added or removed one a new `mcp_set_servers`.
 
-use std::sync::Arc;
+use std::{collections::HashMap, sync::Arc};
 
 use serde_json::{json, Map, Value};
 use tokio::sync::broadcast::{self, error::RecvError};
 
 use super::{sdk_server_set, SessionHandle};
-use crate::registry::{Registry, RegistryEvent};
+use crate::{
+    handler::{plugin_notices, Router, Scope},
+    plugin::LoadedPlugin,
+    registry::{Registry, RegistryEvent},
+};
 
 /// Follows `events` until the registry goes away, telling the CLI about each change and
 /// `report`ing it in one line. `external` holds the `--mcp-config` servers. With `allow`, the
@@ -21,10 +26,12 @@ pub async fn follow_registry(
     allow: Option<Vec<String>>,
     report: impl Fn(String) + Send + 'static,
 ) {
+    let mut offered = Offered::of(&registry);
     loop {
         match events.recv().await {
             Ok(RegistryEvent::Replaced { name, file }) => {
                 session.tools_list_changed(&name);
+                offered.announce(&registry, &session, &name);
                 report(format!(
                     "plugin {name} reloaded from {}: tools re-listed",
                     file.display()
@@ -53,12 +60,65 @@ pub async fn follow_registry(
                 set_servers(&registry, &session, &external).await;
                 for p in registry.plugins() {
                     session.tools_list_changed(p.name());
+                    offered.announce(&registry, &session, p.name());
                 }
                 report("plugins changed: tool set refreshed".into());
             }
             Err(RecvError::Closed) => break,
         }
     }
+}
+
+/// Passes plugins' notifications to the CLI's client of each plugin's sdk server (see
+/// `Router::notification`), until the notices end.
+pub async fn follow_notices(router: Arc<Router>, session: SessionHandle) {
+    let mut notices = plugin_notices();
+    loop {
+        match notices.recv().await {
+            Ok(n) => {
+                if let Some(msg) = router.notification(Scope::Server(&n.plugin), &n) {
+                    session.notify_server(&n.plugin, &msg);
+                }
+            }
+            Err(RecvError::Lagged(n)) => tracing::warn!("{n} plugin notifications dropped"),
+            Err(RecvError::Closed) => break,
+        }
+    }
+}
+
+/// Whether each plugin offered resources and prompts when the CLI last heard of it: a
+/// reload announces a list change of what the plugin offers now or offered before.
+struct Offered(HashMap<String, (bool, bool)>);
+
+impl Offered {
+    fn of(registry: &Registry) -> Self {
+        Offered(
+            registry
+                .plugins()
+                .iter()
+                .map(|p| (p.name().to_string(), offers(p)))
+                .collect(),
+        )
+    }
+
+    fn announce(&mut self, registry: &Registry, session: &SessionHandle, name: &str) {
+        let now = registry.get(name).map(|p| offers(&p)).unwrap_or_default();
+        let before = self.0.insert(name.to_string(), now).unwrap_or_default();
+        if now.0 || before.0 {
+            session.list_changed(name, "resources");
+        }
+        if now.1 || before.1 {
+            session.list_changed(name, "prompts");
+        }
+    }
+}
+
+/// (resources, prompts) that `p` offers.
+fn offers(p: &LoadedPlugin) -> (bool, bool) {
+    let e = &p.manifest().extras;
+    let resources =
+        !(e.resources.is_empty() && e.resource_templates.is_empty()) || e.lists_resources;
+    (resources, !e.prompts.is_empty())
 }
 
 async fn set_servers(registry: &Registry, session: &SessionHandle, external: &Map<String, Value>) {

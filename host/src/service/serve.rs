@@ -1,5 +1,6 @@
 //! `toolhost serve`: one plain MCP server (NDJSON JSON-RPC, no control envelope) exposing every
-//! plugin's tools as `<plugin>__<tool>`, over any pair of streams (our stdio in practice).
+//! plugin's tools as `<plugin>__<tool>` (its prompts likewise, its resources under their own
+//! URIs: `handler/offers.rs`), over any pair of streams (our stdio in practice).
 
 use std::{sync::Arc, time::Duration};
 
@@ -10,7 +11,7 @@ use tokio::{
 };
 
 use crate::{
-    handler::{valid_id, Answer, Dispatch, Notify, Router, Scope, Sink},
+    handler::{plugin_notices, valid_id, Answer, Dispatch, Notify, Router, Scope, Sink},
     model::{error_code, rpc_error, rpc_notification, JsonRpc},
     registry::RegistryEvent,
     transport::{Latest, LineReader, LineSender, TooLong, Writer},
@@ -30,7 +31,8 @@ const EOF_GRACE: Duration = Duration::from_millis(1000);
 
 /// Serves until `input` ends, then lets calls in flight finish and answer (for
 /// a second, then they are cancelled and, if they do not stop, abandoned), and returns.
-/// With `events`, every change of the plugin set sends `notifications/tools/list_changed`.
+/// With `events`, every change of the plugin set sends `notifications/tools/list_changed`
+/// (and the resources' and prompts' list changes, see `announce_changes`).
 pub async fn serve<R, W>(
     mut lines: LineReader<R>,
     output: W,
@@ -42,7 +44,9 @@ pub async fn serve<R, W>(
 {
     let (out, writer) = Writer::spawn(output);
     let sink: Sink = Arc::new(Out(out.clone()));
-    let announce = events.map(|events| tokio::spawn(announce_changes(events, out.clone())));
+    let announce =
+        events.map(|events| tokio::spawn(announce_changes(events, out.clone(), router.clone())));
+    let notices = tokio::spawn(pass_notices(plugin_notices(), out.clone(), router.clone()));
     let answer_too_long = |t| {
         out.send(too_long(t));
     };
@@ -93,6 +97,7 @@ pub async fn serve<R, W>(
     if let Some(a) = announce {
         a.abort();
     }
+    notices.abort();
     drop((out, sink));
     writer.close().await;
 }
@@ -114,16 +119,57 @@ fn too_long(t: TooLong) -> String {
     )
 }
 
-async fn announce_changes(mut events: broadcast::Receiver<RegistryEvent>, out: LineSender) {
+/// Plugins' notifications, as the all-plugins server's (see `Router::notification`).
+async fn pass_notices(
+    mut notices: broadcast::Receiver<crate::plugin::Notice>,
+    out: LineSender,
+    router: Arc<Router>,
+) {
     use broadcast::error::RecvError;
+    loop {
+        match notices.recv().await {
+            Ok(n) => {
+                if let Some(msg) = router.notification(Scope::All, &n) {
+                    out.send(msg);
+                }
+            }
+            Err(RecvError::Lagged(n)) => tracing::warn!("{n} plugin notifications dropped"),
+            Err(RecvError::Closed) => break,
+        }
+    }
+}
+
+/// Each change of the plugin set sends `notifications/tools/list_changed`, and the list
+/// changes of resources and prompts while any plugin offers them (or did before the change).
+async fn announce_changes(
+    mut events: broadcast::Receiver<RegistryEvent>,
+    out: LineSender,
+    router: Arc<Router>,
+) {
+    use broadcast::error::RecvError;
+    let offered = |router: &Router| {
+        router
+            .offers(Scope::All)
+            .map_or((false, false), |o| (o.has_resources(), o.has_prompts()))
+    };
+    let mut before = offered(&router);
     loop {
         match events.recv().await {
             Ok(RegistryEvent::Failed { .. }) => {}
             Ok(_) | Err(RecvError::Lagged(_)) => {
-                out.send(rpc_notification::<()>(
-                    "notifications/tools/list_changed",
-                    None,
-                ));
+                let now = offered(&router);
+                let changed = [
+                    ("tools", true),
+                    ("resources", now.0 || before.0),
+                    ("prompts", now.1 || before.1),
+                ];
+                for (what, _) in changed.iter().filter(|(_, c)| *c) {
+                    out.send(rpc_notification::<()>(
+                        &format!("notifications/{what}/list_changed"),
+                        None,
+                    ));
+                }
+                before = now;
             }
             Err(RecvError::Closed) => break,
         }

@@ -94,6 +94,18 @@ impl Out {
     }
 }
 
+/// The plugin's notifications go to the host on the events pipe (they may come from the
+/// plugin's own threads, when no call waits for the replies pipe).
+fn forward_notices(out: &Arc<Out>) {
+    let out = out.clone();
+    crate::plugin::set_notice_sink(Some(Arc::new(move |n: crate::plugin::Notice| {
+        out.log(&FromWorker::Notify {
+            method: n.method,
+            params: n.params,
+        });
+    })));
+}
+
 /// Writes a whole frame on a pipe that several threads write to.
 fn write_locked(pipe: &Mutex<File>, bytes: &[u8]) {
     // The host gone means we are about to be killed (parent death signal) or see EOF; a write
@@ -152,6 +164,7 @@ pub fn run(args: WorkerArgs) -> i32 {
         manifest: super::manifest_json::to_json(plugin.manifest(), plugin.has_call_typed()),
     });
     out.loaded.store(true, Ordering::Release);
+    forward_notices(&out);
     serve(plugin, channel, out);
     0
 }

@@ -55,13 +55,27 @@ impl LogGate {
         module: &str,
         message: &str,
     ) {
+        if self.pass_at(now) {
+            emit_log(level, plugin, call, module, message);
+        }
+    }
+
+    /// Whether one more record of the worker may be logged (saying first how many were
+    /// dropped, when records pass again after a flood).
+    pub(crate) fn pass(&self) -> bool {
+        self.pass_at(Instant::now())
+    }
+
+    fn pass_at(&self, now: Instant) -> bool {
         let admitted = lock(&self.bucket).admit(now);
         match admitted {
-            Admit::Drop => return,
-            Admit::Pass => {}
-            Admit::PassAfter { dropped, since } => summarize(plugin, dropped, since.elapsed()),
+            Admit::Drop => false,
+            Admit::Pass => true,
+            Admit::PassAfter { dropped, since } => {
+                summarize(&self.plugin, dropped, since.elapsed());
+                true
+            }
         }
-        emit_log(level, plugin, call, module, message);
     }
 }
 

@@ -1,7 +1,7 @@
 //! A worker's stderr into the host's log, and the cause of its death (signal, stack, memory).
 
 use std::{
-    io::{BufRead, BufReader},
+    io::{BufRead, BufReader, Read},
     os::unix::process::ExitStatusExt,
     process::ChildStderr,
     sync::{
@@ -11,8 +11,48 @@ use std::{
     time::Duration,
 };
 
-use super::process::signal_name;
+use super::{logs::LogGate, process::signal_name};
 use crate::plugin::{log_text, LOG_MESSAGE_MAX};
+
+/// The longest line of a worker's stderr kept: the rest of a longer one is read and dropped,
+/// so a worker writing without newlines cannot grow the host's memory.
+const LINE_MAX: usize = 16 << 10;
+
+/// Calls `f` with each line of `input` (its newline included), cut to `max` bytes; ends at
+/// the end of the input or a read error.
+fn for_each_line(mut input: impl BufRead, max: usize, mut f: impl FnMut(&[u8])) {
+    let mut line = Vec::with_capacity(256);
+    loop {
+        line.clear();
+        match (&mut input).take(max as u64).read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let cut = !line.ends_with(b"\n") && line.len() == max;
+        f(&line);
+        if cut && !skip_line(&mut input) {
+            return;
+        }
+    }
+}
+
+/// Reads past the rest of the current line; false at the end of the input or on an error.
+fn skip_line(input: &mut impl BufRead) -> bool {
+    loop {
+        let (found, used) = match input.fill_buf() {
+            Ok([]) | Err(_) => return false,
+            Ok(buf) => match memchr::memchr(b'\n', buf) {
+                Some(i) => (true, i + 1),
+                None => (false, buf.len()),
+            },
+        };
+        input.consume(used);
+        if found {
+            return true;
+        }
+    }
+}
+
 /// `SIGSEGV`, `stack overflow (SIGABRT)`, `exit code 3`.
 pub(super) fn describe(status: std::process::ExitStatus, overflowed: bool) -> String {
     let base = match (status.signal(), status.code()) {
@@ -45,10 +85,10 @@ impl OutputReader {
         let spawned = std::thread::Builder::new()
             .name(format!("toolhost-worker-err-{pid}"))
             .spawn(move || {
-                let mut lines = BufReader::new(output);
-                let mut line = Vec::new();
-                while lines.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
-                    let text = String::from_utf8_lossy(&line);
+                // Its own gate: stderr is written by the plugin's code as freely as its log.
+                let gate = LogGate::new(&plugin);
+                for_each_line(BufReader::new(output), LINE_MAX, |line| {
+                    let text = String::from_utf8_lossy(line);
                     let text = log_text(text.trim_end(), LOG_MESSAGE_MAX);
                     if text.contains("has overflowed its stack") {
                         flag.store(true, Ordering::Release);
@@ -56,11 +96,10 @@ impl OutputReader {
                     if super::limits::says_out_of_memory(&text) {
                         oom.store(true, Ordering::Release);
                     }
-                    if !text.is_empty() {
+                    if !text.is_empty() && gate.pass() {
                         tracing::warn!(target: "plugin", plugin = %plugin, pid, "stderr: {text}");
                     }
-                    line.clear();
-                }
+                });
                 let _ = tx.send(());
             });
         if spawned.is_err() {
@@ -81,5 +120,30 @@ impl OutputReader {
             self.overflowed.load(Ordering::Acquire),
             self.out_of_memory.load(Ordering::Acquire),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A line without end is cut, the rest of it dropped, and the next line read whole; the
+    /// buffer never holds more than the limit.
+    #[test]
+    fn long_lines_are_cut_and_memory_stays_bounded() {
+        let mut input = vec![b'x'; 1 << 20];
+        input.extend_from_slice(b"\nnext\n");
+        input.extend_from_slice(&[b'y'; 100]);
+        let mut seen = Vec::new();
+        for_each_line(std::io::Cursor::new(input), 64, |l| seen.push(l.to_vec()));
+        assert_eq!(
+            seen.len(),
+            3,
+            "{:?}",
+            seen.iter().map(|l| l.len()).collect::<Vec<_>>()
+        );
+        assert_eq!(seen[0], vec![b'x'; 64]);
+        assert_eq!(seen[1], b"next\n");
+        assert_eq!(seen[2], vec![b'y'; 64]);
     }
 }

@@ -96,6 +96,10 @@ impl Proc {
                     .emit(level, plugin, call.as_deref(), &module, &message);
                 return None;
             }
+            FromWorker::Notify { method, params } => {
+                crate::plugin::deliver_notice(plugin, &method, &params);
+                return None;
+            }
             FromWorker::Ready { .. }
             | FromWorker::LoadFailed { .. }
             | FromWorker::ConfigQuery { .. } => return None,

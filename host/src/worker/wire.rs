@@ -41,7 +41,7 @@ pub const MAX_EVENT_FRAME: usize = 64 << 10;
 /// The frame format spoken here. Bump it whenever the encoding of any frame changes (the
 /// `frame_bytes_are_pinned` test fails then): a host and a worker that speak different
 /// versions refuse each other at their hello (`super::hello`).
-pub const FRAME_VERSION: u32 = 2;
+pub const FRAME_VERSION: u32 = 3;
 
 /// Host → worker.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -127,6 +127,12 @@ pub enum FromWorker {
     Answer {
         id: u64,
         answer: Result<String, RequestError>,
+    },
+    /// A notification the plugin sent (`notifications/resources/updated`, ...), on the events
+    /// pipe: it may come when no call waits. Checked again by the host.
+    Notify {
+        method: String,
+        params: String,
     },
 }
 
@@ -629,6 +635,10 @@ mod tests {
                 id: 12,
                 answer: Err(RequestError::new(-32002, "e")),
             },
+            FromWorker::Notify {
+                method: "n".into(),
+                params: "{}".into(),
+            },
         ];
         (to, from)
     }
@@ -642,7 +652,7 @@ mod tests {
     /// builds would misread each other. Bump [`FRAME_VERSION`], then update the bytes here.
     #[test]
     fn frame_bytes_are_pinned() {
-        assert_eq!(FRAME_VERSION, 2, "update the bytes below with the version");
+        assert_eq!(FRAME_VERSION, 3, "update the bytes below with the version");
         let (to, from) = one_of_each();
         let to: Vec<String> = to.iter().map(|f| hex(&encode(f))).collect();
         let from: Vec<String> = from.iter().map(|f| hex(&encode(f))).collect();
@@ -673,6 +683,7 @@ mod tests {
                 "020000000809",
                 "06000000090b00027b7d",
                 "08000000090c0183f4030165",
+                "060000000a016e027b7d",
             ]
         );
         // And every one decodes back to itself.

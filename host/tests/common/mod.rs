@@ -13,6 +13,7 @@ pub use toolhost_test_support::{lib_file, target_dir, Build};
 
 pub mod answers;
 pub mod cli;
+pub mod http;
 pub mod registry;
 
 /// `toolhost ARGS --plugins PLUGINS`, without the user's environment that would change what
@@ -228,6 +229,24 @@ pub fn build_and_load_template_copy(project: &Path, lib_name: &str) {
     assert_eq!(names, ["greet", "longest_word"]);
     let r = plugin.call("greet", r#"{"name":"Ada"}"#, &CallControl::new("t", None));
     assert_eq!(r.text(), "Hello, Ada");
+    // Its resource and prompt too.
+    let extras = &plugin.manifest().extras;
+    assert_eq!(
+        extras.resource_templates[0].uri_template,
+        "greetings://{language}"
+    );
+    assert_eq!(extras.prompts[0].name, "welcome");
+    let read = plugin
+        .request(
+            "resources/read",
+            r#"{"uri":"greetings://french","name":"greeting","variables":{"language":"french"}}"#,
+            &CallControl::new("t", None),
+        )
+        .unwrap();
+    assert_eq!(
+        read,
+        r#"{"contents":[{"uri":"greetings://french","mimeType":"text/plain","text":"Bonjour"}]}"#
+    );
 }
 
 /// Polls `cond` every 10 ms on this thread until it holds; panics with `failure` when it does

@@ -1,10 +1,10 @@
-//! Procedural macros of [`toolhost-plugin`](https://docs.rs/toolhost-plugin): `#[tool]` and
-//! `export_plugin!`. Use them through `toolhost-plugin`, which re-exports and documents them;
+//! Procedural macros of [`toolhost-plugin`](https://docs.rs/toolhost-plugin): `#[tool]`,
+//! `#[resource]`, `#[prompt]` and `export_plugin!`. Use them through `toolhost-plugin`, which re-exports and documents them;
 //! their expansions name paths of that crate.
 
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{format_ident, quote};
 use syn::{
     parse::{Parse, ParseStream},
     parse_macro_input,
@@ -12,6 +12,8 @@ use syn::{
     spanned::Spanned,
     Expr, FnArg, Ident, ItemFn, LitByteStr, LitStr, Meta, Path, ReturnType, Token, Type,
 };
+
+mod hook;
 
 // Turns a function into a tool.
 //
@@ -28,6 +30,31 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     let args = parse_macro_input!(attr with Punctuated::<Meta, Token![,]>::parse_terminated);
     let func = parse_macro_input!(item as ItemFn);
     match expand_tool(args, func) {
+        Ok(t) => t.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+mod prompt;
+mod resource;
+
+// Turns a function into a resource or resource template; see `toolhost_plugin::resource`.
+#[proc_macro_attribute]
+pub fn resource(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let args = parse_macro_input!(attr with Punctuated::<Meta, Token![,]>::parse_terminated);
+    let func = parse_macro_input!(item as ItemFn);
+    match resource::expand(args, func) {
+        Ok(t) => t.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+// Turns a function into a prompt; see `toolhost_plugin::prompt`.
+#[proc_macro_attribute]
+pub fn prompt(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let args = parse_macro_input!(attr with Punctuated::<Meta, Token![,]>::parse_terminated);
+    let func = parse_macro_input!(item as ItemFn);
+    match prompt::expand(args, func) {
         Ok(t) => t.into(),
         Err(e) => e.to_compile_error().into(),
     }
@@ -214,11 +241,21 @@ struct ExportArgs {
     state: Option<Type>,
     config: Option<Type>,
     on_load: Option<Expr>,
-    tools: Vec<ToolEntry>,
     hooks: Vec<ToolEntry>,
+    tools: Vec<ToolEntry>,
+    resources: Vec<ToolEntry>,
+    prompts: Vec<ToolEntry>,
 }
 
-/// One entry of `tools: [...]`: a path to a `#[tool]` function, optionally behind `#[cfg(...)]`.
+fn entries(input: ParseStream) -> syn::Result<Vec<ToolEntry>> {
+    let content;
+    syn::bracketed!(content in input);
+    let list = Punctuated::<ToolEntry, Token![,]>::parse_terminated(&content)?;
+    Ok(list.into_iter().collect())
+}
+
+/// One entry of `tools: [...]` (or `resources`, `prompts`): a path to a `#[tool]` (or
+/// `#[resource]`, `#[prompt]`) function, optionally behind `#[cfg(...)]`.
 struct ToolEntry {
     cfgs: Vec<syn::Attribute>,
     path: Path,
@@ -231,7 +268,7 @@ impl Parse for ToolEntry {
             if !attr.path().is_ident("cfg") {
                 return Err(syn::Error::new(
                     attr.span(),
-                    "only `#[cfg(...)]` is accepted on an entry of `tools: [...]`",
+                    "only `#[cfg(...)]` is accepted on an entry of `tools`, `resources` or `prompts`",
                 ));
             }
         }
@@ -250,30 +287,29 @@ impl Parse for ExportArgs {
         let mut state = None;
         let mut config = None;
         let mut on_load = None;
-        let mut tools = None;
         let mut hooks = None;
+        let mut tools = None;
+        let mut resources = None;
+        let mut prompts = None;
         while !input.is_empty() {
             let key: Ident = input.parse()?;
             input.parse::<Token![:]>()?;
             match key.to_string().as_str() {
+                "hooks" => hooks = Some(hook::entries(input)?),
                 "name" => name = Some(input.parse::<LitStr>()?),
                 "version" => version = Some(input.parse::<Expr>()?),
                 "description" => description = Some(input.parse::<Expr>()?),
                 "state" => state = Some(input.parse::<Type>()?),
                 "config" => config = Some(input.parse::<Type>()?),
                 "on_load" => on_load = Some(input.parse::<Expr>()?),
-                "tools" => {
-                    let content;
-                    syn::bracketed!(content in input);
-                    let list = Punctuated::<ToolEntry, Token![,]>::parse_terminated(&content)?;
-                    tools = Some(list.into_iter().collect());
-                }
-                "hooks" => hooks = Some(parse_hook_list(input)?),
+                "tools" => tools = Some(entries(input)?),
+                "resources" => resources = Some(entries(input)?),
+                "prompts" => prompts = Some(entries(input)?),
                 other => {
                     return Err(syn::Error::new(
                         key.span(),
                         format!(
-                            "unknown key `{other}`; expected name, version, description, state, config, on_load, tools or hooks"
+                            "unknown key `{other}`; expected name, version, description, state, config, on_load, tools, resources, prompts or hooks"
                         ),
                     ))
                 }
@@ -289,19 +325,22 @@ impl Parse for ExportArgs {
             state,
             config,
             on_load,
-            // A plugin of hooks only needs no tools.
-            tools: match (tools, &hooks) {
-                (Some(tools), _) => tools,
-                (None, Some(_)) => Vec::new(),
-                (None, None) => return Err(input.error("missing `tools: [...]`")),
+            tools: match tools {
+                Some(t) => t,
+                // A plugin of resources, prompts or hooks only needs no tools.
+                None if resources.is_some() || prompts.is_some() || hooks.is_some() => Vec::new(),
+                None => return Err(input.error("missing `tools: [...]`")),
             },
+            resources: resources.unwrap_or_default(),
+            prompts: prompts.unwrap_or_default(),
             hooks: hooks.unwrap_or_default(),
         })
     }
 }
 
 // Exports the plugin's root module. Keys (any order): `name` (required; letters, digits, `_`
-// and `-`), `tools: [..]` (required; an entry may carry `#[cfg(...)]`), `version` and `description` (default: the package's),
+// and `-`), `tools: [..]` (required unless there are resources, prompts or hooks; an entry may
+// carry `#[cfg(...)]`), `resources: [..]`, `prompts: [..]`, `hooks: [..]` (the same), `version` and `description` (default: the package's),
 // `state: Type` (kept across reloads), `config: Type` (read from the host's configuration at
 // load), `on_load: fn() -> Result<(), E>` or `fn(&Config) -> Result<(), E>`.
 #[proc_macro]
@@ -309,26 +348,34 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
     let args = parse_macro_input!(input as ExportArgs);
     let ExportArgs {
         name,
+        hooks,
         version,
         description,
         state,
         config,
         on_load,
         tools,
-        hooks,
+        resources,
+        prompts,
     } = args;
     let version = version.map_or_else(|| quote!(env!("CARGO_PKG_VERSION")), |v| quote!(#v));
     let description =
         description.map_or_else(|| quote!(env!("CARGO_PKG_DESCRIPTION")), |d| quote!(#d));
     let state = state.map(|s| quote!(.state::<#s>()));
     let config = config.map(|c| quote!(.config::<#c>()));
+    let hooks = hook::statements(&hooks);
     let on_load = on_load.map(|f| quote!(let def = def.on_load(#f);));
     let tools = tools.iter().map(|ToolEntry { cfgs, path }| {
         // A `let` per tool so `#[cfg]` can drop it: attributes on statements are stable,
         // on expressions in a method chain they are not.
         quote! { #(#cfgs)* let def = def.tool(#path::tool()); }
     });
-    let hooks = hook_statements(&hooks);
+    let resources = resources.iter().map(|ToolEntry { cfgs, path }| {
+        quote! { #(#cfgs)* let def = def.resource(#path::resource()); }
+    });
+    let prompts = prompts.iter().map(|ToolEntry { cfgs, path }| {
+        quote! { #(#cfgs)* let def = def.prompt(#path::prompt()); }
+    });
     let symbol = Ident::new(
         &abi_stable_shared::mangled_root_module_loader_name(),
         Span::call_site(),
@@ -351,8 +398,10 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
             #[allow(clippy::let_and_return)]
             fn define() -> ::toolhost_plugin::PluginDef {
                 let def = ::toolhost_plugin::PluginDef::new(#name, #version, #description) #state #config;
-                #(#tools)*
                 #(#hooks)*
+                #(#tools)*
+                #(#resources)*
+                #(#prompts)*
                 #on_load
                 def
             }
@@ -383,26 +432,6 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
     .into()
 }
 
-// Hooks and permission policies (issue 21): `#[hook]`, `#[permission]` and `export_plugin!`'s
-// `hooks: [..]`.
-
-/// `hooks: [a, #[cfg(..)] b, ..]` in `export_plugin!`: the `#[hook]` and `#[permission]`
-/// functions, by path.
-fn parse_hook_list(input: ParseStream) -> syn::Result<Vec<ToolEntry>> {
-    let content;
-    syn::bracketed!(content in input);
-    let list = Punctuated::<ToolEntry, Token![,]>::parse_terminated(&content)?;
-    Ok(list.into_iter().collect())
-}
-
-/// One `let def = def.hook(path::hook());` per entry, behind its `#[cfg]`s.
-fn hook_statements(hooks: &[ToolEntry]) -> Vec<TokenStream2> {
-    hooks
-        .iter()
-        .map(|ToolEntry { cfgs, path }| quote! { #(#cfgs)* let def = def.hook(#path::hook()); })
-        .collect()
-}
-
 // Turns a function into a hook: `#[hook(Event, matcher = "Bash|Edit", name = "...")]`. The
 // function takes the event's input type and optionally `&Context`, and returns a
 // `HookOutcome<Event>` (or a `Result` of one). `Event` is optional (the input's type names it);
@@ -411,7 +440,7 @@ fn hook_statements(hooks: &[ToolEntry]) -> Vec<TokenStream2> {
 pub fn hook(attr: TokenStream, item: TokenStream) -> TokenStream {
     let args = parse_macro_input!(attr with Punctuated::<Meta, Token![,]>::parse_terminated);
     let func = parse_macro_input!(item as ItemFn);
-    match expand_hook(args, func) {
+    match hook::expand_hook(args, func) {
         Ok(t) => t.into(),
         Err(e) => e.to_compile_error().into(),
     }
@@ -424,134 +453,8 @@ pub fn hook(attr: TokenStream, item: TokenStream) -> TokenStream {
 pub fn permission(attr: TokenStream, item: TokenStream) -> TokenStream {
     let args = parse_macro_input!(attr with Punctuated::<Meta, Token![,]>::parse_terminated);
     let func = parse_macro_input!(item as ItemFn);
-    match expand_permission(args, func) {
+    match hook::expand_permission(args, func) {
         Ok(t) => t.into(),
         Err(e) => e.to_compile_error().into(),
     }
-}
-
-/// The closure that calls `ident` with the input and, if it takes one, the context.
-fn hook_closure(func: &ItemFn, what: &str, input_kind: &str) -> syn::Result<(TokenStream2, Type)> {
-    let ident = &func.sig.ident;
-    let ty = |a: &FnArg| -> syn::Result<Type> {
-        match a {
-            FnArg::Typed(t) => Ok((*t.ty).clone()),
-            FnArg::Receiver(r) => Err(syn::Error::new(
-                r.span(),
-                format!("a {what} cannot take `self`"),
-            )),
-        }
-    };
-    let inputs: Vec<&FnArg> = func.sig.inputs.iter().collect();
-    match inputs.as_slice() {
-        [a] => {
-            let a = ty(a)?;
-            Ok((
-                quote!(|input: #a, _ctx: &::toolhost_plugin::Context| super::#ident(input)),
-                a,
-            ))
-        }
-        [a, c] => {
-            let a = ty(a)?;
-            let c = ty(c)?;
-            Ok((quote!(|input: #a, ctx: #c| super::#ident(input, ctx)), a))
-        }
-        _ => Err(syn::Error::new(
-            func.sig.inputs.span(),
-            format!("a {what} takes {input_kind}, and optionally `&Context` second"),
-        )),
-    }
-}
-
-fn expand_hook(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Result<TokenStream2> {
-    let ident = &func.sig.ident;
-    let mut name = LitStr::new(&ident.to_string(), ident.span());
-    let mut event: Option<Path> = None;
-    let mut matcher = quote!(::core::option::Option::None);
-    for (i, meta) in args.iter().enumerate() {
-        let key = meta
-            .path()
-            .get_ident()
-            .map(|i| i.to_string())
-            .unwrap_or_default();
-        match (key.as_str(), meta) {
-            ("name", Meta::NameValue(nv)) => name = lit_str(&nv.value)?,
-            ("matcher", Meta::NameValue(nv)) => {
-                let m = lit_str(&nv.value)?;
-                if m.value().is_empty() {
-                    return Err(syn::Error::new(m.span(), "an empty matcher: leave `matcher` out to match every tool"));
-                }
-                matcher = quote!(::core::option::Option::Some(#m));
-            }
-            (_, Meta::Path(p)) if i == 0 => event = Some(p.clone()),
-            _ => {
-                return Err(syn::Error::new(
-                    meta.span(),
-                    "unknown #[hook] option; expected the event first (`#[hook(PreToolUse, matcher = \"Bash\")]`), then matcher or name",
-                ))
-            }
-        }
-    }
-    let (closure, input_ty) = hook_closure(
-        &func,
-        "hook",
-        "the event's input (`PreToolUse`, `UserPromptSubmit`, ...)",
-    )?;
-    // The event named in the attribute must be the input's type: a mismatch is a type error
-    // pointing at the attribute.
-    let check = event.map(|event| {
-        let last = event.segments.last().map(|s| s.ident.clone());
-        let event_ty = quote_spanned!(event.span()=> ::toolhost_plugin::hooks::#last);
-        quote_spanned! {event.span()=>
-            const _: fn(#input_ty) -> #event_ty = |input| input;
-        }
-    });
-    let vis = &func.vis;
-    Ok(quote! {
-        #func
-
-        #[doc(hidden)]
-        #[allow(non_snake_case, non_camel_case_types, clippy::redundant_closure)]
-        #vis mod #ident {
-            #[allow(unused_imports)]
-            use super::*;
-            #check
-            /// The hook definition built by `#[hook]`.
-            pub fn hook() -> ::toolhost_plugin::hooks::HookDef {
-                ::toolhost_plugin::hooks::HookDef::on(#name, #matcher, #closure)
-            }
-        }
-    })
-}
-
-fn expand_permission(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Result<TokenStream2> {
-    let ident = &func.sig.ident;
-    let mut name = LitStr::new(&ident.to_string(), ident.span());
-    for meta in &args {
-        match meta {
-            Meta::NameValue(nv) if nv.path.is_ident("name") => name = lit_str(&nv.value)?,
-            _ => {
-                return Err(syn::Error::new(
-                    meta.span(),
-                    "unknown #[permission] option; expected name",
-                ))
-            }
-        }
-    }
-    let (closure, _) = hook_closure(&func, "permission policy", "a `PermissionCheck`")?;
-    let vis = &func.vis;
-    Ok(quote! {
-        #func
-
-        #[doc(hidden)]
-        #[allow(non_snake_case, non_camel_case_types, clippy::redundant_closure)]
-        #vis mod #ident {
-            #[allow(unused_imports)]
-            use super::*;
-            /// The policy definition built by `#[permission]`.
-            pub fn hook() -> ::toolhost_plugin::hooks::HookDef {
-                ::toolhost_plugin::hooks::HookDef::policy(#name, #closure)
-            }
-        }
-    })
 }

@@ -148,6 +148,14 @@ events! {
         agent_type: Option<String>,
     }
 
+    /// After every tool call of one assistant message ran (observed on the CLI 2.1.328 to
+    /// 2.1.331, after PostToolUse). May add context.
+    PostToolBatch {
+        /// The calls, in order.
+        #[serde(default)]
+        tool_calls: Vec<ToolCall>,
+    }
+
     /// A prompt was submitted, before the model sees it. May block it or add context.
     UserPromptSubmit {
         /// The prompt's text.
@@ -235,6 +243,28 @@ events! {
         agent_type: Option<String>,
     }
 
+    /// The CLI displays part of an assistant message (observed on the CLI 2.1.328 to 2.1.331,
+    /// once per flush of complete lines). May replace what is displayed
+    /// ([`HookOutcome::with_display_content`](super::HookOutcome::with_display_content)); the
+    /// model's message is unchanged.
+    MessageDisplay {
+        /// The turn's id.
+        #[serde(default)]
+        turn_id: String,
+        /// The message's id (the same for each flush of one message).
+        #[serde(default)]
+        message_id: String,
+        /// The flush's index within the message, from 0.
+        #[serde(default)]
+        index: u64,
+        /// The message's last flush.
+        #[serde(default, rename = "final")]
+        is_final: bool,
+        /// The lines completed since the previous flush.
+        #[serde(default)]
+        delta: String,
+    }
+
     /// A session starts (TypeScript SDK and settings hooks). May add context.
     SessionStart {
         /// `startup`, `resume`, `clear`, `compact` or `fork`.
@@ -256,7 +286,27 @@ events! {
     }
 }
 
+/// One call of a [`PostToolBatch`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The tool's name.
+    pub tool_name: String,
+    /// The tool's input.
+    #[serde(default)]
+    pub tool_input: Value,
+    /// The tool call's id.
+    #[serde(default)]
+    pub tool_use_id: String,
+    /// What the tool returned, when it returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_response: Option<Value>,
+    /// Every other field the CLI sent.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
 impl AddsContext for PreToolUse {}
+impl AddsContext for PostToolBatch {}
 impl AddsContext for PostToolUse {}
 impl AddsContext for PostToolUseFailure {}
 impl AddsContext for UserPromptSubmit {}
@@ -312,5 +362,17 @@ mod tests {
         assert!(p.permission_suggestions.is_empty());
         assert_eq!(Stop::default().hook_event_name, "Stop");
         assert_eq!(<SessionEnd as HookEvent>::NAME, "SessionEnd");
+        let d: MessageDisplay = serde_json::from_value(
+            json!({"turn_id": "t", "message_id": "m", "index": 2, "final": true, "delta": "hi\n"}),
+        )
+        .unwrap();
+        assert!(d.is_final);
+        assert_eq!((d.index, d.delta.as_str()), (2, "hi\n"));
+        let b: PostToolBatch = serde_json::from_value(json!({"tool_calls": [
+            {"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "t1", "tool_response": {"stdout": ""}},
+        ]}))
+        .unwrap();
+        assert_eq!(b.tool_calls[0].tool_name, "Bash");
+        assert_eq!(b.tool_calls[0].tool_response, Some(json!({"stdout": ""})));
     }
 }

@@ -101,9 +101,9 @@ use std::{borrow::Cow, sync::Arc};
 use serde_json::Value;
 
 pub use events::{
-    AddsContext, Blocks, HookEvent, Notification, PermissionRequest, PostToolUse,
-    PostToolUseFailure, PreCompact, PreToolUse, SessionEnd, SessionStart, Stop, SubagentStart,
-    SubagentStop, UserPromptSubmit,
+    AddsContext, Blocks, HookEvent, MessageDisplay, Notification, PermissionRequest, PostToolBatch,
+    PostToolUse, PostToolUseFailure, PreCompact, PreToolUse, SessionEnd, SessionStart, Stop,
+    SubagentStart, SubagentStop, ToolCall, UserPromptSubmit,
 };
 pub use outcome::{HookOutcome, IntoHookOutcome};
 pub use permission::{

@@ -7,7 +7,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    events::{AddsContext, Blocks, HookEvent, PermissionRequest, PostToolUse, PreToolUse},
+    events::{
+        AddsContext, Blocks, HookEvent, MessageDisplay, PermissionRequest, PostToolUse, PreToolUse,
+    },
     permission::{Decision, Permission},
 };
 
@@ -42,6 +44,7 @@ pub struct HookOutcome<E> {
     additional_context: Option<String>,
     updated_tool_output: Option<Value>,
     decision: Option<Permission>,
+    display_content: Option<String>,
     event: PhantomData<fn() -> E>,
 }
 
@@ -58,6 +61,7 @@ impl<E> Clone for HookOutcome<E> {
             additional_context: self.additional_context.clone(),
             updated_tool_output: self.updated_tool_output.clone(),
             decision: self.decision.clone(),
+            display_content: self.display_content.clone(),
             event: PhantomData,
         }
     }
@@ -75,6 +79,7 @@ impl<E> Default for HookOutcome<E> {
             additional_context: None,
             updated_tool_output: None,
             decision: None,
+            display_content: None,
             event: PhantomData,
         }
     }
@@ -99,13 +104,17 @@ impl<E: HookEvent> HookOutcome<E> {
         Self::default()
     }
 
-    /// Stops the whole turn (`"continue": false`): the model does not go on, and the user
-    /// sees `reason` (`stopReason`).
+    /// Ends the turn (`"continue": false`): the model does not go on, and the user sees
+    /// `reason` (`stopReason`). On PreToolUse the tool still runs first (observed on the CLI
+    /// 2.1.330): to keep it from running, deny it too (`HookOutcome::deny(..).with_stop(..)`).
     pub fn stop(reason: impl Into<String>) -> Self {
-        HookOutcome {
-            stop_reason: Some(reason.into()),
-            ..Self::default()
-        }
+        Self::default().with_stop(reason)
+    }
+
+    /// [`HookOutcome::stop`] on top of this answer.
+    pub fn with_stop(mut self, reason: impl Into<String>) -> Self {
+        self.stop_reason = Some(reason.into());
+        self
     }
 
     /// A message shown to the user (`systemMessage`), not to the model.
@@ -151,6 +160,7 @@ impl<E: HookEvent> HookOutcome<E> {
                 .as_ref()
                 .filter(|d| **d != Permission::NoOpinion)
                 .map(Decision),
+            display_content: self.display_content.as_deref(),
         };
         Wire {
             continue_: self.stop_reason.as_ref().map(|_| false),
@@ -188,6 +198,15 @@ impl HookOutcome<PreToolUse> {
         self
     }
 
+    /// Replaces the decision's reason (`permissionDecisionReason`; for an `allow`, shown to
+    /// the user). Does nothing without a decision.
+    pub fn with_reason(mut self, reason: impl Into<String>) -> Self {
+        if let Some((_, r)) = &mut self.permission_decision {
+            *r = Some(reason.into());
+        }
+        self
+    }
+
     fn decision(decision: &'static str, reason: Option<String>) -> Self {
         HookOutcome {
             permission_decision: Some((decision, reason)),
@@ -215,6 +234,16 @@ impl HookOutcome<PermissionRequest> {
             decision: Some(permission),
             ..Self::default()
         }
+    }
+}
+
+/// MessageDisplay: what the user sees.
+impl HookOutcome<MessageDisplay> {
+    /// Shows `content` in place of the flush's `delta` (`displayContent`); the model's message
+    /// is unchanged.
+    pub fn with_display_content(mut self, content: impl Into<String>) -> Self {
+        self.display_content = Some(content.into());
+        self
     }
 }
 
@@ -280,6 +309,8 @@ struct Specific<'a> {
     updated_tool_output: Option<&'a Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     decision: Option<Decision<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    display_content: Option<&'a str>,
 }
 
 impl Specific<'_> {
@@ -289,6 +320,7 @@ impl Specific<'_> {
             && self.additional_context.is_none()
             && self.updated_tool_output.is_none()
             && self.decision.is_none()
+            && self.display_content.is_none()
     }
 }
 
@@ -340,6 +372,16 @@ mod tests {
             }})
         );
         assert_eq!(
+            HookOutcome::allow().with_reason("read-only").to_json(),
+            json!({"hookSpecificOutput": {
+                "hookEventName": "PreToolUse", "permissionDecision": "allow",
+                "permissionDecisionReason": "read-only",
+            }})
+        );
+        assert!(HookOutcome::<PreToolUse>::no_opinion()
+            .with_reason("x")
+            .is_no_opinion());
+        assert_eq!(
             HookOutcome::ask("sure?").to_json(),
             json!({"hookSpecificOutput": {
                 "hookEventName": "PreToolUse", "permissionDecision": "ask",
@@ -356,6 +398,24 @@ mod tests {
         assert_eq!(
             out.to_json(),
             json!({"continue": false, "stopReason": "enough", "systemMessage": "bye", "suppressOutput": true})
+        );
+        assert_eq!(
+            HookOutcome::deny("no").with_stop("halt").to_json(),
+            json!({"continue": false, "stopReason": "halt", "hookSpecificOutput": {
+                "hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "no",
+            }})
+        );
+        assert_eq!(
+            HookOutcome::<MessageDisplay>::no_opinion()
+                .with_display_content("[redacted]")
+                .to_json(),
+            json!({"hookSpecificOutput": {"hookEventName": "MessageDisplay", "displayContent": "[redacted]"}})
+        );
+        assert_eq!(
+            HookOutcome::<PostToolBatch>::no_opinion()
+                .with_context("2 calls")
+                .to_json(),
+            json!({"hookSpecificOutput": {"hookEventName": "PostToolBatch", "additionalContext": "2 calls"}})
         );
         assert_eq!(
             HookOutcome::<UserPromptSubmit>::block("no secrets").to_json(),

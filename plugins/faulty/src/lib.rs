@@ -137,7 +137,68 @@ pub fn echo(args: EchoArgs) -> EchoArgs {
     args
 }
 
+/// Sleep `ms` milliseconds, stopping early when the read is cancelled, then write what it saw
+/// (`finished` or `cancelled after N ms`) to `marker` (a percent-encoded path; `-`: none).
+#[resource(uri = "faulty://slow/{ms}/{marker}", mime_type = "text/plain")]
+pub fn slow_resource(ms: u64, marker: String, ctx: &Context) -> Result<String, ToolError> {
+    let start = Instant::now();
+    let outcome = ctx.sleep(Duration::from_millis(ms));
+    let note = match outcome {
+        Ok(()) => "finished".to_string(),
+        Err(_) => format!("cancelled after {} ms", start.elapsed().as_millis()),
+    };
+    if marker != "-" {
+        std::fs::write(&marker, &note).map_err(|e| ToolError::new(format!("{marker}: {e}")))?;
+    }
+    Ok(format!("slept {ms} ms: {note}"))
+}
+
+/// A text of `chars` characters, to weigh a read against a tool call of the same size.
+#[resource(uri = "faulty://text/{chars}", mime_type = "text/plain")]
+pub fn text_resource(chars: usize) -> String {
+    "x".repeat(chars)
+}
+
+/// A prompt that takes a while, for the prompts' timeout.
+#[derive(Deserialize, JsonSchema)]
+pub struct WaitArgs {
+    /// Milliseconds to wait before answering.
+    pub ms: String,
+}
+
+/// Wait `ms` milliseconds (stopping when cancelled), then ask to say so.
+#[prompt]
+pub fn wait(args: WaitArgs, ctx: &Context) -> Result<Vec<PromptMessage>, PromptError> {
+    let ms: u64 = args
+        .ms
+        .parse()
+        .map_err(|_| PromptError::invalid_argument("`ms` is not a number"))?;
+    let _ = ctx.sleep(Duration::from_millis(ms));
+    Ok(vec![PromptMessage::user(format!("I waited {ms} ms."))])
+}
+
+/// Panics while being read (the host must answer -32603 and keep serving).
+#[resource(uri = "faulty://panic")]
+pub fn panicking() -> String {
+    panic!("the resource broke")
+}
+
+/// `n` bytes (0, 1, 2, ... wrapping at 256), as a blob.
+#[resource(uri = "faulty://bytes/{n}", mime_type = "application/octet-stream")]
+pub fn bytes(n: usize) -> Vec<u8> {
+    (0..n).map(|i| i as u8).collect()
+}
+
+/// Takes `ms` milliseconds to read, stopping early when the read is cancelled.
+#[resource(uri = "faulty://slow/{ms}")]
+pub fn slow_read(ms: u64, ctx: &Context) -> Result<String, Cancelled> {
+    ctx.sleep(std::time::Duration::from_millis(ms))?;
+    Ok("finished".into())
+}
+
 export_plugin! {
     name: "faulty",
     tools: [panic, slow, fail, large, flood, echo, stuck],
+    resources: [panicking, bytes, slow_read, slow_resource, text_resource],
+    prompts: [wait],
 }

@@ -21,8 +21,15 @@ pub fn default_path() -> Option<PathBuf> {
     Some(state.join("toolhost/guard.log"))
 }
 
-/// Appends `{"time", "session", "tool", "input"}` to `path` (creating its folder).
-pub fn append(path: &Path, session: &str, tool: &str, input: &Value) -> std::io::Result<()> {
+/// Appends `{"time", "session", "tool", "input"}` (and `"error"` for a failed use) to `path`
+/// (creating its folder).
+pub fn append(
+    path: &Path,
+    session: &str,
+    tool: &str,
+    input: &Value,
+    error: Option<&str>,
+) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir)?;
     }
@@ -30,8 +37,11 @@ pub fn append(path: &Path, session: &str, tool: &str, input: &Value) -> std::io:
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let mut line =
-        json!({"time": time, "session": session, "tool": tool, "input": input}).to_string();
+    let mut record = json!({"time": time, "session": session, "tool": tool, "input": input});
+    if let Some(error) = error {
+        record["error"] = error.into();
+    }
+    let mut line = record.to_string();
     line.push('\n');
     // One write of the whole line on a file opened for appending: lines of concurrent sessions
     // do not interleave.

@@ -2,7 +2,8 @@
 //!
 //! - refuses Bash commands containing a fragment of its deny list (a PreToolUse hook, and a
 //!   permission policy for when the CLI asks);
-//! - appends every tool use to a log file, one JSON line each (a PostToolUse hook);
+//! - appends every tool use to a log file, one JSON line each (PostToolUse and
+//!   PostToolUseFailure hooks);
 //! - tells Claude the git branch of the working folder with each prompt (a UserPromptSubmit
 //!   hook; it reads `.git/HEAD`, no `git` process).
 //!
@@ -27,7 +28,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 use toolhost_plugin::{
-    hooks::{PostToolUse, PreToolUse, UserPromptSubmit},
+    hooks::{PostToolUse, PostToolUseFailure, PreToolUse, UserPromptSubmit},
     prelude::*,
     ContextError,
 };
@@ -114,20 +115,49 @@ pub fn log_tool_use(
     input: PostToolUse,
     ctx: &Context,
 ) -> Result<HookOutcome<PostToolUse>, ContextError> {
+    log(
+        ctx,
+        &input.session_id,
+        &input.tool_name,
+        &input.tool_input,
+        None,
+    )?;
+    Ok(HookOutcome::no_opinion())
+}
+
+/// Logs every failed tool use, with its error.
+#[hook(PostToolUseFailure)]
+pub fn log_failed_tool_use(
+    input: PostToolUseFailure,
+    ctx: &Context,
+) -> Result<HookOutcome<PostToolUseFailure>, ContextError> {
+    let error = Some(input.error.as_str());
+    log(
+        ctx,
+        &input.session_id,
+        &input.tool_name,
+        &input.tool_input,
+        error,
+    )?;
+    Ok(HookOutcome::no_opinion())
+}
+
+fn log(
+    ctx: &Context,
+    session: &str,
+    tool: &str,
+    input: &Value,
+    error: Option<&str>,
+) -> Result<(), ContextError> {
     if let Some(path) = ctx.config::<Settings>()?.log_path() {
-        if let Err(e) = audit::append(
-            &path,
-            &input.session_id,
-            &input.tool_name,
-            &input.tool_input,
-        ) {
+        if let Err(e) = audit::append(&path, session, tool, input, error) {
             ctx.warn(&format!(
                 "cannot write the tool-use log {}: {e}",
                 path.display()
             ));
         }
     }
-    Ok(HookOutcome::no_opinion())
+    Ok(())
 }
 
 /// Tells Claude the git branch of the working folder.
@@ -141,7 +171,13 @@ pub fn git_branch(input: UserPromptSubmit) -> HookOutcome<UserPromptSubmit> {
 
 export_plugin! {
     name: "guard",
-    hooks: [refuse_commands, refuse_commands_policy, log_tool_use, git_branch],
+    hooks: [
+        refuse_commands,
+        refuse_commands_policy,
+        log_tool_use,
+        log_failed_tool_use,
+        git_branch,
+    ],
     config: Settings,
 }
 
@@ -266,16 +302,24 @@ mod tests {
             };
             assert!(log_tool_use(input, &ctx).unwrap().is_no_opinion());
         }
+        let failed = PostToolUseFailure {
+            tool_name: "Bash".into(),
+            error: "Exit code 3".into(),
+            ..Default::default()
+        };
+        assert!(log_failed_tool_use(failed, &ctx).unwrap().is_no_opinion());
         let text = fs::read_to_string(&log).unwrap();
         let lines: Vec<Value> = text
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        assert_eq!(lines.len(), 2);
+        assert_eq!(lines.len(), 3);
         assert_eq!(lines[0]["tool"], "Read");
         assert_eq!(lines[1]["tool"], "Bash");
         assert_eq!(lines[1]["session"], "s1");
         assert_eq!(lines[1]["input"], json!({"x": 1}));
+        assert_eq!(lines[1].get("error"), None);
+        assert_eq!(lines[2]["error"], "Exit code 3");
         fs::remove_dir_all(dir).unwrap();
     }
 
@@ -362,6 +406,7 @@ mod tests {
                 "refuse_commands",
                 "refuse_commands_policy",
                 "log_tool_use",
+                "log_failed_tool_use",
                 "git_branch"
             ]
         );
@@ -372,6 +417,7 @@ mod tests {
                 "hooks": [
                     {"id": "refuse_commands", "event": "PreToolUse", "matcher": "Bash"},
                     {"id": "log_tool_use", "event": "PostToolUse"},
+                    {"id": "log_failed_tool_use", "event": "PostToolUseFailure"},
                     {"id": "git_branch", "event": "UserPromptSubmit"},
                 ],
                 "permission": true,

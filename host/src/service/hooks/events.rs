@@ -1,5 +1,5 @@
 //! The hook events toolhost registers with the CLI, and what a hook's matcher is matched
-//! against in each (docs/protocol.md §13.1, §13.2).
+//! against in each (docs/protocol.md §14.1, §14.2).
 
 use std::borrow::Cow;
 
@@ -47,7 +47,7 @@ pub const EVENTS: [&str; 33] = [
 
 /// The CLI's own limit on one callback, in seconds: only a backstop, since each hook has its
 /// own (`hook_timeout`, 5 s by default). Past it the CLI withdraws the callback and, for
-/// PreToolUse, does not run the tool (§13.4).
+/// PreToolUse, does not run the tool (§14.4).
 pub const BACKSTOP_SECS: u64 = 600;
 
 /// The `hooks` of the `initialize` request: every event once, matcher-less, with callback id

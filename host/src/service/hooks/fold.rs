@@ -1,5 +1,5 @@
 //! How the answers of several plugins' hooks make one answer to the CLI (docs/protocol.md
-//! §13.6): in plugin-name order, the first deny wins and names its plugin, contexts are
+//! §14.6): in plugin-name order, the first deny wins and names its plugin, contexts are
 //! joined, an updated input is what the next hook sees; a hook that fails counts as its
 //! plugin's `on_error`.
 

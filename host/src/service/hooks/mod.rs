@@ -1,4 +1,4 @@
-//! Plugin hooks and permission policies in a `chat` session (docs/protocol.md §13): the
+//! Plugin hooks and permission policies in a `chat` session (docs/protocol.md §14): the
 //! events registered with the CLI (`events`), which plugin hooks an event runs (`table`,
 //! compiled once per plugin version), how their answers make one (`fold`), and running them
 //! one after the other on the router's request path (`chain`).

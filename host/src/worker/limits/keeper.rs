@@ -113,10 +113,10 @@ mod imp {
         loop {
             // SAFETY: `set` is an initialized signal set; a null info pointer is allowed.
             let sig = unsafe { libc::sigwaitinfo(set, std::ptr::null_mut()) };
-            reap(worker, &mut status);
-            if status.is_some() || sig == libc::SIGTERM {
+            if exited(worker) || sig == libc::SIGTERM {
                 break;
             }
+            reap_others(worker);
         }
         end_tree(worker, &mut status, cgroup);
         if let Some(dir) = cgroup {
@@ -128,6 +128,35 @@ mod imp {
             }
         }
         exit_as(status)
+    }
+
+    /// Whether the worker has ended, without reaping it: while it is an unreaped zombie its pid,
+    /// and so its process group's id, cannot go to another process, so the group kill of
+    /// `end_tree` cannot reach a stranger that took the number.
+    fn exited(worker: libc::pid_t) -> bool {
+        // SAFETY: all-zero is a valid siginfo_t; waitid writes into this local only.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: as above; WNOWAIT leaves the worker waitable.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                worker as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        // SAFETY: after a successful waitid the pid field is set (0: no change of state).
+        r == 0 && unsafe { info.si_pid() } == worker
+    }
+
+    /// Reaps the children other than the worker that have ended (its descendants the keeper
+    /// adopted), so they do not pile up as zombies while the worker runs.
+    fn reap_others(worker: libc::pid_t) {
+        for pid in children().into_iter().filter(|&p| p != worker) {
+            let mut st = 0;
+            // SAFETY: waitpid writes the status into a local; `pid` is our child.
+            unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) };
+        }
     }
 
     /// Reaps every child that has ended, noting the worker's status; whether any is left.
@@ -158,7 +187,8 @@ mod imp {
             cgroup::kill(dir);
         }
         // SAFETY: kill(2) has no memory effects; the worker's group is its own (setpgid), and
-        // the worker is not reaped yet unless `status` is set, so its pid is not reused.
+        // the worker is not reaped yet (`watch` only looks with WNOWAIT), so its pid and group
+        // id are not reused.
         unsafe { libc::kill(-worker, libc::SIGKILL) };
         while reap(worker, status) {
             let children = children();

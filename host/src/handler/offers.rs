@@ -1,0 +1,443 @@
+//! What plugins offer besides tools, as one server sees it: the resources with a fixed URI,
+//! the URI templates and the prompts of one plugin ([`super::Scope::Server`]) or of all
+//! ([`super::Scope::All`]), built once per set of plugin versions.
+//!
+//! Naming in the all-plugins server: prompts are `<plugin>__<prompt>`, as tools are. URIs
+//! stay as each plugin wrote them: a URI is the address of the data (a client shows it, a
+//! tool result may link to it, a user pastes it), its scheme already says whose it is, and
+//! rewriting it would break every link that comes from elsewhere. A URI therefore belongs to
+//! the first plugin, in name order, that declares it: a later plugin's identical fixed URI or
+//! identical template is left out and reported, as a tool whose flat name is taken is. A read
+//! resolves in the listed order (fixed URIs, then templates), so what is listed is what is
+//! read; a dynamic list's entry that would resolve elsewhere is left out of the list too.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Weak},
+};
+
+use serde_json::{json, Value};
+
+use super::flat_name;
+use crate::{
+    model::{Extras, RequestError, UriTemplate},
+    plugin::LoadedPlugin,
+};
+use toolhost_plugin::extras::{code, PromptDecl};
+
+/// The offers of one set of plugin versions.
+pub struct Offers {
+    /// The versions it was built from (weak: it must not keep a replaced version loaded).
+    versions: Vec<Weak<LoadedPlugin>>,
+    /// Fixed URI → its owner.
+    fixed: HashMap<String, Owner>,
+    /// Templates in resolution order.
+    templates: Vec<(UriTemplate, Owner)>,
+    /// Exposed prompt name → (plugin, prompt name).
+    prompts: HashMap<String, (String, String)>,
+    /// Static `resources/list` entries, in order.
+    resources: Vec<Value>,
+    /// Plugins with a dynamic list, in name order.
+    dynamic: Vec<String>,
+    templates_list: String,
+    prompts_list: String,
+    collisions: Vec<OfferCollision>,
+}
+
+/// Who answers a URI: a plugin, and the name of its resource or template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Owner {
+    plugin: Arc<str>,
+    name: Arc<str>,
+    /// Index of the plugin's version in [`Offers::versions`].
+    version: usize,
+}
+
+/// A URI resolved to the plugin that reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    pub plugin: Arc<str>,
+    /// The resource or template it matched.
+    pub name: Arc<str>,
+    /// The template's variables in its order, percent-decoded (none for a fixed URI).
+    pub variables: Vec<(String, String)>,
+    /// The address of the version it was resolved against (only compared).
+    pub(super) version: usize,
+}
+
+/// Something one plugin offers that an earlier one holds already, left out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{what} `{key}` of plugin `{plugin}` is not served: plugin `{kept_plugin}` declares it \
+     already (rename one of them)"
+)]
+pub struct OfferCollision {
+    /// `resource URI`, `resource template` or `prompt`.
+    pub what: &'static str,
+    pub key: String,
+    pub plugin: String,
+    pub kept_plugin: String,
+}
+
+impl Offers {
+    /// The offers of `plugins` (sorted by name); with `flat`, prompts are named
+    /// `<plugin>__<prompt>`.
+    pub fn build(plugins: &[Arc<LoadedPlugin>], flat: bool) -> Self {
+        let mut o = Offers {
+            versions: plugins.iter().map(Arc::downgrade).collect(),
+            fixed: HashMap::new(),
+            templates: Vec::new(),
+            prompts: HashMap::new(),
+            resources: Vec::new(),
+            dynamic: Vec::new(),
+            templates_list: String::new(),
+            prompts_list: String::new(),
+            collisions: Vec::new(),
+        };
+        let mut templates_list = Vec::new();
+        let mut prompts_list = Vec::new();
+        let mut template_keys: HashMap<String, String> = HashMap::new();
+        for (version, p) in plugins.iter().enumerate() {
+            let extras = &p.manifest().extras;
+            let plugin_name: Arc<str> = p.name().into();
+            let owner = |name: &str| Owner {
+                plugin: plugin_name.clone(),
+                name: name.into(),
+                version,
+            };
+            for r in &extras.resources {
+                if let Some(kept) = o.fixed.get(&r.uri) {
+                    let kept = kept.plugin.to_string();
+                    o.collide("resource URI", &r.uri, p.name(), &kept);
+                    continue;
+                }
+                o.fixed.insert(r.uri.clone(), owner(&r.name));
+                o.resources
+                    .push(serde_json::to_value(r).expect("a resource serializes"));
+            }
+            for t in &extras.resource_templates {
+                if let Some(kept) = template_keys.get(&t.uri_template) {
+                    o.collide(
+                        "resource template",
+                        &t.uri_template,
+                        p.name(),
+                        &kept.clone(),
+                    );
+                    continue;
+                }
+                let parsed = match UriTemplate::parse(&t.uri_template) {
+                    Ok(parsed) if !parsed.is_fixed() => parsed,
+                    Ok(_) => {
+                        tracing::warn!(
+                            "resource template `{}` of plugin `{}` has no variable: declare it \
+                             as a resource",
+                            t.uri_template,
+                            p.name()
+                        );
+                        continue;
+                    }
+                    Err(e) => {
+                        tracing::warn!(
+                            "resource template `{}` of plugin `{}` is not served: {e}",
+                            t.uri_template,
+                            p.name()
+                        );
+                        continue;
+                    }
+                };
+                template_keys.insert(t.uri_template.clone(), p.name().to_string());
+                o.templates.push((parsed, owner(&t.name)));
+                templates_list.push(serde_json::to_value(t).expect("a template serializes"));
+            }
+            if extras.lists_resources {
+                o.dynamic.push(p.name().to_string());
+            }
+            for d in &extras.prompts {
+                let exposed = if flat {
+                    flat_name(p.name(), &d.name)
+                } else {
+                    d.name.clone()
+                };
+                if let Some((kept, _)) = o.prompts.get(&exposed) {
+                    o.collide("prompt", &exposed, p.name(), &kept.clone());
+                    continue;
+                }
+                let mut v = serde_json::to_value(d).expect("a prompt serializes");
+                v["name"] = Value::from(exposed.as_str());
+                prompts_list.push(v);
+                o.prompts
+                    .insert(exposed, (p.name().to_string(), d.name.clone()));
+            }
+        }
+        o.templates_list = json!({ "resourceTemplates": templates_list }).to_string();
+        o.prompts_list = json!({ "prompts": prompts_list }).to_string();
+        o
+    }
+
+    fn collide(&mut self, what: &'static str, key: &str, plugin: &str, kept_plugin: &str) {
+        self.collisions.push(OfferCollision {
+            what,
+            key: key.to_string(),
+            plugin: plugin.to_string(),
+            kept_plugin: kept_plugin.to_string(),
+        });
+    }
+
+    /// Whether this was built from exactly these versions.
+    pub fn is_of(&self, plugins: &[Arc<LoadedPlugin>]) -> bool {
+        self.versions.len() == plugins.len()
+            && self
+                .versions
+                .iter()
+                .zip(plugins)
+                .all(|(w, p)| std::ptr::eq(w.as_ptr(), Arc::as_ptr(p)))
+    }
+
+    /// Whether any resource, template or dynamic list is offered.
+    pub fn has_resources(&self) -> bool {
+        !(self.fixed.is_empty() && self.templates.is_empty() && self.dynamic.is_empty())
+    }
+
+    /// Whether any prompt is offered.
+    pub fn has_prompts(&self) -> bool {
+        !self.prompts.is_empty()
+    }
+
+    /// The plugin and resource that read `uri`: a fixed URI first, then the first template
+    /// that matches.
+    pub fn resolve(&self, uri: &str) -> Option<Resolved> {
+        let (owner, variables) = match self.fixed.get(uri) {
+            Some(owner) => (owner, Vec::new()),
+            None => self
+                .templates
+                .iter()
+                .find_map(|(t, owner)| Some((owner, t.matches(uri)?)))?,
+        };
+        Some(Resolved {
+            plugin: owner.plugin.clone(),
+            name: owner.name.clone(),
+            variables,
+            version: self.versions[owner.version].as_ptr() as usize,
+        })
+    }
+
+    /// The plugin and prompt behind exposed name `name`.
+    pub fn prompt(&self, name: &str) -> Option<(&str, &str)> {
+        self.prompts
+            .get(name)
+            .map(|(p, n)| (p.as_str(), n.as_str()))
+    }
+
+    /// The static `resources/list` entries.
+    pub fn static_resources(&self) -> &[Value] {
+        &self.resources
+    }
+
+    /// The plugins that list resources themselves, in order.
+    pub fn dynamic(&self) -> &[String] {
+        &self.dynamic
+    }
+
+    /// The `resources/templates/list` result, serialized.
+    pub fn templates_list(&self) -> &str {
+        &self.templates_list
+    }
+
+    /// The `prompts/list` result, serialized.
+    pub fn prompts_list(&self) -> &str {
+        &self.prompts_list
+    }
+
+    /// What was left out because an earlier plugin holds it.
+    pub fn collisions(&self) -> &[OfferCollision] {
+        &self.collisions
+    }
+}
+
+/// `uri` resolved against one version alone (a reload came between the resolution and the
+/// lease): the resource or template it matches there.
+pub fn resolve_in(version: &LoadedPlugin, uri: &str) -> Option<String> {
+    let extras: &Extras = &version.manifest().extras;
+    if let Some(r) = extras.resources.iter().find(|r| r.uri == uri) {
+        return Some(r.name.clone());
+    }
+    extras.resource_templates.iter().find_map(|t| {
+        UriTemplate::parse(&t.uri_template)
+            .ok()?
+            .matches(uri)
+            .map(|_| t.name.clone())
+    })
+}
+
+/// The host's check of a `prompts/get`'s arguments against the prompt's declaration: every
+/// required one given, none undeclared, each a string (MCP's `arguments` is string-valued).
+pub fn check_prompt_arguments(
+    prompt: &PromptDecl,
+    arguments: &serde_json::Map<String, Value>,
+) -> Result<(), RequestError> {
+    let invalid = |m: String| Err(RequestError::new(code::INVALID_PARAMS, m));
+    for a in &prompt.arguments {
+        if a.required && !arguments.contains_key(&a.name) {
+            return invalid(format!(
+                "missing required argument `{}` of prompt `{}`",
+                a.name, prompt.name
+            ));
+        }
+    }
+    for (k, v) in arguments {
+        if !prompt.arguments.iter().any(|a| a.name == *k) {
+            let known: Vec<&str> = prompt.arguments.iter().map(|a| a.name.as_str()).collect();
+            return invalid(format!(
+                "unknown argument `{k}` of prompt `{}` (it takes: {})",
+                prompt.name,
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ));
+        }
+        if !v.is_string() {
+            return invalid(format!(
+                "argument `{k}` of prompt `{}` must be a string",
+                prompt.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use toolhost_plugin::extras::PromptArgumentDecl;
+
+    use super::{super::fake::plugin, *};
+
+    fn two_plugins() -> Vec<Arc<LoadedPlugin>> {
+        vec![
+            plugin(
+                "a",
+                json!({
+                    "resources": [{"uri": "notes://index", "name": "index"}],
+                    "resourceTemplates": [
+                        {"uriTemplate": "notes://{id}", "name": "note"},
+                        {"uriTemplate": "bad://{+x}", "name": "bad"}
+                    ],
+                    "prompts": [{"name": "explain"}],
+                }),
+            ),
+            plugin(
+                "b",
+                json!({
+                    "resources": [
+                        {"uri": "notes://index", "name": "other"},
+                        {"uri": "b://x", "name": "x"}
+                    ],
+                    "resourceTemplates": [
+                        {"uriTemplate": "notes://{id}", "name": "mine"},
+                        {"uriTemplate": "b://{a}/{b}", "name": "pair"}
+                    ],
+                    "prompts": [{"name": "explain"}],
+                    "listsResources": true,
+                }),
+            ),
+        ]
+    }
+
+    #[test]
+    fn the_first_plugin_keeps_a_uri_and_prompts_are_namespaced() {
+        let plugins = two_plugins();
+        let o = Offers::build(&plugins, true);
+        let shown: Vec<String> = o.collisions().iter().map(|c| c.to_string()).collect();
+        assert_eq!(
+            shown,
+            [
+                "resource URI `notes://index` of plugin `b` is not served: plugin `a` declares \
+                 it already (rename one of them)",
+                "resource template `notes://{id}` of plugin `b` is not served: plugin `a` \
+                 declares it already (rename one of them)",
+            ]
+        );
+        let r = o.resolve("notes://index").unwrap();
+        assert_eq!((&*r.plugin, &*r.name), ("a", "index"));
+        assert!(r.variables.is_empty());
+        let r = o.resolve("notes://7").unwrap();
+        assert_eq!((&*r.plugin, &*r.name), ("a", "note"));
+        assert_eq!(r.variables, [("id".to_string(), "7".to_string())]);
+        let r = o.resolve("b://1/2%202").unwrap();
+        assert_eq!((&*r.plugin, &*r.name), ("b", "pair"));
+        assert_eq!(r.variables[1], ("b".to_string(), "2 2".to_string()));
+        assert_eq!(o.resolve("b://y"), None);
+        assert_eq!(o.resolve("bad://x"), None);
+        assert_eq!(o.prompt("a__explain"), Some(("a", "explain")));
+        assert_eq!(o.prompt("b__explain"), Some(("b", "explain")));
+        assert_eq!(o.prompt("explain"), None);
+        let listed: Value = serde_json::from_str(o.prompts_list()).unwrap();
+        assert_eq!(listed["prompts"][1]["name"], "b__explain");
+        let templates: Value = serde_json::from_str(o.templates_list()).unwrap();
+        assert_eq!(
+            templates["resourceTemplates"],
+            json!([
+                {"uriTemplate": "notes://{id}", "name": "note"},
+                {"uriTemplate": "b://{a}/{b}", "name": "pair"}
+            ])
+        );
+        assert_eq!(o.static_resources().len(), 2);
+        assert_eq!(o.dynamic(), ["b"]);
+        assert!(o.has_resources() && o.has_prompts());
+        assert!(o.is_of(&plugins));
+
+        // One plugin's server: its own names, nothing to collide with.
+        let one = Offers::build(&plugins[1..], false);
+        assert!(one.collisions().is_empty());
+        assert_eq!(one.prompt("explain"), Some(("b", "explain")));
+        assert_eq!(&*one.resolve("notes://3").unwrap().name, "mine");
+        assert!(!one.is_of(&plugins));
+        let none = Offers::build(&[plugin("c", json!({}))], false);
+        assert!(!none.has_resources() && !none.has_prompts());
+        assert_eq!(
+            resolve_in(&plugins[1], "notes://3").as_deref(),
+            Some("mine")
+        );
+        assert_eq!(
+            resolve_in(&plugins[1], "notes://index").as_deref(),
+            Some("other")
+        );
+        assert_eq!(resolve_in(&plugins[1], "c://"), None);
+    }
+
+    #[test]
+    fn prompt_arguments_are_checked_by_name() {
+        let p = PromptDecl {
+            name: "explain".into(),
+            arguments: vec![
+                PromptArgumentDecl {
+                    name: "x".into(),
+                    required: true,
+                    ..Default::default()
+                },
+                PromptArgumentDecl {
+                    name: "style".into(),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        let args = |v: Value| v.as_object().unwrap().clone();
+        assert!(check_prompt_arguments(&p, &args(json!({"x": "3"}))).is_ok());
+        assert!(check_prompt_arguments(&p, &args(json!({"x": "3", "style": "short"}))).is_ok());
+        let e = check_prompt_arguments(&p, &args(json!({"style": "s"}))).unwrap_err();
+        assert_eq!(e.code, -32602);
+        assert_eq!(
+            e.message,
+            "missing required argument `x` of prompt `explain`"
+        );
+        let e = check_prompt_arguments(&p, &args(json!({"x": "1", "z": "2"}))).unwrap_err();
+        assert_eq!(
+            e.message,
+            "unknown argument `z` of prompt `explain` (it takes: x, style)"
+        );
+        let e = check_prompt_arguments(&p, &args(json!({"x": 1}))).unwrap_err();
+        assert!(e.message.contains("must be a string"), "{}", e.message);
+    }
+}

@@ -1,0 +1,87 @@
+//! `prompts/list` and `prompts/get`. The host checks a get before the plugin runs (the
+//! prompt exists in the version that runs it, its arguments are the declared ones); the get
+//! itself is a request to the plugin like a tool call.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{json, value::RawValue, Map, Value};
+use toolhost_plugin::extras::{code, method};
+
+use super::{offers::check_prompt_arguments, Dispatch, Offers, PluginRequest, Router, Scope};
+use crate::{
+    model::{error_code, rpc_error, rpc_result_raw, RequestError},
+    plugin::LoadedPlugin,
+};
+
+#[derive(Deserialize)]
+struct GetParams {
+    name: String,
+    #[serde(default)]
+    arguments: Option<Map<String, Value>>,
+}
+
+impl Router {
+    /// `prompts/list`: every prompt in one page.
+    pub(super) fn prompts_list(&self, id: &RawValue, offers: &Offers) -> Dispatch {
+        Dispatch::Reply(rpc_result_raw(Some(id), offers.prompts_list()))
+    }
+
+    /// `prompts/get`: the exposed name resolved to its plugin, the get routed there.
+    pub(super) fn prompt_get(
+        self: &Arc<Self>,
+        scope: Scope<'_>,
+        client: &str,
+        id: &RawValue,
+        params: Option<&RawValue>,
+        offers: &Offers,
+    ) -> Dispatch {
+        let invalid =
+            |m: String| Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &m));
+        let p: GetParams = match params.map(|p| serde_json::from_str(p.get())) {
+            Some(Ok(p)) => p,
+            Some(Err(e)) => return invalid(format!("invalid prompts/get params: {e}")),
+            None => return invalid("prompts/get needs params".into()),
+        };
+        let Some((plugin, prompt)) = offers.prompt(&p.name) else {
+            return invalid(format!("unknown prompt: `{}`", p.name));
+        };
+        let request = get(prompt, p.arguments.unwrap_or_default());
+        Dispatch::Request(self.request_from(scope, client, plugin, id, request))
+    }
+}
+
+/// The get of `prompt` with `arguments` as a request to its plugin, checked against the
+/// version that runs it.
+pub(super) fn get(prompt: &str, arguments: Map<String, Value>) -> Box<PluginRequest> {
+    let params = json!({"name": prompt, "arguments": arguments}).to_string();
+    let name = prompt.to_string();
+    Box::new(
+        PluginRequest::new(method::PROMPTS_GET, prompt, params)
+            .check_with(move |v| check(v, &name, &arguments)),
+    )
+}
+
+/// Whether `version` declares `prompt` and takes `arguments` for it.
+pub fn check(
+    version: &LoadedPlugin,
+    prompt: &str,
+    arguments: &Map<String, Value>,
+) -> Result<(), RequestError> {
+    let decl = version
+        .manifest()
+        .extras
+        .prompts
+        .iter()
+        .find(|d| d.name == prompt)
+        .ok_or_else(|| {
+            RequestError::new(
+                code::INVALID_PARAMS,
+                format!(
+                    "unknown prompt: `{prompt}` is not a prompt of plugin `{}`",
+                    version.name()
+                ),
+            )
+        })?;
+    check_prompt_arguments(decl, arguments)
+}

@@ -1,0 +1,205 @@
+//! Bearer tokens: the file they come from, held to the lock file's trust rules (and, being
+//! secrets, readable by its owner only), and the constant-time check of a request's
+//! `Authorization` header.
+
+use std::{io::Read, path::Path};
+
+use crate::trust::{check_owner_and_mode, TrustError};
+
+/// Shortest token accepted: a guessable one would make the check pointless.
+pub const MIN_TOKEN_LEN: usize = 16;
+
+/// Why a token file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenFileError {
+    #[error("cannot read the token file {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Untrusted(#[from] TrustError),
+    #[error(
+        "the token file {path} can be read by other users (mode {mode:o}); \
+         make it private with `chmod 600 {path}`"
+    )]
+    Readable { path: String, mode: u32 },
+    #[error("the token file {0} holds no token (one per line; `#` starts a comment)")]
+    Empty(String),
+    #[error("a token in {path} is {len} bytes long; use at least {MIN_TOKEN_LEN} (e.g. `openssl rand -hex 32`)")]
+    Short { path: String, len: usize },
+}
+
+/// The tokens a client may present, one of them per request.
+pub struct Tokens(Vec<Box<[u8]>>);
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the tokens themselves.
+        write!(f, "Tokens({} held)", self.0.len())
+    }
+}
+
+impl Tokens {
+    /// Reads the tokens of `path`: one per line, blank lines and `#` comments skipped. The
+    /// file must be owned by this user (or root), writable by nobody else (`allow_shared`
+    /// lifts that, as for the lock file) and readable by nobody else.
+    pub fn load(path: &Path, allow_shared: bool) -> Result<Self, TokenFileError> {
+        let shown = path.display().to_string();
+        let read_err = |source| TokenFileError::Read {
+            path: shown.clone(),
+            source,
+        };
+        let mut file = std::fs::File::open(path).map_err(read_err)?;
+        let meta = file.metadata().map_err(read_err)?;
+        if !allow_shared {
+            check_owner_and_mode(path, &meta)?;
+        }
+        check_private(&shown, &meta)?;
+        let mut text = String::new();
+        file.read_to_string(&mut text).map_err(read_err)?;
+        let mut tokens = Vec::new();
+        for line in text.lines() {
+            let token = line.trim();
+            if token.is_empty() || token.starts_with('#') {
+                continue;
+            }
+            if token.len() < MIN_TOKEN_LEN {
+                return Err(TokenFileError::Short {
+                    path: shown,
+                    len: token.len(),
+                });
+            }
+            tokens.push(token.as_bytes().into());
+        }
+        if tokens.is_empty() {
+            return Err(TokenFileError::Empty(shown));
+        }
+        Ok(Tokens(tokens))
+    }
+
+    /// Tokens given directly (tests, embedding).
+    pub fn from_list<I: IntoIterator<Item = String>>(tokens: I) -> Self {
+        Tokens(
+            tokens
+                .into_iter()
+                .map(|t| t.into_bytes().into_boxed_slice())
+                .collect(),
+        )
+    }
+
+    /// How many tokens there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none (never, for tokens read from a file).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether `authorization` (the header's value) is `Bearer <one of the tokens>`. Every
+    /// token is compared, each in time that depends only on the lengths, so the answer's
+    /// timing tells nothing of how much of a token matched.
+    pub fn accepts(&self, authorization: Option<&[u8]>) -> bool {
+        let Some(presented) = authorization.and_then(bearer) else {
+            return false;
+        };
+        let mut any = 0u8;
+        for token in &self.0 {
+            any |= constant_time_eq(token, presented) as u8;
+        }
+        any == 1
+    }
+}
+
+/// The token of a `Bearer` authorization value (the scheme is case-insensitive).
+fn bearer(value: &[u8]) -> Option<&[u8]> {
+    let (scheme, rest) = value.split_at_checked(7)?;
+    scheme
+        .eq_ignore_ascii_case(b"bearer ")
+        .then(|| rest.trim_ascii())
+}
+
+/// Equality whose time depends on the lengths only.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = (a.len() != b.len()) as u8;
+    for (i, x) in a.iter().enumerate() {
+        // Past the end of `b`, compare with 0: the loop still runs over all of `a`.
+        let y = b.get(i).copied().unwrap_or(0);
+        diff |= x ^ y;
+    }
+    // Keep the compiler from short-cutting the fold.
+    std::hint::black_box(diff) == 0
+}
+
+/// Refuses a secret file that others can read.
+#[cfg(unix)]
+pub(super) fn check_private(path: &str, meta: &std::fs::Metadata) -> Result<(), TokenFileError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(TokenFileError::Readable {
+            path: path.to_string(),
+            mode,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+pub(super) fn check_private(_path: &str, _meta: &std::fs::Metadata) -> Result<(), TokenFileError> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_tokens() {
+        let t = Tokens::from_list(["a-token-of-enough-length".to_string()]);
+        assert!(t.accepts(Some(b"Bearer a-token-of-enough-length")));
+        assert!(t.accepts(Some(b"bearer a-token-of-enough-length ")));
+        assert!(!t.accepts(Some(b"Bearer a-token-of-enough-lengt")));
+        assert!(!t.accepts(Some(b"Bearer a-token-of-enough-length2")));
+        assert!(!t.accepts(Some(b"Basic a-token-of-enough-length")));
+        assert!(!t.accepts(Some(b"a-token-of-enough-length")));
+        assert!(!t.accepts(Some(b"Bearer ")));
+        assert!(!t.accepts(None));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn token_file_rules() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens");
+        std::fs::write(
+            &path,
+            "# team\n\n0123456789abcdef0123\nfedcba9876543210fedc\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(matches!(
+            Tokens::load(&path, false),
+            Err(TokenFileError::Readable { .. })
+        ));
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let t = Tokens::load(&path, false).unwrap();
+        assert!(t.accepts(Some(b"Bearer fedcba9876543210fedc")));
+        std::fs::write(&path, "short\n").unwrap();
+        assert!(matches!(
+            Tokens::load(&path, false),
+            Err(TokenFileError::Short { len: 5, .. })
+        ));
+        std::fs::write(&path, "# nothing\n").unwrap();
+        assert!(matches!(
+            Tokens::load(&path, false),
+            Err(TokenFileError::Empty(_))
+        ));
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o622)).unwrap();
+        assert!(Tokens::load(&path, false).is_err());
+    }
+}

@@ -1,0 +1,676 @@
+//! One HTTP request, from its path to its response: the checks every request passes (origin,
+//! token), then POST (a JSON-RPC message: 2026-07-28 on its own, or in a 2025-11-25
+//! session), GET (a session's stream) or DELETE (a session's end).
+
+use std::{
+    net::SocketAddr,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    time::{Duration, Instant},
+};
+
+use http_body_util::{BodyExt, Limited};
+use hyper::{
+    body::Incoming,
+    header::{self, HeaderMap, HeaderValue},
+    Method, Request, Response, StatusCode,
+};
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+
+use super::{
+    limits::Ticket,
+    modern,
+    reply::{
+        closing, empty, error, json, not_allowed, plain, session_not_found, stream_response,
+        too_busy, Body, TRANSPORT_ERROR,
+    },
+    session::Session,
+    sse::{self, CallStream, Item, ToStream},
+    Listener, Shared,
+};
+use crate::{
+    handler::{Answer, Discard, Dispatch, Router, Scope, Sink},
+    model::{
+        error_code, JsonRpc, RequestHead, MODERN_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
+    },
+    sync::lock,
+};
+
+/// How long a client may take to send a request's body.
+const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+const SESSION_ID: &str = "mcp-session-id";
+const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+
+/// What the log line of a request says beyond its HTTP facts.
+#[derive(Default)]
+struct Note {
+    mcp: Option<String>,
+}
+
+/// Serves one request, and logs it (client, method, status, duration; never a token or the
+/// arguments).
+pub(super) async fn handle(
+    shared: Arc<Shared>,
+    peer: SocketAddr,
+    req: Request<Incoming>,
+) -> Response<Body> {
+    let started = Instant::now();
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let mut note = Note::default();
+    let response = route(&shared, peer, req, &mut note).await;
+    tracing::info!(
+        target: "toolhost::http",
+        client = %peer.ip(),
+        http = %method,
+        path = %path,
+        mcp = note.mcp.as_deref().unwrap_or("-"),
+        status = response.status().as_u16(),
+        ms = format_args!("{:.2}", started.elapsed().as_secs_f64() * 1000.0),
+    );
+    response
+}
+
+async fn route(
+    shared: &Arc<Shared>,
+    peer: SocketAddr,
+    req: Request<Incoming>,
+    note: &mut Note,
+) -> Response<Body> {
+    if tracing::enabled!(target: "toolhost::http::wire", tracing::Level::TRACE) {
+        trace_head(&req);
+    }
+    let path = req.uri().path();
+    if path == "/healthz" {
+        return if shared.closing.load(Ordering::Acquire) {
+            plain(StatusCode::SERVICE_UNAVAILABLE, "closing\n")
+        } else {
+            plain(StatusCode::OK, "ok\n")
+        };
+    }
+    let endpoint = match path.trim_end_matches('/') {
+        "/mcp" => None,
+        p => match p.strip_prefix("/mcp/") {
+            Some(name) if !name.is_empty() && !name.contains('/') => Some(name.to_string()),
+            _ => return plain(StatusCode::NOT_FOUND, "not found\n"),
+        },
+    };
+    let headers = req.headers();
+    if !shared.origins.permits(
+        headers.get(header::ORIGIN).map(HeaderValue::as_bytes),
+        headers.get(header::HOST).map(HeaderValue::as_bytes),
+    ) {
+        tracing::warn!(target: "toolhost::http", client = %peer.ip(), origin = ?headers.get(header::ORIGIN), host = ?headers.get(header::HOST), "refused a foreign origin");
+        return error(
+            StatusCode::FORBIDDEN,
+            None,
+            TRANSPORT_ERROR,
+            "Forbidden: origin not allowed",
+        );
+    }
+    if let Some(tokens) = &shared.tokens {
+        let presented = headers.get(header::AUTHORIZATION);
+        if !tokens.accepts(presented.map(HeaderValue::as_bytes)) {
+            let mut r = error(
+                StatusCode::UNAUTHORIZED,
+                None,
+                TRANSPORT_ERROR,
+                "Unauthorized: a valid bearer token is required",
+            );
+            // RFC 6750 §3: no error code when no credentials came, `invalid_token` otherwise.
+            let challenge = if presented.is_some() {
+                r#"Bearer realm="toolhost", error="invalid_token""#
+            } else {
+                r#"Bearer realm="toolhost""#
+            };
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static(challenge),
+            );
+            return r;
+        }
+    }
+    if let Some(name) = &endpoint {
+        if shared.router.registry().get(name).is_none() {
+            return error(
+                StatusCode::NOT_FOUND,
+                None,
+                TRANSPORT_ERROR,
+                &format!("no plugin named `{name}` is served"),
+            );
+        }
+    }
+    match *req.method() {
+        Method::POST => post(shared, peer, endpoint, req, note).await,
+        Method::GET => get(shared, endpoint, req.headers()),
+        Method::DELETE => delete(shared, endpoint, req.headers()),
+        _ => not_allowed(),
+    }
+}
+
+/// Logs a request's head at trace level, for recording what clients send (docs/protocol.md):
+/// every header but the token.
+fn trace_head(req: &Request<Incoming>) {
+    let mut shown = format!("{} {}", req.method(), req.uri());
+    for (name, value) in req.headers() {
+        let value = if name == header::AUTHORIZATION {
+            "<redacted>"
+        } else {
+            value.to_str().unwrap_or("<binary>")
+        };
+        shown.push_str(&format!("\n   {name}: {value}"));
+    }
+    tracing::trace!(target: "toolhost::http::wire", "<< {shown}");
+}
+
+/// What the client accepts of a POST's answer.
+struct Accepts {
+    json: bool,
+    sse: bool,
+}
+
+fn accepts(headers: &HeaderMap) -> Accepts {
+    let Some(accept) = headers.get(header::ACCEPT).and_then(|a| a.to_str().ok()) else {
+        return Accepts {
+            json: true,
+            sse: true,
+        };
+    };
+    let mut a = Accepts {
+        json: false,
+        sse: false,
+    };
+    for part in accept.split(',') {
+        match part.split(';').next().unwrap_or("").trim() {
+            "*/*" => {
+                a.json = true;
+                a.sse = true;
+            }
+            "application/json" | "application/*" => a.json = true,
+            "text/event-stream" | "text/*" => a.sse = true,
+            _ => {}
+        }
+    }
+    a
+}
+
+fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+async fn post(
+    shared: &Arc<Shared>,
+    peer: SocketAddr,
+    endpoint: Option<String>,
+    req: Request<Incoming>,
+    note: &mut Note,
+) -> Response<Body> {
+    let (parts, body) = req.into_parts();
+    let headers = &parts.headers;
+    let accept = accepts(headers);
+    if !accept.json && !accept.sse {
+        return error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            TRANSPORT_ERROR,
+            "Not Acceptable: accept application/json or text/event-stream",
+        );
+    }
+    if let Some(ct) = header_str(headers, header::CONTENT_TYPE.as_str()) {
+        if !ct.trim_start().starts_with("application/json") {
+            return error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                None,
+                TRANSPORT_ERROR,
+                "Unsupported Media Type: send application/json",
+            );
+        }
+    }
+    let max = shared.limits.max_body_bytes;
+    let collected = tokio::time::timeout(BODY_TIMEOUT, Limited::new(body, max).collect()).await;
+    let bytes = match collected {
+        Ok(Ok(b)) => b.to_bytes(),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                None,
+                error_code::INVALID_REQUEST,
+                &format!("the request body is over {max} bytes"),
+            )
+        }
+        Ok(Err(_)) => return plain(StatusCode::BAD_REQUEST, "unreadable body\n"),
+        Err(_) => return plain(StatusCode::REQUEST_TIMEOUT, "body too slow\n"),
+    };
+    tracing::trace!(target: "toolhost::http::wire", "<< {}", String::from_utf8_lossy(&bytes));
+    let Ok(text) = std::str::from_utf8(&bytes) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            None,
+            error_code::PARSE_ERROR,
+            "parse error: the body is not UTF-8",
+        );
+    };
+    if text.trim_start().starts_with('[') {
+        return error(
+            StatusCode::BAD_REQUEST,
+            None,
+            error_code::INVALID_REQUEST,
+            "invalid request: batches are not supported",
+        );
+    }
+    let msg = match crate::service::parse_object(text, JsonRpc::parse) {
+        Ok(m) => m,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                None,
+                error_code::PARSE_ERROR,
+                &format!("parse error: {e}"),
+            )
+        }
+    };
+    let Some(method) = msg.method.as_deref() else {
+        // A response: we send clients no requests, so there is nothing to match it to.
+        return empty(StatusCode::ACCEPTED);
+    };
+    note.mcp = Some(method.to_string());
+    let head: RequestHead = msg
+        .params
+        .and_then(|p| serde_json::from_str(p.get()).ok())
+        .unwrap_or_default();
+    let header_version = header_str(headers, PROTOCOL_VERSION);
+    let call = Call {
+        shared,
+        peer,
+        endpoint: endpoint.as_deref(),
+        accept,
+    };
+    if modern::is_modern(method, &head, header_version) {
+        let mirrored = modern::Mirrored {
+            protocol_version: header_version,
+            method: header_str(headers, "mcp-method"),
+            name: header_str(headers, "mcp-name"),
+        };
+        if let Err(refusal) = modern::check(msg.id, method, &head, &mirrored) {
+            return json(refusal.status, refusal.body);
+        }
+        call.modern(&msg, method).await
+    } else {
+        call.legacy(&msg, method, headers).await
+    }
+}
+
+/// A POSTed message being served.
+struct Call<'a> {
+    shared: &'a Arc<Shared>,
+    peer: SocketAddr,
+    endpoint: Option<&'a str>,
+    accept: Accepts,
+}
+
+impl Call<'_> {
+    fn scope(&self) -> Scope<'_> {
+        match self.endpoint {
+            Some(name) => Scope::Server(name),
+            None => Scope::All,
+        }
+    }
+
+    /// A 2026-07-28 request: no session; each request is its own client for cancellation.
+    async fn modern(&self, msg: &JsonRpc<'_>, method: &str) -> Response<Body> {
+        let Some(id) = msg.id else {
+            // On this transport cancellation is closing the stream; no notification is
+            // expected, and none changes anything.
+            return empty(StatusCode::ACCEPTED);
+        };
+        match method {
+            "server/discover" => {
+                let plugin = self
+                    .endpoint
+                    .and_then(|n| self.shared.router.registry().get(n));
+                let result = modern::discover_result(plugin.as_deref());
+                return self.answer(crate::model::rpc_result(Some(id), &result));
+            }
+            "subscriptions/listen" => return self.listen(id, msg.params),
+            _ => {}
+        }
+        let n = self.shared.next_request.fetch_add(1, Ordering::Relaxed);
+        let client = format!("http:{n}");
+        self.run(msg, method, &client, None, true).await
+    }
+
+    /// A `subscriptions/listen` stream: acknowledged, then a notification per change.
+    fn listen(&self, id: &RawValue, params: Option<&RawValue>) -> Response<Body> {
+        if !self.accept.sse {
+            return error(
+                StatusCode::NOT_ACCEPTABLE,
+                Some(id),
+                TRANSPORT_ERROR,
+                "Not Acceptable: subscriptions/listen answers with text/event-stream",
+            );
+        }
+        if self.shared.closing.load(Ordering::Acquire) {
+            return closing(Some(id));
+        }
+        let capabilities = self.shared.capabilities(self.endpoint);
+        let honoured = modern::listen_filter(params, &capabilities);
+        let (ack, changed, close) = modern::listen_messages(id, &honoured);
+        let changed: Vec<u8> = changed
+            .iter()
+            .flat_map(|m| sse::event(None, m).to_vec())
+            .collect();
+        let (tx, rx) = mpsc::channel(self.shared.limits.stream_buffer.max(1));
+        let mut listeners = lock(&self.shared.listeners);
+        // Streams whose clients left go now, so the count below is of open ones.
+        listeners.retain(|l| !l.tx.is_closed());
+        // As many listen streams as sessions: each is one client's.
+        if listeners.len() >= self.shared.limits.max_sessions {
+            return error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some(id),
+                TRANSPORT_ERROR,
+                "Service Unavailable: too many listen streams are open",
+            );
+        }
+        listeners.push(Listener {
+            endpoint: self.endpoint.map(str::to_string),
+            changed: changed.into(),
+            close: sse::event(None, &close),
+            tx,
+        });
+        drop(listeners);
+        stream_response(sse::Feed::new(rx, Some(sse::event(None, &ack))))
+    }
+
+    /// A 2025-11-25 (or older) message: `initialize` opens a session, everything else needs
+    /// one.
+    async fn legacy(&self, msg: &JsonRpc<'_>, method: &str, headers: &HeaderMap) -> Response<Body> {
+        let shared = self.shared;
+        if method == "initialize" {
+            if msg.id.is_none() {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    error_code::INVALID_REQUEST,
+                    "invalid request: initialize needs an id",
+                );
+            }
+            if shared.closing.load(Ordering::Acquire) {
+                return closing(msg.id);
+            }
+            let session = match shared.sessions.open(self.endpoint) {
+                Ok(s) => s,
+                Err(full) => {
+                    return error(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        msg.id,
+                        TRANSPORT_ERROR,
+                        &format!("Service Unavailable: {full}"),
+                    )
+                }
+            };
+            let mut response = self.run(msg, method, &session.id, None, false).await;
+            if let Ok(v) = HeaderValue::from_str(&session.id) {
+                response.headers_mut().insert(SESSION_ID, v);
+            }
+            return response;
+        }
+        let Some(session) = self.session(headers) else {
+            return match header_str(headers, SESSION_ID) {
+                None => error(
+                    StatusCode::BAD_REQUEST,
+                    msg.id,
+                    error_code::INVALID_REQUEST,
+                    "Bad Request: Mcp-Session-Id header is required (send initialize first)",
+                ),
+                Some(_) => session_not_found(msg.id),
+            };
+        };
+        if let Some(v) = header_str(headers, PROTOCOL_VERSION) {
+            if !SUPPORTED_PROTOCOL_VERSIONS.contains(&v) {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    msg.id,
+                    error_code::INVALID_REQUEST,
+                    &format!("Bad Request: unsupported MCP-Protocol-Version {v}"),
+                );
+            }
+        }
+        let client = session.id.clone();
+        self.run(msg, method, &client, Some(session), false).await
+    }
+
+    /// The session named by the request's header, if open and of this endpoint.
+    fn session(&self, headers: &HeaderMap) -> Option<Arc<Session>> {
+        let id = header_str(headers, SESSION_ID)?;
+        let s = self.shared.sessions.get(id)?;
+        (s.endpoint.as_deref() == self.endpoint).then_some(s)
+    }
+
+    /// Routes a message as `client`, and answers: at once, or when its request is.
+    async fn run(
+        &self,
+        msg: &JsonRpc<'_>,
+        method: &str,
+        client: &str,
+        session: Option<Arc<Session>>,
+        modern: bool,
+    ) -> Response<Body> {
+        let router = &self.shared.router;
+        let Some(id) = msg.id else {
+            let sink: Sink = Arc::new(Discard);
+            router.dispatch_from(self.scope(), client, msg, &sink);
+            return empty(StatusCode::ACCEPTED);
+        };
+        let ticket = match self.shared.in_flight.enter(self.peer.ip()) {
+            Ok(t) => t,
+            Err(busy) => return too_busy(busy, id),
+        };
+        let progress = method == "tools/call"
+            && msg
+                .call_params()
+                .and_then(Result::ok)
+                .is_some_and(|p| p.meta.is_some_and(|m| m.progress_token.is_some()));
+        let stream = self.accept.sse && (!self.accept.json || progress);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let sink: Sink = if stream {
+            Arc::new(ToStream(tx.clone()))
+        } else {
+            Arc::new(Discard)
+        };
+        let finish = |reply: String| {
+            if !modern {
+                return (StatusCode::OK, reply);
+            }
+            if modern::is_method_not_found(&reply, Some(id)) {
+                (StatusCode::NOT_FOUND, reply)
+            } else {
+                (StatusCode::OK, modern::complete(reply, Some(id), method))
+            }
+        };
+        match router.dispatch_from(self.scope(), client, msg, &sink) {
+            Dispatch::Reply(r) => {
+                let (status, body) = finish(r);
+                drop(ticket);
+                if status == StatusCode::OK {
+                    self.answer(body)
+                } else {
+                    json(status, body)
+                }
+            }
+            Dispatch::Handled => empty(StatusCode::ACCEPTED),
+            Dispatch::Request(request) => {
+                let answered = Arc::new(AtomicBool::new(false));
+                let id_text = id.get().to_string();
+                if let Some(s) = &session {
+                    s.started(&id_text);
+                }
+                let guard = CallGuard {
+                    router: router.clone(),
+                    endpoint: self.endpoint.map(str::to_string),
+                    client: client.to_string(),
+                    id: id_text,
+                    answered: answered.clone(),
+                    session,
+                    _ticket: ticket,
+                };
+                let reply_id = id.to_owned();
+                let method_name = method.to_string();
+                let respond = move |answer: Answer<'_>| {
+                    answered.store(true, Ordering::Release);
+                    let mut text = answer.rpc();
+                    if modern {
+                        text = modern::complete(text, Some(&reply_id), &method_name);
+                    }
+                    let _ = tx.send(Item::Reply(text));
+                };
+                request.start(Box::new(respond), false);
+                if stream {
+                    return stream_response(CallStream::new(rx, guard));
+                }
+                let reply = wait_reply(rx).await;
+                drop(guard);
+                match reply {
+                    Some(r) => json(StatusCode::OK, r),
+                    None => error(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        Some(id),
+                        error_code::INTERNAL_ERROR,
+                        "the request ended without an answer",
+                    ),
+                }
+            }
+        }
+    }
+
+    /// A reply as JSON, or as a one-event stream to a client that takes only streams.
+    fn answer(&self, reply: String) -> Response<Body> {
+        if self.accept.json {
+            json(StatusCode::OK, reply)
+        } else {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let _ = tx.send(Item::Reply(reply));
+            stream_response(CallStream::new(rx, ()))
+        }
+    }
+}
+
+/// The reply of a call answered as JSON (its notifications have nowhere to go).
+async fn wait_reply(mut rx: mpsc::UnboundedReceiver<Item>) -> Option<String> {
+    while let Some(item) = rx.recv().await {
+        if let Item::Reply(r) = item {
+            return Some(r);
+        }
+    }
+    None
+}
+
+/// Held while a call is unanswered: if the client goes away first (its connection or stream
+/// dropped, which drops this), the call is cancelled, as `notifications/cancelled` would.
+struct CallGuard {
+    router: Arc<Router>,
+    endpoint: Option<String>,
+    client: String,
+    id: String,
+    answered: Arc<AtomicBool>,
+    session: Option<Arc<Session>>,
+    _ticket: Ticket,
+}
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        if let Some(s) = &self.session {
+            s.finished(&self.id);
+        }
+        if !self.answered.load(Ordering::Acquire) {
+            tracing::info!(target: "toolhost::http", client = %self.client, "the client went away: call cancelled");
+            cancel(
+                &self.router,
+                self.endpoint.as_deref(),
+                &self.client,
+                &self.id,
+            );
+        }
+    }
+}
+
+/// Cancels request `id` (its JSON text) of `client`, through the router's own cancellation.
+fn cancel(router: &Arc<Router>, endpoint: Option<&str>, client: &str, id: &str) {
+    let text = format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id},"reason":"the client went away"}}}}"#
+    );
+    let Ok(msg) = JsonRpc::parse(&text) else {
+        return;
+    };
+    let scope = match endpoint {
+        Some(n) => Scope::Server(n),
+        None => Scope::All,
+    };
+    let sink: Sink = Arc::new(Discard);
+    router.dispatch_from(scope, client, &msg, &sink);
+}
+
+/// A session's GET stream (2025-11-25): server messages, resumable with `Last-Event-ID`.
+/// For GET and DELETE, which only 2025-11-25 sessions have: a 2026-07-28 client (no session,
+/// or its version header) gets 405, an unsupported version 400.
+fn session_method(headers: &HeaderMap) -> Result<&str, Box<Response<Body>>> {
+    match header_str(headers, PROTOCOL_VERSION) {
+        None => {}
+        Some(v) if SUPPORTED_PROTOCOL_VERSIONS.contains(&v) => {}
+        Some(v) if v == MODERN_PROTOCOL_VERSION => return Err(Box::new(not_allowed())),
+        Some(v) => {
+            return Err(Box::new(error(
+                StatusCode::BAD_REQUEST,
+                None,
+                error_code::INVALID_REQUEST,
+                &format!("Bad Request: unsupported MCP-Protocol-Version {v}"),
+            )))
+        }
+    }
+    header_str(headers, SESSION_ID).ok_or_else(|| Box::new(not_allowed()))
+}
+
+fn get(shared: &Arc<Shared>, endpoint: Option<String>, headers: &HeaderMap) -> Response<Body> {
+    let id = match session_method(headers) {
+        Ok(id) => id,
+        Err(refusal) => return *refusal,
+    };
+    if !accepts(headers).sse {
+        return error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            TRANSPORT_ERROR,
+            "Not Acceptable: the GET stream is text/event-stream",
+        );
+    }
+    if shared.closing.load(Ordering::Acquire) {
+        return closing(None);
+    }
+    let Some(session) = shared.sessions.get(id).filter(|s| s.endpoint == endpoint) else {
+        return session_not_found(None);
+    };
+    let last = header_str(headers, "last-event-id");
+    stream_response(session.open_stream(last, shared.limits.stream_buffer))
+}
+
+/// Ends a session (2025-11-25): its calls are cancelled, its stream closed.
+fn delete(shared: &Arc<Shared>, endpoint: Option<String>, headers: &HeaderMap) -> Response<Body> {
+    let id = match session_method(headers) {
+        Ok(id) => id,
+        Err(refusal) => return *refusal,
+    };
+    match shared.sessions.get(id).filter(|s| s.endpoint == endpoint) {
+        Some(s) => {
+            shared.sessions.remove(&s.id);
+            for call in s.in_flight() {
+                cancel(&shared.router, endpoint.as_deref(), &s.id, &call);
+            }
+            empty(StatusCode::OK)
+        }
+        None => session_not_found(None),
+    }
+}

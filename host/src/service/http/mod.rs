@@ -1,0 +1,350 @@
+//! `toolhost serve --http`: the plugins as a Streamable HTTP MCP server, for many clients at
+//! once, on the same [`Router`] as stdio `serve` (same request path, limits and reload
+//! notifications).
+//!
+//! `/mcp` serves every plugin (tools named `<plugin>__<tool>`, as stdio `serve`), `/mcp/NAME`
+//! one plugin under its own names (as `chat` presents each plugin), `/healthz` says the
+//! server is up. Both versions of the transport are served, as each request asks:
+//! 2026-07-28 (stateless, `server/discover`, headers mirroring the body: `modern.rs`) and
+//! 2025-11-25 (an `initialize` handshake opening a session with its GET stream:
+//! `session.rs`). Every request passes the origin check (`origin.rs`) and, with tokens, the
+//! bearer check (`auth.rs`) before anything else; `endpoint.rs` then serves it.
+//!
+//! hyper's HTTP/1.1 server does the HTTP (request parsing, header size bound, keep-alive,
+//! graceful connection shutdown); toolhost's own model and router do the MCP. rmcp's
+//! `StreamableHttpService` would bring its own model of every message and its own server
+//! handler in front of our router, and checks no `Origin` by default.
+
+mod auth;
+mod endpoint;
+mod limits;
+mod modern;
+mod origin;
+mod reply;
+mod session;
+mod sse;
+mod tls;
+
+use std::{
+    future::Future,
+    net::SocketAddr,
+    sync::{
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        Arc, Mutex,
+    },
+    time::Duration,
+};
+
+use bytes::Bytes;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::{
+    net::TcpListener,
+    sync::{broadcast, mpsc, Semaphore},
+};
+
+pub use auth::{TokenFileError, Tokens, MIN_TOKEN_LEN};
+pub use limits::HttpLimits;
+pub use modern::{HEADER_MISMATCH, UNSUPPORTED_VERSION};
+pub use origin::OriginPolicy;
+pub use tls::{acceptor as tls_acceptor, read_certs, read_key, TlsError, TlsFiles};
+
+use crate::{handler::Router, registry::RegistryEvent, sync::lock};
+use limits::InFlight;
+use session::Sessions;
+
+/// Where `serve --http` listens unless told.
+pub const DEFAULT_ADDR: &str = "127.0.0.1:8765";
+
+/// How long a client may take to send a request's head.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the server is told at start.
+pub struct HttpOptions {
+    pub addr: SocketAddr,
+    /// Bearer tokens; required unless `addr` is loopback.
+    pub tokens: Option<Tokens>,
+    /// Browser origins allowed beyond the server's own.
+    pub allow_origins: Vec<String>,
+    pub limits: HttpLimits,
+    /// TLS (`--tls-cert`, `--tls-key`), made by [`tls_acceptor`].
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
+}
+
+/// Why the server cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    #[error(
+        "refusing to serve on {0} without --auth-token-file: anyone who can reach that \
+         address could run the plugins' tools (bind to 127.0.0.1, or give a token file)"
+    )]
+    NeedsToken(SocketAddr),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A bound server, not serving yet.
+pub struct HttpServer {
+    listener: TcpListener,
+    addr: SocketAddr,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    shared: Arc<Shared>,
+}
+
+/// What every request handler shares.
+struct Shared {
+    router: Arc<Router>,
+    tokens: Option<Tokens>,
+    origins: OriginPolicy,
+    limits: HttpLimits,
+    sessions: Sessions,
+    in_flight: Arc<InFlight>,
+    /// Open `subscriptions/listen` streams.
+    listeners: Mutex<Vec<Listener>>,
+    /// Names each stateless request apart for cancellation.
+    next_request: AtomicU64,
+    /// Shutting down: `/healthz` says so, streams are closed, new sessions refused.
+    closing: AtomicBool,
+}
+
+/// A `subscriptions/listen` stream: its endpoint and its messages, made once.
+struct Listener {
+    endpoint: Option<String>,
+    /// The change notifications it asked for, as events (empty: it only stays open).
+    changed: Bytes,
+    close: Bytes,
+    tx: mpsc::Sender<Bytes>,
+}
+
+impl HttpServer {
+    /// Binds `options.addr`. Refuses a non-loopback address without tokens.
+    pub async fn bind(options: HttpOptions, router: Arc<Router>) -> Result<Self, HttpError> {
+        if !options.addr.ip().is_loopback() && options.tokens.is_none() {
+            return Err(HttpError::NeedsToken(options.addr));
+        }
+        let listener = TcpListener::bind(options.addr)
+            .await
+            .map_err(|source| HttpError::Bind {
+                addr: options.addr,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| HttpError::Bind {
+            addr: options.addr,
+            source,
+        })?;
+        let limits = options.limits;
+        let shared = Arc::new(Shared {
+            router,
+            tokens: options.tokens,
+            origins: OriginPolicy::new(addr, options.tls.is_some(), &options.allow_origins),
+            sessions: Sessions::new(limits.max_sessions, limits.session_idle()),
+            in_flight: InFlight::new(limits.max_requests_per_client, limits.max_requests),
+            limits,
+            listeners: Mutex::new(Vec::new()),
+            next_request: AtomicU64::new(0),
+            closing: AtomicBool::new(false),
+        });
+        Ok(HttpServer {
+            listener,
+            addr,
+            tls: options.tls,
+            shared,
+        })
+    }
+
+    /// The address bound (with the port the OS chose for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The MCP endpoint's URL (`https` with TLS).
+    pub fn url(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}/mcp", self.addr)
+    }
+
+    /// Serves until `shutdown` completes; then stops accepting, closes the streams, lets the
+    /// calls in flight finish (up to the shutdown grace, then cancels them) and returns.
+    /// With `events`, every change of the plugin set is announced to the sessions' GET
+    /// streams and to the listen streams.
+    pub async fn serve(
+        self,
+        events: Option<broadcast::Receiver<RegistryEvent>>,
+        shutdown: impl Future<Output = ()>,
+    ) {
+        tracing::info!(target: "toolhost::http", "serving MCP on {}", self.url());
+        let shared = self.shared;
+        let announce = events.map(|e| tokio::spawn(announce_changes(e, shared.clone())));
+        let sweep = tokio::spawn(expire_sessions(shared.clone()));
+        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        let connections = Arc::new(Semaphore::new(shared.limits.max_connections.max(1)));
+        tokio::pin!(shutdown);
+        loop {
+            let permit = tokio::select! {
+                _ = &mut shutdown => break,
+                p = connections.clone().acquire_owned() => p.expect("never closed"),
+            };
+            let (stream, peer) = tokio::select! {
+                _ = &mut shutdown => break,
+                accepted = self.listener.accept() => match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        // Out of descriptors and the like: wait a moment rather than spin.
+                        tracing::warn!(target: "toolhost::http", "accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+            };
+            let _ = stream.set_nodelay(true);
+            let watcher = graceful.watcher();
+            let (shared, tls) = (shared.clone(), self.tls.clone());
+            tokio::spawn(async move {
+                match tls {
+                    None => serve_connection(TokioIo::new(stream), shared, peer, watcher).await,
+                    // The handshake runs here, not in the accepting loop: a client that never
+                    // finishes it holds only its own task.
+                    Some(tls) => {
+                        match tokio::time::timeout(HEADER_TIMEOUT, tls.accept(stream)).await {
+                            Ok(Ok(stream)) => {
+                                serve_connection(TokioIo::new(stream), shared, peer, watcher).await
+                            }
+                            Ok(Err(e)) => {
+                                tracing::debug!(target: "toolhost::http", client = %peer, "TLS handshake failed: {e}")
+                            }
+                            Err(_) => {
+                                tracing::debug!(target: "toolhost::http", client = %peer, "TLS handshake too slow")
+                            }
+                        }
+                    }
+                }
+                drop(permit);
+            });
+        }
+        drop(self.listener);
+        tracing::info!(target: "toolhost::http", "shutting down");
+        shared.closing.store(true, Ordering::Release);
+        shared.close_streams();
+        let grace = shared.limits.shutdown_grace();
+        let mut finished = Box::pin(graceful.shutdown());
+        if tokio::time::timeout(grace, &mut finished).await.is_err() {
+            tracing::warn!(target: "toolhost::http", "calls still running after {grace:?}: cancelling them");
+            shared.router.wind_down(super::WIND_DOWN).await;
+            let _ = tokio::time::timeout(super::WIND_DOWN, finished).await;
+        }
+        for task in [announce, Some(sweep)].into_iter().flatten() {
+            task.abort();
+        }
+        shared.router.wind_down(super::WIND_DOWN).await;
+    }
+}
+
+/// Serves one connection's requests until it closes (or the shutdown closes it).
+async fn serve_connection<I>(
+    io: TokioIo<I>,
+    shared: Arc<Shared>,
+    peer: SocketAddr,
+    watcher: hyper_util::server::graceful::Watcher,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let max_buf = shared.limits.max_header_bytes.max(8192);
+    let service = hyper::service::service_fn(move |req| {
+        let shared = shared.clone();
+        async move { Ok::<_, std::convert::Infallible>(endpoint::handle(shared, peer, req).await) }
+    });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
+        .max_buf_size(max_buf)
+        .serve_connection(io, service);
+    if let Err(e) = watcher.watch(conn).await {
+        tracing::debug!(target: "toolhost::http", client = %peer, "connection: {e}");
+    }
+}
+
+impl Shared {
+    /// Ends every stream: the listen streams with their closing reply first.
+    fn close_streams(&self) {
+        for l in lock(&self.listeners).drain(..) {
+            let _ = l.tx.try_send(l.close);
+        }
+        self.sessions.close_streams();
+    }
+
+    /// The capabilities the server of `endpoint` advertises (what `initialize` says).
+    fn capabilities(&self, endpoint: Option<&str>) -> serde_json::Value {
+        let plugin = endpoint.and_then(|n| self.router.registry().get(n));
+        let init = crate::handler::server_initialize_result(
+            plugin.as_deref(),
+            crate::model::LATEST_PROTOCOL_VERSION,
+        );
+        init["capabilities"].clone()
+    }
+
+    /// Tells the sessions and listeners of the plugin that changed (of every plugin, for
+    /// `None`) that their lists changed.
+    fn announce(&self, plugin: Option<&str>) {
+        let affects = |endpoint: &Option<String>| match (endpoint, plugin) {
+            (None, _) | (_, None) => true,
+            (Some(e), Some(p)) => e == p,
+        };
+        // The messages by endpoint: a plugin's server may advertise other lists than all's.
+        let mut messages: std::collections::HashMap<Option<String>, Vec<String>> =
+            std::collections::HashMap::new();
+        for s in self.sessions.all() {
+            if affects(&s.endpoint) {
+                let list = messages.entry(s.endpoint.clone()).or_insert_with(|| {
+                    modern::list_changed(&self.capabilities(s.endpoint.as_deref()))
+                });
+                for m in list.iter() {
+                    s.announce(m);
+                }
+            }
+        }
+        lock(&self.listeners).retain(|l| {
+            if l.changed.is_empty() || !affects(&l.endpoint) {
+                return !l.tx.is_closed();
+            }
+            match l.tx.try_send(l.changed.clone()) {
+                Ok(()) => true,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    tracing::info!(target: "toolhost::http", "a listen stream's reader fell behind; stream dropped");
+                    false
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => false,
+            }
+        });
+    }
+}
+
+async fn announce_changes(mut events: broadcast::Receiver<RegistryEvent>, shared: Arc<Shared>) {
+    use broadcast::error::RecvError;
+    loop {
+        match events.recv().await {
+            Ok(RegistryEvent::Failed { .. }) => {}
+            Ok(
+                RegistryEvent::Added { name, .. }
+                | RegistryEvent::Replaced { name, .. }
+                | RegistryEvent::Removed { name, .. },
+            ) => shared.announce(Some(&name)),
+            Err(RecvError::Lagged(_)) => shared.announce(None),
+            Err(RecvError::Closed) => break,
+        }
+    }
+}
+
+async fn expire_sessions(shared: Arc<Shared>) {
+    let idle = shared.sessions.idle_limit();
+    let period = (idle / 4).clamp(Duration::from_millis(250), Duration::from_secs(30));
+    loop {
+        tokio::time::sleep(period).await;
+        let ended = shared.sessions.expire();
+        if !ended.is_empty() {
+            tracing::info!(target: "toolhost::http", count = ended.len(), open = shared.sessions.len(), "idle sessions ended");
+        }
+    }
+}

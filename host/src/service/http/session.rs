@@ -1,0 +1,257 @@
+//! The sessions of 2025-11-25 clients (`Mcp-Session-Id`): at most a set number, each ended
+//! by `DELETE`, by idleness, or by the server's shutdown; each with its GET stream, whose
+//! recent events are kept for a client resuming with `Last-Event-ID`.
+//!
+//! A 2026-07-28 client has no session: nothing here is needed to serve it, so replicas
+//! behind a plain load balancer serve those clients alike.
+
+use std::{
+    collections::{HashMap, HashSet, VecDeque},
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+
+use super::sse;
+use crate::sync::lock;
+
+/// Events of a GET stream kept for resumption.
+const REPLAY: usize = 32;
+
+/// One session.
+pub struct Session {
+    pub id: String,
+    /// The endpoint it was opened on: `None` for `/mcp`, the plugin for `/mcp/NAME`.
+    pub endpoint: Option<String>,
+    last_seen: Mutex<Instant>,
+    /// Ids of its requests in flight (their JSON text), to cancel when it ends.
+    in_flight: Mutex<HashSet<String>>,
+    stream: Mutex<Stream>,
+}
+
+/// The GET stream: where its events go while a client reads it, and the recent ones.
+#[derive(Default)]
+struct Stream {
+    tx: Option<mpsc::Sender<Bytes>>,
+    recent: VecDeque<(u64, Bytes)>,
+    next: u64,
+}
+
+impl Session {
+    pub fn touch(&self) {
+        *lock(&self.last_seen) = Instant::now();
+    }
+
+    /// Notes a request in flight; the returned id text is what [`Session::finished`] takes.
+    pub fn started(&self, id: &str) {
+        lock(&self.in_flight).insert(id.to_string());
+    }
+
+    pub fn finished(&self, id: &str) {
+        lock(&self.in_flight).remove(id);
+    }
+
+    /// The ids of its requests in flight.
+    pub fn in_flight(&self) -> Vec<String> {
+        lock(&self.in_flight).iter().cloned().collect()
+    }
+
+    /// Opens the GET stream (closing one already open): the events after `last_event` are
+    /// replayed first. `buffer` bounds the events waiting for the reader.
+    pub fn open_stream(&self, last_event: Option<&str>, buffer: usize) -> sse::Feed {
+        let (tx, rx) = mpsc::channel(buffer.max(1));
+        let mut stream = lock(&self.stream);
+        let after = last_event.and_then(|e| e.trim().parse::<u64>().ok());
+        let replay: Vec<u8> = match after {
+            Some(after) => stream
+                .recent
+                .iter()
+                .filter(|(id, _)| *id > after)
+                .flat_map(|(_, e)| e.iter().copied())
+                .collect(),
+            None => Vec::new(),
+        };
+        stream.tx = Some(tx);
+        sse::Feed::new(rx, (!replay.is_empty()).then(|| Bytes::from(replay)))
+    }
+
+    /// Sends `message` on the GET stream (kept for resumption either way). A reader whose
+    /// queue is full is dropped: it may come back with `Last-Event-ID`.
+    pub fn announce(&self, message: &str) {
+        let mut stream = lock(&self.stream);
+        let id = stream.next;
+        stream.next += 1;
+        let event = sse::event(Some(&id.to_string()), message);
+        if stream.recent.len() == REPLAY {
+            stream.recent.pop_front();
+        }
+        stream.recent.push_back((id, event.clone()));
+        if let Some(tx) = &stream.tx {
+            if let Err(e) = tx.try_send(event) {
+                if matches!(e, mpsc::error::TrySendError::Full(_)) {
+                    tracing::info!(target: "toolhost::http", session = %self.id, "a GET stream's reader fell behind; stream dropped");
+                }
+                stream.tx = None;
+            }
+        }
+    }
+
+    /// Whether a client reads its GET stream now.
+    fn streaming(&self) -> bool {
+        lock(&self.stream)
+            .tx
+            .as_ref()
+            .is_some_and(|tx| !tx.is_closed())
+    }
+
+    fn close_stream(&self) {
+        lock(&self.stream).tx = None;
+    }
+}
+
+/// Why no session could be opened.
+#[derive(Debug, thiserror::Error)]
+#[error("{0} sessions are open, the most allowed")]
+pub struct Full(pub usize);
+
+/// Every session, by id.
+pub struct Sessions {
+    map: Mutex<HashMap<String, Arc<Session>>>,
+    max: usize,
+    idle: Duration,
+}
+
+impl Sessions {
+    pub fn new(max: usize, idle: Duration) -> Self {
+        Sessions {
+            map: Mutex::new(HashMap::new()),
+            max,
+            idle,
+        }
+    }
+
+    /// Opens a session on `endpoint`.
+    pub fn open(&self, endpoint: Option<&str>) -> Result<Arc<Session>, Full> {
+        let mut map = lock(&self.map);
+        if map.len() >= self.max {
+            return Err(Full(self.max));
+        }
+        let session = Arc::new(Session {
+            id: new_id(),
+            endpoint: endpoint.map(str::to_string),
+            last_seen: Mutex::new(Instant::now()),
+            in_flight: Mutex::new(HashSet::new()),
+            stream: Mutex::new(Stream::default()),
+        });
+        map.insert(session.id.clone(), session.clone());
+        Ok(session)
+    }
+
+    /// The session `id`, if open, and marks it used.
+    pub fn get(&self, id: &str) -> Option<Arc<Session>> {
+        let s = lock(&self.map).get(id).cloned()?;
+        s.touch();
+        Some(s)
+    }
+
+    /// Ends session `id`; returns it, for its calls to be cancelled.
+    pub fn remove(&self, id: &str) -> Option<Arc<Session>> {
+        let s = lock(&self.map).remove(id)?;
+        s.close_stream();
+        Some(s)
+    }
+
+    pub fn len(&self) -> usize {
+        lock(&self.map).len()
+    }
+
+    /// Every open session.
+    pub fn all(&self) -> Vec<Arc<Session>> {
+        lock(&self.map).values().cloned().collect()
+    }
+
+    /// Ends the sessions idle for longer than the limit: no request since, no call in flight,
+    /// no stream read. Returns them.
+    pub fn expire(&self) -> Vec<Arc<Session>> {
+        let now = Instant::now();
+        let mut map = lock(&self.map);
+        let expired: Vec<String> = map
+            .values()
+            .filter(|s| {
+                now.duration_since(*lock(&s.last_seen)) > self.idle
+                    && lock(&s.in_flight).is_empty()
+                    && !s.streaming()
+            })
+            .map(|s| s.id.clone())
+            .collect();
+        let ended: Vec<_> = expired.iter().filter_map(|id| map.remove(id)).collect();
+        if map.capacity() > 64 && map.capacity() > 4 * map.len() {
+            // Give back what a burst of sessions took.
+            map.shrink_to_fit();
+        }
+        ended
+    }
+
+    /// Closes every GET stream (shutdown).
+    pub fn close_streams(&self) {
+        for s in lock(&self.map).values() {
+            s.close_stream();
+        }
+    }
+
+    pub fn idle_limit(&self) -> Duration {
+        self.idle
+    }
+}
+
+/// A session id: 128 random bits in hex (visible ASCII, as the spec asks).
+fn new_id() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the OS random source works");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+
+    #[tokio::test]
+    async fn a_reader_that_falls_behind_is_dropped_and_memory_stays_bounded() {
+        let sessions = Sessions::new(4, Duration::from_secs(60));
+        let s = sessions.open(None).unwrap();
+        let mut feed = s.open_stream(None, 2);
+        // Nobody reads: the third event finds the queue full and drops the reader.
+        for _ in 0..1000 {
+            s.announce(r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#);
+        }
+        assert!(!s.streaming());
+        assert_eq!(lock(&s.stream).recent.len(), REPLAY);
+        // What was queued is still delivered, then the stream ends.
+        let mut got = Vec::new();
+        while let Some(frame) = feed.frame().await {
+            got.push(frame.unwrap().into_data().unwrap());
+        }
+        assert_eq!(got.len(), 2);
+        assert!(std::str::from_utf8(&got[0]).unwrap().starts_with("id: 0\n"));
+        // It comes back with the last id it saw and gets the kept events after it.
+        let mut resumed = s.open_stream(Some("990"), 2);
+        let replay = resumed.frame().await.unwrap().unwrap().into_data().unwrap();
+        let text = std::str::from_utf8(&replay).unwrap();
+        assert_eq!(text.matches("id: ").count(), 9, "{text}");
+        assert!(text.starts_with("id: 991\n"));
+    }
+
+    #[test]
+    fn sessions_are_bounded() {
+        let sessions = Sessions::new(2, Duration::from_secs(60));
+        let a = sessions.open(Some("calc")).unwrap();
+        sessions.open(None).unwrap();
+        assert!(sessions.open(None).is_err());
+        assert!(sessions.remove(&a.id).is_some());
+        assert!(sessions.get(&a.id).is_none());
+        assert!(sessions.open(None).is_ok());
+    }
+}

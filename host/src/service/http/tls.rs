@@ -1,0 +1,126 @@
+//! TLS for `serve --http --tls-cert FILE --tls-key FILE`, by rustls: the certificate chain and
+//! private key read from PEM files (the key held to the token file's rules: it is a secret).
+
+use std::{
+    fs::File,
+    io::Read as _,
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+use rustls_pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer};
+use tokio_rustls::{rustls, TlsAcceptor};
+
+use super::auth::check_private;
+use crate::trust::{check_owner_and_mode, TrustError};
+
+/// The files of `--tls-cert` and `--tls-key`.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    /// The certificate chain, leaf first (PEM).
+    pub cert: PathBuf,
+    /// Its private key (PEM: PKCS#8, PKCS#1 or SEC1).
+    pub key: PathBuf,
+}
+
+/// Why TLS cannot be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} holds no PEM {what}: {message}")]
+    Pem {
+        path: String,
+        what: &'static str,
+        message: String,
+    },
+    #[error(transparent)]
+    Untrusted(#[from] TrustError),
+    #[error(
+        "the TLS key {path} can be read by other users (mode {mode:o}); \
+         make it private with `chmod 600 {path}`"
+    )]
+    Readable { path: String, mode: u32 },
+    #[error("the certificate and key do not make a TLS configuration: {0}")]
+    Config(#[from] rustls::Error),
+}
+
+/// Reads the files and makes the acceptor (HTTP/1.1 by ALPN).
+pub fn acceptor(files: &TlsFiles, allow_shared: bool) -> Result<TlsAcceptor, TlsError> {
+    let certs = read_certs(&files.cert)?;
+    let key = read_key(&files.key, allow_shared)?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+/// The certificates of a PEM file (at least one).
+pub fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let shown = path.display().to_string();
+    let bytes = read(path, &shown)?.1;
+    let certs = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| TlsError::Pem {
+            path: shown.clone(),
+            what: "certificate",
+            message: e.to_string(),
+        })?;
+    if certs.is_empty() {
+        return Err(TlsError::Pem {
+            path: shown,
+            what: "certificate",
+            message: "no CERTIFICATE section".into(),
+        });
+    }
+    Ok(certs)
+}
+
+/// The private key of a PEM file, which must be this user's (or root's), writable and
+/// readable by nobody else (`allow_shared` lifts the writers rule, not the readers one).
+pub fn read_key(path: &Path, allow_shared: bool) -> Result<PrivateKeyDer<'static>, TlsError> {
+    let shown = path.display().to_string();
+    let (meta, bytes) = read(path, &shown)?;
+    if !allow_shared {
+        check_owner_and_mode(path, &meta)?;
+    }
+    check_private(&shown, &meta).map_err(|_| TlsError::Readable {
+        path: shown.clone(),
+        mode: mode_of(&meta),
+    })?;
+    PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| TlsError::Pem {
+        path: shown,
+        what: "private key",
+        message: e.to_string(),
+    })
+}
+
+fn read(path: &Path, shown: &str) -> Result<(std::fs::Metadata, Vec<u8>), TlsError> {
+    let err = |source| TlsError::Read {
+        path: shown.to_string(),
+        source,
+    };
+    let mut file = File::open(path).map_err(err)?;
+    let meta = file.metadata().map_err(err)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(err)?;
+    Ok((meta, bytes))
+}
+
+#[cfg(unix)]
+fn mode_of(meta: &std::fs::Metadata) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o777
+}
+
+#[cfg(not(unix))]
+fn mode_of(_meta: &std::fs::Metadata) -> u32 {
+    0
+}

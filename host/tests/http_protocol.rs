@@ -1,0 +1,643 @@
+//! `serve --http` speaking both versions of the Streamable HTTP transport: 2026-07-28
+//! (stateless: `server/discover`, `_meta`, mirrored headers, `subscriptions/listen`) and
+//! 2025-11-25 (sessions, the GET stream and its resumption); `/mcp` and `/mcp/NAME`; answers
+//! as JSON or as a stream of progress then the reply; cancellation; session bounds; shutdown.
+
+mod common;
+
+use std::time::Duration;
+
+use common::http::{events_of, Events, Req, Setup};
+use serde_json::{json, Value};
+use toolhost::service::http::HttpLimits;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn tool_names(list: &Value) -> Vec<String> {
+    list["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools in {list}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modern_requests_stand_alone() {
+    let server = Setup::new(&["calc", "faulty"]).start().await;
+    let r = server
+        .modern("/mcp", 1, "server/discover", Value::Null)
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let d = r.json();
+    assert_eq!(d["result"]["resultType"], "complete");
+    assert_eq!(d["result"]["supportedVersions"], json!(["2026-07-28"]));
+    assert_eq!(d["result"]["capabilities"]["tools"]["listChanged"], true);
+    assert_eq!(
+        d["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "toolhost"
+    );
+    assert!(r.header("mcp-session-id").is_none());
+
+    let list = server
+        .modern("/mcp", 2, "tools/list", Value::Null)
+        .send()
+        .await
+        .json();
+    assert_eq!(list["result"]["resultType"], "complete");
+    assert_eq!(list["result"]["ttlMs"], 0);
+    assert!(tool_names(&list).contains(&"calc__add".to_string()));
+
+    // A call without a progress token: one JSON answer.
+    let r = server
+        .modern(
+            "/mcp",
+            3,
+            "tools/call",
+            json!({"name":"calc__add","arguments":{"x":2,"y":40}}),
+        )
+        .send()
+        .await;
+    assert!(!r.is_stream());
+    let reply = r.json();
+    assert_eq!(reply["id"], 3);
+    assert_eq!(reply["result"]["resultType"], "complete");
+    assert_eq!(reply["result"]["content"][0]["text"], "42");
+
+    // With one: its progress on the stream, then the reply, then the end.
+    let r = server
+        .modern(
+            "/mcp",
+            4,
+            "tools/call",
+            json!({"name":"faulty__slow","arguments":{"ms":200},"_meta":{"progressToken":"p4"}}),
+        )
+        .send()
+        .await;
+    assert!(r.is_stream(), "{:?}", r.headers);
+    let events = r.events();
+    let (last, progress) = events.split_last().expect("events");
+    assert!(!progress.is_empty(), "no progress in {events:?}");
+    for p in progress {
+        assert_eq!(p["method"], "notifications/progress");
+        assert_eq!(p["params"]["progressToken"], "p4");
+    }
+    assert_eq!(last["id"], 4);
+    assert_eq!(last["result"]["content"][0]["text"], "slept 200 ms");
+
+    // Stray session headers are ignored; notifications are accepted with nothing to say.
+    let r = server
+        .modern("/mcp", 5, "ping", Value::Null)
+        .header("mcp-session-id", "not-a-session")
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["result"]["resultType"], "complete");
+    let r = server
+        .post(
+            "/mcp",
+            &json!({"jsonrpc":"2.0","method":"notifications/initialized",
+            "params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+                               "io.modelcontextprotocol/clientCapabilities":{}}}}),
+        )
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "notifications/initialized")
+        .send()
+        .await;
+    assert_eq!(r.status, 202);
+    // No GET stream and no DELETE without a session, nor for a 2026-07-28 client with a
+    // stray session header.
+    let id = server.initialize("/mcp").await;
+    for method in ["GET", "DELETE"] {
+        let r = Req::new(server.addr, method, "/mcp")
+            .header("accept", "text/event-stream")
+            .send()
+            .await;
+        assert_eq!(r.status, 405, "{method}");
+        let r = Req::new(server.addr, method, "/mcp")
+            .header("accept", "text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-session-id", &id)
+            .send()
+            .await;
+        assert_eq!(r.status, 405, "{method}");
+        let r = Req::new(server.addr, method, "/mcp")
+            .header("accept", "text/event-stream")
+            .header("mcp-protocol-version", "1999-01-01")
+            .header("mcp-session-id", &id)
+            .send()
+            .await;
+        assert_eq!(r.status, 400, "{method}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modern_headers_must_match_the_body() {
+    let server = Setup::new(&["calc"]).start().await;
+    let add = json!({"name":"calc__add","arguments":{"x":1,"y":2}});
+    let code = |r: &common::http::Reply| r.json()["error"]["code"].clone();
+
+    let r = server
+        .modern("/mcp", 1, "tools/call", add.clone())
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    let mismatch = |method: &str, name: Option<&str>, version: &str| {
+        let body = json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{
+            "name":"calc__add","arguments":{"x":1,"y":2},
+            "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+                     "io.modelcontextprotocol/clientCapabilities":{}}}});
+        let mut r = server
+            .post("/mcp", &body)
+            .header("mcp-protocol-version", version)
+            .header("mcp-method", method);
+        if let Some(n) = name {
+            r = r.header("mcp-name", n);
+        }
+        r
+    };
+    for (method, name, version) in [
+        ("tools/list", Some("calc__add"), "2026-07-28"),
+        ("tools/call", Some("calc__subtract"), "2026-07-28"),
+        ("tools/call", None, "2026-07-28"),
+        (
+            "tools/call",
+            Some("=?base64?Y2FsY19fc3VidHJhY3Q=?="),
+            "2026-07-28",
+        ),
+        ("tools/call", Some("calc__add"), "2026-07-29"),
+    ] {
+        let r = mismatch(method, name, version).send().await;
+        assert_eq!(r.status, 400, "{method} {name:?} {version}: {}", r.body);
+        assert_eq!(code(&r), -32020, "{}", r.body);
+        assert_eq!(r.json()["id"], 7);
+    }
+    // The base64 form of the right name is the right name.
+    let r = mismatch("tools/call", Some("=?base64?Y2FsY19fYWRk?="), "2026-07-28")
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    // A version we do not speak: which ones we do.
+    let body = json!({"jsonrpc":"2.0","id":8,"method":"tools/list","params":{
+        "_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01",
+                 "io.modelcontextprotocol/clientCapabilities":{}}}});
+    let r = server
+        .post("/mcp", &body)
+        .header("mcp-protocol-version", "2099-01-01")
+        .header("mcp-method", "tools/list")
+        .send()
+        .await;
+    assert_eq!(r.status, 400);
+    assert_eq!(code(&r), -32022);
+    assert_eq!(r.json()["error"]["data"]["supported"][0], "2026-07-28");
+    // No capabilities: malformed.
+    let body = json!({"jsonrpc":"2.0","id":9,"method":"tools/list","params":{
+        "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}});
+    let r = server
+        .post("/mcp", &body)
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/list")
+        .send()
+        .await;
+    assert_eq!((r.status, code(&r)), (400, json!(-32602)));
+    // A method nobody implements: 404 with -32601.
+    let r = server
+        .modern("/mcp", 10, "sampling/nothing", Value::Null)
+        .send()
+        .await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    assert_eq!(code(&r), -32601);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listen_stream_hears_of_a_plugin_added() {
+    let server = Setup::new(&["calc"]).start().await;
+    let stream = server
+        .modern(
+            "/mcp",
+            1,
+            "subscriptions/listen",
+            json!({"notifications":{"toolsListChanged":true,"promptsListChanged":true}}),
+        )
+        .open()
+        .await;
+    assert_eq!(stream.status(), 200);
+    let mut events = Events::new(stream);
+    let (_, ack) = events.next(WAIT).await.expect("an acknowledgement");
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true})
+    );
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        1
+    );
+    copy_plugin(&server, "text");
+    let (_, changed) = events.next(WAIT).await.expect("a change");
+    assert_eq!(changed["method"], "notifications/tools/list_changed");
+    assert_eq!(
+        changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        1
+    );
+    let list = server
+        .modern("/mcp", 2, "tools/list", Value::Null)
+        .send()
+        .await
+        .json();
+    assert!(
+        tool_names(&list).iter().any(|n| n.starts_with("text__")),
+        "{list}"
+    );
+    // Shutdown ends the stream with the subscription's closing reply.
+    let stopping = tokio::spawn(server.stop());
+    let (_, close) = events.next(WAIT).await.expect("the closing reply");
+    assert_eq!(close["id"], 1);
+    assert_eq!(close["result"]["resultType"], "complete");
+    assert!(events.next(WAIT).await.is_none());
+    stopping.await.unwrap();
+}
+
+/// Copies example plugin `lib` into the server's folder (as a deploy would: a new file
+/// renamed into place).
+fn copy_plugin(server: &common::http::Server, lib: &str) {
+    let name = common::lib_file(lib);
+    let tmp = server.plugin_dir().join(format!(".{name}.tmp"));
+    std::fs::copy(common::built_plugins().join(&name), &tmp).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::rename(&tmp, server.plugin_dir().join(&name)).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_of_2025_11_25() {
+    let server = Setup::new(&["calc", "faulty"]).start().await;
+    let r = server
+        .post(
+            "/mcp",
+            &json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+                "protocolVersion":"2025-06-18","capabilities":{},
+                "clientInfo":{"name":"t","version":"1"}}}),
+        )
+        .send()
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["result"]["protocolVersion"], "2025-06-18");
+    let id = r.header("mcp-session-id").unwrap().to_string();
+    assert!(id.len() >= 32 && id.bytes().all(|b| b.is_ascii_hexdigit()));
+    let in_session = |body: Value| {
+        server
+            .post("/mcp", &body)
+            .header("mcp-session-id", &id)
+            .header("mcp-protocol-version", "2025-06-18")
+    };
+    let list = in_session(json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}))
+        .send()
+        .await
+        .json();
+    assert!(tool_names(&list).contains(&"calc__add".to_string()));
+    assert!(list["result"].get("resultType").is_none());
+    // An unsupported version header: 400.
+    let r = server
+        .post("/mcp", &json!({"jsonrpc":"2.0","id":3,"method":"ping"}))
+        .header("mcp-session-id", &id)
+        .header("mcp-protocol-version", "1999-01-01")
+        .send()
+        .await;
+    assert_eq!(r.status, 400);
+    // Progress then the reply on the call's stream.
+    let r = in_session(
+        json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{
+        "name":"faulty__slow","arguments":{"ms":100},"_meta":{"progressToken":9}}}),
+    )
+    .send()
+    .await;
+    let events = r.events();
+    assert!(events.len() > 1, "{events:?}");
+    assert_eq!(events[0]["method"], "notifications/progress");
+    assert_eq!(
+        events.last().unwrap()["result"]["content"][0]["text"],
+        "slept 100 ms"
+    );
+    // A client that takes only JSON gets JSON (its progress has nowhere to go).
+    let r = in_session(
+        json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{
+        "name":"faulty__slow","arguments":{"ms":10},"_meta":{"progressToken":10}}}),
+    )
+    .header("accept", "application/json")
+    .send()
+    .await;
+    assert!(!r.is_stream());
+    assert_eq!(r.json()["id"], 5);
+
+    // The GET stream: a change reaches it, with an id to resume from.
+    let get = |last: Option<&str>| {
+        let mut r = Req::new(server.addr, "GET", "/mcp")
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &id);
+        if let Some(l) = last {
+            r = r.header("last-event-id", l);
+        }
+        r
+    };
+    let mut stream = Events::new(get(None).open().await);
+    copy_plugin(&server, "text");
+    let (first_id, changed) = stream.next(WAIT).await.expect("a change");
+    assert_eq!(changed["method"], "notifications/tools/list_changed");
+    let first_id = first_id.expect("an event id");
+    // The client drops the stream and misses a change, then resumes: it gets the change.
+    drop(stream);
+    std::fs::remove_file(server.plugin_dir().join(common::lib_file("text"))).unwrap();
+    common::eventually(WAIT, "the removal is served", || {
+        server.registry.get("text").is_none()
+    })
+    .await;
+    let mut resumed = Events::new(get(Some(&first_id)).open().await);
+    let (second_id, missed) = resumed.next(WAIT).await.expect("the missed change");
+    assert_eq!(missed["method"], "notifications/tools/list_changed");
+    assert!(second_id.unwrap().parse::<u64>().unwrap() > first_id.parse::<u64>().unwrap());
+
+    // DELETE ends it.
+    let r = Req::new(server.addr, "DELETE", "/mcp")
+        .header("mcp-session-id", &id)
+        .send()
+        .await;
+    assert_eq!(r.status, 200);
+    assert!(resumed.next(WAIT).await.is_none(), "the stream ended");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellation_reaches_only_the_sessions_own_call() {
+    let server = Setup::new(&["faulty"]).start().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let (a, b) = (
+        server.initialize("/mcp").await,
+        server.initialize("/mcp").await,
+    );
+    let marker_a = scratch.path().join("a");
+    let marker_b = scratch.path().join("b");
+    // Both sessions call with the same request id.
+    let call = |session: &str, marker: &std::path::Path, ms: u64| {
+        server
+            .post(
+                "/mcp",
+                &json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
+                    "name":"faulty__slow","arguments":{"ms":ms,"marker":marker}}}),
+            )
+            .header("mcp-session-id", session)
+            .send()
+    };
+    let call_a = tokio::spawn(call(&a, &marker_a, 30_000));
+    let call_b = tokio::spawn(call(&b, &marker_b, 2_000));
+    common::eventually(WAIT, "both calls run", || {
+        server.router.calls_in_flight() == 2
+    })
+    .await;
+    let r = server
+        .post(
+            "/mcp",
+            &json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}),
+        )
+        .header("mcp-session-id", &a)
+        .send()
+        .await;
+    assert_eq!(r.status, 202);
+    let reply_a = call_a.await.unwrap().json();
+    assert!(
+        reply_a["result"]["isError"] == true || reply_a["error"].is_object(),
+        "{reply_a}"
+    );
+    let reply_b = call_b.await.unwrap().json();
+    assert_eq!(reply_b["result"]["content"][0]["text"], "slept 2000 ms");
+    assert!(std::fs::read_to_string(&marker_a)
+        .unwrap()
+        .contains("cancelled"));
+    assert_eq!(std::fs::read_to_string(&marker_b).unwrap(), "finished");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_disconnects_cancels_its_call() {
+    let server = Setup::new(&["faulty"]).start().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("slow");
+    // Answered as JSON: the connection is all there is.
+    let call = server
+        .modern(
+            "/mcp",
+            1,
+            "tools/call",
+            json!({"name":"faulty__slow","arguments":{"ms":30000,"marker":marker}}),
+        )
+        .header("accept", "application/json")
+        .open();
+    let pending = tokio::spawn(call);
+    common::eventually(WAIT, "the call runs", || {
+        server.router.calls_in_flight() == 1
+    })
+    .await;
+    pending.abort();
+    common::eventually(WAIT, "the call sees its cancellation", || {
+        std::fs::read_to_string(&marker).is_ok_and(|m| m.contains("cancelled"))
+    })
+    .await;
+    common::eventually(WAIT, "no call in flight", || {
+        server.router.calls_in_flight() == 0
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_plugin_under_its_own_names() {
+    let server = Setup::new(&["calc", "faulty"]).start().await;
+    let list = server
+        .modern("/mcp/calc", 1, "tools/list", Value::Null)
+        .send()
+        .await
+        .json();
+    let names = tool_names(&list);
+    assert!(names.contains(&"add".to_string()), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.contains("__") || n == "slow"),
+        "{names:?}"
+    );
+    let r = server
+        .modern(
+            "/mcp/calc",
+            2,
+            "tools/call",
+            json!({"name":"add","arguments":{"x":1,"y":1}}),
+        )
+        .send()
+        .await;
+    assert_eq!(r.json()["result"]["content"][0]["text"], "2");
+    let d = server
+        .modern("/mcp/calc", 3, "server/discover", Value::Null)
+        .send()
+        .await
+        .json();
+    assert_eq!(
+        d["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "calc"
+    );
+    // A 2025-11-25 session on it too.
+    let id = server.initialize("/mcp/faulty").await;
+    let r = server
+        .post(
+            "/mcp/faulty",
+            &json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fail","arguments":{"message":"no"}}}),
+        )
+        .header("mcp-session-id", &id)
+        .send()
+        .await;
+    assert_eq!(r.json()["result"]["isError"], true);
+    let r = server
+        .modern("/mcp/nosuch", 1, "tools/list", Value::Null)
+        .send()
+        .await;
+    assert_eq!(r.status, 404);
+    let r = Req::new(server.addr, "GET", "/other").send().await;
+    assert_eq!(r.status, 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_are_bounded_and_expire() {
+    let mut setup = Setup::new(&["calc"]);
+    setup.limits = HttpLimits {
+        max_sessions: 2,
+        session_idle_secs: 1,
+        ..HttpLimits::default()
+    };
+    let server = setup.start().await;
+    let a = server.initialize("/mcp").await;
+    let _b = server.initialize("/mcp").await;
+    let r = server
+        .post(
+            "/mcp",
+            &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}),
+        )
+        .send()
+        .await;
+    assert_eq!(r.status, 503, "{}", r.body);
+    // Idle sessions end (nothing touches them here): room for a new one comes back.
+    let mut reopened = false;
+    for _ in 0..200 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let r = server
+            .post(
+                "/mcp",
+                &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}),
+            )
+            .send()
+            .await;
+        if r.status == 200 {
+            reopened = true;
+            break;
+        }
+        assert_eq!(r.status, 503, "{}", r.body);
+    }
+    assert!(reopened, "the idle sessions never ended");
+    let r = server
+        .post("/mcp", &json!({"jsonrpc":"2.0","id":1,"method":"ping"}))
+        .header("mcp-session-id", &a)
+        .send()
+        .await;
+    let expired = r.status == 404;
+    assert!(expired, "the idle session never ended");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_lets_calls_finish_and_closes_streams() {
+    let server = Setup::new(&["faulty"]).start().await;
+    let id = server.initialize("/mcp").await;
+    let mut stream = Events::new(
+        Req::new(server.addr, "GET", "/mcp")
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &id)
+            .open()
+            .await,
+    );
+    let call = tokio::spawn(
+        server
+            .modern(
+                "/mcp",
+                1,
+                "tools/call",
+                json!({"name":"faulty__slow","arguments":{"ms":1500}}),
+            )
+            .send(),
+    );
+    common::eventually(WAIT, "the call runs", || {
+        server.router.calls_in_flight() == 1
+    })
+    .await;
+    let addr = server.addr;
+    server.stop().await;
+    let reply = call.await.unwrap();
+    assert_eq!(
+        reply.json()["result"]["content"][0]["text"],
+        "slept 1500 ms"
+    );
+    assert!(
+        stream.next(WAIT).await.is_none(),
+        "the GET stream was closed"
+    );
+    assert!(
+        tokio::net::TcpStream::connect(addr).await.is_err(),
+        "still accepting after shutdown"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifications_and_responses_are_accepted() {
+    let server = Setup::new(&["calc"]).start().await;
+    let id = server.initialize("/mcp").await;
+    // A response (to a request we never sent) and a batch.
+    let r = server
+        .post("/mcp", &json!({"jsonrpc":"2.0","id":"x","result":{}}))
+        .header("mcp-session-id", &id)
+        .send()
+        .await;
+    assert_eq!(r.status, 202);
+    let r = Req::new(server.addr, "POST", "/mcp")
+        .header("content-type", "application/json")
+        .body("[{}]".into())
+        .send()
+        .await;
+    assert_eq!(r.status, 400);
+    let r = Req::new(server.addr, "POST", "/mcp")
+        .header("content-type", "text/plain")
+        .body("{}".into())
+        .send()
+        .await;
+    assert_eq!(r.status, 415);
+    let r = Req::new(server.addr, "POST", "/mcp")
+        .header("content-type", "application/json")
+        .header("accept", "text/html")
+        .body("{}".into())
+        .send()
+        .await;
+    assert_eq!(r.status, 406);
+    let r = Req::new(server.addr, "POST", "/mcp")
+        .header("content-type", "application/json")
+        .body("{oops".into())
+        .send()
+        .await;
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, json!(-32700))
+    );
+    // A client taking only streams gets its quick answers as a one-event stream.
+    let r = server
+        .modern("/mcp", 1, "tools/list", Value::Null)
+        .header("accept", "text/event-stream")
+        .send()
+        .await;
+    assert!(r.is_stream());
+    assert_eq!(events_of(&r.body).len(), 1);
+}

@@ -1,0 +1,408 @@
+//! `serve --http` as an attacker would try it: no token or a wrong one, a foreign origin or a
+//! rebound host name, a made-up session, an oversized body, a non-loopback address without
+//! tokens. Each refusal is checked for its status and that no tool ran (the faulty plugin's
+//! `stuck` tool writes a marker file first thing), and each test also shows the same call
+//! running when allowed, so the marker proves something.
+
+mod common;
+
+use std::time::Duration;
+
+use common::http::{Req, Setup, TOKEN};
+use serde_json::{json, Value};
+use toolhost::service::http::{HttpError, HttpLimits, HttpOptions, HttpServer};
+
+/// A `tools/call` of `faulty__stuck` that writes `marker` when it runs.
+fn stuck_call(marker: &std::path::Path) -> Value {
+    json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
+        "name":"faulty__stuck","arguments":{"ms":1,"marker":marker}}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_token_or_a_wrong_one_is_401_and_runs_nothing() {
+    let server = Setup::new(&["faulty"]).with_token().start().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("ran");
+    let session_less = |auth: Option<&str>| {
+        let mut r = server.modern(
+            "/mcp",
+            1,
+            "tools/call",
+            json!({"name":"faulty__stuck","arguments":{"ms":1,"marker":marker}}),
+        );
+        if let Some(a) = auth {
+            r = r.header("authorization", a);
+        }
+        r
+    };
+    for auth in [
+        None,
+        Some("Bearer wrong-token-0123456789abcdef"),
+        Some(&format!("Bearer {TOKEN}x")),
+        Some(&format!("Basic {TOKEN}")),
+        Some("Bearer "),
+    ] {
+        let r = session_less(auth).send().await;
+        assert_eq!(r.status, 401, "{auth:?}: {}", r.body);
+        let challenge = if auth.is_some() {
+            r#"Bearer realm="toolhost", error="invalid_token""#
+        } else {
+            r#"Bearer realm="toolhost""#
+        };
+        assert_eq!(r.header("www-authenticate"), Some(challenge));
+        assert_eq!(r.json()["error"]["code"], -32000);
+        // A 2025-11-25 client cannot even open a session.
+        let mut init = server.post(
+            "/mcp",
+            &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}),
+        );
+        if let Some(a) = auth {
+            init = init.header("authorization", a);
+        }
+        let r = init.send().await;
+        assert_eq!(r.status, 401);
+        assert!(r.header("mcp-session-id").is_none());
+        // Nor the GET stream, nor the per-plugin endpoint.
+        let r = Req::new(server.addr, "POST", "/mcp/faulty")
+            .body(stuck_call(&marker).to_string())
+            .send()
+            .await;
+        assert_eq!(r.status, 401);
+    }
+    assert!(
+        !marker.exists(),
+        "a tool ran for a request without a valid token"
+    );
+    // The health check needs no token and says nothing more.
+    let r = Req::new(server.addr, "GET", "/healthz").send().await;
+    assert_eq!((r.status, r.body.as_str()), (200, "ok\n"));
+    // With the token, the same call runs.
+    let r = session_less(Some(&format!("Bearer {TOKEN}"))).send().await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["result"]["content"][0]["text"], "was stuck 1 ms");
+    assert!(marker.exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_origin_or_rebound_host_is_403_and_runs_nothing() {
+    let server = Setup::new(&["faulty"]).start().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("ran");
+    let call = stuck_call(&marker);
+    let port = server.addr.port();
+    for (origin, host) in [
+        (Some("http://evil.example"), None),
+        (Some(&format!("http://evil.example:{port}")[..]), None),
+        // DNS rebinding: the page's origin and the Host both name the attacker's site.
+        (
+            Some(&format!("http://evil.example:{port}")[..]),
+            Some(&format!("evil.example:{port}")[..]),
+        ),
+        (None, Some(&format!("evil.example:{port}")[..])),
+        (Some("null"), None),
+        (Some(&format!("https://localhost:{port}")[..]), None),
+    ] {
+        let mut r = server.post("/mcp", &call);
+        if let Some(o) = origin {
+            r = r.header("origin", o);
+        }
+        if let Some(h) = host {
+            r = r.header("host", h);
+        }
+        let reply = r.send().await;
+        assert_eq!(
+            reply.status, 403,
+            "origin {origin:?} host {host:?}: {}",
+            reply.body
+        );
+        assert!(reply.json()["error"].is_object());
+    }
+    assert!(!marker.exists(), "a tool ran for a foreign origin");
+    // The server's own origin is allowed (a page it served), as is no origin at all.
+    let id = server.initialize("/mcp").await;
+    let r = server
+        .post("/mcp", &call)
+        .header("origin", &format!("http://localhost:{port}"))
+        .header("mcp-session-id", &id)
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(marker.exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configured_origins_are_allowed() {
+    let mut setup = Setup::new(&["calc"]);
+    setup.allow_origins = vec!["http://localhost:6274".into()];
+    let server = setup.start().await;
+    let discover = |origin: &str| {
+        server
+            .modern("/mcp", 1, "server/discover", Value::Null)
+            .header("origin", origin)
+    };
+    assert_eq!(discover("http://localhost:6274").send().await.status, 200);
+    assert_eq!(discover("http://localhost:6275").send().await.status, 403);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_or_ended_session_is_404() {
+    let server = Setup::new(&["faulty"]).start().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("ran");
+    let call = stuck_call(&marker);
+    let r = server
+        .post("/mcp", &call)
+        .header("mcp-session-id", "0123456789abcdef0123456789abcdef")
+        .send()
+        .await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    // No session at all: 400, so the client knows to initialize.
+    let r = server.post("/mcp", &call).send().await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(!marker.exists());
+    // A session of another endpoint is not one of this one.
+    let id = server.initialize("/mcp/faulty").await;
+    let r = server
+        .post("/mcp", &call)
+        .header("mcp-session-id", &id)
+        .send()
+        .await;
+    assert_eq!(r.status, 404);
+    assert!(!marker.exists());
+    // A real one works until DELETE ends it.
+    let id = server.initialize("/mcp").await;
+    let r = server
+        .post("/mcp", &call)
+        .header("mcp-session-id", &id)
+        .send()
+        .await;
+    assert_eq!(r.status, 200);
+    std::fs::remove_file(&marker).unwrap();
+    let r = Req::new(server.addr, "DELETE", "/mcp")
+        .header("mcp-session-id", &id)
+        .send()
+        .await;
+    assert_eq!(r.status, 200);
+    let r = server
+        .post("/mcp", &call)
+        .header("mcp-session-id", &id)
+        .send()
+        .await;
+    assert_eq!(r.status, 404);
+    let r = Req::new(server.addr, "GET", "/mcp")
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &id)
+        .send()
+        .await;
+    assert_eq!(r.status, 404);
+    assert!(!marker.exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_body_is_413_and_a_huge_head_431() {
+    let mut setup = Setup::new(&["faulty"]);
+    setup.limits = HttpLimits {
+        max_body_bytes: 2048,
+        max_header_bytes: 8192,
+        ..HttpLimits::default()
+    };
+    let server = setup.start().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("ran");
+    let mut call = stuck_call(&marker);
+    call["params"]["arguments"]["padding"] = json!("x".repeat(4096));
+    let r = server
+        .modern("/mcp", 1, "tools/call", call["params"].clone())
+        .send()
+        .await;
+    assert_eq!(r.status, 413, "{}", r.body);
+    assert_eq!(r.json()["error"]["code"], -32600);
+    let r = server
+        .modern("/mcp", 1, "server/discover", Value::Null)
+        .header("x-filler", &"y".repeat(16 << 10))
+        .send()
+        .await;
+    assert_eq!(r.status, 431);
+    assert!(!marker.exists());
+    // Under the limit, it runs.
+    call["params"]["arguments"]
+        .as_object_mut()
+        .unwrap()
+        .remove("padding");
+    let r = server
+        .modern("/mcp", 1, "tools/call", call["params"].clone())
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(marker.exists());
+}
+
+#[tokio::test]
+async fn a_non_loopback_address_without_tokens_refuses_to_start() {
+    let (router, _dirs) =
+        common::open_router(&["calc"], toolhost::handler::RouterConfig::default());
+    let options = |addr: &str| HttpOptions {
+        addr: addr.parse().unwrap(),
+        tokens: None,
+        allow_origins: Vec::new(),
+        limits: HttpLimits::default(),
+        tls: None,
+    };
+    for addr in ["0.0.0.0:0", "[::]:0", "192.0.2.1:8765"] {
+        match HttpServer::bind(options(addr), router.clone()).await {
+            Err(HttpError::NeedsToken(_)) => {}
+            Err(e) => panic!("{addr}: refused for another reason: {e}"),
+            Ok(_) => panic!("{addr}: started without tokens"),
+        }
+    }
+    assert!(HttpServer::bind(options("127.0.0.1:0"), router)
+        .await
+        .is_ok());
+}
+
+#[test]
+fn the_command_refuses_a_public_address_without_a_token_file() {
+    let plugins = common::plugin_dir(&["calc"]);
+    let out = common::toolhost(&["serve", "--http", "0.0.0.0:0"], plugins.path())
+        .output()
+        .expect("run toolhost");
+    assert!(!out.status.success());
+    let err = common::text(&out.stderr);
+    assert!(err.contains("--auth-token-file"), "{err}");
+    // A token file others can read is refused too.
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, format!("{TOKEN}\n")).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let out = common::toolhost(
+            &[
+                "serve",
+                "--http",
+                "0.0.0.0:0",
+                "--auth-token-file",
+                tokens.to_str().unwrap(),
+            ],
+            plugins.path(),
+        )
+        .output()
+        .expect("run toolhost");
+        assert!(!out.status.success());
+        let err = common::text(&out.stderr);
+        assert!(err.contains("chmod 600"), "{err}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_over_the_per_client_bound_are_429() {
+    let mut setup = Setup::new(&["faulty"]);
+    setup.limits = HttpLimits {
+        max_requests_per_client: 1,
+        ..HttpLimits::default()
+    };
+    let server = setup.start().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("slow");
+    // One call in flight (its stream open), then a second from the same address.
+    let first = server
+        .modern(
+            "/mcp",
+            1,
+            "tools/call",
+            json!({"name":"faulty__slow","arguments":{"ms":30000,"marker":marker},
+                   "_meta":{"progressToken":1}}),
+        )
+        .open()
+        .await;
+    assert_eq!(first.status(), 200);
+    let r = server
+        .modern("/mcp", 2, "tools/list", Value::Null)
+        .send()
+        .await;
+    assert_eq!(r.status, 429, "{}", r.body);
+    assert_eq!(r.header("retry-after"), Some("1"));
+    // The first call's client goes away: the call is cancelled, its slot freed.
+    drop(first);
+    common::eventually(
+        Duration::from_secs(10),
+        "the slow call sees its cancellation",
+        || std::fs::read_to_string(&marker).is_ok_and(|m| m.contains("cancelled")),
+    )
+    .await;
+    let mut listed = false;
+    for _ in 0..500 {
+        let r = server
+            .modern("/mcp", 3, "tools/list", Value::Null)
+            .send()
+            .await;
+        if r.status == 200 {
+            listed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(listed, "the slot was never given back");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_serves_https_and_keeps_its_key_private() {
+    use toolhost::service::http::{read_certs, tls_acceptor, TlsError, TlsFiles};
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key.pem");
+    std::fs::copy(fixtures.join("key.pem"), &key).unwrap();
+    let files = TlsFiles {
+        cert: fixtures.join("cert.pem"),
+        key: key.clone(),
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(matches!(
+            tls_acceptor(&files, false),
+            Err(TlsError::Readable { .. })
+        ));
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let mut setup = Setup::new(&["calc"]).with_token();
+    setup.tls = Some(tls_acceptor(&files, false).expect("the fixture's certificate and key"));
+    let server = setup.start().await;
+    let roots = read_certs(&fixtures.join("ca.pem")).unwrap();
+    let port = server.addr.port();
+    let r = server
+        .modern(
+            "/mcp",
+            1,
+            "tools/call",
+            json!({"name":"calc__add","arguments":{"x":2,"y":2}}),
+        )
+        .header("authorization", &format!("Bearer {TOKEN}"))
+        .header("origin", &format!("https://localhost:{port}"))
+        .send_tls(&roots)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["result"]["content"][0]["text"], "4");
+    // The token is still required over TLS.
+    let r = server
+        .modern("/mcp", 2, "tools/list", Value::Null)
+        .send_tls(&roots)
+        .await;
+    assert_eq!(r.status, 401);
+    // Plain HTTP on the TLS port gets no answer.
+    let stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let plain = hyper::client::conn::http1::handshake::<_, http_body_util::Full<bytes::Bytes>>(
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await;
+    if let Ok((mut sender, conn)) = plain {
+        tokio::spawn(conn);
+        let req = hyper::Request::post("/mcp")
+            .header("host", server.addr.to_string())
+            .body(http_body_util::Full::new(bytes::Bytes::from_static(b"{}")))
+            .unwrap();
+        assert!(sender.send_request(req).await.is_err());
+    }
+}

@@ -1,0 +1,220 @@
+//! What a prompt returns: its messages, and why it may give none.
+
+use std::{any::Any, fmt::Display};
+
+use serde_json::{json, Map, Value};
+
+use crate::{extras::RequestError, result::Content};
+
+/// Who says a [`PromptMessage`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+impl Role {
+    fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+}
+
+/// One message of a prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptMessage {
+    pub role: Role,
+    pub content: Content,
+}
+
+impl PromptMessage {
+    /// A user message of text.
+    pub fn user(text: impl Into<String>) -> Self {
+        PromptMessage {
+            role: Role::User,
+            content: Content::text(text),
+        }
+    }
+
+    /// An assistant message of text.
+    pub fn assistant(text: impl Into<String>) -> Self {
+        PromptMessage {
+            role: Role::Assistant,
+            content: Content::text(text),
+        }
+    }
+
+    /// A message of any content (an image, say).
+    pub fn new(role: Role, content: Content) -> Self {
+        PromptMessage { role, content }
+    }
+
+    /// The text, if the content is text.
+    pub fn text(&self) -> Option<&str> {
+        match &self.content {
+            Content::Text(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        let content = match &self.content {
+            Content::Text(t) => json!({"type": "text", "text": t}),
+            Content::Image { data, mime_type } => {
+                json!({"type": "image", "data": data, "mimeType": mime_type})
+            }
+            Content::Audio { data, mime_type } => {
+                json!({"type": "audio", "data": data, "mimeType": mime_type})
+            }
+        };
+        json!({"role": self.role.as_str(), "content": content})
+    }
+}
+
+/// What a prompt gives: its messages, and optionally a description of this rendering.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PromptResult {
+    pub description: Option<String>,
+    pub messages: Vec<PromptMessage>,
+}
+
+impl PromptResult {
+    /// These messages.
+    pub fn new(messages: Vec<PromptMessage>) -> Self {
+        PromptResult {
+            description: None,
+            messages,
+        }
+    }
+
+    /// With a description.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// The MCP `GetPromptResult`.
+    pub(crate) fn to_json(&self) -> Value {
+        let mut o = Map::new();
+        if let Some(d) = &self.description {
+            o.insert("description".into(), d.clone().into());
+        }
+        o.insert(
+            "messages".into(),
+            self.messages.iter().map(PromptMessage::to_json).collect(),
+        );
+        Value::Object(o)
+    }
+}
+
+/// Why a prompt gave no messages: its arguments do not fit (MCP error -32602) or it failed
+/// (-32603). Any other error type a prompt returns (`E: Display`) is a failure; `?` converts
+/// errors into it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptError {
+    invalid_argument: bool,
+    message: String,
+}
+
+impl PromptError {
+    /// The prompt failed.
+    pub fn new(message: impl Into<String>) -> Self {
+        PromptError {
+            invalid_argument: false,
+            message: message.into(),
+        }
+    }
+
+    /// The arguments do not fit (an id that names nothing, say); the client shows the message
+    /// to the user.
+    pub fn invalid_argument(message: impl Into<String>) -> Self {
+        PromptError {
+            invalid_argument: true,
+            message: message.into(),
+        }
+    }
+
+    /// Whether it blames the arguments.
+    pub fn is_invalid_argument(&self) -> bool {
+        self.invalid_argument
+    }
+
+    pub(super) fn of<E: Display + 'static>(e: E) -> Self {
+        let any = &e as &dyn Any;
+        if let Some(p) = any.downcast_ref::<PromptError>() {
+            return p.clone();
+        }
+        if let Some(r) = any.downcast_ref::<RequestError>() {
+            if r.code == crate::extras::code::INVALID_PARAMS {
+                return Self::invalid_argument(r.message.clone());
+            }
+        }
+        Self::new(e.to_string())
+    }
+
+    pub(crate) fn into_request_error(self) -> RequestError {
+        if self.invalid_argument {
+            RequestError::invalid_params(self.message)
+        } else {
+            RequestError::internal(self.message)
+        }
+    }
+}
+
+impl<E: std::error::Error> From<E> for PromptError {
+    fn from(e: E) -> Self {
+        PromptError::new(e.to_string())
+    }
+}
+
+impl Display for PromptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// What a prompt function may return: text (`String`, `&str`: one user message), a
+/// [`PromptMessage`], `Vec<PromptMessage>`, a [`PromptResult`] (with a description), or any of
+/// these in a `Result<_, E>` with `E: Display`.
+pub trait IntoPromptResult {
+    #[doc(hidden)]
+    fn into_prompt_result(self) -> Result<PromptResult, PromptError>;
+}
+
+impl IntoPromptResult for String {
+    fn into_prompt_result(self) -> Result<PromptResult, PromptError> {
+        Ok(PromptResult::new(vec![PromptMessage::user(self)]))
+    }
+}
+
+impl IntoPromptResult for &str {
+    fn into_prompt_result(self) -> Result<PromptResult, PromptError> {
+        Ok(PromptResult::new(vec![PromptMessage::user(self)]))
+    }
+}
+
+impl IntoPromptResult for PromptMessage {
+    fn into_prompt_result(self) -> Result<PromptResult, PromptError> {
+        Ok(PromptResult::new(vec![self]))
+    }
+}
+
+impl IntoPromptResult for Vec<PromptMessage> {
+    fn into_prompt_result(self) -> Result<PromptResult, PromptError> {
+        Ok(PromptResult::new(self))
+    }
+}
+
+impl IntoPromptResult for PromptResult {
+    fn into_prompt_result(self) -> Result<PromptResult, PromptError> {
+        Ok(self)
+    }
+}
+
+impl<T: IntoPromptResult, E: Display + 'static> IntoPromptResult for Result<T, E> {
+    fn into_prompt_result(self) -> Result<PromptResult, PromptError> {
+        self.map_err(PromptError::of)?.into_prompt_result()
+    }
+}

@@ -1,0 +1,80 @@
+//! A plugin of today's SDK in a host built before `HostVTable::notify` existed: telling the
+//! clients about a change is a no-op that says so (`false`), and nothing else changes.
+
+use std::ffi::c_void;
+
+use abi_stable::{
+    prefix_type::{PrefixRef, WithMetadata},
+    std_types::{RResult, RStr},
+    StableAbi,
+};
+use toolhost_plugin::{
+    __private::PluginEntry,
+    abi::{CallCtx, CallVTable, CallVTableRef, HostApi, HostVTableRef},
+    prelude::*,
+};
+
+/// Announce a change, during the call and from a thread of the plugin's own.
+#[tool]
+pub fn touch(_: NoArgs, ctx: &Context) -> String {
+    let during = ctx.resource_updated("mem://1");
+    let outside = std::thread::spawn(toolhost_plugin::notify::resource_list_changed)
+        .join()
+        .unwrap();
+    format!("{during} {outside}")
+}
+
+export_plugin! {
+    name: "old-host-test",
+    tools: [touch],
+}
+
+/// The host's callback table as hosts before `notify` declared it: `log` only.
+#[repr(C)]
+#[derive(StableAbi)]
+#[sabi(kind(Prefix(prefix_ref = OldHostVTableRef)))]
+#[sabi(missing_field(option))]
+pub struct OldHostVTable {
+    #[sabi(last_prefix_field)]
+    pub log: extern "C" fn(data: *const c_void, level: u8, target: RStr<'_>, message: RStr<'_>),
+}
+
+extern "C" fn log(_: *const c_void, _: u8, _: RStr<'_>, _: RStr<'_>) {}
+
+static OLD_HOST_VTABLE: &WithMetadata<OldHostVTable> = &WithMetadata::new(OldHostVTable { log });
+
+extern "C" fn not_cancelled(_: *const c_void) -> bool {
+    false
+}
+extern "C" fn progress(_: *const c_void, _: f64, _: f64, _: RStr<'_>) {}
+static CALL_VTABLE: &WithMetadata<CallVTable> = &WithMetadata::new(CallVTable {
+    is_cancelled: not_cancelled,
+    progress,
+    log,
+});
+
+#[test]
+fn without_the_hosts_notify_a_notification_goes_nowhere_and_says_so() {
+    let old: PrefixRef<_> = OLD_HOST_VTABLE.static_as_prefix();
+    // SAFETY: what an older host hands a plugin: a pointer to its own (shorter) prefix table,
+    // whose metadata says how many fields it has. `HostVTable` begins with the same field, so
+    // the plugin reads `log` and finds `notify` absent, as it would across the real ABI.
+    let vtable: HostVTableRef = unsafe { std::mem::transmute(OldHostVTableRef(old)) };
+    assert!(vtable.notify().is_none());
+    let host = HostApi {
+        data: std::ptr::null(),
+        vtable,
+    };
+    let root = __ToolhostPlugin::root_module();
+    if let RResult::RErr(e) = (root.init())(host) {
+        panic!("{e}");
+    }
+    let ctx = CallCtx {
+        data: std::ptr::null(),
+        vtable: CallVTableRef(CALL_VTABLE.static_as_prefix()),
+    };
+    let out = (root.call())(RStr::from_str("touch"), RStr::from_str("{}"), &ctx);
+    assert!(!out.is_error);
+    assert_eq!(out.content[0].data.as_str(), "false false");
+    (root.unload().unwrap())();
+}
