@@ -365,8 +365,15 @@ fn the_hook_command_list_and_doctor() {
         json!({"id": "refuse_commands", "event": "PreToolUse", "matcher": "Bash"})
     );
     let (_, out, _) = run(&["doctor"]);
+    let line = out
+        .lines()
+        .find(|l| l.contains("libguard"))
+        .unwrap_or_else(|| panic!("{out}"));
     assert!(
-        out.contains("guard 0.1.0, 0 tools (), 3 hooks (PreToolUse Bash, PostToolUse, UserPromptSubmit), a permission policy"),
-        "{out}"
+        line.contains(": guard 0.1.0, 0 tools (), ")
+            && line.contains(" hooks (PreToolUse Bash, PostToolUse")
+            && line.contains("), a permission policy;")
+            && line.starts_with("✓"),
+        "{line}"
     );
 }
