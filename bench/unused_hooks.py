@@ -2,8 +2,9 @@
 """What registering every hook event costs when no plugin has a hook, with the real CLI.
 
 Runs `toolhost chat` (calc only, no hook plugin) against the real `claude` CLI and the fake
-Messages API of the end-to-end tests, once as is (every event registered, docs/protocol.md
-§13.6) and once with `--no-hooks`, interleaved. Each session runs turns whose fake model makes
+Messages API of the end-to-end tests, with `--hooks` (every event registered, docs/protocol.md
+§14.6, though no hook matches), as is (nothing registered: no plugin has hooks) and with
+`--no-hooks`, interleaved. Each session runs turns whose fake model makes
 K parallel calc calls; the time from the prompt line to its `RESULT:` line is a turn. The
 difference of the medians, over K = 1 and K = 20, gives the cost per turn and per tool call.
 
@@ -18,8 +19,9 @@ ap.add_argument("toolhost"); ap.add_argument("claude"); ap.add_argument("fake_ap
 ap.add_argument("--sessions", type=int, default=3)
 ap.add_argument("--turns", type=int, default=8)
 args = ap.parse_args()
+args.toolhost, args.claude, args.fake_api = (
+    os.path.abspath(a) for a in (args.toolhost, args.claude, args.fake_api))
 
-root = os.path.dirname(os.path.dirname(os.path.abspath(args.toolhost)))
 fake = subprocess.Popen([args.fake_api], stdout=subprocess.PIPE, text=True)
 url = fake.stdout.readline().strip()
 home = tempfile.mkdtemp(prefix="toolhost-unused-hooks-")
@@ -37,8 +39,11 @@ env.update(ANTHROPIC_BASE_URL=url, ANTHROPIC_API_KEY="sk-test", ENABLE_TOOL_SEAR
 os.makedirs(home + "/r", mode=0o700)
 
 
-def session(no_hooks, k):
-    argv = [args.toolhost, "chat", "--plugins", plugins] + (["--no-hooks"] if no_hooks else [])
+MODES = {"--hooks": ["--hooks"], "default": [], "--no-hooks": ["--no-hooks"]}
+
+
+def session(mode, k):
+    argv = [args.toolhost, "chat", "--plugins", plugins] + MODES[mode]
     p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, text=True, env=env, cwd=work)
     lines = queue.Queue()
@@ -58,14 +63,14 @@ def session(no_hooks, k):
 results = {}
 for _ in range(args.sessions):
     for k in (1, 20):
-        for no_hooks in (False, True):
-            results.setdefault((k, no_hooks), []).extend(session(no_hooks, k))
+        for mode in MODES:
+            results.setdefault((k, mode), []).extend(session(mode, k))
 fake.kill()
 med = {key: statistics.median(v) * 1e3 for key, v in results.items()}
 for k in (1, 20):
-    print(f"K={k:2}: turn median {med[(k, False)]:.2f} ms with hooks registered, "
-          f"{med[(k, True)]:.2f} ms with --no-hooks: +{med[(k, False)] - med[(k, True)]:.2f} ms")
-per_call = ((med[(20, False)] - med[(20, True)]) - (med[(1, False)] - med[(1, True)])) / 19
-print(f"per tool call (slope over K): {per_call:.3f} ms; "
-      f"per turn (K=1): {med[(1, False)] - med[(1, True)]:.2f} ms")
-print(json.dumps({f"{k}{'-nohooks' if n else ''}": v for (k, n), v in med.items()}))
+    print(f"K={k:2}: turn median " + ", ".join(f"{mode} {med[(k, mode)]:.2f} ms" for mode in MODES))
+for mode in ("--hooks", "default"):
+    extra = {k: med[(k, mode)] - med[(k, "--no-hooks")] for k in (1, 20)}
+    per_call = (extra[20] - extra[1]) / 19
+    print(f"{mode} against --no-hooks: per tool call {per_call:.3f} ms (slope over K), "
+          f"per turn {extra[1]:.2f} ms (K=1)")

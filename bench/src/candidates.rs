@@ -24,6 +24,8 @@ pub struct Candidate {
     how: How,
     /// Whether the slow-tool line can be measured through it (toolhost with faulty).
     pub slow_capable: bool,
+    /// `--hooks`: whether it refuses `rm -rf` (it has the guard plugin, or is the floor).
+    guarded: bool,
     /// Whether it serves resources (toolhost, with faulty): the read row.
     pub reads: bool,
 }
@@ -59,6 +61,7 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
         name: "floor (hand-written responder)".into(),
         how: How::Floor,
         slow_capable: false,
+        guarded: true,
         reads: false,
     }];
     let toolhost = |isolate: bool| {
@@ -88,6 +91,7 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
         name: "toolhost (in process)".into(),
         how: toolhost(false),
         slow_capable: true,
+        guarded: true,
         reads: true,
     });
     if supports_isolate(cli)? {
@@ -95,6 +99,7 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
             name: "toolhost (--isolate)".into(),
             how: toolhost(true),
             slow_capable: false,
+            guarded: true,
             reads: true,
         });
     }
@@ -108,6 +113,7 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
                 plugins_arg: None,
             },
             slow_capable: false,
+            guarded: true,
             reads: false,
         });
     }
@@ -127,6 +133,7 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
                     plugins_arg: None,
                 },
                 slow_capable: false,
+                guarded: true,
                 reads: false,
             });
         }
@@ -153,12 +160,14 @@ fn hook_candidates(
         name: "toolhost, guard (in process)".into(),
         how: toolhost(false),
         slow_capable: false,
+        guarded: true,
         reads: false,
     });
     out.push(Candidate {
         name: "toolhost, guard (--isolate)".into(),
         how: toolhost(true),
         slow_capable: false,
+        guarded: true,
         reads: false,
     });
     out.push(Candidate {
@@ -174,6 +183,7 @@ fn hook_candidates(
             plugins_arg: None,
         },
         slow_capable: false,
+        guarded: false,
         reads: false,
     });
     Ok(out)
@@ -243,7 +253,8 @@ impl Candidate {
                     }
                 }
                 if cli.hooks {
-                    cmd.env("TOOLHOST_BENCH_HOOKS", "1");
+                    let mode = if self.guarded { "guarded" } else { "unguarded" };
+                    cmd.env("TOOLHOST_BENCH_HOOKS", mode);
                 }
                 let child = cmd
                     .spawn()
@@ -280,7 +291,7 @@ fn run_floor(cli: &Cli) -> Result<Report> {
     peer.handshake("calc", "add")?;
     let handshake_ms = started.elapsed().as_secs_f64() * 1e3;
     let mut report = if cli.hooks {
-        crate::client::hook_workload(&mut peer, cli.n)?
+        crate::client::hook_workload(&mut peer, cli.n, true)?
     } else {
         workload(&mut peer, cli.n, cli.concurrency, false)?
     };

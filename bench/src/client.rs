@@ -257,13 +257,13 @@ impl Peer {
 impl Peer {
     /// Sends `n` PreToolUse `hook_callback`s for Bash one at a time, as the CLI sends them
     /// (2.1.331's input fields), and checks each answer: `ls` commands get `{}`, `rm -rf`
-    /// ones a deny.
-    pub fn hook_calls(&mut self, n: usize) -> Result<Phase> {
+    /// ones a deny (`{}` too when `guarded` is false: no hook plugin).
+    pub fn hook_calls(&mut self, n: usize, guarded: bool) -> Result<Phase> {
         let mut lat = Vec::with_capacity(n);
         let start = Instant::now();
         for i in 0..n {
-            let refuse = i % 2 == 1;
-            let command = if refuse {
+            let refuse = i % 2 == 1 && guarded;
+            let command = if i % 2 == 1 {
                 format!("rm -rf /tmp/bench-{i}")
             } else {
                 format!("ls -la /tmp/bench-{i}")
@@ -297,10 +297,11 @@ impl Peer {
     }
 }
 
-/// The `--hooks` workload: a warm-up, then `n` PreToolUse callbacks one at a time.
-pub fn hook_workload(peer: &mut Peer, n: usize) -> Result<Report> {
-    peer.hook_calls(n / 10 + 1)?;
-    let hook = peer.hook_calls(n)?;
+/// The `--hooks` workload: a warm-up, then `n` PreToolUse callbacks one at a time (`guarded`:
+/// the candidate refuses `rm -rf`).
+pub fn hook_workload(peer: &mut Peer, n: usize, guarded: bool) -> Result<Report> {
+    peer.hook_calls(n / 10 + 1, guarded)?;
+    let hook = peer.hook_calls(n, guarded)?;
     Ok(Report {
         hook: Some(hook),
         checked: peer.checked,

@@ -109,7 +109,8 @@ fn fake_cli() -> Result<()> {
     let depth: usize = std::env::var("TOOLHOST_BENCH_DEPTH")?.parse()?;
     let slow = std::env::var_os("TOOLHOST_BENCH_SLOW").is_some();
     let read = std::env::var_os("TOOLHOST_BENCH_READ").is_some();
-    let hooks = std::env::var_os("TOOLHOST_BENCH_HOOKS").is_some();
+    // `guarded` or `unguarded` (no hook plugin: everything is let through).
+    let hooks = std::env::var("TOOLHOST_BENCH_HOOKS").ok();
     let mut peer = Peer::new(
         Box::new(BufReader::new(std::io::stdin())),
         Box::new(BufWriter::new(std::io::stdout())),
@@ -126,8 +127,8 @@ fn fake_cli() -> Result<()> {
                 ..Default::default()
             });
         }
-        let mut report = if hooks {
-            hook_workload(&mut peer, n)?
+        let mut report = if let Some(mode) = &hooks {
+            hook_workload(&mut peer, n, mode == "guarded")?
         } else {
             workload(&mut peer, n, depth, slow)?
         };

@@ -199,3 +199,181 @@ async fn failed_hooks_follow_on_error_and_a_hung_one_is_timed_out_or_withdrawn()
     let o = hooks.run_event(pre_bash("HOOKY_PANIC"), None).await;
     assert_eq!((o.denied, o.answer), (None, json!({})));
 }
+
+/// A session (`chat`'s control loop) with guard's hooks and policy: callbacks answered by the
+/// hooks, permission questions settled by the policy before the person is asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_answers_callbacks_and_asks_policies_before_the_person() {
+    use std::sync::atomic::AtomicUsize;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    use toolhost::{
+        service::{PermissionHandler, Session},
+        transport::{read_lines, Writer},
+    };
+
+    let config = "[plugin.guard]\nconfig = { log = \"\" }\n";
+    let (router, _dirs) = open(&["guard"], config, false);
+    let hooks = Hooks::new(router.clone());
+    let asked = Arc::new(AtomicUsize::new(0));
+    let count = asked.clone();
+    let person: PermissionHandler = Arc::new(move |_q| {
+        count.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async { Ok(json!({"behavior": "allow", "updatedInput": {"command": "ls"}})) })
+    });
+    let (mut cli_out, host_in) = tokio::io::duplex(1 << 16);
+    let (host_out, cli_in) = tokio::io::duplex(1 << 16);
+    let session = Session::start_hooked(
+        read_lines(BufReader::new(host_in)),
+        Writer::spawn(host_out),
+        router,
+        Some(person),
+        Some(hooks),
+    )
+    .unwrap();
+    let mut from_host = BufReader::new(cli_in).lines();
+    let mut ask = async |line: Value| -> Value {
+        cli_out
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        let answer = tokio::time::timeout(Duration::from_secs(60), from_host.next_line())
+            .await
+            .expect("answered in time")
+            .unwrap()
+            .expect("the host's output is open");
+        let answer: Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(
+            answer["response"]["request_id"], line["request_id"],
+            "{answer}"
+        );
+        answer["response"]["response"].clone()
+    };
+    let callback = |id: &str, input: Value| {
+        json!({"type": "control_request", "request_id": id, "request": {
+            "subtype": "hook_callback", "callback_id": "toolhost_PreToolUse",
+            "input": input, "tool_use_id": "toolu_1"}})
+    };
+    let answer = ask(callback("h1", pre_bash("rm -rf /"))).await;
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{answer}"
+    );
+    let read = json!({"hook_event_name": "PreToolUse", "tool_name": "Read", "tool_input": {}});
+    assert_eq!(ask(callback("h2", read)).await, json!({}));
+
+    let question = |id: &str, command: &str| {
+        json!({"type": "control_request", "request_id": id, "request": {
+            "subtype": "can_use_tool", "tool_name": "Bash", "input": {"command": command},
+            "permission_suggestions": [], "tool_use_id": "toolu_2"}})
+    };
+    let answer = ask(question("q1", "rm -rf /")).await;
+    assert_eq!(answer["behavior"], "deny", "{answer}");
+    assert_eq!(asked.load(Ordering::SeqCst), 0, "settled without asking");
+    let answer = ask(question("q2", "ls -la")).await;
+    assert_eq!(
+        answer,
+        json!({"behavior": "allow", "updatedInput": {"command": "ls"}})
+    );
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        1,
+        "guard had no opinion: the person was asked"
+    );
+    drop(cli_out);
+    session.close().await;
+}
+
+/// `toolhost hook`, `list` and `doctor` on a folder with guard and hooky.
+#[test]
+fn the_hook_command_list_and_doctor() {
+    let plugins = common::plugin_dir(&["guard", "hooky"]);
+    let file = plugins.path().join("toolhost.toml");
+    std::fs::write(&file, "[plugin.guard]\nconfig = { log = \"\" }\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let runtime = common::shadow_dir();
+    let run = |args: &[&str]| {
+        let out = common::toolhost(args, plugins.path())
+            .env("XDG_RUNTIME_DIR", runtime.path())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            common::text(&out.stdout),
+            common::text(&out.stderr),
+        )
+    };
+    let bash = r#"{"tool_name":"Bash","tool_input":{"command":"rm -rf /"}}"#;
+    let (code, out, err) = run(&["hook", "guard", "PreToolUse", bash]);
+    assert_eq!(code, Some(0), "{err}");
+    let answer: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{out}"
+    );
+    // Only the named plugin's hooks: hooky would rewrite this one.
+    let rewrite = r#"{"tool_name":"Bash","tool_input":{"command":"HOOKY_REWRITE"}}"#;
+    let (_, out, _) = run(&["hook", "guard", "PreToolUse", rewrite]);
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), json!({}));
+    let (_, out, _) = run(&["hook", "hooky", "PreToolUse", rewrite]);
+    let answer: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        answer["hookSpecificOutput"]["updatedInput"],
+        json!({"command": "echo rewritten by hooky"})
+    );
+    let question = r#"{"tool_name":"Bash","input":{"command":"ls"}}"#;
+    let (_, out, _) = run(&["hook", "guard", "permission", question]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap(),
+        json!({"behavior": "defer"})
+    );
+    // Mistakes are named.
+    let (code, _, err) = run(&["hook", "guard", "Stop"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("plugin guard has no Stop hook"), "{err}");
+    let (code, _, err) = run(&["hook", "guard", "BeforeTea"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("`BeforeTea` is not an event the CLI sends"),
+        "{err}"
+    );
+    let (code, _, err) = run(&["hook", "hooky", "permission"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("plugin hooky has no permission policy"),
+        "{err}"
+    );
+
+    let (_, out, _) = run(&["list"]);
+    assert!(
+        out.contains("  hook PreToolUse [Bash]: refuse_commands\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  hook UserPromptSubmit: mark_prompt\n"),
+        "{out}"
+    );
+    assert!(out.contains("  permission policy\n"), "{out}");
+    let (_, out, _) = run(&["list", "--json"]);
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    let guard = &listed["plugins"][0];
+    assert_eq!(guard["permission"], true, "{guard}");
+    assert_eq!(
+        guard["hooks"][0],
+        json!({"id": "refuse_commands", "event": "PreToolUse", "matcher": "Bash"})
+    );
+    let (_, out, _) = run(&["doctor"]);
+    let line = out
+        .lines()
+        .find(|l| l.contains("libguard"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        line.contains(": guard 0.1.0, 0 tools (), ")
+            && line.contains(" hooks (PreToolUse Bash, PostToolUse")
+            && line.contains("), a permission policy;")
+            && line.starts_with("✓"),
+        "{line}"
+    );
+}

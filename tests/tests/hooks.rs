@@ -95,15 +95,21 @@ cli_test!(
 
 cli_test!(
     /// A hook plugin added while the chat runs decides from the next turn on, without a CLI
-    /// restart.
+    /// restart (the events are registered: a plugin had hooks at start); without any hook
+    /// plugin at start nothing is registered, and one added later is said to apply from the
+    /// next session.
     fn a_hook_plugin_added_mid_session_applies_on_the_next_turn() {
-        let sandbox = Sandbox::new(&["calc"]);
+        let sandbox = Sandbox::new(&["calc", "guard"]);
+        sandbox.write_config("[plugin.guard]\nconfig = { log = \"\" }\n");
         let fake = FakeApi::call_policy();
         let mut chat = sandbox.chat(&fake, &["--allowed-tools", "Bash"]);
         turn(&mut chat, "before", "TOOLS:");
-        assert!(system_texts(&fake.request(0))
-            .iter()
-            .all(|t| !t.contains("hooky")));
+        let hooky = |req: &ApiRequest| {
+            system_texts(req)
+                .iter()
+                .any(|t| t.contains("UserPromptSubmit hook additional context: hooky was here"))
+        };
+        assert!(!hooky(&fake.request(0)));
         sandbox.add_plugin("hooky");
         eventually("the plugin added", STEP, || {
             chat.stderr().contains("toolhost: plugin hooky added")
@@ -112,12 +118,25 @@ cli_test!(
         turn(&mut chat, "after", "TOOLS:");
         chat.finish();
         assert!(
-            system_texts(&fake.request(n))
-                .iter()
-                .any(|t| t.contains("UserPromptSubmit hook additional context: hooky was here")),
+            hooky(&fake.request(n)),
             "{:?}",
             system_texts(&fake.request(n))
         );
+
+        // No hook plugin at start: nothing registered.
+        let sandbox = Sandbox::new(&["calc"]);
+        let fake = FakeApi::call_policy();
+        let mut chat = sandbox.chat(&fake, &[]);
+        turn(&mut chat, "before", "TOOLS:");
+        sandbox.add_plugin("hooky");
+        eventually("the notice", STEP, || {
+            chat.stderr()
+                .contains("toolhost: the hooks of hooky apply from the next session")
+        });
+        let n = fake.requests().len();
+        turn(&mut chat, "after", "TOOLS:");
+        chat.finish();
+        assert!(!hooky(&fake.request(n)));
     }
 );
 

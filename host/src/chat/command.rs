@@ -40,8 +40,13 @@ pub struct ChatArgs {
     pub ask: bool,
     /// Run no plugin hook or permission policy this session (none is registered with the
     /// CLI).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "hooks")]
     pub no_hooks: bool,
+    /// Register the hook events with the CLI even when no plugin has hooks at start, so that
+    /// a hook plugin added later applies without a restart (registered events cost the CLI
+    /// time on every tool call: docs/benchmarks.md).
+    #[arg(long)]
+    pub hooks: bool,
     /// More MCP servers (stdio, http, sse) in the CLI's `--mcp-config` file format.
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
@@ -167,6 +172,7 @@ mod tests {
         );
         let no_hooks = parse(&["--no-hooks"]);
         assert!(no_hooks.no_hooks);
+        assert!(T::try_parse_from(["t", "--no-hooks", "--hooks"]).is_err());
         let without = cli_args(&no_hooks, &["calc"], false);
         assert!(!without.iter().any(|s| s == "--permission-prompt-tool"));
         let limits = a.limits.call.router_config();

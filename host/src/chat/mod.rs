@@ -108,11 +108,13 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
     // Built before the CLI starts (it lists every tool): from the spawn on, the host only
     // answers, and the CLI's handshake does not wait for this work.
     let mut init_request = initialize_request(&router, &plugins);
-    let hooks = (!args.no_hooks).then(|| {
+    let registered = hooks_registered(&args, &plugins);
+    if registered {
         // Every event once, matched here: hooks a reload brings apply without a restart.
         init_request["hooks"] = hooks::registration();
-        Hooks::new(router.clone())
-    });
+    }
+    // Permission policies need no registration: they run whenever hooks are on.
+    let hooks = (!args.no_hooks).then(|| Hooks::new(router.clone()));
     let (cli, mut session, questions) = start_cli(&args, &plugins, &term, router.clone(), hooks)?;
     let handle = session.handle.clone();
     // Sent before anything else: it registers the plugins as sdk servers.
@@ -124,8 +126,15 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
         .filter(|name| !plugins.iter().any(|p| p.name() == name.as_str()))
         .cloned()
         .collect();
-    let (follow, reports) =
-        follow_changes(&args, registry.clone(), registry_events, &handle, external);
+    let unregistered = (!registered && !args.no_hooks).then(|| registry.clone());
+    let (follow, reports) = follow_changes(
+        &args,
+        registry.clone(),
+        registry_events,
+        &handle,
+        external,
+        unregistered,
+    );
     let notices = tokio::spawn(follow_notices(router.clone(), handle.clone()));
 
     let (source, inputs) = open_input(&term, interactive, args.ask, &registry)?;
@@ -234,16 +243,53 @@ fn start_cli(
     Ok((cli, session, questions))
 }
 
+/// Whether the session registers the hook events with the CLI: when hooks are on and a
+/// plugin has hooks at start, or `--hooks`. Registered events cost the CLI time on every
+/// tool call even when no hook matches (docs/benchmarks.md), so a session without hook
+/// plugins registers none.
+fn hooks_registered(args: &ChatArgs, plugins: &[Arc<LoadedPlugin>]) -> bool {
+    !args.no_hooks
+        && (args.hooks
+            || plugins
+                .iter()
+                .any(|p| !p.manifest().extras.hooks.is_empty()))
+}
+
+/// The notice for the hook plugins among `registry`'s that `warned` has not named yet, when no
+/// hook event was registered at start.
+fn unregistered_hooks_notice(registry: &Registry, warned: &mut Vec<String>) -> Option<String> {
+    let new: Vec<String> = registry
+        .plugins()
+        .iter()
+        .filter(|p| !p.manifest().extras.hooks.is_empty())
+        .map(|p| p.name().to_string())
+        .filter(|n| !warned.contains(n))
+        .collect();
+    if new.is_empty() {
+        return None;
+    }
+    warned.extend(new.iter().cloned());
+    Some(format!(
+        "toolhost: the hooks of {} apply from the next session: no plugin had hooks when this \
+         one started, so none was registered with the CLI (`toolhost chat --hooks` registers \
+         them always)",
+        new.join(", ")
+    ))
+}
+
 /// Follows the registry's changes into the session (`follow_registry`); each change is
-/// reported on the channel returned, for the chat to show.
+/// reported on the channel returned, for the chat to show. With `unregistered` (hooks are on
+/// but none was registered), a hook plugin added later is named as not applying yet.
 fn follow_changes(
     args: &ChatArgs,
     registry: Arc<Registry>,
     events: broadcast::Receiver<RegistryEvent>,
     handle: &SessionHandle,
     external: Map<String, Value>,
+    unregistered: Option<Arc<Registry>>,
 ) -> (JoinHandle<()>, mpsc::UnboundedReceiver<String>) {
     let (reports_tx, reports) = mpsc::unbounded_channel();
+    let warned = std::sync::Mutex::new(Vec::new());
     let follow = tokio::spawn(follow_registry(
         registry,
         events,
@@ -252,6 +298,12 @@ fn follow_changes(
         (!args.ask).then(|| args.allowed_tools.clone()),
         move |change| {
             let _ = reports_tx.send(format!("toolhost: {change}"));
+            if let Some(registry) = &unregistered {
+                let notice = unregistered_hooks_notice(registry, &mut crate::sync::lock(&warned));
+                if let Some(notice) = notice {
+                    let _ = reports_tx.send(notice);
+                }
+            }
         },
     ));
     (follow, reports)

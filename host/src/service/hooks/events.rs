@@ -1,6 +1,9 @@
 //! The hook events toolhost registers with the CLI, and what a hook's matcher is matched
 //! against in each (docs/protocol.md §14.1, §14.2).
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 /// Every event the supported CLI versions accept (2.1.328 to 2.1.331 list the same 33).
@@ -64,21 +67,48 @@ pub fn registration() -> Value {
     Value::Object(hooks)
 }
 
-/// What a hook's `matcher` is matched against for `event`: the tool name for the tool events,
-/// the field Claude Code's own matchers use for a few others; `None` for the events a
-/// matcher does not apply to (every hook of the event runs).
-pub fn subject<'a>(event: &str, input: &'a Value) -> Option<&'a str> {
-    let field = match event {
-        "PreToolUse" | "PostToolUse" | "PostToolUseFailure" | "PermissionRequest"
-        | "PermissionDenied" => "tool_name",
-        "SessionStart" => "source",
-        "SessionEnd" => "reason",
-        "PreCompact" | "PostCompact" => "trigger",
-        "Notification" => "notification_type",
-        "SubagentStart" | "SubagentStop" => "agent_type",
-        _ => return None,
-    };
-    input[field].as_str()
+/// What toolhost reads of an event's input to pick its hooks, borrowed from the line: the
+/// rest goes to the hooks as the CLI wrote it.
+#[derive(Debug, Default, Deserialize)]
+pub struct Head<'a> {
+    #[serde(borrow, default)]
+    pub hook_event_name: Cow<'a, str>,
+    #[serde(borrow, default)]
+    tool_name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    source: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reason: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    trigger: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    notification_type: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    agent_type: Option<Cow<'a, str>>,
+}
+
+impl<'a> Head<'a> {
+    /// Reads the head of an input (a JSON object).
+    pub fn read(input: &'a str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(input)
+    }
+
+    /// What a hook's `matcher` is matched against: the tool name for the tool events, the
+    /// field Claude Code's own matchers use for a few others; `None` for the events a matcher
+    /// does not apply to (every hook of the event runs).
+    pub fn subject(&self) -> Option<&str> {
+        let field = match self.hook_event_name.as_ref() {
+            "PreToolUse" | "PostToolUse" | "PostToolUseFailure" | "PermissionRequest"
+            | "PermissionDenied" => &self.tool_name,
+            "SessionStart" => &self.source,
+            "SessionEnd" => &self.reason,
+            "PreCompact" | "PostCompact" => &self.trigger,
+            "Notification" => &self.notification_type,
+            "SubagentStart" | "SubagentStop" => &self.agent_type,
+            _ => return None,
+        };
+        field.as_deref()
+    }
 }
 
 /// Whether hooks of `event` guard a tool call (their input carries `tool_input`, which an
@@ -104,10 +134,16 @@ mod tests {
 
     #[test]
     fn the_subject_of_a_matcher_by_event() {
-        let input = json!({"tool_name": "Bash", "source": "startup"});
-        assert_eq!(subject("PreToolUse", &input), Some("Bash"));
-        assert_eq!(subject("SessionStart", &input), Some("startup"));
-        assert_eq!(subject("UserPromptSubmit", &input), None);
-        assert_eq!(subject("Notification", &input), None);
+        let subject = |event: &str| {
+            let input = json!({"hook_event_name": event, "tool_name": "Ba\\sh",
+                               "source": "startup", "tool_input": {"x": [1]}})
+            .to_string();
+            Head::read(&input).unwrap().subject().map(str::to_string)
+        };
+        assert_eq!(subject("PreToolUse").as_deref(), Some("Ba\\sh"));
+        assert_eq!(subject("SessionStart").as_deref(), Some("startup"));
+        assert_eq!(subject("UserPromptSubmit"), None);
+        assert_eq!(subject("Notification"), None);
+        assert!(Head::read("[1]").is_err());
     }
 }

@@ -48,7 +48,7 @@ fn warn_failed(item: &Matched, why: &str) {
 pub struct HookFold {
     event: String,
     /// The event's input as the next hook gets it (`tool_input` replaced by an update).
-    input: Value,
+    input: EventInput,
     updated_input: bool,
     denied: Option<Denied>,
     /// The first `ask` (plugin, reason), and whether any hook allowed.
@@ -64,8 +64,47 @@ pub struct HookFold {
     other: Map<String, Value>,
 }
 
+/// An event's input: the CLI's text, until a hook changes its tool input.
+enum EventInput {
+    Raw(String),
+    Parsed(Value),
+}
+
+impl EventInput {
+    /// The input as a value, to change it.
+    fn parsed(&mut self) -> Result<&mut Value, String> {
+        if let EventInput::Raw(text) = self {
+            let v = serde_json::from_str(text).map_err(|e| format!("the event's input: {e}"))?;
+            *self = EventInput::Parsed(v);
+        }
+        match self {
+            EventInput::Parsed(v) => Ok(v),
+            EventInput::Raw(_) => unreachable!("parsed above"),
+        }
+    }
+
+    /// The tool input as changed (only asked once it was).
+    fn tool_input(&self) -> Value {
+        match self {
+            EventInput::Parsed(v) => v["tool_input"].clone(),
+            EventInput::Raw(_) => Value::Null,
+        }
+    }
+}
+
 impl HookFold {
+    /// The fold of an event whose input is `input`.
     pub fn new(event: &str, input: Value) -> Self {
+        Self::with_input(event, EventInput::Parsed(input))
+    }
+
+    /// The fold of an event whose input is the JSON text `input`, as the CLI wrote it (passed
+    /// to the hooks as it is unless one changes the tool input).
+    pub fn raw(event: &str, input: String) -> Self {
+        Self::with_input(event, EventInput::Raw(input))
+    }
+
+    fn with_input(event: &str, input: EventInput) -> Self {
         HookFold {
             event: event.to_string(),
             input,
@@ -95,15 +134,27 @@ impl HookFold {
     }
 
     /// Reads one hook output; `Err` when it is not one.
-    fn absorb(&mut self, plugin: &str, output: &Value) -> Result<bool, String> {
-        let out = output
-            .as_object()
-            .ok_or_else(|| format!("its output is not a JSON object: {}", brief(output)))?;
-        let specific = match out.get("hookSpecificOutput") {
-            None | Some(Value::Null) => Map::new(),
-            Some(Value::Object(o)) => o.clone(),
-            Some(v) => return Err(format!("hookSpecificOutput is not an object: {}", brief(v))),
+    fn absorb(&mut self, plugin: &str, output: Value) -> Result<bool, String> {
+        let mut out = match output {
+            Value::Object(o) => o,
+            other => {
+                return Err(format!(
+                    "its output is not a JSON object: {}",
+                    brief(&other)
+                ))
+            }
         };
+        let specific = match out.remove("hookSpecificOutput") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(o)) => o,
+            Some(v) => {
+                return Err(format!(
+                    "hookSpecificOutput is not an object: {}",
+                    brief(&v)
+                ))
+            }
+        };
+        let out = &out;
         let text = |o: &Map<String, Value>, key: &str| -> Result<Option<String>, String> {
             match o.get(key) {
                 None | Some(Value::Null) => Ok(None),
@@ -177,7 +228,7 @@ impl HookFold {
                     brief(&new_input)
                 ));
             }
-            self.input["tool_input"] = new_input;
+            self.input.parsed()?["tool_input"] = new_input;
             self.updated_input = true;
         }
         for (k, v) in specific {
@@ -203,11 +254,15 @@ impl Fold for HookFold {
     }
 
     fn params(&self, item: &Matched) -> String {
-        json!({"id": item.hook, "input": self.input}).to_string()
+        let id = serde_json::to_string(&item.hook).expect("a string");
+        match &self.input {
+            EventInput::Raw(text) => format!(r#"{{"id":{id},"input":{text}}}"#),
+            EventInput::Parsed(v) => format!(r#"{{"id":{id},"input":{v}}}"#),
+        }
     }
 
     fn take(&mut self, item: &Matched, answer: Result<Value, String>) -> bool {
-        let why = match answer.map(|output| self.absorb(&item.plugin, &output)) {
+        let why = match answer.map(|output| self.absorb(&item.plugin, output)) {
             Ok(Ok(go_on)) => return go_on,
             Ok(Err(why)) | Err(why) => why,
         };
@@ -265,13 +320,13 @@ impl Fold for HookFold {
                     specific.insert("permissionDecision".into(), json!("allow"));
                 }
                 if self.updated_input {
-                    specific.insert("updatedInput".into(), self.input["tool_input"].clone());
+                    specific.insert("updatedInput".into(), self.input.tool_input());
                 }
             }
             (None, "PermissionRequest") => {
                 if let Some(mut d) = self.allow_decision {
                     if self.updated_input {
-                        d.insert("updatedInput".into(), self.input["tool_input"].clone());
+                        d.insert("updatedInput".into(), self.input.tool_input());
                     }
                     specific.insert("decision".into(), Value::Object(d));
                 }

@@ -19,7 +19,7 @@ use std::{
 use serde_json::{json, value::RawValue, Value};
 use tokio::runtime::Handle;
 
-pub use events::{registration, subject, BACKSTOP_SECS, EVENTS};
+pub use events::{registration, Head, BACKSTOP_SECS, EVENTS};
 pub use fold::{Denied, Fold, HookFold, PolicyFold};
 pub use table::{CompiledHook, HookTable, Matched, Matcher, PluginHooks};
 
@@ -29,11 +29,6 @@ use crate::{
     handler::{HereRun, Router, Scope},
     sync::lock,
 };
-
-/// The event an input is of (`hook_event_name`).
-fn event_of(input: &Value) -> &str {
-    input["hook_event_name"].as_str().unwrap_or_default()
-}
 
 /// The hooks and policies of a session's plugins, as the registry holds them now.
 pub struct Hooks {
@@ -96,15 +91,15 @@ impl Hooks {
             respond(json!({}));
             return None;
         }
-        let input: Value = match serde_json::from_str(input.get()) {
-            Ok(v) => v,
+        let head = match Head::read(input.get()) {
+            Ok(head) => head,
             Err(e) => {
-                tracing::warn!("a hook_callback whose input is not JSON ({e}); answered {{}}");
+                tracing::warn!("a hook_callback whose input is not an object ({e}); answered {{}}");
                 respond(json!({}));
                 return None;
             }
         };
-        let items = self.matching(&table, &input, None);
+        let items = self.matching(&table, &head, None);
         if items.is_empty() {
             respond(json!({}));
             return None;
@@ -113,7 +108,8 @@ impl Hooks {
         lock(&self.running).insert(request_id.to_string(), cancelled.clone());
         let hooks = self.clone();
         let key = request_id.to_string();
-        self.start(input, items, request_id, cancelled, true, move |o| {
+        let fold = HookFold::raw(&head.hook_event_name, input.get().to_string());
+        self.start(fold, items, request_id, cancelled, true, move |o| {
             lock(&hooks.running).remove(&key);
             if let Some(d) = &o.denied {
                 tracing::info!(plugin = %d.plugin, "{}", d.text());
@@ -137,13 +133,16 @@ impl Hooks {
     /// Runs the hooks `input` (an event's input, with its `hook_event_name`) matches, only
     /// those of plugin `only` if given: for `toolhost hook` and tests.
     pub async fn run_event(self: &Arc<Self>, input: Value, only: Option<&str>) -> EventOutcome {
-        let items = self.matching(&self.table(), &input, only);
+        let text = input.to_string();
+        let head = Head::read(&text).unwrap_or_default();
+        let items = self.matching(&self.table(), &head, only);
+        let fold = HookFold::raw(&head.hook_event_name, text.clone());
         let (tx, rx) = tokio::sync::oneshot::channel();
         let id = format!("hook-{}", self.next.fetch_add(1, Ordering::Relaxed));
         let cancelled = Arc::new(AtomicBool::new(false));
         // Not on this task's thread: a hook may block.
         let here = false;
-        self.start(input, items, &id, cancelled, here, move |o| {
+        self.start(fold, items, &id, cancelled, here, move |o| {
             let _ = tx.send(o);
         });
         rx.await.expect("a chain always answers unless withdrawn")
@@ -185,30 +184,29 @@ impl Hooks {
         (!answer.is_null()).then_some(answer)
     }
 
-    /// The hooks of `table` that `input`'s event runs (only plugin `only`'s, if given).
-    fn matching(&self, table: &HookTable, input: &Value, only: Option<&str>) -> Vec<Matched> {
-        let event = event_of(input);
+    /// The hooks of `table` that the event of `head` runs (only plugin `only`'s, if given).
+    fn matching(&self, table: &HookTable, head: &Head<'_>, only: Option<&str>) -> Vec<Matched> {
         let config = self.router.registry().config().settings.current();
-        table.matching(&config, event, subject(event, input), only)
+        table.matching(&config, &head.hook_event_name, head.subject(), only)
     }
 
-    /// Starts `items`, the matching hooks of `input`'s event, under `id`; `done` gets the
-    /// outcome. The first runs on the calling thread (returned) if `here` and it may.
+    /// Starts `items`, the matching hooks of an event, under `id` with `fold` taking their
+    /// answers; `done` gets the outcome. The first runs on the calling thread (returned) if
+    /// `here` and it may.
     fn start(
         self: &Arc<Self>,
-        input: Value,
+        fold: HookFold,
         items: Vec<Matched>,
         id: &str,
         cancelled: Arc<AtomicBool>,
         here: bool,
         done: impl FnOnce(EventOutcome) + Send + 'static,
     ) -> Option<HereRun> {
-        let event = event_of(&input).to_string();
         let matched = items.len();
         let chain = Chain {
             hooks: self.clone(),
             items: items.into(),
-            fold: HookFold::new(&event, input),
+            fold,
             id: serde_json::value::to_raw_value(id).expect("a string"),
             cancelled,
             done: Box::new(move |fold: HookFold| {
