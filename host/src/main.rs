@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use toolhost::{
     chat::{default_plugin_dir, ChatArgs},
     handler::{CallError, Router, Scope},
-    model::{tool_json, ContentOut},
+    model::{tool_json, ContentOut, EmbeddedBody},
     plugin::CallControl,
     plugin_dir::{self, Prepared},
     registry::{Registry, RegistryConfig},
@@ -954,6 +954,21 @@ fn call(
                 ContentOut::Text(t) => println!("{t}"),
                 ContentOut::Image { data, mime_type } | ContentOut::Audio { data, mime_type } => {
                     println!("[{mime_type}, {} base64 characters]", data.len())
+                }
+                ContentOut::Resource {
+                    uri,
+                    mime_type,
+                    body,
+                } => {
+                    let mime = mime_type
+                        .as_deref()
+                        .map_or(String::new(), |m| format!(", {m}"));
+                    match body {
+                        EmbeddedBody::Text(t) => println!("[resource {uri}{mime}]\n{t}"),
+                        EmbeddedBody::Blob(b) => {
+                            println!("[resource {uri}{mime}, {} base64 characters]", b.len())
+                        }
+                    }
                 }
             }
         }

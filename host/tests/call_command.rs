@@ -33,6 +33,23 @@ fn call_checks_arguments_against_the_schema_like_the_router() {
 }
 
 #[test]
+fn call_prints_an_embedded_resource_with_its_uri_and_text() {
+    let plugins = common::plugin_dir(&["conformance"]);
+    let out = toolhost_call(
+        plugins.path(),
+        &["conformance", "test_multiple_content_types", "{}"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "Multiple content types test:\n\
+         [image/png, 96 base64 characters]\n\
+         [resource test://mixed-content-resource, application/json]\n\
+         {\"test\":\"data\",\"value\":123}\n"
+    );
+}
+
+#[test]
 fn call_applies_the_size_limit_and_the_timeout() {
     let plugins = common::plugin_dir(&["faulty"]);
     let big = toolhost_call(plugins.path(), &["faulty", "large", r#"{"chars":2000}"#]);

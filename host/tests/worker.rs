@@ -13,6 +13,7 @@ use std::{
 
 use serde_json::{json, Value};
 use toolhost::{
+    model::{call_result_json, call_result_text, parse_call_result},
     plugin::{CallControl, CallResult, ConfigSource, LoadError, LoadedPlugin, Staged},
     worker::{PluginWorkerSettings, Sandbox, WorkerConfig, WorkerError, WorkerPlugin},
 };
@@ -146,6 +147,37 @@ fn calc_serves_from_a_worker_like_in_process() {
     drop(p);
     let failure = "the worker of a dropped version is reaped";
     common::poll_until(Duration::from_secs(5), failure, || reaped(pid));
+}
+
+/// A result of text, an image and an embedded resource is the same `CallToolResult` from a
+/// worker as in process, and reads back as it was written.
+#[test]
+fn embedded_resources_reach_the_call_result_in_process_and_from_a_worker() {
+    let expected = json!({"content": [
+        {"type": "text", "text": "Multiple content types test:"},
+        {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="},
+        {"type": "resource", "resource": {
+            "uri": "test://mixed-content-resource",
+            "mimeType": "application/json",
+            "text": "{\"test\":\"data\",\"value\":123}",
+        }},
+    ]});
+    let worker = start("conformance");
+    let from_worker = call(&worker, "test_multiple_content_types", json!({}));
+    assert_eq!(call_result_json(&from_worker), expected);
+
+    let dir = common::plugin_dir(&["conformance"]);
+    let shadow = common::shadow_dir();
+    let file = dir.path().join(common::lib_file("conformance"));
+    let here = LoadedPlugin::load(&file, shadow.path()).unwrap();
+    let in_process = here.call(
+        "test_multiple_content_types",
+        "{}",
+        &CallControl::new("t", None),
+    );
+    assert_eq!(call_result_json(&in_process), expected);
+    let back = parse_call_result(&call_result_text(&in_process)).unwrap();
+    assert_eq!(back.content, in_process.content);
 }
 
 #[test]

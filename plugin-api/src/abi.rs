@@ -174,6 +174,10 @@ impl ContentKind {
     pub const IMAGE: Self = Self(1);
     /// `data` is base64 audio, `mime_type` says what it encodes.
     pub const AUDIO: Self = Self(2);
+    /// An embedded resource: `data` is the JSON object of MCP's `resource` (`{"uri",
+    /// "mimeType"?, "text"}` or `{"uri", "mimeType"?, "blob"}`, the blob base64), `mime_type`
+    /// is empty. Hosts built before it answer the call with an error result naming kind 3.
+    pub const RESOURCE: Self = Self(3);
 }
 
 /// One content block of a result.

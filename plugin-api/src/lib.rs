@@ -114,9 +114,9 @@
 //! Its doc comment is the tool's description. It returns any `Serialize` value (strings
 //! become text, whole numbers print without `.0`, objects become JSON text plus
 //! `structuredContent`), `Result<T, E>` with `E: Display` (an `Err` is an `isError` result the
-//! model sees; [`ToolError`] takes any error with `?`), or a [`ToolResult`] for images, audio
-//! and several content blocks. Arguments that do not fit the struct never reach the function:
-//! they become an error result naming the field.
+//! model sees; [`ToolError`] takes any error with `?`), or a [`ToolResult`] for images, audio,
+//! embedded resources and several content blocks. Arguments that do not fit the struct never
+//! reach the function: they become an error result naming the field.
 //!
 //! A panic in a tool, in `on_load` or while listing tools becomes an error result or a load
 //! error; the host and every other tool keep serving.

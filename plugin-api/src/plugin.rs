@@ -26,6 +26,7 @@ use crate::{
     context::{Context, Declared},
     extras::{Extras, RequestError},
     log,
+    resource::ContentOut,
     result::{Content, ToolResult},
     tool::ToolDef,
 };
@@ -532,6 +533,17 @@ fn into_outcome(r: ToolResult) -> CallOutcome {
                 kind: ContentKind::AUDIO,
                 data: data.into(),
                 mime_type: mime_type.into(),
+            },
+            Content::Resource {
+                uri,
+                mime_type,
+                body,
+            } => ContentBlock {
+                kind: ContentKind::RESOURCE,
+                data: serde_json::to_string(&ContentOut::new(&uri, mime_type.as_deref(), &body))
+                    .expect("resource contents serialize")
+                    .into(),
+                mime_type: RString::new(),
             },
         })
         .collect();

@@ -6,6 +6,8 @@ use base64::Engine as _;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::resource::ResourceBody;
+
 /// A JSON object, the only shape MCP's `structuredContent` may take.
 pub type JsonObject = serde_json::Map<String, Value>;
 
@@ -18,6 +20,13 @@ pub enum Content {
     Image { data: String, mime_type: String },
     /// Audio, base64-encoded.
     Audio { data: String, mime_type: String },
+    /// A resource's contents sent along (MCP `EmbeddedResource`): the client gets the data
+    /// without a `resources/read` of its own, named by `uri`.
+    Resource {
+        uri: String,
+        mime_type: Option<String>,
+        body: ResourceBody,
+    },
 }
 
 impl Content {
@@ -39,6 +48,32 @@ impl Content {
         Content::Audio {
             data: base64::engine::general_purpose::STANDARD.encode(bytes),
             mime_type: mime_type.into(),
+        }
+    }
+
+    /// An embedded resource of text (`mime_type` such as `text/markdown`).
+    pub fn resource_text(
+        uri: impl Into<String>,
+        mime_type: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Self {
+        Content::Resource {
+            uri: uri.into(),
+            mime_type: Some(mime_type.into()),
+            body: ResourceBody::Text(text.into()),
+        }
+    }
+
+    /// An embedded resource of bytes, sent base64-encoded as its `blob`.
+    pub fn resource_blob(
+        uri: impl Into<String>,
+        mime_type: impl Into<String>,
+        bytes: impl Into<Vec<u8>>,
+    ) -> Self {
+        Content::Resource {
+            uri: uri.into(),
+            mime_type: Some(mime_type.into()),
+            body: ResourceBody::Blob(bytes.into()),
         }
     }
 }
@@ -540,6 +575,31 @@ mod tests {
     fn errors_use_display() {
         let r = Err::<f64, _>("division by zero").into_tool_result();
         assert_eq!(r, ToolResult::error("division by zero"));
+    }
+
+    #[test]
+    fn embedded_resources_keep_their_uri_and_mime_type() {
+        let r = ToolResult::text("see the note").with(Content::resource_text(
+            "notes://7",
+            "text/markdown",
+            "# Seven",
+        ));
+        assert_eq!(
+            r.content[1],
+            Content::Resource {
+                uri: "notes://7".into(),
+                mime_type: Some("text/markdown".into()),
+                body: ResourceBody::Text("# Seven".into()),
+            }
+        );
+        assert_eq!(
+            Content::resource_blob("mem://logo", "image/png", [0x89, b'P']),
+            Content::Resource {
+                uri: "mem://logo".into(),
+                mime_type: Some("image/png".into()),
+                body: ResourceBody::Blob(vec![0x89, b'P']),
+            }
+        );
     }
 
     #[test]

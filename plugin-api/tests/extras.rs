@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use toolhost_plugin::{
     __private::PluginEntry,
-    abi::{CallCtx, CallVTable, CallVTableRef, HostApi, HostVTable, HostVTableRef},
+    abi::{CallCtx, CallVTable, CallVTableRef, ContentKind, HostApi, HostVTable, HostVTableRef},
     extras::RequestError,
     prelude::*,
     ResourcePage,
@@ -141,9 +141,25 @@ pub fn touch(_: NoArgs, ctx: &Context) -> bool {
     during && outside
 }
 
+/// Attach a note and a logo to the result.
+#[tool]
+pub fn attach(_: NoArgs) -> ToolResult {
+    ToolResult::text("two attachments")
+        .with(Content::resource_text(
+            "mem://notes/1",
+            "text/plain",
+            "first \"note\"",
+        ))
+        .with(Content::resource_blob(
+            "mem://logo",
+            "image/png",
+            [0xff, 0x00],
+        ))
+}
+
 export_plugin! {
     name: "extras-test",
-    tools: [touch],
+    tools: [touch, attach],
     resources: [
         note,
         row,
@@ -409,6 +425,31 @@ fn resources_and_prompts_cross_the_abi() {
             (
                 "notifications/resources/list_changed".to_string(),
                 "{}".to_string()
+            ),
+        ]
+    );
+
+    // Embedded resources travel as blocks of kind 3, their data the `resource` JSON.
+    let out = (root.call())(RStr::from_str("attach"), RStr::from_str("{}"), &call_ctx());
+    assert!(!out.is_error);
+    let blocks: Vec<(ContentKind, &str, &str)> = out
+        .content
+        .iter()
+        .map(|b| (b.kind, b.data.as_str(), b.mime_type.as_str()))
+        .collect();
+    assert_eq!(
+        blocks,
+        [
+            (ContentKind::TEXT, "two attachments", ""),
+            (
+                ContentKind::RESOURCE,
+                r#"{"uri":"mem://notes/1","mimeType":"text/plain","text":"first \"note\""}"#,
+                ""
+            ),
+            (
+                ContentKind::RESOURCE,
+                r#"{"uri":"mem://logo","mimeType":"image/png","blob":"/wA="}"#,
+                ""
             ),
         ]
     );

@@ -157,14 +157,30 @@ fn system(v: &Value) -> Vec<Item> {
     }]
 }
 
-/// The text of a `tool_result` content: a string, or the text blocks of an array.
+/// The text of a `tool_result` content: a string, or the text blocks of an array. An
+/// embedded resource is named rather than shown (`[resource notes://7, 120 chars]`).
 fn content_text(content: &Value) -> String {
     match content {
-        Value::String(s) => s.clone(),
+        Value::String(s) => cli_resource(s).unwrap_or_else(|| s.clone()),
         Value::Array(blocks) => blocks
             .iter()
             .map(|b| match b["type"].as_str() {
-                Some("text") => b["text"].as_str().unwrap_or("").to_string(),
+                Some("text") => {
+                    let text = b["text"].as_str().unwrap_or("");
+                    cli_resource(text).unwrap_or_else(|| text.to_string())
+                }
+                Some("resource") => {
+                    let r = &b["resource"];
+                    let size = match (r["text"].as_str(), r["blob"].as_str()) {
+                        (Some(t), _) => chars(t),
+                        (None, b) => format!("{} base64 characters", b.map_or(0, str::len)),
+                    };
+                    resource_label(
+                        r["uri"].as_str().unwrap_or("?"),
+                        r["mimeType"].as_str(),
+                        &size,
+                    )
+                }
                 Some(other) => format!("[{other}]"),
                 None => String::new(),
             })
@@ -172,6 +188,28 @@ fn content_text(content: &Value) -> String {
             .join(" "),
         Value::Null => String::new(),
         other => other.to_string(),
+    }
+}
+
+/// The label of an embedded text resource as the CLI hands it to the model: a text block
+/// `[Resource from SERVER at URI] TEXT`.
+fn cli_resource(text: &str) -> Option<String> {
+    let (_server, rest) = text.strip_prefix("[Resource from ")?.split_once(" at ")?;
+    let (uri, body) = rest.split_once("] ")?;
+    Some(resource_label(uri, None, &chars(body)))
+}
+
+fn chars(text: &str) -> String {
+    match text.chars().count() {
+        1 => "1 char".into(),
+        n => format!("{n} chars"),
+    }
+}
+
+fn resource_label(uri: &str, mime_type: Option<&str>, size: &str) -> String {
+    match mime_type {
+        Some(m) => format!("[resource {uri}, {m}, {size}]"),
+        None => format!("[resource {uri}, {size}]"),
     }
 }
 
@@ -208,6 +246,22 @@ mod tests {
                 is_error: true,
                 content: "a [image]".into()
             }]
+        );
+        // Embedded resources are named, as the CLI passes them on and as MCP writes them.
+        assert_eq!(
+            parse(
+                "user",
+                r#"{"message":{"content":[{"type":"tool_result","tool_use_id":"t2","content":[{"type":"text","text":"see"},{"type":"text","text":"[Resource from notes at notes://7] # Seven\né"},{"type":"resource","resource":{"uri":"mem://logo","mimeType":"image/png","blob":"/wA="}}]}]}}"#
+            ),
+            [Item::ToolResult {
+                id: "t2".into(),
+                is_error: false,
+                content: "see [resource notes://7, 9 chars] [resource mem://logo, image/png, 4 base64 characters]".into()
+            }]
+        );
+        assert_eq!(
+            content_text(&Value::from("[Resource from notes at notes://7] x")),
+            "[resource notes://7, 1 char]"
         );
         assert_eq!(
             parse(

@@ -39,7 +39,7 @@ pub use mcp::{
     ProgressParams, ProtocolMeta, RequestHead, ServerInfo, LATEST_PROTOCOL_VERSION,
     MODERN_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
 };
-pub use result::{CallResult, ContentOut};
+pub use result::{CallResult, ContentOut, EmbeddedBody};
 // Public for the parse benchmark, which weighs it against serde_json's public way.
 #[doc(hidden)]
 pub use raw::borrow_raw;

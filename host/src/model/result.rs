@@ -9,8 +9,29 @@ use serde_json::value::RawValue;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ContentOut {
     Text(String),
-    Image { data: String, mime_type: String },
-    Audio { data: String, mime_type: String },
+    Image {
+        data: String,
+        mime_type: String,
+    },
+    Audio {
+        data: String,
+        mime_type: String,
+    },
+    /// An embedded resource (MCP `EmbeddedResource`). Last: the variants' order is their wire
+    /// encoding.
+    Resource {
+        uri: String,
+        mime_type: Option<String>,
+        body: EmbeddedBody,
+    },
+}
+
+/// The contents of an embedded resource.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum EmbeddedBody {
+    Text(String),
+    /// Base64, as the plugin sent it.
+    Blob(String),
 }
 
 /// A tool result, owned by the host: nothing in it points into the plugin library.

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use serde_json::{value::RawValue, Map, Value};
 
-use super::{CallResult, ContentOut, ToolInfo};
+use super::{CallResult, ContentOut, EmbeddedBody, ToolInfo};
 
 /// A tool as an MCP `tools/list` entry.
 pub fn tool_json(t: &ToolInfo) -> Value {
@@ -71,6 +71,17 @@ pub fn parse_call_result(json: &str) -> Result<CallResult, serde_json::Error> {
             #[serde(rename = "mimeType")]
             mime_type: String,
         },
+        Resource {
+            resource: Embedded,
+        },
+    }
+    #[derive(Deserialize)]
+    struct Embedded {
+        uri: String,
+        #[serde(rename = "mimeType")]
+        mime_type: Option<String>,
+        text: Option<String>,
+        blob: Option<String>,
     }
     #[derive(Deserialize)]
     struct Wire {
@@ -81,16 +92,30 @@ pub fn parse_call_result(json: &str) -> Result<CallResult, serde_json::Error> {
         is_error: bool,
     }
     let w: Wire = serde_json::from_str(json)?;
+    let mut content = Vec::with_capacity(w.content.len());
+    for b in w.content {
+        content.push(match b {
+            Block::Text { text } => ContentOut::Text(text),
+            Block::Image { data, mime_type } => ContentOut::Image { data, mime_type },
+            Block::Audio { data, mime_type } => ContentOut::Audio { data, mime_type },
+            Block::Resource { resource: r } => ContentOut::Resource {
+                body: match (r.text, r.blob) {
+                    (Some(text), None) => EmbeddedBody::Text(text),
+                    (None, Some(blob)) => EmbeddedBody::Blob(blob),
+                    _ => {
+                        return Err(serde::de::Error::custom(format!(
+                            "embedded resource {} needs exactly one of `text` and `blob`",
+                            r.uri
+                        )))
+                    }
+                },
+                uri: r.uri,
+                mime_type: r.mime_type,
+            },
+        });
+    }
     Ok(CallResult {
-        content: w
-            .content
-            .into_iter()
-            .map(|b| match b {
-                Block::Text { text } => ContentOut::Text(text),
-                Block::Image { data, mime_type } => ContentOut::Image { data, mime_type },
-                Block::Audio { data, mime_type } => ContentOut::Audio { data, mime_type },
-            })
-            .collect(),
+        content,
         structured: w.structured,
         is_error: w.is_error,
     })
@@ -122,6 +147,31 @@ impl serde::Serialize for CallResultJson<'_> {
                         m.serialize_entry("data", data)?;
                         m.serialize_entry("mimeType", mime_type)?;
                     }
+                    ContentOut::Resource {
+                        uri,
+                        mime_type,
+                        body,
+                    } => {
+                        m.serialize_entry("type", "resource")?;
+                        m.serialize_entry("resource", &Embedded(uri, mime_type, body))?;
+                    }
+                }
+                m.end()
+            }
+        }
+        /// MCP's `TextResourceContents` or `BlobResourceContents`.
+        struct Embedded<'a>(&'a str, &'a Option<String>, &'a EmbeddedBody);
+        impl serde::Serialize for Embedded<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let Embedded(uri, mime_type, body) = self;
+                let mut m = s.serialize_map(Some(3))?;
+                m.serialize_entry("uri", uri)?;
+                if let Some(mime_type) = mime_type {
+                    m.serialize_entry("mimeType", mime_type)?;
+                }
+                match body {
+                    EmbeddedBody::Text(text) => m.serialize_entry("text", text)?,
+                    EmbeddedBody::Blob(blob) => m.serialize_entry("blob", blob)?,
                 }
                 m.end()
             }
@@ -164,6 +214,16 @@ mod tests {
                     data: "BB==".into(),
                     mime_type: "audio/\"wav\"".into(),
                 },
+                ContentOut::Resource {
+                    uri: "notes://7".into(),
+                    mime_type: Some("text/markdown".into()),
+                    body: EmbeddedBody::Text("# \"Seven\"\n".into()),
+                },
+                ContentOut::Resource {
+                    uri: "mem://logo".into(),
+                    mime_type: None,
+                    body: EmbeddedBody::Blob("/wA=".into()),
+                },
             ],
             structured: Some(RawValue::from_string(r#"{"a": [1, 2]}"#.into()).unwrap()),
             is_error: true,
@@ -173,6 +233,19 @@ mod tests {
         assert_eq!(back.content, r.content);
         assert_eq!(back.is_error, r.is_error);
         assert_eq!(back.structured.unwrap().get(), r#"{"a": [1, 2]}"#);
+        let json = call_result_json(&r);
+        assert_eq!(
+            json["content"][3],
+            json!({"type": "resource", "resource":
+                {"uri": "notes://7", "mimeType": "text/markdown", "text": "# \"Seven\"\n"}})
+        );
+        assert_eq!(
+            json["content"][4],
+            json!({"type": "resource", "resource": {"uri": "mem://logo", "blob": "/wA="}})
+        );
+        let both =
+            r#"{"content":[{"type":"resource","resource":{"uri":"u","text":"","blob":""}}]}"#;
+        assert!(parse_call_result(both).is_err());
         assert_eq!(
             call_result_json(&CallResult::error("x")),
             json!({"content": [{"type": "text", "text": "x"}], "isError": true})

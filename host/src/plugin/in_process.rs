@@ -19,6 +19,7 @@ use super::{
     Annotations, Backend, CallControl, CallResult, ConfigSource, ContentOut, Extras, LoadError,
     LoadedPlugin, Manifest, RequestError, StateError, ToolInfo,
 };
+use crate::model::EmbeddedBody;
 
 /// A library mapped into this process.
 struct InProcess {
@@ -298,6 +299,14 @@ fn convert_outcome(o: CallOutcome) -> CallResult {
             ContentKind::TEXT => ContentOut::Text(data),
             ContentKind::IMAGE => ContentOut::Image { data, mime_type },
             ContentKind::AUDIO => ContentOut::Audio { data, mime_type },
+            ContentKind::RESOURCE => match embedded_resource(&data) {
+                Ok(resource) => resource,
+                Err(why) => {
+                    return CallResult::error(format!(
+                        "the plugin returned an embedded resource that {why}"
+                    ))
+                }
+            },
             ContentKind(other) => {
                 return CallResult::error(format!(
                     "the plugin returned a content block of kind {other}, which this host does not know"
@@ -325,5 +334,120 @@ fn convert_outcome(o: CallOutcome) -> CallResult {
         content,
         structured,
         is_error: o.is_error,
+    }
+}
+
+/// An embedded resource from the `data` of its block: MCP's `resource` object, with a string
+/// `uri`, an optional string `mimeType` and exactly one of a string `text` or `blob`. Other
+/// members (`_meta`) are dropped. `Err` completes "an embedded resource that ...".
+fn embedded_resource(data: &str) -> Result<ContentOut, String> {
+    let Ok(serde_json::Value::Object(mut o)) = serde_json::from_str(data) else {
+        return Err("is not a JSON object".into());
+    };
+    let mut string = |key: &str| match o.remove(key) {
+        None => Ok(None),
+        Some(serde_json::Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(format!("has a `{key}` that is not a string")),
+    };
+    let uri = string("uri")?.ok_or("has no `uri`")?;
+    let mime_type = string("mimeType")?;
+    let body = match (string("text")?, string("blob")?) {
+        (Some(text), None) => EmbeddedBody::Text(text),
+        (None, Some(blob)) => EmbeddedBody::Blob(blob),
+        (Some(_), Some(_)) => return Err(format!("has both `text` and `blob` ({uri})")),
+        (None, None) => return Err(format!("has neither `text` nor `blob` ({uri})")),
+    };
+    Ok(ContentOut::Resource {
+        uri,
+        mime_type,
+        body,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use abi_stable::std_types::{RNone, RVec};
+    use toolhost_plugin::abi::ContentBlock;
+
+    use super::*;
+
+    fn outcome(blocks: &[(ContentKind, &str)]) -> CallOutcome {
+        CallOutcome {
+            content: blocks
+                .iter()
+                .map(|(kind, data)| ContentBlock {
+                    kind: *kind,
+                    data: (*data).into(),
+                    mime_type: RString::new(),
+                })
+                .collect::<RVec<_>>(),
+            structured: RNone,
+            is_error: false,
+        }
+    }
+
+    fn resource(data: &str) -> CallResult {
+        convert_outcome(outcome(&[
+            (ContentKind::TEXT, "see"),
+            (ContentKind::RESOURCE, data),
+        ]))
+    }
+
+    #[test]
+    fn embedded_resources_are_checked() {
+        let good =
+            resource(r##"{"uri":"notes://7","mimeType":"text/markdown","text":"# 7","_meta":{}}"##);
+        assert!(!good.is_error);
+        assert_eq!(
+            good.content[1],
+            ContentOut::Resource {
+                uri: "notes://7".into(),
+                mime_type: Some("text/markdown".into()),
+                body: EmbeddedBody::Text("# 7".into()),
+            }
+        );
+        let blob = resource(r#"{"uri":"mem://logo","blob":"/wA="}"#);
+        assert_eq!(
+            blob.content[1],
+            ContentOut::Resource {
+                uri: "mem://logo".into(),
+                mime_type: None,
+                body: EmbeddedBody::Blob("/wA=".into()),
+            }
+        );
+        let refused = [
+            ("[]", "is not a JSON object"),
+            ("{", "is not a JSON object"),
+            (r#"{"text":"t"}"#, "has no `uri`"),
+            (
+                r#"{"uri":7,"text":"t"}"#,
+                "has a `uri` that is not a string",
+            ),
+            (
+                r#"{"uri":"u","mimeType":null,"text":"t"}"#,
+                "has a `mimeType` that is not a string",
+            ),
+            (
+                r#"{"uri":"u","text":1}"#,
+                "has a `text` that is not a string",
+            ),
+            (r#"{"uri":"u"}"#, "has neither `text` nor `blob` (u)"),
+            (
+                r#"{"uri":"u","text":"t","blob":"b"}"#,
+                "has both `text` and `blob` (u)",
+            ),
+        ];
+        for (data, why) in refused {
+            let r = resource(data);
+            assert!(r.is_error, "{data}");
+            assert_eq!(
+                r.text(),
+                format!("the plugin returned an embedded resource that {why}"),
+                "{data}"
+            );
+        }
+        let unknown = convert_outcome(outcome(&[(ContentKind(4), "x")]));
+        assert!(unknown.is_error);
+        assert!(unknown.text().contains("kind 4"), "{}", unknown.text());
     }
 }

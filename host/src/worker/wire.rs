@@ -41,7 +41,7 @@ pub const MAX_EVENT_FRAME: usize = 64 << 10;
 /// The frame format spoken here. Bump it whenever the encoding of any frame changes (the
 /// `frame_bytes_are_pinned` test fails then): a host and a worker that speak different
 /// versions refuse each other at their hello (`super::hello`).
-pub const FRAME_VERSION: u32 = 3;
+pub const FRAME_VERSION: u32 = 4;
 
 /// Host → worker.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -453,6 +453,7 @@ fn bad_frame(e: impl std::fmt::Display) -> io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::EmbeddedBody;
 
     #[test]
     fn frames_round_trip_and_bad_lengths_are_refused() {
@@ -609,6 +610,16 @@ mod tests {
                             data: "d".into(),
                             mime_type: "a".into(),
                         },
+                        ContentOut::Resource {
+                            uri: "u".into(),
+                            mime_type: Some("m".into()),
+                            body: EmbeddedBody::Text("x".into()),
+                        },
+                        ContentOut::Resource {
+                            uri: "u".into(),
+                            mime_type: None,
+                            body: EmbeddedBody::Blob("b".into()),
+                        },
                     ],
                     structured: None,
                     is_error: true,
@@ -652,7 +663,7 @@ mod tests {
     /// builds would misread each other. Bump [`FRAME_VERSION`], then update the bytes here.
     #[test]
     fn frame_bytes_are_pinned() {
-        assert_eq!(FRAME_VERSION, 3, "update the bytes below with the version");
+        assert_eq!(FRAME_VERSION, 4, "update the bytes below with the version");
         let (to, from) = one_of_each();
         let to: Vec<String> = to.iter().map(|f| hex(&encode(f))).collect();
         let from: Vec<String> = from.iter().map(|f| hex(&encode(f))).collect();
@@ -676,7 +687,7 @@ mod tests {
                 "040000000204016d",
                 "150000000304000000000000e03f01000000000000f03f0170",
                 "07000000040300016d016c",
-                "12000000050503000174010164016902016401610001",
+                "220000000505050001740101640169020164016103017501016d000178030175000101620001",
                 "050000000606010107",
                 "050000000707020172",
                 "03000000070801",

@@ -4,7 +4,7 @@ use std::{any::Any, fmt::Display};
 
 use serde_json::{json, Map, Value};
 
-use crate::{extras::RequestError, result::Content};
+use crate::{extras::RequestError, resource::ContentOut, result::Content};
 
 /// Who says a [`PromptMessage`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +68,14 @@ impl PromptMessage {
             Content::Audio { data, mime_type } => {
                 json!({"type": "audio", "data": data, "mimeType": mime_type})
             }
+            Content::Resource {
+                uri,
+                mime_type,
+                body,
+            } => json!({
+                "type": "resource",
+                "resource": ContentOut::new(uri, mime_type.as_deref(), body),
+            }),
         };
         json!({"role": self.role.as_str(), "content": content})
     }
@@ -216,5 +224,52 @@ impl IntoPromptResult for PromptResult {
 impl<T: IntoPromptResult, E: Display + 'static> IntoPromptResult for Result<T, E> {
     fn into_prompt_result(self) -> Result<PromptResult, PromptError> {
         self.map_err(PromptError::of)?.into_prompt_result()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::resource::ResourceBody;
+
+    #[test]
+    fn messages_are_written_as_mcp_content() {
+        let result = PromptResult::new(vec![
+            PromptMessage::new(
+                Role::User,
+                Content::resource_text("test://r", "text/plain", "body"),
+            ),
+            PromptMessage::new(
+                Role::User,
+                Content::resource_blob("mem://logo", "image/png", [0xff, 0x00]),
+            ),
+            PromptMessage::new(
+                Role::Assistant,
+                Content::Resource {
+                    uri: "notes://1".into(),
+                    mime_type: None,
+                    body: ResourceBody::Text("x".into()),
+                },
+            ),
+            PromptMessage::new(Role::User, Content::image(&[1, 2, 3], "image/png")),
+            PromptMessage::user("Please process the embedded resource above."),
+        ]);
+        assert_eq!(
+            result.to_json(),
+            json!({"messages": [
+                {"role": "user", "content": {"type": "resource", "resource":
+                    {"uri": "test://r", "mimeType": "text/plain", "text": "body"}}},
+                {"role": "user", "content": {"type": "resource", "resource":
+                    {"uri": "mem://logo", "mimeType": "image/png", "blob": "/wA="}}},
+                {"role": "assistant", "content": {"type": "resource", "resource":
+                    {"uri": "notes://1", "text": "x"}}},
+                {"role": "user", "content": {"type": "image", "data": "AQID", "mimeType": "image/png"}},
+                {"role": "user", "content":
+                    {"type": "text", "text": "Please process the embedded resource above."}},
+            ]})
+        );
+        assert_eq!(result.messages[0].text(), None);
     }
 }

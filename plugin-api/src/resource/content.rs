@@ -86,7 +86,7 @@ pub(super) struct ReadAnswer<'a> {
 /// An MCP `TextResourceContents` or `BlobResourceContents`.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct ContentOut<'a> {
+pub(crate) struct ContentOut<'a> {
     uri: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     mime_type: Option<&'a str>,
@@ -96,9 +96,10 @@ pub(super) struct ContentOut<'a> {
     blob: Option<String>,
 }
 
-impl<'a> From<&'a ResourceContent> for ContentOut<'a> {
-    fn from(c: &'a ResourceContent) -> Self {
-        let (text, blob) = match &c.body {
+impl<'a> ContentOut<'a> {
+    /// The contents `body` of `uri`; also the `resource` of an embedded resource.
+    pub(crate) fn new(uri: &'a str, mime_type: Option<&'a str>, body: &'a ResourceBody) -> Self {
+        let (text, blob) = match body {
             ResourceBody::Text(t) => (Some(t.as_str()), None),
             ResourceBody::Blob(b) => (
                 None,
@@ -106,11 +107,21 @@ impl<'a> From<&'a ResourceContent> for ContentOut<'a> {
             ),
         };
         ContentOut {
-            uri: c.uri.as_deref().unwrap_or_default(),
-            mime_type: c.mime_type.as_deref(),
+            uri,
+            mime_type,
             text,
             blob,
         }
+    }
+}
+
+impl<'a> From<&'a ResourceContent> for ContentOut<'a> {
+    fn from(c: &'a ResourceContent) -> Self {
+        ContentOut::new(
+            c.uri.as_deref().unwrap_or_default(),
+            c.mime_type.as_deref(),
+            &c.body,
+        )
     }
 }
 

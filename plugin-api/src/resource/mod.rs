@@ -14,6 +14,7 @@ use std::borrow::Cow;
 
 use serde::de::DeserializeOwned;
 
+pub(crate) use content::ContentOut;
 pub use content::{IntoContents, IntoReadResult, ResourceBody, ResourceContent, ResourceError};
 pub(crate) use install::install;
 pub use list::{IntoResourcePage, ListAll, ListPaged, ListResources, ListedResource, ResourcePage};
