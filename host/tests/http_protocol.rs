@@ -88,7 +88,7 @@ async fn modern_requests_stand_alone() {
 
     // Stray session headers are ignored; notifications are accepted with nothing to say.
     let r = server
-        .modern("/mcp", 5, "ping", Value::Null)
+        .modern("/mcp", 5, "tools/list", Value::Null)
         .header("mcp-session-id", "not-a-session")
         .send()
         .await;
@@ -640,4 +640,184 @@ async fn notifications_and_responses_are_accepted() {
         .await;
     assert!(r.is_stream());
     assert_eq!(events_of(&r.body).len(), 1);
+}
+
+/// The messages of a reply: its events if it is a stream, else the one JSON answer.
+fn messages(r: &common::http::Reply) -> Vec<Value> {
+    if r.is_stream() {
+        r.events()
+    } else {
+        vec![r.json()]
+    }
+}
+
+fn log_lines(messages: &[Value]) -> Vec<(String, String)> {
+    messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/message")
+        .map(|m| {
+            (
+                m["params"]["level"].as_str().unwrap().to_string(),
+                m["params"]["data"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logging_completion_and_what_2026_07_28_removed() {
+    let server = Setup::new(&["faulty"]).start().await;
+    let d = server
+        .modern("/mcp", 1, "server/discover", Value::Null)
+        .send()
+        .await
+        .json();
+    let caps = &d["result"]["capabilities"];
+    assert!(caps["logging"].is_object(), "{d}");
+    assert!(caps["completions"].is_object(), "{d}");
+
+    // An unsupported version's error names exactly what discover lists, and the version asked.
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "v999",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    let r = server
+        .post(
+            "/mcp",
+            &json!({"jsonrpc":"2.0","id":2,"method":"server/discover","params":{"_meta":meta}}),
+        )
+        .header("mcp-protocol-version", "v999")
+        .header("mcp-method", "server/discover")
+        .send()
+        .await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    let e = r.json();
+    assert_eq!(
+        e["error"]["data"]["supported"],
+        d["result"]["supportedVersions"]
+    );
+    assert_eq!(e["error"]["data"]["requested"], "v999");
+
+    // Methods 2026-07-28 removed: 404 and "method not found", even those a session has.
+    for (n, method) in [
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let id = 10 + n as i64;
+        let r = server
+            .modern(
+                "/mcp",
+                id,
+                method,
+                json!({"level": "info", "uri": "faulty://panic"}),
+            )
+            .send()
+            .await;
+        assert_eq!(r.status, 404, "{method}: {}", r.body);
+        assert_eq!(r.json()["error"]["code"], -32601, "{method}");
+        assert_eq!(r.json()["id"], id, "{method}");
+    }
+
+    // completion/complete: no values to offer.
+    let r = server
+        .modern(
+            "/mcp",
+            20,
+            "completion/complete",
+            json!({"ref":{"type":"ref/prompt","name":"faulty__wait"},"argument":{"name":"a","value":"x"}}),
+        )
+        .send()
+        .await
+        .json();
+    assert_eq!(
+        r["result"]["completion"],
+        json!({"values": [], "total": 0, "hasMore": false}),
+        "{r}"
+    );
+
+    // An unknown resource: -32602 in 2026-07-28 (SEP-2164), -32002 in a 2025-11-25 session;
+    // the URI in `data` both times.
+    let uri = "faulty://nothing-here";
+    let r = server
+        .modern("/mcp", 21, "resources/read", json!({ "uri": uri }))
+        .header("mcp-name", uri)
+        .send()
+        .await
+        .json();
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert_eq!(r["error"]["data"]["uri"], uri);
+    let session = server.initialize("/mcp").await;
+    let in_session = |body: Value| {
+        server
+            .post("/mcp", &body)
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-11-25")
+    };
+    let r =
+        in_session(json!({"jsonrpc":"2.0","id":22,"method":"resources/read","params":{"uri":uri}}))
+            .send()
+            .await
+            .json();
+    assert_eq!(r["error"]["code"], -32002, "{r}");
+    assert_eq!(r["error"]["data"]["uri"], uri);
+
+    // 2025-11-25: no log records until the session sets a level; then those at or above it,
+    // on the call's stream before its reply.
+    let call = |id: i64| {
+        json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+            "params":{"name":"faulty__slow","arguments":{"ms":10}}})
+    };
+    let r = in_session(call(23)).send().await;
+    assert!(log_lines(&messages(&r)).is_empty(), "{}", r.body);
+    let set = |id: i64, level: &str| json!({"jsonrpc":"2.0","id":id,"method":"logging/setLevel","params":{"level":level}});
+    let r = in_session(set(24, "error")).send().await.json();
+    assert_eq!(r["result"], json!({}), "{r}");
+    let r = in_session(call(25)).send().await;
+    assert!(log_lines(&messages(&r)).is_empty(), "{}", r.body);
+    let r = in_session(set(26, "loud")).send().await.json();
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    in_session(set(27, "info")).send().await;
+    let r = in_session(call(28)).send().await;
+    let m = messages(&r);
+    assert_eq!(
+        log_lines(&m),
+        [("info".to_string(), "finished".to_string())],
+        "{}",
+        r.body
+    );
+    assert_eq!(m.last().unwrap()["id"], 28);
+    // Another session did not ask.
+    let other = server.initialize("/mcp").await;
+    let r = server
+        .post("/mcp", &call(29))
+        .header("mcp-session-id", &other)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await;
+    assert!(log_lines(&messages(&r)).is_empty(), "{}", r.body);
+
+    // 2026-07-28: only a request whose `_meta` names a level gets its records.
+    let modern_call = |id: i64, meta: Value| {
+        server.modern(
+            "/mcp",
+            id,
+            "tools/call",
+            json!({"name":"faulty__slow","arguments":{"ms":10},"_meta":meta}),
+        )
+    };
+    let r = modern_call(30, json!({})).send().await;
+    assert!(log_lines(&messages(&r)).is_empty(), "{}", r.body);
+    let r = modern_call(31, json!({"io.modelcontextprotocol/logLevel": "debug"}))
+        .send()
+        .await;
+    assert_eq!(
+        log_lines(&messages(&r)),
+        [("info".to_string(), "finished".to_string())],
+        "{}",
+        r.body
+    );
 }

@@ -55,6 +55,38 @@ async fn serves_all_plugins_as_one_server() {
     assert_eq!(parse["error"]["code"], -32700);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_client_that_sets_a_log_level_gets_its_calls_records() {
+    let call = |id: i64| {
+        json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+            "params":{"name":"faulty__slow","arguments":{"ms":10}}})
+    };
+    let input: Vec<String> = [
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}),
+        call(2),
+        json!({"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"debug"}}),
+        call(4),
+    ]
+    .iter()
+    .map(Value::to_string)
+    .collect();
+    let lines = serve_lines(&["faulty"], DEFAULT_MAX_LINE_BYTES, input).await;
+    let init = lines.iter().find(|l| l["id"] == 1).unwrap();
+    assert!(init["result"]["capabilities"]["logging"].is_object());
+    assert_eq!(
+        lines.iter().find(|l| l["id"] == 3).unwrap()["result"],
+        json!({})
+    );
+    // Only the call made after the level was set logs, before its reply.
+    let logs: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i]["method"] == "notifications/message")
+        .collect();
+    assert_eq!(logs.len(), 1, "{lines:?}");
+    assert_eq!(lines[logs[0]]["params"]["data"], "finished");
+    let reply = lines.iter().position(|l| l["id"] == 4).unwrap();
+    assert!(logs[0] < reply, "{lines:?}");
+}
+
 /// Serves `input` (lines) with a given line limit, and returns every line written, after
 /// checking that each request with an id got exactly one reply.
 async fn serve_lines(libs: &[&str], max_line: usize, input: Vec<String>) -> Vec<Value> {

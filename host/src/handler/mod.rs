@@ -52,7 +52,7 @@ use crate::{
     executor::{Executor, ExecutorConfig},
     model::{
         error_code, initialize_result, negotiate_version, rpc_error, rpc_result, rpc_result_raw,
-        CancelledParams, InitializeParams, JsonRpc, ServerInfo,
+        CancelledParams, InitializeParams, JsonRpc, LogLevel, ServerInfo,
     },
     plugin::{CallControl, LoadedPlugin, Report},
     registry::Registry,
@@ -144,6 +144,9 @@ pub struct Router {
     offers: Mutex<HashMap<String, Arc<Offers>>>,
     /// The URIs clients subscribed to.
     subscriptions: subscriptions::Subscriptions,
+    /// The log level each client set with `logging/setLevel`, by [`client_key`]: its calls'
+    /// plugin log records at or above it are sent to it.
+    log_levels: Mutex<HashMap<String, LogLevel>>,
 }
 
 impl Router {
@@ -159,6 +162,7 @@ impl Router {
             closing: AtomicBool::new(false),
             offers: Mutex::new(HashMap::new()),
             subscriptions: Default::default(),
+            log_levels: Mutex::new(HashMap::new()),
         })
     }
 
@@ -266,6 +270,8 @@ impl Router {
             "initialize" => self.initialize(plugin.as_deref(), id, msg.params),
             "ping" => rpc_result(id, &serde_json::json!({})),
             "tools/list" => self.tools_list(plugin.as_deref(), id),
+            "logging/setLevel" => self.set_log_level(scope, client, id, msg.params),
+            "completion/complete" => complete(id, msg.params),
             other => rpc_error(
                 id,
                 error_code::METHOD_NOT_FOUND,
@@ -478,6 +484,46 @@ impl Router {
         rpc_result(id, &result)
     }
 
+    /// `logging/setLevel`: from now on the client's calls send it their plugin's log records
+    /// of `level` and above.
+    fn set_log_level(
+        &self,
+        scope: Scope<'_>,
+        client: &str,
+        id: Option<&RawValue>,
+        params: Option<&RawValue>,
+    ) -> String {
+        #[derive(serde::Deserialize)]
+        struct SetLevel<'a> {
+            #[serde(borrow)]
+            level: std::borrow::Cow<'a, str>,
+        }
+        let level = params
+            .and_then(|p| serde_json::from_str::<SetLevel>(p.get()).ok())
+            .and_then(|p| LogLevel::parse(&p.level));
+        let Some(level) = level else {
+            return rpc_error(
+                id,
+                error_code::INVALID_PARAMS,
+                "invalid params: logging/setLevel needs a level (debug, info, notice, warning, error, critical, alert or emergency)",
+            );
+        };
+        lock(&self.log_levels).insert(client_key(scope, client), level);
+        rpc_result(id, &serde_json::json!({}))
+    }
+
+    /// The log level `client` of `scope` set with `logging/setLevel`, if it did.
+    pub fn log_level(&self, scope: Scope<'_>, client: &str) -> Option<LogLevel> {
+        lock(&self.log_levels)
+            .get(&client_key(scope, client))
+            .copied()
+    }
+
+    /// Forgets what `client` of `scope` set (its session ended).
+    pub fn forget_client(&self, scope: Scope<'_>, client: &str) {
+        lock(&self.log_levels).remove(&client_key(scope, client));
+    }
+
     fn tools_list(&self, plugin: Option<&LoadedPlugin>, id: Option<&RawValue>) -> String {
         match plugin {
             Some(p) => rpc_result_raw(id, Compiled::of(p).tools_list()),
@@ -621,11 +667,14 @@ impl Router {
                 (None, plugin, method)
             }
         };
-        let progress = params
-            .meta
-            .as_ref()
-            .and_then(|m| m.progress_token)
-            .map(|token| Progress::new(sink.clone(), server, token));
+        let meta = params.meta.as_ref();
+        // 2026-07-28 asks per request; a 2025-11-25 client once for its session.
+        let log_min = match meta.and_then(|m| m.log_level.as_deref()) {
+            Some(level) => LogLevel::parse(level),
+            None => self.log_level(scope, client),
+        };
+        let token = meta.and_then(|m| m.progress_token);
+        let progress = Progress::of_call(sink, server, token, log_min);
         let report = progress.clone().map(|p| p as Arc<dyn Report>);
         let control = Arc::new(CallControl::new(id.get(), report));
         Dispatch::Request(Request::new(
@@ -638,6 +687,38 @@ impl Router {
             Box::new(method),
         ))
     }
+}
+
+/// The key of `client` of `scope` among the log levels set.
+fn client_key(scope: Scope<'_>, client: &str) -> String {
+    format!("{client}\n{}", scope.key())
+}
+
+/// `completion/complete`: no suggestions. A plugin declares its prompts' arguments and its
+/// templates' variables but no values for them, so there is nothing to complete from.
+fn complete(id: Option<&RawValue>, params: Option<&RawValue>) -> String {
+    #[derive(serde::Deserialize)]
+    #[allow(dead_code)] // Read only to check the request's shape.
+    struct Params<'a> {
+        #[serde(borrow, rename = "ref")]
+        reference: &'a RawValue,
+        #[serde(borrow)]
+        argument: &'a RawValue,
+    }
+    if params
+        .and_then(|p| serde_json::from_str::<Params>(p.get()).ok())
+        .is_none()
+    {
+        return rpc_error(
+            id,
+            error_code::INVALID_PARAMS,
+            "invalid params: completion/complete needs a ref and an argument",
+        );
+    }
+    rpc_result(
+        id,
+        &serde_json::json!({"completion": {"values": [], "total": 0, "hasMore": false}}),
+    )
 }
 
 /// The key of request `id` of `scope` from `client` among the requests in flight.
@@ -658,7 +739,7 @@ fn cancel_key(scope: Scope<'_>, client: &str, id: &RawValue) -> String {
 /// The `initialize` result of a plugin's server, or of the all-plugins server (without the
 /// capabilities of its plugins' resources and prompts: the router adds them).
 pub fn server_initialize_result(plugin: Option<&LoadedPlugin>, version: &str) -> Value {
-    match plugin {
+    let mut result = match plugin {
         Some(p) => {
             let m = p.manifest();
             let mut v = initialize_result(
@@ -683,7 +764,12 @@ pub fn server_initialize_result(plugin: Option<&LoadedPlugin>, version: &str) ->
             },
             None,
         ),
-    }
+    };
+    // Every server takes `logging/setLevel` and `completion/complete`.
+    let caps = &mut result["capabilities"];
+    caps["logging"] = serde_json::json!({});
+    caps["completions"] = serde_json::json!({});
+    result
 }
 
 /// Adds the `resources` and `prompts` capabilities to an `initialize` result, for a server

@@ -2,15 +2,14 @@
 //! that also carries the call's reply), and the progress of one call.
 
 use crate::sync::lock;
-use std::{
-    borrow::Borrow,
-    sync::{Arc, Mutex, Weak},
-};
+#[cfg(test)]
+use std::borrow::Borrow;
+use std::sync::{Arc, Mutex, Weak};
 
 use serde_json::value::RawValue;
 
 use crate::{
-    model::{borrow_raw, rpc_notification, Latest, ProgressParams},
+    model::{borrow_raw, rpc_notification, Latest, LogLevel, ProgressParams},
     plugin,
 };
 
@@ -35,7 +34,8 @@ impl Notify for Discard {
 }
 
 /// The progress of one call, sent as `notifications/progress` with the call's token until the
-/// call ends.
+/// call ends; and its log records at or above the level the client asked for, sent as
+/// `notifications/message` on the same way (each record its own notification, in order).
 ///
 /// Reports are coalesced: at most one notification of a call waits in the output queue, and
 /// it carries the latest report when it is written. A tool reporting a million times costs
@@ -46,7 +46,10 @@ pub(super) struct Progress {
     me: Weak<Progress>,
     sink: Sink,
     server: Option<String>,
-    token: Token,
+    /// `None`: the client asked for no progress.
+    token: Option<Token>,
+    /// The least severe log record the client wants; `None`: none.
+    log_min: Option<LogLevel>,
     /// False once the call ended: a tool still running after its timeout must not send
     /// progress after the reply. Held while queueing, so nothing slips in after
     /// [`Progress::end`].
@@ -107,24 +110,55 @@ impl Progress {
     /// The progress of a call whose `progressToken` is `token` (borrowed: a short token is
     /// kept inline, without an allocation). Hand it to the call with
     /// [`CallControl::new`](crate::plugin::CallControl::new).
+    #[cfg(test)]
     pub fn new(sink: Sink, server: Option<String>, token: impl Borrow<RawValue>) -> Arc<Self> {
-        let token = token.borrow();
-        let token = Token::inline(token).unwrap_or_else(|| Token::Boxed(token.to_owned()));
-        Self::with_token(sink, server, token)
+        Self::with_token(sink, server, Some(Self::token(token.borrow())), None)
     }
 
-    fn with_token(sink: Sink, server: Option<String>, token: Token) -> Arc<Self> {
+    /// What a call sends its client: progress if it has a `token`, log records at `log_min`
+    /// and above if set; `None` if neither.
+    pub fn of_call(
+        sink: &Sink,
+        server: Option<String>,
+        token: Option<&RawValue>,
+        log_min: Option<LogLevel>,
+    ) -> Option<Arc<Self>> {
+        if token.is_none() && log_min.is_none() {
+            return None;
+        }
+        Some(Self::with_token(
+            sink.clone(),
+            server,
+            token.map(Self::token),
+            log_min,
+        ))
+    }
+
+    fn token(token: &RawValue) -> Token {
+        Token::inline(token).unwrap_or_else(|| Token::Boxed(token.to_owned()))
+    }
+
+    fn with_token(
+        sink: Sink,
+        server: Option<String>,
+        token: Option<Token>,
+        log_min: Option<LogLevel>,
+    ) -> Arc<Self> {
         Arc::new_cyclic(|me| Progress {
             me: me.clone(),
             sink,
             server,
             token,
+            log_min,
             open: Mutex::new(true),
             latest: Mutex::new(Unwritten::default()),
         })
     }
 
     pub fn send(&self, progress: f64, total: Option<f64>, message: &str) {
+        if self.token.is_none() {
+            return;
+        }
         let open = lock(&self.open);
         if !*open {
             return;
@@ -145,6 +179,28 @@ impl Progress {
         drop(open);
     }
 
+    /// Sends a log record of the call if the client wants its level. `target` (the plugin's
+    /// module) is the notification's `logger`.
+    pub fn log(&self, level: LogLevel, target: &str, message: &str) {
+        if self.log_min.is_none_or(|min| level < min) {
+            return;
+        }
+        let params = serde_json::json!({
+            "level": level.name(),
+            "logger": target,
+            "data": cut(message, LOG_DATA_MAX),
+        });
+        let line = Arc::new(Line(Mutex::new(Some(rpc_notification(
+            "notifications/message",
+            Some(&params),
+        )))));
+        let open = lock(&self.open);
+        if *open {
+            self.sink.notify(self.server.as_deref(), line);
+        }
+        drop(open);
+    }
+
     /// The call ended: every later report is dropped (one already queued is still written,
     /// before the reply queued after this).
     pub fn end(&self) {
@@ -156,6 +212,34 @@ impl plugin::Report for Progress {
     fn report(&self, progress: f64, total: Option<f64>, message: &str) {
         self.send(progress, total, message);
     }
+
+    fn log(&self, lvl: u8, target: &str, message: &str) {
+        Progress::log(self, LogLevel::of_plugin(lvl), target, message);
+    }
+}
+
+/// The longest log message sent to a client, in bytes (as the host's own log keeps).
+const LOG_DATA_MAX: usize = 16 << 10;
+
+/// `text` cut to at most `max` bytes, at a character boundary.
+fn cut(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// One notification, written once.
+struct Line(Mutex<Option<String>>);
+
+impl Latest for Line {
+    fn take(&self) -> Option<String> {
+        lock(&self.0).take()
+    }
 }
 
 impl Latest for Progress {
@@ -166,7 +250,7 @@ impl Latest for Progress {
             latest.report.take()?
         };
         let params = ProgressParams {
-            progress_token: self.token.get(),
+            progress_token: self.token.as_ref()?.get(),
             progress: report.progress,
             total: report.total,
             message: &report.message,
@@ -178,6 +262,7 @@ impl Latest for Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     #[derive(Default)]
     struct Collect(Mutex<Vec<(Option<String>, String)>>);
@@ -201,10 +286,10 @@ mod tests {
             let raw: Box<RawValue> = RawValue::from_string(token.to_string()).unwrap();
             let p = Progress::new(sink.clone(), None, &*raw);
             assert_eq!(
-                matches!(p.token, Token::Inline { .. }),
+                matches!(p.token, Some(Token::Inline { .. })),
                 token.len() <= INLINE_TOKEN
             );
-            assert_eq!(p.token.get().get(), token);
+            assert_eq!(p.token.as_ref().unwrap().get().get(), token);
             // Through the call's control, as a tool reports it.
             let control = crate::plugin::CallControl::new("1", Some(p.clone()));
             control.report_progress(1.0, None, "");
@@ -268,5 +353,38 @@ mod tests {
         let line = queued[0].take().unwrap();
         assert!(line.contains(r#""progress":1001.0"#), "{line}");
         assert!(queued[0].take().is_none());
+    }
+
+    #[test]
+    fn logs_at_or_above_the_level_asked_each_in_order() {
+        let sink = Arc::new(Collect::default());
+        let as_sink: Sink = sink.clone();
+        assert!(Progress::of_call(&as_sink, None, None, None).is_none());
+        let p = Progress::of_call(&as_sink, None, None, Some(LogLevel::Info)).unwrap();
+        let control = crate::plugin::CallControl::new("1", Some(p.clone()));
+        control.report_log(toolhost_plugin::abi::level::DEBUG, "m", "hidden");
+        control.report_log(toolhost_plugin::abi::level::INFO, "m", "one");
+        control.report_log(toolhost_plugin::abi::level::ERROR, "m", "two");
+        // No token: no progress.
+        control.report_progress(1.0, None, "");
+        p.end();
+        control.report_log(toolhost_plugin::abi::level::ERROR, "m", "after the end");
+        let sent: Vec<Value> = sink
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, m)| serde_json::from_str(m).unwrap())
+            .collect();
+        assert_eq!(
+            sent,
+            [
+                serde_json::json!({"jsonrpc":"2.0","method":"notifications/message",
+                    "params":{"level":"info","logger":"m","data":"one"}}),
+                serde_json::json!({"jsonrpc":"2.0","method":"notifications/message",
+                    "params":{"level":"error","logger":"m","data":"two"}}),
+            ]
+        );
+        assert_eq!(cut("é", 1), "");
     }
 }

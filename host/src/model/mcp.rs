@@ -58,6 +58,57 @@ pub struct InitializeParams<'a> {
     pub protocol_version: Option<Cow<'a, str>>,
 }
 
+/// An MCP log level (`logging/setLevel`, `notifications/message`), least severe first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Notice,
+    Warning,
+    Error,
+    Critical,
+    Alert,
+    Emergency,
+}
+
+impl LogLevel {
+    const NAMES: [(&'static str, LogLevel); 8] = [
+        ("debug", LogLevel::Debug),
+        ("info", LogLevel::Info),
+        ("notice", LogLevel::Notice),
+        ("warning", LogLevel::Warning),
+        ("error", LogLevel::Error),
+        ("critical", LogLevel::Critical),
+        ("alert", LogLevel::Alert),
+        ("emergency", LogLevel::Emergency),
+    ];
+
+    /// The level MCP names `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, l)| *l)
+    }
+
+    /// Its MCP name.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize].0
+    }
+
+    /// The level of a plugin's log record (its ABI number; trace and unknown ones are
+    /// debug, MCP's least severe).
+    pub fn of_plugin(lvl: u8) -> Self {
+        use toolhost_plugin::abi::level;
+        match lvl {
+            level::ERROR => LogLevel::Error,
+            level::WARN => LogLevel::Warning,
+            level::INFO => LogLevel::Info,
+            _ => LogLevel::Debug,
+        }
+    }
+}
+
 /// `tools/call` params; `arguments` stays raw and is handed to the plugin as it came.
 #[derive(Debug, Clone, Deserialize)]
 pub struct CallParams<'a> {
@@ -116,7 +167,10 @@ impl<'a> CallParams<'a> {
         Some(CallParams {
             name: Cow::Borrowed(name),
             arguments,
-            meta: Some(CallMeta { progress_token }),
+            meta: Some(CallMeta {
+                progress_token,
+                log_level: None,
+            }),
         })
     }
 
@@ -139,9 +193,11 @@ impl<'a> CallMeta<'a> {
     fn scan(s: &mut Scan<'a>) -> Option<Self> {
         members!(s {
             "progressToken" => progress_token = Scan::opt_raw,
+            "io.modelcontextprotocol/logLevel" => log_level = Scan::opt_str,
         });
         Some(CallMeta {
             progress_token: progress_token.flatten(),
+            log_level: log_level.flatten().map(Cow::Borrowed),
         })
     }
 }
@@ -151,6 +207,10 @@ impl<'a> CallMeta<'a> {
 pub struct CallMeta<'a> {
     #[serde(default, borrow, rename = "progressToken")]
     pub progress_token: Option<&'a RawValue>,
+    /// The least severe log level the client wants of this request (2026-07-28): none, no
+    /// `notifications/message` for it.
+    #[serde(default, borrow, rename = "io.modelcontextprotocol/logLevel")]
+    pub log_level: Option<Cow<'a, str>>,
 }
 
 /// `notifications/cancelled` params: `requestId` is the JSON-RPC id of the call.
@@ -203,6 +263,18 @@ pub fn initialize_result(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn log_levels() {
+        for (name, level) in LogLevel::NAMES {
+            assert_eq!(LogLevel::parse(name), Some(level));
+            assert_eq!(level.name(), name);
+        }
+        assert_eq!(LogLevel::parse("warn"), None);
+        assert!(LogLevel::Debug < LogLevel::Info && LogLevel::Error < LogLevel::Emergency);
+        assert_eq!(LogLevel::of_plugin(2), LogLevel::Warning);
+        assert_eq!(LogLevel::of_plugin(5), LogLevel::Debug);
+    }
 
     #[test]
     fn versions() {

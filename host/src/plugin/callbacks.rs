@@ -230,9 +230,13 @@ pub(crate) fn host_api(src: &LogSource) -> HostApi {
 }
 
 /// Where a call's progress goes: `(progress, total, message)` as the tool reports it. Any
-/// closure of that shape is one.
+/// closure of that shape is one. Its log records go there too when the client asked for them
+/// (they are in the host's log in any case).
 pub trait Report: Send + Sync {
     fn report(&self, progress: f64, total: Option<f64>, message: &str);
+
+    /// A log record of the call (`lvl` its ABI level); dropped unless the client asked.
+    fn log(&self, _lvl: u8, _target: &str, _message: &str) {}
 }
 
 impl<F: Fn(f64, Option<f64>, &str) + Send + Sync> Report for F {
@@ -271,6 +275,13 @@ impl CallControl {
 
     pub fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Acquire)
+    }
+
+    /// Passes a log record of the call on to whoever asked for its records.
+    pub fn report_log(&self, lvl: u8, target: &str, message: &str) {
+        if let Some(r) = &self.progress {
+            r.log(lvl, target, message);
+        }
     }
 
     /// Passes progress on to whoever asked for it (a worker's tool reports it from afar).
@@ -320,7 +331,8 @@ extern "C" fn call_log(data: *const c_void, lvl: u8, target: RStr<'_>, message: 
             Some(&c.control.label),
             target.as_str(),
             message.as_str(),
-        )
+        );
+        c.control.report_log(lvl, target.as_str(), message.as_str());
     });
 }
 

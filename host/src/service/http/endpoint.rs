@@ -336,6 +336,14 @@ impl Call<'_> {
                 return self.answer(crate::model::rpc_result(Some(id), &result));
             }
             "subscriptions/listen" => return self.listen(id, msg.params),
+            m if modern::is_removed(m) => {
+                return error(
+                    StatusCode::NOT_FOUND,
+                    Some(id),
+                    error_code::METHOD_NOT_FOUND,
+                    &format!("method not found: {m} (removed in 2026-07-28)"),
+                )
+            }
             _ => {}
         }
         let n = self.shared.next_request.fetch_add(1, Ordering::Relaxed);
@@ -470,12 +478,15 @@ impl Call<'_> {
             Ok(t) => t,
             Err(busy) => return too_busy(busy, id),
         };
-        let progress = method == "tools/call"
-            && msg
-                .call_params()
-                .and_then(Result::ok)
-                .is_some_and(|p| p.meta.is_some_and(|m| m.progress_token.is_some()));
-        let stream = self.accept.sse && (!self.accept.json || progress);
+        // A call that may notify (its progress, its plugin's log records) answers as a
+        // stream, where they go before the reply.
+        let notifies = method == "tools/call"
+            && (router.log_level(self.scope(), client).is_some()
+                || msg.call_params().and_then(Result::ok).is_some_and(|p| {
+                    p.meta
+                        .is_some_and(|m| m.progress_token.is_some() || m.log_level.is_some())
+                }));
+        let stream = self.accept.sse && (!self.accept.json || notifies);
         let (tx, rx) = mpsc::unbounded_channel();
         let sink: Sink = if stream {
             Arc::new(ToStream(tx.clone()))
@@ -606,12 +617,16 @@ fn cancel(router: &Arc<Router>, endpoint: Option<&str>, client: &str, id: &str) 
     let Ok(msg) = JsonRpc::parse(&text) else {
         return;
     };
-    let scope = match endpoint {
+    let sink: Sink = Arc::new(Discard);
+    router.dispatch_from(scope_of(endpoint), client, &msg, &sink);
+}
+
+/// The router's scope of the endpoint `/mcp` (`None`) or `/mcp/NAME`.
+pub(super) fn scope_of(endpoint: Option<&str>) -> Scope<'_> {
+    match endpoint {
         Some(n) => Scope::Server(n),
         None => Scope::All,
-    };
-    let sink: Sink = Arc::new(Discard);
-    router.dispatch_from(scope, client, &msg, &sink);
+    }
 }
 
 /// A session's GET stream (2025-11-25): server messages, resumable with `Last-Event-ID`.
@@ -666,6 +681,9 @@ fn delete(shared: &Arc<Shared>, endpoint: Option<String>, headers: &HeaderMap) -
     match shared.sessions.get(id).filter(|s| s.endpoint == endpoint) {
         Some(s) => {
             shared.sessions.remove(&s.id);
+            shared
+                .router
+                .forget_client(scope_of(endpoint.as_deref()), &s.id);
             for call in s.in_flight() {
                 cancel(&shared.router, endpoint.as_deref(), &s.id, &call);
             }

@@ -343,6 +343,11 @@ async fn expire_sessions(shared: Arc<Shared>) {
     loop {
         tokio::time::sleep(period).await;
         let ended = shared.sessions.expire();
+        for s in &ended {
+            shared
+                .router
+                .forget_client(endpoint::scope_of(s.endpoint.as_deref()), &s.id);
+        }
         if !ended.is_empty() {
             tracing::info!(target: "toolhost::http", count = ended.len(), open = shared.sessions.len(), "idle sessions ended");
         }

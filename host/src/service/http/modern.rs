@@ -18,6 +18,26 @@ pub const HEADER_MISMATCH: i64 = -32020;
 /// The request's protocol version is not one we speak.
 pub const UNSUPPORTED_VERSION: i64 = -32022;
 
+/// The versions a 2026-07-28 request may ask for: what `server/discover` lists and an
+/// unsupported version's error names (older versions are spoken in sessions, after
+/// `initialize`, not per request).
+pub const DISCOVER_VERSIONS: [&str; 1] = [MODERN_PROTOCOL_VERSION];
+
+/// Methods 2026-07-28 removed: a request for one is "method not found" (HTTP 404), even where
+/// a 2025-11-25 session has it.
+const REMOVED: [&str; 5] = [
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// Whether 2026-07-28 removed `method`.
+pub fn is_removed(method: &str) -> bool {
+    REMOVED.contains(&method)
+}
+
 /// The request headers the checks read.
 pub struct Mirrored<'a> {
     pub protocol_version: Option<&'a str>,
@@ -33,10 +53,15 @@ pub struct Refusal {
 
 /// Whether a request is served as 2026-07-28 (stateless) rather than in a 2025-11-25
 /// session: it says so in `_meta` or in its version header, or it uses a method only that
-/// version has. `initialize` always opens a session.
+/// version has. `initialize` opens a session unless its `_meta` names a version (a
+/// 2026-07-28 client, for which `initialize` no longer exists).
 pub fn is_modern(method: &str, head: &RequestHead<'_>, header_version: Option<&str>) -> bool {
+    let meta_version = head
+        .meta
+        .as_ref()
+        .is_some_and(|m| m.protocol_version.is_some());
     if method == "initialize" {
-        return false;
+        return meta_version;
     }
     head.meta
         .as_ref()
@@ -76,15 +101,13 @@ pub fn check(
         ));
     }
     if version != MODERN_PROTOCOL_VERSION {
-        let mut supported = vec![MODERN_PROTOCOL_VERSION];
-        supported.extend(SUPPORTED_PROTOCOL_VERSIONS);
         let reply = json!({
             "jsonrpc": "2.0",
             "id": id,
             "error": {
                 "code": UNSUPPORTED_VERSION,
                 "message": "Unsupported protocol version",
-                "data": {"supported": supported, "requested": version},
+                "data": {"supported": DISCOVER_VERSIONS, "requested": version},
             },
         });
         return Err(Refusal {
@@ -173,6 +196,19 @@ pub fn is_method_not_found(reply: &str, id: Option<&RawValue>) -> bool {
         })
 }
 
+/// An error reply of -32002 (resource not found) as -32602 (invalid params).
+fn resource_not_found_as_invalid_params(reply: String, id: Option<&RawValue>) -> String {
+    let head = head_of(id, "error");
+    let old = format!(r#""code":{}"#, error_code::RESOURCE_NOT_FOUND);
+    match reply
+        .strip_prefix(head.as_str())
+        .and_then(|rest| rest.strip_prefix(old.as_str()))
+    {
+        Some(rest) => format!(r#"{head}"code":{}{rest}"#, error_code::INVALID_PARAMS),
+        None => reply,
+    }
+}
+
 /// Methods whose results carry caching hints.
 fn cacheable(method: &str) -> bool {
     matches!(
@@ -187,11 +223,12 @@ fn cacheable(method: &str) -> bool {
 
 /// `reply` with `resultType` (and for lists, caching hints) added to its result. Lists may
 /// change at any moment (hot reload), so they are never fresh for long: `ttlMs` 0. Error
-/// replies are returned as they are.
+/// replies are returned as they are, but for an unknown resource: 2026-07-28 (SEP-2164) says
+/// -32602 where 2025-11-25 said -32002 (the message and `data.uri` stay).
 pub fn complete(reply: String, id: Option<&RawValue>, method: &str) -> String {
     let head = head_of(id, "result");
     if !reply.starts_with(&head) {
-        return reply;
+        return resource_not_found_as_invalid_params(reply, id);
     }
     let mut fields = String::from(r#""resultType":"complete""#);
     if cacheable(method) {
@@ -214,7 +251,7 @@ pub fn discover_result(plugin: Option<&LoadedPlugin>) -> Value {
     let init = server_initialize_result(plugin, MODERN_PROTOCOL_VERSION);
     let mut result = json!({
         "resultType": "complete",
-        "supportedVersions": [MODERN_PROTOCOL_VERSION],
+        "supportedVersions": DISCOVER_VERSIONS,
         "capabilities": init["capabilities"],
         "_meta": {"io.modelcontextprotocol/serverInfo": init["serverInfo"]},
         "ttlMs": 0,
@@ -334,6 +371,45 @@ mod tests {
         assert!(is_method_not_found(&err, Some(&id)));
         let other = rpc_error(Some(&id), error_code::INVALID_PARAMS, "no");
         assert!(!is_method_not_found(&other, Some(&id)));
+    }
+
+    #[test]
+    fn an_unknown_resource_is_invalid_params() {
+        let id = raw("7");
+        let data = json!({"uri": "x://nope"});
+        let gone = crate::model::rpc_error_data(
+            Some(&id),
+            error_code::RESOURCE_NOT_FOUND,
+            "resource not found: x://nope",
+            Some(&data),
+        );
+        let v: Value = serde_json::from_str(&complete(gone, Some(&id), "resources/read")).unwrap();
+        assert_eq!(v["error"]["code"], error_code::INVALID_PARAMS);
+        assert_eq!(v["error"]["data"]["uri"], "x://nope");
+        assert_eq!(v["error"]["message"], "resource not found: x://nope");
+        let other = rpc_error(Some(&id), error_code::INTERNAL_ERROR, "-32002");
+        assert_eq!(complete(other.clone(), Some(&id), "resources/read"), other);
+    }
+
+    #[test]
+    fn removed_methods() {
+        for m in [
+            "initialize",
+            "ping",
+            "logging/setLevel",
+            "resources/subscribe",
+        ] {
+            assert!(is_removed(m), "{m}");
+        }
+        assert!(!is_removed("tools/call"));
+        let text = r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#;
+        let head: RequestHead = serde_json::from_str(text).unwrap();
+        assert!(is_modern("initialize", &head, None));
+        assert!(!is_modern(
+            "initialize",
+            &RequestHead::default(),
+            Some("2025-11-25")
+        ));
     }
 
     #[test]
