@@ -61,16 +61,16 @@ impl<F: Fold> Chain<F> {
             );
             let rt = self.hooks.rt.clone();
             let respond = move |answer: Answer<'_>| {
-                let answer = match answer.into_outcome() {
-                    Ok(json) => Some(
-                        serde_json::from_str::<Value>(&json)
-                            .map_err(|e| format!("its output is not JSON: {e}")),
-                    ),
+                match answer.into_outcome() {
+                    Ok(json) => {
+                        if !self.fold.take_text(&item, &json) {
+                            self.items.clear();
+                        }
+                    }
                     // Unloaded since the event came: as if it had no hook.
-                    Err(CallError::UnknownServer(_)) => None,
-                    Err(e) => Some(Err(e.to_string())),
-                };
-                self.take(&item, answer);
+                    Err(CallError::UnknownServer(_)) => {}
+                    Err(e) => self.take(&item, Some(Err(e.to_string()))),
+                }
                 // The next request may start tasks (a lease wait, its timer).
                 let _rt = rt.enter();
                 self.step(false);

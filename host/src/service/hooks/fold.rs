@@ -3,6 +3,9 @@
 //! joined, an updated input is what the next hook sees; a hook that fails counts as its
 //! plugin's `on_error`.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use toolhost_plugin::extras::method;
 
@@ -17,6 +20,11 @@ pub trait Fold: Send + 'static {
     fn params(&self, item: &Matched) -> String;
     /// Takes `item`'s answer (`Err`: why it failed); false ends the chain (a deny).
     fn take(&mut self, item: &Matched, answer: Result<Value, String>) -> bool;
+    /// [`Fold::take`] of an answer as the plugin wrote it.
+    fn take_text(&mut self, item: &Matched, text: &str) -> bool {
+        let answer = serde_json::from_str(text).map_err(|e| format!("its output is not JSON: {e}"));
+        self.take(item, answer)
+    }
     /// The one answer.
     fn answer(self) -> Value;
 }
@@ -261,6 +269,30 @@ impl Fold for HookFold {
         }
     }
 
+    /// The two answers most hooks give, without building a value: nothing (`{}`), and a
+    /// PreToolUse deny with its reason and nothing else. Others go through [`Fold::take`].
+    fn take_text(&mut self, item: &Matched, text: &str) -> bool {
+        if text.trim() == "{}" {
+            // An empty output changes nothing.
+            return true;
+        }
+        if self.event == "PreToolUse" {
+            if let Ok(Only { specific }) = serde_json::from_str::<Only<'_>>(text) {
+                // `hookEventName` is not read, as in `absorb`.
+                if specific.decision == "deny" {
+                    let why = specific.reason.map(|r| r.into_owned());
+                    self.deny(
+                        &item.plugin,
+                        why.unwrap_or_else(|| "no reason given".into()),
+                    );
+                    return false;
+                }
+            }
+        }
+        let answer = serde_json::from_str(text).map_err(|e| format!("its output is not JSON: {e}"));
+        self.take(item, answer)
+    }
+
     fn take(&mut self, item: &Matched, answer: Result<Value, String>) -> bool {
         let why = match answer.map(|output| self.absorb(&item.plugin, output)) {
             Ok(Ok(go_on)) => return go_on,
@@ -446,6 +478,25 @@ impl Fold for PolicyFold {
     }
 }
 
+/// An output that is only a `hookSpecificOutput` with a decision and perhaps its reason.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Only<'a> {
+    #[serde(borrow, rename = "hookSpecificOutput")]
+    specific: OnlyDecision<'a>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OnlyDecision<'a> {
+    #[serde(borrow, rename = "hookEventName")]
+    _event: Option<Cow<'a, str>>,
+    #[serde(borrow, rename = "permissionDecision")]
+    decision: Cow<'a, str>,
+    #[serde(borrow, rename = "permissionDecisionReason")]
+    reason: Option<Cow<'a, str>>,
+}
+
 /// A value shortened for a message.
 fn brief(v: &Value) -> String {
     let s = v.to_string();
@@ -550,6 +601,36 @@ mod tests {
             f.answer(),
             json!({"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": "B"}})
         );
+    }
+
+    #[test]
+    fn an_answer_as_text_folds_as_its_value() {
+        for text in [
+            "{}",
+            " {} ",
+            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"no \"rm\""}}"#,
+            r#"{"hookSpecificOutput":{"permissionDecision":"deny","permissionDecisionReason":null}}"#,
+            r#"{"hookSpecificOutput":{"permissionDecision":"deny"},"reason":"r"}"#,
+            r#"{"hookSpecificOutput":{"permissionDecision":"deny","additionalContext":"c"}}"#,
+            r#"{"hookSpecificOutput":{"permissionDecision":"allow","permissionDecisionReason":"ok"}}"#,
+            r#"{"hookSpecificOutput":{"permissionDecision":"maybe"}}"#,
+            "[]",
+            "not json",
+        ] {
+            for on_error in [OnError::Allow, OnError::Deny] {
+                let mut as_text = pre(json!({"command": "ls"}));
+                let mut as_value = pre(json!({"command": "ls"}));
+                let value =
+                    serde_json::from_str(text).map_err(|e| format!("its output is not JSON: {e}"));
+                assert_eq!(
+                    as_text.take_text(&item("p", on_error), text),
+                    as_value.take(&item("p", on_error), value),
+                    "{text}"
+                );
+                assert_eq!(as_text.denied(), as_value.denied(), "{text}");
+                assert_eq!(as_text.answer(), as_value.answer(), "{text}");
+            }
+        }
     }
 
     #[test]
