@@ -504,7 +504,8 @@ impl Call<'_> {
             Ok(t) => t,
             Err(busy) => return too_busy(busy, id),
         };
-        let stream = self.accept.sse && (!self.accept.json || self.notifies(msg, method, client));
+        let notifies = self.notifies(msg, method, client);
+        let stream = self.accept.sse && (!self.accept.json || notifies);
         let (tx, rx) = mpsc::unbounded_channel();
         let sink: Sink = if stream {
             Arc::new(ToStream(tx.clone()))
