@@ -9,7 +9,7 @@ use serde_json::json;
 use super::{Check, Status};
 use crate::{
     handler::FLAT_SEPARATOR,
-    model::{Manifest, UriTemplate},
+    model::{Extras, Manifest, UriTemplate},
 };
 
 /// One check per plugin that offers resources or prompts, then one per collision.
@@ -26,6 +26,33 @@ fn plugin(m: &Manifest) -> Option<Check> {
     }
     let mut problems: Vec<(Status, String)> = Vec::new();
     let mut fail = |s: String| problems.push((Status::Fail, s));
+    resource_problems(e, &mut fail);
+    template_problems(e, &mut fail);
+    prompt_problems(m, &mut fail);
+    let summary = summary(m);
+    let data = json!({
+        "plugin": m.name,
+        "resources": e.resources.iter().map(|r| &r.uri).collect::<Vec<_>>(),
+        "templates": e.resource_templates.iter().map(|t| &t.uri_template).collect::<Vec<_>>(),
+        "prompts": e.prompts.iter().map(|p| &p.name).collect::<Vec<_>>(),
+    });
+    let check = match problems.iter().map(|(s, _)| *s).max() {
+        None => Check::ok("offers", summary),
+        Some(_) => {
+            let text: Vec<&str> = problems.iter().map(|(_, p)| p.as_str()).collect();
+            Check::fail(
+                "offers",
+                format!("{summary}: {}", text.join("; ")),
+                "fix the #[resource] / #[prompt] declarations (level-1 templates only: \
+                 `notes://{id}`), rebuild and copy it again",
+            )
+        }
+    };
+    Some(check.with_data(data))
+}
+
+/// Fixed URIs without a scheme, holding a template expression, or declared twice.
+fn resource_problems(e: &Extras, fail: &mut impl FnMut(String)) {
     let mut uris = HashSet::new();
     for r in &e.resources {
         if !r.uri.contains(':') {
@@ -43,6 +70,10 @@ fn plugin(m: &Manifest) -> Option<Check> {
             fail(format!("resource URI `{}` is declared twice", r.uri));
         }
     }
+}
+
+/// Templates that do not parse, have no variable, or are declared twice.
+fn template_problems(e: &Extras, fail: &mut impl FnMut(String)) {
     let mut templates = HashSet::new();
     for t in &e.resource_templates {
         match UriTemplate::parse(&t.uri_template) {
@@ -57,8 +88,12 @@ fn plugin(m: &Manifest) -> Option<Check> {
             fail(format!("template `{}` is declared twice", t.uri_template));
         }
     }
+}
+
+/// Prompts and arguments a slash command cannot carry, or declared twice.
+fn prompt_problems(m: &Manifest, fail: &mut impl FnMut(String)) {
     let mut prompts = HashSet::new();
-    for p in &e.prompts {
+    for p in &m.extras.prompts {
         if !is_name(&p.name) {
             fail(format!(
                 "prompt `{}`: only letters, digits, `_` and `-` make a slash command `/{}:{}`",
@@ -85,7 +120,12 @@ fn plugin(m: &Manifest) -> Option<Check> {
             }
         }
     }
-    let summary = format!(
+}
+
+/// `NAME: N resources, N templates, N prompts`.
+fn summary(m: &Manifest) -> String {
+    let e = &m.extras;
+    format!(
         "{}: {} resource{}, {} template{}{}, {} prompt{}",
         m.name,
         e.resources.len(),
@@ -99,26 +139,7 @@ fn plugin(m: &Manifest) -> Option<Check> {
         },
         e.prompts.len(),
         plural(e.prompts.len()),
-    );
-    let data = json!({
-        "plugin": m.name,
-        "resources": e.resources.iter().map(|r| &r.uri).collect::<Vec<_>>(),
-        "templates": e.resource_templates.iter().map(|t| &t.uri_template).collect::<Vec<_>>(),
-        "prompts": e.prompts.iter().map(|p| &p.name).collect::<Vec<_>>(),
-    });
-    let check = match problems.iter().map(|(s, _)| *s).max() {
-        None => Check::ok("offers", summary),
-        Some(_) => {
-            let text: Vec<&str> = problems.iter().map(|(_, p)| p.as_str()).collect();
-            Check::fail(
-                "offers",
-                format!("{summary}: {}", text.join("; ")),
-                "fix the #[resource] / #[prompt] declarations (level-1 templates only: \
-                 `notes://{id}`), rebuild and copy it again",
-            )
-        }
-    };
-    Some(check.with_data(data))
+    )
 }
 
 /// What two plugins both declare: a URI or template (the first plugin in name order serves

@@ -331,6 +331,28 @@ fn tools(m: &Manifest) -> Check {
         problems.push((Status::Warn, "it declares no tools".into()));
     }
     problems.extend(hook_problems(m));
+    problems.extend(tool_problems(m));
+    let summary = summary(m);
+    let worst = problems.iter().map(|(s, _)| *s).max();
+    let text: Vec<&str> = problems.iter().map(|(_, p)| p.as_str()).collect();
+    match worst {
+        None | Some(Status::Ok) => Check::ok("plugin", summary),
+        Some(status) => Check {
+            status,
+            message: format!("{summary}: {}", text.join("; ")),
+            fix: Some(
+                "fix the tool declarations (#[tool] doc comments are the descriptions; \
+                 argument types must derive JsonSchema), rebuild and copy it again"
+                    .into(),
+            ),
+            ..Check::ok("plugin", "")
+        },
+    }
+}
+
+/// Tools declared twice, without a description, or with an invalid schema.
+fn tool_problems(m: &Manifest) -> Vec<(Status, String)> {
+    let mut problems = Vec::new();
     let mut seen = HashMap::new();
     for t in &m.tools {
         if seen.insert(t.name.as_str(), ()).is_some() {
@@ -369,6 +391,12 @@ fn tools(m: &Manifest) -> Check {
             }
         }
     }
+    problems
+}
+
+/// `NAME VERSION, N tools (…)`, and its hooks and permission policy if it has them.
+fn summary(m: &Manifest) -> String {
+    let hooks = &m.extras.hooks;
     let names: Vec<&str> = m.tools.iter().map(|t| t.name.as_str()).collect();
     let mut summary = format!(
         "{} {}, {} tool{} ({})",
@@ -396,21 +424,7 @@ fn tools(m: &Manifest) -> Check {
     if m.extras.permission {
         summary.push_str(", a permission policy");
     }
-    let worst = problems.iter().map(|(s, _)| *s).max();
-    let text: Vec<&str> = problems.iter().map(|(_, p)| p.as_str()).collect();
-    match worst {
-        None | Some(Status::Ok) => Check::ok("plugin", summary),
-        Some(status) => Check {
-            status,
-            message: format!("{summary}: {}", text.join("; ")),
-            fix: Some(
-                "fix the tool declarations (#[tool] doc comments are the descriptions; \
-                 argument types must derive JsonSchema), rebuild and copy it again"
-                    .into(),
-            ),
-            ..Check::ok("plugin", "")
-        },
-    }
+    summary
 }
 
 /// A plugin's hooks: each matcher must compile (a hook whose matcher does not fails on every

@@ -23,7 +23,7 @@ use crate::{
     model::{Extras, RequestError, UriTemplate},
     plugin::LoadedPlugin,
 };
-use toolhost_plugin::extras::{code, PromptDecl};
+use toolhost_plugin::extras::{code, PromptDecl, TemplateDecl};
 
 /// The offers of one set of plugin versions.
 pub struct Offers {
@@ -79,6 +79,30 @@ pub struct OfferCollision {
     pub kept_plugin: String,
 }
 
+/// A template's parsed form, if it is served: it parses and has a variable (else it is
+/// logged and left out).
+fn served_template(t: &TemplateDecl, plugin: &str) -> Option<UriTemplate> {
+    match UriTemplate::parse(&t.uri_template) {
+        Ok(parsed) if !parsed.is_fixed() => Some(parsed),
+        Ok(_) => {
+            tracing::warn!(
+                "resource template `{}` of plugin `{}` has no variable: declare it as a resource",
+                t.uri_template,
+                plugin
+            );
+            None
+        }
+        Err(e) => {
+            tracing::warn!(
+                "resource template `{}` of plugin `{}` is not served: {e}",
+                t.uri_template,
+                plugin
+            );
+            None
+        }
+    }
+}
+
 impl Offers {
     /// The offers of `plugins` (sorted by name); with `flat`, prompts are named
     /// `<plugin>__<prompt>`.
@@ -105,73 +129,87 @@ impl Offers {
                 name: name.into(),
                 version,
             };
-            for r in &extras.resources {
-                if let Some(kept) = o.fixed.get(&r.uri) {
-                    let kept = kept.plugin.to_string();
-                    o.collide("resource URI", &r.uri, p.name(), &kept);
-                    continue;
-                }
-                o.fixed.insert(r.uri.clone(), owner(&r.name));
-                o.resources
-                    .push(serde_json::to_value(r).expect("a resource serializes"));
-            }
-            for t in &extras.resource_templates {
-                if let Some(kept) = template_keys.get(&t.uri_template) {
-                    o.collide(
-                        "resource template",
-                        &t.uri_template,
-                        p.name(),
-                        &kept.clone(),
-                    );
-                    continue;
-                }
-                let parsed = match UriTemplate::parse(&t.uri_template) {
-                    Ok(parsed) if !parsed.is_fixed() => parsed,
-                    Ok(_) => {
-                        tracing::warn!(
-                            "resource template `{}` of plugin `{}` has no variable: declare it \
-                             as a resource",
-                            t.uri_template,
-                            p.name()
-                        );
-                        continue;
-                    }
-                    Err(e) => {
-                        tracing::warn!(
-                            "resource template `{}` of plugin `{}` is not served: {e}",
-                            t.uri_template,
-                            p.name()
-                        );
-                        continue;
-                    }
-                };
-                template_keys.insert(t.uri_template.clone(), p.name().to_string());
-                o.templates.push((parsed, owner(&t.name)));
-                templates_list.push(serde_json::to_value(t).expect("a template serializes"));
-            }
+            o.add_resources(p.name(), extras, &owner);
+            o.add_templates(
+                p.name(),
+                extras,
+                &owner,
+                &mut template_keys,
+                &mut templates_list,
+            );
             if extras.lists_resources {
                 o.dynamic.push(p.name().to_string());
             }
-            for d in &extras.prompts {
-                let exposed = if flat {
-                    flat_name(p.name(), &d.name)
-                } else {
-                    d.name.clone()
-                };
-                if let Some((kept, _)) = o.prompts.get(&exposed) {
-                    o.collide("prompt", &exposed, p.name(), &kept.clone());
-                    continue;
-                }
-                let mut v = serde_json::to_value(d).expect("a prompt serializes");
-                v["name"] = Value::from(exposed.as_str());
-                prompts_list.push(v);
-                o.prompts
-                    .insert(exposed, (p.name().to_string(), d.name.clone()));
-            }
+            o.add_prompts(p.name(), extras, flat, &mut prompts_list);
         }
         o.templates_list = json!({ "resourceTemplates": templates_list }).to_string();
         o.prompts_list = json!({ "prompts": prompts_list }).to_string();
         o
+    }
+
+    /// Takes `plugin`'s fixed resources whose URI no earlier plugin has.
+    fn add_resources(&mut self, plugin: &str, extras: &Extras, owner: &impl Fn(&str) -> Owner) {
+        for r in &extras.resources {
+            if let Some(kept) = self.fixed.get(&r.uri) {
+                let kept = kept.plugin.to_string();
+                self.collide("resource URI", &r.uri, plugin, &kept);
+                continue;
+            }
+            self.fixed.insert(r.uri.clone(), owner(&r.name));
+            self.resources
+                .push(serde_json::to_value(r).expect("a resource serializes"));
+        }
+    }
+
+    /// Takes `plugin`'s valid templates that no earlier plugin has (`template_keys`: template →
+    /// the plugin that has it), listing them in `templates_list`.
+    fn add_templates(
+        &mut self,
+        plugin: &str,
+        extras: &Extras,
+        owner: &impl Fn(&str) -> Owner,
+        template_keys: &mut HashMap<String, String>,
+        templates_list: &mut Vec<Value>,
+    ) {
+        for t in &extras.resource_templates {
+            if let Some(kept) = template_keys.get(&t.uri_template) {
+                self.collide("resource template", &t.uri_template, plugin, &kept.clone());
+                continue;
+            }
+            let Some(parsed) = served_template(t, plugin) else {
+                continue;
+            };
+            template_keys.insert(t.uri_template.clone(), plugin.to_string());
+            self.templates.push((parsed, owner(&t.name)));
+            templates_list.push(serde_json::to_value(t).expect("a template serializes"));
+        }
+    }
+
+    /// Takes `plugin`'s prompts whose exposed name no earlier plugin has, listing them in
+    /// `prompts_list`.
+    fn add_prompts(
+        &mut self,
+        plugin: &str,
+        extras: &Extras,
+        flat: bool,
+        prompts_list: &mut Vec<Value>,
+    ) {
+        for d in &extras.prompts {
+            let exposed = if flat {
+                flat_name(plugin, &d.name)
+            } else {
+                d.name.clone()
+            };
+            if let Some((kept, _)) = self.prompts.get(&exposed) {
+                self.collide("prompt", &exposed, plugin, &kept.clone());
+                continue;
+            }
+            let mut v = serde_json::to_value(d).expect("a prompt serializes");
+            v["name"] = Value::from(exposed.as_str());
+            prompts_list.push(v);
+            self.prompts
+                .insert(exposed, (plugin.to_string(), d.name.clone()));
+        }
     }
 
     fn collide(&mut self, what: &'static str, key: &str, plugin: &str, kept_plugin: &str) {

@@ -13,7 +13,7 @@ use std::{
 
 use http_body_util::{BodyExt, Limited};
 use hyper::{
-    body::Incoming,
+    body::{Bytes, Incoming},
     header::{self, HeaderMap, HeaderValue},
     Method, Request, Response, StatusCode,
 };
@@ -32,7 +32,7 @@ use super::{
     Listener, Shared,
 };
 use crate::{
-    handler::{Answer, Discard, Dispatch, Router, Scope, Sink},
+    handler::{Answer, Discard, Dispatch, Respond, Router, Scope, Sink},
     model::{
         error_code, JsonRpc, RequestHead, MODERN_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
     },
@@ -211,67 +211,18 @@ async fn post(
 ) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let headers = &parts.headers;
-    let accept = accepts(headers);
-    if !accept.json && !accept.sse {
-        return error(
-            StatusCode::NOT_ACCEPTABLE,
-            None,
-            TRANSPORT_ERROR,
-            "Not Acceptable: accept application/json or text/event-stream",
-        );
-    }
-    if let Some(ct) = header_str(headers, header::CONTENT_TYPE.as_str()) {
-        if !ct.trim_start().starts_with("application/json") {
-            return error(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                None,
-                TRANSPORT_ERROR,
-                "Unsupported Media Type: send application/json",
-            );
-        }
-    }
-    let max = shared.limits.max_body_bytes;
-    let collected = tokio::time::timeout(BODY_TIMEOUT, Limited::new(body, max).collect()).await;
-    let bytes = match collected {
-        Ok(Ok(b)) => b.to_bytes(),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-            return error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                None,
-                error_code::INVALID_REQUEST,
-                &format!("the request body is over {max} bytes"),
-            )
-        }
-        Ok(Err(_)) => return plain(StatusCode::BAD_REQUEST, "unreadable body\n"),
-        Err(_) => return plain(StatusCode::REQUEST_TIMEOUT, "body too slow\n"),
+    let accept = match acceptable(headers) {
+        Ok(a) => a,
+        Err(refusal) => return *refusal,
+    };
+    let bytes = match read_body(shared, body).await {
+        Ok(b) => b,
+        Err(refusal) => return *refusal,
     };
     tracing::trace!(target: "toolhost::http::wire", "<< {}", String::from_utf8_lossy(&bytes));
-    let Ok(text) = std::str::from_utf8(&bytes) else {
-        return error(
-            StatusCode::BAD_REQUEST,
-            None,
-            error_code::PARSE_ERROR,
-            "parse error: the body is not UTF-8",
-        );
-    };
-    if text.trim_start().starts_with('[') {
-        return error(
-            StatusCode::BAD_REQUEST,
-            None,
-            error_code::INVALID_REQUEST,
-            "invalid request: batches are not supported",
-        );
-    }
-    let msg = match crate::service::parse_object(text, JsonRpc::parse) {
+    let msg = match parse_message(&bytes) {
         Ok(m) => m,
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                None,
-                error_code::PARSE_ERROR,
-                &format!("parse error: {e}"),
-            )
-        }
+        Err(refusal) => return *refusal,
     };
     let Some(method) = msg.method.as_deref() else {
         // A response: we send clients no requests, so there is nothing to match it to.
@@ -302,6 +253,81 @@ async fn post(
     } else {
         call.legacy(&msg, method, headers).await
     }
+}
+
+/// What the client accepts of the answer, if it accepts one, and sends JSON.
+fn acceptable(headers: &HeaderMap) -> Result<Accepts, Box<Response<Body>>> {
+    let accept = accepts(headers);
+    if !accept.json && !accept.sse {
+        return Err(Box::new(error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            TRANSPORT_ERROR,
+            "Not Acceptable: accept application/json or text/event-stream",
+        )));
+    }
+    if let Some(ct) = header_str(headers, header::CONTENT_TYPE.as_str()) {
+        if !ct.trim_start().starts_with("application/json") {
+            return Err(Box::new(error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                None,
+                TRANSPORT_ERROR,
+                "Unsupported Media Type: send application/json",
+            )));
+        }
+    }
+    Ok(accept)
+}
+
+/// The body, if it comes whole, in time and within the size limit.
+async fn read_body(shared: &Shared, body: Incoming) -> Result<Bytes, Box<Response<Body>>> {
+    let max = shared.limits.max_body_bytes;
+    let collected = tokio::time::timeout(BODY_TIMEOUT, Limited::new(body, max).collect()).await;
+    match collected {
+        Ok(Ok(b)) => Ok(b.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(Box::new(error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            None,
+            error_code::INVALID_REQUEST,
+            &format!("the request body is over {max} bytes"),
+        ))),
+        Ok(Err(_)) => Err(Box::new(plain(
+            StatusCode::BAD_REQUEST,
+            "unreadable body\n",
+        ))),
+        Err(_) => Err(Box::new(plain(
+            StatusCode::REQUEST_TIMEOUT,
+            "body too slow\n",
+        ))),
+    }
+}
+
+/// The body's one JSON-RPC message: UTF-8, not a batch, parsed.
+fn parse_message(bytes: &[u8]) -> Result<JsonRpc<'_>, Box<Response<Body>>> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Err(Box::new(error(
+            StatusCode::BAD_REQUEST,
+            None,
+            error_code::PARSE_ERROR,
+            "parse error: the body is not UTF-8",
+        )));
+    };
+    if text.trim_start().starts_with('[') {
+        return Err(Box::new(error(
+            StatusCode::BAD_REQUEST,
+            None,
+            error_code::INVALID_REQUEST,
+            "invalid request: batches are not supported",
+        )));
+    }
+    crate::service::parse_object(text, JsonRpc::parse).map_err(|e| {
+        Box::new(error(
+            StatusCode::BAD_REQUEST,
+            None,
+            error_code::PARSE_ERROR,
+            &format!("parse error: {e}"),
+        ))
+    })
 }
 
 /// A POSTed message being served.
@@ -478,14 +504,7 @@ impl Call<'_> {
             Ok(t) => t,
             Err(busy) => return too_busy(busy, id),
         };
-        // A call that may notify (its progress, its plugin's log records) answers as a
-        // stream, where they go before the reply.
-        let notifies = method == "tools/call"
-            && (router.log_level(self.scope(), client).is_some()
-                || msg.call_params().and_then(Result::ok).is_some_and(|p| {
-                    p.meta
-                        .is_some_and(|m| m.progress_token.is_some() || m.log_level.is_some())
-                }));
+        let notifies = self.notifies(msg, method, client);
         let stream = self.accept.sse && (!self.accept.json || notifies);
         let (tx, rx) = mpsc::unbounded_channel();
         let sink: Sink = if stream {
@@ -493,19 +512,9 @@ impl Call<'_> {
         } else {
             Arc::new(Discard)
         };
-        let finish = |reply: String| {
-            if !modern {
-                return (StatusCode::OK, reply);
-            }
-            if modern::is_method_not_found(&reply, Some(id)) {
-                (StatusCode::NOT_FOUND, reply)
-            } else {
-                (StatusCode::OK, modern::complete(reply, Some(id), method))
-            }
-        };
         match router.dispatch_from(self.scope(), client, msg, &sink) {
             Dispatch::Reply(r) => {
-                let (status, body) = finish(r);
+                let (status, body) = finish(r, id, method, modern);
                 drop(ticket);
                 if status == StatusCode::OK {
                     self.answer(body)
@@ -516,30 +525,8 @@ impl Call<'_> {
             Dispatch::Handled => empty(StatusCode::ACCEPTED),
             Dispatch::Request(request) => {
                 let answered = Arc::new(AtomicBool::new(false));
-                let id_text = id.get().to_string();
-                if let Some(s) = &session {
-                    s.started(&id_text);
-                }
-                let guard = CallGuard {
-                    router: router.clone(),
-                    endpoint: self.endpoint.map(str::to_string),
-                    client: client.to_string(),
-                    id: id_text,
-                    answered: answered.clone(),
-                    session,
-                    _ticket: ticket,
-                };
-                let reply_id = id.to_owned();
-                let method_name = method.to_string();
-                let respond = move |answer: Answer<'_>| {
-                    answered.store(true, Ordering::Release);
-                    let mut text = answer.rpc();
-                    if modern {
-                        text = modern::complete(text, Some(&reply_id), &method_name);
-                    }
-                    let _ = tx.send(Item::Reply(text));
-                };
-                request.start(Box::new(respond), false);
+                let guard = self.guard(id, client, session, ticket, answered.clone());
+                request.start(responder(answered, tx, id, method, modern), false);
                 if stream {
                     return stream_response(CallStream::new(rx, guard));
                 }
@@ -558,6 +545,41 @@ impl Call<'_> {
         }
     }
 
+    /// Whether a call may notify (its progress, its plugin's log records): it then answers as
+    /// a stream, where they go before the reply.
+    fn notifies(&self, msg: &JsonRpc<'_>, method: &str, client: &str) -> bool {
+        method == "tools/call"
+            && (self.shared.router.log_level(self.scope(), client).is_some()
+                || msg.call_params().and_then(Result::ok).is_some_and(|p| {
+                    p.meta
+                        .is_some_and(|m| m.progress_token.is_some() || m.log_level.is_some())
+                }))
+    }
+
+    /// The guard of request `id` while unanswered, marked started in its session.
+    fn guard(
+        &self,
+        id: &RawValue,
+        client: &str,
+        session: Option<Arc<Session>>,
+        ticket: Ticket,
+        answered: Arc<AtomicBool>,
+    ) -> CallGuard {
+        let id_text = id.get().to_string();
+        if let Some(s) = &session {
+            s.started(&id_text);
+        }
+        CallGuard {
+            router: self.shared.router.clone(),
+            endpoint: self.endpoint.map(str::to_string),
+            client: client.to_string(),
+            id: id_text,
+            answered,
+            session,
+            _ticket: ticket,
+        }
+    }
+
     /// A reply as JSON, or as a one-event stream to a client that takes only streams.
     fn answer(&self, reply: String) -> Response<Body> {
         if self.accept.json {
@@ -568,6 +590,39 @@ impl Call<'_> {
             stream_response(CallStream::new(rx, ()))
         }
     }
+}
+
+/// The status and body of an immediate reply: a 2026-07-28 one is completed, or is a 404 when
+/// its method is not found.
+fn finish(reply: String, id: &RawValue, method: &str, modern: bool) -> (StatusCode, String) {
+    if !modern {
+        return (StatusCode::OK, reply);
+    }
+    if modern::is_method_not_found(&reply, Some(id)) {
+        (StatusCode::NOT_FOUND, reply)
+    } else {
+        (StatusCode::OK, modern::complete(reply, Some(id), method))
+    }
+}
+
+/// Sends a started request's answer to its call's channel, noting it answered.
+fn responder(
+    answered: Arc<AtomicBool>,
+    tx: mpsc::UnboundedSender<Item>,
+    id: &RawValue,
+    method: &str,
+    modern: bool,
+) -> Box<dyn Respond> {
+    let reply_id = id.to_owned();
+    let method_name = method.to_string();
+    Box::new(move |answer: Answer<'_>| {
+        answered.store(true, Ordering::Release);
+        let mut text = answer.rpc();
+        if modern {
+            text = modern::complete(text, Some(&reply_id), &method_name);
+        }
+        let _ = tx.send(Item::Reply(text));
+    })
 }
 
 /// The reply of a call answered as JSON (its notifications have nowhere to go).

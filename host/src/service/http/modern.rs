@@ -77,12 +77,40 @@ pub fn check(
     head: &RequestHead<'_>,
     headers: &Mirrored<'_>,
 ) -> Result<(), Refusal> {
-    let bad = |code: i64, message: String| Refusal {
+    check_version(id, head, headers.protocol_version)?;
+    if head
+        .meta
+        .as_ref()
+        .and_then(|m| m.client_capabilities)
+        .is_none()
+    {
+        return Err(bad(
+            id,
+            error_code::INVALID_PARAMS,
+            "invalid params: _meta must hold io.modelcontextprotocol/clientCapabilities".into(),
+        ));
+    }
+    check_method(id, method, headers.method)?;
+    check_name(id, method, head, headers.name)
+}
+
+/// A 400 refusal of request `id` with a JSON-RPC error.
+fn bad(id: Option<&RawValue>, code: i64, message: String) -> Refusal {
+    Refusal {
         status: StatusCode::BAD_REQUEST,
         body: rpc_error(id, code, &message),
-    };
-    let Some(header_version) = headers.protocol_version else {
+    }
+}
+
+/// The version header is there, matches `_meta`'s, and is 2026-07-28.
+fn check_version(
+    id: Option<&RawValue>,
+    head: &RequestHead<'_>,
+    header_version: Option<&str>,
+) -> Result<(), Refusal> {
+    let Some(header_version) = header_version else {
         return Err(bad(
+            id,
             HEADER_MISMATCH,
             "Header mismatch: the MCP-Protocol-Version header is missing".into(),
         ));
@@ -90,12 +118,14 @@ pub fn check(
     let meta = head.meta.as_ref();
     let Some(version) = meta.and_then(|m| m.protocol_version.as_deref()) else {
         return Err(bad(
+            id,
             error_code::INVALID_PARAMS,
             "invalid params: _meta must hold io.modelcontextprotocol/protocolVersion".into(),
         ));
     };
     if version != header_version {
         return Err(bad(
+            id,
             HEADER_MISMATCH,
             format!("Header mismatch: MCP-Protocol-Version header value '{header_version}' does not match body value '{version}'"),
         ));
@@ -115,27 +145,34 @@ pub fn check(
             body: reply.to_string(),
         });
     }
-    if meta.and_then(|m| m.client_capabilities).is_none() {
-        return Err(bad(
-            error_code::INVALID_PARAMS,
-            "invalid params: _meta must hold io.modelcontextprotocol/clientCapabilities".into(),
-        ));
+    Ok(())
+}
+
+/// The `Mcp-Method` header is there and names the body's method.
+fn check_method(id: Option<&RawValue>, method: &str, header: Option<&str>) -> Result<(), Refusal> {
+    match header {
+        Some(m) if m == method => Ok(()),
+        Some(m) => Err(bad(
+            id,
+            HEADER_MISMATCH,
+            format!("Header mismatch: Mcp-Method header value '{m}' does not match body value '{method}'"),
+        )),
+        None => Err(bad(
+            id,
+            HEADER_MISMATCH,
+            "Header mismatch: the Mcp-Method header is missing".into(),
+        )),
     }
-    match headers.method {
-        Some(m) if m == method => {}
-        Some(m) => {
-            return Err(bad(
-                HEADER_MISMATCH,
-                format!("Header mismatch: Mcp-Method header value '{m}' does not match body value '{method}'"),
-            ))
-        }
-        None => {
-            return Err(bad(
-                HEADER_MISMATCH,
-                "Header mismatch: the Mcp-Method header is missing".into(),
-            ))
-        }
-    }
+}
+
+/// For a method with a target (a tool, prompt or resource), the `Mcp-Name` header is there and
+/// names it.
+fn check_name(
+    id: Option<&RawValue>,
+    method: &str,
+    head: &RequestHead<'_>,
+    header: Option<&str>,
+) -> Result<(), Refusal> {
     let target = match method {
         "tools/call" | "prompts/get" => head.name.as_deref(),
         "resources/read" => head.uri.as_deref(),
@@ -145,19 +182,22 @@ pub fn check(
         // The body lacks its name: the router answers that.
         return Ok(());
     };
-    match headers.name.map(decode_sentinel) {
+    match header.map(decode_sentinel) {
         Some(Some(n)) if n == target => Ok(()),
         Some(Some(n)) => Err(bad(
+            id,
             HEADER_MISMATCH,
             format!(
                 "Header mismatch: Mcp-Name header value '{n}' does not match body value '{target}'"
             ),
         )),
         Some(None) => Err(bad(
+            id,
             HEADER_MISMATCH,
             "Header mismatch: the Mcp-Name header is not valid".into(),
         )),
         None => Err(bad(
+            id,
             HEADER_MISMATCH,
             "Header mismatch: the Mcp-Name header is missing".into(),
         )),
