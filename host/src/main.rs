@@ -1,15 +1,13 @@
 //! The `toolhost` command.
 
-use std::{path::PathBuf, process::ExitCode, sync::Arc, time::Duration};
+use std::{path::PathBuf, process::ExitCode, time::Duration};
 
-use anyhow::{bail, Context as _};
+use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
-use serde_json::{json, Value};
 use toolhost::{
     chat::{default_plugin_dir, ChatArgs},
-    handler::{CallError, Router, Scope},
-    model::{tool_json, ContentOut, EmbeddedBody},
-    plugin::CallControl,
+    cli::{self, runtime},
+    handler::Router,
     plugin_dir::{self, Prepared},
     registry::{Registry, RegistryConfig},
     service::{CallLimits, SessionLimits},
@@ -80,6 +78,14 @@ impl PluginOpts {
         let mut config = self.registry_config()?;
         config.start_wait = config.load_timeout;
         self.open_with(config)
+    }
+
+    /// The folder for a one-shot command, opened by [`Self::open_registry_waiting`].
+    fn one_shot(&self) -> cli::Plugins<'_> {
+        cli::Plugins {
+            folder: &self.plugins,
+            opener: Box::new(|| self.open_registry_waiting()),
+        }
     }
 
     fn prepare_dir(&self) -> anyhow::Result<()> {
@@ -346,35 +352,35 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::List { opts, json } => list(&opts, json),
+        Command::List { opts, json } => cli::list(&opts.one_shot(), json),
         Command::Call {
             target,
             rest,
             opts,
             limits,
         } => {
-            let (plugin, tool, args) = call_target(&target, &rest)?;
-            call(&opts, &limits, plugin, tool, args)
+            let (plugin, tool, args) = cli::call_target(&target, &rest)?;
+            cli::call(&opts.one_shot(), &limits, plugin, tool, args)
         }
         Command::Read {
             uri,
             out,
             opts,
             limits,
-        } => read(&opts, &limits, &uri, out.as_deref()),
+        } => cli::read(&opts.one_shot(), &limits, &uri, out.as_deref()),
         Command::Prompt {
             target,
             args,
             json,
             opts,
             limits,
-        } => prompt(&opts, &limits, &target, &args, json),
+        } => cli::prompt(&opts.one_shot(), &limits, &target, &args, json),
         Command::Hook {
             plugin,
             event,
             input,
             opts,
-        } => hook(&opts, &plugin, &event, &input),
+        } => cli::hook(&opts.one_shot(), &plugin, &event, &input),
         Command::Chat { opts, chat } => {
             runtime()?.block_on(toolhost::chat::run(chat, opts.open_registry()?))
         }
@@ -457,12 +463,6 @@ fn doctor(
     } else {
         ExitCode::FAILURE
     })
-}
-
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?)
 }
 
 fn serve(opts: &PluginOpts, limits: &SessionLimits) -> anyhow::Result<ExitCode> {
@@ -549,434 +549,4 @@ async fn shutdown_signal() {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
-}
-
-fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
-    let registry = opts.open_registry_waiting()?;
-    let (plugins, failed) = (registry.plugins(), registry.failures());
-    if as_json {
-        let plugins: Vec<Value> = plugins
-            .iter()
-            .map(|p| {
-                let m = p.manifest();
-                json!({
-                    "name": m.name,
-                    "version": m.version,
-                    "description": m.description,
-                    "file": p.file(),
-                    "tools": m.tools.iter().map(tool_json).collect::<Vec<_>>(),
-                    "resources": m.extras.resources,
-                    "resourceTemplates": m.extras.resource_templates,
-                    "listsResources": m.extras.lists_resources,
-                    "prompts": m.extras.prompts,
-                    "hooks": m.extras.hooks,
-                    "permission": m.extras.permission,
-                })
-            })
-            .collect();
-        let failed: Vec<Value> = failed
-            .iter()
-            .map(|(file, error)| json!({"file": file, "error": error}))
-            .collect();
-        // A line for an empty folder, saying what to put there (null otherwise).
-        let hint = (plugins.is_empty() && failed.is_empty())
-            .then(|| plugin_dir::empty_hint(&opts.plugins));
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
-                "plugins": plugins,
-                "failed": failed,
-                "folder": opts.plugins,
-                "hint": hint,
-            }))?
-        );
-    } else {
-        for p in &plugins {
-            let m = p.manifest();
-            println!("{} {} ({})", m.name, m.version, p.file().display());
-            if !m.description.is_empty() {
-                println!("  {}", m.description);
-            }
-            for t in &m.tools {
-                let first_line = t.description.lines().next().unwrap_or("");
-                let args = toolhost::chat::catalog::signature(&t.input_schema, &Default::default());
-                println!("  - {}({args}): {first_line}", t.name);
-            }
-            print!("{}", offers_text(&m.extras));
-            for h in &m.extras.hooks {
-                let matcher = h.matcher.as_deref().map(|m| format!(" [{m}]"));
-                println!(
-                    "  hook {}{}: {}",
-                    h.event,
-                    matcher.unwrap_or_default(),
-                    h.id
-                );
-            }
-            if m.extras.permission {
-                println!("  permission policy");
-            }
-        }
-        for (file, error) in &failed {
-            println!("failed: {}: {error}", file.display());
-        }
-        if plugins.is_empty() && failed.is_empty() {
-            println!("{}", plugin_dir::empty_hint(&opts.plugins));
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The resources, templates and prompts of a plugin under its entry in `toolhost list`.
-fn offers_text(e: &toolhost::model::Extras) -> String {
-    let about = |title: &Option<String>, description: &Option<String>| {
-        let text = description.as_deref().or(title.as_deref()).unwrap_or("");
-        match text.lines().next() {
-            Some(first) if !first.is_empty() => format!(": {first}"),
-            _ => String::new(),
-        }
-    };
-    let mut out = String::new();
-    for r in &e.resources {
-        let mime = r
-            .mime_type
-            .as_deref()
-            .map(|m| format!(" [{m}]"))
-            .unwrap_or_default();
-        let about = about(&r.title, &r.description);
-        out.push_str(&format!(
-            "  - resource {} ({}){mime}{about}
-",
-            r.uri, r.name
-        ));
-    }
-    for t in &e.resource_templates {
-        let mime = t
-            .mime_type
-            .as_deref()
-            .map(|m| format!(" [{m}]"))
-            .unwrap_or_default();
-        let about = about(&t.title, &t.description);
-        out.push_str(&format!(
-            "  - template {} ({}){mime}{about}
-",
-            t.uri_template, t.name
-        ));
-    }
-    if e.lists_resources {
-        out.push_str(
-            "  - more resources listed by the plugin itself
-",
-        );
-    }
-    for p in &e.prompts {
-        let args: Vec<String> = p
-            .arguments
-            .iter()
-            .map(|a| {
-                if a.required {
-                    a.name.clone()
-                } else {
-                    format!("{}?", a.name)
-                }
-            })
-            .collect();
-        let about = about(&p.title, &p.description);
-        out.push_str(&format!(
-            "  - prompt {}({}){about}
-",
-            p.name,
-            args.join(", ")
-        ));
-    }
-    out
-}
-
-/// `toolhost read`: one resource through the router, like a `resources/read` of the
-/// all-plugins server (timeout, size limit, isolation), printed or written to `out`.
-fn read(
-    opts: &PluginOpts,
-    limits: &CallLimits,
-    uri: &str,
-    out: Option<&std::path::Path>,
-) -> anyhow::Result<ExitCode> {
-    use base64::Engine as _;
-    let registry = opts.open_registry_waiting()?;
-    let router = Router::new(registry.clone(), limits.router_config());
-    let offers = router.offers(Scope::All).expect("the all-plugins scope");
-    if offers.resolve(uri).is_none() {
-        for (file, error) in registry.failures() {
-            eprintln!("toolhost: {}: {error}", file.display());
-        }
-        let mut served: Vec<String> = Vec::new();
-        for p in registry.plugins() {
-            let e = &p.manifest().extras;
-            served.extend(e.resources.iter().map(|r| r.uri.clone()));
-            served.extend(e.resource_templates.iter().map(|t| t.uri_template.clone()));
-        }
-        let served = if served.is_empty() {
-            "no plugin serves resources".to_string()
-        } else {
-            format!("served: {}", served.join(", "))
-        };
-        bail!("resource not found: {uri} ({served})");
-    }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let control = Arc::new(CallControl::new("cli", None));
-    let answer = rt.block_on(router.read_resource(uri, control));
-    rt.shutdown_timeout(Duration::from_millis(100));
-    let json = match answer {
-        Ok(json) => json,
-        Err(e) => {
-            eprintln!("toolhost: {e}");
-            return Ok(ExitCode::FAILURE);
-        }
-    };
-    let result: Value = serde_json::from_str(&json).context("the plugin's answer")?;
-    let contents = result["contents"].as_array().cloned().unwrap_or_default();
-    if let Some(file) = out {
-        let [one] = contents.as_slice() else {
-            bail!(
-                "--out takes one content, and the resource has {}",
-                contents.len()
-            );
-        };
-        let bytes = match (one["text"].as_str(), one["blob"].as_str()) {
-            (Some(t), _) => t.as_bytes().to_vec(),
-            (None, Some(b)) => base64::engine::general_purpose::STANDARD
-                .decode(b)
-                .context("the plugin's blob is not base64")?,
-            _ => bail!("the resource's content has neither text nor blob"),
-        };
-        std::fs::write(file, bytes).with_context(|| format!("cannot write {}", file.display()))?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    for c in &contents {
-        match (c["text"].as_str(), c["blob"].as_str()) {
-            (Some(t), _) if t.ends_with('\n') => print!("{t}"),
-            (Some(t), _) => println!("{t}"),
-            (None, Some(b)) => println!("{b}"),
-            _ => println!("{c}"),
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `toolhost prompt`: one prompt through the router, like a `prompts/get` (the host's check
-/// of its arguments, timeout, size limit, isolation), its messages printed.
-fn prompt(
-    opts: &PluginOpts,
-    limits: &CallLimits,
-    target: &str,
-    words: &[String],
-    as_json: bool,
-) -> anyhow::Result<ExitCode> {
-    use toolhost::chat::prompts;
-    let Some((plugin, name)) = target.split_once('.') else {
-        bail!("give the prompt as PLUGIN.PROMPT, like `calc.explain`");
-    };
-    let registry = opts.open_registry_waiting()?;
-    let plugins = registry.plugins();
-    let decl = match prompts::find(&plugins, plugin, name) {
-        Ok(d) => d,
-        Err(e) => {
-            for (file, error) in registry.failures() {
-                eprintln!("toolhost: {}: {error}", file.display());
-            }
-            bail!("{e}");
-        }
-    };
-    let arguments = prompts::arguments(decl, words)
-        .map_err(|e| anyhow::anyhow!("{e} (usage: {})", prompts::usage(plugin, decl)))?;
-    let router = Router::new(registry.clone(), limits.router_config());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let control = Arc::new(CallControl::new("cli", None));
-    let answer = rt.block_on(router.get_prompt(plugin, name, arguments, control));
-    rt.shutdown_timeout(Duration::from_millis(100));
-    let json = match answer {
-        Ok(json) => json,
-        Err(e) => {
-            eprintln!("toolhost: {e}");
-            return Ok(ExitCode::FAILURE);
-        }
-    };
-    let result: Value = serde_json::from_str(&json).context("the plugin's answer")?;
-    if as_json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
-    } else {
-        print!("{}", prompts::messages_text(&result));
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `toolhost hook`: one event's hooks of one plugin through the router (its timeout,
-/// `on_error`, the merging of `chat`), the answer printed as JSON.
-fn hook(opts: &PluginOpts, plugin: &str, event: &str, input: &str) -> anyhow::Result<ExitCode> {
-    use toolhost::service::hooks::{Hooks, EVENTS};
-    let mut input: Value = serde_json::from_str(input).context("the input is not valid JSON")?;
-    let Some(fields) = input.as_object_mut() else {
-        bail!("the input must be a JSON object, like '{{\"tool_name\": \"Bash\"}}'");
-    };
-    let policy = event == "permission";
-    if !policy && !EVENTS.contains(&event) {
-        bail!(
-            "`{event}` is not an event the CLI sends (one of {}, or `permission`)",
-            EVENTS.join(", ")
-        );
-    }
-    if policy {
-        fields
-            .entry("subtype")
-            .or_insert_with(|| json!("can_use_tool"));
-    } else {
-        fields
-            .entry("hook_event_name")
-            .or_insert_with(|| json!(event));
-    }
-    let registry = opts.open_registry_waiting()?;
-    let Some(loaded) = registry.get(plugin) else {
-        let plugins = registry.plugins();
-        let names: Vec<&str> = plugins.iter().map(|p| p.name()).collect();
-        bail!(
-            "no plugin named `{plugin}` is loaded (in {}; found: {})",
-            opts.plugins.display(),
-            names.join(", ")
-        );
-    };
-    let extras = &loaded.manifest().extras;
-    if policy && !extras.permission {
-        bail!("plugin {plugin} has no permission policy");
-    }
-    if !policy && !extras.hooks.iter().any(|h| h.event == event) {
-        bail!("plugin {plugin} has no {event} hook");
-    }
-    let router = Router::new(registry, Default::default());
-    let rt = runtime()?;
-    let answer = rt.block_on(async {
-        let hooks = Hooks::new(router);
-        if policy {
-            let answer = hooks.ask_policies(input, Some(plugin)).await;
-            answer.unwrap_or_else(|| json!({"behavior": "defer"}))
-        } else {
-            let outcome = hooks.run_event(input, Some(plugin)).await;
-            if outcome.matched == 0 {
-                eprintln!("toolhost: no {event} hook of {plugin} matches this input");
-            }
-            outcome.answer
-        }
-    });
-    // A hung hook is not waited for.
-    rt.shutdown_timeout(Duration::from_millis(100));
-    println!("{}", serde_json::to_string_pretty(&answer)?);
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `calc.add [ARGS]` or `calc add [ARGS]` → (plugin, tool, arguments).
-fn call_target<'a>(
-    target: &'a str,
-    rest: &'a [String],
-) -> anyhow::Result<(&'a str, &'a str, &'a str)> {
-    let (plugin, tool, args) = match target.split_once('.') {
-        Some((plugin, tool)) => {
-            if rest.len() > 1 {
-                bail!("too many arguments: `{target}` names the tool; give the arguments as one JSON object");
-            }
-            (plugin, tool, rest.first())
-        }
-        None => match rest.first() {
-            Some(tool) => (target, tool.as_str(), rest.get(1)),
-            None => {
-                bail!("which tool of `{target}`? Give it as `{target}.TOOL` or `{target} TOOL`")
-            }
-        },
-    };
-    Ok((plugin, tool, args.map_or("{}", String::as_str)))
-}
-
-/// `toolhost call`: one tool through the router, like a `tools/call` (argument check, timeout,
-/// size limit, the same messages), printed for a person.
-fn call(
-    opts: &PluginOpts,
-    limits: &CallLimits,
-    plugin: &str,
-    tool: &str,
-    args: &str,
-) -> anyhow::Result<ExitCode> {
-    let parsed: Value = serde_json::from_str(args).context("the arguments are not valid JSON")?;
-    if !parsed.is_object() {
-        bail!("the arguments must be a JSON object, like '{{\"x\": 1}}'");
-    }
-    let registry = opts.open_registry_waiting()?;
-    let router = Router::new(registry.clone(), limits.router_config());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let control = Arc::new(CallControl::new("cli", None));
-    let output = rt.block_on(router.call_tool(plugin, tool, Some(args), control));
-    // A tool still running after its timeout is not waited for.
-    rt.shutdown_timeout(Duration::from_millis(100));
-    let output = match output {
-        Ok(o) => o,
-        Err(e @ CallError::UnknownServer(_)) => {
-            for (file, error) in registry.failures() {
-                eprintln!("toolhost: {}: {error}", file.display());
-            }
-            let plugins = registry.plugins();
-            let names: Vec<&str> = plugins.iter().map(|p| p.name()).collect();
-            let found = if names.is_empty() {
-                "none loaded".to_string()
-            } else {
-                format!("found: {}", names.join(", "))
-            };
-            bail!("{e} (in {}; {found})", opts.plugins.display());
-        }
-        Err(e) => {
-            let tools = registry
-                .get(plugin)
-                .map(|p| {
-                    let names: Vec<&str> =
-                        p.manifest().tools.iter().map(|t| t.name.as_str()).collect();
-                    names.join(", ")
-                })
-                .unwrap_or_default();
-            bail!("{e} (it has: {tools})");
-        }
-    };
-    let result = &output.result;
-    if let Some(s) = &result.structured {
-        println!("{}", s.get());
-    } else {
-        for block in &result.content {
-            match block {
-                ContentOut::Text(t) => println!("{t}"),
-                ContentOut::Image { data, mime_type } | ContentOut::Audio { data, mime_type } => {
-                    println!("[{mime_type}, {} base64 characters]", data.len())
-                }
-                ContentOut::Resource {
-                    uri,
-                    mime_type,
-                    body,
-                } => {
-                    let mime = mime_type
-                        .as_deref()
-                        .map_or(String::new(), |m| format!(", {m}"));
-                    match body {
-                        EmbeddedBody::Text(t) => println!("[resource {uri}{mime}]\n{t}"),
-                        EmbeddedBody::Blob(b) => {
-                            println!("[resource {uri}{mime}, {} base64 characters]", b.len())
-                        }
-                    }
-                }
-            }
-        }
-    }
-    tracing::debug!(result = %output.json, "call finished");
-    Ok(if result.is_error {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
 }
