@@ -1,17 +1,14 @@
 //! The `toolhost` command.
 
-use std::{path::PathBuf, process::ExitCode, time::Duration};
+use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use toolhost::{
     chat::{default_plugin_dir, ChatArgs},
     cli::{self, runtime},
-    handler::Router,
-    plugin_dir::{self, Prepared},
-    registry::{Registry, RegistryConfig},
+    registry::RegistryConfig,
     service::{CallLimits, SessionLimits},
-    transport::read_lines,
     trust::{Allowlist, Trust},
 };
 
@@ -66,40 +63,14 @@ impl PluginOpts {
         Ok(config)
     }
 
-    fn open_registry(&self) -> anyhow::Result<std::sync::Arc<Registry>> {
-        self.prepare_dir()?;
-        self.open_with(self.registry_config()?)
-    }
-
-    /// For one-shot commands (nothing watches the folder afterwards): waits for slow
-    /// `on_load`s up to the load timeout instead of leaving them to join later.
-    fn open_registry_waiting(&self) -> anyhow::Result<std::sync::Arc<Registry>> {
-        self.prepare_dir()?;
-        let mut config = self.registry_config()?;
-        config.start_wait = config.load_timeout;
-        self.open_with(config)
-    }
-
-    /// The folder for a one-shot command, opened by [`Self::open_registry_waiting`].
-    fn one_shot(&self) -> cli::Plugins<'_> {
+    /// The folder for `serve` and `chat`, or (`wait`) for a one-shot command.
+    fn folder(&self, wait: bool) -> cli::Plugins<'_> {
         cli::Plugins {
             folder: &self.plugins,
-            opener: Box::new(|| self.open_registry_waiting()),
+            is_default: self.plugins == default_plugin_dir(),
+            wait,
+            config: Box::new(|| self.registry_config()),
         }
-    }
-
-    fn prepare_dir(&self) -> anyhow::Result<()> {
-        let is_default = self.plugins == default_plugin_dir();
-        if toolhost::plugin_dir::prepare(&self.plugins, is_default)? == Prepared::Created {
-            eprintln!("toolhost: {}", plugin_dir::created_line(&self.plugins));
-            eprintln!("toolhost: {}", plugin_dir::empty_hint(&self.plugins));
-        }
-        Ok(())
-    }
-
-    fn open_with(&self, config: RegistryConfig) -> anyhow::Result<std::sync::Arc<Registry>> {
-        Registry::open(config)
-            .with_context(|| format!("cannot use the plugin folder {}", self.plugins.display()))
     }
 }
 
@@ -352,7 +323,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::List { opts, json } => cli::list(&opts.one_shot(), json),
+        Command::List { opts, json } => cli::list(&opts.folder(true), json),
         Command::Call {
             target,
             rest,
@@ -360,33 +331,47 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             limits,
         } => {
             let (plugin, tool, args) = cli::call_target(&target, &rest)?;
-            cli::call(&opts.one_shot(), &limits, plugin, tool, args)
+            cli::call(&opts.folder(true), &limits, plugin, tool, args)
         }
         Command::Read {
             uri,
             out,
             opts,
             limits,
-        } => cli::read(&opts.one_shot(), &limits, &uri, out.as_deref()),
+        } => cli::read(&opts.folder(true), &limits, &uri, out.as_deref()),
         Command::Prompt {
             target,
             args,
             json,
             opts,
             limits,
-        } => cli::prompt(&opts.one_shot(), &limits, &target, &args, json),
+        } => cli::prompt(&opts.folder(true), &limits, &target, &args, json),
         Command::Hook {
             plugin,
             event,
             input,
             opts,
-        } => cli::hook(&opts.one_shot(), &plugin, &event, &input),
+        } => cli::hook(&opts.folder(true), &plugin, &event, &input),
         Command::Chat { opts, chat } => {
-            runtime()?.block_on(toolhost::chat::run(chat, opts.open_registry()?))
+            runtime()?.block_on(toolhost::chat::run(chat, opts.folder(false).open()?))
         }
         Command::Serve { opts, limits, http } => match http.http {
-            Some(addr) => serve_http(&opts, &limits, &http, addr),
-            None => serve(&opts, &limits),
+            Some(addr) => cli::serve_http(
+                &opts.folder(false),
+                &limits,
+                cli::HttpServe {
+                    addr,
+                    token_file: http.auth_token_file.as_deref(),
+                    allow_origins: http.allow_origins,
+                    tls: http
+                        .tls_cert
+                        .zip(http.tls_key)
+                        .map(|(cert, key)| toolhost::service::http::TlsFiles { cert, key }),
+                    limits: http.limits,
+                    allow_shared: opts.allow_shared,
+                },
+            ),
+            None => cli::serve(&opts.folder(false), &limits),
         },
         Command::Worker(_) => unreachable!("handled in main"),
         Command::Doctor {
@@ -398,14 +383,27 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             tls_cert,
             tls_key,
         } => {
-            let http = http.map(|addr| toolhost::doctor::HttpSettings {
-                addr,
-                token_file: auth_token_file,
-                tls: tls_cert
-                    .zip(tls_key)
-                    .map(|(cert, key)| toolhost::service::http::TlsFiles { cert, key }),
-            });
-            doctor(&opts, claude, json, http)
+            let options = toolhost::doctor::Options {
+                plugins: opts.plugins.clone(),
+                plugins_is_default: opts.plugins == default_plugin_dir(),
+                lock: opts.lock,
+                config: opts.config,
+                allow_shared: opts.allow_shared,
+                claude_flag: claude,
+                claude_env: std::env::var_os("TOOLHOST_CLAUDE")
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from),
+                shadow_dir: toolhost::plugin::default_shadow_dir(),
+                isolate: opts.isolate,
+                http: http.map(|addr| toolhost::doctor::HttpSettings {
+                    addr,
+                    token_file: auth_token_file,
+                    tls: tls_cert
+                        .zip(tls_key)
+                        .map(|(cert, key)| toolhost::service::http::TlsFiles { cert, key }),
+                }),
+            };
+            cli::doctor(&options, json)
         }
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
@@ -416,137 +414,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             name,
             path,
             api_path,
-        } => {
-            let api = match api_path {
-                Some(dir) => toolhost::scaffold::ApiSource::path(&dir)?,
-                None => toolhost::scaffold::ApiSource::Registry,
-            };
-            let root = toolhost::scaffold::create(&name, &path, &api)?;
-            println!("created {}", root.display());
-            println!("it depends on {}", api.describe());
-            println!(
-                "build it with: cargo build --release --manifest-path {}/Cargo.toml",
-                root.display()
-            );
-            Ok(ExitCode::SUCCESS)
-        }
-    }
-}
-
-fn doctor(
-    opts: &PluginOpts,
-    claude: Option<PathBuf>,
-    as_json: bool,
-    http: Option<toolhost::doctor::HttpSettings>,
-) -> anyhow::Result<ExitCode> {
-    let report = toolhost::doctor::run(&toolhost::doctor::Options {
-        plugins: opts.plugins.clone(),
-        plugins_is_default: opts.plugins == default_plugin_dir(),
-        lock: opts.lock.clone(),
-        config: opts.config.clone(),
-        allow_shared: opts.allow_shared,
-        claude_flag: claude,
-        claude_env: std::env::var_os("TOOLHOST_CLAUDE")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from),
-        shadow_dir: toolhost::plugin::default_shadow_dir(),
-        isolate: opts.isolate,
-        http,
-    });
-    if as_json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", report.to_text());
-    }
-    Ok(if report.ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
-}
-
-fn serve(opts: &PluginOpts, limits: &SessionLimits) -> anyhow::Result<ExitCode> {
-    let rt = runtime()?;
-    rt.block_on(async {
-        let registry = opts.open_registry()?;
-        let events = registry.subscribe();
-        let _watch = registry.watch().context("cannot watch the plugin folder")?;
-        let router = Router::new(registry, limits.call.router_config());
-        let lines = read_lines(tokio::io::stdin()).max_line_bytes(limits.max_line_bytes);
-        toolhost::service::serve::serve(lines, tokio::io::stdout(), router, Some(events)).await;
-        anyhow::Ok(())
-    })?;
-    // Tokio's stdin reader may still sit in a blocking read: do not wait for it.
-    rt.shutdown_timeout(Duration::from_millis(100));
-    Ok(ExitCode::SUCCESS)
-}
-
-fn serve_http(
-    opts: &PluginOpts,
-    limits: &SessionLimits,
-    http: &HttpArgs,
-    addr: std::net::SocketAddr,
-) -> anyhow::Result<ExitCode> {
-    use toolhost::service::http::{tls_acceptor, HttpOptions, HttpServer, TlsFiles, Tokens};
-    let tokens = match &http.auth_token_file {
-        Some(path) => Some(Tokens::load(path, opts.allow_shared)?),
-        None => None,
-    };
-    let tls = match (&http.tls_cert, &http.tls_key) {
-        (Some(cert), Some(key)) => Some(tls_acceptor(
-            &TlsFiles {
-                cert: cert.clone(),
-                key: key.clone(),
-            },
-            opts.allow_shared,
-        )?),
-        _ => None,
-    };
-    let rt = runtime()?;
-    rt.block_on(async {
-        let options = HttpOptions {
-            addr,
-            tokens,
-            allow_origins: http.allow_origins.clone(),
-            limits: http.limits.clone(),
-            tls,
-        };
-        // Refuse a bad address or a missing token before loading any plugin.
-        if !addr.ip().is_loopback() && options.tokens.is_none() {
-            return Err(toolhost::service::http::HttpError::NeedsToken(addr).into());
-        }
-        let registry = opts.open_registry()?;
-        let events = registry.subscribe();
-        let _watch = registry.watch().context("cannot watch the plugin folder")?;
-        let router = Router::new(registry, limits.call.router_config());
-        let server = HttpServer::bind(options, router).await?;
-        // On stderr whatever the log level: scripts (and tests binding port 0) read it.
-        eprintln!("toolhost: serving {}", server.url());
-        server.serve(Some(events), shutdown_signal()).await;
-        anyhow::Ok(())
-    })?;
-    rt.shutdown_timeout(Duration::from_millis(100));
-    Ok(ExitCode::SUCCESS)
-}
-
-/// SIGTERM or SIGINT.
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut term), Ok(mut int)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) else {
-            return std::future::pending().await;
-        };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+        } => cli::new(&name, &path, api_path.as_deref()),
     }
 }
