@@ -14,7 +14,7 @@
 //! 4. [`registry`], [`plugin_dir`] (the plugin folder);
 //! 5. [`handler`] (the MCP router);
 //! 6. [`service`] (the loops);
-//! 7. [`chat`], [`doctor`], [`scaffold`] and `main.rs` (front-ends).
+//! 7. [`chat`], [`cli`], [`doctor`], [`scaffold`] and `main.rs` (front-ends).
 //!
 //! A CLI line comes in through [`transport`], the [`service`] loop parses it once into
 //! [`model`] types, the [`handler`] router decides what it means and calls the [`plugin`]
@@ -22,6 +22,7 @@
 //! carried the call's progress (the [`handler::Sink`] handed to the router).
 
 pub mod chat;
+pub mod cli;
 pub mod config;
 pub mod doctor;
 pub mod error;

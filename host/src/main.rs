@@ -1,19 +1,14 @@
 //! The `toolhost` command.
 
-use std::{path::PathBuf, process::ExitCode, sync::Arc, time::Duration};
+use std::{path::PathBuf, process::ExitCode};
 
-use anyhow::{bail, Context as _};
+use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
-use serde_json::{json, Value};
 use toolhost::{
     chat::{default_plugin_dir, ChatArgs},
-    handler::{CallError, Router, Scope},
-    model::{tool_json, ContentOut, EmbeddedBody},
-    plugin::CallControl,
-    plugin_dir::{self, Prepared},
-    registry::{Registry, RegistryConfig},
+    cli::{self, runtime},
+    registry::RegistryConfig,
     service::{CallLimits, SessionLimits},
-    transport::read_lines,
     trust::{Allowlist, Trust},
 };
 
@@ -68,32 +63,14 @@ impl PluginOpts {
         Ok(config)
     }
 
-    fn open_registry(&self) -> anyhow::Result<std::sync::Arc<Registry>> {
-        self.prepare_dir()?;
-        self.open_with(self.registry_config()?)
-    }
-
-    /// For one-shot commands (nothing watches the folder afterwards): waits for slow
-    /// `on_load`s up to the load timeout instead of leaving them to join later.
-    fn open_registry_waiting(&self) -> anyhow::Result<std::sync::Arc<Registry>> {
-        self.prepare_dir()?;
-        let mut config = self.registry_config()?;
-        config.start_wait = config.load_timeout;
-        self.open_with(config)
-    }
-
-    fn prepare_dir(&self) -> anyhow::Result<()> {
-        let is_default = self.plugins == default_plugin_dir();
-        if toolhost::plugin_dir::prepare(&self.plugins, is_default)? == Prepared::Created {
-            eprintln!("toolhost: {}", plugin_dir::created_line(&self.plugins));
-            eprintln!("toolhost: {}", plugin_dir::empty_hint(&self.plugins));
+    /// The folder for `serve` and `chat`, or (`wait`) for a one-shot command.
+    fn folder(&self, wait: bool) -> cli::Plugins<'_> {
+        cli::Plugins {
+            folder: &self.plugins,
+            is_default: self.plugins == default_plugin_dir(),
+            wait,
+            config: Box::new(|| self.registry_config()),
         }
-        Ok(())
-    }
-
-    fn open_with(&self, config: RegistryConfig) -> anyhow::Result<std::sync::Arc<Registry>> {
-        Registry::open(config)
-            .with_context(|| format!("cannot use the plugin folder {}", self.plugins.display()))
     }
 }
 
@@ -346,41 +323,55 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::List { opts, json } => list(&opts, json),
+        Command::List { opts, json } => cli::list(&opts.folder(true), json),
         Command::Call {
             target,
             rest,
             opts,
             limits,
         } => {
-            let (plugin, tool, args) = call_target(&target, &rest)?;
-            call(&opts, &limits, plugin, tool, args)
+            let (plugin, tool, args) = cli::call_target(&target, &rest)?;
+            cli::call(&opts.folder(true), &limits, plugin, tool, args)
         }
         Command::Read {
             uri,
             out,
             opts,
             limits,
-        } => read(&opts, &limits, &uri, out.as_deref()),
+        } => cli::read(&opts.folder(true), &limits, &uri, out.as_deref()),
         Command::Prompt {
             target,
             args,
             json,
             opts,
             limits,
-        } => prompt(&opts, &limits, &target, &args, json),
+        } => cli::prompt(&opts.folder(true), &limits, &target, &args, json),
         Command::Hook {
             plugin,
             event,
             input,
             opts,
-        } => hook(&opts, &plugin, &event, &input),
+        } => cli::hook(&opts.folder(true), &plugin, &event, &input),
         Command::Chat { opts, chat } => {
-            runtime()?.block_on(toolhost::chat::run(chat, opts.open_registry()?))
+            runtime()?.block_on(toolhost::chat::run(chat, opts.folder(false).open()?))
         }
         Command::Serve { opts, limits, http } => match http.http {
-            Some(addr) => serve_http(&opts, &limits, &http, addr),
-            None => serve(&opts, &limits),
+            Some(addr) => cli::serve_http(
+                &opts.folder(false),
+                &limits,
+                cli::HttpServe {
+                    addr,
+                    token_file: http.auth_token_file.as_deref(),
+                    allow_origins: http.allow_origins,
+                    tls: http
+                        .tls_cert
+                        .zip(http.tls_key)
+                        .map(|(cert, key)| toolhost::service::http::TlsFiles { cert, key }),
+                    limits: http.limits,
+                    allow_shared: opts.allow_shared,
+                },
+            ),
+            None => cli::serve(&opts.folder(false), &limits),
         },
         Command::Worker(_) => unreachable!("handled in main"),
         Command::Doctor {
@@ -392,14 +383,27 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             tls_cert,
             tls_key,
         } => {
-            let http = http.map(|addr| toolhost::doctor::HttpSettings {
-                addr,
-                token_file: auth_token_file,
-                tls: tls_cert
-                    .zip(tls_key)
-                    .map(|(cert, key)| toolhost::service::http::TlsFiles { cert, key }),
-            });
-            doctor(&opts, claude, json, http)
+            let options = toolhost::doctor::Options {
+                plugins: opts.plugins.clone(),
+                plugins_is_default: opts.plugins == default_plugin_dir(),
+                lock: opts.lock,
+                config: opts.config,
+                allow_shared: opts.allow_shared,
+                claude_flag: claude,
+                claude_env: std::env::var_os("TOOLHOST_CLAUDE")
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from),
+                shadow_dir: toolhost::plugin::default_shadow_dir(),
+                isolate: opts.isolate,
+                http: http.map(|addr| toolhost::doctor::HttpSettings {
+                    addr,
+                    token_file: auth_token_file,
+                    tls: tls_cert
+                        .zip(tls_key)
+                        .map(|(cert, key)| toolhost::service::http::TlsFiles { cert, key }),
+                }),
+            };
+            cli::doctor(&options, json)
         }
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
@@ -410,573 +414,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             name,
             path,
             api_path,
-        } => {
-            let api = match api_path {
-                Some(dir) => toolhost::scaffold::ApiSource::path(&dir)?,
-                None => toolhost::scaffold::ApiSource::Registry,
-            };
-            let root = toolhost::scaffold::create(&name, &path, &api)?;
-            println!("created {}", root.display());
-            println!("it depends on {}", api.describe());
-            println!(
-                "build it with: cargo build --release --manifest-path {}/Cargo.toml",
-                root.display()
-            );
-            Ok(ExitCode::SUCCESS)
-        }
+        } => cli::new(&name, &path, api_path.as_deref()),
     }
-}
-
-fn doctor(
-    opts: &PluginOpts,
-    claude: Option<PathBuf>,
-    as_json: bool,
-    http: Option<toolhost::doctor::HttpSettings>,
-) -> anyhow::Result<ExitCode> {
-    let report = toolhost::doctor::run(&toolhost::doctor::Options {
-        plugins: opts.plugins.clone(),
-        plugins_is_default: opts.plugins == default_plugin_dir(),
-        lock: opts.lock.clone(),
-        config: opts.config.clone(),
-        allow_shared: opts.allow_shared,
-        claude_flag: claude,
-        claude_env: std::env::var_os("TOOLHOST_CLAUDE")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from),
-        shadow_dir: toolhost::plugin::default_shadow_dir(),
-        isolate: opts.isolate,
-        http,
-    });
-    if as_json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", report.to_text());
-    }
-    Ok(if report.ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
-}
-
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?)
-}
-
-fn serve(opts: &PluginOpts, limits: &SessionLimits) -> anyhow::Result<ExitCode> {
-    let rt = runtime()?;
-    rt.block_on(async {
-        let registry = opts.open_registry()?;
-        let events = registry.subscribe();
-        let _watch = registry.watch().context("cannot watch the plugin folder")?;
-        let router = Router::new(registry, limits.call.router_config());
-        let lines = read_lines(tokio::io::stdin()).max_line_bytes(limits.max_line_bytes);
-        toolhost::service::serve::serve(lines, tokio::io::stdout(), router, Some(events)).await;
-        anyhow::Ok(())
-    })?;
-    // Tokio's stdin reader may still sit in a blocking read: do not wait for it.
-    rt.shutdown_timeout(Duration::from_millis(100));
-    Ok(ExitCode::SUCCESS)
-}
-
-fn serve_http(
-    opts: &PluginOpts,
-    limits: &SessionLimits,
-    http: &HttpArgs,
-    addr: std::net::SocketAddr,
-) -> anyhow::Result<ExitCode> {
-    use toolhost::service::http::{tls_acceptor, HttpOptions, HttpServer, TlsFiles, Tokens};
-    let tokens = match &http.auth_token_file {
-        Some(path) => Some(Tokens::load(path, opts.allow_shared)?),
-        None => None,
-    };
-    let tls = match (&http.tls_cert, &http.tls_key) {
-        (Some(cert), Some(key)) => Some(tls_acceptor(
-            &TlsFiles {
-                cert: cert.clone(),
-                key: key.clone(),
-            },
-            opts.allow_shared,
-        )?),
-        _ => None,
-    };
-    let rt = runtime()?;
-    rt.block_on(async {
-        let options = HttpOptions {
-            addr,
-            tokens,
-            allow_origins: http.allow_origins.clone(),
-            limits: http.limits.clone(),
-            tls,
-        };
-        // Refuse a bad address or a missing token before loading any plugin.
-        if !addr.ip().is_loopback() && options.tokens.is_none() {
-            return Err(toolhost::service::http::HttpError::NeedsToken(addr).into());
-        }
-        let registry = opts.open_registry()?;
-        let events = registry.subscribe();
-        let _watch = registry.watch().context("cannot watch the plugin folder")?;
-        let router = Router::new(registry, limits.call.router_config());
-        let server = HttpServer::bind(options, router).await?;
-        // On stderr whatever the log level: scripts (and tests binding port 0) read it.
-        eprintln!("toolhost: serving {}", server.url());
-        server.serve(Some(events), shutdown_signal()).await;
-        anyhow::Ok(())
-    })?;
-    rt.shutdown_timeout(Duration::from_millis(100));
-    Ok(ExitCode::SUCCESS)
-}
-
-/// SIGTERM or SIGINT.
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut term), Ok(mut int)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) else {
-            return std::future::pending().await;
-        };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
-fn list(opts: &PluginOpts, as_json: bool) -> anyhow::Result<ExitCode> {
-    let registry = opts.open_registry_waiting()?;
-    let (plugins, failed) = (registry.plugins(), registry.failures());
-    if as_json {
-        let plugins: Vec<Value> = plugins
-            .iter()
-            .map(|p| {
-                let m = p.manifest();
-                json!({
-                    "name": m.name,
-                    "version": m.version,
-                    "description": m.description,
-                    "file": p.file(),
-                    "tools": m.tools.iter().map(tool_json).collect::<Vec<_>>(),
-                    "resources": m.extras.resources,
-                    "resourceTemplates": m.extras.resource_templates,
-                    "listsResources": m.extras.lists_resources,
-                    "prompts": m.extras.prompts,
-                    "hooks": m.extras.hooks,
-                    "permission": m.extras.permission,
-                })
-            })
-            .collect();
-        let failed: Vec<Value> = failed
-            .iter()
-            .map(|(file, error)| json!({"file": file, "error": error}))
-            .collect();
-        // A line for an empty folder, saying what to put there (null otherwise).
-        let hint = (plugins.is_empty() && failed.is_empty())
-            .then(|| plugin_dir::empty_hint(&opts.plugins));
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
-                "plugins": plugins,
-                "failed": failed,
-                "folder": opts.plugins,
-                "hint": hint,
-            }))?
-        );
-    } else {
-        for p in &plugins {
-            let m = p.manifest();
-            println!("{} {} ({})", m.name, m.version, p.file().display());
-            if !m.description.is_empty() {
-                println!("  {}", m.description);
-            }
-            for t in &m.tools {
-                let first_line = t.description.lines().next().unwrap_or("");
-                let args = toolhost::chat::catalog::signature(&t.input_schema, &Default::default());
-                println!("  - {}({args}): {first_line}", t.name);
-            }
-            print!("{}", offers_text(&m.extras));
-            for h in &m.extras.hooks {
-                let matcher = h.matcher.as_deref().map(|m| format!(" [{m}]"));
-                println!(
-                    "  hook {}{}: {}",
-                    h.event,
-                    matcher.unwrap_or_default(),
-                    h.id
-                );
-            }
-            if m.extras.permission {
-                println!("  permission policy");
-            }
-        }
-        for (file, error) in &failed {
-            println!("failed: {}: {error}", file.display());
-        }
-        if plugins.is_empty() && failed.is_empty() {
-            println!("{}", plugin_dir::empty_hint(&opts.plugins));
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The resources, templates and prompts of a plugin under its entry in `toolhost list`.
-fn offers_text(e: &toolhost::model::Extras) -> String {
-    let about = |title: &Option<String>, description: &Option<String>| {
-        let text = description.as_deref().or(title.as_deref()).unwrap_or("");
-        match text.lines().next() {
-            Some(first) if !first.is_empty() => format!(": {first}"),
-            _ => String::new(),
-        }
-    };
-    let mut out = String::new();
-    for r in &e.resources {
-        let mime = r
-            .mime_type
-            .as_deref()
-            .map(|m| format!(" [{m}]"))
-            .unwrap_or_default();
-        let about = about(&r.title, &r.description);
-        out.push_str(&format!(
-            "  - resource {} ({}){mime}{about}
-",
-            r.uri, r.name
-        ));
-    }
-    for t in &e.resource_templates {
-        let mime = t
-            .mime_type
-            .as_deref()
-            .map(|m| format!(" [{m}]"))
-            .unwrap_or_default();
-        let about = about(&t.title, &t.description);
-        out.push_str(&format!(
-            "  - template {} ({}){mime}{about}
-",
-            t.uri_template, t.name
-        ));
-    }
-    if e.lists_resources {
-        out.push_str(
-            "  - more resources listed by the plugin itself
-",
-        );
-    }
-    for p in &e.prompts {
-        let args: Vec<String> = p
-            .arguments
-            .iter()
-            .map(|a| {
-                if a.required {
-                    a.name.clone()
-                } else {
-                    format!("{}?", a.name)
-                }
-            })
-            .collect();
-        let about = about(&p.title, &p.description);
-        out.push_str(&format!(
-            "  - prompt {}({}){about}
-",
-            p.name,
-            args.join(", ")
-        ));
-    }
-    out
-}
-
-/// `toolhost read`: one resource through the router, like a `resources/read` of the
-/// all-plugins server (timeout, size limit, isolation), printed or written to `out`.
-fn read(
-    opts: &PluginOpts,
-    limits: &CallLimits,
-    uri: &str,
-    out: Option<&std::path::Path>,
-) -> anyhow::Result<ExitCode> {
-    use base64::Engine as _;
-    let registry = opts.open_registry_waiting()?;
-    let router = Router::new(registry.clone(), limits.router_config());
-    let offers = router.offers(Scope::All).expect("the all-plugins scope");
-    if offers.resolve(uri).is_none() {
-        for (file, error) in registry.failures() {
-            eprintln!("toolhost: {}: {error}", file.display());
-        }
-        let mut served: Vec<String> = Vec::new();
-        for p in registry.plugins() {
-            let e = &p.manifest().extras;
-            served.extend(e.resources.iter().map(|r| r.uri.clone()));
-            served.extend(e.resource_templates.iter().map(|t| t.uri_template.clone()));
-        }
-        let served = if served.is_empty() {
-            "no plugin serves resources".to_string()
-        } else {
-            format!("served: {}", served.join(", "))
-        };
-        bail!("resource not found: {uri} ({served})");
-    }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let control = Arc::new(CallControl::new("cli", None));
-    let answer = rt.block_on(router.read_resource(uri, control));
-    rt.shutdown_timeout(Duration::from_millis(100));
-    let json = match answer {
-        Ok(json) => json,
-        Err(e) => {
-            eprintln!("toolhost: {e}");
-            return Ok(ExitCode::FAILURE);
-        }
-    };
-    let result: Value = serde_json::from_str(&json).context("the plugin's answer")?;
-    let contents = result["contents"].as_array().cloned().unwrap_or_default();
-    if let Some(file) = out {
-        let [one] = contents.as_slice() else {
-            bail!(
-                "--out takes one content, and the resource has {}",
-                contents.len()
-            );
-        };
-        let bytes = match (one["text"].as_str(), one["blob"].as_str()) {
-            (Some(t), _) => t.as_bytes().to_vec(),
-            (None, Some(b)) => base64::engine::general_purpose::STANDARD
-                .decode(b)
-                .context("the plugin's blob is not base64")?,
-            _ => bail!("the resource's content has neither text nor blob"),
-        };
-        std::fs::write(file, bytes).with_context(|| format!("cannot write {}", file.display()))?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    for c in &contents {
-        match (c["text"].as_str(), c["blob"].as_str()) {
-            (Some(t), _) if t.ends_with('\n') => print!("{t}"),
-            (Some(t), _) => println!("{t}"),
-            (None, Some(b)) => println!("{b}"),
-            _ => println!("{c}"),
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `toolhost prompt`: one prompt through the router, like a `prompts/get` (the host's check
-/// of its arguments, timeout, size limit, isolation), its messages printed.
-fn prompt(
-    opts: &PluginOpts,
-    limits: &CallLimits,
-    target: &str,
-    words: &[String],
-    as_json: bool,
-) -> anyhow::Result<ExitCode> {
-    use toolhost::chat::prompts;
-    let Some((plugin, name)) = target.split_once('.') else {
-        bail!("give the prompt as PLUGIN.PROMPT, like `calc.explain`");
-    };
-    let registry = opts.open_registry_waiting()?;
-    let plugins = registry.plugins();
-    let decl = match prompts::find(&plugins, plugin, name) {
-        Ok(d) => d,
-        Err(e) => {
-            for (file, error) in registry.failures() {
-                eprintln!("toolhost: {}: {error}", file.display());
-            }
-            bail!("{e}");
-        }
-    };
-    let arguments = prompts::arguments(decl, words)
-        .map_err(|e| anyhow::anyhow!("{e} (usage: {})", prompts::usage(plugin, decl)))?;
-    let router = Router::new(registry.clone(), limits.router_config());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let control = Arc::new(CallControl::new("cli", None));
-    let answer = rt.block_on(router.get_prompt(plugin, name, arguments, control));
-    rt.shutdown_timeout(Duration::from_millis(100));
-    let json = match answer {
-        Ok(json) => json,
-        Err(e) => {
-            eprintln!("toolhost: {e}");
-            return Ok(ExitCode::FAILURE);
-        }
-    };
-    let result: Value = serde_json::from_str(&json).context("the plugin's answer")?;
-    if as_json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
-    } else {
-        print!("{}", prompts::messages_text(&result));
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `toolhost hook`: one event's hooks of one plugin through the router (its timeout,
-/// `on_error`, the merging of `chat`), the answer printed as JSON.
-fn hook(opts: &PluginOpts, plugin: &str, event: &str, input: &str) -> anyhow::Result<ExitCode> {
-    use toolhost::service::hooks::{Hooks, EVENTS};
-    let mut input: Value = serde_json::from_str(input).context("the input is not valid JSON")?;
-    let Some(fields) = input.as_object_mut() else {
-        bail!("the input must be a JSON object, like '{{\"tool_name\": \"Bash\"}}'");
-    };
-    let policy = event == "permission";
-    if !policy && !EVENTS.contains(&event) {
-        bail!(
-            "`{event}` is not an event the CLI sends (one of {}, or `permission`)",
-            EVENTS.join(", ")
-        );
-    }
-    if policy {
-        fields
-            .entry("subtype")
-            .or_insert_with(|| json!("can_use_tool"));
-    } else {
-        fields
-            .entry("hook_event_name")
-            .or_insert_with(|| json!(event));
-    }
-    let registry = opts.open_registry_waiting()?;
-    let Some(loaded) = registry.get(plugin) else {
-        let plugins = registry.plugins();
-        let names: Vec<&str> = plugins.iter().map(|p| p.name()).collect();
-        bail!(
-            "no plugin named `{plugin}` is loaded (in {}; found: {})",
-            opts.plugins.display(),
-            names.join(", ")
-        );
-    };
-    let extras = &loaded.manifest().extras;
-    if policy && !extras.permission {
-        bail!("plugin {plugin} has no permission policy");
-    }
-    if !policy && !extras.hooks.iter().any(|h| h.event == event) {
-        bail!("plugin {plugin} has no {event} hook");
-    }
-    let router = Router::new(registry, Default::default());
-    let rt = runtime()?;
-    let answer = rt.block_on(async {
-        let hooks = Hooks::new(router);
-        if policy {
-            let answer = hooks.ask_policies(input, Some(plugin)).await;
-            answer.unwrap_or_else(|| json!({"behavior": "defer"}))
-        } else {
-            let outcome = hooks.run_event(input, Some(plugin)).await;
-            if outcome.matched == 0 {
-                eprintln!("toolhost: no {event} hook of {plugin} matches this input");
-            }
-            outcome.answer
-        }
-    });
-    // A hung hook is not waited for.
-    rt.shutdown_timeout(Duration::from_millis(100));
-    println!("{}", serde_json::to_string_pretty(&answer)?);
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `calc.add [ARGS]` or `calc add [ARGS]` → (plugin, tool, arguments).
-fn call_target<'a>(
-    target: &'a str,
-    rest: &'a [String],
-) -> anyhow::Result<(&'a str, &'a str, &'a str)> {
-    let (plugin, tool, args) = match target.split_once('.') {
-        Some((plugin, tool)) => {
-            if rest.len() > 1 {
-                bail!("too many arguments: `{target}` names the tool; give the arguments as one JSON object");
-            }
-            (plugin, tool, rest.first())
-        }
-        None => match rest.first() {
-            Some(tool) => (target, tool.as_str(), rest.get(1)),
-            None => {
-                bail!("which tool of `{target}`? Give it as `{target}.TOOL` or `{target} TOOL`")
-            }
-        },
-    };
-    Ok((plugin, tool, args.map_or("{}", String::as_str)))
-}
-
-/// `toolhost call`: one tool through the router, like a `tools/call` (argument check, timeout,
-/// size limit, the same messages), printed for a person.
-fn call(
-    opts: &PluginOpts,
-    limits: &CallLimits,
-    plugin: &str,
-    tool: &str,
-    args: &str,
-) -> anyhow::Result<ExitCode> {
-    let parsed: Value = serde_json::from_str(args).context("the arguments are not valid JSON")?;
-    if !parsed.is_object() {
-        bail!("the arguments must be a JSON object, like '{{\"x\": 1}}'");
-    }
-    let registry = opts.open_registry_waiting()?;
-    let router = Router::new(registry.clone(), limits.router_config());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let control = Arc::new(CallControl::new("cli", None));
-    let output = rt.block_on(router.call_tool(plugin, tool, Some(args), control));
-    // A tool still running after its timeout is not waited for.
-    rt.shutdown_timeout(Duration::from_millis(100));
-    let output = match output {
-        Ok(o) => o,
-        Err(e @ CallError::UnknownServer(_)) => {
-            for (file, error) in registry.failures() {
-                eprintln!("toolhost: {}: {error}", file.display());
-            }
-            let plugins = registry.plugins();
-            let names: Vec<&str> = plugins.iter().map(|p| p.name()).collect();
-            let found = if names.is_empty() {
-                "none loaded".to_string()
-            } else {
-                format!("found: {}", names.join(", "))
-            };
-            bail!("{e} (in {}; {found})", opts.plugins.display());
-        }
-        Err(e) => {
-            let tools = registry
-                .get(plugin)
-                .map(|p| {
-                    let names: Vec<&str> =
-                        p.manifest().tools.iter().map(|t| t.name.as_str()).collect();
-                    names.join(", ")
-                })
-                .unwrap_or_default();
-            bail!("{e} (it has: {tools})");
-        }
-    };
-    let result = &output.result;
-    if let Some(s) = &result.structured {
-        println!("{}", s.get());
-    } else {
-        for block in &result.content {
-            match block {
-                ContentOut::Text(t) => println!("{t}"),
-                ContentOut::Image { data, mime_type } | ContentOut::Audio { data, mime_type } => {
-                    println!("[{mime_type}, {} base64 characters]", data.len())
-                }
-                ContentOut::Resource {
-                    uri,
-                    mime_type,
-                    body,
-                } => {
-                    let mime = mime_type
-                        .as_deref()
-                        .map_or(String::new(), |m| format!(", {m}"));
-                    match body {
-                        EmbeddedBody::Text(t) => println!("[resource {uri}{mime}]\n{t}"),
-                        EmbeddedBody::Blob(b) => {
-                            println!("[resource {uri}{mime}, {} base64 characters]", b.len())
-                        }
-                    }
-                }
-            }
-        }
-    }
-    tracing::debug!(result = %output.json, "call finished");
-    Ok(if result.is_error {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
 }

@@ -47,6 +47,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("service", 6),
     // 7: front-ends.
     ("chat", 7),
+    ("cli", 7),
     ("doctor", 7),
     ("scaffold", 7),
     ("main", 7),

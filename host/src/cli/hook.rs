@@ -1,0 +1,76 @@
+//! `toolhost hook`: one event's hooks (or the permission policy) of one plugin.
+
+use std::{process::ExitCode, time::Duration};
+
+use anyhow::{bail, Context as _};
+use serde_json::{json, Value};
+
+use super::{runtime, Plugins};
+use crate::handler::Router;
+
+/// `toolhost hook`: one event's hooks of one plugin through the router (its timeout,
+/// `on_error`, the merging of `chat`), the answer printed as JSON.
+pub fn hook(
+    opts: &Plugins<'_>,
+    plugin: &str,
+    event: &str,
+    input: &str,
+) -> anyhow::Result<ExitCode> {
+    use crate::service::hooks::{Hooks, EVENTS};
+    let mut input: Value = serde_json::from_str(input).context("the input is not valid JSON")?;
+    let Some(fields) = input.as_object_mut() else {
+        bail!("the input must be a JSON object, like '{{\"tool_name\": \"Bash\"}}'");
+    };
+    let policy = event == "permission";
+    if !policy && !EVENTS.contains(&event) {
+        bail!(
+            "`{event}` is not an event the CLI sends (one of {}, or `permission`)",
+            EVENTS.join(", ")
+        );
+    }
+    if policy {
+        fields
+            .entry("subtype")
+            .or_insert_with(|| json!("can_use_tool"));
+    } else {
+        fields
+            .entry("hook_event_name")
+            .or_insert_with(|| json!(event));
+    }
+    let registry = opts.open()?;
+    let Some(loaded) = registry.get(plugin) else {
+        let plugins = registry.plugins();
+        let names: Vec<&str> = plugins.iter().map(|p| p.name()).collect();
+        bail!(
+            "no plugin named `{plugin}` is loaded (in {}; found: {})",
+            opts.folder.display(),
+            names.join(", ")
+        );
+    };
+    let extras = &loaded.manifest().extras;
+    if policy && !extras.permission {
+        bail!("plugin {plugin} has no permission policy");
+    }
+    if !policy && !extras.hooks.iter().any(|h| h.event == event) {
+        bail!("plugin {plugin} has no {event} hook");
+    }
+    let router = Router::new(registry, Default::default());
+    let rt = runtime()?;
+    let answer = rt.block_on(async {
+        let hooks = Hooks::new(router);
+        if policy {
+            let answer = hooks.ask_policies(input, Some(plugin)).await;
+            answer.unwrap_or_else(|| json!({"behavior": "defer"}))
+        } else {
+            let outcome = hooks.run_event(input, Some(plugin)).await;
+            if outcome.matched == 0 {
+                eprintln!("toolhost: no {event} hook of {plugin} matches this input");
+            }
+            outcome.answer
+        }
+    });
+    // A hung hook is not waited for.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    println!("{}", serde_json::to_string_pretty(&answer)?);
+    Ok(ExitCode::SUCCESS)
+}

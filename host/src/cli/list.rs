@@ -1,0 +1,148 @@
+//! `toolhost list`: the plugins of the folder, what each offers, and the files that failed.
+
+use std::process::ExitCode;
+
+use serde_json::{json, Value};
+
+use super::Plugins;
+use crate::{model::tool_json, plugin_dir};
+
+pub fn list(opts: &Plugins<'_>, as_json: bool) -> anyhow::Result<ExitCode> {
+    let registry = opts.open()?;
+    let (plugins, failed) = (registry.plugins(), registry.failures());
+    if as_json {
+        let plugins: Vec<Value> = plugins
+            .iter()
+            .map(|p| {
+                let m = p.manifest();
+                json!({
+                    "name": m.name,
+                    "version": m.version,
+                    "description": m.description,
+                    "file": p.file(),
+                    "tools": m.tools.iter().map(tool_json).collect::<Vec<_>>(),
+                    "resources": m.extras.resources,
+                    "resourceTemplates": m.extras.resource_templates,
+                    "listsResources": m.extras.lists_resources,
+                    "prompts": m.extras.prompts,
+                    "hooks": m.extras.hooks,
+                    "permission": m.extras.permission,
+                })
+            })
+            .collect();
+        let failed: Vec<Value> = failed
+            .iter()
+            .map(|(file, error)| json!({"file": file, "error": error}))
+            .collect();
+        // A line for an empty folder, saying what to put there (null otherwise).
+        let hint =
+            (plugins.is_empty() && failed.is_empty()).then(|| plugin_dir::empty_hint(opts.folder));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "plugins": plugins,
+                "failed": failed,
+                "folder": opts.folder,
+                "hint": hint,
+            }))?
+        );
+    } else {
+        for p in &plugins {
+            let m = p.manifest();
+            println!("{} {} ({})", m.name, m.version, p.file().display());
+            if !m.description.is_empty() {
+                println!("  {}", m.description);
+            }
+            for t in &m.tools {
+                let first_line = t.description.lines().next().unwrap_or("");
+                let args = crate::chat::catalog::signature(&t.input_schema, &Default::default());
+                println!("  - {}({args}): {first_line}", t.name);
+            }
+            print!("{}", offers_text(&m.extras));
+            for h in &m.extras.hooks {
+                let matcher = h.matcher.as_deref().map(|m| format!(" [{m}]"));
+                println!(
+                    "  hook {}{}: {}",
+                    h.event,
+                    matcher.unwrap_or_default(),
+                    h.id
+                );
+            }
+            if m.extras.permission {
+                println!("  permission policy");
+            }
+        }
+        for (file, error) in &failed {
+            println!("failed: {}: {error}", file.display());
+        }
+        if plugins.is_empty() && failed.is_empty() {
+            println!("{}", plugin_dir::empty_hint(opts.folder));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The resources, templates and prompts of a plugin under its entry in `toolhost list`.
+fn offers_text(e: &crate::model::Extras) -> String {
+    let about = |title: &Option<String>, description: &Option<String>| {
+        let text = description.as_deref().or(title.as_deref()).unwrap_or("");
+        match text.lines().next() {
+            Some(first) if !first.is_empty() => format!(": {first}"),
+            _ => String::new(),
+        }
+    };
+    let mut out = String::new();
+    for r in &e.resources {
+        let mime = r
+            .mime_type
+            .as_deref()
+            .map(|m| format!(" [{m}]"))
+            .unwrap_or_default();
+        let about = about(&r.title, &r.description);
+        out.push_str(&format!(
+            "  - resource {} ({}){mime}{about}
+",
+            r.uri, r.name
+        ));
+    }
+    for t in &e.resource_templates {
+        let mime = t
+            .mime_type
+            .as_deref()
+            .map(|m| format!(" [{m}]"))
+            .unwrap_or_default();
+        let about = about(&t.title, &t.description);
+        out.push_str(&format!(
+            "  - template {} ({}){mime}{about}
+",
+            t.uri_template, t.name
+        ));
+    }
+    if e.lists_resources {
+        out.push_str(
+            "  - more resources listed by the plugin itself
+",
+        );
+    }
+    for p in &e.prompts {
+        let args: Vec<String> = p
+            .arguments
+            .iter()
+            .map(|a| {
+                if a.required {
+                    a.name.clone()
+                } else {
+                    format!("{}?", a.name)
+                }
+            })
+            .collect();
+        let about = about(&p.title, &p.description);
+        out.push_str(&format!(
+            "  - prompt {}({}){about}
+",
+            p.name,
+            args.join(", ")
+        ));
+    }
+    out
+}

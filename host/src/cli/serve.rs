@@ -1,0 +1,109 @@
+//! `toolhost serve`: every plugin as MCP servers over stdin/stdout or HTTP, following the
+//! folder until the input ends or a signal comes.
+
+use std::{net::SocketAddr, path::Path, process::ExitCode, time::Duration};
+
+use anyhow::Context as _;
+
+use super::{runtime, Plugins};
+use crate::{
+    handler::Router,
+    service::{
+        http::{HttpLimits, TlsFiles},
+        SessionLimits,
+    },
+    transport::read_lines,
+};
+
+/// The settings of `serve --http`.
+pub struct HttpServe<'a> {
+    pub addr: SocketAddr,
+    pub token_file: Option<&'a Path>,
+    pub allow_origins: Vec<String>,
+    pub tls: Option<TlsFiles>,
+    pub limits: HttpLimits,
+    /// Token, certificate and key files other users can write are accepted.
+    pub allow_shared: bool,
+}
+
+/// Over stdin/stdout.
+pub fn serve(opts: &Plugins<'_>, limits: &SessionLimits) -> anyhow::Result<ExitCode> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        let registry = opts.open()?;
+        let events = registry.subscribe();
+        let _watch = registry.watch().context("cannot watch the plugin folder")?;
+        let router = Router::new(registry, limits.call.router_config());
+        let lines = read_lines(tokio::io::stdin()).max_line_bytes(limits.max_line_bytes);
+        crate::service::serve::serve(lines, tokio::io::stdout(), router, Some(events)).await;
+        anyhow::Ok(())
+    })?;
+    // Tokio's stdin reader may still sit in a blocking read: do not wait for it.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Over HTTP (`--http`).
+pub fn serve_http(
+    opts: &Plugins<'_>,
+    limits: &SessionLimits,
+    http: HttpServe<'_>,
+) -> anyhow::Result<ExitCode> {
+    use crate::service::http::{tls_acceptor, HttpOptions, HttpServer, Tokens};
+    let addr = http.addr;
+    let tokens = match http.token_file {
+        Some(path) => Some(Tokens::load(path, http.allow_shared)?),
+        None => None,
+    };
+    let tls = match &http.tls {
+        Some(files) => Some(tls_acceptor(files, http.allow_shared)?),
+        None => None,
+    };
+    let rt = runtime()?;
+    rt.block_on(async {
+        let options = HttpOptions {
+            addr,
+            tokens,
+            allow_origins: http.allow_origins,
+            limits: http.limits,
+            tls,
+        };
+        // Refuse a bad address or a missing token before loading any plugin.
+        if !addr.ip().is_loopback() && options.tokens.is_none() {
+            return Err(crate::service::http::HttpError::NeedsToken(addr).into());
+        }
+        let registry = opts.open()?;
+        let events = registry.subscribe();
+        let _watch = registry.watch().context("cannot watch the plugin folder")?;
+        let router = Router::new(registry, limits.call.router_config());
+        let server = HttpServer::bind(options, router).await?;
+        // On stderr whatever the log level: scripts (and tests binding port 0) read it.
+        eprintln!("toolhost: serving {}", server.url());
+        server.serve(Some(events), shutdown_signal()).await;
+        anyhow::Ok(())
+    })?;
+    rt.shutdown_timeout(Duration::from_millis(100));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

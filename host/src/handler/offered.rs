@@ -1,0 +1,175 @@
+//! The router's side of resources and prompts: which methods go to them, the offers of each
+//! scope (cached for the plugin versions they were built from), and reading a resource or
+//! getting a prompt outside any protocol.
+
+use std::sync::Arc;
+
+use serde_json::{value::RawValue, Value};
+
+use super::{
+    prompts, resources, Answer, CallError, Dispatch, Method, Offers, Request, Router, Scope,
+};
+use crate::{
+    model::{error_code, rpc_error, rpc_result},
+    plugin::{CallControl, LoadedPlugin},
+    sync::lock,
+};
+
+impl Router {
+    /// The methods of resources and prompts (`None`: not one of them, or one of a kind the
+    /// server does not offer, which is then "method not found" as for a server without the
+    /// capability).
+    pub(super) fn dispatch_offers(
+        self: &Arc<Self>,
+        scope: Scope<'_>,
+        client: &str,
+        id: &RawValue,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Option<Dispatch> {
+        let kind = method.split_once('/')?.0;
+        if kind != "resources" && kind != "prompts" {
+            return None;
+        }
+        let offers = self.offers(scope)?;
+        let offered = match kind {
+            "resources" => offers.has_resources(),
+            _ => offers.has_prompts(),
+        };
+        if !offered {
+            return None;
+        }
+        Some(match method {
+            "resources/list" => self.resources_list(scope, client, id, params, offers),
+            "resources/templates/list" => self.templates_list(id, &offers),
+            "resources/read" => self.resource_read(scope, client, id, params, &offers),
+            "resources/subscribe" => self.subscription(scope, id, params, true, &offers),
+            "resources/unsubscribe" => self.subscription(scope, id, params, false, &offers),
+            "prompts/list" => self.prompts_list(id, &offers),
+            "prompts/get" => self.prompt_get(scope, client, id, params, &offers),
+            _ => return None,
+        })
+    }
+
+    /// The resources and prompts `scope` serves now (`None`: its plugin is not loaded),
+    /// rebuilt when a version changed. What a collision leaves out is reported once per
+    /// rebuild.
+    pub fn offers(&self, scope: Scope<'_>) -> Option<Arc<Offers>> {
+        match scope {
+            Scope::Server(name) => {
+                let p = self.registry.get(name)?;
+                Some(self.offers_of(scope, std::slice::from_ref(&p)))
+            }
+            Scope::All => Some(self.offers_of(scope, &self.registry.plugins())),
+        }
+    }
+
+    fn offers_of(&self, scope: Scope<'_>, plugins: &[Arc<LoadedPlugin>]) -> Arc<Offers> {
+        let mut cached = lock(&self.offers);
+        if let Some(o) = cached.get(scope.key()).filter(|o| o.is_of(plugins)) {
+            return o.clone();
+        }
+        let offers = Arc::new(Offers::build(plugins, matches!(scope, Scope::All)));
+        for c in offers.collisions() {
+            tracing::warn!("{c}");
+        }
+        cached.insert(scope.key().to_string(), offers.clone());
+        offers
+    }
+
+    /// Reads resource `uri` outside any protocol (`toolhost read`): resolved as the
+    /// all-plugins server does, on the request path of a `resources/read`. The result is the
+    /// MCP `ReadResourceResult`, as JSON text.
+    pub async fn read_resource(
+        self: &Arc<Self>,
+        uri: &str,
+        control: Arc<CallControl>,
+    ) -> Result<String, CallError> {
+        let offers = self
+            .offers(Scope::All)
+            .expect("the all-plugins scope always is");
+        let r = offers
+            .resolve(uri)
+            .ok_or_else(|| resources::not_found(uri))?;
+        let plugin = r.plugin.clone();
+        self.run(&plugin, resources::read(uri, r), control).await
+    }
+
+    /// Gets `prompt` of `plugin` with `arguments` outside any protocol (`toolhost prompt`,
+    /// the chat's slash commands), on the request path of a `prompts/get`. The result is the
+    /// MCP `GetPromptResult`, as JSON text.
+    pub async fn get_prompt(
+        self: &Arc<Self>,
+        plugin: &str,
+        prompt: &str,
+        arguments: serde_json::Map<String, Value>,
+        control: Arc<CallControl>,
+    ) -> Result<String, CallError> {
+        self.run(plugin, prompts::get(prompt, arguments), control)
+            .await
+    }
+
+    /// Runs `method` on `plugin` as a request without a client, and waits for its outcome.
+    async fn run(
+        self: &Arc<Self>,
+        plugin: &str,
+        method: Box<dyn Method>,
+        control: Arc<CallControl>,
+    ) -> Result<String, CallError> {
+        let id = RawValue::from_string("0".to_string()).expect("valid JSON");
+        let request = Request::new(
+            self.clone(),
+            plugin.to_string(),
+            id,
+            None,
+            control,
+            None,
+            method,
+        );
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let respond = move |answer: Answer<'_>| {
+            let _ = tx.send(answer.into_outcome());
+        };
+        request.start(Box::new(respond), false);
+        rx.await.expect("a request always answers")
+    }
+}
+
+/// `completion/complete`: no suggestions. A plugin declares its prompts' arguments and its
+/// templates' variables but no values for them, so there is nothing to complete from.
+pub(super) fn complete(id: Option<&RawValue>, params: Option<&RawValue>) -> String {
+    #[derive(serde::Deserialize)]
+    #[allow(dead_code)] // Read only to check the request's shape.
+    struct Params<'a> {
+        #[serde(borrow, rename = "ref")]
+        reference: &'a RawValue,
+        #[serde(borrow)]
+        argument: &'a RawValue,
+    }
+    if params
+        .and_then(|p| serde_json::from_str::<Params>(p.get()).ok())
+        .is_none()
+    {
+        return rpc_error(
+            id,
+            error_code::INVALID_PARAMS,
+            "invalid params: completion/complete needs a ref and an argument",
+        );
+    }
+    rpc_result(
+        id,
+        &serde_json::json!({"completion": {"values": [], "total": 0, "hasMore": false}}),
+    )
+}
+
+/// Adds the `resources` and `prompts` capabilities to an `initialize` result, for a server
+/// that has them: a client asks only a server that declares them.
+pub(super) fn declare(result: &mut Value, resources: bool, prompts: bool) {
+    let caps = &mut result["capabilities"];
+    if resources {
+        caps["resources"] = serde_json::json!({"subscribe": true, "listChanged": true});
+    }
+    if prompts {
+        caps["prompts"] = serde_json::json!({"listChanged": true});
+    }
+}
