@@ -115,6 +115,16 @@ fn escaped(c: char) -> bool {
     matches!(c as u32, 0..=0x1f | 0x7f..=0x9f)
 }
 
+/// A string a plugin passed to a host function, as text: the ABI promises UTF-8, but nothing
+/// on the plugin's side enforces it, and `RStr::as_str` would take invalid bytes as a `str`.
+/// Invalid sequences become U+FFFD (a log line or a notice then says what it could).
+fn plugin_str<'a>(s: &RStr<'a>) -> std::borrow::Cow<'a, str> {
+    // SAFETY: an `RStr`'s pointer and length describe bytes borrowed for `'a`; they are only
+    // read, as bytes, and checked as UTF-8 before being used as text.
+    let bytes: &'a [u8] = unsafe { std::slice::from_raw_parts(s.as_ptr(), s.len()) };
+    String::from_utf8_lossy(bytes)
+}
+
 extern "C" fn host_log(data: *const c_void, lvl: u8, target: RStr<'_>, message: RStr<'_>) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: `data` is the `LogSource` the host passed to `init` (boxed, so it does not
@@ -122,7 +132,13 @@ extern "C" fn host_log(data: *const c_void, lvl: u8, target: RStr<'_>, message: 
         // was closed, when none of its code can run any more; a library kept mapped because a
         // thread may still run its code keeps its `LogSource` too (leaked with it).
         let src = unsafe { &*(data as *const LogSource) };
-        emit(lvl, src.plugin(), None, target.as_str(), message.as_str());
+        emit(
+            lvl,
+            src.plugin(),
+            None,
+            &plugin_str(&target),
+            &plugin_str(&message),
+        );
     }));
 }
 
@@ -211,7 +227,7 @@ extern "C" fn host_notify(data: *const c_void, method: RStr<'_>, params: RStr<'_
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: as in `host_log`: `data` is the plugin's `LogSource`, alive while its code runs.
         let src = unsafe { &*(data as *const LogSource) };
-        deliver_notice(src.plugin(), method.as_str(), params.as_str());
+        deliver_notice(src.plugin(), &plugin_str(&method), &plugin_str(&params));
     }));
 }
 
@@ -351,6 +367,17 @@ pub(crate) fn call_ctx(data: &CallData<'_>) -> CallCtx {
 
 #[cfg(test)]
 mod tests {
+
+    /// A plugin's invalid UTF-8 reaches the host's log and notices as replacement characters,
+    /// never as a `str` holding invalid bytes.
+    #[test]
+    fn plugin_strings_are_checked_as_utf8() {
+        let bytes = b"ok \xff\xfe end";
+        // SAFETY: the bytes outlive the `RStr`; it is only read through `plugin_str`.
+        let s = unsafe { RStr::from_raw_parts(bytes.as_ptr(), bytes.len()) };
+        assert_eq!(super::plugin_str(&s), "ok \u{fffd}\u{fffd} end");
+        assert_eq!(super::plugin_str(&RStr::from("fine")), "fine");
+    }
     use super::*;
 
     #[test]
