@@ -398,9 +398,12 @@ impl Router {
 
     /// The log level `client` of `scope` set with `logging/setLevel`, if it did.
     pub fn log_level(&self, scope: Scope<'_>, client: &str) -> Option<LogLevel> {
-        lock(&self.log_levels)
-            .get(&client_key(scope, client))
-            .copied()
+        let levels = lock(&self.log_levels);
+        // Asked on every call: no key is built until some client set a level.
+        if levels.is_empty() {
+            return None;
+        }
+        levels.get(&client_key(scope, client)).copied()
     }
 
     /// Forgets what `client` of `scope` set (its session ended).
