@@ -26,8 +26,9 @@
 //! already taken is accounted for as well. The counts change only in the `transition_*`
 //! methods of `State`.
 //!
-//! The invariant the `loom_model` tests check (see `crate::sync`): no job stays ready while
-//! every thread is parked; at most one thread per job is started.
+//! The invariants the `loom_model` tests check (see `crate::sync`): no job stays ready while
+//! every thread is parked; a thread is started only for a ready job no idle thread is on its
+//! way to, so the threads never outnumber the jobs running and ready.
 
 #[cfg(not(feature = "loom"))]
 use std::time::Instant;
@@ -436,6 +437,16 @@ impl State {
             // Counted now, so concurrent submitters do not all start one.
             self.threads += 1;
             self.starting += 1;
+            // Every thread but this one runs a job or is idle on its way to a ready job, so
+            // there are no more threads than jobs running and ready (the loom models check it).
+            debug_assert!(
+                self.threads <= self.running.len() + self.ready.len(),
+                "a thread started for a job an idle thread will take ({} threads, {} jobs \
+                 running, {} ready)",
+                self.threads,
+                self.running.len(),
+                self.ready.len()
+            );
             Wake::Spawn
         }
     }
@@ -677,6 +688,10 @@ mod loom_model {
         }
     }
 
+    /// Enough for a thread started for one job to find it taken and the next one ready, and
+    /// for a woken thread to find its job taken.
+    const JOBS_ONE_AFTER_ANOTHER: usize = 4;
+
     fn executor(per_plugin: usize, spin: bool) -> Executor {
         Executor::with_spin(
             ExecutorConfig {
@@ -727,6 +742,28 @@ mod loom_model {
                 ex.submit(done.job()).unwrap();
                 done.wait_for(2);
                 assert!(ex.threads() <= 2, "{} threads for 2 jobs", ex.threads());
+                ex.inner.retire();
+            });
+        }
+    }
+
+    /// Jobs submitted one after another, each once the one before is done (its thread may
+    /// still be finishing it). A thread is started only for a ready job that no idle thread
+    /// is on its way to: the assertion in `transition_to_ready` checks, at every start, that
+    /// the threads are no more than the jobs running and ready. A thread started for an
+    /// earlier job and not in its loop yet (`starting`), or one told to wake whose job another
+    /// thread took (`waking`), is on its way to the next job: counting on neither starts a
+    /// thread too many in some interleaving of these four jobs.
+    #[test]
+    fn loom_model_no_thread_is_started_for_a_job_an_idle_thread_will_take() {
+        for spin in [false, true] {
+            model(move || {
+                let ex = executor(4, spin);
+                let done = Arc::new(Done::default());
+                for n in 1..=JOBS_ONE_AFTER_ANOTHER {
+                    ex.submit(done.job()).unwrap();
+                    done.wait_for(n);
+                }
                 ex.inner.retire();
             });
         }
