@@ -119,6 +119,52 @@ async fn the_hooks_of_every_plugin_run_in_name_order_and_merge() {
     assert_eq!(hooks.check_permission(question("ls")).await, None);
 }
 
+/// A deny ends the chain: the plugins after the one that refused do not run, and their
+/// allow (hooky's rewrite) cannot clear the deny, which names the first plugin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deny_ends_the_chain_before_the_later_plugins_run() {
+    let config = "[plugin.guard]\nconfig = { log = \"\" }\n";
+    let (router, _dirs) = open(&["guard", "hooky"], config, false);
+    let hooks = Hooks::new(router);
+    let marks = tempfile::tempdir().unwrap();
+
+    // The control: guard lets it through, so hooky runs (and leaves its mark).
+    let ran = marks.path().join("allowed");
+    let command = format!("ls HOOKY_REWRITE HOOKY_TOUCH={}", ran.display());
+    let o = hooks.run_event(pre_bash(&command), None).await;
+    assert!(ran.exists(), "hooky did not run after guard let it through");
+    assert_eq!(
+        o.answer["hookSpecificOutput"]["permissionDecision"], "allow",
+        "{}",
+        o.answer
+    );
+
+    // guard (first by name) refuses: hooky must not run, and its allow must not count.
+    let ran = marks.path().join("denied");
+    let command = format!("rm -rf /tmp/x HOOKY_REWRITE HOOKY_TOUCH={}", ran.display());
+    let o = hooks.run_event(pre_bash(&command), None).await;
+    assert!(
+        !ran.exists(),
+        "hooky ran after guard denied: the chain did not end at the deny"
+    );
+    assert_eq!(o.matched, 2);
+    let Some(Denied { plugin, reason }) = &o.denied else {
+        panic!("not denied: {}", o.answer)
+    };
+    assert_eq!(plugin, "guard");
+    assert!(reason.contains("`rm -rf`"), "{reason}");
+    let specific = &o.answer["hookSpecificOutput"];
+    assert_eq!(specific["permissionDecision"], "deny", "{}", o.answer);
+    assert!(
+        specific["permissionDecisionReason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("denied by guard: ")),
+        "{}",
+        o.answer
+    );
+    assert!(specific.get("updatedInput").is_none(), "{}", o.answer);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_hooks_follow_on_error_and_a_hung_one_is_timed_out_or_withdrawn() {
     let config = "[plugin.hooky]\nhook_timeout = 0.5\n";
