@@ -32,6 +32,8 @@ enum Behave {
     Big(usize),
     /// Waits until cancelled (at most 10 s), then answers.
     UntilCancelled,
+    /// Panics (in the host's part of the call: the plugin's own panics are caught at the ABI).
+    Panic,
 }
 
 /// The test-only method: `probe/run`.
@@ -70,6 +72,7 @@ impl Method for Probe {
         let out = match self.behave {
             Behave::Name => json!({ "plugin": version.name() }).to_string(),
             Behave::Big(n) => json!({ "text": "x".repeat(n) }).to_string(),
+            Behave::Panic => panic!("the probe panics on purpose"),
             Behave::UntilCancelled => {
                 let until = Instant::now() + Duration::from_secs(10);
                 while !control.is_cancelled() && Instant::now() < until {
@@ -89,7 +92,7 @@ impl Method for Probe {
             Failure::TimedOut(limit) => format!("timed out after {} ms", limit.as_millis()),
             Failure::TooLarge { bytes, max } => format!("{bytes} bytes over {max}"),
             Failure::NotRun(why) => format!("not run: {why}"),
-            Failure::Panicked => "panicked".to_string(),
+            Failure::Panicked(why) => format!("panicked: {why}"),
             Failure::Lost => "lost".to_string(),
         };
         Ok(json!({ "failed": why, "plugin": plugin }).to_string())
@@ -253,4 +256,30 @@ async fn a_plugin_request_carries_the_plugins_error_code_or_the_hosts_check() {
         json!({"code": -32002, "message": "calc has no note://7"}),
         "{reply}"
     );
+}
+
+/// A panic in a call is answered the same wherever the call runs: on the thread that read it
+/// or on the executor (where it was once dropped and answered as lost), once, and the
+/// executor goes on serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_is_answered_alike_on_either_path() {
+    let (router, _dirs) = common::open_router(&["calc"], RouterConfig::default());
+    for (n, here) in [(1, true), (2, false)] {
+        let (probe, _, _) = Probe::new(Behave::Panic);
+        let request = router.request(Scope::Server("calc"), "calc", &id(n), Box::new(probe));
+        let (answers, count) = start_counted(request, here);
+        let reply = answers.recv_timeout(WAIT).expect("an answer");
+        assert_eq!(
+            reply["result"],
+            json!({"failed": "panicked: the probe panics on purpose", "plugin": "calc"}),
+            "here = {here}"
+        );
+        assert!(answers.recv_timeout(Duration::from_millis(200)).is_err());
+        assert_eq!(count.load(Ordering::SeqCst), 1, "answered once");
+        assert_eq!(router.calls_in_flight(), 0);
+    }
+    let (probe, _, _) = Probe::new(Behave::Name);
+    let request = router.request(Scope::Server("calc"), "calc", &id(3), Box::new(probe));
+    let reply: Value = serde_json::from_str(&request.reply(false).await).unwrap();
+    assert_eq!(reply["result"], json!({"plugin": "calc"}));
 }

@@ -309,3 +309,36 @@ async fn a_replaced_plugin_is_listed_and_called_in_its_new_version() {
     .await;
     assert_eq!(text_of(&r), "9", "{r}");
 }
+
+/// A tool's panic gets one answer wherever its call runs: on the thread that read it (the
+/// reading thread of a `chat` session) or on the executor, in process or in a worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_is_answered_alike_on_the_reading_thread_and_the_executor() {
+    for isolated in [false, true] {
+        let (router, _dirs) = if isolated {
+            common::open_isolated_router(&["faulty"], RouterConfig::default())
+        } else {
+            common::open_router(&["faulty"], RouterConfig::default())
+        };
+        for (n, here) in [(1u64, true), (2, false)] {
+            let text = call(n, "panic", json!({"message": "boom on purpose"})).to_string();
+            let msg: JsonRpc = serde_json::from_str(&text).unwrap();
+            let sink: Sink = Arc::new(Discard);
+            let Dispatch::Request(request) = router.dispatch(Scope::Server("faulty"), &msg, &sink)
+            else {
+                panic!("tools/call is a request")
+            };
+            let reply = tokio::time::timeout(Duration::from_secs(60), request.reply(here))
+                .await
+                .expect("an answer within 60 s");
+            let reply: Value = serde_json::from_str(&reply).unwrap();
+            assert_eq!(reply["id"], n);
+            assert_eq!(reply["result"]["isError"], true, "{reply}");
+            assert_eq!(
+                text_of(&reply),
+                "tool `panic` panicked: boom on purpose",
+                "isolated = {isolated}, on the reading thread = {here}"
+            );
+        }
+    }
+}

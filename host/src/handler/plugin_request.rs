@@ -132,7 +132,9 @@ impl Method for PluginRequest {
                 show_bytes(max)
             ),
             Failure::NotRun(why) => format!("{method} {what} was not run: {why}"),
-            Failure::Panicked => format!("{method} {what} failed in the host: it panicked"),
+            Failure::Panicked(why) => {
+                format!("{method} {what} failed in the host: it panicked: {why}")
+            }
             Failure::Lost => {
                 format!("{method} {what} failed in the host: it ended without an answer")
             }

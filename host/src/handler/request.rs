@@ -47,8 +47,9 @@ pub enum Failure<'a> {
     TooLarge { bytes: usize, max: usize },
     /// It never ran (the plugin's queue is full).
     NotRun(&'a dyn fmt::Display),
-    /// The host's side of the call panicked.
-    Panicked,
+    /// The call panicked in the host, with this message: the same answer whichever thread
+    /// ran it.
+    Panicked(&'a str),
     /// The host dropped it without an answer (a bug; said rather than left unanswered).
     Lost,
 }
@@ -263,7 +264,7 @@ impl Request {
                 return;
             }
             let started = Instant::now();
-            let outcome = request.0.method.run(&lease, &request.0.control);
+            let outcome = request.0.run_caught(&lease);
             if started.elapsed() < HERE_BUDGET / 2 {
                 // Quick again: its next call may run on the thread that reads it.
                 request.0.method.ran(&lease, false);
@@ -387,6 +388,22 @@ impl Request {
 }
 
 impl Inner {
+    /// Runs the method on this thread. A panic in the host's part of the call (the plugin's
+    /// own are caught at the ABI) is answered as such, on a reading thread as on the
+    /// executor, rather than ending the thread or dropping the request unanswered.
+    fn run_caught(&self, lease: &Lease) -> Outcome {
+        let run = std::panic::AssertUnwindSafe(|| self.method.run(lease, &self.control));
+        std::panic::catch_unwind(run).unwrap_or_else(|payload| {
+            let message = payload
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("no message");
+            tracing::error!(plugin = %self.plugin, "a call of {} panicked: {message}", self.method.name());
+            self.method.failed(&self.plugin, Failure::Panicked(message))
+        })
+    }
+
     fn answer_with(&self, respond: Box<dyn Respond>, outcome: Outcome) {
         // No progress after this point: the answer is queued after every report.
         if let Some(p) = &self.progress {
@@ -427,10 +444,7 @@ impl HereRun {
     /// the host's part of the call (the plugin's own are caught at the ABI) becomes a failure
     /// rather than the end of the thread.
     pub fn run(&mut self) {
-        let inner = &self.request.0;
-        let run = std::panic::AssertUnwindSafe(|| inner.method.run(&self.lease, &inner.control));
-        let outcome = std::panic::catch_unwind(run)
-            .unwrap_or_else(|_| inner.method.failed(&inner.plugin, Failure::Panicked));
+        let outcome = self.request.0.run_caught(&self.lease);
         self.request.finish(outcome);
     }
 }

@@ -153,7 +153,9 @@ impl Method for ToolCall {
                 show_bytes(max)
             ),
             Failure::NotRun(why) => format!("tool `{tool}` was not run: {why}"),
-            Failure::Panicked => format!("tool `{tool}` failed in the host: its call panicked"),
+            Failure::Panicked(why) => {
+                format!("tool `{tool}` failed in the host: its call panicked: {why}")
+            }
             Failure::Lost => {
                 format!("tool `{tool}` failed in the host: its call ended without a result")
             }
