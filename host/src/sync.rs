@@ -5,9 +5,12 @@
 //! A panic while a lock is held poisons it. The host recovers the data instead of propagating
 //! the panic: every lock in the host guards bookkeeping that stays consistent between
 //! statements (no plugin code runs under a host lock), so a panic elsewhere must not take the
-//! session down with it. [`lock`] is `m.lock().unwrap_or_else(PoisonError::into_inner)`, and
-//! [`wait`], [`wait_timeout`] and [`wait_timeout_while`] do the same for condition variables.
-//! They take std's types and, in the loom build, loom's.
+//! session down with it. [`lock`] is `m.lock().unwrap_or_else(PoisonError::into_inner)`;
+//! [`read`] and [`write`] do the same for a `RwLock`, [`get_mut`] and [`into_inner`] for a
+//! mutex owned outright, and [`wait`], [`wait_timeout`] and [`wait_timeout_while`] for
+//! condition variables. `lock` and the waits take std's types and, in the loom build, loom's.
+//! Production code takes its locks only through these (`host/tests/layers.rs` checks that no
+//! file but this one unwraps a lock or names `PoisonError`).
 //!
 //! # Loom
 //! The leader/follower relay ([`crate::relay`]), the executor's wake protocol
@@ -140,6 +143,26 @@ pub(crate) fn lock<M: Lock + ?Sized>(m: &M) -> M::Guard<'_> {
     m.lock_recovered()
 }
 
+/// Locks `l` for reading, recovering its data if a panic poisoned it (the policy above).
+pub(crate) fn read<T: ?Sized>(l: &std::sync::RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Locks `l` for writing, recovering its data if a panic poisoned it (the policy above).
+pub(crate) fn write<T: ?Sized>(l: &std::sync::RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The data of a mutex held outright (no lock needed), also if a panic poisoned it.
+pub(crate) fn get_mut<T: ?Sized>(m: &mut std::sync::Mutex<T>) -> &mut T {
+    m.get_mut().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The data of a mutex given up, also if a panic poisoned it.
+pub(crate) fn into_inner<T>(m: std::sync::Mutex<T>) -> T {
+    m.into_inner().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// Waits on `cv` until notified (or a spurious wake-up), recovering from poisoning.
 pub(crate) fn wait<G, C: Wait<G> + ?Sized>(cv: &C, guard: G) -> G {
     cv.wait_recovered(guard)
@@ -203,6 +226,23 @@ mod tests {
         assert!(panicked.is_err());
         assert!(m.is_poisoned());
         assert_eq!(*lock(&*m), 2);
+        let mut m = Arc::into_inner(m).unwrap();
+        *get_mut(&mut m) += 1;
+        assert_eq!(into_inner(m), 3);
+
+        let rw = Arc::new(std::sync::RwLock::new(1));
+        let rw2 = rw.clone();
+        let panicked = std::thread::spawn(move || {
+            let mut g = rw2.write().unwrap();
+            *g = 2;
+            panic!("poison it");
+        })
+        .join();
+        assert!(panicked.is_err());
+        assert!(rw.is_poisoned());
+        assert_eq!(*read(&*rw), 2);
+        *write(&*rw) = 3;
+        assert_eq!(*read(&*rw), 3);
     }
 
     #[test]

@@ -15,6 +15,10 @@
 //! fails the test, since it would hide its module; so does `#[path]`, which the walk from each
 //! module's file through its `mod x;` items does not follow. A table entry may name a module
 //! not written yet.
+//!
+//! With the same lexer, [`production_code_takes_its_locks_by_the_one_poisoning_policy`] checks
+//! that no production code but `sync.rs` unwraps a std lock or recovers it by hand: the host's
+//! one poisoning policy is `crate::sync`'s (`lock`, `read`, `write`, `get_mut`, `into_inner`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -922,5 +926,181 @@ fn a_cycle_and_an_upward_edge_are_reported() {
     assert!(
         problems[0].starts_with("module `c` has no layer"),
         "{problems:?}"
+    );
+}
+
+/// The file holding the host's one lock-poisoning policy: the only one that may unwrap a lock.
+const POISONING_POLICY: &str = "sync.rs";
+
+#[test]
+fn production_code_takes_its_locks_by_the_one_poisoning_policy() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    assert!(
+        files.len() > 50,
+        "found {} files under host/src",
+        files.len()
+    );
+    let mut problems = Vec::new();
+    for file in files {
+        let rel = file
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        if rel == POISONING_POLICY {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (line, what) in lock_misuse(&text) {
+            problems.push(format!("{rel}:{line}: {what}"));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "production code takes a lock by hand: use crate::sync::{{lock, read, write, get_mut, \
+         into_inner}} (the host's one poisoning policy) instead:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// Every `.rs` file under `dir`, sorted.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The tokens of a file without its test-only items.
+fn production(toks: &[Token]) -> Vec<Token> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < toks.len() {
+        let outer_attr = toks[i].tok == Tok::Punct('#')
+            && toks.get(i + 1).map(|t| &t.tok) == Some(&Tok::Punct('['));
+        if outer_attr {
+            let close = matching(toks, i + 1);
+            if test_only(&toks[i + 2..close]) {
+                i = skip_item(toks, close + 1);
+                continue;
+            }
+        }
+        out.push(toks[i].clone());
+        i += 1;
+    }
+    out
+}
+
+/// Where production code in `text` takes a lock's result by hand, with what it does: a
+/// `.lock()`, `.read()` or `.write()` unwrapped (`unwrap`, `expect`, `unwrap_or_else`, `ok`,
+/// `?`, ...), a poisoned guard recovered with `|e| e.into_inner()`, or `PoisonError` named.
+fn lock_misuse(text: &str) -> Vec<(usize, String)> {
+    const TAKES: &[&str] = &["lock", "read", "write"];
+    const UNWRAPS: &[&str] = &[
+        "unwrap",
+        "expect",
+        "unwrap_or_else",
+        "unwrap_or",
+        "unwrap_or_default",
+        "ok",
+        "map_err",
+        "is_ok",
+        "is_err",
+    ];
+    let toks = production(&lex(text));
+    let tok = |i: usize| toks.get(i).map(|t| &t.tok);
+    let ident = |i: usize| match tok(i) {
+        Some(Tok::Ident(s)) => Some(s.as_str()),
+        _ => None,
+    };
+    let mut found = Vec::new();
+    for (i, t) in toks.iter().enumerate() {
+        if ident(i) == Some("PoisonError") {
+            found.push((t.line, "names PoisonError".to_string()));
+            continue;
+        }
+        // `.name()` at `k`, its name checked by the caller.
+        let call = |k: usize| {
+            tok(k) == Some(&Tok::Punct('.'))
+                && tok(k + 2) == Some(&Tok::Punct('('))
+                && tok(k + 3) == Some(&Tok::Punct(')'))
+        };
+        // `.lock()` then `.unwrap()` (or the like) or `?`.
+        if let Some(take) = ident(i + 1).filter(|w| TAKES.contains(w) && call(i)) {
+            if let Some(then) = ident(i + 5).filter(|w| UNWRAPS.contains(w)) {
+                if tok(i + 4) == Some(&Tok::Punct('.')) {
+                    found.push((t.line, format!(".{take}().{then}")));
+                }
+            } else if tok(i + 4) == Some(&Tok::Punct('?')) {
+                found.push((t.line, format!(".{take}()?")));
+            }
+        }
+        // `unwrap_or_else(|e| e.into_inner())`: a poisoned guard recovered by hand.
+        let recovering = i >= 2
+            && ident(i - 2) == Some("unwrap_or_else")
+            && tok(i - 1) == Some(&Tok::Punct('('))
+            && t.tok == Tok::Punct('|');
+        if let Some(e) = ident(i + 1).filter(|_| recovering) {
+            if tok(i + 2) == Some(&Tok::Punct('|'))
+                && ident(i + 3) == Some(e)
+                && ident(i + 5) == Some("into_inner")
+                && call(i + 4)
+            {
+                found.push((t.line, format!("recovers by hand: |{e}| {e}.into_inner()")));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn lock_misuse_is_found_in_production_code_only() {
+    let src = r#"
+        fn f(m: &Mutex<u8>, rw: &RwLock<u8>) -> Result<(), E> {
+            let a = m.lock().unwrap();
+            let b = rw
+                .read()
+                .expect("poisoned");
+            let c = rw.write().unwrap_or_else(|e| e.into_inner());
+            let d = m.lock()?;
+            let e = m.lock().unwrap_or_else(PoisonError::into_inner);
+            let ok = crate::sync::lock(m);
+            let also_ok = crate::sync::read(rw).clone();
+            let not_a_lock = pipe.read();
+            let buffered = writers.map(|w| w.into_inner());
+            let s = "m.lock().unwrap()"; // m.lock().unwrap()
+            #[cfg(test)]
+            let t = m.lock().unwrap();
+        }
+        #[cfg(all(test, not(feature = "loom")))]
+        mod tests {
+            fn g(m: &Mutex<u8>) { m.lock().unwrap(); }
+        }
+    "#;
+    let found: Vec<String> = lock_misuse(src)
+        .into_iter()
+        .map(|(line, what)| format!("{line}: {what}"))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "3: .lock().unwrap",
+            "5: .read().expect",
+            "7: .write().unwrap_or_else",
+            "7: recovers by hand: |e| e.into_inner()",
+            "8: .lock()?",
+            "9: .lock().unwrap_or_else",
+            "9: names PoisonError",
+        ]
     );
 }

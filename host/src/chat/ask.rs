@@ -93,12 +93,7 @@ impl Questions {
 
     /// Whether question `id` is still waiting.
     pub fn is_waiting(&self, id: u64) -> bool {
-        self.queue
-            .lock()
-            .unwrap()
-            .waiting
-            .iter()
-            .any(|w| w.id == id)
+        lock(&self.queue).waiting.iter().any(|w| w.id == id)
     }
 
     /// Answers question `id`; false if it is no longer waiting.

@@ -53,10 +53,7 @@ impl LiveConfig {
 
     /// The configuration in force.
     pub fn current(&self) -> std::sync::Arc<Config> {
-        self.current
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        crate::sync::read(&self.current).clone()
     }
 
     /// The file read (or that would be, once it exists).
@@ -84,7 +81,7 @@ impl LiveConfig {
     /// a plugin reads its `config` only when it loads); on error the previous one stays.
     pub fn reload(&self) -> Result<Vec<String>, ConfigError> {
         let new = Config::for_folder_with(&self.plugin_dir, self.explicit.as_deref(), self.shared)?;
-        let mut current = self.current.write().unwrap_or_else(|e| e.into_inner());
+        let mut current = crate::sync::write(&self.current);
         let changed = changed_plugins(&current, &new);
         *current = std::sync::Arc::new(new);
         Ok(changed)

@@ -421,11 +421,7 @@ impl Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        let respond = self
-            .reply
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
+        let respond = crate::sync::get_mut(&mut self.reply).take();
         if let Some(respond) = respond {
             tracing::error!(plugin = %self.plugin, "a request was dropped unanswered");
             let outcome = self.method.failed(&self.plugin, Failure::Lost);

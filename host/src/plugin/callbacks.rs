@@ -10,7 +10,7 @@ use std::{
     panic::{catch_unwind, AssertUnwindSafe},
     sync::{
         atomic::{AtomicBool, Ordering},
-        OnceLock, PoisonError, RwLock,
+        OnceLock, RwLock,
     },
 };
 
@@ -163,7 +163,7 @@ static NOTICE_SINK: RwLock<Option<NoticeSink>> = RwLock::new(None);
 
 /// Sets where plugins' notifications go (`None`: they are dropped, with a debug record).
 pub fn set_notice_sink(sink: Option<NoticeSink>) {
-    *NOTICE_SINK.write().unwrap_or_else(PoisonError::into_inner) = sink;
+    *crate::sync::write(&NOTICE_SINK) = sink;
 }
 
 /// The longest `params` of a plugin's notification accepted, in bytes.
@@ -209,10 +209,7 @@ pub(crate) fn deliver_notice(plugin: &str, method: &str, params: &str) {
         );
         return;
     }
-    let sink = NOTICE_SINK
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .clone();
+    let sink = crate::sync::read(&NOTICE_SINK).clone();
     match sink {
         Some(sink) => sink(Notice {
             plugin: plugin.to_string(),

@@ -74,10 +74,7 @@ impl Registry {
                 });
             }
         });
-        results
-            .into_iter()
-            .map(|r| r.into_inner().unwrap_or_else(|e| e.into_inner()))
-            .collect()
+        results.into_iter().map(crate::sync::into_inner).collect()
     }
 
     /// One file at start-up: prepared, then its `init` waited for until `deadline`.
@@ -123,10 +120,7 @@ impl Registry {
                     file = %shown(file),
                     "still loading (slow on_load): it joins once ready"
                 );
-                self.late
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(ticket);
+                crate::sync::lock(&self.late).push(ticket);
                 Outcome::Done
             }
             None => Outcome::Retry("internal error: not loaded".into(), None),

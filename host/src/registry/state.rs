@@ -46,11 +46,11 @@ impl Registry {
     // The state is consistent after every single update (each is a few map operations), so a
     // panic elsewhere while holding the lock must not take every later call down with it.
     pub(super) fn read(&self) -> RwLockReadGuard<'_, State> {
-        self.state.read().unwrap_or_else(|e| e.into_inner())
+        crate::sync::read(&self.state)
     }
 
     pub(super) fn write(&self) -> RwLockWriteGuard<'_, State> {
-        self.state.write().unwrap_or_else(|e| e.into_inner())
+        crate::sync::write(&self.state)
     }
 
     /// The hash of the version `file` serves, if it serves one.

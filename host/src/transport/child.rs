@@ -49,7 +49,7 @@ pub struct StderrTail(Arc<Mutex<VecDeque<String>>>);
 
 impl StderrTail {
     fn push(&self, line: String) {
-        let mut q = self.0.lock().unwrap();
+        let mut q = crate::sync::lock(&self.0);
         if q.len() == STDERR_TAIL_LINES {
             q.pop_front();
         }
@@ -58,7 +58,7 @@ impl StderrTail {
 
     /// The kept lines, oldest first.
     pub fn lines(&self) -> Vec<String> {
-        self.0.lock().unwrap().iter().cloned().collect()
+        crate::sync::lock(&self.0).iter().cloned().collect()
     }
 }
 

@@ -112,11 +112,7 @@ impl WorkerPlugin {
         };
         let (proc, (manifest, call_typed)) = launch(&shared, None, &|name| {
             let given = plugin_config(name);
-            shared
-                .configs
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(name.to_string(), given.clone());
+            crate::sync::lock(&shared.configs).insert(name.to_string(), given.clone());
             given
         })?;
         // From now on logs and crash messages use the declared name.
@@ -124,10 +120,7 @@ impl WorkerPlugin {
         let shared = Arc::new(shared);
         let proc = proc.start_reader(&shared);
         shared.lock().proc = Some(proc);
-        let config = shared
-            .configs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        let config = crate::sync::lock(&shared.configs)
             .get(&manifest.name)
             .cloned()
             .flatten();
@@ -417,9 +410,7 @@ impl Shared {
         // Started under the lock: concurrent callers wait for this one start.
         current.restarts += 1;
         let answered = |name: &str| {
-            self.configs
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
+            crate::sync::lock(&self.configs)
                 .get(name)
                 .cloned()
                 .flatten()

@@ -81,7 +81,7 @@ impl LogGate {
 
 impl Drop for LogGate {
     fn drop(&mut self) {
-        let bucket = self.bucket.get_mut().unwrap_or_else(|e| e.into_inner());
+        let bucket = crate::sync::get_mut(&mut self.bucket);
         if let Some(since) = bucket.first_drop {
             summarize(&self.plugin, bucket.dropped, since.elapsed());
         }

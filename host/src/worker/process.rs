@@ -101,9 +101,7 @@ fn on_spawner_thread<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static
     let job: Job = Box::new(move || {
         let _ = done_tx.send(job());
     });
-    spawner
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
+    crate::sync::lock(spawner)
         .send(job)
         .map_err(|_| io::Error::other("the worker spawner thread is gone"))?;
     done_rx
