@@ -111,12 +111,14 @@
 //!
 //! A tool is a function marked [`#[tool]`](macro@tool). It takes one argument struct
 //! (`Deserialize + JsonSchema`; [`NoArgs`] for none) and optionally `&`[`Context`] second.
-//! Its doc comment is the tool's description. It returns any `Serialize` value (strings
-//! become text, whole numbers print without `.0`, objects become JSON text plus
-//! `structuredContent`), `Result<T, E>` with `E: Display` (an `Err` is an `isError` result the
-//! model sees; [`ToolError`] takes any error with `?`), or a [`ToolResult`] for images, audio,
-//! embedded resources and several content blocks. Arguments that do not fit the struct never
-//! reach the function: they become an error result naming the field.
+//! Its doc comment is the tool's description. It returns `Result<T, E>` with `T: Serialize`
+//! and `E: Display` (an `Err` is an `isError` result the model sees; [`ToolError`] takes any
+//! error with `?`; the type decides, so an alias such as `type Res<T> = Result<T, String>` is a
+//! `Result` too), a plain string, number, `bool`, `Vec`, map or `serde_json::Value`, a type of
+//! your own wrapped in [`Json`], or a [`ToolResult`] for images, audio, embedded resources and
+//! several content blocks (see [`IntoToolResult`]). Strings become text, whole numbers print
+//! without `.0`, objects become JSON text plus `structuredContent`. Arguments that do not fit
+//! the struct never reach the function: they become an error result naming the field.
 //!
 //! A panic in a tool, in `on_load` or while listing tools becomes an error result or a load
 //! error; the host and every other tool keep serving.
@@ -218,7 +220,9 @@ pub use resource::{
 };
 #[doc(hidden)]
 pub use resource::{ListAll, ListPaged};
-pub use result::{Content, IntoToolOutput, IntoToolResult, JsonObject, ToolError, ToolResult};
+pub use result::{
+    Content, IntoToolOutput, IntoToolResult, Json, JsonObject, ToolError, ToolResult,
+};
 /// Re-exported so `#[derive(JsonSchema)]` works without a direct dependency (through the
 /// prelude, which brings the name `schemars` into scope).
 pub use schemars;
@@ -266,6 +270,29 @@ pub use tool::{WithContext, WithoutContext};
 /// assert_eq!(def.call(json!({"x": 6, "y": 3}), &ctx), ToolResult::text("2"));
 /// assert_eq!(def.call(json!({"x": 1, "y": 0}), &ctx), ToolResult::error("division by zero"));
 /// # }
+/// ```
+///
+/// What the function returns becomes the result through [`IntoToolResult`], by its type: a
+/// `Result` is one under any name. A type of your own is returned in a `Result` or as
+/// [`Json`]`<T>`; bare, it does not compile (a `Result` is `Serialize` too, and could not be
+/// told apart from your data):
+///
+/// ```compile_fail,E0277
+/// use serde::{Deserialize, Serialize};
+/// use toolhost_plugin::prelude::*;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// pub struct Text { text: String }
+///
+/// #[derive(Serialize)]
+/// pub struct Stats { words: usize }
+///
+/// /// Count the words.
+/// #[tool]
+/// pub fn count(Text { text }: Text) -> Stats { // `Json<Stats>`, or `Result<Stats, E>`
+///     Stats { words: text.split_whitespace().count() }
+/// }
+/// # fn main() {}
 /// ```
 pub use toolhost_plugin_macros::tool;
 
@@ -516,9 +543,9 @@ pub use hooks::{HookOutcome, Permission, PermissionCheck};
 /// Everything a plugin usually needs: `use toolhost_plugin::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        export_plugin, prompt, resource, schemars, tool, Cancelled, Content, Context, JsonSchema,
-        Level, ListedResource, NoArgs, PromptError, PromptMessage, PromptResult, ResourceContent,
-        ResourceError, ToolError, ToolResult,
+        export_plugin, prompt, resource, schemars, tool, Cancelled, Content, Context, Json,
+        JsonSchema, Level, ListedResource, NoArgs, PromptError, PromptMessage, PromptResult,
+        ResourceContent, ResourceError, ToolError, ToolResult,
     };
     // Hooks and permission policies.
     pub use crate::{hook, permission, HookOutcome, Permission, PermissionCheck};
