@@ -304,8 +304,9 @@ pub use toolhost_plugin_macros::tool;
 /// The function takes the template's variables and optionally `&Context` last:
 /// - plain arguments named like the variables (`fn note(id: u64)` for `notes://{id}`), in
 ///   any order; or
-/// - one struct deriving `Deserialize` whose fields are the variables, under a name that is
-///   not one of them (`fn row(key: RowKey)` or `fn row(RowKey { table, id }: RowKey)`);
+/// - one struct deriving `Deserialize` whose fields are the variables (fields that are no
+///   variable are `Option` or `#[serde(default)]`), under a name that is not one of them
+///   (`fn row(key: RowKey)` or `fn row(RowKey { table, id }: RowKey)`);
 /// - nothing for a fixed URI.
 ///
 /// Values arrive percent-decoded as text and are parsed as the argument's type (`String`,
@@ -363,6 +364,41 @@ pub use toolhost_plugin_macros::tool;
 /// assert_eq!(logo::resource().read("notes://logo.png", &ctx).unwrap()[0].as_bytes(), Some(&b"\x89PNG"[..]));
 /// # }
 /// ```
+///
+/// The template's variables and the plain parameters must agree, or the plugin does not
+/// compile. A parameter that is no variable ("parameter `name` is not a variable of
+/// `weather://city/{city}` (its variables: `{city}`): name it like the variable, or take one
+/// struct holding the variables"):
+///
+/// ```compile_fail
+/// use toolhost_plugin::prelude::*;
+///
+/// /// The weather in a city.
+/// #[resource(uri = "weather://city/{city}")]
+/// pub fn weather(name: String) -> String { // `city: String`
+///     format!("sunny in {name}")
+/// }
+/// # fn main() {}
+/// ```
+///
+/// A variable without a parameter ("`{country}` of `weather://{country}/{city}` has no
+/// parameter (the parameters: `city`): name one `country`"):
+///
+/// ```compile_fail
+/// use toolhost_plugin::prelude::*;
+///
+/// /// The weather in a city.
+/// #[resource(uri = "weather://{country}/{city}")]
+/// pub fn weather(city: String, ctx: &Context) -> String {
+///     format!("sunny in {city}")
+/// }
+/// # fn main() {}
+/// ```
+///
+/// The fields of a struct of variables are checked when the plugin loads (the macro cannot
+/// see them): a variable that is not a field, a required field that is not a variable, or one
+/// parameter of a type that holds no fields (an alias of `String`) refuses the load with an
+/// error naming both.
 pub use toolhost_plugin_macros::resource;
 
 /// Turns a function into a prompt: a named message template clients offer as a slash

@@ -182,3 +182,17 @@ fn a_result_under_an_alias_is_still_a_result() {
         "{schema}"
     );
 }
+
+/// The weather in a city: the parameter is named like the template's variable.
+#[resource(uri = "weather://city/{city}")]
+pub fn weather(city: String) -> String {
+    format!("sunny in {city}")
+}
+
+#[test]
+fn a_variable_read_by_the_parameter_of_its_name() {
+    let read = weather::resource()
+        .read("weather://city/paris", &TestContext::new())
+        .unwrap();
+    assert_eq!(read[0].as_text(), Some("sunny in paris"));
+}

@@ -9,6 +9,7 @@
 mod content;
 mod install;
 mod list;
+mod variables;
 
 use std::borrow::Cow;
 
@@ -39,6 +40,8 @@ pub struct ResourceDef {
     mime_type: Option<Cow<'static, str>>,
     read: ReadFn,
     list: Option<ListFn>,
+    /// Whether the variable type fits the template's variables (checked at load).
+    fits: fn(&[&str]) -> Result<(), String>,
 }
 
 impl ResourceDef {
@@ -68,6 +71,7 @@ impl ResourceDef {
                 read(args, ctx).into_read_result()
             }),
             list: None,
+            fits: variables::check::<A>,
         }
     }
 
