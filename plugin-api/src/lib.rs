@@ -153,6 +153,9 @@
 //!   [`Context::log`]; both go to the host's log, tagged with the plugin's name.
 //! - No own `tracing` subscriber and no `thread_local!` with a destructor: they keep the
 //!   library from being unloaded, so each reload would leak a copy of it.
+//! - Files installed beside the library are found through [`Context::plugin_dir`] (or
+//!   [`plugin_dir()`] in `on_load`), not `dladdr` or `/proc/self/maps`: the host runs a staged
+//!   copy of the library (on Linux opened as `/proc/self/fd/N`), and only it knows the folder.
 //!
 //! # Hooks and permission policies
 //!
@@ -195,6 +198,7 @@ pub mod abi;
 mod context;
 pub mod extras;
 pub mod hooks;
+mod location;
 // Public for the logging macros' expansions only.
 #[doc(hidden)]
 pub mod log;
@@ -209,6 +213,7 @@ mod tool;
 pub mod uri_template;
 
 pub use context::{Cancelled, Context, ContextError};
+pub use location::{plugin_dir, plugin_path};
 pub use log::Level;
 pub use plugin::OnLoad;
 #[doc(hidden)]
