@@ -228,3 +228,34 @@ fn a_plugin_learns_its_file_in_the_folder_not_the_staged_copy() {
         }
     }
 }
+
+/// A tool returning a `Result` under an alias (`type Res<T> = Result<T, String>`) answers an
+/// `Err` as an error result with its message, and an `Ok` as the plain value, through the ABI:
+/// not `{"Err": ...}` as data.
+#[test]
+fn a_result_under_an_alias_is_an_error_result_through_the_host() {
+    let (p, _s) = load("crashy");
+    let control = CallControl::new("test", None);
+    let r = p.call(
+        "getenv",
+        r#"{"name":"TOOLHOST_TEST_NO_SUCH_VARIABLE"}"#,
+        &control,
+    );
+    assert!(r.is_error, "{}", r.text());
+    assert_eq!(
+        r.text(),
+        "TOOLHOST_TEST_NO_SUCH_VARIABLE: environment variable not found"
+    );
+    assert_eq!(
+        call(
+            &p,
+            "getenv",
+            json!({"name": "TOOLHOST_TEST_NO_SUCH_VARIABLE"})
+        )["structuredContent"],
+        Value::Null
+    );
+    let home = std::env::var("HOME").unwrap();
+    let r = p.call("getenv", r#"{"name":"HOME"}"#, &control);
+    assert!(!r.is_error, "{}", r.text());
+    assert_eq!(r.text(), home);
+}
