@@ -4,7 +4,7 @@
 
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, quote_spanned};
 use syn::{
     parse::{Parse, ParseStream},
     parse_macro_input,
@@ -170,8 +170,12 @@ fn expand_tool(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Result<T
         ReturnType::Default => syn::parse_quote!(()),
         ReturnType::Type(_, t) => (**t).clone(),
     };
-    let wrap =
-        |call: TokenStream2| quote!(::toolhost_plugin::IntoToolResult::into_tool_result(#call));
+    // Spanned so that a type that is none points at the return type.
+    let ret_span = match &func.sig.output {
+        ReturnType::Default => ident.span(),
+        ReturnType::Type(_, t) => t.span(),
+    };
+    let wrap = |call: TokenStream2| quote_spanned!(ret_span=> ::toolhost_plugin::IntoToolResult::into_tool_result(#call));
     let closure = match inputs.as_slice() {
         [a] => {
             let a = arg_ty(a)?;
