@@ -48,7 +48,9 @@ impl ResourceDef {
     /// The resource at `uri` (a URI template when it has `{variables}`), named `name`, read
     /// by `read`. `A` holds the template's variables (a struct deriving `Deserialize` whose
     /// fields are named like them; values arrive as text and are parsed as the field's type:
-    /// numbers, bools, enums of unit variants); [`NoArgs`](crate::NoArgs) for a fixed URI.
+    /// numbers, bools, enums of unit variants); [`NoArgs`](crate::NoArgs) for a fixed URI, or
+    /// to take none of them. A struct that lacks a variable, or needs a field no variable
+    /// fills, refuses the plugin's load with an error naming both (any map type passes).
     pub fn new<A, R, F>(
         uri: impl Into<Cow<'static, str>>,
         name: impl Into<Cow<'static, str>>,
