@@ -194,3 +194,68 @@ fn garbage_is_refused_with_a_reason() {
     // No shadow copies are left behind.
     assert_eq!(std::fs::read_dir(shadow.path()).unwrap().count(), 0);
 }
+
+/// A plugin learns the path of its file in the plugin folder through the SDK (`ctx.plugin_path()`,
+/// and `toolhost_plugin::plugin_path()` from its own threads), in process and in a worker alike:
+/// not the name the loader knows (`/proc/self/fd/N` of a staged copy), which is all a plugin
+/// looking for its files through `dladdr` found before.
+#[test]
+fn a_plugin_learns_its_file_in_the_folder_not_the_staged_copy() {
+    let dir = common::plugin_dir(&["crashy"]);
+    let file = dir.path().join(common::lib_file("crashy"));
+    let shadow = common::shadow_dir();
+    let in_process = LoadedPlugin::load(&file, shadow.path()).unwrap_or_else(|e| panic!("{e}"));
+    let workers = Arc::new(toolhost::worker::WorkerConfig::new(env!(
+        "CARGO_BIN_EXE_toolhost"
+    )));
+    let staged = toolhost::plugin::Staged::copy(&file, shadow.path()).unwrap();
+    let isolated =
+        LoadedPlugin::start_worker(&file, staged, workers, Default::default(), &|_| None)
+            .unwrap_or_else(|e| panic!("{e}"));
+    let path = file.display().to_string();
+    let folder = dir.path().display().to_string();
+    for p in [in_process, isolated] {
+        let r = call(&p, "own_path", json!({}));
+        let seen = &r["structuredContent"];
+        assert_eq!(seen["path"], path, "isolated: {}: {r}", p.is_isolated());
+        assert_eq!(seen["dir"], folder, "{r}");
+        assert_eq!(seen["from_thread"], path, "{r}");
+        assert_eq!(seen["readable"], true, "{r}");
+        // What the loader knows it by says nothing of the folder.
+        if cfg!(target_os = "linux") {
+            let loader = seen["loader"].as_str().unwrap_or_default();
+            assert!(loader.starts_with("/proc/self/fd/"), "{r}");
+        }
+    }
+}
+
+/// A tool returning a `Result` under an alias (`type Res<T> = Result<T, String>`) answers an
+/// `Err` as an error result with its message, and an `Ok` as the plain value, through the ABI:
+/// not `{"Err": ...}` as data.
+#[test]
+fn a_result_under_an_alias_is_an_error_result_through_the_host() {
+    let (p, _s) = load("crashy");
+    let control = CallControl::new("test", None);
+    let r = p.call(
+        "getenv",
+        r#"{"name":"TOOLHOST_TEST_NO_SUCH_VARIABLE"}"#,
+        &control,
+    );
+    assert!(r.is_error, "{}", r.text());
+    assert_eq!(
+        r.text(),
+        "TOOLHOST_TEST_NO_SUCH_VARIABLE: environment variable not found"
+    );
+    assert_eq!(
+        call(
+            &p,
+            "getenv",
+            json!({"name": "TOOLHOST_TEST_NO_SUCH_VARIABLE"})
+        )["structuredContent"],
+        Value::Null
+    );
+    let home = std::env::var("HOME").unwrap();
+    let r = p.call("getenv", r#"{"name":"HOME"}"#, &control);
+    assert!(!r.is_error, "{}", r.text());
+    assert_eq!(r.text(), home);
+}

@@ -460,3 +460,34 @@ fn doctor_tells_how_each_plugin_is_confined() {
     }
     assert_eq!(kernel["data"]["scopes"]["signal"], true, "{kernel}");
 }
+
+/// A sandboxed plugin is told its file's path in the plugin folder all the same, but may read
+/// it (and what lies beside it) only if a `read` path covers the folder: the sandbox lets it
+/// read the copy it runs from, not the folder.
+#[test]
+fn a_sandboxed_plugin_knows_its_path_and_reads_there_only_if_allowed() {
+    if toolhost::worker::probe_sandbox().enforceable().is_err() {
+        eprintln!("skipped: this kernel cannot enforce a sandbox");
+        return;
+    }
+    let dir = common::plugin_dir(&[]);
+    let file = dir.path().join(common::lib_file("crashy"));
+    std::fs::copy(built().join(common::lib_file("crashy")), &file).unwrap();
+    for (read, readable) in [(vec![], false), (vec![dir.path().to_path_buf()], true)] {
+        let settings = PluginWorkerSettings {
+            sandbox: Some(Sandbox {
+                read,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let shadow = common::shadow_dir();
+        let staged = Staged::copy(&file, shadow.path()).unwrap();
+        let p = WorkerPlugin::start(&file, staged, workers(), settings, &|_| None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let r = call(&p, "own_path", json!({}));
+        let seen: Value = serde_json::from_str(&r.text()).unwrap();
+        assert_eq!(seen["path"], file.display().to_string(), "{seen}");
+        assert_eq!(seen["readable"], readable, "{seen}");
+    }
+}

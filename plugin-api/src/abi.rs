@@ -229,6 +229,13 @@ pub struct HostVTable {
     /// checks both and drops what it does not accept (it never calls back into the plugin
     /// from here). Hosts built before it lack it: the plugin's notifications go nowhere.
     pub notify: extern "C" fn(data: *const c_void, method: RStr<'_>, params: RStr<'_>),
+
+    /// The path of the plugin's file as the user placed it (absolute, in the plugin folder),
+    /// not of the copy the host opened (`/proc/self/fd/N`, a staged file): its bytes (on Unix
+    /// any but NUL, not necessarily UTF-8), a fresh copy on each call. The SDK asks once, in
+    /// `init`, before `on_load` runs. Hosts built before it lack it: the plugin does not know
+    /// its path.
+    pub plugin_path: extern "C" fn(data: *const c_void) -> RVec<u8>,
 }
 
 /// Per-call services: cancellation, progress and logging tied to the call.

@@ -3,6 +3,7 @@
 use std::{
     any::Any,
     fmt,
+    path::Path,
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -72,6 +73,8 @@ pub struct Context {
     pub(crate) config: Option<Declared>,
     /// Where notifications go instead of the host (a test's recorder).
     pub(crate) notices: Option<Notices>,
+    /// The plugin's file as the host named it (`crate::location`).
+    pub(crate) plugin_path: Option<Arc<Path>>,
 }
 
 /// Receives `(method, params)` of each notification.
@@ -153,6 +156,7 @@ impl Context {
             state,
             config: None,
             notices: None,
+            plugin_path: None,
         }
     }
 
@@ -255,6 +259,26 @@ impl Context {
             }
             None => crate::notify::send(method, params),
         }
+    }
+
+    /// The plugin's file as the user placed it in the plugin folder (absolute), for a plugin
+    /// that keeps data beside its library: not the copy the host opened, which is what
+    /// `dladdr` or `/proc/self/maps` name (`/proc/self/fd/N`, a staged file). The same in a
+    /// worker (`--isolate`). Empty (`""`) in a host too old to say, and in a
+    /// [`TestContext`](crate::testing::TestContext) without
+    /// [`with_plugin_path`](crate::testing::TestContext::with_plugin_path). `on_load` and the
+    /// plugin's own threads have [`plugin_path`](crate::plugin_path()).
+    ///
+    /// In a sandbox, the plugin reads it (and the files beside it) only if the folder is one of
+    /// its `read` paths: the sandbox opens the copy it runs from, not the folder.
+    pub fn plugin_path(&self) -> &Path {
+        self.plugin_path.as_deref().unwrap_or(Path::new(""))
+    }
+
+    /// The folder of [`Context::plugin_path`], where data installed beside the library is
+    /// (empty when the path is).
+    pub fn plugin_dir(&self) -> &Path {
+        self.plugin_path().parent().unwrap_or(Path::new(""))
     }
 
     /// The plugin's state, declared with `state: Type` in

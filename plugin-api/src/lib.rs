@@ -111,12 +111,14 @@
 //!
 //! A tool is a function marked [`#[tool]`](macro@tool). It takes one argument struct
 //! (`Deserialize + JsonSchema`; [`NoArgs`] for none) and optionally `&`[`Context`] second.
-//! Its doc comment is the tool's description. It returns any `Serialize` value (strings
-//! become text, whole numbers print without `.0`, objects become JSON text plus
-//! `structuredContent`), `Result<T, E>` with `E: Display` (an `Err` is an `isError` result the
-//! model sees; [`ToolError`] takes any error with `?`), or a [`ToolResult`] for images, audio,
-//! embedded resources and several content blocks. Arguments that do not fit the struct never
-//! reach the function: they become an error result naming the field.
+//! Its doc comment is the tool's description. It returns `Result<T, E>` with `T: Serialize`
+//! and `E: Display` (an `Err` is an `isError` result the model sees; [`ToolError`] takes any
+//! error with `?`; the type decides, so an alias such as `type Res<T> = Result<T, String>` is a
+//! `Result` too), a plain string, number, `bool`, `Vec`, map or `serde_json::Value`, a type of
+//! your own wrapped in [`Json`], or a [`ToolResult`] for images, audio, embedded resources and
+//! several content blocks (see [`IntoToolResult`]). Strings become text, whole numbers print
+//! without `.0`, objects become JSON text plus `structuredContent`. Arguments that do not fit
+//! the struct never reach the function: they become an error result naming the field.
 //!
 //! A panic in a tool, in `on_load` or while listing tools becomes an error result or a load
 //! error; the host and every other tool keep serving.
@@ -151,6 +153,9 @@
 //!   [`Context::log`]; both go to the host's log, tagged with the plugin's name.
 //! - No own `tracing` subscriber and no `thread_local!` with a destructor: they keep the
 //!   library from being unloaded, so each reload would leak a copy of it.
+//! - Files installed beside the library are found through [`Context::plugin_dir`] (or
+//!   [`plugin_dir()`] in `on_load`), not `dladdr` or `/proc/self/maps`: the host runs a staged
+//!   copy of the library (on Linux opened as `/proc/self/fd/N`), and only it knows the folder.
 //!
 //! # Hooks and permission policies
 //!
@@ -193,6 +198,7 @@ pub mod abi;
 mod context;
 pub mod extras;
 pub mod hooks;
+mod location;
 // Public for the logging macros' expansions only.
 #[doc(hidden)]
 pub mod log;
@@ -207,6 +213,7 @@ mod tool;
 pub mod uri_template;
 
 pub use context::{Cancelled, Context, ContextError};
+pub use location::{plugin_dir, plugin_path};
 pub use log::Level;
 pub use plugin::OnLoad;
 #[doc(hidden)]
@@ -218,7 +225,9 @@ pub use resource::{
 };
 #[doc(hidden)]
 pub use resource::{ListAll, ListPaged};
-pub use result::{Content, IntoToolOutput, IntoToolResult, JsonObject, ToolError, ToolResult};
+pub use result::{
+    Content, IntoToolOutput, IntoToolResult, Json, JsonObject, ToolError, ToolResult,
+};
 /// Re-exported so `#[derive(JsonSchema)]` works without a direct dependency (through the
 /// prelude, which brings the name `schemars` into scope).
 pub use schemars;
@@ -267,6 +276,29 @@ pub use tool::{WithContext, WithoutContext};
 /// assert_eq!(def.call(json!({"x": 1, "y": 0}), &ctx), ToolResult::error("division by zero"));
 /// # }
 /// ```
+///
+/// What the function returns becomes the result through [`IntoToolResult`], by its type: a
+/// `Result` is one under any name. A type of your own is returned in a `Result` or as
+/// [`Json`]`<T>`; bare, it does not compile (a `Result` is `Serialize` too, and could not be
+/// told apart from your data):
+///
+/// ```compile_fail,E0277
+/// use serde::{Deserialize, Serialize};
+/// use toolhost_plugin::prelude::*;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// pub struct Text { text: String }
+///
+/// #[derive(Serialize)]
+/// pub struct Stats { words: usize }
+///
+/// /// Count the words.
+/// #[tool]
+/// pub fn count(Text { text }: Text) -> Stats { // `Json<Stats>`, or `Result<Stats, E>`
+///     Stats { words: text.split_whitespace().count() }
+/// }
+/// # fn main() {}
+/// ```
 pub use toolhost_plugin_macros::tool;
 
 /// Turns a function into a resource (a fixed URI) or a resource template (a URI with
@@ -277,8 +309,9 @@ pub use toolhost_plugin_macros::tool;
 /// The function takes the template's variables and optionally `&Context` last:
 /// - plain arguments named like the variables (`fn note(id: u64)` for `notes://{id}`), in
 ///   any order; or
-/// - one struct deriving `Deserialize` whose fields are the variables, under a name that is
-///   not one of them (`fn row(key: RowKey)` or `fn row(RowKey { table, id }: RowKey)`);
+/// - one struct deriving `Deserialize` whose fields are the variables (fields that are no
+///   variable are `Option` or `#[serde(default)]`), under a name that is not one of them
+///   (`fn row(key: RowKey)` or `fn row(RowKey { table, id }: RowKey)`);
 /// - nothing for a fixed URI.
 ///
 /// Values arrive percent-decoded as text and are parsed as the argument's type (`String`,
@@ -336,6 +369,41 @@ pub use toolhost_plugin_macros::tool;
 /// assert_eq!(logo::resource().read("notes://logo.png", &ctx).unwrap()[0].as_bytes(), Some(&b"\x89PNG"[..]));
 /// # }
 /// ```
+///
+/// The template's variables and the plain parameters must agree, or the plugin does not
+/// compile. A parameter that is no variable ("parameter `name` is not a variable of
+/// `weather://city/{city}` (its variables: `{city}`): name it like the variable, or take one
+/// struct holding the variables"):
+///
+/// ```compile_fail
+/// use toolhost_plugin::prelude::*;
+///
+/// /// The weather in a city.
+/// #[resource(uri = "weather://city/{city}")]
+/// pub fn weather(name: String) -> String { // `city: String`
+///     format!("sunny in {name}")
+/// }
+/// # fn main() {}
+/// ```
+///
+/// A variable without a parameter ("`{country}` of `weather://{country}/{city}` has no
+/// parameter (the parameters: `city`): name one `country`"):
+///
+/// ```compile_fail
+/// use toolhost_plugin::prelude::*;
+///
+/// /// The weather in a city.
+/// #[resource(uri = "weather://{country}/{city}")]
+/// pub fn weather(city: String, ctx: &Context) -> String {
+///     format!("sunny in {city}")
+/// }
+/// # fn main() {}
+/// ```
+///
+/// The fields of a struct of variables are checked when the plugin loads (the macro cannot
+/// see them): a variable that is not a field, a required field that is not a variable, or one
+/// parameter of a type that holds no fields (an alias of `String`) refuses the load with an
+/// error naming both.
 pub use toolhost_plugin_macros::resource;
 
 /// Turns a function into a prompt: a named message template clients offer as a slash
@@ -516,9 +584,9 @@ pub use hooks::{HookOutcome, Permission, PermissionCheck};
 /// Everything a plugin usually needs: `use toolhost_plugin::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        export_plugin, prompt, resource, schemars, tool, Cancelled, Content, Context, JsonSchema,
-        Level, ListedResource, NoArgs, PromptError, PromptMessage, PromptResult, ResourceContent,
-        ResourceError, ToolError, ToolResult,
+        export_plugin, prompt, resource, schemars, tool, Cancelled, Content, Context, Json,
+        JsonSchema, Level, ListedResource, NoArgs, PromptError, PromptMessage, PromptResult,
+        ResourceContent, ResourceError, ToolError, ToolResult,
     };
     // Hooks and permission policies.
     pub use crate::{hook, permission, HookOutcome, Permission, PermissionCheck};

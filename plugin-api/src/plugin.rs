@@ -267,6 +267,8 @@ struct Runtime {
     config: Option<Declared>,
     extras: Extras,
     handlers: HashMap<&'static str, RequestHandler>,
+    /// Its file, as the host named it (`location`).
+    path: Option<Arc<std::path::Path>>,
 }
 
 // A plain static (no thread-local): `unload` empties it so the library owns no heap memory
@@ -293,6 +295,7 @@ impl Runtime {
         // drops the context before that (it never leaves the entry point's frame).
         let mut context = unsafe { Context::new(ctx, self.declared_state()) };
         context.config = self.config.clone();
+        context.plugin_path = self.path.clone();
         context
     }
 
@@ -390,6 +393,8 @@ fn start<P: PluginEntry + ?Sized>(
 ) -> RResult<PluginManifest, RString> {
     log::set_host(Some(host));
     install_panic_hook();
+    // Before `on_load`, which may look for files beside the library.
+    crate::location::set_from(&host);
     let result = panic::catch_unwind(AssertUnwindSafe(|| -> Result<PluginManifest, String> {
         let mut def = P::define();
         let value = lookup_config(lookup, &def.name)?;
@@ -428,6 +433,7 @@ fn start<P: PluginEntry + ?Sized>(
             config,
             extras: def.extras,
             handlers: def.handlers,
+            path: crate::location::current(),
         }));
         Ok(manifest)
     }));
@@ -609,6 +615,7 @@ extern "C" fn unload() {
     }) {
         crate::error!("unloading the plugin panicked: {}", panic_message(&*p));
     }
+    crate::location::clear();
     let _ = panic::take_hook();
     log::set_host(None);
 }

@@ -399,13 +399,51 @@ impl IntoToolOutput for Content {
     }
 }
 
-/// The return type of a tool function: `Result<T, E>` with `T:` [`IntoToolOutput`] and
-/// `E: Display` (an `Err` becomes an `isError` result), or a [`ToolResult`].
+/// The return type of a tool function, decided by its type, whatever it is called: a
+/// `Result<T, E>` (also under an alias such as `type Res<T> = Result<T, String>`) with
+/// `T:` [`IntoToolOutput`] and `E: Display` is an `isError` result when it is `Err`; anything
+/// else is a success.
+///
+/// Implemented for `Result<T, E>`, [`ToolResult`], [`Content`], [`Json<T>`], strings
+/// (`String`, `&str`, `Cow<str>`), numbers, `bool`, `char`, `()`, `serde_json::Value` and
+/// objects, and `Option`, `Vec`, maps and sets of `Serialize` values. A type of your own
+/// returned bare is not one (that would need a blanket impl for every `Serialize` type, and
+/// `Result` is `Serialize` too, so a `Result` could no longer be told apart): return it in a
+/// `Result`, or wrapped in [`Json`].
+///
+/// ```
+/// use toolhost_plugin::{IntoToolResult, Json, ToolResult};
+///
+/// type Res<T> = Result<T, String>;
+/// let failed: Res<u8> = Err("no such note".into());
+/// assert_eq!(failed.into_tool_result(), ToolResult::error("no such note"));
+/// assert_eq!(Ok::<_, String>(7).into_tool_result(), ToolResult::text("7"));
+/// assert_eq!(7.into_tool_result(), ToolResult::text("7"));
+///
+/// #[derive(serde::Serialize)]
+/// struct Stats { words: u32 }
+/// let stats = Json(Stats { words: 3 }).into_tool_result();
+/// assert_eq!(stats.structured.unwrap()["words"], 3);
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool's return type",
+    label = "a tool returns this",
+    note = "return it in a `Result<{Self}, E>` (an `Err` is an error result), or wrapped in \
+            `toolhost_plugin::Json` if it is `Serialize`; a `ToolResult` for content blocks",
+    note = "a bare type of your own is not taken as `Serialize` data, because `Result` is \
+            `Serialize` too and would then never be an error"
+)]
 pub trait IntoToolResult {
+    /// What a successful result holds: the type whose JSON Schema `#[tool(output_schema)]`
+    /// declares (`T` of `Result<T, E>` and of `Json<T>`).
+    type Output;
+
     fn into_tool_result(self) -> ToolResult;
 }
 
 impl<T: IntoToolOutput, E: Display> IntoToolResult for Result<T, E> {
+    type Output = T;
+
     fn into_tool_result(self) -> ToolResult {
         match self {
             Ok(v) => v.into_tool_output(),
@@ -415,9 +453,106 @@ impl<T: IntoToolOutput, E: Display> IntoToolResult for Result<T, E> {
 }
 
 impl IntoToolResult for ToolResult {
+    type Output = ToolResult;
+
     fn into_tool_result(self) -> ToolResult {
         self
     }
+}
+
+impl IntoToolResult for Content {
+    type Output = Content;
+
+    fn into_tool_result(self) -> ToolResult {
+        self.into_tool_output()
+    }
+}
+
+/// Any `Serialize` value as a tool's successful result: for a type of your own returned
+/// without a `Result` (see [`IntoToolResult`]). Serializes as the value itself.
+///
+/// ```
+/// use serde::Serialize;
+/// use toolhost_plugin::{prelude::*, testing::TestContext, Json};
+///
+/// #[derive(Serialize, JsonSchema)]
+/// pub struct Stats {
+///     /// How many words.
+///     words: usize,
+/// }
+///
+/// /// Count the words.
+/// #[tool(output_schema)]
+/// pub fn count(text: Text) -> Json<Stats> {
+///     Json(Stats { words: text.text.split_whitespace().count() })
+/// }
+///
+/// #[derive(serde::Deserialize, JsonSchema)]
+/// pub struct Text {
+///     text: String,
+/// }
+///
+/// # fn main() {
+/// let r = count::tool().call(serde_json::json!({"text": "a b c"}), &TestContext::new());
+/// assert_eq!(r.structured.unwrap()["words"], 3);
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(transparent)]
+pub struct Json<T>(pub T);
+
+impl<T: Serialize> IntoToolResult for Json<T> {
+    type Output = T;
+
+    fn into_tool_result(self) -> ToolResult {
+        ToolResult::json(&self.0)
+    }
+}
+
+/// `IntoToolResult` for `Serialize` types that are not a `Result`: their JSON, as
+/// [`ToolResult::json`] makes it.
+macro_rules! serialized {
+    ($(impl[$($g:tt)*] $ty:ty => $out:ty;)*) => {
+        $(impl<$($g)*> IntoToolResult for $ty {
+            type Output = $out;
+
+            fn into_tool_result(self) -> ToolResult {
+                ToolResult::json(&self)
+            }
+        })*
+    };
+}
+
+serialized! {
+    impl[] String => String;
+    impl['a] &'a str => String;
+    impl['a] std::borrow::Cow<'a, str> => String;
+    impl[] Box<str> => String;
+    impl[] bool => bool;
+    impl[] char => char;
+    impl[] () => ();
+    impl[] i8 => i8;
+    impl[] i16 => i16;
+    impl[] i32 => i32;
+    impl[] i64 => i64;
+    impl[] i128 => i128;
+    impl[] isize => isize;
+    impl[] u8 => u8;
+    impl[] u16 => u16;
+    impl[] u32 => u32;
+    impl[] u64 => u64;
+    impl[] u128 => u128;
+    impl[] usize => usize;
+    impl[] f32 => f32;
+    impl[] f64 => f64;
+    impl[] Value => Value;
+    impl[] JsonObject => JsonObject;
+    impl[T: Serialize] Option<T> => Option<T>;
+    impl[T: Serialize] Vec<T> => Vec<T>;
+    impl[K: Serialize, V: Serialize, S: std::hash::BuildHasher] std::collections::HashMap<K, V, S> => std::collections::HashMap<K, V, S>;
+    impl[K: Serialize, V: Serialize] std::collections::BTreeMap<K, V> => std::collections::BTreeMap<K, V>;
+    impl[T: Serialize, S: std::hash::BuildHasher] std::collections::HashSet<T, S> => std::collections::HashSet<T, S>;
+    impl[T: Serialize] std::collections::BTreeSet<T> => std::collections::BTreeSet<T>;
 }
 
 /// An error a tool returns, with its message for the model: any error type converts into it,
@@ -459,7 +594,8 @@ impl Display for ToolError {
     }
 }
 
-/// Used by `#[tool]` for functions that do not return a `Result`.
+/// What `#[tool]` made of a function's value before it went through [`IntoToolResult`] for
+/// every return type; kept for the expansions of older macros.
 #[doc(hidden)]
 pub fn infallible<T: IntoToolOutput>(value: T) -> ToolResult {
     Ok::<T, Infallible>(value).into_tool_result()
@@ -569,6 +705,27 @@ mod tests {
         assert!(1.5f32.serialize(scalar::Probe).is_err());
         assert!(vec![1].serialize(scalar::Probe).is_err());
         assert_eq!(ToolResult::json(&1.5f32), ToolResult::text("1.5"));
+    }
+
+    #[test]
+    fn a_result_is_one_under_any_name() {
+        type Res<T> = Result<T, String>;
+        let failed: Res<f64> = Err("no such note".into());
+        assert_eq!(failed.into_tool_result(), ToolResult::error("no such note"));
+        let fine: Res<f64> = Ok(2.0);
+        assert_eq!(fine.into_tool_result(), ToolResult::text("2"));
+        // Values that are not a `Result` are data, whatever they hold.
+        let data: Vec<Res<u8>> = vec![Err("x".into())];
+        assert_eq!(
+            data.into_tool_result(),
+            ToolResult::text(r#"[{"Err":"x"}]"#)
+        );
+        assert_eq!(Some(3u8).into_tool_result(), ToolResult::text("3"));
+        assert_eq!(None::<u8>.into_tool_result(), ToolResult::default());
+        assert_eq!(
+            Json(json!({"a": 1})).into_tool_result(),
+            ToolResult::json(&json!({"a": 1}))
+        );
     }
 
     #[test]

@@ -183,6 +183,13 @@ impl TestContext {
         self
     }
 
+    /// Gives the context the path of the plugin's file, as a host would
+    /// ([`Context::plugin_path`]): for tests of a plugin that reads files beside its library.
+    pub fn with_plugin_path(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.context.plugin_path = Some(Arc::from(path.into()));
+        self
+    }
+
     /// Cancels the call: [`Context::is_cancelled`] returns true from now on.
     pub fn cancel(&self) {
         self.recorder.cancelled.store(true, Ordering::Release);

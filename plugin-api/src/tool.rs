@@ -162,6 +162,11 @@ impl ToolDef {
         self
     }
 
+    /// The schema of `structuredContent` it declares, if any.
+    pub fn declared_output_schema(&self) -> Option<&Value> {
+        self.output_schema.as_ref()
+    }
+
     /// Checks what the host and the CLI rely on; the message names the tool.
     pub(crate) fn validate(&self) -> Result<(), String> {
         if self.description.trim().is_empty() {

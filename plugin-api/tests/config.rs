@@ -50,7 +50,14 @@ export_plugin! {
 
 extern "C" fn log(_: *const c_void, _: u8, _: RStr<'_>, _: RStr<'_>) {}
 extern "C" fn notify(_: *const c_void, _: RStr<'_>, _: RStr<'_>) {}
-static HOST_VTABLE: &WithMetadata<HostVTable> = &WithMetadata::new(HostVTable { log, notify });
+extern "C" fn plugin_path(_: *const c_void) -> abi_stable::std_types::RVec<u8> {
+    abi_stable::std_types::RVec::new()
+}
+static HOST_VTABLE: &WithMetadata<HostVTable> = &WithMetadata::new(HostVTable {
+    log,
+    notify,
+    plugin_path,
+});
 
 extern "C" fn not_cancelled(_: *const c_void) -> bool {
     false

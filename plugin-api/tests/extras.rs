@@ -186,7 +186,14 @@ extern "C" fn notify(_: *const c_void, method: RStr<'_>, params: RStr<'_>) {
         .push((method.to_string(), params.to_string()));
 }
 
-static HOST_VTABLE: &WithMetadata<HostVTable> = &WithMetadata::new(HostVTable { log, notify });
+extern "C" fn plugin_path(_: *const c_void) -> abi_stable::std_types::RVec<u8> {
+    abi_stable::std_types::RVec::new()
+}
+static HOST_VTABLE: &WithMetadata<HostVTable> = &WithMetadata::new(HostVTable {
+    log,
+    notify,
+    plugin_path,
+});
 
 extern "C" fn not_cancelled(_: *const c_void) -> bool {
     false

@@ -126,3 +126,73 @@ fn prompt_options_and_errors() {
     // Once per get that ran the function.
     assert_eq!(ctx.notifications(), [changed.clone(), changed]);
 }
+
+/// A result type under another name: what makes a tool's answer an error is its type.
+type Res<T> = Result<T, String>;
+
+/// A number.
+#[derive(Deserialize, JsonSchema)]
+pub struct Num {
+    /// Any integer.
+    n: i64,
+}
+
+/// Halve an even number.
+#[tool]
+pub fn halve(Num { n }: Num) -> Res<i64> {
+    if n % 2 != 0 {
+        return Err(format!("{n} is odd"));
+    }
+    Ok(n / 2)
+}
+
+/// What `halved` answers.
+#[derive(serde::Serialize, JsonSchema)]
+pub struct Halves {
+    /// The half.
+    half: i64,
+}
+
+/// Halve an even number, as an object.
+#[tool(output_schema)]
+pub fn halved(Num { n }: Num) -> Res<Halves> {
+    halve(Num { n }).map(|half| Halves { half })
+}
+
+#[test]
+fn a_result_under_an_alias_is_still_a_result() {
+    let ctx = TestContext::new();
+    let odd = halve::tool().call(serde_json::json!({"n": 3}), &ctx);
+    assert_eq!(odd, ToolResult::error("3 is odd"));
+    let even = halve::tool().call(serde_json::json!({"n": 4}), &ctx);
+    assert_eq!(even, ToolResult::text("2"));
+
+    let def = halved::tool();
+    let odd = def.call(serde_json::json!({"n": 5}), &ctx);
+    assert_eq!(odd, ToolResult::error("5 is odd"));
+    let even = def.call(serde_json::json!({"n": 8}), &ctx);
+    assert_eq!(
+        even.structured.map(serde_json::Value::Object),
+        Some(serde_json::json!({"half": 4}))
+    );
+    // The schema of what `Ok` holds, not of the `Result`.
+    let schema = def.declared_output_schema().expect("declared");
+    assert_eq!(
+        schema["properties"]["half"]["description"], "The half.",
+        "{schema}"
+    );
+}
+
+/// The weather in a city: the parameter is named like the template's variable.
+#[resource(uri = "weather://city/{city}")]
+pub fn weather(city: String) -> String {
+    format!("sunny in {city}")
+}
+
+#[test]
+fn a_variable_read_by_the_parameter_of_its_name() {
+    let read = weather::resource()
+        .read("weather://city/paris", &TestContext::new())
+        .unwrap();
+    assert_eq!(read[0].as_text(), Some("sunny in paris"));
+}

@@ -14,15 +14,21 @@ use std::{
     },
 };
 
-use abi_stable::{prefix_type::WithMetadata, std_types::RStr};
+use abi_stable::{
+    prefix_type::WithMetadata,
+    std_types::{RStr, RVec},
+};
 use toolhost_plugin::abi::{
     level, CallCtx, CallVTable, CallVTableRef, HostApi, HostVTable, HostVTableRef,
 };
 
-/// Per-library data behind [`HostApi::data`]: who is logging.
+/// Per-library data behind [`HostApi::data`]: who is logging, and where its file is.
 pub(crate) struct LogSource {
     pub file: String,
     pub name: OnceLock<String>,
+    /// The plugin's file in its folder (absolute), which the plugin asks for: the library it
+    /// runs from is a staged copy whose name says nothing of that folder.
+    pub path: std::path::PathBuf,
 }
 
 impl LogSource {
@@ -228,9 +234,30 @@ extern "C" fn host_notify(data: *const c_void, method: RStr<'_>, params: RStr<'_
     }));
 }
 
+extern "C" fn host_plugin_path(data: *const c_void) -> RVec<u8> {
+    catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: as in `host_log`: `data` is the plugin's `LogSource`, alive while its code runs.
+        let src = unsafe { &*(data as *const LogSource) };
+        path_bytes(&src.path)
+    }))
+    .unwrap_or_default()
+}
+
+#[cfg(unix)]
+fn path_bytes(path: &std::path::Path) -> RVec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    path.as_os_str().as_bytes().into()
+}
+
+#[cfg(not(unix))]
+fn path_bytes(path: &std::path::Path) -> RVec<u8> {
+    path.to_string_lossy().as_bytes().into()
+}
+
 static HOST_VTABLE: &WithMetadata<HostVTable> = &WithMetadata::new(HostVTable {
     log: host_log,
     notify: host_notify,
+    plugin_path: host_plugin_path,
 });
 
 /// The [`HostApi`] handed to a plugin's `init`; `src` must outlive the loaded library (and

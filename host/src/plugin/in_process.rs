@@ -66,6 +66,8 @@ pub(super) fn init(
     let log_source = Box::new(LogSource {
         file: file.display().to_string(),
         name: OnceLock::new(),
+        // Absolute, so that it still names the file from another working directory.
+        path: std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()),
     });
     let host = host_api(&log_source);
     let mut plugin = InProcess {

@@ -4,7 +4,7 @@
 
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, quote_spanned};
 use syn::{
     parse::{Parse, ParseStream},
     parse_macro_input,
@@ -94,23 +94,6 @@ fn doc_comment(func: &ItemFn) -> String {
     lines.join("\n").trim().to_string()
 }
 
-/// The `T` of `Result<T, E>`-like return types, and whether the type looked like a `Result`.
-fn ok_type(ret: &Type) -> (Type, bool) {
-    if let Type::Path(p) = ret {
-        if let Some(last) = p.path.segments.last() {
-            if last.ident == "Result" {
-                if let syn::PathArguments::AngleBracketed(args) = &last.arguments {
-                    if let Some(syn::GenericArgument::Type(t)) = args.args.first() {
-                        return (t.clone(), true);
-                    }
-                }
-                return (ret.clone(), true);
-            }
-        }
-    }
-    (ret.clone(), false)
-}
-
 fn expand_tool(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Result<TokenStream2> {
     let ident = &func.sig.ident;
     let mut name = LitStr::new(&ident.to_string(), ident.span());
@@ -181,17 +164,18 @@ fn expand_tool(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Result<T
             FnArg::Receiver(r) => Err(syn::Error::new(r.span(), "a tool cannot take `self`")),
         }
     };
-    let (ret_ty, is_result) = match &func.sig.output {
-        ReturnType::Default => (syn::parse_quote!(()), false),
-        ReturnType::Type(_, t) => ok_type(t),
+    // What the function returns becomes a result through `IntoToolResult`, chosen by the
+    // type (a `Result` under any name is one), never by how the type is spelled here.
+    let ret_ty: Type = match &func.sig.output {
+        ReturnType::Default => syn::parse_quote!(()),
+        ReturnType::Type(_, t) => (**t).clone(),
     };
-    let wrap = |call: TokenStream2| {
-        if is_result {
-            quote!(::toolhost_plugin::IntoToolResult::into_tool_result(#call))
-        } else {
-            quote!(::toolhost_plugin::__private::infallible(#call))
-        }
+    // Spanned so that a type that is none points at the return type.
+    let ret_span = match &func.sig.output {
+        ReturnType::Default => ident.span(),
+        ReturnType::Type(_, t) => t.span(),
     };
+    let wrap = |call: TokenStream2| quote_spanned!(ret_span=> ::toolhost_plugin::IntoToolResult::into_tool_result(#call));
     let closure = match inputs.as_slice() {
         [a] => {
             let a = arg_ty(a)?;
@@ -213,7 +197,9 @@ fn expand_tool(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Result<T
         }
     };
     if want_output_schema {
-        builder.push(quote!(.output_schema::<#ret_ty>()));
+        builder.push(
+            quote!(.output_schema::<<#ret_ty as ::toolhost_plugin::IntoToolResult>::Output>()),
+        );
     }
     let vis = &func.vis;
     Ok(quote! {

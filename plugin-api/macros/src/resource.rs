@@ -42,6 +42,62 @@ fn variables(uri: &LitStr) -> syn::Result<Vec<String>> {
     Ok(out)
 }
 
+/// `` `{a}`, `{b}` ``.
+fn braced(vars: &[String]) -> String {
+    let all: Vec<String> = vars.iter().map(|v| format!("`{{{v}}}`")).collect();
+    all.join(", ")
+}
+
+/// A parameter as its pattern spells it (`name`, `Key { a, b }`).
+fn param_name(pat: &Pat) -> String {
+    match pat {
+        Pat::Ident(p) => p.ident.unraw().to_string(),
+        other => quote!(#other).to_string(),
+    }
+}
+
+/// `` `a`, `b` `` of the parameters but `&Context`; `none` when there are none.
+fn params(inputs: &[(&Pat, &Type)]) -> String {
+    if inputs.is_empty() {
+        return "none".into();
+    }
+    let all: Vec<String> = inputs
+        .iter()
+        .map(|(pat, _)| format!("`{}`", param_name(pat)))
+        .collect();
+    all.join(", ")
+}
+
+/// Whether `ty` is spelled as a value that is plainly no struct of variables (a string, a
+/// number, `bool`, `char`, a path, an `Option` of one): a parameter of that type named unlike
+/// every variable is a misnamed variable. Other types (structs, aliases) are checked by the
+/// SDK when the plugin loads, by their fields.
+fn plain_type(ty: &Type) -> bool {
+    let Type::Path(p) = ty else {
+        return false;
+    };
+    let Some(last) = p.path.segments.last() else {
+        return false;
+    };
+    let name = last.ident.to_string();
+    match name.as_str() {
+        "String" | "bool" | "char" | "i8" | "i16" | "i32" | "i64" | "i128" | "isize" | "u8"
+        | "u16" | "u32" | "u64" | "u128" | "usize" | "f32" | "f64" | "PathBuf" | "OsString" => {
+            p.qself.is_none()
+        }
+        "Option" | "Cow" | "Box" => match &last.arguments {
+            syn::PathArguments::AngleBracketed(a) => a.args.iter().any(|g| match g {
+                syn::GenericArgument::Type(Type::Path(inner)) => {
+                    inner.path.is_ident("str") || plain_type(&Type::Path(inner.clone()))
+                }
+                _ => false,
+            }),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 /// Whether `ty` is `&Context` (by the last segment of its path).
 fn is_context(ty: &Type) -> bool {
     match ty {
@@ -188,13 +244,12 @@ pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Re
                 return Err(syn::Error::new(
                     pat.span(),
                     format!(
-                        "every argument but `&Context` is a variable of `{}` ({}), or the one \
-                         argument is a struct holding them",
+                        "parameter `{}` is not a variable of `{}` (its variables: {}): every \
+                         parameter but `&Context` is named like one, or the one parameter is a \
+                         struct holding them",
+                        param_name(pat),
                         uri.value(),
-                        vars.iter()
-                            .map(|v| format!("`{v}`"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        braced(&vars)
                     ),
                 ));
             };
@@ -206,7 +261,12 @@ pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Re
         {
             return Err(syn::Error::new(
                 func.sig.inputs.span(),
-                format!("`{{{missing}}}` of `{}` has no argument", uri.value()),
+                format!(
+                    "`{{{missing}}}` of `{}` has no parameter (the parameters: {}): name one \
+                     `{missing}`",
+                    uri.value(),
+                    params(&inputs)
+                ),
             ));
         }
         let names: Vec<&Ident> = fields.iter().map(|(f, _)| f).collect();
@@ -229,6 +289,21 @@ pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Re
         quote!(|vars: __Variables, ctx: &::toolhost_plugin::Context| super::#ident(#(vars.#names,)* #ctx_arg))
     } else {
         match inputs.as_slice() {
+            // A plain value named unlike every variable: it would read the map of variables.
+            [(pat, ty)] if named(pat).is_some() && plain_type(ty) => {
+                return Err(syn::Error::new(
+                    pat.span(),
+                    format!(
+                        "parameter `{}` is not a variable of `{}` (its variables: {}): name it \
+                         like the variable, or take one struct holding the variables",
+                        param_name(pat),
+                        uri.value(),
+                        braced(&vars)
+                    ),
+                ));
+            }
+            // One struct of the variables: its fields are checked against them at load
+            // (`ResourceDef`), where serde names them.
             [(_, ty)] => {
                 quote!(|vars: #ty, ctx: &::toolhost_plugin::Context| super::#ident(vars, #ctx_arg))
             }
@@ -236,13 +311,12 @@ pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Re
                 return Err(syn::Error::new(
                     func.sig.inputs.span(),
                     format!(
-                        "a resource takes the variables of `{}` ({}) as arguments named like \
-                         them, or one struct holding them; and optionally `&Context` last",
+                        "a resource takes the variables of `{}` ({}) as parameters named like \
+                         them, or one struct holding them, and optionally `&Context` last; \
+                         these parameters ({}) are neither",
                         uri.value(),
-                        vars.iter()
-                            .map(|v| format!("`{v}`"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        braced(&vars),
+                        params(&inputs)
                     ),
                 ))
             }
@@ -267,4 +341,100 @@ pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Re
             #uri_fn
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use syn::parse::Parser;
+
+    use super::*;
+
+    /// The compile error `#[resource(attr)]` on `func` gives.
+    fn error(attr: &str, func: &str) -> String {
+        let args = Punctuated::<Meta, Token![,]>::parse_terminated
+            .parse_str(attr)
+            .unwrap();
+        match expand(args, syn::parse_str(func).unwrap()) {
+            Ok(_) => panic!("`{func}` compiled"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn compiles(attr: &str, func: &str) -> bool {
+        let args = Punctuated::<Meta, Token![,]>::parse_terminated
+            .parse_str(attr)
+            .unwrap();
+        expand(args, syn::parse_str(func).unwrap()).is_ok()
+    }
+
+    #[test]
+    fn a_parameter_without_a_variable_is_an_error_naming_both() {
+        let uri = r#"uri = "weather://city/{city}""#;
+        assert_eq!(
+            error(uri, "fn weather(name: String) -> String { name }"),
+            "parameter `name` is not a variable of `weather://city/{city}` (its variables: \
+             `{city}`): name it like the variable, or take one struct holding the variables"
+        );
+        // With the context, and for any plainly non-struct type.
+        for ty in [
+            "u64",
+            "Option<String>",
+            "std::string::String",
+            "Cow<'static, str>",
+        ] {
+            let func = format!("fn weather(name: {ty}, ctx: &Context) -> String {{ todo!() }}");
+            assert!(
+                error(uri, &func).starts_with("parameter `name` is not a variable"),
+                "{ty}"
+            );
+        }
+        // Beside a parameter that is one.
+        assert_eq!(
+            error(
+                r#"uri = "x://{a}/{b}""#,
+                "fn f(a: String, c: String, b: u8) -> String { a }"
+            ),
+            "parameter `c` is not a variable of `x://{a}/{b}` (its variables: `{a}`, `{b}`): \
+             every parameter but `&Context` is named like one, or the one parameter is a struct \
+             holding them"
+        );
+        // Several, none of them one.
+        assert_eq!(
+            error(
+                r#"uri = "x://{a}/{b}""#,
+                "fn f(x: String, y: String) -> String { x }"
+            ),
+            "a resource takes the variables of `x://{a}/{b}` (`{a}`, `{b}`) as parameters named \
+             like them, or one struct holding them, and optionally `&Context` last; these \
+             parameters (`x`, `y`) are neither"
+        );
+    }
+
+    #[test]
+    fn a_variable_without_a_parameter_is_an_error_naming_both() {
+        assert_eq!(
+            error(
+                r#"uri = "weather://{country}/{city}""#,
+                "fn weather(city: String, ctx: &Context) -> String { city }"
+            ),
+            "`{country}` of `weather://{country}/{city}` has no parameter (the parameters: \
+             `city`): name one `country`"
+        );
+    }
+
+    #[test]
+    fn the_right_names_and_structs_compile() {
+        let uri = r#"uri = "weather://city/{city}""#;
+        assert!(compiles(uri, "fn weather(city: String) -> String { city }"));
+        assert!(compiles(
+            uri,
+            "fn weather(r#city: String, ctx: &Context) -> String { city }"
+        ));
+        // A struct (or an alias of anything): the SDK checks its fields at load.
+        assert!(compiles(uri, "fn weather(key: Key) -> String { key.city }"));
+        assert!(compiles(
+            uri,
+            "fn weather(Key { city }: Key) -> String { city }"
+        ));
+    }
 }

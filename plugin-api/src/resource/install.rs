@@ -48,6 +48,8 @@ pub(crate) fn install(def: &mut PluginDef) -> Result<(), String> {
                 r.uri, r.name
             ));
         }
+        (r.fits)(&template.variables())
+            .map_err(|e| format!("resource `{}` (`{}`): {e}", r.name, r.uri))?;
         if template.is_fixed() && r.list.is_some() {
             return Err(format!(
                 "resource `{}` has a fixed URI and a list: only a template (`{{name}}` in its URI) has a list",
@@ -285,6 +287,86 @@ mod tests {
         ])
         .unwrap_err();
         assert!(e.contains("fixed URI and a list"), "{e}");
+    }
+
+    #[test]
+    fn variables_that_do_not_fit_the_read_functions_type_refuse_the_load() {
+        #[derive(serde::Deserialize)]
+        struct Key {
+            #[allow(dead_code)]
+            name: String,
+        }
+        let e = install_all(vec![ResourceDef::new(
+            "weather://city/{city}",
+            "weather",
+            |_: Key, _: &Context| "sunny",
+        )])
+        .unwrap_err();
+        assert!(
+            e.starts_with(
+                "resource `weather` (`weather://city/{city}`): `{city}` of its URI is not a field of `"
+            ),
+            "{e}"
+        );
+        assert!(
+            e.contains("(its fields: `name`; the URI's variables: `{city}`)"),
+            "{e}"
+        );
+        // A field that no URI fills.
+        let e = install_all(vec![ResourceDef::new(
+            "weather://city/{name}/{country}",
+            "weather",
+            |_: Key, _: &Context| "sunny",
+        )])
+        .unwrap_err();
+        assert!(e.contains("`{country}` of its URI is not a field"), "{e}");
+        #[derive(serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Place {
+            city: String,
+            country: String,
+            zip: Option<String>,
+        }
+        let e = install_all(vec![ResourceDef::new(
+            "weather://city/{city}",
+            "weather",
+            |_: Place, _: &Context| "sunny",
+        )])
+        .unwrap_err();
+        assert!(
+            e.contains(
+                "field `country` of `toolhost_plugin::resource::install::tests::\
+                 variables_that_do_not_fit_the_read_functions_type_refuse_the_load::Place` is not \
+                 a variable of its URI (`{city}`), so no read would find it"
+            ),
+            "{e}"
+        );
+        // One plain value, under any name.
+        type City = String;
+        let e = install_all(vec![ResourceDef::new(
+            "weather://city/{city}",
+            "weather",
+            |_: City, _: &Context| "sunny",
+        )])
+        .unwrap_err();
+        assert!(
+            e.starts_with(
+                "resource `weather` (`weather://city/{city}`): it reads the variables of its URI \
+                 (`{city}`) into a string, which cannot hold them"
+            ),
+            "{e}"
+        );
+        // The fitting struct loads and reads.
+        let fits = ResourceDef::new("weather://city/{name}", "weather", |k: Key, _: &Context| {
+            format!("sunny in {}", k.name)
+        });
+        assert_eq!(
+            fits.read("weather://city/paris", &TestContext::new())
+                .unwrap()[0]
+                .as_text(),
+            Some("sunny in paris")
+        );
+        install_all(vec![fits]).unwrap();
     }
 
     #[test]

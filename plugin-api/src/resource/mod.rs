@@ -9,6 +9,7 @@
 mod content;
 mod install;
 mod list;
+mod variables;
 
 use std::borrow::Cow;
 
@@ -39,13 +40,17 @@ pub struct ResourceDef {
     mime_type: Option<Cow<'static, str>>,
     read: ReadFn,
     list: Option<ListFn>,
+    /// Whether the variable type fits the template's variables (checked at load).
+    fits: fn(&[&str]) -> Result<(), String>,
 }
 
 impl ResourceDef {
     /// The resource at `uri` (a URI template when it has `{variables}`), named `name`, read
     /// by `read`. `A` holds the template's variables (a struct deriving `Deserialize` whose
     /// fields are named like them; values arrive as text and are parsed as the field's type:
-    /// numbers, bools, enums of unit variants); [`NoArgs`](crate::NoArgs) for a fixed URI.
+    /// numbers, bools, enums of unit variants); [`NoArgs`](crate::NoArgs) for a fixed URI, or
+    /// to take none of them. A struct that lacks a variable, or needs a field no variable
+    /// fills, refuses the plugin's load with an error naming both (any map type passes).
     pub fn new<A, R, F>(
         uri: impl Into<Cow<'static, str>>,
         name: impl Into<Cow<'static, str>>,
@@ -68,6 +73,7 @@ impl ResourceDef {
                 read(args, ctx).into_read_result()
             }),
             list: None,
+            fits: variables::check::<A>,
         }
     }
 

@@ -133,8 +133,8 @@ pub struct EchoArgs {
 
 /// Return the arguments as structured content.
 #[tool(read_only)]
-pub fn echo(args: EchoArgs) -> EchoArgs {
-    args
+pub fn echo(args: EchoArgs) -> Json<EchoArgs> {
+    Json(args)
 }
 
 /// Sleep `ms` milliseconds, stopping early when the read is cancelled, then write what it saw

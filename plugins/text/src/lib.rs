@@ -25,13 +25,13 @@ pub struct Stats {
 
 /// Count the words, lines, characters and bytes of a text.
 #[tool(read_only, idempotent, output_schema)]
-pub fn stats(Text { text }: Text) -> Stats {
-    Stats {
+pub fn stats(Text { text }: Text) -> Json<Stats> {
+    Json(Stats {
         words: text.split_whitespace().count(),
         lines: text.lines().count(),
         chars: text.chars().count(),
         bytes: text.len(),
-    }
+    })
 }
 
 /// Convert a text to upper case.
