@@ -406,3 +406,77 @@ async fn tls_serves_https_and_keeps_its_key_private() {
         assert!(sender.send_request(req).await.is_err());
     }
 }
+
+/// A private token file (or TLS key) in a folder other users can write, without the sticky
+/// bit, could be replaced by theirs: refused, naming the folder. The sticky bit (as on
+/// `/tmp`) keeps others from replacing a file they do not own: accepted.
+#[cfg(unix)]
+#[test]
+fn a_secret_in_a_folder_others_can_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    use toolhost::service::http::{read_key, Tokens};
+    let top = tempfile::tempdir().unwrap();
+    let shared = top.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    let tokens = shared.join("tokens");
+    std::fs::write(&tokens, format!("{TOKEN}\n")).unwrap();
+    std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let key = shared.join("key.pem");
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+    std::fs::copy(fixtures.join("key.pem"), &key).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let chmod =
+        |mode| std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(mode)).unwrap();
+    let shown = shared.display().to_string();
+    for mode in [0o777, 0o775] {
+        chmod(mode);
+        let e = Tokens::load(&tokens, false).expect_err("a token file in a writable folder");
+        let e = e.to_string();
+        assert!(e.contains(&shown) && e.contains("sticky"), "{mode:o}: {e}");
+        let e = read_key(&key, false).expect_err("a TLS key in a writable folder");
+        let e = e.to_string();
+        assert!(e.contains(&shown) && e.contains("sticky"), "{mode:o}: {e}");
+        // `--allow-shared` lifts it, as for plugin folders.
+        assert!(Tokens::load(&tokens, true).is_ok());
+    }
+    // The command says it and does not start.
+    chmod(0o777);
+    let plugins = common::plugin_dir(&["calc"]);
+    let out = common::toolhost(
+        &[
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--auth-token-file",
+            tokens.to_str().unwrap(),
+        ],
+        plugins.path(),
+    )
+    .output()
+    .expect("run toolhost");
+    assert!(!out.status.success());
+    let err = common::text(&out.stderr);
+    assert!(err.contains(&shown), "{err}");
+    // And so does `doctor --http`.
+    let out = common::toolhost(
+        &[
+            "doctor",
+            "--http",
+            "127.0.0.1:0",
+            "--auth-token-file",
+            tokens.to_str().unwrap(),
+        ],
+        plugins.path(),
+    )
+    .output()
+    .expect("run toolhost doctor");
+    let said = common::text(&out.stdout) + &common::text(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains(&shown), "{said}");
+    // Sticky, like /tmp: accepted.
+    chmod(0o1777);
+    assert_eq!(Tokens::load(&tokens, false).unwrap().len(), 1);
+    assert!(read_key(&key, false).is_ok());
+    chmod(0o700);
+    assert!(Tokens::load(&tokens, false).is_ok());
+}

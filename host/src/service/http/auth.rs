@@ -4,7 +4,7 @@
 
 use std::{io::Read, path::Path};
 
-use crate::trust::{check_owner_and_mode, TrustError};
+use crate::trust::{check_folders, check_owner_and_mode, TrustError};
 
 /// Shortest token accepted: a guessable one would make the check pointless.
 pub const MIN_TOKEN_LEN: usize = 16;
@@ -43,8 +43,9 @@ impl std::fmt::Debug for Tokens {
 
 impl Tokens {
     /// Reads the tokens of `path`: one per line, blank lines and `#` comments skipped. The
-    /// file must be owned by this user (or root), writable by nobody else (`allow_shared`
-    /// lifts that, as for the lock file) and readable by nobody else.
+    /// file must be owned by this user (or root), writable by nobody else, in folders where
+    /// nobody else can replace it (`allow_shared` lifts those, as for the lock file), and
+    /// readable by nobody else.
     pub fn load(path: &Path, allow_shared: bool) -> Result<Self, TokenFileError> {
         let shown = path.display().to_string();
         let read_err = |source| TokenFileError::Read {
@@ -55,6 +56,7 @@ impl Tokens {
         let meta = file.metadata().map_err(read_err)?;
         if !allow_shared {
             check_owner_and_mode(path, &meta)?;
+            check_folders(path)?;
         }
         check_private(&shown, &meta)?;
         let mut text = String::new();
