@@ -407,6 +407,96 @@ async fn tls_serves_https_and_keeps_its_key_private() {
     }
 }
 
+/// Another token of the same file is another client: it cannot use, read or end a session
+/// the first opened (404, as for an unknown session), and the owner's stream and session
+/// carry on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_answers_only_to_the_token_that_opened_it() {
+    const OTHER: &str = "another-token-fedcba9876543210";
+    let mut setup = Setup::new(&["faulty"]);
+    setup.tokens = Some(toolhost::service::http::Tokens::from_list([
+        TOKEN.to_string(),
+        OTHER.to_string(),
+    ]));
+    let server = setup.start().await;
+    let (a, b) = (format!("Bearer {TOKEN}"), format!("Bearer {OTHER}"));
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("ran");
+    let r = server
+        .post(
+            "/mcp",
+            &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+                "protocolVersion":"2025-11-25","capabilities":{},
+                "clientInfo":{"name":"owner","version":"1"}}}),
+        )
+        .header("authorization", &a)
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let id = r.header("mcp-session-id").expect("a session").to_string();
+    let get = |auth: &str| {
+        Req::new(server.addr, "GET", "/mcp")
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &id)
+            .header("authorization", auth)
+    };
+    let owners = get(&a).open().await;
+    assert_eq!(owners.status(), 200);
+    let mut owners = common::http::Events::new(owners);
+
+    // The other token: its call, its GET and its DELETE are all 404, and nothing runs.
+    let r = server
+        .post("/mcp", &stuck_call(&marker))
+        .header("mcp-session-id", &id)
+        .header("authorization", &b)
+        .send()
+        .await;
+    assert_eq!(
+        r.status, 404,
+        "a call in another token's session: {}",
+        r.body
+    );
+    let r = get(&b).send().await;
+    assert_eq!(r.status, 404, "another token's GET stream: {}", r.body);
+    let r = Req::new(server.addr, "DELETE", "/mcp")
+        .header("mcp-session-id", &id)
+        .header("authorization", &b)
+        .send()
+        .await;
+    assert_eq!(r.status, 404, "another token's DELETE: {}", r.body);
+    assert!(!marker.exists(), "a tool ran in another token's session");
+
+    // The owner's stream is still open (a change reaches it) and its session still works.
+    let name = common::lib_file("calc");
+    let tmp = server.plugin_dir().join(format!(".{name}.tmp"));
+    std::fs::copy(common::built_plugins().join(&name), &tmp).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::rename(&tmp, server.plugin_dir().join(&name)).unwrap();
+    let (_, changed) = owners
+        .next(Duration::from_secs(20))
+        .await
+        .expect("the owner's stream was closed");
+    assert_eq!(changed["method"], "notifications/tools/list_changed");
+    let r = server
+        .post("/mcp", &stuck_call(&marker))
+        .header("mcp-session-id", &id)
+        .header("authorization", &a)
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "the owner's session: {}", r.body);
+    assert!(marker.exists());
+    let r = Req::new(server.addr, "DELETE", "/mcp")
+        .header("mcp-session-id", &id)
+        .header("authorization", &a)
+        .send()
+        .await;
+    assert_eq!(r.status, 200);
+}
+
 /// A private token file (or TLS key) in a folder other users can write, without the sticky
 /// bit, could be replaced by theirs: refused, naming the folder. The sticky bit (as on
 /// `/tmp`) keeps others from replacing a file they do not own: accepted.
