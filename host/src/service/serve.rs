@@ -68,7 +68,8 @@ pub async fn serve<R, W>(
                 continue;
             }
         };
-        if let Some(id) = msg.id.filter(|id| router.in_flight(Scope::All, "", id)) {
+        let request_id = msg.id.filter(|_| msg.method.is_some());
+        if let Some(id) = request_id.filter(|id| router.in_flight(Scope::All, "", id)) {
             // It would take the first's place for `notifications/cancelled`, leaving that one
             // running with nobody able to stop it. (One reader: nothing registers between
             // this check and the dispatch.)

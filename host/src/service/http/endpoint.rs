@@ -357,7 +357,10 @@ async fn read_body(
             &format!("the request body is over {max} bytes"),
         ),
         Ok(Err(Unread::OverBudget)) => {
-            tracing::warn!(target: "toolhost::http", budget = budget.total(), "the request bodies held reached the body budget (--max-buffered-bytes): a body refused");
+            tracing::info!(target: "toolhost::http", budget = budget.total(), "the request bodies held reached the body budget (--max-buffered-bytes): a body refused");
+            // Read (and drop) the rest as it comes, so the answer reaches the client: closing
+            // with its body unread would reset the connection, and the answer with it.
+            tokio::spawn(discard(body, max));
             let mut r = error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 None,
@@ -372,6 +375,21 @@ async fn read_body(
         Err(_) => plain(StatusCode::REQUEST_TIMEOUT, "body too slow\n"),
     };
     Err(Box::new(refusal))
+}
+
+/// Reads a refused body to its end without keeping it (`max` bytes and [`BODY_TIMEOUT`] at
+/// most).
+async fn discard(mut body: Incoming, max: usize) {
+    let drain = async {
+        let mut read = 0;
+        while let Some(Ok(frame)) = body.frame().await {
+            read += frame.data_ref().map_or(0, |d| d.len());
+            if read > max {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(BODY_TIMEOUT, drain).await;
 }
 
 /// The body's one JSON-RPC message: UTF-8, not a batch, parsed.
