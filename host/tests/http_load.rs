@@ -418,3 +418,32 @@ fn hard_descriptor_limit() -> u64 {
     let text = String::from_utf8_lossy(&out.stdout);
     text.trim().parse().unwrap_or(u64::MAX)
 }
+
+/// A connection that sends no request (freshly opened, or kept alive after one) is closed
+/// after the head timeout, giving its descriptor back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_are_closed_after_the_head_timeout() {
+    let mut setup = Setup::new(&["calc"]);
+    setup.limits = HttpLimits {
+        header_timeout_secs: 1,
+        ..HttpLimits::default()
+    };
+    let server = setup.start().await;
+    let closed = |mut s: TcpStream| async move {
+        let mut rest = Vec::new();
+        tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut rest))
+            .await
+            .expect("the idle connection closed by the server")
+            .map(|_| rest)
+    };
+    // Opened and silent.
+    let silent = TcpStream::connect(server.addr).await.unwrap();
+    assert!(closed(silent).await.is_ok());
+    // Kept alive after a request, then silent.
+    let mut kept = TcpStream::connect(server.addr).await.unwrap();
+    let head = format!("GET /healthz HTTP/1.1\r\nhost: {}\r\n\r\n", server.addr);
+    kept.write_all(head.as_bytes()).await.unwrap();
+    let rest = closed(kept).await.unwrap_or_default();
+    let text = String::from_utf8_lossy(&rest);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+}
