@@ -3,7 +3,9 @@
 //! thousands, idle connections could take every descriptor: `accept` then fails, and a
 //! client waits unanswered in the listen backlog. So the soft limit is raised to the hard one
 //! at start, and the connection bound is kept below what the process may open, with room for
-//! the rest.
+//! the rest. Over the bound, a connection is answered 503 at once ([`refuse`]).
+
+use std::time::Duration;
 
 /// Descriptors kept beyond those open at start, for what opens later (plugins added, workers,
 /// the watcher's, log files) and the connections being refused.
@@ -104,6 +106,48 @@ pub fn connection_bound_at(
          raise `ulimit -n` for more"
     );
     (room, Some(why))
+}
+
+/// Answers a connection over the bound with a 503 (and `Retry-After`) and closes it, holding
+/// `slot` (one of [`REFUSING`]) meanwhile. Over TLS, which cannot be answered
+/// before a handshake, it is closed unanswered.
+pub(super) fn refuse(
+    stream: tokio::net::TcpStream,
+    tls: bool,
+    slot: tokio::sync::OwnedSemaphorePermit,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const TEXT: &str = "too many connections: try again\n";
+    /// How long a refused client may stay silent before it is closed.
+    const QUIET: Duration = Duration::from_millis(100);
+    if tls {
+        return;
+    }
+    tokio::spawn(async move {
+        let _slot = slot;
+        let mut stream = stream;
+        let answer = format!(
+            "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n\
+             retry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{TEXT}",
+            TEXT.len()
+        );
+        let answered = async {
+            stream.write_all(answer.as_bytes()).await?;
+            stream.shutdown().await?;
+            // Read what the client sends until it closes (or stays silent): closing with its
+            // request unread would reset the connection, and the answer with it.
+            let mut sink = [0u8; 4096];
+            let mut read = 0;
+            while read < (64 << 10) {
+                match tokio::time::timeout(QUIET, stream.read(&mut sink)).await {
+                    Ok(Ok(n)) if n > 0 => read += n,
+                    _ => break,
+                }
+            }
+            std::io::Result::Ok(())
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(1), answered).await;
+    });
 }
 
 #[cfg(test)]

@@ -226,10 +226,11 @@ impl HttpServer {
                     _ = &mut shutdown => break,
                     s = refusing.clone().acquire_owned() => s.expect("never closed"),
                 };
-                refuse(stream, self.tls.is_some(), slot);
+                descriptors::refuse(stream, self.tls.is_some(), slot);
                 continue;
             };
-            full = false;
+            // Back under the bound with some room: a next time full is said again.
+            full &= connections.available_permits() <= max / 8;
             let _ = stream.set_nodelay(true);
             let watcher = graceful.watcher();
             let (shared, tls) = (shared.clone(), self.tls.clone());
@@ -272,44 +273,6 @@ impl HttpServer {
         }
         shared.router.wind_down(super::WIND_DOWN).await;
     }
-}
-
-/// Answers a connection over the bound with a 503 (and `Retry-After`) and closes it, holding
-/// `slot` (one of [`descriptors::REFUSING`]) meanwhile. Over TLS, which cannot be answered
-/// before a handshake, it is closed unanswered.
-fn refuse(stream: tokio::net::TcpStream, tls: bool, slot: tokio::sync::OwnedSemaphorePermit) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    const TEXT: &str = "too many connections: try again\n";
-    /// How long a refused client may stay silent before it is closed.
-    const QUIET: Duration = Duration::from_millis(100);
-    if tls {
-        return;
-    }
-    tokio::spawn(async move {
-        let _slot = slot;
-        let mut stream = stream;
-        let answer = format!(
-            "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n\
-             retry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{TEXT}",
-            TEXT.len()
-        );
-        let answered = async {
-            stream.write_all(answer.as_bytes()).await?;
-            stream.shutdown().await?;
-            // Read what the client sends until it closes (or stays silent): closing with its
-            // request unread would reset the connection, and the answer with it.
-            let mut sink = [0u8; 4096];
-            let mut read = 0;
-            while read < (64 << 10) {
-                match tokio::time::timeout(QUIET, stream.read(&mut sink)).await {
-                    Ok(Ok(n)) if n > 0 => read += n,
-                    _ => break,
-                }
-            }
-            std::io::Result::Ok(())
-        };
-        let _ = tokio::time::timeout(Duration::from_secs(1), answered).await;
-    });
 }
 
 /// Serves one connection's requests until it closes (or the shutdown closes it).
