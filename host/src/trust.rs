@@ -64,6 +64,22 @@ pub enum TrustError {
         .path.display()
     )]
     Writable { path: PathBuf, mode: u32 },
+    #[error(
+        "the folder {} is writable by {} (mode {:o}) and has no sticky bit: another user \
+         could replace the file in it with theirs (fix with `chmod go-w {}`, or keep the file \
+         in a folder of your own)",
+        .path.display(),
+        if .mode & 0o002 != 0 { "everyone" } else { "its group" },
+        .mode & 0o7777,
+        .path.display()
+    )]
+    FolderWritable { path: PathBuf, mode: u32 },
+    #[error(
+        "the folder {} belongs to another user (uid {uid}), who could replace the file in it \
+         with theirs (keep the file in a folder of your own)",
+        .path.display()
+    )]
+    FolderOwner { path: PathBuf, uid: u32 },
     #[error("its SHA-256 {} is not in the lock file {}", hex(.digest), .lock.display())]
     NotListed { digest: [u8; 32], lock: PathBuf },
     /// The lock file can no longer be used: nothing new loads until it is fixed.
@@ -262,6 +278,14 @@ impl AllowlistError {
                     path: path.clone(),
                     mode: *mode,
                 },
+                TrustError::FolderWritable { path, mode } => TrustError::FolderWritable {
+                    path: path.clone(),
+                    mode: *mode,
+                },
+                TrustError::FolderOwner { path, uid } => TrustError::FolderOwner {
+                    path: path.clone(),
+                    uid: *uid,
+                },
                 other => TrustError::Unreadable {
                     path: PathBuf::new(),
                     source: std::io::Error::other(other.to_string()),
@@ -323,6 +347,59 @@ impl Trust {
 /// what plugins may do (the configuration file), which `--allow-shared` may lift as well.
 pub fn check_owner_and_mode(path: &Path, meta: &std::fs::Metadata) -> Result<(), TrustError> {
     check_meta(path, meta)
+}
+
+/// Checks the folders `file` lies in, every one up to `/`, both as named and as resolved
+/// (symlinks followed): each must belong to this user or root, and one that others can write
+/// must have the sticky bit (as `/tmp` has), which keeps them from replacing a file they do
+/// not own. For secrets checked by their own owner and mode (the token file, the TLS key): a
+/// private file in a folder others can write could be swapped for one of theirs.
+#[cfg(unix)]
+pub fn check_folders(file: &Path) -> Result<(), TrustError> {
+    let unreadable = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| TrustError::Unreadable { path, source }
+    };
+    let named = std::path::absolute(file).map_err(unreadable(file))?;
+    let resolved = std::fs::canonicalize(file).map_err(unreadable(file))?;
+    let mut seen = HashSet::new();
+    for dir in named
+        .ancestors()
+        .skip(1)
+        .chain(resolved.ancestors().skip(1))
+    {
+        if dir.as_os_str().is_empty() || !seen.insert(dir) {
+            continue;
+        }
+        let meta = std::fs::metadata(dir).map_err(unreadable(dir))?;
+        check_folder_meta(dir, &meta)?;
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+pub fn check_folders(_file: &Path) -> Result<(), TrustError> {
+    Ok(())
+}
+
+#[cfg(unix)]
+fn check_folder_meta(dir: &Path, meta: &std::fs::Metadata) -> Result<(), TrustError> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let me = crate::sys::current_uid();
+    if meta.uid() != me && meta.uid() != 0 {
+        return Err(TrustError::FolderOwner {
+            path: dir.to_path_buf(),
+            uid: meta.uid(),
+        });
+    }
+    let mode = meta.permissions().mode();
+    if mode & 0o022 != 0 && mode & 0o1000 == 0 {
+        return Err(TrustError::FolderWritable {
+            path: dir.to_path_buf(),
+            mode,
+        });
+    }
+    Ok(())
 }
 
 #[cfg(unix)]
@@ -444,6 +521,43 @@ mod tests {
         let list = Allowlist::load(&path).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o664)).unwrap();
         assert!(list.allows(&[1; 32]).is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_folder_others_can_write_needs_the_sticky_bit() {
+        use std::os::unix::fs::PermissionsExt;
+        let top = tempfile::tempdir().unwrap();
+        let dir = top.path().join("d");
+        let inner = dir.join("inner");
+        std::fs::create_dir_all(&inner).unwrap();
+        let file = inner.join("secret");
+        std::fs::write(&file, b"x").unwrap();
+        let chmod = |p: &Path, mode| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+        };
+        assert!(check_folders(&file).is_ok());
+        // Any folder on the way counts, not only the nearest.
+        chmod(&dir, 0o777);
+        let e = check_folders(&file).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("folder {} is writable by everyone", dir.display())),
+            "{e}"
+        );
+        chmod(&dir, 0o770);
+        let e = check_folders(&file).unwrap_err().to_string();
+        assert!(e.contains("by its group (mode 770)"), "{e}");
+        chmod(&dir, 0o1777);
+        assert!(check_folders(&file).is_ok());
+        // Through a link in a folder others can write: that folder counts too.
+        chmod(&dir, 0o755);
+        let open = top.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::os::unix::fs::symlink(&file, open.join("link")).unwrap();
+        assert!(check_folders(&open.join("link")).is_ok());
+        chmod(&open, 0o777);
+        let e = check_folders(&open.join("link")).unwrap_err().to_string();
+        assert!(e.contains(&open.display().to_string()), "{e}");
     }
 
     #[test]

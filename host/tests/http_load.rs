@@ -1,14 +1,24 @@
 //! `serve --http` under load, as a team's clients would use it: 100 clients making 100 calls
 //! each at once, every one answered right; and 1,000 idle sessions that expire and give their
-//! room back. Counts, not times: how fast is the benchmark's business (`toolhost-bench-http
-//! --load`, docs/benchmarks.md).
+//! room back. And under exhaustion, as an attacker would try it on the process itself: many
+//! unfinished bodies (memory) and many idle connections (descriptors). Counts, not times: how
+//! fast is the benchmark's business (`toolhost-bench-http --load`, docs/benchmarks.md).
 
 mod common;
 
-use std::time::Duration;
+use std::{
+    io::BufRead as _,
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use common::http::{Req, Setup};
 use serde_json::json;
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::TcpStream,
+};
 use toolhost::service::http::HttpLimits;
 
 /// A 2026-07-28 `tools/call` of `calc__add` (as `Server::modern` writes one).
@@ -111,4 +121,329 @@ async fn a_thousand_idle_sessions_expire_and_give_their_room_back() {
             other => panic!("status {other}"),
         }
     }
+}
+
+/// `toolhost serve --http 127.0.0.1:0` as a process of its own (under `sh -c 'ulimit ...'`
+/// when `ulimit` is given), its address, and what it logs.
+struct Spawned {
+    child: std::process::Child,
+    addr: SocketAddr,
+    log: Arc<Mutex<Vec<String>>>,
+    _plugins: tempfile::TempDir,
+}
+
+impl Spawned {
+    fn start(extra: &[&str], ulimit: Option<&str>) -> Spawned {
+        let plugins = common::plugin_dir(&["calc"]);
+        let mut args = vec!["serve", "--http", "127.0.0.1:0"];
+        args.extend(extra);
+        let direct = common::toolhost(&args, plugins.path());
+        let mut cmd = match ulimit {
+            None => direct,
+            Some(limit) => {
+                let mut sh = std::process::Command::new("sh");
+                sh.arg("-c")
+                    .arg(format!(r#"ulimit {limit} && exec "$0" "$@""#))
+                    .arg(direct.get_program())
+                    .args(direct.get_args())
+                    .env_remove("TOOLHOST_PLUGINS")
+                    .env_remove("TOOLHOST_LOCK")
+                    .env_remove("RUST_LOG");
+                sh
+            }
+        };
+        let mut child = cmd
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn toolhost");
+        let stderr = child.stderr.take().unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let kept = log.clone();
+        // Read to the end, so the server never blocks on a full pipe.
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if let Some(url) = line.strip_prefix("toolhost: serving http://") {
+                    let _ = tx.send(url.trim_end_matches("/mcp").to_string());
+                }
+                kept.lock().unwrap().push(line);
+            }
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no address: {:?}", log.lock().unwrap()))
+            .parse()
+            .unwrap();
+        Spawned {
+            child,
+            addr,
+            log,
+            _plugins: plugins,
+        }
+    }
+
+    /// Its resident memory, in KiB.
+    fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS")
+    }
+
+    fn logged(&self, what: &str) -> bool {
+        self.log.lock().unwrap().iter().any(|l| l.contains(what))
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What became of an unfinished body.
+enum Body {
+    /// All but its last byte sent, no answer: the server holds it (the connection with it).
+    Held(TcpStream),
+    /// Answered (its status) or cut off before all was sent.
+    Refused(Option<u16>),
+}
+
+/// The status of the response starting `head`, if it is one.
+fn status_of(head: &[u8]) -> Option<u16> {
+    let text = std::str::from_utf8(head).ok()?;
+    text.strip_prefix("HTTP/1.1 ")?.get(..3)?.parse().ok()
+}
+
+/// A POST announcing `len` bytes of body (`Content-Length`).
+fn post_head(addr: SocketAddr, len: usize) -> String {
+    format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+         accept: application/json\r\ncontent-length: {len}\r\n\r\n"
+    )
+}
+
+/// Sends a POST of `len` bytes but its last, reading any answer meanwhile.
+async fn unfinished_body(addr: SocketAddr, len: usize) -> Body {
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    if s.write_all(post_head(addr, len).as_bytes()).await.is_err() {
+        return Body::Refused(None);
+    }
+    let chunk = vec![b' '; 64 << 10];
+    let mut answer = vec![0u8; 4096];
+    let mut sent = 0;
+    let (mut from, mut to) = s.split();
+    while sent < len - 1 {
+        let n = chunk.len().min(len - 1 - sent);
+        tokio::select! {
+            biased;
+            r = from.read(&mut answer) => {
+                return Body::Refused(r.ok().and_then(|n| status_of(&answer[..n])));
+            }
+            w = to.write_all(&chunk[..n]) => {
+                if w.is_err() {
+                    return Body::Refused(None);
+                }
+                sent += n;
+            }
+        }
+    }
+    Body::Held(s)
+}
+
+/// Many connections each sending an unfinished 4 MiB body: the server holds at most its body
+/// budget of them (64 MiB by default), refuses the others with 503 (and `Retry-After`), its
+/// memory stays within the budget and some room, and a small call is still answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unfinished_bodies_are_held_within_the_body_budget() {
+    const BODY: usize = 4 << 20;
+    const CONNECTIONS: usize = 64;
+    const BUDGET_KIB: u64 = 64 << 10;
+    let server = Spawned::start(&[], None);
+    let addr = server.addr;
+    let r = add(addr, 1, 2, 3).send().await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let before = server.rss_kib();
+    let senders: Vec<_> = (0..CONNECTIONS)
+        .map(|_| tokio::spawn(unfinished_body(addr, BODY)))
+        .collect();
+    let mut held = Vec::new();
+    let mut refused = 0;
+    for s in senders {
+        match tokio::time::timeout(Duration::from_secs(120), s)
+            .await
+            .expect("every body sent or refused within 120 s")
+            .unwrap()
+        {
+            Body::Held(stream) => held.push(stream),
+            Body::Refused(status) => {
+                assert_eq!(status, Some(503), "a body over the budget is answered 503");
+                refused += 1;
+            }
+        }
+    }
+    let grew = server.rss_kib().saturating_sub(before);
+    eprintln!(
+        "{} bodies held, {refused} refused; the server grew by {} MiB",
+        held.len(),
+        grew >> 10
+    );
+    assert!(
+        refused > 0,
+        "every one of {CONNECTIONS} unfinished bodies was held"
+    );
+    assert!(
+        held.len() as u64 * (BODY as u64 >> 10) <= BUDGET_KIB,
+        "{} bodies of 4 MiB held, over the budget",
+        held.len()
+    );
+    assert!(
+        grew <= BUDGET_KIB + (48 << 10),
+        "the server grew by {} MiB holding {} unfinished bodies",
+        grew >> 10,
+        held.len()
+    );
+    // One more large body is refused at once, with a time to come back.
+    let mut probe = TcpStream::connect(addr).await.unwrap();
+    probe
+        .write_all(post_head(addr, BODY).as_bytes())
+        .await
+        .unwrap();
+    let mut answer = vec![0u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(20), probe.read(&mut answer))
+        .await
+        .expect("a large body over the budget is answered")
+        .unwrap();
+    let text = String::from_utf8_lossy(&answer[..n]).to_lowercase();
+    assert_eq!(status_of(&answer[..n]), Some(503), "{text}");
+    assert!(text.contains("retry-after:"), "{text}");
+    // A small call still gets through.
+    let r = add(addr, 2, 2, 2).send().await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["result"]["content"][0]["text"], "4");
+    drop(held);
+}
+
+/// Idle connections that fill the descriptors toolhost may open (`ulimit -n 256`) leave a
+/// legitimate client a clean answer at once: 503 with `Retry-After` while they are open
+/// (the connection bound is kept below the limit, so toolhost can still accept and answer),
+/// and 200 once they are gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_is_answered_while_idle_connections_fill_the_descriptors() {
+    // Idle connections are reaped after the head timeout: long here, so only the
+    // connection bound can answer the client.
+    let server = Spawned::start(&["--header-timeout-secs", "300"], Some("-n 256"));
+    let addr = server.addr;
+    let mut idle = Vec::new();
+    for _ in 0..400 {
+        idle.push(TcpStream::connect(addr).await.expect("connect"));
+    }
+    let r = tokio::time::timeout(Duration::from_secs(30), add(addr, 1, 2, 3).send())
+        .await
+        .expect("a legitimate call answered while 400 idle connections are open");
+    eprintln!(
+        "with 400 idle connections open: {} {}",
+        r.status,
+        r.body.trim()
+    );
+    assert!(
+        r.status == 200 || (r.status == 503 && r.header("retry-after").is_some()),
+        "{} {:?} {}",
+        r.status,
+        r.headers,
+        r.body
+    );
+    assert!(
+        server.logged("connections"),
+        "the clamped connection bound is not logged: {:?}",
+        server.log.lock().unwrap()
+    );
+    drop(idle);
+    let mut answered = false;
+    for _ in 0..200 {
+        let r = tokio::time::timeout(Duration::from_secs(30), add(addr, 2, 2, 2).send())
+            .await
+            .expect("an answer");
+        if r.status == 200 {
+            answered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        answered,
+        "never answered once the idle connections were gone"
+    );
+}
+
+/// A soft descriptor limit below the hard one is raised to it at start: 400 idle connections
+/// under `ulimit -Sn 256` then fit, and a legitimate call is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_soft_descriptor_limit_is_raised_to_the_hard_one() {
+    let hard = hard_descriptor_limit();
+    if hard < 2048 {
+        eprintln!("the hard descriptor limit is {hard}: nothing to raise to");
+        return;
+    }
+    let server = Spawned::start(&["--header-timeout-secs", "300"], Some("-Sn 256"));
+    let addr = server.addr;
+    let mut idle = Vec::new();
+    for _ in 0..400 {
+        idle.push(TcpStream::connect(addr).await.expect("connect"));
+    }
+    let r = tokio::time::timeout(Duration::from_secs(30), add(addr, 1, 2, 3).send())
+        .await
+        .expect("a legitimate call answered while 400 idle connections are open");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        server.logged("descriptor"),
+        "the raised limit is not logged: {:?}",
+        server.log.lock().unwrap()
+    );
+    drop(idle);
+}
+
+/// This process's hard limit of open files (the spawned server inherits it).
+fn hard_descriptor_limit() -> u64 {
+    let out = std::process::Command::new("sh")
+        .args(["-c", "ulimit -Hn"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.trim().parse().unwrap_or(u64::MAX)
+}
+
+/// A connection that sends no request (freshly opened, or kept alive after one) is closed
+/// after the head timeout, giving its descriptor back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_are_closed_after_the_head_timeout() {
+    let mut setup = Setup::new(&["calc"]);
+    setup.limits = HttpLimits {
+        header_timeout_secs: 1,
+        ..HttpLimits::default()
+    };
+    let server = setup.start().await;
+    let closed = |mut s: TcpStream| async move {
+        let mut rest = Vec::new();
+        tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut rest))
+            .await
+            .expect("the idle connection closed by the server")
+            .map(|_| rest)
+    };
+    // Opened and silent.
+    let silent = TcpStream::connect(server.addr).await.unwrap();
+    assert!(closed(silent).await.is_ok());
+    // Kept alive after a request, then silent.
+    let mut kept = TcpStream::connect(server.addr).await.unwrap();
+    let head = format!("GET /healthz HTTP/1.1\r\nhost: {}\r\n\r\n", server.addr);
+    kept.write_all(head.as_bytes()).await.unwrap();
+    let rest = closed(kept).await.unwrap_or_default();
+    let text = String::from_utf8_lossy(&rest);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
 }

@@ -821,3 +821,57 @@ async fn logging_completion_and_what_2026_07_28_removed() {
         r.body
     );
 }
+
+/// A second request with the id of one still in flight in the same session is refused
+/// (JSON-RPC invalid request, naming the id) and never runs; DELETE still cancels the first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_request_id_in_a_session_is_refused() {
+    let server = Setup::new(&["faulty"]).start().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let id = server.initialize("/mcp").await;
+    let (first, second) = (scratch.path().join("first"), scratch.path().join("second"));
+    let call = |marker: &std::path::Path, ms: u64| {
+        server
+            .post(
+                "/mcp",
+                &json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{
+                    "name":"faulty__slow","arguments":{"ms":ms,"marker":marker}}}),
+            )
+            .header("mcp-session-id", &id)
+            .header("accept", "application/json")
+            .send()
+    };
+    let pending = tokio::spawn(call(&first, 30_000));
+    common::eventually(WAIT, "the first call runs", || {
+        server.router.calls_in_flight() == 1
+    })
+    .await;
+    let r = call(&second, 2_000).await;
+    let reply = r.json();
+    assert_eq!(reply["error"]["code"], -32600, "{} {}", r.status, r.body);
+    assert_eq!(reply["id"], 7);
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains('7') && message.contains("in flight"),
+        "{message}"
+    );
+    assert_eq!(server.router.calls_in_flight(), 1);
+    // DELETE ends the session and cancels the one call it has.
+    let r = Req::new(server.addr, "DELETE", "/mcp")
+        .header("mcp-session-id", &id)
+        .send()
+        .await;
+    assert_eq!(r.status, 200);
+    common::eventually(WAIT, "the first call sees its cancellation", || {
+        std::fs::read_to_string(&first).is_ok_and(|m| m.contains("cancelled"))
+    })
+    .await;
+    let _ = tokio::time::timeout(WAIT, pending).await;
+    common::eventually(WAIT, "no call in flight", || {
+        server.router.calls_in_flight() == 0
+    })
+    .await;
+    // The plugin saw one call: the second never ran (it would have written its marker).
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(!second.exists(), "the refused call ran");
+}

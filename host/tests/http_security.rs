@@ -406,3 +406,167 @@ async fn tls_serves_https_and_keeps_its_key_private() {
         assert!(sender.send_request(req).await.is_err());
     }
 }
+
+/// Another token of the same file is another client: it cannot use, read or end a session
+/// the first opened (404, as for an unknown session), and the owner's stream and session
+/// carry on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_answers_only_to_the_token_that_opened_it() {
+    const OTHER: &str = "another-token-fedcba9876543210";
+    let mut setup = Setup::new(&["faulty"]);
+    setup.tokens = Some(toolhost::service::http::Tokens::from_list([
+        TOKEN.to_string(),
+        OTHER.to_string(),
+    ]));
+    let server = setup.start().await;
+    let (a, b) = (format!("Bearer {TOKEN}"), format!("Bearer {OTHER}"));
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("ran");
+    let r = server
+        .post(
+            "/mcp",
+            &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+                "protocolVersion":"2025-11-25","capabilities":{},
+                "clientInfo":{"name":"owner","version":"1"}}}),
+        )
+        .header("authorization", &a)
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let id = r.header("mcp-session-id").expect("a session").to_string();
+    let get = |auth: &str| {
+        Req::new(server.addr, "GET", "/mcp")
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &id)
+            .header("authorization", auth)
+    };
+    let owners = get(&a).open().await;
+    assert_eq!(owners.status(), 200);
+    let mut owners = common::http::Events::new(owners);
+
+    // The other token: its call, its GET and its DELETE are all 404, and nothing runs.
+    let r = server
+        .post("/mcp", &stuck_call(&marker))
+        .header("mcp-session-id", &id)
+        .header("authorization", &b)
+        .send()
+        .await;
+    assert_eq!(
+        r.status, 404,
+        "a call in another token's session: {}",
+        r.body
+    );
+    let r = get(&b).send().await;
+    assert_eq!(r.status, 404, "another token's GET stream: {}", r.body);
+    let r = Req::new(server.addr, "DELETE", "/mcp")
+        .header("mcp-session-id", &id)
+        .header("authorization", &b)
+        .send()
+        .await;
+    assert_eq!(r.status, 404, "another token's DELETE: {}", r.body);
+    assert!(!marker.exists(), "a tool ran in another token's session");
+
+    // The owner's stream is still open (a change reaches it) and its session still works.
+    let name = common::lib_file("calc");
+    let tmp = server.plugin_dir().join(format!(".{name}.tmp"));
+    std::fs::copy(common::built_plugins().join(&name), &tmp).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::rename(&tmp, server.plugin_dir().join(&name)).unwrap();
+    let (_, changed) = owners
+        .next(Duration::from_secs(20))
+        .await
+        .expect("the owner's stream was closed");
+    assert_eq!(changed["method"], "notifications/tools/list_changed");
+    let r = server
+        .post("/mcp", &stuck_call(&marker))
+        .header("mcp-session-id", &id)
+        .header("authorization", &a)
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "the owner's session: {}", r.body);
+    assert!(marker.exists());
+    let r = Req::new(server.addr, "DELETE", "/mcp")
+        .header("mcp-session-id", &id)
+        .header("authorization", &a)
+        .send()
+        .await;
+    assert_eq!(r.status, 200);
+}
+
+/// A private token file (or TLS key) in a folder other users can write, without the sticky
+/// bit, could be replaced by theirs: refused, naming the folder. The sticky bit (as on
+/// `/tmp`) keeps others from replacing a file they do not own: accepted.
+#[cfg(unix)]
+#[test]
+fn a_secret_in_a_folder_others_can_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    use toolhost::service::http::{read_key, Tokens};
+    let top = tempfile::tempdir().unwrap();
+    let shared = top.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    let tokens = shared.join("tokens");
+    std::fs::write(&tokens, format!("{TOKEN}\n")).unwrap();
+    std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let key = shared.join("key.pem");
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+    std::fs::copy(fixtures.join("key.pem"), &key).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let chmod =
+        |mode| std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(mode)).unwrap();
+    let shown = shared.display().to_string();
+    for mode in [0o777, 0o775] {
+        chmod(mode);
+        let e = Tokens::load(&tokens, false).expect_err("a token file in a writable folder");
+        let e = e.to_string();
+        assert!(e.contains(&shown) && e.contains("sticky"), "{mode:o}: {e}");
+        let e = read_key(&key, false).expect_err("a TLS key in a writable folder");
+        let e = e.to_string();
+        assert!(e.contains(&shown) && e.contains("sticky"), "{mode:o}: {e}");
+        // `--allow-shared` lifts it, as for plugin folders.
+        assert!(Tokens::load(&tokens, true).is_ok());
+    }
+    // The command says it and does not start.
+    chmod(0o777);
+    let plugins = common::plugin_dir(&["calc"]);
+    let out = common::toolhost(
+        &[
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--auth-token-file",
+            tokens.to_str().unwrap(),
+        ],
+        plugins.path(),
+    )
+    .output()
+    .expect("run toolhost");
+    assert!(!out.status.success());
+    let err = common::text(&out.stderr);
+    assert!(err.contains(&shown), "{err}");
+    // And so does `doctor --http`.
+    let out = common::toolhost(
+        &[
+            "doctor",
+            "--http",
+            "127.0.0.1:0",
+            "--auth-token-file",
+            tokens.to_str().unwrap(),
+        ],
+        plugins.path(),
+    )
+    .output()
+    .expect("run toolhost doctor");
+    let said = common::text(&out.stdout) + &common::text(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains(&shown), "{said}");
+    // Sticky, like /tmp: accepted.
+    chmod(0o1777);
+    assert_eq!(Tokens::load(&tokens, false).unwrap().len(), 1);
+    assert!(read_key(&key, false).is_ok());
+    chmod(0o700);
+    assert!(Tokens::load(&tokens, false).is_ok());
+}

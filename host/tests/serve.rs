@@ -225,3 +225,73 @@ async fn ids_that_are_not_strings_or_numbers_are_invalid_requests() {
     }
     assert_eq!(out[9], json!({"jsonrpc":"2.0","id":"last","result":{}}));
 }
+
+/// From one stdio client, a request with the id of one still in flight is refused (invalid
+/// request, naming the id) and never runs; `notifications/cancelled` then reaches the first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_duplicate_request_id_in_flight_is_refused() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (first, second) = (scratch.path().join("first"), scratch.path().join("second"));
+    let (router, _dirs) = common::open_router(&["faulty"], RouterConfig::default());
+    let (client, server) = tokio::io::duplex(1 << 16);
+    let (s_in, s_out) = tokio::io::split(server);
+    let served = tokio::spawn(serve(read_lines(s_in), s_out, router.clone(), None));
+    let (c_in, mut c_out) = tokio::io::split(client);
+    let mut lines = BufReader::new(c_in).lines();
+    let call = |marker: &std::path::Path, ms: u64| {
+        json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{
+            "name":"faulty__slow","arguments":{"ms":ms,"marker":marker}}})
+    };
+    let wait = Duration::from_secs(20);
+    send(&mut c_out, call(&first, 30_000)).await;
+    common::eventually(wait, "the first call runs", || {
+        router.calls_in_flight() == 1
+    })
+    .await;
+    send(&mut c_out, call(&second, 2_000)).await;
+    let reply = next_line(&mut lines, wait).await;
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    assert_eq!(reply["id"], 7);
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains('7') && message.contains("in flight"),
+        "{message}"
+    );
+    send(
+        &mut c_out,
+        json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}),
+    )
+    .await;
+    let reply = next_line(&mut lines, wait).await;
+    assert_eq!(reply["id"], 7, "{reply}");
+    assert!(
+        reply["result"]["isError"] == true || reply["error"].is_object(),
+        "{reply}"
+    );
+    assert!(std::fs::read_to_string(&first)
+        .unwrap()
+        .contains("cancelled"));
+    c_out.shutdown().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(60), served)
+        .await
+        .expect("serve returns in time")
+        .unwrap();
+    // Serve waited for every call: the refused one never ran.
+    assert!(!second.exists(), "the refused call ran");
+}
+
+async fn send<W: tokio::io::AsyncWrite + Unpin>(out: &mut W, v: Value) {
+    out.write_all(format!("{v}\n").as_bytes()).await.unwrap();
+}
+
+async fn next_line<R: tokio::io::AsyncBufRead + Unpin>(
+    lines: &mut tokio::io::Lines<R>,
+    wait: Duration,
+) -> Value {
+    let line = tokio::time::timeout(wait, lines.next_line())
+        .await
+        .expect("a line in time")
+        .unwrap()
+        .expect("a line");
+    serde_json::from_str(&line).unwrap()
+}

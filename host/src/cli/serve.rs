@@ -50,6 +50,7 @@ pub fn serve_http(
     http: HttpServe<'_>,
 ) -> anyhow::Result<ExitCode> {
     use crate::service::http::{tls_acceptor, HttpOptions, HttpServer, Tokens};
+    raise_descriptor_limit();
     let addr = http.addr;
     let tokens = match http.token_file {
         Some(path) => Some(Tokens::load(path, http.allow_shared)?),
@@ -84,6 +85,25 @@ pub fn serve_http(
     })?;
     rt.shutdown_timeout(Duration::from_millis(100));
     Ok(ExitCode::SUCCESS)
+}
+
+/// Every connection takes a descriptor: the soft limit (often 1,024) is raised to the hard
+/// one, and the connection bound is kept below it (`HttpServer::bind`).
+fn raise_descriptor_limit() {
+    let show = |v: Option<u64>| v.map_or("unlimited".to_string(), |v| v.to_string());
+    match crate::service::http::raise_descriptor_limit() {
+        Ok(((before, _), (after, _))) if before != after => tracing::info!(
+            target: "toolhost::http",
+            "raised the limit of open files (descriptors) from {} to {}",
+            show(before),
+            show(after)
+        ),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(
+            target: "toolhost::http",
+            "cannot raise the limit of open files (descriptors): {e}"
+        ),
+    }
 }
 
 /// SIGTERM or SIGINT.

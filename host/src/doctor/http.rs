@@ -16,7 +16,7 @@ pub struct HttpSettings {
 
 /// One check per setting given.
 pub fn check(s: &HttpSettings, allow_shared: bool) -> Vec<Check> {
-    let mut checks = vec![address(s)];
+    let mut checks = vec![address(s), descriptors()];
     if let Some(path) = &s.token_file {
         checks.push(match Tokens::load(path, allow_shared) {
             Ok(t) => Check::ok(
@@ -53,6 +53,40 @@ pub fn check(s: &HttpSettings, allow_shared: bool) -> Vec<Check> {
         });
     }
     checks
+}
+
+/// The open files `serve --http` may have (it raises the soft limit to the hard one), and so
+/// the connections it takes at once.
+fn descriptors() -> Check {
+    use crate::service::http::{connection_bound_at, descriptor_limits, HttpLimits};
+    let configured = HttpLimits::default().max_connections;
+    match descriptor_limits() {
+        Ok((soft, Some(hard))) => {
+            let soft = soft.map_or("unlimited".to_string(), |s| s.to_string());
+            let (bound, why) = connection_bound_at(hard, configured, 0);
+            let said = format!(
+                "open files: soft limit {soft}, hard {hard}; serve --http raises the soft one \
+                 to {hard}, and takes up to {bound} connections at once"
+            );
+            match why {
+                None => Check::ok("http-descriptors", said),
+                Some(why) => Check::warn(
+                    "http-descriptors",
+                    format!("{said} ({why})"),
+                    "raise the hard limit (`LimitNOFILE=` in a systemd unit, `ulimit -Hn`)",
+                ),
+            }
+        }
+        Ok(_) => Check::ok(
+            "http-descriptors",
+            format!("open files: no hard limit; up to {configured} connections at once"),
+        ),
+        Err(e) => Check::warn(
+            "http-descriptors",
+            format!("cannot read the limit of open files: {e}"),
+            "check `ulimit -n`",
+        ),
+    }
 }
 
 fn address(s: &HttpSettings) -> Check {
@@ -105,6 +139,7 @@ mod tests {
         assert_eq!(c[0].status, Status::Fail);
         assert!(c[0].fix.as_deref().unwrap().contains("--auth-token-file"));
         let missing = check(&settings(free, Some("/nonexistent/tokens".into())), false);
-        assert_eq!(missing[1].status, Status::Fail);
+        assert_eq!(missing[1].check, "http-descriptors");
+        assert_eq!(missing[2].status, Status::Fail);
     }
 }

@@ -216,6 +216,10 @@ pub(super) fn writers_fix(e: &TrustError) -> String {
             path.display()
         ),
         TrustError::Writable { path, .. } => format!("chmod go-w {}; {shared}", path.display()),
+        TrustError::FolderWritable { path, .. } => {
+            format!("chmod go-w {} (or chmod +t); {shared}", path.display())
+        }
+        TrustError::FolderOwner { .. } => format!("move the file to a folder you own; {shared}"),
         TrustError::Unreadable { path, .. } => format!("chmod u+r {}", path.display()),
         TrustError::NotListed { lock, .. } => {
             format!(

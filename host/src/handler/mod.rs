@@ -474,6 +474,13 @@ impl Router {
         }
     }
 
+    /// Whether request `id` of `client` of `scope` is in flight (registered, not answered):
+    /// a transport refuses another request with its id, which would take its place for
+    /// `notifications/cancelled`.
+    pub fn in_flight(&self, scope: Scope<'_>, client: &str, id: &RawValue) -> bool {
+        lock(&self.calls).contains_key(&cancel_key(scope, client, id))
+    }
+
     /// Number of requests in flight (registered for cancellation, not answered yet).
     pub fn calls_in_flight(&self) -> usize {
         lock(&self.calls).len()

@@ -68,6 +68,21 @@ pub async fn serve<R, W>(
                 continue;
             }
         };
+        let request_id = msg.id.filter(|_| msg.method.is_some());
+        if let Some(id) = request_id.filter(|id| router.in_flight(Scope::All, "", id)) {
+            // It would take the first's place for `notifications/cancelled`, leaving that one
+            // running with nobody able to stop it. (One reader: nothing registers between
+            // this check and the dispatch.)
+            out.send(rpc_error(
+                Some(id),
+                error_code::INVALID_REQUEST,
+                &format!(
+                    "invalid request: request id {} is already in flight",
+                    id.get()
+                ),
+            ));
+            continue;
+        }
         match router.dispatch(Scope::All, &msg, &sink) {
             Dispatch::Reply(r) => {
                 out.send(r);

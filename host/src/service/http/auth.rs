@@ -4,7 +4,7 @@
 
 use std::{io::Read, path::Path};
 
-use crate::trust::{check_owner_and_mode, TrustError};
+use crate::trust::{check_folders, check_owner_and_mode, TrustError};
 
 /// Shortest token accepted: a guessable one would make the check pointless.
 pub const MIN_TOKEN_LEN: usize = 16;
@@ -43,8 +43,9 @@ impl std::fmt::Debug for Tokens {
 
 impl Tokens {
     /// Reads the tokens of `path`: one per line, blank lines and `#` comments skipped. The
-    /// file must be owned by this user (or root), writable by nobody else (`allow_shared`
-    /// lifts that, as for the lock file) and readable by nobody else.
+    /// file must be owned by this user (or root), writable by nobody else, in folders where
+    /// nobody else can replace it (`allow_shared` lifts those, as for the lock file), and
+    /// readable by nobody else.
     pub fn load(path: &Path, allow_shared: bool) -> Result<Self, TokenFileError> {
         let shown = path.display().to_string();
         let read_err = |source| TokenFileError::Read {
@@ -55,6 +56,7 @@ impl Tokens {
         let meta = file.metadata().map_err(read_err)?;
         if !allow_shared {
             check_owner_and_mode(path, &meta)?;
+            check_folders(path)?;
         }
         check_private(&shown, &meta)?;
         let mut text = String::new();
@@ -99,20 +101,31 @@ impl Tokens {
         self.0.is_empty()
     }
 
-    /// Whether `authorization` (the header's value) is `Bearer <one of the tokens>`. Every
-    /// token is compared, each in time that depends only on the lengths, so the answer's
-    /// timing tells nothing of how much of a token matched.
+    /// Whether `authorization` (the header's value) is `Bearer <one of the tokens>`.
     pub fn accepts(&self, authorization: Option<&[u8]>) -> bool {
-        let Some(presented) = authorization.and_then(bearer) else {
-            return false;
-        };
-        let mut any = 0u8;
-        for token in &self.0 {
-            any |= constant_time_eq(token, presented) as u8;
+        self.credential(authorization).is_some()
+    }
+
+    /// Which token `authorization` presents, if one: what a session is bound to, so another
+    /// token of the same file is another client. Every token is compared, each in time that
+    /// depends only on the lengths, so the answer's timing tells nothing of how much of a
+    /// token matched, nor which one.
+    pub fn credential(&self, authorization: Option<&[u8]>) -> Option<Credential> {
+        let presented = authorization.and_then(bearer)?;
+        let mut found = usize::MAX;
+        // From the last to the first, so the first of equal lines wins.
+        for (i, token) in self.0.iter().enumerate().rev() {
+            let mask = (constant_time_eq(token, presented) as usize).wrapping_neg();
+            found = (i & mask) | (found & !mask);
         }
-        any == 1
+        (found != usize::MAX).then_some(Credential(found))
     }
 }
+
+/// The token a request presented: its place in the token file (never the token itself, so
+/// nothing that holds or logs it holds a secret).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Credential(usize);
 
 /// The token of a `Bearer` authorization value (the scheme is case-insensitive).
 fn bearer(value: &[u8]) -> Option<&[u8]> {
@@ -168,6 +181,24 @@ mod tests {
         assert!(!t.accepts(Some(b"a-token-of-enough-length")));
         assert!(!t.accepts(Some(b"Bearer ")));
         assert!(!t.accepts(None));
+    }
+
+    #[test]
+    fn each_token_is_its_own_credential() {
+        let t = Tokens::from_list(
+            [
+                "first-token-0123456789",
+                "second-token-0123456789",
+                "first-token-0123456789",
+            ]
+            .map(String::from),
+        );
+        let first = t.credential(Some(b"Bearer first-token-0123456789"));
+        let second = t.credential(Some(b"Bearer second-token-0123456789"));
+        assert_eq!(first, Some(Credential(0)));
+        assert_eq!(second, Some(Credential(1)));
+        assert_eq!(t.credential(Some(b"Bearer third-token-0123456789")), None);
+        assert_eq!(t.credential(None), None);
     }
 
     #[cfg(unix)]

@@ -11,9 +11,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 use hyper::{
-    body::{Bytes, Incoming},
+    body::Incoming,
     header::{self, HeaderMap, HeaderValue},
     Method, Request, Response, StatusCode,
 };
@@ -21,13 +21,15 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::{
+    auth::Credential,
+    budget::{Held, SMALL_BODY},
     limits::Ticket,
     modern,
     reply::{
         closing, empty, error, json, not_allowed, plain, session_not_found, stream_response,
         too_busy, Body, TRANSPORT_ERROR,
     },
-    session::Session,
+    session::{Claim, Session},
     sse::{self, CallStream, Item, ToStream},
     Listener, Shared,
 };
@@ -112,9 +114,11 @@ async fn route(
             "Forbidden: origin not allowed",
         );
     }
+    let mut credential = None;
     if let Some(tokens) = &shared.tokens {
         let presented = headers.get(header::AUTHORIZATION);
-        if !tokens.accepts(presented.map(HeaderValue::as_bytes)) {
+        credential = tokens.credential(presented.map(HeaderValue::as_bytes));
+        if credential.is_none() {
             let mut r = error(
                 StatusCode::UNAUTHORIZED,
                 None,
@@ -144,10 +148,11 @@ async fn route(
             );
         }
     }
+    let client = Client { peer, credential };
     match *req.method() {
-        Method::POST => post(shared, peer, endpoint, req, note).await,
-        Method::GET => get(shared, endpoint, req.headers()),
-        Method::DELETE => delete(shared, endpoint, req.headers()),
+        Method::POST => post(shared, client, endpoint, req, note).await,
+        Method::GET => get(shared, client, endpoint, req.headers()),
+        Method::DELETE => delete(shared, client, endpoint, req.headers()),
         _ => not_allowed(),
     }
 }
@@ -165,6 +170,14 @@ fn trace_head(req: &Request<Incoming>) {
         shown.push_str(&format!("\n   {name}: {value}"));
     }
     tracing::trace!(target: "toolhost::http::wire", "<< {shown}");
+}
+
+/// Who sent a request: its address (bounds its requests in flight) and the token it
+/// presented (binds its sessions).
+#[derive(Clone, Copy)]
+struct Client {
+    peer: SocketAddr,
+    credential: Option<Credential>,
 }
 
 /// What the client accepts of a POST's answer.
@@ -204,7 +217,7 @@ fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
 
 async fn post(
     shared: &Arc<Shared>,
-    peer: SocketAddr,
+    client: Client,
     endpoint: Option<String>,
     req: Request<Incoming>,
     note: &mut Note,
@@ -215,7 +228,7 @@ async fn post(
         Ok(a) => a,
         Err(refusal) => return *refusal,
     };
-    let bytes = match read_body(shared, body).await {
+    let (bytes, held) = match read_body(shared, body).await {
         Ok(b) => b,
         Err(refusal) => return *refusal,
     };
@@ -236,9 +249,10 @@ async fn post(
     let header_version = header_str(headers, PROTOCOL_VERSION);
     let call = Call {
         shared,
-        peer,
+        client,
         endpoint: endpoint.as_deref(),
         accept,
+        held: std::sync::Mutex::new(Some(held)),
     };
     if modern::is_modern(method, &head, header_version) {
         let mirrored = modern::Mirrored {
@@ -279,27 +293,103 @@ fn acceptable(headers: &HeaderMap) -> Result<Accepts, Box<Response<Body>>> {
     Ok(accept)
 }
 
-/// The body, if it comes whole, in time and within the size limit.
-async fn read_body(shared: &Shared, body: Incoming) -> Result<Bytes, Box<Response<Body>>> {
+/// Why a body was not read whole.
+enum Unread {
+    TooLarge,
+    OverBudget,
+    Broken,
+}
+
+/// The body, if it comes whole, in time, within the size limit and within the body budget
+/// (`budget.rs`); with the bytes it holds of the budget. Its bytes are taken from the budget
+/// before they are buffered: from its `Content-Length` up front (all at once, in one buffer),
+/// else as it grows.
+async fn read_body(
+    shared: &Shared,
+    mut body: Incoming,
+) -> Result<(Vec<u8>, Held), Box<Response<Body>>> {
+    use hyper::body::Body as _;
     let max = shared.limits.max_body_bytes;
-    let collected = tokio::time::timeout(BODY_TIMEOUT, Limited::new(body, max).collect()).await;
-    match collected {
-        Ok(Ok(b)) => Ok(b.to_bytes()),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(Box::new(error(
+    let budget = &shared.budget;
+    let declared = body
+        .size_hint()
+        .exact()
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    let mut held = Held::default();
+    let mut bytes = Vec::new();
+    let read = async {
+        if let Some(n) = declared {
+            if n > max {
+                return Err(Unread::TooLarge);
+            }
+            if !budget.take(&mut held, n, n <= SMALL_BODY) {
+                return Err(Unread::OverBudget);
+            }
+            bytes.reserve_exact(n);
+        }
+        while let Some(frame) = body.frame().await {
+            let Ok(data) = frame.map_err(|_| Unread::Broken)?.into_data() else {
+                continue;
+            };
+            let len = bytes.len() + data.len();
+            if len > max {
+                return Err(Unread::TooLarge);
+            }
+            if len > held.bytes() {
+                // No length declared: the buffer grows by doubling, its bytes taken first.
+                let want = len.max(bytes.capacity().saturating_mul(2).min(max));
+                let more = want - held.bytes();
+                if !budget.take(&mut held, more, false) {
+                    return Err(Unread::OverBudget);
+                }
+                bytes.reserve_exact(want - bytes.len());
+            }
+            bytes.extend_from_slice(&data);
+        }
+        Ok(())
+    };
+    let refusal = match tokio::time::timeout(BODY_TIMEOUT, read).await {
+        Ok(Ok(())) => return Ok((bytes, held)),
+        Ok(Err(Unread::TooLarge)) => error(
             StatusCode::PAYLOAD_TOO_LARGE,
             None,
             error_code::INVALID_REQUEST,
             &format!("the request body is over {max} bytes"),
-        ))),
-        Ok(Err(_)) => Err(Box::new(plain(
-            StatusCode::BAD_REQUEST,
-            "unreadable body\n",
-        ))),
-        Err(_) => Err(Box::new(plain(
-            StatusCode::REQUEST_TIMEOUT,
-            "body too slow\n",
-        ))),
-    }
+        ),
+        Ok(Err(Unread::OverBudget)) => {
+            tracing::info!(target: "toolhost::http", budget = budget.total(), "the request bodies held reached the body budget (--max-buffered-bytes): a body refused");
+            // Read (and drop) the rest as it comes, so the answer reaches the client: closing
+            // with its body unread would reset the connection, and the answer with it.
+            tokio::spawn(discard(body, max));
+            let mut r = error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                TRANSPORT_ERROR,
+                "Service Unavailable: the server holds as many request bodies as it may; try again",
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            r
+        }
+        Ok(Err(Unread::Broken)) => plain(StatusCode::BAD_REQUEST, "unreadable body\n"),
+        Err(_) => plain(StatusCode::REQUEST_TIMEOUT, "body too slow\n"),
+    };
+    Err(Box::new(refusal))
+}
+
+/// Reads a refused body to its end without keeping it (`max` bytes and [`BODY_TIMEOUT`] at
+/// most).
+async fn discard(mut body: Incoming, max: usize) {
+    let drain = async {
+        let mut read = 0;
+        while let Some(Ok(frame)) = body.frame().await {
+            read += frame.data_ref().map_or(0, |d| d.len());
+            if read > max {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(BODY_TIMEOUT, drain).await;
 }
 
 /// The body's one JSON-RPC message: UTF-8, not a batch, parsed.
@@ -333,9 +423,11 @@ fn parse_message(bytes: &[u8]) -> Result<JsonRpc<'_>, Box<Response<Body>>> {
 /// A POSTed message being served.
 struct Call<'a> {
     shared: &'a Arc<Shared>,
-    peer: SocketAddr,
+    client: Client,
     endpoint: Option<&'a str>,
     accept: Accepts,
+    /// The body's bytes of the budget: held by the call it carries until answered.
+    held: std::sync::Mutex<Option<Held>>,
 }
 
 impl Call<'_> {
@@ -436,7 +528,7 @@ impl Call<'_> {
             if shared.closing.load(Ordering::Acquire) {
                 return closing(msg.id);
             }
-            let session = match shared.sessions.open(self.endpoint) {
+            let session = match shared.sessions.open(self.endpoint, self.client.credential) {
                 Ok(s) => s,
                 Err(full) => {
                     return error(
@@ -478,11 +570,13 @@ impl Call<'_> {
         self.run(msg, method, &client, Some(session), false).await
     }
 
-    /// The session named by the request's header, if open and of this endpoint.
+    /// The session named by the request's header, if open, of this endpoint and this
+    /// client's token.
     fn session(&self, headers: &HeaderMap) -> Option<Arc<Session>> {
         let id = header_str(headers, SESSION_ID)?;
-        let s = self.shared.sessions.get(id)?;
-        (s.endpoint.as_deref() == self.endpoint).then_some(s)
+        self.shared
+            .sessions
+            .find(id, self.endpoint, self.client.credential)
     }
 
     /// Routes a message as `client`, and answers: at once, or when its request is.
@@ -500,7 +594,26 @@ impl Call<'_> {
             router.dispatch_from(self.scope(), client, msg, &sink);
             return empty(StatusCode::ACCEPTED);
         };
-        let ticket = match self.shared.in_flight.enter(self.peer.ip()) {
+        // One request per id in flight in a session: a second would take the first's place
+        // for cancellation (and DELETE), leaving the first running with nobody to stop it.
+        let claim = match &session {
+            Some(s) => match s.claim(id.get()) {
+                Some(c) if !router.in_flight(self.scope(), client, id) => Some(Arc::new(c)),
+                _ => {
+                    return error(
+                        StatusCode::BAD_REQUEST,
+                        Some(id),
+                        error_code::INVALID_REQUEST,
+                        &format!(
+                            "invalid request: request id {} is already in flight in this session",
+                            id.get()
+                        ),
+                    )
+                }
+            },
+            None => None,
+        };
+        let ticket = match self.shared.in_flight.enter(self.client.peer.ip()) {
             Ok(t) => t,
             Err(busy) => return too_busy(busy, id),
         };
@@ -525,8 +638,9 @@ impl Call<'_> {
             Dispatch::Handled => empty(StatusCode::ACCEPTED),
             Dispatch::Request(request) => {
                 let answered = Arc::new(AtomicBool::new(false));
-                let guard = self.guard(id, client, session, ticket, answered.clone());
-                request.start(responder(answered, tx, id, method, modern), false);
+                let guard = self.guard(id, client, claim.clone(), ticket, answered.clone());
+                let respond = responder(answered, claim, tx, id, method, modern);
+                request.start(respond, false);
                 if stream {
                     return stream_response(CallStream::new(rx, guard));
                 }
@@ -556,27 +670,25 @@ impl Call<'_> {
                 }))
     }
 
-    /// The guard of request `id` while unanswered, marked started in its session.
+    /// The guard of request `id` while unanswered: it holds the id's claim in its session
+    /// and the body's bytes of the budget.
     fn guard(
         &self,
         id: &RawValue,
         client: &str,
-        session: Option<Arc<Session>>,
+        claim: Option<Arc<Claim>>,
         ticket: Ticket,
         answered: Arc<AtomicBool>,
     ) -> CallGuard {
-        let id_text = id.get().to_string();
-        if let Some(s) = &session {
-            s.started(&id_text);
-        }
         CallGuard {
             router: self.shared.router.clone(),
             endpoint: self.endpoint.map(str::to_string),
             client: client.to_string(),
-            id: id_text,
+            id: id.get().to_string(),
             answered,
-            session,
+            _claim: claim,
             _ticket: ticket,
+            _held: crate::sync::lock(&self.held).take(),
         }
     }
 
@@ -605,9 +717,11 @@ fn finish(reply: String, id: &RawValue, method: &str, modern: bool) -> (StatusCo
     }
 }
 
-/// Sends a started request's answer to its call's channel, noting it answered.
+/// Sends a started request's answer to its call's channel, noting it answered (and giving
+/// its id back to its session).
 fn responder(
     answered: Arc<AtomicBool>,
+    claim: Option<Arc<Claim>>,
     tx: mpsc::UnboundedSender<Item>,
     id: &RawValue,
     method: &str,
@@ -617,6 +731,9 @@ fn responder(
     let method_name = method.to_string();
     Box::new(move |answer: Answer<'_>| {
         answered.store(true, Ordering::Release);
+        if let Some(c) = &claim {
+            c.release();
+        }
         let mut text = answer.rpc();
         if modern {
             text = modern::complete(text, Some(&reply_id), &method_name);
@@ -643,15 +760,15 @@ struct CallGuard {
     client: String,
     id: String,
     answered: Arc<AtomicBool>,
-    session: Option<Arc<Session>>,
+    /// Its id in its session: given back when answered (by the responder), or when both the
+    /// client and the request are gone.
+    _claim: Option<Arc<Claim>>,
     _ticket: Ticket,
+    _held: Option<Held>,
 }
 
 impl Drop for CallGuard {
     fn drop(&mut self) {
-        if let Some(s) = &self.session {
-            s.finished(&self.id);
-        }
         if !self.answered.load(Ordering::Acquire) {
             tracing::info!(target: "toolhost::http", client = %self.client, "the client went away: call cancelled");
             cancel(
@@ -704,7 +821,12 @@ fn session_method(headers: &HeaderMap) -> Result<&str, Box<Response<Body>>> {
     header_str(headers, SESSION_ID).ok_or_else(|| Box::new(not_allowed()))
 }
 
-fn get(shared: &Arc<Shared>, endpoint: Option<String>, headers: &HeaderMap) -> Response<Body> {
+fn get(
+    shared: &Arc<Shared>,
+    client: Client,
+    endpoint: Option<String>,
+    headers: &HeaderMap,
+) -> Response<Body> {
     let id = match session_method(headers) {
         Ok(id) => id,
         Err(refusal) => return *refusal,
@@ -720,7 +842,10 @@ fn get(shared: &Arc<Shared>, endpoint: Option<String>, headers: &HeaderMap) -> R
     if shared.closing.load(Ordering::Acquire) {
         return closing(None);
     }
-    let Some(session) = shared.sessions.get(id).filter(|s| s.endpoint == endpoint) else {
+    let Some(session) = shared
+        .sessions
+        .find(id, endpoint.as_deref(), client.credential)
+    else {
         return session_not_found(None);
     };
     let last = header_str(headers, "last-event-id");
@@ -728,12 +853,20 @@ fn get(shared: &Arc<Shared>, endpoint: Option<String>, headers: &HeaderMap) -> R
 }
 
 /// Ends a session (2025-11-25): its calls are cancelled, its stream closed.
-fn delete(shared: &Arc<Shared>, endpoint: Option<String>, headers: &HeaderMap) -> Response<Body> {
+fn delete(
+    shared: &Arc<Shared>,
+    client: Client,
+    endpoint: Option<String>,
+    headers: &HeaderMap,
+) -> Response<Body> {
     let id = match session_method(headers) {
         Ok(id) => id,
         Err(refusal) => return *refusal,
     };
-    match shared.sessions.get(id).filter(|s| s.endpoint == endpoint) {
+    match shared
+        .sessions
+        .find(id, endpoint.as_deref(), client.credential)
+    {
         Some(s) => {
             shared.sessions.remove(&s.id);
             shared

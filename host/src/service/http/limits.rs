@@ -15,6 +15,11 @@ pub struct HttpLimits {
     /// Largest request body, in bytes (413 beyond).
     #[arg(long, value_name = "BYTES", default_value_t = 4 << 20)]
     pub max_body_bytes: usize,
+    /// Request bodies held at once, in all, in bytes (503 beyond): a body's bytes count from
+    /// its arrival (its `Content-Length` up front) until its request is answered. An eighth is
+    /// kept for bodies of 64 KiB or less.
+    #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
+    pub max_buffered_bytes: usize,
     /// Largest request head (request line and headers), in bytes (431 beyond).
     #[arg(long, value_name = "BYTES", default_value_t = 64 << 10)]
     pub max_header_bytes: usize,
@@ -31,7 +36,8 @@ pub struct HttpLimits {
     /// Requests in flight in all (503 beyond).
     #[arg(long, value_name = "N", default_value_t = 4096)]
     pub max_requests: usize,
-    /// Connections open at once; more wait to be accepted.
+    /// Connections open at once (kept below what the process may open, see `ulimit -n`);
+    /// more are answered 503 and closed.
     #[arg(long, value_name = "N", default_value_t = 8192)]
     pub max_connections: usize,
     /// Events queued for a stream's reader; a reader that falls this far behind is dropped.
@@ -40,12 +46,18 @@ pub struct HttpLimits {
     /// On SIGTERM, how long calls in flight may still run before they are cancelled (seconds).
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     pub shutdown_grace_secs: u64,
+    /// How long a client may take to send a request's head, counted from when the server
+    /// waits for it: an idle connection (kept alive, or opened and silent) is closed after
+    /// this (seconds).
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub header_timeout_secs: u64,
 }
 
 impl Default for HttpLimits {
     fn default() -> Self {
         HttpLimits {
             max_body_bytes: 4 << 20,
+            max_buffered_bytes: 64 << 20,
             max_header_bytes: 64 << 10,
             max_sessions: 10_000,
             session_idle_secs: 1800,
@@ -54,6 +66,7 @@ impl Default for HttpLimits {
             max_connections: 8192,
             stream_buffer: 64,
             shutdown_grace_secs: 10,
+            header_timeout_secs: 10,
         }
     }
 }
@@ -65,6 +78,10 @@ impl HttpLimits {
 
     pub fn shutdown_grace(&self) -> Duration {
         Duration::from_secs(self.shutdown_grace_secs)
+    }
+
+    pub fn header_timeout(&self) -> Duration {
+        Duration::from_secs(self.header_timeout_secs.max(1))
     }
 }
 

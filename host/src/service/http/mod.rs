@@ -16,6 +16,8 @@
 //! handler in front of our router, and checks no `Origin` by default.
 
 mod auth;
+mod budget;
+mod descriptors;
 mod endpoint;
 mod limits;
 mod modern;
@@ -42,7 +44,11 @@ use tokio::{
     sync::{broadcast, mpsc, Semaphore},
 };
 
-pub use auth::{TokenFileError, Tokens, MIN_TOKEN_LEN};
+pub use auth::{Credential, TokenFileError, Tokens, MIN_TOKEN_LEN};
+pub use descriptors::{
+    connection_bound, connection_bound_at, limits as descriptor_limits,
+    raise_limit as raise_descriptor_limit,
+};
 pub use limits::HttpLimits;
 pub use modern::{HEADER_MISMATCH, UNSUPPORTED_VERSION};
 pub use origin::OriginPolicy;
@@ -54,9 +60,6 @@ use session::Sessions;
 
 /// Where `serve --http` listens unless told.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:8765";
-
-/// How long a client may take to send a request's head.
-const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the server is told at start.
 pub struct HttpOptions {
@@ -102,6 +105,8 @@ struct Shared {
     limits: HttpLimits,
     sessions: Sessions,
     in_flight: Arc<InFlight>,
+    /// The bytes of request bodies held at once.
+    budget: budget::BodyBudget,
     /// Open `subscriptions/listen` streams.
     listeners: Mutex<Vec<Listener>>,
     /// Names each stateless request apart for cancellation.
@@ -135,13 +140,24 @@ impl HttpServer {
             addr: options.addr,
             source,
         })?;
-        let limits = options.limits;
+        let mut limits = options.limits;
+        let plugins = router.registry().plugins().len();
+        let (bound, why) = descriptors::connection_bound(limits.max_connections, plugins);
+        if let Some(why) = why {
+            tracing::warn!(target: "toolhost::http", "{why}");
+            limits.max_connections = bound;
+        }
+        let budget = budget::BodyBudget::new(limits.max_buffered_bytes, limits.max_body_bytes);
+        if budget.total() != limits.max_buffered_bytes {
+            tracing::warn!(target: "toolhost::http", "--max-buffered-bytes raised to {} so a body of --max-body-bytes {} fits", budget.total(), limits.max_body_bytes);
+        }
         let shared = Arc::new(Shared {
             router,
             tokens: options.tokens,
             origins: OriginPolicy::new(addr, options.tls.is_some(), &options.allow_origins),
             sessions: Sessions::new(limits.max_sessions, limits.session_idle()),
             in_flight: InFlight::new(limits.max_requests_per_client, limits.max_requests),
+            budget,
             limits,
             listeners: Mutex::new(Vec::new()),
             next_request: AtomicU64::new(0),
@@ -180,13 +196,12 @@ impl HttpServer {
         let announce = events.map(|e| tokio::spawn(announce_changes(e, shared.clone())));
         let sweep = tokio::spawn(expire_sessions(shared.clone()));
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-        let connections = Arc::new(Semaphore::new(shared.limits.max_connections.max(1)));
+        let max = shared.limits.max_connections.max(1);
+        let connections = Arc::new(Semaphore::new(max));
+        let refusing = Arc::new(Semaphore::new(descriptors::REFUSING));
+        let mut full = false;
         tokio::pin!(shutdown);
         loop {
-            let permit = tokio::select! {
-                _ = &mut shutdown => break,
-                p = connections.clone().acquire_owned() => p.expect("never closed"),
-            };
             let (stream, peer) = tokio::select! {
                 _ = &mut shutdown => break,
                 accepted = self.listener.accept() => match accepted {
@@ -199,6 +214,23 @@ impl HttpServer {
                     }
                 },
             };
+            // Over the bound, a connection is answered at once rather than left waiting in
+            // the backlog, where a client cannot tell a full server from a dead one.
+            let Ok(permit) = connections.clone().try_acquire_owned() else {
+                if !full {
+                    tracing::warn!(target: "toolhost::http", "{max} connections open, the most allowed (--max-connections): new ones are answered 503 until some close");
+                    full = true;
+                }
+                // A slot to answer in, waited for: the answer takes a moment at most.
+                let slot = tokio::select! {
+                    _ = &mut shutdown => break,
+                    s = refusing.clone().acquire_owned() => s.expect("never closed"),
+                };
+                descriptors::refuse(stream, self.tls.is_some(), slot);
+                continue;
+            };
+            // Back under the bound with some room: a next time full is said again.
+            full &= connections.available_permits() <= max / 8;
             let _ = stream.set_nodelay(true);
             let watcher = graceful.watcher();
             let (shared, tls) = (shared.clone(), self.tls.clone());
@@ -208,7 +240,8 @@ impl HttpServer {
                     // The handshake runs here, not in the accepting loop: a client that never
                     // finishes it holds only its own task.
                     Some(tls) => {
-                        match tokio::time::timeout(HEADER_TIMEOUT, tls.accept(stream)).await {
+                        let limit = shared.limits.header_timeout();
+                        match tokio::time::timeout(limit, tls.accept(stream)).await {
                             Ok(Ok(stream)) => {
                                 serve_connection(TokioIo::new(stream), shared, peer, watcher).await
                             }
@@ -252,13 +285,14 @@ async fn serve_connection<I>(
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let max_buf = shared.limits.max_header_bytes.max(8192);
+    let header_timeout = shared.limits.header_timeout();
     let service = hyper::service::service_fn(move |req| {
         let shared = shared.clone();
         async move { Ok::<_, std::convert::Infallible>(endpoint::handle(shared, peer, req).await) }
     });
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_TIMEOUT)
+        .header_read_timeout(header_timeout)
         .max_buf_size(max_buf)
         .serve_connection(io, service);
     if let Err(e) = watcher.watch(conn).await {

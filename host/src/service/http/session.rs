@@ -6,15 +6,18 @@
 //! behind a plain load balancer serve those clients alike.
 
 use std::{
-    collections::{HashMap, HashSet, VecDeque},
-    sync::{Arc, Mutex},
+    collections::{HashMap, VecDeque},
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc, Mutex,
+    },
     time::{Duration, Instant},
 };
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
-use super::sse;
+use super::{auth::Credential, sse};
 use crate::sync::lock;
 
 /// Events of a GET stream kept for resumption.
@@ -25,9 +28,14 @@ pub struct Session {
     pub id: String,
     /// The endpoint it was opened on: `None` for `/mcp`, the plugin for `/mcp/NAME`.
     pub endpoint: Option<String>,
+    /// The token that opened it (`None` without tokens): the only one that may use it.
+    owner: Option<Credential>,
     last_seen: Mutex<Instant>,
-    /// Ids of its requests in flight (their JSON text), to cancel when it ends.
-    in_flight: Mutex<HashSet<String>>,
+    /// Ids of its requests in flight (their JSON text), to cancel when it ends and to refuse
+    /// a second request with one of them; each with the number of the [`Claim`] holding it.
+    in_flight: Mutex<HashMap<String, u64>>,
+    /// Numbers the claims, so an old claim never releases a newer one's id.
+    claims: AtomicU64,
     stream: Mutex<Stream>,
 }
 
@@ -44,18 +52,27 @@ impl Session {
         *lock(&self.last_seen) = Instant::now();
     }
 
-    /// Notes a request in flight; the returned id text is what [`Session::finished`] takes.
-    pub fn started(&self, id: &str) {
-        lock(&self.in_flight).insert(id.to_string());
-    }
-
-    pub fn finished(&self, id: &str) {
-        lock(&self.in_flight).remove(id);
+    /// Notes request `id` (its JSON text) in flight until the claim is released or dropped;
+    /// `None` if a request with that id is in flight already. JSON-RPC ids are unique among
+    /// a client's requests in flight: a second one would take the first's place for
+    /// cancellation, and leave it running with nobody able to stop it.
+    pub fn claim(self: &Arc<Self>, id: &str) -> Option<Claim> {
+        let mut in_flight = lock(&self.in_flight);
+        if in_flight.contains_key(id) {
+            return None;
+        }
+        let number = self.claims.fetch_add(1, Ordering::Relaxed);
+        in_flight.insert(id.to_string(), number);
+        Some(Claim {
+            session: self.clone(),
+            id: id.to_string(),
+            number,
+        })
     }
 
     /// The ids of its requests in flight.
     pub fn in_flight(&self) -> Vec<String> {
-        lock(&self.in_flight).iter().cloned().collect()
+        lock(&self.in_flight).keys().cloned().collect()
     }
 
     /// Opens the GET stream (closing one already open): the events after `last_event` are
@@ -111,6 +128,29 @@ impl Session {
     }
 }
 
+/// A request id held in flight in its session; given back when released or dropped.
+pub struct Claim {
+    session: Arc<Session>,
+    id: String,
+    number: u64,
+}
+
+impl Claim {
+    /// Gives the id back (the request was answered); again does nothing.
+    pub fn release(&self) {
+        let mut in_flight = lock(&self.session.in_flight);
+        if in_flight.get(&self.id) == Some(&self.number) {
+            in_flight.remove(&self.id);
+        }
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
 /// Why no session could be opened.
 #[derive(Debug, thiserror::Error)]
 #[error("{0} sessions are open, the most allowed")]
@@ -132,8 +172,12 @@ impl Sessions {
         }
     }
 
-    /// Opens a session on `endpoint`.
-    pub fn open(&self, endpoint: Option<&str>) -> Result<Arc<Session>, Full> {
+    /// Opens a session on `endpoint` for the client presenting `owner`.
+    pub fn open(
+        &self,
+        endpoint: Option<&str>,
+        owner: Option<Credential>,
+    ) -> Result<Arc<Session>, Full> {
         let mut map = lock(&self.map);
         if map.len() >= self.max {
             return Err(Full(self.max));
@@ -141,17 +185,29 @@ impl Sessions {
         let session = Arc::new(Session {
             id: new_id(),
             endpoint: endpoint.map(str::to_string),
+            owner,
             last_seen: Mutex::new(Instant::now()),
-            in_flight: Mutex::new(HashSet::new()),
+            in_flight: Mutex::new(HashMap::new()),
+            claims: AtomicU64::new(0),
             stream: Mutex::new(Stream::default()),
         });
         map.insert(session.id.clone(), session.clone());
         Ok(session)
     }
 
-    /// The session `id`, if open, and marks it used.
-    pub fn get(&self, id: &str) -> Option<Arc<Session>> {
+    /// The session `id` if open on `endpoint` for the client presenting `owner`, and marks
+    /// it used. Another endpoint's or another token's session is not found, as an unknown
+    /// one (and is not kept alive by the asking).
+    pub fn find(
+        &self,
+        id: &str,
+        endpoint: Option<&str>,
+        owner: Option<Credential>,
+    ) -> Option<Arc<Session>> {
         let s = lock(&self.map).get(id).cloned()?;
+        if s.endpoint.as_deref() != endpoint || s.owner != owner {
+            return None;
+        }
         s.touch();
         Some(s)
     }
@@ -221,7 +277,7 @@ mod tests {
     #[tokio::test]
     async fn a_reader_that_falls_behind_is_dropped_and_memory_stays_bounded() {
         let sessions = Sessions::new(4, Duration::from_secs(60));
-        let s = sessions.open(None).unwrap();
+        let s = sessions.open(None, None).unwrap();
         let mut feed = s.open_stream(None, 2);
         // Nobody reads: the third event finds the queue full and drops the reader.
         for _ in 0..1000 {
@@ -245,13 +301,31 @@ mod tests {
     }
 
     #[test]
+    fn an_id_in_flight_is_claimed_once() {
+        let sessions = Sessions::new(1, Duration::from_secs(60));
+        let s = sessions.open(None, None).unwrap();
+        let first = s.claim("7").expect("a free id");
+        assert!(s.claim("7").is_none(), "claimed twice");
+        let other = s.claim("\"7\"").expect("another id");
+        assert_eq!(s.in_flight().len(), 2);
+        first.release();
+        let again = s.claim("7").expect("released");
+        // The old claim, dropped late, leaves the new one's id alone.
+        drop(first);
+        assert!(s.claim("7").is_none());
+        drop((again, other));
+        assert!(s.in_flight().is_empty());
+    }
+
+    #[test]
     fn sessions_are_bounded() {
         let sessions = Sessions::new(2, Duration::from_secs(60));
-        let a = sessions.open(Some("calc")).unwrap();
-        sessions.open(None).unwrap();
-        assert!(sessions.open(None).is_err());
+        let a = sessions.open(Some("calc"), None).unwrap();
+        sessions.open(None, None).unwrap();
+        assert!(sessions.open(None, None).is_err());
+        assert!(sessions.find(&a.id, Some("calc"), None).is_some());
         assert!(sessions.remove(&a.id).is_some());
-        assert!(sessions.get(&a.id).is_none());
-        assert!(sessions.open(None).is_ok());
+        assert!(sessions.find(&a.id, Some("calc"), None).is_none());
+        assert!(sessions.open(None, None).is_ok());
     }
 }

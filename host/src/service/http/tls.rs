@@ -12,7 +12,7 @@ use rustls_pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer};
 use tokio_rustls::{rustls, TlsAcceptor};
 
 use super::auth::check_private;
-use crate::trust::{check_owner_and_mode, TrustError};
+use crate::trust::{check_folders, check_owner_and_mode, TrustError};
 
 /// The files of `--tls-cert` and `--tls-key`.
 #[derive(Debug, Clone)]
@@ -84,12 +84,14 @@ pub fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError>
 }
 
 /// The private key of a PEM file, which must be this user's (or root's), writable and
-/// readable by nobody else (`allow_shared` lifts the writers rule, not the readers one).
+/// readable by nobody else, in folders where nobody else can replace it (`allow_shared` lifts
+/// the writers rules, not the readers one).
 pub fn read_key(path: &Path, allow_shared: bool) -> Result<PrivateKeyDer<'static>, TlsError> {
     let shown = path.display().to_string();
     let (meta, bytes) = read(path, &shown)?;
     if !allow_shared {
         check_owner_and_mode(path, &meta)?;
+        check_folders(path)?;
     }
     check_private(&shown, &meta).map_err(|_| TlsError::Readable {
         path: shown.clone(),
