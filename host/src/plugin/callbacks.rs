@@ -266,6 +266,10 @@ pub struct CallControl {
     cancelled: AtomicBool,
     progress: Option<std::sync::Arc<dyn Report>>,
     label: String,
+    /// The largest result the host passes on, in bytes of JSON (`usize::MAX`: no limit).
+    result_limit: usize,
+    /// The size of a result refused before it was read whole (a worker's), or 0.
+    too_large: std::sync::atomic::AtomicUsize,
 }
 
 impl CallControl {
@@ -276,7 +280,32 @@ impl CallControl {
             cancelled: AtomicBool::new(false),
             progress,
             label: label.into(),
+            result_limit: usize::MAX,
+            too_large: std::sync::atomic::AtomicUsize::new(0),
         }
+    }
+
+    /// The same, with the size limit of its result: a backend that receives the result from
+    /// elsewhere (a worker) refuses a bigger one before holding it ([`Self::refuse_too_large`]).
+    pub fn with_result_limit(mut self, max: usize) -> Self {
+        self.result_limit = max;
+        self
+    }
+
+    /// The largest result passed on, in bytes of JSON (`usize::MAX`: no limit).
+    pub fn result_limit(&self) -> usize {
+        self.result_limit
+    }
+
+    /// Records that the result, of `bytes`, was refused unread for its size: the request is
+    /// then answered with the size error, as a result over the limit read whole would be.
+    pub fn refuse_too_large(&self, bytes: usize) {
+        self.too_large.store(bytes.max(1), Ordering::Release);
+    }
+
+    /// The size of a result refused by [`Self::refuse_too_large`], if one was.
+    pub fn too_large(&self) -> Option<usize> {
+        Some(self.too_large.load(Ordering::Acquire)).filter(|&n| n > 0)
     }
 
     /// What names the call (its JSON-RPC id).
