@@ -36,7 +36,7 @@ use std::{
 use serde_json::{value::RawValue, Value};
 
 pub use catalog::{Compiled, FlatCatalog, FlatCollision, ToolCheck};
-pub use notices::plugin_notices;
+pub use notices::{NoticeFeed, NOTICE_BATCH};
 pub use offers::{check_prompt_arguments, OfferCollision, Offers, Resolved};
 pub use plugin_request::PluginRequest;
 pub use progress::{Discard, Notify, Sink};
@@ -307,7 +307,9 @@ impl Router {
         id: &RawValue,
         method: Box<dyn Method>,
     ) -> Request {
-        let control = Arc::new(CallControl::new(id.get(), None));
+        let control = Arc::new(
+            CallControl::new(id.get(), None).with_result_limit(self.config.max_result_bytes),
+        );
         Request::new(
             self.clone(),
             plugin.to_string(),
@@ -563,7 +565,9 @@ impl Router {
         let token = meta.and_then(|m| m.progress_token);
         let progress = Progress::of_call(sink, server, token, log_min);
         let report = progress.clone().map(|p| p as Arc<dyn Report>);
-        let control = Arc::new(CallControl::new(id.get(), report));
+        let control = Arc::new(
+            CallControl::new(id.get(), report).with_result_limit(self.config.max_result_bytes),
+        );
         Dispatch::Request(Request::new(
             self.clone(),
             plugin,
