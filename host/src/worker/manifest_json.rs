@@ -27,6 +27,14 @@ pub(crate) fn to_json(manifest: &Manifest, call_typed: bool) -> String {
 /// The manifest and whether the plugin has the ABI's typed parse, checked against the naming
 /// rules again: the worker validated it, but the host relies on the rules itself.
 pub(crate) fn from_json(text: &str) -> Result<(Manifest, bool), String> {
+    use crate::model::{ManifestError, MAX_DECLARATION_BYTES};
+    if text.len() > MAX_DECLARATION_BYTES {
+        return Err(ManifestError::TooLarge {
+            what: "declarations",
+            bytes: text.len(),
+        }
+        .to_string());
+    }
     let ready: Ready<Manifest> =
         serde_json::from_str(text).map_err(|e| format!("manifest: {e}"))?;
     ready.manifest.validate().map_err(|e| e.to_string())?;
