@@ -313,9 +313,7 @@ impl Router {
         id: &RawValue,
         method: Box<dyn Method>,
     ) -> Request {
-        let control = Arc::new(
-            CallControl::new(id.get(), None).with_result_limit(self.config.max_result_bytes),
-        );
+        let control = Arc::new(CallControl::new(id.get(), None));
         Request::new(
             self.clone(),
             plugin.to_string(),
@@ -605,9 +603,7 @@ impl Router {
         let token = meta.and_then(|m| m.progress_token);
         let progress = Progress::of_call(sink, server, token, log_min);
         let report = progress.clone().map(|p| p as Arc<dyn Report>);
-        let control = Arc::new(
-            CallControl::new(id.get(), report).with_result_limit(self.config.max_result_bytes),
-        );
+        let control = Arc::new(CallControl::new(id.get(), report));
         Dispatch::Request(Request::new(
             self.clone(),
             plugin,

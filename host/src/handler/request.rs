@@ -167,6 +167,8 @@ impl Request {
         if let Some(key) = &key {
             router.register(key, &control);
         }
+        // A backend receiving the result from elsewhere (a worker) refuses a bigger one unread.
+        control.limit_result(router.config.max_result_bytes);
         Request(Arc::new(Inner {
             router,
             plugin,

@@ -267,7 +267,7 @@ pub struct CallControl {
     progress: Option<std::sync::Arc<dyn Report>>,
     label: String,
     /// The largest result the host passes on, in bytes of JSON (`usize::MAX`: no limit).
-    result_limit: usize,
+    result_limit: std::sync::atomic::AtomicUsize,
     /// The size of a result refused before it was read whole (a worker's), or 0.
     too_large: std::sync::atomic::AtomicUsize,
 }
@@ -280,21 +280,21 @@ impl CallControl {
             cancelled: AtomicBool::new(false),
             progress,
             label: label.into(),
-            result_limit: usize::MAX,
+            result_limit: std::sync::atomic::AtomicUsize::new(usize::MAX),
             too_large: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
-    /// The same, with the size limit of its result: a backend that receives the result from
-    /// elsewhere (a worker) refuses a bigger one before holding it ([`Self::refuse_too_large`]).
-    pub fn with_result_limit(mut self, max: usize) -> Self {
-        self.result_limit = max;
-        self
+    /// Lowers the size limit of its result to `max` (the router does, for whoever made the
+    /// control: a command's, a chat's): a backend that receives the result from elsewhere (a
+    /// worker) refuses a bigger one before holding it ([`Self::refuse_too_large`]).
+    pub fn limit_result(&self, max: usize) {
+        self.result_limit.fetch_min(max, Ordering::AcqRel);
     }
 
     /// The largest result passed on, in bytes of JSON (`usize::MAX`: no limit).
     pub fn result_limit(&self) -> usize {
-        self.result_limit
+        self.result_limit.load(Ordering::Acquire)
     }
 
     /// Records that the result, of `bytes`, was refused unread for its size: the request is
