@@ -51,6 +51,7 @@ fn a_plugin_over_a_declaration_cap_is_refused_naming_it() {
             cap + 1
         );
         assert!(out.contains(&said), "{var}: {out}");
+        assert_eq!(out.matches(&said).count(), 1, "said once: {out}");
         assert!(out.contains("libsprawl"), "{out}");
         // The other plugin is served as ever.
         assert!(out.contains("calc ") && out.contains("add("), "{out}");
