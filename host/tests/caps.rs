@@ -142,3 +142,27 @@ fn tools_and_prompts_lists_page_and_every_entry_is_reachable() {
         }
     }
 }
+
+/// In a worker too: the worker refuses the plugin as the host would, and the host says why.
+#[test]
+fn an_isolated_plugin_over_a_cap_is_refused_naming_it() {
+    let plugins = common::plugin_dir(&["calc", "sprawl"]);
+    let toml = plugins.path().join("toolhost.toml");
+    let settings = format!(
+        "[plugin.sprawl]\nisolate = true\nenv = {{ SPRAWL_RESOURCES = \"{}\" }}\n",
+        MAX_RESOURCES + 1
+    );
+    std::fs::write(&toml, settings).unwrap();
+    let out = common::toolhost(&["list"], plugins.path())
+        .env_remove("SPRAWL_RESOURCES")
+        .output()
+        .expect("run toolhost list");
+    let out = format!("{}{}", common::text(&out.stdout), common::text(&out.stderr));
+    let said = format!(
+        "it declares {} resources and resource templates; a plugin may declare at most {}",
+        MAX_RESOURCES + 1,
+        MAX_RESOURCES
+    );
+    assert!(out.contains(&said), "{out}");
+    assert!(out.contains("calc ") && out.contains("add("), "{out}");
+}
