@@ -126,7 +126,7 @@ impl Board {
         self.ready.notify_one();
     }
 
-    /// Takes up to `max` pending notices, plugin by plugin.
+    /// Takes up to `max` pending notices, plugin by plugin in turn.
     fn take(&self, max: usize) -> Vec<Notice> {
         let mut p = lock(&self.pending);
         let mut out = Vec::new();
@@ -157,9 +157,14 @@ impl Board {
                     params: serde_json::json!({ "uri": uri }).to_string(),
                 });
             }
-            if entry.uris.is_empty() && !entry.list_changed {
+            let empty = entry.uris.is_empty() && !entry.list_changed;
+            p.order.pop_front();
+            if empty {
                 p.plugins.remove(&plugin);
-                p.order.pop_front();
+            } else {
+                // Its turn is over: a plugin that keeps many URIs pending does not hold the
+                // others back.
+                p.order.push_back(plugin);
             }
         }
         out
@@ -332,5 +337,15 @@ mod tests {
         // Taken, a URI may be pending again.
         b.push(&notice("p", RESOURCE_UPDATED, Some("x://state")));
         assert_eq!(b.take(10).len(), 1);
+        // Plugins take turns: one with many URIs pending does not hold another back.
+        for i in 0..100 {
+            b.push(&notice("q", RESOURCE_UPDATED, Some(&format!("x://{i}"))));
+        }
+        b.push(&notice("p", RESOURCE_LIST_CHANGED, None));
+        let batch = b.take(10);
+        assert!(batch.iter().all(|n| n.plugin == "q"));
+        let batch = b.take(10);
+        assert_eq!(batch[0].plugin, "p", "{batch:?}");
+        assert_eq!(batch[1].plugin, "q");
     }
 }
