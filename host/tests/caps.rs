@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use toolhost::{
     handler::{Discard, Dispatch, Router, RouterConfig, Scope, Sink},
-    model::{JsonRpc, MAX_PROMPTS, MAX_RESOURCES, MAX_TOOLS},
+    model::{JsonRpc, MAX_DECLARATION_BYTES, MAX_PROMPTS, MAX_RESOURCES, MAX_TOOLS},
 };
 
 /// `toolhost list` over calc and sprawl, sprawl declaring what `env` says: its stdout and
@@ -18,7 +18,12 @@ use toolhost::{
 fn list(env: &[(&str, usize)]) -> String {
     let plugins = common::plugin_dir(&["calc", "sprawl"]);
     let mut cmd = common::toolhost(&["list"], plugins.path());
-    for k in ["SPRAWL_TOOLS", "SPRAWL_PROMPTS", "SPRAWL_RESOURCES"] {
+    for k in [
+        "SPRAWL_TOOLS",
+        "SPRAWL_PROMPTS",
+        "SPRAWL_RESOURCES",
+        "SPRAWL_BIG",
+    ] {
         cmd.env_remove(k);
     }
     for (k, v) in env {
@@ -165,4 +170,17 @@ fn an_isolated_plugin_over_a_cap_is_refused_naming_it() {
     );
     assert!(out.contains(&said), "{out}");
     assert!(out.contains("calc ") && out.contains("add("), "{out}");
+}
+
+/// Declarations longer than the host reads are refused unparsed, saying how long they were.
+#[test]
+fn declarations_over_the_size_cap_are_refused_unparsed() {
+    let out = list(&[("SPRAWL_BIG", MAX_DECLARATION_BYTES)]);
+    let shown = &out[..out.len().min(2000)];
+    assert!(out.contains("its tool declarations take "), "{shown}");
+    assert!(
+        out.contains(&format!("bytes; at most {MAX_DECLARATION_BYTES} are read")),
+        "{shown}"
+    );
+    assert!(out.contains("calc ") && out.contains("add("), "{shown}");
 }

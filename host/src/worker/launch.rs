@@ -175,7 +175,7 @@ fn await_manifest(
     loop {
         // The manifest's frame is bounded by the declarations' cap (and room for its tools'
         // list beside them): a bigger one is skipped unread.
-        let max = 2 * crate::model::MAX_DECLARATION_BYTES;
+        let max = super::manifest_json::MAX_MANIFEST_JSON + super::wire::FRAME_SLACK;
         let next = match reader.next_reply(Some(timeout), max) {
             Ok(Ok(next)) => Ok(next),
             Ok(Err(over)) => {
