@@ -10,7 +10,7 @@ use std::{sync::Arc, time::Duration};
 
 use serde_json::{json, Value};
 use toolhost::{
-    handler::{plugin_notices, Discard, Dispatch, Router, RouterConfig, Scope, Sink},
+    handler::{Discard, Dispatch, NoticeFeed, Router, RouterConfig, Scope, Sink},
     model::JsonRpc,
 };
 
@@ -44,7 +44,7 @@ async fn updates_reach_subscribers(isolated: bool) {
     } else {
         common::open_router(&["notes"], RouterConfig::default())
     };
-    let mut notices = plugin_notices();
+    let notices = NoticeFeed::follow(|n| n.plugin == "notes");
     let sub = send(
         &router,
         Scope::All,
@@ -67,16 +67,13 @@ async fn updates_reach_subscribers(isolated: bool) {
     send(&router, Scope::All, 3, "tools/call", add).await;
     let mut seen = Vec::new();
     while seen.len() < 2 {
-        let n = tokio::time::timeout(BOUND, notices.recv())
+        let batch = tokio::time::timeout(BOUND, notices.next(1))
             .await
-            .expect("the plugin's notices")
-            .unwrap();
-        if n.plugin != "notes" {
-            continue;
-        }
-        seen.push(router.notification(Scope::All, &n));
+            .expect("the plugin's notices");
+        let n = &batch[0];
+        seen.push(router.notification(Scope::All, n));
         // Its own sdk server in chat did not subscribe: only the list change goes there.
-        let own = router.notification(Scope::Server("notes"), &n);
+        let own = router.notification(Scope::Server("notes"), n);
         if n.method.ends_with("updated") {
             assert_eq!(own, None);
         }
@@ -102,12 +99,10 @@ async fn updates_reach_subscribers(isolated: bool) {
     let add = json!({"name": "notes__add_note", "arguments": {"text": "again"}});
     send(&router, Scope::All, 5, "tools/call", add).await;
     loop {
-        let n = tokio::time::timeout(BOUND, notices.recv())
-            .await
-            .unwrap()
-            .unwrap();
-        if n.plugin == "notes" && n.method.ends_with("updated") {
-            assert_eq!(router.notification(Scope::All, &n), None);
+        let batch = tokio::time::timeout(BOUND, notices.next(1)).await.unwrap();
+        let n = &batch[0];
+        if n.method.ends_with("updated") {
+            assert_eq!(router.notification(Scope::All, n), None);
             break;
         }
     }

@@ -1831,3 +1831,50 @@ cli_test!(
         cli.finish();
     }
 );
+
+cli_test!(
+    /// §8.2 (a paged tools/list): the CLI follows `nextCursor` on the sdk path, asking for the
+    /// next page with `params.cursor`, and offers the model the tools of every page (2.1.328,
+    /// 2.1.331, 2.1.332).
+    fn a_paged_tools_list_on_the_sdk_path() {
+        let sandbox = Sandbox::new(&[]);
+        let fake = FakeApi::queue([Reply::text("DONE")]);
+        let log = Log::default();
+        let server = |req: &McpRequest| {
+            log.push(req);
+            match (req.server.as_str(), req.method()) {
+                ("paged", "tools/list") => {
+                    let page = match req.message["params"]["cursor"].as_str() {
+                        None => json!({"tools":[any_tool("first")],"nextCursor":"page2"}),
+                        Some("page2") => json!({"tools":[any_tool("second")]}),
+                        Some(_) => json!({"tools":[]}),
+                    };
+                    Some(reply(req, page))
+                }
+                _ => handshake(req, &[any_tool("good")]),
+            }
+        };
+        let mut cli = SdkSession::spawn_with(
+            sandbox.claude_command(&fake, &[]),
+            initialize(&["paged"], json!({})),
+            server,
+        );
+        cli.pump("initialize response", is_response_to("init_1"));
+        let result = cli.turn("go");
+        assert_eq!(result["result"], "DONE", "{result}");
+        let names = fake.request(0).mcp_tool_names();
+        let lists: Vec<Value> = log
+            .of("paged", "tools/list")
+            .iter()
+            .map(|r| r.message["params"].clone())
+            .collect();
+        assert_eq!(
+            names,
+            ["mcp__paged__first", "mcp__paged__second"],
+            "{lists:?}"
+        );
+        assert_eq!(lists.len(), 2, "{lists:?}");
+        assert_eq!(lists[1], json!({"cursor":"page2"}), "{lists:?}");
+        cli.finish();
+    }
+);

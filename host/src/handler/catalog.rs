@@ -29,6 +29,8 @@ pub struct FlatCatalog {
     versions: Vec<Weak<LoadedPlugin>>,
     /// Flat name → (plugin, tool).
     by_name: HashMap<String, (String, String)>,
+    /// The listed tools, for pages of `tools/list`, and the whole list serialized.
+    tools: Vec<Value>,
     tools_list: String,
     collisions: Vec<FlatCollision>,
 }
@@ -76,6 +78,7 @@ impl FlatCatalog {
             versions: plugins.iter().map(Arc::downgrade).collect(),
             by_name,
             tools_list: serde_json::json!({ "tools": tools }).to_string(),
+            tools,
             collisions,
         }
     }
@@ -100,6 +103,11 @@ impl FlatCatalog {
     /// The `tools/list` result, serialized.
     pub fn tools_list(&self) -> &str {
         &self.tools_list
+    }
+
+    /// The listed tools, in order.
+    pub fn tools(&self) -> &[Value] {
+        &self.tools
     }
 
     /// The tools left out because their flat name was taken.

@@ -36,7 +36,7 @@ use std::{
 use serde_json::{value::RawValue, Value};
 
 pub use catalog::{Compiled, FlatCatalog, FlatCollision, ToolCheck};
-pub use notices::plugin_notices;
+pub use notices::{NoticeFeed, NOTICE_BATCH};
 pub use offers::{check_prompt_arguments, OfferCollision, Offers, Resolved};
 pub use plugin_request::PluginRequest;
 pub use progress::{Discard, Notify, Sink};
@@ -66,6 +66,12 @@ pub const FLAT_SEPARATOR: &str = "__";
 
 /// Server name reported by [`Scope::All`].
 pub const ALL_SERVER_NAME: &str = "toolhost";
+
+/// Most tools in one page of `tools/list`: a plugin's whole list (see
+/// [`MAX_TOOLS`](crate::model::MAX_TOOLS)), so the sdk servers of `chat` never page (the CLI
+/// follows `nextCursor` there too: docs/protocol.md §1.6) and the all-plugins server of
+/// `serve` pages once its plugins have more.
+pub const TOOLS_PAGE_SIZE: usize = crate::model::MAX_TOOLS;
 
 /// Default per-call timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -271,7 +277,7 @@ impl Router {
         let reply = match method {
             "initialize" => self.initialize(plugin.as_deref(), id, msg.params),
             "ping" => rpc_result(id, &serde_json::json!({})),
-            "tools/list" => self.tools_list(plugin.as_deref(), id),
+            "tools/list" => self.tools_list(plugin.as_deref(), id, msg.params),
             "logging/setLevel" => self.set_log_level(scope, client, id, msg.params),
             "completion/complete" => complete(id, msg.params),
             other => rpc_error(
@@ -411,10 +417,44 @@ impl Router {
         lock(&self.log_levels).remove(&client_key(scope, client));
     }
 
-    fn tools_list(&self, plugin: Option<&LoadedPlugin>, id: Option<&RawValue>) -> String {
+    /// `tools/list`, [`TOOLS_PAGE_SIZE`] a page (the cursors of `resources/list`).
+    fn tools_list(
+        &self,
+        plugin: Option<&LoadedPlugin>,
+        id: Option<&RawValue>,
+        params: Option<&RawValue>,
+    ) -> String {
+        let (all, whole): (std::borrow::Cow<'_, [Value]>, &str);
+        let flat;
         match plugin {
-            Some(p) => rpc_result_raw(id, Compiled::of(p).tools_list()),
-            None => rpc_result_raw(id, self.flat_catalog().tools_list()),
+            Some(p) => {
+                whole = Compiled::of(p).tools_list();
+                // One page in practice (a plugin has at most a page of tools): parsed only
+                // for a page past the first.
+                let len = p.manifest().tools.len();
+                match resources::page_of(len, params, TOOLS_PAGE_SIZE) {
+                    Err(e) => return rpc_error(id, error_code::INVALID_PARAMS, &e),
+                    Ok((range, None)) if range.start == 0 => return rpc_result_raw(id, whole),
+                    Ok(_) => {
+                        let parsed: Value = serde_json::from_str(whole).expect("our own JSON");
+                        all = std::borrow::Cow::Owned(
+                            parsed["tools"].as_array().cloned().unwrap_or_default(),
+                        );
+                    }
+                }
+            }
+            None => {
+                flat = self.flat_catalog();
+                whole = flat.tools_list();
+                all = std::borrow::Cow::Borrowed(flat.tools());
+            }
+        }
+        match resources::page_of(all.len(), params, TOOLS_PAGE_SIZE) {
+            Err(e) => rpc_error(id, error_code::INVALID_PARAMS, &e),
+            Ok((range, None)) if range.start == 0 => rpc_result_raw(id, whole),
+            Ok((range, next)) => {
+                rpc_result_raw(id, &resources::page_result("tools", &all[range], next))
+            }
         }
     }
 

@@ -1,38 +1,262 @@
 //! Plugins' notifications (a resource changed, the list changed) as the MCP notifications a
 //! server sends: `notifications/resources/updated` for a URI a client subscribed to, and
 //! `notifications/resources/list_changed`. A notice may come from any plugin thread, in
-//! process or from a worker's frames; the sink hands it to a channel the loops follow.
+//! process or from a worker's frames, at any rate: each follower (a `serve` loop, a chat
+//! session) has a [`NoticeFeed`] that holds them coalesced, so a flood costs a bounded amount
+//! of memory and the follower writes them only when its output has nothing else to write.
+//!
+//! Per plugin and follower, what is pending is a list-change flag and the URIs whose update
+//! is pending, each once (a later update of a pending URI changes nothing: the client reads the
+//! latest contents in any case), at most [`MAX_PENDING_URIS`] and [`MAX_PENDING_BYTES`] of
+//! them; an update past that is dropped and counted in a warning (one every
+//! [`DROP_WARNING_EVERY`] at most). A follower holds only the notices it would send (a
+//! subscribed URI the plugin serves, a list change of a plugin it serves), so what it holds is
+//! bounded by what its client subscribed to.
 
-use std::sync::{Arc, OnceLock};
+use std::{
+    collections::{HashMap, HashSet, VecDeque},
+    sync::{Arc, Mutex, OnceLock, Weak},
+    time::{Duration, Instant},
+};
 
 use serde::Deserialize;
-use tokio::sync::broadcast;
 use toolhost_plugin::notify::{RESOURCE_LIST_CHANGED, RESOURCE_UPDATED};
 
 use super::{Router, Scope};
 use crate::{
     model::rpc_notification,
     plugin::{set_notice_sink, Notice},
+    sync::lock,
 };
 
-/// Notices kept for a slow follower; past that it skips the oldest.
-const BACKLOG: usize = 1024;
+/// Distinct URIs whose update may be pending for one plugin and follower.
+pub const MAX_PENDING_URIS: usize = 1024;
+/// Bytes of URIs whose update may be pending for one plugin and follower.
+pub const MAX_PENDING_BYTES: usize = 256 << 10;
+/// The least time between two warnings of one plugin's dropped notifications, per follower.
+pub const DROP_WARNING_EVERY: Duration = Duration::from_secs(5);
 
-/// The plugins' notifications from now on. The first call installs the process's sink.
-pub fn plugin_notices() -> broadcast::Receiver<Notice> {
-    static CHANNEL: OnceLock<broadcast::Sender<Notice>> = OnceLock::new();
-    CHANNEL
-        .get_or_init(|| {
-            let (tx, _) = broadcast::channel(BACKLOG);
-            let sink = tx.clone();
-            set_notice_sink(Some(Arc::new(move |n: Notice| {
-                // No follower: nothing to tell.
-                let _ = sink.send(n);
-            })));
-            tx
-        })
-        .subscribe()
+/// Which notices a follower holds: those it would send.
+type Wants = Box<dyn Fn(&Notice) -> bool + Send + Sync>;
+
+/// One follower's pending notices (see the module).
+struct Board {
+    pending: Mutex<Pending>,
+    /// Told when something becomes pending.
+    ready: tokio::sync::Notify,
+    wants: Wants,
 }
+
+#[derive(Default)]
+struct Pending {
+    /// By plugin, in the order they first had something pending.
+    order: VecDeque<String>,
+    plugins: HashMap<String, PluginPending>,
+    /// Drops of plugins with nothing pending any more are still counted here.
+    drops: HashMap<String, Drops>,
+}
+
+#[derive(Default)]
+struct PluginPending {
+    list_changed: bool,
+    uris: VecDeque<String>,
+    held: HashSet<String>,
+    bytes: usize,
+}
+
+/// Notices of one plugin dropped since the last warning.
+#[derive(Default)]
+struct Drops {
+    count: u64,
+    warned: Option<Instant>,
+}
+
+impl Board {
+    fn push(&self, notice: &Notice) {
+        let uri = match notice.method.as_str() {
+            RESOURCE_LIST_CHANGED => None,
+            RESOURCE_UPDATED => match uri_of(notice) {
+                Some(uri) => Some(uri),
+                None => return,
+            },
+            _ => return,
+        };
+        if !(self.wants)(notice) {
+            return;
+        }
+        let mut p = lock(&self.pending);
+        let Pending {
+            order,
+            plugins,
+            drops,
+        } = &mut *p;
+        let entry = plugins.entry(notice.plugin.clone()).or_insert_with(|| {
+            order.push_back(notice.plugin.clone());
+            PluginPending::default()
+        });
+        match uri {
+            None => entry.list_changed = true,
+            Some(uri) if entry.held.contains(&uri) => {}
+            Some(uri)
+                if entry.uris.len() >= MAX_PENDING_URIS
+                    || entry.bytes + uri.len() > MAX_PENDING_BYTES =>
+            {
+                let d = drops.entry(notice.plugin.clone()).or_default();
+                d.count += 1;
+                if d.warned.is_none_or(|t| t.elapsed() >= DROP_WARNING_EVERY) {
+                    tracing::warn!(
+                        plugin = %notice.plugin,
+                        dropped = d.count,
+                        "resource updates of the plugin dropped: {MAX_PENDING_URIS} URIs (or \
+                         {MAX_PENDING_BYTES} bytes of them) already wait for a client that does \
+                         not keep up"
+                    );
+                    d.count = 0;
+                    d.warned = Some(Instant::now());
+                }
+                return;
+            }
+            Some(uri) => {
+                entry.bytes += uri.len();
+                entry.held.insert(uri.clone());
+                entry.uris.push_back(uri);
+            }
+        }
+        drop(p);
+        self.ready.notify_one();
+    }
+
+    /// Takes up to `max` pending notices, plugin by plugin in turn.
+    fn take(&self, max: usize) -> Vec<Notice> {
+        let mut p = lock(&self.pending);
+        let mut out = Vec::new();
+        while out.len() < max {
+            let Some(plugin) = p.order.front().cloned() else {
+                break;
+            };
+            let entry = p
+                .plugins
+                .get_mut(&plugin)
+                .expect("ordered plugins are pending");
+            if std::mem::take(&mut entry.list_changed) {
+                out.push(Notice {
+                    plugin: plugin.clone(),
+                    method: RESOURCE_LIST_CHANGED.to_string(),
+                    params: "{}".to_string(),
+                });
+            }
+            while out.len() < max {
+                let Some(uri) = entry.uris.pop_front() else {
+                    break;
+                };
+                entry.held.remove(&uri);
+                entry.bytes -= uri.len();
+                out.push(Notice {
+                    plugin: plugin.clone(),
+                    method: RESOURCE_UPDATED.to_string(),
+                    params: serde_json::json!({ "uri": uri }).to_string(),
+                });
+            }
+            let empty = entry.uris.is_empty() && !entry.list_changed;
+            p.order.pop_front();
+            if empty {
+                p.plugins.remove(&plugin);
+            } else {
+                // Its turn is over: a plugin that keeps many URIs pending does not hold the
+                // others back.
+                p.order.push_back(plugin);
+            }
+        }
+        out
+    }
+}
+
+/// The URI of an update notice.
+fn uri_of(notice: &Notice) -> Option<String> {
+    #[derive(Deserialize)]
+    struct P {
+        uri: String,
+    }
+    serde_json::from_str::<P>(&notice.params)
+        .ok()
+        .map(|p| p.uri)
+}
+
+/// The followers of the plugins' notices; the process's sink hands each notice to every one.
+static FOLLOWERS: Mutex<Vec<Weak<Board>>> = Mutex::new(Vec::new());
+
+/// Installs the process's sink, once.
+fn install_sink() {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        set_notice_sink(Some(Arc::new(|n: Notice| {
+            let boards: Vec<Arc<Board>> = {
+                let mut followers = lock(&FOLLOWERS);
+                followers.retain(|b| b.strong_count() > 0);
+                followers.iter().filter_map(Weak::upgrade).collect()
+            };
+            for b in boards {
+                b.push(&n);
+            }
+        })));
+    });
+}
+
+/// A follower's pending notices of every plugin (see the module): those `wants` accepts, from
+/// now on, until it is dropped.
+pub struct NoticeFeed(Arc<Board>);
+
+impl NoticeFeed {
+    /// Follows the plugins' notices that `wants` accepts (those the follower would send: the
+    /// rest are never held). The first feed installs the process's sink.
+    pub fn follow(wants: impl Fn(&Notice) -> bool + Send + Sync + 'static) -> NoticeFeed {
+        install_sink();
+        let board = Arc::new(Board {
+            pending: Mutex::new(Pending::default()),
+            ready: tokio::sync::Notify::new(),
+            wants: Box::new(wants),
+        });
+        lock(&FOLLOWERS).push(Arc::downgrade(&board));
+        NoticeFeed(board)
+    }
+
+    /// Waits until something is pending, then takes up to `max` notices (the oldest plugin's
+    /// first; a list change before the updates).
+    pub async fn next(&self, max: usize) -> Vec<Notice> {
+        loop {
+            let ready = self.0.ready.notified();
+            tokio::pin!(ready);
+            ready.as_mut().enable();
+            let taken = self.0.take(max);
+            if !taken.is_empty() {
+                return taken;
+            }
+            ready.await;
+        }
+    }
+
+    /// Takes up to `max` pending notices without waiting.
+    pub fn try_next(&self, max: usize) -> Vec<Notice> {
+        self.0.take(max)
+    }
+
+    /// Waits until something is pending (without taking it).
+    pub async fn pending(&self) {
+        loop {
+            let ready = self.0.ready.notified();
+            tokio::pin!(ready);
+            ready.as_mut().enable();
+            if !lock(&self.0.pending).order.is_empty() {
+                return;
+            }
+            ready.await;
+        }
+    }
+}
+
+/// How many notices a follower writes at once, when its output is idle: a reply queued
+/// meanwhile waits for at most these.
+pub const NOTICE_BATCH: usize = 64;
 
 impl Router {
     /// The JSON-RPC notification `notice` becomes for server `scope`, if any: an update of a
@@ -60,5 +284,68 @@ impl Router {
             }
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn notice(plugin: &str, method: &str, uri: Option<&str>) -> Notice {
+        Notice {
+            plugin: plugin.into(),
+            method: method.into(),
+            params: uri.map_or("{}".into(), |u| serde_json::json!({ "uri": u }).to_string()),
+        }
+    }
+
+    fn board(wants: impl Fn(&Notice) -> bool + Send + Sync + 'static) -> Board {
+        Board {
+            pending: Mutex::new(Pending::default()),
+            ready: tokio::sync::Notify::new(),
+            wants: Box::new(wants),
+        }
+    }
+
+    /// A flood of one URI's updates and list changes is held as one of each; URIs past the
+    /// bound are dropped (counted), what the follower does not want is never held, and
+    /// everything pending is taken in order, a list change first.
+    #[test]
+    fn a_flood_is_held_coalesced_and_bounded() {
+        let b = board(|n| !n.params.contains("unwanted"));
+        for _ in 0..100_000 {
+            b.push(&notice("p", RESOURCE_UPDATED, Some("x://state")));
+            b.push(&notice("p", RESOURCE_LIST_CHANGED, None));
+            b.push(&notice("p", RESOURCE_UPDATED, Some("x://unwanted")));
+        }
+        for i in 0..MAX_PENDING_URIS + 10 {
+            b.push(&notice("q", RESOURCE_UPDATED, Some(&format!("x://{i}"))));
+        }
+        b.push(&notice("p", "notifications/tools/list_changed", None));
+        {
+            let p = lock(&b.pending);
+            assert_eq!(p.plugins["p"].uris.len(), 1);
+            assert_eq!(p.plugins["q"].uris.len(), MAX_PENDING_URIS);
+        }
+        let first = b.take(2);
+        assert_eq!(first[0].method, RESOURCE_LIST_CHANGED);
+        assert_eq!(first[1].params, r#"{"uri":"x://state"}"#);
+        let rest = b.take(usize::MAX);
+        assert_eq!(rest.len(), MAX_PENDING_URIS);
+        assert_eq!(rest[0].params, r#"{"uri":"x://0"}"#);
+        assert!(b.take(10).is_empty());
+        // Taken, a URI may be pending again.
+        b.push(&notice("p", RESOURCE_UPDATED, Some("x://state")));
+        assert_eq!(b.take(10).len(), 1);
+        // Plugins take turns: one with many URIs pending does not hold another back.
+        for i in 0..100 {
+            b.push(&notice("q", RESOURCE_UPDATED, Some(&format!("x://{i}"))));
+        }
+        b.push(&notice("p", RESOURCE_LIST_CHANGED, None));
+        let batch = b.take(10);
+        assert!(batch.iter().all(|n| n.plugin == "q"));
+        let batch = b.take(10);
+        assert_eq!(batch[0].plugin, "p", "{batch:?}");
+        assert_eq!(batch[1].plugin, "q");
     }
 }

@@ -45,7 +45,7 @@ impl Router {
             "resources/read" => self.resource_read(scope, client, id, params, &offers),
             "resources/subscribe" => self.subscription(scope, id, params, true, &offers),
             "resources/unsubscribe" => self.subscription(scope, id, params, false, &offers),
-            "prompts/list" => self.prompts_list(id, &offers),
+            "prompts/list" => self.prompts_list(id, params, &offers),
             "prompts/get" => self.prompt_get(scope, client, id, params, &offers),
             _ => return None,
         })

@@ -40,6 +40,8 @@ pub struct Offers {
     /// Plugins with a dynamic list, in name order.
     dynamic: Vec<String>,
     templates_list: String,
+    /// The listed prompts, for pages of `prompts/list`, and the whole list serialized.
+    prompt_entries: Vec<Value>,
     prompts_list: String,
     collisions: Vec<OfferCollision>,
 }
@@ -115,6 +117,7 @@ impl Offers {
             resources: Vec::new(),
             dynamic: Vec::new(),
             templates_list: String::new(),
+            prompt_entries: Vec::new(),
             prompts_list: String::new(),
             collisions: Vec::new(),
         };
@@ -144,6 +147,7 @@ impl Offers {
         }
         o.templates_list = json!({ "resourceTemplates": templates_list }).to_string();
         o.prompts_list = json!({ "prompts": prompts_list }).to_string();
+        o.prompt_entries = prompts_list;
         o
     }
 
@@ -284,6 +288,11 @@ impl Offers {
     /// The `prompts/list` result, serialized.
     pub fn prompts_list(&self) -> &str {
         &self.prompts_list
+    }
+
+    /// The listed prompts, in order.
+    pub fn prompt_entries(&self) -> &[Value] {
+        &self.prompt_entries
     }
 
     /// What was left out because an earlier plugin holds it.

@@ -4,7 +4,10 @@
 use crate::sync::lock;
 #[cfg(test)]
 use std::borrow::Borrow;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{
+    atomic::{AtomicU64, AtomicUsize, Ordering},
+    Arc, Mutex, Weak,
+};
 
 use serde_json::value::RawValue;
 
@@ -55,7 +58,16 @@ pub(super) struct Progress {
     /// [`Progress::end`].
     open: Mutex<bool>,
     latest: Mutex<Unwritten>,
+    /// Its log records queued and not written yet (each holds a count), and how many were
+    /// dropped because [`MAX_QUEUED_LOGS`] were.
+    logs_queued: Arc<AtomicUsize>,
+    logs_dropped: AtomicU64,
 }
+
+/// Most log records of one call waiting in the output at once: past that, a tool logging
+/// faster than its client reads has its records dropped (counted, and said in one warning when
+/// the call ends), so the output queue does not grow with them.
+pub(super) const MAX_QUEUED_LOGS: usize = 256;
 
 /// The latest report not written yet, and whether a line is queued to write it.
 #[derive(Default)]
@@ -152,6 +164,8 @@ impl Progress {
             log_min,
             open: Mutex::new(true),
             latest: Mutex::new(Unwritten::default()),
+            logs_queued: Arc::new(AtomicUsize::new(0)),
+            logs_dropped: AtomicU64::new(0),
         })
     }
 
@@ -190,10 +204,18 @@ impl Progress {
             "logger": target,
             "data": cut(message, LOG_DATA_MAX),
         });
-        let line = Arc::new(Line(Mutex::new(Some(rpc_notification(
-            "notifications/message",
-            Some(&params),
-        )))));
+        if self.logs_queued.fetch_add(1, Ordering::AcqRel) >= MAX_QUEUED_LOGS {
+            self.logs_queued.fetch_sub(1, Ordering::AcqRel);
+            self.logs_dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let line = Arc::new(Line(
+            Mutex::new(Some(rpc_notification(
+                "notifications/message",
+                Some(&params),
+            ))),
+            Some(self.logs_queued.clone()),
+        ));
         let open = lock(&self.open);
         if *open {
             self.sink.notify(self.server.as_deref(), line);
@@ -205,6 +227,14 @@ impl Progress {
     /// before the reply queued after this).
     pub fn end(&self) {
         *lock(&self.open) = false;
+        let dropped = self.logs_dropped.swap(0, Ordering::Relaxed);
+        if dropped > 0 {
+            tracing::warn!(
+                dropped,
+                "log records of a call not sent to its client: {MAX_QUEUED_LOGS} already waited \
+                 for a client that did not keep up"
+            );
+        }
     }
 }
 
@@ -234,7 +264,17 @@ fn cut(text: &str, max: usize) -> &str {
 }
 
 /// One notification, written once.
-struct Line(Mutex<Option<String>>);
+/// The count it holds a place in, if any ([`Progress::logs_queued`]), is let go when the
+/// line is (written, or dropped unwritten).
+struct Line(Mutex<Option<String>>, Option<Arc<AtomicUsize>>);
+
+impl Drop for Line {
+    fn drop(&mut self) {
+        if let Some(queued) = &self.1 {
+            queued.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
 
 impl Latest for Line {
     fn take(&self) -> Option<String> {
@@ -386,5 +426,41 @@ mod tests {
             ]
         );
         assert_eq!(cut("é", 1), "");
+    }
+
+    /// A client that does not read holds at most [`MAX_QUEUED_LOGS`] of a call's records in
+    /// the output; the rest are dropped, and records flow again once it reads.
+    #[test]
+    fn a_calls_log_flood_waits_in_the_output_only_up_to_its_bound() {
+        #[derive(Default)]
+        struct Held(Mutex<Vec<Arc<dyn Latest>>>);
+        impl Notify for Held {
+            fn notify(&self, _: Option<&str>, latest: Arc<dyn Latest>) {
+                self.0.lock().unwrap().push(latest);
+            }
+        }
+        let held = Arc::new(Held::default());
+        let sink: Sink = held.clone();
+        let p = Progress::of_call(&sink, None, None, Some(LogLevel::Debug)).unwrap();
+        for i in 0..100_000 {
+            p.log(LogLevel::Info, "m", &format!("record {i}"));
+        }
+        assert_eq!(held.0.lock().unwrap().len(), MAX_QUEUED_LOGS);
+        assert_eq!(
+            p.logs_dropped.load(Ordering::Relaxed),
+            100_000 - MAX_QUEUED_LOGS as u64
+        );
+        // The client reads (the lines are written and let go): records pass again.
+        let written: Vec<String> = held
+            .0
+            .lock()
+            .unwrap()
+            .drain(..)
+            .filter_map(|l| l.take())
+            .collect();
+        assert!(written[0].contains("record 0"), "{}", written[0]);
+        p.log(LogLevel::Info, "m", "after");
+        assert_eq!(held.0.lock().unwrap().len(), 1);
+        p.end();
     }
 }

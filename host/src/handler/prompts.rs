@@ -14,6 +14,11 @@ use crate::{
     plugin::LoadedPlugin,
 };
 
+/// Most prompts in one page of `prompts/list`: a plugin's whole list (see
+/// [`MAX_PROMPTS`](crate::model::MAX_PROMPTS)), so only the all-plugins server of `serve`
+/// pages (and the CLI never lists an sdk server's prompts: docs/protocol.md §13.2).
+pub const PROMPTS_PAGE_SIZE: usize = crate::model::MAX_PROMPTS;
+
 #[derive(Deserialize)]
 struct GetParams {
     name: String,
@@ -22,9 +27,27 @@ struct GetParams {
 }
 
 impl Router {
-    /// `prompts/list`: every prompt in one page.
-    pub(super) fn prompts_list(&self, id: &RawValue, offers: &Offers) -> Dispatch {
-        Dispatch::Reply(rpc_result_raw(Some(id), offers.prompts_list()))
+    /// `prompts/list`, [`PROMPTS_PAGE_SIZE`] a page (the cursors of `resources/list`).
+    pub(super) fn prompts_list(
+        &self,
+        id: &RawValue,
+        params: Option<&RawValue>,
+        offers: &Offers,
+    ) -> Dispatch {
+        let all = offers.prompt_entries();
+        Dispatch::Reply(
+            match super::resources::page_of(all.len(), params, PROMPTS_PAGE_SIZE) {
+                Err(e) => rpc_error(Some(id), error_code::INVALID_PARAMS, &e),
+                // Whole: the list as it was serialized once.
+                Ok((range, None)) if range.start == 0 => {
+                    rpc_result_raw(Some(id), offers.prompts_list())
+                }
+                Ok((range, next)) => rpc_result_raw(
+                    Some(id),
+                    &super::resources::page_result("prompts", &all[range], next),
+                ),
+            },
+        )
     }
 
     /// `prompts/get`: the exposed name resolved to its plugin, the get routed there.

@@ -168,6 +168,8 @@ impl Request {
         if let Some(key) = &key {
             router.register(key, &control);
         }
+        // A backend receiving the result from elsewhere (a worker) refuses a bigger one unread.
+        control.limit_result(router.config.max_result_bytes);
         Request(Arc::new(Inner {
             router,
             plugin,
@@ -359,15 +361,23 @@ impl Request {
     fn finish(&self, outcome: Outcome) {
         let inner = &self.0;
         let max = inner.router.config.max_result_bytes;
-        let outcome = match outcome {
-            Ok(json) if json.len() > max => {
+        // A worker's result over the limit is refused before it is read: its size is noted.
+        let refused = inner.control.too_large();
+        let outcome = match (outcome, refused) {
+            (_, Some(bytes)) => {
+                tracing::warn!(plugin = %inner.plugin, bytes, max, "{} over the size limit (refused unread)", self.label());
+                inner
+                    .method
+                    .failed(&inner.plugin, Failure::TooLarge { bytes, max })
+            }
+            (Ok(json), None) if json.len() > max => {
                 let bytes = json.len();
                 tracing::warn!(plugin = %inner.plugin, bytes, max, "{} over the size limit", self.label());
                 inner
                     .method
                     .failed(&inner.plugin, Failure::TooLarge { bytes, max })
             }
-            other => other,
+            (other, None) => other,
         };
         self.answer(outcome);
     }

@@ -158,6 +158,36 @@ fn list_result(items: Vec<Value>, next: Option<Cursor>) -> String {
     v.to_string()
 }
 
+/// The entries of a list of `len` that the page at the request's cursor holds (at most
+/// `size`), and the cursor of the next page: `resources/list`'s static pages, for any list
+/// the host holds whole (`tools/list`, `prompts/list`). `Err` is the -32602 message of a bad
+/// cursor.
+pub(super) fn page_of(
+    len: usize,
+    params: Option<&RawValue>,
+    size: usize,
+) -> Result<(std::ops::Range<usize>, Option<String>), String> {
+    let start = match param_cursor(params)? {
+        None => 0,
+        Some(c) => match Cursor::decode(&c) {
+            Some(Cursor::Static { o }) if o <= len => o,
+            _ => return Err(format!("invalid cursor: {c}")),
+        },
+    };
+    let end = len.min(start + size.max(1));
+    let next = (end < len).then(|| Cursor::Static { o: end }.encode());
+    Ok((start..end, next))
+}
+
+/// A list result of `key` holding `items`, with the cursor of the next page.
+pub(super) fn page_result(key: &str, items: &[Value], next: Option<String>) -> String {
+    let mut v = json!({ key: items });
+    if let Some(n) = next {
+        v["nextCursor"] = Value::from(n);
+    }
+    v.to_string()
+}
+
 /// `cursor` of a list request's params (`None`: no params, or no cursor).
 fn param_cursor(params: Option<&RawValue>) -> Result<Option<String>, String> {
     #[derive(Deserialize)]

@@ -45,6 +45,20 @@ pub struct Manifest {
 /// a margin for other MCP clients and model APIs.
 pub const MAX_QUALIFIED_NAME: usize = 64;
 
+/// Most tools one plugin may declare. The caps on declarations bound what one plugin costs the
+/// host (its catalog, each `tools/list`) and what a client must page through; a plugin over
+/// one is refused at load, naming the cap and its count. Far above what a model can choose
+/// among.
+pub const MAX_TOOLS: usize = 1000;
+/// Most prompts one plugin may declare (see [`MAX_TOOLS`]).
+pub const MAX_PROMPTS: usize = 1000;
+/// Most resources and resource templates, together, one plugin may declare (see
+/// [`MAX_TOOLS`]; resources a plugin lists itself are paged and not counted).
+pub const MAX_RESOURCES: usize = 1000;
+/// Most bytes of a plugin's declarations read as JSON before parsing them (its resources,
+/// prompts and hooks; a worker's manifest): a longer text refuses the load unparsed.
+pub const MAX_DECLARATION_BYTES: usize = 16 << 20;
+
 /// A manifest that breaks a rule the CLI depends on (docs/protocol.md §1.5, §6).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ManifestError {
@@ -72,6 +86,24 @@ pub enum ManifestError {
          rebuild it"
     )]
     NameMismatch { exported: String, declared: String },
+    /// More declarations of one kind than a plugin may have ([`MAX_TOOLS`] and its siblings).
+    #[error("it declares {count} {what}; a plugin may declare at most {max}")]
+    TooMany {
+        what: &'static str,
+        count: usize,
+        max: usize,
+    },
+    /// Declarations longer than [`MAX_DECLARATION_BYTES`], refused unparsed.
+    #[error("its {what} take {bytes} bytes; at most {MAX_DECLARATION_BYTES} are read")]
+    TooLarge { what: &'static str, bytes: usize },
+}
+
+/// `Err` naming the cap when `count` declarations of `what` are more than `max`.
+pub fn check_count(what: &'static str, count: usize, max: usize) -> Result<(), ManifestError> {
+    if count > max {
+        return Err(ManifestError::TooMany { what, count, max });
+    }
+    Ok(())
 }
 
 /// Checks a plugin or tool name: letters, digits, `_` and `-` only (the CLI silently rewrites
@@ -97,6 +129,14 @@ impl Manifest {
     /// Applies the naming rules to the plugin and each tool.
     pub fn validate(&self) -> Result<(), ManifestError> {
         check_name("plugin", &self.name)?;
+        let e = &self.extras;
+        check_count("tools", self.tools.len(), MAX_TOOLS)?;
+        check_count("prompts", e.prompts.len(), MAX_PROMPTS)?;
+        check_count(
+            "resources and resource templates",
+            e.resources.len() + e.resource_templates.len(),
+            MAX_RESOURCES,
+        )?;
         for t in &self.tools {
             check_name("tool", &t.name)?;
             let qualified = format!("mcp__{}__{}", self.name, t.name);

@@ -31,8 +31,8 @@ pub use jsonrpc::{
 pub use keys::{KeyReader, TopLevelKeys};
 pub use latest::Latest;
 pub use manifest::{
-    check_name, Annotations, Extras, Manifest, ManifestError, RequestError, ToolInfo,
-    MAX_QUALIFIED_NAME,
+    check_count, check_name, Annotations, Extras, Manifest, ManifestError, RequestError, ToolInfo,
+    MAX_DECLARATION_BYTES, MAX_PROMPTS, MAX_QUALIFIED_NAME, MAX_RESOURCES, MAX_TOOLS,
 };
 pub use mcp::{
     initialize_result, negotiate_version, CallMeta, CallParams, CancelledParams, InitializeParams,

@@ -290,6 +290,10 @@ pub struct CallControl {
     cancelled: AtomicBool,
     progress: Option<std::sync::Arc<dyn Report>>,
     label: String,
+    /// The largest result the host passes on, in bytes of JSON (`usize::MAX`: no limit).
+    result_limit: std::sync::atomic::AtomicUsize,
+    /// The size of a result refused before it was read whole (a worker's), or 0.
+    too_large: std::sync::atomic::AtomicUsize,
 }
 
 impl CallControl {
@@ -300,7 +304,32 @@ impl CallControl {
             cancelled: AtomicBool::new(false),
             progress,
             label: label.into(),
+            result_limit: std::sync::atomic::AtomicUsize::new(usize::MAX),
+            too_large: std::sync::atomic::AtomicUsize::new(0),
         }
+    }
+
+    /// Lowers the size limit of its result to `max` (the router does, for whoever made the
+    /// control: a command's, a chat's): a backend that receives the result from elsewhere (a
+    /// worker) refuses a bigger one before holding it ([`Self::refuse_too_large`]).
+    pub fn limit_result(&self, max: usize) {
+        self.result_limit.fetch_min(max, Ordering::AcqRel);
+    }
+
+    /// The largest result passed on, in bytes of JSON (`usize::MAX`: no limit).
+    pub fn result_limit(&self) -> usize {
+        self.result_limit.load(Ordering::Acquire)
+    }
+
+    /// Records that the result, of `bytes`, was refused unread for its size: the request is
+    /// then answered with the size error, as a result over the limit read whole would be.
+    pub fn refuse_too_large(&self, bytes: usize) {
+        self.too_large.store(bytes.max(1), Ordering::Release);
+    }
+
+    /// The size of a result refused by [`Self::refuse_too_large`], if one was.
+    pub fn too_large(&self) -> Option<usize> {
+        Some(self.too_large.load(Ordering::Acquire)).filter(|&n| n > 0)
     }
 
     /// What names the call (its JSON-RPC id).

@@ -19,7 +19,7 @@ use super::{
     Annotations, Backend, CallControl, CallResult, ConfigSource, ContentOut, Extras, LoadError,
     LoadedPlugin, Manifest, RequestError, StateError, ToolInfo,
 };
-use crate::model::EmbeddedBody;
+use crate::model::{check_count, EmbeddedBody, ManifestError, MAX_DECLARATION_BYTES, MAX_TOOLS};
 
 /// A library mapped into this process.
 struct InProcess {
@@ -219,6 +219,27 @@ fn utf8(what: impl FnOnce() -> String, s: &RString) -> Result<String, LoadError>
 }
 
 fn convert_manifest(m: PluginManifest) -> Result<Manifest, LoadError> {
+    // Before anything is copied out of the plugin's list.
+    check_count("tools", m.tools.len(), MAX_TOOLS)?;
+    let opt = |s: &abi_stable::std_types::ROption<RString>| s.as_ref().map_or(0, |s| s.len());
+    let bytes: usize = m.tools.iter().fold(
+        m.name.len() + m.version.len() + m.description.len(),
+        |sum, t| {
+            sum + t.name.len()
+                + t.description.len()
+                + t.input_schema.len()
+                + opt(&t.title)
+                + opt(&t.output_schema)
+                + opt(&t.meta)
+        },
+    );
+    if bytes > MAX_DECLARATION_BYTES {
+        return Err(ManifestError::TooLarge {
+            what: "tool declarations",
+            bytes,
+        }
+        .into());
+    }
     let mut tools = Vec::with_capacity(m.tools.len());
     for (i, t) in m.tools.iter().enumerate() {
         let name = utf8(|| format!("the name of tool #{i}"), &t.name)?;
@@ -271,6 +292,13 @@ fn convert_manifest(m: PluginManifest) -> Result<Manifest, LoadError> {
 
 /// The declarations beyond tools, from the JSON text the ABI's `extras` returned.
 fn convert_extras(text: &RString) -> Result<Extras, LoadError> {
+    if text.len() > MAX_DECLARATION_BYTES {
+        return Err(ManifestError::TooLarge {
+            what: "declarations of resources, prompts and hooks",
+            bytes: text.len(),
+        }
+        .into());
+    }
     let text = checked(text).ok_or_else(|| LoadError::NotUtf8 {
         what: "the declarations of its resources, prompts and hooks".into(),
     })?;

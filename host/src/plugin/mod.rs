@@ -66,9 +66,10 @@ pub enum LoadError {
     /// The plugin's `init` returned this error.
     #[error("plugin initialization failed: {0}")]
     Init(String),
-    /// The manifest breaks a rule (names, schemas).
+    /// The manifest breaks a rule (names, schemas, the caps on declarations). Not a `source`:
+    /// the message already holds it, and a one-line report would say it twice.
     #[error("invalid plugin: {0}")]
-    Invalid(#[from] ManifestError),
+    Invalid(ManifestError),
     /// A schema or `_meta` of a tool is not valid JSON.
     #[error("invalid plugin: tool `{tool}`: {what} is not valid JSON")]
     InvalidJson {
@@ -367,5 +368,11 @@ impl std::fmt::Debug for LoadedPlugin {
             .field("version", &self.manifest.version)
             .field("file", &self.file)
             .finish()
+    }
+}
+
+impl From<ManifestError> for LoadError {
+    fn from(e: ManifestError) -> Self {
+        LoadError::Invalid(e)
     }
 }

@@ -9,7 +9,7 @@ use tokio::sync::broadcast::{self, error::RecvError};
 
 use super::{sdk_server_set, SessionHandle};
 use crate::{
-    handler::{plugin_notices, Router, Scope},
+    handler::{NoticeFeed, Router, Scope, NOTICE_BATCH},
     plugin::LoadedPlugin,
     registry::{Registry, RegistryEvent},
 };
@@ -70,18 +70,22 @@ pub async fn follow_registry(
 }
 
 /// Passes plugins' notifications to the CLI's client of each plugin's sdk server (see
-/// `Router::notification`), until the notices end.
+/// `Router::notification`), until the session's output ends: held coalesced and written only
+/// when the output has nothing else to write (see `handler::NoticeFeed`).
 pub async fn follow_notices(router: Arc<Router>, session: SessionHandle) {
-    let mut notices = plugin_notices();
+    let feed = {
+        let router = router.clone();
+        NoticeFeed::follow(move |n| router.notification(Scope::Server(&n.plugin), n).is_some())
+    };
     loop {
-        match notices.recv().await {
-            Ok(n) => {
-                if let Some(msg) = router.notification(Scope::Server(&n.plugin), &n) {
-                    session.notify_server(&n.plugin, &msg);
-                }
+        feed.pending().await;
+        if !session.out.idle().await {
+            break;
+        }
+        for n in feed.try_next(NOTICE_BATCH) {
+            if let Some(msg) = router.notification(Scope::Server(&n.plugin), &n) {
+                session.notify_server(&n.plugin, &msg);
             }
-            Err(RecvError::Lagged(n)) => tracing::warn!("{n} plugin notifications dropped"),
-            Err(RecvError::Closed) => break,
         }
     }
 }

@@ -11,7 +11,7 @@ use tokio::{
 };
 
 use crate::{
-    handler::{plugin_notices, valid_id, Answer, Dispatch, Notify, Router, Scope, Sink},
+    handler::{valid_id, Answer, Dispatch, NoticeFeed, Notify, Router, Scope, Sink, NOTICE_BATCH},
     model::{error_code, rpc_error, rpc_notification, JsonRpc},
     registry::RegistryEvent,
     transport::{Latest, LineReader, LineSender, TooLong, Writer},
@@ -46,7 +46,11 @@ pub async fn serve<R, W>(
     let sink: Sink = Arc::new(Out(out.clone()));
     let announce =
         events.map(|events| tokio::spawn(announce_changes(events, out.clone(), router.clone())));
-    let notices = tokio::spawn(pass_notices(plugin_notices(), out.clone(), router.clone()));
+    let feed = {
+        let router = router.clone();
+        NoticeFeed::follow(move |n| router.notification(Scope::All, n).is_some())
+    };
+    let notices = tokio::spawn(pass_notices(feed, out.clone(), router.clone()));
     let answer_too_long = |t| {
         out.send(too_long(t));
     };
@@ -134,22 +138,19 @@ fn too_long(t: TooLong) -> String {
     )
 }
 
-/// Plugins' notifications, as the all-plugins server's (see `Router::notification`).
-async fn pass_notices(
-    mut notices: broadcast::Receiver<crate::plugin::Notice>,
-    out: LineSender,
-    router: Arc<Router>,
-) {
-    use broadcast::error::RecvError;
+/// Plugins' notifications, as the all-plugins server's (see `Router::notification`): held
+/// coalesced in `feed` and written only when the output has nothing else to write, so a
+/// plugin's flood neither delays a reply nor piles up in the output queue.
+async fn pass_notices(feed: NoticeFeed, out: LineSender, router: Arc<Router>) {
     loop {
-        match notices.recv().await {
-            Ok(n) => {
-                if let Some(msg) = router.notification(Scope::All, &n) {
-                    out.send(msg);
-                }
+        feed.pending().await;
+        if !out.idle().await {
+            break;
+        }
+        for n in feed.try_next(NOTICE_BATCH) {
+            if let Some(msg) = router.notification(Scope::All, &n) {
+                out.send(msg);
             }
-            Err(RecvError::Lagged(n)) => tracing::warn!("{n} plugin notifications dropped"),
-            Err(RecvError::Closed) => break,
         }
     }
 }

@@ -51,6 +51,8 @@ struct Shared {
     drained: Notify,
     /// Wakes the writer task when lines were queued while it was idle.
     wake: Notify,
+    /// Signalled when the writer has written everything queued, or stops.
+    idle: Notify,
 }
 
 #[derive(Default)]
@@ -151,6 +153,29 @@ impl LineSender {
     pub fn send_latest(&self, line: Arc<dyn Latest>) -> bool {
         self.shared
             .queue(self.shared.lock(), Queued::Latest(line), 0)
+    }
+
+    /// Waits until nothing is queued or being written (at once if so): what is sent then is
+    /// written ahead of nothing. The low-priority lines (plugins' change notices) wait for
+    /// this, so they never hold up a reply and never pile up in the queue. False once the
+    /// writer is gone.
+    pub async fn idle(&self) -> bool {
+        loop {
+            let idle = self.shared.idle.notified();
+            tokio::pin!(idle);
+            // Registered before the check, so the writer going idle in between is not missed.
+            idle.as_mut().enable();
+            {
+                let q = self.shared.lock();
+                if self.shared.stopped.load(Ordering::Acquire) {
+                    return false;
+                }
+                if q.lines.is_empty() && !q.writing {
+                    return true;
+                }
+            }
+            idle.await;
+        }
     }
 
     /// Bytes queued and not yet written.
@@ -255,6 +280,7 @@ impl Writer {
             stopped: AtomicBool::new(false),
             drained: Notify::new(),
             wake: Notify::new(),
+            idle: Notify::new(),
         });
         let task = tokio::spawn(write_loop(w, close_rx, shared.clone()));
         (
@@ -296,6 +322,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             }
         };
         let Some(batch) = batch else {
+            shared.idle.notify_waiters();
             if closing {
                 break;
             }
@@ -330,6 +357,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         }
     }
     shared.drained.notify_waiters();
+    shared.idle.notify_waiters();
     let _ = w.shutdown().await;
 }
 

@@ -14,7 +14,7 @@ use std::{
 use super::{
     launch::launch,
     running::{Proc, Reply},
-    wire::{Restore, ToWorker},
+    wire::{self, Restore, ToWorker},
     PluginWorkerSettings, WorkerConfig, WorkerError,
 };
 use crate::plugin::{
@@ -207,6 +207,10 @@ impl WorkerPlugin {
         match self.exchange(&format!("tool {tool}"), frame, control) {
             Ok(Reply::Result(r)) => Some(r),
             Ok(Reply::Untyped) => None,
+            Ok(Reply::TooLarge(bytes)) => {
+                control.refuse_too_large(bytes);
+                Some(CallResult::error(too_large(&self.shared.name, bytes)))
+            }
             Ok(_) => Some(CallResult::error(format!(
                 "plugin {}: its worker answered tool {tool} with something else",
                 self.shared.name
@@ -230,6 +234,10 @@ impl WorkerPlugin {
         };
         match self.exchange(&format!("`{method}`"), frame, control) {
             Ok(Reply::Answer(answer)) => answer,
+            Ok(Reply::TooLarge(bytes)) => {
+                control.refuse_too_large(bytes);
+                Err(RequestError::internal(too_large(&self.shared.name, bytes)))
+            }
             Ok(_) => Err(RequestError::internal(format!(
                 "plugin {}: its worker answered `{method}` with something else",
                 self.shared.name
@@ -258,6 +266,8 @@ impl WorkerPlugin {
             ));
         };
         let grace = shared.config.cancel_grace;
+        // A result frame holds the result's JSON and little else.
+        let max = control.result_limit().saturating_add(wire::FRAME_SLACK);
         let mut cancelled_at: Option<Instant> = None;
         let mut killed = false;
         loop {
@@ -267,7 +277,7 @@ impl WorkerPlugin {
                     .max(Duration::from_millis(1)),
                 _ => Duration::from_millis(20),
             };
-            match exchange.next(wait, &shared.name) {
+            match exchange.next(wait, max, &shared.name) {
                 Some(Reply::Progress(p, t, m)) => control.report_progress(p, t, &m),
                 Some(Reply::Died(cause)) => {
                     let killed = lock(&proc.killed_because).clone();
@@ -351,7 +361,7 @@ impl WorkerPlugin {
         let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            match exchange.next(left, &shared.name) {
+            match exchange.next(left, wire::MAX_FRAME, &shared.name) {
                 Some(Reply::Died(cause)) => return Err(format!("the worker died ({cause})")),
                 Some(Reply::Progress(..)) => {}
                 Some(r) => return Ok(r),
@@ -478,4 +488,10 @@ fn file_label(file: &Path) -> String {
     file.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| file.display().to_string())
+}
+
+/// What a call whose result was refused unread for its size gets from the backend (the
+/// router answers with its own size error, see `CallControl::refuse_too_large`).
+fn too_large(plugin: &str, bytes: usize) -> String {
+    format!("plugin {plugin}: its worker's answer of {bytes} bytes is over the size limit")
 }

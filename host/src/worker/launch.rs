@@ -173,7 +173,23 @@ fn await_manifest(
 ) -> Result<(Manifest, bool), Abandon> {
     let timeout = shared.config.start_timeout;
     loop {
-        match reader.next::<FromWorker>(Some(timeout)) {
+        // The manifest's frame is bounded by the declarations' cap (and room for its tools'
+        // list beside them): a bigger one is skipped unread.
+        let max = super::manifest_json::MAX_MANIFEST_JSON + super::wire::FRAME_SLACK;
+        let next = match reader.next_reply(Some(timeout), max) {
+            Ok(Ok(next)) => Ok(next),
+            Ok(Err(over)) => {
+                return Err(Abandon::Refused(
+                    WorkerError::Manifest(format!(
+                        "a frame of {} bytes while loading, over the {max} read",
+                        over.len
+                    ))
+                    .into(),
+                ))
+            }
+            Err(e) => Err(e),
+        };
+        match next {
             Ok(Next::Frame(FromWorker::Log {
                 level,
                 call,

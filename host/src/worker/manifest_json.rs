@@ -6,6 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::plugin::Manifest;
 
+/// The longest manifest JSON read from a worker: its tools' declarations and the others, each
+/// at most [`MAX_DECLARATION_BYTES`](crate::model::MAX_DECLARATION_BYTES) as in process.
+pub(crate) const MAX_MANIFEST_JSON: usize = 2 * crate::model::MAX_DECLARATION_BYTES;
+
 /// What the worker sends and the host reads back: `manifest` is `&Manifest` on the way out.
 #[derive(Serialize, Deserialize)]
 struct Ready<M> {
@@ -27,6 +31,14 @@ pub(crate) fn to_json(manifest: &Manifest, call_typed: bool) -> String {
 /// The manifest and whether the plugin has the ABI's typed parse, checked against the naming
 /// rules again: the worker validated it, but the host relies on the rules itself.
 pub(crate) fn from_json(text: &str) -> Result<(Manifest, bool), String> {
+    use crate::model::ManifestError;
+    if text.len() > MAX_MANIFEST_JSON {
+        return Err(ManifestError::TooLarge {
+            what: "declarations",
+            bytes: text.len(),
+        }
+        .to_string());
+    }
     let ready: Ready<Manifest> =
         serde_json::from_str(text).map_err(|e| format!("manifest: {e}"))?;
     ready.manifest.validate().map_err(|e| e.to_string())?;

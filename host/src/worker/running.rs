@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 use super::{
     lead::{Lead, Turn},
     logs::LogGate,
-    wire::{self, FrameReader, FromWorker, Next, Restore, ResultWire, ToWorker},
+    wire::{self, FrameReader, FromWorker, Next, Oversize, Restore, ResultWire, ToWorker},
 };
 use crate::plugin::{CallResult, RequestError};
 use crate::sync::{lock, wait_timeout_while};
@@ -29,6 +29,8 @@ pub(super) enum Reply {
     Died(String),
     /// The typed parse refused the arguments of a typed call; the tool did not run.
     Untyped,
+    /// The reply, of this many bytes, was over the caller's size limit: skipped unread.
+    TooLarge(usize),
     /// The plugin's answer to a request beyond tool calls.
     Answer(Result<String, RequestError>),
 }
@@ -150,8 +152,10 @@ pub(super) struct Exchange<'a> {
 }
 
 impl Exchange<'_> {
-    /// The next reply to this request, or `None` when none came within `wait`.
-    pub(super) fn next(&mut self, wait: Duration, plugin: &str) -> Option<Reply> {
+    /// The next reply to this request, or `None` when none came within `wait`. A reply frame
+    /// over `max` bytes (whichever request it answers) is skipped unread and answered
+    /// [`Reply::TooLarge`].
+    pub(super) fn next(&mut self, wait: Duration, max: usize, plugin: &str) -> Option<Reply> {
         let deadline = Instant::now() + wait;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -160,16 +164,34 @@ impl Exchange<'_> {
                 Turn::TimedOut => return None,
                 Turn::Read => {}
             }
-            let next = lock(&self.proc.replies).next::<FromWorker>(Some(left));
+            let next = lock(&self.proc.replies).next_reply(Some(left), max);
             match next {
-                Ok(Next::Frame(frame)) => {
+                Ok(Ok(Next::Frame(frame))) => {
                     if let Some(reply) = self.proc.dispatch(frame, Some(self.id), plugin) {
                         return Some(reply);
                     }
                 }
-                Ok(Next::TimedOut) => return None,
+                Ok(Ok(Next::TimedOut)) => return None,
                 // The worker is gone; its reaper tells everyone why.
-                Ok(Next::Closed) => self.proc.lead.transition_to_stopped(self.id),
+                Ok(Ok(Next::Closed)) => self.proc.lead.transition_to_stopped(self.id),
+                Ok(Err(Oversize { len, id })) => {
+                    tracing::warn!(
+                        plugin,
+                        pid = self.proc.pid,
+                        len,
+                        max,
+                        "a reply of the worker over the size limit, skipped unread"
+                    );
+                    match id {
+                        Some(id) if id == self.id => return Some(Reply::TooLarge(len)),
+                        Some(id) => self.proc.lead.hand_out(id, Reply::TooLarge(len)),
+                        // Not a reply to anything: a stream that makes no sense (as below).
+                        None => {
+                            self.proc.signal_kill();
+                            self.proc.lead.transition_to_stopped(self.id);
+                        }
+                    }
+                }
                 Err(e) => {
                     if lock(&self.proc.killed_because).is_none() {
                         tracing::error!(plugin, pid = self.proc.pid, "worker channel: {e}");

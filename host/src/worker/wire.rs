@@ -293,6 +293,19 @@ pub enum Next<T> {
     Closed,
 }
 
+/// A reply frame over the limit it was read under ([`FrameReader::next_reply`]): skipped, its
+/// bytes dropped as they arrive rather than held, so a header announcing a huge result costs
+/// the host nothing. `id` is the request it answers, when its first bytes name one.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Oversize {
+    pub len: usize,
+    pub id: Option<u64>,
+}
+
+/// Bytes a reply frame carries beyond the result it holds (its variant, id, the lengths of its
+/// strings and blocks): a frame is over a result limit only past the limit and this.
+pub const FRAME_SLACK: usize = 64 << 10;
+
 /// Reads frames from a pipe or socket with an optional wait per frame. Unlike [`read_frame`]
 /// over a `BufReader`, a wait that times out mid-frame loses nothing: whoever reads next (the
 /// same thread or another one holding the reader) goes on from the same byte.
@@ -304,6 +317,8 @@ pub struct FrameReader {
     start: usize,
     end: usize,
     eof: bool,
+    /// Bytes of a skipped frame ([`Oversize`]) still to come and be dropped.
+    skip: usize,
 }
 
 impl FrameReader {
@@ -314,6 +329,7 @@ impl FrameReader {
             start: 0,
             end: 0,
             eof: false,
+            skip: 0,
         }
     }
 
@@ -326,16 +342,45 @@ impl FrameReader {
     pub(super) fn next_with<T>(
         &mut self,
         wait: Option<Duration>,
-        mut decode: impl FnMut(&[u8]) -> io::Result<T>,
+        decode: impl FnMut(&[u8]) -> io::Result<T>,
     ) -> io::Result<Next<T>> {
+        // Nothing is skipped under the stream's own limit: a bigger frame is an error.
+        Ok(self
+            .next_bounded(wait, MAX_FRAME, decode)?
+            .unwrap_or_else(|_| unreachable!("MAX_FRAME bounds every frame")))
+    }
+
+    /// The next reply of the worker, waiting at most `wait`: a frame over `max` bytes (a
+    /// result over the host's size limit, with [`FRAME_SLACK`] added by the caller) is
+    /// skipped without being held and said as [`Oversize`]. Frames over [`MAX_FRAME`] are
+    /// still a broken stream.
+    pub fn next_reply(
+        &mut self,
+        wait: Option<Duration>,
+        max: usize,
+    ) -> io::Result<Result<Next<FromWorker>, Oversize>> {
+        self.next_bounded(wait, max.min(MAX_FRAME), decode)
+    }
+
+    fn next_bounded<T>(
+        &mut self,
+        wait: Option<Duration>,
+        max: usize,
+        mut decode: impl FnMut(&[u8]) -> io::Result<T>,
+    ) -> io::Result<Result<Next<T>, Oversize>> {
         let deadline = wait.map(|w| Instant::now() + w);
         loop {
-            if let Some(frame) = self.complete(&mut decode)? {
-                return Ok(Next::Frame(frame));
+            self.drop_skipped();
+            if self.skip == 0 {
+                match self.complete(&mut decode, max)? {
+                    Some(Ok(frame)) => return Ok(Ok(Next::Frame(frame))),
+                    Some(Err(over)) => return Ok(Err(over)),
+                    None => {}
+                }
             }
             if self.eof {
-                return if self.start == self.end {
-                    Ok(Next::Closed)
+                return if self.start == self.end && self.skip == 0 {
+                    Ok(Ok(Next::Closed))
                 } else {
                     Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,
@@ -346,24 +391,26 @@ impl FrameReader {
             let timeout = match deadline {
                 Some(at) => match at.checked_duration_since(Instant::now()) {
                     Some(left) if !left.is_zero() => Some(left),
-                    _ => return Ok(Next::TimedOut),
+                    _ => return Ok(Ok(Next::TimedOut)),
                 },
                 None => None,
             };
             match self.fill(timeout) {
                 Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Next::TimedOut),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Ok(Next::TimedOut)),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
         }
     }
 
-    /// Decodes the frame at the front of the buffer, if it is all there.
+    /// Decodes the frame at the front of the buffer, if it is all there; a frame over `max`
+    /// (and within [`MAX_FRAME`]) is skipped once its first bytes are there.
     fn complete<T>(
         &mut self,
         decode: &mut impl FnMut(&[u8]) -> io::Result<T>,
-    ) -> io::Result<Option<T>> {
+        max: usize,
+    ) -> io::Result<Option<Result<T, Oversize>>> {
         let unread = &self.buf[self.start..self.end];
         let Some(prefix) = unread.first_chunk::<4>() else {
             return Ok(None);
@@ -372,11 +419,30 @@ impl FrameReader {
         if len > MAX_FRAME {
             return Err(over_limit(len, MAX_FRAME));
         }
+        if len > max {
+            // Enough of the body to name the request, then the rest is dropped as it comes.
+            let body = &unread[4..];
+            if body.len() < ID_PREFIX.min(len) {
+                return Ok(None);
+            }
+            let id = reply_id(&body[..body.len().min(len)]);
+            let here = body.len().min(len);
+            self.start += 4 + here;
+            self.skip = len - here;
+            self.consumed();
+            return Ok(Some(Err(Oversize { len, id })));
+        }
         if unread.len() < 4 + len {
             return Ok(None);
         }
         let frame = decode(&unread[4..4 + len])?;
         self.start += 4 + len;
+        self.consumed();
+        Ok(Some(Ok(frame)))
+    }
+
+    /// Resets an empty buffer (and lets a big one go).
+    fn consumed(&mut self) {
         if self.start == self.end {
             self.start = 0;
             self.end = 0;
@@ -385,7 +451,14 @@ impl FrameReader {
                 self.buf = vec![0; BUF_START];
             }
         }
-        Ok(Some(frame))
+    }
+
+    /// Drops what arrived of a skipped frame.
+    fn drop_skipped(&mut self) {
+        let n = self.skip.min(self.end - self.start);
+        self.start += n;
+        self.skip -= n;
+        self.consumed();
     }
 
     /// Moves the unread bytes to the front of the buffer.
@@ -419,6 +492,23 @@ impl FrameReader {
         self.eof = n == 0;
         Ok(())
     }
+}
+
+/// The body bytes that name the request a reply answers: its variant and its id (postcard
+/// varints, at most 5 and 10 bytes).
+const ID_PREFIX: usize = 15;
+
+/// The request id a [`FromWorker`] frame's first body bytes name, if it is a reply to one
+/// (every reply variant has the id first).
+fn reply_id(body: &[u8]) -> Option<u64> {
+    let (variant, rest) = postcard::take_from_bytes::<u32>(body).ok()?;
+    // Progress, Result, State, Restored, Untyped, Answer (see `FromWorker`'s order).
+    if !(3..=9).contains(&variant) || variant == 4 {
+        return None;
+    }
+    postcard::take_from_bytes::<u64>(rest)
+        .ok()
+        .map(|(id, _)| id)
 }
 
 /// Waits until `input` has something to read (or its end); `WouldBlock` after `timeout`.
@@ -765,6 +855,61 @@ mod tests {
             let err = FrameReader::new(rx).next::<ToWorker>(wait).unwrap_err();
             assert!(err.to_string().contains("over the"), "{err}");
         }
+    }
+
+    /// A reply over the reader's limit is skipped without its bytes being held, named by the
+    /// request it answers; the frames after it are read as usual.
+    #[test]
+    fn a_reply_over_the_limit_is_skipped_unread() {
+        let (mut tx, rx) = UnixStream::pair().unwrap();
+        let mut reader = FrameReader::new(rx);
+        let big = FromWorker::Result {
+            id: 300,
+            result: ResultWire {
+                content: vec![ContentOut::Text("x".repeat(8 << 20))],
+                structured: None,
+                is_error: false,
+            },
+        };
+        let small = FromWorker::Untyped { id: 301 };
+        let mut bytes = encode(&big);
+        let len = bytes.len() - 4;
+        bytes.extend_from_slice(&encode(&small));
+        let writer = std::thread::spawn(move || io::Write::write_all(&mut tx, &bytes).unwrap());
+        let long = Some(Duration::from_secs(30));
+        assert_eq!(
+            reader.next_reply(long, 1 << 20).unwrap(),
+            Err(Oversize { len, id: Some(300) })
+        );
+        assert_eq!(
+            reader.next_reply(long, 1 << 20).unwrap(),
+            Ok(Next::Frame(small))
+        );
+        writer.join().unwrap();
+        assert!(
+            reader.buf.capacity() <= BUF_KEPT,
+            "{}",
+            reader.buf.capacity()
+        );
+        // A frame over the limit that answers nothing names no request.
+        let log = encode(&FromWorker::Log {
+            level: 1,
+            call: None,
+            module: "m".into(),
+            message: "y".repeat(4096),
+        });
+        let mut r = FrameReader::new({
+            let (mut tx, rx) = UnixStream::pair().unwrap();
+            io::Write::write_all(&mut tx, &log).unwrap();
+            rx
+        });
+        assert_eq!(
+            r.next_reply(long, 1000).unwrap(),
+            Err(Oversize {
+                len: log.len() - 4,
+                id: None
+            })
+        );
     }
 
     #[test]
