@@ -379,3 +379,63 @@ fn sigterm_before_the_cli_is_spawned_is_handled() {
         "toolhost did not end through its SIGTERM handler: {status:?}"
     );
 }
+
+/// A CLI that answers `initialize`, then each user message with one turn naming its number,
+/// and exits when its stdin closes.
+const TURN_PER_MESSAGE: &str = r#"
+read init
+id=$(printf '%s' "$init" | sed 's/.*"request_id":"\([^"]*\)".*/\1/')
+printf '{"type":"control_response","response":{"subtype":"success","request_id":"%s","response":{}}}\n' "$id"
+n=0
+while read line; do
+  case "$line" in
+    *'"type":"user"'*)
+      n=$((n+1))
+      echo "{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"Answer $n.\"}]}}"
+      echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"total_cost_usd":0}'
+      ;;
+  esac
+done
+"#;
+
+/// Issue 27 item 13: `printf 'hello\n/plugins\nhello\n' | toolhost chat` ended only after
+/// its first turn when a local command sat between two prompts: the lines after it were
+/// never read. Every prompt now runs, and the chat ends with its input.
+#[test]
+fn piped_prompts_around_local_commands_all_run_and_the_chat_ends() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = common::plugin_dir(&["calc"]);
+    let claude = fake_claude(dir.path(), TURN_PER_MESSAGE);
+    let mut cmd = chat(&claude, plugins.path(), &[]);
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"hello\n/plugins\nhello\n/tools\n/prompts\n/nonsense\n\nhello\n")
+        .unwrap();
+    drop(stdin);
+    let read = |mut r: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = r.read_to_end(&mut buf);
+            buf
+        })
+    };
+    let stdout = read(Box::new(child.stdout.take().unwrap()));
+    let stderr = read(Box::new(child.stderr.take().unwrap()));
+    let status = wait_with_limit(&mut child);
+    let (out, err) = (stdout.join().unwrap(), stderr.join().unwrap());
+    let out = text(&out);
+    assert!(status.success(), "{status:?}\n{out}\n{}", text(&err));
+    for n in 1..=3 {
+        assert!(out.contains(&format!("Answer {n}.")), "{out}");
+    }
+    assert!(!out.contains("Answer 4."), "{out}");
+    assert!(out.contains("calc.add("), "{out}");
+    assert!(out.contains("/nonsense: not a toolhost command"), "{out}");
+}
