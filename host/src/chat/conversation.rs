@@ -24,6 +24,7 @@ use crate::{
     plugin::CallControl,
     registry::Registry,
     service::{ControlError, Event, SessionHandle},
+    terminal::visible,
 };
 
 /// A plugin's prompt, got for a slash command: the user turn's content, or why there is none.
@@ -195,7 +196,7 @@ impl Chat {
                     init_done = true;
                     match answer {
                         Ok(v) => tracing::debug!(parked = %v["sdk_mcp_manifests_parked"], "initialized"),
-                        Err(e) => self.screen.notice(&format!("toolhost: the CLI refused the plugins: {e}")),
+                        Err(e) => self.screen.notice(&format!("toolhost: the CLI refused the plugins: {}", visible(&e.to_string()))),
                     }
                     None
                 }
@@ -492,10 +493,12 @@ impl Chat {
         }
     }
 
+    /// `e` may quote the plugin (its error, its declaration): made visible.
     fn local_error(&mut self, what: &str, e: &str) {
         self.screen.line(&format!(
-            "{}: {e}; nothing was sent",
-            self.style.error(what)
+            "{}: {}; nothing was sent",
+            self.style.error(what),
+            visible(e)
         ));
     }
 
