@@ -439,3 +439,55 @@ fn piped_prompts_around_local_commands_all_run_and_the_chat_ends() {
     assert!(out.contains("calc.add("), "{out}");
     assert!(out.contains("/nonsense: not a toolhost command"), "{out}");
 }
+
+/// Whether process `pid` is gone (or a zombie no one reaped yet: it runs no more).
+fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // `pid (comm) S ...`: the state follows the last `)`.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+    }
+}
+
+/// Issue 27 item 10: toolhost ended without a chance to clean up (SIGKILL, or an abort as when
+/// an in-process hook aborts) left the CLI running, reparented. The CLI now dies with it. The
+/// fake CLI ignores the end of its input (it then sleeps on), as a CLI in a turn would.
+#[test]
+fn the_cli_dies_with_toolhost_however_toolhost_ends() {
+    for signal in [9, 6] {
+        let dir = tempfile::tempdir().unwrap();
+        let plugins = common::plugin_dir(&[]);
+        let claude = fake_claude(
+            dir.path(),
+            "echo $$ > \"$(dirname \"$0\")/pid\"\nwhile read line; do :; done\nexec sleep 1000",
+        );
+        let pid_file = dir.path().join("pid");
+        let mut child = chat(&claude, plugins.path(), &["hi"]).spawn().unwrap();
+        let deadline = Instant::now() + WAIT;
+        let cli_pid = loop {
+            if let Some(pid) = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|s| s.trim().parse::<i32>().ok())
+            {
+                break pid;
+            }
+            assert!(child.try_wait().unwrap().is_none(), "toolhost exited early");
+            assert!(Instant::now() < deadline, "the fake CLI did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // SAFETY: plain kill(2) on a process this test started.
+        unsafe { libc_kill(child.id() as i32, signal) };
+        let status = wait_with_limit(&mut child);
+        let deadline = Instant::now() + WAIT;
+        while !gone(cli_pid) {
+            if Instant::now() > deadline {
+                // SAFETY: plain kill(2) on the leftover of this test.
+                unsafe { libc_kill(cli_pid, 9) };
+                panic!("signal {signal} ({status:?}): the CLI outlived toolhost");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
