@@ -249,9 +249,16 @@ fn processes_mentioning(marker: &str) -> Vec<i32> {
     found
 }
 
-/// The children of `pid`'s main thread (where `chat` spawns the CLI).
+/// The children of `pid`, of any of its threads (`chat` spawns the CLI from a thread of its
+/// own, whose death would signal it).
 fn children(pid: u32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default()
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return String::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .collect()
 }
 
 /// A SIGTERM the moment the CLI is forked still ends the CLI too: toolhost installs its
