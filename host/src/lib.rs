@@ -6,8 +6,9 @@
 //! no cycle (`host/tests/layers.rs` checks it; docs/internals.md, "Layers of `host/src`", has
 //! the table):
 //!
-//! 0. [`error`], `sync`, [`sys`], [`model`], `relay`: error rendering, the lock policy, the
-//!    user id and build digests, the protocol types, leader/follower among reading threads;
+//! 0. [`error`], `sync`, [`sys`], [`model`], `relay`, [`terminal`]: error rendering, the lock
+//!    policy, the user id and build digests, the protocol types, leader/follower among reading
+//!    threads, plugin text made inert on a terminal;
 //! 1. [`config`] (with the sandbox settings), [`trust`], [`transport`];
 //! 2. [`plugin`] (one loaded version), [`executor`];
 //! 3. [`worker`] (plugins in worker processes);
@@ -37,6 +38,7 @@ pub mod scaffold;
 pub mod service;
 mod sync;
 pub mod sys;
+pub mod terminal;
 pub mod transport;
 pub mod trust;
 pub mod worker;

@@ -315,7 +315,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("toolhost: {e:#}");
+            let _ = toolhost::terminal::err_line(format_args!("toolhost: {e:#}"));
             ExitCode::from(2)
         }
     }

@@ -249,9 +249,16 @@ fn processes_mentioning(marker: &str) -> Vec<i32> {
     found
 }
 
-/// The children of `pid`'s main thread (where `chat` spawns the CLI).
+/// The children of `pid`, of any of its threads (`chat` spawns the CLI from a thread of its
+/// own, whose death would signal it).
 fn children(pid: u32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default()
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return String::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .collect()
 }
 
 /// A SIGTERM the moment the CLI is forked still ends the CLI too: toolhost installs its
@@ -378,4 +385,116 @@ fn sigterm_before_the_cli_is_spawned_is_handled() {
         Some(143),
         "toolhost did not end through its SIGTERM handler: {status:?}"
     );
+}
+
+/// A CLI that answers `initialize`, then each user message with one turn naming its number,
+/// and exits when its stdin closes.
+const TURN_PER_MESSAGE: &str = r#"
+read init
+id=$(printf '%s' "$init" | sed 's/.*"request_id":"\([^"]*\)".*/\1/')
+printf '{"type":"control_response","response":{"subtype":"success","request_id":"%s","response":{}}}\n' "$id"
+n=0
+while read line; do
+  case "$line" in
+    *'"type":"user"'*)
+      n=$((n+1))
+      echo "{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"Answer $n.\"}]}}"
+      echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"total_cost_usd":0}'
+      ;;
+  esac
+done
+"#;
+
+/// Issue 27 item 13: `printf 'hello\n/plugins\nhello\n' | toolhost chat` ended only after
+/// its first turn when a local command sat between two prompts: the lines after it were
+/// never read. Every prompt now runs, and the chat ends with its input.
+#[test]
+fn piped_prompts_around_local_commands_all_run_and_the_chat_ends() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = common::plugin_dir(&["calc"]);
+    let claude = fake_claude(dir.path(), TURN_PER_MESSAGE);
+    let mut cmd = chat(&claude, plugins.path(), &[]);
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"hello\n/plugins\nhello\n/tools\n/prompts\n/nonsense\n\nhello\n")
+        .unwrap();
+    drop(stdin);
+    let read = |mut r: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = r.read_to_end(&mut buf);
+            buf
+        })
+    };
+    let stdout = read(Box::new(child.stdout.take().unwrap()));
+    let stderr = read(Box::new(child.stderr.take().unwrap()));
+    let status = wait_with_limit(&mut child);
+    let (out, err) = (stdout.join().unwrap(), stderr.join().unwrap());
+    let out = text(&out);
+    assert!(status.success(), "{status:?}\n{out}\n{}", text(&err));
+    for n in 1..=3 {
+        assert!(out.contains(&format!("Answer {n}.")), "{out}");
+    }
+    assert!(!out.contains("Answer 4."), "{out}");
+    assert!(out.contains("calc.add("), "{out}");
+    assert!(out.contains("/nonsense: not a toolhost command"), "{out}");
+}
+
+/// Whether process `pid` is gone (or a zombie no one reaped yet: it runs no more).
+fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // `pid (comm) S ...`: the state follows the last `)`.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+    }
+}
+
+/// Issue 27 item 10: toolhost ended without a chance to clean up (SIGKILL, or an abort as when
+/// an in-process hook aborts) left the CLI running, reparented. The CLI now dies with it. The
+/// fake CLI ignores the end of its input (it then sleeps on), as a CLI in a turn would.
+#[test]
+fn the_cli_dies_with_toolhost_however_toolhost_ends() {
+    for signal in [9, 6] {
+        let dir = tempfile::tempdir().unwrap();
+        let plugins = common::plugin_dir(&[]);
+        let claude = fake_claude(
+            dir.path(),
+            "echo $$ > \"$(dirname \"$0\")/pid\"\nwhile read line; do :; done\nexec sleep 1000",
+        );
+        let pid_file = dir.path().join("pid");
+        let mut child = chat(&claude, plugins.path(), &["hi"]).spawn().unwrap();
+        let deadline = Instant::now() + WAIT;
+        let cli_pid = loop {
+            if let Some(pid) = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|s| s.trim().parse::<i32>().ok())
+            {
+                break pid;
+            }
+            assert!(child.try_wait().unwrap().is_none(), "toolhost exited early");
+            assert!(Instant::now() < deadline, "the fake CLI did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // SAFETY: plain kill(2) on a process this test started.
+        unsafe { libc_kill(child.id() as i32, signal) };
+        let status = wait_with_limit(&mut child);
+        let deadline = Instant::now() + WAIT;
+        while !gone(cli_pid) {
+            if Instant::now() > deadline {
+                // SAFETY: plain kill(2) on the leftover of this test.
+                unsafe { libc_kill(cli_pid, 9) };
+                panic!("signal {signal} ({status:?}): the CLI outlived toolhost");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }

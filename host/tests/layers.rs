@@ -33,6 +33,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("sys", 0),
     ("model", 0),
     ("relay", 0),
+    ("terminal", 0),
     // 1: configuration data (the sandbox settings too), trust decisions, the byte transport.
     ("config", 1),
     ("trust", 1),

@@ -11,7 +11,10 @@ use serde_json::{json, value::RawValue, Value};
 use tokio::sync::{oneshot, Notify};
 
 use super::words::{display_tool_name, REFUSED_MESSAGE};
-use crate::service::{PermissionHandler, PermissionRequest};
+use crate::{
+    service::{PermissionHandler, PermissionRequest},
+    terminal::visible,
+};
 
 /// The user's answer to one permission question.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,10 +57,12 @@ pub fn permission_response(decision: Decision, tool: &str, input: &RawValue) -> 
 }
 
 /// The question text: `Allow calc.add {"x":5,"y":3}? [y]es, [n]o, [a]lways this session: `.
+/// The name and the input (the model's, which may echo a plugin) are made visible.
 pub fn question_text(tool: &str, input: &str) -> String {
     format!(
-        "Allow {} {input}? [y]es, [n]o, [a]lways this session: ",
-        display_tool_name(tool)
+        "Allow {} {}? [y]es, [n]o, [a]lways this session: ",
+        visible(&display_tool_name(tool)),
+        visible(input)
     )
 }
 

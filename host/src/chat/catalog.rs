@@ -1,12 +1,14 @@
 //! Tools and plugins described for people: `toolhost list`, and the chat's `/tools` and
-//! `/plugins`. Arguments come from each tool's input schema: name, type, required.
+//! `/plugins`. Arguments come from each tool's input schema: name, type, required. Every
+//! name, description and error a plugin supplied is made [`visible`]: these lines are for a
+//! terminal.
 
 use std::path::PathBuf;
 
 use serde_json::Value;
 
 use super::style::Style;
-use crate::plugin::LoadedPlugin;
+use crate::{plugin::LoadedPlugin, terminal::visible};
 
 /// One argument of a tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,7 +90,7 @@ pub fn signature(schema: &Value, style: &Style) -> String {
         .iter()
         .map(|a| {
             let mark = if a.required { "" } else { "?" };
-            format!("{}{mark}: {}", a.name, style.dim(&a.ty))
+            format!("{}{mark}: {}", visible(&a.name), style.dim(&visible(&a.ty)))
         })
         .collect::<Vec<_>>()
         .join(", ")
@@ -103,9 +105,9 @@ pub fn tools_text(plugins: &[std::sync::Arc<LoadedPlugin>], style: &Style) -> St
             let first = super::words::one_line(t.description.lines().next().unwrap_or(""), 60);
             out.push_str(&format!(
                 "  {}({})  {}\n",
-                style.bold(&format!("{}.{}", p.name(), t.name)),
+                style.bold(&visible(&format!("{}.{}", p.name(), t.name))),
                 signature(&t.input_schema, style),
-                style.dim(&first)
+                style.dim(&visible(&first))
             ));
         }
     }
@@ -126,17 +128,17 @@ pub fn plugins_text(
         let m = p.manifest();
         out.push_str(&format!(
             "  {} {} · {} · {}\n",
-            style.bold(&m.name),
-            m.version,
+            style.bold(&visible(&m.name)),
+            visible(&m.version),
             count(m.tools.len(), "tool"),
-            style.dim(&p.file().display().to_string())
+            style.dim(&visible(&p.file().display().to_string()))
         ));
     }
     for (file, error) in failures {
         out.push_str(&format!(
-            "  {} {}: {error}\n",
+            "  {} {}\n",
             style.error("✗"),
-            file.display()
+            visible(&format!("{}: {error}", file.display()))
         ));
     }
     if out.is_empty() {

@@ -24,6 +24,7 @@ use crate::{
     plugin::CallControl,
     registry::Registry,
     service::{ControlError, Event, SessionHandle},
+    terminal::visible,
 };
 
 /// A plugin's prompt, got for a slash command: the user turn's content, or why there is none.
@@ -195,7 +196,7 @@ impl Chat {
                     init_done = true;
                     match answer {
                         Ok(v) => tracing::debug!(parked = %v["sdk_mcp_manifests_parked"], "initialized"),
-                        Err(e) => self.screen.notice(&format!("toolhost: the CLI refused the plugins: {e}")),
+                        Err(e) => self.screen.notice(&format!("toolhost: the CLI refused the plugins: {}", visible(&e.to_string()))),
                     }
                     None
                 }
@@ -348,21 +349,37 @@ impl Chat {
         }
     }
 
-    /// A line typed at the prompt: a local command, or the next turn.
+    /// A line typed at the prompt, then, while no turn runs, the lines kept meanwhile (piped
+    /// input read ahead during a turn): a local command answered must not leave the rest of
+    /// the queue unread, which nothing else would read any more.
     fn prompt_line(&mut self, line: String) {
+        let mut next = Some(line);
+        while let Some(line) = next.take() {
+            if self.one_prompt_line(line) {
+                return;
+            }
+            if self.turns_open == 0 {
+                next = self.kept.pop_front();
+            }
+        }
+        self.want_read();
+    }
+
+    /// A local command, or the next turn. True when the line started something (a turn, a
+    /// prompt being got) or quit: then no line is wanted now.
+    fn one_prompt_line(&mut self, line: String) -> bool {
         if line.trim().is_empty() {
-            self.want_read();
-            return;
+            return false;
         }
         match local::parse(&line) {
             None => {
                 self.send_turn(&line);
-                return;
+                return true;
             }
             Some(Local::Quit) => {
                 self.inputs = None;
                 self.kept.clear();
-                return;
+                return true;
             }
             Some(Local::Help) => {
                 self.screen.line(local::HELP);
@@ -372,7 +389,7 @@ impl Chat {
             Some(Local::Prompts) => self.show_prompts(),
             Some(Local::Prompt(command)) => {
                 if self.get_prompt(command) {
-                    return;
+                    return true;
                 }
             }
             Some(Local::Tools) => {
@@ -392,7 +409,7 @@ impl Chat {
                 self.style.error(&c)
             )),
         }
-        self.want_read();
+        false
     }
 
     fn show_prompts(&mut self) {
@@ -476,10 +493,12 @@ impl Chat {
         }
     }
 
+    /// `e` may quote the plugin (its error, its declaration): made visible.
     fn local_error(&mut self, what: &str, e: &str) {
         self.screen.line(&format!(
-            "{}: {e}; nothing was sent",
-            self.style.error(what)
+            "{}: {}; nothing was sent",
+            self.style.error(what),
+            visible(e)
         ));
     }
 
@@ -610,6 +629,87 @@ mod tests {
         service::Session,
         transport::read_lines,
     };
+
+    /// Issue 27 item 13: piped lines read during a turn are kept; when the turn ends, a kept
+    /// local command (or empty line) is answered and the lines after it are still used, up to
+    /// the next turn, and the loop ends once they are.
+    #[tokio::test]
+    async fn kept_lines_after_a_local_command_still_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = RegistryConfig::new(dir.path());
+        config.shadow_dir = dir.path().join(".shadow");
+        let registry = Registry::open(config).unwrap();
+        let router = Router::new(registry.clone(), RouterConfig::default());
+        let chat_router = router.clone();
+        let (mut cli_out, session_in) = tokio::io::duplex(1 << 16);
+        let (session_out, cli_in) = tokio::io::duplex(1 << 16);
+        let mut session =
+            Session::start(read_lines(session_in), session_out, router, None).unwrap();
+        let (out, err) = (Buf::default(), Buf::default());
+        let screen = Screen::new(Box::new(out.clone()), Box::new(err.clone()), false);
+        let (input_tx, inputs) = mpsc::unbounded_channel();
+        let mut chat = Chat::new(
+            session.handle.clone(),
+            Renderer::new(OutputFormat::Text, Style::new(false), false),
+            screen,
+            Style::new(false),
+            registry,
+            chat_router,
+            None,
+            Source::Lines { echo: false },
+            Some(inputs),
+            true,
+        );
+        let events = std::mem::replace(&mut session.events, mpsc::unbounded_channel().1);
+        let (_reports_tx, reports) = mpsc::unbounded_channel();
+        let mut signals = Signals::install().unwrap();
+        // All queued before the loop starts: the first starts a turn, the rest are kept.
+        for line in ["first", "/plugins", "", "/tools", "/nonsense", "second"] {
+            input_tx.send(Input::Line(line.into())).unwrap();
+        }
+        input_tx.send(Input::Eof).unwrap();
+        let run = tokio::spawn(async move {
+            chat.run(
+                None,
+                events,
+                Box::pin(async { Ok(serde_json::Value::Null) }),
+                reports,
+                &mut signals,
+            )
+            .await
+        });
+        let mut lines = BufReader::new(cli_in).lines();
+        for (prompt, answer) in [("first", "One."), ("second", "Two.")] {
+            let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+                .await
+                .unwrap_or_else(|_| panic!("`{prompt}` never reached the CLI"))
+                .unwrap()
+                .unwrap();
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(v["message"]["content"], prompt, "{line}");
+            let reply = format!(
+                "{}\n{}\n",
+                serde_json::json!({"type": "assistant", "message": {"id": prompt,
+                    "content": [{"type": "text", "text": answer}]}}),
+                r#"{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.01}"#
+            );
+            cli_out.write_all(reply.as_bytes()).await.unwrap();
+        }
+        let stop = tokio::time::timeout(Duration::from_secs(10), run)
+            .await
+            .expect("the loop did not end once its input was used")
+            .unwrap();
+        assert_eq!(stop, Stop::Done);
+        let out = out.text();
+        assert!(out.contains("no plugins"), "{out}");
+        assert!(out.contains("/nonsense: not a toolhost command"), "{out}");
+        assert!(out.contains("One.\n[ok · 1 turn"), "{out}");
+        assert!(
+            out.contains("nothing was sent\nTwo.\n[ok · 1 turn"),
+            "{out}"
+        );
+        session.close().await;
+    }
 
     /// The loop against an in-memory CLI: local commands never reach it, a prompt does, the
     /// turn's end prints its summary, and the end of input stops the loop.

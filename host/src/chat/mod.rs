@@ -56,6 +56,7 @@ use crate::{
         hooks::{self, Hooks},
         initialize_request, Session, SessionHandle,
     },
+    terminal::visible,
     transport::{blocking_lines, find_claude, CliProcess, ExitReport, Writer},
 };
 
@@ -140,6 +141,7 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
     let (source, inputs) = open_input(&term, interactive, args.ask, &registry)?;
     let saved_terminal = quiet_terminal(&term);
     let renderer = Renderer::new(args.output_format, term.style, term.live)
+        .on_terminal(std::io::stdout().is_terminal())
         .with_external_servers(external_names);
     let mut chat = Chat::new(
         handle,
@@ -269,12 +271,15 @@ fn unregistered_hooks_notice(registry: &Registry, warned: &mut Vec<String>) -> O
         return None;
     }
     warned.extend(new.iter().cloned());
-    Some(format!(
-        "toolhost: the hooks of {} apply from the next session: no plugin had hooks when this \
+    Some(
+        visible(&format!(
+            "toolhost: the hooks of {} apply from the next session: no plugin had hooks when this \
          one started, so none was registered with the CLI (`toolhost chat --hooks` registers \
          them always)",
-        new.join(", ")
-    ))
+            new.join(", ")
+        ))
+        .into_owned(),
+    )
 }
 
 /// Follows the registry's changes into the session (`follow_registry`); each change is
@@ -297,7 +302,7 @@ fn follow_changes(
         external,
         (!args.ask).then(|| args.allowed_tools.clone()),
         move |change| {
-            let _ = reports_tx.send(format!("toolhost: {change}"));
+            let _ = reports_tx.send(format!("toolhost: {}", visible(&change.to_string())));
             if let Some(registry) = &unregistered {
                 let notice = unregistered_hooks_notice(registry, &mut crate::sync::lock(&warned));
                 if let Some(notice) = notice {
@@ -385,8 +390,9 @@ async fn shut_down(stop: Stop, mut cli: CliProcess, chat: &mut Chat) -> ExitCode
             let report = cli.finish(EXIT_GRACE).await;
             chat.screen
                 .notice(&format!("toolhost: {}", describe_exit(&report)));
+            // The CLI's stderr may quote a plugin or a peer server.
             for line in cli.tail().lines() {
-                chat.screen.notice(&format!("  {line}"));
+                chat.screen.notice(&format!("  {}", visible(&line)));
             }
             ExitCode::FAILURE
         }
@@ -419,10 +425,10 @@ fn startup_report(registry: &Registry, style: &Style) -> Vec<String> {
         .map(|(file, error)| {
             format!(
                 "toolhost: {}",
-                style.error(&format!(
+                style.error(&visible(&format!(
                     "plugin file {} failed to load: {error}",
                     file.display()
-                ))
+                )))
             )
         })
         .collect();

@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 use toolhost_plugin::extras::PromptDecl;
 
 use super::style::Style;
-use crate::plugin::LoadedPlugin;
+use crate::{plugin::LoadedPlugin, terminal::visible};
 
 /// `/plugin:prompt` and the rest of its line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -190,15 +190,15 @@ pub fn prompts_text(plugins: &[Arc<LoadedPlugin>], style: &Style) -> String {
             let first = super::words::one_line(about.lines().next().unwrap_or(""), 60);
             out.push_str(&format!(
                 "  {}  {}\n",
-                style.bold(&usage(p.name(), d)),
-                style.dim(&first)
+                style.bold(&visible(&usage(p.name(), d))),
+                style.dim(&visible(&first))
             ));
             for a in &d.arguments {
                 if let Some(desc) = &a.description {
                     out.push_str(&format!(
                         "      {}  {}\n",
-                        a.name,
-                        style.dim(&super::words::one_line(desc, 60))
+                        visible(&a.name),
+                        style.dim(&visible(&super::words::one_line(desc, 60)))
                     ));
                 }
             }

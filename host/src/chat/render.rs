@@ -1,13 +1,19 @@
 //! What `toolhost chat` prints of the CLI's stream, in each `--output-format`: stream messages
 //! in, [`Out`] pieces for the screen out. No terminal handling here (see `screen`).
 
-use std::collections::{HashMap, HashSet};
+use std::{
+    borrow::Cow,
+    collections::{HashMap, HashSet},
+};
+
+use serde_json::Value;
 
 use super::{
     stream::{self, Item, TurnResult},
     style::Style,
     words::{self, display_tool_name, one_line, Outcome, Summary},
 };
+use crate::terminal::visible;
 
 /// How the conversation is printed on stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -64,6 +70,9 @@ pub struct Renderer {
     api_failure: Option<String>,
     interrupted: bool,
     session_cost_usd: f64,
+    /// stdout is a terminal: the lines passed on unchanged (`json`, `stream-json`) are made
+    /// [`visible`] too.
+    tty: bool,
 }
 
 impl Renderer {
@@ -81,7 +90,24 @@ impl Renderer {
             api_failure: None,
             interrupted: false,
             session_cost_usd: 0.0,
+            tty: false,
         }
+    }
+
+    /// Whether stdout is a terminal (see [`Renderer::message`]).
+    pub fn on_terminal(mut self, tty: bool) -> Self {
+        self.tty = tty;
+        self
+    }
+
+    /// A line passed on unchanged, made [`visible`] on a terminal: its strings' C0 controls
+    /// are JSON escapes already, and `\uXXXX` for the rest keeps the JSON's meaning.
+    fn raw(&self, line: &str) -> Out {
+        Out::Raw(if self.tty {
+            visible(line).into_owned()
+        } else {
+            line.to_string()
+        })
     }
 
     /// Names the servers of `--mcp-config`: their tools' lines name the server as such and
@@ -98,13 +124,23 @@ impl Renderer {
     }
 
     /// What `line` (a message of type `kind`) shows, and the turn's end on `result`.
+    ///
+    /// The text format is for a person: every string of the message is made [`visible`] first,
+    /// whatever the stream: results, resources, names and hook reasons a plugin or a peer
+    /// server supplied, which the CLI relays, and the model's own text, which may echo them.
+    /// The JSON formats pass lines on unchanged, made [`visible`] only on a terminal.
     pub fn message(&mut self, kind: &str, line: &str) -> (Vec<Out>, Option<TurnEnd>) {
         let mut out = Vec::new();
         if self.format == OutputFormat::StreamJson {
-            out.push(Out::Raw(line.to_string()));
+            out.push(self.raw(line));
         }
         let mut end = None;
-        for item in stream::parse(kind, line) {
+        let parsed = if self.text_shown() {
+            inert_json(line)
+        } else {
+            Cow::Borrowed(line)
+        };
+        for item in stream::parse(kind, &parsed) {
             if let Item::End(result) = item {
                 end = Some(self.end(result, line, &mut out));
             } else {
@@ -243,7 +279,7 @@ impl Renderer {
         };
         self.session_cost_usd = summary.session_cost_usd;
         match self.format {
-            OutputFormat::Json => out.push(Out::Raw(line.to_string())),
+            OutputFormat::Json => out.push(self.raw(line)),
             OutputFormat::Text => {
                 out.extend(summary.reason_line(&self.style).map(Out::Line));
                 out.push(Out::Line(summary.line(&self.style)));
@@ -258,6 +294,52 @@ impl Renderer {
             is_error: r.is_error || summary.outcome != Outcome::Ok,
             summary,
         }
+    }
+}
+
+/// `line` (JSON) with each of its strings, keys too, made [`visible`]; borrowed when none
+/// changes (a line that is no JSON is made visible as text).
+fn inert_json(line: &str) -> Cow<'_, str> {
+    // Only an escape or a character acted on may decode to one.
+    if !line.contains('\\') && matches!(visible(line), Cow::Borrowed(_)) {
+        return Cow::Borrowed(line);
+    }
+    let Ok(mut v) = serde_json::from_str::<Value>(line) else {
+        return visible(line);
+    };
+    if make_visible(&mut v) {
+        Cow::Owned(v.to_string())
+    } else {
+        Cow::Borrowed(line)
+    }
+}
+
+/// Makes every string in `v` [`visible`]; whether any changed.
+fn make_visible(v: &mut Value) -> bool {
+    match v {
+        Value::String(s) => match visible(s) {
+            Cow::Borrowed(_) => false,
+            Cow::Owned(o) => {
+                *s = o;
+                true
+            }
+        },
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |changed, item| make_visible(item) | changed),
+        Value::Object(map) => {
+            let mut changed = false;
+            if map.keys().any(|k| matches!(visible(k), Cow::Owned(_))) {
+                *map = std::mem::take(map)
+                    .into_iter()
+                    .map(|(k, v)| (visible(&k).into_owned(), v))
+                    .collect();
+                changed = true;
+            }
+            map.values_mut()
+                .fold(changed, |changed, item| make_visible(item) | changed)
+        }
+        _ => false,
     }
 }
 
@@ -319,6 +401,36 @@ mod tests {
             r#"{"type":"result","subtype":"success","is_error":false,"num_turns":3,"total_cost_usd":0.01234}"#,
         ),
     ];
+
+    /// Issue 27 item 1: the text format shows every string of the stream inert; the JSON
+    /// formats pass lines unchanged unless stdout is a terminal, and then keep their meaning.
+    #[test]
+    fn text_from_the_stream_is_inert_and_raw_lines_only_on_a_terminal() {
+        let line = r#"{"type":"assistant","message":{"id":"m","content":[{"type":"text","text":"a\u001b]52;c;eA==\u0007 \u009b2J \u202eb"}]}}"#
+            .replace("\\u009b", "\u{9b}")
+            .replace("\\u202e", "\u{202e}");
+        let (outs, _) = render(OutputFormat::Text, false, &[("assistant", &line)]);
+        assert_eq!(
+            lines(&outs),
+            "a\\u001b]52;c;eA==\\u0007 \\u009b2J \\u202eb\n"
+        );
+        let mut r = Renderer::new(OutputFormat::StreamJson, Style::new(false), false);
+        assert_eq!(r.message("assistant", &line).0, [Out::Raw(line.clone())]);
+        let mut r = r.on_terminal(true);
+        let (outs, _) = r.message("assistant", &line);
+        let [Out::Raw(shown)] = outs.as_slice() else {
+            panic!("{outs:?}")
+        };
+        assert!(
+            !shown.contains('\u{9b}') && !shown.contains('\u{202e}'),
+            "{shown}"
+        );
+        let (a, b): (serde_json::Value, serde_json::Value) = (
+            serde_json::from_str(shown).unwrap(),
+            serde_json::from_str(&line).unwrap(),
+        );
+        assert_eq!(a, b);
+    }
 
     /// A tool of an `--mcp-config` server (an http one here) is named by its server, and its
     /// failure is the CLI's own words, not "plugin th removed".

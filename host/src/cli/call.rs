@@ -10,6 +10,7 @@ use crate::{
     handler::{CallError, Router},
     model::{ContentOut, EmbeddedBody},
     service::CallLimits,
+    terminal,
 };
 
 /// `calc.add [ARGS]` or `calc add [ARGS]` → (plugin, tool, arguments).
@@ -54,7 +55,7 @@ pub fn call(
         Ok(o) => o,
         Err(e @ CallError::UnknownServer(_)) => {
             for (file, error) in registry.failures() {
-                eprintln!("toolhost: {}: {error}", file.display());
+                let _ = terminal::err_line(format_args!("toolhost: {}: {error}", file.display()));
             }
             let plugins = registry.plugins();
             let names: Vec<&str> = plugins.iter().map(|p| p.name()).collect();
@@ -78,14 +79,20 @@ pub fn call(
         }
     };
     let result = &output.result;
+    // One write through the terminal boundary: piped, the plugin's exact bytes.
+    let mut shown = String::new();
+    let mut println = |line: String| {
+        shown.push_str(&line);
+        shown.push('\n');
+    };
     if let Some(s) = &result.structured {
-        println!("{}", s.get());
+        println(s.get().to_string());
     } else {
         for block in &result.content {
             match block {
-                ContentOut::Text(t) => println!("{t}"),
+                ContentOut::Text(t) => println(t.to_string()),
                 ContentOut::Image { data, mime_type } | ContentOut::Audio { data, mime_type } => {
-                    println!("[{mime_type}, {} base64 characters]", data.len())
+                    println(format!("[{mime_type}, {} base64 characters]", data.len()))
                 }
                 ContentOut::Resource {
                     uri,
@@ -96,15 +103,17 @@ pub fn call(
                         .as_deref()
                         .map_or(String::new(), |m| format!(", {m}"));
                     match body {
-                        EmbeddedBody::Text(t) => println!("[resource {uri}{mime}]\n{t}"),
-                        EmbeddedBody::Blob(b) => {
-                            println!("[resource {uri}{mime}, {} base64 characters]", b.len())
-                        }
+                        EmbeddedBody::Text(t) => println(format!("[resource {uri}{mime}]\n{t}")),
+                        EmbeddedBody::Blob(b) => println(format!(
+                            "[resource {uri}{mime}, {} base64 characters]",
+                            b.len()
+                        )),
                     }
                 }
             }
         }
     }
+    terminal::print_out(&shown)?;
     tracing::debug!(result = %output.json, "call finished");
     Ok(if result.is_error {
         ExitCode::FAILURE

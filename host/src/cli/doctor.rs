@@ -2,14 +2,17 @@
 
 use std::process::ExitCode;
 
-use crate::doctor::{self, Options};
+use crate::{
+    doctor::{self, Options},
+    terminal,
+};
 
 pub fn doctor(options: &Options, as_json: bool) -> anyhow::Result<ExitCode> {
     let report = doctor::run(options);
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        terminal::out_line(format_args!("{}", serde_json::to_string_pretty(&report)?))?;
     } else {
-        print!("{}", report.to_text());
+        terminal::print_out(&report.to_text())?;
     }
     Ok(if report.ok {
         ExitCode::SUCCESS

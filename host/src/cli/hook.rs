@@ -6,7 +6,7 @@ use anyhow::{bail, Context as _};
 use serde_json::{json, Value};
 
 use super::{runtime, Plugins};
-use crate::handler::Router;
+use crate::{handler::Router, terminal};
 
 /// `toolhost hook`: one event's hooks of one plugin through the router (its timeout,
 /// `on_error`, the merging of `chat`), the answer printed as JSON.
@@ -64,13 +64,15 @@ pub fn hook(
         } else {
             let outcome = hooks.run_event(input, Some(plugin)).await;
             if outcome.matched == 0 {
-                eprintln!("toolhost: no {event} hook of {plugin} matches this input");
+                let _ = terminal::err_line(format_args!(
+                    "toolhost: no {event} hook of {plugin} matches this input"
+                ));
             }
             outcome.answer
         }
     });
     // A hung hook is not waited for.
     rt.shutdown_timeout(Duration::from_millis(100));
-    println!("{}", serde_json::to_string_pretty(&answer)?);
+    terminal::out_line(format_args!("{}", serde_json::to_string_pretty(&answer)?))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,11 +1,11 @@
 //! `toolhost list`: the plugins of the folder, what each offers, and the files that failed.
 
-use std::process::ExitCode;
+use std::{fmt::Write as _, process::ExitCode};
 
 use serde_json::{json, Value};
 
 use super::Plugins;
-use crate::{model::tool_json, plugin_dir};
+use crate::{model::tool_json, plugin_dir, terminal};
 
 pub fn list(opts: &Plugins<'_>, as_json: bool) -> anyhow::Result<ExitCode> {
     let registry = opts.open()?;
@@ -37,7 +37,7 @@ pub fn list(opts: &Plugins<'_>, as_json: bool) -> anyhow::Result<ExitCode> {
         // A line for an empty folder, saying what to put there (null otherwise).
         let hint =
             (plugins.is_empty() && failed.is_empty()).then(|| plugin_dir::empty_hint(opts.folder));
-        println!(
+        terminal::out_line(format_args!(
             "{}",
             serde_json::to_string_pretty(&json!({
                 "plugins": plugins,
@@ -45,39 +45,43 @@ pub fn list(opts: &Plugins<'_>, as_json: bool) -> anyhow::Result<ExitCode> {
                 "folder": opts.folder,
                 "hint": hint,
             }))?
-        );
+        ))?;
     } else {
+        // One write through the terminal boundary.
+        let mut shown = String::new();
         for p in &plugins {
             let m = p.manifest();
-            println!("{} {} ({})", m.name, m.version, p.file().display());
+            writeln!(shown, "{} {} ({})", m.name, m.version, p.file().display())?;
             if !m.description.is_empty() {
-                println!("  {}", m.description);
+                writeln!(shown, "  {}", m.description)?;
             }
             for t in &m.tools {
                 let first_line = t.description.lines().next().unwrap_or("");
                 let args = crate::chat::catalog::signature(&t.input_schema, &Default::default());
-                println!("  - {}({args}): {first_line}", t.name);
+                writeln!(shown, "  - {}({args}): {first_line}", t.name)?;
             }
-            print!("{}", offers_text(&m.extras));
+            shown.push_str(&offers_text(&m.extras));
             for h in &m.extras.hooks {
                 let matcher = h.matcher.as_deref().map(|m| format!(" [{m}]"));
-                println!(
+                writeln!(
+                    shown,
                     "  hook {}{}: {}",
                     h.event,
                     matcher.unwrap_or_default(),
                     h.id
-                );
+                )?;
             }
             if m.extras.permission {
-                println!("  permission policy");
+                writeln!(shown, "  permission policy")?;
             }
         }
         for (file, error) in &failed {
-            println!("failed: {}: {error}", file.display());
+            writeln!(shown, "failed: {}: {error}", file.display())?;
         }
         if plugins.is_empty() && failed.is_empty() {
-            println!("{}", plugin_dir::empty_hint(opts.folder));
+            writeln!(shown, "{}", plugin_dir::empty_hint(opts.folder))?;
         }
+        terminal::print_out(&shown)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -88,7 +88,7 @@ where
     let json = match one_shot(request)? {
         Ok(json) => json,
         Err(e) => {
-            eprintln!("toolhost: {e}");
+            let _ = crate::terminal::err_line(format_args!("toolhost: {e}"));
             return Ok(None);
         }
     };

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::bail;
 
 use super::{answer, Plugins};
-use crate::{handler::Router, service::CallLimits};
+use crate::{handler::Router, service::CallLimits, terminal};
 
 /// `toolhost prompt`: one prompt through the router, like a `prompts/get` (the host's check
 /// of its arguments, timeout, size limit, isolation), its messages printed.
@@ -26,7 +26,7 @@ pub fn prompt(
         Ok(d) => d,
         Err(e) => {
             for (file, error) in registry.failures() {
-                eprintln!("toolhost: {}: {error}", file.display());
+                let _ = terminal::err_line(format_args!("toolhost: {}: {error}", file.display()));
             }
             bail!("{e}");
         }
@@ -39,9 +39,9 @@ pub fn prompt(
         return Ok(ExitCode::FAILURE);
     };
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
+        terminal::out_line(format_args!("{}", serde_json::to_string_pretty(&result)?))?;
     } else {
-        print!("{}", prompts::messages_text(&result));
+        terminal::print_out(&prompts::messages_text(&result))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -8,6 +8,7 @@ use super::{answer, Plugins};
 use crate::{
     handler::{Router, Scope},
     service::CallLimits,
+    terminal,
 };
 
 /// `toolhost read`: one resource through the router, like a `resources/read` of the
@@ -24,7 +25,7 @@ pub fn read(
     let offers = router.offers(Scope::All).expect("the all-plugins scope");
     if offers.resolve(uri).is_none() {
         for (file, error) in registry.failures() {
-            eprintln!("toolhost: {}: {error}", file.display());
+            let _ = terminal::err_line(format_args!("toolhost: {}: {error}", file.display()));
         }
         let mut served: Vec<String> = Vec::new();
         for p in registry.plugins() {
@@ -60,13 +61,16 @@ pub fn read(
         std::fs::write(file, bytes).with_context(|| format!("cannot write {}", file.display()))?;
         return Ok(ExitCode::SUCCESS);
     }
+    // One write through the terminal boundary: piped, the plugin's exact bytes.
+    let mut shown = String::new();
     for c in &contents {
         match (c["text"].as_str(), c["blob"].as_str()) {
-            (Some(t), _) if t.ends_with('\n') => print!("{t}"),
-            (Some(t), _) => println!("{t}"),
-            (None, Some(b)) => println!("{b}"),
-            _ => println!("{c}"),
+            (Some(t), _) if t.ends_with('\n') => shown.push_str(t),
+            (Some(t), _) => shown.push_str(&format!("{t}\n")),
+            (None, Some(b)) => shown.push_str(&format!("{b}\n")),
+            _ => shown.push_str(&format!("{c}\n")),
         }
     }
+    terminal::print_out(&shown)?;
     Ok(ExitCode::SUCCESS)
 }
