@@ -195,11 +195,14 @@ pub enum OnError {
 }
 
 impl OnError {
-    /// Unset `on_error`: closed (deny) where the hook guards something, a tool call before it
-    /// runs or a permission, open (allow) for the events that only observe or add context.
+    /// Unset `on_error`: closed (deny) where the hook guards something, a tool call or a skill's
+    /// shell command before it runs or a permission, open (allow) for the events that only
+    /// observe or add context.
     pub fn default_for(event: &str) -> OnError {
         match event {
-            "PreToolUse" | "PermissionRequest" | PERMISSION_POLICY => OnError::Deny,
+            "PreToolUse" | "PermissionRequest" | "PreSkillShellCommand" | PERMISSION_POLICY => {
+                OnError::Deny
+            }
             _ => OnError::Allow,
         }
     }
@@ -699,6 +702,7 @@ timeout = 10
         assert_eq!(OnError::default_for("PreToolUse"), OnError::Deny);
         assert_eq!(OnError::default_for(PERMISSION_POLICY), OnError::Deny);
         assert_eq!(OnError::default_for("PermissionRequest"), OnError::Deny);
+        assert_eq!(OnError::default_for("PreSkillShellCommand"), OnError::Deny);
         assert_eq!(OnError::default_for("PostToolUse"), OnError::Allow);
         assert_eq!(OnError::default_for("UserPromptSubmit"), OnError::Allow);
     }

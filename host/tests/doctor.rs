@@ -77,7 +77,7 @@ fn line_and_next(report: &str, prefix: &str) -> (String, String) {
 #[test]
 fn good_broken_and_refused_plugins() {
     use std::os::unix::fs::PermissionsExt;
-    let (dir, _bin, claude) = with_claude(&["calc", "text"], "2.1.331");
+    let (dir, _bin, claude) = with_claude(&["calc", "text"], "2.1.332");
     let good = dir.path().join(common::lib_file("calc"));
     // Refused: others can write it.
     let refused = dir.path().join(common::lib_file("text"));
@@ -97,7 +97,7 @@ fn good_broken_and_refused_plugins() {
         line.contains(claude_arg) && line.contains("from --claude"),
         "{line}"
     );
-    assert!(line.contains("version 2.1.331"), "{line}");
+    assert!(line.contains("version 2.1.332"), "{line}");
     assert!(report.contains("✓ plugin-folder: "), "{report}");
     let (line, _) = line_and_next(&report, &format!("✓ plugin: {}: calc", good.display()));
     assert!(line.contains("add"), "{line}");
@@ -139,10 +139,10 @@ fn good_broken_and_refused_plugins() {
     }
     let claude_check = &report["checks"][0];
     assert_eq!(claude_check["check"], "claude");
-    assert_eq!(claude_check["data"]["version"], "2.1.331");
+    assert_eq!(claude_check["data"]["version"], "2.1.332");
     assert_eq!(
         claude_check["data"]["tested"],
-        json!(["2.1.328", "2.1.331"])
+        json!(["2.1.328", "2.1.332"])
     );
     assert_eq!(claude_check["data"]["source"], "--claude");
 
@@ -165,8 +165,8 @@ fn the_cli_too_old_newer_or_missing() {
     assert_eq!(out.status.code(), Some(1));
     let (line, fix) = line_and_next(&text(&out), "✗ claude: ");
     assert!(line.contains("too old"), "{line}");
-    assert!(fix.contains("@anthropic-ai/claude-code@2.1.331"), "{fix}");
-    // The range's ends: 2.1.327 fails, 2.1.328 passes.
+    assert!(fix.contains("@anthropic-ai/claude-code@2.1.332"), "{fix}");
+    // The range's ends: 2.1.327 fails, 2.1.328 and 2.1.332 pass.
     let below = fake_claude(bin.path(), "2.1.327");
     let out = doctor(&["--plugins", folder, "--claude", below.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
@@ -174,15 +174,19 @@ fn the_cli_too_old_newer_or_missing() {
     let out = doctor(&["--plugins", folder, "--claude", oldest.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(text(&out).contains("✓ claude: "), "{}", text(&out));
+    let newest = fake_claude(bin.path(), "2.1.332");
+    let out = doctor(&["--plugins", folder, "--claude", newest.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("✓ claude: "), "{}", text(&out));
 
     // Newer than tested: a warning, not a failure.
-    for version in ["2.1.332", "2.2.0"] {
+    for version in ["2.1.333", "2.2.0"] {
         let newer = fake_claude(bin.path(), version);
         let out = doctor(&["--plugins", folder, "--claude", newer.to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
         let (line, fix) = line_and_next(&text(&out), "! claude: ");
         assert!(line.contains("newer than tested"), "{line}");
-        assert!(fix.contains("@anthropic-ai/claude-code@2.1.331"), "{fix}");
+        assert!(fix.contains("@anthropic-ai/claude-code@2.1.332"), "{fix}");
     }
 
     // Found through $TOOLHOST_CLAUDE, and says so.

@@ -16,7 +16,7 @@ pub use crate::cli_path::CLAUDE_VERSION;
 
 /// Where the CLI is looked for: env `TOOLHOST_E2E_CLAUDE`, else the folder
 /// `scripts/install-claude` installs into:
-/// `${TOOLHOST_CLI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/toolhost}/claude-code-2.1.331/node_modules/.bin/claude`
+/// `${TOOLHOST_CLI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/toolhost}/claude-code-2.1.332/node_modules/.bin/claude`
 /// (worked out in `src/cli_path.rs`, which the build script shares).
 pub fn claude_path() -> PathBuf {
     crate::cli_path::claude_path_from(|name| env::var_os(name))

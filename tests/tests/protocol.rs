@@ -1347,8 +1347,10 @@ cli_test!(
     }
 );
 
-/// Every hook event the CLI's own list names (2.1.328 to 2.1.331), in that order.
-const HOOK_EVENTS: [&str; 33] = [
+/// Every hook event the CLI's own list names, in that order: the first 33 on 2.1.328 to
+/// 2.1.331; 2.1.332 adds PreSkillShellCommand, which the older versions accept in
+/// `initialize` and never send (`a_skills_inline_shell_command_asks_pre_skill_shell_command`).
+const HOOK_EVENTS: [&str; 34] = [
     "PreToolUse",
     "PostToolUse",
     "PostToolUseFailure",
@@ -1382,6 +1384,7 @@ const HOOK_EVENTS: [&str; 33] = [
     "FileChanged",
     "DirectoryAdded",
     "MessageDisplay",
+    "PreSkillShellCommand",
 ];
 
 /// `initialize.hooks` registering every event of [`HOOK_EVENTS`] once, matcher-less, with
@@ -1761,6 +1764,113 @@ cli_test!(
         // The interrupted turn is the last one: exit code 1 (§8.1).
         cli.close_stdin();
         assert_eq!(cli.wait_exit().code(), Some(1));
+    }
+);
+
+/// Whether the CLI that gave the `initialize` answer `answer` is `min` or later (`"2.1.332"`).
+fn cli_is_at_least(answer: &Value, min: &str) -> bool {
+    let parse = |v: &str| -> Vec<u64> { v.split('.').map(|n| n.parse().unwrap()).collect() };
+    let version = answer["response"]["response"]["claude_code_version"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no claude_code_version in {answer}"));
+    parse(version) >= parse(min)
+}
+
+cli_test!(
+    /// §14.2, §14.3: a skill's inline shell command (`` !`cmd` `` in its SKILL.md) asks the
+    /// PreSkillShellCommand hook from 2.1.332 on, and a deny or an ask keeps it from running;
+    /// before 2.1.332 it runs with no hook asked (and no PreToolUse either).
+    fn a_skills_inline_shell_command_asks_pre_skill_shell_command() {
+        let sandbox = Sandbox::new(&[]);
+        let skill = sandbox.work_dir().join(".claude/skills/stamp");
+        std::fs::create_dir_all(&skill).unwrap();
+        std::fs::write(
+            skill.join("SKILL.md"),
+            "---\nname: stamp\ndescription: Writes a marker\n---\n\
+             Marker: !`echo hi > marker; echo STAMPED`\n",
+        )
+        .unwrap();
+        let marker = sandbox.work_dir().join("marker");
+        let fake = FakeApi::call_policy();
+        let cmd = sandbox.claude_command(&fake, &["--allowedTools", "Bash"]);
+        let init = initialize(&[], json!({"hooks": every_hook(60)}));
+        let mut cli = SdkSession::spawn_with(cmd, init, |_: &McpRequest| None);
+        let answer = cli.pump("initialize response", is_response_to("init_1"));
+        let asks = cli_is_at_least(&answer, "2.1.332");
+
+        let (calls, _) = hooked_turn(&mut cli, "/stamp", &mut |_| Some(json!({})));
+        assert!(marker.exists(), "the skill's command did not run");
+        assert!(fake
+            .last_request()
+            .last_user_text()
+            .contains("Marker: STAMPED"));
+        let mut expected = vec!["UserPromptSubmit", "UserPromptExpansion"];
+        if asks {
+            expected.push("PreSkillShellCommand");
+        }
+        expected.extend(["MessageDisplay", "Stop"]);
+        assert_eq!(events_of(&calls), expected);
+        let expansion = &callback(&calls, "UserPromptExpansion")["request"]["input"];
+        assert_eq!(expansion["command_name"], "stamp", "{expansion}");
+        if !asks {
+            cli.finish();
+            return;
+        }
+        let input = &callback(&calls, "PreSkillShellCommand")["request"]["input"];
+        assert_eq!(input["tool_name"], "Bash", "{input}");
+        assert_eq!(
+            input["tool_input"],
+            json!({"command": "echo hi > marker; echo STAMPED"})
+        );
+        assert_eq!(input["command_name"], "stamp", "{input}");
+        assert_eq!(input["command_source"], "projectSettings", "{input}");
+        assert_eq!(input["invoked_by"], "user", "{input}");
+        // Its tool_use_id names no tool call.
+        let id = input["tool_use_id"].as_str().unwrap();
+        assert!(id.ends_with(":inner:preamble-0"), "{input}");
+        std::fs::remove_file(&marker).unwrap();
+
+        // A deny (or `decision: "block"`) and an ask keep it from running: the stream gets a
+        // warning, the model the skill's text without the command's output.
+        let refusals = [
+            (
+                json!({"hookSpecificOutput":{"hookEventName":"PreSkillShellCommand",
+                    "permissionDecision":"deny","permissionDecisionReason":"NO-SKILL"}}),
+                "blocked by hook: NO-SKILL",
+            ),
+            (
+                json!({"decision":"block","reason":"BLOCKED"}),
+                "blocked by hook: BLOCKED",
+            ),
+            (
+                json!({"hookSpecificOutput":{"hookEventName":"PreSkillShellCommand",
+                    "permissionDecision":"ask"}}),
+                "the hook asked for approval, which a skill can't wait for",
+            ),
+        ];
+        for (output, why) in refusals {
+            let (_, r) = hooked_turn(&mut cli, "/stamp", &mut |m| {
+                Some(if event_of(m) == "PreSkillShellCommand" {
+                    output.clone()
+                } else {
+                    json!({})
+                })
+            });
+            assert_eq!(r["subtype"], "success", "{r}");
+            assert!(!marker.exists(), "ran despite {output}");
+            assert!(!fake.last_request().last_user_text().contains("STAMPED"));
+            let warning = json_lines(&cli)
+                .into_iter()
+                .rev()
+                .find(|l| l["type"] == "system" && l["tag"] == "skill_shell_hook")
+                .expect("a skill_shell_hook line");
+            assert_eq!(
+                warning["content"],
+                format!("Not run in /stamp: echo hi > marker; echo STAMPED ({why})")
+            );
+            assert_eq!(warning["subtype"], "informational", "{warning}");
+        }
+        cli.finish();
     }
 );
 

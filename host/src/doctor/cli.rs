@@ -17,7 +17,7 @@ use super::Check;
 pub struct CliVersion(pub u32, pub u32, pub u32);
 
 impl CliVersion {
-    /// The version in `claude --version`'s output (`2.1.331 (Claude Code)`).
+    /// The version in `claude --version`'s output (`2.1.332 (Claude Code)`).
     pub fn parse(output: &str) -> Option<Self> {
         let word = output.split_whitespace().next()?;
         let mut parts = word.split('.').map(|p| p.parse::<u32>().ok());
@@ -36,7 +36,7 @@ impl fmt::Display for CliVersion {
 pub const TESTED_CLI_MIN: CliVersion = CliVersion(2, 1, 328);
 /// The newest CLI version the end-to-end suite passed with (`scripts/install-claude` installs
 /// this one; a test checks they agree).
-pub const TESTED_CLI_MAX: CliVersion = CliVersion(2, 1, 331);
+pub const TESTED_CLI_MAX: CliVersion = CliVersion(2, 1, 332);
 
 /// How long `claude --version` may take.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(15);
@@ -161,8 +161,8 @@ mod tests {
     #[test]
     fn versions() {
         assert_eq!(
-            CliVersion::parse("2.1.331 (Claude Code)\n"),
-            Some(CliVersion(2, 1, 331))
+            CliVersion::parse("2.1.332 (Claude Code)\n"),
+            Some(CliVersion(2, 1, 332))
         );
         assert_eq!(CliVersion::parse("2.1"), None);
         assert_eq!(CliVersion::parse("2.1.3.4"), None);
@@ -170,7 +170,7 @@ mod tests {
         assert_eq!(CliVersion::parse(""), None);
         assert!(CliVersion(2, 1, 330) > TESTED_CLI_MIN && CliVersion(2, 1, 330) < TESTED_CLI_MAX);
         assert!(CliVersion(2, 2, 0) > TESTED_CLI_MAX);
-        assert_eq!(TESTED_CLI_MAX.to_string(), "2.1.331");
+        assert_eq!(TESTED_CLI_MAX.to_string(), "2.1.332");
     }
 
     /// `scripts/install-claude` pins the newest tested version.

@@ -310,7 +310,7 @@ events! {
     }
 
     /// After every tool call of one assistant message ran (observed on the CLI 2.1.328 to
-    /// 2.1.331, after PostToolUse). May add context.
+    /// 2.1.332, after PostToolUse). May add context.
     PostToolBatch {
         /// The calls, in order.
         #[serde(default)]
@@ -404,7 +404,7 @@ events! {
         agent_type: Option<String>,
     }
 
-    /// The CLI displays part of an assistant message (observed on the CLI 2.1.328 to 2.1.331,
+    /// The CLI displays part of an assistant message (observed on the CLI 2.1.328 to 2.1.332,
     /// once per flush of complete lines). May replace what is displayed
     /// ([`HookOutcome::with_display_content`](super::HookOutcome::with_display_content)); the
     /// model's message is unchanged.

@@ -6,10 +6,11 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-/// Every event the supported CLI versions accept (2.1.328 to 2.1.331 list the same 33).
-/// Registered once each, matcher-less: which plugin hooks run is decided per event, so hooks
-/// that a reload adds, changes or removes apply without restarting the CLI.
-pub const EVENTS: [&str; 33] = [
+/// Every event the supported CLI versions accept: the 33 of 2.1.328 to 2.1.331, and
+/// PreSkillShellCommand, which 2.1.332 adds (the older ones accept its registration and never
+/// send it). Registered once each, matcher-less: which plugin hooks run is decided per event,
+/// so hooks that a reload adds, changes or removes apply without restarting the CLI.
+pub const EVENTS: [&str; 34] = [
     "PreToolUse",
     "PostToolUse",
     "PostToolUseFailure",
@@ -43,6 +44,7 @@ pub const EVENTS: [&str; 33] = [
     "FileChanged",
     "DirectoryAdded",
     "MessageDisplay",
+    "PreSkillShellCommand",
 ];
 
 /// The CLI's own limit on one callback, in seconds: only a backstop, since each hook has its
@@ -98,8 +100,12 @@ impl<'a> Head<'a> {
     /// does not apply to (every hook of the event runs).
     pub fn subject(&self) -> Option<&str> {
         let field = match self.hook_event_name.as_ref() {
-            "PreToolUse" | "PostToolUse" | "PostToolUseFailure" | "PermissionRequest"
-            | "PermissionDenied" => &self.tool_name,
+            "PreToolUse"
+            | "PostToolUse"
+            | "PostToolUseFailure"
+            | "PermissionRequest"
+            | "PermissionDenied"
+            | "PreSkillShellCommand" => &self.tool_name,
             "SessionStart" => &self.source,
             "SessionEnd" => &self.reason,
             "PreCompact" | "PostCompact" => &self.trigger,
@@ -126,6 +132,8 @@ mod tests {
         let r = registration();
         let map = r.as_object().unwrap();
         assert_eq!(map.len(), EVENTS.len());
+        assert_eq!(map.len(), 34);
+        assert!(map.contains_key("PreSkillShellCommand"));
         assert_eq!(
             r["PreToolUse"],
             json!([{"matcher": null, "hookCallbackIds": ["toolhost_PreToolUse"], "timeout": 600}])
@@ -141,6 +149,7 @@ mod tests {
             Head::read(&input).unwrap().subject().map(str::to_string)
         };
         assert_eq!(subject("PreToolUse").as_deref(), Some("Ba\\sh"));
+        assert_eq!(subject("PreSkillShellCommand").as_deref(), Some("Ba\\sh"));
         assert_eq!(subject("SessionStart").as_deref(), Some("startup"));
         assert_eq!(subject("UserPromptSubmit"), None);
         assert_eq!(subject("Notification"), None);

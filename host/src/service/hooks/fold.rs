@@ -343,7 +343,10 @@ impl Fold for HookFold {
                 out.insert("decision".into(), json!("block"));
                 out.insert("reason".into(), json!(d.text()));
             }
-            (None, "PreToolUse") => {
+            // PreSkillShellCommand (CLI 2.1.332) reads a PreToolUse-style decision, and an ask
+            // keeps the skill's command from running (docs/protocol.md §14.3): passed on, not
+            // dropped. Its updatedInput never counts (not a tool event).
+            (None, "PreToolUse" | "PreSkillShellCommand") => {
                 if let Some((plugin, reason)) = &self.ask {
                     specific.insert("permissionDecision".into(), json!("ask"));
                     let why = format!("asked by {plugin}: {reason}");
@@ -657,6 +660,29 @@ mod tests {
                 format!("denied by p: its hook h failed: {why}")
             );
         }
+    }
+
+    #[test]
+    fn a_skill_shell_command_ask_is_passed_on_and_a_deny_blocks() {
+        let input = json!({"hook_event_name": "PreSkillShellCommand", "tool_name": "Bash",
+            "tool_input": {"command": "ls"}});
+        let mut f = HookFold::new("PreSkillShellCommand", input.clone());
+        let ask = json!({"hookSpecificOutput": {"permissionDecision": "ask",
+            "permissionDecisionReason": "sure?"}});
+        assert!(f.take(&item("a", OnError::Deny), Ok(ask)));
+        assert_eq!(
+            f.answer(),
+            json!({"hookSpecificOutput": {"hookEventName": "PreSkillShellCommand",
+                "permissionDecision": "ask", "permissionDecisionReason": "asked by a: sure?"}})
+        );
+        let mut f = HookFold::new("PreSkillShellCommand", input);
+        let deny = json!({"hookSpecificOutput": {"permissionDecision": "deny",
+            "permissionDecisionReason": "no"}});
+        assert!(!f.take(&item("g", OnError::Deny), Ok(deny)));
+        assert_eq!(
+            f.answer(),
+            json!({"decision": "block", "reason": "denied by g: no"})
+        );
     }
 
     #[test]
