@@ -597,7 +597,7 @@ impl Call<'_> {
         // One request per id in flight in a session: a second would take the first's place
         // for cancellation (and DELETE), leaving the first running with nobody to stop it.
         let claim = match &session {
-            Some(s) => match s.claim(id.get()) {
+            Some(s) => match s.claim(&crate::model::id_key(id)) {
                 Some(c) if !router.in_flight(self.scope(), client, id) => Some(Arc::new(c)),
                 _ => {
                     return error(
