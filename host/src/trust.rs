@@ -362,11 +362,13 @@ pub fn check_folders(file: &Path) -> Result<(), TrustError> {
     };
     let named = std::path::absolute(file).map_err(unreadable(file))?;
     let resolved = std::fs::canonicalize(file).map_err(unreadable(file))?;
+    let looked_in = lookup_folders(&named).map_err(unreadable(file))?;
     let mut seen = HashSet::new();
     for dir in named
         .ancestors()
         .skip(1)
         .chain(resolved.ancestors().skip(1))
+        .chain(looked_in.iter().map(PathBuf::as_path))
     {
         if dir.as_os_str().is_empty() || !seen.insert(dir) {
             continue;
@@ -375,6 +377,51 @@ pub fn check_folders(file: &Path) -> Result<(), TrustError> {
         check_folder_meta(dir, &meta)?;
     }
     Ok(())
+}
+
+/// Every folder a name is looked up in while absolute `path` resolves, symlink by symlink:
+/// a link in a folder others can write could be pointed elsewhere, though the folders of
+/// the path as named and of where it ends are all private.
+#[cfg(unix)]
+fn lookup_folders(path: &Path) -> std::io::Result<Vec<PathBuf>> {
+    use std::path::Component;
+    /// As the kernel's bound on symlinks followed in one lookup.
+    const MAX_LINKS: usize = 40;
+    let mut folders = Vec::new();
+    let mut at = PathBuf::from("/");
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    let push_all = |rest: &mut Vec<std::ffi::OsString>, p: &Path| {
+        // Kept reversed: the next component is the last.
+        for c in p.components().rev() {
+            rest.push(c.as_os_str().to_os_string());
+        }
+    };
+    push_all(&mut rest, path);
+    let mut links = 0;
+    while let Some(c) = rest.pop() {
+        match Path::new(&c).components().next() {
+            Some(Component::RootDir) => at = PathBuf::from("/"),
+            Some(Component::ParentDir) => {
+                at.pop();
+            }
+            Some(Component::Normal(name)) => {
+                folders.push(at.clone());
+                let next = at.join(name);
+                if std::fs::symlink_metadata(&next)?.file_type().is_symlink() {
+                    links += 1;
+                    if links > MAX_LINKS {
+                        return Err(std::io::Error::other("too many levels of symbolic links"));
+                    }
+                    // Relative to the link's folder (`at`), or from the root.
+                    push_all(&mut rest, &std::fs::read_link(&next)?);
+                } else {
+                    at = next;
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(folders)
 }
 
 #[cfg(not(unix))]

@@ -447,3 +447,81 @@ async fn idle_connections_are_closed_after_the_head_timeout() {
     let text = String::from_utf8_lossy(&rest);
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
 }
+
+/// An answer its client does not read keeps its request's place among those in flight
+/// (`--max-requests`) until the server has handed it to the connection: unread answers are
+/// bounded by the requests in flight, not by the connections (docs/deploy.md, "Memory and
+/// open files"). With room for 2, a third large answer left unread is refused 503.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unread_answers_keep_their_place_among_the_requests_in_flight() {
+    let mut setup = Setup::new(&["faulty"]);
+    setup.limits = HttpLimits {
+        max_requests: 2,
+        ..HttpLimits::default()
+    };
+    // Larger than what the kernel buffers for a connection (`tcp_wmem`, 4 MiB at most).
+    setup.router.max_result_bytes = 16 << 20;
+    let server = setup.start().await;
+    let uri = "faulty://bytes/6000000";
+    let body =
+        json!({"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":uri,"_meta":{
+        "io.modelcontextprotocol/protocolVersion":"2026-07-28",
+        "io.modelcontextprotocol/clientInfo":{"name":"test","version":"1"},
+        "io.modelcontextprotocol/clientCapabilities":{}}}})
+        .to_string();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\n\
+         accept: application/json\r\nmcp-protocol-version: 2026-07-28\r\n\
+         mcp-method: resources/read\r\nmcp-name: {uri}\r\ncontent-length: {}\r\n\r\n",
+        server.addr,
+        body.len()
+    );
+    // Clients that ask and do not read (a small receive buffer, so the answer stays with
+    // the server).
+    let ask = || async {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        let mut s = socket.connect(server.addr).await.unwrap();
+        s.write_all(head.as_bytes()).await.unwrap();
+        s.write_all(body.as_bytes()).await.unwrap();
+        let mut first = vec![0u8; 12];
+        s.read_exact(&mut first).await.unwrap();
+        (s, String::from_utf8_lossy(&first).into_owned())
+    };
+    let mut unread = Vec::new();
+    for _ in 0..2 {
+        let (s, status) = ask().await;
+        assert_eq!(status, "HTTP/1.1 200", "an answer within the bound");
+        unread.push(s);
+    }
+    let (_third, status) = ask().await;
+    assert_eq!(
+        status, "HTTP/1.1 503",
+        "a third answer while two large ones are unread"
+    );
+    // Read whole, they give their places back.
+    for s in unread {
+        let mut s = tokio::io::BufReader::new(s);
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            tokio::io::AsyncBufReadExt::read_line(&mut s, &mut line)
+                .await
+                .unwrap();
+            if line.trim().is_empty() {
+                break;
+            }
+            if let Some(n) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = n.trim().parse().unwrap();
+            }
+        }
+        assert!(length > 6_000_000, "{length}");
+        let mut answer = vec![0u8; length];
+        s.read_exact(&mut answer).await.unwrap();
+    }
+    let r = server
+        .modern("/mcp", 2, "tools/list", serde_json::Value::Null)
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+}

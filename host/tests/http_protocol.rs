@@ -875,3 +875,57 @@ async fn a_duplicate_request_id_in_a_session_is_refused() {
     tokio::time::sleep(Duration::from_millis(2500)).await;
     assert!(!second.exists(), "the refused call ran");
 }
+
+/// Ids JSON holds equal are one id, however spelled: `"\u0037"` while `"7"` is in flight is
+/// refused as a duplicate (a client decoding the answers could not tell the two apart), and
+/// never runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_id_spelled_otherwise_is_refused() {
+    let server = Setup::new(&["faulty"]).start().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let session = server.initialize("/mcp").await;
+    let (first, second) = (scratch.path().join("first"), scratch.path().join("second"));
+    let call = |id: &str, marker: &std::path::Path, ms: u64| {
+        let params = json!({"name":"faulty__slow","arguments":{"ms":ms,"marker":marker}});
+        Req::new(server.addr, "POST", "/mcp")
+            .header("content-type", "application/json")
+            .header("accept", "application/json")
+            .header("mcp-session-id", &session)
+            .body(format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#
+            ))
+            .send()
+    };
+    let pending = tokio::spawn(call(r#""7""#, &first, 30_000));
+    common::eventually(WAIT, "the first call runs", || {
+        server.router.calls_in_flight() == 1
+    })
+    .await;
+    for spelled in [r#""\u0037""#, r#" "7" "#] {
+        let r = call(spelled, &second, 1).await;
+        assert_eq!(r.json()["error"]["code"], -32600, "{spelled}: {}", r.body);
+    }
+    assert_eq!(server.router.calls_in_flight(), 1);
+    // A number 7 is another id than the string "7": it runs.
+    let r = call("7", &second, 1).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.json()["result"].is_object(), "{}", r.body);
+    std::fs::remove_file(&second).unwrap();
+    // Cancelling "\u0037" cancels "7".
+    let r = Req::new(server.addr, "POST", "/mcp")
+        .header("content-type", "application/json")
+        .header("mcp-session-id", &session)
+        .body(
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"\u0037"}}"#
+                .to_string(),
+        )
+        .send()
+        .await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    common::eventually(WAIT, "the first call sees its cancellation", || {
+        std::fs::read_to_string(&first).is_ok_and(|m| m.contains("cancelled"))
+    })
+    .await;
+    pending.abort();
+    assert!(!second.exists(), "a refused call ran");
+}

@@ -570,3 +570,63 @@ fn a_secret_in_a_folder_others_can_write_is_refused() {
     chmod(0o700);
     assert!(Tokens::load(&tokens, false).is_ok());
 }
+
+/// A secret reached through a symlink that lies in a folder others can write is refused,
+/// even when both ends lie in private folders: they could point the link at another file.
+/// Every folder a name is looked up in while the path resolves counts, not only those of the
+/// path as named and of where it ends.
+#[cfg(unix)]
+#[test]
+fn a_secret_reached_through_a_link_in_a_folder_others_can_write_is_refused() {
+    use std::os::unix::{fs::symlink, fs::PermissionsExt};
+    use toolhost::service::http::{read_key, Tokens};
+    let top = tempfile::tempdir().unwrap();
+    let (safe, open, real) = (
+        top.path().join("safe"),
+        top.path().join("open"),
+        top.path().join("real"),
+    );
+    for d in [&safe, &open, &real] {
+        std::fs::create_dir(d).unwrap();
+    }
+    std::fs::create_dir(real.join("sub")).unwrap();
+    let tokens = real.join("sub/tokens");
+    std::fs::write(&tokens, format!("{TOKEN}\n")).unwrap();
+    let key = real.join("sub/key.pem");
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+    std::fs::copy(fixtures.join("key.pem"), &key).unwrap();
+    for f in [&tokens, &key] {
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    // safe/tokens -> open/hop -> real/sub/tokens, and the same for the key.
+    symlink(&tokens, open.join("hop")).unwrap();
+    symlink(open.join("hop"), safe.join("tokens")).unwrap();
+    symlink(&key, open.join("hop.pem")).unwrap();
+    symlink(open.join("hop.pem"), safe.join("key.pem")).unwrap();
+    // safe/dir -> open/dirhop -> real/sub: a folder reached through the open one.
+    symlink(real.join("sub"), open.join("dirhop")).unwrap();
+    symlink(open.join("dirhop"), safe.join("dir")).unwrap();
+    let named = [
+        (safe.join("tokens"), safe.join("key.pem")),
+        (safe.join("dir/tokens"), safe.join("dir/key.pem")),
+    ];
+    // While `open` is private, every path is fine.
+    for (t, k) in &named {
+        assert!(Tokens::load(t, false).is_ok(), "{}", t.display());
+        assert!(read_key(k, false).is_ok(), "{}", k.display());
+    }
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let shown = open.display().to_string();
+    for (t, k) in &named {
+        let e = Tokens::load(t, false)
+            .expect_err("a token file through a link in a writable folder")
+            .to_string();
+        assert!(e.contains(&shown), "{}: {e}", t.display());
+        let e = read_key(k, false)
+            .expect_err("a TLS key through a link in a writable folder")
+            .to_string();
+        assert!(e.contains(&shown), "{}: {e}", k.display());
+    }
+    // The file itself, named directly, is fine.
+    assert!(Tokens::load(&tokens, false).is_ok());
+}

@@ -295,3 +295,53 @@ async fn next_line<R: tokio::io::AsyncBufRead + Unpin>(
         .expect("a line");
     serde_json::from_str(&line).unwrap()
 }
+
+/// From a stdio client too, ids JSON holds equal are one id: `"\u0037"` while `"7"` runs is
+/// refused and never runs, and cancelling `"\u0037"` cancels `"7"`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_id_spelled_otherwise_is_refused() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (first, second) = (scratch.path().join("first"), scratch.path().join("second"));
+    let (router, _dirs) = common::open_router(&["faulty"], RouterConfig::default());
+    let (client, server) = tokio::io::duplex(1 << 16);
+    let (s_in, s_out) = tokio::io::split(server);
+    let served = tokio::spawn(serve(read_lines(s_in), s_out, router.clone(), None));
+    let (c_in, mut c_out) = tokio::io::split(client);
+    let mut lines = BufReader::new(c_in).lines();
+    let call = |id: &str, marker: &std::path::Path, ms: u64| {
+        let params = json!({"name":"faulty__slow","arguments":{"ms":ms,"marker":marker}});
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#)
+    };
+    let wait = Duration::from_secs(20);
+    c_out
+        .write_all(format!("{}\n", call(r#""7""#, &first, 30_000)).as_bytes())
+        .await
+        .unwrap();
+    common::eventually(wait, "the first call runs", || {
+        router.calls_in_flight() == 1
+    })
+    .await;
+    c_out
+        .write_all(format!("{}\n", call(r#""\u0037""#, &second, 1)).as_bytes())
+        .await
+        .unwrap();
+    let reply = next_line(&mut lines, wait).await;
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    c_out
+        .write_all(
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"\\u0037\"}}\n",
+        )
+        .await
+        .unwrap();
+    let reply = next_line(&mut lines, wait).await;
+    assert_eq!(reply["id"], "7", "{reply}");
+    assert!(std::fs::read_to_string(&first)
+        .unwrap()
+        .contains("cancelled"));
+    c_out.shutdown().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(60), served)
+        .await
+        .expect("serve returns in time")
+        .unwrap();
+    assert!(!second.exists(), "the refused call ran");
+}

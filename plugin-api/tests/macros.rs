@@ -196,3 +196,49 @@ fn a_variable_read_by_the_parameter_of_its_name() {
         .unwrap();
     assert_eq!(read[0].as_text(), Some("sunny in paris"));
 }
+
+/// An alias of an alias of a result.
+type Res2<T> = Res<T>;
+
+/// Halve, answering through an alias of an alias.
+#[tool(output_schema)]
+pub fn halved_again(Num { n }: Num) -> Res2<Halves> {
+    halved(Num { n })
+}
+
+/// Halve, spelled `std::result::Result`.
+#[tool]
+pub fn halve_std(Num { n }: Num) -> std::result::Result<i64, String> {
+    halve(Num { n })
+}
+
+/// Halve, spelled `core::result::Result`.
+#[tool]
+pub fn halve_core(Num { n }: Num) -> core::result::Result<i64, String> {
+    halve(Num { n })
+}
+
+/// Halve, with `anyhow`.
+#[tool]
+pub fn halve_anyhow(Num { n }: Num) -> anyhow::Result<i64> {
+    halve(Num { n }).map_err(anyhow::Error::msg)
+}
+
+#[test]
+fn a_result_however_spelled_is_a_result() {
+    let ctx = TestContext::new();
+    for def in [halve_std::tool(), halve_core::tool(), halve_anyhow::tool()] {
+        let odd = def.call(serde_json::json!({"n": 3}), &ctx);
+        assert_eq!(odd, ToolResult::error("3 is odd"));
+        let even = def.call(serde_json::json!({"n": 4}), &ctx);
+        assert_eq!(even, ToolResult::text("2"));
+    }
+    let def = halved_again::tool();
+    let odd = def.call(serde_json::json!({"n": 5}), &ctx);
+    assert_eq!(odd, ToolResult::error("5 is odd"));
+    let even = def.call(serde_json::json!({"n": 8}), &ctx);
+    assert_eq!(
+        even.structured.map(serde_json::Value::Object),
+        Some(serde_json::json!({"half": 4}))
+    );
+}

@@ -630,7 +630,8 @@ fn client_key(scope: Scope<'_>, client: &str) -> String {
 
 /// The key of request `id` of `scope` from `client` among the requests in flight.
 fn cancel_key(scope: Scope<'_>, client: &str, id: &RawValue) -> String {
-    let (server, id) = (scope.key(), id.get());
+    // Ids equal in JSON are one request's, however spelled.
+    let (server, id) = (scope.key(), crate::model::id_key(id));
     let mut key = String::with_capacity(client.len() + server.len() + 2 + id.len());
     if !client.is_empty() {
         // A client name never holds a newline, so keys of two clients cannot meet.
@@ -639,7 +640,7 @@ fn cancel_key(scope: Scope<'_>, client: &str, id: &RawValue) -> String {
     }
     key.push_str(server);
     key.push('\n');
-    key.push_str(id);
+    key.push_str(&id);
     key
 }
 

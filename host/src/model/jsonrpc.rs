@@ -127,6 +127,41 @@ struct ErrorObject<'a> {
     data: Option<&'a serde_json::Value>,
 }
 
+/// The text that identifies request id `id` when ids are matched (a duplicate in flight, the
+/// `requestId` of `notifications/cancelled`): ids that JSON holds equal match, however they
+/// are spelled. `"\u0037"` is `"7"`, and `7.0` or `7e0` is `7` (the number a JavaScript or
+/// Python client sees); other ids are their own text.
+pub fn id_key(id: &RawValue) -> Cow<'_, str> {
+    let text = id.get();
+    if text.starts_with('"') {
+        if !text.contains('\\') {
+            return Cow::Borrowed(text);
+        }
+        return match serde_json::from_str::<String>(text) {
+            Ok(s) => Cow::Owned(serde_json::to_string(&s).expect("a string serializes")),
+            Err(_) => Cow::Borrowed(text),
+        };
+    }
+    let plain = text.strip_prefix('-').unwrap_or(text);
+    if plain.is_empty() || !plain.starts_with(|c: char| c.is_ascii_digit()) {
+        return Cow::Borrowed(text);
+    }
+    if plain.bytes().all(|b| b.is_ascii_digit()) {
+        return if plain == "0" {
+            Cow::Borrowed("0")
+        } else {
+            Cow::Borrowed(text)
+        };
+    }
+    // A fraction or an exponent: the integer it equals, when exactly one (2^53 at most).
+    match text.parse::<f64>() {
+        Ok(f) if f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0 => {
+            Cow::Owned(format!("{}", f as i64))
+        }
+        _ => Cow::Borrowed(text),
+    }
+}
+
 /// A JSON-RPC success reply echoing `id`.
 pub fn rpc_result(id: Option<&RawValue>, result: &impl Serialize) -> String {
     let reply = Reply {
@@ -199,6 +234,33 @@ pub fn rpc_notification<P: Serialize>(method: &str, params: Option<&P>) -> Strin
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn ids_equal_in_json_have_one_key() {
+        let key = |t: &str| id_key(&RawValue::from_string(t.to_string()).unwrap()).into_owned();
+        for (a, b) in [
+            (r#""7""#, r#""\u0037""#),
+            (r#""a/b""#, r#""a\/b""#),
+            (r#""é""#, r#""\u00e9""#),
+            ("7", "7.0"),
+            ("7", "7e0"),
+            ("70", "0.7E2"),
+            ("0", "-0"),
+            ("-3", "-3.00"),
+        ] {
+            assert_eq!(key(a), key(b), "{a} and {b}");
+        }
+        for (a, b) in [
+            ("7", r#""7""#),
+            ("7", "7.5"),
+            (r#""a""#, r#""A""#),
+            ("null", "0"),
+        ] {
+            assert_ne!(key(a), key(b), "{a} and {b}");
+        }
+        assert_eq!(key(r#""x""#), r#""x""#);
+        assert_eq!(key("12345678901234567890123"), "12345678901234567890123");
+    }
 
     #[test]
     fn replies_echo_ids() {

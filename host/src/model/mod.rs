@@ -25,8 +25,8 @@ pub use control::{
     ControlResponse, Incoming, IncomingRequest, McpResponse,
 };
 pub use jsonrpc::{
-    error_code, rpc_error, rpc_error_data, rpc_notification, rpc_result, rpc_result_raw, JsonRpc,
-    NOTIFICATION_ACK,
+    error_code, id_key, rpc_error, rpc_error_data, rpc_notification, rpc_result, rpc_result_raw,
+    JsonRpc, NOTIFICATION_ACK,
 };
 pub use keys::{KeyReader, TopLevelKeys};
 pub use latest::Latest;

@@ -36,6 +36,7 @@ pub struct Setup {
     pub limits: HttpLimits,
     pub allow_origins: Vec<String>,
     pub tls: Option<tokio_rustls::TlsAcceptor>,
+    pub router: RouterConfig,
 }
 
 impl Setup {
@@ -45,6 +46,7 @@ impl Setup {
             tokens: None,
             limits: HttpLimits::default(),
             allow_origins: Vec::new(),
+            router: RouterConfig::default(),
             tls: None,
         }
     }
@@ -55,7 +57,7 @@ impl Setup {
     }
 
     pub async fn start(self) -> Server {
-        let (router, dirs) = super::open_router(&self.libs, RouterConfig::default());
+        let (router, dirs) = super::open_router(&self.libs, self.router);
         let registry = router.registry().clone();
         let watch = registry.watch().expect("watch the plugin folder");
         let server = HttpServer::bind(

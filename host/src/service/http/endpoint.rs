@@ -25,6 +25,7 @@ use super::{
     budget::{Held, SMALL_BODY},
     limits::Ticket,
     modern,
+    paced::paced,
     reply::{
         closing, empty, error, json, not_allowed, plain, session_not_found, stream_response,
         too_busy, Body, TRANSPORT_ERROR,
@@ -597,7 +598,7 @@ impl Call<'_> {
         // One request per id in flight in a session: a second would take the first's place
         // for cancellation (and DELETE), leaving the first running with nobody to stop it.
         let claim = match &session {
-            Some(s) => match s.claim(id.get()) {
+            Some(s) => match s.claim(&crate::model::id_key(id)) {
                 Some(c) if !router.in_flight(self.scope(), client, id) => Some(Arc::new(c)),
                 _ => {
                     return error(
@@ -628,12 +629,13 @@ impl Call<'_> {
         match router.dispatch_from(self.scope(), client, msg, &sink) {
             Dispatch::Reply(r) => {
                 let (status, body) = finish(r, id, method, modern);
-                drop(ticket);
-                if status == StatusCode::OK {
+                let response = if status == StatusCode::OK {
                     self.answer(body)
                 } else {
                     json(status, body)
-                }
+                };
+                // Its place among the requests in flight until the answer is handed over.
+                response.map(|b| paced(b, ticket))
             }
             Dispatch::Handled => empty(StatusCode::ACCEPTED),
             Dispatch::Request(request) => {
@@ -642,11 +644,12 @@ impl Call<'_> {
                 let respond = responder(answered, claim, tx, id, method, modern);
                 request.start(respond, false);
                 if stream {
-                    return stream_response(CallStream::new(rx, guard));
+                    // The guard (and its place among the requests in flight) lives until the
+                    // stream's last piece is handed over.
+                    return stream_response(CallStream::new(rx, guard)).map(|b| paced(b, ()));
                 }
                 let reply = wait_reply(rx).await;
-                drop(guard);
-                match reply {
+                let response = match reply {
                     Some(r) => json(StatusCode::OK, r),
                     None => error(
                         StatusCode::INTERNAL_SERVER_ERROR,
@@ -654,7 +657,8 @@ impl Call<'_> {
                         error_code::INTERNAL_ERROR,
                         "the request ended without an answer",
                     ),
-                }
+                };
+                response.map(|b| paced(b, guard))
             }
         }
     }

@@ -22,6 +22,7 @@ mod endpoint;
 mod limits;
 mod modern;
 mod origin;
+mod paced;
 mod reply;
 mod session;
 mod sse;

@@ -31,7 +31,7 @@ pub struct Session {
     /// The token that opened it (`None` without tokens): the only one that may use it.
     owner: Option<Credential>,
     last_seen: Mutex<Instant>,
-    /// Ids of its requests in flight (their JSON text), to cancel when it ends and to refuse
+    /// Ids of its requests in flight (their `model::id_key`), to cancel when it ends and to refuse
     /// a second request with one of them; each with the number of the [`Claim`] holding it.
     in_flight: Mutex<HashMap<String, u64>>,
     /// Numbers the claims, so an old claim never releases a newer one's id.
