@@ -136,6 +136,39 @@ impl Drop for Busy {
     }
 }
 
+/// A response body holding its request's [`Busy`] (if any) until dropped. Its length and end pass
+/// through unchanged (`Content-Length` is kept, where a mapped body would go chunked).
+pub(super) struct Tracked<B> {
+    body: B,
+    _busy: Option<Busy>,
+}
+
+impl<B> Tracked<B> {
+    pub(super) fn new(body: B, busy: Option<Busy>) -> Self {
+        Tracked { body, _busy: busy }
+    }
+}
+
+impl<B: hyper::body::Body + Unpin> hyper::body::Body for Tracked<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<B::Data>, B::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
 /// Says at most once a period how many idle connections were closed to make room, rather
 /// than once each.
 pub(super) struct Tally {
@@ -209,6 +242,20 @@ mod tests {
         std::thread::sleep(Duration::from_millis(2));
         drop(a.begin());
         assert_eq!(conns.end_oldest_idle(), Some(peer(2)));
+    }
+
+    #[test]
+    fn a_tracked_body_keeps_its_length_and_its_request_busy() {
+        use hyper::body::Body as _;
+        let conns = Arc::new(Conns::default());
+        let a = conns.open(peer(1));
+        let body = http_body_util::Full::new(bytes::Bytes::from_static(b"abc"));
+        let tracked = Tracked::new(body, a.begin());
+        // Its length known, the answer keeps its `Content-Length`.
+        assert_eq!(tracked.size_hint().exact(), Some(3));
+        assert_eq!(conns.end_oldest_idle(), None, "busy while its body lives");
+        drop(tracked);
+        assert_eq!(conns.end_oldest_idle(), Some(peer(1)));
     }
 
     #[test]

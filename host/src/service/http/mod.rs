@@ -323,7 +323,6 @@ async fn serve_connection<I>(
 ) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    use http_body_util::BodyExt;
     let max_buf = shared.limits.max_header_bytes.max(8192);
     let header_timeout = shared.limits.header_timeout();
     let conn = conn.clone();
@@ -331,20 +330,15 @@ async fn serve_connection<I>(
         let (shared, conn) = (shared.clone(), conn.clone());
         async move {
             // Busy until the response body is dropped (a stream while it is open).
-            let Some(busy) = conn.begin() else {
-                return Ok(reply::plain(
+            let busy = conn.begin();
+            let response = match busy {
+                Some(_) => endpoint::handle(shared, peer, req).await,
+                None => reply::plain(
                     hyper::StatusCode::SERVICE_UNAVAILABLE,
                     "connection closed to make room: try again\n",
-                ));
+                ),
             };
-            let response = endpoint::handle(shared, peer, req).await;
-            Ok::<_, std::convert::Infallible>(response.map(|body| {
-                body.map_frame(move |frame| {
-                    let _busy = &busy;
-                    frame
-                })
-                .boxed_unsync()
-            }))
+            Ok::<_, std::convert::Infallible>(response.map(|body| conns::Tracked::new(body, busy)))
         }
     });
     let conn = hyper::server::conn::http1::Builder::new()
