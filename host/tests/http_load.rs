@@ -330,10 +330,10 @@ async fn unfinished_bodies_are_held_within_the_body_budget() {
     drop(held);
 }
 
-/// Idle connections that fill the descriptors toolhost may open (`ulimit -n 256`) leave a
-/// legitimate client a clean answer at once: 503 with `Retry-After` while they are open
-/// (the connection bound is kept below the limit, so toolhost can still accept and answer),
-/// and 200 once they are gone.
+/// Idle connections that fill the descriptors toolhost may open (`ulimit -n 256`) do not
+/// keep a legitimate client out: the connection bound is kept below the limit, so toolhost
+/// can still accept, and the oldest idle connection is closed to make room: 200 while they
+/// are open, and once they are gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_is_answered_while_idle_connections_fill_the_descriptors() {
     // Idle connections are reaped after the head timeout: long here, so only the
@@ -352,13 +352,8 @@ async fn a_client_is_answered_while_idle_connections_fill_the_descriptors() {
         r.status,
         r.body.trim()
     );
-    assert!(
-        r.status == 200 || (r.status == 503 && r.header("retry-after").is_some()),
-        "{} {:?} {}",
-        r.status,
-        r.headers,
-        r.body
-    );
+    assert_eq!(r.status, 200, "{:?} {}", r.headers, r.body);
+    assert_eq!(r.json()["result"]["content"][0]["text"], "5");
     assert!(
         server.logged("connections"),
         "the clamped connection bound is not logged: {:?}",
@@ -524,4 +519,126 @@ async fn unread_answers_keep_their_place_among_the_requests_in_flight() {
         .send()
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
+}
+
+/// Puts `lib` (built) into the server's plugin folder, as an install would.
+fn copy_plugin(server: &common::http::Server, lib: &str) {
+    let name = common::lib_file(lib);
+    let tmp = server.plugin_dir().join(format!(".{name}.tmp"));
+    std::fs::copy(common::built_plugins().join(&name), &tmp).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::rename(&tmp, server.plugin_dir().join(&name)).unwrap();
+}
+
+/// A connection sending a request head one byte now and then (slowloris), until dropped.
+fn slowloris(addr: SocketAddr) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let Ok(mut s) = TcpStream::connect(addr).await else {
+            return;
+        };
+        let head = format!("POST /mcp HTTP/1.1\r\nhost: {addr}\r\nx-slow: ");
+        for b in head.bytes().chain(std::iter::repeat(b'a')) {
+            if s.write_all(&[b]).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+}
+
+/// Idle and slowloris connections filling `--max-connections` do not keep a legitimate
+/// client out: the idle connection open longest is closed to make room, and the client is
+/// served (not 503). A connection with a call in flight and one holding a listen stream are
+/// busy, not idle: they are never closed for room, though they are the oldest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_make_room_for_a_client_but_busy_ones_stay() {
+    const MAX: usize = 50;
+    let mut setup = Setup::new(&["calc", "faulty"]);
+    setup.limits = HttpLimits {
+        max_connections: MAX,
+        // Idle connections are not reaped by time here: only making room can answer.
+        header_timeout_secs: 300,
+        ..HttpLimits::default()
+    };
+    let server = setup.start().await;
+    let addr = server.addr;
+    // The oldest two connections: a listen stream and a call in flight.
+    let stream = server
+        .modern(
+            "/mcp",
+            1,
+            "subscriptions/listen",
+            json!({"notifications":{"toolsListChanged":true}}),
+        )
+        .open()
+        .await;
+    assert_eq!(stream.status(), 200);
+    let mut events = common::http::Events::new(stream);
+    let (_, ack) = events
+        .next(Duration::from_secs(30))
+        .await
+        .expect("an acknowledgement");
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("ran");
+    let call = server
+        .modern(
+            "/mcp",
+            2,
+            "tools/call",
+            json!({"name":"faulty__stuck","arguments":{"ms":4000,"marker":marker}}),
+        )
+        .send();
+    let in_flight = tokio::spawn(call);
+    for _ in 0..600 {
+        if marker.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(marker.exists(), "the stuck call never started");
+    // Then as many idle and slowloris connections as the server may hold, and more.
+    let mut idle = Vec::new();
+    let mut slow = Vec::new();
+    for i in 0..MAX + 10 {
+        if i % 2 == 0 {
+            idle.push(TcpStream::connect(addr).await.expect("connect"));
+        } else {
+            slow.push(slowloris(addr));
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let r = tokio::time::timeout(Duration::from_secs(30), add(addr, 3, 2, 3).send())
+        .await
+        .expect("a legitimate call answered");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["result"]["content"][0]["text"], "5");
+    // Again, while the idle connections are still open.
+    let r = add(addr, 4, 2, 2).send().await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["result"]["content"][0]["text"], "4");
+    // The call in flight is answered, and the listen stream still hears.
+    let r = tokio::time::timeout(Duration::from_secs(30), in_flight)
+        .await
+        .expect("the call in flight answered")
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.json()["result"]["content"][0]["text"],
+        "was stuck 4000 ms"
+    );
+    copy_plugin(&server, "text");
+    let (_, changed) = events
+        .next(Duration::from_secs(30))
+        .await
+        .expect("the listen stream still open");
+    assert_eq!(changed["method"], "notifications/tools/list_changed");
+    for s in slow {
+        s.abort();
+    }
+    drop(idle);
 }

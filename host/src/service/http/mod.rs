@@ -17,6 +17,7 @@
 
 mod auth;
 mod budget;
+mod conns;
 mod descriptors;
 mod endpoint;
 mod limits;
@@ -58,6 +59,9 @@ pub use tls::{acceptor as tls_acceptor, read_certs, read_key, TlsError, TlsFiles
 use crate::{handler::Router, registry::RegistryEvent, sync::lock};
 use limits::InFlight;
 use session::Sessions;
+
+/// How long a new connection waits for the room an idle one closed for it gives back.
+const MAKING_ROOM: Duration = Duration::from_secs(1);
 
 /// Where `serve --http` listens unless told.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:8765";
@@ -200,6 +204,8 @@ impl HttpServer {
         let max = shared.limits.max_connections.max(1);
         let connections = Arc::new(Semaphore::new(max));
         let refusing = Arc::new(Semaphore::new(descriptors::REFUSING));
+        let open = Arc::new(conns::Conns::default());
+        let mut tally = conns::Tally::new();
         let mut full = false;
         tokio::pin!(shutdown);
         loop {
@@ -215,11 +221,29 @@ impl HttpServer {
                     }
                 },
             };
-            // Over the bound, a connection is answered at once rather than left waiting in
-            // the backlog, where a client cannot tell a full server from a dead one.
-            let Ok(permit) = connections.clone().try_acquire_owned() else {
+            let mut permit = connections.clone().try_acquire_owned().ok();
+            // Full: the idle connection quiet longest makes room, so reconnecting idle (or
+            // slowloris) connections cannot keep every legitimate client out.
+            if permit.is_none() {
+                if let Some(victim) = open.end_oldest_idle() {
+                    tracing::debug!(target: "toolhost::http", client = %victim, "idle connection closed to make room");
+                    if let Some(n) = tally.closed() {
+                        tracing::warn!(target: "toolhost::http", "{n} idle connections closed to make room ({max} open, the most allowed: --max-connections)");
+                    }
+                    permit = tokio::select! {
+                        _ = &mut shutdown => break,
+                        p = tokio::time::timeout(MAKING_ROOM, connections.clone().acquire_owned()) => {
+                            p.ok().map(|p| p.expect("never closed"))
+                        }
+                    };
+                }
+            }
+            // Over the bound with no idle connection, a connection is answered at once rather
+            // than left waiting in the backlog, where a client cannot tell a full server from
+            // a dead one.
+            let Some(permit) = permit else {
                 if !full {
-                    tracing::warn!(target: "toolhost::http", "{max} connections open, the most allowed (--max-connections): new ones are answered 503 until some close");
+                    tracing::warn!(target: "toolhost::http", "{max} connections open, the most allowed (--max-connections), all busy: new ones are answered 503 until some close");
                     full = true;
                 }
                 // A slot to answer in, waited for: the answer takes a moment at most.
@@ -235,26 +259,39 @@ impl HttpServer {
             let _ = stream.set_nodelay(true);
             let watcher = graceful.watcher();
             let (shared, tls) = (shared.clone(), self.tls.clone());
+            let conn = Arc::new(open.open(peer));
             tokio::spawn(async move {
-                match tls {
-                    None => serve_connection(TokioIo::new(stream), shared, peer, watcher).await,
-                    // The handshake runs here, not in the accepting loop: a client that never
-                    // finishes it holds only its own task.
-                    Some(tls) => {
-                        let limit = shared.limits.header_timeout();
-                        match tokio::time::timeout(limit, tls.accept(stream)).await {
-                            Ok(Ok(stream)) => {
-                                serve_connection(TokioIo::new(stream), shared, peer, watcher).await
-                            }
-                            Ok(Err(e)) => {
-                                tracing::debug!(target: "toolhost::http", client = %peer, "TLS handshake failed: {e}")
-                            }
-                            Err(_) => {
-                                tracing::debug!(target: "toolhost::http", client = %peer, "TLS handshake too slow")
+                let served = async {
+                    match tls {
+                        None => {
+                            serve_connection(TokioIo::new(stream), shared, peer, watcher, &conn)
+                                .await
+                        }
+                        // The handshake runs here, not in the accepting loop: a client that
+                        // never finishes it holds only its own task.
+                        Some(tls) => {
+                            let limit = shared.limits.header_timeout();
+                            match tokio::time::timeout(limit, tls.accept(stream)).await {
+                                Ok(Ok(stream)) => {
+                                    let io = TokioIo::new(stream);
+                                    serve_connection(io, shared, peer, watcher, &conn).await
+                                }
+                                Ok(Err(e)) => {
+                                    tracing::debug!(target: "toolhost::http", client = %peer, "TLS handshake failed: {e}")
+                                }
+                                Err(_) => {
+                                    tracing::debug!(target: "toolhost::http", client = %peer, "TLS handshake too slow")
+                                }
                             }
                         }
                     }
+                };
+                // Ended to make room: dropping the connection closes it.
+                tokio::select! {
+                    _ = served => {}
+                    _ = conn.ended() => {}
                 }
+                drop(conn);
                 drop(permit);
             });
         }
@@ -282,14 +319,27 @@ async fn serve_connection<I>(
     shared: Arc<Shared>,
     peer: SocketAddr,
     watcher: hyper_util::server::graceful::Watcher,
+    conn: &Arc<conns::Conn>,
 ) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let max_buf = shared.limits.max_header_bytes.max(8192);
     let header_timeout = shared.limits.header_timeout();
+    let conn = conn.clone();
     let service = hyper::service::service_fn(move |req| {
-        let shared = shared.clone();
-        async move { Ok::<_, std::convert::Infallible>(endpoint::handle(shared, peer, req).await) }
+        let (shared, conn) = (shared.clone(), conn.clone());
+        async move {
+            // Busy until the response body is dropped (a stream while it is open).
+            let busy = conn.begin();
+            let response = match busy {
+                Some(_) => endpoint::handle(shared, peer, req).await,
+                None => reply::plain(
+                    hyper::StatusCode::SERVICE_UNAVAILABLE,
+                    "connection closed to make room: try again\n",
+                ),
+            };
+            Ok::<_, std::convert::Infallible>(response.map(|body| conns::Tracked::new(body, busy)))
+        }
     });
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
