@@ -89,8 +89,11 @@ pub(crate) fn log_text(text: &str, max: usize) -> Cow<'_, str> {
                 '\n' => out.push_str("\\n"),
                 '\r' => out.push_str("\\r"),
                 '\t' => out.push_str("\\t"),
-                _ => {
+                _ if (c as u32) <= 0xff => {
                     let _ = write!(out, "\\x{:02x}", c as u32);
+                }
+                _ => {
+                    let _ = write!(out, "\\u{{{:04x}}}", c as u32);
                 }
             }
         } else {
@@ -116,9 +119,10 @@ pub(crate) fn log_text(text: &str, max: usize) -> Cow<'_, str> {
 /// What [`log_text`] keeps free for its note of a cut (the note is shorter).
 const CUT_NOTE_ROOM: usize = 48;
 
-/// Whether [`log_text`] escapes `c`: C0 controls, DEL and C1 controls.
+/// Whether [`log_text`] escapes `c`: C0 controls, DEL, C1 controls and the bidirectional
+/// controls a terminal reorders text by.
 fn escaped(c: char) -> bool {
-    matches!(c as u32, 0..=0x1f | 0x7f..=0x9f)
+    matches!(c as u32, 0..=0x1f | 0x7f..=0x9f) || crate::terminal::bidi(c)
 }
 
 /// A string a plugin passed to a host function, as text: the ABI promises UTF-8, but nothing
@@ -486,6 +490,8 @@ mod tests {
             "ok\\n2025-01-01T00:00:00Z  INFO toolhost: forged\\r\\x1b[2K\\t\\x7f\\x9bend"
         );
         assert!(!shown.chars().any(char::is_control), "{shown}");
+        // A right-to-left override would reverse the rest of the line on a terminal.
+        assert_eq!(log_text("file\u{202e}txt.exe", 64), "file\\u{202e}txt.exe");
 
         let long = format!("{}{}", "é".repeat(100), "x".repeat(1000));
         let cut = log_text(&long, 256);
