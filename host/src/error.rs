@@ -15,6 +15,15 @@ pub fn one_line(err: &(dyn Error + 'static)) -> String {
     line
 }
 
+/// What a caught panic said: its `&str` or `String` payload, else "no message".
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("no message")
+}
+
 /// `text` with control characters (newlines, escapes, NUL...) escaped, for log lines: a file
 /// name with a newline must not split a line or fake another one. Other text is unchanged.
 pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {

@@ -363,21 +363,20 @@ impl Request {
         let max = inner.router.config.max_result_bytes;
         // A worker's result over the limit is refused before it is read: its size is noted.
         let refused = inner.control.too_large();
-        let outcome = match (outcome, refused) {
-            (_, Some(bytes)) => {
-                tracing::warn!(plugin = %inner.plugin, bytes, max, "{} over the size limit (refused unread)", self.label());
+        let over = refused.or_else(|| outcome.as_ref().ok().map(String::len).filter(|&n| n > max));
+        let outcome = match over {
+            Some(bytes) => {
+                let unread = if refused.is_some() {
+                    " (refused unread)"
+                } else {
+                    ""
+                };
+                tracing::warn!(plugin = %inner.plugin, bytes, max, "{} over the size limit{unread}", self.label());
                 inner
                     .method
                     .failed(&inner.plugin, Failure::TooLarge { bytes, max })
             }
-            (Ok(json), None) if json.len() > max => {
-                let bytes = json.len();
-                tracing::warn!(plugin = %inner.plugin, bytes, max, "{} over the size limit", self.label());
-                inner
-                    .method
-                    .failed(&inner.plugin, Failure::TooLarge { bytes, max })
-            }
-            (other, None) => other,
+            None => outcome,
         };
         self.answer(outcome);
     }
@@ -404,11 +403,7 @@ impl Inner {
     fn run_caught(&self, lease: &Lease) -> Outcome {
         let run = std::panic::AssertUnwindSafe(|| self.method.run(lease, &self.control));
         std::panic::catch_unwind(run).unwrap_or_else(|payload| {
-            let message = payload
-                .downcast_ref::<&str>()
-                .copied()
-                .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-                .unwrap_or("no message");
+            let message = crate::error::panic_message(&*payload);
             tracing::error!(plugin = %self.plugin, "a call of {} panicked: {message}", self.method.name());
             self.method.failed(&self.plugin, Failure::Panicked(message))
         })

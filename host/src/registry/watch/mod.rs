@@ -444,11 +444,7 @@ impl Watcher {
 fn guarded<T>(reg: &Registry, file: &Path, f: impl FnOnce() -> T) -> Option<T> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
         .map_err(|p| {
-            let why = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
+            let why = crate::error::panic_message(&*p);
             reg.fail(
                 file,
                 format!("internal error while loading: {why}"),
