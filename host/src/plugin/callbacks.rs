@@ -232,7 +232,8 @@ pub(crate) fn deliver_notice(plugin: &str, method: &str, params: &str) {
 
 extern "C" fn host_notify(data: *const c_void, method: RStr<'_>, params: RStr<'_>) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: as in `host_log`: `data` is the plugin's `LogSource`, alive while its code runs.
+        // SAFETY: `data` is the boxed `LogSource` `host_api` handed this plugin; it is freed
+        // only after `unload` returned and the library is closed, so it outlives every call.
         let src = unsafe { &*(data as *const LogSource) };
         deliver_notice(src.plugin(), &plugin_str(&method), &plugin_str(&params));
     }));
@@ -240,7 +241,8 @@ extern "C" fn host_notify(data: *const c_void, method: RStr<'_>, params: RStr<'_
 
 extern "C" fn host_plugin_path(data: *const c_void) -> RVec<u8> {
     catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: as in `host_log`: `data` is the plugin's `LogSource`, alive while its code runs.
+        // SAFETY: `data` is the boxed `LogSource` `host_api` handed this plugin; it is freed
+        // only after `unload` returned and the library is closed, so it outlives every call.
         let src = unsafe { &*(data as *const LogSource) };
         path_bytes(&src.path)
     }))

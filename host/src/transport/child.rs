@@ -118,6 +118,9 @@ fn spawn_on_lasting_thread(cmd: Command) -> std::io::Result<Child> {
                 // Never ends: the sender lives in a static.
                 for (mut cmd, runtime, reply) in rx {
                     let _in_runtime = runtime.enter();
+                    // Set here only: forked from this thread, the signal comes with the
+                    // process's end, never with a shorter-lived thread's.
+                    die_with_parent(&mut cmd);
                     let _ = reply.send(cmd.spawn());
                 }
             });
@@ -129,7 +132,8 @@ fn spawn_on_lasting_thread(cmd: Command) -> std::io::Result<Child> {
     let runtime = tokio::runtime::Handle::current();
     let (reply, answer) = mpsc::sync_channel(1);
     if let Err(mpsc::SendError((mut cmd, _, _))) = spawner.send((cmd, runtime, reply)) {
-        // No spawner thread (it could not start): from here, then.
+        // No spawner thread (it could not start): from here, then, without the death
+        // signal, which would come when this (perhaps short-lived) thread ends.
         return cmd.spawn();
     }
     answer
@@ -166,10 +170,7 @@ impl CliProcess {
             .kill_on_drop(true)
             .process_group(0);
         #[cfg(target_os = "linux")]
-        let mut child = {
-            die_with_parent(&mut cmd);
-            spawn_on_lasting_thread(cmd)?
-        };
+        let mut child = spawn_on_lasting_thread(cmd)?;
         #[cfg(not(target_os = "linux"))]
         let mut child = cmd.spawn()?;
         let stdin = child.stdin.take().expect("piped");
