@@ -4,7 +4,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use serde_json::value::RawValue;
+use serde_json::{json, value::RawValue, Value};
 use tokio::{
     io::{AsyncBufRead, AsyncWrite},
     sync::broadcast,
@@ -12,8 +12,9 @@ use tokio::{
 
 use crate::{
     handler::{valid_id, Answer, Dispatch, NoticeFeed, Notify, Router, Scope, Sink, NOTICE_BATCH},
-    model::{error_code, rpc_error, rpc_notification, JsonRpc},
+    model::{error_code, rpc_error, rpc_notification, rpc_result, JsonRpc},
     registry::RegistryEvent,
+    service::hooks::{served, Hooks},
     transport::{Latest, LineReader, LineSender, TooLong, Writer},
 };
 
@@ -55,6 +56,7 @@ pub async fn serve<R, W>(
         out.send(too_long(t));
     };
     let intake = super::Intake::new(out.clone());
+    let hooks = Hooks::new(router.clone());
     loop {
         let slot = intake.ready().await;
         let Some(line) = super::next_message(&mut lines, "the input", answer_too_long).await else {
@@ -85,6 +87,14 @@ pub async fn serve<R, W>(
                     id.get()
                 ),
             ));
+            continue;
+        }
+        if let Some(arguments) = served_hook(&msg) {
+            let (out, hooks, id) = (out.clone(), hooks.clone(), msg.id.map(RawValue::to_owned));
+            tokio::spawn(async move {
+                out.send(answer_hook(&hooks, arguments, id.as_deref()).await);
+                drop(slot);
+            });
             continue;
         }
         match router.dispatch(Scope::All, &msg, &sink) {
@@ -119,6 +129,39 @@ pub async fn serve<R, W>(
     notices.abort();
     drop((out, sink));
     writer.close().await;
+}
+
+/// The arguments of a call of the hidden hook tool (`hooks::served`), if `msg` is one.
+fn served_hook(msg: &JsonRpc<'_>) -> Option<Result<Value, String>> {
+    if msg.method.as_deref() != Some("tools/call") || msg.id.is_none() {
+        return None;
+    }
+    let call = msg.call_params()?.ok()?;
+    (call.name == served::TOOL).then(|| {
+        let text = call.arguments.map_or("{}", RawValue::get);
+        serde_json::from_str(text).map_err(|e| format!("the arguments are not JSON ({e})"))
+    })
+}
+
+/// The `tools/call` result of a hook tool call: the hooks' answer as the text a command hook
+/// would print, or an error result the CLI counts as the hook failing (its `onFailure`).
+async fn answer_hook(
+    hooks: &Arc<Hooks>,
+    arguments: Result<Value, String>,
+    id: Option<&RawValue>,
+) -> String {
+    let input = arguments.and_then(|a| served::event_input(&a));
+    let result = match input {
+        Ok(input) => {
+            let answer = served::answer(hooks, input).await;
+            json!({"content": [{"type": "text", "text": answer.to_string()}]})
+        }
+        Err(e) => {
+            tracing::warn!("a hook call toolhost cannot read: {e}");
+            json!({"content": [{"type": "text", "text": format!("toolhost: {e}")}], "isError": true})
+        }
+    };
+    rpc_result(id, &result)
 }
 
 /// The error answering a line over the length limit: with the request's id when it had one

@@ -6,6 +6,7 @@
 mod chain;
 mod events;
 mod fold;
+pub mod served;
 mod table;
 
 use std::{
