@@ -173,11 +173,41 @@ enum Command {
         plugin: String,
         /// The event (`PreToolUse`, `UserPromptSubmit`, ...), or `permission`.
         event: String,
-        /// The event's input as a JSON object (`hook_event_name` is filled in).
+        /// The event's input as a JSON object (`hook_event_name` is filled in); `-` reads it
+        /// from stdin, as a command hook gets it.
         #[arg(default_value = "{}")]
         input: String,
         #[command(flatten)]
         opts: PluginOpts,
+    },
+    /// Answer one Claude Code hook event with every plugin's matching hooks (and, for a
+    /// PermissionRequest, their permission policies), as a `command` hook: the event's input
+    /// on stdin, the answer on stdout. What the plugin of `claude-plugin` runs for the events
+    /// the CLI cannot send to its MCP server (SessionStart, Setup, SessionEnd).
+    Event {
+        /// The event's input as a JSON object with its `hook_event_name`; `-` (the default)
+        /// reads it from stdin.
+        #[arg(default_value = "-")]
+        input: String,
+        #[command(flatten)]
+        opts: PluginOpts,
+    },
+    /// Write a Claude Code plugin that brings the folder's plugins into your own `claude`:
+    /// their tools, resources and prompts (`toolhost serve`), and their hooks and permission
+    /// policies (hooks answered by that same running toolhost). The folder is also a
+    /// one-plugin marketplace: `claude --plugin-dir DIR` tries it for a session,
+    /// `claude plugin marketplace add DIR` and `claude plugin install toolhost@toolhost`
+    /// install it.
+    ClaudePlugin {
+        /// The folder to write (new, empty, or one this command wrote before).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Folder holding plugin libraries (.so / .dylib) the plugin serves.
+        #[arg(long, env = "TOOLHOST_PLUGINS", default_value_os_t = default_plugin_dir())]
+        plugins: PathBuf,
+        /// Run every plugin in a worker process of its own (the installing user may change it).
+        #[arg(long)]
+        isolate: bool,
     },
     /// Talk to Claude through the `claude` CLI, with every plugin served as an in-process MCP
     /// server. With a PROMPT: one conversation; without: one prompt per line from stdin.
@@ -285,7 +315,9 @@ fn main() -> ExitCode {
             | Command::Read { .. }
             | Command::Prompt { .. }
             | Command::Hook { .. }
+            | Command::Event { .. }
             | Command::New { .. }
+            | Command::ClaudePlugin { .. }
             | Command::Doctor { .. }
             | Command::Completions { .. }
     ) {
@@ -301,7 +333,7 @@ fn main() -> ExitCode {
         | Command::Prompt { .. }
         | Command::Doctor { .. } => "error",
         // A failing hook's warning is what its author wants to see.
-        Command::Hook { .. } => "warn,toolhost::registry=error",
+        Command::Hook { .. } | Command::Event { .. } => "warn,toolhost::registry=error",
         Command::Chat { .. } => {
             "warn,toolhost::registry=error,toolhost::registry::watch=warn,toolhost::handler::call=error"
         }
@@ -352,6 +384,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             input,
             opts,
         } => cli::hook(&opts.folder(true), &plugin, &event, &input),
+        Command::Event { input, opts } => cli::event(&opts.folder(true), &input),
         Command::Chat { opts, chat } => {
             runtime()?.block_on(toolhost::chat::run(chat, opts.folder(false).open()?))
         }
@@ -415,5 +448,24 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             path,
             api_path,
         } => cli::new(&name, &path, api_path.as_deref()),
+        Command::ClaudePlugin {
+            out,
+            plugins,
+            isolate,
+        } => {
+            let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or(p.to_path_buf());
+            let toolhost = std::env::current_exe()
+                .and_then(std::fs::canonicalize)
+                .context("cannot find the toolhost executable the plugin is to run")?;
+            let plugins = std::fs::canonicalize(&plugins).unwrap_or_else(|_| absolute(&plugins));
+            cli::claude_plugin(
+                &out,
+                &cli::PluginSpec {
+                    toolhost,
+                    plugins,
+                    isolate,
+                },
+            )
+        }
     }
 }

@@ -1,12 +1,16 @@
 //! `toolhost hook`: one event's hooks (or the permission policy) of one plugin.
 
-use std::{process::ExitCode, time::Duration};
+use std::{io::Read as _, process::ExitCode, time::Duration};
 
 use anyhow::{bail, Context as _};
 use serde_json::{json, Value};
 
 use super::{runtime, Plugins};
-use crate::{handler::Router, terminal};
+use crate::{
+    handler::Router,
+    service::hooks::{served, Hooks, EVENTS},
+    terminal,
+};
 
 /// `toolhost hook`: one event's hooks of one plugin through the router (its timeout,
 /// `on_error`, the merging of `chat`), the answer printed as JSON.
@@ -16,8 +20,8 @@ pub fn hook(
     event: &str,
     input: &str,
 ) -> anyhow::Result<ExitCode> {
-    use crate::service::hooks::{Hooks, EVENTS};
-    let mut input: Value = serde_json::from_str(input).context("the input is not valid JSON")?;
+    let input = read_input(input)?;
+    let mut input: Value = serde_json::from_str(&input).context("the input is not valid JSON")?;
     let Some(fields) = input.as_object_mut() else {
         bail!("the input must be a JSON object, like '{{\"tool_name\": \"Bash\"}}'");
     };
@@ -74,5 +78,37 @@ pub fn hook(
     // A hung hook is not waited for.
     rt.shutdown_timeout(Duration::from_millis(100));
     terminal::out_line(format_args!("{}", serde_json::to_string_pretty(&answer)?))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The input argument, or stdin's text for `-`.
+fn read_input(input: &str) -> anyhow::Result<String> {
+    if input != "-" {
+        return Ok(input.to_string());
+    }
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .context("cannot read the hook input from stdin")?;
+    Ok(text)
+}
+
+/// `toolhost event`: one hook event answered by every plugin, as the running `serve` answers
+/// its hook tool (`hooks::served::answer`), printed as a command hook's stdout.
+pub fn event(opts: &Plugins<'_>, input: &str) -> anyhow::Result<ExitCode> {
+    let input: Value =
+        serde_json::from_str(&read_input(input)?).context("the hook input is not valid JSON")?;
+    let event = input.get("hook_event_name").and_then(Value::as_str);
+    if !event.is_some_and(|e| EVENTS.contains(&e)) {
+        bail!(
+            "the hook input must be a JSON object whose `hook_event_name` is one of {}",
+            EVENTS.join(", ")
+        );
+    }
+    let router = Router::new(opts.open()?, Default::default());
+    let rt = runtime()?;
+    let answer = rt.block_on(async { served::answer(&Hooks::new(router), input).await });
+    rt.shutdown_timeout(Duration::from_millis(100));
+    terminal::out_line(format_args!("{answer}"))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,8 +1,9 @@
 //! The commands of the command line (`serve`, and the one-shot `list`, `call`, `read`,
-//! `prompt`, `hook`, `doctor`, `new`):
+//! `prompt`, `hook`, `doctor`, `new`, `claude-plugin`):
 //! `main.rs` parses the arguments and hands them here.
 
 mod call;
+mod claude_plugin;
 mod doctor;
 mod hook;
 mod list;
@@ -17,8 +18,9 @@ use anyhow::Context as _;
 use serde_json::Value;
 
 pub use call::{call, call_target};
+pub use claude_plugin::{claude_plugin, PluginSpec};
 pub use doctor::doctor;
-pub use hook::hook;
+pub use hook::{event, hook};
 pub use list::list;
 pub use new::new;
 pub use prompt::prompt;

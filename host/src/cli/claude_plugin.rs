@@ -1,0 +1,394 @@
+//! `toolhost claude-plugin`: a Claude Code plugin (and a one-plugin marketplace in the same
+//! folder) that brings every toolhost plugin into the user's own `claude`: `.mcp.json` runs
+//! `toolhost serve` on the plugin folder, and `hooks/hooks.json` sends every hook event to
+//! it (`service::hooks::served`, docs/protocol.md §16).
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::ExitCode,
+};
+
+use anyhow::{bail, Context as _};
+use serde_json::{json, Map, Value};
+
+use crate::service::hooks::{served, BACKSTOP_SECS, EVENTS};
+
+/// The plugin's name, its MCP server's key, and so the server's name in the CLI:
+/// `plugin:toolhost:toolhost` (what an `mcp_tool` hook names), its tools
+/// `mcp__plugin_toolhost_toolhost__<plugin>__<tool>`.
+pub const NAME: &str = "toolhost";
+
+/// The server an `mcp_tool` hook of this plugin calls.
+pub const SERVER: &str = "plugin:toolhost:toolhost";
+
+/// The events whose action a failed hook call blocks (`onFailure: "block"`): when the
+/// running toolhost cannot answer, a tool call or permission it guards does not go ahead.
+/// Elsewhere a failure is reported and the session goes on (a prompt hook blocking every
+/// prompt would leave the user no way to ask what is wrong).
+const FAIL_CLOSED: &[&str] = &["PreToolUse", "PermissionRequest", "PreSkillShellCommand"];
+
+/// What `claude-plugin` writes: the plugin runs `toolhost` on `plugins`, isolated or not.
+pub struct PluginSpec {
+    pub toolhost: PathBuf,
+    pub plugins: PathBuf,
+    pub isolate: bool,
+}
+
+/// Writes the plugin into `out` (created, or one written before: refreshed) and says how to
+/// try and install it.
+pub fn claude_plugin(out: &Path, spec: &PluginSpec) -> anyhow::Result<ExitCode> {
+    check_out(out)?;
+    if !spec.plugins.is_dir() {
+        eprintln!(
+            "toolhost: warning: the plugin folder {} does not exist yet; the plugin serves it \
+             once it does",
+            spec.plugins.display()
+        );
+    }
+    write(out, spec)?;
+    let out = fs::canonicalize(out).unwrap_or_else(|_| out.to_path_buf());
+    let dir = out.display();
+    println!("wrote the Claude Code plugin `{NAME}` to {dir}");
+    println!(
+        "  serves {} with {}",
+        spec.plugins.display(),
+        spec.toolhost.display()
+    );
+    println!("try it for one session:  claude --plugin-dir {dir}");
+    println!("install it for good:     claude plugin marketplace add {dir}");
+    println!("                         claude plugin install {NAME}@{NAME}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `out` must be empty, missing, or a plugin this command wrote (refreshed in place).
+fn check_out(out: &Path) -> anyhow::Result<()> {
+    let Ok(mut entries) = fs::read_dir(out) else {
+        if out.exists() {
+            bail!("{} exists and is not a folder", out.display());
+        }
+        return Ok(());
+    };
+    if entries.next().is_none() {
+        return Ok(());
+    }
+    let manifest = out.join(".claude-plugin/plugin.json");
+    let ours = fs::read_to_string(&manifest)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .is_some_and(|m| m["name"] == NAME && m.get("userConfig").is_some());
+    if !ours {
+        bail!(
+            "{} is not empty and holds no toolhost plugin: give a new folder to --out",
+            out.display()
+        );
+    }
+    Ok(())
+}
+
+/// Every file of the plugin, by its path in the plugin folder.
+pub fn files(spec: &PluginSpec) -> Vec<(&'static str, String)> {
+    let pretty = |v: Value| serde_json::to_string_pretty(&v).expect("JSON") + "\n";
+    vec![
+        (".claude-plugin/plugin.json", pretty(manifest(spec))),
+        (".claude-plugin/marketplace.json", pretty(marketplace())),
+        (".mcp.json", pretty(mcp_servers())),
+        ("hooks/hooks.json", pretty(hooks())),
+        (EVENT_SCRIPT, event_script(spec)),
+        ("README.md", readme(spec)),
+    ]
+}
+
+fn write(out: &Path, spec: &PluginSpec) -> anyhow::Result<()> {
+    for (path, text) in files(spec) {
+        let path = out.join(path);
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// `plugin.json`: what the three values the user may change at install default to (the binary
+/// and folder of the machine it was written on, so `--plugin-dir` works at once).
+fn manifest(spec: &PluginSpec) -> Value {
+    json!({
+        "name": NAME,
+        "version": env!("CARGO_PKG_VERSION"),
+        "description": "Native toolhost plugins (.so/.dylib) in Claude Code: their tools, \
+                        resources and prompts over MCP, their hooks and permission policies \
+                        as hooks.",
+        "author": {"name": "toolhost"},
+        "license": env!("CARGO_PKG_LICENSE"),
+        "keywords": ["mcp", "native", "plugins", "hooks"],
+        "userConfig": {
+            "toolhost": {
+                "type": "file",
+                "title": "toolhost binary",
+                "description": "The toolhost executable that serves the plugins.",
+                "required": true,
+                "default": spec.toolhost.to_string_lossy(),
+            },
+            "plugins": {
+                "type": "directory",
+                "title": "Plugin folder",
+                "description": "The folder of plugin libraries (.so / .dylib) to serve; \
+                                only its owner may write it.",
+                "required": true,
+                "default": spec.plugins.to_string_lossy(),
+            },
+            "isolate": {
+                "type": "boolean",
+                "title": "Isolate plugins",
+                "description": "Run every plugin in a worker process of its own, so a crash \
+                                ends only that plugin.",
+                "default": spec.isolate,
+            },
+        },
+    })
+}
+
+/// The marketplace beside the plugin (in the same folder), so one `marketplace add` of the
+/// folder offers it.
+fn marketplace() -> Value {
+    json!({
+        "name": NAME,
+        "owner": {"name": "toolhost"},
+        "description": "The toolhost plugin of this machine.",
+        "plugins": [{
+            "name": NAME,
+            "source": "./",
+            "description": "Native toolhost plugins in Claude Code.",
+            "version": env!("CARGO_PKG_VERSION"),
+        }],
+    })
+}
+
+/// `.mcp.json`: `toolhost serve` on the chosen folder. `--isolate` goes by its variable, since
+/// a user's `true`/`false` cannot add or drop an argument.
+fn mcp_servers() -> Value {
+    json!({
+        "mcpServers": {
+            NAME: {
+                "command": "${user_config.toolhost}",
+                "args": ["serve", "--plugins", "${user_config.plugins}"],
+                "env": {"TOOLHOST_ISOLATE": "${user_config.isolate}"},
+            }
+        }
+    })
+}
+
+/// `hooks/hooks.json`: every event, matcher-less, calls the running toolhost, which picks the
+/// plugin hooks that match (so hooks a reload adds, changes or removes apply from the next
+/// event, as in `chat`). The CLI has no MCP server to call on Setup and on a SessionStart of
+/// `startup` or `resume` (its servers are not connected yet), nor on SessionEnd (they are
+/// closed): there `toolhost event` answers, one process per event (§16.2).
+fn hooks() -> Value {
+    let events: Map<String, Value> = EVENTS
+        .iter()
+        .map(|&event| {
+            let entries = match event {
+                "Setup" | "SessionEnd" => json!([{"hooks": [command_hook()]}]),
+                "SessionStart" => json!([
+                    {"matcher": "startup|resume", "hooks": [command_hook()]},
+                    {"matcher": "clear|compact|fork", "hooks": [tool_hook(event)]},
+                ]),
+                _ => json!([{"hooks": [tool_hook(event)]}]),
+            };
+            (event.to_string(), entries)
+        })
+        .collect();
+    json!({
+        "description": "Every event goes to the toolhost serving this session's plugins.",
+        "hooks": events,
+    })
+}
+
+/// An `mcp_tool` hook sending `event` to the running toolhost.
+fn tool_hook(event: &str) -> Value {
+    let on_failure = if FAIL_CLOSED.contains(&event) {
+        "block"
+    } else {
+        "continue"
+    };
+    json!({
+        "type": "mcp_tool",
+        "server": SERVER,
+        "tool": served::TOOL,
+        "input": served::hook_input_template(event),
+        "timeout": BACKSTOP_SECS,
+        "onFailure": on_failure,
+    })
+}
+
+/// The script of [`command_hook`], in the plugin folder.
+const EVENT_SCRIPT: &str = "hooks/event.sh";
+
+/// An exec-form `command` hook running `toolhost event` (the input on stdin) through
+/// [`EVENT_SCRIPT`].
+fn command_hook() -> Value {
+    json!({
+        "type": "command",
+        "command": "/bin/sh",
+        "args": [format!("${{CLAUDE_PLUGIN_ROOT}}/{EVENT_SCRIPT}")],
+        "timeout": 60,
+    })
+}
+
+/// Runs `toolhost event` with the user's choices. A hook command sees them only as
+/// `CLAUDE_PLUGIN_OPTION_*` variables, and only once the user set them (under `--plugin-dir`
+/// it sees none: `${user_config.*}` fails there), so the defaults are written in as well.
+fn event_script(spec: &PluginSpec) -> String {
+    format!(
+        "#!/bin/sh\n\
+         # Hook events Claude Code cannot send to the running toolhost (SessionStart at startup\n\
+         # or resume, Setup, SessionEnd): answered by a toolhost process of their own.\n\
+         exec \"${{CLAUDE_PLUGIN_OPTION_TOOLHOST:-{}}}\" event \\\n\
+         \x20   --plugins \"${{CLAUDE_PLUGIN_OPTION_PLUGINS:-{}}}\"\n",
+        shell_default(&spec.toolhost),
+        shell_default(&spec.plugins),
+    )
+}
+
+/// `path` as the default of a `${VAR:-...}` inside double quotes: `\`, `$`, `` ` `` and `"`
+/// escaped, `}` too (it would end the expansion).
+fn shell_default(path: &Path) -> String {
+    let mut out = String::new();
+    for c in path.to_string_lossy().chars() {
+        if matches!(c, '\\' | '$' | '`' | '"' | '}') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn readme(spec: &PluginSpec) -> String {
+    format!(
+        "# toolhost for Claude Code\n\n\
+         Written by `toolhost claude-plugin`. It serves every native plugin (`.so`/`.dylib`) of \
+         a toolhost plugin folder to Claude Code: their tools, resources and prompts through \
+         the MCP server `toolhost` (`toolhost serve`), and their hooks and permission policies \
+         through `mcp_tool` hooks on every event, answered by that same running server. \
+         Plugins added to, changed in or removed from the folder apply from the next turn.\n\n\
+         Defaults: the binary `{}`, the folder `{}`. Installing the plugin asks for both (and \
+         whether to isolate plugins).\n\n\
+         - Try it for one session: `claude --plugin-dir THIS_FOLDER`\n\
+         - Install it: `claude plugin marketplace add THIS_FOLDER`, then \
+         `claude plugin install {NAME}@{NAME}`\n\n\
+         Tools are named `mcp__plugin_toolhost_toolhost__<plugin>__<tool>`; plugin prompts are \
+         the slash commands `/mcp__plugin_toolhost_toolhost__<plugin>__<prompt>`; resources \
+         are @-mentioned as `@plugin:toolhost:toolhost:<uri>`.\n",
+        spec.toolhost.display(),
+        spec.plugins.display(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> PluginSpec {
+        PluginSpec {
+            toolhost: "/opt/toolhost".into(),
+            plugins: "/home/u/plugins".into(),
+            isolate: false,
+        }
+    }
+
+    #[test]
+    fn every_event_calls_the_hook_tool_and_only_tool_guards_fail_closed() {
+        let h = hooks();
+        let events = h["hooks"].as_object().unwrap();
+        assert_eq!(events.len(), EVENTS.len());
+        for (event, entries) in events {
+            let entries = match event.as_str() {
+                "Setup" | "SessionEnd" => {
+                    let script = "${CLAUDE_PLUGIN_ROOT}/hooks/event.sh";
+                    assert_eq!(entries[0]["hooks"][0]["args"][0], script);
+                    continue;
+                }
+                "SessionStart" => {
+                    assert_eq!(entries[0]["matcher"], "startup|resume");
+                    assert_eq!(entries[0]["hooks"][0]["type"], "command");
+                    &entries.as_array().unwrap()[1..]
+                }
+                _ => {
+                    assert!(entries[0].get("matcher").is_none());
+                    entries.as_array().unwrap()
+                }
+            };
+            let hook = &entries[0]["hooks"][0];
+            assert_eq!(hook["type"], "mcp_tool");
+            assert_eq!(hook["server"], SERVER);
+            assert_eq!(hook["tool"], served::TOOL);
+            assert_eq!(hook["input"]["hook_event_name"], json!(event));
+            let block = ["PreToolUse", "PermissionRequest", "PreSkillShellCommand"];
+            let expect = if block.contains(&event.as_str()) {
+                "block"
+            } else {
+                "continue"
+            };
+            assert_eq!(hook["onFailure"], expect, "{event}");
+        }
+    }
+
+    #[test]
+    fn the_server_runs_the_configured_binary_on_the_configured_folder() {
+        let m = manifest(&spec());
+        assert_eq!(m["userConfig"]["toolhost"]["default"], "/opt/toolhost");
+        assert_eq!(m["userConfig"]["plugins"]["default"], "/home/u/plugins");
+        assert_eq!(m["userConfig"]["isolate"]["default"], false);
+        let s = &mcp_servers()["mcpServers"][NAME];
+        assert_eq!(s["command"], "${user_config.toolhost}");
+        assert_eq!(
+            s["args"],
+            json!(["serve", "--plugins", "${user_config.plugins}"])
+        );
+        assert_eq!(s["env"]["TOOLHOST_ISOLATE"], "${user_config.isolate}");
+    }
+
+    #[test]
+    fn the_event_script_runs_the_chosen_or_default_binary_on_the_folder() {
+        let dir = std::env::temp_dir().join(format!("event-script-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let odd = dir.join("a $b `c` \"d\" }e");
+        let spec = PluginSpec {
+            toolhost: "/bin/echo".into(),
+            plugins: odd.clone(),
+            isolate: false,
+        };
+        let script = dir.join("event.sh");
+        fs::write(&script, event_script(&spec)).unwrap();
+        let run = |env: &[(&str, &str)]| {
+            let out = std::process::Command::new("/bin/sh")
+                .arg(&script)
+                .env_remove("CLAUDE_PLUGIN_OPTION_TOOLHOST")
+                .env_remove("CLAUDE_PLUGIN_OPTION_PLUGINS")
+                .envs(env.iter().copied())
+                .output()
+                .unwrap();
+            String::from_utf8(out.stdout).unwrap()
+        };
+        assert_eq!(run(&[]), format!("event --plugins {}\n", odd.display()));
+        let chosen = run(&[("CLAUDE_PLUGIN_OPTION_PLUGINS", "/p")]);
+        assert_eq!(chosen, "event --plugins /p\n");
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_folder_of_something_else_is_refused_and_our_own_is_refreshed() {
+        let dir = std::env::temp_dir().join(format!("claude-plugin-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        check_out(&dir).unwrap();
+        fs::write(dir.join("notes.txt"), "mine").unwrap();
+        let e = check_out(&dir).unwrap_err().to_string();
+        assert!(e.contains("holds no toolhost plugin"), "{e}");
+        fs::remove_file(dir.join("notes.txt")).unwrap();
+        write(&dir, &spec()).unwrap();
+        check_out(&dir).unwrap();
+        let _ = fs::remove_dir_all(&dir);
+    }
+}
