@@ -146,7 +146,7 @@ fn repo() -> tempfile::TempDir {
 
 #[test]
 fn the_hidden_hook_tool_answers_with_every_plugins_hooks_and_policies() {
-    let plugins = folder(&["guard", "calc"]);
+    let plugins = folder(&["guard", "calc", "hooky"]);
     let runtime = common::shadow_dir();
     let repo = repo();
     let cwd = repo.path().to_str().unwrap();
@@ -170,6 +170,19 @@ fn the_hidden_hook_tool_answers_with_every_plugins_hooks_and_policies() {
     // No opinion: an empty answer.
     let (_, text) = serve.hook(bash_event("PreToolUse", "ls", cwd));
     assert_eq!(answer(&text), json!({}));
+
+    // A hook that fails counts as its plugin's `on_error` (deny for PreToolUse), with the
+    // reason the model sees.
+    let (_, text) = serve.hook(bash_event("PreToolUse", "HOOKY_PANIC", cwd));
+    let refusal = answer(&text);
+    assert_eq!(refusal["hookSpecificOutput"]["permissionDecision"], "deny");
+    let reason = refusal["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(
+        reason.starts_with("denied by hooky: its hook by_command failed"),
+        "{reason}"
+    );
 
     // The prompt hook adds the branch of the work tree the CLI names.
     let (_, text) = serve.hook(prompt_event(cwd));
