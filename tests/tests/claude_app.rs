@@ -375,5 +375,19 @@ cli_test!(
                 .any(|l| l.contains(reason) && !l.contains("RESULT:")),
             "guard's reason is not on the screen:\n{screen}"
         );
+
+        // The plugin's README names what worked here, and warns about the menu's name.
+        let readme = fs::read_to_string(plugin.join("README.md")).unwrap();
+        for said in [
+            "`/mcp__plugin_toolhost_toolhost__<plugin>__<prompt> ARGS`",
+            "`/plugin:toolhost:toolhost:<plugin>__<prompt>`, which typed is an unknown command",
+            "press Tab on the entry",
+            "`@plugin:toolhost:toolhost:<uri>` (Claude Code 2.1.331 or later",
+        ] {
+            assert!(
+                readme.contains(said),
+                "the README does not say {said}:\n{readme}"
+            );
+        }
     }
 );
