@@ -111,6 +111,22 @@ impl App<'_> {
             .tool_results()
     }
 
+    /// Opens `/mcp` and waits for it to list the plugin's server connected with `tools` tools.
+    #[track_caller]
+    fn open_mcp(&self, tools: usize) {
+        self.type_text("/mcp");
+        self.tmux.key("Enter");
+        let count = format!("{tools} tools");
+        self.wait(
+            &format!("/mcp to list the server connected with {count}"),
+            |s| {
+                s.lines().any(|l| {
+                    l.contains("✔ plugin:toolhost:toolhost") && l.trim_end().ends_with(&count)
+                })
+            },
+        );
+    }
+
     /// Presses Escape once per screen of `/mcp` open (tools, server, servers), each time
     /// waiting for the one below, so no press lands on the prompt (where Escape means
     /// something else).
@@ -229,13 +245,7 @@ cli_test!(
         let version = banner_version(&screen);
 
         // 1. /mcp: the server, connected, with its ten tools (the hidden `hook` is not one).
-        app.type_text("/mcp");
-        app.tmux.key("Enter");
-        app.wait("/mcp to list the server connected with 10 tools", |s| {
-            s.lines().any(|l| {
-                l.contains("✔ plugin:toolhost:toolhost") && l.trim_end().ends_with("10 tools")
-            })
-        });
+        app.open_mcp(10);
         app.tmux.key("Enter");
         app.wait("the server's page", |s| {
             s.lines()
@@ -355,6 +365,10 @@ cli_test!(
             !echoed[0].is_error && echoed[0].content.contains(r#""hot":"added""#),
             "{echoed:?}"
         );
+        // /mcp counts them too (faulty has 7).
+        app.open_mcp(17);
+        app.tmux.key("Escape");
+        app.wait("Escape back to the prompt", App::idle);
 
         // 5. guard refuses `rm -rf` although Bash is allowed, and the screen says why.
         let doomed = sandbox.work_dir().join("doomed");
