@@ -8,13 +8,15 @@ pub mod http;
 pub mod proc;
 pub mod pty;
 pub mod sdk;
+pub mod tmux;
 mod wait;
 
 pub use fake_api::{ApiRequest, Block, FakeApi, Reply, ToolResult};
 pub use harness::{artifacts, calc_extra, claude_or_skip, claude_path, lib_name, Sandbox};
 pub use proc::Proc;
 pub use pty::Pty;
-pub use wait::{eventually, STEP};
+pub use tmux::{tmux_or_skip, Tmux};
+pub use wait::{eventually, poll, STEP};
 
 /// Declares a test that drives the real Claude Code CLI:
 /// `cli_test!(fn name() { ... });`. It is marked ignored when this crate was built without the

@@ -277,9 +277,13 @@ fn readme(spec: &PluginSpec) -> String {
          - Try it for one session: `claude --plugin-dir THIS_FOLDER`\n\
          - Install it: `claude plugin marketplace add THIS_FOLDER`, then \
          `claude plugin install {NAME}@{NAME}`\n\n\
-         Tools are named `mcp__plugin_toolhost_toolhost__<plugin>__<tool>`; plugin prompts are \
-         the slash commands `/mcp__plugin_toolhost_toolhost__<plugin>__<prompt>`; resources \
-         are @-mentioned as `@plugin:toolhost:toolhost:<uri>`.\n",
+         Tools are named `mcp__plugin_toolhost_toolhost__<plugin>__<tool>`. Plugin prompts are \
+         the slash commands `/mcp__plugin_toolhost_toolhost__<plugin>__<prompt> ARGS` \
+         (arguments by position); the `/` menu lists them as \
+         `/plugin:toolhost:toolhost:<plugin>__<prompt>`, which typed is an unknown command: \
+         press Tab on the entry to get the name that works. Resources are @-mentioned as \
+         `@plugin:toolhost:toolhost:<uri>` (Claude Code 2.1.331 or later; 2.1.328 drops such a \
+         mention without a word).\n",
         spec.toolhost.display(),
         spec.plugins.display(),
     )
