@@ -342,3 +342,214 @@ fn the_configuration_file() {
     assert!(c["message"].as_str().unwrap().contains("precision"), "{c}");
     assert!(c["fix"].is_string());
 }
+
+/// `doctor` with `home` as the user's home (and so `home/.claude` as the CLI's folder).
+fn doctor_at(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("doctor")
+        .args(args)
+        .env("HOME", home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("TOOLHOST_CLAUDE")
+        .env_remove("TOOLHOST_PLUGINS")
+        .env_remove("TOOLHOST_LOCK")
+        .output()
+        .unwrap()
+}
+
+/// The CLI's files (`config`: its folder) after `claude plugin marketplace add MARKET`, `claude
+/// plugin install toolhost@toolhost`, `claude plugin disable` when not `enabled`, and `claude
+/// plugin configure --values-stdin` with `options`: as 2.1.332 writes them.
+fn install_plugin(config: &Path, market: &Path, enabled: bool, options: Option<Value>) {
+    let cache = config.join("plugins/cache/toolhost/toolhost/0.1.0");
+    std::fs::create_dir_all(&cache).unwrap();
+    let copied = Command::new("cp")
+        .arg("-R")
+        .arg(format!("{}/.", market.display()))
+        .arg(&cache)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let source = json!({"source": "directory", "path": market});
+    let mut settings = json!({
+        "extraKnownMarketplaces": {"toolhost": {"source": source}},
+        "enabledPlugins": {"toolhost@toolhost": enabled},
+    });
+    if let Some(options) = options {
+        settings["pluginConfigs"] = json!({"toolhost@toolhost": {"options": options}});
+    }
+    let pretty = |v: &Value| serde_json::to_string_pretty(v).unwrap();
+    std::fs::write(config.join("settings.json"), pretty(&settings)).unwrap();
+    let installed = json!({"version": 2, "plugins": {"toolhost@toolhost": [{
+        "scope": "user",
+        "installPath": cache,
+        "version": "0.1.0",
+        "installedAt": "2026-11-27T20:43:56.930Z",
+        "lastUpdated": "2026-11-27T20:43:56.930Z",
+    }]}});
+    std::fs::write(
+        config.join("plugins/installed_plugins.json"),
+        pretty(&installed),
+    )
+    .unwrap();
+    let known = json!({"toolhost": {
+        "source": source,
+        "installLocation": market,
+        "lastUpdated": "2026-11-27T20:43:56.554Z",
+    }});
+    std::fs::write(
+        config.join("plugins/known_marketplaces.json"),
+        pretty(&known),
+    )
+    .unwrap();
+}
+
+/// The toolhost plugin of the user's Claude Code: not installed is a note saying how; an
+/// install serving this binary on this folder is fine; disabled, another binary or folder,
+/// or a CLI without its hook types are warnings saying what differs and how to fix it.
+#[test]
+fn the_claude_code_plugin_installed_stale_or_missing() {
+    let (dir, bin, claude) = with_claude(&["calc"], "2.1.332");
+    let folder = dir.path().to_str().unwrap();
+    let claude_arg = claude.to_str().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let check = ["--plugins", folder, "--claude", claude_arg];
+
+    let out = doctor_at(home.path(), &check);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let (line, how) = line_and_next(&text(&out), "- claude-plugin: ");
+    assert!(line.contains("no toolhost plugin in Claude Code"), "{line}");
+    assert!(
+        how.starts_with("    how: `toolhost claude-plugin --out ")
+            && how.contains("claude plugin install toolhost@toolhost"),
+        "{how}"
+    );
+
+    // Written by this toolhost for this folder, installed, its options left to the defaults.
+    let market = home.path().join(".local/share/toolhost/claude-plugin");
+    let wrote = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["claude-plugin", "--plugins", folder, "--out"])
+        .arg(&market)
+        .output()
+        .unwrap();
+    assert!(wrote.status.success(), "{wrote:?}");
+    let config = home.path().join(".claude");
+    install_plugin(&config, &market, true, None);
+    let out = doctor_at(home.path(), &check);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let (line, _) = line_and_next(&text(&out), "✓ claude-plugin: ");
+    assert_eq!(
+        line,
+        format!(
+            "✓ claude-plugin: toolhost@toolhost (scope user): enabled, serves {folder} with this \
+             toolhost; mcp_tool and exec-form command hooks, which claude 2.1.332 runs"
+        )
+    );
+
+    // Disabled.
+    install_plugin(&config, &market, false, None);
+    let out = doctor_at(home.path(), &check);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let (line, fix) = line_and_next(&text(&out), "! claude-plugin: ");
+    let settings = config.join("settings.json");
+    assert!(
+        line.ends_with(&format!("disabled in {}", settings.display())),
+        "{line}"
+    );
+    assert_eq!(fix, "    fix: claude plugin enable toolhost@toolhost");
+
+    // Configured for another binary and folder at install: both named, one command sets both.
+    let options = json!({"toolhost": "/opt/elsewhere/toolhost", "plugins": "/srv/other",
+        "isolate": false});
+    install_plugin(&config, &market, true, Some(options));
+    let out = doctor_at(home.path(), &[&check[..], &["--json"]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report = json(&out);
+    let c = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "claude-plugin")
+        .unwrap();
+    assert_eq!(c["status"], "warn", "{c}");
+    let message = c["message"].as_str().unwrap();
+    assert!(
+        message
+            .contains("it runs /opt/elsewhere/toolhost, which does not exist, not this toolhost")
+            && message.contains(&format!(
+                "it serves /srv/other, not the folder checked here ({folder})"
+            )),
+        "{message}"
+    );
+    let this = std::fs::canonicalize(env!("CARGO_BIN_EXE_toolhost")).unwrap();
+    let values = json!({"toolhost": this, "plugins": folder}).to_string();
+    assert_eq!(
+        c["fix"],
+        format!(
+            "echo '{values}' | claude plugin configure toolhost@toolhost --values-stdin \
+             (then restart claude)"
+        )
+    );
+    assert_eq!(c["data"]["toolhost"], "/opt/elsewhere/toolhost");
+    assert_eq!(c["data"]["root"], json!(market));
+
+    // Set to exactly these: fine again, wherever the CLI's folder is ($CLAUDE_CONFIG_DIR).
+    let moved = home.path().join("elsewhere");
+    std::fs::rename(&config, &moved).unwrap();
+    install_plugin(
+        &moved,
+        &market,
+        true,
+        Some(json!({"toolhost": this, "plugins": folder, "isolate": true})),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("doctor")
+        .args(check)
+        .env("HOME", home.path())
+        .env("CLAUDE_CONFIG_DIR", &moved)
+        .env_remove("TOOLHOST_CLAUDE")
+        .output()
+        .unwrap();
+    assert!(text(&out).contains("✓ claude-plugin: "), "{}", text(&out));
+    std::fs::rename(&moved, &config).unwrap();
+
+    // A CLI without its hook types.
+    for (version, missing) in [
+        ("2.1.130", vec!["exec-form command"]),
+        ("2.1.100", vec!["mcp_tool", "exec-form command"]),
+    ] {
+        let old = fake_claude(bin.path(), version);
+        let out = doctor_at(
+            home.path(),
+            &["--plugins", folder, "--claude", old.to_str().unwrap()],
+        );
+        let (line, fix) = line_and_next(&text(&out), "! claude-plugin: ");
+        for kind in missing {
+            let needs = if kind == "mcp_tool" {
+                "2.1.118"
+            } else {
+                "2.1.139"
+            };
+            assert!(
+                line.contains(&format!(
+                    "claude {version} does not run its {kind} hooks (they need {needs} or newer)"
+                )),
+                "{line}"
+            );
+        }
+        assert_eq!(
+            fix,
+            "    fix: npm install -g @anthropic-ai/claude-code@2.1.332"
+        );
+    }
+
+    // The marketplace folder gone: the files the CLI reads are missing.
+    std::fs::remove_dir_all(&market).unwrap();
+    let out = doctor_at(home.path(), &check);
+    let (line, fix) = line_and_next(&text(&out), "! claude-plugin: ");
+    assert!(
+        line.ends_with(&format!("its files are missing from {}", market.display())),
+        "{line}"
+    );
+    assert!(fix.contains("toolhost claude-plugin --out"), "{fix}");
+}

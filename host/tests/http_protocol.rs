@@ -358,10 +358,28 @@ async fn sessions_of_2025_11_25() {
         server.registry.get("text").is_none()
     })
     .await;
+    // What it missed: the rest of the first change (faulty offers prompts and resources,
+    // so all three lists are announced), then the removal's.
     let mut resumed = Events::new(get(Some(&first_id)).open().await);
-    let (second_id, missed) = resumed.next(WAIT).await.expect("the missed change");
-    assert_eq!(missed["method"], "notifications/tools/list_changed");
-    assert!(second_id.unwrap().parse::<u64>().unwrap() > first_id.parse::<u64>().unwrap());
+    let mut last_id = first_id.parse::<u64>().unwrap();
+    let mut missed = Vec::new();
+    for _ in 0..5 {
+        let (event_id, m) = resumed.next(WAIT).await.expect("a missed change");
+        let event_id = event_id.unwrap().parse::<u64>().unwrap();
+        assert!(event_id > last_id, "{event_id} after {last_id}");
+        last_id = event_id;
+        missed.push(m["method"].as_str().unwrap().to_string());
+    }
+    assert_eq!(
+        missed,
+        [
+            "notifications/prompts/list_changed",
+            "notifications/resources/list_changed",
+            "notifications/tools/list_changed",
+            "notifications/prompts/list_changed",
+            "notifications/resources/list_changed",
+        ]
+    );
 
     // DELETE ends it.
     let r = Req::new(server.addr, "DELETE", "/mcp")
@@ -928,4 +946,105 @@ async fn a_duplicate_id_spelled_otherwise_is_refused() {
     .await;
     pending.abort();
     assert!(!second.exists(), "a refused call ran");
+}
+
+/// The all-plugins server offers the resources and prompts of its plugins however it is
+/// asked: `server/discover` and a listen stream's filter say what `initialize` says, and a
+/// session's stream hears when those lists change (issue 28: Claude Code over HTTP saw tools
+/// only on `/mcp`, all three on `/mcp/notes`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_all_plugins_server_declares_its_plugins_resources_and_prompts() {
+    let server = Setup::new(&["calc", "notes"]).start().await;
+    let r = server
+        .post(
+            "/mcp",
+            &json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+                "protocolVersion":"2025-11-25","capabilities":{},
+                "clientInfo":{"name":"t","version":"1"}}}),
+        )
+        .send()
+        .await;
+    let init = r.json()["result"]["capabilities"].clone();
+    let session = r.header("mcp-session-id").unwrap().to_string();
+    assert!(
+        init["resources"].is_object() && init["prompts"].is_object(),
+        "{init}"
+    );
+    let d = server
+        .modern("/mcp", 2, "server/discover", Value::Null)
+        .send()
+        .await
+        .json();
+    assert_eq!(d["result"]["capabilities"], init, "{d}");
+    let prompts = server
+        .modern("/mcp", 3, "prompts/list", Value::Null)
+        .send()
+        .await
+        .json();
+    assert_eq!(
+        prompts["result"]["prompts"][0]["name"], "notes__summarize",
+        "{prompts}"
+    );
+
+    // A listen stream is told of every list offered.
+    let stream = server
+        .modern(
+            "/mcp",
+            4,
+            "subscriptions/listen",
+            json!({"notifications":{"toolsListChanged":true,"promptsListChanged":true,
+                "resourcesListChanged":true}}),
+        )
+        .open()
+        .await;
+    let mut events = Events::new(stream);
+    let (_, ack) = events.next(WAIT).await.expect("an acknowledgement");
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true, "promptsListChanged": true,
+            "resourcesListChanged": true})
+    );
+
+    // A 2025-11-25 session's stream hears of the three when a plugin comes.
+    server
+        .post(
+            "/mcp",
+            &json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        )
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await;
+    let get = Req::new(server.addr, "GET", "/mcp")
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session);
+    let mut heard = Events::new(get.open().await);
+    copy_plugin(&server, "text");
+    let mut methods = Vec::new();
+    for _ in 0..3 {
+        let (_, m) = heard.next(WAIT).await.expect("a change");
+        methods.push(m["method"].as_str().unwrap().to_string());
+    }
+    assert_eq!(
+        methods,
+        [
+            "notifications/tools/list_changed",
+            "notifications/prompts/list_changed",
+            "notifications/resources/list_changed"
+        ]
+    );
+
+    // Without a plugin that offers them, neither is declared.
+    let server = Setup::new(&["calc"]).start().await;
+    let d = server
+        .modern("/mcp", 1, "server/discover", Value::Null)
+        .send()
+        .await
+        .json();
+    let caps = &d["result"]["capabilities"];
+    assert!(caps["tools"].is_object(), "{d}");
+    assert!(
+        caps.get("resources").is_none() && caps.get("prompts").is_none(),
+        "{d}"
+    );
 }

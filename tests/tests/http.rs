@@ -80,6 +80,62 @@ cli_test!(
     }
 );
 
+cli_test!(
+    /// The all-plugins endpoint declares its plugins' prompts and resources in `server/discover`
+    /// (docs/protocol.md §12.1), so the CLI lists them: a prompt is a slash command that
+    /// expands into the turn, and the model reads a resource.
+    fn the_cli_gets_the_prompts_and_resources_of_every_plugin_over_http() {
+        let sandbox = Sandbox::new(&["calc", "notes"]);
+        let server = HttpServe::start(&sandbox, &[]);
+        let fake = FakeApi::call_policy();
+        let config = json!({"mcpServers": {"th": {
+            "type": "http",
+            "url": server.url("/mcp"),
+            "headers": {"Authorization": format!("Bearer {TOKEN}")},
+        }}});
+        let mut cli = toolhost_e2e::Proc::spawn(
+            "claude",
+            sandbox.claude_command(
+                &fake,
+                &[
+                    "--strict-mcp-config",
+                    "--mcp-config",
+                    &config.to_string(),
+                    "--allowedTools",
+                    "mcp__th",
+                ],
+            ),
+        );
+        cli_turn(
+            &mut cli,
+            r#"CALL [["mcp__th__notes__add_note",{"text":"buy milk"}]]"#,
+        );
+        assert!(!fake.last_request().tool_results()[0].is_error);
+        for method in ["prompts/list", "resources/list"] {
+            assert!(
+                server.logged(method) >= 1,
+                "{method} never asked:\n{}",
+                server.proc.stderr()
+            );
+        }
+        cli_turn(&mut cli, "/mcp__th__notes__summarize 1 5");
+        assert_eq!(server.logged("prompts/get"), 1, "{}", server.proc.stderr());
+        let text = fake.last_request().last_user_text();
+        assert!(
+            text.contains("Summarize this note in at most 5 words:\n\nbuy milk"),
+            "{text}"
+        );
+        cli_turn(
+            &mut cli,
+            r#"CALL [["ReadMcpResourceTool",{"server":"th","uri":"notes://index"}]]"#,
+        );
+        let results = fake.last_request().tool_results();
+        assert!(results[0].content.contains("buy milk"), "{results:#?}");
+        cli.close_stdin();
+        cli.wait_exit(STEP);
+    }
+);
+
 #[test]
 fn the_python_mcp_client_lists_calls_and_receives_progress() {
     let Some(python) = python_mcp_or_skip() else {

@@ -1,10 +1,12 @@
 //! `toolhost doctor`: checks everything `chat` depends on and says how to fix what fails.
 //!
-//! Each check yields one [`Check`]: ok, a warning (works, but worth knowing), or a failure
-//! (something set up will not work), with a fix for the last two. Checks only look: nothing is
+//! Each check yields one [`Check`]: ok, a note (something optional not set up, and how), a
+//! warning (works, but worth knowing), or a failure (something set up will not work), with a
+//! fix for the last three. Checks only look: nothing is
 //! created or changed (plugin libraries that pass the trust rules are loaded, as `list` does,
 //! in a worker, sandboxed or not, where `chat` would run them so).
 
+mod claude_plugin;
 mod cli;
 mod confine;
 mod http;
@@ -25,6 +27,8 @@ pub use http::HttpSettings;
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Ok,
+    /// Something optional is not set up; the fix says how.
+    Info,
     /// Works, but worth knowing; does not fail `doctor`.
     Warn,
     /// Something set up will not work.
@@ -35,6 +39,7 @@ impl Status {
     fn mark(self) -> char {
         match self {
             Status::Ok => '✓',
+            Status::Info => '-',
             Status::Warn => '!',
             Status::Fail => '✗',
         }
@@ -49,7 +54,7 @@ pub struct Check {
     pub status: Status,
     /// One line: what was found.
     pub message: String,
-    /// What to do about a warning or failure.
+    /// What to do about a warning or failure; for a note, how to set it up.
     pub fix: Option<String>,
     /// Details for scripts (paths, versions, tools).
     #[serde(skip_serializing_if = "Value::is_null")]
@@ -111,7 +116,12 @@ impl Report {
         for c in &self.checks {
             let _ = writeln!(out, "{} {}: {}", c.status.mark(), c.check, c.message);
             if let Some(fix) = &c.fix {
-                let _ = writeln!(out, "    fix: {fix}");
+                let label = if c.status == Status::Info {
+                    "how"
+                } else {
+                    "fix"
+                };
+                let _ = writeln!(out, "    {label}: {fix}");
             }
         }
         let count = |s| self.checks.iter().filter(|c| c.status == s).count();
@@ -162,11 +172,21 @@ pub struct Options {
 
 /// Runs every check.
 pub fn run(opts: &Options) -> Report {
-    let mut checks = vec![cli::check(
-        opts.claude_flag.as_deref(),
-        opts.claude_env.as_deref(),
-    )];
+    let cli = cli::check(opts.claude_flag.as_deref(), opts.claude_env.as_deref());
+    let cli_version = cli.data["version"].as_str().and_then(CliVersion::parse);
+    let mut checks = vec![cli];
     checks.extend(plugins::check(opts));
+    if let Some(config_dir) = claude_plugin::config_dir() {
+        let toolhost = std::env::current_exe().ok();
+        let project = std::env::current_dir().ok();
+        checks.extend(claude_plugin::check(&claude_plugin::Where {
+            config_dir: &config_dir,
+            project: project.as_deref(),
+            toolhost: toolhost.as_deref(),
+            plugins: &opts.plugins,
+            cli: cli_version,
+        }));
+    }
     checks.push(sandbox());
     checks.push(limits::check());
     if let Some(h) = &opts.http {
@@ -233,6 +253,18 @@ mod tests {
             r.to_text(),
             "✓ claude: fine\n! sandbox: none\n    fix: use Linux\n\
              everything `toolhost chat` needs is in order (1 warning)\n"
+        );
+        let note = Check {
+            status: Status::Info,
+            fix: Some("set it up".into()),
+            ..Check::ok("extra", "not set up")
+        };
+        let r = Report::new(vec![note]);
+        assert!(r.ok);
+        assert_eq!(
+            r.to_text(),
+            "- extra: not set up\n    how: set it up\n\
+             everything `toolhost chat` needs is in order\n"
         );
         let r = Report::new(vec![Check::fail("plugin", "broken", "rebuild it")]);
         assert!(!r.ok);

@@ -365,13 +365,21 @@ impl Router {
             .and_then(|p| serde_json::from_str(p.get()).ok())
             .unwrap_or_default();
         let version = negotiate_version(params.protocol_version.as_deref());
+        rpc_result(id, &self.initialize_result(plugin, version))
+    }
+
+    /// The `initialize` result of `plugin`'s server, or of the all-plugins server with the
+    /// resources and prompts its plugins offer now. Whatever else states the server's
+    /// capabilities (`server/discover`, the list changes a stream hears of) takes them from
+    /// here, so a client is offered the same by each.
+    pub fn initialize_result(&self, plugin: Option<&LoadedPlugin>, version: &str) -> Value {
         let mut result = server_initialize_result(plugin, version);
         if plugin.is_none() {
             if let Some(o) = self.offers(Scope::All) {
                 declare(&mut result, o.has_resources(), o.has_prompts());
             }
         }
-        rpc_result(id, &result)
+        result
     }
 
     /// `logging/setLevel`: from now on the client's calls send it their plugin's log records
@@ -645,7 +653,8 @@ fn cancel_key(scope: Scope<'_>, client: &str, id: &RawValue) -> String {
 }
 
 /// The `initialize` result of a plugin's server, or of the all-plugins server (without the
-/// capabilities of its plugins' resources and prompts: the router adds them).
+/// capabilities of its plugins' resources and prompts: [`Router::initialize_result`] adds
+/// them).
 pub fn server_initialize_result(plugin: Option<&LoadedPlugin>, version: &str) -> Value {
     let mut result = match plugin {
         Some(p) => {

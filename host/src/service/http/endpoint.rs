@@ -451,7 +451,11 @@ impl Call<'_> {
                 let plugin = self
                     .endpoint
                     .and_then(|n| self.shared.router.registry().get(n));
-                let result = modern::discover_result(plugin.as_deref());
+                let init = self
+                    .shared
+                    .router
+                    .initialize_result(plugin.as_deref(), MODERN_PROTOCOL_VERSION);
+                let result = modern::discover_result(&init);
                 return self.answer(crate::model::rpc_result(Some(id), &result));
             }
             "subscriptions/listen" => return self.listen(id, msg.params),

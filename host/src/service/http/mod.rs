@@ -363,10 +363,9 @@ impl Shared {
     /// The capabilities the server of `endpoint` advertises (what `initialize` says).
     fn capabilities(&self, endpoint: Option<&str>) -> serde_json::Value {
         let plugin = endpoint.and_then(|n| self.router.registry().get(n));
-        let init = crate::handler::server_initialize_result(
-            plugin.as_deref(),
-            crate::model::LATEST_PROTOCOL_VERSION,
-        );
+        let init = self
+            .router
+            .initialize_result(plugin.as_deref(), crate::model::LATEST_PROTOCOL_VERSION);
         init["capabilities"].clone()
     }
 

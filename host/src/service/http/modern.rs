@@ -5,12 +5,8 @@
 use hyper::StatusCode;
 use serde_json::{json, value::RawValue, Value};
 
-use crate::{
-    handler::server_initialize_result,
-    model::{
-        error_code, rpc_error, RequestHead, MODERN_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
-    },
-    plugin::LoadedPlugin,
+use crate::model::{
+    error_code, rpc_error, RequestHead, MODERN_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
 };
 
 /// The headers do not match the body (or one is missing).
@@ -285,10 +281,9 @@ pub fn complete(reply: String, id: Option<&RawValue>, method: &str) -> String {
     out
 }
 
-/// The `server/discover` result of a plugin's server or of the all-plugins one: what
-/// `initialize` would say, in the 2026-07-28 shape.
-pub fn discover_result(plugin: Option<&LoadedPlugin>) -> Value {
-    let init = server_initialize_result(plugin, MODERN_PROTOCOL_VERSION);
+/// The `server/discover` result of a server whose `initialize` says `init`
+/// ([`crate::handler::Router::initialize_result`]), in the 2026-07-28 shape.
+pub fn discover_result(init: &Value) -> Value {
     let mut result = json!({
         "resultType": "complete",
         "supportedVersions": DISCOVER_VERSIONS,
