@@ -17,12 +17,19 @@ which every deny check must refuse (the run stops if one does not, or if the fol
     python        the same in Python (/usr/bin/python3, not a version manager's shim)
     true          not a check: a command hook running /bin/true, the CLI's own cost of any
                   command hook
+    http          the same check as an `http` hook, answered by a server in this script (a
+                  thread of its own): the CLI's cost of that hook type
 
 Figures:
 - the CLI's own hook timing, from its `--debug-file`: a command hook's `finished with status 0
-  (N ms)`; an mcp_tool hook logs no duration, so from its `Hooks: mcp_tool calling` line to
-  the `Successfully parsed` line of its answer (millisecond timestamps). Per session: the mean
+  (N ms)`; an mcp_tool or http hook logs no duration, so from its `Hooks: mcp_tool calling`
+  (`Hooks: HTTP hook POST to`) line to the `Successfully parsed` line of its answer
+  (millisecond timestamps). Per session: the mean
   over its events and the median event; the table gives the median session (min–max);
+- the CLI's time between two tools (one's `[Stall] tool_dispatch_end` line to the next one's
+  `tool_dispatch_start`), median per session, less the baseline session's of the same round:
+  what a hook adds to a tool call as the CLI runs it, the same span for every hook type (for
+  `toolhost` it holds the PostToolUse hook too);
 - the session's wall time less the baseline's of the same round, per tool call;
 - toolhost's own share: the same `hook` call, with the arguments the CLI sends, sent straight
   to a `toolhost serve` on the same folder by this script (pipes, 2,000 calls), against a
@@ -34,7 +41,8 @@ TOOLHOST: a release `toolhost`, `libguard.so` beside it. FAKE_API: the fake API 
 (`cargo build -p toolhost-e2e --example fake_api`). `--keep` keeps the work folder (the
 debug logs).
 """
-import argparse, json, os, re, shutil, signal, statistics, subprocess, sys, tempfile, time
+import argparse, http.server, json, os, re, shutil, signal, statistics, subprocess, sys
+import tempfile, threading, time
 from datetime import datetime
 
 ap = argparse.ArgumentParser()
@@ -124,6 +132,40 @@ def command_settings(name, command, text=None):
     return path
 
 
+class DenyHandler(http.server.BaseHTTPRequestHandler):
+    """The same check as an `http` hook's server (a thread of this script): what the CLI's
+    `http` hook type costs when the server answers at once."""
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):
+        event = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        command = " ".join(str(event.get("tool_input", {}).get("command", "")).split())
+        answer = {}
+        for fragment in DENY:
+            if fragment in command:
+                answer = {"hookSpecificOutput": {
+                    "hookEventName": "PreToolUse", "permissionDecision": "deny",
+                    "permissionDecisionReason": f"refuses Bash commands containing `{fragment}`"}}
+                break
+        body = json.dumps(answer).encode()
+        # One write: headers and body in separate segments meet the client's delayed ACK.
+        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+    def log_message(self, *_):
+        pass
+
+
+def http_settings():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), DenyHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    path = os.path.join(home, "http.settings.json")
+    with open(path, "w") as f:
+        json.dump({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "http", "url": f"http://127.0.0.1:{server.server_address[1]}/hook"}]}]}}, f)
+    return path
+
+
 CONFIGS = {
     "none": [],
     "toolhost": ["--plugin-dir", plugin],
@@ -131,8 +173,9 @@ CONFIGS = {
     "jq": ["--settings", command_settings("jq", os.path.join(home, "deny.sh"), JQ_HOOK)],
     "python": ["--settings", command_settings("python", os.path.join(home, "deny.py"), PY_HOOK)],
     "true": ["--settings", command_settings("true", "/bin/true")],
+    "http": ["--settings", http_settings()],
 }
-CHECKS = {"toolhost", "toolhost-pre", "jq", "python"}
+CHECKS = {"toolhost", "toolhost-pre", "jq", "python", "http"}
 if args.only:
     CONFIGS = {k: v for k, v in CONFIGS.items() if k == "none" or k in args.only}
 
@@ -168,9 +211,9 @@ def hook_times(log):
         m = COMMAND_DONE.search(rest)
         if m:
             times.setdefault(m.group(1), []).append(float(m.group(2)))
-        elif rest.startswith("Hooks: mcp_tool calling "):
+        elif rest.startswith(("Hooks: mcp_tool calling ", "Hooks: HTTP hook POST to ")):
             if calling is not None:
-                sys.exit(f"{log}: mcp_tool hooks overlap; their timings cannot be paired")
+                sys.exit(f"{log}: hooks overlap; their timings cannot be paired")
             calling, parsed = stamp(line), None
         elif rest.startswith("Successfully parsed and validated hook JSON output"):
             if calling is not None and parsed is None:
@@ -181,6 +224,26 @@ def hook_times(log):
                 times.setdefault(m.group(2), []).append((parsed - calling) * 1e3)
                 calling = parsed = None
     return times
+
+
+DISPATCH = re.compile(r"\[Stall\] tool_dispatch_(start|end) tool=\S+ toolUseId=toolu_(\d+)")
+
+
+def tool_gaps(log):
+    """The CLI's time from one tool's end to the next one's start, in ms: its PreToolUse
+    hooks, its other work between the two (and PostToolUse's hooks), whatever the hook's
+    type. Gaps across the refused call (never dispatched) are left out."""
+    gaps, end = [], None
+    for line in open(log, errors="replace"):
+        m = DISPATCH.search(line)
+        if not m:
+            continue
+        kind, n = m.group(1), int(m.group(2))
+        if kind == "end":
+            end = (n, stamp(line))
+        elif end is not None and end[0] + 1 == n:
+            gaps.append((stamp(line) - end[1]) * 1e3)
+    return gaps
 
 
 def session(name, round_no):
@@ -205,12 +268,15 @@ def session(name, round_no):
                  f"the rm -rf target {'survived' if os.path.isdir(victim) else 'is gone'}: "
                  f"{results[refused_at]}")
     if args.no_debug_file:
-        return wall, {}
+        return wall, {}, []
     times = hook_times(log)
     pre = times.get("PreToolUse", [])
     if name != "none" and len(pre) != args.events:
         sys.exit(f"{name}: {len(pre)} PreToolUse hook timings in {log}, not {args.events}")
-    return wall, times
+    gaps = tool_gaps(log)
+    if len(gaps) < args.events - 3:
+        sys.exit(f"{name}: {len(gaps)} gaps between tools in {log}")
+    return wall, times, gaps
 
 
 def serve_share(n=2000):
@@ -264,6 +330,7 @@ walls = {n: [] for n in CONFIGS}
 pre_mean = {n: [] for n in CONFIGS}    # per session: the mean PreToolUse hook time
 pre_median = {n: [] for n in CONFIGS}  # per session: the median one
 other = {n: [] for n in CONFIGS}       # per session: the other events' hooks, summed
+gap = {n: [] for n in CONFIGS}         # per session: the median time between two tools
 names = list(CONFIGS)
 fake = subprocess.Popen([args.fake_api], stdout=subprocess.PIPE, text=True)
 signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped"))  # through the `finally`
@@ -272,8 +339,10 @@ try:
     started = time.perf_counter()
     for r in range(args.sessions):
         for name in names[r % len(names):] + names[:r % len(names)]:
-            wall, times = session(name, r)
+            wall, times, gaps = session(name, r)
             walls[name].append(wall)
+            if gaps:
+                gap[name].append(statistics.median(gaps))
             if times.get("PreToolUse"):
                 pre_mean[name].append(statistics.mean(times["PreToolUse"]))
                 pre_median[name].append(statistics.median(times["PreToolUse"]))
@@ -300,14 +369,18 @@ print(f"{args.sessions} sessions per configuration, {args.events} Bash calls eac
       f"(one `rm -rf`, refused by every check), interleaved; median session (min–max)")
 print()
 print("| configuration | PreToolUse hook, mean | ×toolhost | median event | ×toolhost "
-      "| session wall | − none, per tool call | other events' hooks |")
-print("|---|--:|--:|--:|--:|--:|--:|--:|")
+      "| between tools − none | ×toolhost | session wall | − none, per tool call "
+      "| other events' hooks |")
+print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+added = {n: [g - b for g, b in zip(gap[n], gap["none"])] for n in names if gap[n]}
 for name in names:
     extra = [(w - b) * 1e3 / args.events for w, b in zip(walls[name], walls["none"])]
     cells = [name,
              mmm(pre_mean[name]) + " ms" if pre_mean[name] else "–", ratio(pre_mean, name),
              mmm(pre_median[name]) + " ms" if pre_median[name] else "–",
              ratio(pre_median, name),
+             "–" if name == "none" or name not in added else mmm(added[name]) + " ms",
+             "–" if name == "none" or name not in added else ratio(added, name),
              mmm(walls[name], "{:.2f}") + " s",
              "–" if name == "none" else mmm(extra) + " ms",
              mmm(other[name], "{:.0f}") + " ms" if any(other[name]) else "–"]
