@@ -359,18 +359,22 @@ def mmm(values, fmt="{:.1f}"):
     return f"{fmt.format(statistics.median(s))} ({fmt.format(s[0])}–{fmt.format(s[-1])})"
 
 
+# Like with like: the command hooks are on PreToolUse only, so is toolhost-pre.
+REF = "toolhost-pre" if "toolhost-pre" in CONFIGS else "toolhost"
+
+
 def ratio(table, name):
-    if not table[name] or not table.get("toolhost"):
+    if not table.get(name) or not table.get(REF):
         return "–"
-    return f"{statistics.median(table[name]) / statistics.median(table['toolhost']):.1f}x"
+    return f"{statistics.median(table[name]) / statistics.median(table[REF]):.1f}x"
 
 
 print(f"{args.sessions} sessions per configuration, {args.events} Bash calls each "
       f"(one `rm -rf`, refused by every check), interleaved; median session (min–max)")
 print()
-print("| configuration | PreToolUse hook, mean | ×toolhost | median event | ×toolhost "
-      "| between tools − none | ×toolhost | session wall | − none, per tool call "
-      "| other events' hooks |")
+print(f"| configuration | PreToolUse hook, mean | ×{REF} | median event | ×{REF} "
+      f"| between tools − none | ×{REF} | session wall | − none, per tool call "
+      f"| other events' hooks |")
 print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 added = {n: [g - b for g, b in zip(gap[n], gap["none"])] for n in names if gap[n]}
 for name in names:
