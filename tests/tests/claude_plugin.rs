@@ -363,10 +363,31 @@ cli_test!(
     }
 );
 
+/// Sends the turns `prompt` makes (given their number) until the fake's last request of one
+/// satisfies `done`: the server reloads on its own schedule (a file watcher).
+fn probe_until(
+    cli: &mut Proc,
+    fake: &FakeApi,
+    what: &str,
+    prompt: impl Fn(usize) -> String,
+    done: impl Fn(&ApiRequest) -> bool,
+) {
+    for probe in 0..40 {
+        turn(cli, &prompt(probe));
+        if done(&fake.last_request()) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    panic!("no turn showed {what}\n{}", cli.report());
+}
+
 cli_test!(
     /// A tool plugin and a hook plugin dropped into the folder mid-session: the next turns
     /// offer and call the new tools, and the new hooks answer from the next event (hooky adds
-    /// its context to the prompt and rewrites the Bash command), with no restart.
+    /// its context to the prompt and rewrites the Bash command), with no restart. Once
+    /// removed, the hooks are gone from the next event, and a call of a removed tool fails
+    /// (the CLI still offers it: docs/protocol.md §15.3).
     fn plugins_added_mid_session_are_used_from_the_next_turn() {
         let sandbox = sandbox(&["calc", "guard"]);
         let plugin = write_plugin(&sandbox);
@@ -389,33 +410,44 @@ cli_test!(
 
         sandbox.add_plugin("text");
         sandbox.add_plugin("hooky");
-        // The server reloads on its own schedule (a file watcher): ask until a turn shows
-        // both, the new tool offered and the new hook's context on the prompt.
-        let mut seen = false;
-        for probe in 0..40 {
-            let offered = turn(&mut cli, &format!("probe {probe}"));
-            if offered.contains(&tool("text__upper"))
-                && has_context(&fake.last_request(), "hooky was here")
-            {
-                seen = true;
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(250));
-        }
-        assert!(seen, "the added plugins never showed\n{}", cli.report());
-
-        let n = fake.requests().len();
-        turn(
+        probe_until(
             &mut cli,
-            &call(json!([
-                [tool("text__upper"), {"text": "abc"}],
-                ["Bash", {"command": "echo HOOKY_REWRITE"}],
-            ])),
+            &fake,
+            "text's tools and hooky's context",
+            |n| format!("probe {n}"),
+            |req| req.offers(&tool("text__upper")) && has_context(req, "hooky was here"),
         );
-        let results = fake.request(n + 1).tool_results();
-        assert_eq!(results.len(), 2, "{results:#?}");
-        assert_ok(&results[0], "ABC");
-        assert_ok(&results[1], "rewritten by hooky");
+        let calls = call(json!([
+            [tool("text__upper"), {"text": "abc"}],
+            ["Bash", {"command": "echo HOOKY_REWRITE"}],
+        ]));
+        turn(&mut cli, &calls);
+        assert_ok(&fake.tool_result("toolu_01"), "ABC");
+        assert_ok(&fake.tool_result("toolu_02"), "rewritten by hooky");
+
+        sandbox.remove_plugin("text");
+        sandbox.remove_plugin("hooky");
+        let gone = |req: &ApiRequest| {
+            let results = req.tool_results();
+            results.len() == 2
+                && results.iter().any(|r| r.content == "HOOKY_REWRITE")
+                && results.iter().any(|r| {
+                    r.is_error
+                        && r.content
+                            .contains(&format!("No such tool available: {}", tool("text__upper")))
+                })
+        };
+        probe_until(
+            &mut cli,
+            &fake,
+            "text and hooky gone",
+            |_| calls.clone(),
+            gone,
+        );
+        assert!(
+            fake.last_request().offers(&tool("text__upper")),
+            "the CLI stopped offering a removed tool: update docs/protocol.md §15.3"
+        );
         cli.finish();
     }
 );
