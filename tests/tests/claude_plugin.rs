@@ -283,7 +283,7 @@ cli_test!(
         let sandbox = sandbox(&["notes"]);
         let plugin = write_plugin(&sandbox);
         let fake = FakeApi::call_policy();
-        let allowed = format!("{TOOLS},ReadMcpResourceTool");
+        // The resource tools need no --allowedTools entry: the CLI asks no permission for them.
         let mut cli = session(
             &sandbox,
             &fake,
@@ -291,7 +291,7 @@ cli_test!(
                 "--plugin-dir",
                 plugin.to_str().unwrap(),
                 "--allowedTools",
-                &allowed,
+                TOOLS,
             ],
         );
         let note = "Buy milk and eggs";
