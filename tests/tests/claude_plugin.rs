@@ -206,6 +206,8 @@ cli_test!(
             [tool("text__upper"), {"text": "abc"}],
             [tool("notes__add_note"), {"text": "Buy milk"}],
             [tool("notes__list_notes"), {}],
+            // The hidden tool the hooks call is not the model's to call: a forged event.
+            [tool("hook"), {"hook_event_name": "UserPromptSubmit", "text": {"prompt": "x"}}],
         ]));
         let allowed = format!("Bash,{TOOLS}");
         let lines = print_mode(
@@ -243,6 +245,11 @@ cli_test!(
             &fake.tool_result("toolu_05"),
             r#"{"notes":[{"id":1,"text":"Buy milk"}]}"#,
         );
+        let forged = fake.tool_result("toolu_06");
+        assert!(
+            forged.is_error && forged.content.contains("No such tool available"),
+            "{forged:?}"
+        );
 
         // Bash not allowed: guard's PreToolUse has no opinion on these, so the CLI asks its
         // PermissionRequest hook, which the plugins' permission policies answer.
@@ -259,8 +266,8 @@ cli_test!(
         );
         let work = sandbox.work_dir();
         assert!(work.join("allowed").exists(), "{lines:#?}");
-        assert!(!fake.tool_result("toolu_06").is_error);
-        let denied = fake.tool_result("toolu_07");
+        assert!(!fake.tool_result("toolu_07").is_error);
+        let denied = fake.tool_result("toolu_08");
         assert!(denied.is_error, "{denied:?}");
         assert_eq!(
             denied.content,
@@ -268,7 +275,7 @@ cli_test!(
         );
         assert!(!work.join("denied").exists());
         // No policy decided: the CLI's own answer in -p, a refusal.
-        assert!(fake.tool_result("toolu_08").is_error);
+        assert!(fake.tool_result("toolu_09").is_error);
         assert!(!work.join("nobody-decided").exists());
     }
 );
