@@ -466,7 +466,9 @@ fn logging_toolhost(dir: &Path, log: &Path) -> PathBuf {
     fs::write(
         &script,
         format!(
-            "#!/bin/sh\necho \"$(env | grep -c '^CLAUDE_PLUGIN_OPTION_') $*\" >> '{}'\nexec '{}' \"$@\"\n",
+            "#!/bin/sh\n\
+             echo \"$(env | grep -c '^CLAUDE_PLUGIN_OPTION_') $*\" >> '{}'\n\
+             exec '{}' \"$@\"\n",
             log.display(),
             artifacts().toolhost.display()
         ),
