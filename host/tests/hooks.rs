@@ -329,10 +329,10 @@ async fn a_session_answers_callbacks_and_asks_policies_before_the_person() {
     session.close().await;
 }
 
-/// `toolhost hook`, `list` and `doctor` on a folder with guard and hooky.
+/// `toolhost hook`, `list` and `doctor` on a folder with guard, hooky and text.
 #[test]
 fn the_hook_command_list_and_doctor() {
-    let plugins = common::plugin_dir(&["guard", "hooky"]);
+    let plugins = common::plugin_dir(&["guard", "hooky", "text"]);
     let file = plugins.path().join("toolhost.toml");
     std::fs::write(&file, "[plugin.guard]\nconfig = { log = \"\" }\n").unwrap();
     {
@@ -385,11 +385,18 @@ fn the_hook_command_list_and_doctor() {
         err.contains("`BeforeTea` is not an event the CLI sends"),
         "{err}"
     );
-    let (code, _, err) = run(&["hook", "hooky", "permission"]);
+    let (code, _, err) = run(&["hook", "text", "permission"]);
     assert_eq!(code, Some(2));
     assert!(
-        err.contains("plugin hooky has no permission policy"),
+        err.contains("plugin text has no permission policy"),
         "{err}"
+    );
+    // hooky's policy decides what its command says.
+    let question = r#"{"tool_name":"Bash","input":{"command":"touch x # HOOKY_DENY"}}"#;
+    let (_, out, _) = run(&["hook", "hooky", "permission", question]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap(),
+        json!({"behavior": "deny", "message": "denied by hooky: hooky's policy refuses HOOKY_DENY"})
     );
 
     let (_, out, _) = run(&["list"]);

@@ -1,7 +1,7 @@
 //! `toolhost claude-plugin`: a Claude Code plugin (and a one-plugin marketplace in the same
 //! folder) that brings every toolhost plugin into the user's own `claude`: `.mcp.json` runs
 //! `toolhost serve` on the plugin folder, and `hooks/hooks.json` sends every hook event to
-//! it (`service::hooks::served`, docs/protocol.md §16).
+//! it (`service::hooks::served`, docs/protocol.md §15).
 
 use std::{
     fs,
@@ -183,7 +183,7 @@ fn mcp_servers() -> Value {
 /// plugin hooks that match (so hooks a reload adds, changes or removes apply from the next
 /// event, as in `chat`). The CLI has no MCP server to call on Setup and on a SessionStart of
 /// `startup` or `resume` (its servers are not connected yet), nor on SessionEnd (they are
-/// closed): there `toolhost event` answers, one process per event (§16.2).
+/// closed): there `toolhost event` answers, one process per event (§15.2).
 fn hooks() -> Value {
     let events: Map<String, Value> = EVENTS
         .iter()
@@ -272,8 +272,11 @@ fn readme(spec: &PluginSpec) -> String {
          the MCP server `toolhost` (`toolhost serve`), and their hooks and permission policies \
          through `mcp_tool` hooks on every event, answered by that same running server. \
          Plugins added to, changed in or removed from the folder apply from the next turn.\n\n\
-         Defaults: the binary `{}`, the folder `{}`. Installing the plugin asks for both (and \
-         whether to isolate plugins).\n\n\
+         Defaults: the binary `{}`, the folder `{}`. `claude plugin install` does not ask: \
+         these apply until you set `toolhost`, `plugins` or `isolate` with \
+         `/plugin configure toolhost@toolhost` in Claude Code, \
+         `claude plugin configure toolhost@toolhost --values-stdin` (a JSON object on stdin) \
+         or `--config plugins=DIR` when installing.\n\n\
          - Try it for one session: `claude --plugin-dir THIS_FOLDER`\n\
          - Install it: `claude plugin marketplace add THIS_FOLDER`, then \
          `claude plugin install {NAME}@{NAME}`\n\n\
@@ -394,5 +397,18 @@ mod tests {
         write(&dir, &spec()).unwrap();
         check_out(&dir).unwrap();
         let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// `claude plugin install` asks for no option (docs/protocol.md §15.3): the README must
+    /// say so, and how to set them.
+    #[test]
+    fn the_readme_says_how_to_set_the_options_install_does_not_ask() {
+        let text = readme(&spec());
+        assert!(!text.contains("asks for"), "{text}");
+        assert!(
+            text.contains("`claude plugin configure toolhost@toolhost --values-stdin`"),
+            "{text}"
+        );
+        assert!(text.contains("`--config plugins=DIR`"), "{text}");
     }
 }

@@ -1,5 +1,5 @@
 //! Plugin hooks and permission policies served to Claude Code's own hooks (docs/protocol.md
-//! §16): a Claude Code plugin written by `toolhost claude-plugin` registers, for each event,
+//! §15): a Claude Code plugin written by `toolhost claude-plugin` registers, for each event,
 //! an `mcp_tool` hook calling the hidden tool [`TOOL`] of the `toolhost serve` it runs, so the
 //! running host answers every event: no process per event, the plugins' state shared with
 //! their tools, and a reload applying from the next event.
@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 use super::Hooks;
 
 /// The tool the hooks call. Not in `tools/list`: the model never sees it, and the CLI calls
-/// a hook's tool whether or not its server listed it (§16.1). Plugin tools are always
+/// a hook's tool whether or not its server listed it (§15.2). Plugin tools are always
 /// `<plugin>__<tool>`, so no plugin's tool can take this name.
 pub const TOOL: &str = "hook";
 
