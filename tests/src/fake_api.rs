@@ -165,6 +165,19 @@ impl ApiRequest {
             .map(|m| flatten_text(&m["content"]))
             .unwrap_or_default()
     }
+
+    /// The texts of the `role: "system"` messages (where the CLI puts hook contexts,
+    /// docs/protocol.md §14.3: on the first turn, appended to the "# Environment" one), each
+    /// one's text blocks joined with `\n`.
+    pub fn system_texts(&self) -> Vec<String> {
+        self.body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|m| m["role"] == "system")
+            .map(|m| flatten_text(&m["content"]))
+            .collect()
+    }
 }
 
 /// A string as is, or the `text` of the text blocks of an array, joined with `\n`.

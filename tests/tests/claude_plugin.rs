@@ -126,29 +126,9 @@ fn call(calls: Value) -> String {
     format!("CALL {calls}")
 }
 
-/// The `role: "system"` texts of a request (where the CLI puts hook contexts).
-fn system_texts(req: &ApiRequest) -> Vec<String> {
-    req.body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "system")
-        .map(|m| match &m["content"] {
-            Value::String(s) => s.clone(),
-            c => c
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|b| b["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n"),
-        })
-        .collect()
-}
-
 /// Whether any system text of `req` holds `needle`.
 fn has_context(req: &ApiRequest, needle: &str) -> bool {
-    system_texts(req).iter().any(|t| t.contains(needle))
+    req.system_texts().iter().any(|t| t.contains(needle))
 }
 
 /// guard's refusal of a Bash command with `rm -rf`, as the model gets it.
@@ -229,7 +209,7 @@ cli_test!(
         assert!(
             has_context(&first, &branch_context()),
             "{:?}",
-            system_texts(&first)
+            first.system_texts()
         );
         let refused = fake.tool_result("toolu_01");
         assert!(refused.is_error, "{refused:?}");

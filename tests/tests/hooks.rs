@@ -2,29 +2,7 @@
 //! the guard example and the hooky fixture (plugins/fixtures/hooky) deciding about the CLI's
 //! own Bash tool.
 
-use serde_json::Value;
 use toolhost_e2e::{call_turn, cli_test, eventually, turn, ApiRequest, FakeApi, Sandbox, STEP};
-
-/// The `role: "system"` texts of a request (where the CLI puts hook contexts, docs/protocol.md
-/// §14.3: on the first turn, appended to the "# Environment" one).
-fn system_texts(req: &ApiRequest) -> Vec<String> {
-    req.body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "system")
-        .map(|m| match &m["content"] {
-            Value::String(s) => s.clone(),
-            c => c
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|b| b["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n"),
-        })
-        .collect()
-}
 
 /// A Bash call of `command` as a prompt of the fake's call policy.
 fn bash(command: &str) -> String {
@@ -75,20 +53,21 @@ cli_test!(
         chat.finish();
         let first = fake.request(0);
         assert!(
-            system_texts(&first)
+            first
+                .system_texts()
                 .iter()
                 .any(|t| t.contains("UserPromptSubmit hook additional context: hooky was here")),
             "{:?}",
-            system_texts(&first)
+            first.system_texts()
         );
         let result = fake.tool_result("toolu_01");
         assert_eq!(result.content, "rewritten by hooky", "{result:?}");
         let second = fake.request(1);
         assert_eq!(
-            system_texts(&second).last().map(String::as_str),
+            second.system_texts().last().map(String::as_str),
             Some("PostToolUse:Bash hook additional context: hooky saw Bash"),
             "{:?}",
-            system_texts(&second)
+            second.system_texts()
         );
     }
 );
@@ -105,7 +84,7 @@ cli_test!(
         let mut chat = sandbox.chat(&fake, &["--allowed-tools", "Bash"]);
         turn(&mut chat, "before", "TOOLS:");
         let hooky = |req: &ApiRequest| {
-            system_texts(req)
+            req.system_texts()
                 .iter()
                 .any(|t| t.contains("UserPromptSubmit hook additional context: hooky was here"))
         };
@@ -120,7 +99,7 @@ cli_test!(
         assert!(
             hooky(&fake.request(n)),
             "{:?}",
-            system_texts(&fake.request(n))
+            fake.request(n).system_texts()
         );
 
         // No hook plugin at start: nothing registered.
