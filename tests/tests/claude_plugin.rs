@@ -555,3 +555,45 @@ cli_test!(
         assert_eq!(events, 2, "{log}");
     }
 );
+
+cli_test!(
+    /// The hooks fail closed: when the plugin's server cannot start (here a plugin folder
+    /// others may write, which `serve` refuses), every tool call the PreToolUse hook guards is
+    /// refused with the CLI's `onFailure: "block"` message pointing at `/mcp`, and nothing
+    /// runs; guard is not there to check, so nothing may pass unchecked.
+    fn a_server_that_cannot_start_refuses_every_tool_call() {
+        let sandbox = sandbox(&["calc", "guard"]);
+        let plugin = write_plugin(&sandbox);
+        {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(sandbox.plugin_dir(), fs::Permissions::from_mode(0o777)).unwrap();
+        }
+        let fake = FakeApi::call_policy();
+        let marker = sandbox.work_dir().join("marker");
+        let prompt = call(json!([["Bash", {"command": "touch marker"}]]));
+        let lines = print_mode(
+            &sandbox,
+            &fake,
+            &prompt,
+            &[
+                "--plugin-dir",
+                plugin.to_str().unwrap(),
+                "--allowedTools",
+                "Bash",
+            ],
+        );
+        let servers = mcp_servers(&lines);
+        assert_eq!(servers[0]["name"], "plugin:toolhost:toolhost", "{servers}");
+        assert_ne!(servers[0]["status"], "connected", "{servers}");
+        let refused = fake.tool_result("toolu_01");
+        assert!(refused.is_error, "{refused:?}");
+        assert!(
+            refused
+                .content
+                .contains("[plugin:toolhost:toolhost/hook]: failed; blocking")
+                && refused.content.contains("/mcp"),
+            "{refused:?}"
+        );
+        assert!(!marker.exists(), "the unchecked command ran");
+    }
+);
