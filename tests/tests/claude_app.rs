@@ -270,6 +270,19 @@ cli_test!(
             !added[0].is_error && added[0].content.contains("\"id\":1"),
             "{added:?}"
         );
+        // The other example plugins' tools (one turn each line: a longer one would wrap).
+        let results = app.call(json!([
+            [format!("{TOOLS}calc__add"), {"x": 2, "y": 3}],
+            [format!("{TOOLS}text__upper"), {"text": "abc"}],
+        ]));
+        let contents: Vec<(&str, bool)> = results
+            .iter()
+            .map(|r| (r.content.as_str(), r.is_error))
+            .collect();
+        assert!(
+            contents.contains(&("5", false)) && contents.contains(&("ABC", false)),
+            "{contents:?}"
+        );
 
         // guard's UserPromptSubmit hook added the branch.
         let branch = "The current git branch is `tmux-trial`.";
