@@ -452,20 +452,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             out,
             plugins,
             isolate,
-        } => {
-            let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or(p.to_path_buf());
-            let toolhost = std::env::current_exe()
-                .and_then(std::fs::canonicalize)
-                .context("cannot find the toolhost executable the plugin is to run")?;
-            let plugins = std::fs::canonicalize(&plugins).unwrap_or_else(|_| absolute(&plugins));
-            cli::claude_plugin(
-                &out,
-                &cli::PluginSpec {
-                    toolhost,
-                    plugins,
-                    isolate,
-                },
-            )
-        }
+        } => cli::claude_plugin(&out, &cli::PluginSpec::here(&plugins, isolate)?),
     }
 }

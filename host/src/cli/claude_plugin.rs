@@ -35,6 +35,24 @@ pub struct PluginSpec {
     pub isolate: bool,
 }
 
+impl PluginSpec {
+    /// This toolhost binary on folder `plugins`, both as absolute paths: the plugin runs
+    /// them from any working folder.
+    pub fn here(plugins: &Path, isolate: bool) -> anyhow::Result<PluginSpec> {
+        let toolhost = std::env::current_exe()
+            .and_then(fs::canonicalize)
+            .context("cannot find the toolhost executable the plugin is to run")?;
+        let plugins = fs::canonicalize(plugins)
+            .or_else(|_| std::path::absolute(plugins))
+            .with_context(|| format!("cannot make {} an absolute path", plugins.display()))?;
+        Ok(PluginSpec {
+            toolhost,
+            plugins,
+            isolate,
+        })
+    }
+}
+
 /// Writes the plugin into `out` (created, or one written before: refreshed) and says how to
 /// try and install it.
 pub fn claude_plugin(out: &Path, spec: &PluginSpec) -> anyhow::Result<ExitCode> {
