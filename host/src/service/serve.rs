@@ -62,7 +62,7 @@ pub async fn serve<R, W>(
         let Some(line) = super::next_message(&mut lines, "the input", answer_too_long).await else {
             break;
         };
-        let msg = match super::parse_object(&line, JsonRpc::parse) {
+        let mut msg = match super::parse_object(&line, JsonRpc::parse) {
             Ok(m) => m,
             Err(e) => {
                 tracing::warn!("ignoring a malformed line ({e})");
@@ -89,7 +89,7 @@ pub async fn serve<R, W>(
             ));
             continue;
         }
-        if let Some(arguments) = served_hook(&msg) {
+        if let Some(arguments) = served_hook(&mut msg) {
             let (out, hooks, id) = (out.clone(), hooks.clone(), msg.id.map(RawValue::to_owned));
             tokio::spawn(async move {
                 out.send(answer_hook(&hooks, arguments, id.as_deref()).await);
@@ -131,12 +131,13 @@ pub async fn serve<R, W>(
     writer.close().await;
 }
 
-/// The arguments of a call of the hidden hook tool (`hooks::served`), if `msg` is one.
-fn served_hook(msg: &JsonRpc<'_>) -> Option<Result<Value, String>> {
+/// The arguments of a call of the hidden hook tool (`hooks::served`), if `msg` is one. The
+/// params read here stay with `msg` for the router.
+fn served_hook(msg: &mut JsonRpc<'_>) -> Option<Result<Value, String>> {
     if msg.method.as_deref() != Some("tools/call") || msg.id.is_none() {
         return None;
     }
-    let call = msg.call_params()?.ok()?;
+    let call = msg.read_call_params()?;
     (call.name == served::TOOL).then(|| {
         let text = call.arguments.map_or("{}", RawValue::get);
         serde_json::from_str(text).map_err(|e| format!("the arguments are not JSON ({e})"))
