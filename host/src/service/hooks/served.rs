@@ -205,31 +205,26 @@ pub fn event_input(arguments: &Value) -> Result<Value, String> {
         })?;
     let mut input = Map::new();
     input.insert("hook_event_name".into(), json!(event));
-    let kinds = COMMON.iter().chain(own_fields(event));
     let section = |name: &str| arguments.get(name).and_then(Value::as_object);
-    if let Some(text) = section("text") {
-        for (name, value) in text {
-            let kind = kinds.clone().find(|(n, _)| n == name).map(|(_, k)| *k);
-            match value {
-                Value::String(s) if s.is_empty() && kind != Some(Text) => {}
-                v @ Value::String(_) => {
-                    input.insert(name.clone(), v.clone());
-                }
-                _ => return Err(format!("`text.{name}` must be a string")),
+    let (text, structured) = (section("text"), section("json"));
+    // Only the event's own fields are read: nothing else reaches the plugins, and an error
+    // names only fields of the table, never a client's text.
+    for &(name, kind) in COMMON.iter().chain(own_fields(event)) {
+        let from = if kind == Json { structured } else { text };
+        let Some(value) = from.and_then(|s| s.get(name)) else {
+            continue;
+        };
+        let value = match (kind, value) {
+            (Json | OptText, Value::String(s)) if s.is_empty() => continue,
+            (Json, Value::String(s)) => {
+                serde_json::from_str(s).map_err(|e| format!("`json.{name}` is not JSON ({e})"))?
             }
-        }
-    }
-    if let Some(structured) = section("json") {
-        for (name, value) in structured {
-            let value = match value {
-                Value::String(s) if s.is_empty() => continue,
-                Value::String(s) => serde_json::from_str(s)
-                    .map_err(|e| format!("`json.{name}` is not JSON ({e})"))?,
-                // Filled in by hand (`toolhost hook`, tests): taken as it is.
-                other => other.clone(),
-            };
-            input.insert(name.clone(), value);
-        }
+            // Filled in by hand (tests): taken as it is.
+            (Json, other) => other.clone(),
+            (_, v @ Value::String(_)) => v.clone(),
+            _ => return Err(format!("`text.{name}` must be a string")),
+        };
+        input.insert(name.to_string(), value);
     }
     Ok(Value::Object(input))
 }
@@ -359,6 +354,17 @@ mod tests {
         assert_eq!(
             t["json"]["permission_suggestions"],
             json!("${permission_suggestions}")
+        );
+    }
+
+    #[test]
+    fn fields_the_event_does_not_have_are_left_out() {
+        let args = json!({"hook_event_name": "Stop",
+                          "text": {"cwd": "/w", "tool_name": "Bash", "\u{1b}]0;x": "y"},
+                          "json": {"tool_input": "{}", "stop_hook_active": "true"}});
+        assert_eq!(
+            event_input(&args).unwrap(),
+            json!({"hook_event_name": "Stop", "cwd": "/w", "stop_hook_active": true})
         );
     }
 
