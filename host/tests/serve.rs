@@ -230,6 +230,19 @@ async fn ids_that_are_not_strings_or_numbers_are_invalid_requests() {
 /// request, naming the id) and never runs; `notifications/cancelled` then reaches the first.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_duplicate_request_id_in_flight_is_refused() {
+    duplicate_id_refused("7", "7", json!(7)).await;
+}
+
+/// From a stdio client too, ids JSON holds equal are one id: `"\u0037"` while `"7"` runs is
+/// refused and never runs, and cancelling `"\u0037"` cancels `"7"`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_id_spelled_otherwise_is_refused() {
+    duplicate_id_refused(r#""7""#, r#""\u0037""#, json!("7")).await;
+}
+
+/// A slow call with id `first` (JSON text), then one with id `second` while it runs: refused;
+/// then `notifications/cancelled` of `second` cancels the first, answered with id `answered`.
+async fn duplicate_id_refused(first_id: &str, second_id: &str, answered: Value) {
     let scratch = tempfile::tempdir().unwrap();
     let (first, second) = (scratch.path().join("first"), scratch.path().join("second"));
     let (router, _dirs) = common::open_router(&["faulty"], RouterConfig::default());
@@ -238,32 +251,31 @@ async fn a_duplicate_request_id_in_flight_is_refused() {
     let served = tokio::spawn(serve(read_lines(s_in), s_out, router.clone(), None));
     let (c_in, mut c_out) = tokio::io::split(client);
     let mut lines = BufReader::new(c_in).lines();
-    let call = |marker: &std::path::Path, ms: u64| {
-        json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{
-            "name":"faulty__slow","arguments":{"ms":ms,"marker":marker}}})
+    let call = |id: &str, marker: &std::path::Path, ms: u64| {
+        let params = json!({"name":"faulty__slow","arguments":{"ms":ms,"marker":marker}});
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#)
     };
     let wait = Duration::from_secs(20);
-    send(&mut c_out, call(&first, 30_000)).await;
+    send_line(&mut c_out, &call(first_id, &first, 30_000)).await;
     common::eventually(wait, "the first call runs", || {
         router.calls_in_flight() == 1
     })
     .await;
-    send(&mut c_out, call(&second, 2_000)).await;
+    send_line(&mut c_out, &call(second_id, &second, 2_000)).await;
     let reply = next_line(&mut lines, wait).await;
     assert_eq!(reply["error"]["code"], -32600, "{reply}");
-    assert_eq!(reply["id"], 7);
+    assert_eq!(reply["id"], answered);
     let message = reply["error"]["message"].as_str().unwrap();
     assert!(
         message.contains('7') && message.contains("in flight"),
         "{message}"
     );
-    send(
-        &mut c_out,
-        json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}),
-    )
-    .await;
+    let cancel = format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{second_id}}}}}"#
+    );
+    send_line(&mut c_out, &cancel).await;
     let reply = next_line(&mut lines, wait).await;
-    assert_eq!(reply["id"], 7, "{reply}");
+    assert_eq!(reply["id"], answered, "{reply}");
     assert!(
         reply["result"]["isError"] == true || reply["error"].is_object(),
         "{reply}"
@@ -280,8 +292,8 @@ async fn a_duplicate_request_id_in_flight_is_refused() {
     assert!(!second.exists(), "the refused call ran");
 }
 
-async fn send<W: tokio::io::AsyncWrite + Unpin>(out: &mut W, v: Value) {
-    out.write_all(format!("{v}\n").as_bytes()).await.unwrap();
+async fn send_line<W: tokio::io::AsyncWrite + Unpin>(out: &mut W, line: &str) {
+    out.write_all(format!("{line}\n").as_bytes()).await.unwrap();
 }
 
 async fn next_line<R: tokio::io::AsyncBufRead + Unpin>(
@@ -294,54 +306,4 @@ async fn next_line<R: tokio::io::AsyncBufRead + Unpin>(
         .unwrap()
         .expect("a line");
     serde_json::from_str(&line).unwrap()
-}
-
-/// From a stdio client too, ids JSON holds equal are one id: `"\u0037"` while `"7"` runs is
-/// refused and never runs, and cancelling `"\u0037"` cancels `"7"`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_duplicate_id_spelled_otherwise_is_refused() {
-    let scratch = tempfile::tempdir().unwrap();
-    let (first, second) = (scratch.path().join("first"), scratch.path().join("second"));
-    let (router, _dirs) = common::open_router(&["faulty"], RouterConfig::default());
-    let (client, server) = tokio::io::duplex(1 << 16);
-    let (s_in, s_out) = tokio::io::split(server);
-    let served = tokio::spawn(serve(read_lines(s_in), s_out, router.clone(), None));
-    let (c_in, mut c_out) = tokio::io::split(client);
-    let mut lines = BufReader::new(c_in).lines();
-    let call = |id: &str, marker: &std::path::Path, ms: u64| {
-        let params = json!({"name":"faulty__slow","arguments":{"ms":ms,"marker":marker}});
-        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#)
-    };
-    let wait = Duration::from_secs(20);
-    c_out
-        .write_all(format!("{}\n", call(r#""7""#, &first, 30_000)).as_bytes())
-        .await
-        .unwrap();
-    common::eventually(wait, "the first call runs", || {
-        router.calls_in_flight() == 1
-    })
-    .await;
-    c_out
-        .write_all(format!("{}\n", call(r#""\u0037""#, &second, 1)).as_bytes())
-        .await
-        .unwrap();
-    let reply = next_line(&mut lines, wait).await;
-    assert_eq!(reply["error"]["code"], -32600, "{reply}");
-    c_out
-        .write_all(
-            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"\\u0037\"}}\n",
-        )
-        .await
-        .unwrap();
-    let reply = next_line(&mut lines, wait).await;
-    assert_eq!(reply["id"], "7", "{reply}");
-    assert!(std::fs::read_to_string(&first)
-        .unwrap()
-        .contains("cancelled"));
-    c_out.shutdown().await.unwrap();
-    tokio::time::timeout(Duration::from_secs(60), served)
-        .await
-        .expect("serve returns in time")
-        .unwrap();
-    assert!(!second.exists(), "the refused call ran");
 }
