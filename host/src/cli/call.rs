@@ -54,9 +54,7 @@ pub fn call(
     let output = match output {
         Ok(o) => o,
         Err(e @ CallError::UnknownServer(_)) => {
-            for (file, error) in registry.failures() {
-                let _ = terminal::err_line(format_args!("toolhost: {}: {error}", file.display()));
-            }
+            super::report_failures(&registry);
             let plugins = registry.plugins();
             let names: Vec<&str> = plugins.iter().map(|p| p.name()).collect();
             let found = if names.is_empty() {

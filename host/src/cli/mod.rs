@@ -62,6 +62,14 @@ impl Plugins<'_> {
     }
 }
 
+/// Says on stderr each plugin file that failed to load, for a command that found nothing to
+/// run (the file may be what the user meant).
+fn report_failures(registry: &Registry) {
+    for (file, error) in registry.failures() {
+        let _ = crate::terminal::err_line(format_args!("toolhost: {}: {error}", file.display()));
+    }
+}
+
 /// The multi-threaded runtime of `serve`, `chat` and `hook`.
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()

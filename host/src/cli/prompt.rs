@@ -25,9 +25,7 @@ pub fn prompt(
     let decl = match prompts::find(&plugins, plugin, name) {
         Ok(d) => d,
         Err(e) => {
-            for (file, error) in registry.failures() {
-                let _ = terminal::err_line(format_args!("toolhost: {}: {error}", file.display()));
-            }
+            super::report_failures(&registry);
             bail!("{e}");
         }
     };

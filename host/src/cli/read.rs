@@ -24,9 +24,7 @@ pub fn read(
     let router = Router::new(registry.clone(), limits.router_config());
     let offers = router.offers(Scope::All).expect("the all-plugins scope");
     if offers.resolve(uri).is_none() {
-        for (file, error) in registry.failures() {
-            let _ = terminal::err_line(format_args!("toolhost: {}: {error}", file.display()));
-        }
+        super::report_failures(&registry);
         let mut served: Vec<String> = Vec::new();
         for p in registry.plugins() {
             let e = &p.manifest().extras;
