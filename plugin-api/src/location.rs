@@ -12,14 +12,16 @@ use crate::abi::HostApi;
 // A plain static, emptied by `unload` (the library owns no heap memory once it is closed).
 static PATH: RwLock<Option<Arc<Path>>> = RwLock::new(None);
 
-/// Asks the host for the path (once, while the plugin initializes).
-pub(crate) fn set_from(host: &HostApi) {
+/// Asks the host for the path (once, while the plugin initializes), records it and returns
+/// it.
+pub(crate) fn set_from(host: &HostApi) -> Option<Arc<Path>> {
     let path = host.vtable.plugin_path().and_then(|f| {
         let bytes = f(host.data).into_vec();
         // No path is no path, however the host says it.
         (!bytes.is_empty()).then(|| Arc::<Path>::from(path_of(bytes)))
     });
-    *PATH.write().unwrap_or_else(|e| e.into_inner()) = path;
+    *PATH.write().unwrap_or_else(|e| e.into_inner()) = path.clone();
+    path
 }
 
 pub(crate) fn clear() {

@@ -394,7 +394,7 @@ fn start<P: PluginEntry + ?Sized>(
     log::set_host(Some(host));
     install_panic_hook();
     // Before `on_load`, which may look for files beside the library.
-    crate::location::set_from(&host);
+    let path = crate::location::set_from(&host);
     let result = panic::catch_unwind(AssertUnwindSafe(|| -> Result<PluginManifest, String> {
         let mut def = P::define();
         let value = lookup_config(lookup, &def.name)?;
@@ -433,7 +433,7 @@ fn start<P: PluginEntry + ?Sized>(
             config,
             extras: def.extras,
             handlers: def.handlers,
-            path: crate::location::current(),
+            path,
         }));
         Ok(manifest)
     }));

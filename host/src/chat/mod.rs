@@ -73,6 +73,8 @@ struct Terminal {
     live: bool,
     /// Colour on stdout.
     style: Style,
+    /// stdout is a terminal (whatever the format): what reaches it is made inert.
+    out_tty: bool,
 }
 
 impl Terminal {
@@ -88,6 +90,7 @@ impl Terminal {
             } else {
                 Style::new(false)
             },
+            out_tty,
         }
     }
 }
@@ -141,7 +144,7 @@ pub async fn run(args: ChatArgs, registry: Arc<Registry>) -> anyhow::Result<Exit
     let (source, inputs) = open_input(&term, interactive, args.ask, &registry)?;
     let saved_terminal = quiet_terminal(&term);
     let renderer = Renderer::new(args.output_format, term.style, term.live)
-        .on_terminal(std::io::stdout().is_terminal())
+        .on_terminal(term.out_tty)
         .with_external_servers(external_names);
     let mut chat = Chat::new(
         handle,
