@@ -24,15 +24,8 @@ pub type Limits = (Option<u64>, Option<u64>);
 /// Raises the soft limit of open files to the hard one. Returns the limits before and after.
 #[cfg(unix)]
 pub fn raise_limit() -> std::io::Result<(Limits, Limits)> {
-    let before = limits()?;
-    let mut now = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `now` is a valid rlimit for getrlimit to fill.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut now) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    let mut now = rlimit()?;
+    let before = finite(&now);
     if now.rlim_cur != now.rlim_max {
         now.rlim_cur = now.rlim_max;
         // SAFETY: `now` is a valid rlimit whose soft limit does not exceed its hard one.
@@ -51,6 +44,11 @@ pub fn raise_limit() -> std::io::Result<(Limits, Limits)> {
 /// The limits of open files now.
 #[cfg(unix)]
 pub fn limits() -> std::io::Result<Limits> {
+    Ok(finite(&rlimit()?))
+}
+
+#[cfg(unix)]
+fn rlimit() -> std::io::Result<libc::rlimit> {
     let mut now = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -59,10 +57,16 @@ pub fn limits() -> std::io::Result<Limits> {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut now) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
+    Ok(now)
+}
+
+/// An rlimit's soft and hard values, `None` for unlimited.
+#[cfg(unix)]
+fn finite(limit: &libc::rlimit) -> Limits {
     // `rlim_t` is not `u64` everywhere.
     #[allow(clippy::unnecessary_cast)]
     let finite = |v: libc::rlim_t| (v != libc::RLIM_INFINITY).then_some(v as u64);
-    Ok((finite(now.rlim_cur), finite(now.rlim_max)))
+    (finite(limit.rlim_cur), finite(limit.rlim_max))
 }
 
 #[cfg(not(unix))]
