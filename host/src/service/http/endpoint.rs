@@ -30,14 +30,15 @@ use super::{
         closing, empty, error, json, not_allowed, plain, session_not_found, stream_response,
         too_busy, Body, TRANSPORT_ERROR,
     },
-    session::{Claim, Session},
+    session::Session,
     sse::{self, CallStream, Item, ToStream},
     Listener, Shared,
 };
 use crate::{
-    handler::{Answer, Discard, Dispatch, Respond, Router, Scope, Sink},
+    handler::{Answer, Client, Discard, RequestKey, Respond, Router, Scope, Sink},
     model::{
-        error_code, JsonRpc, RequestHead, MODERN_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
+        error_code, ClientMessage, ClientRequest, JsonRpc, RequestHead, MODERN_PROTOCOL_VERSION,
+        SUPPORTED_PROTOCOL_VERSIONS,
     },
     sync::lock,
 };
@@ -149,7 +150,7 @@ async fn route(
             );
         }
     }
-    let client = Client { peer, credential };
+    let client = Remote { peer, credential };
     match *req.method() {
         Method::POST => post(shared, client, endpoint, req, note).await,
         Method::GET => get(shared, client, endpoint, req.headers()),
@@ -173,10 +174,10 @@ fn trace_head(req: &Request<Incoming>) {
     tracing::trace!(target: "toolhost::http::wire", "<< {shown}");
 }
 
-/// Who sent a request: its address (bounds its requests in flight) and the token it
+/// The remote end of a request: its address (bounds its requests in flight) and the token it
 /// presented (binds its sessions).
 #[derive(Clone, Copy)]
-struct Client {
+struct Remote {
     peer: SocketAddr,
     credential: Option<Credential>,
 }
@@ -218,7 +219,7 @@ fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
 
 async fn post(
     shared: &Arc<Shared>,
-    client: Client,
+    client: Remote,
     endpoint: Option<String>,
     req: Request<Incoming>,
     note: &mut Note,
@@ -248,6 +249,7 @@ async fn post(
         .and_then(|p| serde_json::from_str(p.get()).ok())
         .unwrap_or_default();
     let header_version = header_str(headers, PROTOCOL_VERSION);
+    let message = ClientMessage::read(&msg);
     let call = Call {
         shared,
         client,
@@ -264,9 +266,9 @@ async fn post(
         if let Err(refusal) = modern::check(msg.id, method, &head, &mirrored) {
             return json(refusal.status, refusal.body);
         }
-        call.modern(&msg, method).await
+        call.modern(&message, method).await
     } else {
-        call.legacy(&msg, method, headers).await
+        call.legacy(&message, method, headers).await
     }
 }
 
@@ -424,7 +426,7 @@ fn parse_message(bytes: &[u8]) -> Result<JsonRpc<'_>, Box<Response<Body>>> {
 /// A POSTed message being served.
 struct Call<'a> {
     shared: &'a Arc<Shared>,
-    client: Client,
+    client: Remote,
     endpoint: Option<&'a str>,
     accept: Accepts,
     /// The body's bytes of the budget: held by the call it carries until answered.
@@ -440,14 +442,14 @@ impl Call<'_> {
     }
 
     /// A 2026-07-28 request: no session; each request is its own client for cancellation.
-    async fn modern(&self, msg: &JsonRpc<'_>, method: &str) -> Response<Body> {
-        let Some(id) = msg.id else {
+    async fn modern(&self, msg: &ClientMessage<'_>, method: &str) -> Response<Body> {
+        let Some(id) = msg.id() else {
             // On this transport cancellation is closing the stream; no notification is
             // expected, and none changes anything.
             return empty(StatusCode::ACCEPTED);
         };
-        match method {
-            "server/discover" => {
+        match msg.request() {
+            Some(ClientRequest::Discover) => {
                 let plugin = self
                     .endpoint
                     .and_then(|n| self.shared.router.registry().get(n));
@@ -458,20 +460,20 @@ impl Call<'_> {
                 let result = modern::discover_result(&init);
                 return self.answer(crate::model::rpc_result(Some(id), &result));
             }
-            "subscriptions/listen" => return self.listen(id, msg.params),
-            m if modern::is_removed(m) => {
+            Some(ClientRequest::Listen(params)) => return self.listen(id, *params),
+            _ if modern::is_removed(method) => {
                 return error(
                     StatusCode::NOT_FOUND,
                     Some(id),
                     error_code::METHOD_NOT_FOUND,
-                    &format!("method not found: {m} (removed in 2026-07-28)"),
+                    &format!("method not found: {method} (removed in 2026-07-28)"),
                 )
             }
             _ => {}
         }
         let n = self.shared.next_request.fetch_add(1, Ordering::Relaxed);
         let client = format!("http:{n}");
-        self.run(msg, method, &client, None, true).await
+        self.run(msg, method, &client, true).await
     }
 
     /// A `subscriptions/listen` stream: acknowledged, then a notification per change.
@@ -519,10 +521,15 @@ impl Call<'_> {
 
     /// A 2025-11-25 (or older) message: `initialize` opens a session, everything else needs
     /// one.
-    async fn legacy(&self, msg: &JsonRpc<'_>, method: &str, headers: &HeaderMap) -> Response<Body> {
+    async fn legacy(
+        &self,
+        msg: &ClientMessage<'_>,
+        method: &str,
+        headers: &HeaderMap,
+    ) -> Response<Body> {
         let shared = self.shared;
         if method == "initialize" {
-            if msg.id.is_none() {
+            if msg.id().is_none() {
                 return error(
                     StatusCode::BAD_REQUEST,
                     None,
@@ -531,20 +538,20 @@ impl Call<'_> {
                 );
             }
             if shared.closing.load(Ordering::Acquire) {
-                return closing(msg.id);
+                return closing(msg.id());
             }
             let session = match shared.sessions.open(self.endpoint, self.client.credential) {
                 Ok(s) => s,
                 Err(full) => {
                     return error(
                         StatusCode::SERVICE_UNAVAILABLE,
-                        msg.id,
+                        msg.id(),
                         TRANSPORT_ERROR,
                         &format!("Service Unavailable: {full}"),
                     )
                 }
             };
-            let mut response = self.run(msg, method, &session.id, None, false).await;
+            let mut response = self.run(msg, method, &session.id, false).await;
             if let Ok(v) = HeaderValue::from_str(&session.id) {
                 response.headers_mut().insert(SESSION_ID, v);
             }
@@ -554,25 +561,24 @@ impl Call<'_> {
             return match header_str(headers, SESSION_ID) {
                 None => error(
                     StatusCode::BAD_REQUEST,
-                    msg.id,
+                    msg.id(),
                     error_code::INVALID_REQUEST,
                     "Bad Request: Mcp-Session-Id header is required (send initialize first)",
                 ),
-                Some(_) => session_not_found(msg.id),
+                Some(_) => session_not_found(msg.id()),
             };
         };
         if let Some(v) = header_str(headers, PROTOCOL_VERSION) {
             if !SUPPORTED_PROTOCOL_VERSIONS.contains(&v) {
                 return error(
                     StatusCode::BAD_REQUEST,
-                    msg.id,
+                    msg.id(),
                     error_code::INVALID_REQUEST,
                     &format!("Bad Request: unsupported MCP-Protocol-Version {v}"),
                 );
             }
         }
-        let client = session.id.clone();
-        self.run(msg, method, &client, Some(session), false).await
+        self.run(msg, method, &session.id, false).await
     }
 
     /// The session named by the request's header, if open, of this endpoint and this
@@ -587,42 +593,25 @@ impl Call<'_> {
     /// Routes a message as `client`, and answers: at once, or when its request is.
     async fn run(
         &self,
-        msg: &JsonRpc<'_>,
+        msg: &ClientMessage<'_>,
         method: &str,
         client: &str,
-        session: Option<Arc<Session>>,
         modern: bool,
     ) -> Response<Body> {
         let router = &self.shared.router;
-        let Some(id) = msg.id else {
-            let sink: Sink = Arc::new(Discard);
-            router.dispatch_from(self.scope(), client, msg, &sink);
+        let Some(id) = msg.id() else {
+            let from = Client {
+                id: client,
+                ..Client::of(self.scope())
+            };
+            router.handle(&from, msg, Box::new(|_: Answer<'_>| {}));
             return empty(StatusCode::ACCEPTED);
-        };
-        // One request per id in flight in a session: a second would take the first's place
-        // for cancellation (and DELETE), leaving the first running with nobody to stop it.
-        let claim = match &session {
-            Some(s) => match s.claim(&crate::model::id_key(id)) {
-                Some(c) if !router.in_flight(self.scope(), client, id) => Some(Arc::new(c)),
-                _ => {
-                    return error(
-                        StatusCode::BAD_REQUEST,
-                        Some(id),
-                        error_code::INVALID_REQUEST,
-                        &format!(
-                            "invalid request: request id {} is already in flight in this session",
-                            id.get()
-                        ),
-                    )
-                }
-            },
-            None => None,
         };
         let ticket = match self.shared.in_flight.enter(self.client.peer.ip()) {
             Ok(t) => t,
             Err(busy) => return too_busy(busy, id),
         };
-        let notifies = self.notifies(msg, method, client);
+        let notifies = self.notifies(msg, client);
         let stream = self.accept.sse && (!self.accept.json || notifies);
         let (tx, rx) = mpsc::unbounded_channel();
         let sink: Sink = if stream {
@@ -630,74 +619,61 @@ impl Call<'_> {
         } else {
             Arc::new(Discard)
         };
-        match router.dispatch_from(self.scope(), client, msg, &sink) {
-            Dispatch::Reply(r) => {
-                let (status, body) = finish(r, id, method, modern);
-                let response = if status == StatusCode::OK {
-                    self.answer(body)
-                } else {
-                    json(status, body)
-                };
-                // Its place among the requests in flight until the answer is handed over.
-                response.map(|b| paced(b, ticket))
-            }
-            Dispatch::Handled => empty(StatusCode::ACCEPTED),
-            Dispatch::Request(request) => {
-                let answered = Arc::new(AtomicBool::new(false));
-                let guard = self.guard(id, client, claim.clone(), ticket, answered.clone());
-                let respond = responder(answered, claim, tx, id, method, modern);
-                request.start(respond, false);
-                if stream {
-                    // The guard (and its place among the requests in flight) lives until the
-                    // stream's last piece is handed over.
-                    return stream_response(CallStream::new(rx, guard)).map(|b| paced(b, ()));
-                }
-                let reply = wait_reply(rx).await;
-                let response = match reply {
-                    Some(r) => json(StatusCode::OK, r),
-                    None => error(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        Some(id),
-                        error_code::INTERNAL_ERROR,
-                        "the request ended without an answer",
-                    ),
-                };
-                response.map(|b| paced(b, guard))
-            }
+        let from = Client {
+            id: client,
+            sink: Some(&sink),
+            ..Client::of(self.scope())
+        };
+        let answered = Arc::new(AtomicBool::new(false));
+        // The router's own replies come back within `handle`, on this task.
+        let immediate = Arc::new(std::sync::Mutex::new(None));
+        let respond = responder(answered.clone(), immediate.clone(), tx, id, method, modern);
+        router.handle(&from, msg, respond);
+        if let Some(reply) = lock(&immediate).take() {
+            let (status, body) = finish(reply, id, method, modern);
+            let response = if status == StatusCode::OK {
+                self.answer(body)
+            } else {
+                json(status, body)
+            };
+            // Its place among the requests in flight until the answer is handed over.
+            return response.map(|b| paced(b, ticket));
         }
+        let guard = CallGuard {
+            router: router.clone(),
+            key: RequestKey::new(self.scope(), client, id),
+            answered,
+            _ticket: ticket,
+            _held: lock(&self.held).take(),
+        };
+        if stream {
+            // The guard (and its place among the requests in flight) lives until the
+            // stream's last piece is handed over.
+            return stream_response(CallStream::new(rx, guard)).map(|b| paced(b, ()));
+        }
+        let response = match wait_reply(rx).await {
+            Some(r) => json(StatusCode::OK, r),
+            None => error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Some(id),
+                error_code::INTERNAL_ERROR,
+                "the request ended without an answer",
+            ),
+        };
+        response.map(|b| paced(b, guard))
     }
 
     /// Whether a call may notify (its progress, its plugin's log records): it then answers as
     /// a stream, where they go before the reply.
-    fn notifies(&self, msg: &JsonRpc<'_>, method: &str, client: &str) -> bool {
-        method == "tools/call"
-            && (self.shared.router.log_level(self.scope(), client).is_some()
-                || msg.call_params().and_then(Result::ok).is_some_and(|p| {
-                    p.meta
-                        .is_some_and(|m| m.progress_token.is_some() || m.log_level.is_some())
-                }))
-    }
-
-    /// The guard of request `id` while unanswered: it holds the id's claim in its session
-    /// and the body's bytes of the budget.
-    fn guard(
-        &self,
-        id: &RawValue,
-        client: &str,
-        claim: Option<Arc<Claim>>,
-        ticket: Ticket,
-        answered: Arc<AtomicBool>,
-    ) -> CallGuard {
-        CallGuard {
-            router: self.shared.router.clone(),
-            endpoint: self.endpoint.map(str::to_string),
-            client: client.to_string(),
-            id: id.get().to_string(),
-            answered,
-            _claim: claim,
-            _ticket: ticket,
-            _held: crate::sync::lock(&self.held).take(),
-        }
+    fn notifies(&self, msg: &ClientMessage<'_>, client: &str) -> bool {
+        let Some(ClientRequest::CallTool(call)) = msg.request() else {
+            return false;
+        };
+        self.shared.router.log_level(self.scope(), client).is_some()
+            || call
+                .meta
+                .as_ref()
+                .is_some_and(|m| m.progress_token.is_some() || m.log_level.is_some())
     }
 
     /// A reply as JSON, or as a one-event stream to a client that takes only streams.
@@ -725,11 +701,11 @@ fn finish(reply: String, id: &RawValue, method: &str, modern: bool) -> (StatusCo
     }
 }
 
-/// Sends a started request's answer to its call's channel, noting it answered (and giving
-/// its id back to its session).
+/// Where a message's answer goes: the router's own reply to `immediate` (it comes within
+/// `Router::handle`), a request's to its call's channel, noting it answered.
 fn responder(
     answered: Arc<AtomicBool>,
-    claim: Option<Arc<Claim>>,
+    immediate: Arc<std::sync::Mutex<Option<String>>>,
     tx: mpsc::UnboundedSender<Item>,
     id: &RawValue,
     method: &str,
@@ -739,10 +715,13 @@ fn responder(
     let method_name = method.to_string();
     Box::new(move |answer: Answer<'_>| {
         answered.store(true, Ordering::Release);
-        if let Some(c) = &claim {
-            c.release();
+        if let Answer::Reply(reply) = answer {
+            *lock(&immediate) = Some(reply);
+            return;
         }
-        let mut text = answer.rpc();
+        let Some(mut text) = answer.rpc() else {
+            return;
+        };
         if modern {
             text = modern::complete(text, Some(&reply_id), &method_name);
         }
@@ -764,13 +743,8 @@ async fn wait_reply(mut rx: mpsc::UnboundedReceiver<Item>) -> Option<String> {
 /// dropped, which drops this), the call is cancelled, as `notifications/cancelled` would.
 struct CallGuard {
     router: Arc<Router>,
-    endpoint: Option<String>,
-    client: String,
-    id: String,
+    key: RequestKey,
     answered: Arc<AtomicBool>,
-    /// Its id in its session: given back when answered (by the responder), or when both the
-    /// client and the request are gone.
-    _claim: Option<Arc<Claim>>,
     _ticket: Ticket,
     _held: Option<Held>,
 }
@@ -778,27 +752,10 @@ struct CallGuard {
 impl Drop for CallGuard {
     fn drop(&mut self) {
         if !self.answered.load(Ordering::Acquire) {
-            tracing::info!(target: "toolhost::http", client = %self.client, "the client went away: call cancelled");
-            cancel(
-                &self.router,
-                self.endpoint.as_deref(),
-                &self.client,
-                &self.id,
-            );
+            tracing::info!(target: "toolhost::http", key = ?self.key, "the client went away: call cancelled");
+            self.router.cancel_request(&self.key);
         }
     }
-}
-
-/// Cancels request `id` (its JSON text) of `client`, through the router's own cancellation.
-fn cancel(router: &Arc<Router>, endpoint: Option<&str>, client: &str, id: &str) {
-    let text = format!(
-        r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id},"reason":"the client went away"}}}}"#
-    );
-    let Ok(msg) = JsonRpc::parse(&text) else {
-        return;
-    };
-    let sink: Sink = Arc::new(Discard);
-    router.dispatch_from(scope_of(endpoint), client, &msg, &sink);
 }
 
 /// The router's scope of the endpoint `/mcp` (`None`) or `/mcp/NAME`.
@@ -831,7 +788,7 @@ fn session_method(headers: &HeaderMap) -> Result<&str, Box<Response<Body>>> {
 
 fn get(
     shared: &Arc<Shared>,
-    client: Client,
+    client: Remote,
     endpoint: Option<String>,
     headers: &HeaderMap,
 ) -> Response<Body> {
@@ -863,7 +820,7 @@ fn get(
 /// Ends a session (2025-11-25): its calls are cancelled, its stream closed.
 fn delete(
     shared: &Arc<Shared>,
-    client: Client,
+    client: Remote,
     endpoint: Option<String>,
     headers: &HeaderMap,
 ) -> Response<Body> {
@@ -877,12 +834,9 @@ fn delete(
     {
         Some(s) => {
             shared.sessions.remove(&s.id);
-            shared
-                .router
-                .forget_client(scope_of(endpoint.as_deref()), &s.id);
-            for call in s.in_flight() {
-                cancel(&shared.router, endpoint.as_deref(), &s.id, &call);
-            }
+            let scope = scope_of(endpoint.as_deref());
+            shared.router.forget_client(scope, &s.id);
+            shared.router.cancel_client(scope, &s.id);
             empty(StatusCode::OK)
         }
         None => session_not_found(None),
