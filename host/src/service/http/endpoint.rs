@@ -8,10 +8,9 @@ use std::{
         atomic::{AtomicBool, Ordering},
         Arc,
     },
-    time::{Duration, Instant},
+    time::Instant,
 };
 
-use http_body_util::BodyExt;
 use hyper::{
     body::Incoming,
     header::{self, HeaderMap, HeaderValue},
@@ -22,7 +21,8 @@ use tokio::sync::mpsc;
 
 use super::{
     auth::Credential,
-    budget::{Held, SMALL_BODY},
+    body,
+    budget::Held,
     limits::Ticket,
     modern,
     paced::paced,
@@ -31,23 +31,21 @@ use super::{
         too_busy, Body, TRANSPORT_ERROR,
     },
     session::Session,
+    session_routes,
     sse::{self, CallStream, Item, ToStream},
     Listener, Shared,
 };
 use crate::{
     handler::{Answer, Client, Discard, RequestKey, Respond, Router, Scope, Sink},
     model::{
-        error_code, ClientMessage, ClientRequest, JsonRpc, RequestHead, MODERN_PROTOCOL_VERSION,
+        error_code, ClientMessage, ClientRequest, RequestHead, MODERN_PROTOCOL_VERSION,
         SUPPORTED_PROTOCOL_VERSIONS,
     },
     sync::lock,
 };
 
-/// How long a client may take to send a request's body.
-const BODY_TIMEOUT: Duration = Duration::from_secs(30);
-
-const SESSION_ID: &str = "mcp-session-id";
-const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+pub(super) const SESSION_ID: &str = "mcp-session-id";
+pub(super) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 
 /// What the log line of a request says beyond its HTTP facts.
 #[derive(Default)]
@@ -153,8 +151,8 @@ async fn route(
     let client = Remote { peer, credential };
     match *req.method() {
         Method::POST => post(shared, client, endpoint, req, note).await,
-        Method::GET => get(shared, client, endpoint, req.headers()),
-        Method::DELETE => delete(shared, client, endpoint, req.headers()),
+        Method::GET => session_routes::get(shared, client, endpoint, req.headers()),
+        Method::DELETE => session_routes::delete(shared, client, endpoint, req.headers()),
         _ => not_allowed(),
     }
 }
@@ -177,18 +175,18 @@ fn trace_head(req: &Request<Incoming>) {
 /// The remote end of a request: its address (bounds its requests in flight) and the token it
 /// presented (binds its sessions).
 #[derive(Clone, Copy)]
-struct Remote {
+pub(super) struct Remote {
     peer: SocketAddr,
-    credential: Option<Credential>,
+    pub(super) credential: Option<Credential>,
 }
 
 /// What the client accepts of a POST's answer.
-struct Accepts {
+pub(super) struct Accepts {
     json: bool,
-    sse: bool,
+    pub(super) sse: bool,
 }
 
-fn accepts(headers: &HeaderMap) -> Accepts {
+pub(super) fn accepts(headers: &HeaderMap) -> Accepts {
     let Some(accept) = headers.get(header::ACCEPT).and_then(|a| a.to_str().ok()) else {
         return Accepts {
             json: true,
@@ -213,7 +211,7 @@ fn accepts(headers: &HeaderMap) -> Accepts {
     a
 }
 
-fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+pub(super) fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
@@ -230,12 +228,12 @@ async fn post(
         Ok(a) => a,
         Err(refusal) => return *refusal,
     };
-    let (bytes, held) = match read_body(shared, body).await {
+    let (bytes, held) = match body::read_body(shared, body).await {
         Ok(b) => b,
         Err(refusal) => return *refusal,
     };
     tracing::trace!(target: "toolhost::http::wire", "<< {}", String::from_utf8_lossy(&bytes));
-    let msg = match parse_message(&bytes) {
+    let msg = match body::parse_message(&bytes) {
         Ok(m) => m,
         Err(refusal) => return *refusal,
     };
@@ -294,133 +292,6 @@ fn acceptable(headers: &HeaderMap) -> Result<Accepts, Box<Response<Body>>> {
         }
     }
     Ok(accept)
-}
-
-/// Why a body was not read whole.
-enum Unread {
-    TooLarge,
-    OverBudget,
-    Broken,
-}
-
-/// The body, if it comes whole, in time, within the size limit and within the body budget
-/// (`budget.rs`); with the bytes it holds of the budget. Its bytes are taken from the budget
-/// before they are buffered: from its `Content-Length` up front (all at once, in one buffer),
-/// else as it grows.
-async fn read_body(
-    shared: &Shared,
-    mut body: Incoming,
-) -> Result<(Vec<u8>, Held), Box<Response<Body>>> {
-    use hyper::body::Body as _;
-    let max = shared.limits.max_body_bytes;
-    let budget = &shared.budget;
-    let declared = body
-        .size_hint()
-        .exact()
-        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
-    let mut held = Held::default();
-    let mut bytes = Vec::new();
-    let read = async {
-        if let Some(n) = declared {
-            if n > max {
-                return Err(Unread::TooLarge);
-            }
-            if !budget.take(&mut held, n, n <= SMALL_BODY) {
-                return Err(Unread::OverBudget);
-            }
-            bytes.reserve_exact(n);
-        }
-        while let Some(frame) = body.frame().await {
-            let Ok(data) = frame.map_err(|_| Unread::Broken)?.into_data() else {
-                continue;
-            };
-            let len = bytes.len() + data.len();
-            if len > max {
-                return Err(Unread::TooLarge);
-            }
-            if len > held.bytes() {
-                // No length declared: the buffer grows by doubling, its bytes taken first.
-                let want = len.max(bytes.capacity().saturating_mul(2).min(max));
-                let more = want - held.bytes();
-                if !budget.take(&mut held, more, false) {
-                    return Err(Unread::OverBudget);
-                }
-                bytes.reserve_exact(want - bytes.len());
-            }
-            bytes.extend_from_slice(&data);
-        }
-        Ok(())
-    };
-    let refusal = match tokio::time::timeout(BODY_TIMEOUT, read).await {
-        Ok(Ok(())) => return Ok((bytes, held)),
-        Ok(Err(Unread::TooLarge)) => error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            None,
-            error_code::INVALID_REQUEST,
-            &format!("the request body is over {max} bytes"),
-        ),
-        Ok(Err(Unread::OverBudget)) => {
-            tracing::info!(target: "toolhost::http", budget = budget.total(), "the request bodies held reached the body budget (--max-buffered-bytes): a body refused");
-            // Read (and drop) the rest as it comes, so the answer reaches the client: closing
-            // with its body unread would reset the connection, and the answer with it.
-            tokio::spawn(discard(body, max));
-            let mut r = error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                None,
-                TRANSPORT_ERROR,
-                "Service Unavailable: the server holds as many request bodies as it may; try again",
-            );
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            r
-        }
-        Ok(Err(Unread::Broken)) => plain(StatusCode::BAD_REQUEST, "unreadable body\n"),
-        Err(_) => plain(StatusCode::REQUEST_TIMEOUT, "body too slow\n"),
-    };
-    Err(Box::new(refusal))
-}
-
-/// Reads a refused body to its end without keeping it (`max` bytes and [`BODY_TIMEOUT`] at
-/// most).
-async fn discard(mut body: Incoming, max: usize) {
-    let drain = async {
-        let mut read = 0;
-        while let Some(Ok(frame)) = body.frame().await {
-            read += frame.data_ref().map_or(0, |d| d.len());
-            if read > max {
-                break;
-            }
-        }
-    };
-    let _ = tokio::time::timeout(BODY_TIMEOUT, drain).await;
-}
-
-/// The body's one JSON-RPC message: UTF-8, not a batch, parsed.
-fn parse_message(bytes: &[u8]) -> Result<JsonRpc<'_>, Box<Response<Body>>> {
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return Err(Box::new(error(
-            StatusCode::BAD_REQUEST,
-            None,
-            error_code::PARSE_ERROR,
-            "parse error: the body is not UTF-8",
-        )));
-    };
-    if text.trim_start().starts_with('[') {
-        return Err(Box::new(error(
-            StatusCode::BAD_REQUEST,
-            None,
-            error_code::INVALID_REQUEST,
-            "invalid request: batches are not supported",
-        )));
-    }
-    crate::service::parse_object(text, JsonRpc::parse).map_err(|e| {
-        Box::new(error(
-            StatusCode::BAD_REQUEST,
-            None,
-            error_code::PARSE_ERROR,
-            &format!("parse error: {e}"),
-        ))
-    })
 }
 
 /// A POSTed message being served.
@@ -763,82 +634,5 @@ pub(super) fn scope_of(endpoint: Option<&str>) -> Scope<'_> {
     match endpoint {
         Some(n) => Scope::Server(n),
         None => Scope::All,
-    }
-}
-
-/// A session's GET stream (2025-11-25): server messages, resumable with `Last-Event-ID`.
-/// For GET and DELETE, which only 2025-11-25 sessions have: a 2026-07-28 client (no session,
-/// or its version header) gets 405, an unsupported version 400.
-fn session_method(headers: &HeaderMap) -> Result<&str, Box<Response<Body>>> {
-    match header_str(headers, PROTOCOL_VERSION) {
-        None => {}
-        Some(v) if SUPPORTED_PROTOCOL_VERSIONS.contains(&v) => {}
-        Some(v) if v == MODERN_PROTOCOL_VERSION => return Err(Box::new(not_allowed())),
-        Some(v) => {
-            return Err(Box::new(error(
-                StatusCode::BAD_REQUEST,
-                None,
-                error_code::INVALID_REQUEST,
-                &format!("Bad Request: unsupported MCP-Protocol-Version {v}"),
-            )))
-        }
-    }
-    header_str(headers, SESSION_ID).ok_or_else(|| Box::new(not_allowed()))
-}
-
-fn get(
-    shared: &Arc<Shared>,
-    client: Remote,
-    endpoint: Option<String>,
-    headers: &HeaderMap,
-) -> Response<Body> {
-    let id = match session_method(headers) {
-        Ok(id) => id,
-        Err(refusal) => return *refusal,
-    };
-    if !accepts(headers).sse {
-        return error(
-            StatusCode::NOT_ACCEPTABLE,
-            None,
-            TRANSPORT_ERROR,
-            "Not Acceptable: the GET stream is text/event-stream",
-        );
-    }
-    if shared.closing.load(Ordering::Acquire) {
-        return closing(None);
-    }
-    let Some(session) = shared
-        .sessions
-        .find(id, endpoint.as_deref(), client.credential)
-    else {
-        return session_not_found(None);
-    };
-    let last = header_str(headers, "last-event-id");
-    stream_response(session.open_stream(last, shared.limits.stream_buffer))
-}
-
-/// Ends a session (2025-11-25): its calls are cancelled, its stream closed.
-fn delete(
-    shared: &Arc<Shared>,
-    client: Remote,
-    endpoint: Option<String>,
-    headers: &HeaderMap,
-) -> Response<Body> {
-    let id = match session_method(headers) {
-        Ok(id) => id,
-        Err(refusal) => return *refusal,
-    };
-    match shared
-        .sessions
-        .find(id, endpoint.as_deref(), client.credential)
-    {
-        Some(s) => {
-            shared.sessions.remove(&s.id);
-            let scope = scope_of(endpoint.as_deref());
-            shared.router.forget_client(scope, &s.id);
-            shared.router.cancel_client(scope, &s.id);
-            empty(StatusCode::OK)
-        }
-        None => session_not_found(None),
     }
 }

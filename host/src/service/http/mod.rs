@@ -16,6 +16,7 @@
 //! handler in front of our router, and checks no `Origin` by default.
 
 mod auth;
+mod body;
 mod budget;
 mod conns;
 mod descriptors;
@@ -26,6 +27,7 @@ mod origin;
 mod paced;
 mod reply;
 mod session;
+mod session_routes;
 mod sse;
 mod tls;
 
