@@ -244,8 +244,8 @@ impl Router {
             return self.tool_call(scope, client, id, msg, sink);
         }
         let plugin = match scope {
-            Scope::Server(name) => match self.registry.serving().get(name) {
-                Some(v) => Some(v.clone()),
+            Scope::Server(name) => match self.registry.version(name) {
+                Some(v) => Some(v),
                 None => {
                     return Dispatch::Reply(rpc_error(
                         id,

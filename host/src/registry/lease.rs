@@ -49,13 +49,12 @@ impl Deref for Lease {
 impl Registry {
     /// [`Registry::lease`] without waiting.
     pub fn try_lease(&self, name: &str) -> TryLease {
-        let serving = self.serving();
-        let Some(version) = serving.get(name) else {
+        let Some(version) = self.version(name) else {
             return TryLease::Unknown;
         };
         if !version.manifest().stateful {
             return TryLease::Leased(Lease {
-                version: version.clone(),
+                version,
                 _gate: None,
             });
         }
@@ -76,12 +75,11 @@ impl Registry {
         gate: &Arc<tokio::sync::RwLock<()>>,
         guard: OwnedRwLockReadGuard<()>,
     ) -> TryLease {
-        let serving = self.serving();
-        match serving.get(name) {
+        match self.version(name) {
             None => TryLease::Unknown,
             Some(v) if Arc::ptr_eq(&v.gate, gate) => TryLease::Leased(Lease {
-                version: v.clone(),
                 _gate: v.manifest().stateful.then_some(guard),
+                version: v,
             }),
             Some(_) => {
                 drop(guard);
@@ -97,7 +95,7 @@ impl Registry {
             let gate = match self.try_lease(name) {
                 TryLease::Leased(lease) => return Some(lease),
                 TryLease::Unknown => return None,
-                TryLease::Busy => self.serving().get(name)?.gate.clone(),
+                TryLease::Busy => self.version(name)?.gate.clone(),
             };
             let guard = gate.clone().read_owned().await;
             // A swap may have happened while we waited: serve whatever is current now.

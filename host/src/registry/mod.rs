@@ -203,7 +203,7 @@ impl Registry {
 
     /// The current version of plugin `name`.
     pub fn get(&self, name: &str) -> Option<Arc<LoadedPlugin>> {
-        self.serving().get(name).map(|v| v.plugin().clone())
+        self.version(name).map(|v| v.plugin().clone())
     }
 
     /// Files that currently fail to load, with the reason, sorted by file; then the

@@ -12,8 +12,9 @@
 //! whether a tool runs long) lasts as long as the version.
 //!
 //! Readers take it with one read of a `RwLock<Arc<_>>`: an uncontended read lock and an `Arc`
-//! clone, no allocation. The one writer (the watcher, or `open`) holds the write lock only to
-//! store the pointer; the snapshot is built before.
+//! clone, no allocation (a lookup of one version, [`Registry::version`], reads it under the
+//! lock and clones only the version). The one writer (the watcher, or `open`) holds the write
+//! lock only to store the pointer; the snapshot is built before.
 
 use std::{
     ops::Deref,
@@ -163,6 +164,12 @@ impl Registry {
         crate::sync::read(&self.serving).clone()
     }
 
+    /// The version serving `name` now (what [`Registry::serving`]`.get(name)` gives, without
+    /// holding the snapshot).
+    pub fn version(&self, name: &str) -> Option<Arc<Version>> {
+        crate::sync::read(&self.serving).get(name).cloned()
+    }
+
     /// Publishes the snapshot of `slots` (the registry's, just changed, its write lock held so
     /// snapshots are published in the order of the changes). Returns the previous one, for the
     /// caller to drop once it let go of the registry's lock: it may hold the last reference to
@@ -174,5 +181,47 @@ impl Registry {
     ) -> Arc<Serving> {
         let serving = Arc::new(Serving::new(slots.cloned().collect()));
         std::mem::replace(&mut *crate::sync::write(&self.serving), serving)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::handler::fake::plugin;
+
+    fn version(name: &str) -> Arc<Version> {
+        let extras = json!({"prompts": [{"name": "explain"}], "hooks": [
+            {"id": "g", "event": "PreToolUse", "matcher": "Bash("}
+        ]});
+        Arc::new(Version::new(plugin(name, extras), Arc::default()))
+    }
+
+    #[test]
+    fn a_snapshot_derives_each_part_once_and_a_version_keeps_its_own_across_snapshots() {
+        let (a, b) = (version("a"), version("b"));
+        let first = Serving::new(vec![a.clone(), b.clone()]);
+        assert_eq!(first.get("b").map(|v| v.name()), Some("b"));
+        assert!(first.get("c").is_none() && first.get("").is_none());
+        // Built once, then read as it is.
+        assert!(Arc::ptr_eq(first.flat(), first.flat()));
+        assert!(Arc::ptr_eq(first.offers(), first.offers()));
+        assert!(Arc::ptr_eq(first.hooks(), first.hooks()));
+        assert_eq!(first.offers().prompt("b__explain"), Some(("b", "explain")));
+        assert_eq!(first.hooks().plugins().len(), 2);
+        let own = a.offers().clone();
+        let hooks = a.hooks().clone();
+
+        // b replaced: a new snapshot; a's entry carries over with what it compiled.
+        let b2 = version("b");
+        let second = Serving::new(vec![a.clone(), b2.clone()]);
+        assert!(!Arc::ptr_eq(first.offers(), second.offers()));
+        assert!(!Arc::ptr_eq(first.hooks(), second.hooks()));
+        assert!(Arc::ptr_eq(&own, second.get("a").unwrap().offers()));
+        assert!(Arc::ptr_eq(&hooks, &second.hooks().plugins()[0]));
+        assert!(Arc::ptr_eq(second.get("b").unwrap(), &b2));
+        // The first snapshot still names the version it was taken with.
+        assert!(Arc::ptr_eq(first.get("b").unwrap(), &b));
     }
 }
