@@ -11,7 +11,8 @@
 //!    threads, plugin text made inert on a terminal;
 //! 1. [`config`] (with the sandbox settings), [`trust`], [`transport`];
 //! 2. [`plugin`] (one loaded version), [`executor`];
-//! 3. [`worker`] (plugins in worker processes);
+//! 3. [`worker`] (plugins in worker processes), [`catalog`] (what is derived from plugin
+//!    versions: compiled tools, the flat catalog, offers, the hook table);
 //! 4. [`registry`], [`plugin_dir`] (the plugin folder);
 //! 5. [`handler`] (the MCP router);
 //! 6. [`service`] (the loops);
@@ -22,6 +23,7 @@
 //! leased from the [`registry`], and the reply goes back out through the writer that also
 //! carried the call's progress (the [`handler::Sink`] handed to the router).
 
+pub mod catalog;
 pub mod chat;
 pub mod cli;
 pub mod config;

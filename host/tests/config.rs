@@ -358,8 +358,8 @@ async fn typed_arguments_are_parsed_once_and_old_plugins_checked_by_the_host() {
         }
     };
     let compiled = |plugin: &str| {
-        let p = router.registry().get(plugin).unwrap();
-        let check = toolhost::handler::Compiled::of(&p).tool("add").unwrap();
+        let serving = router.registry().serving();
+        let check = serving.get(plugin).unwrap().tools().tool("add").unwrap();
         (check.parse_suffices(), check.validator_compiled())
     };
 

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 use toolhost::{
     chat::{permission_response, Decision},
-    handler::{Compiled, Router, RouterConfig, HERE_BUDGET},
+    handler::{Router, RouterConfig, HERE_BUDGET},
     service::{initialize_request, PermissionHandler, Session},
     transport::DEFAULT_MAX_LINE_BYTES,
 };
@@ -421,10 +421,13 @@ async fn a_tool_that_ran_long_leaves_the_reading_thread_until_quick_again() {
     let plugin = cli
         .router
         .registry()
+        .serving()
         .get("faulty")
-        .expect("faulty is loaded");
+        .expect("faulty is loaded")
+        .clone();
     let runs_long = || {
-        Compiled::of(&plugin)
+        plugin
+            .tools()
             .tool("slow")
             .expect("faulty has slow")
             .runs_long()

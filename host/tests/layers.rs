@@ -41,8 +41,9 @@ const LAYERS: &[(&str, u8)] = &[
     // 2: one loaded plugin version and how a call reaches it; the executor's call threads.
     ("plugin", 2),
     ("executor", 2),
-    // 3: worker processes (a backend for plugin).
+    // 3: worker processes (a backend for plugin); what is derived from plugin versions.
     ("worker", 3),
+    ("catalog", 3),
     // 4: following the plugin folder.
     ("registry", 4),
     ("plugin_dir", 4),

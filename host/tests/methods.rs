@@ -20,7 +20,8 @@ use toolhost::{
         Answer, CallError, Discard, Dispatch, Failure, Method, Outcome, RouterConfig, Scope, Sink,
     },
     model::JsonRpc,
-    plugin::{CallControl, LoadedPlugin},
+    plugin::CallControl,
+    registry::Version,
 };
 
 /// What the probe method does when it runs.
@@ -61,14 +62,14 @@ impl Method for Probe {
         "probe"
     }
 
-    fn check(&self, _plugin: &str, version: Option<&LoadedPlugin>) -> Result<(), Outcome> {
+    fn check(&self, _plugin: &str, version: Option<&Version>) -> Result<(), Outcome> {
         match version {
             Some(_) => Ok(()),
             None => Err(Err(CallError::UnknownServer("no such plugin".into()))),
         }
     }
 
-    fn run(&self, version: &LoadedPlugin, control: &CallControl) -> Outcome {
+    fn run(&self, version: &Version, control: &CallControl) -> Outcome {
         let out = match self.behave {
             Behave::Name => json!({ "plugin": version.name() }).to_string(),
             Behave::Big(n) => json!({ "text": "x".repeat(n) }).to_string(),

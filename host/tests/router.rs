@@ -258,6 +258,86 @@ async fn flat_names_that_collide_are_listed_once_and_reported() {
     assert_eq!(text_of(&r), "collide__bar: ticks");
 }
 
+/// What a thread logs at warn level while `f` runs (the router builds what the snapshot
+/// derives on the thread that first asks for it).
+fn warnings_of(f: impl FnOnce()) -> String {
+    use std::io::{Read, Seek};
+    let mut file = tempfile::tempfile().unwrap();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(file.try_clone().unwrap())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::WARN)
+        .finish();
+    tracing::subscriber::with_default(subscriber, f);
+    let mut text = String::new();
+    file.rewind().unwrap();
+    file.read_to_string(&mut text).unwrap();
+    text
+}
+
+/// `tools/list` of the all-plugins server, dispatched on this thread.
+fn list_all(router: &Arc<Router>, id: u64) -> Vec<String> {
+    let text = list(id).to_string();
+    let msg: JsonRpc = serde_json::from_str(&text).unwrap();
+    let sink: Sink = Arc::new(Discard);
+    match router.dispatch(Scope::All, &msg, &sink) {
+        Dispatch::Reply(r) => tool_names(&serde_json::from_str(&r).unwrap()),
+        _ => panic!("tools/list is answered at once"),
+    }
+}
+
+/// The registry publishes one snapshot per change of the plugin set, and what it derives (the
+/// flat catalog with its collisions) is built once per snapshot: however many routers read
+/// one registry and however often, a collision is reported once per change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collision_is_reported_once_per_change_whoever_reads() {
+    let (a, b) = collide_builds();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(a, dir.path().join("libcollide.so")).unwrap();
+    std::fs::copy(b, dir.path().join("libcollide_bar.so")).unwrap();
+    let shadow = common::shadow_dir();
+    let registry = open(dir.path(), shadow.path());
+    let mut events = registry.subscribe();
+    let _watch = registry.watch().unwrap();
+    let routers = [
+        Router::new(registry.clone(), RouterConfig::default()),
+        Router::new(registry.clone(), RouterConfig::default()),
+    ];
+    let collision = "is not served: its name `collide__bar__ticks`";
+    let read_all = |first_id: u64| {
+        warnings_of(|| {
+            for (i, router) in routers.iter().enumerate() {
+                for n in 0..3 {
+                    let names = list_all(router, first_id + 10 * i as u64 + n);
+                    assert!(names.contains(&"collide__bar__ticks".to_string()));
+                }
+            }
+        })
+    };
+    let logs = read_all(1);
+    assert_eq!(logs.matches(collision).count(), 1, "{logs}");
+
+    // A change of the set (another plugin joins): a new snapshot, reported once again.
+    std::fs::copy(
+        common::built_plugins().join(lib_file("calc")),
+        dir.path().join(lib_file("calc")),
+    )
+    .unwrap();
+    tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            match events.recv().await.unwrap() {
+                RegistryEvent::Added { name, .. } if name == "calc" => break,
+                _ => {}
+            }
+        }
+    })
+    .await
+    .expect("calc joins");
+    let logs = read_all(100);
+    assert_eq!(logs.matches(collision).count(), 1, "{logs}");
+    assert!(list_all(&routers[0], 200).contains(&"calc__add".to_string()));
+}
+
 /// After a plugin is replaced, `tools/list` (its own server as in `chat`, and the flat server
 /// of `serve`) shows the new version's tools, and a tool only the new version has is called.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -19,7 +19,7 @@ use serde_json::json;
 use tokio::sync::broadcast;
 use toolhost::{
     config::LiveConfig,
-    handler::{Compiled, Router, RouterConfig},
+    handler::{Router, RouterConfig},
     plugin::{digest, CallControl},
     registry::{Registry, RegistryEvent},
     worker::WorkerConfig,
@@ -363,7 +363,7 @@ async fn an_isolated_plugin_parses_typed_arguments_itself() {
         }
     };
     let compiled = || {
-        let check = Compiled::of(&lease).tool("add").unwrap();
+        let check = lease.tools().tool("add").unwrap();
         (check.parse_suffices(), check.validator_compiled())
     };
     assert_eq!(call(r#"{"x":5,"y":3}"#).await, (false, "8".into()));

@@ -40,7 +40,7 @@ impl Backend for NoCode {
 }
 
 /// A version of plugin `name` offering `extras` (as JSON).
-pub(super) fn plugin(name: &str, extras: serde_json::Value) -> Arc<LoadedPlugin> {
+pub(crate) fn plugin(name: &str, extras: serde_json::Value) -> Arc<LoadedPlugin> {
     let manifest = Manifest {
         name: name.into(),
         version: "1".into(),

@@ -10,9 +10,8 @@
 //! A request's path, in the order the code runs, is in the doc of [`Request`]'s module
 //! (`handler/request.rs`).
 
-mod catalog;
 #[cfg(test)]
-mod fake;
+pub(crate) mod fake;
 mod in_flight;
 mod notices;
 mod offered;
@@ -33,10 +32,14 @@ use std::{
 
 use serde_json::{value::RawValue, Value};
 
-pub use catalog::{Compiled, FlatCatalog, FlatCollision, ToolCheck};
 pub use in_flight::{Duplicate, RequestKey};
+// What the registry's snapshot holds, under the names the router has always used.
+pub use crate::catalog::{
+    flat_name, FlatCatalog, FlatCollision, OfferCollision, Offers, Resolved, ToolCheck, Tools,
+    FLAT_SEPARATOR,
+};
 pub use notices::{NoticeFeed, NOTICE_BATCH};
-pub use offers::{check_prompt_arguments, OfferCollision, Offers, Resolved};
+pub use offers::check_prompt_arguments;
 pub use plugin_request::PluginRequest;
 pub use progress::{Discard, Notify, Sink};
 pub use prompts::check as check_prompt;
@@ -54,16 +57,13 @@ use crate::{
     executor::{Executor, ExecutorConfig},
     model::{
         error_code, initialize_result, negotiate_version, rpc_error, rpc_result, rpc_result_raw,
-        CallParams, CancelledParams, ClientMessage, ClientNotification, ClientRequest, Cursor,
-        Family, InitializeParams, JsonRpc, LogLevel, ServerInfo,
+        tool_json, CallParams, CancelledParams, ClientMessage, ClientNotification, ClientRequest,
+        Cursor, Family, InitializeParams, JsonRpc, LogLevel, ServerInfo,
     },
     plugin::{CallControl, LoadedPlugin, Report},
-    registry::Registry,
+    registry::{Registry, Version},
     sync::lock,
 };
-
-/// Separator between plugin and tool names in [`Scope::All`] (`calc__add`).
-pub const FLAT_SEPARATOR: &str = "__";
 
 /// Server name reported by [`Scope::All`].
 pub const ALL_SERVER_NAME: &str = "toolhost";
@@ -201,11 +201,6 @@ pub struct Router {
     executor: Executor,
     /// The requests in flight, each with its one cancellation handle.
     requests: InFlight,
-    /// The catalog of [`Scope::All`] for the plugin versions it was last built from.
-    flat: Mutex<Option<Arc<FlatCatalog>>>,
-    /// The resources and prompts of each scope (by [`Scope::key`]), for the versions they
-    /// were last built from.
-    offers: Mutex<HashMap<String, Arc<Offers>>>,
     /// The URIs clients subscribed to.
     subscriptions: subscriptions::Subscriptions,
     /// The log level each client set with `logging/setLevel`, by [`client_key`]: its calls'
@@ -221,8 +216,6 @@ impl Router {
             executor: Executor::new(config.executor.clone()),
             config,
             requests: InFlight::default(),
-            flat: Mutex::new(None),
-            offers: Mutex::new(HashMap::new()),
             subscriptions: Default::default(),
             log_levels: Mutex::new(HashMap::new()),
         })
@@ -328,7 +321,9 @@ impl Router {
             },
         };
         let reply = match request {
-            ClientRequest::Initialize(p) => self.initialize(plugin.as_deref(), id, p),
+            ClientRequest::Initialize(p) => {
+                self.initialize(plugin.as_deref().map(|v| v.plugin().as_ref()), id, p)
+            }
             ClientRequest::Ping => rpc_result(Some(id), &serde_json::json!({})),
             ClientRequest::ListTools(cursor) => self.tools_list(plugin.as_deref(), id, cursor),
             ClientRequest::SetLevel(level) => self.set_log_level(scope, client.id, id, *level),
@@ -379,11 +374,11 @@ impl Router {
         &self,
         scope: Scope<'_>,
         id: Option<&RawValue>,
-    ) -> Result<Option<Arc<LoadedPlugin>>, Dispatch> {
+    ) -> Result<Option<Arc<Version>>, Dispatch> {
         let Scope::Server(name) = scope else {
             return Ok(None);
         };
-        match self.registry.get(name) {
+        match self.registry.version(name) {
             Some(p) => Ok(Some(p)),
             None => Err(Dispatch::Reply(rpc_error(
                 id,
@@ -527,13 +522,13 @@ impl Router {
     }
 
     /// `tools/list`, [`TOOLS_PAGE_SIZE`] a page (the cursors of `resources/list`).
-    fn tools_list(&self, plugin: Option<&LoadedPlugin>, id: &RawValue, cursor: &Cursor) -> String {
+    fn tools_list(&self, plugin: Option<&Version>, id: &RawValue, cursor: &Cursor) -> String {
         let id = Some(id);
         let (all, whole): (std::borrow::Cow<'_, [Value]>, &str);
         let flat;
         match plugin {
             Some(p) => {
-                whole = Compiled::of(p).tools_list();
+                whole = p.tools().tools_list();
                 // One page in practice (a plugin has at most a page of tools): parsed only
                 // for a page past the first.
                 let len = p.manifest().tools.len();
@@ -565,23 +560,14 @@ impl Router {
 
     /// The `tools/list` result of one plugin (for the CLI's server manifests).
     pub fn tools_list_result(&self, plugin: &LoadedPlugin) -> Value {
-        serde_json::from_str(Compiled::of(plugin).tools_list()).expect("our own JSON")
+        let tools: Vec<Value> = plugin.manifest().tools.iter().map(tool_json).collect();
+        serde_json::json!({ "tools": tools })
     }
 
-    /// The catalog of [`Scope::All`] for the versions serving now, rebuilt when one changed.
-    /// Tools left out of it (flat name collisions) are reported once per rebuild.
+    /// The catalog of [`Scope::All`] in the registry's snapshot of the versions serving now.
+    /// Tools left out of it (flat name collisions) are reported once per snapshot.
     pub fn flat_catalog(&self) -> Arc<FlatCatalog> {
-        let plugins = self.registry.plugins();
-        let mut cached = lock(&self.flat);
-        if let Some(c) = cached.as_ref().filter(|c| c.is_of(&plugins)) {
-            return c.clone();
-        }
-        let catalog = Arc::new(FlatCatalog::build(&plugins));
-        for c in catalog.collisions() {
-            tracing::warn!("{c}");
-        }
-        *cached = Some(catalog.clone());
-        catalog
+        self.registry.serving().flat().clone()
     }
 
     /// Cancels the request of `key`, as `notifications/cancelled` would; false when none is
@@ -746,11 +732,6 @@ pub fn server_initialize_result(plugin: Option<&LoadedPlugin>, version: &str) ->
     caps["logging"] = serde_json::json!({});
     caps["completions"] = serde_json::json!({});
     result
-}
-
-/// The name of `tool` of `plugin` in [`Scope::All`].
-pub fn flat_name(plugin: &str, tool: &str) -> String {
-    format!("{plugin}{FLAT_SEPARATOR}{tool}")
 }
 
 /// Whether a request id is a string or a number (what a reply may echo). A `null` id never

@@ -1,6 +1,6 @@
 //! The router's side of resources and prompts: which methods go to them, the offers of each
-//! scope (cached for the plugin versions they were built from), and reading a resource or
-//! getting a prompt outside any protocol.
+//! scope (the registry snapshot's), and reading a resource or getting a prompt outside any
+//! protocol.
 
 use std::sync::Arc;
 
@@ -11,8 +11,7 @@ use super::{
 };
 use crate::{
     model::{error_code, rpc_error, rpc_result, Family, InvalidParams},
-    plugin::{CallControl, LoadedPlugin},
-    sync::lock,
+    plugin::CallControl,
 };
 
 impl Router {
@@ -47,30 +46,14 @@ impl Router {
         })
     }
 
-    /// The resources and prompts `scope` serves now (`None`: its plugin is not loaded),
-    /// rebuilt when a version changed. What a collision leaves out is reported once per
-    /// rebuild.
+    /// The resources and prompts `scope` serves now (`None`: its plugin is not loaded), from
+    /// the registry's snapshot. What a collision leaves out is reported once per snapshot.
     pub fn offers(&self, scope: Scope<'_>) -> Option<Arc<Offers>> {
+        let serving = self.registry.serving();
         match scope {
-            Scope::Server(name) => {
-                let p = self.registry.get(name)?;
-                Some(self.offers_of(scope, std::slice::from_ref(&p)))
-            }
-            Scope::All => Some(self.offers_of(scope, &self.registry.plugins())),
+            Scope::Server(name) => Some(serving.get(name)?.offers().clone()),
+            Scope::All => Some(serving.offers().clone()),
         }
-    }
-
-    fn offers_of(&self, scope: Scope<'_>, plugins: &[Arc<LoadedPlugin>]) -> Arc<Offers> {
-        let mut cached = lock(&self.offers);
-        if let Some(o) = cached.get(scope.key()).filter(|o| o.is_of(plugins)) {
-            return o.clone();
-        }
-        let offers = Arc::new(Offers::build(plugins, matches!(scope, Scope::All)));
-        for c in offers.collisions() {
-            tracing::warn!("{c}");
-        }
-        cached.insert(scope.key().to_string(), offers.clone());
-        offers
     }
 
     /// Reads resource `uri` outside any protocol (`toolhost read`): resolved as the

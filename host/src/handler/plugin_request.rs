@@ -9,6 +9,7 @@ use super::{show, show_bytes, CallError, Failure, Method, Outcome};
 use crate::{
     model::RequestError,
     plugin::{CallControl, LoadedPlugin},
+    registry::Version,
 };
 
 /// The host's check of a request against the version that will run it.
@@ -92,7 +93,7 @@ impl Method for PluginRequest {
         &self.what
     }
 
-    fn check(&self, plugin: &str, version: Option<&LoadedPlugin>) -> Result<(), Outcome> {
+    fn check(&self, plugin: &str, version: Option<&Version>) -> Result<(), Outcome> {
         let Some(version) = version else {
             return Err(Err(CallError::UnknownServer(plugin.to_string())));
         };
@@ -102,7 +103,7 @@ impl Method for PluginRequest {
         }
     }
 
-    fn run(&self, version: &LoadedPlugin, control: &CallControl) -> Outcome {
+    fn run(&self, version: &Version, control: &CallControl) -> Outcome {
         match version.request(self.method, &self.params, control) {
             Ok(answer) => match &self.map_answer {
                 Some(map) => map(answer),

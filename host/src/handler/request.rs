@@ -31,8 +31,8 @@ use super::{progress::Progress, CallError, RequestKey, Router};
 use crate::{
     executor::{HereId, HereTicket, Job},
     model::{control_success_raw, rpc_error_data, rpc_result_raw, NOTIFICATION_ACK},
-    plugin::{CallControl, LoadedPlugin},
-    registry::{Lease, TryLease},
+    plugin::CallControl,
+    registry::{Lease, TryLease, Version},
     relay::HERE_BUDGET,
 };
 
@@ -62,18 +62,18 @@ pub trait Method: Send + Sync + 'static {
     fn name(&self) -> &str;
     /// Checks the request to `plugin` against the version that will run it (`None`: no plugin
     /// of that name). `Err` is the answer, given without running anything.
-    fn check(&self, plugin: &str, version: Option<&LoadedPlugin>) -> Result<(), Outcome>;
+    fn check(&self, plugin: &str, version: Option<&Version>) -> Result<(), Outcome>;
     /// Runs it on the calling thread.
-    fn run(&self, version: &LoadedPlugin, control: &CallControl) -> Outcome;
+    fn run(&self, version: &Version, control: &CallControl) -> Outcome;
     /// The answer when it could not produce its own.
     fn failed(&self, plugin: &str, why: Failure<'_>) -> Outcome;
     /// Whether its recent calls outlived the reading thread's budget: it then goes to the
     /// executor at once, so a batch of slow calls starts together.
-    fn runs_long(&self, _version: &LoadedPlugin) -> bool {
+    fn runs_long(&self, _version: &Version) -> bool {
         false
     }
     /// Records whether a call of it just ran long.
-    fn ran(&self, _version: &LoadedPlugin, _long: bool) {}
+    fn ran(&self, _version: &Version, _long: bool) {}
     /// Its own time limit, instead of its plugin's call timeout (a hook's is shorter).
     fn timeout(&self) -> Option<Duration> {
         None
@@ -160,7 +160,7 @@ struct Inner {
     reply: Mutex<Option<Box<dyn Respond>>>,
     /// Set while it runs on a reading thread: its executor slot and version, for the
     /// watchdog's escalation.
-    here: OnceLock<(HereId, Arc<LoadedPlugin>)>,
+    here: OnceLock<(HereId, Arc<Version>)>,
 }
 
 /// A request ready to run on the caller's thread: [`HereRun::run`], then drop it (which

@@ -280,7 +280,7 @@ fn error_reply(id: &RawValue, e: &CallError) -> String {
 /// The read of `uri`, resolved to `r`, as a request to its plugin. The version that runs it
 /// must still serve `uri` by the same name (a reload may come between); the plugin's own
 /// "not found" gets the URI as its `data`.
-pub(super) fn read(uri: &str, r: super::offers::Resolved) -> Box<PluginRequest> {
+pub(super) fn read(uri: &str, r: super::Resolved) -> Box<PluginRequest> {
     /// The params of extras.rs's `resources/read`, serialized straight from borrowed parts.
     #[derive(Serialize)]
     struct Params<'a> {

@@ -6,7 +6,8 @@ use std::time::Duration;
 use super::{Failure, Method, Outcome, ToolCheck};
 use crate::{
     model::{call_result_text, parse_call_result, CallResult, RequestError},
-    plugin::{CallControl, LoadedPlugin},
+    plugin::CallControl,
+    registry::Version,
 };
 
 /// What a call produced: its result, and the result as a `CallToolResult` JSON text (the size
@@ -81,15 +82,15 @@ impl ToolCall {
         }
     }
 
-    fn tool_check<'v>(&self, version: &'v LoadedPlugin) -> Option<&'v ToolCheck> {
-        version.catalog().tool(&self.tool)
+    fn tool_check<'v>(&self, version: &'v Version) -> Option<&'v ToolCheck> {
+        version.tools().tool(&self.tool)
     }
 
     /// Whether the plugin's own typed parse checks the arguments (the host then does not).
     /// A derived `Deserialize` also takes a struct from an array: only an object may skip the
     /// host's check, as the schema's root demands one. A version that cannot parse for us (an
     /// older SDK) is checked by the host, before the call takes one of the plugin's slots.
-    fn typed(&self, version: &LoadedPlugin, check: &ToolCheck) -> bool {
+    fn typed(&self, version: &Version, check: &ToolCheck) -> bool {
         version.has_call_typed()
             && check.parse_suffices()
             && self.args.trim_start().starts_with('{')
@@ -101,7 +102,7 @@ impl Method for ToolCall {
         &self.tool
     }
 
-    fn check(&self, plugin: &str, version: Option<&LoadedPlugin>) -> Result<(), Outcome> {
+    fn check(&self, plugin: &str, version: Option<&Version>) -> Result<(), Outcome> {
         let Some(version) = version else {
             return Err(Err(match &self.flat {
                 Some(flat) => CallError::UnknownFlatTool(flat.clone()),
@@ -129,7 +130,7 @@ impl Method for ToolCall {
     /// When the plugin's typed parse rejects the arguments, the host's schema check says what
     /// is wrong (every problem at once, as for any other tool); arguments it accepts go to the
     /// plugin's plain `call`, whose parse then names the problem.
-    fn run(&self, version: &LoadedPlugin, control: &CallControl) -> Outcome {
+    fn run(&self, version: &Version, control: &CallControl) -> Outcome {
         let (tool, args) = (self.tool.as_str(), self.args.as_str());
         let check = self.tool_check(version);
         if check.is_some_and(|c| self.typed(version, c)) {
@@ -163,11 +164,11 @@ impl Method for ToolCall {
         Ok(call_result_text(&CallResult::error(message)))
     }
 
-    fn runs_long(&self, version: &LoadedPlugin) -> bool {
+    fn runs_long(&self, version: &Version) -> bool {
         self.tool_check(version).is_some_and(ToolCheck::runs_long)
     }
 
-    fn ran(&self, version: &LoadedPlugin, long: bool) {
+    fn ran(&self, version: &Version, long: bool) {
         if let Some(check) = self.tool_check(version) {
             check.set_runs_long(long);
         }

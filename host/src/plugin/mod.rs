@@ -2,7 +2,6 @@
 
 mod backend;
 mod callbacks;
-mod catalog;
 mod configure;
 mod declared;
 mod in_process;
@@ -13,12 +12,11 @@ mod threads;
 
 use std::{
     path::{Path, PathBuf},
-    sync::{Arc, OnceLock},
+    sync::Arc,
 };
 
 pub use backend::Backend;
 pub use callbacks::{set_notice_sink, CallControl, Notice, NoticeSink, Report};
-pub use catalog::{Catalog, ToolCheck};
 pub use configure::ConfigSource;
 pub use library::{kept_for_threads_count, pinned_count, still_mapped};
 pub use shadow::{NotALibrary, ShadowError, Staged, MAX_PLUGIN_BYTES};
@@ -178,7 +176,6 @@ pub struct LoadedPlugin {
     config: Option<String>,
     /// Its file carried its name (and the name it declared is that one).
     named_in_file: bool,
-    catalog: OnceLock<Catalog>,
 }
 
 impl LoadedPlugin {
@@ -253,7 +250,6 @@ impl LoadedPlugin {
             backend,
             config,
             named_in_file,
-            catalog: OnceLock::new(),
         })
     }
 
@@ -284,13 +280,6 @@ impl LoadedPlugin {
     /// SHA-256 of the file's bytes when it was loaded.
     pub fn hash(&self) -> &[u8; 32] {
         &self.hash
-    }
-
-    /// This version's tools compiled (its `tools/list` result and argument checks), on first
-    /// use: found with the version, dropped with it.
-    pub fn catalog(&self) -> &Catalog {
-        self.catalog
-            .get_or_init(|| Catalog::new(&self.manifest.tools))
     }
 
     /// The private copy the library was opened from (already unlinked on Unix); for a

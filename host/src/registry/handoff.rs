@@ -6,7 +6,7 @@ use std::{path::Path, sync::Arc};
 
 use tokio::sync::{OwnedRwLockWriteGuard, RwLock};
 
-use super::Registry;
+use super::{Registry, Version};
 use crate::plugin::LoadedPlugin;
 
 /// Why a swap did not happen.
@@ -30,26 +30,30 @@ impl Registry {
         let (old, gate) = {
             let state = self.read();
             let slot = &state.slots[name];
-            (slot.plugin.clone(), slot.gate.clone())
+            (slot.plugin().clone(), slot.gate.clone())
         };
         let _exclusive = if old.manifest().stateful {
-            Some(self.hand_over(name, &old, &new, gate, rt)?)
+            Some(self.hand_over(name, &old, &new, gate.clone(), rt)?)
         } else {
             None
         };
-        let retired = {
+        let (retired, previous) = {
             let mut state = self.write();
             let slot = state.slots.get_mut(name).expect("the slot exists");
-            let retired = std::mem::replace(&mut slot.plugin, new);
+            let version = Arc::new(Version::new(new, gate));
+            let retired = std::mem::replace(slot, version);
             let old_file = retired.file().to_path_buf();
             if old_file != file {
                 state.files.remove(&old_file);
                 state.files.insert(file.to_path_buf(), name.to_string());
             }
             state.failed.remove(file);
-            retired
+            // Published while a stateful swap still holds the gate: a lease that gets the gate
+            // after it finds the new version (see `lease.rs`).
+            (retired, self.publish(state.slots.values()))
         };
         drop(old);
+        drop(previous);
         // Unloads now unless a call still holds it; outside the lock, as unloading runs
         // plugin code.
         drop(retired);

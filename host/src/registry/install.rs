@@ -1,10 +1,10 @@
 //! A loaded version into its slot: added under a new name, replacing its own file's version
 //! (`handoff`), or refused because another file serves that name; and files that stop
-//! serving. Each change is one event.
+//! serving. Each change is one snapshot published ([`Registry::serving`]), then one event.
 
 use std::{path::Path, sync::Arc};
 
-use super::{handoff::SwapError, settings, state::Slot, Outcome, Registry, RegistryEvent};
+use super::{handoff::SwapError, settings, Outcome, Registry, RegistryEvent, Version};
 use crate::{
     error::one_line,
     plugin::{LoadError, LoadedPlugin},
@@ -50,10 +50,7 @@ impl Registry {
             let state = self.read();
             (
                 state.files.get(file).cloned(),
-                state
-                    .slots
-                    .get(&name)
-                    .map(|s| s.plugin.file().to_path_buf()),
+                state.slots.get(&name).map(|s| s.file().to_path_buf()),
             )
         };
         // The file used to provide another plugin: that one goes first, then the new one comes.
@@ -103,16 +100,13 @@ impl Registry {
     /// A new slot for `name`, served by `new` from `file`.
     fn add(&self, name: &str, file: &Path, new: Arc<LoadedPlugin>) {
         let mut state = self.write();
-        state.slots.insert(
-            name.to_string(),
-            Slot {
-                plugin: new,
-                gate: Arc::default(),
-            },
-        );
+        let version = Arc::new(Version::new(new, Arc::default()));
+        state.slots.insert(name.to_string(), version);
         state.files.insert(file.to_path_buf(), name.to_string());
         state.failed.remove(file);
+        let previous = self.publish(state.slots.values());
         drop(state);
+        drop(previous);
         self.emit(RegistryEvent::Added {
             name: name.to_string(),
             file: file.to_path_buf(),
@@ -132,16 +126,17 @@ impl Registry {
     }
 
     fn remove_slot(&self, name: &str) {
-        let removed = {
+        let (removed, previous) = {
             let mut state = self.write();
             let Some(slot) = state.slots.remove(name) else {
                 return;
             };
-            state.files.remove(slot.plugin.file());
-            slot
+            state.files.remove(slot.file());
+            (slot, self.publish(state.slots.values()))
         };
-        let file = removed.plugin.file().to_path_buf();
-        // Unloads now unless a call still holds it.
+        let file = removed.file().to_path_buf();
+        // Unloads now unless a call (or a snapshot a reader holds) still holds it.
+        drop(previous);
         drop(removed);
         self.emit(RegistryEvent::Removed {
             name: name.to_string(),

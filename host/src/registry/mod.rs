@@ -5,10 +5,13 @@
 //! - [`Registry::lease`] gives the current version of a plugin for one call; the version stays
 //!   loaded until the lease is dropped, even if it is replaced meanwhile.
 //! - [`Registry::subscribe`] streams [`RegistryEvent`]s (added, replaced, removed, failed).
+//! - [`Registry::serving`] is the snapshot of what serves now ([`Serving`]), with everything
+//!   derived from it; one is published per change, before the change's event.
 //!
 //! Invariants (see docs/internals.md, "Plugin registry and hot reload"):
-//! - the registry holds exactly one `Arc` per serving version (in its slot); leases hold the
-//!   others, so a replaced version is unloaded as soon as its last call returns;
+//! - the registry holds exactly one `Arc` per serving version (in its slot, and in the
+//!   snapshot published from the slots); leases and snapshots still held hold the others, so a
+//!   replaced version is unloaded as soon as its last call returns;
 //! - only one thread changes the set (the watcher, or `open` before anyone can see it), so a
 //!   decision taken under a read lock still holds when it is applied under the write lock;
 //! - a stateful plugin's version is swapped only while holding its gate for writing: every call
@@ -19,8 +22,8 @@
 //! order a file goes through it: `plugin_dir` (which files are plugins), `prepare` (stage, compare,
 //! check, map), `load` (its `init` on a thread of its own), `startup` (the folder at
 //! [`Registry::open`]), `install` (into its slot, or refused), `handoff` (the swap, with a
-//! stateful plugin's state), `lease` (a version for one call), `watch` (following the
-//! folder); `state` holds the books they share.
+//! stateful plugin's state), `serving` (the snapshot readers take), `lease` (a version for one
+//! call), `watch` (following the folder); `state` holds the books they share.
 
 mod handoff;
 mod install;
@@ -29,6 +32,7 @@ mod load;
 mod placement;
 pub use placement::{own_files, place, Placement};
 mod prepare;
+mod serving;
 mod settings;
 mod startup;
 mod state;
@@ -43,6 +47,7 @@ use std::{
 use tokio::sync::broadcast;
 
 pub use lease::{Lease, TryLease};
+pub use serving::{Serving, Version};
 // Which files are plugins is the folder's business; re-exported for the registry's users.
 pub use crate::plugin_dir::{is_plugin_file, plugin_files, LIBRARY_SUFFIX};
 pub use watch::WatchHandle;
@@ -159,6 +164,8 @@ pub enum RegistryEvent {
 pub struct Registry {
     config: RegistryConfig,
     state: RwLock<State>,
+    /// The snapshot of the slots, published on every change of them ([`Registry::serving`]).
+    serving: RwLock<Arc<Serving>>,
     events: broadcast::Sender<RegistryEvent>,
     /// Loads still running when `open` returned, for the watcher to finish.
     late: Mutex<Vec<Ticket>>,
@@ -191,14 +198,12 @@ impl Registry {
 
     /// The current version of every plugin, sorted by name.
     pub fn plugins(&self) -> Vec<Arc<LoadedPlugin>> {
-        let state = self.read();
-        state.slots.values().map(|s| s.plugin.clone()).collect()
+        self.serving().plugins().to_vec()
     }
 
     /// The current version of plugin `name`.
     pub fn get(&self, name: &str) -> Option<Arc<LoadedPlugin>> {
-        let state = self.read();
-        state.slots.get(name).map(|s| s.plugin.clone())
+        self.version(name).map(|v| v.plugin().clone())
     }
 
     /// Files that currently fail to load, with the reason, sorted by file; then the

@@ -137,9 +137,9 @@ impl Registry {
         let serving = state.files.get(file).and_then(|n| state.slots.get(n));
         let settings = &self.config.settings;
         if serving.is_some_and(|s| {
-            s.plugin.hash() == hash
+            s.plugin().hash() == hash
                 && !state.stale.contains(file)
-                && s.plugin.config_json() == settings.plugin_config_json(s.plugin.name()).as_deref()
+                && s.config_json() == settings.plugin_config_json(s.name()).as_deref()
         }) {
             drop(state);
             // Its hash left the lock file: it stops serving.

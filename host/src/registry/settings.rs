@@ -107,7 +107,7 @@ impl Registry {
                 let mut files: Vec<PathBuf> = changed
                     .iter()
                     .filter_map(|name| state.slots.get(name))
-                    .map(|slot| slot.plugin.file().to_path_buf())
+                    .map(|slot| slot.file().to_path_buf())
                     .collect();
                 state.stale.extend(files.iter().cloned());
                 for (file, failed) in state.failed.iter_mut() {

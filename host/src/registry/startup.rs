@@ -38,6 +38,7 @@ impl Registry {
         let registry = Arc::new(Registry {
             config,
             state: RwLock::new(Default::default()),
+            serving: RwLock::new(Default::default()),
             events,
             late: Mutex::new(Vec::new()),
             waker: Arc::default(),

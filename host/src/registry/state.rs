@@ -8,15 +8,11 @@ use std::{
     sync::{Arc, RwLockReadGuard, RwLockWriteGuard},
 };
 
-use super::Registry;
-use crate::plugin::LoadedPlugin;
+use super::{Registry, Version};
 
-/// A plugin name's place in the registry: survives reloads of the same file.
-pub(super) struct Slot {
-    pub plugin: Arc<LoadedPlugin>,
-    /// Stateful calls hold it for reading; a stateful swap holds it for writing.
-    pub gate: Arc<tokio::sync::RwLock<()>>,
-}
+/// A plugin name's place in the registry: the version serving it, with the name's gate
+/// ([`Version::gate`]), which survives reloads of the same file.
+pub(super) type Slot = Arc<Version>;
 
 /// A file that does not serve, and why.
 #[derive(Debug, Clone)]
@@ -57,7 +53,7 @@ impl Registry {
     pub(super) fn serving_hash(&self, file: &Path) -> Option<[u8; 32]> {
         let state = self.read();
         let name = state.files.get(file)?;
-        state.slots.get(name).map(|s| *s.plugin.hash())
+        state.slots.get(name).map(|s| *s.plugin().hash())
     }
 
     /// Whether `file` provides a serving plugin.

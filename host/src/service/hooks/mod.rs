@@ -1,6 +1,6 @@
 //! Plugin hooks and permission policies in a `chat` session (docs/protocol.md §14): the
-//! events registered with the CLI (`events`), which plugin hooks an event runs (`table`,
-//! compiled once per plugin version), how their answers make one (`fold`), and running them
+//! events registered with the CLI (`events`), which plugin hooks an event runs (`table`: the
+//! registry snapshot's, compiled once per plugin version), how their answers make one (`fold`), and running them
 //! one after the other on the router's request path (`chain`).
 
 mod chain;
@@ -35,8 +35,6 @@ use crate::{
 pub struct Hooks {
     router: Arc<Router>,
     rt: Handle,
-    /// The table of the versions last seen.
-    table: Mutex<Arc<HookTable>>,
     /// Events whose hooks run, by the CLI's request id: set to withdraw one.
     running: Mutex<HashMap<String, Arc<AtomicBool>>>,
     /// Ids of the runs that have no CLI request id (policies, `toolhost hook`).
@@ -61,20 +59,14 @@ impl Hooks {
         Arc::new(Hooks {
             router,
             rt: Handle::current(),
-            table: Mutex::new(Arc::new(HookTable::default())),
             running: Mutex::new(HashMap::new()),
             next: AtomicU64::new(0),
         })
     }
 
-    /// The table of the plugin versions loaded now (rebuilt when one changed).
+    /// The table of the plugin versions serving now (the registry snapshot's).
     pub fn table(&self) -> Arc<HookTable> {
-        let plugins = self.router.registry().plugins();
-        let mut table = lock(&self.table);
-        if !table.is_of(&plugins) {
-            *table = Arc::new(HookTable::build(&plugins, &table));
-        }
-        table.clone()
+        self.router.registry().serving().hooks().clone()
     }
 
     /// Answers the CLI's `hook_callback` `request_id` whose input is `input`: every matching

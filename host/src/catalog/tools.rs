@@ -1,8 +1,8 @@
 //! What the host derives once per plugin version: the serialized `tools/list` result and a
 //! check per tool (its compiled argument validator, whether a typed parse can stand in for it,
-//! whether its calls run long). Kept on the version itself ([`LoadedPlugin::catalog`]), so the
-//! lease of a call finds it without a second lookup, and a new version (hot reload) is
-//! compiled on first use.
+//! whether its calls run long). Held by the registry's entry for the version
+//! (`registry::Version::tools`), which a call's lease carries, so the check of a call is the
+//! leased version's without a second lookup.
 
 use std::sync::{
     atomic::{AtomicBool, Ordering},
@@ -11,26 +11,21 @@ use std::sync::{
 
 use serde_json::Value;
 
-use super::{LoadedPlugin, ToolInfo};
-use crate::model::tool_json;
+use crate::model::{tool_json, ToolInfo};
 
 /// The tools of one plugin version, compiled.
-pub struct Catalog {
+pub struct Tools {
     /// Sorted by name: found by binary search, which costs less than hashing the name with
     /// std's SipHash on every call.
     tools: Vec<(String, ToolCheck)>,
     tools_list: String,
 }
 
-impl Catalog {
-    /// The catalog of `plugin`, compiled on first use (the same as [`LoadedPlugin::catalog`]).
-    pub fn of(plugin: &LoadedPlugin) -> &Catalog {
-        plugin.catalog()
-    }
-
-    pub(super) fn new(tools: &[ToolInfo]) -> Self {
+impl Tools {
+    /// The tools of a version declaring `tools`, compiled.
+    pub fn new(tools: &[ToolInfo]) -> Self {
         let list = serde_json::json!({"tools": tools.iter().map(tool_json).collect::<Vec<_>>()});
-        Catalog {
+        Tools {
             tools: checks(tools),
             tools_list: list.to_string(),
         }

@@ -1,20 +1,13 @@
-//! The flat catalog of `toolhost serve`: every plugin's tools under one server, rebuilt
-//! whenever a plugin version changes. (What is derived per version, the `tools/list` of one
-//! plugin and its argument checks, is the plugin layer's [`crate::plugin::Catalog`].)
+//! The flat catalog of `toolhost serve`: every plugin's tools under one server, built once
+//! per set of plugin versions. (What is derived per version, the `tools/list` of one plugin
+//! and its argument checks, is [`super::Tools`].)
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Weak},
-};
+use std::{collections::HashMap, sync::Arc};
 
 use serde_json::Value;
 
 use super::flat_name;
 use crate::{model::tool_json, plugin::LoadedPlugin};
-
-/// The router's name for a version's [`crate::plugin::Catalog`].
-pub use crate::plugin::Catalog as Compiled;
-pub use crate::plugin::ToolCheck;
 
 /// The tools of every plugin as one server (`toolhost serve`), named `<plugin>__<tool>`, for
 /// one set of plugin versions.
@@ -24,9 +17,6 @@ pub use crate::plugin::ToolCheck;
 /// it; the other is left out of the list and reported (see [`FlatCatalog::collisions`]).
 /// Calls resolve through the same map, so what is listed is what is called.
 pub struct FlatCatalog {
-    /// The versions this catalog was built from. Weak: a catalog must not keep a replaced
-    /// version loaded, and a live `Weak` also keeps its address from being reused.
-    versions: Vec<Weak<LoadedPlugin>>,
     /// Flat name → (plugin, tool).
     by_name: HashMap<String, (String, String)>,
     /// The listed tools, for pages of `tools/list`, and the whole list serialized.
@@ -75,22 +65,11 @@ impl FlatCatalog {
             }
         }
         FlatCatalog {
-            versions: plugins.iter().map(Arc::downgrade).collect(),
             by_name,
             tools_list: serde_json::json!({ "tools": tools }).to_string(),
             tools,
             collisions,
         }
-    }
-
-    /// Whether this catalog was built from exactly these versions.
-    pub fn is_of(&self, plugins: &[Arc<LoadedPlugin>]) -> bool {
-        self.versions.len() == plugins.len()
-            && self
-                .versions
-                .iter()
-                .zip(plugins)
-                .all(|(w, p)| std::ptr::eq(w.as_ptr(), Arc::as_ptr(p)))
     }
 
     /// The plugin and tool behind flat name `flat`.
