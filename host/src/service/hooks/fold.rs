@@ -288,12 +288,23 @@ impl Fold for HookFold {
         method::HOOK_RUN
     }
 
+    /// `{"id":<hook>,"input":<the input>}`, the input as the CLI wrote it unless it changed.
     fn params(&self, item: &Matched) -> String {
-        let id = serde_json::to_string(&item.hook).expect("a string");
-        match &self.input {
-            EventInput::Raw(text) => format!(r#"{{"id":{id},"input":{text}}}"#),
-            EventInput::Parsed(v) => format!(r#"{{"id":{id},"input":{v}}}"#),
-        }
+        let changed;
+        let input = match &self.input {
+            EventInput::Raw(text) => text.as_str(),
+            EventInput::Parsed(v) => {
+                changed = v.to_string();
+                &changed
+            }
+        };
+        let mut params = String::with_capacity(input.len() + 64);
+        params.push_str(r#"{"id":"#);
+        params.push_str(&serde_json::to_string(&item.hook).expect("a string"));
+        params.push_str(r#","input":"#);
+        params.push_str(input);
+        params.push('}');
+        params
     }
 
     fn read(text: &str) -> Result<HookAnswer, String> {
