@@ -65,15 +65,16 @@ async fn the_hooks_of_every_plugin_run_in_name_order_and_merge() {
     assert_eq!(plugin, "guard");
     assert!(reason.contains("`rm -rf`"), "{reason}");
     assert_eq!(
-        o.answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        o.answer.to_json()["hookSpecificOutput"]["permissionDecision"],
+        "deny",
         "{}",
-        o.answer
+        o.answer.to_json()
     );
 
     // guard has no opinion; hooky rewrites the command.
     let o = hooks.run_event(pre_bash("ls HOOKY_REWRITE"), None).await;
     assert_eq!(
-        o.answer,
+        o.answer.to_json(),
         json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
             "permissionDecision": "allow",
             "updatedInput": {"command": "echo rewritten by hooky"}}})
@@ -82,7 +83,7 @@ async fn the_hooks_of_every_plugin_run_in_name_order_and_merge() {
     let o = hooks
         .run_event(pre_bash("ls HOOKY_REWRITE"), Some("guard"))
         .await;
-    assert_eq!((o.matched, o.answer), (1, json!({})));
+    assert_eq!((o.matched, o.answer.to_json()), (1, json!({})));
     // Matchers: hooky's PreToolUse hook is for Bash only.
     let read = json!({"hook_event_name": "PreToolUse", "tool_name": "Read", "tool_input": {}});
     assert_eq!(hooks.run_event(read, None).await.matched, 0);
@@ -94,7 +95,7 @@ async fn the_hooks_of_every_plugin_run_in_name_order_and_merge() {
     let prompt = json!({"hook_event_name": "UserPromptSubmit", "prompt": "hi",
                         "cwd": repo.path(), "session_id": "s"});
     let o = hooks.run_event(prompt, None).await;
-    let context = o.answer["hookSpecificOutput"]["additionalContext"]
+    let context = o.answer.to_json()["hookSpecificOutput"]["additionalContext"]
         .as_str()
         .unwrap_or_default()
         .to_string();
@@ -134,9 +135,10 @@ async fn a_deny_ends_the_chain_before_the_later_plugins_run() {
     let o = hooks.run_event(pre_bash(&command), None).await;
     assert!(ran.exists(), "hooky did not run after guard let it through");
     assert_eq!(
-        o.answer["hookSpecificOutput"]["permissionDecision"], "allow",
+        o.answer.to_json()["hookSpecificOutput"]["permissionDecision"],
+        "allow",
         "{}",
-        o.answer
+        o.answer.to_json()
     );
 
     // guard (first by name) refuses: hooky must not run, and its allow must not count.
@@ -149,20 +151,30 @@ async fn a_deny_ends_the_chain_before_the_later_plugins_run() {
     );
     assert_eq!(o.matched, 2);
     let Some(Denied { plugin, reason }) = &o.denied else {
-        panic!("not denied: {}", o.answer)
+        panic!("not denied: {}", o.answer.to_json())
     };
     assert_eq!(plugin, "guard");
     assert!(reason.contains("`rm -rf`"), "{reason}");
-    let specific = &o.answer["hookSpecificOutput"];
-    assert_eq!(specific["permissionDecision"], "deny", "{}", o.answer);
+    let answer = o.answer.to_json();
+    let specific = &answer["hookSpecificOutput"];
+    assert_eq!(
+        specific["permissionDecision"],
+        "deny",
+        "{}",
+        o.answer.to_json()
+    );
     assert!(
         specific["permissionDecisionReason"]
             .as_str()
             .is_some_and(|r| r.starts_with("denied by guard: ")),
         "{}",
-        o.answer
+        o.answer.to_json()
     );
-    assert!(specific.get("updatedInput").is_none(), "{}", o.answer);
+    assert!(
+        specific.get("updatedInput").is_none(),
+        "{}",
+        o.answer.to_json()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -186,7 +198,7 @@ async fn failed_hooks_follow_on_error_and_a_hung_one_is_timed_out_or_withdrawn()
         let o = hooks.run_event(pre_bash(command), None).await;
         let denied = o
             .denied
-            .unwrap_or_else(|| panic!("{command}: {}", o.answer));
+            .unwrap_or_else(|| panic!("{command}: {}", o.answer.to_json()));
         assert_eq!(denied.plugin, "hooky");
         assert!(
             denied.reason.starts_with("its hook by_command failed: ")
@@ -200,7 +212,7 @@ async fn failed_hooks_follow_on_error_and_a_hung_one_is_timed_out_or_withdrawn()
                       "tool_input": {}, "tool_response": {}});
     let o = hooks.run_event(post.clone(), None).await;
     assert_eq!(
-        o.answer["hookSpecificOutput"]["additionalContext"],
+        o.answer.to_json()["hookSpecificOutput"]["additionalContext"],
         "hooky saw Bash"
     );
 
@@ -230,7 +242,7 @@ async fn failed_hooks_follow_on_error_and_a_hung_one_is_timed_out_or_withdrawn()
     );
     let o = hooks.run_event(post, None).await;
     assert_eq!(
-        o.answer["hookSpecificOutput"]["additionalContext"],
+        o.answer.to_json()["hookSpecificOutput"]["additionalContext"],
         "hooky saw Bash"
     );
 
@@ -243,7 +255,7 @@ async fn failed_hooks_follow_on_error_and_a_hung_one_is_timed_out_or_withdrawn()
     .unwrap();
     router.registry().config().settings.reload().unwrap();
     let o = hooks.run_event(pre_bash("HOOKY_PANIC"), None).await;
-    assert_eq!((o.denied, o.answer), (None, json!({})));
+    assert_eq!((o.denied, o.answer.to_json()), (None, json!({})));
 }
 
 /// A session (`chat`'s control loop) with guard's hooks and policy: callbacks answered by the

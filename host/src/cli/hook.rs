@@ -72,7 +72,7 @@ pub fn hook(
                     "toolhost: no {event} hook of {plugin} matches this input"
                 ));
             }
-            outcome.answer
+            outcome.answer.to_json()
         }
     });
     // A hung hook is not waited for.

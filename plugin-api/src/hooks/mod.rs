@@ -91,6 +91,7 @@
 //! (a missing field) fails; what the host then does is the plugin's `on_error` setting in
 //! `toolhost.toml` (by default: deny for PreToolUse hooks and policies, go on for the rest).
 
+mod answer;
 mod events;
 mod outcome;
 mod permission;
@@ -100,6 +101,7 @@ use std::{borrow::Cow, sync::Arc};
 
 use serde_json::Value;
 
+pub use answer::{HookAnswer, HookSpecific, PermissionDecision, RequestDecision};
 pub use events::{
     AddsContext, Blocks, HookEvent, MessageDisplay, Notification, PermissionRequest, PostToolBatch,
     PostToolUse, PostToolUseFailure, PreCompact, PreToolUse, SessionEnd, SessionStart, Stop,

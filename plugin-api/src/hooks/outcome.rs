@@ -3,14 +3,14 @@
 
 use std::{fmt, fmt::Display, marker::PhantomData};
 
-use serde::Serialize;
 use serde_json::Value;
 
 use super::{
+    answer::{HookAnswer, HookSpecific, PermissionDecision, RequestDecision},
     events::{
         AddsContext, Blocks, HookEvent, MessageDisplay, PermissionRequest, PostToolUse, PreToolUse,
     },
-    permission::{Decision, Permission},
+    permission::Permission,
 };
 
 /// A hook's answer for event `E`. [`HookOutcome::no_opinion`] (the default) changes nothing;
@@ -35,16 +35,7 @@ use super::{
 /// }}));
 /// ```
 pub struct HookOutcome<E> {
-    stop_reason: Option<String>,
-    suppress_output: bool,
-    system_message: Option<String>,
-    block_reason: Option<String>,
-    permission_decision: Option<(&'static str, Option<String>)>,
-    updated_input: Option<Value>,
-    additional_context: Option<String>,
-    updated_tool_output: Option<Value>,
-    decision: Option<Permission>,
-    display_content: Option<String>,
+    answer: HookAnswer,
     event: PhantomData<fn() -> E>,
 }
 
@@ -52,16 +43,7 @@ pub struct HookOutcome<E> {
 impl<E> Clone for HookOutcome<E> {
     fn clone(&self) -> Self {
         HookOutcome {
-            stop_reason: self.stop_reason.clone(),
-            suppress_output: self.suppress_output,
-            system_message: self.system_message.clone(),
-            block_reason: self.block_reason.clone(),
-            permission_decision: self.permission_decision.clone(),
-            updated_input: self.updated_input.clone(),
-            additional_context: self.additional_context.clone(),
-            updated_tool_output: self.updated_tool_output.clone(),
-            decision: self.decision.clone(),
-            display_content: self.display_content.clone(),
+            answer: self.answer.clone(),
             event: PhantomData,
         }
     }
@@ -70,24 +52,15 @@ impl<E> Clone for HookOutcome<E> {
 impl<E> Default for HookOutcome<E> {
     fn default() -> Self {
         HookOutcome {
-            stop_reason: None,
-            suppress_output: false,
-            system_message: None,
-            block_reason: None,
-            permission_decision: None,
-            updated_input: None,
-            additional_context: None,
-            updated_tool_output: None,
-            decision: None,
-            display_content: None,
+            answer: HookAnswer::default(),
             event: PhantomData,
         }
     }
 }
 
-impl<E: HookEvent> PartialEq for HookOutcome<E> {
+impl<E> PartialEq for HookOutcome<E> {
     fn eq(&self, other: &Self) -> bool {
-        self.to_json() == other.to_json()
+        self.answer == other.answer
     }
 }
 
@@ -113,64 +86,51 @@ impl<E: HookEvent> HookOutcome<E> {
 
     /// [`HookOutcome::stop`] on top of this answer.
     pub fn with_stop(mut self, reason: impl Into<String>) -> Self {
-        self.stop_reason = Some(reason.into());
+        self.answer.continue_ = Some(false);
+        self.answer.stop_reason = Some(reason.into());
         self
     }
 
     /// A message shown to the user (`systemMessage`), not to the model.
     pub fn with_system_message(mut self, message: impl Into<String>) -> Self {
-        self.system_message = Some(message.into());
+        self.answer.system_message = Some(message.into());
         self
     }
 
     /// Hides the hook's output from the transcript (`suppressOutput`).
     pub fn suppress_output(mut self) -> Self {
-        self.suppress_output = true;
+        self.answer.suppress_output = Some(true);
         self
     }
 
     /// Whether the outcome says nothing (`{}`).
     pub fn is_no_opinion(&self) -> bool {
-        self.to_json() == Value::Object(Default::default())
+        self.answer.is_empty()
+    }
+
+    /// The hook output, typed: what the host reads back.
+    pub fn answer(&self) -> &HookAnswer {
+        &self.answer
     }
 
     /// The hook output the CLI reads (the `hook_callback` response).
     pub fn to_json(&self) -> Value {
-        serde_json::to_value(self.wire()).unwrap_or(Value::Null)
+        self.answer.to_json()
     }
 
     /// The same, as text (the `hooks/run` answer).
     pub fn to_json_string(&self) -> String {
-        serde_json::to_string(&self.wire()).unwrap_or_else(|_| "{}".into())
+        self.answer.to_json_string()
     }
 
-    fn wire(&self) -> Wire<'_> {
-        let specific = Specific {
-            hook_event_name: E::NAME,
-            permission_decision: self.permission_decision.as_ref().map(|(d, _)| *d),
-            permission_decision_reason: self
-                .permission_decision
-                .as_ref()
-                .and_then(|(_, r)| r.as_deref()),
-            updated_input: self.updated_input.as_ref(),
-            additional_context: self.additional_context.as_deref(),
-            updated_tool_output: self.updated_tool_output.as_ref(),
-            decision: self
-                .decision
-                .as_ref()
-                .filter(|d| **d != Permission::NoOpinion)
-                .map(Decision),
-            display_content: self.display_content.as_deref(),
-        };
-        Wire {
-            continue_: self.stop_reason.as_ref().map(|_| false),
-            stop_reason: self.stop_reason.as_deref(),
-            suppress_output: self.suppress_output,
-            decision: self.block_reason.as_ref().map(|_| "block"),
-            system_message: self.system_message.as_deref(),
-            reason: self.block_reason.as_deref(),
-            hook_specific_output: (!specific.is_empty()).then_some(specific),
-        }
+    /// `hookSpecificOutput`, made (naming the event) if it was not there.
+    fn specific(&mut self) -> &mut HookSpecific {
+        self.answer
+            .hook_specific_output
+            .get_or_insert_with(|| HookSpecific {
+                hook_event_name: E::NAME.to_string(),
+                ..HookSpecific::default()
+            })
     }
 }
 
@@ -178,40 +138,43 @@ impl<E: HookEvent> HookOutcome<E> {
 impl HookOutcome<PreToolUse> {
     /// Runs the tool without asking (`permissionDecision: "allow"`).
     pub fn allow() -> Self {
-        Self::decision("allow", None)
+        Self::decision(PermissionDecision::Allow, None)
     }
 
     /// Refuses the tool; the model sees `reason` (`permissionDecision: "deny"`).
     pub fn deny(reason: impl Into<String>) -> Self {
-        Self::decision("deny", Some(reason.into()))
+        Self::decision(PermissionDecision::Deny, Some(reason.into()))
     }
 
     /// Asks the user, showing `reason` (`permissionDecision: "ask"`).
     pub fn ask(reason: impl Into<String>) -> Self {
-        Self::decision("ask", Some(reason.into()))
+        Self::decision(PermissionDecision::Ask, Some(reason.into()))
     }
 
     /// Runs the tool on `input` instead of the model's (`updatedInput`; the CLI applies it
     /// with an `allow`, or an `ask` the user accepts).
     pub fn with_updated_input(mut self, input: Value) -> Self {
-        self.updated_input = Some(input);
+        self.specific().updated_input = Some(input);
         self
     }
 
     /// Replaces the decision's reason (`permissionDecisionReason`; for an `allow`, shown to
     /// the user). Does nothing without a decision.
     pub fn with_reason(mut self, reason: impl Into<String>) -> Self {
-        if let Some((_, r)) = &mut self.permission_decision {
-            *r = Some(reason.into());
+        if let Some(s) = &mut self.answer.hook_specific_output {
+            if s.permission_decision.is_some() {
+                s.permission_decision_reason = Some(reason.into());
+            }
         }
         self
     }
 
-    fn decision(decision: &'static str, reason: Option<String>) -> Self {
-        HookOutcome {
-            permission_decision: Some((decision, reason)),
-            ..Self::default()
-        }
+    fn decision(decision: PermissionDecision, reason: Option<String>) -> Self {
+        let mut out = Self::default();
+        let specific = out.specific();
+        specific.permission_decision = Some(decision);
+        specific.permission_decision_reason = reason;
+        out
     }
 }
 
@@ -220,7 +183,7 @@ impl HookOutcome<PostToolUse> {
     /// Replaces the tool's output before the model sees it (`updatedToolOutput`; for the CLI's
     /// built-in tools it must have the tool's output shape, or the CLI keeps the original).
     pub fn with_updated_tool_output(mut self, output: Value) -> Self {
-        self.updated_tool_output = Some(output);
+        self.specific().updated_tool_output = Some(output);
         self
     }
 }
@@ -230,10 +193,11 @@ impl HookOutcome<PermissionRequest> {
     /// Decides the permission request (`hookSpecificOutput.decision`);
     /// [`Permission::NoOpinion`] leaves it to the user.
     pub fn decide(permission: Permission) -> Self {
-        HookOutcome {
-            decision: Some(permission),
-            ..Self::default()
+        let mut out = Self::default();
+        if let Some(decision) = RequestDecision::of(&permission) {
+            out.specific().decision = Some(decision);
         }
+        out
     }
 }
 
@@ -242,7 +206,7 @@ impl HookOutcome<MessageDisplay> {
     /// Shows `content` in place of the flush's `delta` (`displayContent`); the model's message
     /// is unchanged.
     pub fn with_display_content(mut self, content: impl Into<String>) -> Self {
-        self.display_content = Some(content.into());
+        self.specific().display_content = Some(content.into());
         self
     }
 }
@@ -251,7 +215,8 @@ impl<E: AddsContext> HookOutcome<E> {
     /// Text the model sees with the event (`additionalContext`); called again, appends a line.
     pub fn with_context(mut self, context: impl Into<String>) -> Self {
         let context = context.into();
-        self.additional_context = Some(match self.additional_context.take() {
+        let slot = &mut self.specific().additional_context;
+        *slot = Some(match slot.take() {
             Some(before) => format!("{before}\n{context}"),
             None => context,
         });
@@ -263,64 +228,10 @@ impl<E: Blocks> HookOutcome<E> {
     /// `decision: "block"` with `reason`: PostToolUse tells the model `reason` about the
     /// result, UserPromptSubmit drops the prompt, Stop and SubagentStop make the agent go on.
     pub fn block(reason: impl Into<String>) -> Self {
-        HookOutcome {
-            block_reason: Some(reason.into()),
-            ..Self::default()
-        }
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Wire<'a> {
-    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
-    continue_: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stop_reason: Option<&'a str>,
-    #[serde(skip_serializing_if = "is_false")]
-    suppress_output: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    decision: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    system_message: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    hook_specific_output: Option<Specific<'a>>,
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Specific<'a> {
-    hook_event_name: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    permission_decision: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    permission_decision_reason: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    updated_input: Option<&'a Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    additional_context: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    updated_tool_output: Option<&'a Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    decision: Option<Decision<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    display_content: Option<&'a str>,
-}
-
-impl Specific<'_> {
-    fn is_empty(&self) -> bool {
-        self.permission_decision.is_none()
-            && self.updated_input.is_none()
-            && self.additional_context.is_none()
-            && self.updated_tool_output.is_none()
-            && self.decision.is_none()
-            && self.display_content.is_none()
+        let mut out = Self::default();
+        out.answer.decision = Some("block".into());
+        out.answer.reason = Some(reason.into());
+        out
     }
 }
 

@@ -5,6 +5,8 @@ use std::fmt::Display;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
+use super::answer::RequestDecision;
+
 /// The question a `#[permission]` policy answers: may this tool run with this input? The
 /// fields of the CLI's `can_use_tool` control request (asked when a tool needs permission and
 /// the session answers permission prompts itself: `toolhost chat --ask`, permission policies).
@@ -202,9 +204,18 @@ impl Permission {
     }
 }
 
+/// As the CLI reads it (`can_use_tool`'s answer, a PermissionRequest hook's `decision`);
+/// `NoOpinion` writes `{"behavior": "defer"}`.
 impl Serialize for Permission {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        Decision(self).serialize(s)
+        match RequestDecision::of(self) {
+            Some(decision) => decision.serialize(s),
+            None => RequestDecision {
+                behavior: "defer".into(),
+                ..Default::default()
+            }
+            .serialize(s),
+        }
     }
 }
 
@@ -239,40 +250,6 @@ impl<'de> Deserialize<'de> for Permission {
             Wire::Deny { message, interrupt } => Permission::Deny { message, interrupt },
             Wire::Defer => Permission::NoOpinion,
         })
-    }
-}
-
-/// An allow or deny as the CLI reads it (`can_use_tool`'s answer, a PermissionRequest hook's
-/// `decision`); `NoOpinion` writes `{"behavior": "defer"}`.
-pub(crate) struct Decision<'a>(pub(crate) &'a Permission);
-
-impl Serialize for Decision<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = s.serialize_map(None)?;
-        match self.0 {
-            Permission::Allow {
-                updated_input,
-                updated_permissions,
-            } => {
-                map.serialize_entry("behavior", "allow")?;
-                if let Some(input) = updated_input {
-                    map.serialize_entry("updatedInput", input)?;
-                }
-                if !updated_permissions.is_empty() {
-                    map.serialize_entry("updatedPermissions", updated_permissions)?;
-                }
-            }
-            Permission::Deny { message, interrupt } => {
-                map.serialize_entry("behavior", "deny")?;
-                map.serialize_entry("message", message)?;
-                if *interrupt {
-                    map.serialize_entry("interrupt", &true)?;
-                }
-            }
-            Permission::NoOpinion => map.serialize_entry("behavior", "defer")?,
-        }
-        map.end()
     }
 }
 

@@ -69,22 +69,49 @@ struct RunParams<'a> {
 
 /// `hooks/run`: `{"id", "input"}` → the hook's output.
 fn run_hook(table: &[HookDef], params: &str, ctx: &Context) -> Result<String, RequestError> {
+    // The host writes `{"id":"<id>","input":<input>}`: the input is handed to the hook as the
+    // text between, which the hook reads once, where `RawValue` would read it to its end
+    // first. Should that text not be the input (another layout), the hook's read of it fails
+    // before the hook runs, and the params are read the long way.
+    if let Some((id, input)) = host_layout(params) {
+        match run_by_id(table, id, input, ctx) {
+            Err(e) if e.code == crate::extras::code::INVALID_PARAMS => {}
+            done => return done,
+        }
+    }
     let params: RunParams<'_> = serde_json::from_str(params).map_err(|e| {
         RequestError::invalid_params(format!(
             "`{}` takes {{\"id\", \"input\"}}: {e}",
             method::HOOK_RUN
         ))
     })?;
+    run_by_id(table, &params.id, params.input.get(), ctx)
+}
+
+/// The id and the input's text of params in the layout the host writes.
+fn host_layout(params: &str) -> Option<(&str, &str)> {
+    let rest = params.strip_prefix(r#"{"id":"#)?;
+    let mut ids = serde_json::Deserializer::from_str(rest).into_iter::<&str>();
+    let id = ids.next()?.ok()?;
+    let input = rest[ids.byte_offset()..].strip_prefix(r#","input":"#)?;
+    Some((id, input.strip_suffix('}')?))
+}
+
+/// Runs hook `id` on `input`.
+fn run_by_id(
+    table: &[HookDef],
+    id: &str,
+    input: &str,
+    ctx: &Context,
+) -> Result<String, RequestError> {
     let run = table
         .iter()
         .find_map(|h| match &h.kind {
-            Kind::Event { run, .. } if h.id == params.id => Some(run),
+            Kind::Event { run, .. } if h.id == id => Some(run),
             _ => None,
         })
-        .ok_or_else(|| {
-            RequestError::invalid_params(format!("the plugin has no hook `{}`", params.id))
-        })?;
-    run(params.input.get(), ctx)
+        .ok_or_else(|| RequestError::invalid_params(format!("the plugin has no hook `{id}`")))?;
+    run(input, ctx)
 }
 
 /// `permission/check`: the first policy with an opinion answers; `defer` if none has one.
@@ -166,6 +193,34 @@ mod tests {
             run(json!({"id": "post", "input": {"tool_name": "Read"}})),
             Err(RequestError::internal("disk full"))
         );
+    }
+
+    /// The host's layout is read without reading the input twice; any other layout of the
+    /// same params gives the same answers.
+    #[test]
+    fn params_in_any_layout_run_the_same() {
+        let ctx = TestContext::new();
+        let t = table();
+        let rm = r#"{"tool_name":"Bash","tool_input":{"command":"rm"}}"#;
+        let deny = Ok(json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+            "permissionDecision": "deny", "permissionDecisionReason": "no"}}));
+        assert_eq!(
+            host_layout(&format!(r#"{{"id":"pre","input":{rm}}}"#)),
+            Some(("pre", rm))
+        );
+        for params in [
+            format!(r#"{{"id":"pre","input":{rm}}}"#),
+            format!(r#"{{"id":"pre","input":{rm} }}"#),
+            format!(r#"{{ "id": "pre", "input": {rm} }}"#),
+            format!(r#"{{"input":{rm},"id":"pre"}}"#),
+            format!(r#"{{"id":"pre","input":{rm},"more":{{"a":"}}"}}}}"#),
+            format!(r#"{{"id":"p\u0072e","input":{rm}}}"#),
+        ] {
+            assert_eq!(json(run_hook(&t, &params, &ctx)), deny, "{params}");
+        }
+        // A hook's own failure is not retried the long way: it ran once.
+        let e = run_hook(&t, r#"{"id":"post","input":{"tool_name":"Read"}}"#, &ctx);
+        assert_eq!(e, Err(RequestError::internal("disk full")));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::{
     },
 };
 
-use serde_json::{value::RawValue, Value};
+use serde_json::value::RawValue;
 
 use super::{fold::Fold, table::Matched, Hooks};
 use crate::handler::{Answer, CallError, Client, HereRun, PluginRequest, Scope};
@@ -47,7 +47,7 @@ impl<F: Fold> Chain<F> {
                 return None;
             };
             if let Some(why) = item.broken.clone() {
-                self.take(&item, Some(Err(why)));
+                self.take(&item, Err(why));
                 continue;
             }
             let what = item.hook.clone().unwrap_or_else(|| "policy".to_string());
@@ -73,7 +73,7 @@ impl<F: Fold> Chain<F> {
                     }
                     // Unloaded since the event came: as if it had no hook.
                     Err(CallError::UnknownServer(_)) => {}
-                    Err(e) => self.take(&item, Some(Err(e.to_string()))),
+                    Err(e) => self.take(&item, Err(e.to_string())),
                 }
                 // The next request may start tasks (a lease wait, its timer).
                 let _rt = rt.enter();
@@ -83,12 +83,10 @@ impl<F: Fold> Chain<F> {
         }
     }
 
-    /// Takes an item's answer (`None`: nothing to take); a deny ends the chain.
-    fn take(&mut self, item: &Matched, answer: Option<Result<Value, String>>) {
-        if let Some(answer) = answer {
-            if !self.fold.take(item, answer) {
-                self.items.clear();
-            }
+    /// Takes an item's answer; a deny ends the chain.
+    fn take(&mut self, item: &Matched, answer: Result<F::Answer, String>) {
+        if !self.fold.take(item, answer) {
+            self.items.clear();
         }
     }
 }

@@ -1,32 +1,39 @@
 //! How the answers of several plugins' hooks make one answer to the CLI (docs/protocol.md
 //! §14.6): in plugin-name order, the first deny wins and names its plugin, contexts are
 //! joined, an updated input is what the next hook sees; a hook that fails counts as its
-//! plugin's `on_error`.
+//! plugin's `on_error`. A hook's answer is read once into the SDK's [`HookAnswer`], the type
+//! the SDK writes it with, and the merged answer is one too.
 
-use std::borrow::Cow;
-
-use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use toolhost_plugin::extras::method;
+use toolhost_plugin::{
+    extras::method,
+    hooks::{HookAnswer, HookSpecific, PermissionDecision, RequestDecision},
+};
 
 use super::{events::is_tool_event, table::Matched};
 use crate::config::OnError;
 
 /// Folds the answers of a chain of hooks or policies into one.
 pub trait Fold: Send + 'static {
+    /// What one item answers.
+    type Answer;
+    /// What the answers make.
+    type Output;
     /// The plugin method each item is asked with.
     fn method(&self) -> &'static str;
     /// The params for `item`, given the answers so far.
     fn params(&self, item: &Matched) -> String;
+    /// Reads an answer from the text its plugin wrote (`Err`: why it is not one).
+    fn read(text: &str) -> Result<Self::Answer, String>;
     /// Takes `item`'s answer (`Err`: why it failed); false ends the chain (a deny).
-    fn take(&mut self, item: &Matched, answer: Result<Value, String>) -> bool;
+    fn take(&mut self, item: &Matched, answer: Result<Self::Answer, String>) -> bool;
     /// [`Fold::take`] of an answer as the plugin wrote it.
     fn take_text(&mut self, item: &Matched, text: &str) -> bool {
-        let answer = serde_json::from_str(text).map_err(|e| format!("its output is not JSON: {e}"));
+        let answer = Self::read(text);
         self.take(item, answer)
     }
     /// The one answer.
-    fn answer(self) -> Value;
+    fn answer(self) -> Self::Output;
 }
 
 /// A refusal: which plugin, and its reason.
@@ -63,13 +70,14 @@ pub struct HookFold {
     ask: Option<(String, String)>,
     allow: bool,
     /// A PermissionRequest hook's allow decision (its `updatedPermissions`, ...).
-    allow_decision: Option<Map<String, Value>>,
+    allow_decision: Option<RequestDecision>,
     contexts: Vec<String>,
     system_messages: Vec<String>,
     stop: Option<String>,
     suppress_output: bool,
-    /// Other fields of `hookSpecificOutput` (`updatedToolOutput`, ...): the last one wins.
-    other: Map<String, Value>,
+    /// What else hooks said in `hookSpecificOutput` (`updatedToolOutput`, ...): the last one
+    /// wins.
+    rest: HookSpecific,
 }
 
 /// An event's input: the CLI's text, until a hook changes its tool input.
@@ -100,6 +108,21 @@ impl EventInput {
     }
 }
 
+/// Why `answer` refuses, if it does: `decision: "block"`, `permissionDecision: "deny"` or a
+/// PermissionRequest decision `deny`.
+fn refusal(answer: &HookAnswer, specific: &HookSpecific) -> Option<String> {
+    let request = specific.decision.as_ref().filter(|d| d.behavior == "deny");
+    let refused = answer.decision.as_deref() == Some("block")
+        || specific.permission_decision == Some(PermissionDecision::Deny)
+        || request.is_some();
+    refused.then(|| {
+        let reason = specific.permission_decision_reason.as_ref();
+        let message = request.and_then(|d| d.message.as_ref());
+        let why = reason.or(answer.reason.as_ref()).or(message);
+        why.map_or_else(|| "no reason given".into(), String::clone)
+    })
+}
+
 impl HookFold {
     /// The fold of an event whose input is `input`.
     pub fn new(event: &str, input: Value) -> Self {
@@ -125,7 +148,7 @@ impl HookFold {
             system_messages: Vec::new(),
             stop: None,
             suppress_output: false,
-            other: Map::new(),
+            rest: HookSpecific::default(),
         }
     }
 
@@ -141,159 +164,154 @@ impl HookFold {
         });
     }
 
-    /// Reads one hook output; `Err` when it is not one.
-    fn absorb(&mut self, plugin: &str, output: Value) -> Result<bool, String> {
-        let mut out = match output {
-            Value::Object(o) => o,
-            other => {
-                return Err(format!(
-                    "its output is not a JSON object: {}",
-                    brief(&other)
-                ))
-            }
+    /// Merges one hook's answer; `Err` when it cannot count (an `updatedInput` that is not an
+    /// object), before anything of it was taken.
+    fn absorb(&mut self, plugin: &str, mut answer: HookAnswer) -> Result<bool, String> {
+        let mut specific = answer.hook_specific_output.take().unwrap_or_default();
+        let refused = refusal(&answer, &specific);
+        let new_input = match refused {
+            None => self.new_input(&mut specific)?,
+            Some(_) => None,
         };
-        let specific = match out.remove("hookSpecificOutput") {
-            None | Some(Value::Null) => Map::new(),
-            Some(Value::Object(o)) => o,
-            Some(v) => {
-                return Err(format!(
-                    "hookSpecificOutput is not an object: {}",
-                    brief(&v)
-                ))
-            }
-        };
-        let out = &out;
-        let text = |o: &Map<String, Value>, key: &str| -> Result<Option<String>, String> {
-            match o.get(key) {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::String(s)) => Ok(Some(s.clone())),
-                Some(v) => Err(format!("{key} is not a string: {}", brief(v))),
-            }
-        };
-        let decision = text(out, "decision")?;
-        let permission = text(&specific, "permissionDecision")?;
-        if let Some(d) = &permission {
-            if !["allow", "deny", "ask", "defer"].contains(&d.as_str()) {
-                return Err(format!("unknown permissionDecision `{d}`"));
-            }
+        self.contexts.extend(specific.additional_context.take());
+        self.system_messages.extend(answer.system_message);
+        if answer.continue_ == Some(false) && self.stop.is_none() {
+            self.stop = Some(answer.stop_reason.unwrap_or_default());
         }
-        let reason = text(&specific, "permissionDecisionReason")?.or(text(out, "reason")?);
-        let context = text(&specific, "additionalContext")?;
-        let system = text(out, "systemMessage")?;
-        let stop_reason = text(out, "stopReason")?;
-        // A PermissionRequest hook decides with `decision: {behavior, ...}`.
-        let request_decision = match specific.get("decision") {
-            Some(Value::Object(d)) => Some(d.clone()),
-            None | Some(Value::Null) => None,
-            Some(v) => return Err(format!("decision is not an object: {}", brief(v))),
-        };
-
-        if let Some(c) = context {
-            self.contexts.push(c);
-        }
-        if let Some(m) = system {
-            self.system_messages.push(m);
-        }
-        if out.get("continue") == Some(&Value::Bool(false)) && self.stop.is_none() {
-            self.stop = Some(stop_reason.unwrap_or_default());
-        }
-        if out.get("suppressOutput") == Some(&Value::Bool(true)) {
-            self.suppress_output = true;
-        }
-        let refused = decision.as_deref() == Some("block")
-            || permission.as_deref() == Some("deny")
-            || request_decision
-                .as_ref()
-                .is_some_and(|d| d.get("behavior") == Some(&json!("deny")));
-        if refused {
-            let message = request_decision
-                .as_ref()
-                .and_then(|d| d.get("message"))
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            let why = reason
-                .or(message)
-                .unwrap_or_else(|| "no reason given".into());
+        self.suppress_output |= answer.suppress_output == Some(true);
+        if let Some(why) = refused {
             self.deny(plugin, why);
             return Ok(false);
         }
-        match permission.as_deref() {
-            Some("ask") if self.ask.is_none() => {
+        match specific.permission_decision {
+            Some(PermissionDecision::Ask) if self.ask.is_none() => {
+                let reason = specific.permission_decision_reason.take().or(answer.reason);
                 self.ask = Some((plugin.to_string(), reason.unwrap_or_default()));
             }
-            Some("allow") => self.allow = true,
+            Some(PermissionDecision::Allow) => self.allow = true,
             _ => {}
         }
-        let mut updated = specific.get("updatedInput").cloned();
-        if let Some(d) = request_decision.filter(|d| d.get("behavior") == Some(&json!("allow"))) {
-            updated = updated.or_else(|| d.get("updatedInput").cloned());
+        if let Some(d) = specific.decision.take().filter(|d| d.behavior == "allow") {
             self.allow_decision.get_or_insert(d);
         }
-        if let Some(new_input) = updated.filter(|_| is_tool_event(&self.event)) {
-            if !new_input.is_object() {
-                return Err(format!(
-                    "updatedInput is not an object: {}",
-                    brief(&new_input)
-                ));
-            }
+        if let Some(new_input) = new_input {
             self.input.parsed()?["tool_input"] = new_input;
             self.updated_input = true;
         }
-        for (k, v) in specific {
-            let known = [
-                "hookEventName",
-                "permissionDecision",
-                "permissionDecisionReason",
-                "additionalContext",
-                "updatedInput",
-                "decision",
-            ];
-            if !known.contains(&k.as_str()) {
-                self.other.insert(k, v);
-            }
-        }
+        self.keep_rest(specific);
         Ok(true)
+    }
+
+    /// The tool input an answer gives the next hook (`updatedInput`, or a PermissionRequest
+    /// allow's): only for the events that guard a tool call.
+    fn new_input(&self, specific: &mut HookSpecific) -> Result<Option<Value>, String> {
+        let allow = specific.decision.as_ref().filter(|d| d.behavior == "allow");
+        let from_decision = allow.and_then(|d| d.updated_input.clone());
+        let new_input = specific.updated_input.take().or(from_decision);
+        match new_input.filter(|_| is_tool_event(&self.event)) {
+            Some(v) if !v.is_object() => {
+                Err(format!("updatedInput is not an object: {}", brief(&v)))
+            }
+            new_input => Ok(new_input),
+        }
+    }
+
+    /// Keeps the fields the merge does not read: the last hook's win.
+    fn keep_rest(&mut self, specific: HookSpecific) {
+        let HookSpecific {
+            updated_tool_output,
+            display_content,
+            other,
+            ..
+        } = specific;
+        if updated_tool_output.is_some() {
+            self.rest.updated_tool_output = updated_tool_output;
+        }
+        if display_content.is_some() {
+            self.rest.display_content = display_content;
+        }
+        self.rest.other.extend(other);
+    }
+
+    /// The decision the answer carries, in the event's own form (§14.6).
+    fn decide(&mut self, out: &mut HookAnswer, specific: &mut HookSpecific) {
+        let deny = self.denied.as_ref().map(Denied::text);
+        match (deny, self.event.as_str()) {
+            (Some(why), "PreToolUse") => {
+                specific.permission_decision = Some(PermissionDecision::Deny);
+                specific.permission_decision_reason = Some(why);
+            }
+            (Some(why), "PermissionRequest") => {
+                specific.decision = Some(RequestDecision {
+                    behavior: "deny".into(),
+                    message: Some(why),
+                    ..RequestDecision::default()
+                });
+            }
+            (Some(why), _) => {
+                out.decision = Some("block".into());
+                out.reason = Some(why);
+            }
+            // PreSkillShellCommand (CLI 2.1.332) reads a PreToolUse-style decision, and an ask
+            // keeps the skill's command from running (docs/protocol.md §14.3): passed on, not
+            // dropped. Its updatedInput never counts (not a tool event).
+            (None, "PreToolUse" | "PreSkillShellCommand") => {
+                if let Some((plugin, reason)) = &self.ask {
+                    specific.permission_decision = Some(PermissionDecision::Ask);
+                    specific.permission_decision_reason =
+                        Some(format!("asked by {plugin}: {reason}"));
+                } else if self.allow {
+                    specific.permission_decision = Some(PermissionDecision::Allow);
+                }
+                if self.updated_input {
+                    specific.updated_input = Some(self.input.tool_input());
+                }
+            }
+            (None, "PermissionRequest") => {
+                if let Some(mut d) = self.allow_decision.take() {
+                    if self.updated_input {
+                        d.updated_input = Some(self.input.tool_input());
+                    }
+                    specific.decision = Some(d);
+                }
+            }
+            (None, _) => {}
+        }
     }
 }
 
 impl Fold for HookFold {
+    type Answer = HookAnswer;
+    type Output = HookAnswer;
+
     fn method(&self) -> &'static str {
         method::HOOK_RUN
     }
 
+    /// `{"id":<hook>,"input":<the input>}`, the input as the CLI wrote it unless it changed.
     fn params(&self, item: &Matched) -> String {
-        let id = serde_json::to_string(&item.hook).expect("a string");
-        match &self.input {
-            EventInput::Raw(text) => format!(r#"{{"id":{id},"input":{text}}}"#),
-            EventInput::Parsed(v) => format!(r#"{{"id":{id},"input":{v}}}"#),
-        }
-    }
-
-    /// The two answers most hooks give, without building a value: nothing (`{}`), and a
-    /// PreToolUse deny with its reason and nothing else. Others go through [`Fold::take`].
-    fn take_text(&mut self, item: &Matched, text: &str) -> bool {
-        if text.trim() == "{}" {
-            // An empty output changes nothing.
-            return true;
-        }
-        if self.event == "PreToolUse" {
-            if let Ok(Only { specific }) = serde_json::from_str::<Only<'_>>(text) {
-                // `hookEventName` is not read, as in `absorb`.
-                if specific.decision == "deny" {
-                    let why = specific.reason.map(|r| r.into_owned());
-                    self.deny(
-                        &item.plugin,
-                        why.unwrap_or_else(|| "no reason given".into()),
-                    );
-                    return false;
-                }
+        let changed;
+        let input = match &self.input {
+            EventInput::Raw(text) => text.as_str(),
+            EventInput::Parsed(v) => {
+                changed = v.to_string();
+                &changed
             }
-        }
-        let answer = serde_json::from_str(text).map_err(|e| format!("its output is not JSON: {e}"));
-        self.take(item, answer)
+        };
+        let mut params = String::with_capacity(input.len() + 64);
+        params.push_str(r#"{"id":"#);
+        params.push_str(&serde_json::to_string(&item.hook).expect("a string"));
+        params.push_str(r#","input":"#);
+        params.push_str(input);
+        params.push('}');
+        params
     }
 
-    fn take(&mut self, item: &Matched, answer: Result<Value, String>) -> bool {
+    fn read(text: &str) -> Result<HookAnswer, String> {
+        HookAnswer::from_json(text)
+    }
+
+    fn take(&mut self, item: &Matched, answer: Result<HookAnswer, String>) -> bool {
         let why = match answer.map(|output| self.absorb(&item.plugin, output)) {
             Ok(Ok(go_on)) => return go_on,
             Ok(Err(why)) | Err(why) => why,
@@ -309,79 +327,27 @@ impl Fold for HookFold {
         }
     }
 
-    fn answer(self) -> Value {
-        let mut out = Map::new();
-        if let Some(reason) = self.stop {
-            out.insert("continue".into(), json!(false));
-            if !reason.is_empty() {
-                out.insert("stopReason".into(), json!(reason));
-            }
-        }
-        if self.suppress_output {
-            out.insert("suppressOutput".into(), json!(true));
-        }
-        if !self.system_messages.is_empty() {
-            out.insert(
-                "systemMessage".into(),
-                json!(self.system_messages.join("\n")),
-            );
-        }
-        let mut specific = self.other;
-        let event = self.event.as_str();
-        match (&self.denied, event) {
-            (Some(d), "PreToolUse") => {
-                specific.insert("permissionDecision".into(), json!("deny"));
-                specific.insert("permissionDecisionReason".into(), json!(d.text()));
-            }
-            (Some(d), "PermissionRequest") => {
-                specific.insert(
-                    "decision".into(),
-                    json!({"behavior": "deny", "message": d.text()}),
-                );
-            }
-            (Some(d), _) => {
-                out.insert("decision".into(), json!("block"));
-                out.insert("reason".into(), json!(d.text()));
-            }
-            // PreSkillShellCommand (CLI 2.1.332) reads a PreToolUse-style decision, and an ask
-            // keeps the skill's command from running (docs/protocol.md §14.3): passed on, not
-            // dropped. Its updatedInput never counts (not a tool event).
-            (None, "PreToolUse" | "PreSkillShellCommand") => {
-                if let Some((plugin, reason)) = &self.ask {
-                    specific.insert("permissionDecision".into(), json!("ask"));
-                    let why = format!("asked by {plugin}: {reason}");
-                    specific.insert("permissionDecisionReason".into(), json!(why));
-                } else if self.allow {
-                    specific.insert("permissionDecision".into(), json!("allow"));
-                }
-                if self.updated_input {
-                    specific.insert("updatedInput".into(), self.input.tool_input());
-                }
-            }
-            (None, "PermissionRequest") => {
-                if let Some(mut d) = self.allow_decision {
-                    if self.updated_input {
-                        d.insert("updatedInput".into(), self.input.tool_input());
-                    }
-                    specific.insert("decision".into(), Value::Object(d));
-                }
-            }
-            (None, _) => {}
-        }
+    fn answer(mut self) -> HookAnswer {
+        let mut out = HookAnswer {
+            continue_: self.stop.as_ref().map(|_| false),
+            stop_reason: self.stop.take().filter(|r| !r.is_empty()),
+            suppress_output: self.suppress_output.then_some(true),
+            system_message: (!self.system_messages.is_empty())
+                .then(|| self.system_messages.join("\n")),
+            ..HookAnswer::default()
+        };
+        let mut specific = std::mem::take(&mut self.rest);
+        self.decide(&mut out, &mut specific);
         if !self.contexts.is_empty() {
-            specific.insert(
-                "additionalContext".into(),
-                json!(self.contexts.join("\n\n")),
-            );
+            specific.additional_context = Some(self.contexts.join("\n\n"));
         }
         if !specific.is_empty() {
-            specific.insert("hookEventName".into(), json!(event));
-            out.insert("hookSpecificOutput".into(), Value::Object(specific));
+            specific.hook_event_name = self.event;
+            out.hook_specific_output = Some(specific);
         }
-        Value::Object(out)
+        out
     }
 }
-
 /// The answers of the permission policies to one `can_use_tool` question.
 pub struct PolicyFold {
     /// The question as the next policy gets it (`input` replaced by an update).
@@ -439,12 +405,19 @@ impl PolicyFold {
 }
 
 impl Fold for PolicyFold {
+    type Answer = Value;
+    type Output = Value;
+
     fn method(&self) -> &'static str {
         method::PERMISSION_CHECK
     }
 
     fn params(&self, _item: &Matched) -> String {
         self.request.to_string()
+    }
+
+    fn read(text: &str) -> Result<Value, String> {
+        serde_json::from_str(text).map_err(|e| format!("its output is not JSON: {e}"))
     }
 
     fn take(&mut self, item: &Matched, answer: Result<Value, String>) -> bool {
@@ -479,25 +452,6 @@ impl Fold for PolicyFold {
             None => Value::Null,
         }
     }
-}
-
-/// An output that is only a `hookSpecificOutput` with a decision and perhaps its reason.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Only<'a> {
-    #[serde(borrow, rename = "hookSpecificOutput")]
-    specific: OnlyDecision<'a>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct OnlyDecision<'a> {
-    #[serde(borrow, rename = "hookEventName")]
-    _event: Option<Cow<'a, str>>,
-    #[serde(borrow, rename = "permissionDecision")]
-    decision: Cow<'a, str>,
-    #[serde(borrow, rename = "permissionDecisionReason")]
-    reason: Option<Cow<'a, str>>,
 }
 
 /// A value shortened for a message.
@@ -537,18 +491,32 @@ mod tests {
             "permissionDecision": "deny", "permissionDecisionReason": reason}})
     }
 
+    /// Takes `output` as its plugin would write it.
+    fn take<F: Fold>(f: &mut F, item: &Matched, output: Value) -> bool {
+        f.take_text(item, &output.to_string())
+    }
+
+    /// The merged answer as the CLI reads it.
+    fn answer(f: HookFold) -> Value {
+        f.answer().to_json()
+    }
+
     #[test]
     fn the_first_deny_wins_and_names_its_plugin() {
         let mut f = pre(json!({"command": "rm -rf /"}));
         let ctx = json!({"hookSpecificOutput": {"additionalContext": "A"}});
-        assert!(f.take(&item("audit", OnError::Allow), Ok(ctx)));
-        assert!(!f.take(&item("guard", OnError::Deny), Ok(deny("rm -rf is refused"))));
+        assert!(take(&mut f, &item("audit", OnError::Allow), ctx));
+        assert!(!take(
+            &mut f,
+            &item("guard", OnError::Deny),
+            deny("rm -rf is refused")
+        ));
         assert_eq!(
             f.denied().unwrap().text(),
             "denied by guard: rm -rf is refused"
         );
         assert_eq!(
-            f.answer(),
+            answer(f),
             json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
                 "permissionDecision": "deny",
                 "permissionDecisionReason": "denied by guard: rm -rf is refused",
@@ -556,12 +524,13 @@ mod tests {
         );
         // `decision: "block"` refuses too; for other events it is the answer's form.
         let mut f = HookFold::new("UserPromptSubmit", json!({"prompt": "x"}));
-        assert!(!f.take(
+        assert!(!take(
+            &mut f,
             &item("p", OnError::Allow),
-            Ok(json!({"decision": "block", "reason": "no"}))
+            json!({"decision": "block", "reason": "no"})
         ));
         assert_eq!(
-            f.answer(),
+            answer(f),
             json!({"decision": "block", "reason": "denied by p: no"})
         );
     }
@@ -572,7 +541,7 @@ mod tests {
         let first = json!({"hookSpecificOutput": {"permissionDecision": "allow",
             "updatedInput": {"command": "ls -a"}, "additionalContext": "one"},
             "systemMessage": "s1"});
-        assert!(f.take(&item("a", OnError::Deny), Ok(first)));
+        assert!(take(&mut f, &item("a", OnError::Deny), first));
         // The next hook sees the updated input.
         let params: Value = serde_json::from_str(&f.params(&item("b", OnError::Deny))).unwrap();
         assert_eq!(params["input"]["tool_input"], json!({"command": "ls -a"}));
@@ -581,10 +550,10 @@ mod tests {
             "permissionDecisionReason": "sure?", "additionalContext": "two",
             "updatedInput": {"command": "ls -al"}}, "systemMessage": "s2",
             "continue": false, "stopReason": "enough", "suppressOutput": true});
-        assert!(f.take(&item("b", OnError::Deny), Ok(second)));
-        assert!(f.take(&item("c", OnError::Deny), Ok(json!({}))));
+        assert!(take(&mut f, &item("b", OnError::Deny), second));
+        assert!(take(&mut f, &item("c", OnError::Deny), json!({})));
         assert_eq!(
-            f.answer(),
+            answer(f),
             json!({"continue": false, "stopReason": "enough", "suppressOutput": true,
                 "systemMessage": "s1\ns2",
                 "hookSpecificOutput": {"hookEventName": "PreToolUse",
@@ -593,73 +562,164 @@ mod tests {
         );
         // Nothing said: an empty answer.
         let mut f = HookFold::new("Stop", json!({}));
-        assert!(f.take(&item("a", OnError::Allow), Ok(json!({}))));
-        assert_eq!(f.answer(), json!({}));
+        assert!(take(&mut f, &item("a", OnError::Allow), json!({})));
+        assert_eq!(answer(f), json!({}));
         // Other specific fields pass, the last one winning.
         let mut f = HookFold::new("PostToolUse", json!({}));
         let out = |v: &str| json!({"hookSpecificOutput": {"updatedToolOutput": v}});
-        f.take(&item("a", OnError::Allow), Ok(out("A")));
-        f.take(&item("b", OnError::Allow), Ok(out("B")));
+        take(&mut f, &item("a", OnError::Allow), out("A"));
+        take(&mut f, &item("b", OnError::Allow), out("B"));
         assert_eq!(
-            f.answer(),
+            answer(f),
             json!({"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": "B"}})
         );
     }
 
+    /// Fields the merge does not know pass through `hookSpecificOutput` (the last hook's
+    /// value), fields it only reads for some events are dropped from the others, and
+    /// top-level fields the CLI does not read are dropped (docs/protocol.md §14.6).
     #[test]
-    fn an_answer_as_text_folds_as_its_value() {
-        for text in [
-            "{}",
-            " {} ",
-            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"no \"rm\""}}"#,
-            r#"{"hookSpecificOutput":{"permissionDecision":"deny","permissionDecisionReason":null}}"#,
-            r#"{"hookSpecificOutput":{"permissionDecision":"deny"},"reason":"r"}"#,
-            r#"{"hookSpecificOutput":{"permissionDecision":"deny","additionalContext":"c"}}"#,
-            r#"{"hookSpecificOutput":{"permissionDecision":"allow","permissionDecisionReason":"ok"}}"#,
-            r#"{"hookSpecificOutput":{"permissionDecision":"maybe"}}"#,
-            "[]",
-            "not json",
-        ] {
-            for on_error in [OnError::Allow, OnError::Deny] {
-                let mut as_text = pre(json!({"command": "ls"}));
-                let mut as_value = pre(json!({"command": "ls"}));
-                let value =
-                    serde_json::from_str(text).map_err(|e| format!("its output is not JSON: {e}"));
-                assert_eq!(
-                    as_text.take_text(&item("p", on_error), text),
-                    as_value.take(&item("p", on_error), value),
-                    "{text}"
-                );
-                assert_eq!(as_text.denied(), as_value.denied(), "{text}");
-                assert_eq!(as_text.answer(), as_value.answer(), "{text}");
-            }
-        }
+    fn unknown_specific_fields_pass_and_the_last_one_wins() {
+        let mut f = HookFold::new("PostToolUse", json!({}));
+        let a = json!({"async": true, "hookSpecificOutput": {"updatedMCPToolOutput": [1],
+            "x": "a", "displayContent": "d1", "updatedInput": {"n": 1},
+            "permissionDecision": "ask"}});
+        let b = json!({"hookSpecificOutput": {"x": {"b": null}, "displayContent": "d2"}});
+        assert!(take(&mut f, &item("a", OnError::Deny), a));
+        assert!(take(&mut f, &item("b", OnError::Deny), b));
+        assert_eq!(
+            answer(f),
+            json!({"hookSpecificOutput": {"hookEventName": "PostToolUse",
+                "updatedMCPToolOutput": [1], "x": {"b": null}, "displayContent": "d2"}})
+        );
     }
 
+    /// What the SDK writes, a chain of one hook answers unchanged: every field the SDK's
+    /// outcome sets is read by the merge and written back (a field the merge dropped, or
+    /// moved, fails here). Refusals and asks are rewritten to name the plugin, as §14.6 says.
     #[test]
-    fn a_failed_hook_follows_on_error() {
-        for (answer, why) in [
-            (Err("it panicked".to_string()), "it panicked"),
-            (Ok(json!("yes")), "its output is not a JSON object: \"yes\""),
+    fn a_lone_hooks_answer_passes_the_merge_unchanged() {
+        use toolhost_plugin::hooks::{
+            HookOutcome, MessageDisplay, Permission, PermissionRequest, PermissionUpdate,
+            PostToolUse, PreToolUse, UserPromptSubmit,
+        };
+        let tool = json!({"tool_name": "Bash", "tool_input": {"command": "ls"}});
+        let cases = [
             (
-                Ok(json!({"hookSpecificOutput": {"permissionDecision": "maybe"}})),
-                "unknown permissionDecision `maybe`",
+                "PreToolUse",
+                HookOutcome::<PreToolUse>::allow()
+                    .with_updated_input(json!({"command": "ls -a"}))
+                    .with_context("c")
+                    .with_stop("s")
+                    .with_system_message("m")
+                    .suppress_output()
+                    .to_json_string(),
             ),
             (
-                Ok(json!({"hookSpecificOutput": {"additionalContext": 3}})),
-                "additionalContext is not a string: 3",
+                "PostToolUse",
+                HookOutcome::<PostToolUse>::no_opinion()
+                    .with_updated_tool_output(json!({"stdout": "x"}))
+                    .with_context("c")
+                    .to_json_string(),
+            ),
+            (
+                "MessageDisplay",
+                HookOutcome::<MessageDisplay>::no_opinion()
+                    .with_display_content("d")
+                    .to_json_string(),
+            ),
+            (
+                "UserPromptSubmit",
+                HookOutcome::<UserPromptSubmit>::no_opinion()
+                    .with_context("c")
+                    .to_json_string(),
+            ),
+            (
+                "PermissionRequest",
+                HookOutcome::<PermissionRequest>::decide(
+                    Permission::allow()
+                        .with_updated_input(json!({"command": "ls -a"}))
+                        .with_updated_permissions([PermissionUpdate::set_mode(
+                            "acceptEdits",
+                            "session",
+                        )]),
+                )
+                .to_json_string(),
+            ),
+        ];
+        for (event, text) in cases {
+            let mut f = HookFold::new(event, tool.clone());
+            assert!(f.take_text(&item("p", OnError::Deny), &text), "{text}");
+            assert_eq!(f.answer().to_json_string(), text, "{event}");
+        }
+        // A refusal keeps its form, naming the plugin.
+        let mut f = HookFold::new("UserPromptSubmit", tool);
+        let block = HookOutcome::<UserPromptSubmit>::block("no").to_json_string();
+        assert!(!f.take_text(&item("p", OnError::Deny), &block));
+        assert_eq!(
+            f.answer().to_json_string(),
+            r#"{"decision":"block","reason":"denied by p: no"}"#
+        );
+    }
+
+    /// Every failure names the field at fault; the answer is not taken at all (no context of
+    /// a failed hook reaches the model).
+    #[test]
+    fn a_failed_hook_follows_on_error() {
+        for (text, why) in [
+            (
+                "not json",
+                "its output is not JSON: expected ident at line 1 column 2",
+            ),
+            (
+                "\"yes\"",
+                "its output is not a hook output: invalid type: string \"yes\", expected a \
+                 hook output (a JSON object)",
+            ),
+            (
+                r#"{"hookSpecificOutput": {"permissionDecision": "maybe"}}"#,
+                "its output is not a hook output: `hookSpecificOutput.permissionDecision`: \
+                 unknown variant `maybe`, expected one of `allow`, `deny`, `ask`, `defer`",
+            ),
+            (
+                r#"{"hookSpecificOutput": {"additionalContext": 3}}"#,
+                "its output is not a hook output: `hookSpecificOutput.additionalContext`: \
+                 invalid type: integer `3`, expected a string",
+            ),
+            (
+                r#"{"systemMessage": "s", "hookSpecificOutput": {"additionalContext": "c",
+                    "updatedInput": "ls"}}"#,
+                "updatedInput is not an object: \"ls\"",
             ),
         ] {
             let mut open = pre(json!({}));
-            assert!(open.take(&item("p", OnError::Allow), answer.clone()));
-            assert_eq!(open.answer(), json!({}), "{why}");
+            assert!(open.take_text(&item("p", OnError::Allow), text));
+            assert_eq!(answer(open), json!({}), "{why}");
             let mut closed = pre(json!({}));
-            assert!(!closed.take(&item("p", OnError::Deny), answer));
+            assert!(!closed.take_text(&item("p", OnError::Deny), text));
             assert_eq!(
                 closed.denied().unwrap().text(),
                 format!("denied by p: its hook h failed: {why}")
             );
         }
+        // A plugin that failed to answer at all.
+        let mut closed = pre(json!({}));
+        assert!(!closed.take(&item("p", OnError::Deny), Err("it panicked".into())));
+        assert_eq!(
+            closed.denied().unwrap().text(),
+            "denied by p: its hook h failed: it panicked"
+        );
+    }
+
+    #[test]
+    fn a_deny_counts_even_with_a_bad_updated_input() {
+        // A refusal is not undone by what else the answer carries: `on_error = "allow"` must
+        // not turn it into a pass.
+        let mut f = pre(json!({"command": "rm"}));
+        let out = json!({"hookSpecificOutput": {"permissionDecision": "deny",
+            "updatedInput": 3}, "reason": "r"});
+        assert!(!take(&mut f, &item("g", OnError::Allow), out));
+        assert_eq!(f.denied().unwrap().text(), "denied by g: r");
     }
 
     #[test]
@@ -668,19 +728,19 @@ mod tests {
             "tool_input": {"command": "ls"}});
         let mut f = HookFold::new("PreSkillShellCommand", input.clone());
         let ask = json!({"hookSpecificOutput": {"permissionDecision": "ask",
-            "permissionDecisionReason": "sure?"}});
-        assert!(f.take(&item("a", OnError::Deny), Ok(ask)));
+            "permissionDecisionReason": "sure?", "updatedInput": {"command": "pwd"}}});
+        assert!(take(&mut f, &item("a", OnError::Deny), ask));
         assert_eq!(
-            f.answer(),
+            answer(f),
             json!({"hookSpecificOutput": {"hookEventName": "PreSkillShellCommand",
                 "permissionDecision": "ask", "permissionDecisionReason": "asked by a: sure?"}})
         );
         let mut f = HookFold::new("PreSkillShellCommand", input);
         let deny = json!({"hookSpecificOutput": {"permissionDecision": "deny",
             "permissionDecisionReason": "no"}});
-        assert!(!f.take(&item("g", OnError::Deny), Ok(deny)));
+        assert!(!take(&mut f, &item("g", OnError::Deny), deny));
         assert_eq!(
-            f.answer(),
+            answer(f),
             json!({"decision": "block", "reason": "denied by g: no"})
         );
     }
@@ -692,20 +752,23 @@ mod tests {
             json!({"tool_name": "Bash", "tool_input": {"command": "ls"}}),
         );
         let allow = json!({"hookSpecificOutput": {"decision": {"behavior": "allow",
-            "updatedInput": {"command": "ls -a"}, "updatedPermissions": []}}});
-        assert!(f.take(&item("a", OnError::Deny), Ok(allow)));
+            "updatedInput": {"command": "ls -a"}, "updatedPermissions": [], "extra": 1}}});
+        assert!(take(&mut f, &item("a", OnError::Deny), allow));
+        // The next hook sees the decision's input.
+        let params: Value = serde_json::from_str(&f.params(&item("b", OnError::Deny))).unwrap();
+        assert_eq!(params["input"]["tool_input"], json!({"command": "ls -a"}));
         assert_eq!(
-            f.answer(),
+            answer(f),
             json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
                 "decision": {"behavior": "allow", "updatedInput": {"command": "ls -a"},
-                    "updatedPermissions": []}}})
+                    "updatedPermissions": [], "extra": 1}}})
         );
         let mut f = HookFold::new("PermissionRequest", json!({"tool_input": {}}));
         let deny =
             json!({"hookSpecificOutput": {"decision": {"behavior": "deny", "message": "m"}}});
-        assert!(!f.take(&item("g", OnError::Deny), Ok(deny)));
+        assert!(!take(&mut f, &item("g", OnError::Deny), deny));
         assert_eq!(
-            f.answer()["hookSpecificOutput"]["decision"],
+            answer(f)["hookSpecificOutput"]["decision"],
             json!({"behavior": "deny", "message": "denied by g: m"})
         );
     }

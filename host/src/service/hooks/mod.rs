@@ -17,8 +17,9 @@ use std::{
     },
 };
 
-use serde_json::{json, value::RawValue, Value};
+use serde_json::{value::RawValue, Value};
 use tokio::runtime::Handle;
+use toolhost_plugin::hooks::HookAnswer;
 
 pub use events::{registration, Head, BACKSTOP_SECS, EVENTS};
 pub use fold::{Denied, Fold, HookFold, PolicyFold};
@@ -45,7 +46,7 @@ pub struct Hooks {
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventOutcome {
     /// The answer for the CLI.
-    pub answer: Value,
+    pub answer: HookAnswer,
     /// The refusal, if a hook refused.
     pub denied: Option<Denied>,
     /// How many hooks matched.
@@ -77,24 +78,24 @@ impl Hooks {
         self: &Arc<Self>,
         request_id: &str,
         input: &RawValue,
-        respond: impl FnOnce(Value) + Send + 'static,
+        respond: impl FnOnce(HookAnswer) + Send + 'static,
     ) -> Option<HereRun> {
         let table = self.table();
         if table.is_empty() {
-            respond(json!({}));
+            respond(HookAnswer::default());
             return None;
         }
         let head = match Head::read(input.get()) {
             Ok(head) => head,
             Err(e) => {
                 tracing::warn!("a hook_callback whose input is not an object ({e}); answered {{}}");
-                respond(json!({}));
+                respond(HookAnswer::default());
                 return None;
             }
         };
         let items = self.matching(&table, &head, None);
         if items.is_empty() {
-            respond(json!({}));
+            respond(HookAnswer::default());
             return None;
         }
         let cancelled = Arc::new(AtomicBool::new(false));

@@ -237,7 +237,7 @@ pub async fn answer(hooks: &Arc<Hooks>, input: Value) -> Value {
         .unwrap_or_default()
         .to_string();
     let outcome = hooks.run_event(input.clone(), None).await;
-    let mut answer = outcome.answer;
+    let mut answer = outcome.answer.to_json();
     if event != "PermissionRequest" || decided(&answer) {
         return answer;
     }
