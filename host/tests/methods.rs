@@ -105,6 +105,20 @@ fn id(n: u32) -> Box<RawValue> {
 
 const WAIT: Duration = Duration::from_secs(10);
 
+/// The request of `method` to `plugin` with id `id` from the one client of `scope`.
+fn make_request(
+    router: &Arc<toolhost::handler::Router>,
+    scope: Scope<'_>,
+    plugin: &str,
+    id: &RawValue,
+    method: Box<dyn toolhost::handler::Method>,
+) -> toolhost::handler::Request {
+    match router.request(&toolhost::handler::Client::of(scope), plugin, id, method) {
+        toolhost::handler::Dispatch::Request(r) => r,
+        _ => panic!("not made a request"),
+    }
+}
+
 /// Starts `request` with a responder that counts its answers and sends them on.
 fn start_counted(
     request: toolhost::handler::Request,
@@ -115,7 +129,7 @@ fn start_counted(
     let counted = answers.clone();
     let respond = move |a: Answer<'_>| {
         counted.fetch_add(1, Ordering::SeqCst);
-        let _ = tx.send(serde_json::from_str(&a.rpc()).unwrap());
+        let _ = tx.send(serde_json::from_str(&a.rpc().unwrap()).unwrap());
     };
     if let Some(mut run) = request.start(Box::new(respond), here) {
         run.run();
@@ -128,7 +142,13 @@ async fn a_second_method_runs_on_either_path_and_is_answered_once() {
     let (router, _dirs) = common::open_router(&["calc"], RouterConfig::default());
     for (n, here) in [(1, true), (2, false)] {
         let (probe, _, _) = Probe::new(Behave::Name);
-        let request = router.request(Scope::Server("calc"), "calc", &id(n), Box::new(probe));
+        let request = make_request(
+            &router,
+            Scope::Server("calc"),
+            "calc",
+            &id(n),
+            Box::new(probe),
+        );
         assert_eq!(router.calls_in_flight(), 1, "registered when it arrives");
         let reply = request.reply(here).await;
         let reply: Value = serde_json::from_str(&reply).unwrap();
@@ -140,7 +160,13 @@ async fn a_second_method_runs_on_either_path_and_is_answered_once() {
     }
     // No such plugin: the method's own error, as a JSON-RPC error.
     let (probe, _, _) = Probe::new(Behave::Name);
-    let request = router.request(Scope::Server("nope"), "nope", &id(3), Box::new(probe));
+    let request = make_request(
+        &router,
+        Scope::Server("nope"),
+        "nope",
+        &id(3),
+        Box::new(probe),
+    );
     let reply: Value = serde_json::from_str(&request.reply(true).await).unwrap();
     assert_eq!(reply["error"]["code"], -32602, "{reply}");
 }
@@ -153,7 +179,13 @@ async fn a_second_method_gets_the_size_limit() {
     };
     let (router, _dirs) = common::open_router(&["calc"], config);
     let (probe, _, _) = Probe::new(Behave::Big(1000));
-    let request = router.request(Scope::Server("calc"), "calc", &id(1), Box::new(probe));
+    let request = make_request(
+        &router,
+        Scope::Server("calc"),
+        "calc",
+        &id(1),
+        Box::new(probe),
+    );
     let reply: Value = serde_json::from_str(&request.reply(true).await).unwrap();
     assert_eq!(reply["result"]["failed"], "1011 bytes over 100", "{reply}");
 }
@@ -171,7 +203,13 @@ async fn a_second_method_gets_the_timeout_and_one_answer() {
     let (router, _dirs) = common::open_router(&["calc"], config);
     for here in [false, true] {
         let (probe, saw_cancel, returned) = Probe::new(Behave::UntilCancelled);
-        let request = router.request(Scope::Server("calc"), "calc", &id(1), Box::new(probe));
+        let request = make_request(
+            &router,
+            Scope::Server("calc"),
+            "calc",
+            &id(1),
+            Box::new(probe),
+        );
         let started = Instant::now();
         let escalate = request.clone();
         let (rx, answers) = if here {
@@ -213,7 +251,13 @@ async fn a_second_method_gets_the_timeout_and_one_answer() {
 async fn a_second_method_is_cancelled_by_its_id() {
     let (router, _dirs) = common::open_router(&["calc"], RouterConfig::default());
     let (probe, saw_cancel, _) = Probe::new(Behave::UntilCancelled);
-    let request = router.request(Scope::Server("calc"), "calc", &id(9), Box::new(probe));
+    let request = make_request(
+        &router,
+        Scope::Server("calc"),
+        "calc",
+        &id(9),
+        Box::new(probe),
+    );
     let (rx, answers) = start_counted(request, false);
     let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}"#;
     let cancel: JsonRpc = serde_json::from_str(cancel).unwrap();
@@ -236,7 +280,13 @@ async fn a_plugin_request_carries_the_plugins_error_code_or_the_hosts_check() {
     use toolhost::{handler::PluginRequest, model::RequestError};
     let (router, _dirs) = common::open_router(&["calc"], RouterConfig::default());
     let asked = PluginRequest::new("prompts/get", "explain", r#"{"name":"explain"}"#.into());
-    let request = router.request(Scope::Server("calc"), "calc", &id(1), Box::new(asked));
+    let request = make_request(
+        &router,
+        Scope::Server("calc"),
+        "calc",
+        &id(1),
+        Box::new(asked),
+    );
     let reply: Value = serde_json::from_str(&request.reply(true).await).unwrap();
     assert_eq!(
         reply["error"],
@@ -249,7 +299,13 @@ async fn a_plugin_request_carries_the_plugins_error_code_or_the_hosts_check() {
             format!("{} has no note://7", p.name()),
         ))
     });
-    let request = router.request(Scope::Server("calc"), "calc", &id(2), Box::new(checked));
+    let request = make_request(
+        &router,
+        Scope::Server("calc"),
+        "calc",
+        &id(2),
+        Box::new(checked),
+    );
     let reply: Value = serde_json::from_str(&request.reply(false).await).unwrap();
     assert_eq!(
         reply["error"],
@@ -266,7 +322,13 @@ async fn a_panic_is_answered_alike_on_either_path() {
     let (router, _dirs) = common::open_router(&["calc"], RouterConfig::default());
     for (n, here) in [(1, true), (2, false)] {
         let (probe, _, _) = Probe::new(Behave::Panic);
-        let request = router.request(Scope::Server("calc"), "calc", &id(n), Box::new(probe));
+        let request = make_request(
+            &router,
+            Scope::Server("calc"),
+            "calc",
+            &id(n),
+            Box::new(probe),
+        );
         let (answers, count) = start_counted(request, here);
         let reply = answers.recv_timeout(WAIT).expect("an answer");
         assert_eq!(
@@ -279,7 +341,13 @@ async fn a_panic_is_answered_alike_on_either_path() {
         assert_eq!(router.calls_in_flight(), 0);
     }
     let (probe, _, _) = Probe::new(Behave::Name);
-    let request = router.request(Scope::Server("calc"), "calc", &id(3), Box::new(probe));
+    let request = make_request(
+        &router,
+        Scope::Server("calc"),
+        "calc",
+        &id(3),
+        Box::new(probe),
+    );
     let reply: Value = serde_json::from_str(&request.reply(false).await).unwrap();
     assert_eq!(reply["result"], json!({"plugin": "calc"}));
 }

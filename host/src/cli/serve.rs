@@ -12,7 +12,7 @@ use crate::{
         http::{HttpLimits, TlsFiles},
         SessionLimits,
     },
-    transport::read_lines,
+    transport::{blocking_lines, Writer},
 };
 
 /// The settings of `serve --http`.
@@ -34,13 +34,35 @@ pub fn serve(opts: &Plugins<'_>, limits: &SessionLimits) -> anyhow::Result<ExitC
         let events = registry.subscribe();
         let _watch = registry.watch().context("cannot watch the plugin folder")?;
         let router = Router::new(registry, limits.call.router_config());
-        let lines = read_lines(tokio::io::stdin()).max_line_bytes(limits.max_line_bytes);
-        crate::service::serve::serve(lines, tokio::io::stdout(), router, Some(events)).await;
+        let lines = blocking_lines(stdio(0)?).max_line_bytes(limits.max_line_bytes);
+        let out = stdout_writer()?;
+        crate::service::serve::serve_with(lines, out, router, Some(events)).await;
         anyhow::Ok(())
     })?;
-    // Tokio's stdin reader may still sit in a blocking read: do not wait for it.
     rt.shutdown_timeout(Duration::from_millis(100));
     Ok(ExitCode::SUCCESS)
+}
+
+/// A duplicate of stdin's (0) or stdout's (1) descriptor, for the reading threads or the
+/// writer to own.
+fn stdio(fd: i32) -> anyhow::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::AsFd;
+    let duplicate = match fd {
+        0 => std::io::stdin().as_fd().try_clone_to_owned(),
+        _ => std::io::stdout().as_fd().try_clone_to_owned(),
+    };
+    duplicate.with_context(|| format!("cannot duplicate descriptor {fd}"))
+}
+
+/// The writer of stdout: a pipe (what an MCP client gives) is written directly by the thread
+/// that answered, in non-blocking mode; anything else (a terminal, a file) through tokio's
+/// stdout.
+fn stdout_writer() -> anyhow::Result<(crate::transport::LineSender, Writer)> {
+    use tokio::net::unix::pipe;
+    match pipe::Sender::from_file(std::fs::File::from(stdio(1)?)) {
+        Ok(pipe) => Ok(Writer::spawn_direct(pipe)),
+        Err(_) => Ok(Writer::spawn(tokio::io::stdout())),
+    }
 }
 
 /// Over HTTP (`--http`).

@@ -13,6 +13,7 @@
 mod catalog;
 #[cfg(test)]
 mod fake;
+mod in_flight;
 mod notices;
 mod offered;
 mod offers;
@@ -26,16 +27,14 @@ mod tool_call;
 
 use std::{
     collections::HashMap,
-    sync::{
-        atomic::{AtomicBool, Ordering},
-        Arc, Mutex,
-    },
+    sync::{Arc, Mutex},
     time::Duration,
 };
 
 use serde_json::{value::RawValue, Value};
 
 pub use catalog::{Compiled, FlatCatalog, FlatCollision, ToolCheck};
+pub use in_flight::{Duplicate, RequestKey};
 pub use notices::{NoticeFeed, NOTICE_BATCH};
 pub use offers::{check_prompt_arguments, OfferCollision, Offers, Resolved};
 pub use plugin_request::PluginRequest;
@@ -45,6 +44,7 @@ pub use request::{Answer, Failure, HereRun, Method, Outcome, Request, Respond};
 pub use resources::PAGE_SIZE;
 pub use tool_call::{CallError, CallOutput};
 
+use in_flight::InFlight;
 use offered::{complete, declare};
 use progress::Progress;
 use tool_call::{show, show_bytes, ToolCall};
@@ -54,7 +54,8 @@ use crate::{
     executor::{Executor, ExecutorConfig},
     model::{
         error_code, initialize_result, negotiate_version, rpc_error, rpc_result, rpc_result_raw,
-        CancelledParams, InitializeParams, JsonRpc, LogLevel, ServerInfo,
+        CallParams, CancelledParams, ClientMessage, ClientNotification, ClientRequest, Cursor,
+        Family, InitializeParams, JsonRpc, LogLevel, ServerInfo,
     },
     plugin::{CallControl, LoadedPlugin, Report},
     registry::Registry,
@@ -89,12 +90,44 @@ pub enum Scope<'a> {
     All,
 }
 
-impl Scope<'_> {
-    fn key(&self) -> &str {
+impl<'a> Scope<'a> {
+    fn key(&self) -> &'a str {
         match self {
             Scope::Server(s) => s,
             // Plugin names are never empty, so this cannot collide.
             Scope::All => "",
+        }
+    }
+}
+
+/// Who sent a message: what the router needs of a front end besides the message itself.
+#[derive(Clone, Copy)]
+pub struct Client<'a> {
+    pub scope: Scope<'a>,
+    /// Keeps this client's request ids apart from those of other clients sharing the router
+    /// (an HTTP session's id, or a fresh name per stateless request); `""` for the one client
+    /// of a stdio or control session.
+    pub id: &'a str,
+    /// Where its requests' notifications (progress, log records) go (`None`: nowhere).
+    pub sink: Option<&'a Sink>,
+    /// The calling thread may run a request itself: a reading thread of `chat` or stdio
+    /// `serve`, which may block; never an async task.
+    pub here: bool,
+    /// A newer request takes the id of one in flight (the control protocol, whose ids restart
+    /// at 0 on a re-handshake) instead of being refused.
+    pub reuses_ids: bool,
+}
+
+impl<'a> Client<'a> {
+    /// The one client of `scope`, answered by async tasks, refusing an id in flight, hearing
+    /// no notification.
+    pub fn of(scope: Scope<'a>) -> Self {
+        Client {
+            scope,
+            id: "",
+            sink: None,
+            here: false,
+            reuses_ids: false,
         }
     }
 }
@@ -108,6 +141,33 @@ pub enum Dispatch {
     Handled,
     /// A request for a plugin: start it ([`Request::start`]) with where its answer goes.
     Request(Request),
+}
+
+impl Dispatch {
+    /// Answers through `respond`: at once, or by starting the request ([`Request::start`]),
+    /// which returns the run for the caller's thread if it may run there (`here`).
+    pub fn start(self, respond: Box<dyn Respond>, here: bool) -> Option<HereRun> {
+        match self {
+            Dispatch::Reply(reply) => respond.respond(Answer::Reply(reply)),
+            Dispatch::Handled => respond.respond(Answer::Notified),
+            Dispatch::Request(request) => return request.start(respond, here),
+        }
+        None
+    }
+
+    /// Starts it with its answer as a JSON-RPC reply, runs it on this thread if it may
+    /// (`here`), and waits for the answer: for callers with no transport of their own (tests,
+    /// benchmarks).
+    pub async fn reply(self, here: bool) -> String {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let respond = move |answer: Answer<'_>| {
+            let _ = tx.send(answer.rpc().unwrap_or_default());
+        };
+        if let Some(mut run) = self.start(Box::new(respond), here) {
+            run.run();
+        }
+        rx.await.expect("a request always answers")
+    }
 }
 
 /// Call limits: timeouts (a default and per-plugin overrides), the result size, and how many
@@ -139,14 +199,10 @@ pub struct Router {
     config: RouterConfig,
     /// The threads tools run on.
     executor: Executor,
-    /// Requests in flight by [`cancel_key`], for `notifications/cancelled`.
-    calls: Mutex<HashMap<String, Arc<CallControl>>>,
-    /// Told when `calls` becomes empty.
-    idle: tokio::sync::Notify,
+    /// The requests in flight, each with its one cancellation handle.
+    requests: InFlight,
     /// The catalog of [`Scope::All`] for the plugin versions it was last built from.
     flat: Mutex<Option<Arc<FlatCatalog>>>,
-    /// The session winds down: a request registered from now on is cancelled at once.
-    closing: AtomicBool,
     /// The resources and prompts of each scope (by [`Scope::key`]), for the versions they
     /// were last built from.
     offers: Mutex<HashMap<String, Arc<Offers>>>,
@@ -164,10 +220,8 @@ impl Router {
             registry,
             executor: Executor::new(config.executor.clone()),
             config,
-            calls: Mutex::new(HashMap::new()),
-            idle: tokio::sync::Notify::new(),
+            requests: InFlight::default(),
             flat: Mutex::new(None),
-            closing: AtomicBool::new(false),
             offers: Mutex::new(HashMap::new()),
             subscriptions: Default::default(),
             log_levels: Mutex::new(HashMap::new()),
@@ -195,9 +249,7 @@ impl Router {
     /// about each one still running in its plugin, which the host abandons (a stuck tool
     /// cannot be stopped in process; it must not keep the host alive).
     pub async fn wind_down(&self, grace: Duration) {
-        // Set first: a request registered from now on is cancelled at once.
-        self.closing.store(true, Ordering::Release);
-        self.cancel_all();
+        self.requests.close();
         let deadline = tokio::time::Instant::now() + grace;
         while !self.executor.is_idle() && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -205,30 +257,37 @@ impl Router {
         self.executor.warn_abandoned();
     }
 
-    /// Handles one message. Never blocks: a request for a plugin comes back as a [`Request`]
-    /// for the caller to start. The notifications of a request (its progress) go to `sink`.
+    /// Handles one message from `client`, and answers it through `respond`: at once, or when
+    /// the request it makes is answered. Never blocks: a request the calling thread is to run
+    /// (only when `client.here`) comes back as a [`HereRun`]. Every front end calls this.
+    pub fn handle(
+        self: &Arc<Self>,
+        client: &Client<'_>,
+        msg: &ClientMessage<'_>,
+        respond: Box<dyn Respond>,
+    ) -> Option<HereRun> {
+        self.decide(client, msg).start(respond, client.here)
+    }
+
+    /// What a message of the one client of `scope` means, without starting anything (for
+    /// tests and benchmarks; front ends [`handle`](Router::handle)).
     pub fn dispatch(
         self: &Arc<Self>,
         scope: Scope<'_>,
         msg: &JsonRpc<'_>,
         sink: &Sink,
     ) -> Dispatch {
-        self.dispatch_from(scope, "", msg, sink)
+        let client = Client {
+            sink: Some(sink),
+            ..Client::of(scope)
+        };
+        self.decide(&client, &ClientMessage::read(msg))
     }
 
-    /// [`Router::dispatch`] for one of several clients sharing the router (the sessions of
-    /// `serve --http`): `client` keeps its request ids apart from every other client's, so
-    /// its `notifications/cancelled` reaches only its own calls. `""` is the one client of a
-    /// stdio session.
-    pub fn dispatch_from(
-        self: &Arc<Self>,
-        scope: Scope<'_>,
-        client: &str,
-        msg: &JsonRpc<'_>,
-        sink: &Sink,
-    ) -> Dispatch {
-        let id = msg.id;
-        if id.is_some_and(|id| !valid_id(id)) {
+    /// What a message means: a reply, nothing, or a request to start.
+    fn decide(self: &Arc<Self>, client: &Client<'_>, msg: &ClientMessage<'_>) -> Dispatch {
+        let scope = client.scope;
+        if msg.id().is_some_and(|id| !valid_id(id)) {
             // Echoing it would hand the client back a value it cannot match (JSON-RPC 2.0 §4:
             // a string, a number or null; MCP: a string or an integer).
             return Dispatch::Reply(rpc_error(
@@ -237,92 +296,152 @@ impl Router {
                 "invalid request: the id must be a string or a number",
             ));
         }
-        let Some(method) = msg.method.as_deref() else {
-            return match id {
-                Some(_) => Dispatch::Reply(rpc_error(
-                    id,
+        let (id, request) = match msg {
+            ClientMessage::Ignored => return Dispatch::Handled,
+            ClientMessage::NoMethod(id) => {
+                return Dispatch::Reply(rpc_error(
+                    Some(id),
                     error_code::INVALID_REQUEST,
                     "invalid request: no method",
-                )),
-                None => Dispatch::Handled,
-            };
-        };
-        if let (Some(id), "tools/call") = (id, method) {
-            return self.tool_call(scope, client, id, msg, sink);
-        }
-        let plugin = match scope {
-            Scope::Server(name) => match self.registry.get(name) {
-                Some(p) => Some(p),
-                None => {
-                    return Dispatch::Reply(rpc_error(
-                        id,
-                        error_code::INVALID_PARAMS,
-                        &CallError::UnknownServer(name.to_string()).to_string(),
-                    ))
-                }
-            },
-            Scope::All => None,
-        };
-        if id.is_none() {
-            if method == "notifications/cancelled" {
-                self.cancel(scope, client, msg.params);
+                ))
             }
-            // `notifications/initialized` and any other notification need no action.
-            return Dispatch::Handled;
-        }
-        let offered = id.and_then(|id| self.dispatch_offers(scope, client, id, method, msg.params));
-        if let Some(d) = offered {
-            return d;
-        }
-        let reply = match method {
-            "initialize" => self.initialize(plugin.as_deref(), id, msg.params),
-            "ping" => rpc_result(id, &serde_json::json!({})),
-            "tools/list" => self.tools_list(plugin.as_deref(), id, msg.params),
-            "logging/setLevel" => self.set_log_level(scope, client, id, msg.params),
-            "completion/complete" => complete(id, msg.params),
-            other => rpc_error(
-                id,
-                error_code::METHOD_NOT_FOUND,
-                &format!("method not found: {other}"),
-            ),
+            ClientMessage::Request { id, request } => (*id, request),
+            ClientMessage::Notification(n) => return self.notified(client, n),
+        };
+        let request = match request {
+            Ok(ClientRequest::CallTool(params)) => return self.tool_call(client, id, params),
+            Ok(r) => r,
+            Err(e) if e.family == Family::Other => {
+                return Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &e.message))
+            }
+            Err(e) => return self.invalid_offer(scope, id, e),
+        };
+        let plugin = match self.plugin_of(scope, Some(id)) {
+            Ok(plugin) => plugin,
+            Err(reply) => return reply,
+        };
+        let offers = match request.family() {
+            Family::Other => None,
+            family => match self.offered(scope, family) {
+                Some(offers) => Some(offers),
+                None => return Dispatch::Reply(method_not_found(id, request)),
+            },
+        };
+        let reply = match request {
+            ClientRequest::Initialize(p) => self.initialize(plugin.as_deref(), id, p),
+            ClientRequest::Ping => rpc_result(Some(id), &serde_json::json!({})),
+            ClientRequest::ListTools(cursor) => self.tools_list(plugin.as_deref(), id, cursor),
+            ClientRequest::SetLevel(level) => self.set_log_level(scope, client.id, id, *level),
+            ClientRequest::Complete => complete(id),
+            ClientRequest::ListResources(cursor) => {
+                return self.resources_list(client, id, cursor, offers.expect("offered"))
+            }
+            ClientRequest::ListResourceTemplates => {
+                rpc_result_raw(Some(id), offers.expect("offered").templates_list())
+            }
+            ClientRequest::ReadResource(uri) => {
+                return self.resource_read(client, id, uri, &offers.expect("offered"))
+            }
+            ClientRequest::Subscribe(uri) => {
+                self.subscription(scope, id, uri, true, &offers.expect("offered"))
+            }
+            ClientRequest::Unsubscribe(uri) => {
+                self.subscription(scope, id, uri, false, &offers.expect("offered"))
+            }
+            ClientRequest::ListPrompts(cursor) => {
+                self.prompts_list(id, cursor, &offers.expect("offered"))
+            }
+            ClientRequest::GetPrompt(get) => {
+                return self.prompt_get(client, id, get, &offers.expect("offered"))
+            }
+            ClientRequest::CallTool(_) => unreachable!("routed above"),
+            ClientRequest::Discover | ClientRequest::Listen(_) | ClientRequest::Unknown(_) => {
+                method_not_found(id, request)
+            }
         };
         Dispatch::Reply(reply)
     }
 
-    /// A request of `method` to `plugin`, as if it came with JSON-RPC id `id` to `scope`:
-    /// registered for `notifications/cancelled` there. How a method beyond `tools/call` is
-    /// routed to a plugin: it then gets the lease, the placement, the timeout, the size limit
-    /// and the one answer of every request.
-    pub fn request(
-        self: &Arc<Self>,
-        scope: Scope<'_>,
-        plugin: &str,
-        id: &RawValue,
-        method: Box<dyn Method>,
-    ) -> Request {
-        self.request_from(scope, "", plugin, id, method)
+    /// A notification: `notifications/cancelled` cancels; any other needs no action.
+    fn notified(&self, client: &Client<'_>, n: &ClientNotification<'_>) -> Dispatch {
+        if let Err(reply) = self.plugin_of(client.scope, None) {
+            return reply;
+        }
+        if let ClientNotification::Cancelled(p) = n {
+            self.cancel(client.scope, client.id, p.as_ref());
+        }
+        Dispatch::Handled
     }
 
-    /// [`Router::request`] from `client` (see [`Router::dispatch_from`]): its id is kept apart
-    /// from other clients' ids.
-    pub fn request_from(
-        self: &Arc<Self>,
+    /// The plugin of `scope` (`None` for the all-plugins server), or the reply that it is not
+    /// loaded.
+    fn plugin_of(
+        &self,
         scope: Scope<'_>,
-        client: &str,
+        id: Option<&RawValue>,
+    ) -> Result<Option<Arc<LoadedPlugin>>, Dispatch> {
+        let Scope::Server(name) = scope else {
+            return Ok(None);
+        };
+        match self.registry.get(name) {
+            Some(p) => Ok(Some(p)),
+            None => Err(Dispatch::Reply(rpc_error(
+                id,
+                error_code::INVALID_PARAMS,
+                &CallError::UnknownServer(name.to_string()).to_string(),
+            ))),
+        }
+    }
+
+    /// A request of `method` to `plugin`, as if it came with JSON-RPC id `id` from `client`:
+    /// registered for cancellation. How a method beyond `tools/call` is routed to a plugin: it
+    /// then gets the lease, the placement, the timeout, the size limit and the one answer of
+    /// every request. A reply when the id is in flight already (see [`Client::reuses_ids`]).
+    pub fn request(
+        self: &Arc<Self>,
+        client: &Client<'_>,
         plugin: &str,
         id: &RawValue,
         method: Box<dyn Method>,
-    ) -> Request {
+    ) -> Dispatch {
         let control = Arc::new(CallControl::new(id.get(), None));
-        Request::new(
+        self.registered(client, plugin, id, control, None, method)
+    }
+
+    /// A request registered under its key, or the reply refusing a duplicate id.
+    fn registered(
+        self: &Arc<Self>,
+        client: &Client<'_>,
+        plugin: &str,
+        id: &RawValue,
+        control: Arc<CallControl>,
+        progress: Option<Arc<Progress>>,
+        method: Box<dyn Method>,
+    ) -> Dispatch {
+        let key = RequestKey::new(client.scope, client.id, id);
+        if self
+            .requests
+            .register(&key, &control, client.reuses_ids)
+            .is_err()
+        {
+            return Dispatch::Reply(rpc_error(
+                Some(id),
+                error_code::INVALID_REQUEST,
+                &format!(
+                    "invalid request: request id {} is already in flight",
+                    id.get()
+                ),
+            ));
+        }
+        Dispatch::Request(Request::new(
             self.clone(),
             plugin.to_string(),
             id.to_owned(),
-            Some(cancel_key(scope, client, id)),
+            Some(key),
             control,
-            None,
+            progress,
             method,
-        )
+        ))
     }
 
     /// Calls `tool` of plugin `plugin` outside any protocol (`toolhost call`): the same
@@ -358,14 +477,11 @@ impl Router {
     fn initialize(
         &self,
         plugin: Option<&LoadedPlugin>,
-        id: Option<&RawValue>,
-        params: Option<&RawValue>,
+        id: &RawValue,
+        params: &InitializeParams<'_>,
     ) -> String {
-        let params: InitializeParams = params
-            .and_then(|p| serde_json::from_str(p.get()).ok())
-            .unwrap_or_default();
         let version = negotiate_version(params.protocol_version.as_deref());
-        rpc_result(id, &self.initialize_result(plugin, version))
+        rpc_result(Some(id), &self.initialize_result(plugin, version))
     }
 
     /// The `initialize` result of `plugin`'s server, or of the all-plugins server with the
@@ -388,26 +504,11 @@ impl Router {
         &self,
         scope: Scope<'_>,
         client: &str,
-        id: Option<&RawValue>,
-        params: Option<&RawValue>,
+        id: &RawValue,
+        level: LogLevel,
     ) -> String {
-        #[derive(serde::Deserialize)]
-        struct SetLevel<'a> {
-            #[serde(borrow)]
-            level: std::borrow::Cow<'a, str>,
-        }
-        let level = params
-            .and_then(|p| serde_json::from_str::<SetLevel>(p.get()).ok())
-            .and_then(|p| LogLevel::parse(&p.level));
-        let Some(level) = level else {
-            return rpc_error(
-                id,
-                error_code::INVALID_PARAMS,
-                "invalid params: logging/setLevel needs a level (debug, info, notice, warning, error, critical, alert or emergency)",
-            );
-        };
         lock(&self.log_levels).insert(client_key(scope, client), level);
-        rpc_result(id, &serde_json::json!({}))
+        rpc_result(Some(id), &serde_json::json!({}))
     }
 
     /// The log level `client` of `scope` set with `logging/setLevel`, if it did.
@@ -426,12 +527,8 @@ impl Router {
     }
 
     /// `tools/list`, [`TOOLS_PAGE_SIZE`] a page (the cursors of `resources/list`).
-    fn tools_list(
-        &self,
-        plugin: Option<&LoadedPlugin>,
-        id: Option<&RawValue>,
-        params: Option<&RawValue>,
-    ) -> String {
+    fn tools_list(&self, plugin: Option<&LoadedPlugin>, id: &RawValue, cursor: &Cursor) -> String {
+        let id = Some(id);
         let (all, whole): (std::borrow::Cow<'_, [Value]>, &str);
         let flat;
         match plugin {
@@ -440,7 +537,7 @@ impl Router {
                 // One page in practice (a plugin has at most a page of tools): parsed only
                 // for a page past the first.
                 let len = p.manifest().tools.len();
-                match resources::page_of(len, params, TOOLS_PAGE_SIZE) {
+                match resources::page_of(len, cursor, TOOLS_PAGE_SIZE) {
                     Err(e) => return rpc_error(id, error_code::INVALID_PARAMS, &e),
                     Ok((range, None)) if range.start == 0 => return rpc_result_raw(id, whole),
                     Ok(_) => {
@@ -457,7 +554,7 @@ impl Router {
                 all = std::borrow::Cow::Borrowed(flat.tools());
             }
         }
-        match resources::page_of(all.len(), params, TOOLS_PAGE_SIZE) {
+        match resources::page_of(all.len(), cursor, TOOLS_PAGE_SIZE) {
             Err(e) => rpc_error(id, error_code::INVALID_PARAMS, &e),
             Ok((range, None)) if range.start == 0 => rpc_result_raw(id, whole),
             Ok((range, next)) => {
@@ -487,107 +584,69 @@ impl Router {
         catalog
     }
 
-    /// Cancels the request registered as `id` of `scope` (one made by [`Router::request`]),
-    /// as `notifications/cancelled` would; false when none is in flight.
-    pub fn cancel_request(&self, scope: Scope<'_>, id: &RawValue) -> bool {
-        match lock(&self.calls).get(&cancel_key(scope, "", id)) {
-            Some(control) => {
-                control.cancel();
-                true
-            }
-            None => false,
-        }
+    /// Cancels the request of `key`, as `notifications/cancelled` would; false when none is
+    /// in flight.
+    pub fn cancel_request(&self, key: &RequestKey) -> bool {
+        self.requests.cancel(key)
     }
 
-    fn cancel(&self, scope: Scope<'_>, client: &str, params: Option<&RawValue>) {
-        let Some(p) = params.and_then(|p| serde_json::from_str::<CancelledParams>(p.get()).ok())
-        else {
+    /// `notifications/cancelled` from `client` of `scope`.
+    fn cancel(&self, scope: Scope<'_>, client: &str, params: Option<&CancelledParams<'_>>) {
+        let Some(p) = params else {
             tracing::warn!("notifications/cancelled without a valid requestId; ignored");
             return;
         };
-        let key = cancel_key(scope, client, p.request_id);
-        match lock(&self.calls).get(&key) {
-            Some(control) => {
-                tracing::debug!(key = %key, reason = ?p.reason, "request cancelled");
-                control.cancel();
-            }
-            None => tracing::debug!(key = %key, "cancel for a request not in flight"),
-        }
+        tracing::debug!(reason = ?p.reason, "cancelling");
+        self.requests
+            .cancel(&RequestKey::new(scope, client, p.request_id));
+    }
+
+    /// Cancels every request of `client` of `scope` (its session ended).
+    pub fn cancel_client(&self, scope: Scope<'_>, client: &str) {
+        self.requests.cancel_client(scope, client);
+    }
+
+    /// Whether `client` of `scope` has a request in flight.
+    pub fn has_requests_of(&self, scope: Scope<'_>, client: &str) -> bool {
+        self.requests.has_requests_of(scope, client)
     }
 
     /// Cancels every request in flight (the client went away).
     pub fn cancel_all(&self) {
-        for c in lock(&self.calls).values() {
-            c.cancel();
-        }
+        self.requests.cancel_all();
     }
 
-    /// Whether request `id` of `client` of `scope` is in flight (registered, not answered):
-    /// a transport refuses another request with its id, which would take its place for
-    /// `notifications/cancelled`.
-    pub fn in_flight(&self, scope: Scope<'_>, client: &str, id: &RawValue) -> bool {
-        lock(&self.calls).contains_key(&cancel_key(scope, client, id))
+    /// Whether the request of `key` is in flight (registered, not answered).
+    pub fn in_flight(&self, key: &RequestKey) -> bool {
+        self.requests.contains(key)
     }
 
     /// Number of requests in flight (registered for cancellation, not answered yet).
     pub fn calls_in_flight(&self) -> usize {
-        lock(&self.calls).len()
+        self.requests.len()
     }
 
     /// Waits until no request is in flight.
     pub async fn answered_all(&self) {
-        loop {
-            let idle = self.idle.notified();
-            if self.calls_in_flight() == 0 {
-                return;
-            }
-            idle.await;
-        }
+        self.requests.idle().await
     }
 
-    /// Registers a request's `control` under `key` for `notifications/cancelled`.
-    fn register(&self, key: &str, control: &Arc<CallControl>) {
-        let reused = lock(&self.calls)
-            .insert(key.to_string(), control.clone())
-            .is_some();
-        if reused {
-            // Ids restart at 0 on a re-handshake; the newer request owns the key from now on.
-            tracing::debug!(key, "request id reused while in flight");
-        }
-        if self.closing.load(Ordering::Acquire) {
-            control.cancel();
-        }
-    }
-
-    /// Unregisters the request of `control` (unless a newer one took its key).
-    fn unregister(&self, key: &str, control: &Arc<CallControl>) {
-        let mut calls = lock(&self.calls);
-        if calls.get(key).is_some_and(|c| Arc::ptr_eq(c, control)) {
-            calls.remove(key);
-            if calls.is_empty() {
-                self.idle.notify_waiters();
-            }
-        }
+    /// Unregisters the request of `control` under `key` (unless a newer one took its key).
+    fn unregister(&self, key: &RequestKey, control: &Arc<CallControl>) {
+        self.requests.unregister(key, control);
     }
 
     /// A `tools/call`: its plugin resolved (from the flat name in [`Scope::All`]), made a
     /// [`Request`].
     fn tool_call(
         self: &Arc<Self>,
-        scope: Scope<'_>,
-        client: &str,
+        client: &Client<'_>,
         id: &RawValue,
-        msg: &JsonRpc<'_>,
-        sink: &Sink,
+        params: &CallParams<'_>,
     ) -> Dispatch {
+        let scope = client.scope;
         let invalid = |message: String| {
             Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &message))
-        };
-        // Read with the line when it came as the CLI writes it.
-        let params = match msg.call_params() {
-            Some(Ok(p)) => p,
-            Some(Err(e)) => return invalid(format!("invalid tools/call params: {e}")),
-            None => return invalid("tools/call needs params".to_string()),
         };
         let args = params.arguments.map(|a| a.get().to_string());
         let (server, plugin, method) = match scope {
@@ -613,43 +672,43 @@ impl Router {
         // 2026-07-28 asks per request; a 2025-11-25 client once for its session.
         let log_min = match meta.and_then(|m| m.log_level.as_deref()) {
             Some(level) => LogLevel::parse(level),
-            None => self.log_level(scope, client),
+            None => self.log_level(scope, client.id),
         };
         let token = meta.and_then(|m| m.progress_token);
-        let progress = Progress::of_call(sink, server, token, log_min);
+        let progress = client
+            .sink
+            .and_then(|sink| Progress::of_call(sink, server, token, log_min));
         let report = progress.clone().map(|p| p as Arc<dyn Report>);
         let control = Arc::new(CallControl::new(id.get(), report));
-        Dispatch::Request(Request::new(
-            self.clone(),
-            plugin,
-            id.to_owned(),
-            Some(cancel_key(scope, client, id)),
-            control,
-            progress,
-            Box::new(method),
-        ))
+        self.registered(client, &plugin, id, control, progress, Box::new(method))
     }
+}
+
+/// "Method not found" for `request`.
+fn method_not_found(id: &RawValue, request: &ClientRequest<'_>) -> String {
+    let method = match request {
+        ClientRequest::Unknown(m) => m.as_ref(),
+        ClientRequest::Discover => "server/discover",
+        ClientRequest::Listen(_) => "subscriptions/listen",
+        ClientRequest::ListResources(_) => "resources/list",
+        ClientRequest::ListResourceTemplates => "resources/templates/list",
+        ClientRequest::ReadResource(_) => "resources/read",
+        ClientRequest::Subscribe(_) => "resources/subscribe",
+        ClientRequest::Unsubscribe(_) => "resources/unsubscribe",
+        ClientRequest::ListPrompts(_) => "prompts/list",
+        ClientRequest::GetPrompt(_) => "prompts/get",
+        _ => "?",
+    };
+    rpc_error(
+        Some(id),
+        error_code::METHOD_NOT_FOUND,
+        &format!("method not found: {method}"),
+    )
 }
 
 /// The key of `client` of `scope` among the log levels set.
 fn client_key(scope: Scope<'_>, client: &str) -> String {
     format!("{client}\n{}", scope.key())
-}
-
-/// The key of request `id` of `scope` from `client` among the requests in flight.
-fn cancel_key(scope: Scope<'_>, client: &str, id: &RawValue) -> String {
-    // Ids equal in JSON are one request's, however spelled.
-    let (server, id) = (scope.key(), crate::model::id_key(id));
-    let mut key = String::with_capacity(client.len() + server.len() + 2 + id.len());
-    if !client.is_empty() {
-        // A client name never holds a newline, so keys of two clients cannot meet.
-        key.push_str(client);
-        key.push('\n');
-    }
-    key.push_str(server);
-    key.push('\n');
-    key.push_str(&id);
-    key
 }
 
 /// The `initialize` result of a plugin's server, or of the all-plugins server (without the

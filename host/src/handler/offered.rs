@@ -10,44 +10,40 @@ use super::{
     prompts, resources, Answer, CallError, Dispatch, Method, Offers, Request, Router, Scope,
 };
 use crate::{
-    model::{error_code, rpc_error, rpc_result},
+    model::{error_code, rpc_error, rpc_result, Family, InvalidParams},
     plugin::{CallControl, LoadedPlugin},
     sync::lock,
 };
 
 impl Router {
-    /// The methods of resources and prompts (`None`: not one of them, or one of a kind the
-    /// server does not offer, which is then "method not found" as for a server without the
-    /// capability).
-    pub(super) fn dispatch_offers(
-        self: &Arc<Self>,
-        scope: Scope<'_>,
-        client: &str,
-        id: &RawValue,
-        method: &str,
-        params: Option<&RawValue>,
-    ) -> Option<Dispatch> {
-        let kind = method.split_once('/')?.0;
-        if kind != "resources" && kind != "prompts" {
-            return None;
-        }
+    /// The offers of `scope` if it offers the `family` of a request (resources or prompts);
+    /// `None` makes the method one the server does not know, as for a server without the
+    /// capability.
+    pub(super) fn offered(&self, scope: Scope<'_>, family: Family) -> Option<Arc<Offers>> {
         let offers = self.offers(scope)?;
-        let offered = match kind {
-            "resources" => offers.has_resources(),
-            _ => offers.has_prompts(),
+        let offered = match family {
+            Family::Resources => offers.has_resources(),
+            Family::Prompts => offers.has_prompts(),
+            Family::Other => true,
         };
-        if !offered {
-            return None;
-        }
-        Some(match method {
-            "resources/list" => self.resources_list(scope, client, id, params, offers),
-            "resources/templates/list" => self.templates_list(id, &offers),
-            "resources/read" => self.resource_read(scope, client, id, params, &offers),
-            "resources/subscribe" => self.subscription(scope, id, params, true, &offers),
-            "resources/unsubscribe" => self.subscription(scope, id, params, false, &offers),
-            "prompts/list" => self.prompts_list(id, params, &offers),
-            "prompts/get" => self.prompt_get(scope, client, id, params, &offers),
-            _ => return None,
+        offered.then_some(offers)
+    }
+
+    /// The reply to a request of resources or prompts whose params are invalid: "method not
+    /// found" where the server does not offer them.
+    pub(super) fn invalid_offer(
+        &self,
+        scope: Scope<'_>,
+        id: &RawValue,
+        e: &InvalidParams,
+    ) -> Dispatch {
+        Dispatch::Reply(match self.offered(scope, e.family) {
+            Some(_) => rpc_error(Some(id), error_code::INVALID_PARAMS, &e.message),
+            None => rpc_error(
+                Some(id),
+                error_code::METHOD_NOT_FOUND,
+                &format!("method not found: {}", e.method),
+            ),
         })
     }
 
@@ -137,27 +133,9 @@ impl Router {
 
 /// `completion/complete`: no suggestions. A plugin declares its prompts' arguments and its
 /// templates' variables but no values for them, so there is nothing to complete from.
-pub(super) fn complete(id: Option<&RawValue>, params: Option<&RawValue>) -> String {
-    #[derive(serde::Deserialize)]
-    #[allow(dead_code)] // Read only to check the request's shape.
-    struct Params<'a> {
-        #[serde(borrow, rename = "ref")]
-        reference: &'a RawValue,
-        #[serde(borrow)]
-        argument: &'a RawValue,
-    }
-    if params
-        .and_then(|p| serde_json::from_str::<Params>(p.get()).ok())
-        .is_none()
-    {
-        return rpc_error(
-            id,
-            error_code::INVALID_PARAMS,
-            "invalid params: completion/complete needs a ref and an argument",
-        );
-    }
+pub(super) fn complete(id: &RawValue) -> String {
     rpc_result(
-        id,
+        Some(id),
         &serde_json::json!({"completion": {"values": [], "total": 0, "hasMore": false}}),
     )
 }

@@ -4,13 +4,12 @@
 
 use std::sync::Arc;
 
-use serde::Deserialize;
 use serde_json::{json, value::RawValue, Map, Value};
 use toolhost_plugin::extras::{code, method};
 
-use super::{offers::check_prompt_arguments, Dispatch, Offers, PluginRequest, Router, Scope};
+use super::{offers::check_prompt_arguments, Client, Dispatch, Offers, PluginRequest, Router};
 use crate::{
-    model::{error_code, rpc_error, rpc_result_raw, RequestError},
+    model::{error_code, rpc_error, rpc_result_raw, Cursor, GetPrompt, RequestError},
     plugin::LoadedPlugin,
 };
 
@@ -19,24 +18,12 @@ use crate::{
 /// pages (and the CLI never lists an sdk server's prompts: docs/protocol.md §13.2).
 pub const PROMPTS_PAGE_SIZE: usize = crate::model::MAX_PROMPTS;
 
-#[derive(Deserialize)]
-struct GetParams {
-    name: String,
-    #[serde(default)]
-    arguments: Option<Map<String, Value>>,
-}
-
 impl Router {
     /// `prompts/list`, [`PROMPTS_PAGE_SIZE`] a page (the cursors of `resources/list`).
-    pub(super) fn prompts_list(
-        &self,
-        id: &RawValue,
-        params: Option<&RawValue>,
-        offers: &Offers,
-    ) -> Dispatch {
+    pub(super) fn prompts_list(&self, id: &RawValue, cursor: &Cursor, offers: &Offers) -> String {
         let all = offers.prompt_entries();
-        Dispatch::Reply(
-            match super::resources::page_of(all.len(), params, PROMPTS_PAGE_SIZE) {
+        {
+            match super::resources::page_of(all.len(), cursor, PROMPTS_PAGE_SIZE) {
                 Err(e) => rpc_error(Some(id), error_code::INVALID_PARAMS, &e),
                 // Whole: the list as it was serialized once.
                 Ok((range, None)) if range.start == 0 => {
@@ -46,31 +33,24 @@ impl Router {
                     Some(id),
                     &super::resources::page_result("prompts", &all[range], next),
                 ),
-            },
-        )
+            }
+        }
     }
 
     /// `prompts/get`: the exposed name resolved to its plugin, the get routed there.
     pub(super) fn prompt_get(
         self: &Arc<Self>,
-        scope: Scope<'_>,
-        client: &str,
+        client: &Client<'_>,
         id: &RawValue,
-        params: Option<&RawValue>,
+        p: &GetPrompt,
         offers: &Offers,
     ) -> Dispatch {
-        let invalid =
-            |m: String| Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &m));
-        let p: GetParams = match params.map(|p| serde_json::from_str(p.get())) {
-            Some(Ok(p)) => p,
-            Some(Err(e)) => return invalid(format!("invalid prompts/get params: {e}")),
-            None => return invalid("prompts/get needs params".into()),
-        };
         let Some((plugin, prompt)) = offers.prompt(&p.name) else {
-            return invalid(format!("unknown prompt: `{}`", p.name));
+            let message = format!("unknown prompt: `{}`", p.name);
+            return Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &message));
         };
-        let request = get(prompt, p.arguments.unwrap_or_default());
-        Dispatch::Request(self.request_from(scope, client, plugin, id, request))
+        let request = get(prompt, p.arguments.clone().unwrap_or_default());
+        self.request(client, plugin, id, request)
     }
 }
 

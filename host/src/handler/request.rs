@@ -27,10 +27,10 @@ use std::{
 
 use serde_json::value::RawValue;
 
-use super::{progress::Progress, CallError, Router};
+use super::{progress::Progress, CallError, RequestKey, Router};
 use crate::{
     executor::{HereId, HereTicket, Job},
-    model::{control_success_raw, rpc_error_data, rpc_result_raw},
+    model::{control_success_raw, rpc_error_data, rpc_result_raw, NOTIFICATION_ACK},
     plugin::{CallControl, LoadedPlugin},
     registry::{Lease, TryLease},
     relay::HERE_BUDGET,
@@ -91,29 +91,48 @@ impl<F: FnOnce(Answer<'_>) + Send> Respond for F {
     }
 }
 
-/// The answer to a request: its outcome, for the request id it echoes.
-pub struct Answer<'a> {
-    id: &'a RawValue,
-    outcome: Outcome,
+/// What a message to the router gets: the router's own reply, nothing (a notification), or a
+/// request's outcome for the id it echoes. Every front end hands the router one [`Respond`]
+/// and reads this, whatever became of the message.
+pub enum Answer<'a> {
+    /// A reply the router made without a plugin (a list, `ping`, an invalid message).
+    Reply(String),
+    /// A notification was handled: JSON-RPC answers nothing (the control protocol still
+    /// acknowledges it, see `model::NOTIFICATION_ACK`).
+    Notified,
+    /// A request's outcome.
+    Outcome { id: &'a RawValue, outcome: Outcome },
 }
 
 impl Answer<'_> {
-    /// The JSON-RPC reply.
-    pub fn rpc(&self) -> String {
-        match &self.outcome {
-            Ok(result) => rpc_result_raw(Some(self.id), result),
-            Err(e) => rpc_error_data(Some(self.id), e.code(), &e.to_string(), e.data().as_ref()),
+    /// The JSON-RPC reply (`None` for a notification).
+    pub fn rpc(self) -> Option<String> {
+        match self {
+            Answer::Reply(reply) => Some(reply),
+            Answer::Notified => None,
+            Answer::Outcome { id, outcome } => Some(match outcome {
+                Ok(result) => rpc_result_raw(Some(id), &result),
+                Err(e) => rpc_error_data(Some(id), e.code(), &e.to_string(), e.data().as_ref()),
+            }),
         }
     }
 
-    /// The reply as the `control_response` line to control request `request_id`.
-    pub fn control_line(&self, request_id: &str) -> String {
-        control_success_raw(request_id, &self.rpc())
+    /// The reply as the `control_response` line to control request `request_id` (a
+    /// notification's is the acknowledgement the CLI expects).
+    pub fn control_line(self, request_id: &str) -> String {
+        control_success_raw(
+            request_id,
+            self.rpc().as_deref().unwrap_or(NOTIFICATION_ACK),
+        )
     }
 
-    /// The outcome itself (for callers outside any protocol).
+    /// The outcome itself (for callers outside any protocol, whose requests always have one).
     pub fn into_outcome(self) -> Outcome {
-        self.outcome
+        match self {
+            Answer::Outcome { outcome, .. } => outcome,
+            Answer::Reply(reply) => Ok(reply),
+            Answer::Notified => Ok("{}".to_string()),
+        }
     }
 }
 
@@ -128,7 +147,7 @@ struct Inner {
     plugin: String,
     id: Box<RawValue>,
     /// The key it is registered under for `notifications/cancelled`, if it is.
-    key: Option<String>,
+    key: Option<RequestKey>,
     control: Arc<CallControl>,
     progress: Option<Arc<Progress>>,
     method: Box<dyn Method>,
@@ -153,21 +172,17 @@ pub struct HereRun {
 }
 
 impl Request {
-    /// A request to `plugin` with JSON-RPC id `id`; with `key`, registered at once for
-    /// `notifications/cancelled` (a request made while the router winds down is cancelled
-    /// at once).
+    /// A request to `plugin` with JSON-RPC id `id`; with `key`, the key it was registered
+    /// under for cancellation ([`Router::registered`]).
     pub(super) fn new(
         router: Arc<Router>,
         plugin: String,
         id: Box<RawValue>,
-        key: Option<String>,
+        key: Option<RequestKey>,
         control: Arc<CallControl>,
         progress: Option<Arc<Progress>>,
         method: Box<dyn Method>,
     ) -> Self {
-        if let Some(key) = &key {
-            router.register(key, &control);
-        }
         // A backend receiving the result from elsewhere (a worker) refuses a bigger one unread.
         control.limit_result(router.config.max_result_bytes);
         Request(Arc::new(Inner {
@@ -237,18 +252,9 @@ impl Request {
         None
     }
 
-    /// Starts the request with its answer as a JSON-RPC reply, runs it on this thread if it
-    /// may (`here`), and waits for the answer: for callers with no transport of their own
-    /// (tests, benchmarks).
+    /// [`Dispatch::reply`](super::Dispatch::reply) of this request.
     pub async fn reply(self, here: bool) -> String {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let respond = move |answer: Answer<'_>| {
-            let _ = tx.send(answer.rpc());
-        };
-        if let Some(mut run) = self.start(Box::new(respond), here) {
-            run.run();
-        }
-        rx.await.expect("a request always answers")
+        super::Dispatch::Request(self).reply(here).await
     }
 
     /// Runs the request on the executor (`None`: its plugin went away meanwhile).
@@ -417,7 +423,7 @@ impl Inner {
         if let Some(key) = &self.key {
             self.router.unregister(key, &self.control);
         }
-        respond.respond(Answer {
+        respond.respond(Answer::Outcome {
             id: &self.id,
             outcome,
         });

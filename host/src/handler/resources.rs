@@ -8,15 +8,17 @@
 //! the first plugin's page (a client that reads one page only still sees both kinds). The
 //! cursor is opaque to clients: base64 of where the next page starts.
 
-use std::{borrow::Cow, sync::Arc};
+use std::sync::Arc;
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine as _};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, value::RawValue, Value};
 use toolhost_plugin::extras::{code, method};
 
-use super::{offers::resolve_in, CallError, Dispatch, Offers, PluginRequest, Router, Scope};
-use crate::model::{error_code, rpc_error, rpc_error_data, rpc_result, RequestError};
+use super::{
+    offers::resolve_in, CallError, Client, Dispatch, Offers, PluginRequest, Router, Scope,
+};
+use crate::model::{error_code, rpc_error, rpc_error_data, rpc_result, Cursor, RequestError};
 
 /// Most static resources in one page of `resources/list`.
 pub const PAGE_SIZE: usize = 100;
@@ -24,7 +26,7 @@ pub const PAGE_SIZE: usize = 100;
 /// Where the next page starts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "k")]
-enum Cursor {
+enum Position {
     /// At static entry `o`.
     #[serde(rename = "s")]
     Static { o: usize },
@@ -33,7 +35,7 @@ enum Cursor {
     Dynamic { p: String, c: Option<String> },
 }
 
-impl Cursor {
+impl Position {
     fn encode(&self) -> String {
         URL_SAFE_NO_PAD.encode(serde_json::to_vec(self).expect("a cursor serializes"))
     }
@@ -48,7 +50,7 @@ impl Cursor {
 enum Page {
     Done {
         items: Vec<Value>,
-        next: Option<Cursor>,
+        next: Option<Position>,
     },
     Ask {
         items: Vec<Value>,
@@ -58,17 +60,17 @@ enum Page {
 }
 
 /// The page of `offers` that starts at `cursor`, with at most `size` static entries.
-fn plan(offers: &Offers, cursor: Option<Cursor>, size: usize) -> Result<Page, String> {
+fn plan(offers: &Offers, cursor: Option<Position>, size: usize) -> Result<Page, String> {
     let all = offers.static_resources();
-    match cursor.unwrap_or(Cursor::Static { o: 0 }) {
-        Cursor::Static { o } if o > all.len() => Err("invalid cursor".into()),
-        Cursor::Static { o } => {
+    match cursor.unwrap_or(Position::Static { o: 0 }) {
+        Position::Static { o } if o > all.len() => Err("invalid cursor".into()),
+        Position::Static { o } => {
             let end = all.len().min(o + size);
             let items = all[o..end].to_vec();
             if end < all.len() {
                 return Ok(Page::Done {
                     items,
-                    next: Some(Cursor::Static { o: end }),
+                    next: Some(Position::Static { o: end }),
                 });
             }
             Ok(match offers.dynamic().first() {
@@ -80,7 +82,7 @@ fn plan(offers: &Offers, cursor: Option<Cursor>, size: usize) -> Result<Page, St
                 None => Page::Done { items, next: None },
             })
         }
-        Cursor::Dynamic { p, c } => {
+        Position::Dynamic { p, c } => {
             if !offers.dynamic().contains(&p) {
                 return Err(format!(
                     "the cursor names plugin `{p}`, which lists no resources now (the plugins \
@@ -133,7 +135,7 @@ fn merge(
         }
     }
     let next = match page.next_cursor {
-        Some(c) => Some(Cursor::Dynamic {
+        Some(c) => Some(Position::Dynamic {
             p: plugin.to_string(),
             c: Some(c),
         }),
@@ -142,7 +144,7 @@ fn merge(
             .iter()
             .skip_while(|p| *p != plugin)
             .nth(1)
-            .map(|p| Cursor::Dynamic {
+            .map(|p| Position::Dynamic {
                 p: p.clone(),
                 c: None,
             }),
@@ -150,7 +152,7 @@ fn merge(
     Ok(list_result(items, next))
 }
 
-fn list_result(items: Vec<Value>, next: Option<Cursor>) -> String {
+fn list_result(items: Vec<Value>, next: Option<Position>) -> String {
     let mut v = json!({ "resources": items });
     if let Some(n) = next {
         v["nextCursor"] = Value::from(n.encode());
@@ -164,18 +166,18 @@ fn list_result(items: Vec<Value>, next: Option<Cursor>) -> String {
 /// cursor.
 pub(super) fn page_of(
     len: usize,
-    params: Option<&RawValue>,
+    cursor: &Cursor,
     size: usize,
 ) -> Result<(std::ops::Range<usize>, Option<String>), String> {
-    let start = match param_cursor(params)? {
+    let start = match cursor {
         None => 0,
-        Some(c) => match Cursor::decode(&c) {
-            Some(Cursor::Static { o }) if o <= len => o,
+        Some(c) => match Position::decode(c) {
+            Some(Position::Static { o }) if o <= len => o,
             _ => return Err(format!("invalid cursor: {c}")),
         },
     };
     let end = len.min(start + size.max(1));
-    let next = (end < len).then(|| Cursor::Static { o: end }.encode());
+    let next = (end < len).then(|| Position::Static { o: end }.encode());
     Ok((start..end, next))
 }
 
@@ -186,34 +188,6 @@ pub(super) fn page_result(key: &str, items: &[Value], next: Option<String>) -> S
         v["nextCursor"] = Value::from(n);
     }
     v.to_string()
-}
-
-/// `cursor` of a list request's params (`None`: no params, or no cursor).
-fn param_cursor(params: Option<&RawValue>) -> Result<Option<String>, String> {
-    #[derive(Deserialize)]
-    struct P {
-        #[serde(default)]
-        cursor: Option<String>,
-    }
-    match params {
-        None => Ok(None),
-        Some(p) => serde_json::from_str::<P>(p.get())
-            .map(|p| p.cursor)
-            .map_err(|e| format!("invalid params: {e}")),
-    }
-}
-
-/// The `uri` of a read or subscribe request's params (borrowed unless it has escapes).
-fn param_uri(params: Option<&RawValue>) -> Result<Cow<'_, str>, String> {
-    #[derive(Deserialize)]
-    struct P<'a> {
-        #[serde(borrow)]
-        uri: Cow<'a, str>,
-    }
-    let p = params.ok_or("the request needs params with a `uri`")?;
-    serde_json::from_str::<P>(p.get())
-        .map(|p| p.uri)
-        .map_err(|e| format!("invalid params: {e}"))
 }
 
 /// The reply to a URI no plugin serves: MCP's -32002, the URI in the message and `data`.
@@ -228,21 +202,19 @@ impl Router {
     /// `resources/list`.
     pub(super) fn resources_list(
         self: &Arc<Self>,
-        scope: Scope<'_>,
-        client: &str,
+        client: &Client<'_>,
         id: &RawValue,
-        params: Option<&RawValue>,
+        cursor: &Cursor,
         offers: Arc<Offers>,
     ) -> Dispatch {
         let invalid =
             |m: String| Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &m));
-        let cursor = match param_cursor(params) {
-            Ok(None) => None,
-            Ok(Some(c)) => match Cursor::decode(&c) {
+        let cursor = match cursor {
+            None => None,
+            Some(c) => match Position::decode(c) {
                 Some(c) => Some(c),
                 None => return invalid(format!("invalid cursor: {c}")),
             },
-            Err(e) => return invalid(e),
         };
         match plan(&offers, cursor, PAGE_SIZE) {
             Err(e) => invalid(e),
@@ -262,35 +234,25 @@ impl Router {
                 let request =
                     PluginRequest::new(method::RESOURCES_LIST, "list", params.to_string())
                         .map_answer(move |answer| merge(&offers, &owner, items.clone(), &answer));
-                Dispatch::Request(self.request_from(scope, client, &plugin, id, Box::new(request)))
+                self.request(client, &plugin, id, Box::new(request))
             }
         }
-    }
-
-    /// `resources/templates/list`: every template in one page.
-    pub(super) fn templates_list(&self, id: &RawValue, offers: &Offers) -> Dispatch {
-        Dispatch::Reply(super::rpc_result_raw(Some(id), offers.templates_list()))
     }
 
     /// `resources/read`: the URI resolved by the host, the read routed to its plugin.
     pub(super) fn resource_read(
         self: &Arc<Self>,
-        scope: Scope<'_>,
-        client: &str,
+        client: &Client<'_>,
         id: &RawValue,
-        params: Option<&RawValue>,
+        uri: &str,
         offers: &Offers,
     ) -> Dispatch {
-        let uri = match param_uri(params) {
-            Ok(uri) => uri,
-            Err(e) => return Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &e)),
-        };
-        match offers.resolve(&uri) {
+        match offers.resolve(uri) {
             Some(r) => {
                 let plugin = r.plugin.clone();
-                Dispatch::Request(self.request_from(scope, client, &plugin, id, read(&uri, r)))
+                self.request(client, &plugin, id, read(uri, r))
             }
-            None => Dispatch::Reply(error_reply(id, &not_found(&uri))),
+            None => Dispatch::Reply(error_reply(id, &not_found(uri))),
         }
     }
 
@@ -299,19 +261,15 @@ impl Router {
         &self,
         scope: Scope<'_>,
         id: &RawValue,
-        params: Option<&RawValue>,
+        uri: &str,
         on: bool,
         offers: &Offers,
-    ) -> Dispatch {
-        let uri = match param_uri(params) {
-            Ok(uri) => uri,
-            Err(e) => return Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &e)),
-        };
-        if on && offers.resolve(&uri).is_none() {
-            return Dispatch::Reply(error_reply(id, &not_found(&uri)));
+    ) -> String {
+        if on && offers.resolve(uri).is_none() {
+            return error_reply(id, &not_found(uri));
         }
-        self.subscriptions.set(scope.key(), &uri, on);
-        Dispatch::Reply(rpc_result(Some(id), &json!({})))
+        self.subscriptions.set(scope.key(), uri, on);
+        rpc_result(Some(id), &json!({}))
     }
 }
 
@@ -404,7 +362,7 @@ mod tests {
             panic!("a static page")
         };
         assert_eq!(uris(&items), ["s://0", "s://1"]);
-        assert_eq!(next, Some(Cursor::Static { o: 2 }));
+        assert_eq!(next, Some(Position::Static { o: 2 }));
         let Ok(Page::Done { next, .. }) = plan(&o, next, 2) else {
             panic!()
         };
@@ -433,10 +391,10 @@ mod tests {
         .unwrap();
         let v: Value = serde_json::from_str(&merged).unwrap();
         assert_eq!(uris(v["resources"].as_array().unwrap()), ["s://4", "b://1"]);
-        let next = Cursor::decode(v["nextCursor"].as_str().unwrap()).unwrap();
+        let next = Position::decode(v["nextCursor"].as_str().unwrap()).unwrap();
         assert_eq!(
             next,
-            Cursor::Dynamic {
+            Position::Dynamic {
                 p: "b".into(),
                 c: Some("p2".into())
             }
@@ -459,10 +417,10 @@ mod tests {
         .unwrap();
         let v: Value = serde_json::from_str(&merged).unwrap();
         assert_eq!(uris(v["resources"].as_array().unwrap()), ["b://2"]);
-        let next = Cursor::decode(v["nextCursor"].as_str().unwrap()).unwrap();
+        let next = Position::decode(v["nextCursor"].as_str().unwrap()).unwrap();
         assert_eq!(
             next,
-            Cursor::Dynamic {
+            Position::Dynamic {
                 p: "c".into(),
                 c: None
             }
@@ -491,10 +449,10 @@ mod tests {
             }
         );
         // Cursors that no longer fit the plugins.
-        assert!(plan(&o, Some(Cursor::Static { o: 9 }), 10).is_err());
+        assert!(plan(&o, Some(Position::Static { o: 9 }), 10).is_err());
         let e = plan(
             &o,
-            Some(Cursor::Dynamic {
+            Some(Position::Dynamic {
                 p: "gone".into(),
                 c: None,
             }),
@@ -507,12 +465,12 @@ mod tests {
     #[test]
     fn cursors_round_trip_and_refuse_garbage() {
         for c in [
-            Cursor::Static { o: 200 },
-            Cursor::Dynamic {
+            Position::Static { o: 200 },
+            Position::Dynamic {
                 p: "notes".into(),
                 c: Some("x/y".into()),
             },
-            Cursor::Dynamic {
+            Position::Dynamic {
                 p: "notes".into(),
                 c: None,
             },
@@ -521,11 +479,11 @@ mod tests {
             assert!(text
                 .chars()
                 .all(|ch| ch.is_ascii_alphanumeric() || "-_".contains(ch)));
-            assert_eq!(Cursor::decode(&text), Some(c));
+            assert_eq!(Position::decode(&text), Some(c));
         }
-        assert_eq!(Cursor::decode("not a cursor"), None);
+        assert_eq!(Position::decode("not a cursor"), None);
         assert_eq!(
-            Cursor::decode(&URL_SAFE_NO_PAD.encode(b"{\"k\":\"q\"}")),
+            Position::decode(&URL_SAFE_NO_PAD.encode(b"{\"k\":\"q\"}")),
             None
         );
     }

@@ -78,15 +78,6 @@ impl<'a> JsonRpc<'a> {
         }
     }
 
-    /// [`JsonRpc::call_params`] when they parse, read once and kept: a caller that looks at
-    /// them before the router does (`serve`'s hook tool) costs no second parse.
-    pub fn read_call_params(&mut self) -> Option<&CallParams<'a>> {
-        if self.call.is_none() {
-            self.call = self.params.and_then(|p| CallParams::from_raw(p).ok());
-        }
-        self.call.as_ref()
-    }
-
     /// Parses a JSON-RPC message: what `serde_json::from_str::<JsonRpc>` gives, read in one
     /// borrowing pass when it can be (see `Incoming::parse`).
     pub fn parse(text: &'a str) -> Result<Self, serde_json::Error> {
@@ -291,22 +282,5 @@ mod tests {
             serde_json::from_str(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
                 .unwrap();
         assert!(n.is_notification());
-    }
-
-    #[test]
-    fn call_params_read_once_are_kept_and_the_same() {
-        let line = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hook","arguments":{"a":1}}}"#;
-        let mut m = JsonRpc::parse(line).unwrap();
-        assert!(m.call.is_none());
-        let read = format!("{:?}", m.read_call_params().unwrap());
-        assert!(m.call.is_some());
-        assert_eq!(format!("{:?}", m.call_params().unwrap().unwrap()), read);
-        let bad = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}"#;
-        let mut m = JsonRpc::parse(bad).unwrap();
-        assert!(m.read_call_params().is_none());
-        assert!(
-            m.call_params().unwrap().is_err(),
-            "the router still reports the error"
-        );
     }
 }

@@ -16,6 +16,7 @@ mod latest;
 mod manifest;
 mod mcp;
 mod raw;
+mod request;
 mod result;
 mod scan;
 mod tool;
@@ -38,6 +39,9 @@ pub use mcp::{
     initialize_result, negotiate_version, CallMeta, CallParams, CancelledParams, InitializeParams,
     LogLevel, ProgressParams, ProtocolMeta, RequestHead, ServerInfo, LATEST_PROTOCOL_VERSION,
     MODERN_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
+};
+pub use request::{
+    ClientMessage, ClientNotification, ClientRequest, Cursor, Family, GetPrompt, InvalidParams,
 };
 pub use result::{CallResult, ContentOut, EmbeddedBody};
 // Public for the parse benchmark, which weighs it against serde_json's public way.

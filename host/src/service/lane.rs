@@ -1,5 +1,5 @@
-//! The threads that read the CLI's lines. The thread that reads a `tools/call` runs the tool
-//! itself and writes the reply: a fast call costs no hand-off between threads (on one CPU
+//! The threads that read a peer's lines: the CLI's in `chat`, the client's in stdio `serve`.
+//! The thread that reads a `tools/call` runs the tool itself and writes the reply: a fast call costs no hand-off between threads (on one CPU
 //! that hand-off was most of a call's round trip; docs/benchmarks.md).
 //!
 //! A tool may block, though, and the session must go on meanwhile. A watchdog thread sees a
@@ -21,14 +21,29 @@ use std::{
 
 use tokio::runtime::Handle;
 
-use super::{parse_object, sort_read, Intake, Reader, Slot};
+use super::{sort_read, Intake, Slot};
 use crate::{
-    handler::{Request, HERE_BUDGET},
-    model::Incoming,
+    handler::{HereRun, Request, HERE_BUDGET},
     relay::{Relay, STAY_AWAKE},
     sync::lock,
-    transport::{BlockingLines, LineReader, ReadError, TooLong},
+    transport::{BlockingLines, LineReader, LineSender, ReadError, TooLong},
 };
+
+/// What the reading threads do with each line: the one part of reading that differs between
+/// the control protocol (`chat`) and plain MCP (stdio `serve`).
+pub(super) trait Front: Send + Sync + 'static {
+    /// Handles a line; returns the request this thread is to run, if any. `slot` stands for
+    /// the line's answer until it is queued.
+    fn route(&self, line: &str, slot: Slot) -> Option<HereRun>;
+    /// A line over the length limit was skipped.
+    fn too_long(&self, t: TooLong);
+    /// The input ended (or could not be read).
+    fn input_ended(&self);
+    /// Where answers go: the reader waits for room there before it reads.
+    fn out(&self) -> &LineSender;
+    /// Names the peer in logs.
+    fn peer(&self) -> &'static str;
+}
 
 /// A source of the CLI's lines that a plain thread reads with blocking calls.
 pub trait LineSource: Send + 'static {
@@ -54,8 +69,8 @@ where
 }
 
 /// The reading side of a session: the reader threads and their watchdog.
-pub(super) struct Lane {
-    reader: Reader,
+pub(super) struct Lane<F: Front> {
+    front: F,
     source: Mutex<Box<dyn LineSource>>,
     intake: Intake,
     rt: Handle,
@@ -74,12 +89,12 @@ struct Watched {
     escalated: bool,
 }
 
-impl Lane {
+impl<F: Front> Lane<F> {
     /// Starts the first reader thread and the watchdog.
-    pub(super) fn start(reader: Reader, source: Box<dyn LineSource>) -> std::io::Result<()> {
+    pub(super) fn start(front: F, source: Box<dyn LineSource>) -> std::io::Result<()> {
         let lane = Arc::new(Lane {
-            intake: Intake::new(reader.out.clone()),
-            reader,
+            intake: Intake::new(front.out().clone()),
+            front,
             source: Mutex::new(source),
             rt: Handle::current(),
             relay: Relay::new(),
@@ -120,21 +135,15 @@ impl Lane {
                 break;
             }
             let slot = self.ready();
-            let line = next_message(&mut **source, |t| self.reader.too_long(t));
+            let peer = self.front.peer();
+            let line = next_message(&mut **source, peer, |t| self.front.too_long(t));
             let Some(line) = line else {
                 self.relay.end();
                 drop(source);
-                self.reader.input_ended();
+                self.front.input_ended();
                 break;
             };
-            let routed = match parse_object(&line, Incoming::parse) {
-                Ok(msg) => self.reader.route(msg, &line, slot),
-                Err(e) => {
-                    self.reader.malformed(&line, e);
-                    None
-                }
-            };
-            let Some(mut run) = routed else {
+            let Some(mut run) = self.front.route(&line, slot) else {
                 continue;
             };
             *lock(&running) = Some(Watched {
@@ -199,9 +208,13 @@ impl Lane {
 
 /// The next non-blank line; an over-long one is handed to `too_long` and reading goes on.
 /// `None` at the end of the input, or when reading fails (logged).
-fn next_message(source: &mut dyn LineSource, mut too_long: impl FnMut(TooLong)) -> Option<String> {
+fn next_message(
+    source: &mut dyn LineSource,
+    peer: &str,
+    mut too_long: impl FnMut(TooLong),
+) -> Option<String> {
     loop {
-        if let Some(message) = sort_read(source.next_line(), "the CLI", &mut too_long) {
+        if let Some(message) = sort_read(source.next_line(), peer, &mut too_long) {
             return message;
         }
     }

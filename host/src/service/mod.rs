@@ -21,7 +21,7 @@ use std::{
 
 use serde_json::{value::RawValue, Value};
 use tokio::{
-    io::{AsyncBufRead, AsyncWrite},
+    io::AsyncWrite,
     sync::{mpsc, OwnedSemaphorePermit, Semaphore},
     task::AbortHandle,
 };
@@ -37,13 +37,13 @@ pub use pending::{ControlError, Pending};
 pub use reload::{follow_notices, follow_registry};
 
 use crate::{
-    handler::{Answer, Dispatch, HereRun, Notify, Router, Scope, Sink},
+    handler::{Answer, Client, HereRun, Notify, Router, Scope, Sink},
     model::{
-        control_error, control_request, control_success, control_success_raw, mcp_message_request,
-        rpc_notification, Incoming, IncomingRequest, NOTIFICATION_ACK,
+        control_error, control_request, control_success, mcp_message_request, rpc_notification,
+        ClientMessage, Incoming, IncomingRequest,
     },
     sync::lock,
-    transport::{Latest, LineReader, LineSender, ReadError, TooLong, Writer},
+    transport::{Latest, LineSender, ReadError, TooLong, Writer},
 };
 
 /// A `can_use_tool` question from the CLI (docs/protocol.md §7).
@@ -281,20 +281,6 @@ impl Intake {
     }
 }
 
-/// The next non-blank line; an over-long one is handed to `too_long` and reading goes on.
-/// `None` at the end of the input, or when reading fails (logged, naming `peer`).
-pub(crate) async fn next_message<R: AsyncBufRead + Unpin>(
-    lines: &mut LineReader<R>,
-    peer: &str,
-    mut too_long: impl FnMut(TooLong),
-) -> Option<String> {
-    loop {
-        if let Some(message) = sort_read(lines.next_line().await, peer, &mut too_long) {
-            return message;
-        }
-    }
-}
-
 /// What one read means for a reading loop: `Some(Some(line))` a message, `Some(None)` the end
 /// of the input (or a failed read, logged naming `peer`), `None` nothing (a blank line, or an
 /// over-long one handed to `too_long`).
@@ -372,6 +358,34 @@ fn cannot_ask() -> Value {
         "behavior": "deny",
         "message": "toolhost was started without --ask, so it cannot ask the user",
     })
+}
+
+impl lane::Front for Reader {
+    fn route(&self, line: &str, slot: Slot) -> Option<HereRun> {
+        match parse_object(line, Incoming::parse) {
+            Ok(msg) => self.route(msg, line, slot),
+            Err(e) => {
+                self.malformed(line, e);
+                None
+            }
+        }
+    }
+
+    fn too_long(&self, t: TooLong) {
+        Reader::too_long(self, t)
+    }
+
+    fn input_ended(&self) {
+        Reader::input_ended(self)
+    }
+
+    fn out(&self) -> &LineSender {
+        &self.out
+    }
+
+    fn peer(&self) -> &'static str {
+        "the CLI"
+    }
 }
 
 struct Reader {
@@ -463,29 +477,25 @@ impl Reader {
                     ));
                     return None;
                 };
-                match self
-                    .router
-                    .dispatch(Scope::Server(&server), &message, &self.sink)
-                {
-                    Dispatch::Reply(r) => {
-                        self.out.send(control_success_raw(id, &r));
-                    }
-                    Dispatch::Handled => {
-                        self.out.send(control_success_raw(id, NOTIFICATION_ACK));
-                    }
-                    Dispatch::Request(request) => {
-                        let out = self.out.clone();
-                        let id = id.to_string();
-                        // The slot stands for the answer until it is queued.
-                        let respond = move |answer: Answer<'_>| {
-                            out.send(answer.control_line(&id));
-                            drop(slot);
-                        };
-                        if let Some(run) = request.start(Box::new(respond), true) {
-                            return Some(run);
-                        }
-                    }
-                }
+                let client = Client {
+                    scope: Scope::Server(&server),
+                    id: "",
+                    sink: Some(&self.sink),
+                    here: true,
+                    reuses_ids: true,
+                };
+                let out = self.out.clone();
+                let id = id.to_string();
+                // The slot stands for the answer until it is queued.
+                let respond = move |answer: Answer<'_>| {
+                    out.send(answer.control_line(&id));
+                    drop(slot);
+                };
+                return self.router.handle(
+                    &client,
+                    &ClientMessage::read(&message),
+                    Box::new(respond),
+                );
             }
             "can_use_tool" => self.ask(id, req, line),
             "hook_callback" => return self.hook_callback(id, req, slot),

@@ -1,21 +1,25 @@
 //! `toolhost serve`: one plain MCP server (NDJSON JSON-RPC, no control envelope) exposing every
 //! plugin's tools as `<plugin>__<tool>` (its prompts likewise, its resources under their own
-//! URIs: `handler/offers.rs`), over any pair of streams (our stdio in practice).
+//! URIs: `handler/offers.rs`), over any pair of streams (our stdio in practice). It reads on
+//! the same threads as `chat`'s control loop (`lane.rs`): the thread that reads a call runs it
+//! and writes the reply.
 
 use std::{sync::Arc, time::Duration};
 
 use serde_json::{json, value::RawValue, Value};
-use tokio::{
-    io::{AsyncBufRead, AsyncWrite},
-    sync::broadcast,
-};
+use tokio::{io::AsyncWrite, sync::broadcast};
 
+use super::{lane, parse_object, LineSource, Slot};
 use crate::{
-    handler::{valid_id, Answer, Dispatch, NoticeFeed, Notify, Router, Scope, Sink, NOTICE_BATCH},
-    model::{error_code, rpc_error, rpc_notification, rpc_result, JsonRpc},
+    handler::{
+        valid_id, Answer, Client, HereRun, NoticeFeed, Notify, Router, Scope, Sink, NOTICE_BATCH,
+    },
+    model::{
+        error_code, rpc_error, rpc_notification, rpc_result, ClientMessage, ClientRequest, JsonRpc,
+    },
     registry::RegistryEvent,
     service::hooks::{served, Hooks},
-    transport::{Latest, LineReader, LineSender, TooLong, Writer},
+    transport::{Latest, LineSender, TooLong, Writer},
 };
 
 /// A call's notifications go out as they are, through the same writer as the call's reply.
@@ -33,17 +37,28 @@ const EOF_GRACE: Duration = Duration::from_millis(1000);
 /// Serves until `input` ends, then lets calls in flight finish and answer (for
 /// a second, then they are cancelled and, if they do not stop, abandoned), and returns.
 /// With `events`, every change of the plugin set sends `notifications/tools/list_changed`
-/// (and the resources' and prompts' list changes, see `announce_changes`).
-pub async fn serve<R, W>(
-    mut lines: LineReader<R>,
+/// (and the resources' and prompts' list changes, see `announce_changes`). Every line goes
+/// out through a writer task over `output`.
+pub async fn serve<I, W>(
+    input: I,
     output: W,
     router: Arc<Router>,
     events: Option<broadcast::Receiver<RegistryEvent>>,
 ) where
-    R: AsyncBufRead + Unpin + Send + 'static,
+    I: LineSource,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (out, writer) = Writer::spawn(output);
+    serve_with(input, Writer::spawn(output), router, events).await
+}
+
+/// [`serve`] with a writer of the caller's (for a pipe, [`Writer::spawn_direct`]: replies are
+/// written by the thread that ran the call).
+pub async fn serve_with<I: LineSource>(
+    input: I,
+    (out, writer): (LineSender, Writer),
+    router: Arc<Router>,
+    events: Option<broadcast::Receiver<RegistryEvent>>,
+) {
     let sink: Sink = Arc::new(Out(out.clone()));
     let announce =
         events.map(|events| tokio::spawn(announce_changes(events, out.clone(), router.clone())));
@@ -52,67 +67,19 @@ pub async fn serve<R, W>(
         NoticeFeed::follow(move |n| router.notification(Scope::All, n).is_some())
     };
     let notices = tokio::spawn(pass_notices(feed, out.clone(), router.clone()));
-    let answer_too_long = |t| {
-        out.send(too_long(t));
+    let (ended_tx, ended) = tokio::sync::oneshot::channel();
+    let front = Plain {
+        router: router.clone(),
+        out: out.clone(),
+        sink: sink.clone(),
+        hooks: Hooks::new(router.clone()),
+        ended: std::sync::Mutex::new(Some(ended_tx)),
     };
-    let intake = super::Intake::new(out.clone());
-    let hooks = Hooks::new(router.clone());
-    loop {
-        let slot = intake.ready().await;
-        let Some(line) = super::next_message(&mut lines, "the input", answer_too_long).await else {
-            break;
-        };
-        let mut msg = match super::parse_object(&line, JsonRpc::parse) {
-            Ok(m) => m,
-            Err(e) => {
-                tracing::warn!("ignoring a malformed line ({e})");
-                out.send(rpc_error(
-                    None,
-                    error_code::PARSE_ERROR,
-                    &format!("parse error: {e}"),
-                ));
-                continue;
-            }
-        };
-        let request_id = msg.id.filter(|_| msg.method.is_some());
-        if let Some(id) = request_id.filter(|id| router.in_flight(Scope::All, "", id)) {
-            // It would take the first's place for `notifications/cancelled`, leaving that one
-            // running with nobody able to stop it. (One reader: nothing registers between
-            // this check and the dispatch.)
-            out.send(rpc_error(
-                Some(id),
-                error_code::INVALID_REQUEST,
-                &format!(
-                    "invalid request: request id {} is already in flight",
-                    id.get()
-                ),
-            ));
-            continue;
+    match lane::Lane::start(front, Box::new(input)) {
+        Ok(()) => {
+            let _ = ended.await;
         }
-        if let Some(arguments) = served_hook(&mut msg) {
-            let (out, hooks, id) = (out.clone(), hooks.clone(), msg.id.map(RawValue::to_owned));
-            tokio::spawn(async move {
-                out.send(answer_hook(&hooks, arguments, id.as_deref()).await);
-                drop(slot);
-            });
-            continue;
-        }
-        match router.dispatch(Scope::All, &msg, &sink) {
-            Dispatch::Reply(r) => {
-                out.send(r);
-            }
-            Dispatch::Handled => {}
-            Dispatch::Request(request) => {
-                let out = out.clone();
-                // The slot stands for the answer until it is queued.
-                let respond = move |answer: Answer<'_>| {
-                    out.send(answer.rpc());
-                    drop(slot);
-                };
-                // This loop must not block: the request runs elsewhere.
-                request.start(Box::new(respond), false);
-            }
-        }
+        Err(e) => tracing::error!("cannot start the threads that read the input: {e}"),
     }
     // The input ended: requests still running get a moment to answer; then they are
     // cancelled, and a tool that does not stop is abandoned (named in a warning) so the host
@@ -131,13 +98,81 @@ pub async fn serve<R, W>(
     writer.close().await;
 }
 
-/// The arguments of a call of the hidden hook tool (`hooks::served`), if `msg` is one. The
-/// params read here stay with `msg` for the router.
-fn served_hook(msg: &mut JsonRpc<'_>) -> Option<Result<Value, String>> {
-    if msg.method.as_deref() != Some("tools/call") || msg.id.is_none() {
-        return None;
+/// Plain MCP on the reading threads: each line one JSON-RPC message for the all-plugins
+/// server.
+struct Plain {
+    router: Arc<Router>,
+    out: LineSender,
+    sink: Sink,
+    hooks: Arc<Hooks>,
+    /// Told when the input ends.
+    ended: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+}
+
+impl lane::Front for Plain {
+    fn route(&self, line: &str, slot: Slot) -> Option<HereRun> {
+        let msg = match parse_object(line, JsonRpc::parse) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!("ignoring a malformed line ({e})");
+                self.out.send(rpc_error(
+                    None,
+                    error_code::PARSE_ERROR,
+                    &format!("parse error: {e}"),
+                ));
+                return None;
+            }
+        };
+        let msg = ClientMessage::read(&msg);
+        if let Some(arguments) = served_hook(&msg) {
+            let (out, hooks) = (self.out.clone(), self.hooks.clone());
+            let id = msg.id().map(RawValue::to_owned);
+            tokio::spawn(async move {
+                out.send(answer_hook(&hooks, arguments, id.as_deref()).await);
+                drop(slot);
+            });
+            return None;
+        }
+        let client = Client {
+            sink: Some(&self.sink),
+            here: true,
+            ..Client::of(Scope::All)
+        };
+        let out = self.out.clone();
+        // The slot stands for the answer until it is queued.
+        let respond = move |answer: Answer<'_>| {
+            if let Some(reply) = answer.rpc() {
+                out.send(reply);
+            }
+            drop(slot);
+        };
+        self.router.handle(&client, &msg, Box::new(respond))
     }
-    let call = msg.read_call_params()?;
+
+    fn too_long(&self, t: TooLong) {
+        self.out.send(too_long(t));
+    }
+
+    fn input_ended(&self) {
+        if let Some(tx) = crate::sync::lock(&self.ended).take() {
+            let _ = tx.send(());
+        }
+    }
+
+    fn out(&self) -> &LineSender {
+        &self.out
+    }
+
+    fn peer(&self) -> &'static str {
+        "the input"
+    }
+}
+
+/// The arguments of a call of the hidden hook tool (`hooks::served`), if `msg` is one.
+fn served_hook(msg: &ClientMessage<'_>) -> Option<Result<Value, String>> {
+    let Some(ClientRequest::CallTool(call)) = msg.request() else {
+        return None;
+    };
     (call.name == served::TOOL).then(|| {
         let text = call.arguments.map_or("{}", RawValue::get);
         serde_json::from_str(text).map_err(|e| format!("the arguments are not JSON ({e})"))

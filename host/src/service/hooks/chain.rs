@@ -14,7 +14,7 @@ use std::{
 use serde_json::{value::RawValue, Value};
 
 use super::{fold::Fold, table::Matched, Hooks};
-use crate::handler::{Answer, CallError, HereRun, PluginRequest, Scope};
+use crate::handler::{Answer, CallError, Client, HereRun, PluginRequest, Scope};
 
 /// The scope hook requests are registered in for cancellation: a name no plugin can have
 /// (plugin names are letters, digits, `_` and `-`).
@@ -53,12 +53,16 @@ impl<F: Fold> Chain<F> {
             let what = item.hook.clone().unwrap_or_else(|| "policy".to_string());
             let request = PluginRequest::new(self.fold.method(), what, self.fold.params(&item))
                 .with_timeout(item.timeout);
-            let request = self.hooks.router.request(
-                Scope::Server(HOOK_SCOPE),
-                &item.plugin,
-                &self.id,
-                Box::new(request),
-            );
+            let client = Client {
+                here,
+                // One event's hooks run one after the other under its request id.
+                reuses_ids: true,
+                ..Client::of(Scope::Server(HOOK_SCOPE))
+            };
+            let request =
+                self.hooks
+                    .router
+                    .request(&client, &item.plugin, &self.id, Box::new(request));
             let rt = self.hooks.rt.clone();
             let respond = move |answer: Answer<'_>| {
                 match answer.into_outcome() {

@@ -27,7 +27,7 @@ pub use table::{CompiledHook, HookTable, Matched, Matcher, PluginHooks};
 use chain::{Chain, HOOK_SCOPE};
 
 use crate::{
-    handler::{HereRun, Router, Scope},
+    handler::{HereRun, RequestKey, Router, Scope},
     sync::lock,
 };
 
@@ -127,7 +127,8 @@ impl Hooks {
         };
         flag.store(true, Ordering::Release);
         let id = serde_json::value::to_raw_value(request_id).expect("a string");
-        self.router.cancel_request(Scope::Server(HOOK_SCOPE), &id);
+        let key = RequestKey::new(Scope::Server(HOOK_SCOPE), "", &id);
+        self.router.cancel_request(&key);
         true
     }
 

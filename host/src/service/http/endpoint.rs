@@ -8,10 +8,9 @@ use std::{
         atomic::{AtomicBool, Ordering},
         Arc,
     },
-    time::{Duration, Instant},
+    time::Instant,
 };
 
-use http_body_util::BodyExt;
 use hyper::{
     body::Incoming,
     header::{self, HeaderMap, HeaderValue},
@@ -22,7 +21,8 @@ use tokio::sync::mpsc;
 
 use super::{
     auth::Credential,
-    budget::{Held, SMALL_BODY},
+    body,
+    budget::Held,
     limits::Ticket,
     modern,
     paced::paced,
@@ -30,23 +30,22 @@ use super::{
         closing, empty, error, json, not_allowed, plain, session_not_found, stream_response,
         too_busy, Body, TRANSPORT_ERROR,
     },
-    session::{Claim, Session},
+    session::Session,
+    session_routes,
     sse::{self, CallStream, Item, ToStream},
     Listener, Shared,
 };
 use crate::{
-    handler::{Answer, Discard, Dispatch, Respond, Router, Scope, Sink},
+    handler::{Answer, Client, Discard, RequestKey, Respond, Router, Scope, Sink},
     model::{
-        error_code, JsonRpc, RequestHead, MODERN_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
+        error_code, ClientMessage, ClientRequest, RequestHead, MODERN_PROTOCOL_VERSION,
+        SUPPORTED_PROTOCOL_VERSIONS,
     },
     sync::lock,
 };
 
-/// How long a client may take to send a request's body.
-const BODY_TIMEOUT: Duration = Duration::from_secs(30);
-
-const SESSION_ID: &str = "mcp-session-id";
-const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+pub(super) const SESSION_ID: &str = "mcp-session-id";
+pub(super) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 
 /// What the log line of a request says beyond its HTTP facts.
 #[derive(Default)]
@@ -150,11 +149,11 @@ async fn route(
             );
         }
     }
-    let client = Client { peer, credential };
+    let client = Remote { peer, credential };
     match *req.method() {
         Method::POST => post(shared, client, endpoint, req, note).await,
-        Method::GET => get(shared, client, endpoint, req.headers()),
-        Method::DELETE => delete(shared, client, endpoint, req.headers()),
+        Method::GET => session_routes::get(shared, client, endpoint, req.headers()),
+        Method::DELETE => session_routes::delete(shared, client, endpoint, req.headers()),
         _ => not_allowed(),
     }
 }
@@ -174,21 +173,21 @@ fn trace_head(req: &Request<Incoming>) {
     tracing::trace!(target: "toolhost::http::wire", "<< {shown}");
 }
 
-/// Who sent a request: its address (bounds its requests in flight) and the token it
+/// The remote end of a request: its address (bounds its requests in flight) and the token it
 /// presented (binds its sessions).
 #[derive(Clone, Copy)]
-struct Client {
+pub(super) struct Remote {
     peer: SocketAddr,
-    credential: Option<Credential>,
+    pub(super) credential: Option<Credential>,
 }
 
 /// What the client accepts of a POST's answer.
-struct Accepts {
+pub(super) struct Accepts {
     json: bool,
-    sse: bool,
+    pub(super) sse: bool,
 }
 
-fn accepts(headers: &HeaderMap) -> Accepts {
+pub(super) fn accepts(headers: &HeaderMap) -> Accepts {
     let Some(accept) = headers.get(header::ACCEPT).and_then(|a| a.to_str().ok()) else {
         return Accepts {
             json: true,
@@ -213,13 +212,13 @@ fn accepts(headers: &HeaderMap) -> Accepts {
     a
 }
 
-fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+pub(super) fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
 async fn post(
     shared: &Arc<Shared>,
-    client: Client,
+    client: Remote,
     endpoint: Option<String>,
     req: Request<Incoming>,
     note: &mut Note,
@@ -230,12 +229,12 @@ async fn post(
         Ok(a) => a,
         Err(refusal) => return *refusal,
     };
-    let (bytes, held) = match read_body(shared, body).await {
+    let (bytes, held) = match body::read_body(shared, body).await {
         Ok(b) => b,
         Err(refusal) => return *refusal,
     };
     tracing::trace!(target: "toolhost::http::wire", "<< {}", String::from_utf8_lossy(&bytes));
-    let msg = match parse_message(&bytes) {
+    let msg = match body::parse_message(&bytes) {
         Ok(m) => m,
         Err(refusal) => return *refusal,
     };
@@ -249,6 +248,7 @@ async fn post(
         .and_then(|p| serde_json::from_str(p.get()).ok())
         .unwrap_or_default();
     let header_version = header_str(headers, PROTOCOL_VERSION);
+    let message = ClientMessage::read(&msg);
     let call = Call {
         shared,
         client,
@@ -265,9 +265,9 @@ async fn post(
         if let Err(refusal) = modern::check(msg.id, method, &head, &mirrored) {
             return json(refusal.status, refusal.body);
         }
-        call.modern(&msg, method).await
+        call.modern(&message, method).await
     } else {
-        call.legacy(&msg, method, headers).await
+        call.legacy(&message, method, headers).await
     }
 }
 
@@ -295,137 +295,10 @@ fn acceptable(headers: &HeaderMap) -> Result<Accepts, Box<Response<Body>>> {
     Ok(accept)
 }
 
-/// Why a body was not read whole.
-enum Unread {
-    TooLarge,
-    OverBudget,
-    Broken,
-}
-
-/// The body, if it comes whole, in time, within the size limit and within the body budget
-/// (`budget.rs`); with the bytes it holds of the budget. Its bytes are taken from the budget
-/// before they are buffered: from its `Content-Length` up front (all at once, in one buffer),
-/// else as it grows.
-async fn read_body(
-    shared: &Shared,
-    mut body: Incoming,
-) -> Result<(Vec<u8>, Held), Box<Response<Body>>> {
-    use hyper::body::Body as _;
-    let max = shared.limits.max_body_bytes;
-    let budget = &shared.budget;
-    let declared = body
-        .size_hint()
-        .exact()
-        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
-    let mut held = Held::default();
-    let mut bytes = Vec::new();
-    let read = async {
-        if let Some(n) = declared {
-            if n > max {
-                return Err(Unread::TooLarge);
-            }
-            if !budget.take(&mut held, n, n <= SMALL_BODY) {
-                return Err(Unread::OverBudget);
-            }
-            bytes.reserve_exact(n);
-        }
-        while let Some(frame) = body.frame().await {
-            let Ok(data) = frame.map_err(|_| Unread::Broken)?.into_data() else {
-                continue;
-            };
-            let len = bytes.len() + data.len();
-            if len > max {
-                return Err(Unread::TooLarge);
-            }
-            if len > held.bytes() {
-                // No length declared: the buffer grows by doubling, its bytes taken first.
-                let want = len.max(bytes.capacity().saturating_mul(2).min(max));
-                let more = want - held.bytes();
-                if !budget.take(&mut held, more, false) {
-                    return Err(Unread::OverBudget);
-                }
-                bytes.reserve_exact(want - bytes.len());
-            }
-            bytes.extend_from_slice(&data);
-        }
-        Ok(())
-    };
-    let refusal = match tokio::time::timeout(BODY_TIMEOUT, read).await {
-        Ok(Ok(())) => return Ok((bytes, held)),
-        Ok(Err(Unread::TooLarge)) => error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            None,
-            error_code::INVALID_REQUEST,
-            &format!("the request body is over {max} bytes"),
-        ),
-        Ok(Err(Unread::OverBudget)) => {
-            tracing::info!(target: "toolhost::http", budget = budget.total(), "the request bodies held reached the body budget (--max-buffered-bytes): a body refused");
-            // Read (and drop) the rest as it comes, so the answer reaches the client: closing
-            // with its body unread would reset the connection, and the answer with it.
-            tokio::spawn(discard(body, max));
-            let mut r = error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                None,
-                TRANSPORT_ERROR,
-                "Service Unavailable: the server holds as many request bodies as it may; try again",
-            );
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            r
-        }
-        Ok(Err(Unread::Broken)) => plain(StatusCode::BAD_REQUEST, "unreadable body\n"),
-        Err(_) => plain(StatusCode::REQUEST_TIMEOUT, "body too slow\n"),
-    };
-    Err(Box::new(refusal))
-}
-
-/// Reads a refused body to its end without keeping it (`max` bytes and [`BODY_TIMEOUT`] at
-/// most).
-async fn discard(mut body: Incoming, max: usize) {
-    let drain = async {
-        let mut read = 0;
-        while let Some(Ok(frame)) = body.frame().await {
-            read += frame.data_ref().map_or(0, |d| d.len());
-            if read > max {
-                break;
-            }
-        }
-    };
-    let _ = tokio::time::timeout(BODY_TIMEOUT, drain).await;
-}
-
-/// The body's one JSON-RPC message: UTF-8, not a batch, parsed.
-fn parse_message(bytes: &[u8]) -> Result<JsonRpc<'_>, Box<Response<Body>>> {
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return Err(Box::new(error(
-            StatusCode::BAD_REQUEST,
-            None,
-            error_code::PARSE_ERROR,
-            "parse error: the body is not UTF-8",
-        )));
-    };
-    if text.trim_start().starts_with('[') {
-        return Err(Box::new(error(
-            StatusCode::BAD_REQUEST,
-            None,
-            error_code::INVALID_REQUEST,
-            "invalid request: batches are not supported",
-        )));
-    }
-    crate::service::parse_object(text, JsonRpc::parse).map_err(|e| {
-        Box::new(error(
-            StatusCode::BAD_REQUEST,
-            None,
-            error_code::PARSE_ERROR,
-            &format!("parse error: {e}"),
-        ))
-    })
-}
-
 /// A POSTed message being served.
 struct Call<'a> {
     shared: &'a Arc<Shared>,
-    client: Client,
+    client: Remote,
     endpoint: Option<&'a str>,
     accept: Accepts,
     /// The body's bytes of the budget: held by the call it carries until answered.
@@ -441,14 +314,14 @@ impl Call<'_> {
     }
 
     /// A 2026-07-28 request: no session; each request is its own client for cancellation.
-    async fn modern(&self, msg: &JsonRpc<'_>, method: &str) -> Response<Body> {
-        let Some(id) = msg.id else {
+    async fn modern(&self, msg: &ClientMessage<'_>, method: &str) -> Response<Body> {
+        let Some(id) = msg.id() else {
             // On this transport cancellation is closing the stream; no notification is
             // expected, and none changes anything.
             return empty(StatusCode::ACCEPTED);
         };
-        match method {
-            "server/discover" => {
+        match msg.request() {
+            Some(ClientRequest::Discover) => {
                 let plugin = self
                     .endpoint
                     .and_then(|n| self.shared.router.registry().get(n));
@@ -459,20 +332,20 @@ impl Call<'_> {
                 let result = modern::discover_result(&init);
                 return self.answer(crate::model::rpc_result(Some(id), &result));
             }
-            "subscriptions/listen" => return self.listen(id, msg.params),
-            m if modern::is_removed(m) => {
+            Some(ClientRequest::Listen(params)) => return self.listen(id, *params),
+            _ if modern::is_removed(method) => {
                 return error(
                     StatusCode::NOT_FOUND,
                     Some(id),
                     error_code::METHOD_NOT_FOUND,
-                    &format!("method not found: {m} (removed in 2026-07-28)"),
+                    &format!("method not found: {method} (removed in 2026-07-28)"),
                 )
             }
             _ => {}
         }
         let n = self.shared.next_request.fetch_add(1, Ordering::Relaxed);
         let client = format!("http:{n}");
-        self.run(msg, method, &client, None, true).await
+        self.run(msg, method, &client, true).await
     }
 
     /// A `subscriptions/listen` stream: acknowledged, then a notification per change.
@@ -520,10 +393,15 @@ impl Call<'_> {
 
     /// A 2025-11-25 (or older) message: `initialize` opens a session, everything else needs
     /// one.
-    async fn legacy(&self, msg: &JsonRpc<'_>, method: &str, headers: &HeaderMap) -> Response<Body> {
+    async fn legacy(
+        &self,
+        msg: &ClientMessage<'_>,
+        method: &str,
+        headers: &HeaderMap,
+    ) -> Response<Body> {
         let shared = self.shared;
         if method == "initialize" {
-            if msg.id.is_none() {
+            if msg.id().is_none() {
                 return error(
                     StatusCode::BAD_REQUEST,
                     None,
@@ -532,20 +410,20 @@ impl Call<'_> {
                 );
             }
             if shared.closing.load(Ordering::Acquire) {
-                return closing(msg.id);
+                return closing(msg.id());
             }
             let session = match shared.sessions.open(self.endpoint, self.client.credential) {
                 Ok(s) => s,
                 Err(full) => {
                     return error(
                         StatusCode::SERVICE_UNAVAILABLE,
-                        msg.id,
+                        msg.id(),
                         TRANSPORT_ERROR,
                         &format!("Service Unavailable: {full}"),
                     )
                 }
             };
-            let mut response = self.run(msg, method, &session.id, None, false).await;
+            let mut response = self.run(msg, method, &session.id, false).await;
             if let Ok(v) = HeaderValue::from_str(&session.id) {
                 response.headers_mut().insert(SESSION_ID, v);
             }
@@ -555,25 +433,24 @@ impl Call<'_> {
             return match header_str(headers, SESSION_ID) {
                 None => error(
                     StatusCode::BAD_REQUEST,
-                    msg.id,
+                    msg.id(),
                     error_code::INVALID_REQUEST,
                     "Bad Request: Mcp-Session-Id header is required (send initialize first)",
                 ),
-                Some(_) => session_not_found(msg.id),
+                Some(_) => session_not_found(msg.id()),
             };
         };
         if let Some(v) = header_str(headers, PROTOCOL_VERSION) {
             if !SUPPORTED_PROTOCOL_VERSIONS.contains(&v) {
                 return error(
                     StatusCode::BAD_REQUEST,
-                    msg.id,
+                    msg.id(),
                     error_code::INVALID_REQUEST,
                     &format!("Bad Request: unsupported MCP-Protocol-Version {v}"),
                 );
             }
         }
-        let client = session.id.clone();
-        self.run(msg, method, &client, Some(session), false).await
+        self.run(msg, method, &session.id, false).await
     }
 
     /// The session named by the request's header, if open, of this endpoint and this
@@ -588,42 +465,25 @@ impl Call<'_> {
     /// Routes a message as `client`, and answers: at once, or when its request is.
     async fn run(
         &self,
-        msg: &JsonRpc<'_>,
+        msg: &ClientMessage<'_>,
         method: &str,
         client: &str,
-        session: Option<Arc<Session>>,
         modern: bool,
     ) -> Response<Body> {
         let router = &self.shared.router;
-        let Some(id) = msg.id else {
-            let sink: Sink = Arc::new(Discard);
-            router.dispatch_from(self.scope(), client, msg, &sink);
+        let Some(id) = msg.id() else {
+            let from = Client {
+                id: client,
+                ..Client::of(self.scope())
+            };
+            router.handle(&from, msg, Box::new(|_: Answer<'_>| {}));
             return empty(StatusCode::ACCEPTED);
-        };
-        // One request per id in flight in a session: a second would take the first's place
-        // for cancellation (and DELETE), leaving the first running with nobody to stop it.
-        let claim = match &session {
-            Some(s) => match s.claim(&crate::model::id_key(id)) {
-                Some(c) if !router.in_flight(self.scope(), client, id) => Some(Arc::new(c)),
-                _ => {
-                    return error(
-                        StatusCode::BAD_REQUEST,
-                        Some(id),
-                        error_code::INVALID_REQUEST,
-                        &format!(
-                            "invalid request: request id {} is already in flight in this session",
-                            id.get()
-                        ),
-                    )
-                }
-            },
-            None => None,
         };
         let ticket = match self.shared.in_flight.enter(self.client.peer.ip()) {
             Ok(t) => t,
             Err(busy) => return too_busy(busy, id),
         };
-        let notifies = self.notifies(msg, method, client);
+        let notifies = self.notifies(msg, client);
         let stream = self.accept.sse && (!self.accept.json || notifies);
         let (tx, rx) = mpsc::unbounded_channel();
         let sink: Sink = if stream {
@@ -631,74 +491,61 @@ impl Call<'_> {
         } else {
             Arc::new(Discard)
         };
-        match router.dispatch_from(self.scope(), client, msg, &sink) {
-            Dispatch::Reply(r) => {
-                let (status, body) = finish(r, id, method, modern);
-                let response = if status == StatusCode::OK {
-                    self.answer(body)
-                } else {
-                    json(status, body)
-                };
-                // Its place among the requests in flight until the answer is handed over.
-                response.map(|b| paced(b, ticket))
-            }
-            Dispatch::Handled => empty(StatusCode::ACCEPTED),
-            Dispatch::Request(request) => {
-                let answered = Arc::new(AtomicBool::new(false));
-                let guard = self.guard(id, client, claim.clone(), ticket, answered.clone());
-                let respond = responder(answered, claim, tx, id, method, modern);
-                request.start(respond, false);
-                if stream {
-                    // The guard (and its place among the requests in flight) lives until the
-                    // stream's last piece is handed over.
-                    return stream_response(CallStream::new(rx, guard)).map(|b| paced(b, ()));
-                }
-                let reply = wait_reply(rx).await;
-                let response = match reply {
-                    Some(r) => json(StatusCode::OK, r),
-                    None => error(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        Some(id),
-                        error_code::INTERNAL_ERROR,
-                        "the request ended without an answer",
-                    ),
-                };
-                response.map(|b| paced(b, guard))
-            }
+        let from = Client {
+            id: client,
+            sink: Some(&sink),
+            ..Client::of(self.scope())
+        };
+        let answered = Arc::new(AtomicBool::new(false));
+        // The router's own replies come back within `handle`, on this task.
+        let immediate = Arc::new(std::sync::Mutex::new(None));
+        let respond = responder(answered.clone(), immediate.clone(), tx, id, method, modern);
+        router.handle(&from, msg, respond);
+        if let Some(reply) = lock(&immediate).take() {
+            let (status, body) = finish(reply, id, method, modern);
+            let response = if status == StatusCode::OK {
+                self.answer(body)
+            } else {
+                json(status, body)
+            };
+            // Its place among the requests in flight until the answer is handed over.
+            return response.map(|b| paced(b, ticket));
         }
+        let guard = CallGuard {
+            router: router.clone(),
+            key: RequestKey::new(self.scope(), client, id),
+            answered,
+            _ticket: ticket,
+            _held: lock(&self.held).take(),
+        };
+        if stream {
+            // The guard (and its place among the requests in flight) lives until the
+            // stream's last piece is handed over.
+            return stream_response(CallStream::new(rx, guard)).map(|b| paced(b, ()));
+        }
+        let response = match wait_reply(rx).await {
+            Some(r) => json(StatusCode::OK, r),
+            None => error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Some(id),
+                error_code::INTERNAL_ERROR,
+                "the request ended without an answer",
+            ),
+        };
+        response.map(|b| paced(b, guard))
     }
 
     /// Whether a call may notify (its progress, its plugin's log records): it then answers as
     /// a stream, where they go before the reply.
-    fn notifies(&self, msg: &JsonRpc<'_>, method: &str, client: &str) -> bool {
-        method == "tools/call"
-            && (self.shared.router.log_level(self.scope(), client).is_some()
-                || msg.call_params().and_then(Result::ok).is_some_and(|p| {
-                    p.meta
-                        .is_some_and(|m| m.progress_token.is_some() || m.log_level.is_some())
-                }))
-    }
-
-    /// The guard of request `id` while unanswered: it holds the id's claim in its session
-    /// and the body's bytes of the budget.
-    fn guard(
-        &self,
-        id: &RawValue,
-        client: &str,
-        claim: Option<Arc<Claim>>,
-        ticket: Ticket,
-        answered: Arc<AtomicBool>,
-    ) -> CallGuard {
-        CallGuard {
-            router: self.shared.router.clone(),
-            endpoint: self.endpoint.map(str::to_string),
-            client: client.to_string(),
-            id: id.get().to_string(),
-            answered,
-            _claim: claim,
-            _ticket: ticket,
-            _held: crate::sync::lock(&self.held).take(),
-        }
+    fn notifies(&self, msg: &ClientMessage<'_>, client: &str) -> bool {
+        let Some(ClientRequest::CallTool(call)) = msg.request() else {
+            return false;
+        };
+        self.shared.router.log_level(self.scope(), client).is_some()
+            || call
+                .meta
+                .as_ref()
+                .is_some_and(|m| m.progress_token.is_some() || m.log_level.is_some())
     }
 
     /// A reply as JSON, or as a one-event stream to a client that takes only streams.
@@ -726,11 +573,11 @@ fn finish(reply: String, id: &RawValue, method: &str, modern: bool) -> (StatusCo
     }
 }
 
-/// Sends a started request's answer to its call's channel, noting it answered (and giving
-/// its id back to its session).
+/// Where a message's answer goes: the router's own reply to `immediate` (it comes within
+/// `Router::handle`), a request's to its call's channel, noting it answered.
 fn responder(
     answered: Arc<AtomicBool>,
-    claim: Option<Arc<Claim>>,
+    immediate: Arc<std::sync::Mutex<Option<String>>>,
     tx: mpsc::UnboundedSender<Item>,
     id: &RawValue,
     method: &str,
@@ -740,10 +587,13 @@ fn responder(
     let method_name = method.to_string();
     Box::new(move |answer: Answer<'_>| {
         answered.store(true, Ordering::Release);
-        if let Some(c) = &claim {
-            c.release();
+        if let Answer::Reply(reply) = answer {
+            *lock(&immediate) = Some(reply);
+            return;
         }
-        let mut text = answer.rpc();
+        let Some(mut text) = answer.rpc() else {
+            return;
+        };
         if modern {
             text = modern::complete(text, Some(&reply_id), &method_name);
         }
@@ -765,13 +615,8 @@ async fn wait_reply(mut rx: mpsc::UnboundedReceiver<Item>) -> Option<String> {
 /// dropped, which drops this), the call is cancelled, as `notifications/cancelled` would.
 struct CallGuard {
     router: Arc<Router>,
-    endpoint: Option<String>,
-    client: String,
-    id: String,
+    key: RequestKey,
     answered: Arc<AtomicBool>,
-    /// Its id in its session: given back when answered (by the responder), or when both the
-    /// client and the request are gone.
-    _claim: Option<Arc<Claim>>,
     _ticket: Ticket,
     _held: Option<Held>,
 }
@@ -779,27 +624,10 @@ struct CallGuard {
 impl Drop for CallGuard {
     fn drop(&mut self) {
         if !self.answered.load(Ordering::Acquire) {
-            tracing::info!(target: "toolhost::http", client = %self.client, "the client went away: call cancelled");
-            cancel(
-                &self.router,
-                self.endpoint.as_deref(),
-                &self.client,
-                &self.id,
-            );
+            tracing::info!(target: "toolhost::http", key = ?self.key, "the client went away: call cancelled");
+            self.router.cancel_request(&self.key);
         }
     }
-}
-
-/// Cancels request `id` (its JSON text) of `client`, through the router's own cancellation.
-fn cancel(router: &Arc<Router>, endpoint: Option<&str>, client: &str, id: &str) {
-    let text = format!(
-        r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id},"reason":"the client went away"}}}}"#
-    );
-    let Ok(msg) = JsonRpc::parse(&text) else {
-        return;
-    };
-    let sink: Sink = Arc::new(Discard);
-    router.dispatch_from(scope_of(endpoint), client, &msg, &sink);
 }
 
 /// The router's scope of the endpoint `/mcp` (`None`) or `/mcp/NAME`.
@@ -807,85 +635,5 @@ pub(super) fn scope_of(endpoint: Option<&str>) -> Scope<'_> {
     match endpoint {
         Some(n) => Scope::Server(n),
         None => Scope::All,
-    }
-}
-
-/// A session's GET stream (2025-11-25): server messages, resumable with `Last-Event-ID`.
-/// For GET and DELETE, which only 2025-11-25 sessions have: a 2026-07-28 client (no session,
-/// or its version header) gets 405, an unsupported version 400.
-fn session_method(headers: &HeaderMap) -> Result<&str, Box<Response<Body>>> {
-    match header_str(headers, PROTOCOL_VERSION) {
-        None => {}
-        Some(v) if SUPPORTED_PROTOCOL_VERSIONS.contains(&v) => {}
-        Some(v) if v == MODERN_PROTOCOL_VERSION => return Err(Box::new(not_allowed())),
-        Some(v) => {
-            return Err(Box::new(error(
-                StatusCode::BAD_REQUEST,
-                None,
-                error_code::INVALID_REQUEST,
-                &format!("Bad Request: unsupported MCP-Protocol-Version {v}"),
-            )))
-        }
-    }
-    header_str(headers, SESSION_ID).ok_or_else(|| Box::new(not_allowed()))
-}
-
-fn get(
-    shared: &Arc<Shared>,
-    client: Client,
-    endpoint: Option<String>,
-    headers: &HeaderMap,
-) -> Response<Body> {
-    let id = match session_method(headers) {
-        Ok(id) => id,
-        Err(refusal) => return *refusal,
-    };
-    if !accepts(headers).sse {
-        return error(
-            StatusCode::NOT_ACCEPTABLE,
-            None,
-            TRANSPORT_ERROR,
-            "Not Acceptable: the GET stream is text/event-stream",
-        );
-    }
-    if shared.closing.load(Ordering::Acquire) {
-        return closing(None);
-    }
-    let Some(session) = shared
-        .sessions
-        .find(id, endpoint.as_deref(), client.credential)
-    else {
-        return session_not_found(None);
-    };
-    let last = header_str(headers, "last-event-id");
-    stream_response(session.open_stream(last, shared.limits.stream_buffer))
-}
-
-/// Ends a session (2025-11-25): its calls are cancelled, its stream closed.
-fn delete(
-    shared: &Arc<Shared>,
-    client: Client,
-    endpoint: Option<String>,
-    headers: &HeaderMap,
-) -> Response<Body> {
-    let id = match session_method(headers) {
-        Ok(id) => id,
-        Err(refusal) => return *refusal,
-    };
-    match shared
-        .sessions
-        .find(id, endpoint.as_deref(), client.credential)
-    {
-        Some(s) => {
-            shared.sessions.remove(&s.id);
-            shared
-                .router
-                .forget_client(scope_of(endpoint.as_deref()), &s.id);
-            for call in s.in_flight() {
-                cancel(&shared.router, endpoint.as_deref(), &s.id, &call);
-            }
-            empty(StatusCode::OK)
-        }
-        None => session_not_found(None),
     }
 }

@@ -16,6 +16,7 @@
 //! handler in front of our router, and checks no `Origin` by default.
 
 mod auth;
+mod body;
 mod budget;
 mod conns;
 mod descriptors;
@@ -26,6 +27,7 @@ mod origin;
 mod paced;
 mod reply;
 mod session;
+mod session_routes;
 mod sse;
 mod tls;
 
@@ -426,7 +428,10 @@ async fn expire_sessions(shared: Arc<Shared>) {
     let period = (idle / 4).clamp(Duration::from_millis(250), Duration::from_secs(30));
     loop {
         tokio::time::sleep(period).await;
-        let ended = shared.sessions.expire();
+        let router = &shared.router;
+        let ended = shared
+            .sessions
+            .expire(|s| router.has_requests_of(endpoint::scope_of(s.endpoint.as_deref()), &s.id));
         for s in &ended {
             shared
                 .router

@@ -7,10 +7,7 @@
 
 use std::{
     collections::{HashMap, VecDeque},
-    sync::{
-        atomic::{AtomicU64, Ordering},
-        Arc, Mutex,
-    },
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -31,11 +28,6 @@ pub struct Session {
     /// The token that opened it (`None` without tokens): the only one that may use it.
     owner: Option<Credential>,
     last_seen: Mutex<Instant>,
-    /// Ids of its requests in flight (their `model::id_key`), to cancel when it ends and to refuse
-    /// a second request with one of them; each with the number of the [`Claim`] holding it.
-    in_flight: Mutex<HashMap<String, u64>>,
-    /// Numbers the claims, so an old claim never releases a newer one's id.
-    claims: AtomicU64,
     stream: Mutex<Stream>,
 }
 
@@ -50,29 +42,6 @@ struct Stream {
 impl Session {
     pub fn touch(&self) {
         *lock(&self.last_seen) = Instant::now();
-    }
-
-    /// Notes request `id` (its JSON text) in flight until the claim is released or dropped;
-    /// `None` if a request with that id is in flight already. JSON-RPC ids are unique among
-    /// a client's requests in flight: a second one would take the first's place for
-    /// cancellation, and leave it running with nobody able to stop it.
-    pub fn claim(self: &Arc<Self>, id: &str) -> Option<Claim> {
-        let mut in_flight = lock(&self.in_flight);
-        if in_flight.contains_key(id) {
-            return None;
-        }
-        let number = self.claims.fetch_add(1, Ordering::Relaxed);
-        in_flight.insert(id.to_string(), number);
-        Some(Claim {
-            session: self.clone(),
-            id: id.to_string(),
-            number,
-        })
-    }
-
-    /// The ids of its requests in flight.
-    pub fn in_flight(&self) -> Vec<String> {
-        lock(&self.in_flight).keys().cloned().collect()
     }
 
     /// Opens the GET stream (closing one already open): the events after `last_event` are
@@ -128,29 +97,6 @@ impl Session {
     }
 }
 
-/// A request id held in flight in its session; given back when released or dropped.
-pub struct Claim {
-    session: Arc<Session>,
-    id: String,
-    number: u64,
-}
-
-impl Claim {
-    /// Gives the id back (the request was answered); again does nothing.
-    pub fn release(&self) {
-        let mut in_flight = lock(&self.session.in_flight);
-        if in_flight.get(&self.id) == Some(&self.number) {
-            in_flight.remove(&self.id);
-        }
-    }
-}
-
-impl Drop for Claim {
-    fn drop(&mut self) {
-        self.release();
-    }
-}
-
 /// Why no session could be opened.
 #[derive(Debug, thiserror::Error)]
 #[error("{0} sessions are open, the most allowed")]
@@ -187,8 +133,6 @@ impl Sessions {
             endpoint: endpoint.map(str::to_string),
             owner,
             last_seen: Mutex::new(Instant::now()),
-            in_flight: Mutex::new(HashMap::new()),
-            claims: AtomicU64::new(0),
             stream: Mutex::new(Stream::default()),
         });
         map.insert(session.id.clone(), session.clone());
@@ -228,17 +172,15 @@ impl Sessions {
         lock(&self.map).values().cloned().collect()
     }
 
-    /// Ends the sessions idle for longer than the limit: no request since, no call in flight,
-    /// no stream read. Returns them.
-    pub fn expire(&self) -> Vec<Arc<Session>> {
+    /// Ends the sessions idle for longer than the limit: no request since, no call in flight
+    /// (`busy` says, from the router's requests), no stream read. Returns them.
+    pub fn expire(&self, busy: impl Fn(&Session) -> bool) -> Vec<Arc<Session>> {
         let now = Instant::now();
         let mut map = lock(&self.map);
         let expired: Vec<String> = map
             .values()
             .filter(|s| {
-                now.duration_since(*lock(&s.last_seen)) > self.idle
-                    && lock(&s.in_flight).is_empty()
-                    && !s.streaming()
+                now.duration_since(*lock(&s.last_seen)) > self.idle && !busy(s) && !s.streaming()
             })
             .map(|s| s.id.clone())
             .collect();
@@ -298,23 +240,6 @@ mod tests {
         let text = std::str::from_utf8(&replay).unwrap();
         assert_eq!(text.matches("id: ").count(), 9, "{text}");
         assert!(text.starts_with("id: 991\n"));
-    }
-
-    #[test]
-    fn an_id_in_flight_is_claimed_once() {
-        let sessions = Sessions::new(1, Duration::from_secs(60));
-        let s = sessions.open(None, None).unwrap();
-        let first = s.claim("7").expect("a free id");
-        assert!(s.claim("7").is_none(), "claimed twice");
-        let other = s.claim("\"7\"").expect("another id");
-        assert_eq!(s.in_flight().len(), 2);
-        first.release();
-        let again = s.claim("7").expect("released");
-        // The old claim, dropped late, leaves the new one's id alone.
-        drop(first);
-        assert!(s.claim("7").is_none());
-        drop((again, other));
-        assert!(s.in_flight().is_empty());
     }
 
     #[test]

@@ -1,0 +1,160 @@
+//! The requests in flight: each under one [`RequestKey`] with one cancellation handle (its
+//! `CallControl`), whatever its front end. `notifications/cancelled`, a withdrawn hook
+//! callback, an HTTP client that went away, a session's end and the router's wind down all
+//! cancel through here.
+
+use std::{
+    collections::HashMap,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex,
+    },
+};
+
+use serde_json::value::RawValue;
+
+use super::Scope;
+use crate::{plugin::CallControl, sync::lock};
+
+/// A request among those in flight: its client, the server it went to and its id. Ids equal
+/// in JSON are one request's, however spelled (`model::id_key`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RequestKey {
+    /// `""` for the one client of a stdio or control session; an HTTP session's id, or a
+    /// fresh name per stateless request.
+    client: Box<str>,
+    /// The plugin's server, or `""` for the all-plugins server (plugin names are never empty).
+    server: Box<str>,
+    id: Box<str>,
+}
+
+impl RequestKey {
+    /// The key of request `id` from `client` to `scope`.
+    pub fn new(scope: Scope<'_>, client: &str, id: &RawValue) -> Self {
+        RequestKey {
+            client: client.into(),
+            server: scope.key().into(),
+            id: crate::model::id_key(id).into(),
+        }
+    }
+
+    /// Whether it is a request of `client` to `scope`.
+    fn of(&self, scope: Scope<'_>, client: &str) -> bool {
+        *self.client == *client && *self.server == *scope.key()
+    }
+}
+
+/// A request id already in flight for its client: a second request would take the first's
+/// place for cancellation, leaving that one running with nobody able to stop it.
+#[derive(Debug)]
+pub struct Duplicate;
+
+/// The requests in flight, by key.
+#[derive(Default)]
+pub(super) struct InFlight {
+    calls: Mutex<HashMap<RequestKey, Arc<CallControl>>>,
+    /// Told when `calls` becomes empty.
+    idle: tokio::sync::Notify,
+    /// The session winds down: a request registered from now on is cancelled at once.
+    closing: AtomicBool,
+}
+
+impl InFlight {
+    /// Registers a request's `control` under `key`. With `replace`, a newer request takes the
+    /// key of one in flight (the control protocol: ids restart at 0 on a re-handshake);
+    /// without, it is refused.
+    pub(super) fn register(
+        &self,
+        key: &RequestKey,
+        control: &Arc<CallControl>,
+        replace: bool,
+    ) -> Result<(), Duplicate> {
+        let mut calls = lock(&self.calls);
+        if !replace && calls.contains_key(key) {
+            return Err(Duplicate);
+        }
+        if calls.insert(key.clone(), control.clone()).is_some() {
+            tracing::debug!(?key, "request id reused while in flight");
+        }
+        drop(calls);
+        if self.closing.load(Ordering::Acquire) {
+            control.cancel();
+        }
+        Ok(())
+    }
+
+    /// Unregisters the request of `control` (unless a newer one took its key).
+    pub(super) fn unregister(&self, key: &RequestKey, control: &Arc<CallControl>) {
+        let mut calls = lock(&self.calls);
+        if calls.get(key).is_some_and(|c| Arc::ptr_eq(c, control)) {
+            calls.remove(key);
+            if calls.is_empty() {
+                self.idle.notify_waiters();
+            }
+        }
+    }
+
+    /// Cancels the request of `key`; false when none is in flight.
+    pub(super) fn cancel(&self, key: &RequestKey) -> bool {
+        match lock(&self.calls).get(key) {
+            Some(control) => {
+                tracing::debug!(?key, "request cancelled");
+                control.cancel();
+                true
+            }
+            None => {
+                tracing::debug!(?key, "cancel for a request not in flight");
+                false
+            }
+        }
+    }
+
+    /// Cancels every request of `client` to `scope` (its session ended).
+    pub(super) fn cancel_client(&self, scope: Scope<'_>, client: &str) {
+        for (_, c) in lock(&self.calls)
+            .iter()
+            .filter(|(k, _)| k.of(scope, client))
+        {
+            c.cancel();
+        }
+    }
+
+    /// Whether `client` of `scope` has a request in flight.
+    pub(super) fn has_requests_of(&self, scope: Scope<'_>, client: &str) -> bool {
+        lock(&self.calls).keys().any(|k| k.of(scope, client))
+    }
+
+    /// Cancels every request, and every one registered from now on.
+    pub(super) fn close(&self) {
+        self.closing.store(true, Ordering::Release);
+        for c in lock(&self.calls).values() {
+            c.cancel();
+        }
+    }
+
+    /// Cancels every request in flight.
+    pub(super) fn cancel_all(&self) {
+        for c in lock(&self.calls).values() {
+            c.cancel();
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        lock(&self.calls).len()
+    }
+
+    pub(super) fn contains(&self, key: &RequestKey) -> bool {
+        lock(&self.calls).contains_key(key)
+    }
+
+    /// Waits until no request is in flight.
+    pub(super) async fn idle(&self) {
+        loop {
+            let idle = self.idle.notified();
+            if self.len() == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+}
