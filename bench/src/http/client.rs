@@ -209,6 +209,23 @@ impl StdioClient {
         }
     }
 
+    /// `tools/list`: fails unless `tool` is among the tools listed.
+    pub fn list(&mut self, tool: &str) -> Result<()> {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#
+        ))?;
+        let answer: serde_json::Value = serde_json::from_str(self.read()?)?;
+        let listed = answer["result"]["tools"]
+            .as_array()
+            .is_some_and(|tools| tools.iter().any(|t| t["name"] == tool));
+        if answer["id"] != id || !listed {
+            bail!("tools/list {id}: no `{tool}` in {answer}");
+        }
+        Ok(())
+    }
+
     /// `n` calls of `tool`, `depth` in flight; the round trip of each. The same JSON as over
     /// HTTP, less the `_meta` that only the stateless transport carries.
     pub fn calls(&mut self, tool: &str, n: usize, depth: usize) -> Result<Vec<Duration>> {

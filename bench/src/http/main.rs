@@ -10,6 +10,10 @@
 //!   expire (`--session-idle-secs`, passed to the host), its memory before, with them open,
 //!   and once they are gone.
 //!
+//! - `--stdio`: the stdio MCP table instead (`stdio.rs`): the hand-written stdio floor,
+//!   `toolhost serve` (and `--isolate`) and rmcp's stdio server (`--rmcp-stdio-peer`), `-n`
+//!   sequential calls each.
+//!
 //! `scripts/bench` builds everything and runs this pinned to one CPU.
 
 mod client;
@@ -17,6 +21,8 @@ mod floor;
 mod load;
 mod measure;
 mod server;
+mod stdio;
+mod stdio_floor;
 mod table;
 mod wire;
 
@@ -45,6 +51,12 @@ struct Cli {
     /// The rmcp peer binary (bench/peers/rmcp).
     #[arg(long)]
     rmcp_peer: Option<PathBuf>,
+    /// The rmcp stdio peer binary (bench/peers/rmcp, `peer-rmcp-stdio`), for `--stdio`.
+    #[arg(long)]
+    rmcp_stdio_peer: Option<PathBuf>,
+    /// The stdio MCP table instead of the HTTP one.
+    #[arg(long)]
+    stdio: bool,
     /// Calls per measurement.
     #[arg(short, default_value_t = 2_000)]
     n: usize,
@@ -92,6 +104,9 @@ struct Cli {
     /// Serve as the HTTP floor (spawned by the driver).
     #[arg(long, hide = true)]
     serve_floor: bool,
+    /// Serve as the stdio MCP floor (spawned by the driver).
+    #[arg(long, hide = true)]
+    serve_stdio_floor: bool,
     /// Print the results as JSON instead of the table.
     #[arg(long)]
     json: bool,
@@ -123,6 +138,12 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     if cli.serve_floor {
         return floor::serve();
+    }
+    if cli.serve_stdio_floor {
+        return stdio_floor::serve();
+    }
+    if cli.stdio {
+        return stdio::table(&cli);
     }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

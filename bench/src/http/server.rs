@@ -148,20 +148,49 @@ fn healthy(addr: SocketAddr) -> bool {
 
 /// `toolhost serve --plugins DIR` on pipes.
 pub fn toolhost_stdio(toolhost: &Path, plugins: &Path) -> Result<Server> {
+    let mut args = vec![std::ffi::OsStr::new("serve"), "--plugins".as_ref()];
+    args.push(plugins.as_os_str());
+    stdio(toolhost, &args)
+}
+
+/// `program args...` on pipes, its stderr kept for the message when it fails.
+pub fn stdio(program: &Path, args: &[&std::ffi::OsStr]) -> Result<Server> {
     let (log, file) = log_file("stdio")?;
-    let child = Command::new(toolhost)
-        .args(["serve", "--plugins"])
-        .arg(plugins)
+    let child = Command::new(program)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(file)
         .spawn()
-        .with_context(|| format!("cannot run {}", toolhost.display()))?;
+        .with_context(|| format!("cannot run {}", program.display()))?;
     Ok(Server {
         child,
         addr: None,
         log: Some(log),
     })
+}
+
+/// The voluntary context switches of process `pid`: of every thread of it and of its
+/// children's (an isolated plugin's worker), so far. Threads that ended are not counted.
+pub fn voluntary_switches(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    let mut total = 0;
+    for task in tasks.flatten() {
+        let dir = task.path();
+        let status = std::fs::read_to_string(dir.join("status")).unwrap_or_default();
+        total += status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        let children = std::fs::read_to_string(dir.join("children")).unwrap_or_default();
+        for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+            total += voluntary_switches(child);
+        }
+    }
+    total
 }
 
 /// The rmcp peer (bench/peers/rmcp).

@@ -2,7 +2,8 @@
 
 use crate::{Candidate, Cli, Kind, Report};
 
-fn median(v: &mut [f64]) -> (f64, f64, f64) {
+/// Median, smallest and largest.
+pub fn median(v: &mut [f64]) -> (f64, f64, f64) {
     v.sort_by(f64::total_cmp);
     (v[v.len() / 2], v[0], v[v.len() - 1])
 }

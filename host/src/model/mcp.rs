@@ -33,16 +33,33 @@ pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
 pub struct RequestHead<'a> {
     #[serde(default, borrow, rename = "_meta")]
     pub meta: Option<ProtocolMeta<'a>>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "borrowed")]
     pub name: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "borrowed")]
     pub uri: Option<Cow<'a, str>>,
+}
+
+/// An optional string borrowed from the message unless it has escapes: serde's `borrow`
+/// borrows a `Cow<str>` but copies every `Option<Cow<str>>` (an allocation per field per
+/// request on the HTTP path).
+fn borrowed<'de: 'a, 'a, D>(d: D) -> Result<Option<Cow<'a, str>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    #[derive(Deserialize)]
+    struct Borrowed<'a>(#[serde(borrow)] Cow<'a, str>);
+    Ok(Option::<Borrowed<'a>>::deserialize(d)?.map(|b| b.0))
 }
 
 /// The `io.modelcontextprotocol/*` fields of a request's `_meta`.
 #[derive(Debug, Default, Deserialize)]
 pub struct ProtocolMeta<'a> {
-    #[serde(default, borrow, rename = "io.modelcontextprotocol/protocolVersion")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "borrowed",
+        rename = "io.modelcontextprotocol/protocolVersion"
+    )]
     pub protocol_version: Option<Cow<'a, str>>,
     #[serde(default, borrow, rename = "io.modelcontextprotocol/clientCapabilities")]
     pub client_capabilities: Option<&'a RawValue>,
@@ -263,6 +280,33 @@ pub fn initialize_result(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What every 2026-07-28 request's head holds is read in place, without a copy; a string
+    /// with an escape is still read right.
+    #[test]
+    fn a_request_head_borrows_its_strings() {
+        let text = r#"{"name":"calc__add","uri":"file:///a","arguments":{"x":1},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}"#;
+        let head: RequestHead = serde_json::from_str(text).unwrap();
+        let version = head.meta.as_ref().unwrap().protocol_version.as_ref();
+        assert!(
+            matches!(version, Some(Cow::Borrowed("2026-07-28"))),
+            "{version:?}"
+        );
+        assert!(
+            matches!(head.name, Some(Cow::Borrowed("calc__add"))),
+            "{:?}",
+            head.name
+        );
+        assert!(
+            matches!(head.uri, Some(Cow::Borrowed("file:///a"))),
+            "{:?}",
+            head.uri
+        );
+        let escaped: RequestHead = serde_json::from_str(r#"{"name":"a\u0062"}"#).unwrap();
+        assert_eq!(escaped.name.as_deref(), Some("ab"));
+        let none: RequestHead = serde_json::from_str(r#"{"name":null}"#).unwrap();
+        assert!(none.name.is_none() && none.meta.is_none());
+    }
 
     #[test]
     fn log_levels() {

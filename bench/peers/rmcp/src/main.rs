@@ -10,45 +10,10 @@ use hyper_util::{
     server::conn::auto::Builder,
     service::TowerToHyperService,
 };
-use rmcp::{
-    handler::server::wrapper::Parameters,
-    model::{CallToolResult, ContentBlock},
-    schemars, tool, tool_router,
-    transport::streamable_http_server::{
-        session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService,
-    },
+use peer_rmcp_http::Calc;
+use rmcp::transport::streamable_http_server::{
+    session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService,
 };
-use serde::Deserialize;
-
-/// Two operands.
-#[derive(Deserialize, schemars::JsonSchema)]
-struct Operands {
-    /// The first number.
-    x: f64,
-    /// The second number.
-    y: f64,
-}
-
-#[derive(Clone)]
-struct Calc;
-
-#[tool_router(server_handler)]
-impl Calc {
-    /// Add two numbers (x + y).
-    #[tool(annotations(read_only_hint = true, idempotent_hint = true))]
-    fn add(&self, Parameters(Operands { x, y }): Parameters<Operands>) -> CallToolResult {
-        CallToolResult::success(vec![ContentBlock::text(number(x + y))])
-    }
-}
-
-/// A number as calc prints it: whole numbers without `.0`.
-fn number(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{}", v as i64)
-    } else {
-        v.to_string()
-    }
-}
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

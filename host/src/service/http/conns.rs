@@ -17,7 +17,9 @@ use tokio::sync::Notify;
 
 use crate::sync::lock;
 
-/// Every open connection, by a number of its own.
+/// Every open connection, by a number of its own. The list is locked only to open, close and
+/// choose a connection: a request begins and ends under its own connection's lock, so
+/// connections never wait on each other (nor on a scan of the list when full).
 #[derive(Default)]
 pub(super) struct Conns {
     open: Mutex<Open>,
@@ -26,71 +28,87 @@ pub(super) struct Conns {
 #[derive(Default)]
 struct Open {
     next: u64,
-    by_id: HashMap<u64, Entry>,
+    by_id: HashMap<u64, Arc<Entry>>,
 }
 
 struct Entry {
     peer: SocketAddr,
+    state: Mutex<State>,
+    end: Notify,
+}
+
+struct State {
     /// Accepted, or its last request began or ended.
     last: Instant,
     /// Requests begun whose response bodies are not dropped yet.
     busy: usize,
     /// Chosen to make room: no request may begin on it any more.
     ended: bool,
-    end: Arc<Notify>,
+}
+
+impl Entry {
+    /// Idle, and not ended: a connection that may be closed to make room.
+    fn idle_since(&self) -> Option<Instant> {
+        let state = lock(&self.state);
+        (state.busy == 0 && !state.ended).then_some(state.last)
+    }
 }
 
 /// One connection's place in [`Conns`], given back when dropped.
 pub(super) struct Conn {
     conns: Arc<Conns>,
     id: u64,
-    end: Arc<Notify>,
+    entry: Arc<Entry>,
 }
 
 /// A request in progress on its connection; dropped with the response body.
 pub(super) struct Busy {
-    conns: Arc<Conns>,
-    id: u64,
+    entry: Arc<Entry>,
 }
 
 impl Conns {
     /// Registers a connection just accepted.
     pub(super) fn open(self: &Arc<Self>, peer: SocketAddr) -> Conn {
-        let end = Arc::new(Notify::new());
-        let mut open = lock(&self.open);
-        let id = open.next;
-        open.next += 1;
-        open.by_id.insert(
-            id,
-            Entry {
-                peer,
+        let entry = Arc::new(Entry {
+            peer,
+            state: Mutex::new(State {
                 last: Instant::now(),
                 busy: 0,
                 ended: false,
-                end: end.clone(),
-            },
-        );
+            }),
+            end: Notify::new(),
+        });
+        let mut open = lock(&self.open);
+        let id = open.next;
+        open.next += 1;
+        open.by_id.insert(id, entry.clone());
         Conn {
             conns: self.clone(),
             id,
-            end,
+            entry,
         }
     }
 
     /// Ends the idle connection whose last activity is oldest, if any is idle: marked ended
-    /// under the lock, so no request begins on it after. Returns its client.
+    /// under its lock, so no request begins on it after. Returns its client.
     pub(super) fn end_oldest_idle(&self) -> Option<SocketAddr> {
-        let mut open = lock(&self.open);
-        // Ties (one clock tick) go to the connection accepted first.
-        let (_, victim) = open
-            .by_id
-            .iter_mut()
-            .filter(|(_, e)| e.busy == 0 && !e.ended)
-            .min_by_key(|(id, e)| (e.last, **id))?;
-        victim.ended = true;
-        // `notify_one` keeps its permit for a task not waiting yet.
-        victim.end.notify_one();
-        Some(victim.peer)
+        let open = lock(&self.open);
+        loop {
+            // Ties (one clock tick) go to the connection accepted first.
+            let (_, _, victim) = open
+                .by_id
+                .iter()
+                .filter_map(|(id, e)| Some((e.idle_since()?, *id, e)))
+                .min_by_key(|(last, id, _)| (*last, *id))?;
+            let mut state = lock(&victim.state);
+            // A request may have begun on it since it was looked at: then choose again.
+            if state.busy == 0 && !state.ended {
+                state.ended = true;
+                // `notify_one` keeps its permit for a task not waiting yet.
+                victim.end.notify_one();
+                return Some(victim.peer);
+            }
+        }
     }
 
     #[cfg(test)]
@@ -102,22 +120,20 @@ impl Conns {
 impl Conn {
     /// A request begins: `None` if the connection was ended to make room.
     pub(super) fn begin(&self) -> Option<Busy> {
-        let mut open = lock(&self.conns.open);
-        let entry = open.by_id.get_mut(&self.id)?;
-        if entry.ended {
+        let mut state = lock(&self.entry.state);
+        if state.ended {
             return None;
         }
-        entry.busy += 1;
-        entry.last = Instant::now();
+        state.busy += 1;
+        state.last = Instant::now();
         Some(Busy {
-            conns: self.conns.clone(),
-            id: self.id,
+            entry: self.entry.clone(),
         })
     }
 
     /// Completes when the connection is ended to make room.
     pub(super) async fn ended(&self) {
-        self.end.notified().await
+        self.entry.end.notified().await
     }
 }
 
@@ -129,10 +145,9 @@ impl Drop for Conn {
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        if let Some(e) = lock(&self.conns.open).by_id.get_mut(&self.id) {
-            e.busy -= 1;
-            e.last = Instant::now();
-        }
+        let mut state = lock(&self.entry.state);
+        state.busy -= 1;
+        state.last = Instant::now();
     }
 }
 
@@ -256,6 +271,24 @@ mod tests {
         assert_eq!(conns.end_oldest_idle(), None, "busy while its body lives");
         drop(tracked);
         assert_eq!(conns.end_oldest_idle(), Some(peer(1)));
+    }
+
+    /// A request begins and ends without the list of connections: a full server scanning
+    /// thousands of them for room (or opening and closing them) holds up no request.
+    #[test]
+    fn a_request_begins_and_ends_while_the_list_is_locked() {
+        let conns = Arc::new(Conns::default());
+        let a = conns.open(peer(1));
+        let listed = lock(&conns.open);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            drop(a.begin().expect("a request begins"));
+            let _ = tx.send(());
+            // `a` is dropped here, once the list is free again.
+        });
+        let served = rx.recv_timeout(Duration::from_secs(10));
+        drop(listed);
+        served.expect("a request waited for the list of connections");
     }
 
     #[test]

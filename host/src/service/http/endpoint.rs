@@ -62,14 +62,15 @@ pub(super) async fn handle(
 ) -> Response<Body> {
     let started = Instant::now();
     let method = req.method().clone();
-    let path = req.uri().path().to_string();
+    // Shares the request's bytes: no copy of the path for the log line.
+    let uri = req.uri().clone();
     let mut note = Note::default();
     let response = route(&shared, peer, req, &mut note).await;
     tracing::info!(
         target: "toolhost::http",
         client = %peer.ip(),
         http = %method,
-        path = %path,
+        path = %uri.path(),
         mcp = note.mcp.as_deref().unwrap_or("-"),
         status = response.status().as_u16(),
         ms = format_args!("{:.2}", started.elapsed().as_secs_f64() * 1000.0),
