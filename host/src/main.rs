@@ -388,24 +388,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Chat { opts, chat } => {
             runtime()?.block_on(toolhost::chat::run(chat, opts.folder(false).open()?))
         }
-        Command::Serve { opts, limits, http } => match http.http {
-            Some(addr) => cli::serve_http(
-                &opts.folder(false),
-                &limits,
-                cli::HttpServe {
-                    addr,
-                    token_file: http.auth_token_file.as_deref(),
-                    allow_origins: http.allow_origins,
-                    tls: http
-                        .tls_cert
-                        .zip(http.tls_key)
-                        .map(|(cert, key)| toolhost::service::http::TlsFiles { cert, key }),
-                    limits: http.limits,
-                    allow_shared: opts.allow_shared,
-                },
-            ),
-            None => cli::serve(&opts.folder(false), &limits),
-        },
+        Command::Serve { opts, limits, http } => serve(&opts, &limits, http),
         Command::Worker(_) => unreachable!("handled in main"),
         Command::Doctor {
             opts,
@@ -416,27 +399,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             tls_cert,
             tls_key,
         } => {
-            let options = toolhost::doctor::Options {
-                plugins: opts.plugins.clone(),
-                plugins_is_default: opts.plugins == default_plugin_dir(),
-                lock: opts.lock,
-                config: opts.config,
-                allow_shared: opts.allow_shared,
-                claude_flag: claude,
-                claude_env: std::env::var_os("TOOLHOST_CLAUDE")
-                    .filter(|v| !v.is_empty())
-                    .map(PathBuf::from),
-                shadow_dir: toolhost::plugin::default_shadow_dir(),
-                isolate: opts.isolate,
-                http: http.map(|addr| toolhost::doctor::HttpSettings {
-                    addr,
-                    token_file: auth_token_file,
-                    tls: tls_cert
-                        .zip(tls_key)
-                        .map(|(cert, key)| toolhost::service::http::TlsFiles { cert, key }),
-                }),
-            };
-            cli::doctor(&options, json)
+            let http = http.map(|addr| toolhost::doctor::HttpSettings {
+                addr,
+                token_file: auth_token_file,
+                tls: tls_files(tls_cert, tls_key),
+            });
+            cli::doctor(&doctor_options(opts, claude, http), json)
         }
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
@@ -454,4 +422,54 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             isolate,
         } => cli::claude_plugin(&out, &cli::PluginSpec::here(&plugins, isolate)?),
     }
+}
+
+/// `serve`, over stdio or (with `--http`) HTTP.
+fn serve(opts: &PluginOpts, limits: &SessionLimits, http: HttpArgs) -> anyhow::Result<ExitCode> {
+    let Some(addr) = http.http else {
+        return cli::serve(&opts.folder(false), limits);
+    };
+    cli::serve_http(
+        &opts.folder(false),
+        limits,
+        cli::HttpServe {
+            addr,
+            token_file: http.auth_token_file.as_deref(),
+            allow_origins: http.allow_origins,
+            tls: tls_files(http.tls_cert, http.tls_key),
+            limits: http.limits,
+            allow_shared: opts.allow_shared,
+        },
+    )
+}
+
+/// `doctor`'s options: the folder's, where `claude` may be, the HTTP endpoint to check.
+fn doctor_options(
+    opts: PluginOpts,
+    claude: Option<PathBuf>,
+    http: Option<toolhost::doctor::HttpSettings>,
+) -> toolhost::doctor::Options {
+    toolhost::doctor::Options {
+        plugins_is_default: opts.plugins == default_plugin_dir(),
+        plugins: opts.plugins,
+        lock: opts.lock,
+        config: opts.config,
+        allow_shared: opts.allow_shared,
+        claude_flag: claude,
+        claude_env: std::env::var_os("TOOLHOST_CLAUDE")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from),
+        shadow_dir: toolhost::plugin::default_shadow_dir(),
+        isolate: opts.isolate,
+        http,
+    }
+}
+
+/// The certificate and key of `--tls-cert` and `--tls-key` (clap requires both or neither).
+fn tls_files(
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+) -> Option<toolhost::service::http::TlsFiles> {
+    cert.zip(key)
+        .map(|(cert, key)| toolhost::service::http::TlsFiles { cert, key })
 }

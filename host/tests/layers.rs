@@ -3,26 +3,37 @@
 //! Each top-level module (a file or folder directly under `host/src`; `main.rs` counts as one
 //! more, `main`) has a layer in [`LAYERS`]. A module may name modules of its own layer or a lower
 //! one, never a higher one, and the graph of names must have no cycle. The test reads the
-//! sources itself, with a small lexer: comments (doc comments included) and string literals are
-//! skipped, so an intra-doc link such as [`crate::service`] is not an edge here (rustdoc resolves
+//! sources itself with `syn`, so comments (doc comments included) and string literals name
+//! nothing: an intra-doc link such as [`crate::service`] is not an edge here (rustdoc resolves
 //! it, the build does not need it; a doc may point anywhere). Items under `#[cfg(test)]` (or
 //! `#[cfg(all(test, ...))]`) are skipped too: a test module may reach for any helper.
 //!
 //! An edge is a path that names another top-level module: `crate::x::...` (also `$crate`, and in
-//! attributes), a `use` tree (`use crate::{x::A, y::{B, C}}`), `super::super::x` climbing to the
-//! crate root, and in `main.rs` `toolhost::x`. A name imported by `use` and then written bare is
+//! attributes and macro input, read as tokens), a `use` tree (`use crate::{x::A, y::{B, C}}`),
+//! `super::super::x` climbing to the crate root, and in `main.rs` `toolhost::x`. A name imported by `use` and then written bare is
 //! covered by its `use`. A path to a crate-root item that is no module (a re-export in lib.rs)
 //! fails the test, since it would hide its module; so does `#[path]`, which the walk from each
 //! module's file through its `mod x;` items does not follow. A table entry may name a module
 //! not written yet.
 //!
-//! With the same lexer, [`production_code_takes_its_locks_by_the_one_poisoning_policy`] checks
-//! that no production code but `sync.rs` unwraps a std lock or recovers it by hand: the host's
-//! one poisoning policy is `crate::sync`'s (`lock`, `read`, `write`, `get_mut`, `into_inner`).
+//! On the same syntax trees, [`production_code_takes_its_locks_by_the_one_poisoning_policy`]
+//! checks that no production code but `sync.rs` unwraps a std lock or recovers it by hand: the
+//! host's one poisoning policy is `crate::sync`'s (`lock`, `read`, `write`, `get_mut`, `into_inner`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
+use proc_macro2::{Ident, Span, TokenStream, TokenTree};
+use quote::ToTokens;
+use syn::parse::{ParseStream, Parser};
+use syn::punctuated::Punctuated;
+use syn::visit::{self, Visit};
+use syn::visit_mut::{self, VisitMut};
+use syn::{
+    Attribute, Expr, ExprMethodCall, ItemMod, ItemUse, Macro, Meta, Pat, Path as SynPath, Token,
+    UseTree,
+};
 
 /// The layers, low to high. docs/internals.md ("Layers of `host/src`") shows the same table,
 /// which `the_documented_table_is_the_checked_one` compares with this one.
@@ -286,7 +297,7 @@ fn walk(
         .unwrap()
         .to_string_lossy()
         .replace('\\', "/");
-    let found = scan(&lex(&text), &path, extern_root);
+    let found = scan(&text, &path, extern_root);
     for r in found.refs {
         edges.push(Edge {
             file: rel.clone(),
@@ -321,172 +332,6 @@ fn walk(
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
-enum Tok {
-    Ident(String),
-    /// `::`
-    Path,
-    Punct(char),
-    /// A string literal; only `#[path = "..."]` would need its text.
-    Str,
-}
-
-#[derive(Clone, Debug)]
-struct Token {
-    tok: Tok,
-    line: usize,
-}
-
-/// Rust tokens as far as paths need them: comments dropped, literals opaque.
-fn lex(text: &str) -> Vec<Token> {
-    let s: Vec<char> = text.chars().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    let mut line = 1;
-    let ident_start = |c: char| c == '_' || c.is_alphabetic();
-    let ident_cont = |c: char| c == '_' || c.is_alphanumeric();
-    let at = |i: usize| s.get(i).copied().unwrap_or('\0');
-    // Skips a quoted literal starting at the opening quote `s[i]`; returns the index after it.
-    let quoted = |mut i: usize, line: &mut usize| {
-        let q = s[i];
-        i += 1;
-        while i < s.len() && s[i] != q {
-            if s[i] == '\\' {
-                i += 1;
-            }
-            if at(i) == '\n' {
-                *line += 1;
-            }
-            i += 1;
-        }
-        i + 1
-    };
-    while i < s.len() {
-        let c = s[i];
-        if c == '\n' {
-            line += 1;
-            i += 1;
-        } else if c.is_whitespace() {
-            i += 1;
-        } else if c == '/' && at(i + 1) == '/' {
-            while i < s.len() && s[i] != '\n' {
-                i += 1;
-            }
-        } else if c == '/' && at(i + 1) == '*' {
-            let mut depth = 0;
-            while i < s.len() {
-                if s[i] == '/' && at(i + 1) == '*' {
-                    depth += 1;
-                    i += 2;
-                } else if s[i] == '*' && at(i + 1) == '/' {
-                    depth -= 1;
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    if s[i] == '\n' {
-                        line += 1;
-                    }
-                    i += 1;
-                }
-            }
-        } else if c == '"' {
-            let l = line;
-            i = quoted(i, &mut line);
-            out.push(Token {
-                tok: Tok::Str,
-                line: l,
-            });
-        } else if c == '\'' {
-            // A char literal ('a', '\n', '\u{1F600}') or a lifetime ('a, 'static).
-            if at(i + 1) == '\\' || at(i + 2) == '\'' {
-                i = quoted(i, &mut line);
-            } else {
-                i += 1;
-                while ident_cont(at(i)) {
-                    i += 1;
-                }
-            }
-        } else if ident_start(c) {
-            let start = i;
-            while ident_cont(at(i)) {
-                i += 1;
-            }
-            let word: String = s[start..i].iter().collect();
-            let raw_prefix = matches!(word.as_str(), "r" | "br" | "cr");
-            if raw_prefix && (at(i) == '"' || (at(i) == '#' && matches!(at(i + 1), '#' | '"'))) {
-                // r"..", r#".."#: ends at a quote followed by as many hashes.
-                let mut hashes = 0;
-                while at(i) == '#' {
-                    hashes += 1;
-                    i += 1;
-                }
-                i += 1;
-                let l = line;
-                loop {
-                    if i >= s.len() {
-                        break;
-                    }
-                    if s[i] == '\n' {
-                        line += 1;
-                    }
-                    if s[i] == '"' && (1..=hashes).all(|k| at(i + k) == '#') {
-                        i += 1 + hashes;
-                        break;
-                    }
-                    i += 1;
-                }
-                out.push(Token {
-                    tok: Tok::Str,
-                    line: l,
-                });
-            } else if word == "r" && at(i) == '#' && ident_start(at(i + 1)) {
-                // A raw identifier, r#use: kept with its prefix, so it is no keyword here.
-                i += 1;
-                while ident_cont(at(i)) {
-                    i += 1;
-                }
-                out.push(Token {
-                    tok: Tok::Ident(s[start..i].iter().collect()),
-                    line,
-                });
-            } else if matches!(word.as_str(), "b" | "c") && at(i) == '"' {
-                let l = line;
-                i = quoted(i, &mut line);
-                out.push(Token {
-                    tok: Tok::Str,
-                    line: l,
-                });
-            } else if word == "b" && at(i) == '\'' {
-                i = quoted(i, &mut line);
-            } else {
-                out.push(Token {
-                    tok: Tok::Ident(word),
-                    line,
-                });
-            }
-        } else if c.is_ascii_digit() {
-            while ident_cont(at(i)) {
-                i += 1;
-            }
-        } else if c == ':' && at(i + 1) == ':' {
-            out.push(Token {
-                tok: Tok::Path,
-                line,
-            });
-            i += 2;
-        } else {
-            out.push(Token {
-                tok: Tok::Punct(c),
-                line,
-            });
-            i += 1;
-        }
-    }
-    out
-}
-
 /// A path naming something from the crate root on (its first segment is a top-level module).
 #[derive(Debug, PartialEq)]
 struct Ref {
@@ -501,279 +346,242 @@ struct Found {
     children: Vec<Vec<String>>,
 }
 
-const ITEM_KEYWORDS: &[&str] = &[
-    "mod",
-    "fn",
-    "use",
-    "impl",
-    "struct",
-    "enum",
-    "union",
-    "const",
-    "static",
-    "type",
-    "trait",
-    "extern",
-    "unsafe",
-    "async",
-    "macro_rules",
-    "let",
-];
-
 /// Finds the paths into other top-level modules and the `mod x;` items of one file, whose module
 /// path is `path` (from the crate root).
-fn scan(toks: &[Token], path: &[String], extern_root: Option<&str>) -> Found {
-    let mut found = Found::default();
-    let ident = |i: usize| match toks.get(i).map(|t| &t.tok) {
-        Some(Tok::Ident(s)) => Some(s.as_str()),
-        _ => None,
+fn scan(text: &str, path: &[String], extern_root: Option<&str>) -> Found {
+    let mut paths = Paths {
+        module: path.to_vec(),
+        inline: Vec::new(),
+        extern_root,
+        found: Found::default(),
     };
-    let is = |i: usize, t: Tok| toks.get(i).map(|x| &x.tok) == Some(&t);
-    // Inline modules open here: (name, brace depth inside them).
-    let mut inline: Vec<(String, usize)> = Vec::new();
-    let mut depth = 0usize;
-    let mut i = 0;
-    while i < toks.len() {
-        let here = |inline: &Vec<(String, usize)>| {
-            let mut p = path.to_vec();
-            p.extend(inline.iter().map(|(n, _)| n.clone()));
-            p
-        };
-        match &toks[i].tok {
-            Tok::Punct('#') => {
-                let inner = is(i + 1, Tok::Punct('!'));
-                let open = if inner { i + 2 } else { i + 1 };
-                if !is(open, Tok::Punct('[')) {
-                    i += 1;
+    paths.visit_file(&production(text));
+    paths.found
+}
+
+/// The syntax tree of a file without its test-only items.
+fn production(text: &str) -> syn::File {
+    let mut file = syn::parse_file(text).unwrap_or_else(|e| panic!("parse: {e}"));
+    StripTests.visit_file_mut(&mut file);
+    file
+}
+
+fn line(span: Span) -> usize {
+    span.start().line
+}
+
+/// Walks one file for [`scan`].
+struct Paths<'a> {
+    /// The module being read, from the crate root (inline modules included).
+    module: Vec<String>,
+    /// The inline modules open here, in this file.
+    inline: Vec<String>,
+    extern_root: Option<&'a str>,
+    found: Found,
+}
+
+impl Paths<'_> {
+    /// Records `segs`, written at `line`, if it leaves for the crate root. `crate::m!()` names a
+    /// `#[macro_export]` macro at the crate root, no module.
+    fn add(&mut self, line: usize, segs: &[String], macro_call: bool) {
+        if let Some(segments) = resolve(segs, &self.module, self.extern_root) {
+            if !(macro_call && segments.len() == 1) {
+                self.found.refs.push(Ref { line, segments });
+            }
+        }
+    }
+
+    /// The paths in tokens syn leaves unparsed (macro input, attribute arguments): runs of
+    /// `a::b::c`, and `$crate::x` in `macro_rules!`.
+    fn tokens(&mut self, stream: TokenStream) {
+        let tts: Vec<TokenTree> = stream.into_iter().collect();
+        let punct =
+            |i: usize, c: char| matches!(tts.get(i), Some(TokenTree::Punct(p)) if p.as_char() == c);
+        let colons = |i: usize| punct(i, ':') && punct(i + 1, ':');
+        let mut i = 0;
+        while i < tts.len() {
+            match &tts[i] {
+                TokenTree::Group(g) => self.tokens(g.stream()),
+                TokenTree::Ident(first) if colons(i + 1) && !(i >= 2 && colons(i - 2)) => {
+                    let mut segs = vec![first.to_string()];
+                    let mut k = i + 1;
+                    while let (true, Some(TokenTree::Ident(s))) = (colons(k), tts.get(k + 2)) {
+                        segs.push(s.to_string());
+                        k += 3;
+                    }
+                    // `$x::y` is a macro variable's path; only `$crate` is known here.
+                    if !(i > 0 && punct(i - 1, '$') && segs[0] != "crate") {
+                        self.add(line(first.span()), &segs, punct(k, '!'));
+                    }
+                    i = k;
                     continue;
                 }
-                let close = matching(toks, open);
-                if ident(open + 1) == Some("path") {
-                    panic!(
-                        "#[path] at line {} is not understood by this check",
-                        toks[i].line
-                    );
-                }
-                if !inner && test_only(&toks[open + 1..close]) {
-                    i = skip_item(toks, close + 1);
-                } else {
-                    // Paths inside other attributes (`#[derive(crate::x::Y)]`) count.
-                    i = open + 1;
-                }
-                continue;
+                _ => {}
             }
-            Tok::Punct('{') => depth += 1,
-            Tok::Punct('}') => {
-                if inline.last().is_some_and(|(_, d)| *d == depth) {
-                    inline.pop();
-                }
-                depth = depth.saturating_sub(1);
-            }
-            Tok::Ident(w) if w == "mod" => {
-                if let Some(name) = ident(i + 1) {
-                    if is(i + 2, Tok::Punct(';')) {
-                        let mut child: Vec<String> =
-                            inline.iter().map(|(n, _)| n.clone()).collect();
-                        child.push(name.to_owned());
-                        found.children.push(child);
-                        i += 3;
-                        continue;
-                    }
-                    if is(i + 2, Tok::Punct('{')) {
-                        depth += 1;
-                        inline.push((name.to_owned(), depth));
-                        i += 3;
-                        continue;
-                    }
-                }
-            }
-            Tok::Ident(w) if w == "use" => {
-                let end = (i..toks.len())
-                    .find(|&k| is(k, Tok::Punct(';')))
-                    .unwrap_or(toks.len());
-                let mut leaves = Vec::new();
-                let mut k = i + 1;
-                if is(k, Tok::Path) {
-                    k += 1;
-                }
-                use_tree(toks, &mut k, end, Vec::new(), &mut leaves);
-                let module = here(&inline);
-                for (line, segs) in leaves {
-                    if let Some(segments) = resolve(&segs, &module, extern_root) {
-                        found.refs.push(Ref { line, segments });
-                    }
-                }
-                i = end + 1;
-                continue;
-            }
-            Tok::Ident(_) if !(i > 0 && is(i - 1, Tok::Path)) && is(i + 1, Tok::Path) => {
-                // The start of a path: take its segments (`a::b::<T>::c` stops at the `<`).
-                let line = toks[i].line;
-                let mut segs = vec![ident(i).unwrap().to_owned()];
-                let mut k = i + 1;
-                while is(k, Tok::Path) {
-                    match ident(k + 1) {
-                        Some(s) => segs.push(s.to_owned()),
-                        None => break,
-                    }
-                    k += 2;
-                }
-                if i > 0 && is(i - 1, Tok::Punct('$')) && segs[0] != "crate" {
-                    segs.clear();
-                }
-                // `crate::m!()`: a `#[macro_export]` macro at the crate root, no module.
-                let root_macro = is(k, Tok::Punct('!'));
-                if let Some(segments) = resolve(&segs, &here(&inline), extern_root) {
-                    if !(root_macro && segments.len() == 1) {
-                        found.refs.push(Ref { line, segments });
-                    }
-                }
-                i = k;
-                continue;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    found
-}
-
-/// The index of the bracket closing the one at `open`.
-fn matching(toks: &[Token], open: usize) -> usize {
-    let mut depth = 0i32;
-    for (k, t) in toks.iter().enumerate().skip(open) {
-        match t.tok {
-            Tok::Punct('(' | '[' | '{') => depth += 1,
-            Tok::Punct(')' | ']' | '}') => {
-                depth -= 1;
-                if depth == 0 {
-                    return k;
-                }
-            }
-            _ => {}
+            i += 1;
         }
     }
-    toks.len() - 1
 }
 
-/// Whether an attribute's tokens (inside `#[...]`) are `cfg(test)` or `cfg(all(.., test, ..))`.
-fn test_only(attr: &[Token]) -> bool {
-    let words: Vec<String> = attr
-        .iter()
-        .map(|t| match &t.tok {
-            Tok::Ident(s) => s.clone(),
-            Tok::Punct(c) => c.to_string(),
-            Tok::Path => "::".into(),
-            Tok::Str => "\"\"".into(),
-        })
+impl<'ast> Visit<'ast> for Paths<'_> {
+    fn visit_item_mod(&mut self, m: &'ast ItemMod) {
+        let name = m.ident.to_string();
+        if m.content.is_none() {
+            m.attrs.iter().for_each(|a| self.visit_attribute(a));
+            let mut child = self.inline.clone();
+            child.push(name);
+            self.found.children.push(child);
+            return;
+        }
+        self.module.push(name.clone());
+        self.inline.push(name);
+        visit::visit_item_mod(self, m);
+        self.module.pop();
+        self.inline.pop();
+    }
+
+    fn visit_item_use(&mut self, u: &'ast ItemUse) {
+        let mut leaves = Vec::new();
+        use_leaves(&u.tree, &mut Vec::new(), &mut leaves);
+        for (line, segs) in leaves {
+            self.add(line, &segs, false);
+        }
+    }
+
+    fn visit_path(&mut self, p: &'ast SynPath) {
+        let (line, segs) = segments(p);
+        self.add(line, &segs, false);
+        visit::visit_path(self, p);
+    }
+
+    fn visit_macro(&mut self, m: &'ast Macro) {
+        let (line, segs) = segments(&m.path);
+        self.add(line, &segs, true);
+        self.tokens(m.tokens.clone());
+    }
+
+    fn visit_attribute(&mut self, a: &'ast Attribute) {
+        assert!(
+            !a.path().is_ident("path"),
+            "#[path] at line {} is not understood by this check",
+            line(a.pound_token.span)
+        );
+        visit::visit_attribute(self, a);
+        if let Meta::List(list) = &a.meta {
+            self.tokens(list.tokens.clone());
+        }
+    }
+}
+
+/// A path's names, with the line of its first.
+fn segments(p: &SynPath) -> (usize, Vec<String>) {
+    let names = p.segments.iter().map(|s| s.ident.to_string()).collect();
+    (
+        p.segments.first().map_or(0, |s| line(s.ident.span())),
+        names,
+    )
+}
+
+/// The leaves of a use tree as full paths with their line (`f::*` as `f`, `c::{self}` as
+/// `c::self`, `g as h` as `g`).
+fn use_leaves(tree: &UseTree, prefix: &mut Vec<String>, out: &mut Vec<(usize, Vec<String>)>) {
+    let mut leaf = |span: Span, name: Option<&Ident>| {
+        let mut segs = prefix.clone();
+        segs.extend(name.map(Ident::to_string));
+        out.push((line(span), segs));
+    };
+    match tree {
+        UseTree::Path(p) => {
+            prefix.push(p.ident.to_string());
+            use_leaves(&p.tree, prefix, out);
+            prefix.pop();
+        }
+        UseTree::Name(n) => leaf(n.ident.span(), Some(&n.ident)),
+        UseTree::Rename(r) => leaf(r.ident.span(), Some(&r.ident)),
+        UseTree::Glob(g) => leaf(g.star_token.span, None),
+        UseTree::Group(g) => g.items.iter().for_each(|t| use_leaves(t, prefix, out)),
+    }
+}
+
+/// Removes what is under `#[cfg(test)]` or `#[cfg(all(.., test, ..))]`: items, fields,
+/// variants, statements and match arms. A test module may reach for any helper.
+struct StripTests;
+
+impl VisitMut for StripTests {
+    fn visit_file_mut(&mut self, f: &mut syn::File) {
+        f.items.retain(|i| !test_only(i));
+        visit_mut::visit_file_mut(self, f);
+    }
+    fn visit_item_mod_mut(&mut self, m: &mut ItemMod) {
+        if let Some((_, items)) = &mut m.content {
+            items.retain(|i| !test_only(i));
+        }
+        visit_mut::visit_item_mod_mut(self, m);
+    }
+    fn visit_item_impl_mut(&mut self, i: &mut syn::ItemImpl) {
+        i.items.retain(|i| !test_only(i));
+        visit_mut::visit_item_impl_mut(self, i);
+    }
+    fn visit_item_trait_mut(&mut self, t: &mut syn::ItemTrait) {
+        t.items.retain(|i| !test_only(i));
+        visit_mut::visit_item_trait_mut(self, t);
+    }
+    fn visit_block_mut(&mut self, b: &mut syn::Block) {
+        b.stmts.retain(|s| !test_only(s));
+        visit_mut::visit_block_mut(self, b);
+    }
+    fn visit_expr_match_mut(&mut self, m: &mut syn::ExprMatch) {
+        m.arms.retain(|a| !test_only(a));
+        visit_mut::visit_expr_match_mut(self, m);
+    }
+    fn visit_fields_named_mut(&mut self, f: &mut syn::FieldsNamed) {
+        retain(&mut f.named);
+        visit_mut::visit_fields_named_mut(self, f);
+    }
+    fn visit_fields_unnamed_mut(&mut self, f: &mut syn::FieldsUnnamed) {
+        retain(&mut f.unnamed);
+        visit_mut::visit_fields_unnamed_mut(self, f);
+    }
+    fn visit_item_enum_mut(&mut self, e: &mut syn::ItemEnum) {
+        retain(&mut e.variants);
+        visit_mut::visit_item_enum_mut(self, e);
+    }
+    fn visit_expr_struct_mut(&mut self, s: &mut syn::ExprStruct) {
+        retain(&mut s.fields);
+        visit_mut::visit_expr_struct_mut(self, s);
+    }
+}
+
+fn retain<T: ToTokens, P>(list: &mut Punctuated<T, P>) {
+    *list = std::mem::take(list)
+        .into_pairs()
+        .filter(|p| !test_only(p.value()))
         .collect();
-    let w: Vec<&str> = words.iter().map(String::as_str).collect();
-    match w.as_slice() {
-        ["cfg", "(", "test", ")"] => true,
-        ["cfg", "(", "all", "(", rest @ .., ")", ")"] => {
-            // `test` among the top-level arguments of all(..).
-            let mut depth = 0;
-            rest.iter().any(|&t| {
-                match t {
-                    "(" => depth += 1,
-                    ")" => depth -= 1,
-                    _ => {}
-                }
-                depth == 0 && t == "test"
-            })
-        }
-        _ => false,
-    }
 }
 
-/// Skips the item (or field, argument, statement) starting at `i`, its attributes included.
-fn skip_item(toks: &[Token], mut i: usize) -> usize {
-    while toks.get(i).map(|t| &t.tok) == Some(&Tok::Punct('#')) {
-        let open = if toks.get(i + 1).map(|t| &t.tok) == Some(&Tok::Punct('[')) {
-            i + 1
-        } else {
-            return i;
-        };
-        i = matching(toks, open) + 1;
-    }
-    let mut first = i;
-    if matches!(toks.get(first).map(|t| &t.tok), Some(Tok::Ident(w)) if w == "pub") {
-        first += 1;
-        if toks.get(first).map(|t| &t.tok) == Some(&Tok::Punct('(')) {
-            first = matching(toks, first) + 1;
-        }
-    }
-    let item = matches!(
-        toks.get(first).map(|t| &t.tok),
-        Some(Tok::Ident(w)) if ITEM_KEYWORDS.contains(&w.as_str())
-    );
-    let mut depth = 0i32;
-    while i < toks.len() {
-        match toks[i].tok {
-            Tok::Punct('(' | '[' | '{') => depth += 1,
-            Tok::Punct(')' | ']') => depth -= 1,
-            Tok::Punct('}') => {
-                depth -= 1;
-                if depth == 0 {
-                    return i + 1;
-                }
-            }
-            Tok::Punct(';') if depth == 0 => return i + 1,
-            Tok::Punct(',') if depth == 0 && !item => return i + 1,
-            _ => {}
-        }
-        if depth < 0 {
-            // The end of what encloses the field or argument.
-            return i;
-        }
-        i += 1;
-    }
-    i
-}
-
-/// Collects the leaves of the use tree at `toks[*k..end]` as full paths with their line.
-fn use_tree(
-    toks: &[Token],
-    k: &mut usize,
-    end: usize,
-    prefix: Vec<String>,
-    leaves: &mut Vec<(usize, Vec<String>)>,
-) {
-    let mut segs = prefix;
-    let mut line = toks.get(*k).map_or(0, |t| t.line);
-    while *k < end {
-        match &toks[*k].tok {
-            Tok::Ident(w) if w == "as" => {
-                *k += 2;
-            }
-            Tok::Ident(w) => {
-                line = toks[*k].line;
-                segs.push(w.clone());
-                *k += 1;
-            }
-            Tok::Path => *k += 1,
-            Tok::Punct('*') => *k += 1,
-            Tok::Punct('{') => {
-                *k += 1;
-                loop {
-                    use_tree(toks, k, end, segs.clone(), leaves);
-                    match toks.get(*k).map(|t| &t.tok) {
-                        Some(Tok::Punct(',')) => *k += 1,
-                        _ => break,
-                    }
-                    if toks.get(*k).map(|t| &t.tok) == Some(&Tok::Punct('}')) {
-                        break;
-                    }
-                }
-                // The closing brace.
-                *k += 1;
-                return;
-            }
-            Tok::Punct(',' | '}') => break,
-            _ => *k += 1,
-        }
-    }
-    leaves.push((line, segs));
+/// Whether a node's outer attributes include `cfg(test)` or `cfg(all(.., test, ..))`. syn has
+/// no common accessor for the attributes of its many node types, so they are read back from the
+/// node's tokens.
+fn test_only(node: &impl ToTokens) -> bool {
+    let outer = |input: ParseStream| {
+        let attrs = input.call(Attribute::parse_outer)?;
+        input.parse::<TokenStream>()?;
+        Ok(attrs)
+    };
+    let attrs = outer.parse2(node.to_token_stream()).unwrap_or_default();
+    attrs
+        .iter()
+        .filter(|a| a.path().is_ident("cfg"))
+        .any(|a| match a.parse_args::<Meta>() {
+            Ok(Meta::Path(p)) => p.is_ident("test"),
+            Ok(Meta::List(all)) if all.path.is_ident("all") => all
+                .parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
+                .is_ok_and(|args| {
+                    args.iter()
+                        .any(|m| matches!(m, Meta::Path(p) if p.is_ident("test")))
+                }),
+            _ => false,
+        })
 }
 
 /// The path from the crate root on, if `segs` (written in module `module`) leaves the module it
@@ -802,11 +610,11 @@ fn resolve(segs: &[String], module: &[String], extern_root: Option<&str>) -> Opt
     Some(rest.to_vec())
 }
 
-// The lexer and scanner on the cases the check must get right.
+// The scanner on the cases the check must get right.
 
 fn refs(src: &str, module: &[&str]) -> Vec<String> {
     let module: Vec<String> = module.iter().map(|s| s.to_string()).collect();
-    scan(&lex(src), &module, None)
+    scan(src, &module, None)
         .refs
         .into_iter()
         .map(|r| format!("{}:{}", r.line, r.segments.join("::")))
@@ -858,18 +666,14 @@ fn super_counts_only_when_it_reaches_the_crate_root() {
 fn test_only_items_are_skipped() {
     let src = "#[cfg(test)]\nmod tests { use crate::a; }\n#[cfg(all(test, unix))]\n#[allow(x)]\nmod more { fn f() { crate::b::f(); } }\n#[cfg(test)]\nuse crate::c;\n#[cfg(not(test))]\nuse crate::d;\nstruct S { #[cfg(test)] t: crate::e::T, u: crate::f::U }\nfn g() { crate::h::g(); }";
     assert_eq!(refs(src, &["m"]), ["9:d", "10:f::U", "11:h::g"]);
-    let found = scan(
-        &lex("#[cfg(test)]\nmod tests;\nmod real;"),
-        &["m".into()],
-        None,
-    );
+    let found = scan("#[cfg(test)]\nmod tests;\nmod real;", &["m".into()], None);
     assert_eq!(found.children, [vec!["real".to_string()]]);
 }
 
 #[test]
 fn the_binary_names_the_library_by_its_crate_name() {
     let src = "use toolhost::{chat, worker::Args};\nfn main() { toolhost::doctor::run(); let f = \"toolhost::registry=warn\"; crate::local(); }";
-    let found = scan(&lex(src), &[], Some("toolhost"));
+    let found = scan(src, &[], Some("toolhost"));
     let got: Vec<String> = found.refs.iter().map(|r| r.segments.join("::")).collect();
     assert_eq!(got, ["chat", "worker::Args", "doctor::run"]);
 }
@@ -983,86 +787,89 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The tokens of a file without its test-only items.
-fn production(toks: &[Token]) -> Vec<Token> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < toks.len() {
-        let outer_attr = toks[i].tok == Tok::Punct('#')
-            && toks.get(i + 1).map(|t| &t.tok) == Some(&Tok::Punct('['));
-        if outer_attr {
-            let close = matching(toks, i + 1);
-            if test_only(&toks[i + 2..close]) {
-                i = skip_item(toks, close + 1);
-                continue;
-            }
-        }
-        out.push(toks[i].clone());
-        i += 1;
-    }
-    out
-}
-
 /// Where production code in `text` takes a lock's result by hand, with what it does: a
 /// `.lock()`, `.read()` or `.write()` unwrapped (`unwrap`, `expect`, `unwrap_or_else`, `ok`,
 /// `?`, ...), a poisoned guard recovered with `|e| e.into_inner()`, or `PoisonError` named.
+/// Macro input is read when it parses as expressions (`assert!(..)`, `format!(..)`).
 fn lock_misuse(text: &str) -> Vec<(usize, String)> {
+    let mut locks = Locks(Vec::new());
+    locks.visit_file(&production(text));
+    locks.0.sort_by_key(|&(line, _)| line);
+    locks.0
+}
+
+struct Locks(Vec<(usize, String)>);
+
+/// `.lock()`, `.read()` or `.write()` with no argument: the name and the line of its dot.
+fn taken(e: &Expr) -> Option<(String, usize)> {
     const TAKES: &[&str] = &["lock", "read", "write"];
-    const UNWRAPS: &[&str] = &[
-        "unwrap",
-        "expect",
-        "unwrap_or_else",
-        "unwrap_or",
-        "unwrap_or_default",
-        "ok",
-        "map_err",
-        "is_ok",
-        "is_err",
-    ];
-    let toks = production(&lex(text));
-    let tok = |i: usize| toks.get(i).map(|t| &t.tok);
-    let ident = |i: usize| match tok(i) {
-        Some(Tok::Ident(s)) => Some(s.as_str()),
+    match e {
+        Expr::MethodCall(c) if c.args.is_empty() && TAKES.iter().any(|t| c.method == t) => {
+            Some((c.method.to_string(), line(c.dot_token.span)))
+        }
         _ => None,
+    }
+}
+
+/// `|e| e.into_inner()`: a poisoned guard recovered by hand.
+fn recovers_by_hand(arg: &Expr) -> Option<(usize, String)> {
+    let Expr::Closure(f) = arg else { return None };
+    let (1, Some(Pat::Ident(e)), Expr::MethodCall(body)) =
+        (f.inputs.len(), f.inputs.first(), &*f.body)
+    else {
+        return None;
     };
-    let mut found = Vec::new();
-    for (i, t) in toks.iter().enumerate() {
-        if ident(i) == Some("PoisonError") {
-            found.push((t.line, "names PoisonError".to_string()));
-            continue;
-        }
-        // `.name()` at `k`, its name checked by the caller.
-        let call = |k: usize| {
-            tok(k) == Some(&Tok::Punct('.'))
-                && tok(k + 2) == Some(&Tok::Punct('('))
-                && tok(k + 3) == Some(&Tok::Punct(')'))
-        };
-        // `.lock()` then `.unwrap()` (or the like) or `?`.
-        if let Some(take) = ident(i + 1).filter(|w| TAKES.contains(w) && call(i)) {
-            if let Some(then) = ident(i + 5).filter(|w| UNWRAPS.contains(w)) {
-                if tok(i + 4) == Some(&Tok::Punct('.')) {
-                    found.push((t.line, format!(".{take}().{then}")));
-                }
-            } else if tok(i + 4) == Some(&Tok::Punct('?')) {
-                found.push((t.line, format!(".{take}()?")));
-            }
-        }
-        // `unwrap_or_else(|e| e.into_inner())`: a poisoned guard recovered by hand.
-        let recovering = i >= 2
-            && ident(i - 2) == Some("unwrap_or_else")
-            && tok(i - 1) == Some(&Tok::Punct('('))
-            && t.tok == Tok::Punct('|');
-        if let Some(e) = ident(i + 1).filter(|_| recovering) {
-            if tok(i + 2) == Some(&Tok::Punct('|'))
-                && ident(i + 3) == Some(e)
-                && ident(i + 5) == Some("into_inner")
-                && call(i + 4)
-            {
-                found.push((t.line, format!("recovers by hand: |{e}| {e}.into_inner()")));
-            }
+    let e = &e.ident;
+    let on_e = matches!(&*body.receiver, Expr::Path(p) if p.path.is_ident(e));
+    (body.method == "into_inner" && body.args.is_empty() && on_e).then(|| {
+        let what = format!("recovers by hand: |{e}| {e}.into_inner()");
+        (line(f.or1_token.span), what)
+    })
+}
+
+impl<'ast> Visit<'ast> for Locks {
+    fn visit_ident(&mut self, i: &'ast Ident) {
+        if i == "PoisonError" {
+            self.0.push((line(i.span()), "names PoisonError".into()));
         }
     }
-    found
+
+    fn visit_expr_method_call(&mut self, c: &'ast ExprMethodCall) {
+        const UNWRAPS: &[&str] = &[
+            "unwrap",
+            "expect",
+            "unwrap_or_else",
+            "unwrap_or",
+            "unwrap_or_default",
+            "ok",
+            "map_err",
+            "is_ok",
+            "is_err",
+        ];
+        if let Some((take, line)) = taken(&c.receiver) {
+            if UNWRAPS.iter().any(|u| c.method == u) {
+                self.0.push((line, format!(".{take}().{}", c.method)));
+            }
+        }
+        if c.method == "unwrap_or_else" && c.args.len() == 1 {
+            self.0.extend(recovers_by_hand(&c.args[0]));
+        }
+        visit::visit_expr_method_call(self, c);
+    }
+
+    fn visit_expr_try(&mut self, t: &'ast syn::ExprTry) {
+        if let Some((take, line)) = taken(&t.expr) {
+            self.0.push((line, format!(".{take}()?")));
+        }
+        visit::visit_expr_try(self, t);
+    }
+
+    fn visit_macro(&mut self, m: &'ast Macro) {
+        visit::visit_macro(self, m);
+        if let Ok(args) = m.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated) {
+            args.iter().for_each(|e| self.visit_expr(e));
+        }
+    }
 }
 
 #[test]

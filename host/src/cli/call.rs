@@ -78,39 +78,10 @@ pub fn call(
     };
     let result = &output.result;
     // One write through the terminal boundary: piped, the plugin's exact bytes.
-    let mut shown = String::new();
-    let mut println = |line: String| {
-        shown.push_str(&line);
-        shown.push('\n');
+    let shown = match &result.structured {
+        Some(s) => format!("{}\n", s.get()),
+        None => content_text(&result.content),
     };
-    if let Some(s) = &result.structured {
-        println(s.get().to_string());
-    } else {
-        for block in &result.content {
-            match block {
-                ContentOut::Text(t) => println(t.to_string()),
-                ContentOut::Image { data, mime_type } | ContentOut::Audio { data, mime_type } => {
-                    println(format!("[{mime_type}, {} base64 characters]", data.len()))
-                }
-                ContentOut::Resource {
-                    uri,
-                    mime_type,
-                    body,
-                } => {
-                    let mime = mime_type
-                        .as_deref()
-                        .map_or(String::new(), |m| format!(", {m}"));
-                    match body {
-                        EmbeddedBody::Text(t) => println(format!("[resource {uri}{mime}]\n{t}")),
-                        EmbeddedBody::Blob(b) => println(format!(
-                            "[resource {uri}{mime}, {} base64 characters]",
-                            b.len()
-                        )),
-                    }
-                }
-            }
-        }
-    }
     terminal::print_out(&shown)?;
     tracing::debug!(result = %output.json, "call finished");
     Ok(if result.is_error {
@@ -118,4 +89,39 @@ pub fn call(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// A result's content blocks for a person, each ending in a newline: text as is, binary
+/// blocks by their type and size.
+fn content_text(content: &[ContentOut]) -> String {
+    let mut shown = String::new();
+    let mut println = |line: String| {
+        shown.push_str(&line);
+        shown.push('\n');
+    };
+    for block in content {
+        match block {
+            ContentOut::Text(t) => println(t.to_string()),
+            ContentOut::Image { data, mime_type } | ContentOut::Audio { data, mime_type } => {
+                println(format!("[{mime_type}, {} base64 characters]", data.len()))
+            }
+            ContentOut::Resource {
+                uri,
+                mime_type,
+                body,
+            } => {
+                let mime = mime_type
+                    .as_deref()
+                    .map_or(String::new(), |m| format!(", {m}"));
+                match body {
+                    EmbeddedBody::Text(t) => println(format!("[resource {uri}{mime}]\n{t}")),
+                    EmbeddedBody::Blob(b) => println(format!(
+                        "[resource {uri}{mime}, {} base64 characters]",
+                        b.len()
+                    )),
+                }
+            }
+        }
+    }
+    shown
 }

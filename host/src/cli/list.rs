@@ -5,31 +5,13 @@ use std::{fmt::Write as _, process::ExitCode};
 use serde_json::{json, Value};
 
 use super::Plugins;
-use crate::{model::tool_json, plugin_dir, terminal};
+use crate::{model::tool_json, plugin::LoadedPlugin, plugin_dir, terminal};
 
 pub fn list(opts: &Plugins<'_>, as_json: bool) -> anyhow::Result<ExitCode> {
     let registry = opts.open()?;
     let (plugins, failed) = (registry.plugins(), registry.failures());
     if as_json {
-        let plugins: Vec<Value> = plugins
-            .iter()
-            .map(|p| {
-                let m = p.manifest();
-                json!({
-                    "name": m.name,
-                    "version": m.version,
-                    "description": m.description,
-                    "file": p.file(),
-                    "tools": m.tools.iter().map(tool_json).collect::<Vec<_>>(),
-                    "resources": m.extras.resources,
-                    "resourceTemplates": m.extras.resource_templates,
-                    "listsResources": m.extras.lists_resources,
-                    "prompts": m.extras.prompts,
-                    "hooks": m.extras.hooks,
-                    "permission": m.extras.permission,
-                })
-            })
-            .collect();
+        let plugins: Vec<Value> = plugins.iter().map(|p| plugin_json(p)).collect();
         let failed: Vec<Value> = failed
             .iter()
             .map(|(file, error)| json!({"file": file, "error": error}))
@@ -50,30 +32,7 @@ pub fn list(opts: &Plugins<'_>, as_json: bool) -> anyhow::Result<ExitCode> {
         // One write through the terminal boundary.
         let mut shown = String::new();
         for p in &plugins {
-            let m = p.manifest();
-            writeln!(shown, "{} {} ({})", m.name, m.version, p.file().display())?;
-            if !m.description.is_empty() {
-                writeln!(shown, "  {}", m.description)?;
-            }
-            for t in &m.tools {
-                let first_line = t.description.lines().next().unwrap_or("");
-                let args = crate::chat::catalog::signature(&t.input_schema, &Default::default());
-                writeln!(shown, "  - {}({args}): {first_line}", t.name)?;
-            }
-            shown.push_str(&offers_text(&m.extras));
-            for h in &m.extras.hooks {
-                let matcher = h.matcher.as_deref().map(|m| format!(" [{m}]"));
-                writeln!(
-                    shown,
-                    "  hook {}{}: {}",
-                    h.event,
-                    matcher.unwrap_or_default(),
-                    h.id
-                )?;
-            }
-            if m.extras.permission {
-                writeln!(shown, "  permission policy")?;
-            }
+            plugin_text(&mut shown, p)?;
         }
         for (file, error) in &failed {
             writeln!(shown, "failed: {}: {error}", file.display())?;
@@ -84,6 +43,53 @@ pub fn list(opts: &Plugins<'_>, as_json: bool) -> anyhow::Result<ExitCode> {
         terminal::print_out(&shown)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One plugin in `list --json`.
+fn plugin_json(p: &LoadedPlugin) -> Value {
+    let m = p.manifest();
+    json!({
+        "name": m.name,
+        "version": m.version,
+        "description": m.description,
+        "file": p.file(),
+        "tools": m.tools.iter().map(tool_json).collect::<Vec<_>>(),
+        "resources": m.extras.resources,
+        "resourceTemplates": m.extras.resource_templates,
+        "listsResources": m.extras.lists_resources,
+        "prompts": m.extras.prompts,
+        "hooks": m.extras.hooks,
+        "permission": m.extras.permission,
+    })
+}
+
+/// One plugin in `list`: its name and file, then a line per tool, offer and hook.
+fn plugin_text(shown: &mut String, p: &LoadedPlugin) -> std::fmt::Result {
+    let m = p.manifest();
+    writeln!(shown, "{} {} ({})", m.name, m.version, p.file().display())?;
+    if !m.description.is_empty() {
+        writeln!(shown, "  {}", m.description)?;
+    }
+    for t in &m.tools {
+        let first_line = t.description.lines().next().unwrap_or("");
+        let args = crate::chat::catalog::signature(&t.input_schema, &Default::default());
+        writeln!(shown, "  - {}({args}): {first_line}", t.name)?;
+    }
+    shown.push_str(&offers_text(&m.extras));
+    for h in &m.extras.hooks {
+        let matcher = h.matcher.as_deref().map(|m| format!(" [{m}]"));
+        writeln!(
+            shown,
+            "  hook {}{}: {}",
+            h.event,
+            matcher.unwrap_or_default(),
+            h.id
+        )?;
+    }
+    if m.extras.permission {
+        writeln!(shown, "  permission policy")?;
+    }
+    Ok(())
 }
 
 /// The resources, templates and prompts of a plugin under its entry in `toolhost list`.

@@ -158,15 +158,7 @@ fn install(w: &Where<'_>, id: &str, entry: &Value, settings: &Path) -> Check {
     if let Some(fix) = differences(w, id, binary.as_deref(), folder.as_deref(), &mut problems) {
         fixes.push(fix);
     }
-    let old: Vec<String> = hooks
-        .iter()
-        .filter_map(|(kind, needs)| {
-            let cli = w.cli.filter(|cli| cli < needs)?;
-            Some(format!(
-                "claude {cli} does not run its {kind} hooks (they need {needs} or newer)"
-            ))
-        })
-        .collect();
+    let old = hooks_too_new(w, &hooks);
     if !old.is_empty() {
         problems.extend(old);
         fixes.push(format!(
@@ -174,20 +166,38 @@ fn install(w: &Where<'_>, id: &str, entry: &Value, settings: &Path) -> Check {
         ));
     }
     if problems.is_empty() {
-        let hooks = if kinds.is_empty() {
-            "no hooks".to_string()
-        } else {
-            format!("{} hooks", kinds.join(" and "))
-        };
-        let runs = w
-            .cli
-            .map_or(String::new(), |v| format!(", which claude {v} runs"));
-        let folder = folder.as_deref().unwrap_or("the default folder");
-        let line = format!("{head}: enabled, serves {folder} with this toolhost; {hooks}{runs}");
+        let line = format!("{head}: {}", healthy(w, folder.as_deref(), &kinds));
         return Check::ok(CHECK, line).with_data(data);
     }
     let line = format!("{head}: {}", problems.join("; "));
     Check::warn(CHECK, line, fixes.join("; ")).with_data(data)
+}
+
+/// What is wrong with the hooks the CLI found too old to run: one line per kind of hook.
+fn hooks_too_new(w: &Where<'_>, hooks: &[(&str, CliVersion)]) -> Vec<String> {
+    hooks
+        .iter()
+        .filter_map(|(kind, needs)| {
+            let cli = w.cli.filter(|cli| cli < needs)?;
+            Some(format!(
+                "claude {cli} does not run its {kind} hooks (they need {needs} or newer)"
+            ))
+        })
+        .collect()
+}
+
+/// The report of an install with nothing to fix: what it serves, its hooks, the CLI running them.
+fn healthy(w: &Where<'_>, folder: Option<&str>, kinds: &[&str]) -> String {
+    let hooks = if kinds.is_empty() {
+        "no hooks".to_string()
+    } else {
+        format!("{} hooks", kinds.join(" and "))
+    };
+    let runs = w
+        .cli
+        .map_or(String::new(), |v| format!(", which claude {v} runs"));
+    let folder = folder.unwrap_or("the default folder");
+    format!("enabled, serves {folder} with this toolhost; {hooks}{runs}")
 }
 
 /// The binary and plugin folder the plugin's server runs with: its `.mcp.json` with the

@@ -94,14 +94,21 @@ fn doc_comment(func: &ItemFn) -> String {
     lines.join("\n").trim().to_string()
 }
 
-fn expand_tool(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Result<TokenStream2> {
-    let ident = &func.sig.ident;
+/// The options of `#[tool(...)]`.
+struct ToolOptions {
+    name: LitStr,
+    description: Option<LitStr>,
+    /// The builder calls of the other options (`.title(..)`, `.read_only(..)`, ...).
+    builder: Vec<TokenStream2>,
+    want_output_schema: bool,
+}
+
+fn tool_options(args: &Punctuated<Meta, Token![,]>, ident: &Ident) -> syn::Result<ToolOptions> {
     let mut name = LitStr::new(&ident.to_string(), ident.span());
     let mut description: Option<LitStr> = None;
     let mut builder = Vec::<TokenStream2>::new();
     let mut want_output_schema = false;
-
-    for meta in &args {
+    for meta in args {
         let key = meta
             .path()
             .get_ident()
@@ -142,7 +149,22 @@ fn expand_tool(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Result<T
             }
         }
     }
+    Ok(ToolOptions {
+        name,
+        description,
+        builder,
+        want_output_schema,
+    })
+}
 
+fn expand_tool(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Result<TokenStream2> {
+    let ident = &func.sig.ident;
+    let ToolOptions {
+        name,
+        description,
+        mut builder,
+        want_output_schema,
+    } = tool_options(&args, ident)?;
     let description = match description {
         Some(d) => d,
         None => {
@@ -157,6 +179,35 @@ fn expand_tool(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Result<T
         }
     };
 
+    let (closure, ret_ty) = tool_closure(&func)?;
+    if want_output_schema {
+        builder.push(
+            quote!(.output_schema::<<#ret_ty as ::toolhost_plugin::IntoToolResult>::Output>()),
+        );
+    }
+    let vis = &func.vis;
+    Ok(quote! {
+        #func
+
+        #[doc(hidden)]
+        #[allow(non_snake_case, non_camel_case_types, clippy::redundant_closure)]
+        #vis mod #ident {
+            #[allow(unused_imports)]
+            use super::*;
+            /// The tool definition built by `#[tool]`.
+            pub fn tool() -> ::toolhost_plugin::ToolDef {
+                ::toolhost_plugin::ToolDef::new(#name, #closure)
+                    .description(#description)
+                    #(#builder)*
+            }
+        }
+    })
+}
+
+/// The closure `ToolDef::new` gets (the arguments, `&Context` if taken, the result through
+/// `IntoToolResult`), and the function's return type.
+fn tool_closure(func: &ItemFn) -> syn::Result<(TokenStream2, Type)> {
+    let ident = &func.sig.ident;
     let inputs: Vec<&FnArg> = func.sig.inputs.iter().collect();
     let arg_ty = |a: &FnArg| -> syn::Result<Type> {
         match a {
@@ -196,28 +247,7 @@ fn expand_tool(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Result<T
             ))
         }
     };
-    if want_output_schema {
-        builder.push(
-            quote!(.output_schema::<<#ret_ty as ::toolhost_plugin::IntoToolResult>::Output>()),
-        );
-    }
-    let vis = &func.vis;
-    Ok(quote! {
-        #func
-
-        #[doc(hidden)]
-        #[allow(non_snake_case, non_camel_case_types, clippy::redundant_closure)]
-        #vis mod #ident {
-            #[allow(unused_imports)]
-            use super::*;
-            /// The tool definition built by `#[tool]`.
-            pub fn tool() -> ::toolhost_plugin::ToolDef {
-                ::toolhost_plugin::ToolDef::new(#name, #closure)
-                    .description(#description)
-                    #(#builder)*
-            }
-        }
-    })
+    Ok((closure, ret_ty))
 }
 
 struct ExportArgs {
@@ -332,6 +362,27 @@ impl Parse for ExportArgs {
 #[proc_macro]
 pub fn export_plugin(input: TokenStream) -> TokenStream {
     let args = parse_macro_input!(input as ExportArgs);
+    let entry = format_ident!("__ToolhostPlugin");
+    let symbols = exported_statics(&entry, &args.name);
+    let define = define(args);
+    quote! {
+        #[cfg(panic = "abort")]
+        compile_error!("toolhost plugins must be built with `panic = \"unwind\"`: with `abort`, a panicking tool would take the whole host down");
+
+        #[doc(hidden)]
+        pub struct #entry;
+
+        impl ::toolhost_plugin::__private::PluginEntry for #entry {
+            #define
+        }
+
+        #symbols
+    }
+    .into()
+}
+
+/// `PluginEntry::define`: the `PluginDef` of `export_plugin!`'s arguments.
+fn define(args: ExportArgs) -> TokenStream2 {
     let ExportArgs {
         name,
         hooks,
@@ -362,11 +413,27 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
     let prompts = prompts.iter().map(|ToolEntry { cfgs, path }| {
         quote! { #(#cfgs)* let def = def.prompt(#path::prompt()); }
     });
+    quote! {
+        #[allow(clippy::let_and_return)]
+        fn define() -> ::toolhost_plugin::PluginDef {
+            let def = ::toolhost_plugin::PluginDef::new(#name, #version, #description) #state #config;
+            #(#hooks)*
+            #(#tools)*
+            #(#resources)*
+            #(#prompts)*
+            #on_load
+            def
+        }
+    }
+}
+
+/// The statics a host looks up in the library: the plugin's name, and abi_stable's root
+/// module loader (built from `entry`).
+fn exported_statics(entry: &Ident, name: &LitStr) -> TokenStream2 {
     let symbol = Ident::new(
         &abi_stable_shared::mangled_root_module_loader_name(),
         Span::call_site(),
     );
-    let entry = format_ident!("__ToolhostPlugin");
     // The name again, as plain bytes a host reads from the file without loading it (see
     // `toolhost_plugin::abi::NAME_SYMBOL`): its settings decide where the library is opened.
     let mut name_nul = name.value().into_bytes();
@@ -374,25 +441,6 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
     let name_len = name_nul.len();
     let name_nul = LitByteStr::new(&name_nul, name.span());
     quote! {
-        #[cfg(panic = "abort")]
-        compile_error!("toolhost plugins must be built with `panic = \"unwind\"`: with `abort`, a panicking tool would take the whole host down");
-
-        #[doc(hidden)]
-        pub struct #entry;
-
-        impl ::toolhost_plugin::__private::PluginEntry for #entry {
-            #[allow(clippy::let_and_return)]
-            fn define() -> ::toolhost_plugin::PluginDef {
-                let def = ::toolhost_plugin::PluginDef::new(#name, #version, #description) #state #config;
-                #(#hooks)*
-                #(#tools)*
-                #(#resources)*
-                #(#prompts)*
-                #on_load
-                def
-            }
-        }
-
         #[doc(hidden)]
         #[unsafe(no_mangle)]
         pub static TOOLHOST_PLUGIN_NAME: [u8; #name_len] = *#name_nul;
@@ -415,7 +463,6 @@ pub fn export_plugin(input: TokenStream) -> TokenStream {
             }
         };
     }
-    .into()
 }
 
 // Turns a function into a hook: `#[hook(Event, matcher = "Bash|Edit", name = "...")]`. The

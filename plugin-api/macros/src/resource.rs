@@ -123,14 +123,23 @@ fn from_inner_module(path: &Path) -> TokenStream2 {
     }
 }
 
-pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Result<TokenStream2> {
-    let ident = &func.sig.ident;
+/// The options of `#[resource(...)]`.
+struct Options {
+    uri: LitStr,
+    name: LitStr,
+    description: Option<LitStr>,
+    list: Option<Path>,
+    /// The builder calls of the other options (`.title(..)`, `.mime_type(..)`).
+    builder: Vec<TokenStream2>,
+}
+
+fn options(args: &Punctuated<Meta, Token![,]>, ident: &Ident) -> syn::Result<Options> {
     let mut uri: Option<LitStr> = None;
     let mut name = LitStr::new(&ident.unraw().to_string(), ident.span());
     let mut description: Option<LitStr> = None;
     let mut builder = Vec::<TokenStream2>::new();
     let mut list: Option<Path> = None;
-    for meta in &args {
+    for meta in args {
         let key = meta
             .path()
             .get_ident()
@@ -172,6 +181,24 @@ pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Re
             "a resource needs a URI: `#[resource(uri = \"notes://{id}\")]`",
         )
     })?;
+    Ok(Options {
+        uri,
+        name,
+        description,
+        list,
+        builder,
+    })
+}
+
+pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Result<TokenStream2> {
+    let ident = &func.sig.ident;
+    let Options {
+        uri,
+        name,
+        description,
+        list,
+        mut builder,
+    } = options(&args, ident)?;
     let vars = variables(&uri)?;
     let description = description.or_else(|| {
         let doc = doc_comment(&func);
@@ -191,8 +218,50 @@ pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Re
         let list = from_inner_module(list);
         builder.push(quote!(.list(#list)));
     }
+    let (inputs, takes_ctx) = parameters(&func)?;
+    let sig = Signature {
+        func: &func,
+        uri: &uri,
+        vars,
+        inputs,
+        ctx_arg: takes_ctx.then(|| quote!(ctx)),
+    };
+    let plain = !sig.inputs.is_empty()
+        && sig
+            .inputs
+            .iter()
+            .any(|(pat, _)| named(pat).is_some_and(|i| sig.vars.contains(&i.unraw().to_string())));
+    let (closure, uri_fn) = if sig.vars.is_empty() {
+        (sig.no_variables()?, None)
+    } else if plain {
+        let (closure, uri_fn) = sig.by_name()?;
+        (closure, Some(uri_fn))
+    } else {
+        (sig.by_struct()?, None)
+    };
+    let vis = &func.vis;
+    Ok(quote! {
+        #func
 
-    // The arguments: the variables, then `&Context` if it takes one.
+        #[doc(hidden)]
+        #[allow(non_snake_case, non_camel_case_types, unused_variables, clippy::redundant_closure)]
+        #vis mod #ident {
+            #[allow(unused_imports)]
+            use super::*;
+
+            /// The resource definition built by `#[resource]`.
+            pub fn resource() -> ::toolhost_plugin::ResourceDef {
+                ::toolhost_plugin::ResourceDef::new(#uri, #name, #closure)
+                    #(#builder)*
+            }
+
+            #uri_fn
+        }
+    })
+}
+
+/// The function's parameters but a last `&Context`, and whether it takes one.
+fn parameters(func: &ItemFn) -> syn::Result<(Vec<(&Pat, &Type)>, bool)> {
     let mut inputs: Vec<(&Pat, &Type)> = Vec::new();
     for a in &func.sig.inputs {
         match a {
@@ -215,30 +284,54 @@ pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Re
             "a URI variable is an owned value (`String`, not `&str`); `&Context` comes last",
         ));
     }
-    let ctx_arg = takes_ctx.then(|| quote!(ctx));
-    let named = |pat: &Pat| match pat {
+    Ok((inputs, takes_ctx))
+}
+
+/// A parameter's name, if it is a plain one (`city`, not `Key { city }`).
+fn named(pat: &Pat) -> Option<Ident> {
+    match pat {
         Pat::Ident(p) if p.subpat.is_none() => Some(p.ident.clone()),
         _ => None,
-    };
-    let plain = !inputs.is_empty()
-        && inputs
-            .iter()
-            .any(|(pat, _)| named(pat).is_some_and(|i| vars.contains(&i.unraw().to_string())));
-    let mut uri_fn = None;
-    let closure = if vars.is_empty() {
-        if let Some((pat, _)) = inputs.first() {
+    }
+}
+
+/// How the resource function takes the URI's variables: the closure `ResourceDef::new` gets.
+struct Signature<'a> {
+    func: &'a ItemFn,
+    uri: &'a LitStr,
+    /// The URI's `{variables}`.
+    vars: Vec<String>,
+    /// The parameters but a last `&Context`.
+    inputs: Vec<(&'a Pat, &'a Type)>,
+    /// `ctx` if the function takes `&Context`.
+    ctx_arg: Option<TokenStream2>,
+}
+
+impl Signature<'_> {
+    /// A fixed URI: the function takes nothing, or `&Context`.
+    fn no_variables(&self) -> syn::Result<TokenStream2> {
+        let (ident, ctx_arg) = (&self.func.sig.ident, &self.ctx_arg);
+        if let Some((pat, _)) = self.inputs.first() {
             return Err(syn::Error::new(
                 pat.span(),
                 format!(
                     "`{}` has no `{{variables}}`: the function takes nothing, or `&Context`",
-                    uri.value()
+                    self.uri.value()
                 ),
             ));
         }
-        quote!(|_: ::toolhost_plugin::NoArgs, ctx: &::toolhost_plugin::Context| super::#ident(#ctx_arg))
-    } else if plain {
+        Ok(
+            quote!(|_: ::toolhost_plugin::NoArgs, ctx: &::toolhost_plugin::Context| super::#ident(#ctx_arg)),
+        )
+    }
+
+    /// The variables as parameters named like them: the closure, and the `uri` function with
+    /// the private struct the variables are read into.
+    fn by_name(&self) -> syn::Result<(TokenStream2, TokenStream2)> {
+        let (ident, ctx_arg, uri, vars) =
+            (&self.func.sig.ident, &self.ctx_arg, self.uri, &self.vars);
         let mut fields = Vec::new();
-        for (pat, ty) in &inputs {
+        for (pat, ty) in &self.inputs {
             let field = named(pat).filter(|i| vars.contains(&i.unraw().to_string()));
             let Some(field) = field else {
                 return Err(syn::Error::new(
@@ -249,7 +342,7 @@ pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Re
                          struct holding them",
                         param_name(pat),
                         uri.value(),
-                        braced(&vars)
+                        braced(vars)
                     ),
                 ));
             };
@@ -260,19 +353,19 @@ pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Re
             .find(|v| !fields.iter().any(|(f, _)| f.unraw() == v.as_str()))
         {
             return Err(syn::Error::new(
-                func.sig.inputs.span(),
+                self.func.sig.inputs.span(),
                 format!(
                     "`{{{missing}}}` of `{}` has no parameter (the parameters: {}): name one \
                      `{missing}`",
                     uri.value(),
-                    params(&inputs)
+                    params(&self.inputs)
                 ),
             ));
         }
         let names: Vec<&Ident> = fields.iter().map(|(f, _)| f).collect();
         let types: Vec<&Type> = fields.iter().map(|(_, t)| t).collect();
         let name_strs: Vec<String> = names.iter().map(|n| n.unraw().to_string()).collect();
-        uri_fn = Some(quote! {
+        let uri_fn = quote! {
             /// The URI of these values (percent-encoded; in the function's argument order), for
             /// a list function.
             pub fn uri(#(#names: impl ::std::fmt::Display),*) -> ::std::string::String {
@@ -285,62 +378,44 @@ pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Re
             struct __Variables {
                 #(#names: #types,)*
             }
-        });
-        quote!(|vars: __Variables, ctx: &::toolhost_plugin::Context| super::#ident(#(vars.#names,)* #ctx_arg))
-    } else {
-        match inputs.as_slice() {
+        };
+        let closure = quote!(|vars: __Variables, ctx: &::toolhost_plugin::Context| super::#ident(#(vars.#names,)* #ctx_arg));
+        Ok((closure, uri_fn))
+    }
+
+    /// One struct holding the variables: its fields are checked against them at load
+    /// (`ResourceDef`), where serde names them. Anything else is an error saying what is taken.
+    fn by_struct(&self) -> syn::Result<TokenStream2> {
+        let (ident, ctx_arg, uri, vars) =
+            (&self.func.sig.ident, &self.ctx_arg, self.uri, &self.vars);
+        match self.inputs.as_slice() {
             // A plain value named unlike every variable: it would read the map of variables.
-            [(pat, ty)] if named(pat).is_some() && plain_type(ty) => {
-                return Err(syn::Error::new(
-                    pat.span(),
-                    format!(
-                        "parameter `{}` is not a variable of `{}` (its variables: {}): name it \
-                         like the variable, or take one struct holding the variables",
-                        param_name(pat),
-                        uri.value(),
-                        braced(&vars)
-                    ),
-                ));
-            }
-            // One struct of the variables: its fields are checked against them at load
-            // (`ResourceDef`), where serde names them.
-            [(_, ty)] => {
-                quote!(|vars: #ty, ctx: &::toolhost_plugin::Context| super::#ident(vars, #ctx_arg))
-            }
-            _ => {
-                return Err(syn::Error::new(
-                    func.sig.inputs.span(),
-                    format!(
-                        "a resource takes the variables of `{}` ({}) as parameters named like \
-                         them, or one struct holding them, and optionally `&Context` last; \
-                         these parameters ({}) are neither",
-                        uri.value(),
-                        braced(&vars),
-                        params(&inputs)
-                    ),
-                ))
-            }
+            [(pat, ty)] if named(pat).is_some() && plain_type(ty) => Err(syn::Error::new(
+                pat.span(),
+                format!(
+                    "parameter `{}` is not a variable of `{}` (its variables: {}): name it \
+                     like the variable, or take one struct holding the variables",
+                    param_name(pat),
+                    uri.value(),
+                    braced(vars)
+                ),
+            )),
+            [(_, ty)] => Ok(
+                quote!(|vars: #ty, ctx: &::toolhost_plugin::Context| super::#ident(vars, #ctx_arg)),
+            ),
+            _ => Err(syn::Error::new(
+                self.func.sig.inputs.span(),
+                format!(
+                    "a resource takes the variables of `{}` ({}) as parameters named like \
+                     them, or one struct holding them, and optionally `&Context` last; \
+                     these parameters ({}) are neither",
+                    uri.value(),
+                    braced(vars),
+                    params(&self.inputs)
+                ),
+            )),
         }
-    };
-    let vis = &func.vis;
-    Ok(quote! {
-        #func
-
-        #[doc(hidden)]
-        #[allow(non_snake_case, non_camel_case_types, unused_variables, clippy::redundant_closure)]
-        #vis mod #ident {
-            #[allow(unused_imports)]
-            use super::*;
-
-            /// The resource definition built by `#[resource]`.
-            pub fn resource() -> ::toolhost_plugin::ResourceDef {
-                ::toolhost_plugin::ResourceDef::new(#uri, #name, #closure)
-                    #(#builder)*
-            }
-
-            #uri_fn
-        }
-    })
+    }
 }
 
 #[cfg(test)]

@@ -30,19 +30,15 @@
 //! every thread is parked; a thread is started only for a ready job no idle thread is on its
 //! way to, so the threads never outnumber the jobs running and ready.
 
-#[cfg(not(feature = "loom"))]
-use std::time::Instant;
-use std::{
-    collections::{HashMap, VecDeque},
-    panic::{catch_unwind, AssertUnwindSafe},
-    sync::Arc,
-    time::Duration,
-};
+mod state;
+mod threads;
 
-use crate::sync::{
-    atomic::{AtomicUsize, Ordering},
-    lock, thread, wait_timeout, Condvar, Mutex, MutexGuard,
-};
+use std::{sync::Arc, time::Duration};
+
+use crate::sync::atomic::AtomicUsize;
+use crate::sync::{Condvar, Mutex};
+use state::State;
+use threads::Inner;
 
 /// Default for [`ExecutorConfig::per_plugin`].
 pub const DEFAULT_PER_PLUGIN: u64 = 32;
@@ -125,68 +121,6 @@ pub struct HereId(u64);
 pub struct Executor {
     inner: Arc<Inner>,
 }
-
-struct Inner {
-    config: ExecutorConfig,
-    state: Mutex<State>,
-    work: Condvar,
-    /// Length of `State::ready`, readable without the lock (what spinning threads watch).
-    ready_len: AtomicUsize,
-    /// Whether idle threads spin before parking (more than one CPU).
-    spin: bool,
-    /// Notified when a thread parks, ends or finishes a job, for tests that wait for that.
-    #[cfg(all(test, not(feature = "loom")))]
-    changed: Condvar,
-}
-
-#[derive(Default)]
-struct State {
-    /// Jobs allowed to run (their plugin had a free slot), waiting for a thread.
-    ready: VecDeque<Job>,
-    plugins: HashMap<String, PluginSlots>,
-    /// Idle threads spinning (they see new work without a wake-up).
-    spinning: usize,
-    /// Idle threads parked on `Inner::work`, not yet told to wake.
-    parked: usize,
-    /// Wake-ups sent to parked threads and not yet taken: each is a thread that will come
-    /// back for a ready job. Without it, two calls submitted before the first woken thread
-    /// ran both counted on that one thread, and the second waited for some running call to
-    /// end (forever, if those were stuck).
-    waking: usize,
-    /// Threads spawned that have not reached their loop yet: each takes a ready job when it
-    /// does. Without this count, a loaded machine, slow to start threads, got a new thread
-    /// per call while the old ones did the work (`runs_jobs_and_reuses_threads` beside six
-    /// busy loops: 29 of 100 runs failed, with up to 38 threads for a limit of 4).
-    starting: usize,
-    threads: usize,
-    /// Idle threads end at once (the loom models' way to end them: loom's waits never time
-    /// out).
-    #[cfg(test)]
-    retiring: bool,
-    /// Calls running on their callers' threads ([`Executor::try_here`]).
-    here: usize,
-    /// Labels of the jobs running now, by thread serial (or [`HereTicket`] serial).
-    running: HashMap<u64, String>,
-    next_serial: u64,
-}
-
-#[derive(Default)]
-struct PluginSlots {
-    /// Jobs of this plugin in `ready` or running.
-    active: usize,
-    waiting: VecDeque<Job>,
-}
-
-/// Who must be told about a job made ready.
-enum Wake {
-    None,
-    Parked,
-    Spawn,
-}
-
-/// How long an idle thread spins before it parks.
-#[cfg_attr(feature = "loom", allow(dead_code))]
-const SPIN: Duration = Duration::from_micros(50);
 
 impl Executor {
     pub fn new(config: ExecutorConfig) -> Self {
@@ -295,234 +229,10 @@ impl Executor {
     }
 }
 
-impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // A job never runs under the lock (see `crate::sync` for the policy).
-        lock(&self.state)
-    }
-
-    /// Tells the thread `wake` names, once the lock is released (so that the thread does not
-    /// wake into a held lock).
-    fn wake(self: &Arc<Self>, st: MutexGuard<'_, State>, wake: Wake) {
-        drop(st);
-        match wake {
-            Wake::None => {}
-            Wake::Parked => self.work.notify_one(),
-            Wake::Spawn => self.spawn_thread(),
-        }
-    }
-
-    fn spawn_thread(self: &Arc<Self>) {
-        let inner = self.clone();
-        let spawned = thread::Builder::new()
-            .name("toolhost-call".into())
-            .spawn(move || inner.work_loop());
-        if let Err(e) = spawned {
-            self.lock().transition_to_not_started();
-            // The job stays ready: a running thread takes it when its current job ends.
-            tracing::error!("cannot start a call thread: {e}");
-        }
-    }
-
-    fn work_loop(self: Arc<Self>) {
-        let mut st = self.lock();
-        st.transition_to_started();
-        let serial = st.next_serial;
-        st.next_serial += 1;
-        loop {
-            if let Some(job) = st.ready.pop_front() {
-                self.ready_len.store(st.ready.len(), Ordering::Release);
-                st.running.insert(serial, job.label);
-                drop(st);
-                // A panic in the job must not take the thread's bookkeeping with it (jobs
-                // catch their own; this is the backstop).
-                let _ = catch_unwind(AssertUnwindSafe(job.run));
-                st = self.lock();
-                st.running.remove(&serial);
-                self.changed();
-                if let Some(next) = st.next_waiting(&job.plugin) {
-                    // This thread takes it on its next turn (it is not idle: no wake-up).
-                    st.ready.push_back(next);
-                    self.ready_len.store(st.ready.len(), Ordering::Release);
-                }
-                continue;
-            }
-            if self.spin {
-                st.transition_to_spinning();
-                drop(st);
-                self.spin_for_work();
-                st = self.lock();
-                st.transition_from_spinning();
-                if !st.ready.is_empty() {
-                    continue;
-                }
-            }
-            if st.is_retiring() {
-                st.threads -= 1;
-                return;
-            }
-            st.transition_to_parked();
-            self.changed();
-            // One wait, not `wait_timeout_while`: every wake-up must be accounted for here,
-            // also one that finds the job already taken.
-            let timed_out;
-            (st, timed_out) = wait_timeout(&self.work, st, self.config.keep_idle);
-            st.transition_from_parked();
-            if (timed_out || st.is_retiring()) && st.ready.is_empty() {
-                st.threads -= 1;
-                self.changed();
-                return;
-            }
-        }
-    }
-
-    #[cfg(all(test, not(feature = "loom")))]
-    fn changed(&self) {
-        self.changed.notify_all();
-    }
-
-    #[cfg(not(all(test, not(feature = "loom"))))]
-    fn changed(&self) {}
-
-    /// Waits (at most 10 s) until the state satisfies `cond`.
-    #[cfg(all(test, not(feature = "loom")))]
-    fn wait_until(&self, what: &str, mut cond: impl FnMut(&State) -> bool) {
-        let (_guard, timed_out) = crate::sync::wait_timeout_while(
-            &self.changed,
-            self.lock(),
-            Duration::from_secs(10),
-            |st| !cond(st),
-        );
-        assert!(!timed_out, "{what}");
-    }
-
-    /// Spins until a job is ready, for at most [`SPIN`].
-    #[cfg(not(feature = "loom"))]
-    fn spin_for_work(&self) {
-        let until = Instant::now() + SPIN;
-        while self.ready_len.load(Ordering::Acquire) == 0 && Instant::now() < until {
-            std::hint::spin_loop();
-        }
-    }
-
-    /// Loom has no clock: the spin is one look, after the other threads had a turn.
-    #[cfg(feature = "loom")]
-    fn spin_for_work(&self) {
-        if self.ready_len.load(Ordering::Acquire) == 0 {
-            thread::yield_now();
-        }
-    }
-
-    /// Ends idle threads at once, and every thread once the ready jobs are done.
-    #[cfg(all(test, feature = "loom"))]
-    fn retire(&self) {
-        self.lock().retiring = true;
-        self.work.notify_all();
-    }
-}
-
-impl State {
-    /// Queues a job that may run; says which thread must be told.
-    fn transition_to_ready(&mut self, job: Job, ready_len: &AtomicUsize) -> Wake {
-        self.ready.push_back(job);
-        ready_len.store(self.ready.len(), Ordering::Release);
-        if self.ready.len() <= self.spinning + self.starting + self.waking {
-            // A spinning, starting or already woken thread takes it.
-            Wake::None
-        } else if self.parked > 0 {
-            self.parked -= 1;
-            self.waking += 1;
-            Wake::Parked
-        } else {
-            // Counted now, so concurrent submitters do not all start one.
-            self.threads += 1;
-            self.starting += 1;
-            // Every thread but this one runs a job or is idle on its way to a ready job, so
-            // there are no more threads than jobs running and ready (the loom models check it).
-            debug_assert!(
-                self.threads <= self.running.len() + self.ready.len(),
-                "a thread started for a job an idle thread will take ({} threads, {} jobs \
-                 running, {} ready)",
-                self.threads,
-                self.running.len(),
-                self.ready.len()
-            );
-            Wake::Spawn
-        }
-    }
-
-    /// A thread started for a job could not be started.
-    fn transition_to_not_started(&mut self) {
-        debug_assert!(self.starting > 0 && self.threads > 0);
-        self.threads -= 1;
-        self.starting -= 1;
-    }
-
-    /// A started thread reached its loop.
-    fn transition_to_started(&mut self) {
-        debug_assert!(self.starting > 0, "a thread started for no job");
-        self.starting -= 1;
-    }
-
-    fn transition_to_spinning(&mut self) {
-        self.spinning += 1;
-    }
-
-    fn transition_from_spinning(&mut self) {
-        debug_assert!(self.spinning > 0);
-        self.spinning -= 1;
-    }
-
-    fn transition_to_parked(&mut self) {
-        self.parked += 1;
-    }
-
-    /// A parked thread left its wait: told to wake (it stands for any thread told: they are
-    /// interchangeable), timed out or woken spuriously.
-    fn transition_from_parked(&mut self) {
-        if self.waking > 0 {
-            self.waking -= 1;
-        } else {
-            debug_assert!(self.parked > 0);
-            self.parked -= 1;
-        }
-    }
-
-    #[cfg(test)]
-    fn is_retiring(&self) -> bool {
-        self.retiring
-    }
-
-    #[cfg(not(test))]
-    fn is_retiring(&self) -> bool {
-        false
-    }
-
-    /// The slots of `plugin`, created at its first call. The entry stays (one per plugin name
-    /// ever called): removing and re-inserting it cost an allocation and two hashes per call.
-    fn slots(&mut self, plugin: &str) -> &mut PluginSlots {
-        // Looked up before inserting: the common case (a plugin called before) allocates no key.
-        if !self.plugins.contains_key(plugin) {
-            self.plugins
-                .insert(plugin.to_string(), PluginSlots::default());
-        }
-        self.plugins.get_mut(plugin).expect("inserted above")
-    }
-
-    /// A call of `plugin` ended: the job its slot goes to, if one waits; else the slot is free.
-    fn next_waiting(&mut self, plugin: &str) -> Option<Job> {
-        let slots = self.slots(plugin);
-        let next = slots.waiting.pop_front();
-        if next.is_none() {
-            slots.active -= 1;
-        }
-        next
-    }
-}
-
 #[cfg(all(test, not(feature = "loom")))]
 mod tests {
     use super::*;
+    use crate::sync::atomic::Ordering;
     use std::sync::{atomic::AtomicBool, mpsc};
 
     fn config(per_plugin: usize, queue: usize) -> ExecutorConfig {
@@ -666,7 +376,7 @@ mod tests {
 #[cfg(all(test, feature = "loom"))]
 mod loom_model {
     use super::*;
-    use crate::sync::{model, wait};
+    use crate::sync::{lock, model, wait};
 
     /// Jobs done so far.
     #[derive(Default)]
