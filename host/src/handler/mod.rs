@@ -21,6 +21,7 @@ mod progress;
 mod prompts;
 mod request;
 mod resources;
+mod server;
 mod subscriptions;
 mod tool_call;
 
@@ -30,7 +31,7 @@ use std::{
     time::Duration,
 };
 
-use serde_json::{value::RawValue, Value};
+use serde_json::value::RawValue;
 
 pub use in_flight::{Duplicate, RequestKey};
 // What the registry's snapshot holds, under the names the router has always used.
@@ -45,10 +46,11 @@ pub use progress::{Discard, Notify, Sink};
 pub use prompts::check as check_prompt;
 pub use request::{Answer, Failure, HereRun, Method, Outcome, Request, Respond};
 pub use resources::PAGE_SIZE;
+pub use server::server_initialize_result;
 pub use tool_call::{CallError, CallOutput};
 
 use in_flight::InFlight;
-use offered::{complete, declare};
+use offered::complete;
 use progress::Progress;
 use tool_call::{show, show_bytes, ToolCall};
 
@@ -56,13 +58,11 @@ pub use crate::relay::HERE_BUDGET;
 use crate::{
     executor::{Executor, ExecutorConfig},
     model::{
-        error_code, initialize_result, negotiate_version, rpc_error, rpc_result, rpc_result_raw,
-        tool_json, CallParams, CancelledParams, ClientMessage, ClientNotification, ClientRequest,
-        Cursor, Family, InitializeParams, JsonRpc, LogLevel, ServerInfo,
+        error_code, rpc_error, rpc_result, rpc_result_raw, CancelledParams, ClientMessage,
+        ClientNotification, ClientRequest, Family, JsonRpc, LogLevel,
     },
-    plugin::{CallControl, LoadedPlugin, Report},
+    plugin::CallControl,
     registry::{Registry, Version},
-    sync::lock,
 };
 
 /// Server name reported by [`Scope::All`].
@@ -403,6 +403,45 @@ impl Router {
         self.registered(client, plugin, id, control, None, method)
     }
 
+    /// Registers a request that its plugin answers in several calls one after the other (a
+    /// hook event's hooks): `control` stands for it until [`Router::leave`], and each call is
+    /// a [`Router::part`] of it with a control [joined](CallControl::joined) to `control`.
+    pub fn enter(
+        &self,
+        client: &Client<'_>,
+        id: &RawValue,
+        control: &Arc<CallControl>,
+    ) -> Result<RequestKey, Duplicate> {
+        let key = RequestKey::new(client.scope, client.id, id);
+        self.requests.register(&key, control, client.reuses_ids)?;
+        Ok(key)
+    }
+
+    /// The request [`Router::enter`] registered under `key` ended.
+    pub fn leave(&self, key: &RequestKey, control: &Arc<CallControl>) {
+        self.requests.unregister(key, control);
+    }
+
+    /// One call of `method` to `plugin` for the request [entered](Router::enter) as `id`: its
+    /// cancellation is the request's, through `control`.
+    pub fn part(
+        self: &Arc<Self>,
+        plugin: &str,
+        id: &RawValue,
+        method: Box<dyn Method>,
+        control: Arc<CallControl>,
+    ) -> Request {
+        Request::new(
+            self.clone(),
+            plugin.to_string(),
+            id.to_owned(),
+            None,
+            control,
+            None,
+            method,
+        )
+    }
+
     /// A request registered under its key, or the reply refusing a duplicate id.
     fn registered(
         self: &Arc<Self>,
@@ -469,107 +508,6 @@ impl Router {
         outcome.map(CallOutput::from_json)
     }
 
-    fn initialize(
-        &self,
-        plugin: Option<&LoadedPlugin>,
-        id: &RawValue,
-        params: &InitializeParams<'_>,
-    ) -> String {
-        let version = negotiate_version(params.protocol_version.as_deref());
-        rpc_result(Some(id), &self.initialize_result(plugin, version))
-    }
-
-    /// The `initialize` result of `plugin`'s server, or of the all-plugins server with the
-    /// resources and prompts its plugins offer now. Whatever else states the server's
-    /// capabilities (`server/discover`, the list changes a stream hears of) takes them from
-    /// here, so a client is offered the same by each.
-    pub fn initialize_result(&self, plugin: Option<&LoadedPlugin>, version: &str) -> Value {
-        let mut result = server_initialize_result(plugin, version);
-        if plugin.is_none() {
-            if let Some(o) = self.offers(Scope::All) {
-                declare(&mut result, o.has_resources(), o.has_prompts());
-            }
-        }
-        result
-    }
-
-    /// `logging/setLevel`: from now on the client's calls send it their plugin's log records
-    /// of `level` and above.
-    fn set_log_level(
-        &self,
-        scope: Scope<'_>,
-        client: &str,
-        id: &RawValue,
-        level: LogLevel,
-    ) -> String {
-        lock(&self.log_levels).insert(client_key(scope, client), level);
-        rpc_result(Some(id), &serde_json::json!({}))
-    }
-
-    /// The log level `client` of `scope` set with `logging/setLevel`, if it did.
-    pub fn log_level(&self, scope: Scope<'_>, client: &str) -> Option<LogLevel> {
-        let levels = lock(&self.log_levels);
-        // Asked on every call: no key is built until some client set a level.
-        if levels.is_empty() {
-            return None;
-        }
-        levels.get(&client_key(scope, client)).copied()
-    }
-
-    /// Forgets what `client` of `scope` set (its session ended).
-    pub fn forget_client(&self, scope: Scope<'_>, client: &str) {
-        lock(&self.log_levels).remove(&client_key(scope, client));
-    }
-
-    /// `tools/list`, [`TOOLS_PAGE_SIZE`] a page (the cursors of `resources/list`).
-    fn tools_list(&self, plugin: Option<&Version>, id: &RawValue, cursor: &Cursor) -> String {
-        let id = Some(id);
-        let (all, whole): (std::borrow::Cow<'_, [Value]>, &str);
-        let flat;
-        match plugin {
-            Some(p) => {
-                whole = p.tools().tools_list();
-                // One page in practice (a plugin has at most a page of tools): parsed only
-                // for a page past the first.
-                let len = p.manifest().tools.len();
-                match resources::page_of(len, cursor, TOOLS_PAGE_SIZE) {
-                    Err(e) => return rpc_error(id, error_code::INVALID_PARAMS, &e),
-                    Ok((range, None)) if range.start == 0 => return rpc_result_raw(id, whole),
-                    Ok(_) => {
-                        let parsed: Value = serde_json::from_str(whole).expect("our own JSON");
-                        all = std::borrow::Cow::Owned(
-                            parsed["tools"].as_array().cloned().unwrap_or_default(),
-                        );
-                    }
-                }
-            }
-            None => {
-                flat = self.flat_catalog();
-                whole = flat.tools_list();
-                all = std::borrow::Cow::Borrowed(flat.tools());
-            }
-        }
-        match resources::page_of(all.len(), cursor, TOOLS_PAGE_SIZE) {
-            Err(e) => rpc_error(id, error_code::INVALID_PARAMS, &e),
-            Ok((range, None)) if range.start == 0 => rpc_result_raw(id, whole),
-            Ok((range, next)) => {
-                rpc_result_raw(id, &resources::page_result("tools", &all[range], next))
-            }
-        }
-    }
-
-    /// The `tools/list` result of one plugin (for the CLI's server manifests).
-    pub fn tools_list_result(&self, plugin: &LoadedPlugin) -> Value {
-        let tools: Vec<Value> = plugin.manifest().tools.iter().map(tool_json).collect();
-        serde_json::json!({ "tools": tools })
-    }
-
-    /// The catalog of [`Scope::All`] in the registry's snapshot of the versions serving now.
-    /// Tools left out of it (flat name collisions) are reported once per snapshot.
-    pub fn flat_catalog(&self) -> Arc<FlatCatalog> {
-        self.registry.serving().flat().clone()
-    }
-
     /// Cancels the request of `key`, as `notifications/cancelled` would; false when none is
     /// in flight.
     pub fn cancel_request(&self, key: &RequestKey) -> bool {
@@ -621,53 +559,6 @@ impl Router {
     fn unregister(&self, key: &RequestKey, control: &Arc<CallControl>) {
         self.requests.unregister(key, control);
     }
-
-    /// A `tools/call`: its plugin resolved (from the flat name in [`Scope::All`]), made a
-    /// [`Request`].
-    fn tool_call(
-        self: &Arc<Self>,
-        client: &Client<'_>,
-        id: &RawValue,
-        params: &CallParams<'_>,
-    ) -> Dispatch {
-        let scope = client.scope;
-        let invalid = |message: String| {
-            Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &message))
-        };
-        let args = params.arguments.map(|a| a.get().to_string());
-        let (server, plugin, method) = match scope {
-            Scope::Server(s) => (
-                Some(s.to_string()),
-                s.to_string(),
-                ToolCall::new(&params.name, args, None),
-            ),
-            Scope::All => {
-                let flat = params.name.as_ref();
-                let resolved = self
-                    .flat_catalog()
-                    .resolve(flat)
-                    .map(|(p, t)| (p.to_string(), t.to_string()));
-                let Some((plugin, tool)) = resolved else {
-                    return invalid(CallError::UnknownFlatTool(flat.to_string()).to_string());
-                };
-                let method = ToolCall::new(&tool, args, Some(flat.to_string()));
-                (None, plugin, method)
-            }
-        };
-        let meta = params.meta.as_ref();
-        // 2026-07-28 asks per request; a 2025-11-25 client once for its session.
-        let log_min = match meta.and_then(|m| m.log_level.as_deref()) {
-            Some(level) => LogLevel::parse(level),
-            None => self.log_level(scope, client.id),
-        };
-        let token = meta.and_then(|m| m.progress_token);
-        let progress = client
-            .sink
-            .and_then(|sink| Progress::of_call(sink, server, token, log_min));
-        let report = progress.clone().map(|p| p as Arc<dyn Report>);
-        let control = Arc::new(CallControl::new(id.get(), report));
-        self.registered(client, &plugin, id, control, progress, Box::new(method))
-    }
 }
 
 /// "Method not found" for `request`.
@@ -690,48 +581,6 @@ fn method_not_found(id: &RawValue, request: &ClientRequest<'_>) -> String {
         error_code::METHOD_NOT_FOUND,
         &format!("method not found: {method}"),
     )
-}
-
-/// The key of `client` of `scope` among the log levels set.
-fn client_key(scope: Scope<'_>, client: &str) -> String {
-    format!("{client}\n{}", scope.key())
-}
-
-/// The `initialize` result of a plugin's server, or of the all-plugins server (without the
-/// capabilities of its plugins' resources and prompts: [`Router::initialize_result`] adds
-/// them).
-pub fn server_initialize_result(plugin: Option<&LoadedPlugin>, version: &str) -> Value {
-    let mut result = match plugin {
-        Some(p) => {
-            let m = p.manifest();
-            let mut v = initialize_result(
-                version,
-                ServerInfo {
-                    name: &m.name,
-                    version: &m.version,
-                },
-                Some(&m.description),
-            );
-            let e = &m.extras;
-            let resources =
-                !(e.resources.is_empty() && e.resource_templates.is_empty()) || e.lists_resources;
-            declare(&mut v, resources, !e.prompts.is_empty());
-            v
-        }
-        None => initialize_result(
-            version,
-            ServerInfo {
-                name: ALL_SERVER_NAME,
-                version: env!("CARGO_PKG_VERSION"),
-            },
-            None,
-        ),
-    };
-    // Every server takes `logging/setLevel` and `completion/complete`.
-    let caps = &mut result["capabilities"];
-    caps["logging"] = serde_json::json!({});
-    caps["completions"] = serde_json::json!({});
-    result
 }
 
 /// Whether a request id is a string or a number (what a reply may echo). A `null` id never

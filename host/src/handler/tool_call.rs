@@ -1,12 +1,21 @@
-//! `tools/call` as a [`Method`]: the tool's check (it exists, its arguments match its schema)
-//! and its run, and the words of its failures. The rest of its path is the request's.
+//! `tools/list`, and `tools/call` as a [`Method`]: the tool's check (it exists, its arguments
+//! match its schema) and its run, and the words of its failures. The rest of its path is the
+//! request's.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
-use super::{Failure, Method, Outcome, ToolCheck};
+use serde_json::{value::RawValue, Value};
+
+use super::{
+    progress::Progress, resources, Client, Dispatch, Failure, FlatCatalog, Method, Outcome, Router,
+    Scope, ToolCheck, TOOLS_PAGE_SIZE,
+};
 use crate::{
-    model::{call_result_text, parse_call_result, CallResult, RequestError},
-    plugin::CallControl,
+    model::{
+        call_result_text, error_code, parse_call_result, rpc_error, rpc_result_raw, tool_json,
+        CallParams, CallResult, Cursor, LogLevel, RequestError,
+    },
+    plugin::{CallControl, LoadedPlugin, Report},
     registry::Version,
 };
 
@@ -193,5 +202,108 @@ pub(super) fn show(d: Duration) -> String {
         format!("{}s", d.as_secs())
     } else {
         format!("{}ms", d.as_millis())
+    }
+}
+
+impl Router {
+    /// `tools/list`, [`TOOLS_PAGE_SIZE`] a page (the cursors of `resources/list`).
+    pub(super) fn tools_list(
+        &self,
+        plugin: Option<&Version>,
+        id: &RawValue,
+        cursor: &Cursor,
+    ) -> String {
+        let id = Some(id);
+        let (all, whole): (std::borrow::Cow<'_, [Value]>, &str);
+        let flat;
+        match plugin {
+            Some(p) => {
+                whole = p.tools().tools_list();
+                // One page in practice (a plugin has at most a page of tools): parsed only
+                // for a page past the first.
+                let len = p.manifest().tools.len();
+                match resources::page_of(len, cursor, TOOLS_PAGE_SIZE) {
+                    Err(e) => return rpc_error(id, error_code::INVALID_PARAMS, &e),
+                    Ok((range, None)) if range.start == 0 => return rpc_result_raw(id, whole),
+                    Ok(_) => {
+                        let parsed: Value = serde_json::from_str(whole).expect("our own JSON");
+                        all = std::borrow::Cow::Owned(
+                            parsed["tools"].as_array().cloned().unwrap_or_default(),
+                        );
+                    }
+                }
+            }
+            None => {
+                flat = self.flat_catalog();
+                whole = flat.tools_list();
+                all = std::borrow::Cow::Borrowed(flat.tools());
+            }
+        }
+        match resources::page_of(all.len(), cursor, TOOLS_PAGE_SIZE) {
+            Err(e) => rpc_error(id, error_code::INVALID_PARAMS, &e),
+            Ok((range, None)) if range.start == 0 => rpc_result_raw(id, whole),
+            Ok((range, next)) => {
+                rpc_result_raw(id, &resources::page_result("tools", &all[range], next))
+            }
+        }
+    }
+
+    /// The `tools/list` result of one plugin (for the CLI's server manifests).
+    pub fn tools_list_result(&self, plugin: &LoadedPlugin) -> Value {
+        let tools: Vec<Value> = plugin.manifest().tools.iter().map(tool_json).collect();
+        serde_json::json!({ "tools": tools })
+    }
+
+    /// The catalog of [`Scope::All`] in the registry's snapshot of the versions serving now.
+    /// Tools left out of it (flat name collisions) are reported once per snapshot.
+    pub fn flat_catalog(&self) -> Arc<FlatCatalog> {
+        self.registry.serving().flat().clone()
+    }
+
+    /// A `tools/call`: its plugin resolved (from the flat name in [`Scope::All`]), made a
+    /// [`Request`].
+    pub(super) fn tool_call(
+        self: &Arc<Self>,
+        client: &Client<'_>,
+        id: &RawValue,
+        params: &CallParams<'_>,
+    ) -> Dispatch {
+        let scope = client.scope;
+        let invalid = |message: String| {
+            Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &message))
+        };
+        let args = params.arguments.map(|a| a.get().to_string());
+        let (server, plugin, method) = match scope {
+            Scope::Server(s) => (
+                Some(s.to_string()),
+                s.to_string(),
+                ToolCall::new(&params.name, args, None),
+            ),
+            Scope::All => {
+                let flat = params.name.as_ref();
+                let resolved = self
+                    .flat_catalog()
+                    .resolve(flat)
+                    .map(|(p, t)| (p.to_string(), t.to_string()));
+                let Some((plugin, tool)) = resolved else {
+                    return invalid(CallError::UnknownFlatTool(flat.to_string()).to_string());
+                };
+                let method = ToolCall::new(&tool, args, Some(flat.to_string()));
+                (None, plugin, method)
+            }
+        };
+        let meta = params.meta.as_ref();
+        // 2026-07-28 asks per request; a 2025-11-25 client once for its session.
+        let log_min = match meta.and_then(|m| m.log_level.as_deref()) {
+            Some(level) => LogLevel::parse(level),
+            None => self.log_level(scope, client.id),
+        };
+        let token = meta.and_then(|m| m.progress_token);
+        let progress = client
+            .sink
+            .and_then(|sink| Progress::of_call(sink, server, token, log_min));
+        let report = progress.clone().map(|p| p as Arc<dyn Report>);
+        let control = Arc::new(CallControl::new(id.get(), report));
+        self.registered(client, &plugin, id, control, progress, Box::new(method))
     }
 }

@@ -293,7 +293,9 @@ impl<F: Fn(f64, Option<f64>, &str) + Send + Sync> Report for F {
 
 /// The host's side of one call: the cancellation flag and where progress goes.
 pub struct CallControl {
-    cancelled: AtomicBool,
+    /// Shared by every call of one request (a hook event's hooks, one after the other):
+    /// cancelling the request stops whichever runs.
+    cancelled: std::sync::Arc<AtomicBool>,
     progress: Option<std::sync::Arc<dyn Report>>,
     label: String,
     /// The largest result the host passes on, in bytes of JSON (`usize::MAX`: no limit).
@@ -306,8 +308,22 @@ impl CallControl {
     /// `label` names the call in the plugin's logs (for example its JSON-RPC id); progress
     /// goes to `progress`, if any.
     pub fn new(label: impl Into<String>, progress: Option<std::sync::Arc<dyn Report>>) -> Self {
+        Self::with_flag(label, progress, Default::default())
+    }
+
+    /// The control of another call of the request `of` controls: cancelling either cancels
+    /// both.
+    pub fn joined(label: impl Into<String>, of: &CallControl) -> Self {
+        Self::with_flag(label, None, of.cancelled.clone())
+    }
+
+    fn with_flag(
+        label: impl Into<String>,
+        progress: Option<std::sync::Arc<dyn Report>>,
+        cancelled: std::sync::Arc<AtomicBool>,
+    ) -> Self {
         CallControl {
-            cancelled: AtomicBool::new(false),
+            cancelled,
             progress,
             label: label.into(),
             result_limit: std::sync::atomic::AtomicUsize::new(usize::MAX),

@@ -3,18 +3,15 @@
 //! are the request's. The first may run on the thread that read the event; each next one is
 //! started by the answer of the one before.
 
-use std::{
-    collections::VecDeque,
-    sync::{
-        atomic::{AtomicBool, Ordering},
-        Arc,
-    },
-};
+use std::{collections::VecDeque, sync::Arc};
 
 use serde_json::value::RawValue;
 
 use super::{fold::Fold, table::Matched, Hooks};
-use crate::handler::{Answer, CallError, Client, HereRun, PluginRequest, Scope};
+use crate::{
+    handler::{Answer, CallError, HereRun, PluginRequest, RequestKey},
+    plugin::CallControl,
+};
 
 /// The scope hook requests are registered in for cancellation: a name no plugin can have
 /// (plugin names are letters, digits, `_` and `-`).
@@ -25,10 +22,14 @@ pub struct Chain<F: Fold> {
     pub hooks: Arc<Hooks>,
     pub items: VecDeque<Matched>,
     pub fold: F,
-    /// The id its requests are registered under in [`HOOK_SCOPE`] (the CLI's request id).
+    /// The id it is registered under in [`HOOK_SCOPE`] (the CLI's request id).
     pub id: Box<RawValue>,
-    /// Set when the CLI withdrew the event: nothing more runs, and nothing is answered.
-    pub cancelled: Arc<AtomicBool>,
+    /// The whole chain's one cancellation: each hook's call is joined to it. Cancelled when
+    /// the CLI withdrew the event (nothing more runs, nothing is answered) or the session
+    /// ends.
+    pub control: Arc<CallControl>,
+    /// Where the router holds it among the requests in flight.
+    pub key: RequestKey,
     /// Gets the fold when every item answered (or one ended the chain).
     pub done: Box<dyn FnOnce(F) + Send>,
 }
@@ -38,11 +39,13 @@ impl<F: Fold> Chain<F> {
     /// run); answers through `done` when none is left.
     pub fn step(mut self, here: bool) -> Option<HereRun> {
         loop {
-            if self.cancelled.load(Ordering::Acquire) {
-                tracing::debug!(id = %self.id, "hooks withdrawn by the CLI");
+            if self.control.is_cancelled() {
+                tracing::debug!(id = %self.id, "hooks withdrawn");
+                self.hooks.router.leave(&self.key, &self.control);
                 return None;
             }
             let Some(item) = self.items.pop_front() else {
+                self.hooks.router.leave(&self.key, &self.control);
                 (self.done)(self.fold);
                 return None;
             };
@@ -53,16 +56,11 @@ impl<F: Fold> Chain<F> {
             let what = item.hook.clone().unwrap_or_else(|| "policy".to_string());
             let request = PluginRequest::new(self.fold.method(), what, self.fold.params(&item))
                 .with_timeout(item.timeout);
-            let client = Client {
-                here,
-                // One event's hooks run one after the other under its request id.
-                reuses_ids: true,
-                ..Client::of(Scope::Server(HOOK_SCOPE))
-            };
+            let control = Arc::new(CallControl::joined(self.id.get(), &self.control));
             let request =
                 self.hooks
                     .router
-                    .request(&client, &item.plugin, &self.id, Box::new(request));
+                    .part(&item.plugin, &self.id, Box::new(request), control);
             let rt = self.hooks.rt.clone();
             let respond = move |answer: Answer<'_>| {
                 match answer.into_outcome() {

@@ -1,7 +1,8 @@
 //! Plugin hooks and permission policies in a `chat` session (docs/protocol.md §14): the
 //! events registered with the CLI (`events`), which plugin hooks an event runs (`table`: the
-//! registry snapshot's, compiled once per plugin version), how their answers make one (`fold`), and running them
-//! one after the other on the router's request path (`chain`).
+//! registry snapshot's, compiled once per plugin version), how their answers make one
+//! (`fold`), and running them one after the other on the router's request path (`chain`),
+//! each event one request with one cancellation.
 
 mod chain;
 mod events;
@@ -9,12 +10,9 @@ mod fold;
 pub mod served;
 mod table;
 
-use std::{
-    collections::HashMap,
-    sync::{
-        atomic::{AtomicBool, AtomicU64, Ordering},
-        Arc, Mutex,
-    },
+use std::sync::{
+    atomic::{AtomicU64, Ordering},
+    Arc,
 };
 
 use serde_json::{value::RawValue, Value};
@@ -28,16 +26,14 @@ pub use table::{CompiledHook, HookTable, Matched, Matcher, PluginHooks};
 use chain::{Chain, HOOK_SCOPE};
 
 use crate::{
-    handler::{HereRun, RequestKey, Router, Scope},
-    sync::lock,
+    handler::{Client, HereRun, RequestKey, Router, Scope},
+    plugin::CallControl,
 };
 
 /// The hooks and policies of a session's plugins, as the registry holds them now.
 pub struct Hooks {
     router: Arc<Router>,
     rt: Handle,
-    /// Events whose hooks run, by the CLI's request id: set to withdraw one.
-    running: Mutex<HashMap<String, Arc<AtomicBool>>>,
     /// Ids of the runs that have no CLI request id (policies, `toolhost hook`).
     next: AtomicU64,
 }
@@ -60,7 +56,6 @@ impl Hooks {
         Arc::new(Hooks {
             router,
             rt: Handle::current(),
-            running: Mutex::new(HashMap::new()),
             next: AtomicU64::new(0),
         })
     }
@@ -98,13 +93,8 @@ impl Hooks {
             respond(HookAnswer::default());
             return None;
         }
-        let cancelled = Arc::new(AtomicBool::new(false));
-        lock(&self.running).insert(request_id.to_string(), cancelled.clone());
-        let hooks = self.clone();
-        let key = request_id.to_string();
         let fold = HookFold::raw(&head.hook_event_name, input.get().to_string());
-        self.start(fold, items, request_id, cancelled, true, move |o| {
-            lock(&hooks.running).remove(&key);
+        self.start(fold, items, request_id, true, move |o| {
             if let Some(d) = &o.denied {
                 tracing::info!(plugin = %d.plugin, "{}", d.text());
             }
@@ -115,14 +105,25 @@ impl Hooks {
     /// Withdraws the event of `request_id` (`control_cancel_request`): its running hook is
     /// cancelled, no further one starts, and nothing is answered. False if none runs.
     pub fn cancel(&self, request_id: &str) -> bool {
-        let Some(flag) = lock(&self.running).remove(request_id) else {
-            return false;
-        };
-        flag.store(true, Ordering::Release);
         let id = serde_json::value::to_raw_value(request_id).expect("a string");
         let key = RequestKey::new(Scope::Server(HOOK_SCOPE), "", &id);
-        self.router.cancel_request(&key);
-        true
+        self.router.cancel_request(&key)
+    }
+
+    /// Registers a chain of `id` among the router's requests in flight: its key and its one
+    /// cancellation.
+    fn enter(&self, id: &RawValue) -> (RequestKey, Arc<CallControl>) {
+        let control = Arc::new(CallControl::new(id.get(), None));
+        let client = Client {
+            // A CLI that reuses a withdrawn event's id gets the newer event cancelled by it.
+            reuses_ids: true,
+            ..Client::of(Scope::Server(HOOK_SCOPE))
+        };
+        let key = self
+            .router
+            .enter(&client, id, &control)
+            .expect("an id that may be reused is never refused");
+        (key, control)
     }
 
     /// Runs the hooks `input` (an event's input, with its `hook_event_name`) matches, only
@@ -134,10 +135,9 @@ impl Hooks {
         let fold = HookFold::raw(&head.hook_event_name, text.clone());
         let (tx, rx) = tokio::sync::oneshot::channel();
         let id = format!("hook-{}", self.next.fetch_add(1, Ordering::Relaxed));
-        let cancelled = Arc::new(AtomicBool::new(false));
         // Not on this task's thread: a hook may block.
         let here = false;
-        self.start(fold, items, &id, cancelled, here, move |o| {
+        self.start(fold, items, &id, here, move |o| {
             let _ = tx.send(o);
         });
         rx.await.expect("a chain always answers unless withdrawn")
@@ -164,12 +164,15 @@ impl Hooks {
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
         let id = format!("policy-{}", self.next.fetch_add(1, Ordering::Relaxed));
+        let id = serde_json::value::to_raw_value(&id).expect("a string");
+        let (key, control) = self.enter(&id);
         let chain = Chain {
             hooks: self.clone(),
             items: items.into(),
             fold: PolicyFold::new(request),
-            id: serde_json::value::to_raw_value(&id).expect("a string"),
-            cancelled: Arc::new(AtomicBool::new(false)),
+            id,
+            control,
+            key,
             done: Box::new(move |fold: PolicyFold| {
                 let _ = tx.send(fold.answer());
             }),
@@ -193,17 +196,19 @@ impl Hooks {
         fold: HookFold,
         items: Vec<Matched>,
         id: &str,
-        cancelled: Arc<AtomicBool>,
         here: bool,
         done: impl FnOnce(EventOutcome) + Send + 'static,
     ) -> Option<HereRun> {
         let matched = items.len();
+        let id = serde_json::value::to_raw_value(id).expect("a string");
+        let (key, control) = self.enter(&id);
         let chain = Chain {
             hooks: self.clone(),
             items: items.into(),
             fold,
-            id: serde_json::value::to_raw_value(id).expect("a string"),
-            cancelled,
+            id,
+            control,
+            key,
             done: Box::new(move |fold: HookFold| {
                 let denied = fold.denied().cloned();
                 done(EventOutcome {

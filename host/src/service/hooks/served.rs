@@ -47,17 +47,22 @@ const COMMON: &[(&str, Kind)] = &[
     ("effort", Json),
 ];
 
-/// The fields of `event` beyond [`COMMON`], as the CLI's hook input schemas (2.1.328 to
+/// The fields of each event beyond [`COMMON`], as the CLI's hook input schemas (2.1.328 to
 /// 2.1.332) name them. Fields missing here are not passed: the SDK types keep them optional.
-fn own_fields(event: &str) -> &'static [(&'static str, Kind)] {
-    match event {
-        "PreToolUse" => &[
+/// PreModelSwitch and PostModelSwitch have nothing beyond the common fields.
+const OWN_FIELDS: &[(&[&str], &[(&str, Kind)])] = &[
+    (
+        &["PreToolUse"],
+        &[
             ("tool_name", Text),
             ("tool_input", Json),
             ("tool_use_id", Text),
             ("mcp_server", Json),
         ],
-        "PostToolUse" => &[
+    ),
+    (
+        &["PostToolUse"],
+        &[
             ("tool_name", Text),
             ("tool_input", Json),
             ("tool_response", Json),
@@ -65,7 +70,10 @@ fn own_fields(event: &str) -> &'static [(&'static str, Kind)] {
             ("duration_ms", Json),
             ("mcp_server", Json),
         ],
-        "PostToolUseFailure" => &[
+    ),
+    (
+        &["PostToolUseFailure"],
+        &[
             ("tool_name", Text),
             ("tool_input", Json),
             ("tool_use_id", Text),
@@ -74,66 +82,105 @@ fn own_fields(event: &str) -> &'static [(&'static str, Kind)] {
             ("duration_ms", Json),
             ("mcp_server", Json),
         ],
-        "PostToolBatch" => &[("tool_calls", Json)],
-        "Notification" => &[
+    ),
+    (&["PostToolBatch"], &[("tool_calls", Json)]),
+    (
+        &["Notification"],
+        &[
             ("message", Text),
             ("title", OptText),
             ("notification_type", Text),
         ],
-        "UserPromptSubmit" => &[("prompt", Text), ("source", OptText)],
-        "UserPromptExpansion" => &[
+    ),
+    (
+        &["UserPromptSubmit"],
+        &[("prompt", Text), ("source", OptText)],
+    ),
+    (
+        &["UserPromptExpansion"],
+        &[
             ("expansion_type", Text),
             ("command_name", Text),
             ("command_args", Text),
             ("command_source", OptText),
             ("prompt", Text),
         ],
-        "SessionStart" => &[
+    ),
+    (
+        &["SessionStart"],
+        &[
             ("source", Text),
             ("model", OptText),
             ("session_title", OptText),
             ("seconds_since_last_response", Json),
             ("context_tokens", Json),
         ],
-        "SessionEnd" => &[("reason", Text)],
-        "Stop" | "SubagentStop" => &[
+    ),
+    (&["SessionEnd"], &[("reason", Text)]),
+    (
+        &["Stop", "SubagentStop"],
+        &[
             ("stop_hook_active", Json),
             ("agent_transcript_path", OptText),
             ("last_assistant_message", OptText),
             ("background_tasks", Json),
         ],
-        "StopFailure" => &[
+    ),
+    (
+        &["StopFailure"],
+        &[
             ("error", Json),
             ("error_details", OptText),
             ("last_assistant_message", OptText),
         ],
-        "SubagentStart" => &[],
-        "PreCompact" => &[("trigger", Text), ("custom_instructions", Json)],
-        "PostCompact" => &[("trigger", Text), ("compact_summary", Text)],
-        "PermissionRequest" => &[
+    ),
+    (&["SubagentStart"], &[]),
+    (
+        &["PreCompact"],
+        &[("trigger", Text), ("custom_instructions", Json)],
+    ),
+    (
+        &["PostCompact"],
+        &[("trigger", Text), ("compact_summary", Text)],
+    ),
+    (
+        &["PermissionRequest"],
+        &[
             ("tool_name", Text),
             ("tool_input", Json),
             ("tool_use_id", OptText),
             ("permission_suggestions", Json),
             ("mcp_server", Json),
         ],
-        "PermissionDenied" => &[
+    ),
+    (
+        &["PermissionDenied"],
+        &[
             ("tool_name", Text),
             ("tool_input", Json),
             ("tool_use_id", Text),
             ("reason", Text),
             ("mcp_server", Json),
         ],
-        "Setup" => &[("trigger", Text)],
-        "TeammateIdle" => &[("teammate_name", Text), ("team_name", OptText)],
-        "TaskCreated" | "TaskCompleted" => &[
+    ),
+    (&["Setup"], &[("trigger", Text)]),
+    (
+        &["TeammateIdle"],
+        &[("teammate_name", Text), ("team_name", OptText)],
+    ),
+    (
+        &["TaskCreated", "TaskCompleted"],
+        &[
             ("task_id", Text),
             ("task_subject", Text),
             ("task_description", OptText),
             ("teammate_name", OptText),
             ("team_name", OptText),
         ],
-        "Elicitation" => &[
+    ),
+    (
+        &["Elicitation"],
+        &[
             ("mcp_server_name", Text),
             ("message", Text),
             ("mode", OptText),
@@ -141,17 +188,26 @@ fn own_fields(event: &str) -> &'static [(&'static str, Kind)] {
             ("elicitation_id", OptText),
             ("requested_schema", Json),
         ],
-        "ElicitationResult" => &[
+    ),
+    (
+        &["ElicitationResult"],
+        &[
             ("mcp_server_name", Text),
             ("elicitation_id", OptText),
             ("mode", OptText),
             ("action", Text),
             ("content", Json),
         ],
-        "ConfigChange" => &[("source", Text), ("file_path", OptText)],
-        "WorktreeCreate" => &[("name", Text)],
-        "WorktreeRemove" => &[("worktree_path", Text)],
-        "InstructionsLoaded" => &[
+    ),
+    (
+        &["ConfigChange"],
+        &[("source", Text), ("file_path", OptText)],
+    ),
+    (&["WorktreeCreate"], &[("name", Text)]),
+    (&["WorktreeRemove"], &[("worktree_path", Text)]),
+    (
+        &["InstructionsLoaded"],
+        &[
             ("file_path", Text),
             ("memory_type", Text),
             ("load_reason", Text),
@@ -159,20 +215,35 @@ fn own_fields(event: &str) -> &'static [(&'static str, Kind)] {
             ("trigger_file_path", OptText),
             ("parent_file_path", OptText),
         ],
-        "CwdChanged" => &[("old_cwd", Text), ("new_cwd", Text)],
-        "FileChanged" => &[("file_path", Text), ("event", Text)],
-        "DirectoryAdded" => &[("directory", Text), ("source", Text)],
-        "MessageDisplay" => &[
+    ),
+    (&["CwdChanged"], &[("old_cwd", Text), ("new_cwd", Text)]),
+    (&["FileChanged"], &[("file_path", Text), ("event", Text)]),
+    (
+        &["DirectoryAdded"],
+        &[("directory", Text), ("source", Text)],
+    ),
+    (
+        &["MessageDisplay"],
+        &[
             ("turn_id", Text),
             ("message_id", Text),
             ("index", Json),
             ("final", Json),
             ("delta", Text),
         ],
-        "PreSkillShellCommand" => &[("tool_name", Text), ("tool_input", Json)],
-        // PreModelSwitch, PostModelSwitch: nothing beyond the common fields.
-        _ => &[],
-    }
+    ),
+    (
+        &["PreSkillShellCommand"],
+        &[("tool_name", Text), ("tool_input", Json)],
+    ),
+];
+
+/// The fields of `event` beyond [`COMMON`] (none for an event not in [`OWN_FIELDS`]).
+fn own_fields(event: &str) -> &'static [(&'static str, Kind)] {
+    OWN_FIELDS
+        .iter()
+        .find(|(events, _)| events.contains(&event))
+        .map_or(&[], |(_, fields)| fields)
 }
 
 /// The `input` of the `mcp_tool` hook for `event`: every field of the event as a `${field}`

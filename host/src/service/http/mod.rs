@@ -259,60 +259,96 @@ impl HttpServer {
             // Back under the bound with some room: a next time full is said again.
             full &= connections.available_permits() <= max / 8;
             let _ = stream.set_nodelay(true);
-            let watcher = graceful.watcher();
-            let (shared, tls) = (shared.clone(), self.tls.clone());
             let conn = Arc::new(open.open(peer));
-            tokio::spawn(async move {
-                let served = async {
-                    match tls {
-                        None => {
-                            serve_connection(TokioIo::new(stream), shared, peer, watcher, &conn)
-                                .await
-                        }
-                        // The handshake runs here, not in the accepting loop: a client that
-                        // never finishes it holds only its own task.
-                        Some(tls) => {
-                            let limit = shared.limits.header_timeout();
-                            match tokio::time::timeout(limit, tls.accept(stream)).await {
-                                Ok(Ok(stream)) => {
-                                    let io = TokioIo::new(stream);
-                                    serve_connection(io, shared, peer, watcher, &conn).await
-                                }
-                                Ok(Err(e)) => {
-                                    tracing::debug!(target: "toolhost::http", client = %peer, "TLS handshake failed: {e}")
-                                }
-                                Err(_) => {
-                                    tracing::debug!(target: "toolhost::http", client = %peer, "TLS handshake too slow")
-                                }
-                            }
-                        }
-                    }
-                };
-                // Ended to make room: dropping the connection closes it.
-                tokio::select! {
-                    _ = served => {}
-                    _ = conn.ended() => {}
-                }
-                drop(conn);
-                drop(permit);
-            });
+            let accepted = Accepted {
+                stream,
+                peer,
+                shared: shared.clone(),
+                tls: self.tls.clone(),
+            };
+            tokio::spawn(accepted.serve(graceful.watcher(), conn, permit));
         }
         drop(self.listener);
-        tracing::info!(target: "toolhost::http", "shutting down");
-        shared.closing.store(true, Ordering::Release);
-        shared.close_streams();
-        let grace = shared.limits.shutdown_grace();
-        let mut finished = Box::pin(graceful.shutdown());
-        if tokio::time::timeout(grace, &mut finished).await.is_err() {
-            tracing::warn!(target: "toolhost::http", "calls still running after {grace:?}: cancelling them");
-            shared.router.wind_down(super::WIND_DOWN).await;
-            let _ = tokio::time::timeout(super::WIND_DOWN, finished).await;
-        }
-        for task in [announce, Some(sweep)].into_iter().flatten() {
-            task.abort();
-        }
-        shared.router.wind_down(super::WIND_DOWN).await;
+        shut_down(shared, graceful, [announce, Some(sweep)]).await;
     }
+}
+
+/// A connection taken within the bound, to be served on a task of its own.
+struct Accepted {
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+}
+
+impl Accepted {
+    /// Serves it (after its TLS handshake), until it closes or is ended to make room; its
+    /// `permit` of the connection bound goes back then.
+    async fn serve(
+        self,
+        watcher: hyper_util::server::graceful::Watcher,
+        conn: Arc<conns::Conn>,
+        permit: tokio::sync::OwnedSemaphorePermit,
+    ) {
+        let Accepted {
+            stream,
+            peer,
+            shared,
+            tls,
+        } = self;
+        let served = async {
+            match tls {
+                None => serve_connection(TokioIo::new(stream), shared, peer, watcher, &conn).await,
+                // The handshake runs here, not in the accepting loop: a client that never
+                // finishes it holds only its own task.
+                Some(tls) => {
+                    let limit = shared.limits.header_timeout();
+                    match tokio::time::timeout(limit, tls.accept(stream)).await {
+                        Ok(Ok(stream)) => {
+                            let io = TokioIo::new(stream);
+                            serve_connection(io, shared, peer, watcher, &conn).await
+                        }
+                        Ok(Err(e)) => {
+                            tracing::debug!(target: "toolhost::http", client = %peer, "TLS handshake failed: {e}")
+                        }
+                        Err(_) => {
+                            tracing::debug!(target: "toolhost::http", client = %peer, "TLS handshake too slow")
+                        }
+                    }
+                }
+            }
+        };
+        // Ended to make room: dropping the connection closes it.
+        tokio::select! {
+            _ = served => {}
+            _ = conn.ended() => {}
+        }
+        drop(conn);
+        drop(permit);
+    }
+}
+
+/// After the listener closed: streams close, calls get the grace to finish (then are
+/// cancelled), the background `tasks` stop.
+async fn shut_down(
+    shared: Arc<Shared>,
+    graceful: hyper_util::server::graceful::GracefulShutdown,
+    tasks: [Option<tokio::task::JoinHandle<()>>; 2],
+) {
+    tracing::info!(target: "toolhost::http", "shutting down");
+    shared.closing.store(true, Ordering::Release);
+    shared.close_streams();
+    let grace = shared.limits.shutdown_grace();
+    let mut finished = Box::pin(graceful.shutdown());
+    if tokio::time::timeout(grace, &mut finished).await.is_err() {
+        tracing::warn!(target: "toolhost::http", "calls still running after {grace:?}: cancelling them");
+        shared.router.wind_down(super::WIND_DOWN).await;
+        let _ = tokio::time::timeout(super::WIND_DOWN, finished).await;
+    }
+    for task in tasks.into_iter().flatten() {
+        task.abort();
+    }
+    shared.router.wind_down(super::WIND_DOWN).await;
 }
 
 /// Serves one connection's requests until it closes (or the shutdown closes it).

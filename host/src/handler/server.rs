@@ -1,0 +1,108 @@
+//! What a server says of itself (`initialize`) and keeps of each client (its log level).
+
+use serde_json::{value::RawValue, Value};
+
+use super::{offered::declare, Router, Scope, ALL_SERVER_NAME};
+use crate::{
+    model::{
+        initialize_result, negotiate_version, rpc_result, InitializeParams, LogLevel, ServerInfo,
+    },
+    plugin::LoadedPlugin,
+    sync::lock,
+};
+
+impl Router {
+    pub(super) fn initialize(
+        &self,
+        plugin: Option<&LoadedPlugin>,
+        id: &RawValue,
+        params: &InitializeParams<'_>,
+    ) -> String {
+        let version = negotiate_version(params.protocol_version.as_deref());
+        rpc_result(Some(id), &self.initialize_result(plugin, version))
+    }
+
+    /// The `initialize` result of `plugin`'s server, or of the all-plugins server with the
+    /// resources and prompts its plugins offer now. Whatever else states the server's
+    /// capabilities (`server/discover`, the list changes a stream hears of) takes them from
+    /// here, so a client is offered the same by each.
+    pub fn initialize_result(&self, plugin: Option<&LoadedPlugin>, version: &str) -> Value {
+        let mut result = server_initialize_result(plugin, version);
+        if plugin.is_none() {
+            if let Some(o) = self.offers(Scope::All) {
+                declare(&mut result, o.has_resources(), o.has_prompts());
+            }
+        }
+        result
+    }
+
+    /// `logging/setLevel`: from now on the client's calls send it their plugin's log records
+    /// of `level` and above.
+    pub(super) fn set_log_level(
+        &self,
+        scope: Scope<'_>,
+        client: &str,
+        id: &RawValue,
+        level: LogLevel,
+    ) -> String {
+        lock(&self.log_levels).insert(client_key(scope, client), level);
+        rpc_result(Some(id), &serde_json::json!({}))
+    }
+
+    /// The log level `client` of `scope` set with `logging/setLevel`, if it did.
+    pub fn log_level(&self, scope: Scope<'_>, client: &str) -> Option<LogLevel> {
+        let levels = lock(&self.log_levels);
+        // Asked on every call: no key is built until some client set a level.
+        if levels.is_empty() {
+            return None;
+        }
+        levels.get(&client_key(scope, client)).copied()
+    }
+
+    /// Forgets what `client` of `scope` set (its session ended).
+    pub fn forget_client(&self, scope: Scope<'_>, client: &str) {
+        lock(&self.log_levels).remove(&client_key(scope, client));
+    }
+}
+
+/// The key of `client` of `scope` among the log levels set.
+fn client_key(scope: Scope<'_>, client: &str) -> String {
+    format!("{client}\n{}", scope.key())
+}
+
+/// The `initialize` result of a plugin's server, or of the all-plugins server (without the
+/// capabilities of its plugins' resources and prompts: [`Router::initialize_result`] adds
+/// them).
+pub fn server_initialize_result(plugin: Option<&LoadedPlugin>, version: &str) -> Value {
+    let mut result = match plugin {
+        Some(p) => {
+            let m = p.manifest();
+            let mut v = initialize_result(
+                version,
+                ServerInfo {
+                    name: &m.name,
+                    version: &m.version,
+                },
+                Some(&m.description),
+            );
+            let e = &m.extras;
+            let resources =
+                !(e.resources.is_empty() && e.resource_templates.is_empty()) || e.lists_resources;
+            declare(&mut v, resources, !e.prompts.is_empty());
+            v
+        }
+        None => initialize_result(
+            version,
+            ServerInfo {
+                name: ALL_SERVER_NAME,
+                version: env!("CARGO_PKG_VERSION"),
+            },
+            None,
+        ),
+    };
+    // Every server takes `logging/setLevel` and `completion/complete`.
+    let caps = &mut result["capabilities"];
+    caps["logging"] = serde_json::json!({});
+    caps["completions"] = serde_json::json!({});
+    result
+}
