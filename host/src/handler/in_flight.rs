@@ -51,7 +51,7 @@ pub struct Duplicate;
 
 /// The requests in flight, by key.
 #[derive(Default)]
-pub(super) struct InFlight {
+pub(super) struct Requests {
     calls: Mutex<HashMap<RequestKey, Arc<CallControl>>>,
     /// Told when `calls` becomes empty.
     idle: tokio::sync::Notify,
@@ -59,7 +59,7 @@ pub(super) struct InFlight {
     closing: AtomicBool,
 }
 
-impl InFlight {
+impl Requests {
     /// Registers a request's `control` under `key`. With `replace`, a newer request takes the
     /// key of one in flight (the control protocol: ids restart at 0 on a re-handshake);
     /// without, it is refused.

@@ -49,7 +49,7 @@ pub use resources::PAGE_SIZE;
 pub use server::server_initialize_result;
 pub use tool_call::{CallError, CallOutput};
 
-use in_flight::InFlight;
+use in_flight::Requests;
 use offered::complete;
 use progress::Progress;
 use tool_call::{show, show_bytes, ToolCall};
@@ -200,7 +200,7 @@ pub struct Router {
     /// The threads tools run on.
     executor: Executor,
     /// The requests in flight, each with its one cancellation handle.
-    requests: InFlight,
+    requests: Requests,
     /// The URIs clients subscribed to.
     subscriptions: subscriptions::Subscriptions,
     /// The log level each client set with `logging/setLevel`, by [`client_key`]: its calls'
@@ -215,7 +215,7 @@ impl Router {
             registry,
             executor: Executor::new(config.executor.clone()),
             config,
-            requests: InFlight::default(),
+            requests: Requests::default(),
             subscriptions: Default::default(),
             log_levels: Mutex::new(HashMap::new()),
         })

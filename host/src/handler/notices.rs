@@ -41,14 +41,14 @@ type Wants = Box<dyn Fn(&Notice) -> bool + Send + Sync>;
 
 /// One follower's pending notices (see the module).
 struct Board {
-    pending: Mutex<Pending>,
+    pending: Mutex<Backlog>,
     /// Told when something becomes pending.
     ready: tokio::sync::Notify,
     wants: Wants,
 }
 
 #[derive(Default)]
-struct Pending {
+struct Backlog {
     /// By plugin, in the order they first had something pending.
     order: VecDeque<String>,
     plugins: HashMap<String, PluginPending>,
@@ -85,7 +85,7 @@ impl Board {
             return;
         }
         let mut p = lock(&self.pending);
-        let Pending {
+        let Backlog {
             order,
             plugins,
             drops,
@@ -212,7 +212,7 @@ impl NoticeFeed {
     pub fn follow(wants: impl Fn(&Notice) -> bool + Send + Sync + 'static) -> NoticeFeed {
         install_sink();
         let board = Arc::new(Board {
-            pending: Mutex::new(Pending::default()),
+            pending: Mutex::new(Backlog::default()),
             ready: tokio::sync::Notify::new(),
             wants: Box::new(wants),
         });
@@ -301,7 +301,7 @@ mod tests {
 
     fn board(wants: impl Fn(&Notice) -> bool + Send + Sync + 'static) -> Board {
         Board {
-            pending: Mutex::new(Pending::default()),
+            pending: Mutex::new(Backlog::default()),
             ready: tokio::sync::Notify::new(),
             wants: Box::new(wants),
         }

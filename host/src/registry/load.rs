@@ -1,5 +1,5 @@
 //! A prepared version's `init` (in process, or by starting its worker) run on a thread of its
-//! own, so a slow `on_load` holds up neither start-up nor the watcher: a [`Ticket`] is the
+//! own, so a slow `on_load` holds up neither start-up nor the watcher: an [`InitRun`] is the
 //! result to come, and the waker tells the watcher it came.
 
 use std::{
@@ -15,7 +15,7 @@ use crate::plugin::{LoadError, LoadedPlugin};
 pub(super) type Waker = Arc<Mutex<Option<Box<dyn Fn() + Send>>>>;
 
 /// A plugin's `init` running on a thread of its own.
-pub(super) struct Ticket {
+pub(super) struct InitRun {
     pub file: PathBuf,
     pub hash: [u8; 32],
     pub started: Instant,
@@ -30,7 +30,7 @@ impl Registry {
     /// Runs a prepared version's `init` (in process, or by starting its worker) on a thread of
     /// its own. If nobody waits for the result any more (the ticket was dropped: timed out, or
     /// superseded), the thread unloads it.
-    pub(super) fn spawn_load(&self, file: &Path, prepared: Prepared) -> Ticket {
+    pub(super) fn spawn_load(&self, file: &Path, prepared: Prepared) -> InitRun {
         let (tx, rx) = mpsc::channel();
         let hash = prepared.hash();
         let waker = self.waker.clone();
@@ -63,7 +63,7 @@ impl Registry {
             // The closure (and its sender) is gone: the ticket reports the load as lost.
             tracing::warn!("cannot start a load thread: {e}");
         }
-        Ticket {
+        InitRun {
             file: file.to_path_buf(),
             hash,
             started: Instant::now(),
@@ -72,7 +72,7 @@ impl Registry {
     }
 
     /// Loads still running when `open` returned (the watcher takes them over).
-    pub(super) fn take_late(&self) -> Vec<Ticket> {
+    pub(super) fn take_late(&self) -> Vec<InitRun> {
         std::mem::take(&mut *crate::sync::lock(&self.late))
     }
 

@@ -52,7 +52,7 @@ pub use serving::{Serving, Version};
 pub use crate::plugin_dir::{is_plugin_file, plugin_files, LIBRARY_SUFFIX};
 pub use watch::WatchHandle;
 
-use load::{Ticket, Waker};
+use load::{InitRun, Waker};
 use state::{FailedFile, State};
 
 use crate::{config::LiveConfig, error::escape_controls, plugin::LoadedPlugin, trust::TrustError};
@@ -168,7 +168,7 @@ pub struct Registry {
     serving: RwLock<Arc<Serving>>,
     events: broadcast::Sender<RegistryEvent>,
     /// Loads still running when `open` returned, for the watcher to finish.
-    late: Mutex<Vec<Ticket>>,
+    late: Mutex<Vec<InitRun>>,
     /// Wakes the watcher when a load finishes.
     waker: Waker,
 }

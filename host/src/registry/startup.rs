@@ -14,7 +14,7 @@ use std::{
 use tokio::sync::broadcast;
 
 use super::{
-    load::{load_thread_lost, Ticket},
+    load::{load_thread_lost, InitRun},
     plugin_files,
     prepare::Prepared,
     shown, Outcome, Registry, RegistryConfig, RegistryError,
@@ -25,7 +25,7 @@ use crate::plugin::{LoadError, LoadedPlugin};
 enum Started {
     Settled(Outcome),
     Ready([u8; 32], Result<Arc<LoadedPlugin>, LoadError>),
-    Late(Ticket),
+    Late(InitRun),
 }
 
 impl Registry {

@@ -21,7 +21,7 @@ use std::{
 
 use tokio::runtime::Handle;
 
-use super::{sort_read, Intake, Slot};
+use super::{sort_read, CallSlot, Intake};
 use crate::{
     handler::{HereRun, Request, HERE_BUDGET},
     relay::{Relay, STAY_AWAKE},
@@ -34,7 +34,7 @@ use crate::{
 pub(super) trait Front: Send + Sync + 'static {
     /// Handles a line; returns the request this thread is to run, if any. `slot` stands for
     /// the line's answer until it is queued.
-    fn route(&self, line: &str, slot: Slot) -> Option<HereRun>;
+    fn route(&self, line: &str, slot: CallSlot) -> Option<HereRun>;
     /// A line over the length limit was skipped.
     fn too_long(&self, t: TooLong);
     /// The input ended (or could not be read).
@@ -167,7 +167,7 @@ impl<F: Front> Lane<F> {
     }
 
     /// Waits until the next line may be read (room in the output, a free call slot).
-    fn ready(&self) -> Slot {
+    fn ready(&self) -> CallSlot {
         match self.intake.try_ready() {
             Some(slot) => slot,
             None => self.rt.block_on(self.intake.ready()),

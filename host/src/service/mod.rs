@@ -209,7 +209,7 @@ impl Session {
             pending: pending.clone(),
         };
         let (events_tx, events) = mpsc::unbounded_channel();
-        let reader = Reader {
+        let reader = Control {
             router: router.clone(),
             out,
             sink: Arc::new(handle.clone()),
@@ -250,7 +250,7 @@ pub(crate) struct Intake {
 }
 
 /// A call slot: held by a tool call until its reply is queued.
-pub(crate) struct Slot {
+pub(crate) struct CallSlot {
     _permit: OwnedSemaphorePermit,
 }
 
@@ -263,19 +263,19 @@ impl Intake {
     }
 
     /// [`Intake::ready`] if it would not wait.
-    pub(crate) fn try_ready(&self) -> Option<Slot> {
+    pub(crate) fn try_ready(&self) -> Option<CallSlot> {
         if !self.out.is_ready() {
             return None;
         }
         let permit = self.slots.clone().try_acquire_owned().ok()?;
-        Some(Slot { _permit: permit })
+        Some(CallSlot { _permit: permit })
     }
 
     /// Waits until the next line may be read; the slot stands for its reply if it is a call.
-    pub(crate) async fn ready(&self) -> Slot {
+    pub(crate) async fn ready(&self) -> CallSlot {
         let slot = self.slots.clone().acquire_owned().await;
         self.out.ready().await;
-        Slot {
+        CallSlot {
             _permit: slot.expect("the semaphore is never closed"),
         }
     }
@@ -360,8 +360,8 @@ fn cannot_ask() -> Value {
     })
 }
 
-impl lane::Front for Reader {
-    fn route(&self, line: &str, slot: Slot) -> Option<HereRun> {
+impl lane::Front for Control {
+    fn route(&self, line: &str, slot: CallSlot) -> Option<HereRun> {
         match parse_object(line, Incoming::parse) {
             Ok(msg) => self.route(msg, line, slot),
             Err(e) => {
@@ -372,11 +372,11 @@ impl lane::Front for Reader {
     }
 
     fn too_long(&self, t: TooLong) {
-        Reader::too_long(self, t)
+        Control::too_long(self, t)
     }
 
     fn input_ended(&self) {
-        Reader::input_ended(self)
+        Control::input_ended(self)
     }
 
     fn out(&self) -> &LineSender {
@@ -388,7 +388,7 @@ impl lane::Front for Reader {
     }
 }
 
-struct Reader {
+struct Control {
     router: Arc<Router>,
     out: LineSender,
     /// The session's handle, as the sink of calls' notifications.
@@ -402,7 +402,7 @@ struct Reader {
     events: mpsc::UnboundedSender<Event>,
 }
 
-impl Reader {
+impl Control {
     /// The CLI's output ended: nothing will answer our requests or withdraw questions.
     fn input_ended(&self) {
         self.pending.close();
@@ -413,7 +413,7 @@ impl Reader {
     }
 
     /// Handles a line; returns the request the reading thread is to run, if any.
-    fn route(&self, msg: Incoming<'_>, line: &str, slot: Slot) -> Option<HereRun> {
+    fn route(&self, msg: Incoming<'_>, line: &str, slot: CallSlot) -> Option<HereRun> {
         match msg.kind.as_ref() {
             "control_request" => match (msg.request_id, msg.request) {
                 (Some(id), Some(req)) => return self.control_request(&id, req, line, slot),
@@ -466,7 +466,7 @@ impl Reader {
         id: &str,
         req: IncomingRequest<'_>,
         line: &str,
-        slot: Slot,
+        slot: CallSlot,
     ) -> Option<HereRun> {
         match req.subtype.as_ref() {
             "mcp_message" => {
@@ -510,7 +510,7 @@ impl Reader {
     }
 
     /// A `hook_callback`: the plugins' matching hooks, or `{}` when hooks are off.
-    fn hook_callback(&self, id: &str, req: IncomingRequest<'_>, slot: Slot) -> Option<HereRun> {
+    fn hook_callback(&self, id: &str, req: IncomingRequest<'_>, slot: CallSlot) -> Option<HereRun> {
         let (Some(hooks), Some(input)) = (&self.hooks, req.input) else {
             self.out.send(control_success(id, &serde_json::json!({})));
             return None;

@@ -24,7 +24,7 @@ pub enum ControlError {
     Closed,
 }
 
-type Answer = Result<Value, ControlError>;
+type CliAnswer = Result<Value, ControlError>;
 
 /// Request ids and their waiters.
 #[derive(Default)]
@@ -37,7 +37,7 @@ pub struct Pending {
 struct State {
     /// The CLI is gone: no waiter is registered any more.
     closed: bool,
-    waiting: HashMap<String, oneshot::Sender<Answer>>,
+    waiting: HashMap<String, oneshot::Sender<CliAnswer>>,
 }
 
 impl Pending {
@@ -47,7 +47,7 @@ impl Pending {
     }
 
     /// Registers a waiter for `id`. After [`Pending::close`] it gets `Closed` at once.
-    pub fn wait(&self, id: &str) -> oneshot::Receiver<Answer> {
+    pub fn wait(&self, id: &str) -> oneshot::Receiver<CliAnswer> {
         let (tx, rx) = oneshot::channel();
         let mut st = lock(&self.state);
         if st.closed {
@@ -60,7 +60,7 @@ impl Pending {
     }
 
     /// Delivers an answer; false when nobody waits for `id` (an acknowledged notification).
-    pub fn complete(&self, id: &str, answer: Answer) -> bool {
+    pub fn complete(&self, id: &str, answer: CliAnswer) -> bool {
         let waiter = lock(&self.state).waiting.remove(id);
         match waiter {
             Some(tx) => {
@@ -89,7 +89,7 @@ mod tests {
     use super::*;
     use std::sync::{Arc, Barrier};
 
-    fn answer(rx: &mut oneshot::Receiver<Answer>) -> Option<Answer> {
+    fn answer(rx: &mut oneshot::Receiver<CliAnswer>) -> Option<CliAnswer> {
         rx.try_recv().ok()
     }
 

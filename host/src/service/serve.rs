@@ -9,7 +9,7 @@ use std::{sync::Arc, time::Duration};
 use serde_json::{json, value::RawValue, Value};
 use tokio::{io::AsyncWrite, sync::broadcast};
 
-use super::{lane, parse_object, LineSource, Slot};
+use super::{lane, parse_object, CallSlot, LineSource};
 use crate::{
     handler::{
         valid_id, Answer, Client, HereRun, NoticeFeed, Notify, Router, Scope, Sink, NOTICE_BATCH,
@@ -110,7 +110,7 @@ struct Plain {
 }
 
 impl lane::Front for Plain {
-    fn route(&self, line: &str, slot: Slot) -> Option<HereRun> {
+    fn route(&self, line: &str, slot: CallSlot) -> Option<HereRun> {
         let msg = match parse_object(line, JsonRpc::parse) {
             Ok(m) => m,
             Err(e) => {

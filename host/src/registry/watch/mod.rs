@@ -30,7 +30,7 @@ use pending::{PendingFiles, Retry, Snapshot, Timing};
 
 use super::{
     is_plugin_file,
-    load::{load_thread_lost, Ticket},
+    load::{load_thread_lost, InitRun},
     plugin_files,
     prepare::Prepared,
     shown, Outcome, Registry, RegistryError,
@@ -167,7 +167,7 @@ struct Watcher {
     folder: Folder,
     pending: PendingFiles,
     /// The `init`s running, by file; a newer load of a file supersedes (drops) the older.
-    loading: HashMap<PathBuf, Ticket>,
+    loading: HashMap<PathBuf, InitRun>,
     load_timeout: Duration,
     /// The lock file's generation last seen.
     lock_seen: u64,
@@ -204,7 +204,7 @@ impl Watcher {
             .take_late()
             .into_iter()
             .map(|t| (t.file.clone(), t))
-            .collect::<HashMap<PathBuf, Ticket>>();
+            .collect::<HashMap<PathBuf, InitRun>>();
         let load_timeout = config.load_timeout;
         let lock_seen = reg.lock_generation();
         drop(reg);

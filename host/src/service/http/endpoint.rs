@@ -30,7 +30,7 @@ use super::{
         closing, empty, error, json, not_allowed, plain, session_not_found, stream_response,
         too_busy, Body, TRANSPORT_ERROR,
     },
-    session::Session,
+    session::HttpSession,
     session_routes,
     sse::{self, CallStream, Item, ToStream},
     Listener, Shared,
@@ -455,7 +455,7 @@ impl Call<'_> {
 
     /// The session named by the request's header, if open, of this endpoint and this
     /// client's token.
-    fn session(&self, headers: &HeaderMap) -> Option<Arc<Session>> {
+    fn session(&self, headers: &HeaderMap) -> Option<Arc<HttpSession>> {
         let id = header_str(headers, SESSION_ID)?;
         self.shared
             .sessions

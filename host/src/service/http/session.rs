@@ -21,7 +21,7 @@ use crate::sync::lock;
 const REPLAY: usize = 32;
 
 /// One session.
-pub struct Session {
+pub struct HttpSession {
     pub id: String,
     /// The endpoint it was opened on: `None` for `/mcp`, the plugin for `/mcp/NAME`.
     pub endpoint: Option<String>,
@@ -39,7 +39,7 @@ struct Stream {
     next: u64,
 }
 
-impl Session {
+impl HttpSession {
     pub fn touch(&self) {
         *lock(&self.last_seen) = Instant::now();
     }
@@ -104,7 +104,7 @@ pub struct Full(pub usize);
 
 /// Every session, by id.
 pub struct Sessions {
-    map: Mutex<HashMap<String, Arc<Session>>>,
+    map: Mutex<HashMap<String, Arc<HttpSession>>>,
     max: usize,
     idle: Duration,
 }
@@ -123,12 +123,12 @@ impl Sessions {
         &self,
         endpoint: Option<&str>,
         owner: Option<Credential>,
-    ) -> Result<Arc<Session>, Full> {
+    ) -> Result<Arc<HttpSession>, Full> {
         let mut map = lock(&self.map);
         if map.len() >= self.max {
             return Err(Full(self.max));
         }
-        let session = Arc::new(Session {
+        let session = Arc::new(HttpSession {
             id: new_id(),
             endpoint: endpoint.map(str::to_string),
             owner,
@@ -147,7 +147,7 @@ impl Sessions {
         id: &str,
         endpoint: Option<&str>,
         owner: Option<Credential>,
-    ) -> Option<Arc<Session>> {
+    ) -> Option<Arc<HttpSession>> {
         let s = lock(&self.map).get(id).cloned()?;
         if s.endpoint.as_deref() != endpoint || s.owner != owner {
             return None;
@@ -157,7 +157,7 @@ impl Sessions {
     }
 
     /// Ends session `id`; returns it, for its calls to be cancelled.
-    pub fn remove(&self, id: &str) -> Option<Arc<Session>> {
+    pub fn remove(&self, id: &str) -> Option<Arc<HttpSession>> {
         let s = lock(&self.map).remove(id)?;
         s.close_stream();
         Some(s)
@@ -168,13 +168,13 @@ impl Sessions {
     }
 
     /// Every open session.
-    pub fn all(&self) -> Vec<Arc<Session>> {
+    pub fn all(&self) -> Vec<Arc<HttpSession>> {
         lock(&self.map).values().cloned().collect()
     }
 
     /// Ends the sessions idle for longer than the limit: no request since, no call in flight
     /// (`busy` says, from the router's requests), no stream read. Returns them.
-    pub fn expire(&self, busy: impl Fn(&Session) -> bool) -> Vec<Arc<Session>> {
+    pub fn expire(&self, busy: impl Fn(&HttpSession) -> bool) -> Vec<Arc<HttpSession>> {
         let now = Instant::now();
         let mut map = lock(&self.map);
         let expired: Vec<String> = map
