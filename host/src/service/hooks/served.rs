@@ -47,10 +47,13 @@ const COMMON: &[(&str, Kind)] = &[
     ("effort", Json),
 ];
 
+/// An event's fields, each with its kind.
+type Fields = &'static [(&'static str, Kind)];
+
 /// The fields of each event beyond [`COMMON`], as the CLI's hook input schemas (2.1.328 to
 /// 2.1.332) name them. Fields missing here are not passed: the SDK types keep them optional.
 /// PreModelSwitch and PostModelSwitch have nothing beyond the common fields.
-const OWN_FIELDS: &[(&[&str], &[(&str, Kind)])] = &[
+const OWN_FIELDS: &[(&[&str], Fields)] = &[
     (
         &["PreToolUse"],
         &[
@@ -239,7 +242,7 @@ const OWN_FIELDS: &[(&[&str], &[(&str, Kind)])] = &[
 ];
 
 /// The fields of `event` beyond [`COMMON`] (none for an event not in [`OWN_FIELDS`]).
-fn own_fields(event: &str) -> &'static [(&'static str, Kind)] {
+fn own_fields(event: &str) -> Fields {
     OWN_FIELDS
         .iter()
         .find(|(events, _)| events.contains(&event))
