@@ -867,6 +867,7 @@ async fn a_duplicate_request_id_in_a_session_is_refused() {
     let r = call(&second, 2_000).await;
     let reply = r.json();
     assert_eq!(reply["error"]["code"], -32600, "{} {}", r.status, r.body);
+    assert_eq!(r.status, 400, "{}", r.body);
     assert_eq!(reply["id"], 7);
     let message = reply["error"]["message"].as_str().unwrap();
     assert!(

@@ -94,9 +94,11 @@ impl Requests {
         }
     }
 
-    /// Cancels the request of `key`; false when none is in flight.
+    /// Cancels the request of `key`; false when none is in flight, or it was cancelled
+    /// already.
     pub(super) fn cancel(&self, key: &RequestKey) -> bool {
         match lock(&self.calls).get(key) {
+            Some(control) if control.is_cancelled() => false,
             Some(control) => {
                 tracing::debug!(?key, "request cancelled");
                 control.cancel();
@@ -132,19 +134,8 @@ impl Requests {
         }
     }
 
-    /// Cancels every request in flight.
-    pub(super) fn cancel_all(&self) {
-        for c in lock(&self.calls).values() {
-            c.cancel();
-        }
-    }
-
     pub(super) fn len(&self) -> usize {
         lock(&self.calls).len()
-    }
-
-    pub(super) fn contains(&self, key: &RequestKey) -> bool {
-        lock(&self.calls).contains_key(key)
     }
 
     /// Waits until no request is in flight.

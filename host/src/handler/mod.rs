@@ -405,7 +405,7 @@ impl Router {
 
     /// Registers a request that its plugin answers in several calls one after the other (a
     /// hook event's hooks): `control` stands for it until [`Router::leave`], and each call is
-    /// a [`Router::part`] of it with a control [joined](CallControl::joined) to `control`.
+    /// a [`Router::part`] of it with a control [part of](CallControl::part_of) `control`.
     pub fn enter(
         &self,
         client: &Client<'_>,
@@ -509,7 +509,7 @@ impl Router {
     }
 
     /// Cancels the request of `key`, as `notifications/cancelled` would; false when none is
-    /// in flight.
+    /// in flight, or it was cancelled already.
     pub fn cancel_request(&self, key: &RequestKey) -> bool {
         self.requests.cancel(key)
     }
@@ -533,16 +533,6 @@ impl Router {
     /// Whether `client` of `scope` has a request in flight.
     pub fn has_requests_of(&self, scope: Scope<'_>, client: &str) -> bool {
         self.requests.has_requests_of(scope, client)
-    }
-
-    /// Cancels every request in flight (the client went away).
-    pub fn cancel_all(&self) {
-        self.requests.cancel_all();
-    }
-
-    /// Whether the request of `key` is in flight (registered, not answered).
-    pub fn in_flight(&self, key: &RequestKey) -> bool {
-        self.requests.contains(key)
     }
 
     /// Number of requests in flight (registered for cancellation, not answered yet).

@@ -2,10 +2,10 @@
 //! its method; and the one place that decides where it runs.
 //!
 //! The path, in the order the code runs (docs/internals.md, "A request's path"):
-//! 1. [`Router::dispatch`] parses the params of the method and makes the request
-//!    ([`Request::new`]): registered for `notifications/cancelled` at once, its progress sink
-//!    made; its deadline counts from then (the plugin's timeout is looked up when the timer is
-//!    armed, step 5).
+//! 1. [`Router::handle`] reads the message's typed request ([`crate::model::ClientRequest`])
+//!    and makes the request: registered under its [`super::RequestKey`] for cancellation
+//!    (`Router::registered`), its progress sink made; its deadline counts from then (the
+//!    plugin's timeout is looked up when the timer is armed, step 5).
 //! 2. The caller hands it where its answer goes ([`Respond`]) and whether its own thread may
 //!    run it: [`Request::start`].
 //! 3. `start` leases the plugin without waiting, lets the [`Method`] check the request against

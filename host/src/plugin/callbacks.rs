@@ -293,9 +293,11 @@ impl<F: Fn(f64, Option<f64>, &str) + Send + Sync> Report for F {
 
 /// The host's side of one call: the cancellation flag and where progress goes.
 pub struct CallControl {
-    /// Shared by every call of one request (a hook event's hooks, one after the other):
-    /// cancelling the request stops whichever runs.
-    cancelled: std::sync::Arc<AtomicBool>,
+    cancelled: AtomicBool,
+    /// The request this call is one part of (a hook event, whose hooks run one after the
+    /// other): cancelling it cancels this call too, while this call's own cancellation (its
+    /// timeout) leaves the request going.
+    part_of: Option<std::sync::Arc<CallControl>>,
     progress: Option<std::sync::Arc<dyn Report>>,
     label: String,
     /// The largest result the host passes on, in bytes of JSON (`usize::MAX`: no limit).
@@ -308,22 +310,23 @@ impl CallControl {
     /// `label` names the call in the plugin's logs (for example its JSON-RPC id); progress
     /// goes to `progress`, if any.
     pub fn new(label: impl Into<String>, progress: Option<std::sync::Arc<dyn Report>>) -> Self {
-        Self::with_flag(label, progress, Default::default())
+        Self::with_parent(label, progress, None)
     }
 
-    /// The control of another call of the request `of` controls: cancelling either cancels
-    /// both.
-    pub fn joined(label: impl Into<String>, of: &CallControl) -> Self {
-        Self::with_flag(label, None, of.cancelled.clone())
+    /// The control of one call made for the request `of` controls: cancelling the request
+    /// cancels the call, not the other way round.
+    pub fn part_of(label: impl Into<String>, of: &std::sync::Arc<CallControl>) -> Self {
+        Self::with_parent(label, None, Some(of.clone()))
     }
 
-    fn with_flag(
+    fn with_parent(
         label: impl Into<String>,
         progress: Option<std::sync::Arc<dyn Report>>,
-        cancelled: std::sync::Arc<AtomicBool>,
+        part_of: Option<std::sync::Arc<CallControl>>,
     ) -> Self {
         CallControl {
-            cancelled,
+            cancelled: AtomicBool::new(false),
+            part_of,
             progress,
             label: label.into(),
             result_limit: std::sync::atomic::AtomicUsize::new(usize::MAX),
@@ -366,6 +369,7 @@ impl CallControl {
 
     pub fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Acquire)
+            || self.part_of.as_ref().is_some_and(|r| r.is_cancelled())
     }
 
     /// Passes a log record of the call on to whoever asked for its records.
@@ -530,5 +534,24 @@ mod tests {
         assert_eq!(note, format!("{} more bytes cut]", 300 - kept.len() / 2));
         // Exactly at the limit: whole.
         assert_eq!(log_text(&"y".repeat(256), 256).len(), 256);
+    }
+
+    /// A hook event's hooks are parts of one request: withdrawing the event stops the hook
+    /// that runs, while one hook's timeout (its own cancellation) leaves the event's next
+    /// hooks going.
+    #[test]
+    fn a_part_is_cancelled_with_its_request_and_not_the_other_way_round() {
+        let event = std::sync::Arc::new(CallControl::new("cb-1", None));
+        let first = CallControl::part_of("cb-1", &event);
+        first.cancel();
+        assert!(first.is_cancelled());
+        assert!(
+            !event.is_cancelled(),
+            "a hook's timeout cancelled its event"
+        );
+        let second = CallControl::part_of("cb-1", &event);
+        assert!(!second.is_cancelled());
+        event.cancel();
+        assert!(second.is_cancelled(), "the withdrawn event's hook runs on");
     }
 }

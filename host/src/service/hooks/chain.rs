@@ -24,7 +24,7 @@ pub struct Chain<F: Fold> {
     pub fold: F,
     /// The id it is registered under in [`HOOK_SCOPE`] (the CLI's request id).
     pub id: Box<RawValue>,
-    /// The whole chain's one cancellation: each hook's call is joined to it. Cancelled when
+    /// The whole chain's one cancellation: each hook's call is a part of it. Cancelled when
     /// the CLI withdrew the event (nothing more runs, nothing is answered) or the session
     /// ends.
     pub control: Arc<CallControl>,
@@ -56,7 +56,7 @@ impl<F: Fold> Chain<F> {
             let what = item.hook.clone().unwrap_or_else(|| "policy".to_string());
             let request = PluginRequest::new(self.fold.method(), what, self.fold.params(&item))
                 .with_timeout(item.timeout);
-            let control = Arc::new(CallControl::joined(self.id.get(), &self.control));
+            let control = Arc::new(CallControl::part_of(self.id.get(), &self.control));
             let request =
                 self.hooks
                     .router

@@ -561,9 +561,13 @@ impl Call<'_> {
 }
 
 /// The status and body of an immediate reply: a 2026-07-28 one is completed, or is a 404 when
-/// its method is not found.
+/// its method is not found; a 2025-11-25 session's "invalid request" (an id in flight already)
+/// is a 400.
 fn finish(reply: String, id: &RawValue, method: &str, modern: bool) -> (StatusCode, String) {
     if !modern {
+        if modern::is_invalid_request(&reply, Some(id)) {
+            return (StatusCode::BAD_REQUEST, reply);
+        }
         return (StatusCode::OK, reply);
     }
     if modern::is_method_not_found(&reply, Some(id)) {

@@ -232,6 +232,14 @@ pub fn is_method_not_found(reply: &str, id: Option<&RawValue>) -> bool {
         })
 }
 
+/// Whether `reply` is the error "invalid request" to request `id` (a 2025-11-25 session's
+/// request whose id is in flight already is answered so, with HTTP 400).
+pub fn is_invalid_request(reply: &str, id: Option<&RawValue>) -> bool {
+    reply
+        .strip_prefix(head_of(id, "error").as_str())
+        .is_some_and(|rest| rest.starts_with(&format!(r#""code":{}"#, error_code::INVALID_REQUEST)))
+}
+
 /// An error reply of -32002 (resource not found) as -32602 (invalid params).
 fn resource_not_found_as_invalid_params(reply: String, id: Option<&RawValue>) -> String {
     let head = head_of(id, "error");
