@@ -17,7 +17,7 @@ use crate::{
     client::StdioClient,
     measure::Phase,
     server::{self, Memory, Server},
-    table::{median, thousands},
+    table::{cell, p50s, thousands},
     Cli,
 };
 
@@ -158,25 +158,17 @@ fn print(cli: &Cli, candidates: &[Candidate], runs: &[Vec<Report>]) {
     println!();
     println!("| candidate | seq p50 | ×floor | seq p99 | seq calls/s | voluntary switches / call | ready | RSS after |");
     println!("|---|--:|--:|--:|--:|--:|--:|--:|");
-    let p50 = |r: &[Report]| median(&mut r.iter().map(|r| r.seq.p50_us).collect::<Vec<_>>()).0;
-    let floor = candidates
-        .iter()
-        .zip(runs)
-        .find(|(c, _)| c.kind == Kind::Floor)
-        .map(|(_, r)| p50(r));
-    let cell = |v: &mut Vec<f64>, show: &dyn Fn(f64) -> String, unit: &str| {
-        let (m, lo, hi) = median(v);
-        if v.len() > 1 {
-            format!("{}{unit} ({}–{})", show(m), show(lo), show(hi))
-        } else {
-            format!("{}{unit}", show(m))
-        }
-    };
+    let (p50, floor) = p50s(
+        candidates,
+        runs,
+        |c| c.kind == Kind::Floor,
+        |r| r.seq.p50_us,
+    );
     let one = |x: f64| format!("{x:.1}");
     let two = |x: f64| format!("{x:.2}");
-    for (c, r) in candidates.iter().zip(runs) {
+    for ((c, r), p) in candidates.iter().zip(runs).zip(&p50) {
         let col = |f: &dyn Fn(&Report) -> f64| r.iter().map(f).collect::<Vec<f64>>();
-        let ratio = floor.map_or("–".to_string(), |f| format!("{:.2}x", p50(r) / f));
+        let ratio = floor.map_or("–".to_string(), |f| format!("{:.2}x", p / f));
         println!(
             "| {} | {} | {} | {} | {} | {} | {} | {} |",
             c.name,
