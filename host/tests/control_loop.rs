@@ -214,7 +214,7 @@ async fn router_methods_and_errors() {
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["panic", "slow", "fail", "large", "flood", "echo", "stuck"]
+        ["panic", "slow", "fail", "large", "flood", "echo", "stuck", "print"]
     );
     for t in tools {
         assert_eq!(t["inputSchema"]["type"], "object", "{t}");

@@ -1,13 +1,13 @@
 //! `toolhost serve` as a process under floods: a client that stops reading while it sends
 //! calls with large results, and a call that reports progress a million times. The host's
 //! memory must stay bounded (its peak resident size, `VmHWM`, is read from /proc), and every
-//! call must still be answered. Linux only (/proc).
+//! call must still be answered; and a plugin printing to stdout. Linux only (/proc).
 #![cfg(target_os = "linux")]
 
 mod common;
 
 use std::{
-    io::Write,
+    io::{BufRead, Write},
     process::{Child, ChildStdin, ChildStdout, Command, Stdio},
     sync::{
         atomic::{AtomicBool, Ordering},
@@ -69,6 +69,36 @@ fn settle(pid: u32, quiet: Duration, limit: Duration) {
             return;
         }
     }
+}
+
+/// What an in-process plugin prints to standard output (a stray `println!`) never lands in
+/// the protocol stream: every line `serve` writes is a JSON-RPC message.
+#[test]
+fn a_plugins_print_stays_out_of_the_protocol_stream() {
+    let (_plugins, mut host, mut stdin, stdout) = serve_faulty();
+    let lines = [
+        json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
+            "params":{"name":"faulty__print","arguments":{"text":"not a message"}}}),
+        json!({"jsonrpc":"2.0","id":2,"method":"ping"}),
+    ];
+    for l in &lines {
+        stdin.write_all(format!("{l}\n").as_bytes()).unwrap();
+    }
+    drop(stdin);
+    let mut ids = Vec::new();
+    for line in std::io::BufReader::new(stdout).lines() {
+        let line = line.unwrap();
+        let msg: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("not a JSON-RPC message on stdout ({e}): {line}"));
+        if let Some(id) = msg["id"].as_u64() {
+            ids.push(id);
+        }
+        if msg["id"] == 1 {
+            assert_eq!(msg["result"]["content"][0]["text"], "printed", "{msg}");
+        }
+    }
+    assert_eq!(ids, [1, 2]);
+    host.wait().unwrap();
 }
 
 /// Longest any wait of these tests may take before it counts as a hang.

@@ -36,6 +36,7 @@ pub fn serve(opts: &Plugins<'_>, limits: &SessionLimits) -> anyhow::Result<ExitC
         let router = Router::new(registry, limits.call.router_config());
         let lines = blocking_lines(stdio(0)?).max_line_bytes(limits.max_line_bytes);
         let out = stdout_writer()?;
+        keep_stdout_for_the_protocol()?;
         crate::service::serve::serve_with(lines, out, router, Some(events)).await;
         anyhow::Ok(())
     })?;
@@ -61,8 +62,23 @@ fn stdout_writer() -> anyhow::Result<(crate::transport::LineSender, Writer)> {
     use tokio::net::unix::pipe;
     match pipe::Sender::from_file(std::fs::File::from(stdio(1)?)) {
         Ok(pipe) => Ok(Writer::spawn_direct(pipe)),
-        Err(_) => Ok(Writer::spawn(tokio::io::stdout())),
+        Err(_) => Ok(Writer::spawn(tokio::fs::File::from_std(
+            std::fs::File::from(stdio(1)?),
+        ))),
     }
+}
+
+/// Points descriptor 1 at stderr once the writer holds its own duplicate of stdout: what an
+/// in-process plugin prints (a stray `println!`) goes to the log, not into the protocol stream.
+fn keep_stdout_for_the_protocol() -> anyhow::Result<()> {
+    // SAFETY: dup2 replaces descriptor 1 with a duplicate of 2, both open for the whole
+    // process; it reads and writes no memory of ours. Rust's `Stdout` keeps using fd 1, which
+    // is exactly the redirection wanted.
+    if unsafe { libc::dup2(2, 1) } < 0 {
+        return Err(std::io::Error::last_os_error())
+            .context("cannot point standard output at standard error");
+    }
+    Ok(())
 }
 
 /// Over HTTP (`--http`).

@@ -137,6 +137,21 @@ pub fn echo(args: EchoArgs) -> Json<EchoArgs> {
     Json(args)
 }
 
+/// What to print.
+#[derive(Deserialize, JsonSchema)]
+pub struct PrintArgs {
+    /// The line written to the process's standard output.
+    pub text: String,
+}
+
+/// Print `text` to the process's standard output, as a stray `println!` would, and return
+/// `printed` (the host's protocol stream must stay clean).
+#[tool(read_only)]
+pub fn print(args: PrintArgs) -> String {
+    println!("{}", args.text);
+    "printed".into()
+}
+
 /// Sleep `ms` milliseconds, stopping early when the read is cancelled, then write what it saw
 /// (`finished` or `cancelled after N ms`) to `marker` (a percent-encoded path; `-`: none).
 #[resource(uri = "faulty://slow/{ms}/{marker}", mime_type = "text/plain")]
@@ -198,7 +213,7 @@ pub fn slow_read(ms: u64, ctx: &Context) -> Result<String, Cancelled> {
 
 export_plugin! {
     name: "faulty",
-    tools: [panic, slow, fail, large, flood, echo, stuck],
+    tools: [panic, slow, fail, large, flood, echo, stuck, print],
     resources: [panicking, bytes, slow_read, slow_resource, text_resource],
     prompts: [wait],
 }
