@@ -378,8 +378,8 @@ cli_test!(
             !echoed[0].is_error && echoed[0].content.contains(r#""hot":"added""#),
             "{echoed:?}"
         );
-        // /mcp counts them too (faulty has 7).
-        app.open_mcp(17);
+        // /mcp counts them too (faulty has 8).
+        app.open_mcp(18);
         app.tmux.key("Escape");
         app.wait("Escape back to the prompt", App::idle);
 
