@@ -289,7 +289,7 @@ impl Router {
                 "invalid request: the id must be a string or a number",
             ));
         }
-        let (id, request) = match msg {
+        let (id, method, request) = match msg {
             ClientMessage::Ignored => return Dispatch::Handled,
             ClientMessage::NoMethod(id) => {
                 return Dispatch::Reply(rpc_error(
@@ -298,7 +298,11 @@ impl Router {
                     "invalid request: no method",
                 ))
             }
-            ClientMessage::Request { id, request } => (*id, request),
+            ClientMessage::Request {
+                id,
+                method,
+                request,
+            } => (*id, method.as_ref(), request),
             ClientMessage::Notification(n) => return self.notified(client, n),
         };
         let request = match request {
@@ -307,7 +311,7 @@ impl Router {
             Err(e) if e.family == Family::Other => {
                 return Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &e.message))
             }
-            Err(e) => return self.invalid_offer(scope, id, e),
+            Err(e) => return self.invalid_offer(scope, id, method, e),
         };
         let plugin = match self.plugin_of(scope, Some(id)) {
             Ok(plugin) => plugin,
@@ -317,7 +321,7 @@ impl Router {
             Family::Other => None,
             family => match self.offered(scope, family) {
                 Some(offers) => Some(offers),
-                None => return Dispatch::Reply(method_not_found(id, request)),
+                None => return Dispatch::Reply(method_not_found(id, method)),
             },
         };
         let reply = match request {
@@ -350,8 +354,8 @@ impl Router {
                 return self.prompt_get(client, id, get, &offers.expect("offered"))
             }
             ClientRequest::CallTool(_) => unreachable!("routed above"),
-            ClientRequest::Discover | ClientRequest::Listen(_) | ClientRequest::Unknown(_) => {
-                method_not_found(id, request)
+            ClientRequest::Discover | ClientRequest::Listen(_) | ClientRequest::Unknown => {
+                method_not_found(id, method)
             }
         };
         Dispatch::Reply(reply)
@@ -551,21 +555,8 @@ impl Router {
     }
 }
 
-/// "Method not found" for `request`.
-fn method_not_found(id: &RawValue, request: &ClientRequest<'_>) -> String {
-    let method = match request {
-        ClientRequest::Unknown(m) => m.as_ref(),
-        ClientRequest::Discover => "server/discover",
-        ClientRequest::Listen(_) => "subscriptions/listen",
-        ClientRequest::ListResources(_) => "resources/list",
-        ClientRequest::ListResourceTemplates => "resources/templates/list",
-        ClientRequest::ReadResource(_) => "resources/read",
-        ClientRequest::Subscribe(_) => "resources/subscribe",
-        ClientRequest::Unsubscribe(_) => "resources/unsubscribe",
-        ClientRequest::ListPrompts(_) => "prompts/list",
-        ClientRequest::GetPrompt(_) => "prompts/get",
-        _ => "?",
-    };
+/// "Method not found" for `method`.
+fn method_not_found(id: &RawValue, method: &str) -> String {
     rpc_error(
         Some(id),
         error_code::METHOD_NOT_FOUND,

@@ -34,15 +34,12 @@ impl Router {
         &self,
         scope: Scope<'_>,
         id: &RawValue,
+        method: &str,
         e: &InvalidParams,
     ) -> Dispatch {
         Dispatch::Reply(match self.offered(scope, e.family) {
             Some(_) => rpc_error(Some(id), error_code::INVALID_PARAMS, &e.message),
-            None => rpc_error(
-                Some(id),
-                error_code::METHOD_NOT_FOUND,
-                &format!("method not found: {}", e.method),
-            ),
+            None => super::method_not_found(id, method),
         })
     }
 

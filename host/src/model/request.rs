@@ -31,7 +31,7 @@ pub enum ClientRequest<'a> {
     /// `subscriptions/listen` (2026-07-28), its params as they came.
     Listen(Option<&'a RawValue>),
     /// A method no server here has.
-    Unknown(Cow<'a, str>),
+    Unknown,
 }
 
 /// The cursor of a list request: where the page starts (`None`: the first page).
@@ -66,7 +66,6 @@ pub enum Family {
 /// A request whose params are not what its method takes.
 #[derive(Debug)]
 pub struct InvalidParams {
-    pub method: String,
     pub family: Family,
     pub message: String,
 }
@@ -76,6 +75,8 @@ pub struct InvalidParams {
 pub enum ClientMessage<'a> {
     Request {
         id: &'a RawValue,
+        /// The method as the client named it (what "method not found" says).
+        method: Cow<'a, str>,
         request: Result<ClientRequest<'a>, InvalidParams>,
     },
     Notification(ClientNotification<'a>),
@@ -98,6 +99,7 @@ impl<'a> ClientMessage<'a> {
         match msg.id {
             Some(id) => ClientMessage::Request {
                 id,
+                method: method.clone(),
                 request: ClientRequest::read(method, msg),
             },
             None => ClientMessage::Notification(match method.as_ref() {
@@ -129,11 +131,7 @@ impl<'a> ClientMessage<'a> {
 impl<'a> ClientRequest<'a> {
     fn read(method: &Cow<'a, str>, msg: &JsonRpc<'a>) -> Result<Self, InvalidParams> {
         let params = msg.params;
-        let invalid = |family, message: String| InvalidParams {
-            method: method.to_string(),
-            family,
-            message,
-        };
+        let invalid = |family, message: String| InvalidParams { family, message };
         let cursor = |family| {
             read_cursor(params).map_err(|e| invalid(family, format!("invalid params: {e}")))
         };
@@ -193,7 +191,7 @@ impl<'a> ClientRequest<'a> {
             }
             "server/discover" => ClientRequest::Discover,
             "subscriptions/listen" => ClientRequest::Listen(params),
-            _ => ClientRequest::Unknown(method.clone()),
+            _ => ClientRequest::Unknown,
         })
     }
 
@@ -281,7 +279,10 @@ mod tests {
             read(r#"{"jsonrpc":"2.0","id":1,"method":"prompts/list","params":{"cursor":"abc"}}"#);
         assert!(r.contains(r#"ListPrompts(Some("abc"))"#), "{r}");
         let r = read(r#"{"jsonrpc":"2.0","id":1,"method":"nope/nope"}"#);
-        assert!(r.contains(r#"Unknown("nope/nope")"#), "{r}");
+        assert!(
+            r.contains(r#"method: "nope/nope""#) && r.contains("Unknown"),
+            "{r}"
+        );
         let r = read(
             r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#,
         );
