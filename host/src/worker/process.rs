@@ -113,7 +113,7 @@ fn on_spawner_thread<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static
 pub(crate) fn spawn(
     config: &WorkerConfig,
     library: &File,
-    launch: Launch<'_>,
+    mut launch: Launch<'_>,
 ) -> io::Result<Spawned> {
     let (host_end, worker_end) = UnixStream::pair()?;
     let (replies, worker_replies) = crate::transport::pipe()?;
@@ -138,6 +138,7 @@ pub(crate) fn spawn(
         drop(worker_events);
         child
     })??;
+    launch.limits.handed_over();
     let output = child.stderr.take().expect("stderr is piped");
     Ok(Spawned {
         child,

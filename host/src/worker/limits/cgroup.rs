@@ -223,12 +223,7 @@ pub(crate) fn create(
     memory: Option<u64>,
     processes: Option<u64>,
 ) -> io::Result<PathBuf> {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let dir = base
-        .dir
-        .join(format!("toolhost-{}-worker-{n}", std::process::id()));
-    fs::create_dir(&dir)?;
+    let dir = fresh_dir(base)?;
     let set = |file: &str, value: String| -> io::Result<()> {
         fs::write(dir.join(file), value)
             .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.join(file).display())))
@@ -254,6 +249,32 @@ pub(crate) fn create(
         return Err(e);
     }
     Ok(dir)
+}
+
+/// Makes a new, empty cgroup beneath `base` for one worker. The name holds the host's pid, so
+/// an earlier host of the same pid (pids wrap) may have left one of that name behind if it
+/// was killed before its keepers ran: an empty leftover is removed, a busy one passed by.
+fn fresh_dir(base: &Base) -> io::Result<PathBuf> {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let mut tries = 0;
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = base
+            .dir
+            .join(format!("toolhost-{}-worker-{n}", std::process::id()));
+        match fs::create_dir(&dir) {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && tries < 64 => {
+                tries += 1;
+                // rmdir of a cgroup fails while it holds a process or a child: then it is
+                // someone's, and the next number is tried.
+                if fs::remove_dir(&dir).is_ok() && fs::create_dir(&dir).is_ok() {
+                    return Ok(dir);
+                }
+            }
+            Err(e) => return Err(e),
+            Ok(()) => return Ok(dir),
+        }
+    }
 }
 
 /// Moves the calling process into the cgroup `dir`.
@@ -375,5 +396,36 @@ mod tests {
         assert!(oom_killed(&worker));
         fs::write(worker.join("memory.events"), "oom 0\noom_kill 0\n").unwrap();
         assert!(!oom_killed(&worker));
+    }
+
+    /// A host whose pid an earlier, killed host had leaves that host's empty cgroups behind
+    /// and must still start workers; a cgroup still in use is never taken over.
+    #[test]
+    fn leftovers_of_an_earlier_host_of_the_same_pid_are_reused_only_when_empty() {
+        let root = tempfile::tempdir().unwrap();
+        let base = Base {
+            dir: root.path().into(),
+            memory: false,
+            pids: false,
+        };
+        let name = |n: u64| {
+            root.path()
+                .join(format!("toolhost-{}-worker-{n}", std::process::id()))
+        };
+        // Every number this test can reach is taken by a busy cgroup (a plain folder with a
+        // file in it cannot be removed, as a cgroup with a process cannot).
+        for n in 1..=2000 {
+            fs::create_dir(name(n)).unwrap();
+            fs::write(name(n).join("cgroup.procs"), "1").unwrap();
+        }
+        let err = fresh_dir(&base).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        for n in 1..=2000 {
+            assert!(name(n).join("cgroup.procs").exists(), "{n} was taken over");
+            fs::remove_file(name(n).join("cgroup.procs")).unwrap();
+        }
+        // Now they are empty leftovers: one is removed and made again.
+        let dir = fresh_dir(&base).unwrap();
+        assert!(dir.is_dir() && dir.starts_with(root.path()));
     }
 }

@@ -142,7 +142,9 @@ fn decide(
     })
 }
 
-/// How one worker is started bounded: its cgroup (made now) and its rlimit.
+/// How one worker is started bounded: its cgroup (made now) and its rlimit. Dropped before
+/// [`Placement::handed_over`], it removes the cgroup it made: a worker that never started
+/// (refused environment, failed exec) leaves nothing behind.
 pub(crate) struct Placement {
     cgroup: Option<PathBuf>,
     data_limit: Option<u64>,
@@ -175,6 +177,11 @@ impl Placement {
         Ok(Placement { cgroup, data_limit })
     }
 
+    /// The worker's keeper is running and owns the cgroup now (it removes it at the end).
+    pub(crate) fn handed_over(&mut self) {
+        self.cgroup = None;
+    }
+
     /// The keeper's arguments ([`KeeperArgs`]).
     pub(crate) fn args(&self) -> Vec<OsString> {
         let mut args = Vec::new();
@@ -185,6 +192,17 @@ impl Placement {
             args.extend(["--data-limit".into(), n.to_string().into()]);
         }
         args
+    }
+}
+
+impl Drop for Placement {
+    fn drop(&mut self) {
+        #[cfg(target_os = "linux")]
+        if let Some(dir) = &self.cgroup {
+            if let Err(e) = cgroup::remove(dir) {
+                tracing::debug!("cannot remove {}: {e}", dir.display());
+            }
+        }
     }
 }
 
@@ -308,5 +326,27 @@ mod tests {
             cause_with_memory("SIGKILL".into(), true, &Limits::default()),
             "out of memory, SIGKILL"
         );
+    }
+
+    /// A worker that never started (its environment refused, its exec failed) leaves no
+    /// cgroup behind; one whose keeper started leaves it to the keeper.
+    #[test]
+    fn a_placement_removes_its_cgroup_unless_a_keeper_took_it() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("worker");
+        std::fs::create_dir(&dir).unwrap();
+        drop(Placement {
+            cgroup: Some(dir.clone()),
+            data_limit: None,
+        });
+        assert!(!dir.exists());
+        std::fs::create_dir(&dir).unwrap();
+        let mut kept = Placement {
+            cgroup: Some(dir.clone()),
+            data_limit: None,
+        };
+        kept.handed_over();
+        drop(kept);
+        assert!(dir.exists());
     }
 }
