@@ -32,19 +32,16 @@ pub struct Declared {
 /// ```
 /// use std::time::Duration;
 ///
-/// use serde::Deserialize;
 /// use serde_json::json;
 /// use toolhost_plugin::{prelude::*, testing::TestContext};
 ///
-/// #[derive(Deserialize, JsonSchema)]
-/// pub struct Files {
-///     /// Paths to index.
-///     paths: Vec<String>,
-/// }
-///
 /// /// Index files, one after the other.
 /// #[tool]
-/// pub fn index(Files { paths }: Files, ctx: &Context) -> Result<String, ToolError> {
+/// fn index(
+///     /// Paths to index.
+///     paths: Vec<String>,
+///     ctx: &Context,
+/// ) -> Result<String, ToolError> {
 ///     let total = paths.len() as f64;
 ///     for (i, path) in paths.iter().enumerate() {
 ///         ctx.check_cancelled()?; // stop early when the client cancels
@@ -54,6 +51,8 @@ pub struct Declared {
 ///     }
 ///     Ok(format!("indexed {} files", paths.len()))
 /// }
+///
+/// export_plugin!();
 ///
 /// # fn main() {
 /// let ctx = TestContext::new();

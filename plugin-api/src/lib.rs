@@ -33,22 +33,19 @@
 //! use serde::{Deserialize, Serialize};
 //! use toolhost_plugin::prelude::*;
 //!
-//! /// Who to greet. Doc comments become the JSON Schema's descriptions, which the model reads.
-//! #[derive(Deserialize, JsonSchema)]
-//! pub struct GreetArgs {
-//!     /// A person's name.
-//!     pub name: String,
-//! }
-//!
 //! /// Greet someone by name.
 //! #[tool(read_only)]
-//! pub fn greet(GreetArgs { name }: GreetArgs, ctx: &Context) -> Result<String, ToolError> {
-//!     let settings = ctx.config::<Settings>()?;
-//!     ctx.state::<Counter>()?.greeted.fetch_add(1, Ordering::Relaxed);
-//!     Ok(format!("{}, {name}!", settings.greeting))
+//! fn greet(
+//!     /// A person's name.
+//!     name: String,
+//!     settings: &Settings,
+//!     counter: &Counter,
+//! ) -> String {
+//!     counter.greeted.fetch_add(1, Ordering::Relaxed);
+//!     format!("{}, {name}!", settings.greeting)
 //! }
 //!
-//! /// The greetings so far. Objects become `structuredContent` (and JSON text).
+//! /// The greetings so far.
 //! #[derive(Serialize, JsonSchema)]
 //! pub struct Stats {
 //!     /// How many people were greeted since the plugin was first loaded.
@@ -57,13 +54,12 @@
 //!
 //! /// Count the greetings.
 //! #[tool(read_only, output_schema)]
-//! pub fn stats(_: NoArgs, ctx: &Context) -> Result<Stats, ToolError> {
-//!     let greeted = ctx.state::<Counter>()?.greeted.load(Ordering::Relaxed);
-//!     Ok(Stats { greeted })
+//! fn stats(counter: &Counter) -> Json<Stats> {
+//!     Json(Stats { greeted: counter.greeted.load(Ordering::Relaxed) })
 //! }
 //!
-//! /// The plugin's state: kept across hot reloads (handed from the old build to the new one
-//! /// as JSON).
+//! /// The plugin's state: shared by every call, kept across hot reloads (handed from the old
+//! /// build to the new one as JSON).
 //! #[derive(Default, Serialize, Deserialize)]
 //! pub struct Counter {
 //!     greeted: AtomicU64,
@@ -82,8 +78,6 @@
 //! }
 //!
 //! export_plugin! {
-//!     name: "greeter",
-//!     tools: [greet, stats],
 //!     state: Counter,
 //!     config: Settings,
 //! }
@@ -109,16 +103,27 @@
 //!
 //! # Tools
 //!
-//! A tool is a function marked [`#[tool]`](macro@tool). It takes one argument struct
-//! (`Deserialize + JsonSchema`; [`NoArgs`] for none) and optionally `&`[`Context`] second.
-//! Its doc comment is the tool's description. It returns `Result<T, E>` with `T: Serialize`
-//! and `E: Display` (an `Err` is an `isError` result the model sees; [`ToolError`] takes any
-//! error with `?`; the type decides, so an alias such as `type Res<T> = Result<T, String>` is a
-//! `Result` too), a plain string, number, `bool`, `Vec`, map or `serde_json::Value`, a type of
-//! your own wrapped in [`Json`], or a [`ToolResult`] for images, audio, embedded resources and
-//! several content blocks (see [`IntoToolResult`]). Strings become text, whole numbers print
-//! without `.0`, objects become JSON text plus `structuredContent`. Arguments that do not fit
-//! the struct never reach the function: they become an error result naming the field.
+//! A tool is a function marked [`#[tool]`](macro@tool); the attribute alone makes it part of
+//! the plugin (`export_plugin!` finds every one in the crate). Its doc comment is the tool's
+//! description, and its parameters are of three kinds:
+//!
+//! - **Arguments**, which the model fills in: plain owned values (`x: f64`, `name: String`,
+//!   `tags: Vec<String>`, an enum or struct of your own deriving `Deserialize + JsonSchema`),
+//!   each with its doc comment as its description; `Option<T>` ones are optional. Or one struct
+//!   holding them all, destructured (`Pair { x, y }: Pair`) or marked `#[args]`.
+//! - **`&Context`**: the call itself (cancellation, progress, logs, notifications).
+//! - **`&State` and `&Config`**: the types `export_plugin!` declares as `state` and `config`;
+//!   asking for any other `&T` does not compile.
+//!
+//! It returns what the model gets: a string, number, `bool`, `Vec`, map or
+//! `serde_json::Value`; a type of your own in [`Json`] (structured content); a `Result<T, E>`
+//! with `E: Display` (an `Err` is an `isError` result; [`ToolError`] takes any error with `?`;
+//! `anyhow::Error` and your own error enums work as they are, and an alias such as
+//! `type Res<T> = Result<T, String>` is a `Result` too); or a [`ToolResult`] for images,
+//! audio, embedded resources and several content blocks (see [`IntoToolResult`]). Strings
+//! become text, whole numbers print without `.0`, objects become JSON text plus
+//! `structuredContent`. Arguments that do not fit never reach the function: they become an
+//! error result naming the field.
 //!
 //! A panic in a tool, in `on_load` or while listing tools becomes an error result or a load
 //! error; the host and every other tool keep serving.
@@ -139,8 +144,8 @@
 //! description). A missing required argument is MCP error -32602 naming it, before the
 //! function runs.
 //!
-//! Both are listed in [`export_plugin!`] (`resources: [..]`, `prompts: [..]`), run with the same
-//! [`Context`] as tools (and panics are caught the same way), and are tested the same way:
+//! Both are registered by their attribute, take `&Context`, `&State` and `&Config` as tools
+//! do (and panics are caught the same way), and are tested the same way:
 //! `note::resource().read("notes://1", &ctx)`, `summarize::prompt().get(&[("id", "1")], &ctx)`.
 //! When a resource changes, [`Context::resource_updated`] (or, from a thread of the plugin's
 //! own, [`notify::resource_updated`]) tells the clients.
@@ -164,9 +169,8 @@
 //! PostToolUse, UserPromptSubmit, ...) with that event's typed input and answers a typed
 //! [`HookOutcome`] (allow, deny, ask, rewrite the input, add context for the model, stop the
 //! turn); a [`#[permission]`](macro@permission) function answers the CLI's permission questions
-//! ([`Permission`]: allow, deny, no opinion) before the user is asked. Both go in
-//! `export_plugin!`'s `hooks: [..]`, reload like tools, and are plain functions in tests. See
-//! [`hooks`].
+//! ([`Permission`]: allow, deny, no opinion) before the user is asked. Both are registered by
+//! their attribute, reload like tools, and are plain functions in tests. See [`hooks`].
 //!
 //! # Compatibility
 //!
@@ -205,8 +209,10 @@ pub mod log;
 pub mod notify;
 mod plugin;
 mod prompt;
+mod register;
 mod resource;
 mod result;
+mod shared;
 mod strmap;
 pub mod testing;
 mod tool;
@@ -219,6 +225,7 @@ pub use plugin::OnLoad;
 #[doc(hidden)]
 pub use plugin::{NoConfig, PluginDef, WithConfig};
 pub use prompt::{IntoPromptResult, PromptDef, PromptError, PromptMessage, PromptResult, Role};
+pub use register::StateOrConfig;
 pub use resource::{
     IntoContents, IntoReadResult, IntoResourcePage, ListResources, ListedResource, ResourceBody,
     ResourceContent, ResourceDef, ResourceError, ResourcePage,
@@ -232,73 +239,76 @@ pub use result::{
 /// prelude, which brings the name `schemars` into scope).
 pub use schemars;
 pub use schemars::JsonSchema;
+pub use shared::Shared;
 pub use tool::{schema_of, Handler, NoArgs, ToolDef};
 #[doc(hidden)]
 pub use tool::{WithContext, WithoutContext};
-/// Turns a function into a tool. Options: `name = "..."`, `title = "..."`,
-/// `description = "..."` (default: the doc comment), `read_only`, `destructive`,
-/// `idempotent`, `open_world` (MCP annotations, each also `= false`; Claude Code runs
-/// `read_only` tools in parallel), `max_result_chars = N` (lets results up to N characters
-/// reach the model whole instead of a preview above ~50,000), `output_schema` (declares the
-/// returned type's JSON Schema).
+/// Turns a function into a tool of the plugin: registered by the attribute alone.
+///
+/// Its doc comment is the tool's description (required). Its parameters:
+/// - plain owned values are the arguments, named as the parameters, described by their doc
+///   comments, optional when `Option<T>`; a parameter may carry `#[serde(..)]` or
+///   `#[schemars(..)]` attributes (`#[serde(default)]`, `#[serde(rename = "..")]`);
+/// - or one struct of arguments (`Deserialize + JsonSchema`), destructured
+///   (`Pair { x, y }: Pair`) or marked `#[args]` (`#[args] pair: Pair`); [`NoArgs`] for none;
+/// - `&Context` for the call, and `&State`/`&Config` for the types declared as `state` and
+///   `config` in [`export_plugin!`], in any order.
+///
+/// Options: `name = "..."` (default: the function's), `title = "..."`, `description = "..."`
+/// (default: the doc comment); the MCP annotations `read_only`, `destructive`, `idempotent`,
+/// `open_world` (each also `= false`; Claude Code runs `read_only` tools in parallel); Claude
+/// Code's `_meta`: `max_result_chars = N` (results up to N characters reach the model whole
+/// instead of a preview above ~50,000), `always_load` (kept in the prompt, never deferred
+/// behind tool search; `= false` to defer it), `search_hint = "..."` (words tool search
+/// matches it by); `output_schema` (declares the returned type's JSON Schema).
 ///
 /// Beside the function it defines a module of the same name whose `tool()` returns the
-/// [`ToolDef`]: [`export_plugin!`] lists tools by that name, and tests call them through it.
+/// [`ToolDef`], for tests (and for `export_plugin!`'s explicit `tools: [..]`).
 ///
 /// ```
-/// use serde::Deserialize;
 /// use serde_json::json;
 /// use toolhost_plugin::{prelude::*, testing::TestContext};
 ///
-/// /// Two numbers.
-/// #[derive(Deserialize, JsonSchema)]
-/// pub struct Pair {
+/// /// Divide x by y.
+/// #[tool(read_only, idempotent, title = "Division", search_hint = "quotient ratio")]
+/// fn divide(
 ///     /// The dividend.
 ///     x: f64,
 ///     /// The divisor.
 ///     y: f64,
+///     /// Decimals to round to (default: none).
+///     decimals: Option<u8>,
+/// ) -> Result<f64, &'static str> {
+///     if y == 0.0 {
+///         return Err("division by zero");
+///     }
+///     let scale = 10f64.powi(decimals.map_or(0, i32::from));
+///     Ok(if decimals.is_some() { (x / y * scale).round() / scale } else { x / y })
 /// }
 ///
-/// /// Divide x by y.
-/// #[tool(read_only, idempotent, title = "Division")]
-/// pub fn divide(Pair { x, y }: Pair) -> Result<f64, &'static str> {
-///     if y == 0.0 { Err("division by zero") } else { Ok(x / y) }
-/// }
+/// export_plugin!();
 ///
 /// # fn main() {
 /// let def = divide::tool();
 /// assert_eq!(def.name(), "divide");
 /// assert_eq!(def.input_schema()["required"], json!(["x", "y"]));
 /// assert_eq!(def.input_schema()["properties"]["y"]["description"], "The divisor.");
+/// assert_eq!(def.declared_meta()["anthropic/searchHint"], "quotient ratio");
 ///
 /// let ctx = TestContext::new();
 /// assert_eq!(def.call(json!({"x": 6, "y": 3}), &ctx), ToolResult::text("2"));
+/// assert_eq!(def.call(json!({"x": 2, "y": 3, "decimals": 2}), &ctx), ToolResult::text("0.67"));
 /// assert_eq!(def.call(json!({"x": 1, "y": 0}), &ctx), ToolResult::error("division by zero"));
 /// # }
 /// ```
 ///
 /// What the function returns becomes the result through [`IntoToolResult`], by its type: a
-/// `Result` is one under any name. A type of your own is returned in a `Result` or as
-/// [`Json`]`<T>`; bare, it does not compile (a `Result` is `Serialize` too, and could not be
-/// told apart from your data):
-///
-/// ```compile_fail,E0277
-/// use serde::{Deserialize, Serialize};
-/// use toolhost_plugin::prelude::*;
-///
-/// #[derive(Deserialize, JsonSchema)]
-/// pub struct Text { text: String }
-///
-/// #[derive(Serialize)]
-/// pub struct Stats { words: usize }
-///
-/// /// Count the words.
-/// #[tool]
-/// pub fn count(Text { text }: Text) -> Stats { // `Json<Stats>`, or `Result<Stats, E>`
-///     Stats { words: text.split_whitespace().count() }
-/// }
-/// # fn main() {}
-/// ```
+/// `Result` is one under any name. A type of your own is returned in [`Json`]`<T>` (or a
+/// `Result` of one); bare, it does not compile, with a message saying so. Misuse that does not
+/// compile, each with a message saying what to write instead (the SDK's `tests/ui` holds one
+/// case of each): an argument type without a schema, a tool without a description, `&T` of a
+/// type the plugin never declared, two tools of one name, a hook whose outcome does not fit
+/// its event, a `#[tool]` in a crate without `export_plugin!`.
 pub use toolhost_plugin_macros::tool;
 
 /// Turns a function into a resource (a fixed URI) or a resource template (a URI with
@@ -329,7 +339,7 @@ pub use toolhost_plugin_macros::tool;
 /// gives listed resources the template's MIME type. A fixed URI is listed as itself.
 ///
 /// Beside the function it defines a module of the same name whose `resource()` returns the
-/// [`ResourceDef`] (listed in [`export_plugin!`]'s `resources: [..]`, read in tests with
+/// [`ResourceDef`] (read in tests with
 /// `resource().read(uri, &ctx)`) and, for plain arguments, `uri(..)`, the URI of given values
 /// (percent-encoded).
 ///
@@ -410,8 +420,8 @@ pub use toolhost_plugin_macros::resource;
 /// command. Options: `name = "..."` (default: the function's name), `title = "..."`,
 /// `description = "..."` (default: the doc comment).
 ///
-/// The function takes one argument struct (`Deserialize + JsonSchema`; [`NoArgs`] for none)
-/// and optionally `&Context` second, as a tool does: its fields are the prompt's arguments,
+/// The function takes one argument struct (`Deserialize + JsonSchema`; none or [`NoArgs`] for
+/// none), and `&Context`, `&State` or `&Config` as it needs: its fields are the prompt's arguments,
 /// their doc comments the arguments' descriptions, `Option` (or `#[serde(default)]`) fields
 /// optional, names as serde renames them. Arguments arrive as text and are parsed as the
 /// field's type; fields that are structs or lists are refused at load. A missing required
@@ -421,7 +431,7 @@ pub use toolhost_plugin_macros::resource;
 /// `Result<_, E: Display>` ([`PromptError::invalid_argument`]: -32602; other errors: -32603).
 ///
 /// Beside the function it defines a module of the same name whose `prompt()` returns the
-/// [`PromptDef`] (listed in [`export_plugin!`]'s `prompts: [..]`, rendered in tests with
+/// [`PromptDef`] (rendered in tests with
 /// `prompt().get(&[("name", "value")], &ctx)`).
 ///
 /// ```
@@ -445,6 +455,8 @@ pub use toolhost_plugin_macros::resource;
 ///     ]
 /// }
 ///
+/// export_plugin!();
+///
 /// # fn main() {
 /// let ctx = TestContext::new();
 /// let got = review::prompt().get(&[("file", "main.rs")], &ctx).unwrap();
@@ -458,27 +470,27 @@ pub use toolhost_plugin_macros::resource;
 pub use toolhost_plugin_macros::prompt;
 
 /// Exports the plugin: the one root module toolhost loads from the library. Use it once per
-/// plugin crate. Keys, in any order:
+/// plugin crate, at its root; `export_plugin!();` is enough. Keys, all optional, in any order:
 ///
-/// - `name` (required): letters, digits, `_` and `-`; Claude sees the tools as
-///   `mcp__<name>__<tool>`.
-/// - `tools: [..]`: the `#[tool]` functions, by path; an entry may carry `#[cfg(...)]`.
-///   Required unless the plugin has resources or prompts.
-/// - `resources: [..]`, `prompts: [..]`: the `#[resource]` and `#[prompt]` functions, as
-///   `tools`. Two resources with the same name or URI, or two prompts with the same name,
-///   refuse the load, as does a URI template toolhost does not accept (see [`uri_template`]).
+/// - `name`: letters, digits, `_` and `-` (default: the package's name); Claude sees the tools
+///   as `mcp__<name>__<tool>`.
 /// - `version`, `description`: default to the package's.
-/// - `state: Type`: a `Default + Serialize + Deserialize` value shared by the tools
-///   ([`Context::state`]) and carried across hot reloads.
+/// - `state: Type`: a `Default + Serialize + Deserialize` value shared by every call (a
+///   function takes `&Type`) and carried across hot reloads; [`Shared`] holds the parts that
+///   calls change.
 /// - `config: Type`: a `Deserialize` type read from the plugin's `config` table in the host's
-///   `toolhost.toml` when it loads ([`Context::config`]); a table that does not fit refuses
-///   the load with an error naming the field. Without it, a non-empty `config` refuses the
-///   load (it would be ignored otherwise).
+///   `toolhost.toml` when it loads (a function takes `&Type`); a table that does not fit
+///   refuses the load with an error naming the field. Without it, a non-empty `config`
+///   refuses the load (it would be ignored otherwise).
 /// - `on_load: f`: runs once at load, `fn() -> Result<(), E>` or `fn(&Config) -> Result<(), E>`;
 ///   an `Err` refuses the load.
-/// - `hooks: [..]`: the [`#[hook]`](macro@hook) and [`#[permission]`](macro@permission)
-///   functions, by path; an entry may carry `#[cfg(...)]`. With `hooks`, `tools` may be left
-///   out (a plugin of hooks only).
+/// - `tools: [..]`, `resources: [..]`, `prompts: [..]`, `hooks: [..]`: a fixed list, by path
+///   (an entry may carry `#[cfg(...)]`). Without any of them the plugin has every
+///   `#[tool]`, `#[resource]`, `#[prompt]`, `#[hook]` and `#[permission]` of the crate, in
+///   source order; naming any of them, it has exactly what they name.
+///
+/// Two resources with the same name or URI refuse the load, as does a URI template toolhost
+/// does not accept (see [`uri_template`]); two tools or two prompts of one name do not compile.
 ///
 /// ```
 /// use serde::Deserialize;
@@ -486,20 +498,15 @@ pub use toolhost_plugin_macros::prompt;
 ///
 /// /// Echo the text back.
 /// #[tool]
-/// pub fn echo(args: Text) -> String {
-///     args.text
+/// fn echo(text: String, limits: &Limits) -> String {
+///     text.chars().take(limits.max_len).collect()
 /// }
 ///
 /// /// Shout the text back (only in builds with the `loud` feature).
 /// #[cfg(feature = "loud")]
 /// #[tool]
-/// pub fn shout(args: Text) -> String {
-///     args.text.to_uppercase()
-/// }
-///
-/// #[derive(Deserialize, JsonSchema)]
-/// pub struct Text {
-///     text: String,
+/// fn shout(text: String) -> String {
+///     text.to_uppercase()
 /// }
 ///
 /// #[derive(Deserialize)]
@@ -514,11 +521,6 @@ pub use toolhost_plugin_macros::prompt;
 /// export_plugin! {
 ///     name: "echo",
 ///     description: "Says things back.",
-///     tools: [
-///         echo,
-///         #[cfg(feature = "loud")]
-///         shout,
-///     ],
 ///     config: Limits,
 ///     on_load: check,
 /// }
@@ -586,7 +588,7 @@ pub mod prelude {
     pub use crate::{
         export_plugin, prompt, resource, schemars, tool, Cancelled, Content, Context, Json,
         JsonSchema, Level, ListedResource, NoArgs, PromptError, PromptMessage, PromptResult,
-        ResourceContent, ResourceError, ToolError, ToolResult,
+        ResourceContent, ResourceError, Shared, ToolError, ToolResult,
     };
     // Hooks and permission policies.
     pub use crate::{hook, permission, HookOutcome, Permission, PermissionCheck};
@@ -596,7 +598,23 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::plugin::PluginEntry;
+    pub use crate::register::{
+        collect, Item, Kind, PromptNameIsTakenByAnotherPrompt, ToolNameIsTakenByAnotherTool, ITEMS,
+    };
     pub use crate::result::infallible;
+    pub use linkme::{self, distributed_slice};
+
+    /// The plugin's declared state or configuration of type `T`, for a parameter `&T`.
+    /// Declared (the bound) means the host always has it; only a test's `TestContext`
+    /// without `with_state`/`with_config` lacks it, and then the test fails saying so.
+    pub fn declared<T: crate::StateOrConfig<P>, P>(ctx: &crate::Context) -> &T {
+        match T::of(ctx) {
+            Ok(v) => v,
+            Err(e) => {
+                panic!("{e} (in a test: give it with TestContext::with_state or with_config)")
+            }
+        }
+    }
     pub use crate::uri_template::expand_uri;
     pub use abi_stable::library::{
         __call_root_module_loader, CheckTypeLayout, LibHeader, RootModuleResult,

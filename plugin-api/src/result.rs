@@ -483,14 +483,11 @@ impl IntoToolResult for Content {
 ///
 /// /// Count the words.
 /// #[tool(output_schema)]
-/// pub fn count(text: Text) -> Json<Stats> {
-///     Json(Stats { words: text.text.split_whitespace().count() })
+/// fn count(text: String) -> Json<Stats> {
+///     Json(Stats { words: text.split_whitespace().count() })
 /// }
 ///
-/// #[derive(serde::Deserialize, JsonSchema)]
-/// pub struct Text {
-///     text: String,
-/// }
+/// export_plugin!();
 ///
 /// # fn main() {
 /// let r = count::tool().call(serde_json::json!({"text": "a b c"}), &TestContext::new());

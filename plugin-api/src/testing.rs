@@ -1,25 +1,24 @@
 //! Running tools in unit tests and doctests, without a host.
 //!
 //! ```
-//! use serde::Deserialize;
 //! use serde_json::json;
 //! use toolhost_plugin::{prelude::*, testing::TestContext};
 //!
-//! #[derive(Deserialize, JsonSchema)]
-//! struct Steps {
-//!     /// How many steps to take.
-//!     n: u32,
-//! }
-//!
 //! /// Count to n, reporting progress.
 //! #[tool]
-//! fn count(Steps { n }: Steps, ctx: &Context) -> Result<u32, Cancelled> {
+//! fn count(
+//!     /// How many steps to take.
+//!     n: u32,
+//!     ctx: &Context,
+//! ) -> Result<u32, Cancelled> {
 //!     for i in 1..=n {
 //!         ctx.check_cancelled()?;
 //!         ctx.progress(i as f64, Some(n as f64), "counting");
 //!     }
 //!     Ok(n)
 //! }
+//!
+//! export_plugin!();
 //!
 //! # fn main() {
 //! let ctx = TestContext::new();

@@ -150,6 +150,19 @@ impl ToolDef {
         self.meta("anthropic/maxResultSizeChars", Value::from(chars))
     }
 
+    /// Whether Claude Code keeps the tool in the model's prompt rather than behind its tool
+    /// search (`_meta["anthropic/alwaysLoad"]`): `true` for a tool the model should always
+    /// see, `false` to defer it even when its server is set to load all of its tools.
+    pub fn always_load(self, yes: bool) -> Self {
+        self.meta("anthropic/alwaysLoad", Value::from(yes))
+    }
+
+    /// Words Claude Code's tool search matches the tool by, besides its name and description
+    /// (`_meta["anthropic/searchHint"]`).
+    pub fn search_hint(self, hint: impl Into<String>) -> Self {
+        self.meta("anthropic/searchHint", Value::from(hint.into()))
+    }
+
     /// Adds a key to the tool's `_meta`.
     pub fn meta(mut self, key: impl Into<String>, value: Value) -> Self {
         self.meta.insert(key.into(), value);
@@ -160,6 +173,11 @@ impl ToolDef {
     pub fn output_schema<T: JsonSchema>(mut self) -> Self {
         self.output_schema = Some(schema_of::<T>());
         self
+    }
+
+    /// Its `_meta` (Claude Code's `anthropic/...` keys, say).
+    pub fn declared_meta(&self) -> &Map<String, Value> {
+        &self.meta
     }
 
     /// The schema of `structuredContent` it declares, if any.

@@ -242,3 +242,6 @@ fn a_result_however_spelled_is_a_result() {
         Some(serde_json::json!({"half": 4}))
     );
 }
+
+// Every `#[tool]` and `#[prompt]` needs the plugin of its crate.
+export_plugin!();

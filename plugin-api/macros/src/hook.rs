@@ -3,20 +3,10 @@
 use proc_macro2::TokenStream as TokenStream2;
 use quote::{quote, quote_spanned};
 use syn::{
-    parse::ParseStream, punctuated::Punctuated, spanned::Spanned, FnArg, ItemFn, LitStr, Meta,
-    Path, Token, Type,
+    punctuated::Punctuated, spanned::Spanned, FnArg, ItemFn, LitStr, Meta, Path, Token, Type,
 };
 
-use crate::{lit_str, ToolEntry};
-
-/// `hooks: [a, #[cfg(..)] b, ..]` in `export_plugin!`: the `#[hook]` and `#[permission]`
-/// functions, by path.
-pub(crate) fn entries(input: ParseStream) -> syn::Result<Vec<ToolEntry>> {
-    let content;
-    syn::bracketed!(content in input);
-    let list = Punctuated::<ToolEntry, Token![,]>::parse_terminated(&content)?;
-    Ok(list.into_iter().collect())
-}
+use crate::{export::ToolEntry, lit_str, params::injected, register};
 
 /// One `let def = def.hook(path::hook());` per entry, behind its `#[cfg]`s.
 pub(crate) fn statements(hooks: &[ToolEntry]) -> Vec<TokenStream2> {
@@ -26,37 +16,50 @@ pub(crate) fn statements(hooks: &[ToolEntry]) -> Vec<TokenStream2> {
         .collect()
 }
 
-/// The closure that calls `ident` with the input and, if it takes one, the context.
+/// The closure that calls `ident` with the input (its first parameter) and what else it takes
+/// (`&Context`, the plugin's `&State` or `&Config`), and the input's type.
 fn hook_closure(func: &ItemFn, what: &str, input_kind: &str) -> syn::Result<(TokenStream2, Type)> {
     let ident = &func.sig.ident;
-    let ty = |a: &FnArg| -> syn::Result<Type> {
-        match a {
-            FnArg::Typed(t) => Ok((*t.ty).clone()),
-            FnArg::Receiver(r) => Err(syn::Error::new(
-                r.span(),
-                format!("a {what} cannot take `self`"),
-            )),
+    let mut input_ty = None;
+    let mut call = Vec::new();
+    for a in &func.sig.inputs {
+        let t = match a {
+            FnArg::Typed(t) => t,
+            FnArg::Receiver(r) => {
+                return Err(syn::Error::new(
+                    r.span(),
+                    format!("a {what} cannot take `self`"),
+                ))
+            }
+        };
+        if input_ty.is_none() {
+            input_ty = Some((*t.ty).clone());
+            call.push(quote!(input));
+            continue;
         }
-    };
-    let inputs: Vec<&FnArg> = func.sig.inputs.iter().collect();
-    match inputs.as_slice() {
-        [a] => {
-            let a = ty(a)?;
-            Ok((
-                quote!(|input: #a, _ctx: &::toolhost_plugin::Context| super::#ident(input)),
-                a,
-            ))
+        match injected(&t.ty)? {
+            Some(i) => call.push(i.expr()),
+            None => {
+                return Err(syn::Error::new(
+                    t.span(),
+                    format!(
+                        "a {what} takes {input_kind} first, then `&Context` or the plugin's \
+                         `&State`/`&Config` as it needs"
+                    ),
+                ))
+            }
         }
-        [a, c] => {
-            let a = ty(a)?;
-            let c = ty(c)?;
-            Ok((quote!(|input: #a, ctx: #c| super::#ident(input, ctx)), a))
-        }
-        _ => Err(syn::Error::new(
+    }
+    let Some(input_ty) = input_ty else {
+        return Err(syn::Error::new(
             func.sig.inputs.span(),
             format!("a {what} takes {input_kind}, and optionally `&Context` second"),
-        )),
-    }
+        ));
+    };
+    Ok((
+        quote!(|input: #input_ty, ctx: &::toolhost_plugin::Context| super::#ident(#(#call),*)),
+        input_ty,
+    ))
 }
 
 pub(crate) fn expand_hook(
@@ -105,12 +108,13 @@ pub(crate) fn expand_hook(
             const _: fn(#input_ty) -> #event_ty = |input| input;
         }
     });
+    let registered = register::item(quote!(|def| def.hook(hook())));
     let vis = &func.vis;
     Ok(quote! {
         #func
 
         #[doc(hidden)]
-        #[allow(non_snake_case, non_camel_case_types, clippy::redundant_closure)]
+        #[allow(non_snake_case, non_camel_case_types, unused_variables, clippy::redundant_closure)]
         #vis mod #ident {
             #[allow(unused_imports)]
             use super::*;
@@ -119,6 +123,8 @@ pub(crate) fn expand_hook(
             pub fn hook() -> ::toolhost_plugin::hooks::HookDef {
                 ::toolhost_plugin::hooks::HookDef::on(#name, #matcher, #closure)
             }
+
+            #registered
         }
     })
 }
@@ -141,12 +147,13 @@ pub(crate) fn expand_permission(
         }
     }
     let (closure, _) = hook_closure(&func, "permission policy", "a `PermissionCheck`")?;
+    let registered = register::item(quote!(|def| def.hook(hook())));
     let vis = &func.vis;
     Ok(quote! {
         #func
 
         #[doc(hidden)]
-        #[allow(non_snake_case, non_camel_case_types, clippy::redundant_closure)]
+        #[allow(non_snake_case, non_camel_case_types, unused_variables, clippy::redundant_closure)]
         #vis mod #ident {
             #[allow(unused_imports)]
             use super::*;
@@ -154,6 +161,8 @@ pub(crate) fn expand_permission(
             pub fn hook() -> ::toolhost_plugin::hooks::HookDef {
                 ::toolhost_plugin::hooks::HookDef::policy(#name, #closure)
             }
+
+            #registered
         }
     })
 }

@@ -6,7 +6,7 @@ use syn::{
     ext::IdentExt, punctuated::Punctuated, spanned::Spanned, FnArg, ItemFn, LitStr, Meta, Token,
 };
 
-use crate::{doc_comment, lit_str};
+use crate::{doc_comment, lit_str, params::injected, register};
 
 pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Result<TokenStream2> {
     let ident = &func.sig.ident;
@@ -41,32 +41,41 @@ pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Re
     if let Some(d) = description {
         builder.push(quote!(.description(#d)));
     }
-    let mut types = Vec::new();
+    let mut args_ty = None;
+    let mut call = Vec::new();
     for a in &func.sig.inputs {
         match a {
-            FnArg::Typed(t) => types.push((*t.ty).clone()),
+            FnArg::Typed(t) => match injected(&t.ty)? {
+                Some(i) => call.push(i.expr()),
+                None if args_ty.is_none() => {
+                    args_ty = Some((*t.ty).clone());
+                    call.push(quote!(args));
+                }
+                None => {
+                    return Err(syn::Error::new(
+                        t.span(),
+                        "a prompt takes one argument struct (`Deserialize + JsonSchema`; \
+                         `toolhost_plugin::NoArgs` for none), and `&Context` or the plugin's \
+                         `&State`/`&Config` as it needs",
+                    ))
+                }
+            },
             FnArg::Receiver(r) => {
                 return Err(syn::Error::new(r.span(), "a prompt cannot take `self`"))
             }
         }
     }
-    let closure = match types.as_slice() {
-        [a] => quote!(|args: #a, _ctx: &::toolhost_plugin::Context| super::#ident(args)),
-        [a, c] => quote!(|args: #a, ctx: #c| super::#ident(args, ctx)),
-        _ => {
-            return Err(syn::Error::new(
-                func.sig.inputs.span(),
-                "a prompt takes its argument struct (`Deserialize + JsonSchema`; \
-                 `toolhost_plugin::NoArgs` for none), and optionally `&Context` second",
-            ))
-        }
-    };
+    let args_ty = args_ty.unwrap_or_else(|| syn::parse_quote!(::toolhost_plugin::NoArgs));
+    let closure =
+        quote!(|args: #args_ty, ctx: &::toolhost_plugin::Context| super::#ident(#(#call),*));
+    let registered = register::item(quote!(|def| def.prompt(prompt())));
+    let unique = register::unique("PromptNameIsTakenByAnotherPrompt", &name);
     let vis = &func.vis;
     Ok(quote! {
         #func
 
         #[doc(hidden)]
-        #[allow(non_snake_case, non_camel_case_types, clippy::redundant_closure)]
+        #[allow(non_snake_case, non_camel_case_types, unused_variables, clippy::redundant_closure)]
         #vis mod #ident {
             #[allow(unused_imports)]
             use super::*;
@@ -76,6 +85,9 @@ pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Re
                 ::toolhost_plugin::PromptDef::new(#name, #closure)
                     #(#builder)*
             }
+
+            #registered
+            #unique
         }
     })
 }

@@ -7,7 +7,11 @@ use syn::{
     Meta, Pat, Path, Token, Type,
 };
 
-use crate::{doc_comment, lit_str};
+use crate::{
+    doc_comment, lit_str,
+    params::{injected, Injected},
+    register,
+};
 
 /// The variable names of `uri`'s `{...}` expressions. The SDK checks the whole grammar when
 /// the plugin loads; this catches what the function's arguments depend on, at compile time.
@@ -92,17 +96,6 @@ fn plain_type(ty: &Type) -> bool {
                 }
                 _ => false,
             }),
-            _ => false,
-        },
-        _ => false,
-    }
-}
-
-/// Whether `ty` is `&Context` (by the last segment of its path).
-fn is_context(ty: &Type) -> bool {
-    match ty {
-        Type::Reference(r) => match &*r.elem {
-            Type::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == "Context"),
             _ => false,
         },
         _ => false,
@@ -218,13 +211,13 @@ pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Re
         let list = from_inner_module(list);
         builder.push(quote!(.list(#list)));
     }
-    let (inputs, takes_ctx) = parameters(&func)?;
+    let (inputs, order) = parameters(&func)?;
     let sig = Signature {
         func: &func,
         uri: &uri,
         vars,
         inputs,
-        ctx_arg: takes_ctx.then(|| quote!(ctx)),
+        order,
     };
     let plain = !sig.inputs.is_empty()
         && sig
@@ -239,6 +232,7 @@ pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Re
     } else {
         (sig.by_struct()?, None)
     };
+    let registered = register::item(quote!(|def| def.resource(resource())));
     let vis = &func.vis;
     Ok(quote! {
         #func
@@ -256,35 +250,31 @@ pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Re
             }
 
             #uri_fn
+            #registered
         }
     })
 }
 
-/// The function's parameters but a last `&Context`, and whether it takes one.
-fn parameters(func: &ItemFn) -> syn::Result<(Vec<(&Pat, &Type)>, bool)> {
+/// The function's parameters that are URI variables, and for every parameter in order what the
+/// SDK fills in (`None`: the next variable).
+fn parameters(func: &ItemFn) -> syn::Result<(Vec<(&Pat, &Type)>, Vec<Option<Injected>>)> {
     let mut inputs: Vec<(&Pat, &Type)> = Vec::new();
+    let mut order = Vec::new();
     for a in &func.sig.inputs {
         match a {
-            FnArg::Typed(t) => inputs.push((&t.pat, &t.ty)),
+            FnArg::Typed(t) => match injected(&t.ty)? {
+                Some(i) => order.push(Some(i)),
+                None => {
+                    inputs.push((&t.pat, &t.ty));
+                    order.push(None);
+                }
+            },
             FnArg::Receiver(r) => {
                 return Err(syn::Error::new(r.span(), "a resource cannot take `self`"))
             }
         }
     }
-    let takes_ctx = inputs.last().is_some_and(|(_, ty)| is_context(ty));
-    if takes_ctx {
-        inputs.pop();
-    }
-    if let Some((_, ty)) = inputs
-        .iter()
-        .find(|(_, ty)| matches!(ty, Type::Reference(_)))
-    {
-        return Err(syn::Error::new(
-            ty.span(),
-            "a URI variable is an owned value (`String`, not `&str`); `&Context` comes last",
-        ));
-    }
-    Ok((inputs, takes_ctx))
+    Ok((inputs, order))
 }
 
 /// A parameter's name, if it is a plain one (`city`, not `Key { city }`).
@@ -301,16 +291,29 @@ struct Signature<'a> {
     uri: &'a LitStr,
     /// The URI's `{variables}`.
     vars: Vec<String>,
-    /// The parameters but a last `&Context`.
+    /// The parameters that are variables.
     inputs: Vec<(&'a Pat, &'a Type)>,
-    /// `ctx` if the function takes `&Context`.
-    ctx_arg: Option<TokenStream2>,
+    /// Every parameter in order: what the SDK fills in, or `None` for the next variable.
+    order: Vec<Option<Injected>>,
 }
 
 impl Signature<'_> {
+    /// The arguments of the call, in the function's order: `vars` for the variables' values
+    /// (in `inputs`' order), the SDK's values for the rest.
+    fn args(&self, vars: Vec<TokenStream2>) -> Vec<TokenStream2> {
+        let mut vars = vars.into_iter();
+        self.order
+            .iter()
+            .map(|o| match o {
+                Some(i) => i.expr(),
+                None => vars.next().unwrap_or_default(),
+            })
+            .collect()
+    }
+
     /// A fixed URI: the function takes nothing, or `&Context`.
     fn no_variables(&self) -> syn::Result<TokenStream2> {
-        let (ident, ctx_arg) = (&self.func.sig.ident, &self.ctx_arg);
+        let ident = &self.func.sig.ident;
         if let Some((pat, _)) = self.inputs.first() {
             return Err(syn::Error::new(
                 pat.span(),
@@ -320,16 +323,16 @@ impl Signature<'_> {
                 ),
             ));
         }
+        let args = self.args(Vec::new());
         Ok(
-            quote!(|_: ::toolhost_plugin::NoArgs, ctx: &::toolhost_plugin::Context| super::#ident(#ctx_arg)),
+            quote!(|_: ::toolhost_plugin::NoArgs, ctx: &::toolhost_plugin::Context| super::#ident(#(#args),*)),
         )
     }
 
     /// The variables as parameters named like them: the closure, and the `uri` function with
     /// the private struct the variables are read into.
     fn by_name(&self) -> syn::Result<(TokenStream2, TokenStream2)> {
-        let (ident, ctx_arg, uri, vars) =
-            (&self.func.sig.ident, &self.ctx_arg, self.uri, &self.vars);
+        let (ident, uri, vars) = (&self.func.sig.ident, self.uri, &self.vars);
         let mut fields = Vec::new();
         for (pat, ty) in &self.inputs {
             let field = named(pat).filter(|i| vars.contains(&i.unraw().to_string()));
@@ -379,15 +382,17 @@ impl Signature<'_> {
                 #(#names: #types,)*
             }
         };
-        let closure = quote!(|vars: __Variables, ctx: &::toolhost_plugin::Context| super::#ident(#(vars.#names,)* #ctx_arg));
+        let args = self.args(names.iter().map(|n| quote!(vars.#n)).collect());
+        let closure =
+            quote!(|vars: __Variables, ctx: &::toolhost_plugin::Context| super::#ident(#(#args),*));
         Ok((closure, uri_fn))
     }
 
     /// One struct holding the variables: its fields are checked against them at load
     /// (`ResourceDef`), where serde names them. Anything else is an error saying what is taken.
     fn by_struct(&self) -> syn::Result<TokenStream2> {
-        let (ident, ctx_arg, uri, vars) =
-            (&self.func.sig.ident, &self.ctx_arg, self.uri, &self.vars);
+        let (ident, uri, vars) = (&self.func.sig.ident, self.uri, &self.vars);
+        let args = self.args(vec![quote!(vars)]);
         match self.inputs.as_slice() {
             // A plain value named unlike every variable: it would read the map of variables.
             [(pat, ty)] if named(pat).is_some() && plain_type(ty) => Err(syn::Error::new(
@@ -400,9 +405,9 @@ impl Signature<'_> {
                     braced(vars)
                 ),
             )),
-            [(_, ty)] => Ok(
-                quote!(|vars: #ty, ctx: &::toolhost_plugin::Context| super::#ident(vars, #ctx_arg)),
-            ),
+            [(_, ty)] => {
+                Ok(quote!(|vars: #ty, ctx: &::toolhost_plugin::Context| super::#ident(#(#args),*)))
+            }
             _ => Err(syn::Error::new(
                 self.func.sig.inputs.span(),
                 format!(

@@ -1,0 +1,124 @@
+//! How a function's parameters are filled in: from the client's arguments, or by the SDK
+//! (`&Context`, and `&T` of the plugin's declared state or configuration).
+
+use proc_macro2::TokenStream as TokenStream2;
+use quote::{quote, quote_spanned};
+use syn::{spanned::Spanned, Attribute, FnArg, Ident, ItemFn, Pat, Type};
+
+/// A parameter the SDK fills in from the call.
+pub(crate) enum Injected {
+    /// `&Context`.
+    Context,
+    /// `&T` of a type the plugin declared as its state or configuration.
+    Declared(Type),
+}
+
+/// A parameter of a tool: one argument, the whole argument struct, or filled in by the SDK.
+pub(crate) enum Param {
+    /// A named argument; `attrs` are its doc comments and the field attributes it carries
+    /// (`#[serde(default)]`, ...), moved to the generated struct's field.
+    Plain {
+        name: Ident,
+        ty: Type,
+        attrs: Vec<Attribute>,
+    },
+    /// The argument struct, whole: `#[args] a: T`, `T { .. }: T` or `_: NoArgs`.
+    Whole(Type),
+    Injected(Injected),
+}
+
+/// What a reference parameter asks for, or an error for a reference that is an argument
+/// (`&str`): arguments are owned values.
+pub(crate) fn injected(ty: &Type) -> syn::Result<Option<Injected>> {
+    let Type::Reference(r) = ty else {
+        return Ok(None);
+    };
+    let Type::Path(p) = &*r.elem else {
+        return Err(syn::Error::new(
+            ty.span(),
+            "an argument is an owned value (`String`, `Vec<T>`), not a reference; a reference \
+             parameter is `&Context` or `&T` of the plugin's state or configuration",
+        ));
+    };
+    let last = p.path.segments.last().map(|s| s.ident.to_string());
+    match last.as_deref() {
+        Some("Context") => Ok(Some(Injected::Context)),
+        Some("str") => Err(syn::Error::new(
+            ty.span(),
+            "an argument is an owned value: take `String`, not `&str`",
+        )),
+        _ => Ok(Some(Injected::Declared((*r.elem).clone()))),
+    }
+}
+
+impl Injected {
+    /// The value passed for this parameter, where `ctx: &Context` is in scope.
+    pub(crate) fn expr(&self) -> TokenStream2 {
+        match self {
+            Injected::Context => quote!(ctx),
+            Injected::Declared(ty) => quote_spanned! {ty.span()=>
+                ::toolhost_plugin::__private::declared::<#ty, crate::__ToolhostPlugin>(ctx)
+            },
+        }
+    }
+}
+
+/// Takes the parameters of a tool apart, removing from the function the attributes that
+/// belong to the generated argument struct (doc comments, `#[args]`, `#[serde]`, ...).
+pub(crate) fn tool_params(func: &mut ItemFn) -> syn::Result<Vec<Param>> {
+    let mut params = Vec::new();
+    for input in func.sig.inputs.iter_mut() {
+        let t = match input {
+            FnArg::Typed(t) => t,
+            FnArg::Receiver(r) => {
+                return Err(syn::Error::new(r.span(), "a tool cannot take `self`"))
+            }
+        };
+        let attrs = std::mem::take(&mut t.attrs);
+        let whole_marked = attrs.iter().any(|a| a.path().is_ident("args"));
+        let (kept, moved): (Vec<Attribute>, Vec<Attribute>) = attrs
+            .into_iter()
+            .filter(|a| !a.path().is_ident("args"))
+            .partition(|a| a.path().is_ident("cfg") || a.path().is_ident("allow"));
+        t.attrs = kept;
+        if let Some(inj) = injected(&t.ty)? {
+            if let Some(a) = moved.first() {
+                return Err(syn::Error::new(
+                    a.span(),
+                    "only an argument carries doc comments or field attributes",
+                ));
+            }
+            params.push(Param::Injected(inj));
+            continue;
+        }
+        let destructured = matches!(&*t.pat, Pat::Struct(_) | Pat::TupleStruct(_));
+        let no_args = matches!(&*t.ty, Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "NoArgs"));
+        if whole_marked || destructured || no_args {
+            if let Some(a) = moved.first() {
+                return Err(syn::Error::new(
+                    a.span(),
+                    "the argument struct's own fields carry the descriptions: document them \
+                     in the struct",
+                ));
+            }
+            params.push(Param::Whole((*t.ty).clone()));
+            continue;
+        }
+        let name = match &*t.pat {
+            Pat::Ident(p) if p.subpat.is_none() => p.ident.clone(),
+            other => {
+                return Err(syn::Error::new(
+                    other.span(),
+                    "an argument is named by its parameter (`city: String`); for a struct of \
+                     arguments, destructure it (`Args { city }: Args`) or mark it `#[args]`",
+                ))
+            }
+        };
+        params.push(Param::Plain {
+            name,
+            ty: (*t.ty).clone(),
+            attrs: moved,
+        });
+    }
+    Ok(params)
+}

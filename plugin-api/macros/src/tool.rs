@@ -1,0 +1,206 @@
+//! `#[tool]`: a function whose arguments the client sends and whose return value is the
+//! result.
+
+use proc_macro2::TokenStream as TokenStream2;
+use quote::{quote, quote_spanned};
+use syn::{
+    punctuated::Punctuated, spanned::Spanned, Ident, ItemFn, LitStr, Meta, ReturnType, Token, Type,
+};
+
+use crate::{
+    doc_comment, lit_bool, lit_str,
+    params::{tool_params, Param},
+    register,
+};
+
+/// The options of `#[tool(...)]`.
+struct ToolOptions {
+    name: LitStr,
+    description: Option<LitStr>,
+    /// The builder calls of the other options (`.title(..)`, `.read_only(..)`, ...).
+    builder: Vec<TokenStream2>,
+    want_output_schema: bool,
+}
+
+const OPTIONS: &str = "name, title, description, read_only, destructive, idempotent, \
+                       open_world, max_result_chars, always_load, search_hint or output_schema";
+
+fn tool_options(args: &Punctuated<Meta, Token![,]>, ident: &Ident) -> syn::Result<ToolOptions> {
+    let mut name = LitStr::new(&ident.to_string(), ident.span());
+    let mut description: Option<LitStr> = None;
+    let mut builder = Vec::<TokenStream2>::new();
+    let mut want_output_schema = false;
+    for meta in args {
+        let key = meta
+            .path()
+            .get_ident()
+            .map(|i| i.to_string())
+            .unwrap_or_default();
+        match (key.as_str(), meta) {
+            ("name", Meta::NameValue(nv)) => name = lit_str(&nv.value)?,
+            ("description", Meta::NameValue(nv)) => description = Some(lit_str(&nv.value)?),
+            ("title", Meta::NameValue(nv)) => {
+                let t = lit_str(&nv.value)?;
+                builder.push(quote!(.title(#t)));
+            }
+            ("search_hint", Meta::NameValue(nv)) => {
+                let t = lit_str(&nv.value)?;
+                builder.push(quote!(.search_hint(#t)));
+            }
+            ("max_result_chars", Meta::NameValue(nv)) => {
+                let v = &nv.value;
+                builder.push(quote!(.max_result_chars(#v)));
+            }
+            ("output_schema", Meta::Path(_)) => want_output_schema = true,
+            (
+                flag @ ("read_only" | "destructive" | "idempotent" | "open_world" | "always_load"),
+                m,
+            ) => {
+                let value = match m {
+                    Meta::Path(_) => true,
+                    Meta::NameValue(nv) => lit_bool(&nv.value)?,
+                    Meta::List(l) => {
+                        return Err(syn::Error::new(
+                            l.span(),
+                            format!("use `{flag}` or `{flag} = false`"),
+                        ))
+                    }
+                };
+                let method = Ident::new(flag, m.span());
+                builder.push(quote!(.#method(#value)));
+            }
+            _ => {
+                return Err(syn::Error::new(
+                    meta.span(),
+                    format!("unknown #[tool] option; expected {OPTIONS}"),
+                ))
+            }
+        }
+    }
+    Ok(ToolOptions {
+        name,
+        description,
+        builder,
+        want_output_schema,
+    })
+}
+
+pub(crate) fn expand(
+    args: Punctuated<Meta, Token![,]>,
+    mut func: ItemFn,
+) -> syn::Result<TokenStream2> {
+    let ident = func.sig.ident.clone();
+    let ToolOptions {
+        name,
+        description,
+        mut builder,
+        want_output_schema,
+    } = tool_options(&args, &ident)?;
+    let description = match description {
+        Some(d) => d,
+        None => {
+            let doc = doc_comment(&func);
+            if doc.is_empty() {
+                return Err(syn::Error::new(
+                    ident.span(),
+                    "a tool needs a description: add a doc comment (`/// ...`) or `description = \"...\"`",
+                ));
+            }
+            LitStr::new(&doc, ident.span())
+        }
+    };
+    let params = tool_params(&mut func)?;
+    let (args_struct, args_ty, exprs) = arguments(&params, &func)?;
+    let ret_ty: Type = match &func.sig.output {
+        ReturnType::Default => syn::parse_quote!(()),
+        ReturnType::Type(_, t) => (**t).clone(),
+    };
+    // Spanned so that a type that is no tool result points at the return type.
+    let ret_span = match &func.sig.output {
+        ReturnType::Default => ident.span(),
+        ReturnType::Type(_, t) => t.span(),
+    };
+    let call = quote_spanned!(ret_span=>
+        ::toolhost_plugin::IntoToolResult::into_tool_result(super::#ident(#(#exprs),*))
+    );
+    if want_output_schema {
+        builder.push(
+            quote!(.output_schema::<<#ret_ty as ::toolhost_plugin::IntoToolResult>::Output>()),
+        );
+    }
+    let registered = register::item(quote!(|def| def.tool(tool())));
+    let unique = register::unique("ToolNameIsTakenByAnotherTool", &name);
+    let vis = &func.vis;
+    Ok(quote! {
+        #func
+
+        #[doc(hidden)]
+        #[allow(non_snake_case, non_camel_case_types, unused_variables, clippy::redundant_closure)]
+        #vis mod #ident {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #args_struct
+
+            /// The tool definition built by `#[tool]`.
+            pub fn tool() -> ::toolhost_plugin::ToolDef {
+                ::toolhost_plugin::ToolDef::new(
+                    #name,
+                    |args: #args_ty, ctx: &::toolhost_plugin::Context| #call,
+                )
+                .description(#description)
+                #(#builder)*
+            }
+
+            #registered
+            #unique
+        }
+    })
+}
+
+/// The argument type the closure takes (the function's own struct, or one generated from its
+/// plain arguments), the generated struct if any, and the expression for each parameter.
+fn arguments(
+    params: &[Param],
+    func: &ItemFn,
+) -> syn::Result<(TokenStream2, TokenStream2, Vec<TokenStream2>)> {
+    let wholes: Vec<&Type> = params
+        .iter()
+        .filter_map(|p| match p {
+            Param::Whole(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    let plain = params.iter().any(|p| matches!(p, Param::Plain { .. }));
+    if wholes.len() > 1 || (!wholes.is_empty() && plain) {
+        return Err(syn::Error::new(
+            func.sig.inputs.span(),
+            "a tool takes either plain arguments (`x: f64, y: f64`) or one struct of them \
+             (`#[args] args: Pair`), not both",
+        ));
+    }
+    let exprs = params
+        .iter()
+        .map(|p| match p {
+            Param::Plain { name, .. } => quote!(args.#name),
+            Param::Whole(_) => quote!(args),
+            Param::Injected(i) => i.expr(),
+        })
+        .collect();
+    if let Some(ty) = wholes.first() {
+        return Ok((TokenStream2::new(), quote!(#ty), exprs));
+    }
+    let fields = params.iter().filter_map(|p| match p {
+        Param::Plain { name, ty, attrs } => Some(quote!(#(#attrs)* #name: #ty,)),
+        _ => None,
+    });
+    let args_struct = quote! {
+        #[derive(::toolhost_plugin::__private::serde::Deserialize, ::toolhost_plugin::JsonSchema)]
+        #[serde(crate = "::toolhost_plugin::__private::serde")]
+        #[schemars(crate = "::toolhost_plugin::schemars")]
+        pub(super) struct Args {
+            #(#fields)*
+        }
+    };
+    Ok((args_struct, quote!(Args), exprs))
+}

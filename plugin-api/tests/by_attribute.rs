@@ -1,0 +1,173 @@
+//! SDK 2 as a plugin crate uses it: every function registered by its attribute alone, plain
+//! arguments, and the state and configuration asked for in signatures.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use toolhost_plugin::{__private::PluginEntry, prelude::*, testing::TestContext};
+
+/// Add two numbers.
+#[tool]
+fn add(x: f64, y: f64) -> f64 {
+    x + y
+}
+
+/// Greet someone, as often as asked.
+#[tool(read_only, always_load, search_hint = "hello welcome")]
+fn greet(
+    /// Who to greet.
+    name: String,
+    /// How many times (default once).
+    times: Option<u32>,
+    /// Shout it.
+    #[serde(default)]
+    loud: bool,
+    settings: &Settings,
+    counter: &Counter,
+) -> String {
+    counter.greeted.fetch_add(1, Ordering::Relaxed);
+    let one = format!("{}, {name}!", settings.greeting);
+    let all = vec![one; times.unwrap_or(1) as usize].join(" ");
+    if loud {
+        all.to_uppercase()
+    } else {
+        all
+    }
+}
+
+/// How many greetings so far.
+#[tool]
+fn greeted(counter: &Counter, ctx: &Context) -> u64 {
+    ctx.debug("counting");
+    counter.greeted.load(Ordering::Relaxed)
+}
+
+mod nested {
+    use super::*;
+
+    /// Two operands, the old way.
+    #[derive(Deserialize, JsonSchema)]
+    pub struct Pair {
+        /// The first.
+        pub x: f64,
+        /// The second.
+        pub y: f64,
+    }
+
+    /// Multiply two numbers.
+    #[tool]
+    pub fn multiply(Pair { x, y }: Pair) -> f64 {
+        x * y
+    }
+
+    /// Subtract the second number from the first.
+    #[tool]
+    pub fn subtract(#[args] pair: Pair) -> f64 {
+        pair.x - pair.y
+    }
+}
+
+#[derive(Default, Serialize, Deserialize)]
+pub struct Counter {
+    greeted: AtomicU64,
+}
+
+#[derive(Deserialize)]
+pub struct Settings {
+    greeting: String,
+}
+
+/// A resource registered by its attribute.
+#[resource(uri = "mem://count")]
+fn count(counter: &Counter) -> String {
+    counter.greeted.load(Ordering::Relaxed).to_string()
+}
+
+export_plugin! {
+    state: Counter,
+    config: Settings,
+}
+
+fn ctx() -> TestContext {
+    TestContext::new()
+        .with_state(Counter::default())
+        .with_config(Settings {
+            greeting: "Hello".into(),
+        })
+}
+
+#[test]
+fn every_attribute_registers_its_function_in_source_order() {
+    let def = __ToolhostPlugin::define();
+    assert_eq!(
+        def.tool_names(),
+        ["add", "greet", "greeted", "multiply", "subtract"]
+    );
+}
+
+#[test]
+fn plain_arguments_are_the_schema_and_their_doc_comments_its_descriptions() {
+    let s = add::tool().input_schema().clone();
+    assert_eq!(s["type"], "object");
+    assert_eq!(s["required"], json!(["x", "y"]));
+    assert_eq!(s["properties"]["x"]["type"], "number");
+    let g = greet::tool().input_schema().clone();
+    assert_eq!(g["required"], json!(["name"]), "{g}");
+    assert_eq!(g["properties"]["name"]["description"], "Who to greet.");
+    assert_eq!(
+        g["properties"]["times"]["description"],
+        "How many times (default once)."
+    );
+    // Injected parameters are no arguments.
+    assert!(g["properties"].get("settings").is_none() && g["properties"].get("counter").is_none());
+    let m = nested::multiply::tool().input_schema().clone();
+    assert_eq!(m["properties"]["x"]["description"], "The first.");
+}
+
+#[test]
+fn a_call_gets_its_arguments_state_and_configuration() {
+    let ctx = ctx();
+    assert_eq!(
+        add::tool().call(json!({"x": 1, "y": 2.5}), &ctx),
+        ToolResult::text("3.5")
+    );
+    assert_eq!(
+        greet::tool().call(json!({"name": "Ada", "times": 2}), &ctx),
+        ToolResult::text("Hello, Ada! Hello, Ada!")
+    );
+    assert_eq!(
+        greet::tool().call(json!({"name": "Ada", "loud": true}), &ctx),
+        ToolResult::text("HELLO, ADA!")
+    );
+    assert_eq!(greeted::tool().call(json!({}), &ctx), ToolResult::text("2"));
+    assert_eq!(
+        nested::subtract::tool().call(json!({"x": 5, "y": 2}), &ctx),
+        ToolResult::text("3")
+    );
+    assert_eq!(
+        count::resource().read("mem://count", &ctx).unwrap()[0].as_text(),
+        Some("2")
+    );
+    let bad = add::tool().call(json!({"x": "one", "y": 2}), &ctx);
+    assert_eq!(
+        bad,
+        ToolResult::error("invalid arguments: `x`: invalid type: string \"one\", expected f64")
+    );
+}
+
+#[test]
+fn claude_code_meta_is_set_on_the_attribute() {
+    let def = __ToolhostPlugin::define();
+    let _ = def;
+    let t = greet::tool();
+    let meta = t.declared_meta();
+    assert_eq!(meta["anthropic/alwaysLoad"], true);
+    assert_eq!(meta["anthropic/searchHint"], "hello welcome");
+}
+
+#[test]
+#[should_panic(expected = "this plugin declares no state")]
+fn a_test_context_without_the_state_says_what_is_missing() {
+    let _ = greeted::tool().call(json!({}), &TestContext::new());
+}
