@@ -109,8 +109,8 @@
 //!
 //! - **Arguments**, which the model fills in: plain owned values (`x: f64`, `name: String`,
 //!   `tags: Vec<String>`, an enum or struct of your own deriving `Deserialize + JsonSchema`),
-//!   each with its doc comment as its description; `Option<T>` ones are optional. Or one struct
-//!   holding them all, destructured (`Pair { x, y }: Pair`) or marked `#[args]`.
+//!   each with its doc comment as its description; `Option<T>` ones are optional. A tool whose
+//!   one argument is a struct takes that struct's fields as its arguments.
 //! - **`&Context`**: the call itself (cancellation, progress, logs, notifications).
 //! - **`&State` and `&Config`**: the types `export_plugin!` declares as `state` and `config`;
 //!   asking for any other `&T` does not compile.
@@ -249,8 +249,9 @@ pub use tool::{WithContext, WithoutContext};
 /// - plain owned values are the arguments, named as the parameters, described by their doc
 ///   comments, optional when `Option<T>`; a parameter may carry `#[serde(..)]` or
 ///   `#[schemars(..)]` attributes (`#[serde(default)]`, `#[serde(rename = "..")]`);
-/// - or one struct of arguments (`Deserialize + JsonSchema`), destructured
-///   (`Pair { x, y }: Pair`) or marked `#[args]` (`#[args] pair: Pair`); [`NoArgs`] for none;
+/// - or one struct of arguments (`Deserialize + JsonSchema`): a tool whose one argument is a
+///   struct takes that struct's fields as its arguments (`pair: Pair` or `Pair { x, y }: Pair`;
+///   [`NoArgs`] or nothing for none);
 /// - `&Context` for the call, and `&State`/`&Config` for the types declared as `state` and
 ///   `config` in [`export_plugin!`], in any order.
 ///
@@ -603,6 +604,14 @@ pub mod __private {
     };
     pub use crate::result::infallible;
     pub use linkme::{self, distributed_slice};
+
+    /// Whether `T` is a struct (its schema an object with named properties): a tool's one
+    /// argument of such a type is its whole argument set.
+    pub fn is_struct<T: crate::JsonSchema>() -> bool {
+        let schema = crate::schema_of::<T>();
+        schema.get("type").and_then(|t| t.as_str()) == Some("object")
+            && schema.get("properties").is_some()
+    }
 
     /// The plugin's declared state or configuration of type `T`, for a parameter `&T`.
     /// Declared (the bound) means the host always has it; only a test's `TestContext`

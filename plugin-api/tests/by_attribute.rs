@@ -63,7 +63,7 @@ mod nested {
 
     /// Subtract the second number from the first.
     #[tool]
-    pub fn subtract(#[args] pair: Pair) -> f64 {
+    pub fn subtract(pair: Pair) -> f64 {
         pair.x - pair.y
     }
 }
@@ -76,6 +76,15 @@ pub struct Counter {
 #[derive(Deserialize)]
 pub struct Settings {
     greeting: String,
+}
+
+/// The one argument that is no struct stays one argument.
+#[tool]
+fn shout(
+    /// What to shout.
+    words: Vec<String>,
+) -> String {
+    words.join(" ").to_uppercase()
 }
 
 /// A resource registered by its attribute.
@@ -102,7 +111,7 @@ fn every_attribute_registers_its_function_in_source_order() {
     let def = __ToolhostPlugin::define();
     assert_eq!(
         def.tool_names(),
-        ["add", "greet", "greeted", "multiply", "subtract"]
+        ["add", "greet", "greeted", "multiply", "subtract", "shout"]
     );
 }
 
@@ -123,6 +132,15 @@ fn plain_arguments_are_the_schema_and_their_doc_comments_its_descriptions() {
     assert!(g["properties"].get("settings").is_none() && g["properties"].get("counter").is_none());
     let m = nested::multiply::tool().input_schema().clone();
     assert_eq!(m["properties"]["x"]["description"], "The first.");
+    // One argument that is a struct is the argument set; one that is not stays an argument.
+    let sub = nested::subtract::tool().input_schema().clone();
+    assert_eq!(sub["required"], json!(["x", "y"]), "{sub}");
+    let shout = shout::tool().input_schema().clone();
+    assert_eq!(shout["required"], json!(["words"]), "{shout}");
+    assert_eq!(
+        shout["properties"]["words"]["description"],
+        "What to shout."
+    );
 }
 
 #[test]

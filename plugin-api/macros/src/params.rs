@@ -22,7 +22,7 @@ pub(crate) enum Param {
         ty: Type,
         attrs: Vec<Attribute>,
     },
-    /// The argument struct, whole: `#[args] a: T`, `T { .. }: T` or `_: NoArgs`.
+    /// The argument struct, whole: `T { .. }: T` or `_: NoArgs`.
     Whole(Type),
     Injected(Injected),
 }
@@ -64,7 +64,7 @@ impl Injected {
 }
 
 /// Takes the parameters of a tool apart, removing from the function the attributes that
-/// belong to the generated argument struct (doc comments, `#[args]`, `#[serde]`, ...).
+/// belong to the generated argument struct (doc comments, `#[serde]`, ...).
 pub(crate) fn tool_params(func: &mut ItemFn) -> syn::Result<Vec<Param>> {
     let mut params = Vec::new();
     for input in func.sig.inputs.iter_mut() {
@@ -75,10 +75,8 @@ pub(crate) fn tool_params(func: &mut ItemFn) -> syn::Result<Vec<Param>> {
             }
         };
         let attrs = std::mem::take(&mut t.attrs);
-        let whole_marked = attrs.iter().any(|a| a.path().is_ident("args"));
         let (kept, moved): (Vec<Attribute>, Vec<Attribute>) = attrs
             .into_iter()
-            .filter(|a| !a.path().is_ident("args"))
             .partition(|a| a.path().is_ident("cfg") || a.path().is_ident("allow"));
         t.attrs = kept;
         if let Some(inj) = injected(&t.ty)? {
@@ -93,7 +91,7 @@ pub(crate) fn tool_params(func: &mut ItemFn) -> syn::Result<Vec<Param>> {
         }
         let destructured = matches!(&*t.pat, Pat::Struct(_) | Pat::TupleStruct(_));
         let no_args = matches!(&*t.ty, Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "NoArgs"));
-        if whole_marked || destructured || no_args {
+        if destructured || no_args {
             if let Some(a) = moved.first() {
                 return Err(syn::Error::new(
                     a.span(),
@@ -109,8 +107,8 @@ pub(crate) fn tool_params(func: &mut ItemFn) -> syn::Result<Vec<Param>> {
             other => {
                 return Err(syn::Error::new(
                     other.span(),
-                    "an argument is named by its parameter (`city: String`); for a struct of \
-                     arguments, destructure it (`Args { city }: Args`) or mark it `#[args]`",
+                    "an argument is named by its parameter (`city: String`), or a struct of \
+                     arguments is destructured (`Args { city }: Args`)",
                 ))
             }
         };

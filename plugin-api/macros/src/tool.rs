@@ -110,7 +110,7 @@ pub(crate) fn expand(
         }
     };
     let params = tool_params(&mut func)?;
-    let (args_struct, args_ty, exprs) = arguments(&params, &func)?;
+    let args = arguments(&params, &func)?;
     let ret_ty: Type = match &func.sig.output {
         ReturnType::Default => syn::parse_quote!(()),
         ReturnType::Type(_, t) => (**t).clone(),
@@ -120,9 +120,31 @@ pub(crate) fn expand(
         ReturnType::Default => ident.span(),
         ReturnType::Type(_, t) => t.span(),
     };
-    let call = quote_spanned!(ret_span=>
-        ::toolhost_plugin::IntoToolResult::into_tool_result(super::#ident(#(#exprs),*))
-    );
+    let closure = |exprs: &[TokenStream2], args_ty: TokenStream2| {
+        let call = quote_spanned!(ret_span=>
+            ::toolhost_plugin::IntoToolResult::into_tool_result(super::#ident(#(#exprs),*))
+        );
+        quote!(::toolhost_plugin::ToolDef::new(#name, |args: #args_ty, ctx: &::toolhost_plugin::Context| #call))
+    };
+    let (args_struct, def) = match args {
+        Arguments::Whole { ty, exprs } => (TokenStream2::new(), closure(&exprs, ty)),
+        Arguments::Plain { args_struct, exprs } => (args_struct, closure(&exprs, quote!(Args))),
+        Arguments::One {
+            args_struct,
+            ty,
+            wrapped,
+            whole,
+        } => {
+            let whole = closure(&whole, ty.clone());
+            let wrapped = closure(&wrapped, quote!(Args));
+            // One argument that is a struct is the argument set (its fields are the tool's
+            // arguments), as a struct of arguments always was; anything else is one argument.
+            let def = quote! {
+                if ::toolhost_plugin::__private::is_struct::<#ty>() { #whole } else { #wrapped }
+            };
+            (args_struct, def)
+        }
+    };
     if want_output_schema {
         builder.push(
             quote!(.output_schema::<<#ret_ty as ::toolhost_plugin::IntoToolResult>::Output>()),
@@ -144,10 +166,7 @@ pub(crate) fn expand(
 
             /// The tool definition built by `#[tool]`.
             pub fn tool() -> ::toolhost_plugin::ToolDef {
-                ::toolhost_plugin::ToolDef::new(
-                    #name,
-                    |args: #args_ty, ctx: &::toolhost_plugin::Context| #call,
-                )
+                #def
                 .description(#description)
                 #(#builder)*
             }
@@ -158,12 +177,29 @@ pub(crate) fn expand(
     })
 }
 
-/// The argument type the closure takes (the function's own struct, or one generated from its
-/// plain arguments), the generated struct if any, and the expression for each parameter.
-fn arguments(
-    params: &[Param],
-    func: &ItemFn,
-) -> syn::Result<(TokenStream2, TokenStream2, Vec<TokenStream2>)> {
+/// How the client's arguments reach the function.
+enum Arguments {
+    /// One struct of arguments, known as one by its pattern (`Pair { x, y }: Pair`, `NoArgs`).
+    Whole {
+        ty: TokenStream2,
+        exprs: Vec<TokenStream2>,
+    },
+    /// Plain arguments, read into the generated `Args` struct.
+    Plain {
+        args_struct: TokenStream2,
+        exprs: Vec<TokenStream2>,
+    },
+    /// One plain argument: the argument set if its type is a struct (decided when the tool is
+    /// built, from its schema), one argument of the generated `Args` otherwise.
+    One {
+        args_struct: TokenStream2,
+        ty: TokenStream2,
+        wrapped: Vec<TokenStream2>,
+        whole: Vec<TokenStream2>,
+    },
+}
+
+fn arguments(params: &[Param], func: &ItemFn) -> syn::Result<Arguments> {
     let wholes: Vec<&Type> = params
         .iter()
         .filter_map(|p| match p {
@@ -171,24 +207,36 @@ fn arguments(
             _ => None,
         })
         .collect();
-    let plain = params.iter().any(|p| matches!(p, Param::Plain { .. }));
-    if wholes.len() > 1 || (!wholes.is_empty() && plain) {
+    let plain: Vec<(&Ident, &Type)> = params
+        .iter()
+        .filter_map(|p| match p {
+            Param::Plain { name, ty, .. } => Some((name, ty)),
+            _ => None,
+        })
+        .collect();
+    if wholes.len() > 1 || (!wholes.is_empty() && !plain.is_empty()) {
         return Err(syn::Error::new(
             func.sig.inputs.span(),
             "a tool takes either plain arguments (`x: f64, y: f64`) or one struct of them \
-             (`#[args] args: Pair`), not both",
+             (`Pair { x, y }: Pair`), not both",
         ));
     }
-    let exprs = params
-        .iter()
-        .map(|p| match p {
-            Param::Plain { name, .. } => quote!(args.#name),
-            Param::Whole(_) => quote!(args),
-            Param::Injected(i) => i.expr(),
-        })
-        .collect();
+    let exprs = |one_whole: bool| -> Vec<TokenStream2> {
+        params
+            .iter()
+            .map(|p| match p {
+                Param::Plain { .. } if one_whole => quote!(args),
+                Param::Plain { name, .. } => quote!(args.#name),
+                Param::Whole(_) => quote!(args),
+                Param::Injected(i) => i.expr(),
+            })
+            .collect()
+    };
     if let Some(ty) = wholes.first() {
-        return Ok((TokenStream2::new(), quote!(#ty), exprs));
+        return Ok(Arguments::Whole {
+            ty: quote!(#ty),
+            exprs: exprs(false),
+        });
     }
     let fields = params.iter().filter_map(|p| match p {
         Param::Plain { name, ty, attrs } => Some(quote!(#(#attrs)* #name: #ty,)),
@@ -202,5 +250,16 @@ fn arguments(
             #(#fields)*
         }
     };
-    Ok((args_struct, quote!(Args), exprs))
+    Ok(match plain.as_slice() {
+        [(_, ty)] => Arguments::One {
+            args_struct,
+            ty: quote!(#ty),
+            wrapped: exprs(false),
+            whole: exprs(true),
+        },
+        _ => Arguments::Plain {
+            args_struct,
+            exprs: exprs(false),
+        },
+    })
 }
