@@ -93,6 +93,22 @@ fn count(counter: &Counter) -> String {
     counter.greeted.load(Ordering::Relaxed).to_string()
 }
 
+/// Ask for a poem.
+#[prompt]
+fn poem(
+    /// What the poem is about.
+    topic: String,
+    /// How many lines (default 4).
+    lines: Option<u8>,
+    settings: &Settings,
+) -> String {
+    format!(
+        "{} Write {} lines about {topic}.",
+        settings.greeting,
+        lines.unwrap_or(4)
+    )
+}
+
 export_plugin! {
     state: Counter,
     config: Settings,
@@ -188,4 +204,22 @@ fn claude_code_meta_is_set_on_the_attribute() {
 #[should_panic(expected = "this plugin declares no state")]
 fn a_test_context_without_the_state_says_what_is_missing() {
     let _ = greeted::tool().call(json!({}), &TestContext::new());
+}
+
+#[test]
+fn a_prompt_takes_plain_arguments_too() {
+    let args = poem::prompt().arguments().unwrap().to_vec();
+    assert_eq!((args[0].name.as_str(), args[0].required), ("topic", true));
+    assert_eq!(
+        args[0].description.as_deref(),
+        Some("What the poem is about.")
+    );
+    assert_eq!((args[1].name.as_str(), args[1].required), ("lines", false));
+    let got = poem::prompt()
+        .get(&[("topic", "rust"), ("lines", "2")], &ctx())
+        .unwrap();
+    assert_eq!(
+        got.messages[0].text(),
+        Some("Hello Write 2 lines about rust.")
+    );
 }

@@ -13,7 +13,7 @@ pub(crate) enum Injected {
     Declared(Type),
 }
 
-/// A parameter of a tool: one argument, the whole argument struct, or filled in by the SDK.
+/// A parameter of a tool or prompt: one argument, the whole argument struct, or filled in by the SDK.
 pub(crate) enum Param {
     /// A named argument; `attrs` are its doc comments and the field attributes it carries
     /// (`#[serde(default)]`, ...), moved to the generated struct's field.
@@ -63,15 +63,18 @@ impl Injected {
     }
 }
 
-/// Takes the parameters of a tool apart, removing from the function the attributes that
+/// Takes the parameters of a tool or prompt apart, removing from the function the attributes that
 /// belong to the generated argument struct (doc comments, `#[serde]`, ...).
-pub(crate) fn tool_params(func: &mut ItemFn) -> syn::Result<Vec<Param>> {
+pub(crate) fn tool_params(func: &mut ItemFn, what: &str) -> syn::Result<Vec<Param>> {
     let mut params = Vec::new();
     for input in func.sig.inputs.iter_mut() {
         let t = match input {
             FnArg::Typed(t) => t,
             FnArg::Receiver(r) => {
-                return Err(syn::Error::new(r.span(), "a tool cannot take `self`"))
+                return Err(syn::Error::new(
+                    r.span(),
+                    format!("a {what} cannot take `self`"),
+                ))
             }
         };
         let attrs = std::mem::take(&mut t.attrs);
@@ -119,4 +122,124 @@ pub(crate) fn tool_params(func: &mut ItemFn) -> syn::Result<Vec<Param>> {
         });
     }
     Ok(params)
+}
+
+/// How the client's arguments reach the function.
+pub(crate) enum Arguments {
+    /// One struct of arguments, known as one by its pattern (`Pair { x, y }: Pair`, `NoArgs`).
+    Whole {
+        ty: TokenStream2,
+        exprs: Vec<TokenStream2>,
+    },
+    /// Plain arguments, read into the generated `__Arguments` struct.
+    Plain {
+        args_struct: TokenStream2,
+        exprs: Vec<TokenStream2>,
+    },
+    /// One plain argument: the argument set if its type is a struct (decided when the tool is
+    /// built, from its schema), one argument of the generated `__Arguments` otherwise.
+    One {
+        args_struct: TokenStream2,
+        ty: TokenStream2,
+        wrapped: Vec<TokenStream2>,
+        whole: Vec<TokenStream2>,
+    },
+}
+
+pub(crate) fn arguments(params: &[Param], func: &ItemFn, what: &str) -> syn::Result<Arguments> {
+    let wholes: Vec<&Type> = params
+        .iter()
+        .filter_map(|p| match p {
+            Param::Whole(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    let plain: Vec<(&Ident, &Type)> = params
+        .iter()
+        .filter_map(|p| match p {
+            Param::Plain { name, ty, .. } => Some((name, ty)),
+            _ => None,
+        })
+        .collect();
+    if wholes.len() > 1 || (!wholes.is_empty() && !plain.is_empty()) {
+        return Err(syn::Error::new(
+            func.sig.inputs.span(),
+            format!(
+                "a {what} takes either plain arguments (`x: f64, y: f64`) or one struct of \
+                 them (`Pair {{ x, y }}: Pair`), not both"
+            ),
+        ));
+    }
+    let exprs = |one_whole: bool| -> Vec<TokenStream2> {
+        params
+            .iter()
+            .map(|p| match p {
+                Param::Plain { .. } if one_whole => quote!(args),
+                Param::Plain { name, .. } => quote!(args.#name),
+                Param::Whole(_) => quote!(args),
+                Param::Injected(i) => i.expr(),
+            })
+            .collect()
+    };
+    if let Some(ty) = wholes.first() {
+        return Ok(Arguments::Whole {
+            ty: quote!(#ty),
+            exprs: exprs(false),
+        });
+    }
+    let fields = params.iter().filter_map(|p| match p {
+        Param::Plain { name, ty, attrs } => Some(quote!(#(#attrs)* #name: #ty,)),
+        _ => None,
+    });
+    let args_struct = quote! {
+        #[derive(::toolhost_plugin::__private::serde::Deserialize, ::toolhost_plugin::JsonSchema)]
+        #[serde(crate = "::toolhost_plugin::__private::serde")]
+        #[schemars(crate = "::toolhost_plugin::schemars")]
+        pub(super) struct __Arguments {
+            #(#fields)*
+        }
+    };
+    Ok(match plain.as_slice() {
+        [(_, ty)] => Arguments::One {
+            args_struct,
+            ty: quote!(#ty),
+            wrapped: exprs(false),
+            whole: exprs(true),
+        },
+        _ => Arguments::Plain {
+            args_struct,
+            exprs: exprs(false),
+        },
+    })
+}
+
+impl Arguments {
+    /// The generated argument struct (if any) and the definition's expression, built by
+    /// `new(call arguments, argument type)`.
+    pub(crate) fn definition(
+        self,
+        new: impl Fn(&[TokenStream2], TokenStream2) -> TokenStream2,
+    ) -> (TokenStream2, TokenStream2) {
+        match self {
+            Arguments::Whole { ty, exprs } => (TokenStream2::new(), new(&exprs, ty)),
+            Arguments::Plain { args_struct, exprs } => {
+                (args_struct, new(&exprs, quote!(__Arguments)))
+            }
+            Arguments::One {
+                args_struct,
+                ty,
+                wrapped,
+                whole,
+            } => {
+                let whole = new(&whole, ty.clone());
+                let wrapped = new(&wrapped, quote!(__Arguments));
+                // One argument that is a struct is the argument set (its fields are the
+                // arguments), as a struct of arguments always was; anything else is one.
+                let def = quote! {
+                    if ::toolhost_plugin::__private::is_struct::<#ty>() { #whole } else { #wrapped }
+                };
+                (args_struct, def)
+            }
+        }
+    }
 }

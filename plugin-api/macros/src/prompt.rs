@@ -2,14 +2,19 @@
 
 use proc_macro2::TokenStream as TokenStream2;
 use quote::quote;
-use syn::{
-    ext::IdentExt, punctuated::Punctuated, spanned::Spanned, FnArg, ItemFn, LitStr, Meta, Token,
+use syn::{ext::IdentExt, punctuated::Punctuated, spanned::Spanned, ItemFn, LitStr, Meta, Token};
+
+use crate::{
+    doc_comment, lit_str,
+    params::{arguments, tool_params},
+    register,
 };
 
-use crate::{doc_comment, lit_str, params::injected, register};
-
-pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Result<TokenStream2> {
-    let ident = &func.sig.ident;
+pub(crate) fn expand(
+    args: Punctuated<Meta, Token![,]>,
+    mut func: ItemFn,
+) -> syn::Result<TokenStream2> {
+    let ident = func.sig.ident.clone();
     let mut name = LitStr::new(&ident.unraw().to_string(), ident.span());
     let mut description: Option<LitStr> = None;
     let mut builder = Vec::<TokenStream2>::new();
@@ -41,33 +46,15 @@ pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Re
     if let Some(d) = description {
         builder.push(quote!(.description(#d)));
     }
-    let mut args_ty = None;
-    let mut call = Vec::new();
-    for a in &func.sig.inputs {
-        match a {
-            FnArg::Typed(t) => match injected(&t.ty)? {
-                Some(i) => call.push(i.expr()),
-                None if args_ty.is_none() => {
-                    args_ty = Some((*t.ty).clone());
-                    call.push(quote!(args));
-                }
-                None => {
-                    return Err(syn::Error::new(
-                        t.span(),
-                        "a prompt takes one argument struct (`Deserialize + JsonSchema`; \
-                         `toolhost_plugin::NoArgs` for none), and `&Context` or the plugin's \
-                         `&State`/`&Config` as it needs",
-                    ))
-                }
-            },
-            FnArg::Receiver(r) => {
-                return Err(syn::Error::new(r.span(), "a prompt cannot take `self`"))
-            }
+    let params = tool_params(&mut func, "prompt")?;
+    let (args_struct, def) = arguments(&params, &func, "prompt")?.definition(|exprs, args_ty| {
+        quote! {
+            ::toolhost_plugin::PromptDef::new(
+                #name,
+                |args: #args_ty, ctx: &::toolhost_plugin::Context| super::#ident(#(#exprs),*),
+            )
         }
-    }
-    let args_ty = args_ty.unwrap_or_else(|| syn::parse_quote!(::toolhost_plugin::NoArgs));
-    let closure =
-        quote!(|args: #args_ty, ctx: &::toolhost_plugin::Context| super::#ident(#(#call),*));
+    });
     let registered = register::item(quote!(|def| def.prompt(prompt())));
     let unique = register::unique("PromptNameIsTakenByAnotherPrompt", &name);
     let vis = &func.vis;
@@ -80,10 +67,12 @@ pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Re
             #[allow(unused_imports)]
             use super::*;
 
+            #args_struct
+
             /// The prompt definition built by `#[prompt]`.
             pub fn prompt() -> ::toolhost_plugin::PromptDef {
-                ::toolhost_plugin::PromptDef::new(#name, #closure)
-                    #(#builder)*
+                #def
+                #(#builder)*
             }
 
             #registered

@@ -9,7 +9,7 @@ use syn::{
 
 use crate::{
     doc_comment, lit_bool, lit_str,
-    params::{tool_params, Param},
+    params::{arguments, tool_params},
     register,
 };
 
@@ -109,8 +109,8 @@ pub(crate) fn expand(
             LitStr::new(&doc, ident.span())
         }
     };
-    let params = tool_params(&mut func)?;
-    let args = arguments(&params, &func)?;
+    let params = tool_params(&mut func, "tool")?;
+    let args = arguments(&params, &func, "tool")?;
     let ret_ty: Type = match &func.sig.output {
         ReturnType::Default => syn::parse_quote!(()),
         ReturnType::Type(_, t) => (**t).clone(),
@@ -120,31 +120,12 @@ pub(crate) fn expand(
         ReturnType::Default => ident.span(),
         ReturnType::Type(_, t) => t.span(),
     };
-    let closure = |exprs: &[TokenStream2], args_ty: TokenStream2| {
+    let (args_struct, def) = args.definition(|exprs, args_ty| {
         let call = quote_spanned!(ret_span=>
             ::toolhost_plugin::IntoToolResult::into_tool_result(super::#ident(#(#exprs),*))
         );
         quote!(::toolhost_plugin::ToolDef::new(#name, |args: #args_ty, ctx: &::toolhost_plugin::Context| #call))
-    };
-    let (args_struct, def) = match args {
-        Arguments::Whole { ty, exprs } => (TokenStream2::new(), closure(&exprs, ty)),
-        Arguments::Plain { args_struct, exprs } => (args_struct, closure(&exprs, quote!(Args))),
-        Arguments::One {
-            args_struct,
-            ty,
-            wrapped,
-            whole,
-        } => {
-            let whole = closure(&whole, ty.clone());
-            let wrapped = closure(&wrapped, quote!(Args));
-            // One argument that is a struct is the argument set (its fields are the tool's
-            // arguments), as a struct of arguments always was; anything else is one argument.
-            let def = quote! {
-                if ::toolhost_plugin::__private::is_struct::<#ty>() { #whole } else { #wrapped }
-            };
-            (args_struct, def)
-        }
-    };
+    });
     if want_output_schema {
         builder.push(
             quote!(.output_schema::<<#ret_ty as ::toolhost_plugin::IntoToolResult>::Output>()),
@@ -174,92 +155,5 @@ pub(crate) fn expand(
             #registered
             #unique
         }
-    })
-}
-
-/// How the client's arguments reach the function.
-enum Arguments {
-    /// One struct of arguments, known as one by its pattern (`Pair { x, y }: Pair`, `NoArgs`).
-    Whole {
-        ty: TokenStream2,
-        exprs: Vec<TokenStream2>,
-    },
-    /// Plain arguments, read into the generated `Args` struct.
-    Plain {
-        args_struct: TokenStream2,
-        exprs: Vec<TokenStream2>,
-    },
-    /// One plain argument: the argument set if its type is a struct (decided when the tool is
-    /// built, from its schema), one argument of the generated `Args` otherwise.
-    One {
-        args_struct: TokenStream2,
-        ty: TokenStream2,
-        wrapped: Vec<TokenStream2>,
-        whole: Vec<TokenStream2>,
-    },
-}
-
-fn arguments(params: &[Param], func: &ItemFn) -> syn::Result<Arguments> {
-    let wholes: Vec<&Type> = params
-        .iter()
-        .filter_map(|p| match p {
-            Param::Whole(t) => Some(t),
-            _ => None,
-        })
-        .collect();
-    let plain: Vec<(&Ident, &Type)> = params
-        .iter()
-        .filter_map(|p| match p {
-            Param::Plain { name, ty, .. } => Some((name, ty)),
-            _ => None,
-        })
-        .collect();
-    if wholes.len() > 1 || (!wholes.is_empty() && !plain.is_empty()) {
-        return Err(syn::Error::new(
-            func.sig.inputs.span(),
-            "a tool takes either plain arguments (`x: f64, y: f64`) or one struct of them \
-             (`Pair { x, y }: Pair`), not both",
-        ));
-    }
-    let exprs = |one_whole: bool| -> Vec<TokenStream2> {
-        params
-            .iter()
-            .map(|p| match p {
-                Param::Plain { .. } if one_whole => quote!(args),
-                Param::Plain { name, .. } => quote!(args.#name),
-                Param::Whole(_) => quote!(args),
-                Param::Injected(i) => i.expr(),
-            })
-            .collect()
-    };
-    if let Some(ty) = wholes.first() {
-        return Ok(Arguments::Whole {
-            ty: quote!(#ty),
-            exprs: exprs(false),
-        });
-    }
-    let fields = params.iter().filter_map(|p| match p {
-        Param::Plain { name, ty, attrs } => Some(quote!(#(#attrs)* #name: #ty,)),
-        _ => None,
-    });
-    let args_struct = quote! {
-        #[derive(::toolhost_plugin::__private::serde::Deserialize, ::toolhost_plugin::JsonSchema)]
-        #[serde(crate = "::toolhost_plugin::__private::serde")]
-        #[schemars(crate = "::toolhost_plugin::schemars")]
-        pub(super) struct Args {
-            #(#fields)*
-        }
-    };
-    Ok(match plain.as_slice() {
-        [(_, ty)] => Arguments::One {
-            args_struct,
-            ty: quote!(#ty),
-            wrapped: exprs(false),
-            whole: exprs(true),
-        },
-        _ => Arguments::Plain {
-            args_struct,
-            exprs: exprs(false),
-        },
     })
 }
