@@ -498,6 +498,26 @@ impl IntoToolResult for Content {
 #[serde(transparent)]
 pub struct Json<T>(pub T);
 
+/// The schema of `T`: `Json<T>` (also in a `Result`) declares `T`'s schema with
+/// `#[tool(output_schema)]`.
+impl<T: schemars::JsonSchema> schemars::JsonSchema for Json<T> {
+    fn inline_schema() -> bool {
+        T::inline_schema()
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        T::schema_name()
+    }
+
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        T::schema_id()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        T::json_schema(generator)
+    }
+}
+
 impl<T: Serialize> IntoToolResult for Json<T> {
     type Output = T;
 

@@ -62,6 +62,9 @@
 //! # }
 //! ```
 
+/// `json!` for building arguments and events in tests, without a dependency on `serde_json`.
+pub use serde_json::json;
+
 use std::{
     any::Any,
     ffi::c_void,

@@ -10,7 +10,7 @@ pub(crate) enum Injected {
     /// `&Context`.
     Context,
     /// `&T` of a type the plugin declared as its state or configuration.
-    Declared(Type),
+    Declared(Box<Type>),
 }
 
 /// A parameter of a tool or prompt: one argument, the whole argument struct, or filled in by the SDK.
@@ -47,7 +47,7 @@ pub(crate) fn injected(ty: &Type) -> syn::Result<Option<Injected>> {
             ty.span(),
             "an argument is an owned value: take `String`, not `&str`",
         )),
-        _ => Ok(Some(Injected::Declared((*r.elem).clone()))),
+        _ => Ok(Some(Injected::Declared(r.elem.clone()))),
     }
 }
 

@@ -255,9 +255,12 @@ pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Re
     })
 }
 
+/// A parameter that is a URI variable (or a struct of them).
+type Input<'a> = (&'a Pat, &'a Type);
+
 /// The function's parameters that are URI variables, and for every parameter in order what the
 /// SDK fills in (`None`: the next variable).
-fn parameters(func: &ItemFn) -> syn::Result<(Vec<(&Pat, &Type)>, Vec<Option<Injected>>)> {
+fn parameters(func: &ItemFn) -> syn::Result<(Vec<Input<'_>>, Vec<Option<Injected>>)> {
     let mut inputs: Vec<(&Pat, &Type)> = Vec::new();
     let mut order = Vec::new();
     for a in &func.sig.inputs {

@@ -5,6 +5,43 @@
 use serde::Deserialize;
 use toolhost_plugin::prelude::*;
 
+/// Add two numbers (x + y).
+#[tool(read_only, idempotent)]
+pub fn add(x: f64, y: f64, settings: &Settings) -> f64 {
+    settings.round(x + y)
+}
+
+/// Subtract the second number from the first (x - y).
+#[tool(read_only, idempotent)]
+pub fn subtract(x: f64, y: f64, settings: &Settings) -> f64 {
+    settings.round(x - y)
+}
+
+/// Multiply two numbers (x * y).
+#[tool(read_only, idempotent)]
+pub fn multiply(x: f64, y: f64, settings: &Settings) -> f64 {
+    settings.round(x * y)
+}
+
+/// Divide the first number by the second (x / y).
+#[tool(read_only, idempotent)]
+pub fn divide(x: f64, y: f64, settings: &Settings) -> Result<f64, &'static str> {
+    if y == 0.0 {
+        return Err("division by zero");
+    }
+    Ok(settings.round(x / y))
+}
+
+/// Raise the first number to the power of the second (x ^ y).
+///
+/// Only in builds with the `extra` feature: the end-to-end tests swap such a build in to see a
+/// hot reload change the tool list.
+#[cfg(feature = "extra")]
+#[tool(read_only, idempotent)]
+pub fn power(x: f64, y: f64, settings: &Settings) -> f64 {
+    settings.round(x.powf(y))
+}
+
 /// Settings from the host's configuration file (`[plugin.calc] config = { ... }`).
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -26,62 +63,4 @@ impl Settings {
     }
 }
 
-/// Two operands.
-#[derive(Deserialize, JsonSchema)]
-pub struct Operands {
-    /// The first number.
-    pub x: f64,
-    /// The second number.
-    pub y: f64,
-}
-
-/// Add two numbers (x + y).
-#[tool(read_only, idempotent)]
-pub fn add(Operands { x, y }: Operands, ctx: &Context) -> Result<f64, ToolError> {
-    Ok(ctx.config::<Settings>()?.round(x + y))
-}
-
-/// Subtract the second number from the first (x - y).
-#[tool(read_only, idempotent)]
-pub fn subtract(Operands { x, y }: Operands, ctx: &Context) -> Result<f64, ToolError> {
-    Ok(ctx.config::<Settings>()?.round(x - y))
-}
-
-/// Multiply two numbers (x * y).
-#[tool(read_only, idempotent)]
-pub fn multiply(Operands { x, y }: Operands, ctx: &Context) -> Result<f64, ToolError> {
-    Ok(ctx.config::<Settings>()?.round(x * y))
-}
-
-/// Divide the first number by the second (x / y).
-#[tool(read_only, idempotent)]
-pub fn divide(Operands { x, y }: Operands, ctx: &Context) -> Result<f64, ToolError> {
-    if y == 0.0 {
-        Err(ToolError::new("division by zero"))
-    } else {
-        Ok(ctx.config::<Settings>()?.round(x / y))
-    }
-}
-
-/// Raise the first number to the power of the second (x ^ y).
-///
-/// Only in builds with the `extra` feature: the end-to-end tests swap such a build in to see a
-/// hot reload change the tool list.
-#[cfg(feature = "extra")]
-#[tool(read_only, idempotent)]
-pub fn power(Operands { x, y }: Operands, ctx: &Context) -> Result<f64, ToolError> {
-    Ok(ctx.config::<Settings>()?.round(x.powf(y)))
-}
-
-export_plugin! {
-    name: "calc",
-    config: Settings,
-    tools: [
-        add,
-        subtract,
-        multiply,
-        divide,
-        #[cfg(feature = "extra")]
-        power,
-    ],
-}
+export_plugin! { config: Settings }

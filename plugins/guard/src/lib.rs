@@ -30,7 +30,6 @@ use serde_json::Value;
 use toolhost_plugin::{
     hooks::{PostToolUse, PostToolUseFailure, PreToolUse, UserPromptSubmit},
     prelude::*,
-    ContextError,
 };
 
 /// The plugin's configuration (`[plugin.guard] config = { ... }`).
@@ -71,6 +70,16 @@ impl Settings {
         ))
     }
 
+    /// Appends one tool use to the log, if there is one; a log that cannot be written is
+    /// reported to the host's log.
+    fn log(&self, ctx: &Context, session: &str, tool: &str, input: &Value, error: Option<&str>) {
+        let Some(path) = self.log_path() else { return };
+        if let Err(e) = audit::append(&path, session, tool, input, error) {
+            let path = path.display();
+            ctx.warn(&format!("cannot write the tool-use log {path}: {e}"));
+        }
+    }
+
     /// Where tool uses are logged, if anywhere.
     pub fn log_path(&self) -> Option<PathBuf> {
         match &self.log {
@@ -83,81 +92,55 @@ impl Settings {
 
 /// Refuses Bash commands on the deny list.
 #[hook(PreToolUse, matcher = "Bash")]
-pub fn refuse_commands(
-    input: PreToolUse,
-    ctx: &Context,
-) -> Result<HookOutcome<PreToolUse>, ContextError> {
-    let settings = ctx.config::<Settings>()?;
-    Ok(
-        match settings.refusal(&input.tool_name, &input.tool_input) {
-            Some(reason) => HookOutcome::deny(reason),
-            None => HookOutcome::no_opinion(),
-        },
-    )
+pub fn refuse_commands(input: PreToolUse, settings: &Settings) -> HookOutcome<PreToolUse> {
+    match settings.refusal(&input.tool_name, &input.tool_input) {
+        Some(reason) => HookOutcome::deny(reason),
+        None => HookOutcome::no_opinion(),
+    }
 }
 
 /// Refuses the same commands when the CLI asks for permission.
 #[permission]
-pub fn refuse_commands_policy(
-    check: PermissionCheck,
-    ctx: &Context,
-) -> Result<Permission, ContextError> {
-    let settings = ctx.config::<Settings>()?;
-    Ok(match settings.refusal(&check.tool_name, &check.input) {
+pub fn refuse_commands_policy(check: PermissionCheck, settings: &Settings) -> Permission {
+    match settings.refusal(&check.tool_name, &check.input) {
         Some(reason) => Permission::deny(reason),
         None => Permission::no_opinion(),
-    })
+    }
 }
 
 /// Logs every tool use. A log that cannot be written is reported and changes nothing else.
 #[hook(PostToolUse)]
 pub fn log_tool_use(
     input: PostToolUse,
+    settings: &Settings,
     ctx: &Context,
-) -> Result<HookOutcome<PostToolUse>, ContextError> {
-    log(
-        ctx,
-        &input.session_id,
-        &input.tool_name,
-        &input.tool_input,
-        None,
-    )?;
-    Ok(HookOutcome::no_opinion())
+) -> HookOutcome<PostToolUse> {
+    let PostToolUse {
+        session_id,
+        tool_name,
+        tool_input,
+        ..
+    } = &input;
+    settings.log(ctx, session_id, tool_name, tool_input, None);
+    HookOutcome::no_opinion()
 }
 
 /// Logs every failed tool use, with its error.
 #[hook(PostToolUseFailure)]
 pub fn log_failed_tool_use(
     input: PostToolUseFailure,
+    settings: &Settings,
     ctx: &Context,
-) -> Result<HookOutcome<PostToolUseFailure>, ContextError> {
+) -> HookOutcome<PostToolUseFailure> {
     let error = Some(input.error.as_str());
-    log(
+    settings.log(
         ctx,
         &input.session_id,
         &input.tool_name,
         &input.tool_input,
         error,
-    )?;
-    Ok(HookOutcome::no_opinion())
-}
-
-fn log(
-    ctx: &Context,
-    session: &str,
-    tool: &str,
-    input: &Value,
-    error: Option<&str>,
-) -> Result<(), ContextError> {
-    if let Some(path) = ctx.config::<Settings>()?.log_path() {
-        if let Err(e) = audit::append(&path, session, tool, input, error) {
-            ctx.warn(&format!(
-                "cannot write the tool-use log {}: {e}",
-                path.display()
-            ));
-        }
-    }
-    Ok(())
+    );
+    HookOutcome::no_opinion()
 }
 
 /// Tells Claude the git branch of the working folder.
@@ -169,17 +152,7 @@ pub fn git_branch(input: UserPromptSubmit) -> HookOutcome<UserPromptSubmit> {
     }
 }
 
-export_plugin! {
-    name: "guard",
-    hooks: [
-        refuse_commands,
-        refuse_commands_policy,
-        log_tool_use,
-        log_failed_tool_use,
-        git_branch,
-    ],
-    config: Settings,
-}
+export_plugin! { config: Settings }
 
 #[cfg(test)]
 mod tests {
@@ -216,47 +189,42 @@ mod tests {
 
     #[test]
     fn the_default_list_refuses_rm_rf_and_force_pushes() {
-        let ctx = TestContext::new().with_config(Settings::default());
-        let out = refuse_commands(bash("rm -rf /"), &ctx).unwrap();
+        let settings = Settings::default();
+        let out = refuse_commands(bash("rm -rf /"), &settings);
         assert_eq!(
             out,
             HookOutcome::deny(
                 "guard refuses Bash commands containing `rm -rf` (its deny list in toolhost.toml)"
             )
         );
-        assert!(refuse_commands(bash("git  push --force origin main"), &ctx)
-            .unwrap()
-            .to_json()["hookSpecificOutput"]["permissionDecisionReason"]
-            .as_str()
-            .unwrap()
-            .contains("git push --force"));
-        assert!(refuse_commands(bash("ls -la"), &ctx)
-            .unwrap()
-            .is_no_opinion());
+        assert!(
+            refuse_commands(bash("git  push --force origin main"), &settings).to_json()
+                ["hookSpecificOutput"]["permissionDecisionReason"]
+                .as_str()
+                .unwrap()
+                .contains("git push --force")
+        );
+        assert!(refuse_commands(bash("ls -la"), &settings).is_no_opinion());
         let edit = PreToolUse {
             tool_name: "Edit".into(),
             tool_input: json!({"command": "rm -rf /"}),
             ..Default::default()
         };
-        assert!(refuse_commands(edit, &ctx).unwrap().is_no_opinion());
+        assert!(refuse_commands(edit, &settings).is_no_opinion());
     }
 
     #[test]
     fn a_configured_list_replaces_the_default() {
         let settings: Settings = serde_json::from_value(json!({"deny": ["curl"]})).unwrap();
-        let ctx = TestContext::new().with_config(settings);
-        assert!(!refuse_commands(bash("curl x | sh"), &ctx)
-            .unwrap()
-            .is_no_opinion());
-        assert!(refuse_commands(bash("rm -rf /"), &ctx)
-            .unwrap()
-            .is_no_opinion());
+        assert!(!refuse_commands(bash("curl x | sh"), &settings).is_no_opinion());
+        assert!(refuse_commands(bash("rm -rf /"), &settings).is_no_opinion());
         let e = serde_json::from_value::<Settings>(json!({"denny": []})).unwrap_err();
         assert!(e.to_string().contains("unknown field `denny`"), "{e}");
     }
 
     #[test]
     fn the_policy_denies_what_the_hook_refuses() {
+        let settings = Settings::default();
         let ctx = TestContext::new().with_config(Settings::default());
         let check = |command: &str| PermissionCheck {
             tool_name: "Bash".into(),
@@ -264,14 +232,14 @@ mod tests {
             ..Default::default()
         };
         assert!(matches!(
-            refuse_commands_policy(check("rm -rf ~"), &ctx).unwrap(),
+            refuse_commands_policy(check("rm -rf ~"), &settings),
             Permission::Deny {
                 interrupt: false,
                 ..
             }
         ));
         assert_eq!(
-            refuse_commands_policy(check("cargo test"), &ctx).unwrap(),
+            refuse_commands_policy(check("cargo test"), &settings),
             Permission::no_opinion()
         );
         // As the host runs it: the can_use_tool request in, the answer's JSON out.
@@ -289,10 +257,11 @@ mod tests {
     fn every_tool_use_is_logged_as_a_json_line() {
         let dir = scratch();
         let log = dir.join("sub/guard.log");
-        let ctx = TestContext::new().with_config(Settings {
+        let settings = Settings {
             log: Some(log.clone()),
             ..Default::default()
-        });
+        };
+        let ctx = TestContext::new();
         for tool in ["Read", "Bash"] {
             let input = PostToolUse {
                 tool_name: tool.into(),
@@ -300,14 +269,14 @@ mod tests {
                 session_id: "s1".into(),
                 ..Default::default()
             };
-            assert!(log_tool_use(input, &ctx).unwrap().is_no_opinion());
+            assert!(log_tool_use(input, &settings, &ctx).is_no_opinion());
         }
         let failed = PostToolUseFailure {
             tool_name: "Bash".into(),
             error: "Exit code 3".into(),
             ..Default::default()
         };
-        assert!(log_failed_tool_use(failed, &ctx).unwrap().is_no_opinion());
+        assert!(log_failed_tool_use(failed, &settings, &ctx).is_no_opinion());
         let text = fs::read_to_string(&log).unwrap();
         let lines: Vec<Value> = text
             .lines()
@@ -327,16 +296,17 @@ mod tests {
     fn an_unwritable_log_is_reported_and_changes_nothing() {
         let dir = scratch();
         fs::write(dir.join("file"), "").unwrap();
-        let ctx = TestContext::new().with_config(Settings {
+        let settings = Settings {
             // A folder beneath a file cannot be created.
             log: Some(dir.join("file/guard.log")),
             ..Default::default()
-        });
+        };
+        let ctx = TestContext::new();
         let input = PostToolUse {
             tool_name: "Read".into(),
             ..Default::default()
         };
-        assert!(log_tool_use(input, &ctx).unwrap().is_no_opinion());
+        assert!(log_tool_use(input, &settings, &ctx).is_no_opinion());
         let logs = ctx.logs();
         assert_eq!(logs.len(), 1);
         assert!(

@@ -5,7 +5,7 @@
 //! by one), `notes://index` lists them all, and the `summarize` prompt asks the model to
 //! summarize one.
 
-use std::{collections::BTreeMap, sync::Mutex};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use toolhost_plugin::prelude::*;
@@ -13,28 +13,13 @@ use toolhost_plugin::prelude::*;
 /// The notes, kept across hot reloads (serialized as JSON by the host hand-off).
 #[derive(Default, Serialize, Deserialize)]
 pub struct Notes {
-    book: Mutex<Book>,
+    book: Shared<Book>,
 }
 
 #[derive(Default, Serialize, Deserialize)]
 struct Book {
     next_id: u64,
     notes: BTreeMap<u64, String>,
-}
-
-impl Notes {
-    fn book(&self) -> std::sync::MutexGuard<'_, Book> {
-        // A panicking tool cannot leave a `Book` half-updated (each update is one insert or
-        // remove), so a poisoned lock is still consistent.
-        self.book.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// The note to add.
-#[derive(Deserialize, JsonSchema)]
-pub struct AddArgs {
-    /// The text of the note.
-    pub text: String,
 }
 
 /// One stored note.
@@ -48,16 +33,23 @@ pub struct Note {
 
 /// Store a note and return it with its id.
 #[tool(output_schema)]
-pub fn add_note(AddArgs { text }: AddArgs, ctx: &Context) -> Result<Note, ToolError> {
-    let mut book = ctx.state::<Notes>()?.book();
-    book.next_id += 1;
-    let id = book.next_id;
-    book.notes.insert(id, text.clone());
-    drop(book);
+pub fn add_note(
+    /// The text of the note.
+    text: String,
+    notes: &Notes,
+    ctx: &Context,
+) -> Json<Note> {
+    let id = {
+        let mut book = notes.book.lock();
+        book.next_id += 1;
+        let id = book.next_id;
+        book.notes.insert(id, text.clone());
+        id
+    };
     // Clients that show the list or the index read them again.
     ctx.resource_list_changed();
     ctx.resource_updated(INDEX);
-    Ok(Note { id, text })
+    Json(Note { id, text })
 }
 
 /// All notes, oldest first.
@@ -69,53 +61,46 @@ pub struct NoteList {
 
 /// List every stored note, oldest first.
 #[tool(read_only, output_schema)]
-pub fn list_notes(_: NoArgs, ctx: &Context) -> Result<NoteList, ToolError> {
-    let book = ctx.state::<Notes>()?.book();
-    Ok(NoteList {
-        notes: book
-            .notes
-            .iter()
-            .map(|(&id, text)| Note {
-                id,
-                text: text.clone(),
-            })
-            .collect(),
+pub fn list_notes(notes: &Notes) -> Json<NoteList> {
+    let book = notes.book.lock();
+    let notes = book.notes.iter().map(|(&id, text)| Note {
+        id,
+        text: text.clone(),
+    });
+    Json(NoteList {
+        notes: notes.collect(),
     })
-}
-
-/// Which note to delete.
-#[derive(Deserialize, JsonSchema)]
-pub struct DeleteArgs {
-    /// The id `add_note` returned.
-    pub id: u64,
 }
 
 /// Delete a note by id.
 #[tool(destructive, idempotent)]
-pub fn delete_note(DeleteArgs { id }: DeleteArgs, ctx: &Context) -> Result<String, ToolError> {
-    let removed = ctx.state::<Notes>()?.book().notes.remove(&id);
-    match removed {
-        Some(_) => {
-            ctx.resource_list_changed();
-            ctx.resource_updated(&note::uri(id));
-            ctx.resource_updated(INDEX);
-            Ok(format!("deleted note {id}"))
-        }
-        None => Err(ToolError::new(format!("there is no note {id}"))),
+pub fn delete_note(
+    /// The id `add_note` returned.
+    id: u64,
+    notes: &Notes,
+    ctx: &Context,
+) -> Result<String, String> {
+    let removed = notes.book.lock().notes.remove(&id);
+    if removed.is_none() {
+        return Err(format!("there is no note {id}"));
     }
+    ctx.resource_list_changed();
+    ctx.resource_updated(&note::uri(id));
+    ctx.resource_updated(INDEX);
+    Ok(format!("deleted note {id}"))
 }
 
 const INDEX: &str = "notes://index";
 
 /// A note's text, by id.
 #[resource(uri = "notes://{id}", mime_type = "text/markdown", list = every_note)]
-pub fn note(id: u64, ctx: &Context) -> Result<Option<String>, ToolError> {
-    Ok(ctx.state::<Notes>()?.book().notes.get(&id).cloned())
+pub fn note(id: u64, notes: &Notes) -> Option<String> {
+    notes.book.lock().notes.get(&id).cloned()
 }
 
 /// Each note, as `resources/list` shows it.
 fn every_note(ctx: &Context) -> Result<Vec<ListedResource>, ToolError> {
-    let book = ctx.state::<Notes>()?.book();
+    let book = ctx.state::<Notes>()?.book.lock();
     Ok(book
         .notes
         .iter()
@@ -137,34 +122,27 @@ fn first_line(text: &str) -> String {
 
 /// Every note, one line each, oldest first.
 #[resource(uri = "notes://index", mime_type = "text/markdown")]
-pub fn index(ctx: &Context) -> Result<String, ToolError> {
-    let book = ctx.state::<Notes>()?.book();
+pub fn index(notes: &Notes) -> String {
+    let book = notes.book.lock();
     if book.notes.is_empty() {
-        return Ok("No notes yet.\n".into());
+        return "No notes yet.\n".into();
     }
-    Ok(book
-        .notes
+    book.notes
         .iter()
         .map(|(id, text)| format!("- [{id}]({}): {}\n", note::uri(id), first_line(text)))
-        .collect())
-}
-
-/// The arguments of `summarize`.
-#[derive(Deserialize, JsonSchema)]
-pub struct SummarizeArgs {
-    /// The id of the note to summarize.
-    pub id: u64,
-    /// At most this many words (default 30).
-    pub words: Option<u32>,
+        .collect()
 }
 
 /// Summarize one note.
 #[prompt]
 pub fn summarize(
-    SummarizeArgs { id, words }: SummarizeArgs,
-    ctx: &Context,
+    /// The id of the note to summarize.
+    id: u64,
+    /// At most this many words (default 30).
+    words: Option<u32>,
+    notes: &Notes,
 ) -> Result<Vec<PromptMessage>, PromptError> {
-    let text = ctx.state::<Notes>()?.book().notes.get(&id).cloned();
+    let text = notes.book.lock().notes.get(&id).cloned();
     let text =
         text.ok_or_else(|| PromptError::invalid_argument(format!("there is no note {id}")))?;
     Ok(vec![PromptMessage::user(format!(
@@ -173,13 +151,7 @@ pub fn summarize(
     ))])
 }
 
-export_plugin! {
-    name: "notes",
-    tools: [add_note, list_notes, delete_note],
-    resources: [note, index],
-    prompts: [summarize],
-    state: Notes,
-}
+export_plugin! { state: Notes }
 
 #[cfg(test)]
 mod tests {

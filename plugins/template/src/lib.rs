@@ -1,39 +1,25 @@
-//! A toolhost plugin. Each `#[tool]` function becomes an MCP tool that Claude can call as
-//! `mcp__<plugin name>__<function name>`; each `#[resource]` data that clients read by URI;
-//! each `#[prompt]` a message template that clients offer as a slash command.
+//! A toolhost plugin. Each `#[tool]` function is a tool Claude can call, each `#[resource]`
+//! data clients read by URI, each `#[prompt]` a message template clients offer as a slash
+//! command: the attribute alone adds it to the plugin. Claude sees a tool as
+//! `mcp__<plugin>__<function>`, the plugin's name being the package's (Cargo.toml).
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use toolhost_plugin::prelude::*;
-
-/// The arguments of `greet`. Doc comments become the JSON Schema's descriptions, which is
-/// what the model reads to fill them in.
-#[derive(Deserialize, JsonSchema)]
-pub struct GreetArgs {
-    /// Who to greet.
-    pub name: String,
-    /// How many exclamation marks to add.
-    #[serde(default)]
-    pub excitement: u8,
-}
 
 /// Greet someone by name.
 #[tool(read_only)]
-pub fn greet(args: GreetArgs) -> String {
-    format!(
-        "Hello, {}{}",
-        args.name,
-        "!".repeat(args.excitement as usize)
-    )
+pub fn greet(
+    /// Who to greet.
+    name: String,
+    /// How many exclamation marks to add (default none).
+    excitement: Option<u8>,
+) -> String {
+    let marks = "!".repeat(excitement.unwrap_or(0).into());
+    format!("Hello, {name}{marks}")
 }
 
-/// A word and how long it is.
-#[derive(Deserialize, JsonSchema)]
-pub struct WordArgs {
-    /// Any text.
-    pub text: String,
-}
-
-/// The result of `longest_word`: objects become `structuredContent`.
+/// The longest word of a text and its length. A type of your own is returned in `Json`: the
+/// client gets it as `structuredContent` (and as JSON text).
 #[derive(Serialize, JsonSchema)]
 pub struct Longest {
     /// The longest word.
@@ -44,17 +30,20 @@ pub struct Longest {
 
 /// Find the longest word of a text.
 #[tool(read_only, output_schema)]
-pub fn longest_word(args: WordArgs, ctx: &Context) -> Result<Longest, String> {
+pub fn longest_word(
+    /// Any text.
+    text: String,
+    ctx: &Context,
+) -> Result<Json<Longest>, String> {
     ctx.debug("looking for the longest word");
-    let word = args
-        .text
+    let word = text
         .split_whitespace()
         .max_by_key(|w| w.chars().count())
         .ok_or("the text has no words")?;
-    Ok(Longest {
+    Ok(Json(Longest {
         word: word.to_string(),
         length: word.chars().count(),
-    })
+    }))
 }
 
 /// The greetings the `greetings://{language}` resources serve.
@@ -82,43 +71,44 @@ fn languages(_ctx: &Context) -> Vec<ListedResource> {
         .collect()
 }
 
-/// The arguments of the `welcome` prompt: doc comments describe them, `Option` fields are
-/// optional.
-#[derive(Deserialize, JsonSchema)]
-pub struct WelcomeArgs {
-    /// Who joined.
-    pub name: String,
-    /// Their team, if known.
-    pub team: Option<String>,
-}
-
 /// Ask for a short welcome message for someone new.
 #[prompt]
-pub fn welcome(args: WelcomeArgs) -> String {
-    let team = args
-        .team
+pub fn welcome(
+    /// Who joined.
+    name: String,
+    /// Their team, if known.
+    team: Option<String>,
+) -> String {
+    let team = team
         .map(|t| format!(" on the {t} team"))
         .unwrap_or_default();
-    format!(
-        "Write a short, warm welcome message for {}, who just started{team}.",
-        args.name
-    )
+    format!("Write a short, warm welcome message for {name}, who just started{team}.")
 }
 
-export_plugin! {
-    // Letters, digits, `_` and `-`: Claude sees the tools as mcp__my-plugin__greet.
-    name: "my-plugin",
-    tools: [greet, longest_word],
-    resources: [greeting],
-    prompts: [welcome],
-}
+// Name, version and description come from Cargo.toml. Add `state: Type` for values shared by
+// every call, `config: Type` for settings read from toolhost.toml (a function then takes
+// `&Type`).
+export_plugin!();
 
 // `cargo test` runs these: tools, resources and prompts without a host.
 #[cfg(test)]
 mod tests {
-    use toolhost_plugin::testing::TestContext;
+    use toolhost_plugin::testing::{json, TestContext};
 
     use super::*;
+
+    #[test]
+    fn greet_greets_with_as_many_marks_as_asked() {
+        let ctx = TestContext::new();
+        let hi = greet::tool().call(json!({"name": "Ada", "excitement": 2}), &ctx);
+        assert_eq!(hi, ToolResult::text("Hello, Ada!!"));
+        // Arguments that do not fit never reach the function: the model gets the reason.
+        let bad = greet::tool().call(json!({"excitement": 2}), &ctx);
+        assert_eq!(
+            bad,
+            ToolResult::error("invalid arguments: missing field `name`")
+        );
+    }
 
     #[test]
     fn greetings_are_resources() {

@@ -1,14 +1,7 @@
 //! String tools; `stats` returns structured output with a declared output schema.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use toolhost_plugin::prelude::*;
-
-/// A piece of text.
-#[derive(Deserialize, JsonSchema)]
-pub struct Text {
-    /// The text to work on.
-    pub text: String,
-}
 
 /// Counts in a piece of text.
 #[derive(Serialize, JsonSchema)]
@@ -25,7 +18,10 @@ pub struct Stats {
 
 /// Count the words, lines, characters and bytes of a text.
 #[tool(read_only, idempotent, output_schema)]
-pub fn stats(Text { text }: Text) -> Json<Stats> {
+pub fn stats(
+    /// The text to work on.
+    text: String,
+) -> Json<Stats> {
     Json(Stats {
         words: text.split_whitespace().count(),
         lines: text.lines().count(),
@@ -36,17 +32,20 @@ pub fn stats(Text { text }: Text) -> Json<Stats> {
 
 /// Convert a text to upper case.
 #[tool(read_only, idempotent)]
-pub fn upper(Text { text }: Text) -> String {
+pub fn upper(
+    /// The text to work on.
+    text: String,
+) -> String {
     text.to_uppercase()
 }
 
 /// Reverse a text, character by character.
 #[tool(read_only, idempotent)]
-pub fn reverse(Text { text }: Text) -> String {
+pub fn reverse(
+    /// The text to work on.
+    text: String,
+) -> String {
     text.chars().rev().collect()
 }
 
-export_plugin! {
-    name: "text",
-    tools: [stats, upper, reverse],
-}
+export_plugin!();
