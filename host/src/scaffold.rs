@@ -175,7 +175,8 @@ mod tests {
             "{cargo}"
         );
         assert!(cargo.trim_end().ends_with("[workspace]"));
-        assert!(files[1].1.contains("name: \"my-tools\""));
+        // The plugin's name is the package's: the code does not repeat it.
+        assert!(!files[1].1.contains("my-plugin"));
         assert!(files[2].1.contains("libmy_tools.so"));
         assert!(render("bad.name", &api).is_err());
     }

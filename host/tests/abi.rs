@@ -36,11 +36,12 @@ fn calc_manifest_and_schemas() {
         assert_eq!(j["inputSchema"]["type"], "object");
         assert_eq!(j["inputSchema"]["required"], json!(["x", "y"]));
         assert_eq!(j["inputSchema"]["properties"]["x"]["type"], "number");
-        assert_eq!(
-            j["inputSchema"]["properties"]["y"]["description"],
-            "The second number."
-        );
     }
+    // A parameter's doc comment is its description, across the ABI.
+    assert_eq!(
+        tool_json(&m.tools[3])["inputSchema"]["properties"]["y"]["description"],
+        "The divisor."
+    );
     assert_eq!(
         tool_json(&m.tools[0])["description"],
         "Add two numbers (x + y)."

@@ -13,8 +13,9 @@
 //! the model sees, optionally interrupting the turn), or no opinion. Policies run before the
 //! user is asked (`toolhost chat --ask`), and may settle the question without asking.
 //!
-//! Both are listed in [`export_plugin!`](crate::export_plugin) under `hooks: [..]`, reload
-//! with the plugin, and are plain functions in tests.
+//! Both are registered by their attribute (or named in [`export_plugin!`](crate::export_plugin)'s
+//! `hooks: [..]` for a fixed list), take `&Context` and the plugin's `&Config`/`&State` as
+//! they need, reload with the plugin, and are plain functions in tests.
 //!
 //! ```
 //! use serde_json::json;
@@ -120,8 +121,8 @@ type EventRunner = Arc<dyn Fn(&str, &Context) -> Result<String, RequestError> + 
 type PolicyRunner = Arc<dyn Fn(&str, &Context) -> Result<Permission, RequestError> + Send + Sync>;
 
 /// One hook or permission policy. `#[hook]` and `#[permission]` build these (the function's
-/// module has a `hook()` returning it); [`export_plugin!`](crate::export_plugin) registers
-/// them.
+/// module has a `hook()` returning it) and register them for
+/// [`export_plugin!`](crate::export_plugin).
 #[derive(Clone)]
 pub struct HookDef {
     pub(crate) id: Cow<'static, str>,

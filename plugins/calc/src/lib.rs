@@ -25,7 +25,13 @@ pub fn multiply(x: f64, y: f64, settings: &Settings) -> f64 {
 
 /// Divide the first number by the second (x / y).
 #[tool(read_only, idempotent)]
-pub fn divide(x: f64, y: f64, settings: &Settings) -> Result<f64, &'static str> {
+pub fn divide(
+    /// The dividend.
+    x: f64,
+    /// The divisor.
+    y: f64,
+    settings: &Settings,
+) -> Result<f64, &'static str> {
     if y == 0.0 {
         return Err("division by zero");
     }
