@@ -1049,3 +1049,91 @@ async fn the_all_plugins_server_declares_its_plugins_resources_and_prompts() {
         "{d}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2020_12_input_schema_is_served_as_written_and_enforced() {
+    let server = Setup::new(&["conformance"]).start().await;
+    let list = server
+        .modern("/mcp/conformance", 1, "tools/list", Value::Null)
+        .send()
+        .await
+        .json();
+    let tool = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "json_schema_2020_12_tool")
+        .unwrap_or_else(|| panic!("no json_schema_2020_12_tool in {list}"));
+    // The conformance suite's schema, keyword for keyword: nothing stripped or rewritten.
+    assert_eq!(
+        tool["inputSchema"],
+        json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+                "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+            "properties": {
+                "name": {"type": "string"},
+                "address": {"$ref": "#/$defs/address"},
+                "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                "phone": {"type": "string"},
+                "email": {"type": "string"}
+            },
+            "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+            "if": {"properties": {"contactMethod": {"const": "phone"}},
+                   "required": ["contactMethod"]},
+            "then": {"required": ["phone"]},
+            "else": {"required": ["email"]},
+            "additionalProperties": false
+        })
+    );
+    let call = |id: i64, args: Value| {
+        server.modern(
+            "/mcp/conformance",
+            id,
+            "tools/call",
+            json!({"name": "json_schema_2020_12_tool", "arguments": args}),
+        )
+    };
+    let r = call(
+        2,
+        json!({"name": "Ada", "address": {"city": "London"}, "contactMethod": "phone", "phone": "555"}),
+    )
+    .send()
+    .await
+    .json();
+    assert_eq!(r["result"]["isError"], Value::Null, "{r}");
+    assert_eq!(
+        r["result"]["content"][0]["text"],
+        "Contact Ada in \"London\" by phone 555"
+    );
+    // The host checks calls against it, `$ref`, `if`/`then`/`else` and all: each of these
+    // is refused before the plugin runs, saying where.
+    for (id, args, at) in [
+        // `then`: phone contact without a phone.
+        (
+            3,
+            json!({"contactMethod": "phone", "email": "a@b"}),
+            "phone",
+        ),
+        // `else`: no phone contact and no email.
+        (4, json!({"phone": "555"}), "email"),
+        // `$ref` to `#/$defs/address`: a city is a string.
+        (
+            5,
+            json!({"email": "a@b", "address": {"city": 7}}),
+            "/address/city",
+        ),
+        // `additionalProperties: false`.
+        (6, json!({"email": "a@b", "fax": "1"}), "fax"),
+    ] {
+        let r = call(id, args.clone()).send().await.json();
+        assert_eq!(r["result"]["isError"], true, "{args}: {r}");
+        let text = r["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.starts_with("invalid arguments for tool `json_schema_2020_12_tool`")
+                && text.contains(at),
+            "{args}: {text}"
+        );
+    }
+}

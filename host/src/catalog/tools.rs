@@ -11,6 +11,7 @@ use std::sync::{
 
 use serde_json::Value;
 
+use super::ParamHeader;
 use crate::model::{tool_json, ToolInfo};
 
 /// The tools of one plugin version, compiled.
@@ -76,16 +77,34 @@ pub struct ToolCheck {
     /// A call of this tool outlived the budget of the thread that read it: its calls go to
     /// the executor until one returns quickly there.
     runs_long: AtomicBool,
+    /// The parameters a 2026-07-28 HTTP client mirrors into `Mcp-Param-*` headers.
+    param_headers: Vec<ParamHeader>,
 }
 
 impl ToolCheck {
     fn compile(t: &ToolInfo) -> Self {
+        let param_headers = super::param_headers::scan(&t.input_schema).unwrap_or_else(|why| {
+            // A conforming client leaves the tool out (transport spec, "Schema Extension");
+            // one that calls it anyway is held to nothing it was told to mirror.
+            tracing::warn!(
+                "tool `{}`: its x-mcp-header declarations are invalid, clients will not list it: {why}",
+                t.name
+            );
+            Vec::new()
+        });
         ToolCheck {
+            param_headers,
             parse_suffices: parse_suffices(&t.input_schema),
             schema: t.input_schema.clone(),
             validator: OnceLock::new(),
             runs_long: AtomicBool::new(false),
         }
+    }
+
+    /// The parameters its callers mirror into `Mcp-Param-{Name}` headers (none when its
+    /// declarations are invalid).
+    pub fn param_headers(&self) -> &[ParamHeader] {
+        &self.param_headers
     }
 
     /// Whether the tool's last call measured was a long one (it outlived the reading

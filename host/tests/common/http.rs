@@ -258,6 +258,18 @@ impl Req {
         self
     }
 
+    /// Adds a header, keeping any of its name set before; its value may be any bytes a
+    /// header value can carry on the wire (beyond ASCII too).
+    pub fn append_header(mut self, name: &str, value: &[u8]) -> Self {
+        if let Some(h) = self.builder.headers_mut() {
+            h.append(
+                hyper::header::HeaderName::from_bytes(name.as_bytes()).expect("a header name"),
+                hyper::header::HeaderValue::from_bytes(value).expect("a header value"),
+            );
+        }
+        self
+    }
+
     pub fn body(mut self, body: String) -> Self {
         self.body = body;
         self

@@ -26,6 +26,7 @@ use super::{
     limits::Ticket,
     modern,
     paced::paced,
+    param_headers,
     reply::{
         closing, empty, error, json, not_allowed, plain, session_not_found, stream_response,
         too_busy, Body, TRANSPORT_ERROR,
@@ -257,12 +258,17 @@ async fn post(
         held: std::sync::Mutex::new(Some(held)),
     };
     if modern::is_modern(method, &head, header_version) {
-        let mirrored = modern::Mirrored {
-            protocol_version: header_version,
-            method: header_str(headers, "mcp-method"),
-            name: header_str(headers, "mcp-name"),
-        };
-        if let Err(refusal) = modern::check(msg.id, method, &head, &mirrored) {
+        let mirrored = param_headers::mirrored(msg.id, headers, header_version);
+        let checked = mirrored.and_then(|m| modern::check(msg.id, method, &head, &m));
+        let checked = checked.and_then(|()| match (method, head.name.as_deref()) {
+            ("tools/call", Some(tool)) => {
+                let registry = shared.router.registry();
+                let declared = param_headers::declared_by(registry, endpoint.as_deref(), tool);
+                param_headers::check(msg.id, headers, &declared, msg.params)
+            }
+            _ => Ok(()),
+        });
+        if let Err(refusal) = checked {
             return json(refusal.status, refusal.body);
         }
         call.modern(&message, method).await

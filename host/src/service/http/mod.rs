@@ -25,6 +25,7 @@ mod limits;
 mod modern;
 mod origin;
 mod paced;
+mod param_headers;
 mod reply;
 mod session;
 mod session_routes;

@@ -91,7 +91,7 @@ pub fn check(
 }
 
 /// A 400 refusal of request `id` with a JSON-RPC error.
-fn bad(id: Option<&RawValue>, code: i64, message: String) -> Refusal {
+pub(super) fn bad(id: Option<&RawValue>, code: i64, message: String) -> Refusal {
     Refusal {
         status: StatusCode::BAD_REQUEST,
         body: rpc_error(id, code, &message),
@@ -201,7 +201,7 @@ fn check_name(
 }
 
 /// A header value, decoded if it is in the `=?base64?...?=` form.
-fn decode_sentinel(value: &str) -> Option<String> {
+pub(super) fn decode_sentinel(value: &str) -> Option<String> {
     use base64::Engine as _;
     match value
         .strip_prefix("=?base64?")
