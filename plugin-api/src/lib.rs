@@ -600,7 +600,8 @@ pub mod prelude {
 pub mod __private {
     pub use crate::plugin::PluginEntry;
     pub use crate::register::{
-        collect, Item, Kind, PromptNameIsTakenByAnotherPrompt, ToolNameIsTakenByAnotherTool, ITEMS,
+        argument, collect, Item, Kind, PromptNameIsTakenByAnotherPrompt,
+        ToolNameIsTakenByAnotherTool, ITEMS,
     };
     pub use crate::result::infallible;
     pub use linkme::{self, distributed_slice};

@@ -80,3 +80,20 @@ pub trait StateOrConfig<P>: std::any::Any + Send + Sync + Sized {
         }
     }
 }
+
+/// What a tool's or prompt's argument must be: read from the client's JSON, and described by
+/// a JSON Schema the model reads.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be an argument: it needs `#[derive(Deserialize, JsonSchema)]`",
+    label = "an argument of the tool",
+    note = "derive both for a type of your own (`JsonSchema` is re-exported by \
+            `toolhost_plugin::prelude`); doc comments on its fields describe them to the model"
+)]
+pub trait Argument {}
+
+impl<T: serde::de::DeserializeOwned + schemars::JsonSchema> Argument for T {}
+
+/// Checks that `T` is an [`Argument`], where the error can point at the parameter.
+#[doc(hidden)]
+pub const fn argument<T: Argument>() {}

@@ -140,6 +140,12 @@ pub(crate) fn expand(args: ExportArgs) -> TokenStream2 {
         #[doc(hidden)]
         pub struct #entry;
 
+        /// What `#[tool]` and `#[prompt]` name: a crate without `export_plugin!` is told so
+        /// by this name.
+        #[doc(hidden)]
+        #[allow(non_camel_case_types)]
+        pub type __add_export_plugin_at_the_crate_root = #entry;
+
         impl ::toolhost_plugin::__private::PluginEntry for #entry {
             #define
         }

@@ -128,6 +128,8 @@ pub(crate) fn tool_params(func: &mut ItemFn, what: &str) -> syn::Result<Vec<Para
 pub(crate) enum Arguments {
     /// One struct of arguments, known as one by its pattern (`Pair { x, y }: Pair`, `NoArgs`).
     Whole {
+        /// The check that the type is an argument struct.
+        check: TokenStream2,
         ty: TokenStream2,
         exprs: Vec<TokenStream2>,
     },
@@ -182,7 +184,9 @@ pub(crate) fn arguments(params: &[Param], func: &ItemFn, what: &str) -> syn::Res
             .collect()
     };
     if let Some(ty) = wholes.first() {
+        let check = quote_spanned!(ty.span()=> const _: () = ::toolhost_plugin::__private::argument::<#ty>(););
         return Ok(Arguments::Whole {
+            check,
             ty: quote!(#ty),
             exprs: exprs(false),
         });
@@ -191,7 +195,14 @@ pub(crate) fn arguments(params: &[Param], func: &ItemFn, what: &str) -> syn::Res
         Param::Plain { name, ty, attrs } => Some(quote!(#(#attrs)* #name: #ty,)),
         _ => None,
     });
+    // Each argument's type checked on its own, first: the error points at the parameter and
+    // says what to derive.
+    let checks = plain.iter().map(|(_, ty)| {
+        quote_spanned!(ty.span()=> const _: () = ::toolhost_plugin::__private::argument::<#ty>();)
+    });
     let args_struct = quote! {
+        #(#checks)*
+
         #[derive(::toolhost_plugin::__private::serde::Deserialize, ::toolhost_plugin::JsonSchema)]
         #[serde(crate = "::toolhost_plugin::__private::serde")]
         #[schemars(crate = "::toolhost_plugin::schemars")]
@@ -221,7 +232,7 @@ impl Arguments {
         new: impl Fn(&[TokenStream2], TokenStream2) -> TokenStream2,
     ) -> (TokenStream2, TokenStream2) {
         match self {
-            Arguments::Whole { ty, exprs } => (TokenStream2::new(), new(&exprs, ty)),
+            Arguments::Whole { check, ty, exprs } => (check, new(&exprs, ty)),
             Arguments::Plain { args_struct, exprs } => {
                 (args_struct, new(&exprs, quote!(__Arguments)))
             }

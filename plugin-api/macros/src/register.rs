@@ -25,7 +25,8 @@ pub(crate) fn unique(trait_name: &str, name: &LitStr) -> TokenStream2 {
     let hash = fnv1a(name.value().as_bytes());
     let trait_ident = Ident::new(trait_name, name.span());
     // Spanned at the name so the error points at both definitions.
-    let marker = quote::quote_spanned!(name.span()=> crate::__ToolhostPlugin);
+    // The alias's name is what a crate without `export_plugin!` is told it lacks.
+    let marker = quote::quote_spanned!(name.span()=> crate::__add_export_plugin_at_the_crate_root);
     quote! {
         impl ::toolhost_plugin::__private::#trait_ident<#hash> for #marker {}
     }
