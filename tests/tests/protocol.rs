@@ -934,6 +934,53 @@ cli_test!(
 );
 
 cli_test!(
+    /// §5.1: with tool search on, MCP tools reach the model deferred (named, loaded through
+    /// ToolSearch) unless the tool's `anthropic/alwaysLoad` is true; what
+    /// `#[tool(always_load)]` emits. `anthropic/searchHint` changes nothing in the request.
+    fn always_loaded_tools_are_not_deferred_behind_tool_search() {
+        let sandbox = Sandbox::new(&[]);
+        let fake = FakeApi::queue([Reply::text("DONE")]);
+        let server = |req: &McpRequest| {
+            let mut pinned = any_tool("pinned");
+            pinned["_meta"] = json!({"anthropic/alwaysLoad": true});
+            let mut hinted = any_tool("hinted");
+            hinted["_meta"] = json!({"anthropic/searchHint": "weather forecast"});
+            handshake(req, &[any_tool("plain"), pinned, hinted])
+        };
+        let mut cmd = sandbox.claude_command(&fake, &["--allowedTools", "mcp__calc"]);
+        cmd.env("ENABLE_TOOL_SEARCH", "true");
+        let mut cli = SdkSession::spawn_with(cmd, initialize(&["calc"], json!({})), server);
+        let result = cli.turn("go");
+        assert_eq!(result["result"], "DONE", "{result}");
+        let first = fake.request(0);
+        let offered: Vec<String> = first.tool_names();
+        // A deferred tool is not offered; the model reads its name in a list of tools to load
+        // through ToolSearch first.
+        assert!(offered.contains(&"ToolSearch".to_string()), "{offered:?}");
+        assert!(
+            offered.contains(&"mcp__calc__pinned".to_string()),
+            "{offered:?}"
+        );
+        let body = first.body.to_string();
+        for name in ["mcp__calc__plain", "mcp__calc__hinted"] {
+            assert!(
+                !offered.contains(&name.to_string()),
+                "{name} deferred: {offered:?}"
+            );
+            assert!(
+                body.contains(&format!("\\n{name}\\n")),
+                "{name} listed as deferred"
+            );
+        }
+        assert!(
+            !body.contains("\\nmcp__calc__pinned\\n"),
+            "pinned is not deferred"
+        );
+        cli.finish();
+    }
+);
+
+cli_test!(
     /// §5.5: the per-server timeout, and answers that count as no answer.
     fn per_server_timeout_and_answers_that_count_as_none() {
         let sandbox = Sandbox::new(&[]);
