@@ -216,6 +216,24 @@ impl PluginDef {
         self
     }
 
+    /// Refuses a plugin with nothing in it: most likely functions left without their attribute,
+    /// or attributes in another crate than `export_plugin!`'s.
+    fn check_not_empty(&self) -> Result<(), String> {
+        if self.tools.is_empty()
+            && self.resources.is_empty()
+            && self.prompts.is_empty()
+            && self.hooks.is_empty()
+        {
+            return Err(
+                "it has no tools, resources, prompts or hooks: mark functions of the \
+                        crate that calls export_plugin! with #[tool], #[resource], #[prompt], \
+                        #[hook] or #[permission]"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
     /// Checks the resources and prompts and turns them into declarations and answers.
     pub(crate) fn install_extras(&mut self) -> Result<(), String> {
         crate::resource::install(self)?;
@@ -416,6 +434,7 @@ fn start<P: PluginEntry + ?Sized>(
         if let Some(on_load) = def.on_load.take() {
             on_load(config.as_ref()).map_err(|e| format!("plugin initialization failed: {e}"))?;
         }
+        def.check_not_empty()?;
         def.install_extras()?;
         let manifest = def.manifest()?;
         let state = def.state.as_ref().map(|c| (c.fresh)());
@@ -618,4 +637,19 @@ extern "C" fn unload() {
     crate::location::clear();
     let _ = panic::take_hook();
     log::set_host(None);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plugin_with_nothing_in_it_is_refused_saying_why() {
+        let empty = PluginDef::new("empty", "0.1.0", "nothing");
+        let e = empty.check_not_empty().unwrap_err();
+        assert!(e.contains("#[tool]"), "{e}");
+        let one = PluginDef::new("one", "0.1.0", "a tool")
+            .tool(ToolDef::new("t", |_: crate::NoArgs| 1).description("one tool"));
+        assert!(one.check_not_empty().is_ok());
+    }
 }
