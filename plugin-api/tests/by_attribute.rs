@@ -87,6 +87,29 @@ fn shout(
     words.join(" ").to_uppercase()
 }
 
+/// Why a lookup failed: an error enum of the plugin's own.
+#[derive(Debug)]
+pub enum LookupError {
+    Missing(String),
+}
+
+impl std::fmt::Display for LookupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LookupError::Missing(k) => write!(f, "no entry `{k}`"),
+        }
+    }
+}
+
+/// Look a key up.
+#[tool]
+fn lookup(key: String) -> Result<u8, LookupError> {
+    match key.as_str() {
+        "one" => Ok(1),
+        _ => Err(LookupError::Missing(key)),
+    }
+}
+
 /// A resource registered by its attribute.
 #[resource(uri = "mem://count")]
 fn count(counter: &Counter) -> String {
@@ -127,7 +150,7 @@ fn every_attribute_registers_its_function_in_source_order() {
     let def = __ToolhostPlugin::define();
     assert_eq!(
         def.tool_names(),
-        ["add", "greet", "greeted", "multiply", "subtract", "shout"]
+        ["add", "greet", "greeted", "multiply", "subtract", "shout", "lookup"]
     );
 }
 
@@ -182,6 +205,15 @@ fn a_call_gets_its_arguments_state_and_configuration() {
     assert_eq!(
         count::resource().read("mem://count", &ctx).unwrap()[0].as_text(),
         Some("2")
+    );
+    // A custom error enum is an error result with its message, as any `Display` error.
+    assert_eq!(
+        lookup::tool().call(json!({"key": "one"}), &ctx),
+        ToolResult::text("1")
+    );
+    assert_eq!(
+        lookup::tool().call(json!({"key": "two"}), &ctx),
+        ToolResult::error("no entry `two`")
     );
     let bad = add::tool().call(json!({"x": "one", "y": 2}), &ctx);
     assert_eq!(
