@@ -116,8 +116,8 @@ fn a_copied_binary_writes_the_sdk_it_carries_once() {
         names_in(&sdk_root.join(&sdks[0])),
         ["toolhost-plugin", "toolhost-plugin-macros"]
     );
-    let lib = std::fs::read_to_string(project.join("src/lib.rs")).unwrap();
-    assert!(lib.contains("name: \"weather_tools\""), "{lib}");
+    let manifest = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("name = \"weather_tools\""), "{manifest}");
     assert!(project.join("README.md").is_file());
 
     // A second project reuses it: same folder, nothing else written beside it.

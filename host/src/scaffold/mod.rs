@@ -250,7 +250,6 @@ mod tests {
             "{cargo}"
         );
         assert!(cargo.trim_end().ends_with("[workspace]"));
-        assert!(files[1].1.contains("name: \"my-tools\""));
         assert!(files[2].1.contains("libmy_tools.so"));
         // The template's name is nowhere left, comments included.
         for (path, text) in &files {
