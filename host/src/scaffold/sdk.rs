@@ -11,7 +11,10 @@
 
 use std::{
     path::{Path, PathBuf},
-    sync::OnceLock,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        OnceLock,
+    },
     time::{SystemTime, UNIX_EPOCH},
 };
 
@@ -106,6 +109,14 @@ pub fn install(root: &Path) -> Result<Installed, SdkError> {
         let _ = std::fs::remove_dir_all(&temp);
         return Err(e);
     }
+    if holds_the_sdk(&dir) {
+        // Another `toolhost new` put it in place while this one wrote.
+        let _ = std::fs::remove_dir_all(&temp);
+        return Ok(Installed {
+            dir,
+            written: false,
+        });
+    }
     if dir.exists() {
         // At the final name but not the carried files: moved aside (a rename, so no one
         // sees it half deleted), then removed.
@@ -153,13 +164,15 @@ fn write_files(dir: &Path) -> Result<(), SdkError> {
     Ok(())
 }
 
-/// `base` made unique to this process and moment (a temporary sibling's name).
+/// `base` made unique to this process, call and moment (a temporary sibling's name).
 fn unique(base: &str) -> String {
+    static CALLS: AtomicU64 = AtomicU64::new(0);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or_default();
-    format!("{base}-{}-{nanos}", std::process::id())
+    let call = CALLS.fetch_add(1, Ordering::Relaxed);
+    format!("{base}-{}-{call}-{nanos}", std::process::id())
 }
 
 #[cfg(test)]
@@ -291,6 +304,28 @@ mod tests {
 
         std::fs::remove_file(dir.join("toolhost-plugin-macros/Cargo.toml")).unwrap();
         assert!(install(root.path()).unwrap().written);
+        assert!(holds_the_sdk(&dir));
+        let names: Vec<_> = std::fs::read_dir(root.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [folder_name()]);
+    }
+
+    /// Many `toolhost new` at once: each gets the complete SDK, one writes it (or more, each
+    /// renaming a complete folder into place), and no temporary folder is left.
+    #[test]
+    fn written_at_once_by_many() {
+        let root = tempfile::tempdir().unwrap();
+        let got: Vec<Installed> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| install(root.path()).unwrap()))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let dir = root.path().join(folder_name());
+        assert!(got.iter().all(|i| i.dir == dir));
+        assert!(got.iter().any(|i| i.written));
         assert!(holds_the_sdk(&dir));
         let names: Vec<_> = std::fs::read_dir(root.path())
             .unwrap()
