@@ -12,9 +12,9 @@ pub use steps::{next_steps, toolhost_command, NextSteps, EXAMPLE_CALL};
 
 use crate::plugin::check_name;
 
-const CARGO_TOML: &str = include_str!("../../../plugins/template/Cargo.toml");
-const LIB_RS: &str = include_str!("../../../plugins/template/src/lib.rs");
-const README: &str = include_str!("../../../plugins/template/README.md");
+const CARGO_TOML: &str = include_str!("../../plugins/template/Cargo.toml");
+const LIB_RS: &str = include_str!("../../plugins/template/src/lib.rs");
+const README: &str = include_str!("../../plugins/template/README.md");
 
 /// The template's own name, replaced by the new plugin's.
 const TEMPLATE_NAME: &str = "my-plugin";
