@@ -250,6 +250,8 @@ mod tests {
             "{cargo}"
         );
         assert!(cargo.trim_end().ends_with("[workspace]"));
+        // The plugin's name is the package's: the code does not repeat it.
+        assert!(!files[1].1.contains("my-plugin"));
         assert!(files[2].1.contains("libmy_tools.so"));
         // The template's name is nowhere left, comments included.
         for (path, text) in &files {
