@@ -265,15 +265,22 @@ enum Command {
     /// The worker role: serve one plugin to the host that started us (internal).
     #[command(name = "__worker", hide = true)]
     Worker(toolhost::worker::WorkerArgs),
-    /// Create a plugin project from the template.
+    /// Create a plugin project from the template, and print the commands that build it,
+    /// install it into the plugin folder and call its tool.
+    ///
+    /// `toolhost-plugin` (the SDK) is not on crates.io yet: the project depends by path on the
+    /// SDK this toolhost carries, written once to `$XDG_DATA_HOME/toolhost/sdk/VERSION-HASH/`
+    /// (`~/.local/share/toolhost/sdk/...`) and reused by later projects. `--api-path` depends
+    /// on a checkout's `plugin-api/` folder instead.
     New {
-        /// Plugin name (letters, digits, `_` and `-`).
+        /// Plugin name (letters, digits, `_` and `-`): the project's folder, the package and
+        /// the library's name (`lib<name>.so`, `-` becoming `_`).
         name: String,
         /// Folder to create the project in (default: the current one).
         #[arg(long, default_value = ".")]
         path: PathBuf,
         /// Depend on the `toolhost-plugin` crate in this folder (the `plugin-api` folder of a
-        /// toolhost checkout) instead of the registry's version matching this toolhost.
+        /// toolhost checkout) instead of the SDK this toolhost carries.
         #[arg(long, value_name = "DIR")]
         api_path: Option<PathBuf>,
     },

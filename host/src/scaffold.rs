@@ -1,7 +1,14 @@
 //! `toolhost new`: a plugin project from the template in `plugins/template`. The template's
-//! files are embedded in the binary, so an installed or copied `toolhost` needs no checkout.
+//! files are embedded in the binary, and so is the plugin SDK they build against ([`sdk`]):
+//! an installed or copied `toolhost` needs no checkout and no crates.io release of
+//! `toolhost-plugin`.
+
+pub mod sdk;
+mod steps;
 
 use std::path::{Path, PathBuf};
+
+pub use steps::{next_steps, toolhost_command, NextSteps, EXAMPLE_CALL};
 
 use crate::plugin::check_name;
 
@@ -13,10 +20,12 @@ const README: &str = include_str!("../../plugins/template/README.md");
 const TEMPLATE_NAME: &str = "my-plugin";
 /// The template's dependency on the plugin API, with its comment (a relative path, so the
 /// template builds in the workspace); a new project gets its own.
-const TEMPLATE_API_DEP: &str = r#"# Inside the toolhost repository this path is right. Elsewhere, depend on the registry's
-# version matching your toolhost (`toolhost-plugin = "VERSION"`, VERSION from `toolhost
-# --version`), or on a checkout's `plugin-api/` folder; `toolhost new NAME` writes either.
+const TEMPLATE_API_DEP: &str = r#"# Inside the toolhost repository this path is right. `toolhost-plugin` is not on crates.io
+# yet: `toolhost new NAME` writes this project depending on the SDK carried in that toolhost
+# (or, with `--api-path DIR`, on a checkout's `plugin-api/` folder).
 toolhost-plugin = { path = "../../plugin-api" }"#;
+/// The description of plugins made before the template's said what to do with it.
+const OLD_PLACEHOLDER: &str = "What this plugin's tools are for, in one line.";
 
 /// The `toolhost-plugin` version a new project depends on: this host's own version.
 ///
@@ -25,11 +34,13 @@ toolhost-plugin = { path = "../../plugin-api" }"#;
 /// `toolhost-plugin` this binary was compiled with.
 pub const PLUGIN_API_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// Where a new project gets `toolhost-plugin` from.
+/// Where a new project gets `toolhost-plugin` from: a folder either way, since the crate is
+/// not on crates.io.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApiSource {
-    /// The registry (crates.io), at [`PLUGIN_API_VERSION`].
-    Registry,
+    /// The SDK this binary carries, written out under the user's data folder: its
+    /// `toolhost-plugin` folder (absolute).
+    Carried(PathBuf),
     /// A local `plugin-api/` folder (absolute), for working against a checkout.
     Path(PathBuf),
 }
@@ -49,6 +60,8 @@ pub enum ScaffoldError {
     Exists(PathBuf),
     #[error("the embedded template's Cargo.toml does not have the expected shape")]
     Template,
+    #[error(transparent)]
+    Sdk(#[from] sdk::SdkError),
     #[error("cannot write {}: {source}", path.display())]
     Write {
         path: PathBuf,
@@ -71,35 +84,80 @@ impl ApiSource {
         Ok(ApiSource::Path(dir.canonicalize().map_err(|_| not_api())?))
     }
 
+    /// The carried SDK, written under `root` (`None`: the default, next to the default plugin
+    /// folder) unless it is there already.
+    pub fn carried(root: Option<&Path>) -> Result<Self, ScaffoldError> {
+        let root = match root {
+            Some(root) => root.to_path_buf(),
+            None => sdk::default_root().ok_or(sdk::SdkError::NoDataDir)?,
+        };
+        Ok(ApiSource::Carried(sdk::install(&root)?.api_dir()))
+    }
+
     /// Where the dependency comes from, for the user.
     pub fn describe(&self) -> String {
         match self {
-            ApiSource::Registry => format!(
-                "toolhost-plugin {PLUGIN_API_VERSION} from crates.io (`--api-path DIR` uses a \
-                 checkout's plugin-api folder instead)"
+            ApiSource::Carried(dir) => format!(
+                "toolhost-plugin is not on crates.io yet: this project uses the SDK carried in \
+                 this toolhost ({}) at {}",
+                sdk::VERSION,
+                dir.display()
             ),
-            ApiSource::Path(dir) => format!("the toolhost-plugin in {}", dir.display()),
+            ApiSource::Path(dir) => {
+                format!("it depends on the toolhost-plugin in {}", dir.display())
+            }
         }
     }
 
     /// The dependency for the project's `Cargo.toml`, with a comment naming the other way.
     fn dependency(&self) -> String {
-        match self {
-            ApiSource::Registry => format!(
-                "# The version matching the toolhost that wrote this project. To build against a\n\
-                 # toolhost checkout instead: toolhost-plugin = {{ path = \"/path/to/toolhost/plugin-api\" }}\n\
-                 toolhost-plugin = \"{PLUGIN_API_VERSION}\""
-            ),
-            ApiSource::Path(dir) => {
-                let dir = serde_json::to_string(&dir.to_string_lossy()).expect("strings serialize");
+        let (comment, dir) = match self {
+            ApiSource::Carried(dir) => (
                 format!(
-                    "# A toolhost checkout's plugin API. Without one, use the registry's version\n\
-                     # matching your toolhost: toolhost-plugin = \"{PLUGIN_API_VERSION}\"\n\
-                     toolhost-plugin = {{ path = {dir} }}"
-                )
-            }
-        }
+                    "# The plugin SDK carried in the toolhost that wrote this project\n\
+                     # (toolhost-plugin {}, not on crates.io yet). To build against a toolhost\n\
+                     # checkout instead: toolhost-plugin = {{ path = \"/path/to/toolhost/plugin-api\" }}",
+                    sdk::VERSION
+                ),
+                dir,
+            ),
+            ApiSource::Path(dir) => (
+                "# A toolhost checkout's plugin API. Without a checkout, `toolhost new` writes the\n\
+                 # SDK that toolhost carries and depends on it."
+                    .to_string(),
+                dir,
+            ),
+        };
+        let dir = serde_json::to_string(&dir.to_string_lossy()).expect("strings serialize");
+        format!("{comment}\ntoolhost-plugin = {{ path = {dir} }}")
     }
+}
+
+/// Whether `description` is still the template's placeholder (with any plugin's name in it),
+/// or the one of projects made before it said what to do.
+pub fn is_placeholder_description(description: &str) -> bool {
+    let Some(template) = template_description() else {
+        return false;
+    };
+    let d = description.trim();
+    let shaped = match template.split_once(TEMPLATE_NAME) {
+        Some((before, after)) => {
+            d.len() > before.len() + after.len() && d.starts_with(before) && d.ends_with(after)
+        }
+        None => d == template,
+    };
+    shaped || d == OLD_PLACEHOLDER
+}
+
+/// The `description = "..."` of the template's `Cargo.toml`.
+fn template_description() -> Option<&'static str> {
+    CARGO_TOML.lines().find_map(|l| {
+        let value = l
+            .strip_prefix("description")?
+            .trim_start()
+            .strip_prefix('=')?;
+        value.trim().strip_prefix('"')?.strip_suffix('"')
+    })
 }
 
 /// The files of a new plugin project called `name`, as (relative path, contents).
@@ -110,10 +168,19 @@ pub fn render(name: &str, api: &ApiSource) -> Result<Vec<(&'static str, String)>
     if !CARGO_TOML.contains(TEMPLATE_API_DEP) {
         return Err(ScaffoldError::Template);
     }
+    let description = template_description().ok_or(ScaffoldError::Template)?;
     let mut cargo = CARGO_TOML
         .replacen(
             &format!("name = \"{TEMPLATE_NAME}\""),
             &format!("name = \"{name}\""),
+            1,
+        )
+        .replacen(
+            &format!("description = \"{description}\""),
+            &format!(
+                "description = \"{}\"",
+                description.replace(TEMPLATE_NAME, name)
+            ),
             1,
         )
         .replacen(TEMPLATE_API_DEP, &api.dependency(), 1);
@@ -122,15 +189,15 @@ pub fn render(name: &str, api: &ApiSource) -> Result<Vec<(&'static str, String)>
     }
     // A project of its own, even when created inside another workspace.
     cargo.push_str("\n[workspace]\n");
-    let lib = LIB_RS.replacen(
-        &format!("name: \"{TEMPLATE_NAME}\""),
-        &format!("name: \"{name}\""),
-        1,
-    );
+    // The name everywhere in the code and its comments (`mcp__<name>__<tool>`), and the
+    // library's file name in the README.
     let lib_file = name.replace('-', "_");
-    let readme = README
-        .replace(&TEMPLATE_NAME.replace('-', "_"), &lib_file)
-        .replace(TEMPLATE_NAME, name);
+    let named = |text: &str| {
+        text.replace(&TEMPLATE_NAME.replace('-', "_"), &lib_file)
+            .replace(TEMPLATE_NAME, name)
+    };
+    let lib = named(LIB_RS);
+    let readme = named(README);
     Ok(vec![
         ("Cargo.toml", cargo),
         ("src/lib.rs", lib),
@@ -139,13 +206,21 @@ pub fn render(name: &str, api: &ApiSource) -> Result<Vec<(&'static str, String)>
     ])
 }
 
-/// Writes a new project called `name` into `parent/name`; fails if that folder exists.
-pub fn create(name: &str, parent: &Path, api: &ApiSource) -> Result<PathBuf, ScaffoldError> {
-    let files = render(name, api)?;
+/// The folder a project called `name` gets in `parent`: refused for a bad name or a folder
+/// that exists.
+pub fn check_target(name: &str, parent: &Path) -> Result<PathBuf, ScaffoldError> {
+    check_name("plugin", name)?;
     let root = parent.join(name);
     if root.exists() {
         return Err(ScaffoldError::Exists(root));
     }
+    Ok(root)
+}
+
+/// Writes a new project called `name` into `parent/name`; fails if that folder exists.
+pub fn create(name: &str, parent: &Path, api: &ApiSource) -> Result<PathBuf, ScaffoldError> {
+    let files = render(name, api)?;
+    let root = check_target(name, parent)?;
     for (rel, text) in files {
         let path = root.join(rel);
         let write = |source| ScaffoldError::Write {
@@ -178,22 +253,84 @@ mod tests {
         // The plugin's name is the package's: the code does not repeat it.
         assert!(!files[1].1.contains("my-plugin"));
         assert!(files[2].1.contains("libmy_tools.so"));
+        // The template's name is nowhere left, comments included.
+        for (path, text) in &files {
+            assert!(!text.contains(TEMPLATE_NAME), "{path}: {text}");
+            assert!(!text.contains("my_plugin"), "{path}: {text}");
+        }
         assert!(render("bad.name", &api).is_err());
     }
 
+    /// The default: a path to the carried SDK, and a comment saying why (not on crates.io).
     #[test]
-    fn registry_dependency_by_default() {
-        let files = render("my-tools", &ApiSource::Registry).unwrap();
-        let cargo = &files[0].1;
-        assert!(
-            cargo.contains(&format!("toolhost-plugin = \"{PLUGIN_API_VERSION}\"")),
-            "{cargo}"
+    fn carried_sdk_dependency() {
+        let api = ApiSource::Carried("/data/toolhost/sdk/0.1.0-abc/toolhost-plugin".into());
+        let files = render("my-tools", &api).unwrap();
+        let cargo: toml::Table = files[0].1.parse().unwrap();
+        assert_eq!(
+            cargo["dependencies"]["toolhost-plugin"]["path"].as_str(),
+            Some("/data/toolhost/sdk/0.1.0-abc/toolhost-plugin")
         );
-        // No path dependency (the comment may name one).
         assert!(
-            !cargo.lines().any(|l| l.starts_with("toolhost-plugin = {")),
-            "{cargo}"
+            files[0].1.contains("not on crates.io yet"),
+            "{}",
+            files[0].1
         );
+        // No registry version anywhere a build would read.
+        assert!(cargo["dependencies"]["toolhost-plugin"]
+            .get("version")
+            .is_none());
+        assert!(
+            !files[0]
+                .1
+                .lines()
+                .any(|l| l.starts_with("toolhost-plugin = \"")),
+            "{}",
+            files[0].1
+        );
+        assert!(api.describe().starts_with(
+            "toolhost-plugin is not on crates.io yet: this project uses the SDK carried in \
+             this toolhost (0.1.0) at /data/toolhost/sdk/0.1.0-abc/toolhost-plugin"
+        ));
+    }
+
+    /// A path with quotes or backslashes stays one TOML string.
+    #[test]
+    fn odd_paths_are_quoted() {
+        let odd = r#"/tmp/a "b" \c/toolhost-plugin"#;
+        let files = render("x", &ApiSource::Carried(odd.into())).unwrap();
+        let cargo: toml::Table = files[0].1.parse().unwrap();
+        assert_eq!(
+            cargo["dependencies"]["toolhost-plugin"]["path"].as_str(),
+            Some(odd)
+        );
+    }
+
+    /// The project's description says what to do, and `doctor` knows it for a placeholder
+    /// until it is changed.
+    #[test]
+    fn placeholder_description() {
+        let files = render("weather", &ApiSource::Path("/p".into())).unwrap();
+        let cargo: toml::Table = files[0].1.parse().unwrap();
+        let description = cargo["package"]["description"].as_str().unwrap();
+        assert!(description.contains("weather"), "{description}");
+        assert!(description.contains("Cargo.toml"), "{description}");
+        assert!(is_placeholder_description(description));
+        assert!(is_placeholder_description(template_description().unwrap()));
+        assert!(is_placeholder_description(OLD_PLACEHOLDER));
+        assert!(!is_placeholder_description("Weather forecasts for a city."));
+        assert!(!is_placeholder_description(""));
+    }
+
+    /// The tool the printed steps call is the template's, with its arguments' names.
+    #[test]
+    fn the_example_call_is_the_template_s() {
+        let (tool, args) = EXAMPLE_CALL;
+        assert!(LIB_RS.contains(&format!("fn {tool}(")), "no `fn {tool}(`");
+        let args: serde_json::Map<String, serde_json::Value> = serde_json::from_str(args).unwrap();
+        for key in args.keys() {
+            assert!(LIB_RS.contains(&format!("{key}:")), "no argument `{key}`");
+        }
     }
 
     /// The version written into new projects is the `toolhost-plugin` this host was built with.

@@ -1,9 +1,12 @@
-//! `toolhost new` works outside its build tree: by default the project depends on the
-//! registry's `toolhost-plugin`; with `--api-path` on a checkout's, and then builds and loads.
+//! `toolhost new` works outside its build tree, on a fresh machine: by default the project
+//! depends on the SDK the binary carries (written once under the user's data folder), the
+//! steps it prints build it, install it and call its tool as written; with `--api-path` it
+//! depends on a checkout's `plugin-api/`.
 
 mod common;
 
 use std::{
+    ffi::OsString,
     path::{Path, PathBuf},
     process::{Command, Output},
     sync::OnceLock,
@@ -22,11 +25,33 @@ fn copied_binary() -> &'static Path {
     .1
 }
 
-fn toolhost(bin: &Path, args: &[&str], work: &Path) -> Output {
+/// A fresh user: a home folder of its own and none of the variables that would point
+/// `toolhost` elsewhere.
+fn fresh_user(cmd: &mut Command, home: &Path) {
+    cmd.env("HOME", home);
+    for var in [
+        "XDG_DATA_HOME",
+        "TOOLHOST_PLUGINS",
+        "TOOLHOST_LOCK",
+        "TOOLHOST_CONFIG",
+        "TOOLHOST_ISOLATE",
+        "TOOLHOST_CLAUDE",
+        "CARGO_TARGET_DIR",
+        "RUST_LOG",
+    ] {
+        cmd.env_remove(var);
+    }
+}
+
+fn toolhost(bin: &Path, args: &[&str], work: &Path, env: &[(&str, &Path)]) -> Output {
     // A process forked by another test thread while the copy was open for writing holds it
     // until it execs: running the copy then fails with "text file busy" for a moment.
     for _ in 0..100 {
-        match Command::new(bin).args(args).current_dir(work).output() {
+        let mut cmd = Command::new(bin);
+        cmd.args(args).current_dir(work);
+        fresh_user(&mut cmd, &work.join("home"));
+        cmd.envs(env.iter().copied());
+        match cmd.output() {
             Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
                 std::thread::sleep(std::time::Duration::from_millis(20))
             }
@@ -43,37 +68,198 @@ fn checkout_api() -> PathBuf {
         .unwrap()
 }
 
+/// The `toolhost-plugin` path of a project's Cargo.toml.
+fn api_dependency(project: &Path) -> PathBuf {
+    let manifest = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
+    let manifest: toml::Table = manifest.parse().unwrap();
+    let dep = &manifest["dependencies"]["toolhost-plugin"];
+    assert!(dep.get("version").is_none(), "{dep:?}");
+    PathBuf::from(dep["path"].as_str().expect("a path dependency"))
+}
+
+/// The folders in `dir`, by name.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 #[test]
-fn a_copied_binary_writes_a_registry_dependency() {
+fn a_copied_binary_writes_the_sdk_it_carries_once() {
     let bin = copied_binary();
     let work = tempfile::tempdir().unwrap();
+    let home = work.path().join("home");
 
-    let out = toolhost(bin, &["new", "weather_tools"], work.path());
+    let out = toolhost(bin, &["new", "weather_tools"], work.path(), &[]);
     assert!(out.status.success(), "{out:?}");
-    let project = work.path().join("weather_tools");
-    let manifest = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
-    let dep = format!("toolhost-plugin = \"{}\"", env!("CARGO_PKG_VERSION"));
-    assert!(manifest.contains(&dep), "{manifest}");
+    let stdout = common::text(&out.stdout);
+    let sdk_root = home.join(".local/share/toolhost/sdk");
+    let sdks = names_in(&sdk_root);
+    assert_eq!(sdks.len(), 1, "{sdks:?}");
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(sdks[0].starts_with(&format!("{version}-")), "{sdks:?}");
+    let api = sdk_root.join(&sdks[0]).join("toolhost-plugin");
     assert!(
-        !manifest
-            .lines()
-            .any(|l| l.starts_with("toolhost-plugin = {")),
-        "{manifest}"
+        stdout.contains(&format!(
+            "toolhost-plugin is not on crates.io yet: this project uses the SDK carried in this \
+             toolhost ({version}) at {}",
+            api.display()
+        )),
+        "{stdout}"
     );
-    let lib = std::fs::read_to_string(project.join("src/lib.rs")).unwrap();
-    assert!(lib.contains("name: \"weather_tools\""), "{lib}");
+    let project = work.path().join("weather_tools");
+    assert_eq!(api_dependency(&project), api);
+    assert_eq!(
+        names_in(&sdk_root.join(&sdks[0])),
+        ["toolhost-plugin", "toolhost-plugin-macros"]
+    );
+    let manifest = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("name = \"weather_tools\""), "{manifest}");
     assert!(project.join("README.md").is_file());
+
+    // A second project reuses it: same folder, nothing else written beside it.
+    let out = toolhost(bin, &["new", "rain"], work.path(), &[]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(api_dependency(&work.path().join("rain")), api);
+    assert_eq!(names_in(&sdk_root), sdks);
+
+    // $XDG_DATA_HOME, when set, is where it goes (as the plugin folder does).
+    let xdg = work.path().join("xdg");
+    let out = toolhost(
+        bin,
+        &["new", "snow"],
+        work.path(),
+        &[("XDG_DATA_HOME", &xdg)],
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        api_dependency(&work.path().join("snow")),
+        xdg.join("toolhost/sdk")
+            .join(&sdks[0])
+            .join("toolhost-plugin")
+    );
 
     // A folder that is not plugin-api is refused with a hint, and nothing is written.
     let out = toolhost(
         bin,
         &["new", "other", "--api-path", "no-such-dir"],
         work.path(),
+        &[],
     );
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = common::text(&out.stderr);
     assert!(err.contains("pass the `plugin-api` folder"), "{err}");
     assert!(!work.path().join("other").exists());
+}
+
+/// The whole way of a new user: `toolhost new weather` outside any checkout, then the steps
+/// it prints, run as printed by `sh` (build, create the plugin folder, install the library,
+/// `toolhost list`, `toolhost call`), then `toolhost doctor` on the result.
+///
+/// Before the carried SDK, the build failed: "no matching package named `toolhost-plugin`
+/// found / location searched: crates.io index".
+#[test]
+fn the_printed_steps_build_install_and_call_a_new_plugin() {
+    let bin = copied_binary();
+    let work = tempfile::tempdir().unwrap();
+    let home = work.path().join("home");
+    // Shared by every run, so the registry's crates compile once (the SDK, at a new path each
+    // time, compiles each run).
+    let target = common::target_dir().join("new-project");
+
+    let out = toolhost(
+        bin,
+        &["new", "weather"],
+        work.path(),
+        &[("CARGO_TARGET_DIR", &target)],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let stdout = common::text(&out.stdout);
+    let steps: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| *l != "next steps:")
+        .skip(1)
+        .map(|l| l.strip_prefix("  ").expect("steps are indented"))
+        .collect();
+    let plugins = home.join(".local/share/toolhost/plugins");
+    assert!(
+        steps.contains(&format!("mkdir -p -m 700 {}", plugins.display()).as_str()),
+        "{stdout}"
+    );
+    assert!(
+        !plugins.exists(),
+        "a fresh machine has no plugin folder yet"
+    );
+
+    let project = work.path().join("weather");
+    // The workspace's dependency versions: the build needs no registry.
+    let root = toolhost_test_support::workspace_root();
+    std::fs::copy(root.join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
+    let mut sh = Command::new("sh");
+    sh.arg("-ec").arg(steps.join("\n")).current_dir(work.path());
+    fresh_user(&mut sh, &home);
+    toolhost_test_support::scrub_cargo_env(&mut sh);
+    sh.env("CARGO_TARGET_DIR", &target)
+        .env("CARGO_NET_OFFLINE", "true")
+        .env("CARGO_HOME", real_home_dir("CARGO_HOME", ".cargo"))
+        .env("RUSTUP_HOME", real_home_dir("RUSTUP_HOME", ".rustup"))
+        .env("PATH", path_with_this_cargo());
+    let out = sh.output().unwrap();
+    let (stdout, stderr) = (common::text(&out.stdout), common::text(&out.stderr));
+    assert!(
+        out.status.success(),
+        "the steps failed:\n{}\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+        steps.join("\n")
+    );
+    // `toolhost list` showed the plugin, and `toolhost call` its tool's answer to "Ada".
+    assert!(stdout.contains("weather 0.1.0 ("), "{stdout}");
+    let call = stdout.lines().last().unwrap_or_default();
+    assert!(call.contains("Ada"), "{stdout}");
+
+    // Its description is still the template's: `doctor` says which file to edit.
+    let out = toolhost(
+        bin,
+        &["doctor", "--claude", "/nonexistent"],
+        work.path(),
+        &[],
+    );
+    let report = common::text(&out.stdout);
+    let plugin_line = report
+        .lines()
+        .find(|l| l.contains("libweather"))
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(plugin_line.starts_with('!'), "{report}");
+    assert!(
+        plugin_line.contains("its description is still the template's placeholder"),
+        "{report}"
+    );
+    assert!(
+        report.contains("`description` in its project's Cargo.toml"),
+        "{report}"
+    );
+}
+
+/// `$var`, else `~/default` of the user running the tests (the build's toolchain and
+/// registry, which the fresh user's HOME does not hold).
+fn real_home_dir(var: &str, default: &str) -> OsString {
+    std::env::var_os(var).unwrap_or_else(|| {
+        let home = std::env::var_os("HOME").expect("HOME is set");
+        Path::new(&home).join(default).into_os_string()
+    })
+}
+
+/// `$PATH` with the folder of the cargo running the tests first, so that the steps' `cargo`
+/// is the same toolchain (and reuses its builds).
+fn path_with_this_cargo() -> OsString {
+    let cargo = PathBuf::from(toolhost_test_support::cargo());
+    let mut dirs: Vec<PathBuf> = cargo.parent().map(Path::to_path_buf).into_iter().collect();
+    dirs.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    std::env::join_paths(dirs).unwrap()
 }
 
 #[test]
@@ -87,19 +273,19 @@ fn with_api_path_the_project_builds_and_loads() {
         bin,
         &["new", "weather_tools", "--api-path", api_arg, "--path", "."],
         work.path(),
+        &[],
     );
     assert!(out.status.success(), "{out:?}");
     let project = work.path().join("weather_tools");
-    let manifest = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
-    assert!(
-        manifest.contains(&format!("toolhost-plugin = {{ path = {api_arg:?} }}")),
-        "{manifest}"
-    );
+    assert_eq!(api_dependency(&project), api);
+    // No carried SDK is written when a checkout's is used.
+    assert!(!work.path().join("home/.local/share/toolhost/sdk").exists());
     // A second `new` with the same name refuses to overwrite.
     let again = toolhost(
         bin,
         &["new", "weather_tools", "--api-path", api_arg],
         work.path(),
+        &[],
     );
     assert!(!again.status.success());
 

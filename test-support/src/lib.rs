@@ -138,26 +138,7 @@ impl Build {
             .args(&self.args)
             .current_dir(&self.dir)
             .env("CARGO_TARGET_DIR", &target);
-        // What cargo sets for the test binary that runs this (its package, its manifest, its
-        // build output) is not the build's: build scripts that rerun when such a variable
-        // changes (ring's does, for CARGO_MANIFEST_DIR and CARGO_PKG_NAME) would otherwise
-        // rebuild, and relink toolhost, between every `cargo test` and this build.
-        for (key, _) in std::env::vars_os() {
-            let Some(key) = key.to_str() else { continue };
-            if key.starts_with("CARGO_PKG_")
-                || key.starts_with("CARGO_BIN_EXE_")
-                || key.starts_with("CARGO_MANIFEST_")
-                || matches!(
-                    key,
-                    "CARGO_CRATE_NAME"
-                        | "CARGO_PRIMARY_PACKAGE"
-                        | "CARGO_TARGET_TMPDIR"
-                        | "OUT_DIR"
-                )
-            {
-                cmd.env_remove(key);
-            }
-        }
+        scrub_cargo_env(&mut cmd);
         if self.release {
             cmd.arg("--release");
         }
@@ -169,6 +150,26 @@ impl Build {
             self.dir.display()
         );
         target.join(if self.release { "release" } else { "debug" })
+    }
+}
+
+/// Removes from `cmd` what cargo sets for the test binary that runs it (its package, its
+/// manifest, its build output), which is not a nested build's: build scripts that rerun when
+/// such a variable changes (ring's does, for CARGO_MANIFEST_DIR and CARGO_PKG_NAME) would
+/// otherwise rebuild, and relink toolhost, between every `cargo test` and that build.
+pub fn scrub_cargo_env(cmd: &mut Command) {
+    for (key, _) in std::env::vars_os() {
+        let Some(key) = key.to_str() else { continue };
+        if key.starts_with("CARGO_PKG_")
+            || key.starts_with("CARGO_BIN_EXE_")
+            || key.starts_with("CARGO_MANIFEST_")
+            || matches!(
+                key,
+                "CARGO_CRATE_NAME" | "CARGO_PRIMARY_PACKAGE" | "CARGO_TARGET_TMPDIR" | "OUT_DIR"
+            )
+        {
+            cmd.env_remove(key);
+        }
     }
 }
 

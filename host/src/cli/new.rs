@@ -1,21 +1,49 @@
-//! `toolhost new`: a plugin project, and how to build it.
+//! `toolhost new`: a plugin project, and the commands that build it and try it.
 
-use std::{path::Path, process::ExitCode};
+use std::{
+    path::{Path, PathBuf},
+    process::ExitCode,
+};
 
-use crate::scaffold::{self, ApiSource};
+use crate::{
+    chat::default_plugin_dir,
+    scaffold::{self, ApiSource, NextSteps},
+};
 
-/// `api_path`: a local checkout of the plugin API to depend on, instead of the registry's.
+/// `api_path`: a local checkout of the plugin API to depend on, instead of the SDK this
+/// binary carries.
 pub fn new(name: &str, path: &Path, api_path: Option<&Path>) -> anyhow::Result<ExitCode> {
+    // Refused before anything is written, the SDK included.
+    scaffold::check_target(name, path)?;
     let api = match api_path {
         Some(dir) => ApiSource::path(dir)?,
-        None => ApiSource::Registry,
+        None => ApiSource::carried(None)?,
     };
     let root = scaffold::create(name, path, &api)?;
+    let root = std::path::absolute(&root).unwrap_or(root);
+    let exe = std::env::current_exe()?;
+    let toolhost = scaffold::toolhost_command(&exe, std::env::var_os("PATH").as_deref());
+    let target_dir = non_empty_var("CARGO_TARGET_DIR");
+    let plugins = non_empty_var("TOOLHOST_PLUGINS").unwrap_or_else(default_plugin_dir);
     println!("created {}", root.display());
-    println!("it depends on {}", api.describe());
-    println!(
-        "build it with: cargo build --release --manifest-path {}/Cargo.toml",
-        root.display()
-    );
+    println!("{}", api.describe());
+    println!();
+    println!("next steps:");
+    for line in scaffold::next_steps(&NextSteps {
+        name,
+        project: &root,
+        plugins: &plugins,
+        target_dir: target_dir.as_deref(),
+        toolhost: &toolhost,
+    }) {
+        println!("  {line}");
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `name`'s value as a path, unless unset or empty (as clap reads `TOOLHOST_PLUGINS`).
+fn non_empty_var(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
 }

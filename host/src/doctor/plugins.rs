@@ -326,8 +326,9 @@ fn plugin_file(
     (check, Some(plugin))
 }
 
-/// A loaded plugin's tools: no name twice, descriptions, valid schemas. (Name lengths were
-/// checked when it loaded: `Manifest::validate`.)
+/// A loaded plugin's tools: no name twice, descriptions, valid schemas; and its own
+/// description, once the template's placeholder is replaced. (Name lengths were checked when
+/// it loaded: `Manifest::validate`.)
 fn tools(m: &Manifest) -> Check {
     let mut problems: Vec<(Status, String)> = Vec::new();
     let hooks = &m.extras.hooks;
@@ -336,6 +337,26 @@ fn tools(m: &Manifest) -> Check {
     }
     problems.extend(hook_problems(m));
     problems.extend(tool_problems(m));
+    let mut fixes = Vec::new();
+    if !problems.is_empty() {
+        fixes.push(
+            "fix the tool declarations (#[tool] doc comments are the descriptions; \
+             argument types must derive JsonSchema), rebuild and copy it again",
+        );
+    }
+    if crate::scaffold::is_placeholder_description(&m.description) {
+        problems.push((
+            Status::Warn,
+            format!(
+                "its description is still the template's placeholder (\"{}\")",
+                m.description.trim()
+            ),
+        ));
+        fixes.push(
+            "say what its tools are for in `description` in its project's Cargo.toml (or \
+             `description:` in export_plugin!), rebuild and copy the library again",
+        );
+    }
     let summary = summary(m);
     let worst = problems.iter().map(|(s, _)| *s).max();
     let text: Vec<&str> = problems.iter().map(|(_, p)| p.as_str()).collect();
@@ -344,11 +365,7 @@ fn tools(m: &Manifest) -> Check {
         Some(status) => Check {
             status,
             message: format!("{summary}: {}", text.join("; ")),
-            fix: Some(
-                "fix the tool declarations (#[tool] doc comments are the descriptions; \
-                 argument types must derive JsonSchema), rebuild and copy it again"
-                    .into(),
-            ),
+            fix: Some(fixes.join("; ")),
             ..Check::ok("plugin", "")
         },
     }
@@ -557,6 +574,33 @@ mod tests {
             "{}",
             c.message
         );
+    }
+
+    /// A plugin made by `toolhost new` whose description was never changed: a warning naming
+    /// the file to edit.
+    #[test]
+    fn placeholder_description() {
+        let object = json!({"type": "object"});
+        let mut m = manifest("weather", vec![tool("greet", "Greets.", object)]);
+        m.description =
+            "TODO: describe weather's tools in one line (description in Cargo.toml)".into();
+        let c = tools(&m);
+        assert_eq!(c.status, Status::Warn, "{}", c.message);
+        assert!(
+            c.message
+                .contains("its description is still the template's placeholder"),
+            "{}",
+            c.message
+        );
+        let fix = c.fix.unwrap();
+        assert!(
+            fix.contains("`description` in its project's Cargo.toml"),
+            "{fix}"
+        );
+        assert!(!fix.contains("tool declarations"), "{fix}");
+
+        m.description = "Weather forecasts.".into();
+        assert_eq!(tools(&m).status, Status::Ok);
     }
 
     #[test]
