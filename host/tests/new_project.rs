@@ -195,6 +195,11 @@ fn the_printed_steps_build_install_and_call_a_new_plugin() {
     );
 
     let project = work.path().join("weather");
+    // A tool appended to the template, with no other edit, is part of the plugin.
+    let lib = project.join("src/lib.rs");
+    let mut code = std::fs::read_to_string(&lib).unwrap();
+    code.push_str(APPENDED_TOOL);
+    std::fs::write(&lib, code).unwrap();
     // The workspace's dependency versions: the build needs no registry.
     let root = toolhost_test_support::workspace_root();
     std::fs::copy(root.join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
@@ -214,8 +219,13 @@ fn the_printed_steps_build_install_and_call_a_new_plugin() {
         "the steps failed:\n{}\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
         steps.join("\n")
     );
-    // `toolhost list` showed the plugin, and `toolhost call` its tool's answer to "Ada".
+    // `toolhost list` showed the plugin with the appended tool, and `toolhost call` its tool's
+    // answer to "Ada".
     assert!(stdout.contains("weather 0.1.0 ("), "{stdout}");
+    assert!(
+        stdout.contains("farewell"),
+        "the appended tool is listed: {stdout}"
+    );
     let call = stdout.lines().last().unwrap_or_default();
     assert!(call.contains("Ada"), "{stdout}");
 
@@ -240,6 +250,74 @@ fn the_printed_steps_build_install_and_call_a_new_plugin() {
         report.contains("`description` in its project's Cargo.toml"),
         "{report}"
     );
+}
+
+/// What a user adds to the template's `src/lib.rs`, and nothing else.
+const APPENDED_TOOL: &str = "
+/// Say goodbye to someone.
+#[tool]
+pub fn farewell(name: String) -> String {
+    format!(\"Goodbye, {name}\")
+}
+";
+
+/// The shortest plugin (issue 30), in a crate of its own that depends on a checkout's SDK by
+/// path: it builds, and `toolhost call` runs its tool.
+#[test]
+fn the_shortest_plugin_builds_and_serves_its_tool() {
+    let work = tempfile::tempdir().unwrap();
+    let project = work.path().join("shortest");
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    let api = checkout_api();
+    std::fs::write(
+        project.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"shortest\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\
+             description = \"The shortest plugin.\"\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n\
+             [dependencies]\ntoolhost-plugin = {{ path = {:?} }}\n\n[workspace]\n",
+            api.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        project.join("src/lib.rs"),
+        "use toolhost_plugin::prelude::*;\n\n\
+         /// Add two numbers.\n#[tool]\nfn add(x: f64, y: f64) -> f64 {\n    x + y\n}\n\n\
+         export_plugin!();\n",
+    )
+    .unwrap();
+    let root = toolhost_test_support::workspace_root();
+    std::fs::copy(root.join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
+    let built = toolhost_test_support::Build::project(&project)
+        .target_dir(common::target_dir().join("template-check"))
+        .run();
+    let plugins = work.path().join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let lib = toolhost_test_support::lib_file("shortest");
+    std::fs::copy(built.join(&lib), plugins.join(&lib)).unwrap();
+    let dir = plugins.to_str().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args([
+            "call",
+            "shortest",
+            "add",
+            r#"{"x": 1.5, "y": 2}"#,
+            "--plugins",
+            dir,
+        ])
+        .env_remove("TOOLHOST_CONFIG")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(common::text(&out.stdout).trim(), "3.5");
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["list", "--plugins", dir])
+        .env_remove("TOOLHOST_CONFIG")
+        .output()
+        .unwrap();
+    let listed = common::text(&out.stdout);
+    assert!(listed.contains("shortest 0.1.0"), "{listed}");
+    assert!(listed.contains("The shortest plugin."), "{listed}");
 }
 
 /// `$var`, else `~/default` of the user running the tests (the build's toolchain and
