@@ -195,6 +195,8 @@
 //! (or another abi_stable major) is refused at load with `incompatible plugin: ...` and never
 //! called: rebuild it.
 
+#![warn(missing_docs)]
+
 // The binary interface, for the host; plugin authors never use it (`export_plugin!` builds
 // the root module, `Context` wraps the call context).
 #[doc(hidden)]
