@@ -19,8 +19,8 @@ type ErasedHandler = Box<dyn Fn(&str, &Context) -> Result<ToolResult, String> + 
 /// One tool: name, description, schemas, annotations and the function that runs it.
 ///
 /// `#[tool]` builds these for you (its module's `tool()` returns the function's, to inspect
-/// and call in tests); the builder is there for tools made at run time, listed in
-/// `export_plugin!`'s `tools: [..]` or added to a [`PluginDef`](crate::PluginDef).
+/// and call in tests); the builder is there for tools made at run time: a module whose
+/// `tool()` builds one is listed in `export_plugin!`'s `tools: [..]` (second example).
 ///
 /// ```
 /// use serde::{Deserialize, Serialize};
@@ -61,6 +61,29 @@ type ErasedHandler = Box<dyn Fn(&str, &Context) -> Result<ToolResult, String> + 
 /// assert_eq!(r.structured.unwrap()["total"], 3.0);
 /// let bad = add.call(json!({"x": 1}), &TestContext::new());
 /// assert_eq!(bad, ToolResult::error("invalid arguments: missing field `y`"));
+/// ```
+///
+/// ```
+/// use toolhost_plugin::prelude::*;
+///
+/// /// A tool made at run time (from a table, say).
+/// mod version {
+///     use toolhost_plugin::{NoArgs, ToolDef};
+///
+///     pub fn tool() -> ToolDef {
+///         let version = String::from("1.2.0");
+///         ToolDef::new("version", move |_: NoArgs| version.clone()).description("The plugin's version.")
+///     }
+/// }
+///
+/// export_plugin! { tools: [version] }
+///
+/// # fn main() {
+/// # use toolhost_plugin::__private::PluginEntry;
+/// # assert_eq!(__ToolhostPlugin::define().tool_names(), ["version"]);
+/// let r = version::tool().call(toolhost_plugin::testing::json!({}), &toolhost_plugin::testing::TestContext::new());
+/// assert_eq!(r, ToolResult::text("1.2.0"));
+/// # }
 /// ```
 pub struct ToolDef {
     pub(crate) name: Cow<'static, str>,

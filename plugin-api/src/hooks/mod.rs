@@ -123,7 +123,8 @@ type PolicyRunner = Arc<dyn Fn(&str, &Context) -> Result<Permission, RequestErro
 /// One hook or permission policy. `#[hook]` and `#[permission]` build these (the function's
 /// module has a `hook()` returning it) and register them for
 /// [`export_plugin!`](crate::export_plugin); [`HookDef::on`] and [`HookDef::policy`] build one
-/// at run time, for a [`PluginDef`](crate::PluginDef) or `export_plugin!`'s `hooks: [..]`.
+/// at run time (a module whose `hook()` returns one is listed in `export_plugin!`'s
+/// `hooks: [..]`).
 ///
 /// ```
 /// use toolhost_plugin::{hooks::{HookDef, PreToolUse}, prelude::*, testing::{json, TestContext}};

@@ -25,8 +25,9 @@ type GetFn =
 /// One prompt: its name, description, arguments and the function that renders it.
 ///
 /// `#[prompt]` builds these (its module's `prompt()` returns the function's, to render in
-/// tests); the builder is there for prompts made at run time, added with `export_plugin!`'s
-/// `prompts: [..]` or to a [`PluginDef`](crate::PluginDef).
+/// tests); the builder is there for prompts made at run time: a module whose `prompt()`
+/// builds one is listed in `export_plugin!`'s `prompts: [..]` (as for
+/// [`ToolDef`](crate::ToolDef)).
 ///
 /// ```
 /// use serde::Deserialize;
@@ -227,7 +228,7 @@ fn types_of<'a>(schema: &'a Value, root: &'a Value, depth: usize, out: &mut Vec<
 }
 
 impl PluginDef {
-    /// Adds a prompt.
+    /// Adds a prompt (example: [`PluginDef`]).
     pub fn prompt(mut self, prompt: PromptDef) -> Self {
         self.prompts.push(prompt);
         self

@@ -32,8 +32,9 @@ type ListFn =
 /// declaration, the function that reads it and, for a template, the one that lists it.
 ///
 /// `#[resource]` builds these (its module's `resource()` returns the function's, to read in
-/// tests); the builder is there for resources made at run time, added with
-/// `export_plugin!`'s `resources: [..]` or to a [`PluginDef`](crate::PluginDef).
+/// tests); the builder is there for resources made at run time: a module whose `resource()`
+/// builds one is listed in `export_plugin!`'s `resources: [..]` (as for
+/// [`ToolDef`](crate::ToolDef)).
 ///
 /// ```
 /// use serde::Deserialize;
@@ -210,7 +211,7 @@ impl ResourceDef {
 }
 
 impl PluginDef {
-    /// Adds a resource or resource template.
+    /// Adds a resource or resource template (example: [`PluginDef`]).
     pub fn resource(mut self, resource: ResourceDef) -> Self {
         self.resources.push(resource);
         self
