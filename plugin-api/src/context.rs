@@ -288,8 +288,8 @@ impl Context {
     }
 
     /// Reports progress to the client (`notifications/progress`); `total` when known. The
-    /// host sends it only when the client asked for progress (a `progressToken`), so it costs
-    /// little otherwise.
+    /// host sends it only to a client that asked (a `progressToken`), and only the latest
+    /// report while the client reads slower than the tool reports, so reporting often is cheap.
     ///
     /// ```
     /// use toolhost_plugin::testing::TestContext;

@@ -53,7 +53,8 @@ pub mod code {
 /// offers no resources writes none.
 ///
 /// ```
-/// use toolhost_plugin::{extras::{Extras, ResourceDecl, TemplateDecl}, testing::json};
+/// use toolhost_plugin::extras::{Extras, HookDecl, PromptArgumentDecl, PromptDecl, ResourceDecl, TemplateDecl};
+/// use toolhost_plugin::testing::json;
 ///
 /// let extras = Extras {
 ///     resources: vec![ResourceDecl { uri: "notes://index".into(), name: "index".into(), ..Default::default() }],
@@ -71,6 +72,28 @@ pub mod code {
 /// }));
 /// assert!(!extras.is_empty());
 /// assert!(Extras::default().is_empty());
+///
+/// // As a plugin's prompts and hooks declare themselves.
+/// let extras = Extras {
+///     prompts: vec![PromptDecl {
+///         name: "review".into(),
+///         arguments: vec![PromptArgumentDecl { name: "file".into(), required: true, ..Default::default() }],
+///         ..Default::default()
+///     }],
+///     hooks: vec![HookDecl {
+///         id: "guard".into(),
+///         event: "PreToolUse".into(),
+///         matcher: Some("Bash".into()),
+///         ..Default::default()
+///     }],
+///     permission: true,
+///     ..Default::default()
+/// };
+/// assert_eq!(serde_json::to_value(&extras).unwrap(), json!({
+///     "prompts": [{"name": "review", "arguments": [{"name": "file", "required": true}]}],
+///     "hooks": [{"id": "guard", "event": "PreToolUse", "matcher": "Bash"}],
+///     "permission": true,
+/// }));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -147,7 +170,7 @@ pub struct TemplateDecl {
     pub mime_type: Option<String>,
 }
 
-/// An MCP `Prompt` (as [`PromptDef`](crate::PromptDef) declares it).
+/// An MCP `Prompt` (as [`PromptDef`](crate::PromptDef) declares it; example: [`Extras`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptDecl {
@@ -208,7 +231,7 @@ pub struct PromptArgumentDecl {
 }
 
 /// One hook: which event it handles, for which tools (what a [`HookDef`](crate::hooks::HookDef)
-/// declares to the host).
+/// declares to the host; example: [`Extras`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HookDecl {

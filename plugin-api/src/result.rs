@@ -65,7 +65,7 @@ pub enum Content {
     /// A resource's contents sent along (MCP `EmbeddedResource`): the client gets the data
     /// without a `resources/read` of its own, named by `uri`.
     Resource {
-        /// The resource's URI (which it need not be readable at).
+        /// The URI naming the contents.
         uri: String,
         /// Its MIME type, if known.
         mime_type: Option<String>,
@@ -745,6 +745,7 @@ serialized! {
 /// assert_eq!(lines::tool().call(json!({"path": path}), &ctx), ToolResult::text("3"));
 /// let r = lines::tool().call(json!({"path": path, "max": 2}), &ctx);
 /// assert_eq!(r, ToolResult::error(format!("{path} has more than 2 lines")));
+/// # std::fs::remove_file(&file).unwrap();
 ///
 /// let e: ToolError = "x".parse::<i64>().unwrap_err().into();
 /// assert_eq!(e.to_string(), "invalid digit found in string");

@@ -718,8 +718,9 @@ events! {
     /// /// Shows the user a shorter form of long lines.
     /// #[hook(MessageDisplay)]
     /// pub fn shorten(input: MessageDisplay) -> HookOutcome<MessageDisplay> {
-    ///     if input.delta.len() > 20 {
-    ///         return HookOutcome::no_opinion().with_display_content(format!("{}...", &input.delta[..20]));
+    ///     if input.delta.chars().count() > 20 {
+    ///         let short: String = input.delta.chars().take(20).collect();
+    ///         return HookOutcome::no_opinion().with_display_content(format!("{short}..."));
     ///     }
     ///     HookOutcome::no_opinion()
     /// }
