@@ -26,8 +26,8 @@ pub struct Declared {
 /// report progress, log, tell clients a resource changed, and the plugin's state and
 /// configuration.
 ///
-/// A tool or prompt receives `&Context` as its second parameter, a resource as its last; it
-/// cannot outlive the call.
+/// A tool, resource, prompt or hook takes it as a `&Context` parameter (beside its arguments
+/// and the plugin's `&State`/`&Config`); it cannot outlive the call.
 ///
 /// ```
 /// use std::time::Duration;
