@@ -12,6 +12,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The methods a host may send through the ABI's `request`, and what their params are.
+///
+/// ```
+/// use toolhost_plugin::extras::method;
+///
+/// assert_eq!(method::RESOURCES_READ, "resources/read");
+/// assert_eq!(method::HOOK_RUN, "hooks/run");
+/// ```
 pub mod method {
     /// `{"cursor"?}` → `{"resources": [ResourceDecl], "nextCursor"?}`: the plugin's dynamic
     /// list (asked only when [`super::Extras::lists_resources`]).
@@ -30,7 +37,7 @@ pub mod method {
     pub const PERMISSION_CHECK: &str = "permission/check";
 }
 
-/// JSON-RPC error codes a plugin's answer may carry.
+/// JSON-RPC error codes a plugin's answer may carry (example: [`RequestError`]).
 pub mod code {
     /// The params do not fit the method (a missing prompt argument, say).
     pub const INVALID_PARAMS: i32 = -32602;
@@ -44,6 +51,50 @@ pub mod code {
 
 /// Everything a plugin declares besides its tools. Absent fields are empty: a plugin that
 /// offers no resources writes none.
+///
+/// ```
+/// use toolhost_plugin::extras::{Extras, HookDecl, PromptArgumentDecl, PromptDecl, ResourceDecl, TemplateDecl};
+/// use toolhost_plugin::testing::json;
+///
+/// let extras = Extras {
+///     resources: vec![ResourceDecl { uri: "notes://index".into(), name: "index".into(), ..Default::default() }],
+///     resource_templates: vec![TemplateDecl {
+///         uri_template: "notes://{id}".into(),
+///         name: "note".into(),
+///         mime_type: Some("text/markdown".into()),
+///         ..Default::default()
+///     }],
+///     ..Default::default()
+/// };
+/// assert_eq!(serde_json::to_value(&extras).unwrap(), json!({
+///     "resources": [{"uri": "notes://index", "name": "index"}],
+///     "resourceTemplates": [{"uriTemplate": "notes://{id}", "name": "note", "mimeType": "text/markdown"}],
+/// }));
+/// assert!(!extras.is_empty());
+/// assert!(Extras::default().is_empty());
+///
+/// // As a plugin's prompts and hooks declare themselves.
+/// let extras = Extras {
+///     prompts: vec![PromptDecl {
+///         name: "review".into(),
+///         arguments: vec![PromptArgumentDecl { name: "file".into(), required: true, ..Default::default() }],
+///         ..Default::default()
+///     }],
+///     hooks: vec![HookDecl {
+///         id: "guard".into(),
+///         event: "PreToolUse".into(),
+///         matcher: Some("Bash".into()),
+///         ..Default::default()
+///     }],
+///     permission: true,
+///     ..Default::default()
+/// };
+/// assert_eq!(serde_json::to_value(&extras).unwrap(), json!({
+///     "prompts": [{"name": "review", "arguments": [{"name": "file", "required": true}]}],
+///     "hooks": [{"id": "guard", "event": "PreToolUse", "matcher": "Bash"}],
+///     "permission": true,
+/// }));
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Extras {
@@ -78,63 +129,109 @@ impl Extras {
     }
 }
 
-/// An MCP `Resource`.
+/// An MCP `Resource` (example: [`Extras`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceDecl {
+    /// Its URI.
     pub uri: String,
+    /// Its name.
     pub name: String,
+    /// A human-readable title.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// What it holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The MIME type of its contents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<String>,
+    /// Its size in bytes, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
 }
 
-/// An MCP `ResourceTemplate` (RFC 6570 `{var}` expressions).
+/// An MCP `ResourceTemplate` (RFC 6570 `{var}` expressions; example: [`Extras`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TemplateDecl {
+    /// The template (see [`uri_template`](crate::uri_template)).
     pub uri_template: String,
+    /// Its name.
     pub name: String,
+    /// A human-readable title.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// What its resources hold.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The MIME type of its resources' contents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<String>,
 }
 
-/// An MCP `Prompt`.
+/// An MCP `Prompt` (as [`PromptDef`](crate::PromptDef) declares it; example: [`Extras`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptDecl {
+    /// Its name.
     pub name: String,
+    /// A human-readable title.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// What it is for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// Its arguments, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub arguments: Vec<PromptArgumentDecl>,
 }
 
-/// An MCP `PromptArgument`.
+/// An MCP `PromptArgument`: what [`PromptDef::arguments`](crate::PromptDef::arguments) gives,
+/// one per field of the prompt's arguments.
+///
+/// ```
+/// use toolhost_plugin::{prelude::*, testing::json};
+///
+/// /// Explain a piece of code.
+/// #[prompt]
+/// fn explain(
+///     /// The code.
+///     code: String,
+///     /// For whom (default: a programmer).
+///     audience: Option<String>,
+/// ) -> String {
+///     format!("Explain to {}: {code}", audience.as_deref().unwrap_or("a programmer"))
+/// }
+///
+/// export_plugin!();
+///
+/// # fn main() {
+/// let args = explain::prompt().arguments().unwrap().to_vec();
+/// assert_eq!(serde_json::to_value(&args).unwrap(), json!([
+///     {"name": "code", "description": "The code.", "required": true},
+///     {"name": "audience", "description": "For whom (default: a programmer)."},
+/// ]));
+/// # }
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptArgumentDecl {
+    /// The argument's name (the field's, as serde names it).
     pub name: String,
+    /// A human-readable title.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// What it is (the field's doc comment).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// Whether the client must give it (a field that is not `Option` or `#[serde(default)]`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub required: bool,
 }
 
-/// One hook: which event it handles, for which tools.
+/// One hook: which event it handles, for which tools (what a [`HookDef`](crate::hooks::HookDef)
+/// declares to the host; example: [`Extras`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HookDecl {
@@ -150,14 +247,39 @@ pub struct HookDecl {
     pub other: serde_json::Map<String, Value>,
 }
 
-/// Why a plugin did not answer a request: a JSON-RPC error (see [`code`]).
+/// Why a plugin did not answer a request: a JSON-RPC error (see [`code`]). A test meets it as
+/// the error of [`HookDef::run`](crate::hooks::HookDef::run).
+///
+/// ```
+/// use toolhost_plugin::{extras::{code, RequestError}, hooks::Stop, prelude::*, testing::{json, TestContext}};
+///
+/// /// Fails on purpose.
+/// #[hook(Stop)]
+/// pub fn broken(_: Stop) -> Result<HookOutcome<Stop>, String> {
+///     Err("the rules file is missing".into())
+/// }
+///
+/// export_plugin!();
+///
+/// # fn main() {
+/// let e = broken::hook().run(json!({}), &TestContext::new()).unwrap_err();
+/// assert_eq!(e, RequestError::internal("the rules file is missing"));
+/// assert_eq!(e.code, code::INTERNAL_ERROR);
+/// assert_eq!(RequestError::invalid_params("no `id`").code, code::INVALID_PARAMS);
+/// assert_eq!(RequestError::method_not_found("x/y").message, "the plugin does not answer `x/y`");
+/// assert_eq!(RequestError::new(code::RESOURCE_NOT_FOUND, "gone").to_string(), "gone");
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequestError {
+    /// The JSON-RPC error code (one of [`code`]).
     pub code: i32,
+    /// What went wrong, for the client.
     pub message: String,
 }
 
 impl RequestError {
+    /// An error with this code and message.
     pub fn new(code: i32, message: impl Into<String>) -> Self {
         RequestError {
             code,

@@ -195,6 +195,8 @@
 //! (or another abi_stable major) is refused at load with `incompatible plugin: ...` and never
 //! called: rebuild it.
 
+#![warn(missing_docs)]
+
 // The binary interface, for the host; plugin authors never use it (`export_plugin!` builds
 // the root module, `Context` wraps the call context).
 #[doc(hidden)]
@@ -225,6 +227,60 @@ pub use plugin::OnLoad;
 #[doc(hidden)]
 pub use plugin::{NoConfig, PluginDef, WithConfig};
 pub use prompt::{IntoPromptResult, PromptDef, PromptError, PromptMessage, PromptResult, Role};
+/// Implemented by [`export_plugin!`] for the two types it declares (`state: T`, `config: C`)
+/// and no others; never by hand. A function of the plugin may take `&T` of such a type, and
+/// the value is there on every call (`&T` of any other type is a compile error naming it).
+///
+/// ```
+/// use serde::{Deserialize, Serialize};
+/// use toolhost_plugin::{prelude::*, testing::{json, TestContext}, StateOrConfig};
+///
+/// #[derive(Default, Serialize, Deserialize)]
+/// pub struct Visits(Shared<u64>);
+///
+/// #[derive(Deserialize)]
+/// pub struct Site {
+///     name: String,
+/// }
+///
+/// /// Count a visit.
+/// #[tool]
+/// fn visit(visits: &Visits, site: &Site) -> String {
+///     let mut n = visits.0.lock();
+///     *n += 1;
+///     format!("visit {} of {}", *n, site.name)
+/// }
+///
+/// export_plugin! { state: Visits, config: Site }
+///
+/// # fn main() {
+/// fn declared<T: StateOrConfig<P>, P>() {}
+/// declared::<Visits, _>();
+/// declared::<Site, _>();
+///
+/// let ctx = TestContext::new()
+///     .with_state(Visits::default())
+///     .with_config(Site { name: "docs".into() });
+/// assert_eq!(visit::tool().call(json!({}), &ctx), ToolResult::text("visit 1 of docs"));
+/// # }
+/// ```
+///
+/// A type the plugin does not declare:
+///
+/// ```compile_fail,E0277
+/// use toolhost_plugin::prelude::*;
+///
+/// pub struct Cache;
+///
+/// /// Look something up.
+/// #[tool]
+/// fn look_up(key: String, cache: &Cache) -> String { // `Cache` is neither state nor config
+///     key
+/// }
+///
+/// export_plugin!();
+/// # fn main() {}
+/// ```
 pub use register::StateOrConfig;
 pub use resource::{
     IntoContents, IntoReadResult, IntoResourcePage, ListResources, ListedResource, ResourceBody,

@@ -50,11 +50,65 @@ fn path_of(bytes: Vec<u8>) -> PathBuf {
 ///
 /// In a sandbox, the plugin may read it (and files beside it) only if its `read` paths
 /// cover the folder: the sandbox lets it read the copy it was opened from, not the folder.
+///
+/// ```
+/// use toolhost_plugin::{plugin_path, prelude::*};
+///
+/// /// Which build of the plugin runs.
+/// #[tool(read_only)]
+/// fn build(ctx: &Context) -> String {
+///     ctx.plugin_path().display().to_string()
+/// }
+///
+/// fn log_where() -> Result<(), String> {
+///     match plugin_path() {
+///         Some(path) => toolhost_plugin::info!("loaded from {}", path.display()),
+///         None => toolhost_plugin::info!("loaded by an old host, or in a test"),
+///     }
+///     Ok(())
+/// }
+///
+/// export_plugin! { on_load: log_where }
+///
+/// # fn main() {
+/// // In a test nothing loaded the plugin: no path.
+/// assert_eq!(plugin_path(), None);
+/// assert_eq!(log_where(), Ok(()));
+/// # }
+/// ```
 pub fn plugin_path() -> Option<PathBuf> {
     current().map(|p| p.to_path_buf())
 }
 
-/// The folder of [`plugin_path`]: where data installed beside the library is.
+/// The folder of [`plugin_path`]: where data installed beside the library is. `None` when
+/// there is no path (a test, an old host): have a fallback, or refuse the load.
+///
+/// ```
+/// use std::path::PathBuf;
+///
+/// use toolhost_plugin::{plugin_dir, prelude::*};
+///
+/// /// The word list's file: beside the library, or in `tests/` without a host.
+/// fn word_list() -> PathBuf {
+///     plugin_dir().unwrap_or_else(|| PathBuf::from("tests")).join("words.txt")
+/// }
+///
+/// /// Refuses the load when the word list is missing.
+/// fn load_words() -> Result<(), String> {
+///     let file = word_list();
+///     let words = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+///     toolhost_plugin::info!("{} words", words.lines().count());
+///     Ok(())
+/// }
+///
+/// export_plugin! { on_load: load_words }
+///
+/// # fn main() {
+/// assert_eq!(plugin_dir(), None);
+/// assert_eq!(word_list(), PathBuf::from("tests/words.txt"));
+/// assert!(load_words().unwrap_err().starts_with("tests/words.txt: "));
+/// # }
+/// ```
 pub fn plugin_dir() -> Option<PathBuf> {
     current().and_then(|p| p.parent().map(Path::to_path_buf))
 }

@@ -11,6 +11,16 @@ use abi_stable::std_types::RStr;
 use crate::abi::{level, HostApi};
 
 /// How important a log record is; the host's `tracing` filter (`RUST_LOG`) decides what shows.
+/// Levels order from the most severe (`Error`) to the least (`Trace`).
+///
+/// ```
+/// use toolhost_plugin::{testing::TestContext, Level};
+///
+/// let ctx = TestContext::new();
+/// ctx.log(Level::Info, "indexed 12 files");
+/// assert_eq!(ctx.logs(), [(Level::Info, "indexed 12 files".to_string())]);
+/// assert!(Level::Error < Level::Warn && Level::Debug < Level::Trace);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Level {
     /// Something failed.
@@ -77,31 +87,43 @@ pub fn __log(level: Level, target: &str, args: fmt::Arguments<'_>) {
     }
 }
 
-/// Logs at error level through the host.
+/// Logs at error level through the host, from anywhere in the plugin (`on_load`, its own
+/// threads); `format!` arguments. Records go nowhere until the host loads the plugin (in a
+/// test, say). In a call, [`Context::log`](crate::Context::log) also ties the record to the
+/// call (and [`TestContext`](crate::testing::TestContext) records it).
+///
+/// ```
+/// let path = "notes.db";
+/// toolhost_plugin::error!("could not open {path}");
+/// toolhost_plugin::warn!("{} notes have no title", 3);
+/// toolhost_plugin::info!("loaded");
+/// toolhost_plugin::debug!("cache: {:?}", [1, 2]);
+/// toolhost_plugin::trace!("step {}", 1);
+/// ```
 #[macro_export]
 macro_rules! error {
     ($($arg:tt)+) => { $crate::log::__log($crate::Level::Error, module_path!(), format_args!($($arg)+)) };
 }
 
-/// Logs at warn level through the host.
+/// Logs at warn level through the host (example: [`error!`](crate::error)).
 #[macro_export]
 macro_rules! warn {
     ($($arg:tt)+) => { $crate::log::__log($crate::Level::Warn, module_path!(), format_args!($($arg)+)) };
 }
 
-/// Logs at info level through the host.
+/// Logs at info level through the host (example: [`error!`](crate::error)).
 #[macro_export]
 macro_rules! info {
     ($($arg:tt)+) => { $crate::log::__log($crate::Level::Info, module_path!(), format_args!($($arg)+)) };
 }
 
-/// Logs at debug level through the host.
+/// Logs at debug level through the host (example: [`error!`](crate::error)).
 #[macro_export]
 macro_rules! debug {
     ($($arg:tt)+) => { $crate::log::__log($crate::Level::Debug, module_path!(), format_args!($($arg)+)) };
 }
 
-/// Logs at trace level through the host.
+/// Logs at trace level through the host (example: [`error!`](crate::error)).
 #[macro_export]
 macro_rules! trace {
     ($($arg:tt)+) => { $crate::log::__log($crate::Level::Trace, module_path!(), format_args!($($arg)+)) };

@@ -26,19 +26,41 @@ use serde_json::json;
 
 use crate::log;
 
-/// MCP's notification that one resource's contents changed.
+/// MCP's notification that one resource's contents changed: the method name
+/// [`TestContext::notifications`](crate::testing::TestContext::notifications) records (example:
+/// [`Context::resource_updated`](crate::Context::resource_updated)).
 pub const RESOURCE_UPDATED: &str = "notifications/resources/updated";
-/// MCP's notification that the list of resources changed.
+/// MCP's notification that the list of resources changed (example:
+/// [`Context::resource_list_changed`](crate::Context::resource_list_changed)).
 pub const RESOURCE_LIST_CHANGED: &str = "notifications/resources/list_changed";
 
 /// Tells the clients that the resource at `uri` changed (they read it again if they care).
 /// `false` if it went nowhere (see the [module](self)).
+///
+/// ```
+/// use toolhost_plugin::notify;
+///
+/// // Outside a host (a test) there is nobody to tell.
+/// assert!(!notify::resource_updated("notes://index"));
+/// ```
 pub fn resource_updated(uri: &str) -> bool {
     send(RESOURCE_UPDATED, &json!({ "uri": uri }).to_string())
 }
 
 /// Tells the clients that the plugin's list of resources changed (a note was added or
 /// deleted). `false` if it went nowhere.
+///
+/// ```
+/// use toolhost_plugin::notify;
+///
+/// fn rescan() -> usize {
+///     // ... find the notes on disk, then:
+///     notify::resource_list_changed();
+///     3
+/// }
+/// assert_eq!(rescan(), 3);
+/// assert!(!notify::resource_list_changed()); // no host in a test
+/// ```
 pub fn resource_list_changed() -> bool {
     send(RESOURCE_LIST_CHANGED, "{}")
 }

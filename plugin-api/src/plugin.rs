@@ -62,7 +62,41 @@ pub struct WithConfig<C>(std::marker::PhantomData<C>);
 
 /// A function usable as `on_load`: `fn() -> Result<(), E>`, or `fn(&C) -> Result<(), E>`
 /// where `C` is the type declared with `config: C` in
-/// [`export_plugin!`](crate::export_plugin). `E: Display`; an `Err` refuses the load.
+/// [`export_plugin!`](crate::export_plugin). `E: Display`; an `Err` refuses the load (the
+/// host's log and `toolhost list` show the message), so check there what every call relies
+/// on. `M` tells the two shapes apart and is inferred.
+///
+/// ```
+/// use serde::Deserialize;
+/// use toolhost_plugin::prelude::*;
+///
+/// #[derive(Deserialize)]
+/// pub struct Db {
+///     url: String,
+/// }
+///
+/// /// Refuses a configuration without a database.
+/// fn check(db: &Db) -> Result<(), String> {
+///     if !db.url.starts_with("postgres://") {
+///         return Err(format!("`url` must be a postgres:// URL, not `{}`", db.url));
+///     }
+///     toolhost_plugin::info!("using {}", db.url);
+///     Ok(())
+/// }
+///
+/// /// The database's URL.
+/// #[tool(read_only)]
+/// fn db_url(db: &Db) -> String {
+///     db.url.clone()
+/// }
+///
+/// export_plugin! { config: Db, on_load: check }
+///
+/// # fn main() {
+/// assert!(check(&Db { url: "postgres://localhost/app".into() }).is_ok());
+/// assert_eq!(check(&Db { url: "x".into() }).unwrap_err(), "`url` must be a postgres:// URL, not `x`");
+/// # }
+/// ```
 pub trait OnLoad<M>: Send + 'static {
     #[doc(hidden)]
     fn run(self, config: Option<&Declared>) -> Result<(), String>;
@@ -92,7 +126,33 @@ where
 }
 
 /// Everything a plugin declares: identity, tools, optional state and start-up hook.
-/// [`export_plugin!`](crate::export_plugin) builds one.
+/// [`export_plugin!`](crate::export_plugin) builds one from its keys and the crate's
+/// attributes; by hand it is for plugins whose tools are only known at run time.
+///
+/// ```
+/// use serde::{Deserialize, Serialize};
+/// use toolhost_plugin::{hooks::{HookDef, PreToolUse}, prelude::*, NoArgs, PluginDef, PromptDef, ResourceDef, ToolDef};
+///
+/// #[derive(Default, Serialize, Deserialize)]
+/// pub struct Counter(Shared<u64>);
+///
+/// #[derive(Deserialize)]
+/// pub struct Settings {
+///     greeting: String,
+/// }
+///
+/// let def = PluginDef::new("hello", "1.0.0", "Says hello.")
+///     .state::<Counter>()
+///     .config::<Settings>()
+///     .on_load(|s: &Settings| if s.greeting.is_empty() { Err("empty greeting") } else { Ok(()) })
+///     .tool(ToolDef::new("hi", |_: NoArgs| "hi").description("Say hi."))
+///     .tool(ToolDef::new("bye", |_: NoArgs| "bye").description("Say bye."))
+///     .resource(ResourceDef::new("hello://motd", "motd", |_: NoArgs, _: &Context| "Hello!"))
+///     .prompt(PromptDef::new("greet", |_: NoArgs, _: &Context| "Greet me."))
+///     .hook(HookDef::on("audit", None, |_: PreToolUse, _: &Context| HookOutcome::<PreToolUse>::no_opinion()));
+/// assert_eq!(def.tool_names(), ["hi", "bye"]);
+/// assert_eq!(def.hook_names(), ["audit"]);
+/// ```
 pub struct PluginDef {
     name: Cow<'static, str>,
     version: Cow<'static, str>,
@@ -113,7 +173,8 @@ pub struct PluginDef {
 }
 
 impl PluginDef {
-    /// A plugin with no tools yet.
+    /// A plugin with no tools yet (example: [`PluginDef`]). `name` is what Claude sees in
+    /// `mcp__<name>__<tool>`.
     pub fn new(
         name: impl Into<Cow<'static, str>>,
         version: impl Into<Cow<'static, str>>,
@@ -154,14 +215,14 @@ impl PluginDef {
         self
     }
 
-    /// Adds a tool.
+    /// Adds a tool (example: [`PluginDef`]).
     pub fn tool(mut self, tool: ToolDef) -> Self {
         self.tools.push(tool);
         self
     }
 
     /// Gives the plugin a state of type `S`, reachable from tools through
-    /// [`Context::state`] and carried across hot reloads (as JSON).
+    /// [`Context::state`] and carried across hot reloads (as JSON). Example: [`PluginDef`].
     pub fn state<S>(mut self) -> Self
     where
         S: Default + Serialize + DeserializeOwned + Send + Sync + 'static,
@@ -184,7 +245,7 @@ impl PluginDef {
         self
     }
 
-    /// The names of the tools added so far, in order.
+    /// The names of the tools added so far, in order (example: [`PluginDef`]).
     pub fn tool_names(&self) -> Vec<&str> {
         self.tools.iter().map(ToolDef::name).collect()
     }
@@ -192,7 +253,7 @@ impl PluginDef {
     /// Reads the plugin's configuration as a `C` when it loads (the `config` table of its
     /// entry in the host's `toolhost.toml`; an empty table when there is none). A table that
     /// does not fit `C` refuses the load with an error naming the field. Tools reach it through
-    /// [`Context::config`].
+    /// [`Context::config`]. Example: [`PluginDef`].
     pub fn config<C>(mut self) -> Self
     where
         C: DeserializeOwned + Send + Sync + 'static,
@@ -210,7 +271,7 @@ impl PluginDef {
 
     /// Runs `f` once when the plugin is loaded, before any call; an `Err` refuses the load
     /// with that message. `f` may take `&C`, the configuration declared with
-    /// [`PluginDef::config`].
+    /// [`PluginDef::config`]. Examples: [`PluginDef`], [`OnLoad`].
     pub fn on_load<M>(mut self, f: impl OnLoad<M>) -> Self {
         self.on_load = Some(Box::new(move |config| f.run(config)));
         self

@@ -8,23 +8,68 @@ use serde_json::Value;
 
 use crate::resource::ResourceBody;
 
-/// A JSON object, the only shape MCP's `structuredContent` may take.
+/// A JSON object, the only shape MCP's `structuredContent` may take (see [`ToolResult`]).
 pub type JsonObject = serde_json::Map<String, Value>;
 
-/// One block of a tool result's `content`.
+/// One block of a tool result's `content` (or of a [`PromptMessage`](crate::PromptMessage)).
+/// Build one with its constructors, which base64-encode bytes for you; a tool returns one
+/// bare, or several in a [`ToolResult`].
+///
+/// ```
+/// use toolhost_plugin::{prelude::*, testing::{json, TestContext}, ResourceBody};
+///
+/// /// Render the chart.
+/// #[tool]
+/// fn chart() -> Content {
+///     Content::image(&[0x89, b'P', b'N', b'G'], "image/png")
+/// }
+///
+/// export_plugin!();
+///
+/// # fn main() {
+/// let r = chart::tool().call(json!({}), &TestContext::new());
+/// assert_eq!(r.content, [Content::Image { data: "iVBORw==".into(), mime_type: "image/png".into() }]);
+///
+/// assert_eq!(Content::text("hi"), Content::Text("hi".into()));
+/// let beep = Content::audio(b"RIFF", "audio/wav");
+/// assert!(matches!(beep, Content::Audio { ref data, .. } if data == "UklGRg=="));
+///
+/// let note = Content::resource_text("notes://7", "text/markdown", "# Seven");
+/// assert_eq!(note, Content::Resource {
+///     uri: "notes://7".into(),
+///     mime_type: Some("text/markdown".into()),
+///     body: ResourceBody::Text("# Seven".into()),
+/// });
+/// let logo = Content::resource_blob("mem://logo", "image/png", [0x89, b'P']);
+/// assert!(matches!(logo, Content::Resource { body: ResourceBody::Blob(ref b), .. } if b == &[0x89, b'P']));
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum Content {
     /// Plain text.
     Text(String),
     /// An image, base64-encoded.
-    Image { data: String, mime_type: String },
+    Image {
+        /// The image's bytes, base64-encoded.
+        data: String,
+        /// Its MIME type (`image/png`).
+        mime_type: String,
+    },
     /// Audio, base64-encoded.
-    Audio { data: String, mime_type: String },
+    Audio {
+        /// The audio's bytes, base64-encoded.
+        data: String,
+        /// Its MIME type (`audio/wav`).
+        mime_type: String,
+    },
     /// A resource's contents sent along (MCP `EmbeddedResource`): the client gets the data
     /// without a `resources/read` of its own, named by `uri`.
     Resource {
+        /// The URI naming the contents.
         uri: String,
+        /// Its MIME type, if known.
         mime_type: Option<String>,
+        /// Its text or bytes (raw: the host base64-encodes a blob).
         body: ResourceBody,
     },
 }
@@ -106,12 +151,45 @@ impl Content {
 /// // An error result: the model sees the message, with `isError: true`.
 /// let failed = ToolResult::error("no such file: notes.txt");
 /// assert!(failed.is_error);
+///
+/// // An image alone.
+/// let logo = ToolResult::image(&png, "image/png");
+/// assert!(matches!(&logo.content[0], Content::Image { mime_type, .. } if mime_type == "image/png"));
+/// ```
+///
+/// In a tool, and in its test:
+///
+/// ```
+/// use toolhost_plugin::{prelude::*, testing::{json, TestContext}};
+///
+/// /// Plot the numbers.
+/// #[tool]
+/// fn plot(
+///     /// The values to plot.
+///     values: Vec<f64>,
+/// ) -> ToolResult {
+///     if values.is_empty() {
+///         return ToolResult::error("nothing to plot");
+///     }
+///     ToolResult::text(format!("{} points", values.len())).with(Content::image(&[0x89], "image/png"))
+/// }
+///
+/// export_plugin!();
+///
+/// # fn main() {
+/// let ctx = TestContext::new();
+/// let r = plot::tool().call(json!({"values": [1, 2]}), &ctx);
+/// assert_eq!(r.content[0], Content::text("2 points"));
+/// assert_eq!(plot::tool().call(json!({"values": []}), &ctx), ToolResult::error("nothing to plot"));
+/// # }
 /// ```
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ToolResult {
+    /// The blocks the client shows (and the model reads, unless `structured` is there).
     pub content: Vec<Content>,
     /// `structuredContent`; when present the model sees it instead of the text content.
     pub structured: Option<JsonObject>,
+    /// `isError`: the tool failed; the model reads `content` as the error.
     pub is_error: bool,
 }
 
@@ -373,8 +451,42 @@ mod scalar {
 ///
 /// Every `Serialize` type is one: strings become text, numbers and booleans their JSON text,
 /// objects JSON text plus `structuredContent`, `()` an empty result. [`ToolResult`] and
-/// [`Content`] pass through as they are.
+/// [`Content`] pass through as they are. So a type of your own needs no wrapper in a `Result`.
+///
+/// ```
+/// use serde::Serialize;
+/// use toolhost_plugin::{prelude::*, testing::{json, TestContext}, IntoToolOutput};
+///
+/// #[derive(Serialize)]
+/// pub struct Weather {
+///     celsius: f64,
+/// }
+///
+/// /// The weather in a city.
+/// #[tool]
+/// fn weather(city: String) -> Result<Weather, String> {
+///     if city == "Atlantis" {
+///         return Err("no weather under water".into());
+///     }
+///     Ok(Weather { celsius: 21.5 })
+/// }
+///
+/// export_plugin!();
+///
+/// # fn main() {
+/// let r = weather::tool().call(json!({"city": "Oslo"}), &TestContext::new());
+/// assert_eq!(r.structured.unwrap()["celsius"], 21.5);
+/// let r = weather::tool().call(json!({"city": "Atlantis"}), &TestContext::new());
+/// assert_eq!(r, ToolResult::error("no weather under water"));
+///
+/// assert_eq!("hi".into_tool_output(), ToolResult::text("hi"));
+/// assert_eq!(true.into_tool_output(), ToolResult::text("true"));
+/// assert_eq!(().into_tool_output(), ToolResult::default());
+/// assert_eq!(Content::text("x").into_tool_output(), ToolResult::text("x"));
+/// # }
+/// ```
 pub trait IntoToolOutput {
+    /// The successful result of this value.
     fn into_tool_output(self) -> ToolResult;
 }
 
@@ -425,6 +537,30 @@ impl IntoToolOutput for Content {
 /// let stats = Json(Stats { words: 3 }).into_tool_result();
 /// assert_eq!(stats.structured.unwrap()["words"], 3);
 /// ```
+///
+/// Any error type with `Display` works, `anyhow::Error` included:
+///
+/// ```
+/// use toolhost_plugin::{prelude::*, testing::{json, TestContext}};
+///
+/// /// Read a number from a file.
+/// #[tool]
+/// fn read_number(
+///     /// The file.
+///     path: String,
+/// ) -> anyhow::Result<i64> {
+///     let text = std::fs::read_to_string(&path)?;
+///     Ok(text.trim().parse()?)
+/// }
+///
+/// export_plugin!();
+///
+/// # fn main() {
+/// let r = read_number::tool().call(json!({"path": "/no/such/file"}), &TestContext::new());
+/// assert!(r.is_error);
+/// assert!(matches!(&r.content[0], Content::Text(t) if t.contains("No such file")));
+/// # }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a tool's return type",
     label = "a tool returns this",
@@ -438,6 +574,7 @@ pub trait IntoToolResult {
     /// declares (`T` of `Result<T, E>` and of `Json<T>`).
     type Output;
 
+    /// The result of this value: what the model gets.
     fn into_tool_result(self) -> ToolResult;
 }
 
@@ -573,27 +710,52 @@ serialized! {
 }
 
 /// An error a tool returns, with its message for the model: any error type converts into it,
-/// so a tool returning `Result<T, ToolError>` can use `?` on every fallible call.
+/// so a tool returning `Result<T, ToolError>` can use `?` on every fallible call (the
+/// `std::error::Error` ones: [`Cancelled`](crate::Cancelled), [`ContextError`](crate::ContextError),
+/// I/O and parse errors), and [`ToolError::new`] says what went wrong in your own words.
 ///
 /// ```
-/// use toolhost_plugin::ToolError;
+/// use toolhost_plugin::{prelude::*, testing::{json, TestContext}};
 ///
-/// fn parse(text: &str) -> Result<i64, ToolError> {
-///     let n: i64 = text.trim().parse()?;
-///     if n < 0 {
-///         return Err(ToolError::new("expected a count, got a negative number"));
+/// /// Count the lines of a file.
+/// #[tool(read_only)]
+/// fn lines(
+///     /// The file.
+///     path: String,
+///     /// Give up beyond this many lines.
+///     max: Option<usize>,
+/// ) -> Result<usize, ToolError> {
+///     let text = std::fs::read_to_string(&path)?;
+///     let n = text.lines().count();
+///     if max.is_some_and(|max| n > max) {
+///         return Err(ToolError::new(format!("{path} has more than {} lines", max.unwrap())));
 ///     }
 ///     Ok(n)
 /// }
-/// assert_eq!(parse(" 7").unwrap(), 7);
-/// assert_eq!(parse("x").unwrap_err().to_string(), "invalid digit found in string");
-/// assert_eq!(parse("-1").unwrap_err().to_string(), "expected a count, got a negative number");
+///
+/// export_plugin!();
+///
+/// # fn main() {
+/// let ctx = TestContext::new();
+/// let r = lines::tool().call(json!({"path": "/no/such/file"}), &ctx);
+/// assert!(r.is_error);
+/// let file = std::env::temp_dir().join("toolhost-plugin-lines-doctest.txt");
+/// std::fs::write(&file, "a\nb\nc\n").unwrap();
+/// let path = file.to_str().unwrap();
+/// assert_eq!(lines::tool().call(json!({"path": path}), &ctx), ToolResult::text("3"));
+/// let r = lines::tool().call(json!({"path": path, "max": 2}), &ctx);
+/// assert_eq!(r, ToolResult::error(format!("{path} has more than 2 lines")));
+/// # std::fs::remove_file(&file).unwrap();
+///
+/// let e: ToolError = "x".parse::<i64>().unwrap_err().into();
+/// assert_eq!(e.to_string(), "invalid digit found in string");
+/// # }
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolError(String);
 
 impl ToolError {
-    /// An error with this message.
+    /// An error with this message (example: [`ToolError`]).
     pub fn new(message: impl Into<String>) -> Self {
         ToolError(message.into())
     }

@@ -47,17 +47,55 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub struct Shared<T>(Mutex<T>);
 
 impl<T> Shared<T> {
-    /// Shares `value`.
+    /// Shares `value`. A `const fn`, so a `static` may hold one too (for data of the plugin's
+    /// own threads; what calls share belongs in the declared `state`, which reloads carry).
+    ///
+    /// ```
+    /// use toolhost_plugin::Shared;
+    ///
+    /// static LAST_ERROR: Shared<Option<String>> = Shared::new(None);
+    ///
+    /// *LAST_ERROR.lock() = Some("disk full".into());
+    /// assert_eq!(LAST_ERROR.lock().as_deref(), Some("disk full"));
+    /// ```
     pub const fn new(value: T) -> Self {
         Shared(Mutex::new(value))
     }
 
-    /// Locks the value for reading and changing; waits while another call holds it.
+    /// Locks the value for reading and changing; waits while another call holds it. Never
+    /// fails: a call that panicked while holding it leaves what it wrote.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use toolhost_plugin::Shared;
+    ///
+    /// let tags = Arc::new(Shared::new(vec!["a"]));
+    /// let t = tags.clone();
+    /// let _ = std::thread::spawn(move || {
+    ///     t.lock().push("b");
+    ///     panic!("a tool failed");
+    /// })
+    /// .join();
+    /// assert_eq!(*tags.lock(), ["a", "b"]);
+    /// ```
     pub fn lock(&self) -> MutexGuard<'_, T> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The value inside.
+    /// The value inside, once nothing else shares it.
+    ///
+    /// ```
+    /// use toolhost_plugin::Shared;
+    ///
+    /// let counts = Shared::new(vec![1]);
+    /// counts.lock().push(2);
+    /// assert_eq!(counts.into_inner(), [1, 2]);
+    ///
+    /// // It serializes as the value inside: a state holding it survives a reload.
+    /// let back: Shared<Vec<u8>> = serde_json::from_str("[3]").unwrap();
+    /// assert_eq!(serde_json::to_string(&back).unwrap(), "[3]");
+    /// ```
     pub fn into_inner(self) -> T {
         self.0.into_inner().unwrap_or_else(|e| e.into_inner())
     }

@@ -63,6 +63,13 @@
 //! ```
 
 /// `json!` for building arguments and events in tests, without a dependency on `serde_json`.
+///
+/// ```
+/// use toolhost_plugin::testing::json;
+///
+/// let args = json!({"x": 1, "tags": ["a", "b"]});
+/// assert_eq!(args["tags"][1], "b");
+/// ```
 pub use serde_json::json;
 
 use std::{
@@ -99,7 +106,55 @@ struct Recorder {
 pub type Notification = (String, serde_json::Value);
 
 /// A [`Context`] for tests: it records what the tool logs and reports, and can be cancelled.
-/// Dereferences to `&Context`, so pass `&ctx` where a tool takes `&Context`.
+/// Dereferences to `&Context`, so pass `&ctx` where a tool takes `&Context`. Give it what
+/// the host would: the plugin's state and configuration, and the path of its file.
+///
+/// ```
+/// use serde::{Deserialize, Serialize};
+/// use toolhost_plugin::{prelude::*, testing::{json, TestContext}};
+///
+/// #[derive(Default, Serialize, Deserialize)]
+/// pub struct Seen(Shared<Vec<String>>);
+///
+/// #[derive(Deserialize)]
+/// pub struct Style {
+///     prefix: String,
+/// }
+///
+/// /// Remember a word.
+/// #[tool]
+/// fn remember(
+///     /// The word.
+///     word: String,
+///     seen: &Seen,
+///     style: &Style,
+///     ctx: &Context,
+/// ) -> String {
+///     seen.0.lock().push(word.clone());
+///     ctx.info(&format!("{} words", seen.0.lock().len()));
+///     ctx.resource_list_changed();
+///     format!("{}{word}", style.prefix)
+/// }
+///
+/// export_plugin! { state: Seen, config: Style }
+///
+/// # fn main() {
+/// let ctx = TestContext::new()
+///     .with_state(Seen::default())
+///     .with_config(Style { prefix: "> ".into() })
+///     .with_plugin_path("/plugins/libwords.so");
+/// assert_eq!(remember::tool().call(json!({"word": "tea"}), &ctx), ToolResult::text("> tea"));
+/// assert_eq!(ctx.state::<Seen>().unwrap().0.lock().as_slice(), ["tea"]);
+/// assert_eq!(ctx.logs(), [(Level::Info, "1 words".to_string())]);
+/// assert_eq!(ctx.notifications()[0].0, "notifications/resources/list_changed");
+/// assert!(ctx.progress_reports().is_empty());
+/// assert_eq!(ctx.plugin_dir(), std::path::Path::new("/plugins"));
+///
+/// // Cancel it to test how the tool stops.
+/// ctx.cancel();
+/// assert!(ctx.is_cancelled());
+/// # }
+/// ```
 pub struct TestContext {
     context: Context,
     // Both boxed so their addresses stay put while `context` points at them; only reached

@@ -18,19 +18,72 @@ type ErasedHandler = Box<dyn Fn(&str, &Context) -> Result<ToolResult, String> + 
 
 /// One tool: name, description, schemas, annotations and the function that runs it.
 ///
-/// `#[tool]` builds these for you; the builder is there for tools made at run time.
+/// `#[tool]` builds these for you (its module's `tool()` returns the function's, to inspect
+/// and call in tests); the builder is there for tools made at run time: a module whose
+/// `tool()` builds one is listed in `export_plugin!`'s `tools: [..]` (second example).
 ///
 /// ```
-/// use toolhost_plugin::{JsonSchema, ToolDef};
-/// use serde::Deserialize;
+/// use serde::{Deserialize, Serialize};
+/// use toolhost_plugin::{testing::{json, TestContext}, JsonSchema, ToolDef, ToolResult};
 ///
 /// #[derive(Deserialize, JsonSchema)]
-/// struct Pair { x: f64, y: f64 }
+/// struct Pair {
+///     /// The first number.
+///     x: f64,
+///     /// The second number.
+///     y: f64,
+/// }
 ///
-/// let add = ToolDef::new("add", |p: Pair| Ok::<_, String>(p.x + p.y))
-///     .description("Add two numbers")
-///     .read_only(true);
+/// #[derive(Serialize, JsonSchema)]
+/// struct Sum {
+///     total: f64,
+/// }
+///
+/// let add = ToolDef::new("add", |p: Pair| Ok::<_, String>(toolhost_plugin::Json(Sum { total: p.x + p.y })))
+///     .description("Add two numbers.")
+///     .title("Addition")
+///     .read_only(true)
+///     .idempotent(true)
+///     .destructive(false)
+///     .open_world(false)
+///     .output_schema::<Sum>()
+///     .max_result_chars(100_000)
+///     .always_load(true)
+///     .search_hint("sum plus")
+///     .meta("example.com/owner", json!("maths team"));
+///
 /// assert_eq!(add.name(), "add");
+/// assert_eq!(add.input_schema()["required"], json!(["x", "y"]));
+/// assert_eq!(add.declared_output_schema().unwrap()["properties"]["total"]["type"], "number");
+/// assert_eq!(add.declared_meta()["example.com/owner"], "maths team");
+///
+/// let r = add.call(json!({"x": 1, "y": 2}), &TestContext::new());
+/// assert_eq!(r.structured.unwrap()["total"], 3.0);
+/// let bad = add.call(json!({"x": 1}), &TestContext::new());
+/// assert_eq!(bad, ToolResult::error("invalid arguments: missing field `y`"));
+/// ```
+///
+/// ```
+/// use toolhost_plugin::prelude::*;
+///
+/// /// A tool made at run time (from a table, say).
+/// mod version {
+///     use toolhost_plugin::{NoArgs, ToolDef};
+///
+///     pub fn tool() -> ToolDef {
+///         let version = String::from("1.2.0");
+///         ToolDef::new("version", move |_: NoArgs| version.clone()).description("The plugin's version.")
+///     }
+/// }
+///
+/// export_plugin! { tools: [version] }
+///
+/// # fn main() {
+/// # use toolhost_plugin::__private::PluginEntry;
+/// # assert_eq!(__ToolhostPlugin::define().tool_names(), ["version"]);
+/// let r = version::tool().call(toolhost_plugin::testing::json!({}), &toolhost_plugin::testing::TestContext::new());
+/// assert_eq!(r, ToolResult::text("1.2.0"));
+/// # }
 /// ```
 pub struct ToolDef {
     pub(crate) name: Cow<'static, str>,
@@ -48,11 +101,33 @@ pub struct WithoutContext<A>(PhantomData<A>);
 /// Marker for handlers `Fn(Args, &Context) -> R`.
 pub struct WithContext<A>(PhantomData<A>);
 
-/// A function usable as a tool: `Fn(Args) -> R` or `Fn(Args, &Context) -> R`, where `Args` is
-/// `Deserialize + JsonSchema` and `R:` [`IntoToolResult`].
+/// A function usable as a tool with [`ToolDef::new`]: `Fn(Args) -> R` or
+/// `Fn(Args, &Context) -> R`, where `Args` is `Deserialize + JsonSchema` (its schema is the
+/// tool's input schema) and `R:` [`IntoToolResult`]. `M` tells the two shapes apart; it is
+/// inferred.
+///
+/// ```
+/// use serde::Deserialize;
+/// use toolhost_plugin::{testing::{json, TestContext}, Context, JsonSchema, NoArgs, ToolDef, ToolResult};
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Word {
+///     word: String,
+/// }
+///
+/// // Without the context, and with it.
+/// let upper = ToolDef::new("upper", |w: Word| w.word.to_uppercase()).description("Shout.");
+/// let cancelled = ToolDef::new("cancelled", |_: NoArgs, ctx: &Context| ctx.is_cancelled())
+///     .description("Whether the call was cancelled.");
+///
+/// let ctx = TestContext::new();
+/// assert_eq!(upper.call(json!({"word": "hi"}), &ctx), ToolResult::text("HI"));
+/// assert_eq!(cancelled.call(json!({}), &ctx), ToolResult::text("false"));
+/// ```
 pub trait Handler<M>: Send + Sync + 'static {
     /// The argument type.
     type Args: DeserializeOwned + JsonSchema;
+    /// Runs the function on its parsed arguments; its value becomes the result.
     fn run(&self, args: Self::Args, ctx: &Context) -> ToolResult;
 }
 
@@ -81,7 +156,9 @@ where
 }
 
 impl ToolDef {
-    /// A tool named `name` that runs `handler`. The input schema comes from the argument type.
+    /// A tool named `name` that runs `handler` (a [`Handler`]). The input schema comes from
+    /// the argument type. It needs a [`description`](ToolDef::description) before the plugin
+    /// loads.
     pub fn new<M, H: Handler<M>>(name: impl Into<Cow<'static, str>>, handler: H) -> Self {
         ToolDef {
             name: name.into(),
@@ -97,12 +174,12 @@ impl ToolDef {
         }
     }
 
-    /// The tool's name.
+    /// The tool's name (`#[tool]`: the function's, or its `name = ".."`).
     pub fn name(&self) -> &str {
         &self.name
     }
 
-    /// The input JSON Schema.
+    /// The input JSON Schema, as `tools/list` sends it ([`schema_of`] the argument type).
     pub fn input_schema(&self) -> &Value {
         &self.input_schema
     }
@@ -153,34 +230,85 @@ impl ToolDef {
     /// Whether Claude Code keeps the tool in the model's prompt rather than behind its tool
     /// search (`_meta["anthropic/alwaysLoad"]`): `true` for a tool the model should always
     /// see, `false` to defer it even when its server is set to load all of its tools.
+    /// `#[tool(always_load)]` sets it.
+    ///
+    /// ```
+    /// use toolhost_plugin::{prelude::*, testing::json, NoArgs, ToolDef};
+    ///
+    /// /// The current git branch.
+    /// #[tool(always_load, read_only)]
+    /// fn branch() -> &'static str {
+    ///     "main"
+    /// }
+    ///
+    /// export_plugin!();
+    ///
+    /// # fn main() {
+    /// assert_eq!(branch::tool().declared_meta()["anthropic/alwaysLoad"], true);
+    /// let rare = ToolDef::new("rare", |_: NoArgs| "x").always_load(false);
+    /// assert_eq!(rare.declared_meta()["anthropic/alwaysLoad"], json!(false));
+    /// # }
+    /// ```
     pub fn always_load(self, yes: bool) -> Self {
         self.meta("anthropic/alwaysLoad", Value::from(yes))
     }
 
     /// Words Claude Code's tool search matches the tool by, besides its name and description
-    /// (`_meta["anthropic/searchHint"]`).
+    /// (`_meta["anthropic/searchHint"]`): synonyms a user or the model might search for.
+    /// `#[tool(search_hint = "..")]` sets it.
+    ///
+    /// ```
+    /// use toolhost_plugin::{NoArgs, ToolDef};
+    ///
+    /// let t = ToolDef::new("tz", |_: NoArgs| "UTC").search_hint("time zone clock offset");
+    /// assert_eq!(t.declared_meta()["anthropic/searchHint"], "time zone clock offset");
+    /// ```
     pub fn search_hint(self, hint: impl Into<String>) -> Self {
         self.meta("anthropic/searchHint", Value::from(hint.into()))
     }
 
-    /// Adds a key to the tool's `_meta`.
+    /// Adds a key to the tool's `_meta` (replacing one of the same name): for keys the SDK
+    /// has no method for. Example: [`ToolDef`].
     pub fn meta(mut self, key: impl Into<String>, value: Value) -> Self {
         self.meta.insert(key.into(), value);
         self
     }
 
-    /// Declares the schema of the tool's `structuredContent`.
+    /// Declares the schema of the tool's `structuredContent` (`outputSchema`); clients check
+    /// results against it. `#[tool(output_schema)]` declares the returned type's. Example:
+    /// [`ToolDef`].
     pub fn output_schema<T: JsonSchema>(mut self) -> Self {
         self.output_schema = Some(schema_of::<T>());
         self
     }
 
-    /// Its `_meta` (Claude Code's `anthropic/...` keys, say).
+    /// Its `_meta` (Claude Code's `anthropic/...` keys, say): what
+    /// [`max_result_chars`](ToolDef::max_result_chars), [`always_load`](ToolDef::always_load),
+    /// [`search_hint`](ToolDef::search_hint) and [`meta`](ToolDef::meta) set, for tests.
+    ///
+    /// ```
+    /// use toolhost_plugin::prelude::*;
+    ///
+    /// /// Dump the whole log.
+    /// #[tool(max_result_chars = 500000, search_hint = "logs journal")]
+    /// fn dump() -> String {
+    ///     "...".into()
+    /// }
+    ///
+    /// export_plugin!();
+    ///
+    /// # fn main() {
+    /// let meta = dump::tool().declared_meta().clone();
+    /// assert_eq!(meta["anthropic/maxResultSizeChars"], 500000);
+    /// assert_eq!(meta["anthropic/searchHint"], "logs journal");
+    /// assert!(meta.get("anthropic/alwaysLoad").is_none());
+    /// # }
+    /// ```
     pub fn declared_meta(&self) -> &Map<String, Value> {
         &self.meta
     }
 
-    /// The schema of `structuredContent` it declares, if any.
+    /// The schema of `structuredContent` it declares, if any. Example: [`ToolDef`].
     pub fn declared_output_schema(&self) -> Option<&Value> {
         self.output_schema.as_ref()
     }
@@ -201,7 +329,7 @@ impl ToolDef {
 
     /// Runs the tool on `args` as the host would (arguments that do not fit become an error
     /// result naming the field), with `ctx` as its context: for tests, with a
-    /// [`TestContext`](crate::testing::TestContext).
+    /// [`TestContext`](crate::testing::TestContext). Example: [`ToolDef`].
     pub fn call(&self, args: Value, ctx: &Context) -> ToolResult {
         self.run(&args.to_string(), ctx)
     }
@@ -219,7 +347,29 @@ impl ToolDef {
 
 /// The JSON Schema of `T` as sent in `tools/list`: draft 2020-12, without `$schema` and the Rust
 /// type name as `title` (noise for the model). A root that is a union of object schemas gets
-/// `"type": "object"` so clients that require an object root accept it.
+/// `"type": "object"` so clients that require an object root accept it. Doc comments become
+/// `description`s. For tests of a type's schema, and for [`ToolDef`]s made by hand.
+///
+/// ```
+/// use serde::Deserialize;
+/// use toolhost_plugin::{schema_of, testing::json, JsonSchema};
+///
+/// /// Where to search.
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Search {
+///     /// Words to look for.
+///     query: String,
+///     /// At most this many hits (default 10).
+///     limit: Option<u32>,
+/// }
+///
+/// let s = schema_of::<Search>();
+/// assert_eq!(s["type"], "object");
+/// assert_eq!(s["description"], "Where to search.");
+/// assert_eq!(s["required"], json!(["query"]));
+/// assert_eq!(s["properties"]["limit"]["description"], "At most this many hits (default 10).");
+/// assert!(s.get("title").is_none() && s.get("$schema").is_none());
+/// ```
 pub fn schema_of<T: JsonSchema>() -> Value {
     let mut settings = SchemaSettings::draft2020_12();
     settings.meta_schema = None;
@@ -247,7 +397,32 @@ pub fn schema_of<T: JsonSchema>() -> Value {
     value
 }
 
-/// Arguments for a tool that takes none.
+/// Arguments for a tool that takes none: an empty object schema that refuses unknown
+/// arguments. A `#[tool]` function with no arguments gets it without asking; name it for
+/// [`ToolDef::new`], [`PromptDef::new`](crate::PromptDef::new) and
+/// [`ResourceDef::new`](crate::ResourceDef::new).
+///
+/// ```
+/// use toolhost_plugin::{prelude::*, testing::{json, TestContext}, schema_of, ToolDef};
+///
+/// /// Say pong.
+/// #[tool]
+/// fn ping() -> &'static str {
+///     "pong"
+/// }
+///
+/// export_plugin!();
+///
+/// # fn main() {
+/// let ctx = TestContext::new();
+/// assert_eq!(ping::tool().input_schema()["type"], "object");
+/// assert_eq!(ping::tool().call(json!({}), &ctx), ToolResult::text("pong"));
+///
+/// let pong = ToolDef::new("pong", |_: NoArgs| "ping").description("Say ping.");
+/// assert_eq!(pong.input_schema(), &schema_of::<NoArgs>());
+/// assert!(pong.call(json!({"loud": true}), &ctx).is_error);
+/// # }
+/// ```
 #[derive(Debug, Default, Clone, Copy, serde::Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoArgs {}

@@ -28,7 +28,15 @@
 
 use std::fmt;
 
-/// Why a URI or template is refused.
+/// Why a URI or template is refused: its message names the URI and the reason.
+///
+/// ```
+/// use toolhost_plugin::uri_template::UriTemplate;
+///
+/// let e = UriTemplate::parse("notes://{id}/{id}").unwrap_err();
+/// assert_eq!(e.to_string(), "URI `notes://{id}/{id}`: `{id}` is used twice");
+/// assert!(UriTemplate::parse("no scheme").is_err());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TemplateError {
     template: String,
@@ -49,7 +57,28 @@ enum Part {
     Variable(String),
 }
 
-/// A parsed URI template (or a fixed URI, a template without expressions).
+/// A parsed URI template (or a fixed URI, a template without expressions): the grammar of the
+/// [module](self), matched and expanded as the host does.
+///
+/// ```
+/// use toolhost_plugin::uri_template::UriTemplate;
+///
+/// let t = UriTemplate::parse("db://{table}/rows/{id}").unwrap();
+/// assert_eq!(t.as_str(), "db://{table}/rows/{id}");
+/// assert!(!t.is_fixed());
+/// assert_eq!(t.variables(), ["table", "id"]);
+/// assert_eq!(
+///     t.matches("db://users/rows/42"),
+///     Some(vec![("table".to_string(), "users".to_string()), ("id".to_string(), "42".to_string())]),
+/// );
+/// assert_eq!(t.matches("db://users/rows/"), None); // a value is never empty
+/// assert_eq!(t.expand(&[("table", "a b"), ("id", "1")]).unwrap(), "db://a%20b/rows/1");
+/// assert!(t.expand(&[("table", "users")]).is_err()); // no `id`
+///
+/// let fixed = UriTemplate::parse("db://schema").unwrap();
+/// assert!(fixed.is_fixed());
+/// assert_eq!(fixed.matches("db://schema"), Some(vec![]));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UriTemplate {
     text: String,
@@ -57,7 +86,8 @@ pub struct UriTemplate {
 }
 
 impl UriTemplate {
-    /// Parses and checks `text` (see the [module](self) for the grammar).
+    /// Parses and checks `text` (see the [module](self) for the grammar). Examples:
+    /// [`UriTemplate`], [`TemplateError`].
     pub fn parse(text: &str) -> Result<Self, TemplateError> {
         let fail = |reason: String| TemplateError {
             template: text.to_string(),

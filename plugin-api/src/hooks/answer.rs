@@ -11,7 +11,22 @@ use serde_json::{Map, Value};
 use super::permission::{Permission, PermissionUpdate};
 
 /// A hook output: the fields every event reads, and `hookSpecificOutput`. Fields the CLI does
-/// not read at the top level (`async`, ...) are not kept.
+/// not read at the top level (`async`, ...) are not kept. A hook builds it through
+/// [`HookOutcome`](super::HookOutcome) and reads it back with
+/// [`HookOutcome::answer`](super::HookOutcome::answer) (in tests, say).
+///
+/// ```
+/// use toolhost_plugin::hooks::{HookOutcome, PermissionDecision, PreToolUse};
+///
+/// let out = HookOutcome::<PreToolUse>::deny("no").with_context("see the rules");
+/// let answer = out.answer();
+/// assert_eq!(answer.continue_, None);
+/// let specific = answer.hook_specific_output.as_ref().unwrap();
+/// assert_eq!(specific.hook_event_name, "PreToolUse");
+/// assert_eq!(specific.permission_decision, Some(PermissionDecision::Deny));
+/// assert_eq!(specific.additional_context.as_deref(), Some("see the rules"));
+/// assert!(!specific.is_empty());
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", expecting = "a hook output (a JSON object)")]
 pub struct HookAnswer {
@@ -40,7 +55,7 @@ pub struct HookAnswer {
 }
 
 /// `hookSpecificOutput`: the fields only some events read. Fields not named here
-/// (`updatedMCPToolOutput`, ...) are kept in `other`, in order.
+/// (`updatedMCPToolOutput`, ...) are kept in `other`, in order. Example: [`HookAnswer`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HookSpecific {
@@ -87,7 +102,9 @@ impl HookSpecific {
     }
 }
 
-/// A PreToolUse `permissionDecision`.
+/// A PreToolUse `permissionDecision`: what [`HookOutcome::allow`](super::HookOutcome::allow),
+/// [`deny`](super::HookOutcome::deny) and [`ask`](super::HookOutcome::ask) set. Example:
+/// [`HookAnswer`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PermissionDecision {
@@ -103,6 +120,16 @@ pub enum PermissionDecision {
 
 /// A PermissionRequest hook's `decision`: [`Permission`] as the CLI reads it, with what else
 /// it carried kept in `other`.
+///
+/// ```
+/// use toolhost_plugin::{hooks::{Permission, RequestDecision}, testing::json};
+///
+/// let d = RequestDecision::of(&Permission::deny("not here").interrupt()).unwrap();
+/// assert_eq!((d.behavior.as_str(), d.message.as_deref(), d.interrupt), ("deny", Some("not here"), Some(true)));
+/// let d = RequestDecision::of(&Permission::allow().with_updated_input(json!({"x": 1}))).unwrap();
+/// assert_eq!(d.updated_input, Some(json!({"x": 1})));
+/// assert_eq!(RequestDecision::of(&Permission::no_opinion()), None);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RequestDecision {

@@ -7,7 +7,23 @@
 use serde::{de::MapAccess, Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// A Claude Code hook event: the input type of a `#[hook]` function.
+/// A Claude Code hook event: the input type of a `#[hook]` function. Implemented by each
+/// event type of [`hooks`](crate::hooks), which name the event by their type (and default
+/// to their own `hook_event_name`); the CLI's fields that the type does not name are in
+/// its `other`.
+///
+/// ```
+/// use toolhost_plugin::hooks::{HookEvent, PreToolUse, Stop};
+///
+/// assert_eq!(PreToolUse::NAME, "PreToolUse");
+/// assert_eq!(Stop::default().hook_event_name(), "Stop");
+///
+/// let input: PreToolUse = serde_json::from_value(toolhost_plugin::testing::json!({
+///     "hook_event_name": "PreToolUse", "tool_name": "Bash", "effort": "high",
+/// })).unwrap();
+/// assert_eq!(input.tool_name, "Bash");
+/// assert_eq!(input.other["effort"], "high");
+/// ```
 pub trait HookEvent: serde::de::DeserializeOwned + Serialize + 'static {
     /// The event's name as the CLI writes it (`hook_event_name`, the keys of `initialize`'s
     /// `hooks`).
@@ -18,11 +34,41 @@ pub trait HookEvent: serde::de::DeserializeOwned + Serialize + 'static {
 }
 
 /// Events whose output may carry `hookSpecificOutput.additionalContext` (text the model sees):
-/// [`HookOutcome::with_context`](super::HookOutcome::with_context).
+/// [`HookOutcome::with_context`](super::HookOutcome::with_context). Its implementors are the
+/// events the CLI reads it on; on the others `with_context` does not compile.
+///
+/// ```
+/// use toolhost_plugin::hooks::{HookOutcome, SessionStart};
+///
+/// let out = HookOutcome::<SessionStart>::no_opinion().with_context("branch: main");
+/// assert_eq!(out.to_json()["hookSpecificOutput"]["additionalContext"], "branch: main");
+/// ```
+///
+/// ```compile_fail,E0599
+/// use toolhost_plugin::hooks::{HookOutcome, SessionEnd};
+///
+/// // The CLI reads no context when a session ends.
+/// let out = HookOutcome::<SessionEnd>::no_opinion().with_context("bye");
+/// ```
 pub trait AddsContext: HookEvent {}
 
 /// Events whose output may carry `decision: "block"` with a `reason`:
-/// [`HookOutcome::block`](super::HookOutcome::block).
+/// [`HookOutcome::block`](super::HookOutcome::block). Its implementors are the events the CLI
+/// reads it on; on the others `block` does not compile (PreToolUse has
+/// [`HookOutcome::deny`](super::HookOutcome::deny)).
+///
+/// ```
+/// use toolhost_plugin::hooks::{HookOutcome, UserPromptSubmit};
+///
+/// let out = HookOutcome::<UserPromptSubmit>::block("no keys in prompts");
+/// assert_eq!(out.to_json(), toolhost_plugin::testing::json!({"decision": "block", "reason": "no keys in prompts"}));
+/// ```
+///
+/// ```compile_fail,E0599
+/// use toolhost_plugin::hooks::{HookOutcome, PreToolUse};
+///
+/// let out = HookOutcome::<PreToolUse>::block("use deny");
+/// ```
 pub trait Blocks: HookEvent {}
 
 /// A key of an event's input, borrowed from the input when it has no escapes.
@@ -246,6 +292,44 @@ macro_rules! events {
 events! {
     /// Before a tool runs (every tool: the CLI's built-ins `Bash`, `Edit`, `Read`, ... and MCP
     /// tools `mcp__server__tool`). May allow, deny or ask, rewrite the input, add context.
+    ///
+    /// ```
+    /// use serde::Deserialize;
+    /// use toolhost_plugin::{hooks::PreToolUse, prelude::*, testing::json};
+    ///
+    /// #[derive(Deserialize)]
+    /// pub struct Rules {
+    ///     /// Paths no tool may write.
+    ///     protected: Vec<String>,
+    /// }
+    ///
+    /// /// Keeps edits out of protected paths, and runs `ls` with `-a`.
+    /// #[hook(PreToolUse, matcher = "Bash|Edit|Write")]
+    /// pub fn guard(input: PreToolUse, rules: &Rules) -> HookOutcome<PreToolUse> {
+    ///     let path = input.tool_input["file_path"].as_str().unwrap_or_default();
+    ///     if rules.protected.iter().any(|p| path.starts_with(p.as_str())) {
+    ///         return HookOutcome::deny(format!("{path} is protected"));
+    ///     }
+    ///     if input.tool_name == "Bash" && input.tool_input["command"] == "ls" {
+    ///         return HookOutcome::allow().with_updated_input(json!({"command": "ls -a"}));
+    ///     }
+    ///     HookOutcome::no_opinion()
+    /// }
+    ///
+    /// export_plugin! { config: Rules }
+    ///
+    /// # fn main() {
+    /// let rules = Rules { protected: vec!["/etc".into()] };
+    /// let edit = PreToolUse {
+    ///     tool_name: "Edit".into(),
+    ///     tool_input: json!({"file_path": "/etc/hosts"}),
+    ///     ..Default::default()
+    /// };
+    /// assert_eq!(guard(edit, &rules), HookOutcome::deny("/etc/hosts is protected"));
+    /// let ls = PreToolUse { tool_name: "Bash".into(), tool_input: json!({"command": "ls"}), ..Default::default() };
+    /// assert_eq!(guard(ls, &rules).answer().hook_specific_output.as_ref().unwrap().updated_input, Some(json!({"command": "ls -a"})));
+    /// # }
+    /// ```
     PreToolUse {
         /// The tool's name (`Bash`, `mcp__calc__add`).
         tool_name: String,
@@ -265,6 +349,38 @@ events! {
 
     /// After a tool succeeded. May block (the model sees the reason), add context, replace the
     /// output the model sees.
+    ///
+    /// ```
+    /// use toolhost_plugin::{hooks::PostToolUse, prelude::*, testing::{json, TestContext}};
+    ///
+    /// /// Hides secrets from what the model reads of a command's output.
+    /// #[hook(PostToolUse, matcher = "Bash")]
+    /// pub fn redact(input: PostToolUse) -> HookOutcome<PostToolUse> {
+    ///     let out = input.tool_response["stdout"].as_str().unwrap_or_default();
+    ///     if out.contains("SECRET=") {
+    ///         let mut response = input.tool_response.clone();
+    ///         response["stdout"] = json!("[redacted]");
+    ///         return HookOutcome::no_opinion().with_updated_tool_output(response);
+    ///     }
+    ///     if input.tool_response["exit_code"] != 0 {
+    ///         return HookOutcome::block("the command failed: read stderr before going on");
+    ///     }
+    ///     HookOutcome::no_opinion()
+    /// }
+    ///
+    /// export_plugin!();
+    ///
+    /// # fn main() {
+    /// let ctx = TestContext::new();
+    /// let out = redact::hook()
+    ///     .run(json!({"hook_event_name": "PostToolUse", "tool_name": "Bash",
+    ///                 "tool_response": {"stdout": "SECRET=1", "exit_code": 0}}), &ctx)
+    ///     .unwrap();
+    /// assert_eq!(out["hookSpecificOutput"]["updatedToolOutput"]["stdout"], "[redacted]");
+    /// let failed = PostToolUse { tool_response: json!({"stdout": "", "exit_code": 1}), ..Default::default() };
+    /// assert_eq!(redact(failed).to_json()["decision"], "block");
+    /// # }
+    /// ```
     PostToolUse {
         /// The tool's name.
         tool_name: String,
@@ -286,6 +402,27 @@ events! {
     }
 
     /// After a tool failed. May add context.
+    ///
+    /// ```
+    /// use toolhost_plugin::{hooks::PostToolUseFailure, prelude::*};
+    ///
+    /// /// Reminds the model of the test command when a build fails.
+    /// #[hook(PostToolUseFailure, matcher = "Bash")]
+    /// pub fn hint(input: PostToolUseFailure) -> HookOutcome<PostToolUseFailure> {
+    ///     if input.error.contains("cargo") && input.is_interrupt != Some(true) {
+    ///         return HookOutcome::no_opinion().with_context("Run `cargo test -p <crate>` for one crate.");
+    ///     }
+    ///     HookOutcome::no_opinion()
+    /// }
+    ///
+    /// export_plugin!();
+    ///
+    /// # fn main() {
+    /// let failed = PostToolUseFailure { error: "cargo build failed".into(), ..Default::default() };
+    /// assert_eq!(hint(failed).to_json()["hookSpecificOutput"]["additionalContext"], "Run `cargo test -p <crate>` for one crate.");
+    /// assert!(hint(PostToolUseFailure::default()).is_no_opinion());
+    /// # }
+    /// ```
     PostToolUseFailure {
         /// The tool's name.
         tool_name: String,
@@ -311,6 +448,28 @@ events! {
 
     /// After every tool call of one assistant message ran (observed on the CLI 2.1.328 to
     /// 2.1.332, after PostToolUse). May add context.
+    ///
+    /// ```
+    /// use toolhost_plugin::{hooks::{PostToolBatch, ToolCall}, prelude::*};
+    ///
+    /// /// Notes when one message edited many files.
+    /// #[hook(PostToolBatch)]
+    /// pub fn many_edits(input: PostToolBatch) -> HookOutcome<PostToolBatch> {
+    ///     let edits = input.tool_calls.iter().filter(|c| c.tool_name == "Edit").count();
+    ///     if edits > 1 {
+    ///         return HookOutcome::no_opinion().with_context(format!("{edits} files edited: run the tests."));
+    ///     }
+    ///     HookOutcome::no_opinion()
+    /// }
+    ///
+    /// export_plugin!();
+    ///
+    /// # fn main() {
+    /// let edit = ToolCall { tool_name: "Edit".into(), ..Default::default() };
+    /// let batch = PostToolBatch { tool_calls: vec![edit.clone(), edit], ..Default::default() };
+    /// assert_eq!(many_edits(batch).to_json()["hookSpecificOutput"]["additionalContext"], "2 files edited: run the tests.");
+    /// # }
+    /// ```
     PostToolBatch {
         /// The calls, in order.
         #[serde(default)]
@@ -318,12 +477,56 @@ events! {
     }
 
     /// A prompt was submitted, before the model sees it. May block it or add context.
+    ///
+    /// ```
+    /// use toolhost_plugin::{hooks::UserPromptSubmit, prelude::*};
+    ///
+    /// /// Drops prompts that paste a key; tells the model the working folder otherwise.
+    /// #[hook(UserPromptSubmit)]
+    /// pub fn screen(input: UserPromptSubmit) -> HookOutcome<UserPromptSubmit> {
+    ///     if input.prompt.contains("sk-") {
+    ///         return HookOutcome::block("the prompt holds what looks like an API key");
+    ///     }
+    ///     HookOutcome::no_opinion().with_context(format!("Working folder: {}", input.cwd))
+    /// }
+    ///
+    /// export_plugin!();
+    ///
+    /// # fn main() {
+    /// let key = UserPromptSubmit { prompt: "use sk-123".into(), ..Default::default() };
+    /// assert_eq!(screen(key).to_json()["decision"], "block");
+    /// let fine = UserPromptSubmit { prompt: "hi".into(), cwd: "/src".into(), ..Default::default() };
+    /// assert_eq!(screen(fine).to_json()["hookSpecificOutput"]["additionalContext"], "Working folder: /src");
+    /// # }
+    /// ```
     UserPromptSubmit {
         /// The prompt's text.
         prompt: String,
     }
 
     /// The main agent is about to stop. May block (the model goes on, told the reason).
+    ///
+    /// ```
+    /// use toolhost_plugin::{hooks::Stop, prelude::*};
+    ///
+    /// /// Makes the agent go on once if it stops without mentioning tests.
+    /// #[hook(Stop)]
+    /// pub fn tested(input: Stop) -> HookOutcome<Stop> {
+    ///     let said = input.last_assistant_message.as_deref().unwrap_or_default();
+    ///     if !input.stop_hook_active && !said.contains("test") {
+    ///         return HookOutcome::block("Run the tests before stopping.");
+    ///     }
+    ///     HookOutcome::no_opinion()
+    /// }
+    ///
+    /// export_plugin!();
+    ///
+    /// # fn main() {
+    /// assert_eq!(tested(Stop::default()), HookOutcome::block("Run the tests before stopping."));
+    /// // Once made to go on, it lets the agent stop: no loop.
+    /// assert!(tested(Stop { stop_hook_active: true, ..Default::default() }).is_no_opinion());
+    /// # }
+    /// ```
     Stop {
         /// A Stop hook already made the agent go on once: check it to avoid looping forever.
         #[serde(default)]
@@ -334,6 +537,26 @@ events! {
     }
 
     /// A sub-agent is about to stop. May block.
+    ///
+    /// ```
+    /// use toolhost_plugin::{hooks::SubagentStop, prelude::*};
+    ///
+    /// /// Logs which sub-agents finished.
+    /// #[hook(SubagentStop)]
+    /// pub fn finished(input: SubagentStop, ctx: &Context) -> HookOutcome<SubagentStop> {
+    ///     ctx.info(&format!("{} ({}) finished", input.agent_type, input.agent_id));
+    ///     HookOutcome::no_opinion()
+    /// }
+    ///
+    /// export_plugin!();
+    ///
+    /// # fn main() {
+    /// let ctx = toolhost_plugin::testing::TestContext::new();
+    /// let done = SubagentStop { agent_id: "a1".into(), agent_type: "explore".into(), ..Default::default() };
+    /// assert!(finished(done, &ctx).is_no_opinion());
+    /// assert_eq!(ctx.logs()[0].1, "explore (a1) finished");
+    /// # }
+    /// ```
     SubagentStop {
         /// As for [`Stop::stop_hook_active`].
         #[serde(default)]
@@ -353,6 +576,24 @@ events! {
     }
 
     /// A sub-agent starts. May add context.
+    ///
+    /// ```
+    /// use toolhost_plugin::{hooks::SubagentStart, prelude::*};
+    ///
+    /// /// Tells reviewing sub-agents the house rules.
+    /// #[hook(SubagentStart, matcher = "review.*")]
+    /// pub fn rules(_: SubagentStart) -> HookOutcome<SubagentStart> {
+    ///     HookOutcome::no_opinion().with_context("Rules: no unwrap in library code.")
+    /// }
+    ///
+    /// export_plugin!();
+    ///
+    /// # fn main() {
+    /// let start = SubagentStart { agent_type: "reviewer".into(), ..Default::default() };
+    /// assert!(!rules(start).is_no_opinion());
+    /// assert_eq!(rules::hook().matcher(), Some("review.*"));
+    /// # }
+    /// ```
     SubagentStart {
         /// The sub-agent's id.
         #[serde(default)]
@@ -363,6 +604,23 @@ events! {
     }
 
     /// The conversation is about to be compacted.
+    ///
+    /// ```
+    /// use toolhost_plugin::{hooks::PreCompact, prelude::*};
+    ///
+    /// /// Tells the user when the conversation is compacted on its own.
+    /// #[hook(PreCompact, matcher = "auto")]
+    /// pub fn compacting(input: PreCompact) -> HookOutcome<PreCompact> {
+    ///     HookOutcome::no_opinion().with_system_message(format!("compacting ({})", input.trigger))
+    /// }
+    ///
+    /// export_plugin!();
+    ///
+    /// # fn main() {
+    /// let auto = PreCompact { trigger: "auto".into(), ..Default::default() };
+    /// assert_eq!(compacting(auto).to_json()["systemMessage"], "compacting (auto)");
+    /// # }
+    /// ```
     PreCompact {
         /// `manual` (`/compact`) or `auto`.
         #[serde(default)]
@@ -373,6 +631,26 @@ events! {
     }
 
     /// The CLI shows a notification. May add context.
+    ///
+    /// ```
+    /// use toolhost_plugin::{hooks::Notification, prelude::*};
+    ///
+    /// /// Forwards permission prompts to the host's log (a desktop notifier would go here).
+    /// #[hook(Notification, matcher = "permission_prompt")]
+    /// pub fn forward(input: Notification, ctx: &Context) -> HookOutcome<Notification> {
+    ///     ctx.warn(&format!("{}: {}", input.title.as_deref().unwrap_or("Claude"), input.message));
+    ///     HookOutcome::no_opinion()
+    /// }
+    ///
+    /// export_plugin!();
+    ///
+    /// # fn main() {
+    /// let ctx = toolhost_plugin::testing::TestContext::new();
+    /// let asked = Notification { message: "May I run make?".into(), ..Default::default() };
+    /// forward(asked, &ctx);
+    /// assert_eq!(ctx.logs()[0].1, "Claude: May I run make?");
+    /// # }
+    /// ```
     Notification {
         /// The notification's text.
         #[serde(default)]
@@ -387,6 +665,31 @@ events! {
 
     /// The CLI is about to ask for permission to run a tool. May decide in the user's place
     /// ([`HookOutcome::decide`](super::HookOutcome::decide)).
+    ///
+    /// ```
+    /// use toolhost_plugin::{hooks::PermissionRequest, prelude::*, testing::json};
+    ///
+    /// /// Allows reads in the user's place; leaves the rest to the user.
+    /// #[hook(PermissionRequest)]
+    /// pub fn reads(input: PermissionRequest) -> HookOutcome<PermissionRequest> {
+    ///     match input.tool_name.as_str() {
+    ///         "Read" | "Grep" => HookOutcome::decide(Permission::allow()),
+    ///         "Bash" if input.tool_input["command"] == "rm -rf /" => {
+    ///             HookOutcome::decide(Permission::deny("no").interrupt())
+    ///         }
+    ///         _ => HookOutcome::decide(Permission::no_opinion()),
+    ///     }
+    /// }
+    ///
+    /// export_plugin!();
+    ///
+    /// # fn main() {
+    /// let read = PermissionRequest { tool_name: "Read".into(), ..Default::default() };
+    /// assert_eq!(reads(read).to_json()["hookSpecificOutput"]["decision"], json!({"behavior": "allow"}));
+    /// let other = PermissionRequest { tool_name: "Edit".into(), ..Default::default() };
+    /// assert!(reads(other).is_no_opinion());
+    /// # }
+    /// ```
     PermissionRequest {
         /// The tool's name.
         tool_name: String,
@@ -408,6 +711,27 @@ events! {
     /// once per flush of complete lines). May replace what is displayed
     /// ([`HookOutcome::with_display_content`](super::HookOutcome::with_display_content)); the
     /// model's message is unchanged.
+    ///
+    /// ```
+    /// use toolhost_plugin::{hooks::MessageDisplay, prelude::*};
+    ///
+    /// /// Shows the user a shorter form of long lines.
+    /// #[hook(MessageDisplay)]
+    /// pub fn shorten(input: MessageDisplay) -> HookOutcome<MessageDisplay> {
+    ///     if input.delta.chars().count() > 20 {
+    ///         let short: String = input.delta.chars().take(20).collect();
+    ///         return HookOutcome::no_opinion().with_display_content(format!("{short}..."));
+    ///     }
+    ///     HookOutcome::no_opinion()
+    /// }
+    ///
+    /// export_plugin!();
+    ///
+    /// # fn main() {
+    /// let flush = MessageDisplay { delta: "a".repeat(30), is_final: true, ..Default::default() };
+    /// assert_eq!(shorten(flush).to_json()["hookSpecificOutput"]["displayContent"], format!("{}...", "a".repeat(20)));
+    /// # }
+    /// ```
     MessageDisplay {
         /// The turn's id.
         #[serde(default)]
@@ -427,6 +751,23 @@ events! {
     }
 
     /// A session starts (TypeScript SDK and settings hooks). May add context.
+    ///
+    /// ```
+    /// use toolhost_plugin::{hooks::SessionStart, prelude::*};
+    ///
+    /// /// Tells the model which session this is, and how it started.
+    /// #[hook(SessionStart, matcher = "startup|resume")]
+    /// pub fn today(input: SessionStart) -> HookOutcome<SessionStart> {
+    ///     HookOutcome::no_opinion().with_context(format!("Session {} ({}).", input.session_id, input.source))
+    /// }
+    ///
+    /// export_plugin!();
+    ///
+    /// # fn main() {
+    /// let start = SessionStart { session_id: "s1".into(), source: "startup".into(), ..Default::default() };
+    /// assert_eq!(today(start).to_json()["hookSpecificOutput"]["additionalContext"], "Session s1 (startup).");
+    /// # }
+    /// ```
     SessionStart {
         /// `startup`, `resume`, `clear`, `compact` or `fork`.
         #[serde(default)]
@@ -440,6 +781,26 @@ events! {
     }
 
     /// A session ends (TypeScript SDK and settings hooks).
+    ///
+    /// ```
+    /// use toolhost_plugin::{hooks::SessionEnd, prelude::*, testing::{json, TestContext}};
+    ///
+    /// /// Logs why sessions end.
+    /// #[hook(SessionEnd)]
+    /// pub fn ended(input: SessionEnd, ctx: &Context) -> HookOutcome<SessionEnd> {
+    ///     ctx.info(&format!("session ended: {}", input.reason));
+    ///     HookOutcome::no_opinion()
+    /// }
+    ///
+    /// export_plugin!();
+    ///
+    /// # fn main() {
+    /// let ctx = TestContext::new();
+    /// let out = ended::hook().run(json!({"hook_event_name": "SessionEnd", "reason": "logout"}), &ctx).unwrap();
+    /// assert_eq!(out, json!({}));
+    /// assert_eq!(ctx.logs()[0].1, "session ended: logout");
+    /// # }
+    /// ```
     SessionEnd {
         /// `clear`, `resume`, `logout`, `prompt_input_exit` or `other`.
         #[serde(default)]
@@ -447,7 +808,7 @@ events! {
     }
 }
 
-/// One call of a [`PostToolBatch`].
+/// One call of a [`PostToolBatch`] (example there).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
     /// The tool's name.

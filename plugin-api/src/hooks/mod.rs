@@ -122,7 +122,44 @@ type PolicyRunner = Arc<dyn Fn(&str, &Context) -> Result<Permission, RequestErro
 
 /// One hook or permission policy. `#[hook]` and `#[permission]` build these (the function's
 /// module has a `hook()` returning it) and register them for
-/// [`export_plugin!`](crate::export_plugin).
+/// [`export_plugin!`](crate::export_plugin); [`HookDef::on`] and [`HookDef::policy`] build one
+/// at run time (a module whose `hook()` returns one is listed in `export_plugin!`'s
+/// `hooks: [..]`).
+///
+/// ```
+/// use toolhost_plugin::{hooks::{HookDef, PreToolUse}, prelude::*, testing::{json, TestContext}};
+///
+/// /// Refuses `Write`.
+/// #[hook(PreToolUse, matcher = "Write", name = "no_writes")]
+/// pub fn refuse(_: PreToolUse) -> HookOutcome<PreToolUse> {
+///     HookOutcome::deny("read-only session")
+/// }
+///
+/// export_plugin!();
+///
+/// # fn main() {
+/// let def = refuse::hook();
+/// assert_eq!((def.id(), def.event(), def.matcher(), def.is_policy()),
+///            ("no_writes", Some("PreToolUse"), Some("Write"), false));
+/// let ctx = TestContext::new();
+/// let out = def.run(json!({"hook_event_name": "PreToolUse", "tool_name": "Write"}), &ctx).unwrap();
+/// assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "deny");
+/// // An input for another event, or one that lacks a field, is an error.
+/// assert!(def.run(json!({"hook_event_name": "Stop", "tool_name": "Write"}), &ctx).is_err());
+/// assert!(def.run(json!({}), &ctx).is_err());
+///
+/// // Built at run time.
+/// let audit = HookDef::on("audit", None, |input: PreToolUse, ctx: &Context| {
+///     ctx.info(&input.tool_name);
+///     HookOutcome::<PreToolUse>::no_opinion()
+/// });
+/// assert_eq!(audit.run(json!({"tool_name": "Bash"}), &ctx).unwrap(), json!({}));
+/// assert_eq!(ctx.logs()[0].1, "Bash");
+/// let yes = HookDef::policy("yes", |_: PermissionCheck, _: &Context| Permission::allow());
+/// assert!(yes.is_policy() && yes.event().is_none());
+/// assert_eq!(yes.run(json!({"tool_name": "Bash"}), &ctx).unwrap(), json!({"behavior": "allow"}));
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct HookDef {
     pub(crate) id: Cow<'static, str>,

@@ -71,6 +71,34 @@ impl<E: HookEvent> fmt::Debug for HookOutcome<E> {
 }
 
 /// Every event.
+///
+/// ```
+/// use toolhost_plugin::{hooks::{HookAnswer, Stop}, prelude::*, testing::json};
+///
+/// /// Ends the session's turn when the budget is spent, telling the user why.
+/// #[hook(Stop)]
+/// pub fn budget(_: Stop) -> HookOutcome<Stop> {
+///     HookOutcome::stop("budget spent").with_system_message("3 of 3 hours used").suppress_output()
+/// }
+///
+/// export_plugin!();
+///
+/// # fn main() {
+/// let out = budget(Stop::default());
+/// assert!(!out.is_no_opinion());
+/// assert_eq!(out.to_json(), json!({
+///     "continue": false, "stopReason": "budget spent",
+///     "systemMessage": "3 of 3 hours used", "suppressOutput": true,
+/// }));
+/// assert_eq!(out.to_json_string(), out.to_json().to_string());
+/// assert_eq!(out.answer().stop_reason.as_deref(), Some("budget spent"));
+/// assert_eq!(HookOutcome::<Stop>::no_opinion().answer(), &HookAnswer::default());
+///
+/// // `with_stop` adds it to another answer: deny the tool, and end the turn.
+/// let out = HookOutcome::deny("no").with_stop("stopping here");
+/// assert_eq!(out.to_json()["continue"], false);
+/// # }
+/// ```
 impl<E: HookEvent> HookOutcome<E> {
     /// No opinion: the CLI goes on as if the hook were not there (`{}`).
     pub fn no_opinion() -> Self {
@@ -135,6 +163,43 @@ impl<E: HookEvent> HookOutcome<E> {
 }
 
 /// PreToolUse: the permission decision.
+///
+/// ```
+/// use toolhost_plugin::{hooks::{PermissionDecision, PreToolUse}, prelude::*, testing::json};
+///
+/// /// Lets reads run without asking, asks before pushes, refuses deletes, quiets `npm`.
+/// #[hook(PreToolUse)]
+/// pub fn gate(input: PreToolUse) -> HookOutcome<PreToolUse> {
+///     let command = input.tool_input["command"].as_str().unwrap_or_default();
+///     match input.tool_name.as_str() {
+///         "Read" => HookOutcome::allow().with_reason("reads are fine"),
+///         "Bash" if command.starts_with("git push") => HookOutcome::ask("pushing to the remote"),
+///         "Bash" if command.starts_with("rm ") => HookOutcome::deny("no deleting"),
+///         "Bash" if command.starts_with("npm ") => HookOutcome::allow()
+///             .with_updated_input(json!({"command": format!("{command} --silent")})),
+///         _ => HookOutcome::no_opinion(),
+///     }
+/// }
+///
+/// export_plugin!();
+///
+/// # fn main() {
+/// let bash = |command: &str| PreToolUse {
+///     tool_name: "Bash".into(),
+///     tool_input: json!({"command": command}),
+///     ..Default::default()
+/// };
+/// let read = gate(PreToolUse { tool_name: "Read".into(), ..Default::default() });
+/// let specific = read.answer().hook_specific_output.clone().unwrap();
+/// assert_eq!(specific.permission_decision, Some(PermissionDecision::Allow));
+/// assert_eq!(specific.permission_decision_reason.as_deref(), Some("reads are fine"));
+/// assert_eq!(gate(bash("git push")), HookOutcome::ask("pushing to the remote"));
+/// assert_eq!(gate(bash("rm x")), HookOutcome::deny("no deleting"));
+/// let npm = gate(bash("npm test")).to_json();
+/// assert_eq!(npm["hookSpecificOutput"]["updatedInput"], json!({"command": "npm test --silent"}));
+/// assert!(gate(bash("ls")).is_no_opinion());
+/// # }
+/// ```
 impl HookOutcome<PreToolUse> {
     /// Runs the tool without asking (`permissionDecision: "allow"`).
     pub fn allow() -> Self {
@@ -178,7 +243,8 @@ impl HookOutcome<PreToolUse> {
     }
 }
 
-/// PostToolUse: what the model sees of the result.
+/// PostToolUse: what the model sees of the result (example:
+/// [`PostToolUse`](crate::hooks::PostToolUse)).
 impl HookOutcome<PostToolUse> {
     /// Replaces the tool's output before the model sees it (`updatedToolOutput`; for the CLI's
     /// built-in tools it must have the tool's output shape, or the CLI keeps the original).
@@ -188,7 +254,8 @@ impl HookOutcome<PostToolUse> {
     }
 }
 
-/// PermissionRequest: answering in the user's place.
+/// PermissionRequest: answering in the user's place (example:
+/// [`PermissionRequest`](crate::hooks::PermissionRequest)).
 impl HookOutcome<PermissionRequest> {
     /// Decides the permission request (`hookSpecificOutput.decision`);
     /// [`Permission::NoOpinion`] leaves it to the user.
@@ -201,7 +268,8 @@ impl HookOutcome<PermissionRequest> {
     }
 }
 
-/// MessageDisplay: what the user sees.
+/// MessageDisplay: what the user sees (example:
+/// [`MessageDisplay`](crate::hooks::MessageDisplay)).
 impl HookOutcome<MessageDisplay> {
     /// Shows `content` in place of the flush's `delta` (`displayContent`); the model's message
     /// is unchanged.
@@ -211,6 +279,7 @@ impl HookOutcome<MessageDisplay> {
     }
 }
 
+/// The events that add context for the model (example: [`AddsContext`]).
 impl<E: AddsContext> HookOutcome<E> {
     /// Text the model sees with the event (`additionalContext`); called again, appends a line.
     pub fn with_context(mut self, context: impl Into<String>) -> Self {
@@ -224,6 +293,7 @@ impl<E: AddsContext> HookOutcome<E> {
     }
 }
 
+/// The events that block (example: [`Blocks`]).
 impl<E: Blocks> HookOutcome<E> {
     /// `decision: "block"` with `reason`: PostToolUse tells the model `reason` about the
     /// result, UserPromptSubmit drops the prompt, Stop and SubagentStop make the agent go on.
@@ -238,7 +308,28 @@ impl<E: Blocks> HookOutcome<E> {
 /// What a `#[hook]` function for event `E` may return: a [`HookOutcome<E>`], or
 /// `Result<HookOutcome<E>, Err>` with `Err: Display` (an `Err` is the plugin's failure: the
 /// host applies its `on_error`, and the message names the plugin).
+///
+/// ```
+/// use toolhost_plugin::{hooks::{IntoHookOutcome, UserPromptSubmit}, prelude::*, testing::{json, TestContext}};
+///
+/// /// Adds the project's notes to each prompt; fails when they cannot be read.
+/// #[hook(UserPromptSubmit)]
+/// pub fn notes(input: UserPromptSubmit) -> std::io::Result<HookOutcome<UserPromptSubmit>> {
+///     let notes = std::fs::read_to_string(format!("{}/NOTES.md", input.cwd))?;
+///     Ok(HookOutcome::no_opinion().with_context(notes))
+/// }
+///
+/// export_plugin!();
+///
+/// # fn main() {
+/// let e = notes::hook().run(json!({"prompt": "hi", "cwd": "/no/such/folder"}), &TestContext::new());
+/// assert!(e.is_err());
+/// let ok = HookOutcome::<UserPromptSubmit>::no_opinion();
+/// assert_eq!(ok.clone().into_hook_outcome(), Ok(ok));
+/// # }
+/// ```
 pub trait IntoHookOutcome<E> {
+    /// The outcome, or the failure's message.
     fn into_hook_outcome(self) -> Result<HookOutcome<E>, String>;
 }
 

@@ -10,6 +10,54 @@ use super::answer::RequestDecision;
 /// The question a `#[permission]` policy answers: may this tool run with this input? The
 /// fields of the CLI's `can_use_tool` control request (asked when a tool needs permission and
 /// the session answers permission prompts itself: `toolhost chat --ask`, permission policies).
+///
+/// ```
+/// use serde::Deserialize;
+/// use toolhost_plugin::{prelude::*, testing::{json, TestContext}};
+///
+/// #[derive(Deserialize)]
+/// pub struct Policy {
+///     /// The folder the agent may work outside of only when asked.
+///     workspace: String,
+/// }
+///
+/// /// Refuses paths outside the workspace; allows the rest of `Edit`, remembering it for
+/// /// the session.
+/// #[permission]
+/// pub fn workspace_only(check: PermissionCheck, policy: &Policy) -> Permission {
+///     if let Some(path) = &check.blocked_path {
+///         if !path.starts_with(&policy.workspace) {
+///             return Permission::deny(format!("{path} is outside {}", policy.workspace));
+///         }
+///     }
+///     if check.tool_name == "Edit" {
+///         return Permission::allow().with_updated_permissions(check.permission_suggestions);
+///     }
+///     Permission::no_opinion()
+/// }
+///
+/// export_plugin! { config: Policy }
+///
+/// # fn main() {
+/// let policy = Policy { workspace: "/work".into() };
+/// let outside = PermissionCheck {
+///     tool_name: "Bash".into(),
+///     blocked_path: Some("/etc".into()),
+///     ..Default::default()
+/// };
+/// assert_eq!(workspace_only(outside, &policy), Permission::deny("/etc is outside /work"));
+///
+/// // As the host runs it, on the CLI's `can_use_tool` request.
+/// let ctx = TestContext::new().with_config(policy);
+/// let answer = workspace_only::hook()
+///     .run(json!({"tool_name": "Edit", "input": {"file_path": "/work/a.rs"}, "tool_use_id": "t1",
+///                 "permission_suggestions": [{"type": "setMode", "mode": "acceptEdits", "destination": "session"}]}), &ctx)
+///     .unwrap();
+/// assert_eq!(answer, json!({"behavior": "allow", "updatedPermissions": [
+///     {"type": "setMode", "mode": "acceptEdits", "destination": "session"},
+/// ]}));
+/// # }
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PermissionCheck {
     /// The tool's name (`Bash`, `mcp__calc__add`).
@@ -50,6 +98,36 @@ where
 /// A permission rule change, as the CLI writes it (`PermissionUpdate` in the SDKs):
 /// `{"type": "addRules", "rules": [{"toolName", "ruleContent"?}], "behavior", "destination"}`,
 /// `setMode` with `mode`, `addDirectories` with `directories`, ...
+///
+/// ```
+/// use toolhost_plugin::{hooks::{PermissionRule, PermissionUpdate}, prelude::*, testing::json};
+///
+/// /// Allows `npm test`, and every later `npm test ...` of the session.
+/// #[permission]
+/// pub fn npm_test(check: PermissionCheck) -> Permission {
+///     let command = check.input["command"].as_str().unwrap_or_default();
+///     if check.tool_name == "Bash" && command.starts_with("npm test") {
+///         let rule = PermissionRule::new("Bash", Some("npm test:*"));
+///         return Permission::allow()
+///             .with_updated_permissions([PermissionUpdate::add_rules([rule], "allow", "session")]);
+///     }
+///     Permission::no_opinion()
+/// }
+///
+/// export_plugin!();
+///
+/// # fn main() {
+/// let check = PermissionCheck { tool_name: "Bash".into(), input: json!({"command": "npm test"}), ..Default::default() };
+/// assert_eq!(npm_test(check).to_json()["updatedPermissions"], json!([{
+///     "type": "addRules",
+///     "rules": [{"toolName": "Bash", "ruleContent": "npm test:*"}],
+///     "behavior": "allow",
+///     "destination": "session",
+/// }]));
+/// let mode = PermissionUpdate::set_mode("acceptEdits", "session");
+/// assert_eq!((mode.kind.as_str(), mode.mode.as_deref()), ("setMode", Some("acceptEdits")));
+/// # }
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PermissionUpdate {
@@ -105,7 +183,8 @@ impl PermissionUpdate {
     }
 }
 
-/// One permission rule: a tool, optionally narrowed (`Bash` with `npm test:*`).
+/// One permission rule: a tool, optionally narrowed (`Bash` with `npm test:*`). Example:
+/// [`PermissionUpdate`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PermissionRule {
@@ -127,17 +206,52 @@ impl PermissionRule {
 }
 
 /// A permission policy's answer (and a [`PermissionRequest`](super::PermissionRequest) hook's
-/// decision).
+/// decision). Build it with the constructors and `with_*`/[`interrupt`](Permission::interrupt)
+/// builders; [`to_json`](Permission::to_json) is what the CLI gets.
+///
+/// ```
+/// use toolhost_plugin::{prelude::*, testing::json};
+///
+/// /// Runs `ls` with `-a`; refuses `sudo` and ends the turn.
+/// #[permission]
+/// pub fn shell(check: PermissionCheck) -> Permission {
+///     match check.input["command"].as_str() {
+///         Some("ls") => Permission::allow().with_updated_input(json!({"command": "ls -a"})),
+///         Some(c) if c.starts_with("sudo") => Permission::deny("no sudo").interrupt(),
+///         _ => Permission::no_opinion(),
+///     }
+/// }
+///
+/// export_plugin!();
+///
+/// # fn main() {
+/// let bash = |c: &str| PermissionCheck { tool_name: "Bash".into(), input: json!({"command": c}), ..Default::default() };
+/// assert_eq!(shell(bash("ls")).to_json(), json!({"behavior": "allow", "updatedInput": {"command": "ls -a"}}));
+/// assert_eq!(shell(bash("sudo rm")), Permission::Deny { message: "no sudo".into(), interrupt: true });
+/// assert_eq!(shell(bash("sudo rm")).to_json(), json!({"behavior": "deny", "message": "no sudo", "interrupt": true}));
+/// assert_eq!(shell(bash("make")).to_json(), json!({"behavior": "defer"}));
+/// // Builders of one answer leave the others alone.
+/// assert_eq!(Permission::no_opinion().interrupt(), Permission::NoOpinion);
+/// assert_eq!(serde_json::from_value::<Permission>(json!({"behavior": "allow"})).unwrap(), Permission::allow());
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum Permission {
     /// The tool may run; with `updated_input`, on that input instead. `updated_permissions`
     /// changes rules (so the CLI does not ask again, say).
     Allow {
+        /// The input the tool runs on instead of the model's.
         updated_input: Option<Value>,
+        /// Rule changes the CLI applies too.
         updated_permissions: Vec<PermissionUpdate>,
     },
     /// The tool may not run; the model sees `message`. `interrupt` also stops the turn.
-    Deny { message: String, interrupt: bool },
+    Deny {
+        /// Why, for the model.
+        message: String,
+        /// Whether the turn ends too.
+        interrupt: bool,
+    },
     /// The policy does not decide: the next plugin's policy does, or the user (`--ask`), or the
     /// CLI's own rules.
     NoOpinion,
@@ -255,7 +369,26 @@ impl<'de> Deserialize<'de> for Permission {
 
 /// What a `#[permission]` function may return: a [`Permission`], or `Result<Permission, E>`
 /// with `E: Display` (an `Err` is the plugin's failure: the host applies its `on_error`).
+///
+/// ```
+/// use toolhost_plugin::{hooks::IntoPermission, prelude::*, testing::{json, TestContext}};
+///
+/// /// Allows what the allow-list file names; fails when it cannot be read.
+/// #[permission]
+/// pub fn listed(check: PermissionCheck) -> std::io::Result<Permission> {
+///     let list = std::fs::read_to_string("/no/such/allow-list")?;
+///     Ok(if list.lines().any(|l| l == check.tool_name) { Permission::allow() } else { Permission::no_opinion() })
+/// }
+///
+/// export_plugin!();
+///
+/// # fn main() {
+/// assert!(listed::hook().run(json!({"tool_name": "Bash"}), &TestContext::new()).is_err());
+/// assert_eq!(Permission::allow().into_permission(), Ok(Permission::allow()));
+/// # }
+/// ```
 pub trait IntoPermission {
+    /// The answer, or the failure's message.
     fn into_permission(self) -> Result<Permission, String>;
 }
 

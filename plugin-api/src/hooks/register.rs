@@ -15,7 +15,7 @@ use crate::{
 
 impl PluginDef {
     /// Adds a hook or permission policy (`#[hook]`, `#[permission]`; `export_plugin!`'s
-    /// `hooks: [..]` calls this).
+    /// `hooks: [..]` calls this). Example: [`PluginDef`].
     ///
     /// # Panics
     ///
@@ -53,7 +53,7 @@ impl PluginDef {
         }
     }
 
-    /// The names of the hooks and policies added so far, in order.
+    /// The names of the hooks and policies added so far, in order (example: [`PluginDef`]).
     pub fn hook_names(&self) -> Vec<&str> {
         self.hooks.iter().map(HookDef::id).collect()
     }

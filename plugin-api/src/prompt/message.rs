@@ -6,10 +6,21 @@ use serde_json::{json, Map, Value};
 
 use crate::{extras::RequestError, resource::ContentOut, result::Content};
 
-/// Who says a [`PromptMessage`].
+/// Who says a [`PromptMessage`]: a prompt may put words in the assistant's mouth too (to
+/// set the tone of its answer, say).
+///
+/// ```
+/// use toolhost_plugin::{Content, PromptMessage, Role};
+///
+/// let m = PromptMessage::new(Role::Assistant, Content::text("Sure, here is the plan:"));
+/// assert_eq!(m, PromptMessage::assistant("Sure, here is the plan:"));
+/// assert_eq!(PromptMessage::user("Plan my week.").role, Role::User);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
+    /// The person using the client.
     User,
+    /// The model.
     Assistant,
 }
 
@@ -22,10 +33,39 @@ impl Role {
     }
 }
 
-/// One message of a prompt.
+/// One message of a prompt: text, or any [`Content`] (an image, an embedded resource).
+///
+/// ```
+/// use toolhost_plugin::{prelude::*, testing::TestContext, Role};
+///
+/// /// Describe a picture.
+/// #[prompt]
+/// fn describe(
+///     /// How many words at most.
+///     words: u32,
+/// ) -> Vec<PromptMessage> {
+///     vec![
+///         PromptMessage::new(Role::User, Content::image(&[0x89, b'P'], "image/png")),
+///         PromptMessage::user(format!("Describe this picture in at most {words} words.")),
+///         PromptMessage::assistant("The picture shows"),
+///     ]
+/// }
+///
+/// export_plugin!();
+///
+/// # fn main() {
+/// let got = describe::prompt().get(&[("words", "20")], &TestContext::new()).unwrap();
+/// assert_eq!(got.messages.len(), 3);
+/// assert_eq!(got.messages[0].text(), None);
+/// assert_eq!(got.messages[1].text(), Some("Describe this picture in at most 20 words."));
+/// assert_eq!(got.messages[2].role, Role::Assistant);
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct PromptMessage {
+    /// Who says it.
     pub role: Role,
+    /// What it says.
     pub content: Content,
 }
 
@@ -82,14 +122,38 @@ impl PromptMessage {
 }
 
 /// What a prompt gives: its messages, and optionally a description of this rendering.
+///
+/// ```
+/// use toolhost_plugin::{prelude::*, testing::TestContext};
+///
+/// /// Review a pull request.
+/// #[prompt]
+/// fn review(
+///     /// The pull request's number.
+///     pr: u32,
+/// ) -> PromptResult {
+///     PromptResult::new(vec![PromptMessage::user(format!("Review pull request #{pr}."))])
+///         .description(format!("Review of #{pr}"))
+/// }
+///
+/// export_plugin!();
+///
+/// # fn main() {
+/// let got = review::prompt().get(&[("pr", "12")], &TestContext::new()).unwrap();
+/// assert_eq!(got.description.as_deref(), Some("Review of #12"));
+/// assert_eq!(got.messages, [PromptMessage::user("Review pull request #12.")]);
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct PromptResult {
+    /// What this rendering is (the client may show it); `None` for none.
     pub description: Option<String>,
+    /// The messages, in order.
     pub messages: Vec<PromptMessage>,
 }
 
 impl PromptResult {
-    /// These messages.
+    /// These messages (example: [`PromptResult`]).
     pub fn new(messages: Vec<PromptMessage>) -> Self {
         PromptResult {
             description: None,
@@ -97,7 +161,7 @@ impl PromptResult {
         }
     }
 
-    /// With a description.
+    /// With a description of this rendering.
     pub fn description(mut self, description: impl Into<String>) -> Self {
         self.description = Some(description.into());
         self
@@ -120,6 +184,37 @@ impl PromptResult {
 /// Why a prompt gave no messages: its arguments do not fit (MCP error -32602) or it failed
 /// (-32603). Any other error type a prompt returns (`E: Display`) is a failure; `?` converts
 /// errors into it.
+///
+/// ```
+/// use toolhost_plugin::{prelude::*, testing::TestContext};
+///
+/// /// Summarize an issue.
+/// #[prompt]
+/// fn summarize(
+///     /// The issue's number.
+///     issue: u32,
+/// ) -> Result<String, PromptError> {
+///     match issue {
+///         0 => Err(PromptError::invalid_argument("issues start at 1")),
+///         13 => Err(PromptError::new("the tracker did not answer")),
+///         n => Ok(format!("Summarize issue {n}.")),
+///     }
+/// }
+///
+/// export_plugin!();
+///
+/// # fn main() {
+/// let ctx = TestContext::new();
+/// let e = summarize::prompt().get(&[("issue", "0")], &ctx).unwrap_err();
+/// assert!(e.is_invalid_argument());
+/// assert_eq!(e.to_string(), "issues start at 1");
+/// let e = summarize::prompt().get(&[("issue", "13")], &ctx).unwrap_err();
+/// assert!(!e.is_invalid_argument());
+/// // Arguments that do not parse never reach the function.
+/// let e = summarize::prompt().get(&[("issue", "x")], &ctx).unwrap_err();
+/// assert!(e.is_invalid_argument());
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PromptError {
     invalid_argument: bool,
@@ -127,7 +222,7 @@ pub struct PromptError {
 }
 
 impl PromptError {
-    /// The prompt failed.
+    /// The prompt failed (example: [`PromptError`]).
     pub fn new(message: impl Into<String>) -> Self {
         PromptError {
             invalid_argument: false,
@@ -185,7 +280,25 @@ impl Display for PromptError {
 
 /// What a prompt function may return: text (`String`, `&str`: one user message), a
 /// [`PromptMessage`], `Vec<PromptMessage>`, a [`PromptResult`] (with a description), or any of
-/// these in a `Result<_, E>` with `E: Display`.
+/// these in a `Result<_, E>` with `E: Display`. Examples: [`PromptMessage`], [`PromptResult`],
+/// [`PromptError`], and:
+///
+/// ```
+/// use toolhost_plugin::{prelude::*, testing::TestContext};
+///
+/// /// Plan the day.
+/// #[prompt]
+/// fn plan() -> &'static str {
+///     "Plan my day."
+/// }
+///
+/// export_plugin!();
+///
+/// # fn main() {
+/// let got = plan::prompt().get(&[], &TestContext::new()).unwrap();
+/// assert_eq!(got.messages, [PromptMessage::user("Plan my day.")]);
+/// # }
+/// ```
 pub trait IntoPromptResult {
     #[doc(hidden)]
     fn into_prompt_result(self) -> Result<PromptResult, PromptError>;

@@ -24,7 +24,41 @@ type GetFn =
 
 /// One prompt: its name, description, arguments and the function that renders it.
 ///
-/// `#[prompt]` builds these; the builder is there for prompts made at run time.
+/// `#[prompt]` builds these (its module's `prompt()` returns the function's, to render in
+/// tests); the builder is there for prompts made at run time: a module whose `prompt()`
+/// builds one is listed in `export_plugin!`'s `prompts: [..]` (as for
+/// [`ToolDef`](crate::ToolDef)).
+///
+/// ```
+/// use serde::Deserialize;
+/// use toolhost_plugin::{prelude::*, testing::TestContext, PromptDef};
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Translate {
+///     /// The text to translate.
+///     text: String,
+///     /// The language to translate to (default: English).
+///     to: Option<String>,
+/// }
+///
+/// let translate = PromptDef::new("translate", |a: Translate, _: &Context| {
+///     format!("Translate into {}: {}", a.to.as_deref().unwrap_or("English"), a.text)
+/// })
+/// .title("Translate")
+/// .description("Translate a text.");
+///
+/// assert_eq!(translate.name(), "translate");
+/// let args = translate.arguments().unwrap();
+/// assert_eq!((args[0].name.as_str(), args[0].required), ("text", true));
+/// assert_eq!(args[1].description.as_deref(), Some("The language to translate to (default: English)."));
+///
+/// let ctx = TestContext::new();
+/// let got = translate.get(&[("text", "Hallo"), ("to", "French")], &ctx).unwrap();
+/// assert_eq!(got.messages[0].text(), Some("Translate into French: Hallo"));
+/// let e = translate.get(&[("text", "Hallo"), ("into", "French")], &ctx).unwrap_err();
+/// assert_eq!(e.to_string(), "unknown argument `into` (prompt `translate` takes `text`, `to`)");
+/// assert!(e.is_invalid_argument());
+/// ```
 pub struct PromptDef {
     name: Cow<'static, str>,
     title: Option<Cow<'static, str>>,
@@ -40,7 +74,8 @@ impl PromptDef {
     /// `Deserialize` and `JsonSchema` whose fields are the arguments (doc comments their
     /// descriptions, `Option` or `#[serde(default)]` fields optional, names as serde renames
     /// them). Arguments arrive as text and are parsed as the field's type (numbers, bools,
-    /// enums of unit variants). [`NoArgs`](crate::NoArgs) for none.
+    /// enums of unit variants). [`NoArgs`](crate::NoArgs) for none. `get` returns any
+    /// [`IntoPromptResult`]. Example: [`PromptDef`].
     pub fn new<A, R, F>(name: impl Into<Cow<'static, str>>, get: F) -> Self
     where
         A: DeserializeOwned + JsonSchema,
@@ -60,31 +95,35 @@ impl PromptDef {
         }
     }
 
-    /// A human-readable title.
+    /// A human-readable title (the client's name for the slash command; example:
+    /// [`PromptDef`]).
     pub fn title(mut self, title: impl Into<Cow<'static, str>>) -> Self {
         self.title = Some(title.into());
         self
     }
 
-    /// What the prompt is for. Doc comments fill this in with `#[prompt]`.
+    /// What the prompt is for. Doc comments fill this in with `#[prompt]` (example:
+    /// [`PromptDef`]).
     pub fn description(mut self, description: impl Into<Cow<'static, str>>) -> Self {
         self.description = Some(description.into());
         self
     }
 
-    /// The prompt's name.
+    /// The prompt's name (`#[prompt]`: the function's, or its `name = ".."`).
     pub fn name(&self) -> &str {
         &self.name
     }
 
-    /// Its arguments, as `prompts/list` declares them.
+    /// Its arguments, as `prompts/list` declares them; `Err` says why its argument type
+    /// cannot be a prompt's (a field that is a list or a struct), which refuses the load.
+    /// Example: [`PromptDef`].
     pub fn arguments(&self) -> Result<&[PromptArgumentDecl], &str> {
         self.arguments.as_deref().map_err(String::as_str)
     }
 
     /// Renders the prompt from `args` as the host would (a missing required or an unknown
     /// argument is an invalid-argument error naming it): for tests, with a
-    /// [`TestContext`](crate::testing::TestContext).
+    /// [`TestContext`](crate::testing::TestContext). Example: [`PromptDef`].
     pub fn get(&self, args: &[(&str, &str)], ctx: &Context) -> Result<PromptResult, PromptError> {
         let declared = self
             .arguments
@@ -189,7 +228,7 @@ fn types_of<'a>(schema: &'a Value, root: &'a Value, depth: usize, out: &mut Vec<
 }
 
 impl PluginDef {
-    /// Adds a prompt.
+    /// Adds a prompt (example: [`PluginDef`]).
     pub fn prompt(mut self, prompt: PromptDef) -> Self {
         self.prompts.push(prompt);
         self

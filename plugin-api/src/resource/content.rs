@@ -9,17 +9,47 @@ use crate::extras::{self, RequestError};
 
 /// One item of what a resource read returns: text or bytes, with the URI and MIME type it
 /// is sent with. Most resources return a `String` or a `Vec<u8>` instead, which become one
-/// item with the URI that was read and the resource's declared MIME type.
+/// item with the URI that was read and the resource's declared MIME type. Return these for
+/// several items (a folder's files), or an item whose MIME type depends on what was read.
+///
+/// ```
+/// use toolhost_plugin::{prelude::*, testing::TestContext, ResourceBody};
+///
+/// /// A photo and its caption.
+/// #[resource(uri = "album://{id}")]
+/// fn photo(id: u32) -> Vec<ResourceContent> {
+///     vec![
+///         ResourceContent::text(format!("Photo {id}")).with_mime_type("text/plain"),
+///         ResourceContent::blob(vec![0xff, 0xd8])
+///             .with_uri(format!("album://{id}/image"))
+///             .with_mime_type("image/jpeg"),
+///     ]
+/// }
+///
+/// export_plugin!();
+///
+/// # fn main() {
+/// let read = photo::resource().read("album://3", &TestContext::new()).unwrap();
+/// assert_eq!(read[0].as_text(), Some("Photo 3"));
+/// assert_eq!(read[0].uri.as_deref(), Some("album://3"));
+/// assert_eq!(read[1].as_bytes(), Some(&[0xff, 0xd8][..]));
+/// assert_eq!(read[1].as_text(), None);
+/// assert_eq!(read[1].uri.as_deref(), Some("album://3/image"));
+/// assert_eq!(read[1].body, ResourceBody::Blob(vec![0xff, 0xd8]));
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourceContent {
     /// `None`: the URI that was read.
     pub uri: Option<String>,
     /// `None`: the resource's declared MIME type (if it declares one).
     pub mime_type: Option<String>,
+    /// The text or bytes.
     pub body: ResourceBody,
 }
 
-/// The body of a [`ResourceContent`].
+/// The body of a [`ResourceContent`] (example there) or of an embedded
+/// [`Content::Resource`](crate::Content::Resource).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ResourceBody {
     /// UTF-8 text (MCP `text`).
@@ -128,6 +158,39 @@ impl<'a> From<&'a ResourceContent> for ContentOut<'a> {
 /// Why a resource could not be read: it does not exist (MCP error -32002, with the URI), or
 /// reading it failed (-32603). Any other error type a resource returns (`E: Display`) is a
 /// failure; `?` converts errors into it.
+///
+/// ```
+/// use toolhost_plugin::{prelude::*, testing::TestContext};
+///
+/// /// A file of the notes folder.
+/// #[resource(uri = "notes://{name}", mime_type = "text/markdown")]
+/// fn note(name: String) -> Result<String, ResourceError> {
+///     if name.contains("..") {
+///         return Err(ResourceError::not_found_because("names stay inside the folder"));
+///     }
+///     if name == "locked" {
+///         return Err(ResourceError::new("the note is locked"));
+///     }
+///     if name == "gone" {
+///         return Err(ResourceError::not_found());
+///     }
+///     // An I/O error is a failure (-32603); return `not_found` for a missing file instead.
+///     Ok(std::fs::read_to_string(format!("/no/such/notes/{name}"))?)
+/// }
+///
+/// export_plugin!();
+///
+/// # fn main() {
+/// let ctx = TestContext::new();
+/// let read = |uri| note::resource().read(uri, &ctx).unwrap_err();
+/// assert!(read("notes://gone").is_not_found());
+/// assert_eq!(read("notes://gone").to_string(), "resource not found");
+/// assert_eq!(read("notes://..").to_string(), "resource not found: names stay inside the folder");
+/// assert!(!read("notes://locked").is_not_found());
+/// assert_eq!(read("notes://locked").to_string(), "the note is locked");
+/// assert!(!read("notes://x").is_not_found());
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourceError(ResourceErrorKind);
 
@@ -138,7 +201,7 @@ enum ResourceErrorKind {
 }
 
 impl ResourceError {
-    /// The URI names no resource (the note was deleted, say).
+    /// The URI names no resource (the note was deleted, say). Example: [`ResourceError`].
     pub fn not_found() -> Self {
         ResourceError(ResourceErrorKind::NotFound(None))
     }
@@ -148,7 +211,7 @@ impl ResourceError {
         ResourceError(ResourceErrorKind::NotFound(Some(reason.into())))
     }
 
-    /// Reading the resource failed.
+    /// Reading the resource failed (example: [`ResourceError`]).
     pub fn new(message: impl Into<String>) -> Self {
         ResourceError(ResourceErrorKind::Failed(message.into()))
     }
@@ -208,12 +271,58 @@ impl Display for ResourceError {
 /// base64 `blob`), a [`ResourceContent`] or several (`Vec<ResourceContent>`); any of these in
 /// an `Option` (`None`: not found) or a `Result<_, E>` with `E: Display`
 /// ([`ResourceError::not_found`] for a URI that names nothing).
+///
+/// ```
+/// use std::collections::HashMap;
+///
+/// use toolhost_plugin::{prelude::*, testing::TestContext};
+///
+/// #[derive(Default, serde::Serialize, serde::Deserialize)]
+/// pub struct Files(HashMap<String, Vec<u8>>);
+///
+/// /// A stored file, as bytes.
+/// #[resource(uri = "files://{name}")]
+/// fn file(name: String, files: &Files) -> Option<Vec<u8>> {
+///     files.0.get(&name).cloned()
+/// }
+///
+/// /// How many files there are.
+/// #[resource(uri = "files://count")]
+/// fn count(files: &Files) -> String {
+///     files.0.len().to_string()
+/// }
+///
+/// /// A file's size, which fails for an empty one.
+/// #[resource(uri = "sizes://{name}")]
+/// fn size(name: String, files: &Files) -> Result<Option<String>, String> {
+///     match files.0.get(&name) {
+///         Some(b) if b.is_empty() => Err(format!("{name} is empty")),
+///         Some(b) => Ok(Some(b.len().to_string())),
+///         None => Ok(None),
+///     }
+/// }
+///
+/// export_plugin! { state: Files }
+///
+/// # fn main() {
+/// let files = Files(HashMap::from([("a".to_string(), vec![1, 2]), ("e".to_string(), vec![])]));
+/// let ctx = TestContext::new().with_state(files);
+/// assert_eq!(file::resource().read("files://a", &ctx).unwrap()[0].as_bytes(), Some(&[1, 2][..]));
+/// assert!(file::resource().read("files://b", &ctx).unwrap_err().is_not_found());
+/// assert_eq!(count::resource().read("files://count", &ctx).unwrap()[0].as_text(), Some("2"));
+/// assert_eq!(size::resource().read("sizes://a", &ctx).unwrap()[0].as_text(), Some("2"));
+/// assert!(size::resource().read("sizes://b", &ctx).unwrap_err().is_not_found());
+/// assert_eq!(size::resource().read("sizes://e", &ctx).unwrap_err().to_string(), "e is empty");
+/// # }
+/// ```
 pub trait IntoReadResult {
     #[doc(hidden)]
     fn into_read_result(self) -> Result<Vec<ResourceContent>, ResourceError>;
 }
 
-/// Values that are a resource's contents (see [`IntoReadResult`]).
+/// Values that are a resource's contents: `String`, `&str`, `Cow<str>` (text), `Vec<u8>`
+/// (a blob), [`ResourceContent`] and `Vec<ResourceContent>`. A resource returns one bare, in
+/// an `Option` or in a `Result` (examples: [`IntoReadResult`], [`ResourceContent`]).
 pub trait IntoContents {
     #[doc(hidden)]
     fn into_contents(self) -> Vec<ResourceContent>;

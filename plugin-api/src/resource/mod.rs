@@ -31,7 +31,44 @@ type ListFn =
 /// One resource (a fixed URI) or resource template (a URI with `{variables}`): its
 /// declaration, the function that reads it and, for a template, the one that lists it.
 ///
-/// `#[resource]` builds these; the builder is there for resources made at run time.
+/// `#[resource]` builds these (its module's `resource()` returns the function's, to read in
+/// tests); the builder is there for resources made at run time: a module whose `resource()`
+/// builds one is listed in `export_plugin!`'s `resources: [..]` (as for
+/// [`ToolDef`](crate::ToolDef)).
+///
+/// ```
+/// use serde::Deserialize;
+/// use toolhost_plugin::{prelude::*, testing::TestContext, NoArgs, ResourceDef};
+///
+/// #[derive(Deserialize)]
+/// struct Page {
+///     book: String,
+///     n: u32,
+/// }
+///
+/// let page = ResourceDef::new("books://{book}/{n}", "page", |p: Page, _: &Context| {
+///     (p.n <= 100).then(|| format!("page {} of {}", p.n, p.book))
+/// })
+/// .title("A page of a book")
+/// .description("One page, by book and number.")
+/// .mime_type("text/plain")
+/// .list(|_: &Context| vec![ListedResource::new("books://dune/1", "Dune, page 1")]);
+///
+/// let ctx = TestContext::new();
+/// assert_eq!((page.name(), page.uri()), ("page", "books://{book}/{n}"));
+/// let read = page.read("books://dune/7", &ctx).unwrap();
+/// assert_eq!(read[0].as_text(), Some("page 7 of dune"));
+/// assert_eq!(read[0].uri.as_deref(), Some("books://dune/7"));
+/// assert_eq!(read[0].mime_type.as_deref(), Some("text/plain"));
+/// assert!(page.read("books://dune/700", &ctx).unwrap_err().is_not_found());
+/// assert!(page.read("books://dune/seven", &ctx).unwrap_err().is_not_found());
+/// let listed = page.list_page(None, &ctx).unwrap();
+/// assert_eq!(listed.resources[0].mime_type.as_deref(), Some("text/plain"));
+///
+/// // A fixed URI takes no variables.
+/// let readme = ResourceDef::new("books://readme", "readme", |_: NoArgs, _: &Context| "Hello");
+/// assert_eq!(readme.read("books://readme", &ctx).unwrap()[0].as_text(), Some("Hello"));
+/// ```
 pub struct ResourceDef {
     uri: Cow<'static, str>,
     name: Cow<'static, str>,
@@ -51,6 +88,7 @@ impl ResourceDef {
     /// numbers, bools, enums of unit variants); [`NoArgs`](crate::NoArgs) for a fixed URI, or
     /// to take none of them. A struct that lacks a variable, or needs a field no variable
     /// fills, refuses the plugin's load with an error naming both (any map type passes).
+    /// `read` returns any [`IntoReadResult`]. Example: [`ResourceDef`].
     pub fn new<A, R, F>(
         uri: impl Into<Cow<'static, str>>,
         name: impl Into<Cow<'static, str>>,
@@ -77,32 +115,34 @@ impl ResourceDef {
         }
     }
 
-    /// A human-readable title.
+    /// A human-readable title (example: [`ResourceDef`]).
     pub fn title(mut self, title: impl Into<Cow<'static, str>>) -> Self {
         self.title = Some(title.into());
         self
     }
 
-    /// What the resource holds. Doc comments fill this in with `#[resource]`.
+    /// What the resource holds. Doc comments fill this in with `#[resource]` (example:
+    /// [`ResourceDef`]).
     pub fn description(mut self, description: impl Into<Cow<'static, str>>) -> Self {
         self.description = Some(description.into());
         self
     }
 
-    /// The MIME type of its contents (a content may say otherwise).
+    /// The MIME type of its contents (a content may say otherwise; example: [`ResourceDef`]).
     pub fn mime_type(mut self, mime_type: impl Into<Cow<'static, str>>) -> Self {
         self.mime_type = Some(mime_type.into());
         self
     }
 
     /// Lists the template's resources in `resources/list` (each listed URI must match the
-    /// template). Only for a template: a fixed URI is listed as itself.
+    /// template). Only for a template: a fixed URI is listed as itself. `list` is a
+    /// [`ListResources`] function (examples there).
     pub fn list<M>(mut self, list: impl ListResources<M>) -> Self {
         self.list = Some(Box::new(move |cursor, ctx| list.list(cursor, ctx)));
         self
     }
 
-    /// The resource's name.
+    /// The resource's name (`#[resource]`: the function's, or its `name = ".."`).
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -114,6 +154,7 @@ impl ResourceDef {
 
     /// Reads `uri` as the host would (matching it against the template): for tests, with a
     /// [`TestContext`](crate::testing::TestContext). Each content carries its URI and MIME type.
+    /// Example: [`ResourceDef`].
     pub fn read(&self, uri: &str, ctx: &Context) -> Result<Vec<ResourceContent>, ResourceError> {
         let template =
             UriTemplate::parse(&self.uri).map_err(|e| ResourceError::new(e.to_string()))?;
@@ -142,7 +183,7 @@ impl ResourceDef {
 
     /// One page of the template's list, as the host would get it: every URI checked against
     /// the template, the declared MIME type filled in. An empty page for a resource without a
-    /// list.
+    /// list. Examples: [`ResourceDef`], [`ResourcePage`].
     pub fn list_page(
         &self,
         cursor: Option<&str>,
@@ -170,7 +211,7 @@ impl ResourceDef {
 }
 
 impl PluginDef {
-    /// Adds a resource or resource template.
+    /// Adds a resource or resource template (example: [`PluginDef`]).
     pub fn resource(mut self, resource: ResourceDef) -> Self {
         self.resources.push(resource);
         self
