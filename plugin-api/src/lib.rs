@@ -477,11 +477,11 @@ pub use toolhost_plugin_macros::resource;
 /// command. Options: `name = "..."` (default: the function's name), `title = "..."`,
 /// `description = "..."` (default: the doc comment).
 ///
-/// The function takes one argument struct (`Deserialize + JsonSchema`; none or [`NoArgs`] for
-/// none), and `&Context`, `&State` or `&Config` as it needs: its fields are the prompt's arguments,
-/// their doc comments the arguments' descriptions, `Option` (or `#[serde(default)]`) fields
-/// optional, names as serde renames them. Arguments arrive as text and are parsed as the
-/// field's type; fields that are structs or lists are refused at load. A missing required
+/// Its parameters are the prompt's arguments, as a tool's are (plain values named by the
+/// parameters and described by their doc comments, `Option` ones optional; or one struct of
+/// them, whose fields are the arguments, named as serde renames them), plus `&Context`,
+/// `&State` or `&Config` as it needs. Arguments arrive as text and are parsed as the
+/// argument's type; arguments that are structs or lists are refused at load. A missing required
 /// argument, an unknown one or one that does not parse is error -32602 naming it, and the
 /// function does not run. It returns a `String` (one user message), a [`PromptMessage`],
 /// `Vec<PromptMessage>` or a [`PromptResult`] (with a description), or any of these in a
@@ -492,20 +492,16 @@ pub use toolhost_plugin_macros::resource;
 /// `prompt().get(&[("name", "value")], &ctx)`).
 ///
 /// ```
-/// use serde::Deserialize;
 /// use toolhost_plugin::{prelude::*, testing::TestContext};
 ///
-/// #[derive(Deserialize, JsonSchema)]
-/// pub struct ReviewArgs {
+/// /// Review a file.
+/// #[prompt(title = "Code review")]
+/// pub fn review(
 ///     /// The file to review.
 ///     file: String,
 ///     /// What to look at most (default: everything).
 ///     focus: Option<String>,
-/// }
-///
-/// /// Review a file.
-/// #[prompt(title = "Code review")]
-/// pub fn review(ReviewArgs { file, focus }: ReviewArgs) -> Vec<PromptMessage> {
+/// ) -> Vec<PromptMessage> {
 ///     vec![
 ///         PromptMessage::user(format!("Review {file}, looking at {}.", focus.as_deref().unwrap_or("everything"))),
 ///         PromptMessage::assistant("Reading it now."),

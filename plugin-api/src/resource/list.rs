@@ -237,7 +237,7 @@ where
         if page.next_cursor.is_some() {
             // It would be asked for the same page again and again.
             return Err(ResourceError::new(
-                "a list function without a cursor argument returned a next cursor; take                  `cursor: Option<&str>` first to page",
+                "a list function without a cursor argument returned a next cursor; take `cursor: Option<&str>` first to page",
             ));
         }
         Ok(page)
@@ -251,5 +251,27 @@ where
 {
     fn list(&self, cursor: Option<&str>, ctx: &Context) -> Result<ResourcePage, ResourceError> {
         self(cursor, ctx).into_page()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_function_without_a_cursor_argument_cannot_page() {
+        fn paged(_: &Context) -> ResourcePage {
+            ResourcePage {
+                resources: Vec::new(),
+                next_cursor: Some("2".into()),
+            }
+        }
+        let ctx = crate::testing::TestContext::new();
+        let e = ListResources::<ListAll>::list(&paged, None, &ctx).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "a list function without a cursor argument returned a next cursor; take \
+             `cursor: Option<&str>` first to page"
+        );
     }
 }
