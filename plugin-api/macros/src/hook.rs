@@ -109,24 +109,17 @@ pub(crate) fn expand_hook(
         }
     });
     let registered = register::item(quote!(|def| def.hook(hook())));
-    let vis = &func.vis;
-    Ok(quote! {
-        #func
-
-        #[doc(hidden)]
-        #[allow(non_snake_case, non_camel_case_types, unused_variables, clippy::redundant_closure)]
-        #vis mod #ident {
-            #[allow(unused_imports)]
-            use super::*;
-            #check
+    Ok(register::beside(
+        &func,
+        quote! {            #check
             /// The hook definition built by `#[hook]`.
             pub fn hook() -> ::toolhost_plugin::hooks::HookDef {
                 ::toolhost_plugin::hooks::HookDef::on(#name, #matcher, #closure)
             }
 
             #registered
-        }
-    })
+        },
+    ))
 }
 
 pub(crate) fn expand_permission(
@@ -148,21 +141,14 @@ pub(crate) fn expand_permission(
     }
     let (closure, _) = hook_closure(&func, "permission policy", "a `PermissionCheck`")?;
     let registered = register::item(quote!(|def| def.hook(hook())));
-    let vis = &func.vis;
-    Ok(quote! {
-        #func
-
-        #[doc(hidden)]
-        #[allow(non_snake_case, non_camel_case_types, unused_variables, clippy::redundant_closure)]
-        #vis mod #ident {
-            #[allow(unused_imports)]
-            use super::*;
-            /// The policy definition built by `#[permission]`.
+    Ok(register::beside(
+        &func,
+        quote! {            /// The policy definition built by `#[permission]`.
             pub fn hook() -> ::toolhost_plugin::hooks::HookDef {
                 ::toolhost_plugin::hooks::HookDef::policy(#name, #closure)
             }
 
             #registered
-        }
-    })
+        },
+    ))
 }

@@ -57,16 +57,9 @@ pub(crate) fn expand(
     });
     let registered = register::item(quote!(|def| def.prompt(prompt())));
     let unique = register::unique("PromptNameIsTakenByAnotherPrompt", &name);
-    let vis = &func.vis;
-    Ok(quote! {
-        #func
-
-        #[doc(hidden)]
-        #[allow(non_snake_case, non_camel_case_types, unused_variables, clippy::redundant_closure)]
-        #vis mod #ident {
-            #[allow(unused_imports)]
-            use super::*;
-
+    Ok(register::beside(
+        &func,
+        quote! {
             #args_struct
 
             /// The prompt definition built by `#[prompt]`.
@@ -77,6 +70,6 @@ pub(crate) fn expand(
 
             #registered
             #unique
-        }
-    })
+        },
+    ))
 }

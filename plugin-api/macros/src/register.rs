@@ -2,7 +2,7 @@
 
 use proc_macro2::TokenStream as TokenStream2;
 use quote::quote;
-use syn::{Ident, LitStr};
+use syn::{Ident, ItemFn, LitStr};
 
 /// The item registering a definition: `add` is `fn(PluginDef) -> PluginDef`, written where
 /// the definition's function (`tool()`, ...) is in scope.
@@ -41,4 +41,22 @@ fn fnv1a(bytes: &[u8]) -> u64 {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     h
+}
+
+/// `func` and, beside it, the module of the same name holding what the attribute generates
+/// (`body`): the definition's function (`tool()`, ...) that tests call, and its registration.
+pub(crate) fn beside(func: &ItemFn, body: TokenStream2) -> TokenStream2 {
+    let (vis, ident) = (&func.vis, &func.sig.ident);
+    quote! {
+        #func
+
+        #[doc(hidden)]
+        #[allow(non_snake_case, non_camel_case_types, unused_variables, clippy::redundant_closure)]
+        #vis mod #ident {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #body
+        }
+    }
 }

@@ -233,16 +233,9 @@ pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Re
         (sig.by_struct()?, None)
     };
     let registered = register::item(quote!(|def| def.resource(resource())));
-    let vis = &func.vis;
-    Ok(quote! {
-        #func
-
-        #[doc(hidden)]
-        #[allow(non_snake_case, non_camel_case_types, unused_variables, clippy::redundant_closure)]
-        #vis mod #ident {
-            #[allow(unused_imports)]
-            use super::*;
-
+    Ok(register::beside(
+        &func,
+        quote! {
             /// The resource definition built by `#[resource]`.
             pub fn resource() -> ::toolhost_plugin::ResourceDef {
                 ::toolhost_plugin::ResourceDef::new(#uri, #name, #closure)
@@ -251,8 +244,8 @@ pub(crate) fn expand(args: Punctuated<Meta, Token![,]>, func: ItemFn) -> syn::Re
 
             #uri_fn
             #registered
-        }
-    })
+        },
+    ))
 }
 
 /// A parameter that is a URI variable (or a struct of them).

@@ -133,16 +133,9 @@ pub(crate) fn expand(
     }
     let registered = register::item(quote!(|def| def.tool(tool())));
     let unique = register::unique("ToolNameIsTakenByAnotherTool", &name);
-    let vis = &func.vis;
-    Ok(quote! {
-        #func
-
-        #[doc(hidden)]
-        #[allow(non_snake_case, non_camel_case_types, unused_variables, clippy::redundant_closure)]
-        #vis mod #ident {
-            #[allow(unused_imports)]
-            use super::*;
-
+    Ok(register::beside(
+        &func,
+        quote! {
             #args_struct
 
             /// The tool definition built by `#[tool]`.
@@ -154,6 +147,6 @@ pub(crate) fn expand(
 
             #registered
             #unique
-        }
-    })
+        },
+    ))
 }
