@@ -5,7 +5,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use toolhost_plugin::{__private::PluginEntry, prelude::*, testing::TestContext};
+use toolhost_plugin::{
+    __private::PluginEntry, hooks::PreToolUse, prelude::*, testing::TestContext,
+};
 
 /// Add two numbers.
 #[tool]
@@ -116,6 +118,27 @@ fn count(counter: &Counter) -> String {
     counter.greeted.load(Ordering::Relaxed).to_string()
 }
 
+/// Refuses greetings in Bash, by configuration.
+#[hook(PreToolUse, matcher = "Bash")]
+fn no_echo(input: PreToolUse, settings: &Settings) -> HookOutcome<PreToolUse> {
+    let command = input.tool_input["command"].as_str().unwrap_or_default();
+    if command.contains(&settings.greeting) {
+        HookOutcome::deny("no greetings in Bash")
+    } else {
+        HookOutcome::no_opinion()
+    }
+}
+
+/// Lets every `ls` run.
+#[permission]
+fn ls_is_fine(check: PermissionCheck) -> Permission {
+    if check.input["command"] == "ls" {
+        Permission::allow()
+    } else {
+        Permission::no_opinion()
+    }
+}
+
 /// Ask for a poem.
 #[prompt]
 fn poem(
@@ -152,6 +175,8 @@ fn every_attribute_registers_its_function_in_source_order() {
         def.tool_names(),
         ["add", "greet", "greeted", "multiply", "subtract", "shout", "lookup"]
     );
+    // Hooks and policies too, by their attribute alone.
+    assert_eq!(def.hook_names(), ["no_echo", "ls_is_fine"]);
 }
 
 #[test]
@@ -253,5 +278,22 @@ fn a_prompt_takes_plain_arguments_too() {
     assert_eq!(
         got.messages[0].text(),
         Some("Hello Write 2 lines about rust.")
+    );
+}
+
+#[test]
+fn a_hook_takes_the_configuration_in_its_signature() {
+    let ctx = ctx();
+    let out = no_echo::hook()
+        .run(
+            json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                   "tool_input": {"command": "echo Hello"}, "session_id": "s",
+                   "transcript_path": "t", "cwd": "/"}),
+            &ctx,
+        )
+        .unwrap();
+    assert_eq!(
+        out["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{out}"
     );
 }
