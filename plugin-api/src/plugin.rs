@@ -6,7 +6,6 @@ use std::{
     any::Any,
     borrow::Cow,
     collections::HashMap,
-    fmt::Display,
     panic::{self, AssertUnwindSafe},
     sync::{Arc, RwLock},
 };
@@ -47,83 +46,15 @@ struct ConfigCodec {
     parse: fn(&Value) -> Result<SharedState, String>,
 }
 
+mod on_load;
+
+pub use on_load::{NoConfig, OnLoad, WithConfig};
+
 type OnLoadFn = Box<dyn FnOnce(Option<&Declared>) -> Result<(), String> + Send>;
 
 /// Answers one method of the ABI's `request`: its JSON params in, its JSON result out.
 pub(crate) type RequestHandler =
     Arc<dyn Fn(&str, &Context) -> Result<String, RequestError> + Send + Sync>;
-
-/// Marker for `on_load` functions taking nothing.
-#[doc(hidden)]
-pub struct NoConfig;
-/// Marker for `on_load` functions taking `&C`, the plugin's configuration.
-#[doc(hidden)]
-pub struct WithConfig<C>(std::marker::PhantomData<C>);
-
-/// A function usable as `on_load`: `fn() -> Result<(), E>`, or `fn(&C) -> Result<(), E>`
-/// where `C` is the type declared with `config: C` in
-/// [`export_plugin!`](crate::export_plugin). `E: Display`; an `Err` refuses the load (the
-/// host's log and `toolhost list` show the message), so check there what every call relies
-/// on. `M` tells the two shapes apart and is inferred.
-///
-/// ```
-/// use serde::Deserialize;
-/// use toolhost_plugin::prelude::*;
-///
-/// #[derive(Deserialize)]
-/// pub struct Db {
-///     url: String,
-/// }
-///
-/// /// Refuses a configuration without a database.
-/// fn check(db: &Db) -> Result<(), String> {
-///     if !db.url.starts_with("postgres://") {
-///         return Err(format!("`url` must be a postgres:// URL, not `{}`", db.url));
-///     }
-///     toolhost_plugin::info!("using {}", db.url);
-///     Ok(())
-/// }
-///
-/// /// The database's URL.
-/// #[tool(read_only)]
-/// fn db_url(db: &Db) -> String {
-///     db.url.clone()
-/// }
-///
-/// export_plugin! { config: Db, on_load: check }
-///
-/// # fn main() {
-/// assert!(check(&Db { url: "postgres://localhost/app".into() }).is_ok());
-/// assert_eq!(check(&Db { url: "x".into() }).unwrap_err(), "`url` must be a postgres:// URL, not `x`");
-/// # }
-/// ```
-pub trait OnLoad<M>: Send + 'static {
-    #[doc(hidden)]
-    fn run(self, config: Option<&Declared>) -> Result<(), String>;
-}
-
-impl<F, E> OnLoad<NoConfig> for F
-where
-    F: FnOnce() -> Result<(), E> + Send + 'static,
-    E: Display,
-{
-    fn run(self, _config: Option<&Declared>) -> Result<(), String> {
-        self().map_err(|e| e.to_string())
-    }
-}
-
-impl<F, C, E> OnLoad<WithConfig<C>> for F
-where
-    F: FnOnce(&C) -> Result<(), E> + Send + 'static,
-    C: Send + Sync + 'static,
-    E: Display,
-{
-    fn run(self, config: Option<&Declared>) -> Result<(), String> {
-        let config = crate::context::ContextError::check::<C>("config", config)
-            .map_err(|e| format!("on_load takes a `&{}`: {e}", std::any::type_name::<C>()))?;
-        self(config).map_err(|e| e.to_string())
-    }
-}
 
 /// Everything a plugin declares: identity, tools, optional state and start-up hook.
 /// [`export_plugin!`](crate::export_plugin) builds one from its keys and the crate's

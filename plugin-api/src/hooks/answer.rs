@@ -228,7 +228,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::hooks::{events::*, HookOutcome, PermissionRule};
+    use crate::hooks::{events::*, session_events::*, HookOutcome, PermissionRule};
 
     /// Every field of the type, each set.
     fn every_field() -> HookAnswer {

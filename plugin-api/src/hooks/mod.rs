@@ -94,9 +94,11 @@
 
 mod answer;
 mod events;
+mod input;
 mod outcome;
 mod permission;
 mod register;
+mod session_events;
 
 use std::{borrow::Cow, sync::Arc};
 
@@ -104,13 +106,16 @@ use serde_json::Value;
 
 pub use answer::{HookAnswer, HookSpecific, PermissionDecision, RequestDecision};
 pub use events::{
-    AddsContext, Blocks, HookEvent, MessageDisplay, Notification, PermissionRequest, PostToolBatch,
-    PostToolUse, PostToolUseFailure, PreCompact, PreToolUse, SessionEnd, SessionStart, Stop,
-    SubagentStart, SubagentStop, ToolCall, UserPromptSubmit,
+    AddsContext, Blocks, HookEvent, PostToolBatch, PostToolUse, PostToolUseFailure, PreToolUse,
+    ToolCall,
 };
 pub use outcome::{HookOutcome, IntoHookOutcome};
 pub use permission::{
     IntoPermission, Permission, PermissionCheck, PermissionRule, PermissionUpdate,
+};
+pub use session_events::{
+    MessageDisplay, Notification, PermissionRequest, PreCompact, SessionEnd, SessionStart, Stop,
+    SubagentStart, SubagentStop, UserPromptSubmit,
 };
 
 use crate::{context::Context, extras::RequestError};

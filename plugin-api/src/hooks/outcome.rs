@@ -7,10 +7,9 @@ use serde_json::Value;
 
 use super::{
     answer::{HookAnswer, HookSpecific, PermissionDecision, RequestDecision},
-    events::{
-        AddsContext, Blocks, HookEvent, MessageDisplay, PermissionRequest, PostToolUse, PreToolUse,
-    },
+    events::{AddsContext, Blocks, HookEvent, PostToolUse, PreToolUse},
     permission::Permission,
+    session_events::{MessageDisplay, PermissionRequest},
 };
 
 /// A hook's answer for event `E`. [`HookOutcome::no_opinion`] (the default) changes nothing;
@@ -350,7 +349,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::hooks::{events::*, PermissionUpdate};
+    use crate::hooks::{events::*, session_events::*, PermissionUpdate};
 
     #[test]
     fn no_opinion_is_an_empty_object() {
