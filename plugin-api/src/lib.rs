@@ -373,7 +373,8 @@ pub use toolhost_plugin_macros::tool;
 /// function's name), `title = "..."`, `description = "..."` (default: the doc comment),
 /// `mime_type = "..."`, `list = path` (a template's list function, see below).
 ///
-/// The function takes the template's variables and optionally `&Context` last:
+/// The function takes the template's variables, and `&Context`, `&State` or `&Config` as it
+/// needs:
 /// - plain arguments named like the variables (`fn note(id: u64)` for `notes://{id}`), in
 ///   any order; or
 /// - one struct deriving `Deserialize` whose fields are the variables (fields that are no
@@ -540,7 +541,15 @@ pub use toolhost_plugin_macros::prompt;
 /// - `tools: [..]`, `resources: [..]`, `prompts: [..]`, `hooks: [..]`: a fixed list, by path
 ///   (an entry may carry `#[cfg(...)]`). Without any of them the plugin has every
 ///   `#[tool]`, `#[resource]`, `#[prompt]`, `#[hook]` and `#[permission]` of the crate, in
-///   source order; naming any of them, it has exactly what they name.
+///   order of their files' paths, then of their lines (`src/lib.rs` before `src/tools.rs`); naming
+///   any of them, it has exactly what they name, in that order. Name `hooks: [..]` when the order
+///   of permission policies matters (the first with an opinion answers).
+///
+/// Every `#[tool]` and `#[prompt]` of a crate belongs to the plugin of that crate: a crate of
+/// tools shared by several plugins does not compile on its own (each attribute names the
+/// plugin's marker type). Beside each function the attribute defines a module of the same name
+/// (`add::tool()`), so the function's name cannot also be a module or an import of its own
+/// module.
 ///
 /// Two resources with the same name or URI refuse the load, as does a URI template toolhost
 /// does not accept (see [`uri_template`]); two tools or two prompts of one name do not compile.
@@ -653,7 +662,7 @@ pub mod __private {
     pub use crate::plugin::PluginEntry;
     pub use crate::register::{
         argument, collect, Item, Kind, PromptNameIsTakenByAnotherPrompt,
-        ToolNameIsTakenByAnotherTool, ITEMS,
+        ToolNameIsTakenByAnotherTool, TOOLHOST_PLUGIN_ITEMS,
     };
     pub use crate::result::infallible;
     pub use linkme::{self, distributed_slice};

@@ -1,5 +1,5 @@
 //! Registration by attribute: each `#[tool]`, `#[resource]`, `#[prompt]`, `#[hook]` and
-//! `#[permission]` adds one [`Item`] to a linker section ([`ITEMS`], a `linkme` distributed
+//! `#[permission]` adds one [`Item`] to a linker section ([`TOOLHOST_PLUGIN_ITEMS`], a `linkme` distributed
 //! slice), and `export_plugin!` gathers the items of its own crate when the plugin loads.
 //! Nothing runs before `main` or at library load: the linker lays the items out, and the
 //! plugin reads them in `init`.
@@ -20,10 +20,11 @@ pub struct Item {
     pub add: fn(PluginDef) -> PluginDef,
 }
 
-/// Every registered item of every crate linked into this library or program.
+/// Every registered item of every crate linked into this library or program. linkme names the
+/// linker section after the static: a name no other crate's slice takes.
 #[doc(hidden)]
 #[distributed_slice]
-pub static ITEMS: [Item];
+pub static TOOLHOST_PLUGIN_ITEMS: [Item];
 
 /// `def` with every item registered in the crate of `module`, in source
 /// order. A library normally holds one plugin crate; a program linking several (a test
@@ -31,7 +32,7 @@ pub static ITEMS: [Item];
 #[doc(hidden)]
 pub fn collect(def: PluginDef, module: &str) -> PluginDef {
     let krate = module.split("::").next();
-    let mut mine: Vec<&Item> = ITEMS
+    let mut mine: Vec<&Item> = TOOLHOST_PLUGIN_ITEMS
         .iter()
         .filter(|i| i.module.split("::").next() == krate)
         .collect();

@@ -89,6 +89,41 @@ fn shout(
     words.join(" ").to_uppercase()
 }
 
+/// Where to go.
+#[derive(Deserialize, JsonSchema)]
+pub struct Place {
+    /// The place's name.
+    pub name: String,
+}
+
+mod paths {
+    use toolhost_plugin::prelude::*;
+
+    /// Paths relative to the function's module name the same types in the generated code.
+    #[tool]
+    pub fn go(to: super::Place, also: Option<self::Extra>) -> String {
+        format!("{} {}", to.name, also.map_or(0, |e| e.0))
+    }
+
+    #[derive(serde::Deserialize, JsonSchema)]
+    pub struct Extra(pub u8);
+}
+
+/// A struct argument with its own description is one argument, not the argument set.
+#[tool]
+fn visit(
+    /// The place to visit.
+    place: Place,
+) -> String {
+    place.name
+}
+
+/// A raw identifier is named without its `r#`.
+#[tool]
+fn r#match(pattern: String) -> bool {
+    pattern.is_empty()
+}
+
 /// Why a lookup failed: an error enum of the plugin's own.
 #[derive(Debug)]
 pub enum LookupError {
@@ -173,7 +208,10 @@ fn every_attribute_registers_its_function_in_source_order() {
     let def = __ToolhostPlugin::define();
     assert_eq!(
         def.tool_names(),
-        ["add", "greet", "greeted", "multiply", "subtract", "shout", "lookup"]
+        [
+            "add", "greet", "greeted", "multiply", "subtract", "shout", "go", "visit", "match",
+            "lookup"
+        ]
     );
     // Hooks and policies too, by their attribute alone.
     assert_eq!(def.hook_names(), ["no_echo", "ls_is_fine"]);
@@ -296,4 +334,23 @@ fn a_hook_takes_the_configuration_in_its_signature() {
         out["hookSpecificOutput"]["permissionDecision"], "deny",
         "{out}"
     );
+}
+
+#[test]
+fn the_review_s_cases_of_paths_descriptions_raw_names_and_no_arguments() {
+    let ctx = ctx();
+    assert_eq!(
+        paths::go::tool().call(json!({"to": {"name": "Rome"}, "also": 2}), &ctx),
+        ToolResult::text("Rome 2")
+    );
+    let visit = visit::tool().input_schema().clone();
+    assert_eq!(visit["required"], json!(["place"]), "{visit}");
+    assert_eq!(
+        visit["properties"]["place"]["description"],
+        "The place to visit."
+    );
+    assert_eq!(r#match::tool().name(), "match");
+    // A tool without arguments refuses unknown ones, as `NoArgs` does.
+    let r = greeted::tool().call(json!({"loud": true}), &ctx);
+    assert!(r.is_error, "{r:?}");
 }

@@ -3,10 +3,16 @@
 use proc_macro2::TokenStream as TokenStream2;
 use quote::{quote, quote_spanned};
 use syn::{
-    punctuated::Punctuated, spanned::Spanned, FnArg, ItemFn, LitStr, Meta, Path, Token, Type,
+    ext::IdentExt, punctuated::Punctuated, spanned::Spanned, FnArg, ItemFn, LitStr, Meta, Path,
+    Token, Type,
 };
 
-use crate::{export::ToolEntry, lit_str, params::injected, register};
+use crate::{
+    export::ToolEntry,
+    lit_str,
+    params::{injected, outside},
+    register,
+};
 
 /// One `let def = def.hook(path::hook());` per entry, behind its `#[cfg]`s.
 pub(crate) fn statements(hooks: &[ToolEntry]) -> Vec<TokenStream2> {
@@ -33,7 +39,7 @@ fn hook_closure(func: &ItemFn, what: &str, input_kind: &str) -> syn::Result<(Tok
             }
         };
         if input_ty.is_none() {
-            input_ty = Some((*t.ty).clone());
+            input_ty = Some(outside(&t.ty));
             call.push(quote!(input));
             continue;
         }
@@ -67,7 +73,7 @@ pub(crate) fn expand_hook(
     func: ItemFn,
 ) -> syn::Result<TokenStream2> {
     let ident = &func.sig.ident;
-    let mut name = LitStr::new(&ident.to_string(), ident.span());
+    let mut name = LitStr::new(&ident.unraw().to_string(), ident.span());
     let mut event: Option<Path> = None;
     let mut matcher = quote!(::core::option::Option::None);
     for (i, meta) in args.iter().enumerate() {
@@ -127,7 +133,7 @@ pub(crate) fn expand_permission(
     func: ItemFn,
 ) -> syn::Result<TokenStream2> {
     let ident = &func.sig.ident;
-    let mut name = LitStr::new(&ident.to_string(), ident.span());
+    let mut name = LitStr::new(&ident.unraw().to_string(), ident.span());
     for meta in &args {
         match meta {
             Meta::NameValue(nv) if nv.path.is_ident("name") => name = lit_str(&nv.value)?,

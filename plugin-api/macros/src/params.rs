@@ -3,7 +3,7 @@
 
 use proc_macro2::TokenStream as TokenStream2;
 use quote::{quote, quote_spanned};
-use syn::{spanned::Spanned, Attribute, FnArg, Ident, ItemFn, Pat, Type};
+use syn::{spanned::Spanned, visit_mut::VisitMut, Attribute, FnArg, Ident, ItemFn, Pat, Type};
 
 /// A parameter the SDK fills in from the call.
 pub(crate) enum Injected {
@@ -47,7 +47,7 @@ pub(crate) fn injected(ty: &Type) -> syn::Result<Option<Injected>> {
             ty.span(),
             "an argument is an owned value: take `String`, not `&str`",
         )),
-        _ => Ok(Some(Injected::Declared(r.elem.clone()))),
+        _ => Ok(Some(Injected::Declared(Box::new(outside(&r.elem))))),
     }
 }
 
@@ -92,7 +92,14 @@ pub(crate) fn tool_params(func: &mut ItemFn, what: &str) -> syn::Result<Vec<Para
             params.push(Param::Injected(inj));
             continue;
         }
-        let destructured = matches!(&*t.pat, Pat::Struct(_) | Pat::TupleStruct(_));
+        if let Pat::TupleStruct(p) = &*t.pat {
+            return Err(syn::Error::new(
+                p.span(),
+                "arguments are named: destructure a struct with named fields \
+                 (`Pair { x, y }: Pair`), or take plain arguments",
+            ));
+        }
+        let destructured = matches!(&*t.pat, Pat::Struct(_));
         let no_args = matches!(&*t.ty, Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "NoArgs"));
         if destructured || no_args {
             if let Some(a) = moved.first() {
@@ -102,7 +109,7 @@ pub(crate) fn tool_params(func: &mut ItemFn, what: &str) -> syn::Result<Vec<Para
                      in the struct",
                 ));
             }
-            params.push(Param::Whole((*t.ty).clone()));
+            params.push(Param::Whole(outside(&t.ty)));
             continue;
         }
         let name = match &*t.pat {
@@ -117,7 +124,7 @@ pub(crate) fn tool_params(func: &mut ItemFn, what: &str) -> syn::Result<Vec<Para
         };
         params.push(Param::Plain {
             name,
-            ty: (*t.ty).clone(),
+            ty: outside(&t.ty),
             attrs: moved,
         });
     }
@@ -200,18 +207,28 @@ pub(crate) fn arguments(params: &[Param], func: &ItemFn, what: &str) -> syn::Res
     let checks = plain.iter().map(|(_, ty)| {
         quote_spanned!(ty.span()=> const _: () = ::toolhost_plugin::__private::argument::<#ty>();)
     });
+    // No arguments: unknown ones are refused, as `NoArgs` does.
+    let closed = plain
+        .is_empty()
+        .then(|| quote!(#[serde(deny_unknown_fields)]));
     let args_struct = quote! {
         #(#checks)*
 
         #[derive(::toolhost_plugin::__private::serde::Deserialize, ::toolhost_plugin::JsonSchema)]
         #[serde(crate = "::toolhost_plugin::__private::serde")]
         #[schemars(crate = "::toolhost_plugin::schemars")]
+        #closed
         pub(super) struct __Arguments {
             #(#fields)*
         }
     };
+    // A parameter carrying its own doc comment or field attributes is one argument: its
+    // description and attributes would be lost if its struct were the argument set.
+    let annotated = params
+        .iter()
+        .any(|p| matches!(p, Param::Plain { attrs, .. } if !attrs.is_empty()));
     Ok(match plain.as_slice() {
-        [(_, ty)] => Arguments::One {
+        [(_, ty)] if !annotated => Arguments::One {
             args_struct,
             ty: quote!(#ty),
             wrapped: exprs(false),
@@ -253,4 +270,31 @@ impl Arguments {
             }
         }
     }
+}
+
+/// `ty` as seen from the module generated beside the function: a path starting with `super::`
+/// goes one module further up, one starting with `self::` becomes `super::`, so a type written
+/// relative to the function's module names the same type there.
+pub(crate) fn outside(ty: &Type) -> Type {
+    struct Up;
+    impl VisitMut for Up {
+        fn visit_path_mut(&mut self, path: &mut syn::Path) {
+            if path.leading_colon.is_none() {
+                match path
+                    .segments
+                    .first()
+                    .map(|s| s.ident.to_string())
+                    .as_deref()
+                {
+                    Some("super") => path.segments.insert(0, syn::parse_quote!(super)),
+                    Some("self") => path.segments[0] = syn::parse_quote!(super),
+                    _ => {}
+                }
+            }
+            syn::visit_mut::visit_path_mut(self, path);
+        }
+    }
+    let mut ty = ty.clone();
+    Up.visit_type_mut(&mut ty);
+    ty
 }

@@ -8,7 +8,7 @@ use syn::{Ident, ItemFn, LitStr};
 /// the definition's function (`tool()`, ...) is in scope.
 pub(crate) fn item(add: TokenStream2) -> TokenStream2 {
     quote! {
-        #[::toolhost_plugin::__private::distributed_slice(::toolhost_plugin::__private::ITEMS)]
+        #[::toolhost_plugin::__private::distributed_slice(::toolhost_plugin::__private::TOOLHOST_PLUGIN_ITEMS)]
         #[linkme(crate = ::toolhost_plugin::__private::linkme)]
         static REGISTERED: ::toolhost_plugin::__private::Item = ::toolhost_plugin::__private::Item {
             module: ::core::module_path!(),

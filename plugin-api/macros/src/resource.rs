@@ -9,7 +9,7 @@ use syn::{
 
 use crate::{
     doc_comment, lit_str,
-    params::{injected, Injected},
+    params::{injected, outside, Injected},
     register,
 };
 
@@ -362,7 +362,7 @@ impl Signature<'_> {
             ));
         }
         let names: Vec<&Ident> = fields.iter().map(|(f, _)| f).collect();
-        let types: Vec<&Type> = fields.iter().map(|(_, t)| t).collect();
+        let types: Vec<Type> = fields.iter().map(|(_, t)| outside(t)).collect();
         let name_strs: Vec<String> = names.iter().map(|n| n.unraw().to_string()).collect();
         let uri_fn = quote! {
             /// The URI of these values (percent-encoded; in the function's argument order), for
@@ -402,6 +402,7 @@ impl Signature<'_> {
                 ),
             )),
             [(_, ty)] => {
+                let ty = outside(ty);
                 Ok(quote!(|vars: #ty, ctx: &::toolhost_plugin::Context| super::#ident(#(#args),*)))
             }
             _ => Err(syn::Error::new(

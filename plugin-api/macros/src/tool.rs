@@ -4,12 +4,13 @@
 use proc_macro2::TokenStream as TokenStream2;
 use quote::{quote, quote_spanned};
 use syn::{
-    punctuated::Punctuated, spanned::Spanned, Ident, ItemFn, LitStr, Meta, ReturnType, Token, Type,
+    ext::IdentExt, punctuated::Punctuated, spanned::Spanned, Ident, ItemFn, LitStr, Meta,
+    ReturnType, Token, Type,
 };
 
 use crate::{
     doc_comment, lit_bool, lit_str,
-    params::{arguments, tool_params},
+    params::{arguments, outside, tool_params},
     register,
 };
 
@@ -26,7 +27,7 @@ const OPTIONS: &str = "name, title, description, read_only, destructive, idempot
                        open_world, max_result_chars, always_load, search_hint or output_schema";
 
 fn tool_options(args: &Punctuated<Meta, Token![,]>, ident: &Ident) -> syn::Result<ToolOptions> {
-    let mut name = LitStr::new(&ident.to_string(), ident.span());
+    let mut name = LitStr::new(&ident.unraw().to_string(), ident.span());
     let mut description: Option<LitStr> = None;
     let mut builder = Vec::<TokenStream2>::new();
     let mut want_output_schema = false;
@@ -113,7 +114,7 @@ pub(crate) fn expand(
     let args = arguments(&params, &func, "tool")?;
     let ret_ty: Type = match &func.sig.output {
         ReturnType::Default => syn::parse_quote!(()),
-        ReturnType::Type(_, t) => (**t).clone(),
+        ReturnType::Type(_, t) => outside(t),
     };
     // Spanned so that a type that is no tool result points at the return type.
     let ret_span = match &func.sig.output {
