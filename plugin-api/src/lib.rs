@@ -201,6 +201,7 @@
 // the root module, `Context` wraps the call context).
 #[doc(hidden)]
 pub mod abi;
+mod ask;
 mod context;
 pub mod extras;
 pub mod hooks;
@@ -220,6 +221,7 @@ pub mod testing;
 mod tool;
 pub mod uri_template;
 
+pub use ask::{AskError, Elicited};
 pub use context::{Cancelled, Context, ContextError};
 pub use location::{plugin_dir, plugin_path};
 pub use log::Level;
@@ -639,9 +641,9 @@ pub use hooks::{HookOutcome, Permission, PermissionCheck};
 /// Everything a plugin usually needs: `use toolhost_plugin::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        export_plugin, prompt, resource, schemars, tool, Cancelled, Content, Context, Json,
-        JsonSchema, Level, ListedResource, NoArgs, PromptError, PromptMessage, PromptResult,
-        ResourceContent, ResourceError, Shared, ToolError, ToolResult,
+        export_plugin, prompt, resource, schemars, tool, AskError, Cancelled, Content, Context,
+        Elicited, Json, JsonSchema, Level, ListedResource, NoArgs, PromptError, PromptMessage,
+        PromptResult, ResourceContent, ResourceError, Shared, ToolError, ToolResult,
     };
     // Hooks and permission policies.
     pub use crate::{hook, permission, HookOutcome, Permission, PermissionCheck};
