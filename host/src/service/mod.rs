@@ -483,6 +483,7 @@ impl Control {
                     sink: Some(&self.sink),
                     here: true,
                     reuses_ids: true,
+                    asker: None,
                 };
                 let out = self.out.clone();
                 let id = id.to_string();
