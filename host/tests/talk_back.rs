@@ -188,6 +188,22 @@ async fn an_answer_mcp_does_not_allow_reaches_the_tool_as_an_error() {
             json!({"action":"accept","content":{"name":7}}),
             "does not fit",
         ),
+        // What Claude Code does not check: ranges, required fields (docs/protocol.md §16).
+        (
+            4,
+            json!({"action":"accept","content":{"name":"Ann","milk":true,"sugars":300}}),
+            "`sugars` is above its maximum 255",
+        ),
+        (
+            5,
+            json!({"action":"accept","content":{"name":"Ann"}}),
+            "`milk` is required",
+        ),
+        (
+            6,
+            json!({"action":"accept","content":{"name":"Ann","milk":true,"cup":"big"}}),
+            "`cup` is not in the form",
+        ),
     ] {
         c.call(call, "asker__tea").await;
         let ask = c.next().await;
@@ -279,4 +295,51 @@ async fn an_isolated_plugin_is_told_asking_is_not_supported_yet() {
         "{reply}"
     );
     c.end().await;
+}
+
+/// A question waits within its call's time: at the deadline it is withdrawn and the call is
+/// answered as timed out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_unanswered_by_the_calls_deadline_is_withdrawn() {
+    let config = RouterConfig {
+        default_timeout: Duration::from_millis(500),
+        ..RouterConfig::default()
+    };
+    let (router, _dirs) = common::open_router(&["asker"], config);
+    let mut c = Client::start(router.clone(), json!({"elicitation":{}})).await;
+    c.call(1, "asker__tea").await;
+    let ask = c.next().await;
+    assert_eq!(ask["method"], "elicitation/create");
+    let mut lines = vec![c.next().await, c.next().await];
+    lines.sort_by_key(|l| l["method"].is_null());
+    assert_eq!(lines[0]["method"], "notifications/cancelled", "{lines:?}");
+    assert_eq!(lines[0]["params"]["requestId"], ask["id"]);
+    assert_eq!(lines[1]["id"], 1, "{lines:?}");
+    let reply = lines[1].to_string();
+    assert!(
+        reply.contains("timed out") || reply.contains("time"),
+        "{reply}"
+    );
+    common::eventually(WAIT, "the question leaves the table", || {
+        router.asks().waiting() == 0
+    })
+    .await;
+    c.end().await;
+}
+
+/// A front end that cannot ask its client (here `toolhost call`'s path, as `chat` and HTTP
+/// so far) tells the plugin so, and sends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_with_no_client_to_ask_is_told_so() {
+    let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
+    let control = Arc::new(toolhost::plugin::CallControl::new("cli", None));
+    let out = router
+        .call_tool("asker", "tea", Some("{}"), control)
+        .await
+        .expect("a result");
+    assert!(
+        out.json.contains("this front end cannot ask the client"),
+        "{}",
+        out.json
+    );
 }

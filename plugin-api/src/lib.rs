@@ -202,6 +202,12 @@
 #[doc(hidden)]
 pub mod abi;
 mod ask;
+/// The elicitation form's schema rules, for the host: it checks a plugin's form and the
+/// client's answer with the same code as the SDK (so a `TestContext` refuses what a host would).
+#[doc(hidden)]
+pub mod ask_form {
+    pub use crate::ask::form::{check_content, restrict};
+}
 mod context;
 pub mod extras;
 pub mod hooks;
@@ -679,6 +685,9 @@ pub mod __private {
             }
         }
     }
+    /// The host's check of a form's answer against the schema it sent (the same code as the
+    /// SDK's, so a `TestContext` refuses what a host would).
+    pub use crate::ask::form::check_content as check_form_content;
     pub use crate::uri_template::expand_uri;
     pub use abi_stable::library::{
         __call_root_module_loader, CheckTypeLayout, LibHeader, RootModuleResult,

@@ -64,6 +64,7 @@ impl Asks {
             asks: self.clone(),
             key: (client.to_string(), id),
             rx,
+            form: None,
         })
     }
 
@@ -106,6 +107,8 @@ struct Waiting {
     asks: Arc<Asks>,
     key: (String, String),
     rx: mpsc::Receiver<ClientAnswer>,
+    /// The form the client was sent (form mode), which its answer must fit.
+    form: Option<Value>,
 }
 
 impl Drop for Waiting {
@@ -176,6 +179,8 @@ impl Asker for StreamAsker {
                 ))
             })?;
             let id = waiting.key.1.clone();
+            let mut waiting = waiting;
+            waiting.form = params.get("requestedSchema").cloned();
             let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
             self.out.send(request.to_string());
             open.push((key, method, waiting));
@@ -201,7 +206,7 @@ impl Asker for StreamAsker {
                 }
             };
             let result = answer.map_err(|(code, message)| AskFailure::Client { code, message })?;
-            answers.insert(key.clone(), check_answer(method, &result)?);
+            answers.insert(key.clone(), check_answer(method, &waiting.form, &result)?);
         }
         Ok(Value::Object(answers).to_string())
     }
@@ -234,9 +239,17 @@ fn read_asks(asks: &str, caps: ClientCaps) -> Result<Vec<(String, String, Value)
         let Some(params) = q.get("params").filter(|p| p.is_object()).cloned() else {
             return invalid(format!("question `{key}` has no params object"));
         };
+        let mut params = params;
         match method.as_str() {
             "elicitation/create" => {
                 let url = params["mode"] == "url";
+                if !url {
+                    // The form a client is shown is one MCP allows, whatever the plugin sent.
+                    let form =
+                        toolhost_plugin::ask_form::restrict(&params["requestedSchema"], &key)
+                            .map_err(AskFailure::Invalid)?;
+                    params["requestedSchema"] = form;
+                }
                 if !(caps.form || caps.url) {
                     return Err(AskFailure::Unsupported(
                         "the client did not declare the `elicitation` capability in its initialize"
@@ -269,8 +282,9 @@ fn read_asks(asks: &str, caps: ClientCaps) -> Result<Vec<(String, String, Value)
 }
 
 /// The client's result to `method`, checked for its shape: an elicitation's `action` is
-/// `accept`, `decline` or `cancel`, and only an accept's `content` (an object) is kept.
-fn check_answer(method: &str, result: &str) -> Result<Value, AskFailure> {
+/// `accept`, `decline` or `cancel`, and only an accept's `content` (an object) is kept, which
+/// must fit `form` when one was sent (clients check types at most: docs/protocol.md §16).
+fn check_answer(method: &str, form: &Option<Value>, result: &str) -> Result<Value, AskFailure> {
     let bad = |why: &str| {
         AskFailure::Invalid(format!(
             "the client's answer to {method} is not one MCP allows: {why}"
@@ -282,7 +296,16 @@ fn check_answer(method: &str, result: &str) -> Result<Value, AskFailure> {
             let mut out = json!({"action": "accept"});
             match value.get("content") {
                 None | Some(Value::Null) => {}
-                Some(c @ Value::Object(_)) => out["content"] = c.clone(),
+                Some(Value::Object(c)) => {
+                    if let Some(form) = form {
+                        toolhost_plugin::ask_form::check_content(form, c).map_err(|e| {
+                            AskFailure::Invalid(format!(
+                                "the client's answer does not fit the form: {e}"
+                            ))
+                        })?;
+                    }
+                    out["content"] = Value::Object(c.clone());
+                }
                 Some(_) => return Err(bad("its `content` is not an object")),
             }
             Ok(out)
@@ -340,15 +363,80 @@ mod tests {
         assert!(!asks.answered("", &id, Ok(&result)), "answered twice");
     }
 
+    /// A plugin's ask is its own output: bounded, and held to what MCP allows before the
+    /// client sees anything.
+    #[test]
+    fn a_plugins_ask_is_bounded_and_checked() {
+        let caps = ClientCaps {
+            form: true,
+            url: false,
+        };
+        let q = |params: Value| json!({"method": "elicitation/create", "params": params});
+        let form = json!({"message": "m", "requestedSchema":
+            {"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}}});
+        // The form is sent restricted (an unknown keyword dropped).
+        let ok = read_asks(&json!({"k": q(form.clone())}).to_string(), caps).unwrap();
+        assert_eq!(
+            ok[0].2["requestedSchema"],
+            json!({"type":"object","properties":{"a":{"type":"string"}}})
+        );
+        let many: Map<String, Value> = (0..=MAX_PER_ASK)
+            .map(|i| (format!("k{i}"), q(form.clone())))
+            .collect();
+        let huge = json!({"k": q(json!({"message": "x".repeat(MAX_ASK_BYTES)}))});
+        let nested = json!({"k": q(json!({"message": "m", "requestedSchema":
+            {"type": "object", "properties": {"a": {"type": "object"}}}}))});
+        for (ask, says) in [
+            (Value::Object(many).to_string(), "1 to 16 questions"),
+            (huge.to_string(), "more than"),
+            ("[]".to_string(), "not a JSON object"),
+            (
+                json!({"x".repeat(65): q(form.clone())}).to_string(),
+                "over 64 bytes",
+            ),
+            (
+                json!({"k": {"method": "elicitation/create"}}).to_string(),
+                "no params",
+            ),
+            (nested.to_string(), "field `a`"),
+        ] {
+            match read_asks(&ask, caps) {
+                Err(AskFailure::Invalid(e)) => assert!(e.contains(says), "{e}"),
+                other => panic!("{says}: {other:?}"),
+            }
+        }
+        for (ask, says) in [
+            (
+                json!({"k": {"method": "sampling/createMessage", "params": {}}}),
+                "sampling/createMessage",
+            ),
+            (
+                json!({"k": q(json!({"mode": "url", "message": "m", "url": "https://x"}))}),
+                "URL mode",
+            ),
+        ] {
+            match read_asks(&ask.to_string(), caps) {
+                Err(AskFailure::Unsupported(e)) => assert!(e.contains(says), "{e}"),
+                other => panic!("{says}: {other:?}"),
+            }
+        }
+    }
+
     #[test]
     fn answers_are_checked_for_their_shape() {
         let m = "elicitation/create";
+        let form = Some(json!({"type":"object","properties":{"a":{"type":"integer","maximum":5}}}));
+        assert!(matches!(
+            check_answer(m, &form, r#"{"action":"accept","content":{"a":6}}"#),
+            Err(AskFailure::Invalid(e)) if e.contains("`a` is above its maximum 5")
+        ));
+        let form = None;
         assert_eq!(
-            check_answer(m, r#"{"action":"accept","content":{"a":1}}"#).unwrap(),
+            check_answer(m, &form, r#"{"action":"accept","content":{"a":1}}"#).unwrap(),
             json!({"action":"accept","content":{"a":1}})
         );
         assert_eq!(
-            check_answer(m, r#"{"action":"decline","content":{"a":1}}"#).unwrap(),
+            check_answer(m, &form, r#"{"action":"decline","content":{"a":1}}"#).unwrap(),
             json!({"action":"decline"})
         );
         for bad in [
@@ -357,7 +445,7 @@ mod tests {
             r#"{"action":"accept","content":[1]}"#,
         ] {
             assert!(
-                matches!(check_answer(m, bad), Err(AskFailure::Invalid(_))),
+                matches!(check_answer(m, &form, bad), Err(AskFailure::Invalid(_))),
                 "{bad}"
             );
         }

@@ -26,8 +26,9 @@ pub(crate) fn form_schema_of<T: JsonSchema>() -> Result<Value, String> {
     restrict(&schema, &T::schema_name())
 }
 
-/// `schema` (schemars' output for type `name`) in the restricted form.
-pub(crate) fn restrict(schema: &Value, name: &str) -> Result<Value, String> {
+/// `schema` (schemars' output for type `name`, or a form a plugin wrote) in the restricted
+/// form, or why it cannot be one.
+pub fn restrict(schema: &Value, name: &str) -> Result<Value, String> {
     if schema.get("type").and_then(Value::as_str) != Some("object") {
         return Err(format!(
             "`{name}` is not a struct with named fields: {FLAT_ONLY}"
@@ -185,6 +186,163 @@ fn choices(prop: &Value) -> Option<Map<String, Value>> {
     )]))
 }
 
+/// Checks a form's answer `content` against the restricted `schema` it answers (what
+/// [`restrict`] makes, or any schema of that shape): every required field present, no field
+/// the form lacks, each value of its type, in its enum, within its bounds and format. MCP
+/// clients check types at most (Claude Code: docs/protocol.md §16), so the host checks the rest
+/// before the plugin sees the answer. The error names the first field that does not fit.
+pub fn check_content(schema: &Value, content: &Map<String, Value>) -> Result<(), String> {
+    let empty = Map::new();
+    let properties = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    for field in schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        if !content.contains_key(field) {
+            return Err(format!("field `{field}` is required and missing"));
+        }
+    }
+    for (field, value) in content {
+        let Some(prop) = properties.get(field) else {
+            return Err(format!("field `{field}` is not in the form"));
+        };
+        check_value(prop, value).map_err(|why| format!("field `{field}` {why}"))?;
+    }
+    Ok(())
+}
+
+/// One value against its property's schema.
+fn check_value(prop: &Value, value: &Value) -> Result<(), String> {
+    let num = |k: &str| prop.get(k).and_then(Value::as_f64);
+    let int = |k: &str| prop.get(k).and_then(Value::as_u64);
+    if let Some(allowed) = allowed(prop) {
+        let s = value.as_str().ok_or("is not a string")?;
+        return if allowed.iter().any(|a| a == s) {
+            Ok(())
+        } else {
+            Err(format!("is `{s}`, not one of {allowed:?}"))
+        };
+    }
+    match prop.get("type").and_then(Value::as_str) {
+        Some("string") => {
+            let s = value.as_str().ok_or("is not a string")?;
+            let chars = s.chars().count() as u64;
+            if int("minLength").is_some_and(|m| chars < m) {
+                return Err(format!(
+                    "is shorter than {} characters",
+                    int("minLength").unwrap_or(0)
+                ));
+            }
+            if int("maxLength").is_some_and(|m| chars > m) {
+                return Err(format!(
+                    "is longer than {} characters",
+                    int("maxLength").unwrap_or(0)
+                ));
+            }
+            match prop.get("format").and_then(Value::as_str) {
+                Some("email") if !is_email(s) => Err("is not an email address".into()),
+                Some("uri") if !is_uri(s) => Err("is not a URI".into()),
+                Some("date") if !is_date(s) => Err("is not a date (YYYY-MM-DD)".into()),
+                Some("date-time")
+                    if !(s.len() > 10 && is_date(&s[..10]) && s.as_bytes()[10] == b'T') =>
+                {
+                    Err("is not a date-time (RFC 3339)".into())
+                }
+                _ => Ok(()),
+            }
+        }
+        Some(t @ ("number" | "integer")) => {
+            let n = value.as_f64().ok_or_else(|| format!("is not a {t}"))?;
+            if t == "integer" && !(value.is_i64() || value.is_u64() || n.fract() == 0.0) {
+                return Err("is not an integer".into());
+            }
+            if num("minimum").is_some_and(|m| n < m) {
+                return Err(format!("is below its minimum {}", prop["minimum"]));
+            }
+            if num("maximum").is_some_and(|m| n > m) {
+                return Err(format!("is above its maximum {}", prop["maximum"]));
+            }
+            Ok(())
+        }
+        Some("boolean") => value
+            .as_bool()
+            .map(drop)
+            .ok_or_else(|| "is not a boolean".into()),
+        Some("array") => {
+            let items = value.as_array().ok_or("is not a list")?;
+            let n = items.len() as u64;
+            if int("minItems").is_some_and(|m| n < m) || int("maxItems").is_some_and(|m| n > m) {
+                return Err(format!("holds {n} choices, outside its bounds"));
+            }
+            let item_schema = prop.get("items").cloned().unwrap_or_default();
+            let allowed = allowed(&item_schema).unwrap_or_default();
+            for item in items {
+                match item.as_str() {
+                    Some(s) if allowed.iter().any(|a| a == s) => {}
+                    _ => return Err(format!("holds {item}, not one of {allowed:?}")),
+                }
+            }
+            Ok(())
+        }
+        _ => Err("has a type a form cannot hold".into()),
+    }
+}
+
+/// The values a select allows (`enum`, or the `const`s of `oneOf`/`anyOf`), if it is one.
+fn allowed(prop: &Value) -> Option<Vec<String>> {
+    let strings = |v: &Vec<Value>| {
+        v.iter()
+            .filter_map(Value::as_str)
+            .map(String::from)
+            .collect()
+    };
+    if let Some(e) = prop.get("enum").and_then(Value::as_array) {
+        return Some(strings(e));
+    }
+    let alts = prop
+        .get("oneOf")
+        .or_else(|| prop.get("anyOf"))?
+        .as_array()?;
+    Some(
+        alts.iter()
+            .filter_map(|a| a.get("const").and_then(Value::as_str).map(String::from))
+            .collect(),
+    )
+}
+
+fn is_email(s: &str) -> bool {
+    s.split_once('@')
+        .is_some_and(|(user, host)| !user.is_empty() && host.contains('.') && !host.contains('@'))
+}
+
+fn is_uri(s: &str) -> bool {
+    s.split_once(':').is_some_and(|(scheme, _)| {
+        scheme
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    })
+}
+
+fn is_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,5 +446,65 @@ mod tests {
         assert!(e.contains("field `tags`"), "{e}");
         let e = form_schema_of::<String>().unwrap_err();
         assert!(e.contains("not a struct"), "{e}");
+    }
+
+    #[test]
+    fn an_answer_is_checked_against_its_form() {
+        let schema = json!({"type":"object","properties":{
+            "name":{"type":"string","minLength":2,"maxLength":5},
+            "mail":{"type":"string","format":"email"},
+            "day":{"type":"string","format":"date"},
+            "n":{"type":"integer","minimum":1,"maximum":10},
+            "w":{"type":"number"},
+            "ok":{"type":"boolean"},
+            "colour":{"type":"string","enum":["red","green"]},
+            "size":{"type":"string","oneOf":[{"const":"S","title":"Small"}]},
+            "tags":{"type":"array","items":{"type":"string","enum":["a","b"]},"maxItems":2}
+        },"required":["name","n"]});
+        let check = |v: Value| check_content(&schema, v.as_object().unwrap());
+        assert_eq!(
+            check(
+                json!({"name":"Ann","mail":"a@b.c","day":"2026-11-28","n":3,"w":0.5,"ok":true,
+                "colour":"red","size":"S","tags":["a","b"]})
+            ),
+            Ok(())
+        );
+        assert_eq!(check(json!({"name":"Ann","n":3.0})), Ok(()));
+        for (bad, says) in [
+            (json!({"n":3}), "`name` is required"),
+            (json!({"name":"Ann","n":3,"x":1}), "`x` is not in the form"),
+            (json!({"name":"A","n":3}), "`name` is shorter"),
+            (json!({"name":"Annabel","n":3}), "`name` is longer"),
+            (json!({"name":7,"n":3}), "`name` is not a string"),
+            (json!({"name":"Ann","n":11}), "`n` is above"),
+            (json!({"name":"Ann","n":0}), "`n` is below"),
+            (json!({"name":"Ann","n":2.5}), "`n` is not an integer"),
+            (json!({"name":"Ann","n":3,"w":"1"}), "`w` is not a number"),
+            (
+                json!({"name":"Ann","n":3,"ok":"yes"}),
+                "`ok` is not a boolean",
+            ),
+            (
+                json!({"name":"Ann","n":3,"colour":"blue"}),
+                "`colour` is `blue`",
+            ),
+            (json!({"name":"Ann","n":3,"size":"L"}), "`size` is `L`"),
+            (json!({"name":"Ann","n":3,"tags":["c"]}), "`tags` holds"),
+            (
+                json!({"name":"Ann","n":3,"tags":["a","b","a"]}),
+                "`tags` holds 3",
+            ),
+            (
+                json!({"name":"Ann","n":3,"mail":"nope"}),
+                "`mail` is not an email",
+            ),
+            (
+                json!({"name":"Ann","n":3,"day":"28/11/2026"}),
+                "`day` is not a date",
+            ),
+        ] {
+            let e = check(bad.clone()).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! host said it cannot ask (an older host, a client that did not declare `elicitation`, a
 //! front end that cannot reach the user).
 
-mod form;
+pub(crate) mod form;
 
 use std::{
     fmt,
@@ -131,10 +131,17 @@ impl Context {
     ) -> Result<Elicited<T>, AskError> {
         let schema =
             form::form_schema_of::<T>().map_err(|problem| AskError::Invalid { problem })?;
-        let params = json!({"mode": "form", "message": message, "requestedSchema": schema});
+        let params = json!({"mode": "form", "message": message, "requestedSchema": &schema});
         match self.elicitation(params)? {
             Elicited::Accept(content) => {
                 let content = content.unwrap_or_else(|| json!({}));
+                let fits = match content.as_object() {
+                    Some(fields) => form::check_content(&schema, fields),
+                    None => Err("its content is not an object".into()),
+                };
+                fits.map_err(|e| AskError::Invalid {
+                    problem: format!("the answer does not fit the form: {e}"),
+                })?;
                 serde_json::from_value(content)
                     .map(Elicited::Accept)
                     .map_err(|e| AskError::Invalid {
