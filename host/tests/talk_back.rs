@@ -343,3 +343,29 @@ async fn a_call_with_no_client_to_ask_is_told_so() {
         out.json
     );
 }
+
+/// A client whose every call slot is taken by calls that ask (or wait behind calls that ask
+/// in their plugin's queue: 32 run per plugin) still has its answers read: a response needs no
+/// call slot, so the reader does not wait for one before reading it. (A request sent beyond
+/// the slots still waits for one, and the answers behind it with it: lines are read in order.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_are_read_while_asking_calls_hold_every_call_slot() {
+    let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
+    let mut c = Client::start(router.clone(), json!({"elicitation":{}})).await;
+    let calls = toolhost::service::MAX_CALLS_IN_FLIGHT as i64;
+    for id in 1..=calls {
+        c.call(id, "asker__tea").await;
+    }
+    let mut replies = 0;
+    while replies < calls {
+        let line = c.next().await;
+        if line["method"] == "elicitation/create" {
+            c.send(json!({"jsonrpc":"2.0","id":line["id"],"result":{"action":"decline"}}))
+                .await;
+        } else {
+            assert_eq!(text(&line), "decline", "{line}");
+            replies += 1;
+        }
+    }
+    c.end().await;
+}

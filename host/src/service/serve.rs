@@ -183,6 +183,10 @@ impl lane::Front for Plain {
     fn peer(&self) -> &'static str {
         "the input"
     }
+
+    fn asking(&self) -> bool {
+        self.router.asks().waiting() > 0
+    }
 }
 
 /// The arguments of a call of the hidden hook tool (`hooks::served`), if `msg` is one.
