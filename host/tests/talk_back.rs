@@ -369,3 +369,25 @@ async fn answers_are_read_while_asking_calls_hold_every_call_slot() {
     }
     c.end().await;
 }
+
+/// A prompt asks as a tool does (`prompts/get` is a request its plugin answers too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_asks_the_client_too() {
+    let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
+    let mut c = Client::start(router, json!({"elicitation":{}})).await;
+    c.send(
+        json!({"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"asker__greeting"}}),
+    )
+    .await;
+    let ask = c.next().await;
+    assert_eq!(ask["params"]["message"], "Who are you?", "{ask}");
+    c.send(json!({"jsonrpc":"2.0","id":ask["id"],"result":{"action":"accept","content":{"name":"Ann"}}}))
+        .await;
+    let reply = c.next().await;
+    assert_eq!(reply["id"], 1, "{reply}");
+    assert_eq!(
+        reply["result"]["messages"][0]["content"]["text"], "accept: Greet Ann",
+        "{reply}"
+    );
+    c.end().await;
+}

@@ -427,6 +427,9 @@ impl Router {
         method: Box<dyn Method>,
     ) -> Dispatch {
         let control = Arc::new(CallControl::new(id.get(), None));
+        if let Some(asker) = client.asker {
+            control.set_asker(asker.clone());
+        }
         self.registered(client, plugin, id, control, None, method)
     }
 
