@@ -260,4 +260,35 @@ pub struct CallVTable {
     /// Writes one log record attributed to the plugin and the call.
     #[sabi(last_prefix_field)]
     pub log: extern "C" fn(data: *const c_void, level: u8, target: RStr<'_>, message: RStr<'_>),
+
+    /// Asks the client and blocks until it answered, the call was cancelled or the host
+    /// refused. `asks` is JSON text, MCP's input requests keyed by the plugin:
+    /// `{"<key>": {"method": "elicitation/create", "params": {...}}, ...}`; the `ROk` answer is
+    /// `{"<key>": <the client's result>, ...}` for every key. Hosts built before it lack it:
+    /// the SDK then says the host cannot ask.
+    pub ask: extern "C" fn(data: *const c_void, asks: RStr<'_>) -> RResult<RString, AskErrorFfi>,
+}
+
+/// Why an [`CallVTable::ask`] got no answer: `kind` is one of [`ask_error`], `code` the
+/// client's JSON-RPC code (kind `CLIENT`), `message` what the kind says (the capability, the
+/// problem, the client's message).
+#[repr(C)]
+#[derive(StableAbi, Debug)]
+pub struct AskErrorFfi {
+    pub kind: u8,
+    pub code: i64,
+    pub message: RString,
+}
+
+/// The kinds of [`AskErrorFfi`]. A plain number, so a newer host may add one: the SDK reads
+/// an unknown kind as `Unsupported`.
+pub mod ask_error {
+    /// The client, this front end or the host cannot ask: `message` says what is missing.
+    pub const UNSUPPORTED: u8 = 0;
+    /// The call was cancelled (or its time ran out) while it waited.
+    pub const CANCELLED: u8 = 1;
+    /// The client answered with a JSON-RPC error (`code`, `message`).
+    pub const CLIENT: u8 = 2;
+    /// The question or the answer is not what MCP allows: `message` names the problem.
+    pub const INVALID: u8 = 3;
 }

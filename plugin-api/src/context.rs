@@ -204,7 +204,7 @@ impl Context {
         }
     }
 
-    fn raw(&self) -> &CallCtx {
+    pub(crate) fn raw(&self) -> &CallCtx {
         // SAFETY: see `Context::new`: the host keeps the `CallCtx` alive for the whole call.
         unsafe { &*self.raw }
     }

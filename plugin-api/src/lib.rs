@@ -201,6 +201,13 @@
 // the root module, `Context` wraps the call context).
 #[doc(hidden)]
 pub mod abi;
+mod ask;
+/// The elicitation form's schema rules, for the host: it checks a plugin's form and the
+/// client's answer with the same code as the SDK (so a `TestContext` refuses what a host would).
+#[doc(hidden)]
+pub mod ask_form {
+    pub use crate::ask::form::{check_content, restrict};
+}
 mod context;
 pub mod extras;
 pub mod hooks;
@@ -220,6 +227,7 @@ pub mod testing;
 mod tool;
 pub mod uri_template;
 
+pub use ask::{AskError, Elicited};
 pub use context::{Cancelled, Context, ContextError};
 pub use location::{plugin_dir, plugin_path};
 pub use log::Level;
@@ -648,9 +656,9 @@ pub use hooks::{HookOutcome, Permission, PermissionCheck};
 /// Everything a plugin usually needs: `use toolhost_plugin::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        export_plugin, prompt, resource, schemars, tool, Cancelled, Content, Context, Json,
-        JsonSchema, Level, ListedResource, NoArgs, PromptError, PromptMessage, PromptResult,
-        ResourceContent, ResourceError, Shared, ToolError, ToolResult,
+        export_plugin, prompt, resource, schemars, tool, AskError, Cancelled, Content, Context,
+        Elicited, Json, JsonSchema, Level, ListedResource, NoArgs, PromptError, PromptMessage,
+        PromptResult, ResourceContent, ResourceError, Shared, ToolError, ToolResult,
     };
     // Hooks and permission policies.
     pub use crate::{hook, permission, HookOutcome, Permission, PermissionCheck};
@@ -686,6 +694,9 @@ pub mod __private {
             }
         }
     }
+    /// The host's check of a form's answer against the schema it sent (the same code as the
+    /// SDK's, so a `TestContext` refuses what a host would).
+    pub use crate::ask::form::check_content as check_form_content;
     pub use crate::uri_template::expand_uri;
     pub use abi_stable::library::{
         __call_root_module_loader, CheckTypeLayout, LibHeader, RootModuleResult,

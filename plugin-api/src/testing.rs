@@ -82,10 +82,13 @@ use std::{
     },
 };
 
-use abi_stable::{prefix_type::WithMetadata, std_types::RStr};
+use abi_stable::{
+    prefix_type::WithMetadata,
+    std_types::{RErr, ROk, RResult, RStr, RString},
+};
 
 use crate::{
-    abi::{CallCtx, CallVTable, CallVTableRef},
+    abi::{ask_error, AskErrorFfi, CallCtx, CallVTable, CallVTableRef},
     context::{Context, Declared},
     log::Level,
 };
@@ -99,6 +102,10 @@ struct Recorder {
     logs: Mutex<Vec<(Level, String)>>,
     progress: Mutex<Vec<Progress>>,
     notifications: Arc<Mutex<Vec<Notification>>>,
+    /// Scripted answers to the tool's questions, in order: an elicitation result.
+    answers: Mutex<std::collections::VecDeque<serde_json::Value>>,
+    /// The questions the tool asked: `{"method", "params"}` each.
+    asks: Mutex<Vec<serde_json::Value>>,
 }
 
 /// One notification the plugin sent: `(method, params)`, such as
@@ -190,10 +197,53 @@ extern "C" fn log(data: *const c_void, level: u8, _target: RStr<'_>, message: RS
         .push((Level::from_abi(level), message.to_string()));
 }
 
+/// What a host would do with the tool's questions: records them and answers each with the
+/// next scripted answer (none left: the tool is told, as by a client that cannot be asked).
+extern "C" fn ask(data: *const c_void, asks: RStr<'_>) -> RResult<RString, AskErrorFfi> {
+    let rec = recorder(data);
+    let refuse = |kind, message: String| {
+        RErr(AskErrorFfi {
+            kind,
+            code: 0,
+            message: message.into(),
+        })
+    };
+    if rec.cancelled.load(Ordering::Acquire) {
+        return refuse(ask_error::CANCELLED, String::new());
+    }
+    let Ok(serde_json::Value::Object(asks)) = serde_json::from_str(asks.as_str()) else {
+        return refuse(ask_error::INVALID, "the ask is not a JSON object".into());
+    };
+    let mut answers = serde_json::Map::new();
+    for (key, question) in asks {
+        rec.asks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(question);
+        let next = rec
+            .answers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front();
+        match next {
+            Some(answer) => {
+                answers.insert(key, answer);
+            }
+            None => return refuse(
+                ask_error::UNSUPPORTED,
+                "the test gave no answer (TestContext::answer_elicit, decline_next, cancel_next)"
+                    .into(),
+            ),
+        }
+    }
+    ROk(serde_json::Value::Object(answers).to_string().into())
+}
+
 static VTABLE: &WithMetadata<CallVTable> = &WithMetadata::new(CallVTable {
     is_cancelled,
     progress,
     log,
+    ask,
 });
 
 impl TestContext {
@@ -247,6 +297,40 @@ impl TestContext {
         self
     }
 
+    /// Answers the tool's next question: the user accepts with `content` (the form's fields).
+    pub fn answer_elicit(self, content: serde_json::Value) -> Self {
+        self.script(serde_json::json!({"action": "accept", "content": content}))
+    }
+
+    /// Answers the tool's next question: the user declines.
+    pub fn decline_next(self) -> Self {
+        self.script(serde_json::json!({"action": "decline"}))
+    }
+
+    /// Answers the tool's next question: the user dismisses it.
+    pub fn cancel_next(self) -> Self {
+        self.script(serde_json::json!({"action": "cancel"}))
+    }
+
+    fn script(self, answer: serde_json::Value) -> Self {
+        self.recorder
+            .answers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(answer);
+        self
+    }
+
+    /// The questions the tool asked, oldest first: `{"method": "elicitation/create",
+    /// "params": {"mode", "message", "requestedSchema"}}` each, as a host sends them.
+    pub fn asks(&self) -> Vec<serde_json::Value> {
+        self.recorder
+            .asks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// Cancels the call: [`Context::is_cancelled`] returns true from now on.
     pub fn cancel(&self) {
         self.recorder.cancelled.store(true, Ordering::Release);
@@ -297,6 +381,39 @@ impl Deref for TestContext {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(serde::Deserialize, schemars::JsonSchema, Debug, PartialEq)]
+    struct Pick {
+        n: i64,
+    }
+
+    /// Scripted answers go to the questions in order; none left, or a cancelled call, is an
+    /// error the tool can report.
+    #[test]
+    fn scripted_answers_answer_questions_in_order() {
+        use crate::{AskError, Elicited};
+        let ctx = TestContext::new()
+            .answer_elicit(serde_json::json!({"n": 3}))
+            .cancel_next()
+            .answer_elicit(serde_json::json!({"n": "three"}));
+        assert_eq!(
+            ctx.elicit::<Pick>("n?"),
+            Ok(Elicited::Accept(Pick { n: 3 }))
+        );
+        assert_eq!(ctx.elicit::<Pick>("n?"), Ok(Elicited::Cancel));
+        assert!(matches!(
+            ctx.elicit::<Pick>("n?"),
+            Err(AskError::Invalid { .. })
+        ));
+        assert!(matches!(
+            ctx.elicit::<Pick>("n?"),
+            Err(AskError::Unsupported { .. })
+        ));
+        assert_eq!(ctx.asks().len(), 4);
+        assert_eq!(ctx.asks()[0]["method"], "elicitation/create");
+        ctx.cancel();
+        assert_eq!(ctx.elicit_url("go", "https://x"), Err(AskError::Cancelled));
+    }
 
     #[test]
     fn records_logs_progress_and_cancellation() {

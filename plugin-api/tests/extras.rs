@@ -199,10 +199,22 @@ extern "C" fn not_cancelled(_: *const c_void) -> bool {
     false
 }
 extern "C" fn progress(_: *const c_void, _: f64, _: f64, _: RStr<'_>) {}
+extern "C" fn no_ask(
+    _: *const c_void,
+    _: RStr<'_>,
+) -> abi_stable::std_types::RResult<abi_stable::std_types::RString, toolhost_plugin::abi::AskErrorFfi>
+{
+    abi_stable::std_types::RResult::RErr(toolhost_plugin::abi::AskErrorFfi {
+        kind: toolhost_plugin::abi::ask_error::UNSUPPORTED,
+        code: 0,
+        message: "not in this test".into(),
+    })
+}
 static CALL_VTABLE: &WithMetadata<CallVTable> = &WithMetadata::new(CallVTable {
     is_cancelled: not_cancelled,
     progress,
     log,
+    ask: no_ask,
 });
 
 fn call_ctx() -> CallCtx {

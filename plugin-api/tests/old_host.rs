@@ -1,5 +1,6 @@
-//! A plugin of today's SDK in a host built before `HostVTable::notify` existed: telling the
-//! clients about a change is a no-op that says so (`false`), and nothing else changes.
+//! A plugin of today's SDK in a host built before `HostVTable::notify` and `CallVTable::ask`
+//! existed: telling the clients about a change is a no-op that says so (`false`), asking the
+//! user is an error that says the host is too old, and nothing else changes.
 
 use std::ffi::c_void;
 
@@ -10,7 +11,7 @@ use abi_stable::{
 };
 use toolhost_plugin::{
     __private::PluginEntry,
-    abi::{CallCtx, CallVTable, CallVTableRef, HostApi, HostVTableRef},
+    abi::{CallCtx, CallVTableRef, HostApi, HostVTableRef},
     prelude::*,
 };
 
@@ -24,9 +25,23 @@ pub fn touch(_: NoArgs, ctx: &Context) -> String {
     format!("{during} {outside}")
 }
 
+/// Ask the user.
+#[tool]
+pub fn ask(_: NoArgs, ctx: &Context) -> String {
+    #[derive(serde::Deserialize, JsonSchema)]
+    struct Yes {
+        #[allow(dead_code)]
+        yes: bool,
+    }
+    match ctx.elicit::<Yes>("Sure?") {
+        Err(AskError::Unsupported { reason }) => reason,
+        other => format!("{:?}", other.map(|_| ())),
+    }
+}
+
 export_plugin! {
     name: "old-host-test",
-    tools: [touch],
+    tools: [touch, ask],
 }
 
 /// The host's callback table as hosts before `notify` declared it: `log` only.
@@ -47,7 +62,19 @@ extern "C" fn not_cancelled(_: *const c_void) -> bool {
     false
 }
 extern "C" fn progress(_: *const c_void, _: f64, _: f64, _: RStr<'_>) {}
-static CALL_VTABLE: &WithMetadata<CallVTable> = &WithMetadata::new(CallVTable {
+/// The call's callback table as hosts before `ask` declared it.
+#[repr(C)]
+#[derive(StableAbi)]
+#[sabi(kind(Prefix(prefix_ref = OldCallVTableRef)))]
+#[sabi(missing_field(option))]
+pub struct OldCallVTable {
+    pub is_cancelled: extern "C" fn(data: *const c_void) -> bool,
+    pub progress: extern "C" fn(data: *const c_void, progress: f64, total: f64, message: RStr<'_>),
+    #[sabi(last_prefix_field)]
+    pub log: extern "C" fn(data: *const c_void, level: u8, target: RStr<'_>, message: RStr<'_>),
+}
+
+static CALL_VTABLE: &WithMetadata<OldCallVTable> = &WithMetadata::new(OldCallVTable {
     is_cancelled: not_cancelled,
     progress,
     log,
@@ -69,12 +96,21 @@ fn without_the_hosts_notify_a_notification_goes_nowhere_and_says_so() {
     if let RResult::RErr(e) = (root.init())(host) {
         panic!("{e}");
     }
+    // SAFETY: as above, for the call's table: `CallVTable` begins with the same three fields.
+    let vtable: CallVTableRef =
+        unsafe { std::mem::transmute(OldCallVTableRef(CALL_VTABLE.static_as_prefix())) };
+    assert!(vtable.ask().is_none());
     let ctx = CallCtx {
         data: std::ptr::null(),
-        vtable: CallVTableRef(CALL_VTABLE.static_as_prefix()),
+        vtable,
     };
     let out = (root.call())(RStr::from_str("touch"), RStr::from_str("{}"), &ctx);
     assert!(!out.is_error);
     assert_eq!(out.content[0].data.as_str(), "false false");
+    let out = (root.call())(RStr::from_str("ask"), RStr::from_str("{}"), &ctx);
+    assert_eq!(
+        out.content[0].data.as_str(),
+        "the host is older than asking the user (update toolhost)"
+    );
     (root.unload().unwrap())();
 }

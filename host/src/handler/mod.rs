@@ -10,6 +10,7 @@
 //! A request's path, in the order the code runs, is in the doc of [`Request`]'s module
 //! (`handler/request.rs`).
 
+mod asks;
 #[cfg(test)]
 pub(crate) mod fake;
 mod in_flight;
@@ -33,6 +34,7 @@ use std::{
 
 use serde_json::value::RawValue;
 
+pub use asks::{Asks, ClientCaps, StreamAsker};
 pub use in_flight::{Duplicate, RequestKey};
 // What the registry's snapshot holds, under the names the router has always used.
 pub use crate::catalog::{
@@ -116,6 +118,8 @@ pub struct Client<'a> {
     /// A newer request takes the id of one in flight (the control protocol, whose ids restart
     /// at 0 on a re-handshake) instead of being refused.
     pub reuses_ids: bool,
+    /// Who puts its calls' questions to it (`None`: this front end cannot ask its client).
+    pub asker: Option<&'a Arc<dyn crate::plugin::Asker>>,
 }
 
 impl<'a> Client<'a> {
@@ -128,6 +132,7 @@ impl<'a> Client<'a> {
             sink: None,
             here: false,
             reuses_ids: false,
+            asker: None,
         }
     }
 }
@@ -206,6 +211,8 @@ pub struct Router {
     /// The log level each client set with `logging/setLevel`, by [`client_key`]: its calls'
     /// plugin log records at or above it are sent to it.
     log_levels: Mutex<HashMap<String, LogLevel>>,
+    /// The questions calls put to their clients, waiting for the answers.
+    asks: Arc<Asks>,
 }
 
 impl Router {
@@ -218,7 +225,19 @@ impl Router {
             requests: Requests::default(),
             subscriptions: Default::default(),
             log_levels: Mutex::new(HashMap::new()),
+            asks: Arc::default(),
         })
+    }
+
+    /// The questions in flight to clients (a front end that can ask makes its
+    /// [`StreamAsker`] over them).
+    pub fn asks(&self) -> &Arc<Asks> {
+        &self.asks
+    }
+
+    /// The key of `client` among the questions in flight (what its [`StreamAsker`] is made with).
+    pub fn ask_key(client: &Client<'_>) -> String {
+        server::client_key(client.scope, client.id)
     }
 
     /// The plugins served.
@@ -291,6 +310,10 @@ impl Router {
         }
         let (id, method, request) = match msg {
             ClientMessage::Ignored => return Dispatch::Handled,
+            ClientMessage::Response { id, outcome } => {
+                self.asks.answered(&Self::ask_key(client), id, *outcome);
+                return Dispatch::Handled;
+            }
             ClientMessage::NoMethod(id) => {
                 return Dispatch::Reply(rpc_error(
                     Some(id),
@@ -404,6 +427,9 @@ impl Router {
         method: Box<dyn Method>,
     ) -> Dispatch {
         let control = Arc::new(CallControl::new(id.get(), None));
+        if let Some(asker) = client.asker {
+            control.set_asker(asker.clone());
+        }
         self.registered(client, plugin, id, control, None, method)
     }
 

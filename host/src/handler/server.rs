@@ -66,7 +66,7 @@ impl Router {
 }
 
 /// The key of `client` of `scope` among the log levels set.
-fn client_key(scope: Scope<'_>, client: &str) -> String {
+pub(super) fn client_key(scope: Scope<'_>, client: &str) -> String {
     format!("{client}\n{}", scope.key())
 }
 

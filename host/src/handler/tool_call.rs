@@ -304,6 +304,9 @@ impl Router {
             .and_then(|sink| Progress::of_call(sink, server, token, log_min));
         let report = progress.clone().map(|p| p as Arc<dyn Report>);
         let control = Arc::new(CallControl::new(id.get(), report));
+        if let Some(asker) = client.asker {
+            control.set_asker(asker.clone());
+        }
         self.registered(client, &plugin, id, control, progress, Box::new(method))
     }
 }

@@ -35,6 +35,12 @@ pub struct JsonRpc<'a> {
     pub method: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub params: Option<&'a RawValue>,
+    /// A response's `result` (a client answering a request the host sent it).
+    #[serde(default, borrow)]
+    pub result: Option<&'a RawValue>,
+    /// A response's `error`.
+    #[serde(default, borrow)]
+    pub error: Option<&'a RawValue>,
     /// `params` as `tools/call` params, when the line's one pass read them already (see
     /// [`JsonRpc::call_params`]).
     #[serde(skip)]
@@ -48,6 +54,8 @@ impl std::fmt::Debug for JsonRpc<'_> {
             .field("id", &self.id)
             .field("method", &self.method)
             .field("params", &self.params)
+            .field("result", &self.result)
+            .field("error", &self.error)
             .finish()
     }
 }
@@ -65,6 +73,8 @@ impl<'a> JsonRpc<'a> {
             id,
             method: method.map(Cow::Borrowed),
             params,
+            result: None,
+            error: None,
             call,
         }
     }
@@ -93,13 +103,14 @@ impl<'a> JsonRpc<'a> {
             "id" => id = Scan::opt_raw,
             "method" => method = Scan::opt_str,
             "params" => params = Scan::opt_raw,
+            "result" => result = Scan::opt_raw,
+            "error" => error = Scan::opt_raw,
         });
-        Some(JsonRpc::read(
-            id.flatten(),
-            method.flatten(),
-            params.flatten(),
-            None,
-        ))
+        Some(JsonRpc {
+            result: result.flatten(),
+            error: error.flatten(),
+            ..JsonRpc::read(id.flatten(), method.flatten(), params.flatten(), None)
+        })
     }
 
     /// Whether this is a notification (a method without an id).

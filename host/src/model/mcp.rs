@@ -73,6 +73,9 @@ pub struct ProtocolMeta<'a> {
 pub struct InitializeParams<'a> {
     #[serde(default, borrow)]
     pub protocol_version: Option<Cow<'a, str>>,
+    /// What the client can be asked (`elicitation`, `roots`, ...), as it came.
+    #[serde(default, borrow)]
+    pub capabilities: Option<&'a RawValue>,
 }
 
 /// An MCP log level (`logging/setLevel`, `notifications/message`), least severe first.

@@ -80,9 +80,16 @@ pub enum ClientMessage<'a> {
         request: Result<ClientRequest<'a>, InvalidParams>,
     },
     Notification(ClientNotification<'a>),
-    /// An id without a method: answered "invalid request".
+    /// A response to a request the host sent the client (an id with a `result` or an
+    /// `error`, no method): routed to the call waiting for it, never answered.
+    Response {
+        id: &'a RawValue,
+        /// The `result`, or the `error` object, as they came.
+        outcome: Result<&'a RawValue, &'a RawValue>,
+    },
+    /// An id without a method, a result or an error: answered "invalid request".
     NoMethod(&'a RawValue),
-    /// Neither a method nor an id (a response, or nothing): nothing to answer.
+    /// Neither a method nor an id (a response without an id, or nothing): nothing to answer.
     Ignored,
 }
 
@@ -91,9 +98,15 @@ impl<'a> ClientMessage<'a> {
     /// pass read already are taken as they are).
     pub fn read(msg: &JsonRpc<'a>) -> Self {
         let Some(method) = &msg.method else {
-            return match msg.id {
-                Some(id) => ClientMessage::NoMethod(id),
-                None => ClientMessage::Ignored,
+            let outcome = match (msg.result, msg.error) {
+                (Some(result), None) => Some(Ok(result)),
+                (None, Some(error)) => Some(Err(error)),
+                _ => None,
+            };
+            return match (msg.id, outcome) {
+                (Some(id), Some(outcome)) => ClientMessage::Response { id, outcome },
+                (Some(id), None) => ClientMessage::NoMethod(id),
+                (None, _) => ClientMessage::Ignored,
             };
         };
         match msg.id {

@@ -16,10 +16,11 @@ use std::{
 
 use abi_stable::{
     prefix_type::WithMetadata,
-    std_types::{RStr, RVec},
+    std_types::{RErr, ROk, RResult, RStr, RString, RVec},
 };
 use toolhost_plugin::abi::{
-    level, CallCtx, CallVTable, CallVTableRef, HostApi, HostVTable, HostVTableRef,
+    ask_error, level, AskErrorFfi, CallCtx, CallVTable, CallVTableRef, HostApi, HostVTable,
+    HostVTableRef,
 };
 
 /// Per-library data behind [`HostApi::data`]: who is logging, and where its file is.
@@ -291,6 +292,47 @@ impl<F: Fn(f64, Option<f64>, &str) + Send + Sync> Report for F {
     }
 }
 
+/// Why a plugin's question got no answer (the host's side of the ABI's `AskErrorFfi`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AskFailure {
+    /// The client, this front end or the host cannot ask: says what is missing.
+    Unsupported(String),
+    /// The call was cancelled (or its time ran out) while it waited.
+    Cancelled,
+    /// The client answered with a JSON-RPC error.
+    Client { code: i64, message: String },
+    /// The question, or the client's answer, is not what MCP allows.
+    Invalid(String),
+}
+
+impl AskFailure {
+    fn ffi(self) -> AskErrorFfi {
+        let (kind, code, message) = match self {
+            AskFailure::Unsupported(m) => (ask_error::UNSUPPORTED, 0, m),
+            AskFailure::Cancelled => (ask_error::CANCELLED, 0, String::new()),
+            AskFailure::Client { code, message } => (ask_error::CLIENT, code, message),
+            AskFailure::Invalid(m) => (ask_error::INVALID, 0, m),
+        };
+        AskErrorFfi {
+            kind,
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// Who puts a call's questions to its client (a front end that can: stdio `serve`). Blocks
+/// the plugin's thread until answered, refused or the call is cancelled (`control` says).
+pub trait Asker: Send + Sync {
+    /// `asks` is the plugin's JSON text, `{"<key>": {"method", "params"}, ...}`; the answer
+    /// is `{"<key>": <result>, ...}`.
+    fn ask(&self, asks: &str, control: &CallControl) -> Result<String, AskFailure>;
+}
+
+/// What a call without an asker answers: the front end cannot ask its client.
+const NO_ASKER: &str = "this front end cannot ask the client: only `toolhost serve` over stdio \
+    puts a plugin's questions to its client so far";
+
 /// The host's side of one call: the cancellation flag and where progress goes.
 pub struct CallControl {
     cancelled: AtomicBool,
@@ -304,6 +346,8 @@ pub struct CallControl {
     result_limit: std::sync::atomic::AtomicUsize,
     /// The size of a result refused before it was read whole (a worker's), or 0.
     too_large: std::sync::atomic::AtomicUsize,
+    /// Who puts the call's questions to its client, if anyone can.
+    asker: OnceLock<std::sync::Arc<dyn Asker>>,
 }
 
 impl CallControl {
@@ -331,6 +375,24 @@ impl CallControl {
             label: label.into(),
             result_limit: std::sync::atomic::AtomicUsize::new(usize::MAX),
             too_large: std::sync::atomic::AtomicUsize::new(0),
+            asker: OnceLock::new(),
+        }
+    }
+
+    /// Sets who puts the call's questions to its client (once; a later one is ignored).
+    pub fn set_asker(&self, asker: std::sync::Arc<dyn Asker>) {
+        let _ = self.asker.set(asker);
+    }
+
+    /// Asks the call's client (see [`Asker`]): refused when no one can.
+    pub fn ask(&self, asks: &str) -> Result<String, AskFailure> {
+        let asker = self
+            .asker
+            .get()
+            .or_else(|| self.part_of.as_ref()?.asker.get());
+        match asker {
+            Some(asker) => asker.ask(asks, self),
+            None => Err(AskFailure::Unsupported(NO_ASKER.into())),
         }
     }
 
@@ -431,10 +493,22 @@ extern "C" fn call_log(data: *const c_void, lvl: u8, target: RStr<'_>, message: 
     });
 }
 
+extern "C" fn call_ask(data: *const c_void, asks: RStr<'_>) -> RResult<RString, AskErrorFfi> {
+    let mut out = Err(AskFailure::Unsupported(
+        "the host failed while asking".into(),
+    ));
+    with_call(data, |c| out = c.control.ask(&plugin_str(&asks)));
+    match out {
+        Ok(answer) => ROk(answer.into()),
+        Err(e) => RErr(e.ffi()),
+    }
+}
+
 static CALL_VTABLE: &WithMetadata<CallVTable> = &WithMetadata::new(CallVTable {
     is_cancelled: call_is_cancelled,
     progress: call_progress,
     log: call_log,
+    ask: call_ask,
 });
 
 pub(crate) fn call_ctx(data: &CallData<'_>) -> CallCtx {

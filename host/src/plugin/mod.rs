@@ -16,7 +16,7 @@ use std::{
 };
 
 pub use backend::Backend;
-pub use callbacks::{set_notice_sink, CallControl, Notice, NoticeSink, Report};
+pub use callbacks::{set_notice_sink, AskFailure, Asker, CallControl, Notice, NoticeSink, Report};
 pub use configure::ConfigSource;
 pub use library::{kept_for_threads_count, pinned_count, still_mapped};
 pub use shadow::{NotALibrary, ShadowError, Staged, MAX_PLUGIN_BYTES};

@@ -43,6 +43,12 @@ pub(super) trait Front: Send + Sync + 'static {
     fn out(&self) -> &LineSender;
     /// Names the peer in logs.
     fn peer(&self) -> &'static str;
+    /// Calls wait for the peer's answers to questions the host sent it: the reader then reads
+    /// a line before it waits for a call slot, since a response needs none (and only the
+    /// peer's responses free calls that ask).
+    fn asking(&self) -> bool {
+        false
+    }
 }
 
 /// A source of the CLI's lines that a plain thread reads with blocking calls.
@@ -134,7 +140,11 @@ impl<F: Front> Lane<F> {
             if self.relay.ended() {
                 break;
             }
-            let slot = self.ready();
+            let slot = match self.intake.try_ready() {
+                Some(slot) => Some(slot),
+                None if self.front.asking() => None,
+                None => Some(self.ready()),
+            };
             let peer = self.front.peer();
             let line = next_message(&mut **source, peer, |t| self.front.too_long(t));
             let Some(line) = line else {
@@ -142,6 +152,11 @@ impl<F: Front> Lane<F> {
                 drop(source);
                 self.front.input_ended();
                 break;
+            };
+            let slot = match slot {
+                Some(slot) => slot,
+                None if is_response(&line) => CallSlot::none(),
+                None => self.ready(),
             };
             let Some(mut run) = self.front.route(&line, slot) else {
                 continue;
@@ -204,6 +219,11 @@ impl<F: Front> Lane<F> {
             }
         }
     }
+}
+
+/// Whether `line` is a JSON-RPC response (no method): it makes no call and writes nothing.
+fn is_response(line: &str) -> bool {
+    crate::model::JsonRpc::parse(line).is_ok_and(|m| m.method.is_none() && m.id.is_some())
 }
 
 /// The next non-blank line; an over-long one is handed to `too_long` and reading goes on.

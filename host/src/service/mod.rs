@@ -251,7 +251,14 @@ pub(crate) struct Intake {
 
 /// A call slot: held by a tool call until its reply is queued.
 pub(crate) struct CallSlot {
-    _permit: OwnedSemaphorePermit,
+    _permit: Option<OwnedSemaphorePermit>,
+}
+
+impl CallSlot {
+    /// No slot: for a line that makes no call and writes nothing (a client's response).
+    pub(crate) fn none() -> Self {
+        CallSlot { _permit: None }
+    }
 }
 
 impl Intake {
@@ -268,7 +275,9 @@ impl Intake {
             return None;
         }
         let permit = self.slots.clone().try_acquire_owned().ok()?;
-        Some(CallSlot { _permit: permit })
+        Some(CallSlot {
+            _permit: Some(permit),
+        })
     }
 
     /// Waits until the next line may be read; the slot stands for its reply if it is a call.
@@ -276,7 +285,7 @@ impl Intake {
         let slot = self.slots.clone().acquire_owned().await;
         self.out.ready().await;
         CallSlot {
-            _permit: slot.expect("the semaphore is never closed"),
+            _permit: Some(slot.expect("the semaphore is never closed")),
         }
     }
 }
@@ -483,6 +492,7 @@ impl Control {
                     sink: Some(&self.sink),
                     here: true,
                     reuses_ids: true,
+                    asker: None,
                 };
                 let out = self.out.clone();
                 let id = id.to_string();

@@ -12,11 +12,13 @@ use tokio::{io::AsyncWrite, sync::broadcast};
 use super::{lane, parse_object, CallSlot, LineSource};
 use crate::{
     handler::{
-        valid_id, Answer, Client, HereRun, NoticeFeed, Notify, Router, Scope, Sink, NOTICE_BATCH,
+        valid_id, Answer, Client, ClientCaps, HereRun, NoticeFeed, Notify, Router, Scope, Sink,
+        StreamAsker, NOTICE_BATCH,
     },
     model::{
         error_code, rpc_error, rpc_notification, rpc_result, ClientMessage, ClientRequest, JsonRpc,
     },
+    plugin::Asker,
     registry::RegistryEvent,
     service::hooks::{served, Hooks},
     transport::{Latest, LineSender, TooLong, Writer},
@@ -68,10 +70,17 @@ pub async fn serve_with<I: LineSource>(
     };
     let notices = tokio::spawn(pass_notices(feed, out.clone(), router.clone()));
     let (ended_tx, ended) = tokio::sync::oneshot::channel();
+    let asker = Arc::new(StreamAsker::new(
+        router.asks().clone(),
+        Router::ask_key(&Client::of(Scope::All)),
+        out.clone(),
+    ));
     let front = Plain {
         router: router.clone(),
         out: out.clone(),
         sink: sink.clone(),
+        asker: asker.clone(),
+        ask: asker,
         hooks: Hooks::new(router.clone()),
         ended: std::sync::Mutex::new(Some(ended_tx)),
     };
@@ -104,6 +113,10 @@ struct Plain {
     router: Arc<Router>,
     out: LineSender,
     sink: Sink,
+    /// Puts calls' questions to the client, as requests on its stream.
+    asker: Arc<StreamAsker>,
+    /// The same, as the router hands it to calls.
+    ask: Arc<dyn Asker>,
     hooks: Arc<Hooks>,
     /// Told when the input ends.
     ended: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
@@ -124,6 +137,9 @@ impl lane::Front for Plain {
             }
         };
         let msg = ClientMessage::read(&msg);
+        if let Some(ClientRequest::Initialize(p)) = msg.request() {
+            self.asker.set_caps(ClientCaps::of(p.capabilities));
+        }
         if let Some(arguments) = served_hook(&msg) {
             let (out, hooks) = (self.out.clone(), self.hooks.clone());
             let id = msg.id().map(RawValue::to_owned);
@@ -136,6 +152,7 @@ impl lane::Front for Plain {
         let client = Client {
             sink: Some(&self.sink),
             here: true,
+            asker: Some(&self.ask),
             ..Client::of(Scope::All)
         };
         let out = self.out.clone();
@@ -165,6 +182,10 @@ impl lane::Front for Plain {
 
     fn peer(&self) -> &'static str {
         "the input"
+    }
+
+    fn asking(&self) -> bool {
+        self.router.asks().waiting() > 0
     }
 }
 

@@ -350,6 +350,7 @@ impl Serving {
                 })
             })),
         ));
+        control.set_asker(Arc::new(NoAskInWorker));
         lock(&self.calls).insert(id, control.clone());
         control
     }
@@ -478,5 +479,23 @@ impl<S: tracing::Subscriber> Layer<S> for Forward {
             module: name(&module),
             message: log_text(&(f.message + &f.rest), LOG_MESSAGE_MAX).into_owned(),
         });
+    }
+}
+
+/// A worker's calls cannot ask their client yet: no frame carries a question to the host
+/// (docs/design/talk-back.md §4), so the plugin is told so rather than left waiting.
+struct NoAskInWorker;
+
+impl crate::plugin::Asker for NoAskInWorker {
+    fn ask(
+        &self,
+        _asks: &str,
+        _control: &CallControl,
+    ) -> Result<String, crate::plugin::AskFailure> {
+        Err(crate::plugin::AskFailure::Unsupported(
+            "asking the client is not supported with isolate yet (the plugin runs in a worker \
+             process: --isolate or `isolate` in its settings)"
+                .into(),
+        ))
     }
 }

@@ -1,0 +1,453 @@
+//! Questions a plugin's call puts to its client: MCP server→client requests
+//! (`elicitation/create`) sent on the client's stream, and the client's responses routed back
+//! to the call that waits for them (docs/design/talk-back.md §3.1–3.2).
+//!
+//! [`Asks`] is the table of questions in flight, keyed by the client and the request id the
+//! host chose (`th-<n>`: a prefix, so they never look like a client's ids in logs); a response
+//! nobody waits for (unknown id, late, another client's) is logged and dropped, never
+//! answered. [`StreamAsker`] is the [`Asker`] of a client on one stream (stdio `serve`): it
+//! checks the plugin's questions against what the client declared in `initialize`, writes
+//! them, and waits for every answer or the call's cancellation, which withdraws the questions
+//! still open (`notifications/cancelled` with the host's request id).
+
+use std::{
+    collections::HashMap,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        mpsc, Arc, Mutex,
+    },
+    time::Duration,
+};
+
+use serde_json::{json, value::RawValue, Map, Value};
+
+use crate::{
+    plugin::{AskFailure, Asker, CallControl},
+    sync::lock,
+    transport::LineSender,
+};
+
+/// Most questions waiting at once, over every client of a router: a plugin asking in a loop
+/// without waiting (or many calls asking) cannot grow the table without bound.
+pub const MAX_WAITING: usize = 256;
+/// Most questions in one ask of a call (MCP's `inputRequests` of one round).
+pub const MAX_PER_ASK: usize = 16;
+/// The longest key a plugin may give a question, in bytes.
+pub const MAX_KEY_BYTES: usize = 64;
+/// The longest ask a plugin may send, in bytes of JSON.
+pub const MAX_ASK_BYTES: usize = 256 << 10;
+/// How often a waiting call looks at its cancellation (it has no waker of its own).
+const CANCEL_POLL: Duration = Duration::from_millis(20);
+
+/// A client's response to one of the host's requests: its `result`, or its error.
+pub type ClientAnswer = Result<String, (i64, String)>;
+
+/// The questions in flight, by client and request id.
+#[derive(Default)]
+pub struct Asks {
+    next: AtomicU64,
+    waiting: Mutex<HashMap<(String, String), mpsc::SyncSender<ClientAnswer>>>,
+}
+
+impl Asks {
+    /// A fresh request id for a question to `client`, and where its answer arrives; `None`
+    /// when [`MAX_WAITING`] questions wait already.
+    fn open(self: &Arc<Self>, client: &str) -> Option<Waiting> {
+        let id = format!("th-{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
+        let (tx, rx) = mpsc::sync_channel(1);
+        let mut waiting = lock(&self.waiting);
+        if waiting.len() >= MAX_WAITING {
+            return None;
+        }
+        waiting.insert((client.to_string(), id.clone()), tx);
+        Some(Waiting {
+            asks: self.clone(),
+            key: (client.to_string(), id),
+            rx,
+            form: None,
+        })
+    }
+
+    /// Hands the response of `client` to request `id` to the call waiting for it. False (and
+    /// a log record) when nobody waits for it.
+    pub fn answered(
+        &self,
+        client: &str,
+        id: &RawValue,
+        outcome: Result<&RawValue, &RawValue>,
+    ) -> bool {
+        let id_text = serde_json::from_str::<String>(id.get()).ok();
+        let tx = id_text.and_then(|id| lock(&self.waiting).remove(&(client.to_string(), id)));
+        let Some(tx) = tx else {
+            tracing::debug!(id = id.get(), "dropped a response to no question in flight");
+            return false;
+        };
+        let answer = match outcome {
+            Ok(result) => Ok(result.get().to_string()),
+            Err(error) => {
+                let e: Value = serde_json::from_str(error.get()).unwrap_or(Value::Null);
+                Err((
+                    e["code"].as_i64().unwrap_or(0),
+                    e["message"].as_str().unwrap_or("").to_string(),
+                ))
+            }
+        };
+        let _ = tx.try_send(answer);
+        true
+    }
+
+    /// How many questions wait.
+    pub fn waiting(&self) -> usize {
+        lock(&self.waiting).len()
+    }
+}
+
+/// One question waiting for its answer; leaves the table when dropped.
+struct Waiting {
+    asks: Arc<Asks>,
+    key: (String, String),
+    rx: mpsc::Receiver<ClientAnswer>,
+    /// The form the client was sent (form mode), which its answer must fit.
+    form: Option<Value>,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        lock(&self.asks.waiting).remove(&self.key);
+    }
+}
+
+/// What a client declared it can be asked, from its `initialize` params' `capabilities`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ClientCaps {
+    pub form: bool,
+    pub url: bool,
+}
+
+impl ClientCaps {
+    /// Reads `capabilities` (MCP 2025-11-25: `elicitation: {}` means form mode; `form` and
+    /// `url` name the modes).
+    pub fn of(capabilities: Option<&RawValue>) -> Self {
+        let caps: Value = capabilities
+            .and_then(|c| serde_json::from_str(c.get()).ok())
+            .unwrap_or(Value::Null);
+        let Some(e) = caps.get("elicitation").and_then(Value::as_object) else {
+            return ClientCaps::default();
+        };
+        let (form, url) = (e.contains_key("form"), e.contains_key("url"));
+        ClientCaps {
+            form: form || !url,
+            url,
+        }
+    }
+}
+
+/// The [`Asker`] of the one client of a stream (stdio `serve`): questions go out as JSON-RPC
+/// requests through `out`, answers come back through [`Asks::answered`].
+pub struct StreamAsker {
+    asks: Arc<Asks>,
+    /// The client's key in `asks`.
+    client: String,
+    out: LineSender,
+    caps: Mutex<ClientCaps>,
+}
+
+impl StreamAsker {
+    pub fn new(asks: Arc<Asks>, client: String, out: LineSender) -> Self {
+        StreamAsker {
+            asks,
+            client,
+            out,
+            caps: Mutex::new(ClientCaps::default()),
+        }
+    }
+
+    /// Records what the client declared in its `initialize`.
+    pub fn set_caps(&self, caps: ClientCaps) {
+        *lock(&self.caps) = caps;
+    }
+}
+
+impl Asker for StreamAsker {
+    fn ask(&self, asks: &str, control: &CallControl) -> Result<String, AskFailure> {
+        let questions = read_asks(asks, *lock(&self.caps))?;
+        let mut open = Vec::with_capacity(questions.len());
+        for (key, method, params) in questions {
+            let waiting = self.asks.open(&self.client).ok_or_else(|| {
+                AskFailure::Unsupported(format!(
+                    "{MAX_WAITING} questions wait for their answers already"
+                ))
+            })?;
+            let id = waiting.key.1.clone();
+            let mut waiting = waiting;
+            waiting.form = params.get("requestedSchema").cloned();
+            let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+            self.out.send(request.to_string());
+            open.push((key, method, waiting));
+        }
+        let mut answers = Map::new();
+        for (i, (key, method, waiting)) in open.iter().enumerate() {
+            let answer = loop {
+                if control.is_cancelled() {
+                    // Withdraw every question still open (this one and those after it).
+                    for (_, _, w) in &open[i..] {
+                        self.out.send(
+                            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                "params": {"requestId": w.key.1, "reason": "the call was cancelled"}})
+                            .to_string(),
+                        );
+                    }
+                    return Err(AskFailure::Cancelled);
+                }
+                match waiting.rx.recv_timeout(CANCEL_POLL) {
+                    Ok(answer) => break answer,
+                    Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return Err(AskFailure::Cancelled),
+                }
+            };
+            let result = answer.map_err(|(code, message)| AskFailure::Client { code, message })?;
+            answers.insert(key.clone(), check_answer(method, &waiting.form, &result)?);
+        }
+        Ok(Value::Object(answers).to_string())
+    }
+}
+
+/// The plugin's questions, checked: `(key, method, params)` each, in the order given.
+fn read_asks(asks: &str, caps: ClientCaps) -> Result<Vec<(String, String, Value)>, AskFailure> {
+    let invalid = |m: String| Err(AskFailure::Invalid(m));
+    if asks.len() > MAX_ASK_BYTES {
+        return invalid(format!(
+            "the ask takes {} bytes, more than {MAX_ASK_BYTES}",
+            asks.len()
+        ));
+    }
+    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(asks) else {
+        return invalid("the ask is not a JSON object of questions".into());
+    };
+    if map.is_empty() || map.len() > MAX_PER_ASK {
+        return invalid(format!(
+            "an ask holds 1 to {MAX_PER_ASK} questions, not {}",
+            map.len()
+        ));
+    }
+    let mut out = Vec::with_capacity(map.len());
+    for (key, q) in map {
+        if key.len() > MAX_KEY_BYTES {
+            return invalid(format!("a question's key is over {MAX_KEY_BYTES} bytes"));
+        }
+        let method = q["method"].as_str().unwrap_or_default().to_string();
+        let Some(params) = q.get("params").filter(|p| p.is_object()).cloned() else {
+            return invalid(format!("question `{key}` has no params object"));
+        };
+        let mut params = params;
+        match method.as_str() {
+            "elicitation/create" => {
+                let url = params["mode"] == "url";
+                if !url {
+                    // The form a client is shown is one MCP allows, whatever the plugin sent.
+                    let form =
+                        toolhost_plugin::ask_form::restrict(&params["requestedSchema"], &key)
+                            .map_err(AskFailure::Invalid)?;
+                    params["requestedSchema"] = form;
+                }
+                if !(caps.form || caps.url) {
+                    return Err(AskFailure::Unsupported(
+                        "the client did not declare the `elicitation` capability in its initialize"
+                            .into(),
+                    ));
+                }
+                if url && !caps.url {
+                    return Err(AskFailure::Unsupported(
+                        "the client did not declare URL mode elicitation (`elicitation.url`)"
+                            .into(),
+                    ));
+                }
+                if !url && !caps.form {
+                    return Err(AskFailure::Unsupported(
+                        "the client did not declare form mode elicitation (`elicitation.form`)"
+                            .into(),
+                    ));
+                }
+            }
+            other => {
+                return Err(AskFailure::Unsupported(format!(
+                    "asking the client `{}` is not supported",
+                    crate::plugin::log_text(other, MAX_KEY_BYTES)
+                )))
+            }
+        }
+        out.push((key, method, params));
+    }
+    Ok(out)
+}
+
+/// The client's result to `method`, checked for its shape: an elicitation's `action` is
+/// `accept`, `decline` or `cancel`, and only an accept's `content` (an object) is kept, which
+/// must fit `form` when one was sent (clients check types at most: docs/protocol.md §16).
+fn check_answer(method: &str, form: &Option<Value>, result: &str) -> Result<Value, AskFailure> {
+    let bad = |why: &str| {
+        AskFailure::Invalid(format!(
+            "the client's answer to {method} is not one MCP allows: {why}"
+        ))
+    };
+    let value: Value = serde_json::from_str(result).map_err(|_| bad("not JSON"))?;
+    match value["action"].as_str() {
+        Some("accept") => {
+            let mut out = json!({"action": "accept"});
+            match value.get("content") {
+                None | Some(Value::Null) => {}
+                Some(Value::Object(c)) => {
+                    if let Some(form) = form {
+                        toolhost_plugin::ask_form::check_content(form, c).map_err(|e| {
+                            AskFailure::Invalid(format!(
+                                "the client's answer does not fit the form: {e}"
+                            ))
+                        })?;
+                    }
+                    out["content"] = Value::Object(c.clone());
+                }
+                Some(_) => return Err(bad("its `content` is not an object")),
+            }
+            Ok(out)
+        }
+        Some(a @ ("decline" | "cancel")) => Ok(json!({"action": a})),
+        _ => Err(bad("its `action` is not accept, decline or cancel")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capabilities_name_the_modes() {
+        let caps = |text: &str| ClientCaps::of(Some(&RawValue::from_string(text.into()).unwrap()));
+        assert_eq!(caps("{}"), ClientCaps::default());
+        assert_eq!(
+            caps(r#"{"elicitation":{}}"#),
+            ClientCaps {
+                form: true,
+                url: false
+            }
+        );
+        assert_eq!(
+            caps(r#"{"elicitation":{"url":{}}}"#),
+            ClientCaps {
+                form: false,
+                url: true
+            }
+        );
+        assert_eq!(
+            caps(r#"{"roots":{"listChanged":true},"elicitation":{"form":{},"url":{}}}"#),
+            ClientCaps {
+                form: true,
+                url: true
+            }
+        );
+    }
+
+    #[test]
+    fn a_response_nobody_waits_for_is_dropped() {
+        let asks = Arc::new(Asks::default());
+        let id = RawValue::from_string(r#""th-9""#.into()).unwrap();
+        let result = RawValue::from_string("{}".into()).unwrap();
+        assert!(!asks.answered("", &id, Ok(&result)));
+        let w = asks.open("").unwrap();
+        let id = RawValue::from_string(format!("{:?}", w.key.1)).unwrap();
+        assert!(!asks.answered("other client", &id, Ok(&result)));
+        assert_eq!(asks.waiting(), 1);
+        assert!(asks.answered("", &id, Ok(&result)));
+        assert_eq!(w.rx.try_recv().unwrap(), Ok("{}".to_string()));
+        assert_eq!(asks.waiting(), 0);
+        drop(w);
+        assert!(!asks.answered("", &id, Ok(&result)), "answered twice");
+    }
+
+    /// A plugin's ask is its own output: bounded, and held to what MCP allows before the
+    /// client sees anything.
+    #[test]
+    fn a_plugins_ask_is_bounded_and_checked() {
+        let caps = ClientCaps {
+            form: true,
+            url: false,
+        };
+        let q = |params: Value| json!({"method": "elicitation/create", "params": params});
+        let form = json!({"message": "m", "requestedSchema":
+            {"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}}});
+        // The form is sent restricted (an unknown keyword dropped).
+        let ok = read_asks(&json!({"k": q(form.clone())}).to_string(), caps).unwrap();
+        assert_eq!(
+            ok[0].2["requestedSchema"],
+            json!({"type":"object","properties":{"a":{"type":"string"}}})
+        );
+        let many: Map<String, Value> = (0..=MAX_PER_ASK)
+            .map(|i| (format!("k{i}"), q(form.clone())))
+            .collect();
+        let huge = json!({"k": q(json!({"message": "x".repeat(MAX_ASK_BYTES)}))});
+        let nested = json!({"k": q(json!({"message": "m", "requestedSchema":
+            {"type": "object", "properties": {"a": {"type": "object"}}}}))});
+        for (ask, says) in [
+            (Value::Object(many).to_string(), "1 to 16 questions"),
+            (huge.to_string(), "more than"),
+            ("[]".to_string(), "not a JSON object"),
+            (
+                json!({"x".repeat(65): q(form.clone())}).to_string(),
+                "over 64 bytes",
+            ),
+            (
+                json!({"k": {"method": "elicitation/create"}}).to_string(),
+                "no params",
+            ),
+            (nested.to_string(), "field `a`"),
+        ] {
+            match read_asks(&ask, caps) {
+                Err(AskFailure::Invalid(e)) => assert!(e.contains(says), "{e}"),
+                other => panic!("{says}: {other:?}"),
+            }
+        }
+        for (ask, says) in [
+            (
+                json!({"k": {"method": "sampling/createMessage", "params": {}}}),
+                "sampling/createMessage",
+            ),
+            (
+                json!({"k": q(json!({"mode": "url", "message": "m", "url": "https://x"}))}),
+                "URL mode",
+            ),
+        ] {
+            match read_asks(&ask.to_string(), caps) {
+                Err(AskFailure::Unsupported(e)) => assert!(e.contains(says), "{e}"),
+                other => panic!("{says}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn answers_are_checked_for_their_shape() {
+        let m = "elicitation/create";
+        let form = Some(json!({"type":"object","properties":{"a":{"type":"integer","maximum":5}}}));
+        assert!(matches!(
+            check_answer(m, &form, r#"{"action":"accept","content":{"a":6}}"#),
+            Err(AskFailure::Invalid(e)) if e.contains("`a` is above its maximum 5")
+        ));
+        let form = None;
+        assert_eq!(
+            check_answer(m, &form, r#"{"action":"accept","content":{"a":1}}"#).unwrap(),
+            json!({"action":"accept","content":{"a":1}})
+        );
+        assert_eq!(
+            check_answer(m, &form, r#"{"action":"decline","content":{"a":1}}"#).unwrap(),
+            json!({"action":"decline"})
+        );
+        for bad in [
+            r#"{"action":"yes"}"#,
+            "[]",
+            r#"{"action":"accept","content":[1]}"#,
+        ] {
+            assert!(
+                matches!(check_answer(m, &form, bad), Err(AskFailure::Invalid(_))),
+                "{bad}"
+            );
+        }
+    }
+}

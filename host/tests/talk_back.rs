@@ -1,0 +1,393 @@
+//! Plugins that ask their client while a call runs (issue 31, docs/design/talk-back.md): stdio
+//! `serve` sends a plugin's `elicitation/create` to the client as a request on its stream and
+//! hands the client's response back to the waiting call. The client here is scripted over
+//! in-memory pipes.
+
+mod common;
+
+use std::{sync::Arc, time::Duration};
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use toolhost::{
+    handler::{Router, RouterConfig},
+    service::serve::serve,
+    transport::read_lines,
+};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// A scripted client of `toolhost serve` over `router`.
+struct Client {
+    out: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    lines: tokio::io::Lines<BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+    served: tokio::task::JoinHandle<()>,
+}
+
+impl Client {
+    /// Starts serving `router` and sends `initialize` with `capabilities`.
+    async fn start(router: Arc<Router>, capabilities: Value) -> Self {
+        let (client, server) = tokio::io::duplex(1 << 16);
+        let (s_in, s_out) = tokio::io::split(server);
+        let served = tokio::spawn(serve(read_lines(s_in), s_out, router, None));
+        let (c_in, out) = tokio::io::split(client);
+        let mut c = Client {
+            out,
+            lines: BufReader::new(c_in).lines(),
+            served,
+        };
+        c.send(
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion":"2025-11-25","capabilities":capabilities,
+            "clientInfo":{"name":"scripted","version":"0"}}}),
+        )
+        .await;
+        assert_eq!(c.next().await["id"], 0);
+        c.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
+            .await;
+        c
+    }
+
+    async fn send(&mut self, msg: Value) {
+        self.out
+            .write_all(format!("{msg}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+
+    async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(WAIT, self.lines.next_line())
+            .await
+            .expect("a line in time")
+            .unwrap()
+            .expect("a line");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    async fn call(&mut self, id: i64, tool: &str) {
+        self.send(json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+            "params":{"name":tool,"arguments":{}}}))
+            .await;
+    }
+
+    /// Ends the input and waits for `serve` to return.
+    async fn end(mut self) {
+        self.out.shutdown().await.unwrap();
+        tokio::time::timeout(Duration::from_secs(60), self.served)
+            .await
+            .expect("serve returns in time")
+            .unwrap();
+    }
+}
+
+/// The text of a `tools/call` reply.
+fn text(reply: &Value) -> &str {
+    reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text in {reply}"))
+}
+
+/// A JSON-RPC response from the client (an id with a `result`, no method) is not a request:
+/// one nobody waits for is dropped, never answered "invalid request", and serving goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_nobody_waits_for_is_dropped_unanswered() {
+    let (router, _dirs) = common::open_router(&["calc"], RouterConfig::default());
+    let mut c = Client::start(router, json!({})).await;
+    c.send(json!({"jsonrpc":"2.0","id":"th-1","result":{"action":"accept"}}))
+        .await;
+    c.send(json!({"jsonrpc":"2.0","id":7,"error":{"code":-1,"message":"no"}}))
+        .await;
+    // Still an error: an id with neither a method nor a result.
+    c.send(json!({"jsonrpc":"2.0","id":8})).await;
+    c.send(json!({"jsonrpc":"2.0","id":"p","method":"ping"}))
+        .await;
+    let first = c.next().await;
+    assert_eq!(first["id"], 8, "{first}");
+    assert_eq!(first["error"]["code"], -32600);
+    assert_eq!(
+        c.next().await,
+        json!({"jsonrpc":"2.0","id":"p","result":{}})
+    );
+    c.end().await;
+}
+
+/// A tool that asks gets the client's answer: the question goes out as a request with the
+/// form's restricted schema, the client's response reaches the tool, and its reply follows.
+/// The call runs on the thread that reads the input (a first, quick call), and the answer is
+/// read all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_asks_the_client_and_gets_its_answer() {
+    let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
+    let mut c = Client::start(router.clone(), json!({"elicitation":{"form":{},"url":{}}})).await;
+    for (call, answer, told) in [
+        (
+            1,
+            json!({"action":"accept","content":{"name":"Ann","sugars":2,"milk":true}}),
+            "accept: Ann takes 2 sugars, milk true",
+        ),
+        (2, json!({"action":"decline"}), "decline"),
+        (3, json!({"action":"cancel"}), "cancel"),
+    ] {
+        c.call(call, "asker__tea").await;
+        let ask = c.next().await;
+        assert_eq!(ask["method"], "elicitation/create", "{ask}");
+        let id = ask["id"].as_str().expect("a string id").to_string();
+        assert!(id.starts_with("th-"), "{id}");
+        let params = &ask["params"];
+        assert_eq!(params["mode"], "form");
+        assert_eq!(params["message"], "How do you take your tea?");
+        let schema = &params["requestedSchema"];
+        assert_eq!(schema["type"], "object");
+        assert_eq!(
+            schema["properties"]["name"],
+            json!({"type":"string","description":"Your name."})
+        );
+        assert_eq!(schema["properties"]["milk"], json!({"type":"boolean"}));
+        assert_eq!(schema["properties"]["sugars"]["type"], "integer");
+        assert_eq!(schema["required"], json!(["name", "milk"]));
+        c.send(json!({"jsonrpc":"2.0","id":id,"result":answer}))
+            .await;
+        let reply = c.next().await;
+        assert_eq!(reply["id"], call, "{reply}");
+        assert_eq!(text(&reply), told);
+    }
+    // URL mode: the client opens the page.
+    c.call(4, "asker__login").await;
+    let ask = c.next().await;
+    assert_eq!(ask["params"]["mode"], "url", "{ask}");
+    assert_eq!(ask["params"]["url"], "https://example.com/login");
+    assert!(ask["params"]["elicitationId"].is_string(), "{ask}");
+    c.send(json!({"jsonrpc":"2.0","id":ask["id"],"result":{"action":"accept"}}))
+        .await;
+    assert_eq!(text(&c.next().await), "accept: opened");
+    // The client's JSON-RPC error reaches the tool as such.
+    c.call(5, "asker__tea").await;
+    let ask = c.next().await;
+    c.send(json!({"jsonrpc":"2.0","id":ask["id"],"error":{"code":-32601,"message":"Method not found"}}))
+        .await;
+    let told = c.next().await;
+    assert!(
+        text(&told).contains("Method not found") && text(&told).contains("-32601"),
+        "{told}"
+    );
+    assert_eq!(router.asks().waiting(), 0);
+    c.end().await;
+}
+
+/// An answer that is not one MCP allows (an unknown action, content that is not an object)
+/// is refused to the tool with an error naming it; serving goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_mcp_does_not_allow_reaches_the_tool_as_an_error() {
+    let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
+    let mut c = Client::start(router, json!({"elicitation":{}})).await;
+    for (call, answer, says) in [
+        (1, json!({"action":"sure"}), "action"),
+        (2, json!({"action":"accept","content":[1]}), "content"),
+        (
+            3,
+            json!({"action":"accept","content":{"name":7}}),
+            "does not fit",
+        ),
+        // What Claude Code does not check: ranges, required fields (docs/protocol.md §16).
+        (
+            4,
+            json!({"action":"accept","content":{"name":"Ann","milk":true,"sugars":300}}),
+            "`sugars` is above its maximum 255",
+        ),
+        (
+            5,
+            json!({"action":"accept","content":{"name":"Ann"}}),
+            "`milk` is required",
+        ),
+        (
+            6,
+            json!({"action":"accept","content":{"name":"Ann","milk":true,"cup":"big"}}),
+            "`cup` is not in the form",
+        ),
+    ] {
+        c.call(call, "asker__tea").await;
+        let ask = c.next().await;
+        c.send(json!({"jsonrpc":"2.0","id":ask["id"],"result":answer}))
+            .await;
+        let reply = c.next().await;
+        assert!(
+            text(&reply).starts_with("error: ") && text(&reply).contains(says),
+            "{reply}"
+        );
+    }
+    c.end().await;
+}
+
+/// A client that did not declare `elicitation` (or not the mode asked) is sent no request:
+/// the tool is told why at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_without_the_capability_is_not_asked() {
+    let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
+    let mut c = Client::start(router.clone(), json!({"roots":{}})).await;
+    c.call(1, "asker__tea").await;
+    let reply = c.next().await;
+    assert_eq!(reply["id"], 1, "the client was asked: {reply}");
+    assert!(
+        text(&reply).contains("did not declare the `elicitation` capability"),
+        "{reply}"
+    );
+    c.end().await;
+    // Form only: URL mode is refused, form mode asked.
+    let mut c = Client::start(router, json!({"elicitation":{"form":{}}})).await;
+    c.call(2, "asker__login").await;
+    let reply = c.next().await;
+    assert_eq!(reply["id"], 2, "the client was asked: {reply}");
+    assert!(text(&reply).contains("URL mode"), "{reply}");
+    c.call(3, "asker__tea").await;
+    assert_eq!(c.next().await["method"], "elicitation/create");
+    c.end().await;
+}
+
+/// Cancelling a call that waits for its answer withdraws the question
+/// (`notifications/cancelled` with the host's request id) and ends the wait; a late answer is
+/// then dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_call_withdraws_its_question() {
+    let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
+    let mut c = Client::start(router.clone(), json!({"elicitation":{}})).await;
+    c.call(1, "asker__tea").await;
+    let ask = c.next().await;
+    assert_eq!(router.asks().waiting(), 1);
+    c.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}))
+        .await;
+    let withdrawn = c.next().await;
+    assert_eq!(
+        withdrawn["method"], "notifications/cancelled",
+        "{withdrawn}"
+    );
+    assert_eq!(withdrawn["params"]["requestId"], ask["id"]);
+    common::eventually(WAIT, "the question leaves the table", || {
+        router.asks().waiting() == 0
+    })
+    .await;
+    c.send(json!({"jsonrpc":"2.0","id":ask["id"],"result":{"action":"accept","content":{}}}))
+        .await;
+    c.send(json!({"jsonrpc":"2.0","id":"p","method":"ping"}))
+        .await;
+    // The call's reply (cancelled, if it is answered at all) and the ping's, nothing else.
+    let mut seen = Vec::new();
+    loop {
+        let line = c.next().await;
+        if line["id"] == "p" {
+            break;
+        }
+        seen.push(line);
+    }
+    assert!(seen.len() <= 1, "{seen:?}");
+    c.end().await;
+}
+
+/// A plugin run in a worker process (`--isolate`) cannot ask yet: it is told so, clearly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_isolated_plugin_is_told_asking_is_not_supported_yet() {
+    let (router, _dirs) = common::open_isolated_router(&["asker"], RouterConfig::default());
+    let mut c = Client::start(router, json!({"elicitation":{}})).await;
+    c.call(1, "asker__tea").await;
+    let reply = c.next().await;
+    assert_eq!(reply["id"], 1, "the client was asked: {reply}");
+    assert!(
+        text(&reply).contains("not supported with isolate yet"),
+        "{reply}"
+    );
+    c.end().await;
+}
+
+/// A question waits within its call's time: at the deadline it is withdrawn and the call is
+/// answered as timed out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_unanswered_by_the_calls_deadline_is_withdrawn() {
+    let config = RouterConfig {
+        default_timeout: Duration::from_millis(500),
+        ..RouterConfig::default()
+    };
+    let (router, _dirs) = common::open_router(&["asker"], config);
+    let mut c = Client::start(router.clone(), json!({"elicitation":{}})).await;
+    c.call(1, "asker__tea").await;
+    let ask = c.next().await;
+    assert_eq!(ask["method"], "elicitation/create");
+    let mut lines = vec![c.next().await, c.next().await];
+    lines.sort_by_key(|l| l["method"].is_null());
+    assert_eq!(lines[0]["method"], "notifications/cancelled", "{lines:?}");
+    assert_eq!(lines[0]["params"]["requestId"], ask["id"]);
+    assert_eq!(lines[1]["id"], 1, "{lines:?}");
+    let reply = lines[1].to_string();
+    assert!(
+        reply.contains("timed out") || reply.contains("time"),
+        "{reply}"
+    );
+    common::eventually(WAIT, "the question leaves the table", || {
+        router.asks().waiting() == 0
+    })
+    .await;
+    c.end().await;
+}
+
+/// A front end that cannot ask its client (here `toolhost call`'s path, as `chat` and HTTP
+/// so far) tells the plugin so, and sends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_with_no_client_to_ask_is_told_so() {
+    let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
+    let control = Arc::new(toolhost::plugin::CallControl::new("cli", None));
+    let out = router
+        .call_tool("asker", "tea", Some("{}"), control)
+        .await
+        .expect("a result");
+    assert!(
+        out.json.contains("this front end cannot ask the client"),
+        "{}",
+        out.json
+    );
+}
+
+/// A client whose every call slot is taken by calls that ask (or wait behind calls that ask
+/// in their plugin's queue: 32 run per plugin) still has its answers read: a response needs no
+/// call slot, so the reader does not wait for one before reading it. (A request sent beyond
+/// the slots still waits for one, and the answers behind it with it: lines are read in order.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_are_read_while_asking_calls_hold_every_call_slot() {
+    let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
+    let mut c = Client::start(router.clone(), json!({"elicitation":{}})).await;
+    let calls = toolhost::service::MAX_CALLS_IN_FLIGHT as i64;
+    for id in 1..=calls {
+        c.call(id, "asker__tea").await;
+    }
+    let mut replies = 0;
+    while replies < calls {
+        let line = c.next().await;
+        if line["method"] == "elicitation/create" {
+            c.send(json!({"jsonrpc":"2.0","id":line["id"],"result":{"action":"decline"}}))
+                .await;
+        } else {
+            assert_eq!(text(&line), "decline", "{line}");
+            replies += 1;
+        }
+    }
+    c.end().await;
+}
+
+/// A prompt asks as a tool does (`prompts/get` is a request its plugin answers too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_asks_the_client_too() {
+    let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
+    let mut c = Client::start(router, json!({"elicitation":{}})).await;
+    c.send(
+        json!({"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"asker__greeting"}}),
+    )
+    .await;
+    let ask = c.next().await;
+    assert_eq!(ask["params"]["message"], "Who are you?", "{ask}");
+    c.send(json!({"jsonrpc":"2.0","id":ask["id"],"result":{"action":"accept","content":{"name":"Ann"}}}))
+        .await;
+    let reply = c.next().await;
+    assert_eq!(reply["id"], 1, "{reply}");
+    assert_eq!(
+        reply["result"]["messages"][0]["content"]["text"], "accept: Greet Ann",
+        "{reply}"
+    );
+    c.end().await;
+}
