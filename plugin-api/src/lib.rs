@@ -549,19 +549,12 @@ pub use toolhost_plugin_macros::prompt;
 /// - `tools: [..]`, `resources: [..]`, `prompts: [..]`, `hooks: [..]`: a fixed list, by path
 ///   (an entry may carry `#[cfg(...)]`). Without any of them the plugin has every
 ///   `#[tool]`, `#[resource]`, `#[prompt]`, `#[hook]` and `#[permission]` of the crate, in
-///   order of their files' paths, then of their lines (`src/lib.rs` before `src/tools.rs`); naming
-///   any of them, it has exactly what they name, in that order. Name `hooks: [..]` when the order
-///   of permission policies matters (the first with an opinion answers).
+///   order of file paths, then lines; naming any, exactly what they name, in that order (name
+///   `hooks: [..]` when the order of permission policies matters). A `#[tool]` belongs to its
+///   crate's plugin (no crate of shared tools), and its name is also a module's (`add::tool()`).
 ///
-/// Every `#[tool]` and `#[prompt]` of a crate belongs to the plugin of that crate: a crate of
-/// tools shared by several plugins does not compile on its own (each attribute names the
-/// plugin's marker type). Beside each function the attribute defines a module of the same name
-/// (`add::tool()`), so the function's name cannot also be a module or an import of its own
-/// module.
-///
-/// Two resources with the same name or URI refuse the load, as does a URI template toolhost
-/// does not accept (see [`uri_template`]); two tools or two prompts of one name do not compile.
-///
+/// Two resources of one name or URI, or a URI template toolhost refuses ([`uri_template`]),
+/// refuse the load; two tools or two prompts of one name do not compile.
 /// ```
 /// use serde::Deserialize;
 /// use toolhost_plugin::prelude::*;

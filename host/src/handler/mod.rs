@@ -299,27 +299,14 @@ impl Router {
     /// What a message means: a reply, nothing, or a request to start.
     fn decide(self: &Arc<Self>, client: &Client<'_>, msg: &ClientMessage<'_>) -> Dispatch {
         let scope = client.scope;
-        if msg.id().is_some_and(|id| !valid_id(id)) {
-            // Echoing it would hand the client back a value it cannot match (JSON-RPC 2.0 §4:
-            // a string, a number or null; MCP: a string or an integer).
-            return Dispatch::Reply(rpc_error(
-                None,
-                error_code::INVALID_REQUEST,
-                "invalid request: the id must be a string or a number",
-            ));
+        if let Some(refused) = malformed(msg) {
+            return refused;
         }
         let (id, method, request) = match msg {
-            ClientMessage::Ignored => return Dispatch::Handled,
+            ClientMessage::Ignored | ClientMessage::NoMethod(_) => return Dispatch::Handled,
             ClientMessage::Response { id, outcome } => {
                 self.asks.answered(&Self::ask_key(client), id, *outcome);
                 return Dispatch::Handled;
-            }
-            ClientMessage::NoMethod(id) => {
-                return Dispatch::Reply(rpc_error(
-                    Some(id),
-                    error_code::INVALID_REQUEST,
-                    "invalid request: no method",
-                ))
             }
             ClientMessage::Request {
                 id,
@@ -595,4 +582,26 @@ fn method_not_found(id: &RawValue, method: &str) -> String {
 pub(crate) fn valid_id(id: &RawValue) -> bool {
     id.get()
         .starts_with(|c: char| c == '"' || c == '-' || c.is_ascii_digit())
+}
+
+/// The refusal of a message no route can take: an id that is neither a string nor a number,
+/// or a request without a method.
+fn malformed(msg: &ClientMessage<'_>) -> Option<Dispatch> {
+    if msg.id().is_some_and(|id| !valid_id(id)) {
+        // Echoing it would hand the client back a value it cannot match (JSON-RPC 2.0 §4:
+        // a string, a number or null; MCP: a string or an integer).
+        return Some(Dispatch::Reply(rpc_error(
+            None,
+            error_code::INVALID_REQUEST,
+            "invalid request: the id must be a string or a number",
+        )));
+    }
+    match msg {
+        ClientMessage::NoMethod(id) => Some(Dispatch::Reply(rpc_error(
+            Some(id),
+            error_code::INVALID_REQUEST,
+            "invalid request: no method",
+        ))),
+        _ => None,
+    }
 }

@@ -198,30 +198,7 @@ pub(crate) fn arguments(params: &[Param], func: &ItemFn, what: &str) -> syn::Res
             exprs: exprs(false),
         });
     }
-    let fields = params.iter().filter_map(|p| match p {
-        Param::Plain { name, ty, attrs } => Some(quote!(#(#attrs)* #name: #ty,)),
-        _ => None,
-    });
-    // Each argument's type checked on its own, first: the error points at the parameter and
-    // says what to derive.
-    let checks = plain.iter().map(|(_, ty)| {
-        quote_spanned!(ty.span()=> const _: () = ::toolhost_plugin::__private::argument::<#ty>();)
-    });
-    // No arguments: unknown ones are refused, as `NoArgs` does.
-    let closed = plain
-        .is_empty()
-        .then(|| quote!(#[serde(deny_unknown_fields)]));
-    let args_struct = quote! {
-        #(#checks)*
-
-        #[derive(::toolhost_plugin::__private::serde::Deserialize, ::toolhost_plugin::JsonSchema)]
-        #[serde(crate = "::toolhost_plugin::__private::serde")]
-        #[schemars(crate = "::toolhost_plugin::schemars")]
-        #closed
-        pub(super) struct __Arguments {
-            #(#fields)*
-        }
-    };
+    let args_struct = args_struct(params, &plain);
     // A parameter carrying its own doc comment or field attributes is one argument: its
     // description and attributes would be lost if its struct were the argument set.
     let annotated = params
@@ -239,6 +216,35 @@ pub(crate) fn arguments(params: &[Param], func: &ItemFn, what: &str) -> syn::Res
             exprs: exprs(false),
         },
     })
+}
+
+/// The generated struct the plain arguments are read into, with a check of each argument's
+/// type first (the error points at the parameter and says what to derive).
+fn args_struct(params: &[Param], plain: &[(&Ident, &Type)]) -> TokenStream2 {
+    let fields = params.iter().filter_map(|p| match p {
+        Param::Plain { name, ty, attrs } => Some(quote!(#(#attrs)* #name: #ty,)),
+        _ => None,
+    });
+    // Each argument's type checked on its own, first: the error points at the parameter and
+    // says what to derive.
+    let checks = plain.iter().map(|(_, ty)| {
+        quote_spanned!(ty.span()=> const _: () = ::toolhost_plugin::__private::argument::<#ty>();)
+    });
+    // No arguments: unknown ones are refused, as `NoArgs` does.
+    let closed = plain
+        .is_empty()
+        .then(|| quote!(#[serde(deny_unknown_fields)]));
+    quote! {
+        #(#checks)*
+
+        #[derive(::toolhost_plugin::__private::serde::Deserialize, ::toolhost_plugin::JsonSchema)]
+        #[serde(crate = "::toolhost_plugin::__private::serde")]
+        #[schemars(crate = "::toolhost_plugin::schemars")]
+        #closed
+        pub(super) struct __Arguments {
+            #(#fields)*
+        }
+    }
 }
 
 impl Arguments {
