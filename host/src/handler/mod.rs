@@ -135,6 +135,20 @@ impl<'a> Client<'a> {
             asker: None,
         }
     }
+
+    /// The control of one of its requests (`label`: the JSON-RPC id), reporting progress to
+    /// `report` and asking this client, when it can be asked.
+    pub(crate) fn control(
+        &self,
+        label: &str,
+        report: Option<Arc<dyn crate::plugin::Report>>,
+    ) -> Arc<CallControl> {
+        let control = Arc::new(CallControl::new(label, report));
+        if let Some(asker) = self.asker {
+            control.set_asker(asker.clone());
+        }
+        control
+    }
 }
 
 /// What became of one incoming message.
@@ -413,10 +427,7 @@ impl Router {
         id: &RawValue,
         method: Box<dyn Method>,
     ) -> Dispatch {
-        let control = Arc::new(CallControl::new(id.get(), None));
-        if let Some(asker) = client.asker {
-            control.set_asker(asker.clone());
-        }
+        let control = client.control(id.get(), None);
         self.registered(client, plugin, id, control, None, method)
     }
 

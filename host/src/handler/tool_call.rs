@@ -303,10 +303,7 @@ impl Router {
             .sink
             .and_then(|sink| Progress::of_call(sink, server, token, log_min));
         let report = progress.clone().map(|p| p as Arc<dyn Report>);
-        let control = Arc::new(CallControl::new(id.get(), report));
-        if let Some(asker) = client.asker {
-            control.set_asker(asker.clone());
-        }
+        let control = client.control(id.get(), report);
         self.registered(client, &plugin, id, control, progress, Box::new(method))
     }
 }
