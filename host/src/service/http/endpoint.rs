@@ -20,6 +20,7 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::{
+    asking,
     auth::Credential,
     body,
     budget::Held,
@@ -37,7 +38,7 @@ use super::{
     Listener, Shared,
 };
 use crate::{
-    handler::{Answer, Client, Discard, RequestKey, Respond, Router, Scope, Sink},
+    handler::{Answer, Client, ClientCaps, Discard, RequestKey, Respond, Router, Scope, Sink},
     model::{
         error_code, ClientMessage, ClientRequest, RequestHead, MODERN_PROTOCOL_VERSION,
         SUPPORTED_PROTOCOL_VERSIONS,
@@ -240,8 +241,9 @@ async fn post(
         Err(refusal) => return *refusal,
     };
     let Some(method) = msg.method.as_deref() else {
-        // A response: we send clients no requests, so there is nothing to match it to.
-        return empty(StatusCode::ACCEPTED);
+        // A response to a question of a call of its session's (or nothing to match).
+        let message = ClientMessage::read(&msg);
+        return asking::response(shared, client, endpoint.as_deref(), headers, &message);
     };
     note.mcp = Some(method.to_string());
     let head: RequestHead = msg
@@ -256,6 +258,7 @@ async fn post(
         endpoint: endpoint.as_deref(),
         accept,
         held: std::sync::Mutex::new(Some(held)),
+        session: std::sync::OnceLock::new(),
     };
     if modern::is_modern(method, &head, header_version) {
         let mirrored = param_headers::mirrored(msg.id, headers, header_version);
@@ -309,6 +312,8 @@ struct Call<'a> {
     accept: Accepts,
     /// The body's bytes of the budget: held by the call it carries until answered.
     held: std::sync::Mutex<Option<Held>>,
+    /// The 2025-11-25 session it is a message of (not set for `initialize`).
+    session: std::sync::OnceLock<Arc<HttpSession>>,
 }
 
 impl Call<'_> {
@@ -429,6 +434,9 @@ impl Call<'_> {
                     )
                 }
             };
+            if let Some(ClientRequest::Initialize(p)) = msg.request() {
+                session.set_caps(ClientCaps::of(p.capabilities));
+            }
             let mut response = self.run(msg, method, &session.id, false).await;
             if let Ok(v) = HeaderValue::from_str(&session.id) {
                 response.headers_mut().insert(SESSION_ID, v);
@@ -456,6 +464,8 @@ impl Call<'_> {
                 );
             }
         }
+        // Its calls may ask the client, on their response streams.
+        let _ = self.session.set(session.clone());
         self.run(msg, method, &session.id, false).await
     }
 
@@ -468,7 +478,8 @@ impl Call<'_> {
             .find(id, self.endpoint, self.client.credential)
     }
 
-    /// Routes a message as `client`, and answers: at once, or when its request is.
+    /// Routes a message as `client`, and answers: at once, or when its request is. A request
+    /// of a 2025-11-25 session may ask its client, on its response stream.
     async fn run(
         &self,
         msg: &ClientMessage<'_>,
@@ -491,15 +502,20 @@ impl Call<'_> {
         };
         let notifies = self.notifies(msg, client);
         let stream = self.accept.sse && (!self.accept.json || notifies);
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = mpsc::unbounded_channel();
         let sink: Sink = if stream {
             Arc::new(ToStream(tx.clone()))
         } else {
             Arc::new(Discard)
         };
+        let asker = self
+            .session
+            .get()
+            .map(|session| asking::asker(router, self.scope(), session, self.accept.sse, &tx));
         let from = Client {
             id: client,
             sink: Some(&sink),
+            asker: asker.as_ref(),
             ..Client::of(self.scope())
         };
         let answered = Arc::new(AtomicBool::new(false));
@@ -529,9 +545,15 @@ impl Call<'_> {
             // stream's last piece is handed over.
             return stream_response(CallStream::new(rx, guard)).map(|b| paced(b, ()));
         }
-        let response = match wait_reply(rx).await {
-            Some(r) => json(StatusCode::OK, r),
-            None => error(
+        let response = match wait_reply(&mut rx).await {
+            Reply::Json(r) => json(StatusCode::OK, r),
+            // A question: the call answers as a stream from now on (only a client that
+            // accepts one is asked).
+            Reply::Asked(question) => {
+                let stream = CallStream::starting_with(rx, guard, question);
+                return stream_response(stream).map(|b| paced(b, ()));
+            }
+            Reply::Ended => error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 Some(id),
                 error_code::INTERNAL_ERROR,
@@ -611,14 +633,25 @@ fn responder(
     })
 }
 
-/// The reply of a call answered as JSON (its notifications have nowhere to go).
-async fn wait_reply(mut rx: mpsc::UnboundedReceiver<Item>) -> Option<String> {
+/// What a call that was to answer as JSON sent first.
+enum Reply {
+    Json(String),
+    /// A question for the client: the call must answer as a stream.
+    Asked(String),
+    Ended,
+}
+
+/// The reply of a call answered as JSON (its notifications have nowhere to go), or its
+/// first question.
+async fn wait_reply(rx: &mut mpsc::UnboundedReceiver<Item>) -> Reply {
     while let Some(item) = rx.recv().await {
-        if let Item::Reply(r) = item {
-            return Some(r);
+        match item {
+            Item::Reply(r) => return Reply::Json(r),
+            Item::Message(m) => return Reply::Asked(m),
+            Item::Latest(_) => {}
         }
     }
-    None
+    Reply::Ended
 }
 
 /// Held while a call is unanswered: if the client goes away first (its connection or stream
