@@ -118,6 +118,18 @@ async fn a_response_nobody_waits_for_is_dropped_unanswered() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_asks_the_client_and_gets_its_answer() {
     let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
+    asks_and_answers(router).await;
+}
+
+/// The same from a plugin run in a worker process (`--isolate`): its asks cross the worker's
+/// channel as frames to the call's client, and the answers come back the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_isolated_tool_asks_the_client_and_gets_its_answer() {
+    let (router, _dirs) = common::open_isolated_router(&["asker"], RouterConfig::default());
+    asks_and_answers(router).await;
+}
+
+async fn asks_and_answers(router: Arc<Router>) {
     let mut c = Client::start(router.clone(), json!({"elicitation":{"form":{},"url":{}}})).await;
     for (call, answer, told) in [
         (
@@ -249,6 +261,18 @@ async fn a_client_without_the_capability_is_not_asked() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_a_call_withdraws_its_question() {
     let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
+    cancel_withdraws(router).await;
+}
+
+/// The same in a worker: the cancellation reaches the host's ask (withdrawn) and the worker's
+/// (its wait ends).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_an_isolated_call_withdraws_its_question() {
+    let (router, _dirs) = common::open_isolated_router(&["asker"], RouterConfig::default());
+    cancel_withdraws(router).await;
+}
+
+async fn cancel_withdraws(router: Arc<Router>) {
     let mut c = Client::start(router.clone(), json!({"elicitation":{}})).await;
     c.call(1, "asker__tea").await;
     let ask = c.next().await;
@@ -279,21 +303,6 @@ async fn cancelling_a_call_withdraws_its_question() {
         seen.push(line);
     }
     assert!(seen.len() <= 1, "{seen:?}");
-    c.end().await;
-}
-
-/// A plugin run in a worker process (`--isolate`) cannot ask yet: it is told so, clearly.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_isolated_plugin_is_told_asking_is_not_supported_yet() {
-    let (router, _dirs) = common::open_isolated_router(&["asker"], RouterConfig::default());
-    let mut c = Client::start(router, json!({"elicitation":{}})).await;
-    c.call(1, "asker__tea").await;
-    let reply = c.next().await;
-    assert_eq!(reply["id"], 1, "the client was asked: {reply}");
-    assert!(
-        text(&reply).contains("not supported with isolate yet"),
-        "{reply}"
-    );
     c.end().await;
 }
 

@@ -292,8 +292,9 @@ impl<F: Fn(f64, Option<f64>, &str) + Send + Sync> Report for F {
     }
 }
 
-/// Why a plugin's question got no answer (the host's side of the ABI's `AskErrorFfi`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why a plugin's question got no answer (the host's side of the ABI's `AskErrorFfi`; a
+/// worker's `Answered` frame carries it as it is).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum AskFailure {
     /// The client, this front end or the host cannot ask: says what is missing.
     Unsupported(String),
@@ -377,6 +378,15 @@ impl CallControl {
             too_large: std::sync::atomic::AtomicUsize::new(0),
             asker: OnceLock::new(),
         }
+    }
+
+    /// Who puts the call's questions to its client, if anyone can (a worker's backend asks
+    /// through it on its own thread, with a control of its own).
+    pub fn asker(&self) -> Option<std::sync::Arc<dyn Asker>> {
+        self.asker
+            .get()
+            .or_else(|| self.part_of.as_ref()?.asker.get())
+            .cloned()
     }
 
     /// Sets who puts the call's questions to its client (once; a later one is ignored).

@@ -30,6 +30,7 @@ use crate::{
 };
 
 use super::{
+    child_asks::WorkerAsks,
     hello,
     process::{CHANNEL_FD, EVENTS_FD, LIBRARY_FD, REPLIES_FD},
     sandbox::Sandbox,
@@ -217,6 +218,8 @@ struct Serving {
     input: Mutex<FrameReader>,
     /// Calls running, for their cancellation.
     calls: Mutex<HashMap<u64, Arc<CallControl>>>,
+    /// Their asks waiting for the host's answers.
+    asks: Arc<WorkerAsks>,
     /// Which thread reads; ended when the host said stop or went away.
     relay: Relay,
 }
@@ -224,9 +227,11 @@ struct Serving {
 /// Serves the host until it says stop or goes away. This thread watches; others read and run
 /// calls.
 fn serve(plugin: Arc<LoadedPlugin>, channel: UnixStream, out: Arc<Out>) {
+    let replies = out.clone();
     let serving = Arc::new(Serving {
         plugin,
         out,
+        asks: Arc::new(WorkerAsks::new(move |f: &FromWorker| replies.send(f))),
         input: Mutex::new(FrameReader::new(channel)),
         calls: Mutex::default(),
         relay: Relay::new(),
@@ -315,7 +320,9 @@ impl Serving {
                 if let Some(c) = lock(&self.calls).get(&id) {
                     c.cancel();
                 }
+                self.asks.cancel_call(id);
             }
+            ToWorker::Answered { ask, answer } => self.asks.answered(ask, answer),
             ToWorker::SaveState { id } => {
                 let state = self.plugin.save_state();
                 self.out.send(&FromWorker::State { id, state });
@@ -350,7 +357,7 @@ impl Serving {
                 })
             })),
         ));
-        control.set_asker(Arc::new(NoAskInWorker));
+        control.set_asker(self.asks.asker(id));
         lock(&self.calls).insert(id, control.clone());
         control
     }
@@ -479,23 +486,5 @@ impl<S: tracing::Subscriber> Layer<S> for Forward {
             module: name(&module),
             message: log_text(&(f.message + &f.rest), LOG_MESSAGE_MAX).into_owned(),
         });
-    }
-}
-
-/// A worker's calls cannot ask their client yet: no frame carries a question to the host
-/// (docs/design/talk-back.md §4), so the plugin is told so rather than left waiting.
-struct NoAskInWorker;
-
-impl crate::plugin::Asker for NoAskInWorker {
-    fn ask(
-        &self,
-        _asks: &str,
-        _control: &CallControl,
-    ) -> Result<String, crate::plugin::AskFailure> {
-        Err(crate::plugin::AskFailure::Unsupported(
-            "asking the client is not supported with isolate yet (the plugin runs in a worker \
-             process: --isolate or `isolate` in its settings)"
-                .into(),
-        ))
     }
 }
