@@ -407,6 +407,18 @@ async fn a_prompt_asks_the_client_too() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sampling_roots_and_a_batch_reach_a_client_that_declared_them() {
     let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
+    sampling_roots_and_a_batch(router).await;
+}
+
+/// The same from a plugin in a worker: what the client declared crosses the worker's channel
+/// with each call (`ctx.client()`), and so do the batch's questions and answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_isolated_tool_samples_lists_roots_and_batches() {
+    let (router, _dirs) = common::open_isolated_router(&["asker"], RouterConfig::default());
+    sampling_roots_and_a_batch(router).await;
+}
+
+async fn sampling_roots_and_a_batch(router: Arc<Router>) {
     let caps = json!({"sampling":{},"roots":{"listChanged":true},"elicitation":{"form":{}}});
     let mut c = Client::start(router.clone(), caps).await;
     c.call(1, "asker__caps").await;

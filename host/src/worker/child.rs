@@ -285,16 +285,19 @@ impl Serving {
                     return self.relay.end();
                 }
             };
-            let (id, label) = match &frame {
-                ToWorker::Call { id, label, .. } | ToWorker::Request { id, label, .. } => {
-                    (*id, label.clone())
+            let (id, label, client) = match &frame {
+                ToWorker::Call {
+                    id, label, client, ..
                 }
+                | ToWorker::Request {
+                    id, label, client, ..
+                } => (*id, label.clone(), client.clone()),
                 _ => {
                     self.answer(frame);
                     continue;
                 }
             };
-            let control = self.register(id, label);
+            let control = self.register(id, label, client);
             self.relay.running();
             drop(input);
             match frame {
@@ -343,8 +346,8 @@ impl Serving {
         }
     }
 
-    /// The call's control (progress goes to the host), registered for cancellation.
-    fn register(&self, id: u64, label: String) -> Arc<CallControl> {
+    /// The call's control (progress goes to the host, asks too), registered for cancellation.
+    fn register(&self, id: u64, label: String, client: String) -> Arc<CallControl> {
         let out = self.out.clone();
         let control = Arc::new(CallControl::new(
             label,
@@ -357,7 +360,7 @@ impl Serving {
                 })
             })),
         ));
-        control.set_asker(self.asks.asker(id));
+        control.set_asker(self.asks.asker(id, client));
         lock(&self.calls).insert(id, control.clone());
         control
     }

@@ -35,11 +35,12 @@ impl WorkerAsks {
         }
     }
 
-    /// The asker of call `id`.
-    pub(super) fn asker(self: &Arc<Self>, id: u64) -> Arc<dyn Asker> {
+    /// The asker of call `id`, whose client declared `client` (capabilities JSON).
+    pub(super) fn asker(self: &Arc<Self>, id: u64, client: String) -> Arc<dyn Asker> {
         Arc::new(CallAsker {
             asks: self.clone(),
             call: id,
+            client,
         })
     }
 
@@ -71,9 +72,15 @@ impl WorkerAsks {
 struct CallAsker {
     asks: Arc<WorkerAsks>,
     call: u64,
+    /// What the host said the call's client declared.
+    client: String,
 }
 
 impl Asker for CallAsker {
+    fn client(&self) -> String {
+        self.client.clone()
+    }
+
     fn ask(&self, asks: &str, control: &CallControl) -> Answer {
         let ask = self.asks.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::sync_channel(1);
@@ -106,7 +113,8 @@ mod tests {
             lock(&sent_tx).send(f.clone()).unwrap();
         }));
         let control = Arc::new(CallControl::new("7", None));
-        let asker = asks.asker(7);
+        let asker = asks.asker(7, r#"{"elicitation":{}}"#.into());
+        assert_eq!(asker.client(), r#"{"elicitation":{}}"#);
         let (c, a) = (control.clone(), asker.clone());
         let waiting = std::thread::spawn(move || a.ask("{\"k\":1}", &c));
         let FromWorker::Ask { id, ask, asks: q } = sent.recv().unwrap() else {

@@ -204,6 +204,7 @@ impl WorkerPlugin {
             args: args.to_string(),
             label: control.label().to_string(),
             typed,
+            client: control.client(),
         };
         match self.exchange(&format!("tool {tool}"), frame, control) {
             Ok(Reply::Result(r)) => Some(r),
@@ -232,6 +233,7 @@ impl WorkerPlugin {
             method: method.to_string(),
             params: params.to_string(),
             label: control.label().to_string(),
+            client: control.client(),
         };
         match self.exchange(&format!("`{method}`"), frame, control) {
             Ok(Reply::Answer(answer)) => answer,

@@ -58,6 +58,9 @@ pub enum ToWorker {
         /// [`FromWorker::Untyped`] instead when the parse refused the arguments and the tool
         /// did not run.
         typed: bool,
+        /// What the call's client declared it can be asked (capabilities JSON: the plugin's
+        /// `ctx.client()`).
+        client: String,
     },
     /// Cancel call `id` (the tool sees it through `Context::is_cancelled`).
     Cancel { id: u64 },
@@ -77,6 +80,8 @@ pub enum ToWorker {
         params: String,
         /// Names the request in the plugin's logs (the JSON-RPC id).
         label: String,
+        /// As [`ToWorker::Call`]'s.
+        client: String,
     },
     /// The answer to [`FromWorker::Ask`] `ask`: the client's answers, or why there are none.
     Answered {
@@ -626,6 +631,7 @@ mod tests {
             args: "x".repeat(BUF_KEPT + BUF_START),
             label: "l".into(),
             typed: false,
+            client: "{}".into(),
         };
         let small = ToWorker::Cancel { id: 2 };
         let mut bytes = encode(&big);
@@ -667,6 +673,7 @@ mod tests {
                 args: r#"{"x":5}"#.into(),
                 label: "2".into(),
                 typed: true,
+                client: "{}".into(),
             },
             ToWorker::Cancel { id: 1 },
             ToWorker::SaveState { id: 2 },
@@ -683,6 +690,7 @@ mod tests {
                 method: "m".into(),
                 params: "{}".into(),
                 label: "3".into(),
+                client: "{}".into(),
             },
             ToWorker::Answered {
                 ask: 13,
@@ -802,13 +810,13 @@ mod tests {
         assert_eq!(
             to,
             [
-                "1200000000ac0203616464077b2278223a357d013201",
+                "1500000000ac0203616464077b2278223a357d013201027b7d",
                 "020000000101",
                 "020000000202",
                 "050000000303020102",
                 "0100000004",
                 "050000000501027b7d",
-                "09000000060a016d027b7d0133",
+                "0c000000060a016d027b7d0133027b7d",
                 "06000000070d00027b7d",
                 "07000000070e0102010163",
                 "04000000070f0101",
