@@ -261,10 +261,20 @@ fn path_bytes(path: &std::path::Path) -> RVec<u8> {
     path.to_string_lossy().as_bytes().into()
 }
 
+extern "C" fn host_catalog_changed(data: *const c_void, what: RStr<'_>) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: `data` is the boxed `LogSource` `host_api` handed this plugin; it is freed
+        // only after `unload` returned and the library is closed, so it outlives every call.
+        let src = unsafe { &*(data as *const LogSource) };
+        super::catalog_changes::deliver_catalog_change(src.plugin(), &plugin_str(&what));
+    }));
+}
+
 static HOST_VTABLE: &WithMetadata<HostVTable> = &WithMetadata::new(HostVTable {
     log: host_log,
     notify: host_notify,
     plugin_path: host_plugin_path,
+    catalog_changed: host_catalog_changed,
 });
 
 /// The [`HostApi`] handed to a plugin's `init`; `src` must outlive the loaded library (and

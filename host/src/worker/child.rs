@@ -95,16 +95,31 @@ impl Out {
     }
 }
 
-/// The plugin's notifications go to the host on the events pipe (they may come from the
-/// plugin's own threads, when no call waits for the replies pipe).
+/// The plugin's notifications and catalog changes go to the host on the events pipe (they may
+/// come from the plugin's own threads, when no call waits for the replies pipe).
 fn forward_notices(out: &Arc<Out>) {
-    let out = out.clone();
+    let notices = out.clone();
     crate::plugin::set_notice_sink(Some(Arc::new(move |n: crate::plugin::Notice| {
-        out.log(&FromWorker::Notify {
+        notices.log(&FromWorker::Notify {
             method: n.method,
             params: n.params,
         });
     })));
+    static CATALOG: std::sync::OnceLock<Arc<crate::plugin::CatalogFollower>> =
+        std::sync::OnceLock::new();
+    let out = out.clone();
+    let follower = CATALOG.get_or_init(|| {
+        Arc::new(move |_: &str, what: &str| {
+            // A change while the plugin loads is in its manifest already (the SDK adds what
+            // `on_load` added); the replies pipe is not the place for it then.
+            if out.loaded.load(Ordering::Acquire) {
+                out.log(&FromWorker::CatalogChanged {
+                    what: what.to_string(),
+                });
+            }
+        })
+    });
+    crate::plugin::follow_catalog_changes(follower);
 }
 
 /// Writes a whole frame on a pipe that several threads write to.

@@ -129,7 +129,10 @@ impl Proc {
                     return None;
                 }
             },
-            FromWorker::CatalogChanged { .. } => return None,
+            FromWorker::CatalogChanged { what } => {
+                crate::plugin::deliver_catalog_change(plugin, &what);
+                return None;
+            }
             FromWorker::Ready { .. }
             | FromWorker::LoadFailed { .. }
             | FromWorker::ConfigQuery { .. } => return None,
