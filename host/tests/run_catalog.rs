@@ -220,3 +220,38 @@ async fn a_catalog_breaking_the_rules_keeps_the_one_before() {
         .await;
     assert!(too_long.starts_with("error"), "{too_long}");
 }
+
+/// A worker that says its catalog changed 100,000 times (and 100,000 times something that
+/// cannot change): the reads are coalesced, an unchanged catalog announces nothing, and the
+/// host goes on serving; the next real change is announced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workers_flood_of_catalog_changes_is_coalesced() {
+    let (router, _dirs) = common::open_isolated_router(&["hostile"], RouterConfig::default());
+    let mut c = Client::start(router).await;
+    let before = c.names("tools").await;
+    let mut seen = Vec::new();
+    for what in ["tools", "nonsense"] {
+        assert_eq!(
+            c.call(
+                "hostile__flood_catalog",
+                json!({"count": 100_000, "what": what}),
+                &mut seen
+            )
+            .await,
+            "sent 100000"
+        );
+    }
+    assert_eq!(c.names("tools").await, before);
+    assert_eq!(
+        c.call(
+            "hostile__set_dynamic_tool",
+            json!({"name": "fine"}),
+            &mut seen
+        )
+        .await,
+        "set"
+    );
+    c.notified("notifications/tools/list_changed", &mut seen)
+        .await;
+    assert_eq!(c.names("tools").await.len(), before.len() + 1);
+}

@@ -315,6 +315,22 @@ async fn a_question_unanswered_by_the_calls_deadline_is_withdrawn() {
         ..RouterConfig::default()
     };
     let (router, _dirs) = common::open_router(&["asker"], config);
+    deadline_withdraws(router).await;
+}
+
+/// The same in a worker: the deadline cancels the call, which withdraws the host's question
+/// and ends the worker's wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_isolated_question_unanswered_by_the_calls_deadline_is_withdrawn() {
+    let config = RouterConfig {
+        default_timeout: Duration::from_millis(500),
+        ..RouterConfig::default()
+    };
+    let (router, _dirs) = common::open_isolated_router(&["asker"], config);
+    deadline_withdraws(router).await;
+}
+
+async fn deadline_withdraws(router: Arc<Router>) {
     let mut c = Client::start(router.clone(), json!({"elicitation":{}})).await;
     c.call(1, "asker__tea").await;
     let ask = c.next().await;

@@ -3,7 +3,10 @@
 //! frame to the host). Like notices, it may come from any thread of the plugin, with nothing
 //! but the plugin's name to say where it is from.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{
+    atomic::{AtomicU64, Ordering},
+    Arc, Mutex, Weak,
+};
 
 use crate::sync::lock;
 
@@ -25,11 +28,16 @@ pub fn follow_catalog_changes(follower: &Arc<CatalogFollower>) {
 /// Plugin `plugin` says its `what` changed (a worker's come here from its frames, unchecked).
 pub(crate) fn deliver_catalog_change(plugin: &str, what: &str) {
     if !KINDS.contains(&what) {
-        tracing::warn!(
-            plugin,
-            "dropped a catalog change of {:?}: only tools and prompts change at run time",
-            super::log_text(what, 32)
-        );
+        // A flood of them (a hostile worker's) does not flood the log.
+        static DROPPED: AtomicU64 = AtomicU64::new(0);
+        if (DROPPED.fetch_add(1, Ordering::Relaxed) + 1).is_power_of_two() {
+            tracing::warn!(
+                plugin,
+                "dropped a catalog change of {:?}: only tools and prompts change at run time \
+                 (warned at 1, 2, 4, ... of them)",
+                super::log_text(what, 32)
+            );
+        }
         return;
     }
     let followers: Vec<Arc<CatalogFollower>> = {
