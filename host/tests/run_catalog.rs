@@ -255,3 +255,32 @@ async fn a_workers_flood_of_catalog_changes_is_coalesced() {
         .await;
     assert_eq!(c.names("tools").await.len(), before.len() + 1);
 }
+
+/// A reload of the plugin's file starts from the new library's declarations: what the old
+/// version added at run time is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_starts_from_the_declarations_again() {
+    use common::registry::{call, library_in, replaced, variant, wait_for, Folder};
+    use toolhost::registry::{Registry, RegistryEvent};
+    let bytes = library_in(common::built_plugins(), "hostile");
+    let (folder, reg, mut rx, _watch) = Folder::new().serve("hostile.so", &bytes, |f| {
+        Registry::open(f.config()).expect("open the registry")
+    });
+    let has_fine = |reg: &Registry| {
+        reg.version("hostile")
+            .is_some_and(|v| v.manifest().tool("fine").is_some())
+    };
+    call(&reg, "hostile", "set_dynamic_tool", json!({"name": "fine"})).await;
+    wait_for(
+        &mut rx,
+        "the catalog change",
+        |e| matches!(e, RegistryEvent::Changed { name } if name == "hostile"),
+    )
+    .await;
+    assert!(has_fine(&reg));
+    folder.put("hostile.so", &variant(&bytes, 1));
+    replaced(&mut rx, "hostile").await;
+    assert!(!has_fine(&reg), "the new version has only its own tools");
+    let r = call(&reg, "hostile", "fine", json!({})).await;
+    assert!(r.is_error, "{r:?}");
+}
