@@ -1,0 +1,281 @@
+//! `toolhost chat` asks the person itself (docs/design/talk-back.md §3.3): on the CLI's sdk
+//! path the CLI refuses a plugin's `elicitation/create` with -32601 (docs/protocol.md §16.4),
+//! so a plugin's questions become terminal forms here ([`PluginAsker`]), and so do the CLI's
+//! own `elicitation` control requests for the user's `--mcp-config` servers
+//! ([`cli_elicitation`], §16.3). Both wait in the [`Questions`] queue with the permission
+//! questions: one on screen at a time.
+//!
+//! Without a terminal to ask on, a plugin is told `Unsupported` and the CLI gets `decline`.
+
+use std::{sync::Arc, time::Duration};
+
+use serde_json::{json, Map, Value};
+use tokio::sync::oneshot;
+
+use super::{
+    ask::Questions,
+    form::{Form, Key},
+};
+use crate::{
+    handler::{read_asks, ClientCaps},
+    plugin::{AskFailure, Asker, CallControl},
+    service::{AskerFor, ElicitHandler},
+};
+
+/// What a plugin is told when the chat cannot ask.
+pub const NO_TERMINAL: &str = "toolhost chat has no terminal to ask on";
+
+/// How often a plugin's waiting question looks at its call's cancellation.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
+
+/// A form in the queue; sends its answer when done.
+struct FormQuestion {
+    form: Form,
+    answer: Option<oneshot::Sender<Value>>,
+}
+
+impl super::ask::Question for FormQuestion {
+    fn lines(&mut self) -> Vec<String> {
+        self.form.take_lines()
+    }
+
+    fn prompt(&self) -> String {
+        self.form.prompt()
+    }
+
+    fn takes_esc(&self) -> bool {
+        true
+    }
+
+    fn reply(&mut self, line: Option<&str>) -> bool {
+        let key = line.map_or(Key::Esc, Key::Line);
+        let Some(answer) = self.form.key(key) else {
+            return false;
+        };
+        if let Some(tx) = self.answer.take() {
+            let _ = tx.send(answer);
+        }
+        true
+    }
+}
+
+/// The form of an elicitation's params, in MCP's shape (`mode`, `message`, `requestedSchema`,
+/// `url`) or the CLI's control request's (`requested_schema`, `property_order`).
+fn form_of(who: &str, params: &Value) -> Result<Form, String> {
+    let message = params["message"].as_str().unwrap_or("");
+    if params["mode"] == "url" {
+        return Ok(Form::url(
+            who,
+            message,
+            params["url"].as_str().unwrap_or(""),
+        ));
+    }
+    let schema = params
+        .get("requestedSchema")
+        .or_else(|| params.get("requested_schema"))
+        .cloned()
+        .unwrap_or_else(|| json!({"type": "object"}));
+    let order: Option<Vec<String>> = params["property_order"].as_array().map(|o| {
+        o.iter()
+            .filter_map(Value::as_str)
+            .map(String::from)
+            .collect()
+    });
+    Form::fields(who, message, &schema, order.as_deref())
+}
+
+/// Who asks the person a plugin's questions, for the chat's sdk servers: `None` when the chat
+/// has no terminal to ask on.
+pub fn plugin_askers(questions: Option<Questions>) -> AskerFor {
+    Arc::new(move |plugin: &str| {
+        Arc::new(PluginAsker {
+            questions: questions.clone(),
+            plugin: plugin.to_string(),
+        }) as Arc<dyn Asker>
+    })
+}
+
+/// A plugin's questions as forms, one after the other (the plugin's thread waits).
+pub struct PluginAsker {
+    questions: Option<Questions>,
+    plugin: String,
+}
+
+impl Asker for PluginAsker {
+    fn ask(&self, asks: &str, control: &CallControl) -> Result<String, AskFailure> {
+        let Some(questions) = &self.questions else {
+            tracing::debug!(plugin = %self.plugin, "{NO_TERMINAL}");
+            return Err(AskFailure::Unsupported(NO_TERMINAL.into()));
+        };
+        // The chat shows both modes; sampling and anything else is refused there.
+        let caps = ClientCaps {
+            form: true,
+            url: true,
+        };
+        let mut answers = Map::new();
+        for (key, _, params) in read_asks(asks, caps)? {
+            let form = form_of(&self.plugin, &params).map_err(AskFailure::Invalid)?;
+            let (tx, mut rx) = oneshot::channel();
+            let question = FormQuestion {
+                form,
+                answer: Some(tx),
+            };
+            let Some(id) = questions.push(Box::new(question)) else {
+                return Err(AskFailure::Unsupported(
+                    "the chat's input ended: no one can answer".into(),
+                ));
+            };
+            let answer = loop {
+                if control.is_cancelled() {
+                    questions.withdraw(id);
+                    return Err(AskFailure::Cancelled);
+                }
+                match rx.try_recv() {
+                    Ok(answer) => break answer,
+                    Err(oneshot::error::TryRecvError::Empty) => std::thread::sleep(CANCEL_POLL),
+                    // The input closed while it waited: no one answers.
+                    Err(oneshot::error::TryRecvError::Closed) => break json!({"action": "cancel"}),
+                }
+            };
+            answers.insert(key, answer);
+        }
+        Ok(Value::Object(answers).to_string())
+    }
+}
+
+/// Answers the CLI's own `elicitation` control requests (a user's MCP server asks) with the
+/// form; a form that cannot be shown is declined, one left unanswered (input closed) cancelled.
+pub fn cli_elicitation(questions: Questions) -> ElicitHandler {
+    Arc::new(move |request: Value| {
+        let questions = questions.clone();
+        Box::pin(async move {
+            let server = request["mcp_server_name"]
+                .as_str()
+                .unwrap_or("an MCP server");
+            let form = match form_of(server, &request) {
+                Ok(form) => form,
+                Err(e) => {
+                    tracing::warn!(server, "declined a form that cannot be shown: {e}");
+                    return json!({"action": "decline"});
+                }
+            };
+            let (tx, rx) = oneshot::channel();
+            let question = FormQuestion {
+                form,
+                answer: Some(tx),
+            };
+            questions
+                .asked(Box::new(question), rx)
+                .await
+                .unwrap_or_else(|| json!({"action": "cancel"}))
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEA: &str = r#"{"ask-1":{"method":"elicitation/create","params":{"mode":"form",
+        "message":"How do you take your tea?","requestedSchema":{"type":"object","properties":{
+        "name":{"type":"string"},"milk":{"type":"boolean"}},"required":["name","milk"]}}}}"#;
+
+    /// Answers the queue's head with `lines` as they are asked (a person at the terminal).
+    fn answer_with(questions: &Questions, lines: &[Option<&str>]) {
+        for line in lines {
+            let id = loop {
+                match questions.head() {
+                    Some((id, _)) => break id,
+                    None => std::thread::sleep(Duration::from_millis(5)),
+                }
+            };
+            questions.lines(id);
+            questions.reply(id, *line);
+        }
+    }
+
+    #[test]
+    fn a_plugins_form_is_answered_in_the_queue() {
+        let questions = Questions::default();
+        let asker = plugin_askers(Some(questions.clone()))("asker");
+        let control = CallControl::new("1", None);
+        let person = {
+            let q = questions.clone();
+            std::thread::spawn(move || answer_with(&q, &[Some("Ann"), Some("y"), Some("")]))
+        };
+        let answer = asker.ask(TEA, &control).unwrap();
+        person.join().unwrap();
+        let v: Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(
+            v,
+            json!({"ask-1": {"action": "accept", "content": {"name": "Ann", "milk": true}}})
+        );
+
+        // Esc: the whole form is cancelled.
+        let person = {
+            let q = questions.clone();
+            std::thread::spawn(move || answer_with(&q, &[Some("Ann"), None]))
+        };
+        let answer = asker.ask(TEA, &control).unwrap();
+        person.join().unwrap();
+        assert_eq!(answer, r#"{"ask-1":{"action":"cancel"}}"#);
+    }
+
+    #[test]
+    fn without_a_terminal_or_for_sampling_the_plugin_is_told_unsupported() {
+        let control = CallControl::new("1", None);
+        let none = plugin_askers(None)("asker");
+        assert_eq!(
+            none.ask(TEA, &control),
+            Err(AskFailure::Unsupported(NO_TERMINAL.into()))
+        );
+        let asker = plugin_askers(Some(Questions::default()))("asker");
+        let sample = r#"{"s":{"method":"sampling/createMessage","params":{}}}"#;
+        assert!(matches!(
+            asker.ask(sample, &control),
+            Err(AskFailure::Unsupported(e)) if e.contains("sampling")
+        ));
+    }
+
+    /// A cancelled call withdraws its form from the queue.
+    #[test]
+    fn a_cancelled_call_withdraws_its_form() {
+        let questions = Questions::default();
+        let asker = plugin_askers(Some(questions.clone()))("asker");
+        let control = Arc::new(CallControl::new("1", None));
+        let c = control.clone();
+        let waiting = std::thread::spawn(move || asker.ask(TEA, &c));
+        while questions.head().is_none() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        control.cancel();
+        assert_eq!(waiting.join().unwrap(), Err(AskFailure::Cancelled));
+        assert!(questions.head().is_none());
+    }
+
+    #[tokio::test]
+    async fn the_clis_elicitation_gets_the_form_and_a_bad_schema_is_declined() {
+        let questions = Questions::default();
+        let handler = cli_elicitation(questions.clone());
+        let request = json!({"subtype": "elicitation", "mcp_server_name": "s",
+            "message": "Pick", "mode": "form", "property_order": ["size", "colour"],
+            "requested_schema": {"type": "object", "properties": {
+                "colour": {"type": "string", "enum": ["red", "green"], "default": "red"},
+                "size": {"type": "integer", "minimum": 1, "maximum": 10}},
+                "required": ["size"]}});
+        let asked = tokio::spawn(handler(request));
+        let q = questions.clone();
+        tokio::task::spawn_blocking(move || {
+            answer_with(&q, &[Some("99"), Some("4"), Some(""), Some("y")])
+        })
+        .await
+        .unwrap();
+        assert_eq!(
+            asked.await.unwrap(),
+            json!({"action": "accept", "content": {"size": 4, "colour": "red"}})
+        );
+        let nested = json!({"mcp_server_name": "s", "message": "m", "mode": "form",
+            "requested_schema": {"type": "object", "properties": {"x": {"type": "object"}}}});
+        assert_eq!(handler(nested).await, json!({"action": "decline"}));
+    }
+}
