@@ -520,7 +520,10 @@ mod tests {
             json!({"action": "accept", "content": {"a": ["y"], "b": true}})
         );
         let at = |l: &str| shown.iter().position(|s| s == l);
-        assert!(at("  a [Why]: ").unwrap() < at("  b [y]: ").unwrap(), "{shown:?}");
+        assert!(
+            at("  a [Why]: ").unwrap() < at("  b [y]: ").unwrap(),
+            "{shown:?}"
+        );
         // Not a form: refused naming the field.
         let nested = json!({"type": "object", "properties": {"x": {"type": "object"}}});
         assert!(Form::fields("s", "m", &nested, None)
