@@ -223,13 +223,14 @@ async fn head(questions: &Questions) -> u64 {
 }
 
 /// A plugin's form in chat goes to the person (the CLI would refuse it with -32601): the
-/// answer typed reaches the tool; without a terminal the plugin is told so.
+/// answer typed reaches the tool; without a terminal the plugin is told so; roots are the
+/// chat's folders; sampling is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plugins_form_is_asked_in_chat() {
     let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
     let questions = Questions::default();
     let person = PersonAsks {
-        asker: Some(plugin_askers(Some(questions.clone()))),
+        asker: Some(plugin_askers(Some(questions.clone()), Vec::new())),
         ..PersonAsks::default()
     };
     let mut cli = Cli::start(router.clone(), person);
@@ -249,7 +250,7 @@ async fn a_plugins_form_is_asked_in_chat() {
 
     // No terminal: the plugin hears why.
     let person = PersonAsks {
-        asker: Some(plugin_askers(None)),
+        asker: Some(plugin_askers(None, vec!["file:///w".into()])),
         ..PersonAsks::default()
     };
     let mut cli = Cli::start(router, person);
@@ -258,5 +259,16 @@ async fn a_plugins_form_is_asked_in_chat() {
     assert!(
         told.starts_with("error: ") && told.contains(NO_TERMINAL),
         "{told}"
+    );
+    // Roots need no terminal; sampling is refused; the plugin sees what the chat can do.
+    cli.call("c3", "folders").await;
+    assert_eq!(tool_text(&cli.next().await), "file:///w (-)");
+    cli.call("c4", "haiku").await;
+    let told = tool_text(&cli.next().await);
+    assert!(told.contains("cannot sample"), "{told}");
+    cli.call("c5", "caps").await;
+    assert_eq!(
+        tool_text(&cli.next().await),
+        "form false url false sampling false roots true"
     );
 }

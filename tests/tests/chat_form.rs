@@ -78,14 +78,17 @@ impl Chat<'_> {
 
 cli_test!(
     /// A plugin's form filled in with keys (a default, a typo asked again, y/n), then one
-    /// cancelled with Esc; a URL-mode question answered `y`.
+    /// cancelled with Esc; a URL-mode question answered `y`; the plugin's roots.
     fn a_plugins_form_is_answered_at_the_terminal() {
         let Some(tmux) = tmux_or_skip() else {
             return;
         };
         let sandbox = Sandbox::new(&["asker"]);
         let fake = FakeApi::call_policy();
-        let cmd = sandbox.chat_command(&fake, &[]);
+        let extra = sandbox.path().join("extra");
+        std::fs::create_dir(&extra).unwrap();
+        let extra_arg = extra.to_string_lossy().into_owned();
+        let cmd = sandbox.chat_command(&fake, &["--", "--add-dir", &extra_arg]);
         let chat = Chat {
             tmux: Tmux::spawn(&tmux, &sandbox.path().join("tmux.sock"), &cmd, 120, 40),
             fake: &fake,
@@ -125,6 +128,20 @@ cli_test!(
         chat.wait("the URL", |s| s.contains("  https://example.com/login"));
         chat.answer("  Opened it and done? [y/N]:", "y");
         assert_eq!(chat.result(6), "accept: opened");
+
+        // Roots: the CLI's working folder and its --add-dir folder, asked of no one.
+        chat.wait("the prompt", at_prompt);
+        chat.tmux
+            .type_text(&format!("CALL {}", json!([["mcp__asker__folders", {}]])));
+        chat.tmux.key("Enter");
+        assert_eq!(
+            chat.result(8),
+            format!(
+                "file://{} (-), file://{} (-)",
+                sandbox.work_dir().display(),
+                extra.display()
+            )
+        );
     }
 );
 

@@ -6,6 +6,9 @@
 //! questions: one on screen at a time.
 //!
 //! Without a terminal to ask on, a plugin is told `Unsupported` and the CLI gets `decline`.
+//! A plugin's `roots/list` is answered from what the CLI was started with (its working folder
+//! and `--add-dir` folders, as the CLI answers a stdio server, §16.5), terminal or not;
+//! sampling is refused (the CLI has none to offer, §16.6).
 
 use std::{sync::Arc, time::Duration};
 
@@ -24,6 +27,10 @@ use crate::{
 
 /// What a plugin is told when the chat cannot ask.
 pub const NO_TERMINAL: &str = "toolhost chat has no terminal to ask on";
+
+/// What a plugin that samples is told.
+pub const NO_SAMPLING: &str =
+    "toolhost chat cannot sample: the claude CLI offers MCP servers no sampling";
 
 /// How often a plugin's waiting question looks at its call's cancellation.
 const CANCEL_POLL: Duration = Duration::from_millis(20);
@@ -84,13 +91,16 @@ fn form_of(who: &str, params: &Value) -> Result<Form, String> {
     Form::fields(who, message, &schema, order.as_deref())
 }
 
-/// Who asks the person a plugin's questions, for the chat's sdk servers: `None` when the chat
-/// has no terminal to ask on.
-pub fn plugin_askers(questions: Option<Questions>) -> AskerFor {
+/// Who asks the person a plugin's questions, for the chat's sdk servers: `questions` is `None`
+/// when the chat has no terminal to ask on; `roots` are the folders' `file://` URIs.
+pub fn plugin_askers(questions: Option<Questions>, roots: Vec<String>) -> AskerFor {
+    let roots = json!({"roots": roots.iter().map(|uri| json!({"uri": uri})).collect::<Vec<_>>()});
+    let roots = Arc::new(roots);
     Arc::new(move |plugin: &str| {
         Arc::new(PluginAsker {
             questions: questions.clone(),
             plugin: plugin.to_string(),
+            roots: roots.clone(),
         }) as Arc<dyn Asker>
     })
 }
@@ -99,21 +109,52 @@ pub fn plugin_askers(questions: Option<Questions>) -> AskerFor {
 pub struct PluginAsker {
     questions: Option<Questions>,
     plugin: String,
+    /// The `roots/list` answer.
+    roots: Arc<Value>,
+}
+
+impl PluginAsker {
+    /// What the chat can be asked, as a client declares it.
+    fn caps(&self) -> ClientCaps {
+        let terminal = self.questions.is_some();
+        ClientCaps {
+            form: terminal,
+            url: terminal,
+            roots: true,
+            sampling: false,
+        }
+    }
 }
 
 impl Asker for PluginAsker {
     fn ask(&self, asks: &str, control: &CallControl) -> Result<String, AskFailure> {
-        let Some(questions) = &self.questions else {
-            tracing::debug!(plugin = %self.plugin, "{NO_TERMINAL}");
-            return Err(AskFailure::Unsupported(NO_TERMINAL.into()));
-        };
-        // The chat shows both modes; sampling and anything else is refused there.
-        let caps = ClientCaps {
+        // Checked as any client's would be, then refused here for what the chat cannot do
+        // (before anything is asked: a batch is answered whole or not at all).
+        let all = ClientCaps {
             form: true,
             url: true,
+            roots: true,
+            sampling: true,
+        };
+        let asks = read_asks(asks, all)?;
+        if asks.iter().any(|(_, m, _)| m == "sampling/createMessage") {
+            return Err(AskFailure::Unsupported(NO_SAMPLING.into()));
+        }
+        let forms = asks.iter().any(|(_, m, _)| m == "elicitation/create");
+        let questions = match &self.questions {
+            Some(q) => q,
+            None if forms => {
+                tracing::debug!(plugin = %self.plugin, "{NO_TERMINAL}");
+                return Err(AskFailure::Unsupported(NO_TERMINAL.into()));
+            }
+            None => &Questions::default(),
         };
         let mut answers = Map::new();
-        for (key, _, params) in read_asks(asks, caps)? {
+        for (key, method, params) in asks {
+            if method == "roots/list" {
+                answers.insert(key, (*self.roots).clone());
+                continue;
+            }
             let form = form_of(&self.plugin, &params).map_err(AskFailure::Invalid)?;
             let (tx, mut rx) = oneshot::channel();
             let question = FormQuestion {
@@ -141,6 +182,26 @@ impl Asker for PluginAsker {
         }
         Ok(Value::Object(answers).to_string())
     }
+
+    fn client(&self) -> String {
+        self.caps().json()
+    }
+}
+
+/// The `file://` URI of the folder `path` (made absolute against `cwd`): bytes outside RFC
+/// 3986's unreserved set and `/` percent-encoded.
+pub fn file_uri(cwd: &std::path::Path, path: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let path = cwd.join(path);
+    let mut uri = String::from("file://");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri
 }
 
 /// Answers the CLI's own `elicitation` control requests (a user's MCP server asks) with the
@@ -197,7 +258,7 @@ mod tests {
     #[test]
     fn a_plugins_form_is_answered_in_the_queue() {
         let questions = Questions::default();
-        let asker = plugin_askers(Some(questions.clone()))("asker");
+        let asker = plugin_askers(Some(questions.clone()), Vec::new())("asker");
         let control = CallControl::new("1", None);
         let person = {
             let q = questions.clone();
@@ -224,24 +285,52 @@ mod tests {
     #[test]
     fn without_a_terminal_or_for_sampling_the_plugin_is_told_unsupported() {
         let control = CallControl::new("1", None);
-        let none = plugin_askers(None)("asker");
+        let none = plugin_askers(None, vec!["file:///w".into()])("asker");
         assert_eq!(
             none.ask(TEA, &control),
             Err(AskFailure::Unsupported(NO_TERMINAL.into()))
         );
-        let asker = plugin_askers(Some(Questions::default()))("asker");
-        let sample = r#"{"s":{"method":"sampling/createMessage","params":{}}}"#;
-        assert!(matches!(
+        assert_eq!(none.client(), r#"{"roots":{}}"#);
+        let asker = plugin_askers(Some(Questions::default()), Vec::new())("asker");
+        let sample = r#"{"s":{"method":"sampling/createMessage","params":{"messages":[],"maxTokens":5}},
+            "r":{"method":"roots/list"}}"#;
+        assert_eq!(
             asker.ask(sample, &control),
-            Err(AskFailure::Unsupported(e)) if e.contains("sampling")
-        ));
+            Err(AskFailure::Unsupported(NO_SAMPLING.into()))
+        );
+        assert_eq!(
+            asker.client(),
+            r#"{"elicitation":{"form":{},"url":{}},"roots":{}}"#
+        );
+    }
+
+    /// Roots are the CLI's folders, terminal or not.
+    #[test]
+    fn roots_are_the_clis_folders() {
+        let control = CallControl::new("1", None);
+        let cwd = std::path::Path::new("/home/ann/work");
+        let roots = vec![
+            file_uri(cwd, cwd),
+            file_uri(cwd, std::path::Path::new("docs")),
+            file_uri(cwd, std::path::Path::new("/srv/my data/%x")),
+        ];
+        assert_eq!(roots[2], "file:///srv/my%20data/%25x");
+        let asker = plugin_askers(None, roots)("asker");
+        let answer = asker
+            .ask(r#"{"r":{"method":"roots/list"}}"#, &control)
+            .unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&answer).unwrap(),
+            json!({"r": {"roots": [{"uri": "file:///home/ann/work"},
+                {"uri": "file:///home/ann/work/docs"}, {"uri": "file:///srv/my%20data/%25x"}]}})
+        );
     }
 
     /// A cancelled call withdraws its form from the queue.
     #[test]
     fn a_cancelled_call_withdraws_its_form() {
         let questions = Questions::default();
-        let asker = plugin_askers(Some(questions.clone()))("asker");
+        let asker = plugin_askers(Some(questions.clone()), Vec::new())("asker");
         let control = Arc::new(CallControl::new("1", None));
         let c = control.clone();
         let waiting = std::thread::spawn(move || asker.ask(TEA, &c));

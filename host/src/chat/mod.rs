@@ -246,7 +246,10 @@ fn start_cli(
             .clone()
             .filter(|_| forms)
             .map(elicit::cli_elicitation),
-        asker: Some(elicit::plugin_askers(questions.clone().filter(|_| forms))),
+        asker: Some(elicit::plugin_askers(
+            questions.clone().filter(|_| forms),
+            roots(args),
+        )),
     };
     // Read by a thread of its own with blocking reads, which runs fast calls itself; replies
     // are written straight to the CLI's stdin when nothing is queued before them.
@@ -257,6 +260,18 @@ fn start_cli(
     let session = Session::start_asking(lines, Writer::spawn_direct(stdin), router, person, hooks)
         .context("cannot start reading the CLI's output")?;
     Ok((cli, session, questions))
+}
+
+/// The CLI's folders as a plugin's `roots/list` gets them: its working folder (ours) and the
+/// `--add-dir` folders passed to it.
+fn roots(args: &ChatArgs) -> Vec<String> {
+    let Ok(cwd) = std::env::current_dir() else {
+        return Vec::new();
+    };
+    std::iter::once(cwd.clone())
+        .chain(command::add_dirs(args))
+        .map(|d| elicit::file_uri(&cwd, &d))
+        .collect()
 }
 
 /// Whether the session registers the hook events with the CLI: when hooks are on and a
