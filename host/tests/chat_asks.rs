@@ -272,3 +272,27 @@ async fn a_plugins_form_is_asked_in_chat() {
         "form false url false sampling false roots true"
     );
 }
+
+/// A form nobody answers is bounded by the call's own timeout (there is no ask timeout yet):
+/// the call ends with the timeout and the form leaves the queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unanswered_form_ends_with_the_calls_timeout() {
+    let config = RouterConfig {
+        default_timeout: Duration::from_millis(300),
+        ..RouterConfig::default()
+    };
+    let (router, _dirs) = common::open_router(&["asker"], config);
+    let questions = Questions::default();
+    let person = PersonAsks {
+        asker: Some(plugin_askers(Some(questions.clone()), Vec::new())),
+        ..PersonAsks::default()
+    };
+    let mut cli = Cli::start(router, person);
+    cli.call("c1", "tea").await;
+    let id = head(&questions).await;
+    let answer = cli.next().await;
+    assert_eq!(answer["response"]["request_id"], "c1", "{answer}");
+    let reply = &answer["response"]["response"]["mcp_response"];
+    assert!(reply.to_string().contains("timed out"), "{answer}");
+    until(|| !questions.is_waiting(id)).await;
+}
