@@ -78,7 +78,8 @@ impl Chat<'_> {
 
 cli_test!(
     /// A plugin's form filled in with keys (a default, a typo asked again, y/n), then one
-    /// cancelled with Esc; a URL-mode question answered `y`; the plugin's roots.
+    /// cancelled with Esc; a URL-mode question answered `y`; the plugin's roots; Ctrl-C in a
+    /// form.
     fn a_plugins_form_is_answered_at_the_terminal() {
         let Some(tmux) = tmux_or_skip() else {
             return;
@@ -142,13 +143,23 @@ cli_test!(
                 extra.display()
             )
         );
+
+        // Ctrl-C in a form interrupts the turn and cancels the form; the prompt comes back
+        // (not the form's field, whatever the order of the turn's end and the call's).
+        chat.call("mcp__asker__tea", "asker asks: How do you take your tea?");
+        chat.wait("the first field", |s| last_line(s).trim_end() == "  name:");
+        chat.tmux.key("C-c");
+        chat.wait("the form cancelled and the turn interrupted", |s| {
+            s.contains("(form cancelled)") && s.contains("[interrupted") && at_prompt(s)
+        });
     }
 );
 
 cli_test!(
     /// A user's own MCP server (`toolhost serve` over stdio, with the asker plugin) elicits:
     /// the CLI asks the chat with an `elicitation` control request, and the person's answer
-    /// reaches that server's tool.
+    /// reaches that server's tool; a form left open past the CLI's tool timeout is withdrawn
+    /// by the CLI and closes.
     fn the_clis_own_elicitation_is_answered_at_the_terminal() {
         let Some(tmux) = tmux_or_skip() else {
             return;
@@ -162,10 +173,12 @@ cli_test!(
         std::fs::write(&config, server.to_string()).unwrap();
         let fake = FakeApi::call_policy();
         let config = config.to_string_lossy().into_owned();
-        let cmd = sandbox.chat_command(
+        let mut cmd = sandbox.chat_command(
             &fake,
             &["--mcp-config", &config, "--allowed-tools", "mcp__th"],
         );
+        // The CLI's timeout for the stdio server's calls, which withdraws a form left open.
+        cmd.env("MCP_TOOL_TIMEOUT", "10000");
         let chat = Chat {
             tmux: Tmux::spawn(&tmux, &sandbox.path().join("tmux.sock"), &cmd, 120, 40),
             fake: &fake,
@@ -197,5 +210,25 @@ cli_test!(
             chat.result(before + 2),
             "accept: Cy takes 0 sugars, milk false"
         );
+
+        // Left unanswered past the CLI's tool timeout: the CLI withdraws its request
+        // (`control_cancel_request`) and the form closes unanswered.
+        let before = fake.requests().len();
+        chat.call("mcp__th__asker__tea", "th asks: How do you take your tea?");
+        chat.wait("the first field", |s| last_line(s).trim_end() == "  name:");
+        assert!(
+            fake.wait_for_requests(before + 2, STEP),
+            "{}",
+            chat.tmux.screen()
+        );
+        let told = &fake.last_request().tool_results()[0].content;
+        assert!(told.contains("no answer came"), "{told}");
+        // The line editor cannot be stopped mid-read: Enter leaves the withdrawn form.
+        chat.wait("the form withdrawn and the turn's end", |s| {
+            s.contains("(question withdrawn: press Enter)")
+                && s.contains("[ok · 1 turn · 1 tool call")
+        });
+        chat.tmux.key("Enter");
+        chat.wait("the prompt", at_prompt);
     }
 );

@@ -146,6 +146,11 @@ impl Questions {
         q.waiting.front().map(|w| (w.id, w.question.prompt()))
     }
 
+    /// How many questions wait.
+    pub fn waiting(&self) -> usize {
+        lock(&self.queue).waiting.len()
+    }
+
     /// Whether question `id` is still waiting.
     pub fn is_waiting(&self, id: u64) -> bool {
         lock(&self.queue).waiting.iter().any(|w| w.id == id)
@@ -181,6 +186,21 @@ impl Questions {
             self.changed.notify_one();
         }
         Some(settled)
+    }
+
+    /// Cancels every form waiting (as Esc would): the forms of an interrupted turn, whose
+    /// calls are being cancelled, must not be shown again meanwhile. Returns how many.
+    pub fn cancel_forms(&self) -> usize {
+        let mut q = lock(&self.queue);
+        let before = q.waiting.len();
+        q.waiting
+            .retain_mut(|w| !(w.question.takes_esc() && w.question.reply(None)));
+        let cancelled = before - q.waiting.len();
+        drop(q);
+        if cancelled > 0 {
+            self.changed.notify_one();
+        }
+        cancelled
     }
 
     /// The input ended: waiting questions, and later ones, get no answer.

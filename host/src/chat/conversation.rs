@@ -527,7 +527,13 @@ impl Chat {
                 return;
             }
             self.shown = None;
-            self.screen.notice("(question withdrawn)");
+            // The editor cannot be stopped mid-read: its line (any) ends the question.
+            let reading = self.reading == Some(Reading::Question(id));
+            self.screen.notice(if reading {
+                "(question withdrawn: press Enter)"
+            } else {
+                "(question withdrawn)"
+            });
         }
         while let Some((id, text)) = questions.head() {
             if self.kept.is_empty() && self.inputs.is_none() {
@@ -592,6 +598,16 @@ impl Chat {
     fn interrupt_or_quit(&mut self) -> Option<Stop> {
         if self.interrupted {
             return Some(Stop::Quit(130));
+        }
+        // The turn's calls are cancelled: their forms too, at once (the turn's end may come
+        // before a call sees its cancellation, and would show the form again).
+        if let Some(questions) = &self.questions {
+            if questions.cancel_forms() > 0 {
+                if self.shown.is_some_and(|id| !questions.is_waiting(id)) {
+                    self.shown = None;
+                }
+                self.screen.notice("(form cancelled)");
+            }
         }
         // Still getting a plugin's prompt: the CLI runs no turn; the get is stopped and its
         // prompt never sent.

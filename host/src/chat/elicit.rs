@@ -326,6 +326,32 @@ mod tests {
         );
     }
 
+    /// An interrupted turn's forms are cancelled at once; other questions stay.
+    #[tokio::test]
+    async fn cancel_forms_cancels_only_forms() {
+        let questions = Questions::default();
+        let permissions = questions.asker();
+        let req = crate::service::PermissionRequest {
+            request_id: "r".into(),
+            tool_name: "mcp__x__y".into(),
+            display_name: None,
+            tool_use_id: None,
+            input: serde_json::value::RawValue::from_string("{}".into()).unwrap(),
+        };
+        let asked = tokio::spawn(permissions(req));
+        let form = tokio::spawn(cli_elicitation(questions.clone())(json!({
+            "mcp_server_name": "s", "message": "m", "mode": "url", "url": "https://x"})));
+        while questions.waiting() < 2 {
+            questions.changed().await;
+        }
+        assert_eq!(questions.cancel_forms(), 1);
+        assert_eq!(form.await.unwrap(), json!({"action": "cancel"}));
+        let (id, text) = questions.head().unwrap();
+        assert!(text.starts_with("Allow x.y"), "{text}");
+        questions.reply(id, Some("y"));
+        assert!(asked.await.unwrap().is_ok());
+    }
+
     /// A cancelled call withdraws its form from the queue.
     #[test]
     fn a_cancelled_call_withdraws_its_form() {

@@ -262,7 +262,8 @@ impl Field {
             prop: prop.clone(),
             required,
             shape,
-            label: visible(label).into_owned(),
+            // It is the prompt: kept on one line.
+            label: visible(&label.replace(['\n', '\r', '\t'], " ")).into_owned(),
         }
     }
 
@@ -572,5 +573,10 @@ mod tests {
             );
         }
         assert!(all.iter().any(|l| l.contains("\\u001b]0;pwned")), "{all:?}");
+        // A title is the prompt: on one line.
+        let schema = json!({"type": "object", "properties": {
+            "a": {"type": "string", "title": "one\ntwo\r\nthree"}}});
+        let form = Form::fields("s", "m", &schema, None).unwrap();
+        assert_eq!(form.prompt(), "  one two  three: ");
     }
 }
