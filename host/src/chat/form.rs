@@ -197,10 +197,28 @@ impl Form {
         }
     }
 
-    /// Queues the lines that present the field now asked (nothing for the confirmation).
+    /// Queues the lines that present the field now asked, or (before the confirmation) what
+    /// would be sent: defaults taken on Enter are not on the screen otherwise.
     fn show_field(&mut self) {
         let Stage::Field(n) = self.stage else { return };
-        let Some(f) = self.fields.get(n) else { return };
+        let Some(f) = self.fields.get(n) else {
+            let sent: Vec<String> = self
+                .fields
+                .iter()
+                .filter_map(|f| {
+                    let v = self.content.get(&f.name)?;
+                    let shown = f.shown(v).unwrap_or_else(|| visible(&v.to_string()).into());
+                    Some(format!("{}: {shown}", f.label))
+                })
+                .collect();
+            let sent = if sent.is_empty() {
+                "nothing".to_string()
+            } else {
+                sent.join(" · ")
+            };
+            self.pending.push(format!("  → {sent}"));
+            return;
+        };
         let need = if f.required { "required" } else { "optional" };
         let mut lines = vec![format!("  {} · {} · {need}", f.label, f.kind())];
         if let Some(d) = f.prop.get("description").and_then(Value::as_str) {
@@ -482,7 +500,7 @@ mod tests {
             "    1) Small\n    2) Large\n  size: ",
             "  extras · pick any: numbers separated by commas · optional",
             "  mail · text, an email address · optional",
-            "  Send? [Y/n]: ",
+            "  → Name: Ann · count: 1 · price: 2.5 · gift: y · colour: red · size: Large · extras: jam, cream\n  Send? [Y/n]: ",
         ] {
             assert!(text.contains(line), "{line:?} not in:\n{text}");
         }
