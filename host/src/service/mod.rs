@@ -493,6 +493,7 @@ impl Control {
                     here: true,
                     reuses_ids: true,
                     asker: None,
+                    tasks: None,
                 };
                 let out = self.out.clone();
                 let id = id.to_string();

@@ -37,7 +37,9 @@ use super::{
     Listener, Shared,
 };
 use crate::{
-    handler::{Answer, Client, Discard, RequestKey, Respond, Router, Scope, Sink},
+    handler::{
+        Answer, Client, Discard, RequestKey, Respond, Router, Scope, Sink, Tasking, TASKS_EXTENSION,
+    },
     model::{
         error_code, ClientMessage, ClientRequest, RequestHead, MODERN_PROTOCOL_VERSION,
         SUPPORTED_PROTOCOL_VERSIONS,
@@ -256,6 +258,7 @@ async fn post(
         endpoint: endpoint.as_deref(),
         accept,
         held: std::sync::Mutex::new(Some(held)),
+        capabilities: head.meta.as_ref().and_then(|m| m.client_capabilities),
     };
     if modern::is_modern(method, &head, header_version) {
         let mirrored = param_headers::mirrored(msg.id, headers, header_version);
@@ -309,6 +312,8 @@ struct Call<'a> {
     accept: Accepts,
     /// The body's bytes of the budget: held by the call it carries until answered.
     held: std::sync::Mutex<Option<Held>>,
+    /// The request's `_meta` client capabilities (2026-07-28).
+    capabilities: Option<&'a RawValue>,
 }
 
 impl Call<'_> {
@@ -477,9 +482,20 @@ impl Call<'_> {
         modern: bool,
     ) -> Response<Body> {
         let router = &self.shared.router;
+        // A 2026-07-28 client's tasks are its token's; a session's are the session's.
+        let owner = format!("token:{:?}", self.client.credential);
+        let tasks = Some(match modern {
+            true => Tasking::Extension {
+                owner: &owner,
+                negotiated: declares_tasks(self.capabilities),
+                capabilities: self.capabilities,
+            },
+            false => Tasking::Session,
+        });
         let Some(id) = msg.id() else {
             let from = Client {
                 id: client,
+                tasks,
                 ..Client::of(self.scope())
             };
             router.handle(&from, msg, Box::new(|_: Answer<'_>| {}));
@@ -500,6 +516,7 @@ impl Call<'_> {
         let from = Client {
             id: client,
             sink: Some(&sink),
+            tasks,
             ..Client::of(self.scope())
         };
         let answered = Arc::new(AtomicBool::new(false));
@@ -564,6 +581,13 @@ impl Call<'_> {
             stream_response(CallStream::new(rx, ()))
         }
     }
+}
+
+/// Whether a 2026-07-28 request's client capabilities declare the tasks extension.
+fn declares_tasks(capabilities: Option<&RawValue>) -> bool {
+    capabilities
+        .and_then(|c| serde_json::from_str::<serde_json::Value>(c.get()).ok())
+        .is_some_and(|c| c["extensions"].get(TASKS_EXTENSION).is_some())
 }
 
 /// The status and body of an immediate reply: a 2026-07-28 one is completed, or is a 404 when
