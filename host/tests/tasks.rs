@@ -141,7 +141,11 @@ async fn a_task_starts_is_polled_and_gives_its_result() {
     assert_eq!(support("conformance__greet"), Value::Null);
 
     let task = c
-        .start_task("conformance__slow_compute", json!({"seconds": 1, "label": "x"}), 60_000)
+        .start_task(
+            "conformance__slow_compute",
+            json!({"seconds": 1, "label": "x"}),
+            60_000,
+        )
         .await;
     let id = task["taskId"].as_str().expect("a task id").to_string();
     assert_eq!(task["status"], "working", "{task}");
@@ -150,7 +154,11 @@ async fn a_task_starts_is_polled_and_gives_its_result() {
     assert!(task["createdAt"].as_str().unwrap().ends_with('Z'), "{task}");
     assert_eq!(c.get(&id).await["result"]["taskId"], id.as_str());
     let listed = c.request("tasks/list", json!({})).await;
-    assert_eq!(listed["result"]["tasks"][0]["taskId"], id.as_str(), "{listed}");
+    assert_eq!(
+        listed["result"]["tasks"][0]["taskId"],
+        id.as_str(),
+        "{listed}"
+    );
 
     // Waits for the end, then gives the tool's result.
     let result = c.request("tasks/result", json!({ "taskId": id })).await;
@@ -166,7 +174,10 @@ async fn a_task_starts_is_polled_and_gives_its_result() {
 
     // A tool that must be a task, called plainly, and a plain tool called as a task.
     let plain = c
-        .request("tools/call", json!({"name": "conformance__failing_job", "arguments": {}}))
+        .request(
+            "tools/call",
+            json!({"name": "conformance__failing_job", "arguments": {}}),
+        )
         .await;
     assert_eq!(plain["error"]["code"], -32601, "{plain}");
     let as_task = c
@@ -195,9 +206,17 @@ async fn a_cancelled_task_ends_cancelled() {
     let again = c.request("tasks/cancel", json!({ "taskId": id })).await;
     assert_eq!(again["error"]["code"], -32602, "{again}");
     let result = c.request("tasks/result", json!({ "taskId": id })).await;
-    assert!(result["error"]["message"].as_str().unwrap().contains("cancelled"), "{result}");
+    assert!(
+        result["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cancelled"),
+        "{result}"
+    );
     // The tool stopped: the host is idle again.
-    tokio::time::timeout(WAIT, router.answered_all()).await.unwrap();
+    tokio::time::timeout(WAIT, router.answered_all())
+        .await
+        .unwrap();
     c.end().await;
 }
 
@@ -222,7 +241,10 @@ async fn a_client_runs_at_most_32_tasks() {
         .await;
     assert_eq!(refused["error"]["code"], -32603, "{refused}");
     assert!(
-        refused["error"]["message"].as_str().unwrap().contains("too many tasks"),
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("too many tasks"),
         "{refused}"
     );
     assert_eq!(router.tasks().len(), MAX_TASKS);
@@ -247,7 +269,11 @@ async fn a_task_is_kept_for_its_time_to_live() {
     let (router, _dirs) = router();
     let (mut c, _) = Client::start(router.clone()).await;
     let long = c
-        .start_task("conformance__slow_compute", json!({"seconds": 0}), 10_000_000_000)
+        .start_task(
+            "conformance__slow_compute",
+            json!({"seconds": 0}),
+            10_000_000_000,
+        )
         .await;
     assert_eq!(long["ttl"], 3_600_000, "{long}");
     let short = c
@@ -260,7 +286,10 @@ async fn a_task_is_kept_for_its_time_to_live() {
     let gone = c.get(&id).await;
     assert_eq!(gone["error"]["code"], -32602, "{gone}");
     assert!(
-        gone["error"]["message"].as_str().unwrap().contains("unknown task"),
+        gone["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown task"),
         "{gone}"
     );
     // The one with an hour to live is still there.
@@ -281,19 +310,33 @@ async fn a_panicking_tool_fails_its_task() {
     let id = task["taskId"].as_str().unwrap().to_string();
     let ended = c.until_ended(&id).await;
     assert_eq!(ended["status"], "failed", "{ended}");
-    assert!(ended["statusMessage"].as_str().unwrap().contains("panicked"), "{ended}");
+    assert!(
+        ended["statusMessage"]
+            .as_str()
+            .unwrap()
+            .contains("panicked"),
+        "{ended}"
+    );
     let result = c.request("tasks/result", json!({ "taskId": id })).await;
     assert_eq!(result["error"]["code"], -32603, "{result}");
-    assert!(result["error"]["message"].as_str().unwrap().contains("panicked"));
+    assert!(result["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("panicked"));
 
-    let job = c.start_task("conformance__failing_job", json!({}), 60_000).await;
+    let job = c
+        .start_task("conformance__failing_job", json!({}), 60_000)
+        .await;
     let id = job["taskId"].as_str().unwrap().to_string();
     assert_eq!(c.until_ended(&id).await["status"], "completed");
     let result = c.request("tasks/result", json!({ "taskId": id })).await;
     assert_eq!(result["result"]["isError"], true, "{result}");
     // Serving goes on.
     let greet = c
-        .request("tools/call", json!({"name": "conformance__greet", "arguments": {"name": "Bo"}}))
+        .request(
+            "tools/call",
+            json!({"name": "conformance__greet", "arguments": {"name": "Bo"}}),
+        )
         .await;
     assert_eq!(greet["result"]["content"][0]["text"], "Hello, Bo!");
     c.end().await;
@@ -310,7 +353,10 @@ async fn another_session_cannot_reach_a_task() {
     let attacker = server.initialize(path).await;
     let rpc = |session: &str, id: i64, method: &str, params: Value| {
         server
-            .post(path, &json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}))
+            .post(
+                path,
+                &json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}),
+            )
             .header("mcp-session-id", session)
             .header("mcp-protocol-version", "2025-11-25")
     };
@@ -327,17 +373,29 @@ async fn another_session_cannot_reach_a_task() {
         .as_str()
         .unwrap_or_else(|| panic!("{created}"))
         .to_string();
-    for (n, method) in ["tasks/get", "tasks/result", "tasks/cancel"].iter().enumerate() {
+    for (n, method) in ["tasks/get", "tasks/result", "tasks/cancel"]
+        .iter()
+        .enumerate()
+    {
         let r = rpc(&attacker, 10 + n as i64, method, json!({ "taskId": id }))
             .send()
             .await
             .json();
         assert_eq!(r["error"]["code"], -32602, "{method}: {r}");
-        assert!(r["error"]["message"].as_str().unwrap().contains("unknown task"));
+        assert!(r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown task"));
     }
-    let listed = rpc(&attacker, 20, "tasks/list", json!({})).send().await.json();
+    let listed = rpc(&attacker, 20, "tasks/list", json!({}))
+        .send()
+        .await
+        .json();
     assert_eq!(listed["result"]["tasks"], json!([]), "{listed}");
-    let mine = rpc(&owner, 2, "tasks/get", json!({ "taskId": id })).send().await.json();
+    let mine = rpc(&owner, 2, "tasks/get", json!({ "taskId": id }))
+        .send()
+        .await
+        .json();
     assert_eq!(mine["result"]["status"], "working", "{mine}");
 
     common::http::Req::new(server.addr, "DELETE", path)
@@ -368,9 +426,17 @@ async fn the_tasks_extension_over_http() {
         p["_meta"] = ext.clone();
         server.modern(path, id, method, p).header("mcp-name", &task)
     };
-    let discover = server.modern(path, 1, "server/discover", json!({})).send().await.json();
+    let discover = server
+        .modern(path, 1, "server/discover", json!({}))
+        .send()
+        .await
+        .json();
     let caps = &discover["result"]["capabilities"];
-    assert_eq!(caps["extensions"]["io.modelcontextprotocol/tasks"], json!({}), "{discover}");
+    assert_eq!(
+        caps["extensions"]["io.modelcontextprotocol/tasks"],
+        json!({}),
+        "{discover}"
+    );
     assert!(caps.get("tasks").is_none(), "{discover}");
 
     let created = server
@@ -385,19 +451,28 @@ async fn the_tasks_extension_over_http() {
         .json();
     let result = &created["result"];
     assert_eq!(result["resultType"], "task", "{created}");
-    assert!(result.get("task").is_none() && result.get("ttl").is_none(), "{created}");
+    assert!(
+        result.get("task").is_none() && result.get("ttl").is_none(),
+        "{created}"
+    );
     let id = result["taskId"].as_str().unwrap().to_string();
 
     // The question shows once the tool asks.
     let mut asked = Value::Null;
     for n in 0..200 {
-        asked = task_req(100 + n, "tasks/get", json!({ "taskId": id })).send().await.json();
+        asked = task_req(100 + n, "tasks/get", json!({ "taskId": id }))
+            .send()
+            .await
+            .json();
         if asked["result"]["status"] == "input_required" {
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    let requests = asked["result"]["inputRequests"].as_object().expect("questions").clone();
+    let requests = asked["result"]["inputRequests"]
+        .as_object()
+        .expect("questions")
+        .clone();
     assert_eq!(requests.len(), 1, "{asked}");
     let (key, question) = requests.iter().next().unwrap();
     assert_eq!(question["method"], "elicitation/create");
@@ -421,26 +496,72 @@ async fn the_tasks_extension_over_http() {
     assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
     let mut done = Value::Null;
     for n in 0..200 {
-        done = task_req(200 + n, "tasks/get", json!({ "taskId": id })).send().await.json();
+        done = task_req(200 + n, "tasks/get", json!({ "taskId": id }))
+            .send()
+            .await
+            .json();
         if done["result"]["status"] == "completed" {
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    assert_eq!(done["result"]["result"]["content"][0]["text"], "deleted a.txt", "{done}");
+    assert_eq!(
+        done["result"]["result"]["content"][0]["text"], "deleted a.txt",
+        "{done}"
+    );
 
     // Without the extension: a tool that must be a task is refused, naming it.
     let refused = server
-        .modern(path, 5, "tools/call", json!({"name": "failing_job", "arguments": {}}))
+        .modern(
+            path,
+            5,
+            "tools/call",
+            json!({"name": "failing_job", "arguments": {}}),
+        )
         .send()
         .await
         .json();
     assert_eq!(refused["error"]["code"], -32021, "{refused}");
     assert_eq!(
-        refused["error"]["data"]["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"],
+        refused["error"]["data"]["requiredCapabilities"]["extensions"]
+            ["io.modelcontextprotocol/tasks"],
         json!({})
     );
     let list = task_req(6, "tasks/list", json!({})).send().await;
     assert_eq!(list.json()["error"]["code"], -32601);
     server.stop().await;
+}
+
+/// A task whose worker process crashes ends `failed`, saying so (not `completed` with the
+/// error result a plain call gets); the plugin serves on in a new worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_worker_fails_its_task() {
+    let (router, _dirs) = common::open_isolated_router(&["crashy"], RouterConfig::default());
+    let (mut c, _) = Client::start(router.clone()).await;
+    let task = c.start_task("crashy__abort", json!({}), 60_000).await;
+    let id = task["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{task}"))
+        .to_string();
+    let ended = c.until_ended(&id).await;
+    assert_eq!(ended["status"], "failed", "{ended}");
+    let why = ended["statusMessage"].as_str().unwrap();
+    assert!(
+        why.contains("crashed") && why.contains("SIGABRT"),
+        "{ended}"
+    );
+    let echo = c
+        .request(
+            "tools/call",
+            json!({"name": "crashy__echo", "arguments": {"word": "on"}}),
+        )
+        .await;
+    assert!(
+        echo["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("on"),
+        "{echo}"
+    );
+    c.end().await;
 }
