@@ -565,3 +565,40 @@ async fn a_crashed_worker_fails_its_task() {
     );
     c.end().await;
 }
+
+/// A task keeps running on the plugin version it started on: its plugin's file removed (the
+/// plugin unloaded from the catalog) while it works, it still ends with its result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_outlives_its_plugins_removal() {
+    let (router, dirs) = router();
+    let _watch = router.registry().watch().expect("watch the plugin folder");
+    let (mut c, _) = Client::start(router.clone()).await;
+    let task = c
+        .start_task(
+            "conformance__slow_compute",
+            json!({"seconds": 5, "label": "old"}),
+            60_000,
+        )
+        .await;
+    let id = task["taskId"].as_str().unwrap().to_string();
+    std::fs::remove_file(dirs.0.path().join(common::lib_file("conformance"))).unwrap();
+    for _ in 0..400 {
+        if router.registry().get("conformance").is_none() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        router.registry().get("conformance").is_none(),
+        "the plugin is still served"
+    );
+    assert_eq!(c.get(&id).await["result"]["status"], "working");
+    let ended = c.until_ended(&id).await;
+    assert_eq!(ended["status"], "completed", "{ended}");
+    let result = c.request("tasks/result", json!({ "taskId": id })).await;
+    assert_eq!(
+        result["result"]["content"][0]["text"], "computed old after 5 s",
+        "{result}"
+    );
+    c.end().await;
+}
