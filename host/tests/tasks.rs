@@ -602,3 +602,75 @@ async fn a_task_outlives_its_plugins_removal() {
     );
     c.end().await;
 }
+
+/// Over 2026-07-28 a client's tasks are its bearer token's: another token's request for the
+/// task (get, update, cancel) is "unknown task", and the task goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_token_cannot_reach_a_task() {
+    let (owner, other) = (
+        "owner-token-0123456789abcdef",
+        "other-token-0123456789abcdef",
+    );
+    let mut setup = common::http::Setup::new(&["conformance"]);
+    setup.tokens = Some(toolhost::service::http::Tokens::from_list([
+        owner.to_string(),
+        other.to_string(),
+    ]));
+    let server = setup.start().await;
+    let path = "/mcp/conformance";
+    let meta = json!({"io.modelcontextprotocol/clientCapabilities":
+        {"extensions": {"io.modelcontextprotocol/tasks": {}}}});
+    let bearer = |token: &str| format!("Bearer {token}");
+    let created = server
+        .modern(
+            path,
+            1,
+            "tools/call",
+            json!({"name": "slow_compute", "arguments": {"seconds": 60}, "_meta": meta}),
+        )
+        .header("authorization", &bearer(owner))
+        .send()
+        .await
+        .json();
+    let id = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_string();
+    let as_token = |token: &str, n: i64, method: &str, mut params: Value| {
+        params["taskId"] = json!(id);
+        params["_meta"] = meta.clone();
+        server
+            .modern(path, n, method, params)
+            .header("mcp-name", &id)
+            .header("authorization", &bearer(token))
+    };
+    for (n, (method, params)) in [
+        ("tasks/get", json!({})),
+        ("tasks/update", json!({"inputResponses": {}})),
+        ("tasks/cancel", json!({})),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let r = as_token(other, 10 + n as i64, method, params)
+            .send()
+            .await
+            .json();
+        assert_eq!(r["error"]["code"], -32602, "{method}: {r}");
+        assert!(r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown task"));
+    }
+    let mine = as_token(owner, 20, "tasks/get", json!({}))
+        .send()
+        .await
+        .json();
+    assert_eq!(mine["result"]["status"], "working", "{mine}");
+    let ack = as_token(owner, 21, "tasks/cancel", json!({}))
+        .send()
+        .await
+        .json();
+    assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
+    server.stop().await;
+}
