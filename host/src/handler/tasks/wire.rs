@@ -169,81 +169,46 @@ impl Router {
         method: &str,
         params: Option<&RawValue>,
     ) -> Dispatch {
-        let not_found = || {
-            Dispatch::Reply(rpc_error(
-                Some(id),
-                error_code::METHOD_NOT_FOUND,
-                &format!("method not found: {method}"),
-            ))
-        };
         let Some(tasking) = client.tasks else {
-            return not_found();
+            return not_found(id, method);
         };
         let params: TaskParams = match params.map(|p| serde_json::from_str(p.get())) {
             Some(Ok(p)) => p,
             None => TaskParams::default(),
             Some(Err(e)) => {
-                return Dispatch::Reply(rpc_error(
-                    Some(id),
-                    error_code::INVALID_PARAMS,
-                    &format!("invalid params: {e}"),
-                ))
+                let message = format!("invalid params: {e}");
+                return Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &message));
             }
         };
         let owner = owner_of(client, tasking);
-        match (tasking, method) {
-            (Tasking::Session, "tasks/list") => {
-                let tasks: Vec<Value> = self
-                    .tasks
-                    .list(&owner)
-                    .iter()
-                    .map(|t| session_task(t, &t.snapshot()))
-                    .collect();
-                return Dispatch::Reply(rpc_result(Some(id), &json!({ "tasks": tasks })));
-            }
-            (Tasking::Session, "tasks/get" | "tasks/result" | "tasks/cancel") => {}
-            (
-                Tasking::Extension { negotiated, .. },
-                "tasks/get" | "tasks/update" | "tasks/cancel",
-            ) => {
-                if !negotiated {
-                    return Dispatch::Reply(rpc_error_data(
-                        Some(id),
-                        MISSING_CAPABILITY,
-                        &format!("{method} needs the {} extension: declare it in the request's clientCapabilities", super::EXTENSION),
-                        Some(&extension_required()),
-                    ));
-                }
-            }
-            _ => return not_found(),
+        if let Some(refused) = self.task_method(tasking, &owner, id, method) {
+            return refused;
         }
         let Some(task) = params
             .task_id
             .as_deref()
             .and_then(|t| self.tasks.find(&owner, t))
         else {
-            return Dispatch::Reply(rpc_error(
-                Some(id),
-                error_code::INVALID_PARAMS,
-                &format!(
-                    "unknown task {}: no task of this client has that id (it may have expired)",
-                    params.task_id.as_deref().map_or("(none given)", |t| t)
-                ),
-            ));
+            let named = params.task_id.as_deref().unwrap_or("(none given)");
+            let message = format!(
+                "unknown task {named}: no task of this client has that id (it may have expired)"
+            );
+            return Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &message));
         };
         let reply = |v: Value| Dispatch::Reply(rpc_result(Some(id), &v));
         match (tasking, method) {
             (Tasking::Session, "tasks/get") => reply(session_task(&task, &task.snapshot())),
             (Tasking::Session, "tasks/cancel") => {
                 if !task.cancel() {
+                    let message = format!(
+                        "cannot cancel task {}: it is {} already",
+                        task.id,
+                        task.status().name()
+                    );
                     return Dispatch::Reply(rpc_error(
                         Some(id),
                         error_code::INVALID_PARAMS,
-                        &format!(
-                            "cannot cancel task {}: it is {} already",
-                            task.id,
-                            task.status().name()
-                        ),
+                        &message,
                     ));
                 }
                 reply(session_task(&task, &task.snapshot()))
@@ -260,6 +225,46 @@ impl Router {
             }
         }
     }
+
+    /// The refusal of `method` in this dialect, if it is refused: a method the dialect does not
+    /// have, or one the request did not negotiate. `tasks/list` is answered here.
+    fn task_method(
+        &self,
+        tasking: Tasking<'_>,
+        owner: &str,
+        id: &RawValue,
+        method: &str,
+    ) -> Option<Dispatch> {
+        match (tasking, method) {
+            (Tasking::Session, "tasks/list") => {
+                let tasks: Vec<Value> = self
+                    .tasks
+                    .list(owner)
+                    .iter()
+                    .map(|t| session_task(t, &t.snapshot()))
+                    .collect();
+                Some(Dispatch::Reply(rpc_result(Some(id), &json!({ "tasks": tasks }))))
+            }
+            (Tasking::Session, "tasks/get" | "tasks/result" | "tasks/cancel") => None,
+            (Tasking::Extension { negotiated, .. }, "tasks/get" | "tasks/update" | "tasks/cancel") => {
+                (!negotiated).then(|| {
+                    Dispatch::Reply(rpc_error_data(
+                        Some(id),
+                        MISSING_CAPABILITY,
+                        &format!("{method} needs the {} extension: declare it in the request's clientCapabilities", super::EXTENSION),
+                        Some(&extension_required()),
+                    ))
+                })
+            }
+            _ => Some(not_found(id, method)),
+        }
+    }
+}
+
+/// "Method not found" for `method`.
+fn not_found(id: &RawValue, method: &str) -> Dispatch {
+    let message = format!("method not found: {method}");
+    Dispatch::Reply(rpc_error(Some(id), error_code::METHOD_NOT_FOUND, &message))
 }
 
 /// The key of the tasks of `client`.

@@ -482,16 +482,8 @@ impl Call<'_> {
         modern: bool,
     ) -> Response<Body> {
         let router = &self.shared.router;
-        // A 2026-07-28 client's tasks are its token's; a session's are the session's.
         let owner = format!("token:{:?}", self.client.credential);
-        let tasks = Some(match modern {
-            true => Tasking::Extension {
-                owner: &owner,
-                negotiated: declares_tasks(self.capabilities),
-                capabilities: self.capabilities,
-            },
-            false => Tasking::Session,
-        });
+        let tasks = Some(self.tasking(&owner, modern));
         let Some(id) = msg.id() else {
             let from = Client {
                 id: client,
@@ -556,6 +548,19 @@ impl Call<'_> {
             ),
         };
         response.map(|b| paced(b, guard))
+    }
+
+    /// How the client runs tasks: a 2026-07-28 client's are its token's (`owner`), a
+    /// session's are the session's.
+    fn tasking<'o>(&'o self, owner: &'o str, modern: bool) -> Tasking<'o> {
+        match modern {
+            true => Tasking::Extension {
+                owner,
+                negotiated: declares_tasks(self.capabilities),
+                capabilities: self.capabilities,
+            },
+            false => Tasking::Session,
+        }
     }
 
     /// Whether a call may notify (its progress, its plugin's log records): it then answers as
