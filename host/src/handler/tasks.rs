@@ -29,7 +29,10 @@ pub(super) use asker::TaskAsker;
 pub(super) use wire::Later;
 
 use super::{Outcome, Scope};
-use crate::{plugin::CallControl, sync::lock};
+use crate::{
+    plugin::{AskFailure, CallControl},
+    sync::lock,
+};
 
 /// Most tasks one owner holds, running or finished (a finished one makes room when needed).
 pub const MAX_TASKS: usize = 32;
@@ -40,6 +43,9 @@ pub const MIN_TTL: Duration = Duration::from_secs(1);
 pub const MAX_TTL: Duration = Duration::from_secs(3600);
 /// How often clients are told to poll, in milliseconds.
 pub const POLL_INTERVAL_MS: u64 = 500;
+/// Most questions one task may have waiting (a plugin asking from many threads at once
+/// cannot grow its task without bound).
+pub const MAX_QUESTIONS: usize = 64;
 /// The 2026-07-28 extension's name.
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
@@ -222,12 +228,17 @@ impl Task {
         }
     }
 
-    /// Puts `requests` to the client as questions; the receivers get their answers. `None`
-    /// when the task has ended.
-    fn ask(&self, requests: Vec<Value>) -> Option<Vec<mpsc::Receiver<Value>>> {
+    /// Puts `requests` to the client as questions; the receivers get their answers. Refused
+    /// when the task has ended, or would have over [`MAX_QUESTIONS`] waiting.
+    fn ask(&self, requests: Vec<Value>) -> Result<Vec<mpsc::Receiver<Value>>, AskFailure> {
         let mut s = lock(&self.state);
         if s.status.is_terminal() {
-            return None;
+            return Err(AskFailure::Cancelled);
+        }
+        if s.questions.len() + requests.len() > MAX_QUESTIONS {
+            return Err(AskFailure::Unsupported(format!(
+                "{MAX_QUESTIONS} questions of this task wait for their answers already"
+            )));
         }
         let mut answers = Vec::with_capacity(requests.len());
         for request in requests {
@@ -245,7 +256,7 @@ impl Task {
         }
         s.status = Status::InputRequired;
         s.updated = SystemTime::now();
-        Some(answers)
+        Ok(answers)
     }
 
     /// Whether it can go: ended more than its time to live ago.
@@ -442,6 +453,42 @@ mod tests {
         assert_eq!(clamp_ttl(Some(1)), MIN_TTL);
         assert_eq!(clamp_ttl(Some(u64::MAX)), MAX_TTL);
         assert_eq!(clamp_ttl(Some(5000)), Duration::from_secs(5));
+    }
+
+    /// A plugin asking from many threads at once is refused past MAX_QUESTIONS waiting; an
+    /// answer frees its place, and the task works again once none waits.
+    #[test]
+    fn a_task_holds_a_bounded_number_of_questions() {
+        let tasks = Tasks::default();
+        let control = Arc::new(CallControl::new("t", None));
+        let task = tasks.create("me", "tool", DEFAULT_TTL, control).unwrap();
+        let q = || json!({"method": "elicitation/create", "params": {}});
+        let mut waiting = Vec::new();
+        for _ in 0..MAX_QUESTIONS {
+            waiting.extend(task.ask(vec![q()]).expect("room for it"));
+        }
+        assert_eq!(task.status(), Status::InputRequired);
+        assert!(matches!(
+            task.ask(vec![q()]),
+            Err(AskFailure::Unsupported(_))
+        ));
+        let keys: Vec<String> = task.snapshot().questions.keys().cloned().collect();
+        assert_eq!(keys.len(), MAX_QUESTIONS);
+        let answer = json!({"action": "decline"});
+        task.answer(&Map::from_iter([(keys[0].clone(), answer.clone())]));
+        assert_eq!(waiting[0].try_recv().unwrap(), answer);
+        waiting.extend(task.ask(vec![q()]).expect("room again"));
+        let all: Map<String, Value> = task
+            .snapshot()
+            .questions
+            .keys()
+            .map(|k| (k.clone(), answer.clone()))
+            .collect();
+        task.answer(&all);
+        assert_eq!(task.status(), Status::Working);
+        // Another owner's id is no task of mine.
+        assert!(tasks.find("someone else", &task.id).is_none());
+        assert!(tasks.find("me", &task.id).is_some());
     }
 
     #[test]

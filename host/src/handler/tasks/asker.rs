@@ -36,7 +36,7 @@ impl Asker for TaskAsker {
             .collect();
         let receivers = {
             let task = self.task.upgrade().ok_or(AskFailure::Cancelled)?;
-            task.ask(requests).ok_or(AskFailure::Cancelled)?
+            task.ask(requests)?
         };
         let mut answers = Map::new();
         for ((key, method, params), rx) in questions.iter().zip(receivers) {
