@@ -674,3 +674,46 @@ async fn another_token_cannot_reach_a_task() {
     assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
     server.stop().await;
 }
+
+/// Over an HTTP session (2025-11-25), `tasks/result` waits for the task's end and answers
+/// with its result; the session's `initialize` declares tasks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_fetches_a_task_result_over_http() {
+    let server = common::http::Setup::new(&["conformance"]).start().await;
+    let path = "/mcp/conformance";
+    let session = server.initialize(path).await;
+    let rpc = |id: i64, method: &str, params: Value| {
+        server
+            .post(
+                path,
+                &json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}),
+            )
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-11-25")
+    };
+    let created = rpc(
+        1,
+        "tools/call",
+        json!({"name":"slow_compute","arguments":{"seconds":1,"label":"h"},"task":{}}),
+    )
+    .send()
+    .await
+    .json();
+    let task = &created["result"]["task"];
+    assert_eq!(task["ttl"], 600_000, "{created}");
+    let id = task["taskId"].as_str().unwrap().to_string();
+    let result = rpc(2, "tasks/result", json!({ "taskId": id }))
+        .send()
+        .await
+        .json();
+    assert_eq!(result["id"], 2, "{result}");
+    assert_eq!(
+        result["result"]["content"][0]["text"],
+        "computed h after 1 s"
+    );
+    assert_eq!(
+        result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        id.as_str()
+    );
+    server.stop().await;
+}
