@@ -369,7 +369,11 @@ fn undeclared(capability: &str) -> AskFailure {
 /// The client's result to `method`, checked for its shape: an elicitation's `action` is
 /// `accept`, `decline` or `cancel`, and only an accept's `content` (an object) is kept, which
 /// must fit `form` when one was sent (clients check types at most: docs/protocol.md §16).
-fn check_answer(method: &str, form: &Option<Value>, result: &str) -> Result<Value, AskFailure> {
+pub(super) fn check_answer(
+    method: &str,
+    form: &Option<Value>,
+    result: &str,
+) -> Result<Value, AskFailure> {
     let bad = |why: &str| {
         AskFailure::Invalid(format!(
             "the client's answer to {method} is not one MCP allows: {why}"

@@ -38,7 +38,10 @@ use super::{
     Listener, Shared,
 };
 use crate::{
-    handler::{Answer, Client, ClientCaps, Discard, RequestKey, Respond, Router, Scope, Sink},
+    handler::{
+        Answer, Client, ClientCaps, Discard, RequestKey, Respond, Router, Scope, Sink, Tasking,
+        TASKS_EXTENSION,
+    },
     model::{
         error_code, ClientMessage, ClientRequest, RequestHead, MODERN_PROTOCOL_VERSION,
         SUPPORTED_PROTOCOL_VERSIONS,
@@ -259,6 +262,7 @@ async fn post(
         accept,
         held: std::sync::Mutex::new(Some(held)),
         session: std::sync::OnceLock::new(),
+        capabilities: head.meta.as_ref().and_then(|m| m.client_capabilities),
     };
     if modern::is_modern(method, &head, header_version) {
         let mirrored = param_headers::mirrored(msg.id, headers, header_version);
@@ -314,6 +318,8 @@ struct Call<'a> {
     held: std::sync::Mutex<Option<Held>>,
     /// The 2025-11-25 session it is a message of (not set for `initialize`).
     session: std::sync::OnceLock<Arc<HttpSession>>,
+    /// The request's `_meta` client capabilities (2026-07-28).
+    capabilities: Option<&'a RawValue>,
 }
 
 impl Call<'_> {
@@ -488,9 +494,12 @@ impl Call<'_> {
         modern: bool,
     ) -> Response<Body> {
         let router = &self.shared.router;
+        let owner = format!("token:{:?}", self.client.credential);
+        let tasks = Some(self.tasking(&owner, modern));
         let Some(id) = msg.id() else {
             let from = Client {
                 id: client,
+                tasks,
                 ..Client::of(self.scope())
             };
             router.handle(&from, msg, Box::new(|_: Answer<'_>| {}));
@@ -516,6 +525,7 @@ impl Call<'_> {
             id: client,
             sink: Some(&sink),
             asker: asker.as_ref(),
+            tasks,
             ..Client::of(self.scope())
         };
         let answered = Arc::new(AtomicBool::new(false));
@@ -563,6 +573,19 @@ impl Call<'_> {
         response.map(|b| paced(b, guard))
     }
 
+    /// How the client runs tasks: a 2026-07-28 client's are its token's (`owner`), a
+    /// session's are the session's.
+    fn tasking<'o>(&'o self, owner: &'o str, modern: bool) -> Tasking<'o> {
+        match modern {
+            true => Tasking::Extension {
+                owner,
+                negotiated: declares_tasks(self.capabilities),
+                capabilities: self.capabilities,
+            },
+            false => Tasking::Session,
+        }
+    }
+
     /// Whether a call may notify (its progress, its plugin's log records): it then answers as
     /// a stream, where they go before the reply.
     fn notifies(&self, msg: &ClientMessage<'_>, client: &str) -> bool {
@@ -586,6 +609,13 @@ impl Call<'_> {
             stream_response(CallStream::new(rx, ()))
         }
     }
+}
+
+/// Whether a 2026-07-28 request's client capabilities declare the tasks extension.
+fn declares_tasks(capabilities: Option<&RawValue>) -> bool {
+    capabilities
+        .and_then(|c| serde_json::from_str::<serde_json::Value>(c.get()).ok())
+        .is_some_and(|c| c["extensions"].get(TASKS_EXTENSION).is_some())
 }
 
 /// The status and body of an immediate reply: a 2026-07-28 one is completed, or is a 404 when
