@@ -1,7 +1,9 @@
 //! Each way a tool talks back to its client while it runs, blocking until the answer comes:
 //! a form the user fills in (`confirm`), a URL the user opens (`sign_in`), a completion from
 //! the client's model (`summarize`), the client's roots (`workspace`), and several questions
-//! in one round (`introduce`).
+//! in one round (`introduce`). Two more talk back otherwise: `learn` adds a tool to the
+//! plugin's catalog while it runs (clients are told the list changed), and `count` may run as
+//! an MCP task that a client starts, polls and cancels.
 //!
 //! A client answers only what it declared: Claude Code declares forms, URLs and roots but not
 //! sampling, so `summarize` reads `ctx.client()` and falls back to its own cut there. Where a
@@ -9,7 +11,9 @@
 //! tool's error says why.
 
 use serde::Deserialize;
-use toolhost_plugin::{prelude::*, Asks, SampleRequest};
+use std::time::Duration;
+
+use toolhost_plugin::{catalog::CatalogError, prelude::*, Asks, SampleRequest, ToolDef};
 
 /// The confirmation form.
 #[derive(Deserialize, JsonSchema)]
@@ -116,6 +120,46 @@ pub fn introduce(ctx: &Context) -> Result<String, AskError> {
     })
 }
 
+/// Teach the plugin a new greeting: adds the tool `greet_<word>`, which says `word` to whoever
+/// it is given (added at run time: the client sees it from its next list of tools; a reload
+/// of the plugin forgets it).
+#[tool]
+pub fn learn(
+    /// The greeting, one lowercase word (`hello`, `ahoy`).
+    word: String,
+    ctx: &Context,
+) -> Result<String, CatalogError> {
+    if word.is_empty() || !word.chars().all(|c| c.is_ascii_lowercase()) {
+        return Err(CatalogError::Invalid(format!(
+            "`{word}` is not one lowercase word"
+        )));
+    }
+    let name = format!("greet_{word}");
+    let greeting = word.clone();
+    let tool = ToolDef::new(name.clone(), move |who: Who| {
+        format!("{greeting}, {}!", who.name)
+    })
+    .description(format!("Say {word} to someone."));
+    ctx.catalog().add_tool(tool)?;
+    Ok(format!("learned `{name}`"))
+}
+
+/// Count up to a number, a second per step: long enough that a client may run it as a task,
+/// poll it and cancel it (each step reports progress).
+#[tool(task = "optional")]
+pub fn count(
+    /// Where to stop (at most 600).
+    to: u32,
+    ctx: &Context,
+) -> Result<String, Cancelled> {
+    let to = to.min(600);
+    for i in 1..=to {
+        ctx.sleep(Duration::from_secs(1))?;
+        ctx.progress(f64::from(i), Some(f64::from(to)), &format!("{i} of {to}"));
+    }
+    Ok(format!("counted to {to}"))
+}
+
 export_plugin!();
 
 #[cfg(test)]
@@ -147,6 +191,37 @@ mod tests {
         let form = &ctx.asks()[0]["params"]["requestedSchema"];
         assert_eq!(form["required"], json!(["sure"]));
         assert_eq!(form["properties"]["reason"]["type"], "string");
+    }
+
+    #[test]
+    fn learn_refuses_what_is_no_word_and_needs_a_host() {
+        let ctx = TestContext::new();
+        let call = |word: &str| text(learn::tool().call(json!({"word": word}), &ctx));
+        assert!(
+            call("two words").contains("is not one lowercase word"),
+            "{}",
+            call("two words")
+        );
+        // Outside a host nothing can change: the tool says why instead of claiming it did.
+        assert!(
+            call("ahoy").contains("not loaded by a host"),
+            "{}",
+            call("ahoy")
+        );
+    }
+
+    #[test]
+    fn count_counts_and_is_declared_for_tasks() {
+        let ctx = TestContext::new();
+        assert_eq!(
+            count::tool().call(json!({"to": 2}), &ctx),
+            ToolResult::text("counted to 2")
+        );
+        assert_eq!(ctx.progress_reports().len(), 2);
+        assert_eq!(
+            count::tool().declared_task(),
+            Some(toolhost_plugin::extras::TaskSupport::Optional)
+        );
     }
 
     #[test]
