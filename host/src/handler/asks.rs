@@ -213,7 +213,10 @@ impl Asker for StreamAsker {
 }
 
 /// The plugin's questions, checked: `(key, method, params)` each, in the order given.
-fn read_asks(asks: &str, caps: ClientCaps) -> Result<Vec<(String, String, Value)>, AskFailure> {
+pub(super) fn read_asks(
+    asks: &str,
+    caps: ClientCaps,
+) -> Result<Vec<(String, String, Value)>, AskFailure> {
     let invalid = |m: String| Err(AskFailure::Invalid(m));
     if asks.len() > MAX_ASK_BYTES {
         return invalid(format!(
@@ -284,7 +287,11 @@ fn read_asks(asks: &str, caps: ClientCaps) -> Result<Vec<(String, String, Value)
 /// The client's result to `method`, checked for its shape: an elicitation's `action` is
 /// `accept`, `decline` or `cancel`, and only an accept's `content` (an object) is kept, which
 /// must fit `form` when one was sent (clients check types at most: docs/protocol.md §16).
-fn check_answer(method: &str, form: &Option<Value>, result: &str) -> Result<Value, AskFailure> {
+pub(super) fn check_answer(
+    method: &str,
+    form: &Option<Value>,
+    result: &str,
+) -> Result<Value, AskFailure> {
     let bad = |why: &str| {
         AskFailure::Invalid(format!(
             "the client's answer to {method} is not one MCP allows: {why}"

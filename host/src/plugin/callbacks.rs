@@ -303,6 +303,8 @@ pub enum AskFailure {
     Client { code: i64, message: String },
     /// The question, or the client's answer, is not what MCP allows.
     Invalid(String),
+    /// Not answered yet: the client answers in rounds (2026-07-28), after the call ends.
+    InputRequired,
 }
 
 impl AskFailure {
@@ -312,6 +314,7 @@ impl AskFailure {
             AskFailure::Cancelled => (ask_error::CANCELLED, 0, String::new()),
             AskFailure::Client { code, message } => (ask_error::CLIENT, code, message),
             AskFailure::Invalid(m) => (ask_error::INVALID, 0, m),
+            AskFailure::InputRequired => (ask_error::INPUT_REQUIRED, 0, String::new()),
         };
         AskErrorFfi {
             kind,

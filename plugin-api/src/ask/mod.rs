@@ -57,6 +57,11 @@ pub enum AskError {
         /// What is wrong, naming the field.
         problem: String,
     },
+    /// The client answers in rounds (MCP 2026-07-28) and this answer is not here yet: return
+    /// it with `?`. The host then answers the request with the questions still open, and the
+    /// client sends it again with the answers, which runs the tool again from the start: this
+    /// time the same question is answered at once. See [`Context::elicit`].
+    InputRequired,
 }
 
 impl fmt::Display for AskError {
@@ -68,6 +73,12 @@ impl fmt::Display for AskError {
                 write!(f, "the client could not ask the user: {message} ({code})")
             }
             AskError::Invalid { problem } => write!(f, "invalid question or answer: {problem}"),
+            AskError::InputRequired => {
+                write!(
+                    f,
+                    "the client's answer is needed first (the call runs again with it)"
+                )
+            }
         }
     }
 }
@@ -84,6 +95,7 @@ impl From<AskErrorFfi> for AskError {
                 message,
             },
             ask_error::INVALID => AskError::Invalid { problem: message },
+            ask_error::INPUT_REQUIRED => AskError::InputRequired,
             _ => AskError::Unsupported { reason: message },
         }
     }
@@ -97,6 +109,14 @@ impl Context {
     /// of flat fields (strings, numbers, integers, booleans, unit enums, `Vec`s of unit enums,
     /// each optional with `Option`); its doc comments become the form's descriptions. Another
     /// `T` is refused with [`AskError::Invalid`] naming the field, before anything is sent.
+    ///
+    /// **A tool that asks may run several times.** A client of MCP 2026-07-28 (Claude Code
+    /// over `serve --http`) answers in rounds: the first run's question ends it with
+    /// [`AskError::InputRequired`] (return it with `?`), the host answers the request with the
+    /// question, and the client sends the request again with the answer, which runs the tool
+    /// again from the start; each question asked before is then answered at once. So do side
+    /// effects after the asks, and ask the same questions in the same order on every run
+    /// (their keys: a batch's own, else the order of asking, must be stable).
     ///
     /// ```
     /// use serde::Deserialize;

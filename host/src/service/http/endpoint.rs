@@ -31,10 +31,11 @@ use super::{
         closing, empty, error, json, not_allowed, plain, session_not_found, stream_response,
         too_busy, Body, TRANSPORT_ERROR,
     },
+    retry::{self, Retry},
     session::HttpSession,
     session_routes,
     sse::{self, CallStream, Item, ToStream},
-    Listener, Shared,
+    state, Listener, Shared,
 };
 use crate::{
     handler::{Answer, Client, Discard, RequestKey, Respond, Router, Scope, Sink},
@@ -271,7 +272,9 @@ async fn post(
         if let Err(refusal) = checked {
             return json(refusal.status, refusal.body);
         }
-        call.modern(&message, method).await
+        let capabilities = head.meta.as_ref().and_then(|m| m.client_capabilities);
+        call.modern(&message, method, msg.params, capabilities)
+            .await
     } else {
         call.legacy(&message, method, headers).await
     }
@@ -319,8 +322,15 @@ impl Call<'_> {
         }
     }
 
-    /// A 2026-07-28 request: no session; each request is its own client for cancellation.
-    async fn modern(&self, msg: &ClientMessage<'_>, method: &str) -> Response<Body> {
+    /// A 2026-07-28 request: no session; each request is its own client for cancellation,
+    /// and asks its client in rounds (`retry.rs`).
+    async fn modern(
+        &self,
+        msg: &ClientMessage<'_>,
+        method: &str,
+        params: Option<&RawValue>,
+        capabilities: Option<&RawValue>,
+    ) -> Response<Body> {
         let Some(id) = msg.id() else {
             // On this transport cancellation is closing the stream; no notification is
             // expected, and none changes anything.
@@ -349,9 +359,18 @@ impl Call<'_> {
             }
             _ => {}
         }
+        let token = match (&self.shared.tokens, self.client.credential) {
+            (Some(tokens), Some(c)) => state::token_digest(tokens.token(c)),
+            _ => [0; 32],
+        };
+        let key = &self.shared.state_key;
+        let retry = match retry::prepare(key, Some(id), method, params, capabilities, token) {
+            Ok(r) => r,
+            Err(refusal) => return json(refusal.status, refusal.body),
+        };
         let n = self.shared.next_request.fetch_add(1, Ordering::Relaxed);
         let client = format!("http:{n}");
-        self.run(msg, method, &client, true).await
+        self.run(msg, method, &client, true, retry).await
     }
 
     /// A `subscriptions/listen` stream: acknowledged, then a notification per change.
@@ -429,7 +448,7 @@ impl Call<'_> {
                     )
                 }
             };
-            let mut response = self.run(msg, method, &session.id, false).await;
+            let mut response = self.run(msg, method, &session.id, false, None).await;
             if let Ok(v) = HeaderValue::from_str(&session.id) {
                 response.headers_mut().insert(SESSION_ID, v);
             }
@@ -456,7 +475,7 @@ impl Call<'_> {
                 );
             }
         }
-        self.run(msg, method, &session.id, false).await
+        self.run(msg, method, &session.id, false, None).await
     }
 
     /// The session named by the request's header, if open, of this endpoint and this
@@ -468,13 +487,15 @@ impl Call<'_> {
             .find(id, self.endpoint, self.client.credential)
     }
 
-    /// Routes a message as `client`, and answers: at once, or when its request is.
+    /// Routes a message as `client`, and answers: at once, or when its request is (in rounds
+    /// with `retry`).
     async fn run(
         &self,
         msg: &ClientMessage<'_>,
         method: &str,
         client: &str,
         modern: bool,
+        retry: Option<Retry>,
     ) -> Response<Body> {
         let router = &self.shared.router;
         let Some(id) = msg.id() else {
@@ -497,15 +518,25 @@ impl Call<'_> {
         } else {
             Arc::new(Discard)
         };
+        let asker = retry.as_ref().map(|r| r.asker.clone());
         let from = Client {
             id: client,
             sink: Some(&sink),
+            asker: asker.as_ref(),
             ..Client::of(self.scope())
         };
         let answered = Arc::new(AtomicBool::new(false));
         // The router's own replies come back within `handle`, on this task.
         let immediate = Arc::new(std::sync::Mutex::new(None));
-        let respond = responder(answered.clone(), immediate.clone(), tx, id, method, modern);
+        let respond = responder(
+            answered.clone(),
+            immediate.clone(),
+            tx,
+            id,
+            method,
+            modern,
+            retry,
+        );
         router.handle(&from, msg, respond);
         if let Some(reply) = lock(&immediate).take() {
             let (status, body) = finish(reply, id, method, modern);
@@ -530,6 +561,7 @@ impl Call<'_> {
             return stream_response(CallStream::new(rx, guard)).map(|b| paced(b, ()));
         }
         let response = match wait_reply(rx).await {
+            Some(r) if modern => json(retry::status_of(&r), r),
             Some(r) => json(StatusCode::OK, r),
             None => error(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -584,7 +616,8 @@ fn finish(reply: String, id: &RawValue, method: &str, modern: bool) -> (StatusCo
 }
 
 /// Where a message's answer goes: the router's own reply to `immediate` (it comes within
-/// `Router::handle`), a request's to its call's channel, noting it answered.
+/// `Router::handle`), a request's to its call's channel (in its round's shape, with
+/// `retry`), noting it answered.
 fn responder(
     answered: Arc<AtomicBool>,
     immediate: Arc<std::sync::Mutex<Option<String>>>,
@@ -592,6 +625,7 @@ fn responder(
     id: &RawValue,
     method: &str,
     modern: bool,
+    retry: Option<Retry>,
 ) -> Box<dyn Respond> {
     let reply_id = id.to_owned();
     let method_name = method.to_string();
@@ -600,6 +634,12 @@ fn responder(
         if let Answer::Reply(reply) = answer {
             *lock(&immediate) = Some(reply);
             return;
+        }
+        if let (Some(retry), Answer::Outcome { id, outcome }) = (&retry, &answer) {
+            if let Some(text) = retry.reply(id, outcome) {
+                let _ = tx.send(Item::Reply(text));
+                return;
+            }
         }
         let Some(mut text) = answer.rpc() else {
             return;

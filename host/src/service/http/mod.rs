@@ -27,9 +27,11 @@ mod origin;
 mod paced;
 mod param_headers;
 mod reply;
+mod retry;
 mod session;
 mod session_routes;
 mod sse;
+mod state;
 mod tls;
 
 use std::{
@@ -121,6 +123,8 @@ struct Shared {
     next_request: AtomicU64,
     /// Shutting down: `/healthz` says so, streams are closed, new sessions refused.
     closing: AtomicBool,
+    /// The key of the `requestState`s of 2026-07-28 `input_required` results.
+    state_key: Arc<state::StateKey>,
 }
 
 /// A `subscriptions/listen` stream: its endpoint and its messages, made once.
@@ -170,6 +174,7 @@ impl HttpServer {
             listeners: Mutex::new(Vec::new()),
             next_request: AtomicU64::new(0),
             closing: AtomicBool::new(false),
+            state_key: Arc::new(state::StateKey::random()),
         });
         Ok(HttpServer {
             listener,
