@@ -391,3 +391,89 @@ async fn a_prompt_asks_the_client_too() {
     );
     c.end().await;
 }
+
+/// Sampling and roots go to a client that declared them as requests on its stream, and its
+/// results reach the tool; several questions of one `ctx.ask` go out together, each answered
+/// as it comes; the tool reads what the client declared.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampling_roots_and_a_batch_reach_a_client_that_declared_them() {
+    let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
+    let caps = json!({"sampling":{},"roots":{"listChanged":true},"elicitation":{"form":{}}});
+    let mut c = Client::start(router.clone(), caps).await;
+    c.call(1, "asker__caps").await;
+    assert_eq!(
+        text(&c.next().await),
+        "form true url false sampling true roots true"
+    );
+    c.call(2, "asker__haiku").await;
+    let ask = c.next().await;
+    assert_eq!(ask["method"], "sampling/createMessage", "{ask}");
+    assert_eq!(ask["params"]["maxTokens"], 50);
+    assert_eq!(ask["params"]["systemPrompt"], "You are a poet.");
+    assert_eq!(
+        ask["params"]["messages"],
+        json!([{"role":"user","content":{"type":"text","text":"Write a haiku about tea."}}])
+    );
+    c.send(json!({"jsonrpc":"2.0","id":ask["id"],"result":{"role":"assistant",
+        "content":{"type":"text","text":"Leaves unfurl slowly"},"model":"m1","stopReason":"endTurn"}}))
+        .await;
+    assert_eq!(text(&c.next().await), "m1 said: Leaves unfurl slowly");
+    c.call(3, "asker__folders").await;
+    let ask = c.next().await;
+    assert_eq!(ask["method"], "roots/list", "{ask}");
+    c.send(json!({"jsonrpc":"2.0","id":ask["id"],"result":{"roots":[
+        {"uri":"file:///work","name":"work"},{"uri":"file:///tmp"}]}}))
+        .await;
+    assert_eq!(
+        text(&c.next().await),
+        "file:///work (work), file:///tmp (-)"
+    );
+    // A sampling result MCP does not allow is refused to the tool.
+    c.call(4, "asker__haiku").await;
+    let ask = c.next().await;
+    c.send(json!({"jsonrpc":"2.0","id":ask["id"],"result":{"role":"assistant","content":"hi"}}))
+        .await;
+    assert!(text(&c.next().await).contains("`content`"));
+    // Three questions in one round: all sent before any answer, answered out of order.
+    c.call(5, "asker__everything").await;
+    let mut asks = [c.next().await, c.next().await, c.next().await];
+    asks.sort_by_key(|a| a["method"].as_str().unwrap().to_string());
+    let methods: Vec<_> = asks.iter().map(|a| a["method"].clone()).collect();
+    assert_eq!(
+        methods,
+        ["elicitation/create", "roots/list", "sampling/createMessage"]
+    );
+    for (ask, result) in asks.iter().rev().zip([
+        json!({"role":"assistant","content":{"type":"text","text":"Autumn"},"model":"m"}),
+        json!({"roots":[{"uri":"file:///a"},{"uri":"file:///b"}]}),
+        json!({"action":"accept","content":{"name":"Ann"}}),
+    ]) {
+        c.send(json!({"jsonrpc":"2.0","id":ask["id"],"result":result}))
+            .await;
+    }
+    assert_eq!(text(&c.next().await), "accept: Ann; Autumn; 2 roots");
+    assert_eq!(router.asks().waiting(), 0);
+    c.end().await;
+}
+
+/// A client that declared neither sampling nor roots (Claude Code declares no sampling) is
+/// sent neither: the tool is told which capability is missing, and reads it undeclared.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampling_and_roots_are_not_asked_of_a_client_without_them() {
+    let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
+    let mut c = Client::start(router, json!({"elicitation":{"form":{},"url":{}}})).await;
+    c.call(1, "asker__haiku").await;
+    let reply = c.next().await;
+    assert_eq!(reply["id"], 1, "the client was asked: {reply}");
+    assert!(text(&reply).contains("`sampling` capability"), "{reply}");
+    c.call(2, "asker__folders").await;
+    let reply = c.next().await;
+    assert_eq!(reply["id"], 2, "the client was asked: {reply}");
+    assert!(text(&reply).contains("`roots` capability"), "{reply}");
+    c.call(3, "asker__caps").await;
+    assert_eq!(
+        text(&c.next().await),
+        "form true url true sampling false roots false"
+    );
+    c.end().await;
+}

@@ -267,6 +267,11 @@ pub struct CallVTable {
     /// `{"<key>": <the client's result>, ...}` for every key. Hosts built before it lack it:
     /// the SDK then says the host cannot ask.
     pub ask: extern "C" fn(data: *const c_void, asks: RStr<'_>) -> RResult<RString, AskErrorFfi>,
+
+    /// What this call's client declared it can be asked, as the host honours it: JSON text,
+    /// `{"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}}` with only what
+    /// it declared. Hosts built before it lack it: the SDK then reads nothing declared.
+    pub client: extern "C" fn(data: *const c_void) -> RString,
 }
 
 /// Why an [`CallVTable::ask`] got no answer: `kind` is one of [`ask_error`], `code` the

@@ -227,7 +227,7 @@ pub mod testing;
 mod tool;
 pub mod uri_template;
 
-pub use ask::{AskError, Elicited};
+pub use ask::{Answers, AskError, Asks, ClientCaps, Elicited, Root, SampleRequest, SampleResult};
 pub use context::{Cancelled, Context, ContextError};
 pub use location::{plugin_dir, plugin_path};
 pub use log::Level;

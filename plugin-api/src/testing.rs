@@ -91,6 +91,7 @@ use crate::{
     abi::{ask_error, AskErrorFfi, CallCtx, CallVTable, CallVTableRef},
     context::{Context, Declared},
     log::Level,
+    ClientCaps, Root, SampleResult,
 };
 
 /// One progress report: `(progress, total, message)`.
@@ -106,6 +107,10 @@ struct Recorder {
     answers: Mutex<std::collections::VecDeque<serde_json::Value>>,
     /// The questions the tool asked: `{"method", "params"}` each.
     asks: Mutex<Vec<serde_json::Value>>,
+    /// What the client declared (`None`: everything).
+    caps: Mutex<Option<ClientCaps>>,
+    /// The client's roots (`None`: the test gave none).
+    roots: Mutex<Option<Vec<Root>>>,
 }
 
 /// One notification the plugin sent: `(method, params)`, such as
@@ -214,29 +219,80 @@ extern "C" fn ask(data: *const c_void, asks: RStr<'_>) -> RResult<RString, AskEr
     let Ok(serde_json::Value::Object(asks)) = serde_json::from_str(asks.as_str()) else {
         return refuse(ask_error::INVALID, "the ask is not a JSON object".into());
     };
+    let caps = lock(&rec.caps).unwrap_or_else(ClientCaps::all);
     let mut answers = serde_json::Map::new();
     for (key, question) in asks {
-        rec.asks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(question);
-        let next = rec
-            .answers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop_front();
-        match next {
-            Some(answer) => {
-                answers.insert(key, answer);
+        lock(&rec.asks).push(question.clone());
+        let method = question["method"].as_str().unwrap_or_default();
+        let (declared, capability) = match method {
+            "elicitation/create" if question["params"]["mode"] == "url" => {
+                (caps.elicitation_url, "elicitation.url")
             }
-            None => return refuse(
+            "elicitation/create" => (caps.elicitation_form, "elicitation.form"),
+            "sampling/createMessage" => (caps.sampling, "sampling"),
+            "roots/list" => (caps.roots, "roots"),
+            other => {
+                return refuse(
+                    ask_error::UNSUPPORTED,
+                    format!("asking the client `{other}` is not supported"),
+                )
+            }
+        };
+        if !declared {
+            return refuse(
                 ask_error::UNSUPPORTED,
-                "the test gave no answer (TestContext::answer_elicit, decline_next, cancel_next)"
-                    .into(),
-            ),
+                format!("the client did not declare the `{capability}` capability"),
+            );
         }
+        let answer = if method == "roots/list" {
+            match &*lock(&rec.roots) {
+                Some(roots) => {
+                    serde_json::json!({"roots": roots.iter().map(Root::to_json).collect::<Vec<_>>()})
+                }
+                None => {
+                    return refuse(
+                        ask_error::UNSUPPORTED,
+                        "the test gave no roots (TestContext::with_roots)".into(),
+                    )
+                }
+            }
+        } else {
+            let Some(answer) = lock(&rec.answers).pop_front() else {
+                return refuse(
+                    ask_error::UNSUPPORTED,
+                    "the test gave no answer (TestContext::answer_elicit, decline_next, \
+                     cancel_next, answer_sample)"
+                        .into(),
+                );
+            };
+            let sampled = answer.get("model").is_some();
+            if sampled != (method == "sampling/createMessage") {
+                return refuse(
+                    ask_error::INVALID,
+                    format!(
+                        "the test's next answer is {}, but the tool asked `{method}`",
+                        if sampled {
+                            "a sampling result (answer_sample)"
+                        } else {
+                            "an elicitation's"
+                        }
+                    ),
+                );
+            }
+            answer
+        };
+        answers.insert(key, answer);
     }
     ROk(serde_json::Value::Object(answers).to_string().into())
+}
+
+extern "C" fn client(data: *const c_void) -> RString {
+    let caps = lock(&recorder(data).caps).unwrap_or_else(ClientCaps::all);
+    caps.to_json().to_string().into()
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 static VTABLE: &WithMetadata<CallVTable> = &WithMetadata::new(CallVTable {
@@ -244,6 +300,7 @@ static VTABLE: &WithMetadata<CallVTable> = &WithMetadata::new(CallVTable {
     progress,
     log,
     ask,
+    client,
 });
 
 impl TestContext {
@@ -312,6 +369,26 @@ impl TestContext {
         self.script(serde_json::json!({"action": "cancel"}))
     }
 
+    /// Answers the tool's next question, a sampling request: the client's model wrote
+    /// `result`.
+    pub fn answer_sample(self, result: SampleResult) -> Self {
+        self.script(result.to_json())
+    }
+
+    /// Gives the client these roots: every `roots/list` is answered with them (without
+    /// them, asking for roots fails as with a client that has none to give).
+    pub fn with_roots(self, roots: impl IntoIterator<Item = Root>) -> Self {
+        *lock(&self.recorder.roots) = Some(roots.into_iter().collect());
+        self
+    }
+
+    /// Says what the client declared ([`Context::client`]); a question it did not declare
+    /// fails with `AskError::Unsupported`. Unless set, everything is declared.
+    pub fn with_client(self, caps: ClientCaps) -> Self {
+        *lock(&self.recorder.caps) = Some(caps);
+        self
+    }
+
     fn script(self, answer: serde_json::Value) -> Self {
         self.recorder
             .answers
@@ -322,7 +399,8 @@ impl TestContext {
     }
 
     /// The questions the tool asked, oldest first: `{"method": "elicitation/create",
-    /// "params": {"mode", "message", "requestedSchema"}}` each, as a host sends them.
+    /// "params": {"mode", "message", "requestedSchema"}}` each (or `sampling/createMessage`,
+    /// `roots/list`), as a host sends them.
     pub fn asks(&self) -> Vec<serde_json::Value> {
         self.recorder
             .asks
@@ -413,6 +491,105 @@ mod tests {
         assert_eq!(ctx.asks()[0]["method"], "elicitation/create");
         ctx.cancel();
         assert_eq!(ctx.elicit_url("go", "https://x"), Err(AskError::Cancelled));
+    }
+
+    /// Sampling and roots are scripted like forms; a batch gets every answer by its key, and
+    /// reading a key as the wrong kind, or a key never asked, is an error naming it.
+    #[test]
+    fn sampling_roots_and_batches_are_answered_by_key() {
+        use crate::{AskError, Asks, Elicited, SampleRequest};
+        let ctx = TestContext::new()
+            .answer_sample(SampleResult::text("hi"))
+            .with_roots([Root::new("file:///a").named("a")])
+            .answer_elicit(serde_json::json!({"n": 2}))
+            .answer_sample(SampleResult::text("again"));
+        assert_eq!(
+            ctx.sample(SampleRequest::text("say hi").max_tokens(5))
+                .unwrap()
+                .as_text(),
+            Some("hi")
+        );
+        assert_eq!(ctx.roots().unwrap(), [Root::new("file:///a").named("a")]);
+        let answers = ctx
+            .ask(
+                Asks::new()
+                    .elicit::<Pick>("n", "n?")
+                    .sample("s", SampleRequest::text("more"))
+                    .roots("r"),
+            )
+            .unwrap();
+        assert_eq!(
+            answers.elicited::<Pick>("n"),
+            Ok(Elicited::Accept(Pick { n: 2 }))
+        );
+        assert_eq!(answers.sampled("s").unwrap().as_text(), Some("again"));
+        assert_eq!(answers.roots("r").unwrap().len(), 1);
+        let wrong = answers.roots("n").unwrap_err().to_string();
+        assert!(wrong.contains("`n` was asked as a form"), "{wrong}");
+        let unknown = answers.sampled("x").unwrap_err().to_string();
+        assert!(unknown.contains("under the key `x`"), "{unknown}");
+        let asked: Vec<_> = ctx.asks().iter().map(|a| a["method"].clone()).collect();
+        assert_eq!(
+            asked,
+            [
+                "sampling/createMessage",
+                "roots/list",
+                "elicitation/create",
+                "sampling/createMessage",
+                "roots/list"
+            ]
+        );
+        assert_eq!(ctx.asks()[0]["params"]["maxTokens"], 5);
+        assert_eq!(
+            ctx.asks()[0]["params"]["messages"],
+            serde_json::json!([{"role": "user", "content": {"type": "text", "text": "say hi"}}])
+        );
+        // A key given twice, and an empty batch, are refused before anything is sent.
+        let twice = ctx.ask(Asks::new().roots("k").roots("k")).unwrap_err();
+        assert!(twice.to_string().contains("`k` is given to two"), "{twice}");
+        assert!(matches!(
+            ctx.ask(Asks::new()),
+            Err(AskError::Invalid { .. })
+        ));
+        assert_eq!(ctx.asks().len(), 5);
+    }
+
+    /// What the client declared is what the tool reads, and a question it did not declare
+    /// fails naming the capability; a scripted answer of the wrong kind is said so.
+    #[test]
+    fn a_client_that_did_not_declare_is_not_asked() {
+        use crate::{AskError, SampleRequest};
+        let ctx = TestContext::new();
+        assert_eq!(ctx.client(), ClientCaps::all());
+        assert!(
+            matches!(ctx.roots(), Err(AskError::Unsupported { reason }) if reason.contains("with_roots"))
+        );
+        let ctx = TestContext::new()
+            .with_client(ClientCaps::none().with_elicitation_form(true))
+            .answer_sample(SampleResult::text("x"));
+        assert!(ctx.client().elicitation_form && !ctx.client().sampling);
+        match ctx.sample(SampleRequest::text("x")) {
+            Err(AskError::Unsupported { reason }) => {
+                assert!(reason.contains("`sampling`"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
+        match ctx.elicit::<Pick>("n?") {
+            Err(AskError::Invalid { problem }) => {
+                assert!(problem.contains("a sampling result"), "{problem}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            ClientCaps::from_json(r#"{"elicitation":{},"roots":{"listChanged":true}}"#),
+            ClientCaps::none()
+                .with_elicitation_form(true)
+                .with_roots(true)
+        );
+        assert_eq!(
+            ClientCaps::from_json(&ClientCaps::all().to_json().to_string()),
+            ClientCaps::all()
+        );
     }
 
     #[test]

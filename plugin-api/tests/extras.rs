@@ -199,6 +199,9 @@ extern "C" fn not_cancelled(_: *const c_void) -> bool {
     false
 }
 extern "C" fn progress(_: *const c_void, _: f64, _: f64, _: RStr<'_>) {}
+extern "C" fn no_client(_: *const c_void) -> abi_stable::std_types::RString {
+    "{}".into()
+}
 extern "C" fn no_ask(
     _: *const c_void,
     _: RStr<'_>,
@@ -215,6 +218,7 @@ static CALL_VTABLE: &WithMetadata<CallVTable> = &WithMetadata::new(CallVTable {
     progress,
     log,
     ask: no_ask,
+    client: no_client,
 });
 
 fn call_ctx() -> CallCtx {

@@ -1,5 +1,5 @@
-//! A plugin of today's SDK in a host built before `HostVTable::notify` and `CallVTable::ask`
-//! existed: telling the clients about a change is a no-op that says so (`false`), asking the
+//! A plugin of today's SDK in a host built before `HostVTable::notify`, `CallVTable::ask` and
+//! `CallVTable::client` existed: telling the clients about a change is a no-op that says so (`false`), asking the
 //! user is an error that says the host is too old, and nothing else changes.
 
 use std::ffi::c_void;
@@ -39,9 +39,20 @@ pub fn ask(_: NoArgs, ctx: &Context) -> String {
     }
 }
 
+/// What the client declared, and whether sampling can be asked.
+#[tool]
+pub fn caps(_: NoArgs, ctx: &Context) -> String {
+    let sampled = ctx.sample(toolhost_plugin::SampleRequest::text("hi"));
+    format!(
+        "{:?} {}",
+        ctx.client() == toolhost_plugin::ClientCaps::none(),
+        matches!(sampled, Err(AskError::Unsupported { .. }))
+    )
+}
+
 export_plugin! {
     name: "old-host-test",
-    tools: [touch, ask],
+    tools: [touch, ask, caps],
 }
 
 /// The host's callback table as hosts before `notify` declared it: `log` only.
@@ -100,6 +111,7 @@ fn without_the_hosts_notify_a_notification_goes_nowhere_and_says_so() {
     let vtable: CallVTableRef =
         unsafe { std::mem::transmute(OldCallVTableRef(CALL_VTABLE.static_as_prefix())) };
     assert!(vtable.ask().is_none());
+    assert!(vtable.client().is_none());
     let ctx = CallCtx {
         data: std::ptr::null(),
         vtable,
@@ -112,5 +124,8 @@ fn without_the_hosts_notify_a_notification_goes_nowhere_and_says_so() {
         out.content[0].data.as_str(),
         "the host is older than asking the user (update toolhost)"
     );
+    // Nothing declared, and sampling refused as the host is too old.
+    let out = (root.call())(RStr::from_str("caps"), RStr::from_str("{}"), &ctx);
+    assert_eq!(out.content[0].data.as_str(), "true true");
     (root.unload().unwrap())();
 }

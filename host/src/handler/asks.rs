@@ -122,23 +122,33 @@ impl Drop for Waiting {
 pub struct ClientCaps {
     pub form: bool,
     pub url: bool,
+    pub sampling: bool,
+    pub roots: bool,
 }
 
 impl ClientCaps {
     /// Reads `capabilities` (MCP 2025-11-25: `elicitation: {}` means form mode; `form` and
-    /// `url` name the modes).
+    /// `url` name the modes; `sampling` and `roots` are objects when declared).
     pub fn of(capabilities: Option<&RawValue>) -> Self {
-        let caps: Value = capabilities
-            .and_then(|c| serde_json::from_str(c.get()).ok())
-            .unwrap_or(Value::Null);
-        let Some(e) = caps.get("elicitation").and_then(Value::as_object) else {
-            return ClientCaps::default();
-        };
-        let (form, url) = (e.contains_key("form"), e.contains_key("url"));
+        let caps = toolhost_plugin::ClientCaps::from_json(capabilities.map_or("{}", |c| c.get()));
         ClientCaps {
-            form: form || !url,
-            url,
+            form: caps.elicitation_form,
+            url: caps.elicitation_url,
+            sampling: caps.sampling,
+            roots: caps.roots,
         }
+    }
+
+    /// As MCP client capabilities JSON text, only what was declared (what
+    /// [`Asker::client`] gives a plugin).
+    pub fn json(self) -> String {
+        toolhost_plugin::ClientCaps::none()
+            .with_elicitation_form(self.form)
+            .with_elicitation_url(self.url)
+            .with_sampling(self.sampling)
+            .with_roots(self.roots)
+            .to_json()
+            .to_string()
     }
 }
 
@@ -210,6 +220,10 @@ impl Asker for StreamAsker {
         }
         Ok(Value::Object(answers).to_string())
     }
+
+    fn client(&self) -> String {
+        lock(&self.caps).json()
+    }
 }
 
 /// The plugin's questions, checked: `(key, method, params)` each, in the order given.
@@ -239,8 +253,10 @@ pub(super) fn read_asks(
             return invalid(format!("a question's key is over {MAX_KEY_BYTES} bytes"));
         }
         let method = q["method"].as_str().unwrap_or_default().to_string();
-        let Some(params) = q.get("params").filter(|p| p.is_object()).cloned() else {
-            return invalid(format!("question `{key}` has no params object"));
+        let params = match q.get("params") {
+            None if method == "roots/list" => json!({}),
+            Some(p) if p.is_object() => p.clone(),
+            _ => return invalid(format!("question `{key}` has no params object")),
         };
         let mut params = params;
         match method.as_str() {
@@ -272,6 +288,22 @@ pub(super) fn read_asks(
                     ));
                 }
             }
+            "sampling/createMessage" => {
+                if !params["messages"].is_array() || !params["maxTokens"].is_u64() {
+                    return invalid(format!(
+                        "question `{key}` (sampling/createMessage) needs `messages` (a list) \
+                         and `maxTokens` (a whole number)"
+                    ));
+                }
+                if !caps.sampling {
+                    return Err(undeclared("sampling"));
+                }
+            }
+            "roots/list" => {
+                if !caps.roots {
+                    return Err(undeclared("roots"));
+                }
+            }
             other => {
                 return Err(AskFailure::Unsupported(format!(
                     "asking the client `{}` is not supported",
@@ -282,6 +314,13 @@ pub(super) fn read_asks(
         out.push((key, method, params));
     }
     Ok(out)
+}
+
+/// A client that did not declare `capability` in its initialize cannot be asked it.
+fn undeclared(capability: &str) -> AskFailure {
+    AskFailure::Unsupported(format!(
+        "the client did not declare the `{capability}` capability in its initialize"
+    ))
 }
 
 /// The client's result to `method`, checked for its shape: an elicitation's `action` is
@@ -298,6 +337,11 @@ pub(super) fn check_answer(
         ))
     };
     let value: Value = serde_json::from_str(result).map_err(|_| bad("not JSON"))?;
+    match method {
+        "sampling/createMessage" => return check_sample(value).map_err(bad),
+        "roots/list" => return check_roots(value).map_err(bad),
+        _ => {}
+    }
     match value["action"].as_str() {
         Some("accept") => {
             let mut out = json!({"action": "accept"});
@@ -322,6 +366,51 @@ pub(super) fn check_answer(
     }
 }
 
+/// A `CreateMessageResult`: `role` user or assistant, `content` a block or a list of blocks
+/// (objects with a `type`), `model` a string, `stopReason` a string if there.
+fn check_sample(value: Value) -> Result<Value, &'static str> {
+    if !matches!(value["role"].as_str(), Some("user" | "assistant")) {
+        return Err("its `role` is not user or assistant");
+    }
+    let block = |b: &Value| b["type"].is_string();
+    let content_ok = match &value["content"] {
+        Value::Array(blocks) => blocks.iter().all(block),
+        c => block(c),
+    };
+    if !content_ok {
+        return Err("its `content` is not a content block (or a list of them)");
+    }
+    if !value["model"].is_string() {
+        return Err("its `model` is not a string");
+    }
+    if !matches!(value.get("stopReason"), None | Some(Value::String(_))) {
+        return Err("its `stopReason` is not a string");
+    }
+    Ok(value)
+}
+
+/// A `ListRootsResult`: `roots`, a list of `{uri, name?}` with string values; only those
+/// fields are kept.
+fn check_roots(value: Value) -> Result<Value, &'static str> {
+    let Some(roots) = value["roots"].as_array() else {
+        return Err("its `roots` is not a list");
+    };
+    let mut out = Vec::with_capacity(roots.len());
+    for root in roots {
+        let Some(uri) = root["uri"].as_str() else {
+            return Err("a root has no `uri` string");
+        };
+        let mut kept = json!({"uri": uri});
+        match root.get("name") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(n)) => kept["name"] = n.as_str().into(),
+            Some(_) => return Err("a root's `name` is not a string"),
+        }
+        out.push(kept);
+    }
+    Ok(json!({"roots": out}))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,23 +423,32 @@ mod tests {
             caps(r#"{"elicitation":{}}"#),
             ClientCaps {
                 form: true,
-                url: false
+                ..ClientCaps::default()
             }
         );
         assert_eq!(
             caps(r#"{"elicitation":{"url":{}}}"#),
             ClientCaps {
-                form: false,
-                url: true
+                url: true,
+                ..ClientCaps::default()
             }
         );
         assert_eq!(
             caps(r#"{"roots":{"listChanged":true},"elicitation":{"form":{},"url":{}}}"#),
             ClientCaps {
                 form: true,
-                url: true
+                url: true,
+                sampling: false,
+                roots: true
             }
         );
+        let all = caps(r#"{"sampling":{},"roots":{},"elicitation":{"form":{},"url":{}}}"#);
+        assert!(all.sampling && all.roots);
+        assert_eq!(
+            all.json(),
+            r#"{"elicitation":{"form":{},"url":{}},"sampling":{},"roots":{}}"#
+        );
+        assert_eq!(ClientCaps::default().json(), "{}");
     }
 
     #[test]
@@ -376,7 +474,7 @@ mod tests {
     fn a_plugins_ask_is_bounded_and_checked() {
         let caps = ClientCaps {
             form: true,
-            url: false,
+            ..ClientCaps::default()
         };
         let q = |params: Value| json!({"method": "elicitation/create", "params": params});
         let form = json!({"message": "m", "requestedSchema":
@@ -414,8 +512,17 @@ mod tests {
         }
         for (ask, says) in [
             (
-                json!({"k": {"method": "sampling/createMessage", "params": {}}}),
-                "sampling/createMessage",
+                json!({"k": {"method": "sampling/createMessage",
+                    "params": {"messages": [], "maxTokens": 5}}}),
+                "the `sampling` capability",
+            ),
+            (
+                json!({"k": {"method": "roots/list"}}),
+                "the `roots` capability",
+            ),
+            (
+                json!({"k": {"method": "tools/list", "params": {}}}),
+                "`tools/list`",
             ),
             (
                 json!({"k": q(json!({"mode": "url", "message": "m", "url": "https://x"}))}),
@@ -426,6 +533,69 @@ mod tests {
                 Err(AskFailure::Unsupported(e)) => assert!(e.contains(says), "{e}"),
                 other => panic!("{says}: {other:?}"),
             }
+        }
+    }
+
+    /// Sampling and roots are asked only of a client that declared them, with the params
+    /// MCP requires.
+    #[test]
+    fn sampling_and_roots_go_to_a_client_that_declared_them() {
+        let caps = ClientCaps {
+            sampling: true,
+            roots: true,
+            ..ClientCaps::default()
+        };
+        let ask = json!({"s": {"method": "sampling/createMessage",
+                "params": {"messages": [], "maxTokens": 5}},
+            "r": {"method": "roots/list"}});
+        let ok = read_asks(&ask.to_string(), caps).unwrap();
+        assert_eq!(ok[0].1, "sampling/createMessage");
+        assert_eq!(ok[1], ("r".into(), "roots/list".into(), json!({})));
+        let no_tokens = json!({"s": {"method": "sampling/createMessage",
+            "params": {"messages": []}}});
+        assert!(matches!(
+            read_asks(&no_tokens.to_string(), caps),
+            Err(AskFailure::Invalid(e)) if e.contains("maxTokens")
+        ));
+    }
+
+    #[test]
+    fn sampling_and_roots_answers_are_checked_for_their_shape() {
+        let (s, r) = ("sampling/createMessage", "roots/list");
+        let good = r#"{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m","stopReason":"endTurn"}"#;
+        assert_eq!(
+            check_answer(s, &None, good).unwrap(),
+            serde_json::from_str::<Value>(good).unwrap()
+        );
+        for bad in [
+            r#"{"role":"system","content":{"type":"text","text":"hi"},"model":"m"}"#,
+            r#"{"role":"assistant","content":"hi","model":"m"}"#,
+            r#"{"role":"assistant","content":{"type":"text","text":"hi"}}"#,
+            r#"{"role":"assistant","content":[{"type":"text"}],"model":"m","stopReason":1}"#,
+        ] {
+            assert!(
+                matches!(check_answer(s, &None, bad), Err(AskFailure::Invalid(_))),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            check_answer(
+                r,
+                &None,
+                r#"{"roots":[{"uri":"file:///a","name":"a","x":1}]}"#
+            )
+            .unwrap(),
+            json!({"roots": [{"uri": "file:///a", "name": "a"}]})
+        );
+        for bad in [
+            r#"{"roots":{}}"#,
+            r#"{"roots":[{"name":"a"}]}"#,
+            r#"{"roots":[{"uri":"file:///a","name":2}]}"#,
+        ] {
+            assert!(
+                matches!(check_answer(r, &None, bad), Err(AskFailure::Invalid(_))),
+                "{bad}"
+            );
         }
     }
 

@@ -330,6 +330,13 @@ pub trait Asker: Send + Sync {
     /// `asks` is the plugin's JSON text, `{"<key>": {"method", "params"}, ...}`; the answer
     /// is `{"<key>": <result>, ...}`.
     fn ask(&self, asks: &str, control: &CallControl) -> Result<String, AskFailure>;
+
+    /// What the client declared it can be asked, as MCP client capabilities JSON text (only
+    /// `elicitation`, `sampling`, `roots` matter): what the plugin's `ctx.client()` reads.
+    /// Text, so a worker frame can carry it as it is.
+    fn client(&self) -> String {
+        "{}".into()
+    }
 }
 
 /// What a call without an asker answers: the front end cannot ask its client.
@@ -397,6 +404,16 @@ impl CallControl {
             Some(asker) => asker.ask(asks, self),
             None => Err(AskFailure::Unsupported(NO_ASKER.into())),
         }
+    }
+
+    /// What the call's client declared it can be asked (see [`Asker::client`]): `{}` when no
+    /// one can ask it.
+    pub fn client(&self) -> String {
+        let asker = self
+            .asker
+            .get()
+            .or_else(|| self.part_of.as_ref()?.asker.get());
+        asker.map_or_else(|| "{}".into(), |a| a.client())
     }
 
     /// Lowers the size limit of its result to `max` (the router does, for whoever made the
@@ -507,11 +524,18 @@ extern "C" fn call_ask(data: *const c_void, asks: RStr<'_>) -> RResult<RString, 
     }
 }
 
+extern "C" fn call_client(data: *const c_void) -> RString {
+    let mut out = String::from("{}");
+    with_call(data, |c| out = c.control.client());
+    out.into()
+}
+
 static CALL_VTABLE: &WithMetadata<CallVTable> = &WithMetadata::new(CallVTable {
     is_cancelled: call_is_cancelled,
     progress: call_progress,
     log: call_log,
     ask: call_ask,
+    client: call_client,
 });
 
 pub(crate) fn call_ctx(data: &CallData<'_>) -> CallCtx {

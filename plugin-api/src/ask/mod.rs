@@ -1,9 +1,17 @@
 //! A tool asking its client while it runs: MCP elicitation (a form the user fills in, or a URL
-//! the user opens). The call blocks until the user answered, the call was cancelled, or the
+//! the user opens), sampling (a completion from the client's model), roots (the folders the
+//! client lets servers work in), or several of these in one round. The call blocks until the user answered, the call was cancelled, or the
 //! host said it cannot ask (an older host, a client that did not declare `elicitation`, a
 //! front end that cannot reach the user).
 
+mod batch;
+mod caps;
 pub(crate) mod form;
+mod sample;
+
+pub use batch::{Answers, Asks};
+pub use caps::ClientCaps;
+pub use sample::{Root, SampleRequest, SampleResult};
 
 use std::{
     fmt,
@@ -13,7 +21,6 @@ use std::{
 use abi_stable::std_types::{RResult, RStr};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde_json::{json, Value};
 
 use crate::{
     abi::{ask_error, AskErrorFfi},
@@ -101,8 +108,19 @@ impl From<AskErrorFfi> for AskError {
     }
 }
 
-/// The key of the one question of [`Context::elicit`] and [`Context::elicit_url`].
+/// The key of the one question of [`Context::elicit`], [`Context::sample`] and the others
+/// asking one thing.
 const KEY: &str = "ask";
+
+/// A fresh `elicitationId` for a URL question: unique in this process.
+fn elicitation_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed) + 1
+    )
+}
 
 impl Context {
     /// Asks the user to fill in a form of type `T` and waits for the answer. `T` is a struct
@@ -149,63 +167,73 @@ impl Context {
         &self,
         message: &str,
     ) -> Result<Elicited<T>, AskError> {
-        let schema =
-            form::form_schema_of::<T>().map_err(|problem| AskError::Invalid { problem })?;
-        let params = json!({"mode": "form", "message": message, "requestedSchema": &schema});
-        match self.elicitation(params)? {
-            Elicited::Accept(content) => {
-                let content = content.unwrap_or_else(|| json!({}));
-                let fits = match content.as_object() {
-                    Some(fields) => form::check_content(&schema, fields),
-                    None => Err("its content is not an object".into()),
-                };
-                fits.map_err(|e| AskError::Invalid {
-                    problem: format!("the answer does not fit the form: {e}"),
-                })?;
-                serde_json::from_value(content)
-                    .map(Elicited::Accept)
-                    .map_err(|e| AskError::Invalid {
-                        problem: format!("the answer does not fit the form: {e}"),
-                    })
-            }
-            Elicited::Decline => Ok(Elicited::Decline),
-            Elicited::Cancel => Ok(Elicited::Cancel),
-        }
+        self.ask(Asks::new().elicit::<T>(KEY, message))?
+            .elicited(KEY)
     }
 
     /// Asks the user to open `url` (to sign in, to pay: what must not pass through the
     /// client) and waits for them to accept or not; an accept carries nothing.
     pub fn elicit_url(&self, message: &str, url: &str) -> Result<Elicited<()>, AskError> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let id = format!(
-            "{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed) + 1
-        );
-        let params = json!({"mode": "url", "message": message, "url": url, "elicitationId": id});
-        Ok(match self.elicitation(params)? {
-            Elicited::Accept(_) => Elicited::Accept(()),
-            Elicited::Decline => Elicited::Decline,
-            Elicited::Cancel => Elicited::Cancel,
-        })
+        self.ask(Asks::new().elicit_url(KEY, message, url))?
+            .elicited(KEY)
     }
 
-    /// Sends one `elicitation/create` with `params`; an accept's content as it came.
-    fn elicitation(&self, params: Value) -> Result<Elicited<Option<Value>>, AskError> {
-        let asks = json!({KEY: {"method": "elicitation/create", "params": params}}).to_string();
-        let answer = self.ask_raw(&asks)?;
-        let invalid = |problem: &str| AskError::Invalid {
-            problem: problem.to_string(),
-        };
-        let answer: Value =
-            serde_json::from_str(&answer).map_err(|_| invalid("the host's answer is not JSON"))?;
-        let result = &answer[KEY];
-        match result["action"].as_str() {
-            Some("accept") => Ok(Elicited::Accept(result.get("content").cloned())),
-            Some("decline") => Ok(Elicited::Decline),
-            Some("cancel") => Ok(Elicited::Cancel),
-            _ => Err(invalid("the answer has no action")),
-        }
+    /// Asks the client's model for a completion (MCP sampling) and waits for it. Clients
+    /// that declare `sampling` answer; Claude Code does not declare it (the ask then fails
+    /// with [`AskError::Unsupported`]).
+    ///
+    /// ```
+    /// use toolhost_plugin::{prelude::*, testing::{json, TestContext}, SampleRequest, SampleResult};
+    ///
+    /// /// Summarize a text with the client's model.
+    /// #[tool]
+    /// fn summarize(text: String, ctx: &Context) -> Result<String, AskError> {
+    ///     let req = SampleRequest::text(format!("Summarize in one line: {text}")).max_tokens(40);
+    ///     Ok(ctx.sample(req)?.as_text().unwrap_or_default().to_string())
+    /// }
+    /// # export_plugin!();
+    ///
+    /// # fn main() {
+    /// let ctx = TestContext::new().answer_sample(SampleResult::text("Tea is good."));
+    /// let got = summarize::tool().call(json!({"text": "Tea, a long story."}), &ctx);
+    /// assert_eq!(got, ToolResult::text("Tea is good."));
+    /// assert_eq!(ctx.asks()[0]["method"], "sampling/createMessage");
+    /// assert_eq!(ctx.asks()[0]["params"]["maxTokens"], 40);
+    /// # }
+    /// ```
+    pub fn sample(&self, request: SampleRequest) -> Result<SampleResult, AskError> {
+        self.ask(Asks::new().sample(KEY, request))?.sampled(KEY)
+    }
+
+    /// The client's roots: the folders (`file://` URIs) it lets servers work in, asked each
+    /// time (they change as the user adds folders).
+    ///
+    /// ```
+    /// use toolhost_plugin::{prelude::*, testing::{json, TestContext}, Root};
+    ///
+    /// /// Where the user works.
+    /// #[tool]
+    /// fn project(ctx: &Context) -> Result<String, AskError> {
+    ///     let roots = ctx.roots()?;
+    ///     Ok(roots.iter().map(|r| r.uri.as_str()).collect::<Vec<_>>().join(" "))
+    /// }
+    /// # export_plugin!();
+    ///
+    /// # fn main() {
+    /// let ctx = TestContext::new().with_roots([Root::new("file:///src").named("src")]);
+    /// assert_eq!(project::tool().call(json!({}), &ctx), ToolResult::text("file:///src"));
+    /// # }
+    /// ```
+    pub fn roots(&self) -> Result<Vec<Root>, AskError> {
+        self.ask(Asks::new().roots(KEY))?.roots(KEY)
+    }
+
+    /// Puts several questions to the client in one round and waits for every answer (see
+    /// [`Asks`]). Keys are the plugin's; read each answer back by its key from [`Answers`].
+    pub fn ask(&self, asks: Asks) -> Result<Answers, AskError> {
+        let (json, kinds) = asks.into_parts()?;
+        let answer = self.ask_raw(&json)?;
+        Answers::new(&answer, kinds)
     }
 
     /// The ABI's `ask`: the host's answer JSON, or why it gave none.
