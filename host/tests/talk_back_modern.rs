@@ -112,10 +112,10 @@ async fn each_round_keeps_the_answers_of_the_rounds_before() {
         .await,
     );
     let keys: Vec<&String> = first["inputRequests"].as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["ask"]);
+    assert_eq!(keys, ["step1"]);
 
     let mut round2 = call.clone();
-    round2["inputResponses"] = json!({"ask": {"action": "accept", "content": {"name": "Ann"}}});
+    round2["inputResponses"] = json!({"step1": {"action": "accept", "content": {"name": "Ann"}}});
     round2["requestState"] = first["requestState"].clone();
     let second =
         input_required(&ask(&s, "conformance", "tools/call", caps.clone(), round2, TOKEN).await);
@@ -124,16 +124,16 @@ async fn each_round_keeps_the_answers_of_the_rounds_before() {
         .unwrap()
         .keys()
         .collect();
-    assert_eq!(keys, ["ask#2"], "the second question, only");
+    assert_eq!(keys, ["step2"], "the second question, only");
     assert_eq!(
-        second["inputRequests"]["ask#2"]["params"]["message"],
+        second["inputRequests"]["step2"]["params"]["message"],
         "Step 2: What is your favorite color?"
     );
     assert_ne!(second["requestState"], first["requestState"]);
 
     // Round 3 carries only the new answer, as Claude Code does.
     let mut round3 = call.clone();
-    round3["inputResponses"] = json!({"ask#2": {"action": "accept", "content": {"color": "blue"}}});
+    round3["inputResponses"] = json!({"step2": {"action": "accept", "content": {"color": "blue"}}});
     round3["requestState"] = second["requestState"].clone();
     let v = ask(&s, "conformance", "tools/call", caps, round3, TOKEN)
         .await
@@ -158,7 +158,8 @@ async fn a_prompt_asks_in_rounds_too() {
         .await,
     );
     let mut retry = get.clone();
-    retry["inputResponses"] = json!({"ask": {"action": "accept", "content": {"context": "tests"}}});
+    retry["inputResponses"] =
+        json!({"user_context": {"action": "accept", "content": {"context": "tests"}}});
     retry["requestState"] = first["requestState"].clone();
     let v = ask(&s, "conformance", "prompts/get", form_caps(), retry, TOKEN)
         .await
@@ -220,7 +221,7 @@ async fn a_request_state_verifies_only_for_its_request_and_token() {
         .await,
     );
     let state = first["requestState"].as_str().unwrap().to_string();
-    let answer = json!({"ask": {"action": "accept", "content": {"ok": true}}});
+    let answer = json!({"confirm": {"action": "accept", "content": {"ok": true}}});
     let with = |params: &Value, state: Value| {
         let mut p = params.clone();
         p["inputResponses"] = answer.clone();
@@ -395,5 +396,130 @@ async fn a_capability_not_declared_is_refused_with_32021() {
         "input_required",
         "{}",
         r.body
+    );
+}
+
+/// Sampling and roots are asked in rounds as forms are, several in one round; `ctx.client()`
+/// reads what this very request declared.
+#[tokio::test]
+async fn samples_and_roots_are_asked_in_rounds_too() {
+    let s = server().await;
+    let all = json!({"elicitation": {}, "sampling": {}, "roots": {}});
+    let call = json!({"name": "test_input_required_result_multiple_inputs", "arguments": {}});
+    let first = input_required(
+        &ask(
+            &s,
+            "conformance",
+            "tools/call",
+            all.clone(),
+            call.clone(),
+            TOKEN,
+        )
+        .await,
+    );
+    let asked = &first["inputRequests"];
+    assert_eq!(asked["user_name"]["method"], "elicitation/create");
+    assert_eq!(asked["greeting"]["method"], "sampling/createMessage");
+    assert_eq!(asked["greeting"]["params"]["maxTokens"], 50);
+    assert_eq!(
+        asked["client_roots"],
+        json!({"method": "roots/list", "params": {}})
+    );
+    let mut retry = call.clone();
+    retry["inputResponses"] = json!({
+        "user_name": {"action": "accept", "content": {"name": "Ann"}},
+        "greeting": {"role": "assistant", "content": {"type": "text", "text": "Hi"},
+            "model": "m", "stopReason": "endTurn"},
+        "client_roots": {"roots": [{"uri": "file:///test/root", "name": "Test Root"}]},
+    });
+    retry["requestState"] = first["requestState"].clone();
+    let v = ask(&s, "conformance", "tools/call", all.clone(), retry, TOKEN)
+        .await
+        .json();
+    assert_eq!(
+        v["result"]["content"][0]["text"], "Hi Ann. Roots: file:///test/root",
+        "{v}"
+    );
+
+    // A completion that is not one is asked again.
+    let mut bad = call.clone();
+    bad["inputResponses"] =
+        json!({"greeting": {"role": "assistant"}, "client_roots": {"roots": 3}});
+    let again =
+        input_required(&ask(&s, "conformance", "tools/call", all.clone(), bad, TOKEN).await);
+    assert_eq!(again["inputRequests"].as_object().unwrap().len(), 3);
+
+    let v = ask(
+        &s,
+        "asker",
+        "tools/call",
+        json!({"roots": {}}),
+        json!({"name": "caps", "arguments": {}}),
+        TOKEN,
+    )
+    .await
+    .json();
+    assert_eq!(
+        v["result"]["content"][0]["text"],
+        "form false url false sampling false roots true"
+    );
+    // Only what is declared is asked: a client with sampling alone gets no form.
+    let call = json!({"name": "test_input_required_result_capabilities", "arguments": {}});
+    let first = input_required(
+        &ask(
+            &s,
+            "conformance",
+            "tools/call",
+            json!({"sampling": {}}),
+            call,
+            TOKEN,
+        )
+        .await,
+    );
+    let methods: Vec<&Value> = first["inputRequests"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|q| &q["method"])
+        .collect();
+    assert_eq!(methods, [&json!("sampling/createMessage")]);
+}
+
+#[tokio::test]
+async fn a_tool_needing_sampling_is_refused_without_it() {
+    let s = server().await;
+    let call = json!({"name": "test_missing_capability", "arguments": {}});
+    let r = ask(
+        &s,
+        "conformance",
+        "tools/call",
+        json!({}),
+        call.clone(),
+        TOKEN,
+    )
+    .await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    let v = r.json();
+    assert_eq!(v["error"]["code"], -32021, "{v}");
+    assert_eq!(
+        v["error"]["data"]["requiredCapabilities"],
+        json!({"sampling": {}})
+    );
+    assert_eq!(v["id"], 7);
+    // Declared, it is asked.
+    let first = input_required(
+        &ask(
+            &s,
+            "conformance",
+            "tools/call",
+            json!({"sampling": {}}),
+            call,
+            TOKEN,
+        )
+        .await,
+    );
+    assert_eq!(
+        first["inputRequests"]["ask"]["method"],
+        "sampling/createMessage"
     );
 }

@@ -31,6 +31,8 @@ pub const MAX_OPEN: usize = 64;
 pub struct Replay {
     /// `_meta["io.modelcontextprotocol/clientCapabilities"]` of this request.
     capabilities: Value,
+    /// The same, as the plugin's `ctx.client()` reads it.
+    caps: ClientCaps,
     /// The answers the request brought, by key, not checked yet (the plugin's questions say
     /// what each must fit).
     gathered: Map<String, Value>,
@@ -67,11 +69,13 @@ pub enum Round {
 impl Replay {
     /// The asker of a request declaring `capabilities`, bringing `gathered` answers.
     pub fn new(capabilities: Option<&RawValue>, gathered: Map<String, Value>) -> Self {
+        let caps = ClientCaps::of(capabilities);
         let capabilities = capabilities
             .and_then(|c| serde_json::from_str(c.get()).ok())
             .unwrap_or(Value::Null);
         Replay {
             capabilities,
+            caps,
             gathered,
             run: std::sync::Mutex::new(Run::default()),
         }
@@ -157,6 +161,8 @@ impl Asker for Replay {
         let all = ClientCaps {
             form: true,
             url: true,
+            sampling: true,
+            roots: true,
         };
         let questions = read_asks(asks, all)?;
         let mut run = lock(&self.run);
@@ -198,6 +204,10 @@ impl Asker for Replay {
             return Err(AskFailure::InputRequired);
         }
         Ok(Value::Object(answers).to_string())
+    }
+
+    fn client(&self) -> String {
+        self.caps.json()
     }
 }
 

@@ -250,3 +250,27 @@ impl Context {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A host's "answer not here yet" (2026-07-28 rounds) reaches the tool as its own error,
+    /// which `?` returns; an unknown kind reads as Unsupported.
+    #[test]
+    fn the_host_s_input_required_is_its_own_error() {
+        let ffi = |kind| AskErrorFfi {
+            kind,
+            code: 0,
+            message: "m".into(),
+        };
+        assert_eq!(
+            AskError::from(ffi(ask_error::INPUT_REQUIRED)),
+            AskError::InputRequired
+        );
+        assert_eq!(
+            AskError::from(ffi(200)),
+            AskError::Unsupported { reason: "m".into() }
+        );
+    }
+}
