@@ -59,6 +59,7 @@ pub use descriptors::{
 pub use limits::HttpLimits;
 pub use modern::{HEADER_MISMATCH, UNSUPPORTED_VERSION};
 pub use origin::OriginPolicy;
+pub use state::{StateKey, StateKeyError, MIN_KEY_FILE_BYTES};
 pub use tls::{acceptor as tls_acceptor, read_certs, read_key, TlsError, TlsFiles};
 
 use crate::{handler::Router, registry::RegistryEvent, sync::lock};
@@ -182,6 +183,19 @@ impl HttpServer {
             tls: options.tls,
             shared,
         })
+    }
+
+    /// Signs the `requestState` of 2026-07-28 `input_required` results with `key` instead of
+    /// the random key of this process (`--state-key-file`: replicas sharing the key verify
+    /// each other's states). Before [`Self::serve`].
+    pub fn with_state_key(mut self, key: StateKey) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.state_key = Arc::new(key),
+            None => {
+                tracing::error!(target: "toolhost::http", "the state key was set while serving: ignored")
+            }
+        }
+        self
     }
 
     /// The address bound (with the port the OS chose for port 0).

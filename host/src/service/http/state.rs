@@ -8,7 +8,7 @@
 //! expiry in Unix seconds, the answers) and the MAC HMAC-SHA256 over the payload and a
 //! digest of the bearer token that made it (kept out of the payload: the client learns
 //! nothing of it). The key is random per process, so a state outlives neither a restart nor
-//! a hop to another replica.
+//! a hop to another replica, unless `--state-key-file` gives every replica the same one.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -26,10 +26,70 @@ const VERSION: u64 = 1;
 /// The one message every state that does not verify gets: which check failed is not told.
 pub const UNVERIFIED: &str = "invalid params: requestState does not verify";
 
+/// Shortest secret a state key file may hold, in bytes.
+pub const MIN_KEY_FILE_BYTES: usize = 32;
+
+/// Why a state key file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum StateKeyError {
+    #[error("cannot read the state key file {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Untrusted(#[from] crate::trust::TrustError),
+    #[error(
+        "the state key file {path} can be read by other users (mode {mode:o}); \
+         make it private with `chmod 600 {path}`"
+    )]
+    Readable { path: String, mode: u32 },
+    #[error("the state key file {path} holds {len} bytes; use at least {MIN_KEY_FILE_BYTES} (e.g. `openssl rand -hex 32`)")]
+    Short { path: String, len: usize },
+}
+
 /// The key of the MACs.
 pub struct StateKey([u8; 32]);
 
 impl StateKey {
+    /// The key of `path` (`--state-key-file`): its secret (surrounding white space trimmed,
+    /// at least [`MIN_KEY_FILE_BYTES`]) hashed to 32 bytes. Held to the token file's rules:
+    /// owned by this user (or root), in folders nobody else can change (`allow_shared` lifts
+    /// those two), readable by nobody else.
+    pub fn load(path: &std::path::Path, allow_shared: bool) -> Result<Self, StateKeyError> {
+        let shown = path.display().to_string();
+        let read_err = |source| StateKeyError::Read {
+            path: shown.clone(),
+            source,
+        };
+        let meta = std::fs::metadata(path).map_err(read_err)?;
+        if !allow_shared {
+            crate::trust::check_owner_and_mode(path, &meta)?;
+            crate::trust::check_folders(path)?;
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                return Err(StateKeyError::Readable { path: shown, mode });
+            }
+        }
+        let bytes = std::fs::read(path).map_err(read_err)?;
+        let secret = bytes.trim_ascii();
+        if secret.len() < MIN_KEY_FILE_BYTES {
+            return Err(StateKeyError::Short {
+                path: shown,
+                len: secret.len(),
+            });
+        }
+        let mut h = Sha256::new();
+        h.update(b"toolhost requestState key\0");
+        h.update(secret);
+        Ok(StateKey(h.finalize().into()))
+    }
+
     /// A fresh random key.
     pub fn random() -> Self {
         let mut key = [0u8; 32];
@@ -315,6 +375,43 @@ mod tests {
         ] {
             assert!(key.open(&b, &bad, 1000).is_err(), "{bad:.40}");
         }
+    }
+
+    /// Replicas given the same file verify each other's states; a file others can read, or a
+    /// short secret, is refused.
+    #[cfg(unix)]
+    #[test]
+    fn replicas_sharing_a_key_file_verify_each_other() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.key");
+        std::fs::write(&path, format!("{}\n", "k".repeat(40))).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let (one, two) = (
+            StateKey::load(&path, true).unwrap(),
+            StateKey::load(&path, true).unwrap(),
+        );
+        let args = json!({});
+        let b = binding("t", &args, b"");
+        let state = one.seal(&b, &Map::new(), 1000).unwrap();
+        assert_eq!(two.open(&b, &state, 1000), Ok(Map::new()));
+        assert!(StateKey::random().open(&b, &state, 1000).is_err());
+
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        assert!(matches!(
+            StateKey::load(&path, true),
+            Err(StateKeyError::Readable { mode: 0o640, .. })
+        ));
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::write(&path, "short\n").unwrap();
+        assert!(matches!(
+            StateKey::load(&path, true),
+            Err(StateKeyError::Short { len: 5, .. })
+        ));
+        assert!(matches!(
+            StateKey::load(&dir.path().join("none"), true),
+            Err(StateKeyError::Read { .. })
+        ));
     }
 
     #[test]
