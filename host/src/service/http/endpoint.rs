@@ -525,18 +525,7 @@ impl Call<'_> {
             asker: asker.as_ref(),
             ..Client::of(self.scope())
         };
-        let answered = Arc::new(AtomicBool::new(false));
-        // The router's own replies come back within `handle`, on this task.
-        let immediate = Arc::new(std::sync::Mutex::new(None));
-        let respond = responder(
-            answered.clone(),
-            immediate.clone(),
-            tx,
-            id,
-            method,
-            modern,
-            retry,
-        );
+        let (respond, answered, immediate) = responder(tx, id, method, modern, retry);
         router.handle(&from, msg, respond);
         if let Some(reply) = lock(&immediate).take() {
             let (status, body) = finish(reply, id, method, modern);
@@ -561,8 +550,7 @@ impl Call<'_> {
             return stream_response(CallStream::new(rx, guard)).map(|b| paced(b, ()));
         }
         let response = match wait_reply(rx).await {
-            Some(r) if modern => json(retry::status_of(&r), r),
-            Some(r) => json(StatusCode::OK, r),
+            Some(r) => json(retry::status_of(&r), r),
             None => error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 Some(id),
@@ -615,21 +603,25 @@ fn finish(reply: String, id: &RawValue, method: &str, modern: bool) -> (StatusCo
     }
 }
 
-/// Where a message's answer goes: the router's own reply to `immediate` (it comes within
-/// `Router::handle`), a request's to its call's channel (in its round's shape, with
-/// `retry`), noting it answered.
+/// The router's own reply, which comes within `Router::handle` (on the caller's task).
+type Immediate = Arc<std::sync::Mutex<Option<String>>>;
+
+/// Where a message's answer goes: the router's own reply to the [`Immediate`] returned, a
+/// request's to its call's channel (in its round's shape, with `retry`), noting in the flag
+/// returned that it answered.
 fn responder(
-    answered: Arc<AtomicBool>,
-    immediate: Arc<std::sync::Mutex<Option<String>>>,
     tx: mpsc::UnboundedSender<Item>,
     id: &RawValue,
     method: &str,
     modern: bool,
     retry: Option<Retry>,
-) -> Box<dyn Respond> {
+) -> (Box<dyn Respond>, Arc<AtomicBool>, Immediate) {
     let reply_id = id.to_owned();
     let method_name = method.to_string();
-    Box::new(move |answer: Answer<'_>| {
+    let answered = Arc::new(AtomicBool::new(false));
+    let immediate = Immediate::default();
+    let (answered_out, immediate_out) = (answered.clone(), immediate.clone());
+    let respond = Box::new(move |answer: Answer<'_>| {
         answered.store(true, Ordering::Release);
         if let Answer::Reply(reply) = answer {
             *lock(&immediate) = Some(reply);
@@ -648,7 +640,8 @@ fn responder(
             text = modern::complete(text, Some(&reply_id), &method_name);
         }
         let _ = tx.send(Item::Reply(text));
-    })
+    });
+    (respond, answered_out, immediate_out)
 }
 
 /// The reply of a call answered as JSON (its notifications have nowhere to go).
