@@ -263,7 +263,8 @@ pub struct CallVTable {
 
     /// Asks the client and blocks until it answered, the call was cancelled or the host
     /// refused. `asks` is JSON text, MCP's input requests keyed by the plugin:
-    /// `{"<key>": {"method": "elicitation/create", "params": {...}}, ...}`; the `ROk` answer is
+    /// `{"<key>": {"method": "elicitation/create" | "sampling/createMessage" | "roots/list",
+    /// "params": {...}}, ...}`; the `ROk` answer is
     /// `{"<key>": <the client's result>, ...}` for every key. Hosts built before it lack it:
     /// the SDK then says the host cannot ask.
     pub ask: extern "C" fn(data: *const c_void, asks: RStr<'_>) -> RResult<RString, AskErrorFfi>,

@@ -98,3 +98,20 @@ cli_test!(
         assert_eq!(ask_through_the_cli("tea", json!({}), &sandbox), "cancel");
     }
 );
+
+cli_test!(
+    /// What the CLI declares to a stdio server reaches the plugin (`ctx.client()`: forms, URLs
+    /// and roots, no sampling); it answers `roots/list` with its working folder, and a
+    /// sampling question is never sent to it (the tool is told the capability is missing).
+    fn the_cli_gives_its_roots_and_declares_no_sampling() {
+        let sandbox = Sandbox::new(&["asker"]);
+        assert_eq!(
+            ask_through_the_cli("caps", json!({}), &sandbox),
+            "form true url true sampling false roots true"
+        );
+        let roots = ask_through_the_cli("folders", json!({}), &sandbox);
+        assert!(roots.starts_with("file:///"), "{roots}");
+        let sampled = ask_through_the_cli("haiku", json!({}), &sandbox);
+        assert!(sampled.contains("`sampling` capability"), "{sampled}");
+    }
+);

@@ -1,11 +1,13 @@
 //! Questions a plugin's call puts to its client: MCP server→client requests
-//! (`elicitation/create`) sent on the client's stream, and the client's responses routed back
-//! to the call that waits for them (docs/design/talk-back.md §3.1–3.2).
+//! (`elicitation/create`, `sampling/createMessage`, `roots/list`) sent on the client's stream,
+//! and the client's responses routed back to the call that waits for them
+//! (docs/design/talk-back.md §3.1–3.2).
 //!
 //! [`Asks`] is the table of questions in flight, keyed by the client and the request id the
 //! host chose (`th-<n>`: a prefix, so they never look like a client's ids in logs); a response
 //! nobody waits for (unknown id, late, another client's) is logged and dropped, never
-//! answered. [`StreamAsker`] is the [`Asker`] of a client on one stream (stdio `serve`): it
+//! answered. [`StreamAsker`] is the [`Asker`] of a client on one stream (stdio `serve`, or a
+//! call's SSE response in a 2025-11-25 HTTP session): it
 //! checks the plugin's questions against what the client declared in `initialize`, writes
 //! them, and waits for every answer or the call's cancellation, which withdraws the questions
 //! still open (`notifications/cancelled` with the host's request id).
@@ -152,22 +154,37 @@ impl ClientCaps {
     }
 }
 
-/// The [`Asker`] of the one client of a stream (stdio `serve`): questions go out as JSON-RPC
-/// requests through `out`, answers come back through [`Asks::answered`].
+/// Where a [`StreamAsker`] writes its requests (and withdrawals): one JSON-RPC message each.
+type Outgoing = Box<dyn Fn(String) + Send + Sync>;
+
+/// The [`Asker`] of a client on one stream: stdio `serve`'s one client, or one call of a
+/// 2025-11-25 HTTP session (its POST's SSE response). Questions go out as JSON-RPC requests
+/// through `out`, answers come back through [`Asks::answered`].
 pub struct StreamAsker {
     asks: Arc<Asks>,
     /// The client's key in `asks`.
     client: String,
-    out: LineSender,
+    out: Outgoing,
     caps: Mutex<ClientCaps>,
 }
 
 impl StreamAsker {
     pub fn new(asks: Arc<Asks>, client: String, out: LineSender) -> Self {
+        Self::writing_to(asks, client, move |line| {
+            out.send(line);
+        })
+    }
+
+    /// An asker whose requests `send` writes (a call's own stream).
+    pub fn writing_to(
+        asks: Arc<Asks>,
+        client: String,
+        send: impl Fn(String) + Send + Sync + 'static,
+    ) -> Self {
         StreamAsker {
             asks,
             client,
-            out,
+            out: Box::new(send),
             caps: Mutex::new(ClientCaps::default()),
         }
     }
@@ -192,7 +209,7 @@ impl Asker for StreamAsker {
             let mut waiting = waiting;
             waiting.form = params.get("requestedSchema").cloned();
             let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-            self.out.send(request.to_string());
+            (self.out)(request.to_string());
             open.push((key, method, waiting));
         }
         let mut answers = Map::new();
@@ -201,7 +218,7 @@ impl Asker for StreamAsker {
                 if control.is_cancelled() {
                     // Withdraw every question still open (this one and those after it).
                     for (_, _, w) in &open[i..] {
-                        self.out.send(
+                        (self.out)(
                             json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                 "params": {"requestId": w.key.1, "reason": "the call was cancelled"}})
                             .to_string(),

@@ -155,12 +155,20 @@ fn property(prop: Value) -> Result<Value, String> {
     }
 }
 
-/// A single select's choices: `{"enum": [...]}`, or `{"oneOf": [{"const", "title"}...]}` when
-/// the choices have titles (doc comments on unit variants); `None` when `prop` is no select.
+/// A single select's choices: `{"enum": [...]}` (with the legacy `enumNames` if given), or
+/// `{"oneOf": [{"const", "title"}...]}` when the choices have titles (doc comments or
+/// `#[schemars(title)]` on unit variants); `None` when `prop` is no select.
 fn choices(prop: &Value) -> Option<Map<String, Value>> {
     let strings = |v: &[Value]| v.iter().all(Value::is_string);
     if let Some(e) = prop.get("enum").and_then(Value::as_array) {
-        return strings(e).then(|| Map::from_iter([("enum".to_string(), Value::Array(e.clone()))]));
+        let mut out = Map::from_iter([("enum".to_string(), Value::Array(e.clone()))]);
+        // The legacy titles (`enumNames`, one per value), kept when they fit.
+        if let Some(names) = prop.get("enumNames").and_then(Value::as_array) {
+            if names.len() == e.len() && strings(names) {
+                out.insert("enumNames".into(), Value::Array(names.clone()));
+            }
+        }
+        return strings(e).then_some(out);
     }
     let alts = prop
         .get("oneOf")
@@ -435,6 +443,25 @@ mod tests {
     #[derive(Deserialize, JsonSchema)]
     struct Listy {
         tags: Vec<String>,
+    }
+
+    /// The legacy titles of a select (`enumNames`) stay when there is one per value (SEP-1330
+    /// still lists them); others are dropped.
+    #[test]
+    fn legacy_enum_names_are_kept_when_they_fit() {
+        let form = |names: Value| {
+            let schema = json!({"type":"object","properties":{
+                "a":{"type":"string","enum":["x","y"],"enumNames":names}}});
+            restrict(&schema, "F").unwrap()["properties"]["a"].clone()
+        };
+        assert_eq!(
+            form(json!(["Ex", "Why"])),
+            json!({"type":"string","enum":["x","y"],"enumNames":["Ex","Why"]})
+        );
+        assert_eq!(
+            form(json!(["Ex"])),
+            json!({"type":"string","enum":["x","y"]})
+        );
     }
 
     #[test]

@@ -20,6 +20,8 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::{
+    answer::{finish, responder, wait_reply, Reply},
+    asking,
     auth::Credential,
     body,
     budget::Held,
@@ -38,11 +40,12 @@ use super::{
     state, Listener, Shared,
 };
 use crate::{
-    handler::{Answer, Client, Discard, RequestKey, Respond, Router, Scope, Sink},
+    handler::{Answer, Client, ClientCaps, Discard, RequestKey, Router, Scope, Sink},
     model::{
         error_code, ClientMessage, ClientRequest, RequestHead, MODERN_PROTOCOL_VERSION,
         SUPPORTED_PROTOCOL_VERSIONS,
     },
+    plugin::Asker,
     sync::lock,
 };
 
@@ -241,8 +244,9 @@ async fn post(
         Err(refusal) => return *refusal,
     };
     let Some(method) = msg.method.as_deref() else {
-        // A response: we send clients no requests, so there is nothing to match it to.
-        return empty(StatusCode::ACCEPTED);
+        // A response to a question of a call of its session's (or nothing to match).
+        let message = ClientMessage::read(&msg);
+        return asking::response(shared, client, endpoint.as_deref(), headers, &message);
     };
     note.mcp = Some(method.to_string());
     let head: RequestHead = msg
@@ -257,6 +261,7 @@ async fn post(
         endpoint: endpoint.as_deref(),
         accept,
         held: std::sync::Mutex::new(Some(held)),
+        session: std::sync::OnceLock::new(),
     };
     if modern::is_modern(method, &head, header_version) {
         let mirrored = param_headers::mirrored(msg.id, headers, header_version);
@@ -312,6 +317,8 @@ struct Call<'a> {
     accept: Accepts,
     /// The body's bytes of the budget: held by the call it carries until answered.
     held: std::sync::Mutex<Option<Held>>,
+    /// The 2025-11-25 session it is a message of (not set for `initialize`).
+    session: std::sync::OnceLock<Arc<HttpSession>>,
 }
 
 impl Call<'_> {
@@ -448,6 +455,9 @@ impl Call<'_> {
                     )
                 }
             };
+            if let Some(ClientRequest::Initialize(p)) = msg.request() {
+                session.set_caps(ClientCaps::of(p.capabilities));
+            }
             let mut response = self.run(msg, method, &session.id, false, None).await;
             if let Ok(v) = HeaderValue::from_str(&session.id) {
                 response.headers_mut().insert(SESSION_ID, v);
@@ -475,6 +485,8 @@ impl Call<'_> {
                 );
             }
         }
+        // Its calls may ask the client, on their response streams.
+        let _ = self.session.set(session.clone());
         self.run(msg, method, &session.id, false, None).await
     }
 
@@ -487,8 +499,9 @@ impl Call<'_> {
             .find(id, self.endpoint, self.client.credential)
     }
 
-    /// Routes a message as `client`, and answers: at once, or when its request is (in rounds
-    /// with `retry`).
+    /// Routes a message as `client`, and answers: at once, or when its request is. A request
+    /// of a 2025-11-25 session may ask its client, on its response stream; a 2026-07-28 one
+    /// asks in rounds (`retry`).
     async fn run(
         &self,
         msg: &ClientMessage<'_>,
@@ -512,13 +525,14 @@ impl Call<'_> {
         };
         let notifies = self.notifies(msg, client);
         let stream = self.accept.sse && (!self.accept.json || notifies);
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = mpsc::unbounded_channel();
         let sink: Sink = if stream {
             Arc::new(ToStream(tx.clone()))
         } else {
             Arc::new(Discard)
         };
         let asker = retry.as_ref().map(|r| r.asker.clone());
+        let asker = asker.or_else(|| self.session_asker(&tx));
         let from = Client {
             id: client,
             sink: Some(&sink),
@@ -549,9 +563,15 @@ impl Call<'_> {
             // stream's last piece is handed over.
             return stream_response(CallStream::new(rx, guard)).map(|b| paced(b, ()));
         }
-        let response = match wait_reply(rx).await {
-            Some(r) => json(retry::status_of(&r), r),
-            None => error(
+        let response = match wait_reply(&mut rx).await {
+            Reply::Json(r) => json(retry::status_of(&r), r),
+            // A question: the call answers as a stream from now on (only a client that
+            // accepts one is asked).
+            Reply::Asked(question) => {
+                let stream = CallStream::starting_with(rx, guard, question);
+                return stream_response(stream).map(|b| paced(b, ()));
+            }
+            Reply::Ended => error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 Some(id),
                 error_code::INTERNAL_ERROR,
@@ -559,6 +579,20 @@ impl Call<'_> {
             ),
         };
         response.map(|b| paced(b, guard))
+    }
+
+    /// The asker of a request of a 2025-11-25 session: its questions go on its response
+    /// stream (`asking.rs`).
+    fn session_asker(&self, tx: &mpsc::UnboundedSender<Item>) -> Option<Arc<dyn Asker>> {
+        let session = self.session.get()?;
+        let router = &self.shared.router;
+        Some(asking::asker(
+            router,
+            self.scope(),
+            session,
+            self.accept.sse,
+            tx,
+        ))
     }
 
     /// Whether a call may notify (its progress, its plugin's log records): it then answers as
@@ -584,74 +618,6 @@ impl Call<'_> {
             stream_response(CallStream::new(rx, ()))
         }
     }
-}
-
-/// The status and body of an immediate reply: a 2026-07-28 one is completed, or is a 404 when
-/// its method is not found; a 2025-11-25 session's "invalid request" (an id in flight already)
-/// is a 400.
-fn finish(reply: String, id: &RawValue, method: &str, modern: bool) -> (StatusCode, String) {
-    if !modern {
-        if modern::is_invalid_request(&reply, Some(id)) {
-            return (StatusCode::BAD_REQUEST, reply);
-        }
-        return (StatusCode::OK, reply);
-    }
-    if modern::is_method_not_found(&reply, Some(id)) {
-        (StatusCode::NOT_FOUND, reply)
-    } else {
-        (StatusCode::OK, modern::complete(reply, Some(id), method))
-    }
-}
-
-/// The router's own reply, which comes within `Router::handle` (on the caller's task).
-type Immediate = Arc<std::sync::Mutex<Option<String>>>;
-
-/// Where a message's answer goes: the router's own reply to the [`Immediate`] returned, a
-/// request's to its call's channel (in its round's shape, with `retry`), noting in the flag
-/// returned that it answered.
-fn responder(
-    tx: mpsc::UnboundedSender<Item>,
-    id: &RawValue,
-    method: &str,
-    modern: bool,
-    retry: Option<Retry>,
-) -> (Box<dyn Respond>, Arc<AtomicBool>, Immediate) {
-    let reply_id = id.to_owned();
-    let method_name = method.to_string();
-    let answered = Arc::new(AtomicBool::new(false));
-    let immediate = Immediate::default();
-    let (answered_out, immediate_out) = (answered.clone(), immediate.clone());
-    let respond = Box::new(move |answer: Answer<'_>| {
-        answered.store(true, Ordering::Release);
-        if let Answer::Reply(reply) = answer {
-            *lock(&immediate) = Some(reply);
-            return;
-        }
-        if let (Some(retry), Answer::Outcome { id, outcome }) = (&retry, &answer) {
-            if let Some(text) = retry.reply(id, outcome) {
-                let _ = tx.send(Item::Reply(text));
-                return;
-            }
-        }
-        let Some(mut text) = answer.rpc() else {
-            return;
-        };
-        if modern {
-            text = modern::complete(text, Some(&reply_id), &method_name);
-        }
-        let _ = tx.send(Item::Reply(text));
-    });
-    (respond, answered_out, immediate_out)
-}
-
-/// The reply of a call answered as JSON (its notifications have nowhere to go).
-async fn wait_reply(mut rx: mpsc::UnboundedReceiver<Item>) -> Option<String> {
-    while let Some(item) = rx.recv().await {
-        if let Item::Reply(r) = item {
-            return Some(r);
-        }
-    }
-    None
 }
 
 /// Held while a call is unanswered: if the client goes away first (its connection or stream

@@ -15,6 +15,8 @@
 //! `StreamableHttpService` would bring its own model of every message and its own server
 //! handler in front of our router, and checks no `Origin` by default.
 
+mod answer;
+mod asking;
 mod auth;
 mod body;
 mod budget;

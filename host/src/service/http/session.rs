@@ -15,7 +15,7 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use super::{auth::Credential, sse};
-use crate::sync::lock;
+use crate::{handler::ClientCaps, sync::lock};
 
 /// Events of a GET stream kept for resumption.
 const REPLAY: usize = 32;
@@ -29,6 +29,8 @@ pub struct HttpSession {
     owner: Option<Credential>,
     last_seen: Mutex<Instant>,
     stream: Mutex<Stream>,
+    /// What its client declared in `initialize` it can be asked.
+    caps: Mutex<ClientCaps>,
 }
 
 /// The GET stream: where its events go while a client reads it, and the recent ones.
@@ -40,6 +42,16 @@ struct Stream {
 }
 
 impl HttpSession {
+    /// Records what the client declared in its `initialize`.
+    pub fn set_caps(&self, caps: ClientCaps) {
+        *lock(&self.caps) = caps;
+    }
+
+    /// What the client declared in its `initialize`.
+    pub fn caps(&self) -> ClientCaps {
+        *lock(&self.caps)
+    }
+
     pub fn touch(&self) {
         *lock(&self.last_seen) = Instant::now();
     }
@@ -134,6 +146,7 @@ impl Sessions {
             owner,
             last_seen: Mutex::new(Instant::now()),
             stream: Mutex::new(Stream::default()),
+            caps: Mutex::new(ClientCaps::default()),
         });
         map.insert(session.id.clone(), session.clone());
         Ok(session)

@@ -1,8 +1,9 @@
-//! Server-Sent Events bodies: a call's stream (its notifications, then its reply, then the
-//! end) and the long-lived feeds (a session's GET stream, a `subscriptions/listen` stream).
+//! Server-Sent Events bodies: a call's stream (its notifications and questions, then its
+//! reply, then the end) and the long-lived feeds (a session's GET stream, a `subscriptions/listen` stream).
 //!
-//! A call's stream holds at most its reply and one progress notification (progress is
-//! coalesced: see `handler::progress`), so its queue needs no bound. A feed's queue is
+//! A call's stream holds at most its reply, one progress notification (progress is
+//! coalesced: see `handler::progress`) and its questions (bounded by `handler::asks`), so its
+//! queue needs no bound of its own. A feed's queue is
 //! bounded: a reader that does not keep up is dropped (its sender finds the queue full),
 //! and memory stays what the bound allows.
 
@@ -44,6 +45,9 @@ pub enum Item {
     Latest(Arc<dyn Latest>),
     /// The reply: written, then the stream ends.
     Reply(String),
+    /// A message of the server's for the client during the call (a question: a server→client
+    /// request, or its withdrawal), written as it is.
+    Message(String),
 }
 
 /// A call's notifications go to its own stream.
@@ -60,6 +64,8 @@ impl Notify for ToStream {
 pub struct CallStream<G> {
     rx: mpsc::UnboundedReceiver<Item>,
     done: bool,
+    /// A message taken from `rx` before the stream began, written first.
+    first: Option<String>,
     _guard: G,
 }
 
@@ -68,7 +74,17 @@ impl<G> CallStream<G> {
         CallStream {
             rx,
             done: false,
+            first: None,
             _guard: guard,
+        }
+    }
+
+    /// The stream of a call that was to answer as JSON until it sent `first` (a question):
+    /// `first`, then the rest of `rx`.
+    pub fn starting_with(rx: mpsc::UnboundedReceiver<Item>, guard: G, first: String) -> Self {
+        CallStream {
+            first: Some(first),
+            ..Self::new(rx, guard)
         }
     }
 }
@@ -81,11 +97,17 @@ impl<G: Unpin> Body for CallStream<G> {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if let Some(first) = self.first.take() {
+            return Poll::Ready(Some(Ok(Frame::data(event(None, &first)))));
+        }
         loop {
             if self.done {
                 return Poll::Ready(None);
             }
             match self.rx.poll_recv(cx) {
+                Poll::Ready(Some(Item::Message(text))) => {
+                    return Poll::Ready(Some(Ok(Frame::data(event(None, &text)))));
+                }
                 Poll::Ready(Some(Item::Latest(latest))) => {
                     if let Some(text) = latest.take() {
                         return Poll::Ready(Some(Ok(Frame::data(event(None, &text)))));

@@ -1,0 +1,99 @@
+//! A plugin's questions in a 2025-11-25 session (docs/design/talk-back.md §3.2): each goes to
+//! the client as a server→client request on the SSE response of the POST whose call asks (a
+//! call that was to answer as JSON switches to a stream at its first question), and the
+//! client's response comes back as a POST of its own in the same session.
+//!
+//! The answer is matched by the session: the questions in flight are keyed by the session's
+//! id, and a session is only found for the endpoint and token that opened it, so a response
+//! POSTed in another session, or with another token, never reaches the question.
+
+use std::sync::Arc;
+
+use hyper::{header::HeaderMap, Response, StatusCode};
+use tokio::sync::mpsc;
+
+use super::{
+    endpoint::{header_str, Remote, SESSION_ID},
+    reply::{empty, session_not_found, Body},
+    session::HttpSession,
+    sse::Item,
+    Shared,
+};
+use crate::{
+    handler::{Client, ClientCaps, Router, Scope, StreamAsker},
+    model::ClientMessage,
+    plugin::{AskFailure, Asker, CallControl},
+};
+
+/// Who puts the questions of a call of `session` to its client: its POST's stream (`tx`),
+/// if the client accepts one (`sse`).
+pub(super) fn asker(
+    router: &Router,
+    scope: Scope<'_>,
+    session: &HttpSession,
+    sse: bool,
+    tx: &mpsc::UnboundedSender<Item>,
+) -> Arc<dyn Asker> {
+    let caps = session.caps();
+    if !sse {
+        return Arc::new(JsonOnly(caps));
+    }
+    let key = Router::ask_key(&Client {
+        id: &session.id,
+        ..Client::of(scope)
+    });
+    let tx = tx.clone();
+    let asker = StreamAsker::writing_to(router.asks().clone(), key, move |message| {
+        let _ = tx.send(Item::Message(message));
+    });
+    asker.set_caps(caps);
+    Arc::new(asker)
+}
+
+/// A POSTed JSON-RPC response (no method): in a session, handed to the question of that
+/// session waiting for it; 202 either way, as a response is never answered. A session not
+/// found (unknown, another endpoint's, another token's) is 404, as for any message; without
+/// a session (a 2026-07-28 client) nothing was asked, and it is dropped.
+pub(super) fn response(
+    shared: &Shared,
+    client: Remote,
+    endpoint: Option<&str>,
+    headers: &HeaderMap,
+    message: &ClientMessage<'_>,
+) -> Response<Body> {
+    let Some(id) = header_str(headers, SESSION_ID) else {
+        return empty(StatusCode::ACCEPTED);
+    };
+    let Some(session) = shared.sessions.find(id, endpoint, client.credential) else {
+        return session_not_found(message.id());
+    };
+    if let ClientMessage::Response { id, outcome } = message {
+        let from = Client {
+            id: &session.id,
+            ..Client::of(super::endpoint::scope_of(endpoint))
+        };
+        shared
+            .router
+            .asks()
+            .answered(&Router::ask_key(&from), id, *outcome);
+    }
+    empty(StatusCode::ACCEPTED)
+}
+
+/// The asker of a call whose client accepts only a JSON answer: no stream, so no question
+/// can reach it during the call. It still says what the client declared.
+struct JsonOnly(ClientCaps);
+
+impl Asker for JsonOnly {
+    fn ask(&self, _asks: &str, _control: &CallControl) -> Result<String, AskFailure> {
+        Err(AskFailure::Unsupported(
+            "the client accepts only a JSON answer to this call (its Accept header lacks \
+             text/event-stream), so no question can reach it while the call runs"
+                .into(),
+        ))
+    }
+
+    fn client(&self) -> String {
+        self.0.json()
+    }
+}
