@@ -133,8 +133,11 @@ impl Context {
     /// [`AskError::InputRequired`] (return it with `?`), the host answers the request with the
     /// question, and the client sends the request again with the answer, which runs the tool
     /// again from the start; each question asked before is then answered at once. So do side
-    /// effects after the asks, and ask the same questions in the same order on every run
-    /// (their keys: a batch's own, else the order of asking, must be stable).
+    /// effects after the asks, and ask the same questions in the same order on every run: a
+    /// question is known again by its key (a batch's keys are yours; the single asks,
+    /// `elicit`, `elicit_url`, `sample` and `roots`, all use `ask`, which the host numbers by
+    /// order: `ask`, `ask#2`, ...). Test it with
+    /// [`TestContext::input_required_next`](crate::testing::TestContext::input_required_next).
     ///
     /// ```
     /// use serde::Deserialize;
@@ -230,6 +233,9 @@ impl Context {
 
     /// Puts several questions to the client in one round and waits for every answer (see
     /// [`Asks`]). Keys are the plugin's; read each answer back by its key from [`Answers`].
+    /// A 2026-07-28 client gets the questions not answered yet in one `input_required`
+    /// result, so a form and the roots asked together cost one round trip, not two (Claude
+    /// Code gives up after 10 rounds); see [`Context::elicit`] on running again.
     pub fn ask(&self, asks: Asks) -> Result<Answers, AskError> {
         let (json, kinds) = asks.into_parts()?;
         let answer = self.ask_raw(&json)?;
