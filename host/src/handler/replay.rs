@@ -24,7 +24,8 @@ use crate::{
     sync::lock,
 };
 
-/// Most questions one run may leave open (one `input_required` result).
+/// Questions one run may leave open (one `input_required` result): once it has this many, its
+/// further asks are refused (the batch that reached it may go past, by at most 15).
 pub const MAX_OPEN: usize = 64;
 
 /// The [`Asker`] of one 2026-07-28 request.
@@ -166,6 +167,12 @@ impl Asker for Replay {
         };
         let questions = read_asks(asks, all)?;
         let mut run = lock(&self.run);
+        // Checked first, so a plugin asking in a loop grows nothing once the round is full.
+        if run.open.len() >= MAX_OPEN {
+            return Err(AskFailure::Invalid(format!(
+                "a run leaves at most {MAX_OPEN} questions open"
+            )));
+        }
         let mut answers = Map::new();
         let mut unanswered = false;
         for (key, method, params) in questions {
@@ -189,11 +196,6 @@ impl Asker for Replay {
                     answers.insert(key, answer);
                 }
                 None => {
-                    if run.open.len() >= MAX_OPEN {
-                        return Err(AskFailure::Invalid(format!(
-                            "a run leaves at most {MAX_OPEN} questions open"
-                        )));
-                    }
                     run.open
                         .insert(wire, json!({"method": method, "params": params}));
                     unanswered = true;
@@ -267,6 +269,31 @@ mod tests {
             assert_eq!(r.ask(&form("a"), &control), Err(AskFailure::InputRequired));
             assert!(matches!(r.round(|| false), Round::InputRequired { .. }));
         }
+    }
+
+    /// A plugin that ignores `InputRequired` and keeps asking cannot grow the round without
+    /// bound: past [`MAX_OPEN`] open questions its asks are refused.
+    #[test]
+    fn a_plugin_asking_in_a_loop_is_bounded() {
+        let control = CallControl::new("1", None);
+        let r = replay(r#"{"elicitation":{}}"#, json!({}));
+        let mut refused = 0;
+        for _ in 0..MAX_OPEN + 10 {
+            match r.ask(&form("a"), &control) {
+                Err(AskFailure::InputRequired) => {}
+                Err(AskFailure::Invalid(e)) => {
+                    assert!(e.contains("at most 64"), "{e}");
+                    refused += 1;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(refused, 10);
+        let Round::InputRequired { requests, .. } = r.round(|| false) else {
+            panic!()
+        };
+        assert_eq!(requests.len(), MAX_OPEN);
+        assert!(requests.contains_key("a#64"));
     }
 
     #[test]
