@@ -26,6 +26,7 @@ fn frames() -> (ToWorker, FromWorker) {
         args: r#"{"x":5,"y":3}"#.into(),
         label: "2".into(),
         typed: true,
+        client: "{}".into(),
     };
     let result = FromWorker::Result {
         id: 41,

@@ -118,6 +118,18 @@ async fn a_response_nobody_waits_for_is_dropped_unanswered() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_asks_the_client_and_gets_its_answer() {
     let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
+    asks_and_answers(router).await;
+}
+
+/// The same from a plugin run in a worker process (`--isolate`): its asks cross the worker's
+/// channel as frames to the call's client, and the answers come back the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_isolated_tool_asks_the_client_and_gets_its_answer() {
+    let (router, _dirs) = common::open_isolated_router(&["asker"], RouterConfig::default());
+    asks_and_answers(router).await;
+}
+
+async fn asks_and_answers(router: Arc<Router>) {
     let mut c = Client::start(router.clone(), json!({"elicitation":{"form":{},"url":{}}})).await;
     for (call, answer, told) in [
         (
@@ -249,6 +261,18 @@ async fn a_client_without_the_capability_is_not_asked() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_a_call_withdraws_its_question() {
     let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
+    cancel_withdraws(router).await;
+}
+
+/// The same in a worker: the cancellation reaches the host's ask (withdrawn) and the worker's
+/// (its wait ends).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_an_isolated_call_withdraws_its_question() {
+    let (router, _dirs) = common::open_isolated_router(&["asker"], RouterConfig::default());
+    cancel_withdraws(router).await;
+}
+
+async fn cancel_withdraws(router: Arc<Router>) {
     let mut c = Client::start(router.clone(), json!({"elicitation":{}})).await;
     c.call(1, "asker__tea").await;
     let ask = c.next().await;
@@ -282,21 +306,6 @@ async fn cancelling_a_call_withdraws_its_question() {
     c.end().await;
 }
 
-/// A plugin run in a worker process (`--isolate`) cannot ask yet: it is told so, clearly.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_isolated_plugin_is_told_asking_is_not_supported_yet() {
-    let (router, _dirs) = common::open_isolated_router(&["asker"], RouterConfig::default());
-    let mut c = Client::start(router, json!({"elicitation":{}})).await;
-    c.call(1, "asker__tea").await;
-    let reply = c.next().await;
-    assert_eq!(reply["id"], 1, "the client was asked: {reply}");
-    assert!(
-        text(&reply).contains("not supported with isolate yet"),
-        "{reply}"
-    );
-    c.end().await;
-}
-
 /// A question waits within its call's time: at the deadline it is withdrawn and the call is
 /// answered as timed out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -306,6 +315,22 @@ async fn a_question_unanswered_by_the_calls_deadline_is_withdrawn() {
         ..RouterConfig::default()
     };
     let (router, _dirs) = common::open_router(&["asker"], config);
+    deadline_withdraws(router).await;
+}
+
+/// The same in a worker: the deadline cancels the call, which withdraws the host's question
+/// and ends the worker's wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_isolated_question_unanswered_by_the_calls_deadline_is_withdrawn() {
+    let config = RouterConfig {
+        default_timeout: Duration::from_millis(500),
+        ..RouterConfig::default()
+    };
+    let (router, _dirs) = common::open_isolated_router(&["asker"], config);
+    deadline_withdraws(router).await;
+}
+
+async fn deadline_withdraws(router: Arc<Router>) {
     let mut c = Client::start(router.clone(), json!({"elicitation":{}})).await;
     c.call(1, "asker__tea").await;
     let ask = c.next().await;
@@ -398,6 +423,18 @@ async fn a_prompt_asks_the_client_too() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sampling_roots_and_a_batch_reach_a_client_that_declared_them() {
     let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
+    sampling_roots_and_a_batch(router).await;
+}
+
+/// The same from a plugin in a worker: what the client declared crosses the worker's channel
+/// with each call (`ctx.client()`), and so do the batch's questions and answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_isolated_tool_samples_lists_roots_and_batches() {
+    let (router, _dirs) = common::open_isolated_router(&["asker"], RouterConfig::default());
+    sampling_roots_and_a_batch(router).await;
+}
+
+async fn sampling_roots_and_a_batch(router: Arc<Router>) {
     let caps = json!({"sampling":{},"roots":{"listChanged":true},"elicitation":{"form":{}}});
     let mut c = Client::start(router.clone(), caps).await;
     c.call(1, "asker__caps").await;

@@ -523,3 +523,61 @@ async fn a_tool_needing_sampling_is_refused_without_it() {
         "sampling/createMessage"
     );
 }
+
+/// A plugin in a worker process (`--isolate`) asks in rounds too: its ask crosses the worker's
+/// frames to the request's `Replay`, and `InputRequired` crosses back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_isolated_plugin_asks_in_rounds() {
+    use std::sync::Arc;
+    use toolhost::{
+        handler::{Answer, Client, Replay, Round, RouterConfig, Scope},
+        model::{ClientMessage, JsonRpc},
+        plugin::Asker,
+    };
+    let (router, _dirs) = common::open_isolated_router(&["asker"], RouterConfig::default());
+    let caps = serde_json::value::RawValue::from_string(r#"{"elicitation":{}}"#.into()).unwrap();
+    let line = json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
+        "params":{"name":"asker__tea","arguments":{}}})
+    .to_string();
+    let round = |gathered: Value| {
+        let router = router.clone();
+        let line = line.clone();
+        let caps = caps.clone();
+        async move {
+            let Value::Object(gathered) = gathered else {
+                panic!()
+            };
+            let replay = Arc::new(Replay::new(Some(&caps), gathered));
+            let asker: Arc<dyn Asker> = replay.clone();
+            let msg: JsonRpc = serde_json::from_str(&line).unwrap();
+            let client = Client {
+                asker: Some(&asker),
+                ..Client::of(Scope::All)
+            };
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let respond = move |a: Answer<'_>| {
+                let _ = tx.send(a.rpc().unwrap_or_default());
+            };
+            if let Some(mut here) =
+                router.handle(&client, &ClientMessage::read(&msg), Box::new(respond))
+            {
+                here.run();
+            }
+            let reply: Value = serde_json::from_str(&rx.await.unwrap()).unwrap();
+            (reply, replay.round(|| false))
+        }
+    };
+    let (_, first) = round(json!({})).await;
+    let Round::InputRequired { requests, .. } = first else {
+        panic!("{first:?}")
+    };
+    assert_eq!(requests["ask"]["method"], "elicitation/create");
+    let (reply, second) = round(json!({"ask": {"action": "accept",
+        "content": {"name": "Ann", "sugars": 1, "milk": false}}}))
+    .await;
+    assert_eq!(second, Round::Complete);
+    assert_eq!(
+        reply["result"]["content"][0]["text"], "accept: Ann takes 1 sugars, milk false",
+        "{reply}"
+    );
+}

@@ -236,6 +236,13 @@ pub struct HostVTable {
     /// `init`, before `on_load` runs. Hosts built before it lack it: the plugin does not know
     /// its path.
     pub plugin_path: extern "C" fn(data: *const c_void) -> RVec<u8>,
+
+    /// The plugin changed its catalog at run time (`what`: `"tools"` or `"prompts"`): the host
+    /// reads it again through `request` with [`crate::extras::method::CATALOG`], and tells its
+    /// clients the list changed. May be called from any thread, during a call or not; the
+    /// host never calls back into the plugin from here. Hosts built before it lack it: the
+    /// SDK's `Catalog` then refuses changes (`CatalogError::Unsupported`).
+    pub catalog_changed: extern "C" fn(data: *const c_void, what: RStr<'_>),
 }
 
 /// Per-call services: cancellation, progress and logging tied to the call.

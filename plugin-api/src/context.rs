@@ -448,6 +448,12 @@ impl Context {
         self.notify(crate::notify::RESOURCE_LIST_CHANGED, "{}")
     }
 
+    /// The plugin's catalog, to add and remove tools and prompts while it runs (see
+    /// [`crate::catalog`]).
+    pub fn catalog(&self) -> crate::catalog::Catalog {
+        crate::catalog::catalog()
+    }
+
     fn notify(&self, method: &str, params: &str) -> bool {
         match &self.notices {
             Some(record) => {

@@ -35,6 +35,11 @@ pub mod method {
     /// The `can_use_tool` request's fields, as the CLI sent them → `{"behavior": "allow" |
     /// "deny" | "defer", ..}` (`defer`: the plugin has no opinion).
     pub const PERMISSION_CHECK: &str = "permission/check";
+    /// `{}` → `{"generation": N, "tools": [MCP Tool], "prompts": [MCP Prompt]}`: the plugin's
+    /// catalog now, its own tools and prompts with those added at run time
+    /// ([`crate::catalog`]); asked by the host after the plugin's `catalog_changed`. Plugins
+    /// built before it answer [`super::code::METHOD_NOT_FOUND`].
+    pub const CATALOG: &str = "toolhost/catalog";
 }
 
 /// JSON-RPC error codes a plugin's answer may carry (example: [`RequestError`]).

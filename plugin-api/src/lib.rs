@@ -202,6 +202,7 @@
 #[doc(hidden)]
 pub mod abi;
 mod ask;
+pub mod catalog;
 /// The elicitation form's schema rules, for the host: it checks a plugin's form and the
 /// client's answer with the same code as the SDK (so a `TestContext` refuses what a host would).
 #[doc(hidden)]

@@ -240,23 +240,7 @@ impl PluginDef {
             if !seen.insert(t.name.as_ref()) {
                 return Err(format!("tool `{}` is declared twice", t.name));
             }
-            tools.push(ToolDecl {
-                name: t.name.as_ref().into(),
-                title: t.title.as_deref().map(RString::from).into(),
-                description: t.description.as_ref().into(),
-                input_schema: t.input_schema.to_string().into(),
-                output_schema: t
-                    .output_schema
-                    .as_ref()
-                    .map(|s| RString::from(s.to_string()))
-                    .into(),
-                annotations: t.annotations,
-                meta: if t.meta.is_empty() {
-                    RNone
-                } else {
-                    RSome(serde_json::Value::Object(t.meta.clone()).to_string().into())
-                },
-            });
+            tools.push(tool_decl(t));
         }
         Ok(PluginManifest {
             name: self.name.as_ref().into(),
@@ -265,6 +249,27 @@ impl PluginDef {
             tools,
             stateful: self.state.is_some(),
         })
+    }
+}
+
+/// A tool's declaration as it crosses the ABI.
+pub(crate) fn tool_decl(t: &ToolDef) -> ToolDecl {
+    ToolDecl {
+        name: t.name.as_ref().into(),
+        title: t.title.as_deref().map(RString::from).into(),
+        description: t.description.as_ref().into(),
+        input_schema: t.input_schema.to_string().into(),
+        output_schema: t
+            .output_schema
+            .as_ref()
+            .map(|s| RString::from(s.to_string()))
+            .into(),
+        annotations: t.annotations,
+        meta: if t.meta.is_empty() {
+            RNone
+        } else {
+            RSome(serde_json::Value::Object(t.meta.clone()).to_string().into())
+        },
     }
 }
 
@@ -323,6 +328,16 @@ impl Runtime {
 
 fn runtime() -> Option<Arc<Runtime>> {
     RUNTIME.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Whether the loaded plugin declares tool `name` itself (a run-time one may not take it).
+pub(crate) fn declares_tool(name: &str) -> bool {
+    runtime().is_some_and(|rt| rt.find(name).is_some())
+}
+
+/// Whether the loaded plugin declares prompt `name` itself.
+pub(crate) fn declares_prompt(name: &str) -> bool {
+    runtime().is_some_and(|rt| rt.extras.prompts.iter().any(|p| p.name == name))
 }
 
 fn panic_message(payload: &(dyn Any + Send)) -> String {
@@ -428,7 +443,10 @@ fn start<P: PluginEntry + ?Sized>(
         }
         def.check_not_empty()?;
         def.install_extras()?;
-        let manifest = def.manifest()?;
+        let mut manifest = def.manifest()?;
+        // What `on_load` added to the catalog is in the manifest (the host reads no catalog
+        // before it serves the plugin).
+        manifest.tools.extend(crate::catalog::added_tool_decls());
         let state = def.state.as_ref().map(|c| (c.fresh)());
         let by_name = def
             .tools
@@ -472,7 +490,21 @@ extern "C" fn call_typed(tool: RStr<'_>, args: RStr<'_>, ctx: &CallCtx) -> ROpti
 
 extern "C" fn extras() -> RString {
     let text = panic::catch_unwind(|| match runtime() {
-        Some(rt) => serde_json::to_string(&rt.extras).unwrap_or_else(|_| "{}".into()),
+        Some(rt) => {
+            let added = crate::catalog::added_prompt_decls();
+            if added.is_empty() {
+                serde_json::to_string(&rt.extras)
+            } else {
+                let mut extras = serde_json::to_value(&rt.extras).unwrap_or_default();
+                let prompts = extras["prompts"].as_array().cloned().unwrap_or_default();
+                extras["prompts"] = prompts
+                    .into_iter()
+                    .chain(added.iter().filter_map(|p| serde_json::to_value(p).ok()))
+                    .collect();
+                serde_json::to_string(&extras)
+            }
+            .unwrap_or_else(|_| "{}".into())
+        }
         None => "{}".into(),
     });
     text.unwrap_or_else(|_| "{}".into()).into()
@@ -487,6 +519,14 @@ extern "C" fn request(
     let answered = panic::catch_unwind(AssertUnwindSafe(|| {
         let rt =
             runtime().ok_or_else(|| RequestError::internal("the plugin is not initialized"))?;
+        if method == crate::extras::method::CATALOG {
+            return Ok(crate::catalog::answer(&rt.tools, &rt.extras.prompts));
+        }
+        if method == crate::extras::method::PROMPTS_GET {
+            if let Some(answer) = added_prompt(params.as_str(), &rt, ctx) {
+                return answer;
+            }
+        }
         let handler = rt
             .handlers
             .get(method)
@@ -509,8 +549,22 @@ extern "C" fn request(
     }
 }
 
-/// Finds `tool` and runs `run` on it with the call's context; unknown tools and panics become
-/// error results.
+/// `prompts/get` of a prompt added at run time, if `params` names one.
+fn added_prompt(params: &str, rt: &Runtime, ctx: &CallCtx) -> Option<Result<String, RequestError>> {
+    #[derive(serde::Deserialize)]
+    struct Named {
+        name: String,
+    }
+    let name = serde_json::from_str::<Named>(params).ok()?.name;
+    let prompt = crate::catalog::prompt(&name)?;
+    let context = rt.context(ctx);
+    Some(crate::prompt::get_with(params, &context, |_| {
+        Some(&*prompt)
+    }))
+}
+
+/// Finds `tool` (the plugin's own, or one added at run time) and runs `run` on it with the
+/// call's context; unknown tools and panics become error results.
 fn run_tool<R: From<ToolResult>>(
     tool: &str,
     args: &str,
@@ -522,7 +576,10 @@ fn run_tool<R: From<ToolResult>>(
             return ToolResult::error("the plugin is not initialized").into();
         };
         let Some(i) = rt.find(tool) else {
-            return ToolResult::error(format!("unknown tool `{tool}`")).into();
+            return match crate::catalog::tool(tool) {
+                Some(added) => run(&added, args, &rt.context(ctx)),
+                None => ToolResult::error(format!("unknown tool `{tool}`")).into(),
+            };
         };
         run(&rt.tools[i], args, &rt.context(ctx))
     }))
@@ -623,6 +680,7 @@ extern "C" fn unload() {
     // log says so (as for `save_state`) while the plugin can still log.
     if let Err(p) = panic::catch_unwind(|| {
         RUNTIME.write().unwrap_or_else(|e| e.into_inner()).take();
+        crate::catalog::clear();
     }) {
         crate::error!("unloading the plugin panicked: {}", panic_message(&*p));
     }

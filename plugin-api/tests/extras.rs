@@ -189,10 +189,12 @@ extern "C" fn notify(_: *const c_void, method: RStr<'_>, params: RStr<'_>) {
 extern "C" fn plugin_path(_: *const c_void) -> abi_stable::std_types::RVec<u8> {
     abi_stable::std_types::RVec::new()
 }
+extern "C" fn catalog_changed(_: *const c_void, _: RStr<'_>) {}
 static HOST_VTABLE: &WithMetadata<HostVTable> = &WithMetadata::new(HostVTable {
     log,
     notify,
     plugin_path,
+    catalog_changed,
 });
 
 extern "C" fn not_cancelled(_: *const c_void) -> bool {

@@ -1,5 +1,5 @@
-//! A plugin of today's SDK in a host built before `HostVTable::notify`, `CallVTable::ask` and
-//! `CallVTable::client` existed: telling the clients about a change is a no-op that says so (`false`), asking the
+//! A plugin of today's SDK in a host built before `HostVTable::notify` (and `catalog_changed`),
+//! `CallVTable::ask` and `CallVTable::client` existed: telling the clients about a change is a no-op that says so (`false`), asking the
 //! user is an error that says the host is too old, and nothing else changes.
 
 use std::ffi::c_void;
@@ -50,9 +50,19 @@ pub fn caps(_: NoArgs, ctx: &Context) -> String {
     )
 }
 
+/// Add a tool at run time.
+#[tool]
+pub fn grow(_: NoArgs, ctx: &Context) -> String {
+    let tool = toolhost_plugin::ToolDef::new("grown", |_: NoArgs| "x").description("Grown.");
+    match ctx.catalog().add_tool(tool) {
+        Err(e) => e.to_string(),
+        Ok(()) => "added".into(),
+    }
+}
+
 export_plugin! {
     name: "old-host-test",
-    tools: [touch, ask, caps],
+    tools: [touch, ask, caps, grow],
 }
 
 /// The host's callback table as hosts before `notify` declared it: `log` only.
@@ -99,6 +109,7 @@ fn without_the_hosts_notify_a_notification_goes_nowhere_and_says_so() {
     // the plugin reads `log` and finds `notify` absent, as it would across the real ABI.
     let vtable: HostVTableRef = unsafe { std::mem::transmute(OldHostVTableRef(old)) };
     assert!(vtable.notify().is_none());
+    assert!(vtable.catalog_changed().is_none());
     let host = HostApi {
         data: std::ptr::null(),
         vtable,
@@ -127,5 +138,13 @@ fn without_the_hosts_notify_a_notification_goes_nowhere_and_says_so() {
     // Nothing declared, and sampling refused as the host is too old.
     let out = (root.call())(RStr::from_str("caps"), RStr::from_str("{}"), &ctx);
     assert_eq!(out.content[0].data.as_str(), "true true");
+    // A run-time catalog change is refused: the host would never show it.
+    let out = (root.call())(RStr::from_str("grow"), RStr::from_str("{}"), &ctx);
+    assert_eq!(
+        out.content[0].data.as_str(),
+        "the host is older than run-time catalog changes (update toolhost)"
+    );
+    let out = (root.call())(RStr::from_str("grown"), RStr::from_str("{}"), &ctx);
+    assert!(out.is_error, "no tool was added");
     (root.unload().unwrap())();
 }

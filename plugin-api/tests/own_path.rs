@@ -56,10 +56,12 @@ extern "C" fn plugin_path(_: *const c_void) -> RVec<u8> {
     PATH.into()
 }
 
+extern "C" fn catalog_changed(_: *const c_void, _: RStr<'_>) {}
 static HOST_VTABLE: &WithMetadata<HostVTable> = &WithMetadata::new(HostVTable {
     log,
     notify,
     plugin_path,
+    catalog_changed,
 });
 
 /// The host's callback table as hosts before `plugin_path` declared it.

@@ -1,5 +1,6 @@
-//! `--ask`: the CLI's `can_use_tool` questions (docs/protocol.md §7), queued so the person sees one
-//! at a time, the next only after the previous is answered.
+//! The person's questions, queued so they see one at a time, the next only after the previous
+//! is answered: the CLI's `can_use_tool` questions with `--ask` (docs/protocol.md §7), and the
+//! forms of elicitations (`form`, `elicit`).
 
 use crate::sync::lock;
 use std::{
@@ -66,10 +67,58 @@ pub fn question_text(tool: &str, input: &str) -> String {
     )
 }
 
+/// What waits for the person in the queue: a permission question (one line), or a form (one
+/// line per field, see `form`).
+pub trait Question: Send {
+    /// Lines to show before the next prompt, each once.
+    fn lines(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+    /// What the next line answers.
+    fn prompt(&self) -> String;
+    /// Whether Esc means something here (the editor then reports it instead of editing).
+    fn takes_esc(&self) -> bool {
+        false
+    }
+    /// The person's line, or Esc (`None`): true once settled (its answer sent).
+    fn reply(&mut self, line: Option<&str>) -> bool;
+}
+
+/// A `can_use_tool` question: y, n or a.
+struct Permission {
+    text: String,
+    answer: Option<oneshot::Sender<Decision>>,
+    complaint: Vec<String>,
+}
+
+impl Question for Permission {
+    fn lines(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.complaint)
+    }
+
+    fn prompt(&self) -> String {
+        self.text.clone()
+    }
+
+    fn reply(&mut self, line: Option<&str>) -> bool {
+        match line.and_then(parse_answer) {
+            Some(d) => {
+                if let Some(tx) = self.answer.take() {
+                    let _ = tx.send(d);
+                }
+                true
+            }
+            None => {
+                self.complaint = vec!["please answer y, n or a".into()];
+                false
+            }
+        }
+    }
+}
+
 struct Waiting {
     id: u64,
-    text: String,
-    answer: oneshot::Sender<Decision>,
+    question: Box<dyn Question>,
 }
 
 #[derive(Default)]
@@ -80,9 +129,10 @@ struct Queue {
     closed: bool,
 }
 
-/// Permission questions waiting for the person, oldest first. The front-end shows the
-/// [`Questions::head`], [`Questions::answer`]s it, and learns of changes (a new question, one
-/// withdrawn) through [`Questions::changed`].
+/// Questions waiting for the person (permission questions and forms share it), oldest first:
+/// one on screen at a time. The front-end shows the [`Questions::head`], passes it the
+/// person's lines ([`Questions::reply`]), and learns of changes (a new question, one settled
+/// or withdrawn) through [`Questions::changed`].
 #[derive(Clone, Default)]
 pub struct Questions {
     queue: Arc<Mutex<Queue>>,
@@ -90,10 +140,15 @@ pub struct Questions {
 }
 
 impl Questions {
-    /// The oldest question still waiting: its id and text.
+    /// The oldest question still waiting: its id and prompt.
     pub fn head(&self) -> Option<(u64, String)> {
         let q = lock(&self.queue);
-        q.waiting.front().map(|w| (w.id, w.text.clone()))
+        q.waiting.front().map(|w| (w.id, w.question.prompt()))
+    }
+
+    /// How many questions wait.
+    pub fn waiting(&self) -> usize {
+        lock(&self.queue).waiting.len()
     }
 
     /// Whether question `id` is still waiting.
@@ -101,16 +156,51 @@ impl Questions {
         lock(&self.queue).waiting.iter().any(|w| w.id == id)
     }
 
-    /// Answers question `id`; false if it is no longer waiting.
-    pub fn answer(&self, id: u64, decision: Decision) -> bool {
+    /// The lines question `id` shows before its next prompt.
+    pub fn lines(&self, id: u64) -> Vec<String> {
         let mut q = lock(&self.queue);
-        let Some(i) = q.waiting.iter().position(|w| w.id == id) else {
-            return false;
-        };
-        let w = q.waiting.remove(i).expect("found above");
+        q.waiting
+            .iter_mut()
+            .find(|w| w.id == id)
+            .map(|w| w.question.lines())
+            .unwrap_or_default()
+    }
+
+    /// Whether question `id` takes Esc.
+    pub fn takes_esc(&self, id: u64) -> bool {
+        let q = lock(&self.queue);
+        q.waiting
+            .iter()
+            .any(|w| w.id == id && w.question.takes_esc())
+    }
+
+    /// Passes the person's line (or Esc: `None`) to question `id`: `Some(true)` when that
+    /// settled it, `None` when it no longer waits.
+    pub fn reply(&self, id: u64, line: Option<&str>) -> Option<bool> {
+        let mut q = lock(&self.queue);
+        let i = q.waiting.iter().position(|w| w.id == id)?;
+        let settled = q.waiting[i].question.reply(line);
+        if settled {
+            q.waiting.remove(i);
+            drop(q);
+            self.changed.notify_one();
+        }
+        Some(settled)
+    }
+
+    /// Cancels every form waiting (as Esc would): the forms of an interrupted turn, whose
+    /// calls are being cancelled, must not be shown again meanwhile. Returns how many.
+    pub fn cancel_forms(&self) -> usize {
+        let mut q = lock(&self.queue);
+        let before = q.waiting.len();
+        q.waiting
+            .retain_mut(|w| !(w.question.takes_esc() && w.question.reply(None)));
+        let cancelled = before - q.waiting.len();
         drop(q);
-        self.changed.notify_one();
-        w.answer.send(decision).is_ok()
+        if cancelled > 0 {
+            self.changed.notify_one();
+        }
+        cancelled
     }
 
     /// The input ended: waiting questions, and later ones, get no answer.
@@ -128,25 +218,22 @@ impl Questions {
         self.changed.notified().await
     }
 
-    fn push(&self, text: String) -> Option<(u64, oneshot::Receiver<Decision>)> {
+    /// Queues `question`; its id, or `None` once the input is closed.
+    pub fn push(&self, question: Box<dyn Question>) -> Option<u64> {
         let mut q = lock(&self.queue);
         if q.closed {
             return None;
         }
-        let (tx, rx) = oneshot::channel();
         let id = q.next_id;
         q.next_id += 1;
-        q.waiting.push_back(Waiting {
-            id,
-            text,
-            answer: tx,
-        });
+        q.waiting.push_back(Waiting { id, question });
         drop(q);
         self.changed.notify_one();
-        Some((id, rx))
+        Some(id)
     }
 
-    fn withdraw(&self, id: u64) {
+    /// Takes question `id` off the queue (its asker no longer waits).
+    pub fn withdraw(&self, id: u64) {
         let mut q = lock(&self.queue);
         let before = q.waiting.len();
         q.waiting.retain(|w| w.id != id);
@@ -157,33 +244,46 @@ impl Questions {
         }
     }
 
+    /// Queues `question` and waits for what it sends on `rx`; `None` when it gets no answer
+    /// (the input closed). Dropping the future (the asker withdrew) takes it off the queue.
+    pub async fn asked<T>(
+        &self,
+        question: Box<dyn Question>,
+        rx: oneshot::Receiver<T>,
+    ) -> Option<T> {
+        let id = self.push(question)?;
+        let _withdraw = Withdraw {
+            questions: self.clone(),
+            id,
+        };
+        rx.await.ok()
+    }
+
     /// A permission handler that queues each question here and waits for its answer.
     pub fn asker(&self) -> PermissionHandler {
         let questions = self.clone();
         Arc::new(move |q: PermissionRequest| {
             let questions = questions.clone();
             Box::pin(async move {
-                let text = question_text(&q.tool_name, q.input.get());
-                let Some((id, rx)) = questions.push(text) else {
-                    return Err("no answer: the input was closed".to_string());
+                let (tx, rx) = oneshot::channel();
+                let question = Permission {
+                    text: question_text(&q.tool_name, q.input.get()),
+                    answer: Some(tx),
+                    complaint: Vec::new(),
                 };
-                // The CLI may withdraw the question (this future is dropped): take it off.
-                let _withdraw = Withdraw {
-                    questions: questions.clone(),
-                    id,
-                };
-                match rx.await {
-                    Ok(d) => Ok(permission_response(d, &q.tool_name, &q.input)),
-                    Err(_) => Err("no answer: the input was closed".to_string()),
+                match questions.asked(Box::new(question), rx).await {
+                    Some(d) => Ok(permission_response(d, &q.tool_name, &q.input)),
+                    None => Err("no answer: the input was closed".to_string()),
                 }
             })
         })
     }
 }
 
-struct Withdraw {
-    questions: Questions,
-    id: u64,
+/// Takes a question off the queue when its asker stops waiting.
+pub(super) struct Withdraw {
+    pub questions: Questions,
+    pub id: u64,
 }
 
 impl Drop for Withdraw {
@@ -247,11 +347,19 @@ mod tests {
         }
         let (id1, text1) = questions.head().unwrap();
         assert!(text1.starts_with("Allow text.upper {}?"), "{text1}");
-        assert!(questions.answer(id1, Decision::No));
+        assert_eq!(questions.reply(id1, Some("maybe")), Some(false));
+        assert_eq!(questions.lines(id1), ["please answer y, n or a"]);
+        assert_eq!(
+            questions.reply(id1, None),
+            Some(false),
+            "Esc answers nothing"
+        );
+        assert_eq!(questions.reply(id1, Some("n")), Some(true));
         let (id2, text2) = questions.head().unwrap();
         assert!(text2.starts_with("Allow text.reverse"), "{text2}");
-        assert!(!questions.answer(id1, Decision::Yes), "answered twice");
-        assert!(questions.answer(id2, Decision::Always));
+        assert_eq!(questions.reply(id1, Some("y")), None, "answered twice");
+        assert!(!questions.takes_esc(id2));
+        assert_eq!(questions.reply(id2, Some("a")), Some(true));
         assert_eq!(first.await.unwrap().unwrap()["behavior"], "deny");
         assert_eq!(
             second.await.unwrap().unwrap()["updatedPermissions"][0]["rules"][0]["toolName"],

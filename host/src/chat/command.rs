@@ -124,6 +124,27 @@ pub fn cli_args(args: &ChatArgs, plugin_names: &[&str], partial: bool) -> Vec<Os
     v
 }
 
+/// The folders given to the CLI with `--add-dir` among the arguments after `--` (the CLI's
+/// `--add-dir <directories...>`: every argument up to the next option, or `--add-dir=D`).
+pub fn add_dirs(args: &ChatArgs) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    let mut taking = false;
+    for a in &args.extra {
+        let text = a.to_string_lossy();
+        if let Some(d) = text.strip_prefix("--add-dir=") {
+            dirs.push(PathBuf::from(d));
+            taking = false;
+        } else if text == "--add-dir" {
+            taking = true;
+        } else if text.starts_with('-') {
+            taking = false;
+        } else if taking {
+            dirs.push(PathBuf::from(a));
+        }
+    }
+    dirs
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -141,6 +162,24 @@ mod tests {
         T::try_parse_from(std::iter::once("t").chain(argv.iter().copied()))
             .unwrap()
             .chat
+    }
+
+    #[test]
+    fn add_dirs_are_read_from_the_clis_arguments() {
+        let a = parse(&[
+            "hi",
+            "--",
+            "--verbose",
+            "--add-dir",
+            "a",
+            "/b",
+            "--model",
+            "m",
+            "--add-dir=c",
+            "d",
+        ]);
+        assert_eq!(add_dirs(&a), ["a", "/b", "c"].map(PathBuf::from));
+        assert!(add_dirs(&parse(&["hi"])).is_empty());
     }
 
     #[test]

@@ -10,7 +10,7 @@ use tokio::{
 };
 
 use super::{
-    ask::{parse_answer, Questions},
+    ask::Questions,
     catalog,
     input::{Input, LineEditor, Read},
     local::{self, Local},
@@ -269,23 +269,29 @@ impl Chat {
             return;
         }
         let read = if let Some(id) = self.shown {
-            let text = self
-                .questions
-                .as_ref()
-                .and_then(|q| q.head())
+            let Some(questions) = self.questions.clone() else {
+                return;
+            };
+            let text = questions
+                .head()
                 .filter(|(head, _)| *head == id)
                 .map(|(_, t)| t);
             let Some(text) = text else { return };
+            for line in questions.lines(id) {
+                self.screen.notice(&line);
+            }
             self.reading = Some(Reading::Question(id));
             Read {
                 prompt: text,
                 history: false,
+                esc: questions.takes_esc(id),
             }
         } else if self.turns_open == 0 && self.interactive {
             self.reading = Some(Reading::Prompt);
             Read {
                 prompt: "> ".into(),
                 history: true,
+                esc: false,
             }
         } else {
             return;
@@ -304,21 +310,22 @@ impl Chat {
                 self.ctrl_c_armed = false;
                 match reading {
                     Some(Reading::Question(id)) => {
-                        if self.questions.as_ref().is_some_and(|q| q.is_waiting(id)) {
-                            self.answer(id, &line);
-                        } else {
-                            // Its question was withdrawn meanwhile.
-                            self.shown = None;
-                            self.show_question();
-                            self.want_read();
-                        }
+                        self.reply(id, Some(&line));
                     }
                     Some(Reading::Prompt) => self.prompt_line(line),
                     None => match self.shown {
-                        Some(id) => self.answer(id, &line),
+                        Some(id) => self.reply(id, Some(&line)),
                         None if self.turns_open == 0 => self.prompt_line(line),
                         None => self.kept.push_back(line),
                     },
+                }
+                None
+            }
+            Input::Esc => {
+                match reading {
+                    // Esc settles a form (cancel); nothing else takes it.
+                    Some(Reading::Question(id)) => self.reply(id, None),
+                    _ => self.want_read(),
                 }
                 None
             }
@@ -520,7 +527,13 @@ impl Chat {
                 return;
             }
             self.shown = None;
-            self.screen.notice("(question withdrawn)");
+            // The editor cannot be stopped mid-read: its line (any) ends the question.
+            let reading = self.reading == Some(Reading::Question(id));
+            self.screen.notice(if reading {
+                "(question withdrawn: press Enter)"
+            } else {
+                "(question withdrawn)"
+            });
         }
         while let Some((id, text)) = questions.head() {
             if self.kept.is_empty() && self.inputs.is_none() {
@@ -530,44 +543,41 @@ impl Chat {
             }
             // Answers typed ahead (piped input) go to the questions in order.
             if let Some(line) = self.kept.pop_front() {
+                for l in questions.lines(id) {
+                    self.screen.notice(&l);
+                }
                 self.screen.ask(&text);
                 self.screen.notice(line.trim());
-                match parse_answer(&line) {
-                    Some(d) => {
-                        questions.answer(id, d);
-                    }
-                    None => self.screen.notice("please answer y, n or a"),
-                }
+                questions.reply(id, Some(&line));
                 continue;
             }
             self.shown = Some(id);
             match self.source {
                 Source::Editor(_) => self.want_read(),
-                _ => self.screen.ask(&text),
+                _ => {
+                    for l in questions.lines(id) {
+                        self.screen.notice(&l);
+                    }
+                    self.screen.ask(&text);
+                }
             }
             return;
         }
     }
 
-    fn answer(&mut self, id: u64, line: &str) {
+    /// The person's line for question `id`, or Esc (`None`); the question (the same, asked
+    /// again, or the next one) is shown after it.
+    fn reply(&mut self, id: u64, line: Option<&str>) {
         let Some(questions) = self.questions.clone() else {
             return;
         };
-        if let Source::Lines { echo: true } = self.source {
+        if let (Source::Lines { echo: true }, Some(line)) = (&self.source, line) {
             self.screen.notice(line.trim());
         }
         self.screen.answered();
-        match parse_answer(line) {
-            Some(d) => {
-                questions.answer(id, d);
-                self.shown = None;
-            }
-            None => {
-                self.screen.notice("please answer y, n or a");
-                // Shown again below.
-                self.shown = None;
-            }
-        }
+        // Shown again below, if it still waits (withdrawn meanwhile: the next is shown).
+        questions.reply(id, line);
+        self.shown = None;
         self.show_question();
         self.want_read();
     }
@@ -588,6 +598,16 @@ impl Chat {
     fn interrupt_or_quit(&mut self) -> Option<Stop> {
         if self.interrupted {
             return Some(Stop::Quit(130));
+        }
+        // The turn's calls are cancelled: their forms too, at once (the turn's end may come
+        // before a call sees its cancellation, and would show the form again).
+        if let Some(questions) = &self.questions {
+            if questions.cancel_forms() > 0 {
+                if self.shown.is_some_and(|id| !questions.is_waiting(id)) {
+                    self.shown = None;
+                }
+                self.screen.notice("(form cancelled)");
+            }
         }
         // Still getting a plugin's prompt: the CLI runs no turn; the get is stopped and its
         // prompt never sent.

@@ -5,13 +5,16 @@ use crate::sync::lock;
 use std::{
     io::BufRead,
     path::{Path, PathBuf},
-    sync::{Arc, Mutex},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex,
+    },
 };
 
 use rustyline::{
     completion::Completer, error::ReadlineError, highlight::Highlighter, hint::Hinter,
     history::FileHistory, validate::Validator, Cmd, ConditionalEventHandler, Config, Editor, Event,
-    EventContext, EventHandler, Helper, KeyEvent, Movement, RepeatCount,
+    EventContext, EventHandler, Helper, KeyCode, KeyEvent, Modifiers, Movement, RepeatCount,
 };
 use tokio::sync::mpsc;
 
@@ -26,6 +29,8 @@ pub enum Input {
     CtrlC,
     /// Ctrl-D on an empty line, or the end of piped input.
     Eof,
+    /// Esc, while reading a line that takes it ([`Read::esc`]: a form's).
+    Esc,
 }
 
 /// What to read next with the line editor.
@@ -34,6 +39,8 @@ pub struct Read {
     pub prompt: String,
     /// Whether the line goes into the history (prompts do; answers to questions don't).
     pub history: bool,
+    /// Esc ends the read ([`Input::Esc`]) instead of starting an Alt key.
+    pub esc: bool,
 }
 
 /// The line editor, on a thread of its own (rustyline blocks). It reads only when asked, so
@@ -93,6 +100,9 @@ impl LineEditor {
         commands: Commands,
     ) -> anyhow::Result<(Self, mpsc::UnboundedReceiver<Input>)> {
         let config = Config::builder()
+            // A lone Esc is a key of its own after this long (a form's cancel), not the
+            // start of an Alt combination waiting for the next key.
+            .keyseq_timeout(Some(ESC_WAIT_MS))
             .auto_add_history(false)
             .history_ignore_space(true)
             .max_history_size(1000)?
@@ -102,6 +112,11 @@ impl LineEditor {
         rl.bind_sequence(
             KeyEvent::ctrl('C'),
             EventHandler::Conditional(Box::new(ClearOrInterrupt)),
+        );
+        let esc = EscEnds::default();
+        rl.bind_sequence(
+            KeyEvent(KeyCode::Esc, Modifiers::NONE),
+            EventHandler::Conditional(Box::new(esc.clone())),
         );
         if let Some(h) = &history {
             // A missing file is the first session.
@@ -114,6 +129,8 @@ impl LineEditor {
             .name("toolhost-prompt".into())
             .spawn(move || {
                 while let Ok(read) = rx.recv() {
+                    esc.armed.store(read.esc, Ordering::Relaxed);
+                    esc.pressed.store(false, Ordering::Relaxed);
                     let input = match rl.readline(&read.prompt) {
                         Ok(line) => {
                             if read.history && !line.trim().is_empty() {
@@ -123,6 +140,11 @@ impl LineEditor {
                                 }
                             }
                             Input::Line(line)
+                        }
+                        Err(ReadlineError::Interrupted)
+                            if esc.pressed.swap(false, Ordering::Relaxed) =>
+                        {
+                            Input::Esc
                         }
                         Err(ReadlineError::Interrupted) => Input::CtrlC,
                         Err(ReadlineError::Eof) => Input::Eof,
@@ -172,6 +194,27 @@ fn save_history(rl: &mut Editor<CommandCompleter, FileHistory>, path: &Path) {
 }
 
 use std::os::unix::fs::DirBuilderExt as _;
+
+/// How long after an Esc the editor waits for the rest of an escape sequence, in ms.
+const ESC_WAIT_MS: u16 = 50;
+
+/// Esc ends a read that takes it ([`Read::esc`]), noting that it was Esc and not Ctrl-C; any
+/// other read keeps the editor's own meaning of Esc.
+#[derive(Clone, Default)]
+struct EscEnds {
+    armed: Arc<AtomicBool>,
+    pressed: Arc<AtomicBool>,
+}
+
+impl ConditionalEventHandler for EscEnds {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, _: &EventContext) -> Option<Cmd> {
+        if !self.armed.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.pressed.store(true, Ordering::Relaxed);
+        Some(Cmd::Interrupt)
+    }
+}
 
 /// Ctrl-C clears a line holding text; on an empty line it is reported ([`Input::CtrlC`]).
 struct ClearOrInterrupt;

@@ -4,14 +4,17 @@
 //! The pieces, each testable alone: `command` (options, the CLI's command line), `stream`
 //! (the CLI's messages read once), `render` (what each format prints), `words` (toolhost's
 //! wording of outcomes, retries, failures and the summary line), `screen` (terminal output and
-//! the live line), `input` (the line editor or piped lines), `ask` (permission questions one at
-//! a time), `local` (commands answered without the model), `catalog` (tools and plugins for
-//! people), and `conversation` (the loop tying them together).
+//! the live line), `input` (the line editor or piped lines), `ask` (the person's questions one
+//! at a time), `form` and `elicit` (elicitations as terminal forms), `local` (commands answered
+//! without the model), `catalog` (tools and plugins for people), and `conversation` (the loop
+//! tying them together).
 
 mod ask;
 pub mod catalog;
 mod command;
 mod conversation;
+mod elicit;
+mod form;
 mod input;
 mod local;
 pub mod prompts;
@@ -39,6 +42,7 @@ use tokio::{
 pub use ask::{parse_answer, permission_response, Decision, Questions};
 pub use command::{cli_args, read_mcp_config, ChatArgs};
 pub use conversation::Stop;
+pub use elicit::{cli_elicitation, plugin_askers, NO_TERMINAL};
 pub use render::{OutputFormat, Renderer, TurnEnd};
 pub use words::display_tool_name;
 
@@ -54,7 +58,7 @@ use crate::{
     service::{
         follow_notices, follow_registry,
         hooks::{self, Hooks},
-        initialize_request, Session, SessionHandle,
+        initialize_request, PersonAsks, Session, SessionHandle,
     },
     terminal::visible,
     transport::{blocking_lines, find_claude, CliProcess, ExitReport, Writer},
@@ -229,23 +233,45 @@ fn start_cli(
     let (cli, stdin, stdout) = CliProcess::spawn(&claude, &argv)
         .with_context(|| format!("cannot start {}", claude.display()))?;
 
-    let questions = args.ask.then(Questions::default);
-    let permissions = questions.as_ref().map(Questions::asker);
+    // The line editor (see `open_input`) is what forms are filled in with: without it, a
+    // plugin is told there is no terminal and the CLI's elicitations are declined.
+    let forms = term.editor && (args.prompt.is_none() || args.ask);
+    let questions = (args.ask || forms).then(Questions::default);
+    let person = PersonAsks {
+        permissions: args
+            .ask
+            .then(|| questions.as_ref().map(Questions::asker))
+            .flatten(),
+        elicit: questions
+            .clone()
+            .filter(|_| forms)
+            .map(elicit::cli_elicitation),
+        asker: Some(elicit::plugin_askers(
+            questions.clone().filter(|_| forms),
+            roots(args),
+        )),
+    };
     // Read by a thread of its own with blocking reads, which runs fast calls itself; replies
     // are written straight to the CLI's stdin when nothing is queued before them.
     let stdout = stdout
         .into_owned_fd()
         .context("cannot take the CLI's stdout")?;
     let lines = blocking_lines(stdout).max_line_bytes(args.limits.max_line_bytes);
-    let session = Session::start_hooked(
-        lines,
-        Writer::spawn_direct(stdin),
-        router,
-        permissions,
-        hooks,
-    )
-    .context("cannot start reading the CLI's output")?;
+    let session = Session::start_asking(lines, Writer::spawn_direct(stdin), router, person, hooks)
+        .context("cannot start reading the CLI's output")?;
     Ok((cli, session, questions))
+}
+
+/// The CLI's folders as a plugin's `roots/list` gets them: its working folder (ours) and the
+/// `--add-dir` folders passed to it.
+fn roots(args: &ChatArgs) -> Vec<String> {
+    let Ok(cwd) = std::env::current_dir() else {
+        return Vec::new();
+    };
+    std::iter::once(cwd.clone())
+        .chain(command::add_dirs(args))
+        .map(|d| elicit::file_uri(&cwd, &d))
+        .collect()
 }
 
 /// Whether the session registers the hook events with the CLI: when hooks are on and a

@@ -29,9 +29,12 @@ use crate::{
     transport::LineSender,
 };
 
-/// Most questions waiting at once, over every client of a router: a plugin asking in a loop
-/// without waiting (or many calls asking) cannot grow the table without bound.
+/// Most questions waiting at once for one client: a plugin asking in a loop (or many calls
+/// asking) cannot grow the table without bound, and a client that never answers fills only
+/// its own share.
 pub const MAX_WAITING: usize = 256;
+/// Most questions waiting at once over every client of a router.
+pub const MAX_WAITING_ALL: usize = 4096;
 /// Most questions in one ask of a call (MCP's `inputRequests` of one round).
 pub const MAX_PER_ASK: usize = 16;
 /// The longest key a plugin may give a question, in bytes.
@@ -48,20 +51,43 @@ pub type ClientAnswer = Result<String, (i64, String)>;
 #[derive(Default)]
 pub struct Asks {
     next: AtomicU64,
-    waiting: Mutex<HashMap<(String, String), mpsc::SyncSender<ClientAnswer>>>,
+    waiting: Mutex<Waiters>,
+}
+
+/// The table behind [`Asks`]: each question's answer channel, and how many each client has.
+#[derive(Default)]
+struct Waiters {
+    by_id: HashMap<(String, String), mpsc::SyncSender<ClientAnswer>>,
+    per_client: HashMap<String, usize>,
+}
+
+impl Waiters {
+    fn remove(&mut self, key: &(String, String)) -> Option<mpsc::SyncSender<ClientAnswer>> {
+        let tx = self.by_id.remove(key)?;
+        if let Some(n) = self.per_client.get_mut(&key.0) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_client.remove(&key.0);
+            }
+        }
+        Some(tx)
+    }
 }
 
 impl Asks {
     /// A fresh request id for a question to `client`, and where its answer arrives; `None`
-    /// when [`MAX_WAITING`] questions wait already.
+    /// when [`MAX_WAITING`] questions of this client (or [`MAX_WAITING_ALL`] in all) wait
+    /// already.
     fn open(self: &Arc<Self>, client: &str) -> Option<Waiting> {
         let id = format!("th-{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
         let (tx, rx) = mpsc::sync_channel(1);
         let mut waiting = lock(&self.waiting);
-        if waiting.len() >= MAX_WAITING {
+        let mine = waiting.per_client.get(client).copied().unwrap_or(0);
+        if mine >= MAX_WAITING || waiting.by_id.len() >= MAX_WAITING_ALL {
             return None;
         }
-        waiting.insert((client.to_string(), id.clone()), tx);
+        waiting.by_id.insert((client.to_string(), id.clone()), tx);
+        *waiting.per_client.entry(client.to_string()).or_default() += 1;
         Some(Waiting {
             asks: self.clone(),
             key: (client.to_string(), id),
@@ -100,7 +126,7 @@ impl Asks {
 
     /// How many questions wait.
     pub fn waiting(&self) -> usize {
-        lock(&self.waiting).len()
+        lock(&self.waiting).by_id.len()
     }
 }
 
@@ -202,7 +228,7 @@ impl Asker for StreamAsker {
         for (key, method, params) in questions {
             let waiting = self.asks.open(&self.client).ok_or_else(|| {
                 AskFailure::Unsupported(format!(
-                    "{MAX_WAITING} questions wait for their answers already"
+                    "{MAX_WAITING} questions to this client wait for their answers already"
                 ))
             })?;
             let id = waiting.key.1.clone();
@@ -244,7 +270,7 @@ impl Asker for StreamAsker {
 }
 
 /// The plugin's questions, checked: `(key, method, params)` each, in the order given.
-pub(super) fn read_asks(
+pub(crate) fn read_asks(
     asks: &str,
     caps: ClientCaps,
 ) -> Result<Vec<(String, String, Value)>, AskFailure> {
@@ -483,6 +509,27 @@ mod tests {
         assert_eq!(asks.waiting(), 0);
         drop(w);
         assert!(!asks.answered("", &id, Ok(&result)), "answered twice");
+    }
+
+    /// A client that never answers fills its own share of the table, not another client's.
+    #[test]
+    fn a_client_that_never_answers_fills_only_its_own_share() {
+        let asks = Arc::new(Asks::default());
+        let hers: Vec<_> = (0..MAX_WAITING)
+            .map(|_| asks.open("mallory").unwrap())
+            .collect();
+        assert!(asks.open("mallory").is_none(), "over her share");
+        let his = asks.open("bob").expect("another client still asks");
+        drop(hers);
+        assert_eq!(asks.waiting(), 1);
+        assert!(asks.open("mallory").is_some(), "her share is free again");
+        drop(his);
+        let all: Vec<_> = (0..MAX_WAITING_ALL)
+            .map(|i| asks.open(&format!("c{}", i / MAX_WAITING)).unwrap())
+            .collect();
+        assert!(asks.open("one more").is_none(), "over the whole table");
+        drop(all);
+        assert!(lock(&asks.waiting).per_client.is_empty());
     }
 
     /// A plugin's ask is its own output: bounded, and held to what MCP allows before the

@@ -35,6 +35,8 @@ use std::{
 
 use serde_json::value::RawValue;
 
+/// A plugin's questions, checked (another front end's [`crate::plugin::Asker`] reads them so).
+pub(crate) use asks::read_asks;
 pub use asks::{Asks, ClientCaps, StreamAsker};
 pub use in_flight::{Duplicate, RequestKey};
 // What the registry's snapshot holds, under the names the router has always used.

@@ -122,8 +122,8 @@ pub struct IncomingRequest<'a> {
     /// `mcp_message`: the sdk server addressed.
     #[serde(default, borrow)]
     pub server_name: Option<Cow<'a, str>>,
-    /// `mcp_message`: the JSON-RPC message.
-    #[serde(default, borrow)]
+    /// `mcp_message`: the JSON-RPC message (an `elicitation`'s `message` is its text: `None`).
+    #[serde(default, borrow, deserialize_with = "rpc_or_text")]
     pub message: Option<JsonRpc<'a>>,
     /// `can_use_tool`: the tool's API name (`mcp__calc__add`).
     #[serde(default, borrow)]
@@ -142,7 +142,11 @@ impl<'a> IncomingRequest<'a> {
         members!(s {
             "subtype" => subtype = Scan::str,
             "server_name" => server_name = Scan::opt_str,
-            "message" => message = |s: &mut Scan<'a>| s.opt(JsonRpc::scan),
+            "message" => message = |s: &mut Scan<'a>| match s.next_byte()? {
+                b'{' | b'n' => s.opt(JsonRpc::scan),
+                // An elicitation's text.
+                _ => s.raw().map(|_| None),
+            },
             "tool_name" => tool_name = Scan::opt_str,
             "input" => input = Scan::opt_raw,
             "display_name" => display_name = Scan::opt_str,
@@ -157,6 +161,21 @@ impl<'a> IncomingRequest<'a> {
             display_name: display_name.flatten().map(Cow::Borrowed),
             tool_use_id: tool_use_id.flatten().map(Cow::Borrowed),
         })
+    }
+}
+
+/// A request's `message`: an `mcp_message`'s JSON-RPC object, or `None` for anything else (an
+/// `elicitation` carries its text there, docs/protocol.md §16.3).
+fn rpc_or_text<'de: 'a, 'a, D>(d: D) -> Result<Option<JsonRpc<'a>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let raw: Option<&'a RawValue> = Deserialize::deserialize(d)?;
+    match raw {
+        Some(r) if r.get().starts_with('{') => serde_json::from_str(r.get())
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+        _ => Ok(None),
     }
 }
 
@@ -383,6 +402,23 @@ mod tests {
             show(Incoming::parse(line)),
             show(serde_json::from_str(line)),
         )
+    }
+
+    /// An `elicitation` request carries its text in `message` (docs/protocol.md §16.3); it was
+    /// once refused as a malformed `mcp_message`.
+    #[test]
+    fn an_elicitations_message_is_its_text() {
+        for line in [
+            r#"{"type":"control_request","request_id":"e","request":{"subtype":"elicitation","mcp_server_name":"s","message":"Pick a colour","mode":"form","requested_schema":{"type":"object"}}}"#,
+            r#"{"type":"control_request","request_id":"e","request":{"subtype":"elicitation","message":"two\nlines \"quoted\"","mode":"url","url":"https://x"}}"#,
+        ] {
+            let (fast, serde) = both(line);
+            assert_eq!(fast, serde);
+            let m = Incoming::parse(line).expect(line);
+            let req = m.request.unwrap();
+            assert_eq!(req.subtype, "elicitation");
+            assert!(req.message.is_none());
+        }
     }
 
     #[test]

@@ -261,10 +261,20 @@ fn path_bytes(path: &std::path::Path) -> RVec<u8> {
     path.to_string_lossy().as_bytes().into()
 }
 
+extern "C" fn host_catalog_changed(data: *const c_void, what: RStr<'_>) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: `data` is the boxed `LogSource` `host_api` handed this plugin; it is freed
+        // only after `unload` returned and the library is closed, so it outlives every call.
+        let src = unsafe { &*(data as *const LogSource) };
+        super::catalog_changes::deliver_catalog_change(src.plugin(), &plugin_str(&what));
+    }));
+}
+
 static HOST_VTABLE: &WithMetadata<HostVTable> = &WithMetadata::new(HostVTable {
     log: host_log,
     notify: host_notify,
     plugin_path: host_plugin_path,
+    catalog_changed: host_catalog_changed,
 });
 
 /// The [`HostApi`] handed to a plugin's `init`; `src` must outlive the loaded library (and
@@ -292,8 +302,9 @@ impl<F: Fn(f64, Option<f64>, &str) + Send + Sync> Report for F {
     }
 }
 
-/// Why a plugin's question got no answer (the host's side of the ABI's `AskErrorFfi`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why a plugin's question got no answer (the host's side of the ABI's `AskErrorFfi`; a
+/// worker's `Answered` frame carries it as it is).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum AskFailure {
     /// The client, this front end or the host cannot ask: says what is missing.
     Unsupported(String),
@@ -387,6 +398,15 @@ impl CallControl {
             too_large: std::sync::atomic::AtomicUsize::new(0),
             asker: OnceLock::new(),
         }
+    }
+
+    /// Who puts the call's questions to its client, if anyone can (a worker's backend asks
+    /// through it on its own thread, with a control of its own).
+    pub fn asker(&self) -> Option<std::sync::Arc<dyn Asker>> {
+        self.asker
+            .get()
+            .or_else(|| self.part_of.as_ref()?.asker.get())
+            .cloned()
     }
 
     /// Sets who puts the call's questions to its client (once; a later one is ignored).

@@ -2,10 +2,12 @@
 
 mod backend;
 mod callbacks;
+mod catalog_changes;
 mod configure;
 mod declared;
 mod in_process;
 mod library;
+mod run_catalog;
 mod shadow;
 mod shadow_dir;
 mod threads;
@@ -17,6 +19,8 @@ use std::{
 
 pub use backend::Backend;
 pub use callbacks::{set_notice_sink, AskFailure, Asker, CallControl, Notice, NoticeSink, Report};
+pub(crate) use catalog_changes::deliver_catalog_change;
+pub use catalog_changes::{follow_catalog_changes, CatalogFollower};
 pub use configure::ConfigSource;
 pub use library::{kept_for_threads_count, pinned_count, still_mapped};
 pub use shadow::{NotALibrary, ShadowError, Staged, MAX_PLUGIN_BYTES};
@@ -170,8 +174,9 @@ pub struct LoadedPlugin {
     manifest: Manifest,
     file: PathBuf,
     hash: [u8; 32],
-    /// Where its code runs.
-    backend: Box<dyn Backend>,
+    /// Where its code runs (shared with the same version's catalogs changed at run time:
+    /// `run_catalog`).
+    backend: Arc<dyn Backend>,
     /// The `config` this version was given at load (JSON object text).
     config: Option<String>,
     /// Its file carried its name (and the name it declared is that one).
@@ -247,7 +252,7 @@ impl LoadedPlugin {
             manifest,
             file: file.to_path_buf(),
             hash,
-            backend,
+            backend: Arc::from(backend),
             config,
             named_in_file,
         })

@@ -25,6 +25,7 @@
 //! stateful plugin's state), `serving` (the snapshot readers take), `lease` (a version for one
 //! call), `watch` (following the folder); `state` holds the books they share.
 
+mod catalog;
 mod handoff;
 mod install;
 mod lease;
@@ -156,6 +157,8 @@ pub enum RegistryEvent {
     Replaced { name: String, file: PathBuf },
     /// A plugin's file went away (the server is gone).
     Removed { name: String, file: PathBuf },
+    /// A plugin changed its own tools or prompts at run time (same server, new lists).
+    Changed { name: String },
     /// A file could not be loaded; if it held a plugin before, the old version keeps serving.
     Failed { file: PathBuf, error: String },
 }
@@ -171,6 +174,8 @@ pub struct Registry {
     late: Mutex<Vec<InitRun>>,
     /// Wakes the watcher when a load finishes.
     waker: Waker,
+    /// Plugins' catalogs read again after they changed at run time.
+    rereads: catalog::Rereads,
 }
 
 /// What looking at one file came to.
@@ -251,6 +256,9 @@ impl Registry {
             }
             RegistryEvent::Failed { file, error } => {
                 tracing::warn!("{}", failure_line(file, error))
+            }
+            RegistryEvent::Changed { name } => {
+                tracing::info!(plugin = %name, "the plugin changed its catalog")
             }
         }
         // No subscriber is fine: the event was logged.

@@ -42,7 +42,9 @@ impl Registry {
             events,
             late: Mutex::new(Vec::new()),
             waker: Arc::default(),
+            rereads: Default::default(),
         });
+        registry.follow_catalogs();
         let started = registry.start_all(&files);
         for (file, started) in files.iter().zip(started) {
             match registry.settle_started(file, started) {

@@ -66,6 +66,28 @@ pub type PermissionHandler = Arc<
         + Sync,
 >;
 
+/// Answers the CLI's own `elicitation` control requests (a user's MCP server asks, docs/protocol.md
+/// §16.3): the future gets the request and gives the `response` body (`{"action", "content"?}`).
+/// It is dropped if the CLI withdraws the request (`control_cancel_request`).
+pub type ElicitHandler =
+    Arc<dyn Fn(Value) -> Pin<Box<dyn Future<Output = Value> + Send>> + Send + Sync>;
+
+/// The [`Asker`](crate::plugin::Asker) of the calls of one sdk server (named), when the front
+/// end can ask the person a plugin's questions.
+pub type AskerFor = Arc<dyn Fn(&str) -> Arc<dyn crate::plugin::Asker> + Send + Sync>;
+
+/// Who answers the person's questions in a chat session (all `None`: nobody; permission
+/// questions are then refused and the CLI's elicitations declined).
+#[derive(Default, Clone)]
+pub struct PersonAsks {
+    /// `can_use_tool` questions the policies leave open.
+    pub permissions: Option<PermissionHandler>,
+    /// The CLI's own `elicitation` requests.
+    pub elicit: Option<ElicitHandler>,
+    /// The plugins' own questions.
+    pub asker: Option<AskerFor>,
+}
+
 /// What the front-end sees of the CLI's output.
 #[derive(Debug)]
 pub enum Event {
@@ -198,9 +220,25 @@ impl Session {
     /// `hooks`, every callback is answered `{}`.
     pub fn start_hooked<I: LineSource>(
         input: I,
-        (out, writer): (LineSender, Writer),
+        out: (LineSender, Writer),
         router: Arc<Router>,
         permissions: Option<PermissionHandler>,
+        hooks: Option<Arc<hooks::Hooks>>,
+    ) -> std::io::Result<Session> {
+        let person = PersonAsks {
+            permissions,
+            ..PersonAsks::default()
+        };
+        Self::start_asking(input, out, router, person, hooks)
+    }
+
+    /// [`Session::start_hooked`] with everything the `person` answers: permission questions,
+    /// the CLI's elicitations and the plugins' questions.
+    pub fn start_asking<I: LineSource>(
+        input: I,
+        (out, writer): (LineSender, Writer),
+        router: Arc<Router>,
+        person: PersonAsks,
         hooks: Option<Arc<hooks::Hooks>>,
     ) -> std::io::Result<Session> {
         let pending = Arc::new(Pending::default());
@@ -214,7 +252,7 @@ impl Session {
             out,
             sink: Arc::new(handle.clone()),
             pending,
-            permissions,
+            person,
             hooks,
             asking: Arc::new(Mutex::new(HashMap::new())),
             events: events_tx,
@@ -403,10 +441,10 @@ struct Control {
     /// The session's handle, as the sink of calls' notifications.
     sink: Sink,
     pending: Arc<Pending>,
-    permissions: Option<PermissionHandler>,
+    person: PersonAsks,
     /// The plugins' hooks and permission policies (`None`: `--no-hooks`, or not a chat).
     hooks: Option<Arc<hooks::Hooks>>,
-    /// Permission questions being asked, by control request id.
+    /// Permission questions and elicitations being asked, by control request id.
     asking: Arc<Mutex<HashMap<String, AbortHandle>>>,
     events: mpsc::UnboundedSender<Event>,
 }
@@ -453,7 +491,7 @@ impl Control {
             "control_cancel_request" => {
                 if let Some(id) = msg.request_id {
                     if let Some(a) = lock(&self.asking).remove(id.as_ref()) {
-                        tracing::debug!(%id, "permission question withdrawn");
+                        tracing::debug!(%id, "question withdrawn");
                         a.abort();
                     } else if self.hooks.as_ref().is_some_and(|h| h.cancel(&id)) {
                         tracing::debug!(%id, "hook callback withdrawn");
@@ -486,13 +524,14 @@ impl Control {
                     ));
                     return None;
                 };
+                let asker = self.person.asker.as_ref().map(|of| of(&server));
                 let client = Client {
                     scope: Scope::Server(&server),
                     id: "",
                     sink: Some(&self.sink),
                     here: true,
                     reuses_ids: true,
-                    asker: None,
+                    asker: asker.as_ref(),
                 };
                 let out = self.out.clone();
                 let id = id.to_string();
@@ -508,6 +547,7 @@ impl Control {
                 );
             }
             "can_use_tool" => self.ask(id, req, line),
+            "elicitation" => self.elicit(id, line),
             "hook_callback" => return self.hook_callback(id, req, slot),
             other => {
                 self.out.send(control_error(
@@ -538,11 +578,11 @@ impl Control {
     /// (`--ask`); without either, refused.
     fn ask(&self, id: &str, req: IncomingRequest<'_>, line: &str) {
         let policies = self.hooks.clone();
-        if policies.is_none() && self.permissions.is_none() {
+        if policies.is_none() && self.person.permissions.is_none() {
             self.out.send(control_success(id, &cannot_ask()));
             return;
         }
-        let permissions = self.permissions.clone();
+        let permissions = self.person.permissions.clone();
         // The policies get every field of the question.
         let raw = policies.as_ref().map(|_| line.to_string());
         let question = PermissionRequest {
@@ -555,13 +595,7 @@ impl Control {
                 .map(|i| i.to_owned())
                 .unwrap_or_else(|| RawValue::from_string("{}".into()).expect("valid JSON")),
         };
-        let out = self.out.clone();
-        let asking = self.asking.clone();
-        let key = id.to_string();
-        // Holding the lock across spawn and insert: the task removes its entry when done,
-        // and must not do so before it was inserted.
-        let mut map = lock(&self.asking);
-        let task = tokio::spawn(async move {
+        self.answer_later(id, async move {
             let request = raw
                 .and_then(|raw| serde_json::from_str::<Value>(&raw).ok())
                 .map(|mut v| v["request"].take());
@@ -569,12 +603,45 @@ impl Control {
                 (Some(h), Some(request)) => h.check_permission(request).await,
                 _ => None,
             };
-            let answer = match (settled, permissions) {
+            match (settled, permissions) {
                 (Some(answer), _) => Ok(answer),
                 (None, Some(permissions)) => permissions(question).await,
                 (None, None) => Ok(cannot_ask()),
-            };
-            let line = match answer {
+            }
+        });
+    }
+
+    /// The CLI's own `elicitation` (a user's MCP server asks): the person's form, or
+    /// `decline` when nobody can be asked (as the TypeScript SDK answers without a handler).
+    fn elicit(&self, id: &str, line: &str) {
+        let Some(elicit) = self.person.elicit.clone() else {
+            self.out.send(control_success(
+                id,
+                &serde_json::json!({"action": "decline"}),
+            ));
+            return;
+        };
+        let request = serde_json::from_str::<Value>(line)
+            .map(|mut v| v["request"].take())
+            .unwrap_or(Value::Null);
+        self.answer_later(id, async move { Ok(elicit(request).await) });
+    }
+
+    /// Answers control request `id` with what `answer` comes to; a `control_cancel_request`
+    /// for it drops `answer` unanswered.
+    fn answer_later(
+        &self,
+        id: &str,
+        answer: impl Future<Output = Result<Value, String>> + Send + 'static,
+    ) {
+        let out = self.out.clone();
+        let asking = self.asking.clone();
+        let key = id.to_string();
+        // Holding the lock across spawn and insert: the task removes its entry when done,
+        // and must not do so before it was inserted.
+        let mut map = lock(&self.asking);
+        let task = tokio::spawn(async move {
+            let line = match answer.await {
                 Ok(body) => control_success(&key, &body),
                 Err(e) => control_error(&key, &e),
             };

@@ -37,6 +37,11 @@ pub async fn follow_registry(
                     file.display()
                 ));
             }
+            Ok(RegistryEvent::Changed { name }) => {
+                session.tools_list_changed(&name);
+                offered.announce(&registry, &session, &name);
+                report(format!("plugin {name} changed its tools: re-listed"));
+            }
             Ok(RegistryEvent::Added { name, .. }) => {
                 set_servers(&registry, &session, &external).await;
                 if let Some(extra) = &allow {

@@ -30,6 +30,7 @@ use crate::{
 };
 
 use super::{
+    child_asks::WorkerAsks,
     hello,
     process::{CHANNEL_FD, EVENTS_FD, LIBRARY_FD, REPLIES_FD},
     sandbox::Sandbox,
@@ -94,16 +95,31 @@ impl Out {
     }
 }
 
-/// The plugin's notifications go to the host on the events pipe (they may come from the
-/// plugin's own threads, when no call waits for the replies pipe).
+/// The plugin's notifications and catalog changes go to the host on the events pipe (they may
+/// come from the plugin's own threads, when no call waits for the replies pipe).
 fn forward_notices(out: &Arc<Out>) {
-    let out = out.clone();
+    let notices = out.clone();
     crate::plugin::set_notice_sink(Some(Arc::new(move |n: crate::plugin::Notice| {
-        out.log(&FromWorker::Notify {
+        notices.log(&FromWorker::Notify {
             method: n.method,
             params: n.params,
         });
     })));
+    static CATALOG: std::sync::OnceLock<Arc<crate::plugin::CatalogFollower>> =
+        std::sync::OnceLock::new();
+    let out = out.clone();
+    let follower = CATALOG.get_or_init(|| {
+        Arc::new(move |_: &str, what: &str| {
+            // A change while the plugin loads is in its manifest already (the SDK adds what
+            // `on_load` added); the replies pipe is not the place for it then.
+            if out.loaded.load(Ordering::Acquire) {
+                out.log(&FromWorker::CatalogChanged {
+                    what: what.to_string(),
+                });
+            }
+        })
+    });
+    crate::plugin::follow_catalog_changes(follower);
 }
 
 /// Writes a whole frame on a pipe that several threads write to.
@@ -217,6 +233,8 @@ struct Serving {
     input: Mutex<FrameReader>,
     /// Calls running, for their cancellation.
     calls: Mutex<HashMap<u64, Arc<CallControl>>>,
+    /// Their asks waiting for the host's answers.
+    asks: Arc<WorkerAsks>,
     /// Which thread reads; ended when the host said stop or went away.
     relay: Relay,
 }
@@ -224,9 +242,11 @@ struct Serving {
 /// Serves the host until it says stop or goes away. This thread watches; others read and run
 /// calls.
 fn serve(plugin: Arc<LoadedPlugin>, channel: UnixStream, out: Arc<Out>) {
+    let replies = out.clone();
     let serving = Arc::new(Serving {
         plugin,
         out,
+        asks: Arc::new(WorkerAsks::new(move |f: &FromWorker| replies.send(f))),
         input: Mutex::new(FrameReader::new(channel)),
         calls: Mutex::default(),
         relay: Relay::new(),
@@ -280,16 +300,19 @@ impl Serving {
                     return self.relay.end();
                 }
             };
-            let (id, label) = match &frame {
-                ToWorker::Call { id, label, .. } | ToWorker::Request { id, label, .. } => {
-                    (*id, label.clone())
+            let (id, label, client) = match &frame {
+                ToWorker::Call {
+                    id, label, client, ..
                 }
+                | ToWorker::Request {
+                    id, label, client, ..
+                } => (*id, label.clone(), client.clone()),
                 _ => {
                     self.answer(frame);
                     continue;
                 }
             };
-            let control = self.register(id, label);
+            let control = self.register(id, label, client);
             self.relay.running();
             drop(input);
             match frame {
@@ -315,7 +338,9 @@ impl Serving {
                 if let Some(c) = lock(&self.calls).get(&id) {
                     c.cancel();
                 }
+                self.asks.cancel_call(id);
             }
+            ToWorker::Answered { ask, answer } => self.asks.answered(ask, answer),
             ToWorker::SaveState { id } => {
                 let state = self.plugin.save_state();
                 self.out.send(&FromWorker::State { id, state });
@@ -336,8 +361,8 @@ impl Serving {
         }
     }
 
-    /// The call's control (progress goes to the host), registered for cancellation.
-    fn register(&self, id: u64, label: String) -> Arc<CallControl> {
+    /// The call's control (progress goes to the host, asks too), registered for cancellation.
+    fn register(&self, id: u64, label: String, client: String) -> Arc<CallControl> {
         let out = self.out.clone();
         let control = Arc::new(CallControl::new(
             label,
@@ -350,7 +375,7 @@ impl Serving {
                 })
             })),
         ));
-        control.set_asker(Arc::new(NoAskInWorker));
+        control.set_asker(self.asks.asker(id, client));
         lock(&self.calls).insert(id, control.clone());
         control
     }
@@ -479,23 +504,5 @@ impl<S: tracing::Subscriber> Layer<S> for Forward {
             module: name(&module),
             message: log_text(&(f.message + &f.rest), LOG_MESSAGE_MAX).into_owned(),
         });
-    }
-}
-
-/// A worker's calls cannot ask their client yet: no frame carries a question to the host
-/// (docs/design/talk-back.md §4), so the plugin is told so rather than left waiting.
-struct NoAskInWorker;
-
-impl crate::plugin::Asker for NoAskInWorker {
-    fn ask(
-        &self,
-        _asks: &str,
-        _control: &CallControl,
-    ) -> Result<String, crate::plugin::AskFailure> {
-        Err(crate::plugin::AskFailure::Unsupported(
-            "asking the client is not supported with isolate yet (the plugin runs in a worker \
-             process: --isolate or `isolate` in its settings)"
-                .into(),
-        ))
     }
 }

@@ -12,6 +12,7 @@ use std::{
 };
 
 use super::{
+    asking::Asking,
     launch::launch,
     running::{Proc, Reply},
     wire::{self, Restore, ToWorker},
@@ -203,6 +204,7 @@ impl WorkerPlugin {
             args: args.to_string(),
             label: control.label().to_string(),
             typed,
+            client: control.client(),
         };
         match self.exchange(&format!("tool {tool}"), frame, control) {
             Ok(Reply::Result(r)) => Some(r),
@@ -231,6 +233,7 @@ impl WorkerPlugin {
             method: method.to_string(),
             params: params.to_string(),
             label: control.label().to_string(),
+            client: control.client(),
         };
         match self.exchange(&format!("`{method}`"), frame, control) {
             Ok(Reply::Answer(answer)) => answer,
@@ -259,6 +262,8 @@ impl WorkerPlugin {
         let shared = &self.shared;
         let proc = shared.serving()?;
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+        // Open before the frame is sent: the worker may ask at once.
+        let mut asking = Asking::open(&proc, id, &shared.name);
         let Some(mut exchange) = proc.ask(id, &frame(id)) else {
             return Err(format!(
                 "plugin {} crashed before {what} could start; restarted",
@@ -294,9 +299,11 @@ impl WorkerPlugin {
                     });
                 }
                 Some(Reply::State(_) | Reply::Restored(_)) => {}
+                Some(Reply::Ask { ask, asks }) => asking.start(control, ask, asks),
                 Some(reply) => return Ok(reply),
                 None => match cancelled_at {
                     None if control.is_cancelled() => {
+                        asking.cancel();
                         proc.send(&ToWorker::Cancel { id });
                         cancelled_at = Some(Instant::now());
                     }

@@ -118,6 +118,7 @@ pub(super) fn launch(
         exited: (Mutex::new(false), Condvar::new()),
         doomed: AtomicBool::new(false),
         logs,
+        asks: Default::default(),
     });
     Ok((
         Started {

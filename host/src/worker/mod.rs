@@ -16,8 +16,10 @@
 //! - A worker's memory and processes are bounded as its settings say (cgroup v2 where
 //!   delegated, rlimits otherwise).
 
+mod asking;
 mod backend;
 mod child;
+mod child_asks;
 pub mod hello;
 mod host;
 mod launch;

@@ -12,6 +12,7 @@ use std::{
 use serde_json::value::RawValue;
 
 use super::{
+    asking::AskBook,
     lead::{Lead, Turn},
     logs::LogGate,
     wire::{self, FrameReader, FromWorker, Next, Oversize, Restore, ResultWire, ToWorker},
@@ -33,6 +34,11 @@ pub(super) enum Reply {
     TooLarge(usize),
     /// The plugin's answer to a request beyond tool calls.
     Answer(Result<String, RequestError>),
+    /// The call asks its client (admitted by the [`AskBook`]): number `ask`, `asks` JSON.
+    Ask {
+        ask: u64,
+        asks: String,
+    },
 }
 
 /// One running worker process.
@@ -52,6 +58,8 @@ pub(super) struct Proc {
     pub(super) doomed: AtomicBool,
     /// Its log records, rate-limited.
     pub(super) logs: LogGate,
+    /// The asks of its calls in flight.
+    pub(super) asks: AskBook,
 }
 
 impl Proc {
@@ -100,6 +108,29 @@ impl Proc {
             }
             FromWorker::Notify { method, params } => {
                 crate::plugin::deliver_notice(plugin, &method, &params);
+                return None;
+            }
+            FromWorker::Ask { id, ask, asks } => match self.asks.admit(id, ask, &asks) {
+                Ok(()) => (id, Reply::Ask { ask, asks }),
+                Err(why) => {
+                    if self.asks.count_refused() {
+                        tracing::warn!(
+                            plugin,
+                            pid = self.pid,
+                            "refused an ask of the worker: {why} (warned at 1, 2, 4, ... refusals)"
+                        );
+                    }
+                    self.send(&ToWorker::Answered {
+                        ask,
+                        answer: Err(crate::plugin::AskFailure::Invalid(format!(
+                            "the host refused the ask: {why}"
+                        ))),
+                    });
+                    return None;
+                }
+            },
+            FromWorker::CatalogChanged { what } => {
+                crate::plugin::deliver_catalog_change(plugin, &what);
                 return None;
             }
             FromWorker::Ready { .. }

@@ -28,6 +28,7 @@ use std::{
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 use crate::model::{ContentOut, RequestError};
+use crate::plugin::AskFailure;
 
 /// Largest frame accepted (either way). A bigger length prefix means a corrupt stream; a
 /// bigger result is refused by the worker as an error result.
@@ -41,7 +42,7 @@ pub const MAX_EVENT_FRAME: usize = 64 << 10;
 /// The frame format spoken here. Bump it whenever the encoding of any frame changes (the
 /// `frame_bytes_are_pinned` test fails then): a host and a worker that speak different
 /// versions refuse each other at their hello (`super::hello`).
-pub const FRAME_VERSION: u32 = 4;
+pub const FRAME_VERSION: u32 = 5;
 
 /// Host → worker.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -57,6 +58,9 @@ pub enum ToWorker {
         /// [`FromWorker::Untyped`] instead when the parse refused the arguments and the tool
         /// did not run.
         typed: bool,
+        /// What the call's client declared it can be asked (capabilities JSON: the plugin's
+        /// `ctx.client()`).
+        client: String,
     },
     /// Cancel call `id` (the tool sees it through `Context::is_cancelled`).
     Cancel { id: u64 },
@@ -76,6 +80,13 @@ pub enum ToWorker {
         params: String,
         /// Names the request in the plugin's logs (the JSON-RPC id).
         label: String,
+        /// As [`ToWorker::Call`]'s.
+        client: String,
+    },
+    /// The answer to [`FromWorker::Ask`] `ask`: the client's answers, or why there are none.
+    Answered {
+        ask: u64,
+        answer: Result<String, AskFailure>,
     },
 }
 
@@ -133,6 +144,19 @@ pub enum FromWorker {
     Notify {
         method: String,
         params: String,
+    },
+    /// Call (or request) `id` asks its client `asks` (the plugin's JSON text, as the ABI's
+    /// `ask` takes it); `ask` numbers it among this worker's asks in flight, and is named by
+    /// the [`ToWorker::Answered`] that answers it. On the replies pipe, before the call's end.
+    Ask {
+        id: u64,
+        ask: u64,
+        asks: String,
+    },
+    /// The plugin changed its catalog at run time (`what`: `"tools"`, `"prompts"`, ...): the
+    /// host reads it again. On the events pipe (it may come when no call runs).
+    CatalogChanged {
+        what: String,
     },
 }
 
@@ -607,6 +631,7 @@ mod tests {
             args: "x".repeat(BUF_KEPT + BUF_START),
             label: "l".into(),
             typed: false,
+            client: "{}".into(),
         };
         let small = ToWorker::Cancel { id: 2 };
         let mut bytes = encode(&big);
@@ -648,6 +673,7 @@ mod tests {
                 args: r#"{"x":5}"#.into(),
                 label: "2".into(),
                 typed: true,
+                client: "{}".into(),
             },
             ToWorker::Cancel { id: 1 },
             ToWorker::SaveState { id: 2 },
@@ -664,6 +690,22 @@ mod tests {
                 method: "m".into(),
                 params: "{}".into(),
                 label: "3".into(),
+                client: "{}".into(),
+            },
+            ToWorker::Answered {
+                ask: 13,
+                answer: Ok("{}".into()),
+            },
+            ToWorker::Answered {
+                ask: 14,
+                answer: Err(AskFailure::Client {
+                    code: -1,
+                    message: "c".into(),
+                }),
+            },
+            ToWorker::Answered {
+                ask: 15,
+                answer: Err(AskFailure::Cancelled),
             },
         ];
         let from = vec![
@@ -740,6 +782,14 @@ mod tests {
                 method: "n".into(),
                 params: "{}".into(),
             },
+            FromWorker::Ask {
+                id: 16,
+                ask: 17,
+                asks: "{}".into(),
+            },
+            FromWorker::CatalogChanged {
+                what: "tools".into(),
+            },
         ];
         (to, from)
     }
@@ -753,20 +803,23 @@ mod tests {
     /// builds would misread each other. Bump [`FRAME_VERSION`], then update the bytes here.
     #[test]
     fn frame_bytes_are_pinned() {
-        assert_eq!(FRAME_VERSION, 4, "update the bytes below with the version");
+        assert_eq!(FRAME_VERSION, 5, "update the bytes below with the version");
         let (to, from) = one_of_each();
         let to: Vec<String> = to.iter().map(|f| hex(&encode(f))).collect();
         let from: Vec<String> = from.iter().map(|f| hex(&encode(f))).collect();
         assert_eq!(
             to,
             [
-                "1200000000ac0203616464077b2278223a357d013201",
+                "1500000000ac0203616464077b2278223a357d013201027b7d",
                 "020000000101",
                 "020000000202",
                 "050000000303020102",
                 "0100000004",
                 "050000000501027b7d",
-                "09000000060a016d027b7d0133",
+                "0c000000060a016d027b7d0133027b7d",
+                "06000000070d00027b7d",
+                "07000000070e0102010163",
+                "04000000070f0101",
             ]
         );
         assert_eq!(
@@ -785,6 +838,8 @@ mod tests {
                 "06000000090b00027b7d",
                 "08000000090c0183f4030165",
                 "060000000a016e027b7d",
+                "060000000b1011027b7d",
+                "070000000c05746f6f6c73",
             ]
         );
         // And every one decodes back to itself.

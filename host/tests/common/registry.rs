@@ -163,6 +163,7 @@ fn change(e: &RegistryEvent) -> Option<(&'static str, &str)> {
         RegistryEvent::Added { name, .. } => Some(("added", name)),
         RegistryEvent::Replaced { name, .. } => Some(("replaced", name)),
         RegistryEvent::Removed { name, .. } => Some(("removed", name)),
+        RegistryEvent::Changed { name } => Some(("changed", name)),
         RegistryEvent::Failed { .. } => None,
     }
 }

@@ -70,6 +70,19 @@ pub struct PromptDef {
 }
 
 impl PromptDef {
+    /// Its declaration, as `prompts/list` shows it.
+    pub(crate) fn decl(&self) -> Result<PromptDecl, String> {
+        Ok(PromptDecl {
+            name: self.name.to_string(),
+            title: self.title.as_deref().map(str::to_string),
+            description: self.description.as_deref().map(str::to_string),
+            arguments: self
+                .arguments
+                .clone()
+                .map_err(|e| format!("prompt `{}`: {e}", self.name))?,
+        })
+    }
+
     /// The prompt `name`, rendered by `get` from its arguments `A`: a struct deriving
     /// `Deserialize` and `JsonSchema` whose fields are the arguments (doc comments their
     /// descriptions, `Option` or `#[serde(default)]` fields optional, names as serde renames
@@ -278,11 +291,18 @@ struct GetParams {
 
 /// `prompts/get`.
 fn get(prompts: &[PromptDef], params: &str, ctx: &Context) -> Result<String, RequestError> {
+    get_with(params, ctx, |name| prompts.iter().find(|d| d.name == name))
+}
+
+/// `prompts/get` of the prompt `find` finds by name.
+pub(crate) fn get_with<'p>(
+    params: &str,
+    ctx: &Context,
+    find: impl FnOnce(&str) -> Option<&'p PromptDef>,
+) -> Result<String, RequestError> {
     let p: GetParams = serde_json::from_str(params)
         .map_err(|e| RequestError::invalid_params(format!("prompts/get: {e}")))?;
-    let prompt = prompts
-        .iter()
-        .find(|d| d.name == p.name)
+    let prompt = find(&p.name)
         .ok_or_else(|| RequestError::invalid_params(format!("unknown prompt `{}`", p.name)))?;
     let texts: Vec<(&str, Cow<'_, str>)> = p
         .arguments

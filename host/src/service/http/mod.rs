@@ -473,7 +473,8 @@ async fn announce_changes(mut events: broadcast::Receiver<RegistryEvent>, shared
             Ok(
                 RegistryEvent::Added { name, .. }
                 | RegistryEvent::Replaced { name, .. }
-                | RegistryEvent::Removed { name, .. },
+                | RegistryEvent::Removed { name, .. }
+                | RegistryEvent::Changed { name },
             ) => shared.announce(Some(&name)),
             Err(RecvError::Lagged(_)) => shared.announce(None),
             Err(RecvError::Closed) => break,

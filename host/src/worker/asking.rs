@@ -1,0 +1,229 @@
+//! A worker's asks, host side (docs/design/talk-back.md §4): an `Ask` frame is checked
+//! against what the worker may have in flight ([`AskBook::admit`]), then put to the call's
+//! real asker on a thread of its own ([`Asking`]) while the call goes on reading its replies;
+//! the answer goes back as an `Answered` frame.
+//!
+//! The worker is not trusted: an ask for a call that is not running, a number already in
+//! flight, more than [`MAX_PER_CALL`] per call or [`MAX_PER_WORKER`] per worker, or JSON over
+//! [`MAX_ASK_BYTES`] is refused at once (answered with an error, never queued), so what a
+//! flood of asks holds in the host is bounded by those numbers.
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc, Mutex,
+    },
+};
+
+use super::{running::Proc, wire::ToWorker};
+use crate::plugin::{AskFailure, CallControl};
+use crate::sync::lock;
+
+/// Most asks in flight per call (a plugin asking from several threads of one call).
+pub const MAX_PER_CALL: usize = 8;
+/// Most asks in flight per worker, over all its calls.
+pub const MAX_PER_WORKER: usize = 64;
+/// The largest ask taken from a worker, in bytes of JSON (the most a front end's asker takes:
+/// `handler::asks::MAX_ASK_BYTES`).
+pub const MAX_ASK_BYTES: usize = 256 << 10;
+
+/// The calls of one worker that may ask, and their asks in flight.
+#[derive(Default)]
+pub(super) struct AskBook {
+    /// By call id: its ask numbers in flight. A call is here only while it runs.
+    calls: Mutex<HashMap<u64, HashSet<u64>>>,
+    /// Asks refused so far (the host warns at 1, 2, 4, 8, ... of them).
+    refused: AtomicU64,
+}
+
+impl AskBook {
+    /// Call `id` runs from now on: it may ask.
+    pub(super) fn open(&self, id: u64) {
+        lock(&self.calls).insert(id, HashSet::new());
+    }
+
+    /// Call `id` ended: its asks still in flight are forgotten, and later ones refused.
+    pub(super) fn close(&self, id: u64) {
+        lock(&self.calls).remove(&id);
+    }
+
+    /// Ask `ask` of call `id` was answered.
+    fn done(&self, id: u64, ask: u64) {
+        if let Some(asks) = lock(&self.calls).get_mut(&id) {
+            asks.remove(&ask);
+        }
+    }
+
+    /// Whether the worker may ask `asks` for call `id` under number `ask`; `Err` says why not.
+    /// Admitted, the ask counts as in flight until [`Self::done`] or [`Self::close`].
+    pub(super) fn admit(&self, id: u64, ask: u64, asks: &str) -> Result<(), String> {
+        if asks.len() > MAX_ASK_BYTES {
+            return Err(format!(
+                "its JSON takes {} bytes, over the {MAX_ASK_BYTES}-byte limit",
+                asks.len()
+            ));
+        }
+        let mut calls = lock(&self.calls);
+        if calls.values().any(|a| a.contains(&ask)) {
+            return Err(format!("its number {ask} is in flight already"));
+        }
+        let in_flight: usize = calls.values().map(HashSet::len).sum();
+        if in_flight >= MAX_PER_WORKER {
+            return Err(format!(
+                "{MAX_PER_WORKER} asks of the worker are in flight already"
+            ));
+        }
+        let Some(mine) = calls.get_mut(&id) else {
+            return Err(format!("its call {id} is not running"));
+        };
+        if mine.len() >= MAX_PER_CALL {
+            return Err(format!(
+                "{MAX_PER_CALL} asks of its call {id} are in flight already"
+            ));
+        }
+        mine.insert(ask);
+        Ok(())
+    }
+
+    /// Counts a refused ask; whether to warn about it (the 1st, 2nd, 4th, 8th, ...: a flood
+    /// does not flood the log).
+    pub(super) fn count_refused(&self) -> bool {
+        (self.refused.fetch_add(1, Ordering::Relaxed) + 1).is_power_of_two()
+    }
+
+    /// Asks refused so far.
+    #[cfg(test)]
+    pub(super) fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+}
+
+/// The asks of one call in flight on the host: each runs on its own thread with a control of
+/// its own, cancelled when the call is, or when the call ends (a worker that answered its call
+/// while its asks wait). The call's end waits for them to be withdrawn, so that the client
+/// hears of the withdrawal before the call's reply, as in process.
+pub(super) struct Asking<'a> {
+    proc: &'a Arc<Proc>,
+    id: u64,
+    plugin: &'a str,
+    running: Vec<(Arc<CallControl>, std::thread::JoinHandle<()>)>,
+}
+
+impl<'a> Asking<'a> {
+    /// Call `id` may ask from now on, until this is dropped.
+    pub(super) fn open(proc: &'a Arc<Proc>, id: u64, plugin: &'a str) -> Self {
+        proc.asks.open(id);
+        Asking {
+            proc,
+            id,
+            plugin,
+            running: Vec::new(),
+        }
+    }
+
+    /// Puts ask `ask` (admitted) to `control`'s client and sends the worker its answer.
+    pub(super) fn start(&mut self, control: &CallControl, ask: u64, asks: String) {
+        self.running.retain(|(_, t)| !t.is_finished());
+        let answer = move |proc: &Proc, answer| {
+            proc.send(&ToWorker::Answered { ask, answer });
+        };
+        let Some(asker) = control.asker() else {
+            // Nobody to ask: answered at once, as in process.
+            answer(self.proc, control.ask(&asks));
+            self.proc.asks.done(self.id, ask);
+            return;
+        };
+        let mine = Arc::new(CallControl::new(control.label(), None));
+        mine.set_asker(asker);
+        if control.is_cancelled() {
+            mine.cancel();
+        }
+        let (proc, id, theirs) = (self.proc.clone(), self.id, mine.clone());
+        let spawned = std::thread::Builder::new()
+            .name("toolhost-worker-ask".into())
+            .spawn(move || {
+                let out = theirs.ask(&asks);
+                proc.asks.done(id, ask);
+                answer(&proc, out);
+            });
+        match spawned {
+            Ok(thread) => self.running.push((mine, thread)),
+            Err(e) => {
+                tracing::warn!(plugin = self.plugin, "cannot start a thread to ask: {e}");
+                self.proc.asks.done(self.id, ask);
+                answer(
+                    self.proc,
+                    Err(AskFailure::Unsupported(format!(
+                        "the host cannot start a thread to ask: {e}"
+                    ))),
+                );
+            }
+        }
+    }
+
+    /// The call was cancelled: so are its asks (their waits end, their questions are
+    /// withdrawn by the asker).
+    pub(super) fn cancel(&self) {
+        for (c, _) in &self.running {
+            c.cancel();
+        }
+    }
+}
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        self.cancel();
+        self.proc.asks.close(self.id);
+        // A cancelled ask returns at once (an asker's contract): this waits for withdrawals.
+        for (_, thread) in self.running.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a hostile worker's asks may hold in the host is bounded: per call, per worker, by
+    /// size; a number in flight or a call not running is refused.
+    #[test]
+    fn a_workers_asks_are_bounded() {
+        let book = AskBook::default();
+        let small = "{}";
+        assert!(book.admit(1, 1, small).unwrap_err().contains("not running"));
+        book.open(1);
+        assert!(book
+            .admit(1, 1, &"x".repeat(MAX_ASK_BYTES + 1))
+            .unwrap_err()
+            .contains("over the"));
+        for n in 0..MAX_PER_CALL as u64 {
+            book.admit(1, n, small).unwrap();
+        }
+        assert!(book
+            .admit(1, 100, small)
+            .unwrap_err()
+            .contains("of its call 1"));
+        book.open(2);
+        assert!(book.admit(2, 3, small).unwrap_err().contains("number 3"));
+        book.done(1, 3);
+        book.admit(2, 3, small).unwrap();
+        for c in 3..100u64 {
+            book.open(c);
+            for n in 0..MAX_PER_CALL as u64 {
+                let _ = book.admit(c, c * 100 + n, small);
+            }
+        }
+        let held: usize = lock(&book.calls).values().map(HashSet::len).sum();
+        assert_eq!(held, MAX_PER_WORKER);
+        book.close(1);
+        assert!(book
+            .admit(1, 999, small)
+            .unwrap_err()
+            .contains("not running"));
+        let warned = (0..1000).filter(|_| book.count_refused()).count();
+        assert_eq!(warned, 10, "1, 2, 4, ... 512");
+        assert_eq!(book.refused(), 1000);
+    }
+}
