@@ -37,7 +37,7 @@ async fn handle(router: &Arc<Router>, sink: &Sink, line: &str) -> String {
         Dispatch::Reply(r) => r,
         // As the session's reading thread does: a call runs here when it can.
         Dispatch::Request(request) => request.reply(true).await,
-        Dispatch::Handled => unreachable!("a request"),
+        Dispatch::Handled | Dispatch::Later(..) => unreachable!("a request"),
     };
     control_success_raw(&id, &reply)
 }

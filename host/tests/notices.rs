@@ -33,6 +33,7 @@ async fn send(
             .await
             .unwrap_or_else(|_| panic!("no reply to {text}")),
         Dispatch::Handled => panic!("no reply to {text}"),
+        later @ Dispatch::Later(..) => later.reply(false).await,
     };
     serde_json::from_str(&reply).unwrap()
 }

@@ -44,6 +44,7 @@ async fn send(
             .await
             .unwrap_or_else(|_| panic!("no reply to {text}")),
         Dispatch::Handled => panic!("no reply to {text}"),
+        later @ Dispatch::Later(..) => later.reply(false).await,
     };
     let reply: Value = serde_json::from_str(&reply).unwrap();
     assert_eq!(reply["id"], id, "{reply}");

@@ -44,6 +44,7 @@ async fn send(router: &Arc<Router>, scope: Scope<'_>, message: Value) -> Value {
                 .unwrap_or_else(|_| panic!("no reply to {text} within 60s"))
         }
         Dispatch::Handled => panic!("no reply to {text}"),
+        later @ Dispatch::Later(..) => later.reply(false).await,
     };
     let reply = serde_json::from_str(&reply).unwrap();
     let mut ledger = common::answers::Ledger::default();

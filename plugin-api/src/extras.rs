@@ -6,7 +6,7 @@
 //! an older host simply does not read. Plugin authors never touch this module: the
 //! `#[resource]`, `#[prompt]` and `#[hook]` definitions fill it.
 
-use std::fmt;
+use std::{collections::BTreeMap, fmt};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -121,6 +121,64 @@ pub struct Extras {
     /// The plugin has a permission policy ([`method::PERMISSION_CHECK`]).
     #[serde(default, skip_serializing_if = "is_false")]
     pub permission: bool,
+    /// The tools that may run as MCP tasks, by name (`#[tool(task = "optional")]`). Here
+    /// rather than in the ABI's `ToolDecl`, whose layout older hosts read: an older host
+    /// ignores the field and calls those tools as any other.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub task_support: BTreeMap<String, TaskSupport>,
+}
+
+/// The text of the error result a tool's panic is answered with. The host tells a panic (a
+/// task that `failed`) from the tool's own error (a task `completed` with `isError`) by it.
+///
+/// ```
+/// use toolhost_plugin::extras::{is_panic_text, panic_text};
+///
+/// let text = panic_text("export", "disk on fire");
+/// assert_eq!(text, "tool `export` panicked: disk on fire");
+/// assert!(is_panic_text("export", &text));
+/// assert!(!is_panic_text("import", &text));
+/// ```
+pub fn panic_text(tool: &str, message: &str) -> String {
+    format!("tool `{tool}` panicked: {message}")
+}
+
+/// Whether `text` is [`panic_text`] of `tool`.
+pub fn is_panic_text(tool: &str, text: &str) -> bool {
+    text.strip_prefix("tool `")
+        .and_then(|t| t.strip_prefix(tool))
+        .is_some_and(|t| t.starts_with("` panicked: "))
+}
+
+/// Whether a tool may, or must, run as an MCP task (the `execution.taskSupport` of
+/// `tools/list`): the client then gets a task id at once and asks for the result later.
+///
+/// ```
+/// use toolhost_plugin::extras::{Extras, TaskSupport};
+/// use toolhost_plugin::testing::json;
+///
+/// let mut extras = Extras::default();
+/// extras.task_support.insert("export".into(), TaskSupport::Optional);
+/// assert_eq!(serde_json::to_value(&extras).unwrap(), json!({"taskSupport": {"export": "optional"}}));
+/// assert_eq!(TaskSupport::Required.as_str(), "required");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskSupport {
+    /// The client chooses: a plain call, or a task.
+    Optional,
+    /// Only as a task: a client that cannot run tasks is refused.
+    Required,
+}
+
+impl TaskSupport {
+    /// Its MCP name (`"optional"`, `"required"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskSupport::Optional => "optional",
+            TaskSupport::Required => "required",
+        }
+    }
 }
 
 fn is_false(b: &bool) -> bool {

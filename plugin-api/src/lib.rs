@@ -326,7 +326,9 @@ pub use tool::{WithContext, WithoutContext};
 /// Code's `_meta`: `max_result_chars = N` (results up to N characters reach the model whole
 /// instead of a preview above ~50,000), `always_load` (kept in the prompt, never deferred
 /// behind tool search; `= false` to defer it), `search_hint = "..."` (words tool search
-/// matches it by); `output_schema` (declares the returned type's JSON Schema).
+/// matches it by); `output_schema` (declares the returned type's JSON Schema); `task =
+/// "optional"` or `"required"` (clients may, or must, run it as an MCP task: see
+/// [`ToolDef::task`]).
 ///
 /// Beside the function it defines a module of the same name whose `tool()` returns the
 /// [`ToolDef`], for tests (and for `export_plugin!`'s explicit `tools: [..]`).
@@ -374,7 +376,8 @@ pub use tool::{WithContext, WithoutContext};
 /// compile, each with a message saying what to write instead (the SDK's `tests/ui` holds one
 /// case of each): an argument type without a schema, a tool without a description, `&T` of a
 /// type the plugin never declared, two tools of one name, a hook whose outcome does not fit
-/// its event, a `#[tool]` in a crate without `export_plugin!`.
+/// its event, a `#[tool]` in a crate without `export_plugin!`, a `task` other than
+/// `"optional"` or `"required"`.
 pub use toolhost_plugin_macros::tool;
 
 /// Turns a function into a resource (a fixed URI) or a resource template (a URI with

@@ -228,6 +228,11 @@ impl PluginDef {
 
     /// Checks the resources and prompts and turns them into declarations and answers.
     pub(crate) fn install_extras(&mut self) -> Result<(), String> {
+        for t in &self.tools {
+            if let Some(support) = t.task {
+                self.extras.task_support.insert(t.name.to_string(), support);
+            }
+        }
         crate::resource::install(self)?;
         crate::prompt::install(self)
     }
@@ -584,7 +589,7 @@ fn run_tool<R: From<ToolResult>>(
         run(&rt.tools[i], args, &rt.context(ctx))
     }))
     .unwrap_or_else(|p| {
-        ToolResult::error(format!("tool `{tool}` panicked: {}", panic_message(&*p))).into()
+        ToolResult::error(crate::extras::panic_text(tool, &panic_message(&*p))).into()
     })
 }
 

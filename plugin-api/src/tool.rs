@@ -93,6 +93,8 @@ pub struct ToolDef {
     pub(crate) output_schema: Option<Value>,
     pub(crate) annotations: ToolAnnotationsFfi,
     pub(crate) meta: Map<String, Value>,
+    /// Whether it may run as an MCP task (declared in the plugin's extras).
+    pub(crate) task: Option<crate::extras::TaskSupport>,
     pub(crate) handler: ErasedHandler,
 }
 
@@ -168,6 +170,7 @@ impl ToolDef {
             output_schema: None,
             annotations: ToolAnnotationsFfi::default(),
             meta: Map::new(),
+            task: None,
             handler: Box::new(move |json, ctx| {
                 decode_args::<H::Args>(json).map(|args| handler.run(args, ctx))
             }),
@@ -265,6 +268,37 @@ impl ToolDef {
     /// ```
     pub fn search_hint(self, hint: impl Into<String>) -> Self {
         self.meta("anthropic/searchHint", Value::from(hint.into()))
+    }
+
+    /// Lets clients run the tool as an MCP task (`tools/list` says `execution.taskSupport`):
+    /// they get a task id at once, poll its status and fetch the result when it is done, and
+    /// can cancel it (the tool sees [`Context::is_cancelled`](crate::Context::is_cancelled)).
+    /// `Required`: a client that cannot run tasks is refused. `#[tool(task = "optional")]`
+    /// sets it.
+    ///
+    /// ```
+    /// use toolhost_plugin::{extras::TaskSupport, prelude::*};
+    ///
+    /// /// Export every note (slow).
+    /// #[tool(task = "optional")]
+    /// fn export() -> &'static str {
+    ///     "exported"
+    /// }
+    ///
+    /// export_plugin!();
+    ///
+    /// # fn main() {
+    /// assert_eq!(export::tool().declared_task(), Some(TaskSupport::Optional));
+    /// # }
+    /// ```
+    pub fn task(mut self, support: crate::extras::TaskSupport) -> Self {
+        self.task = Some(support);
+        self
+    }
+
+    /// Its task support, if it declared one ([`ToolDef::task`]).
+    pub fn declared_task(&self) -> Option<crate::extras::TaskSupport> {
+        self.task
     }
 
     /// Adds a key to the tool's `_meta` (replacing one of the same name): for keys the SDK

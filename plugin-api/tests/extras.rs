@@ -141,6 +141,12 @@ pub fn touch(_: NoArgs, ctx: &Context) -> bool {
     during && outside
 }
 
+/// Export everything (clients may run it as an MCP task: declared in `extras`).
+#[tool(task = "optional")]
+pub fn export(_: NoArgs) -> &'static str {
+    "exported"
+}
+
 /// Attach a note and a logo to the result.
 #[tool]
 pub fn attach(_: NoArgs) -> ToolResult {
@@ -159,7 +165,7 @@ pub fn attach(_: NoArgs) -> ToolResult {
 
 export_plugin! {
     name: "extras-test",
-    tools: [touch, attach],
+    tools: [touch, attach, export],
     resources: [
         note,
         row,
@@ -283,6 +289,7 @@ fn resources_and_prompts_cross_the_abi() {
                 ]},
                 {"name": "plain"},
             ],
+            "taskSupport": {"export": "optional"},
         })
     );
 

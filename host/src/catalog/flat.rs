@@ -7,7 +7,7 @@ use std::{collections::HashMap, sync::Arc};
 use serde_json::Value;
 
 use super::flat_name;
-use crate::{model::tool_json, plugin::LoadedPlugin};
+use crate::{model::tool_json_of, plugin::LoadedPlugin};
 
 /// The tools of every plugin as one server (`toolhost serve`), named `<plugin>__<tool>`, for
 /// one set of plugin versions.
@@ -58,7 +58,7 @@ impl FlatCatalog {
                     });
                     continue;
                 }
-                let mut v = tool_json(t);
+                let mut v = tool_json_of(t, &p.manifest().extras);
                 v["name"] = Value::from(flat.as_str());
                 tools.push(v);
                 by_name.insert(flat, (p.name().to_string(), t.name.clone()));

@@ -12,7 +12,7 @@ use std::sync::{
 use serde_json::Value;
 
 use super::ParamHeader;
-use crate::model::{tool_json, ToolInfo};
+use crate::model::{tool_json_of, Extras, ToolInfo};
 
 /// The tools of one plugin version, compiled.
 pub struct Tools {
@@ -23,9 +23,10 @@ pub struct Tools {
 }
 
 impl Tools {
-    /// The tools of a version declaring `tools`, compiled.
-    pub fn new(tools: &[ToolInfo]) -> Self {
-        let list = serde_json::json!({"tools": tools.iter().map(tool_json).collect::<Vec<_>>()});
+    /// The tools of a version declaring `tools` (and `extras`), compiled.
+    pub fn new(tools: &[ToolInfo], extras: &Extras) -> Self {
+        let json = tools.iter().map(|t| tool_json_of(t, extras));
+        let list = serde_json::json!({"tools": json.collect::<Vec<_>>()});
         Tools {
             tools: checks(tools),
             tools_list: list.to_string(),

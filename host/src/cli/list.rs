@@ -5,7 +5,7 @@ use std::{fmt::Write as _, process::ExitCode};
 use serde_json::{json, Value};
 
 use super::Plugins;
-use crate::{model::tool_json, plugin::LoadedPlugin, plugin_dir, terminal};
+use crate::{model::tool_json_of, plugin::LoadedPlugin, plugin_dir, terminal};
 
 pub fn list(opts: &Plugins<'_>, as_json: bool) -> anyhow::Result<ExitCode> {
     let registry = opts.open()?;
@@ -53,7 +53,7 @@ fn plugin_json(p: &LoadedPlugin) -> Value {
         "version": m.version,
         "description": m.description,
         "file": p.file(),
-        "tools": m.tools.iter().map(tool_json).collect::<Vec<_>>(),
+        "tools": m.tools.iter().map(|t| tool_json_of(t, &m.extras)).collect::<Vec<_>>(),
         "resources": m.extras.resources,
         "resourceTemplates": m.extras.resource_templates,
         "listsResources": m.extras.lists_resources,

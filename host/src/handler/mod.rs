@@ -25,6 +25,7 @@ mod request;
 mod resources;
 mod server;
 mod subscriptions;
+mod tasks;
 mod tool_call;
 
 use std::{
@@ -53,6 +54,7 @@ pub use replay::{Replay, Round};
 pub use request::{Answer, Failure, HereRun, Method, Outcome, Request, Respond};
 pub use resources::PAGE_SIZE;
 pub use server::server_initialize_result;
+pub use tasks::{Status as TaskStatus, Tasking, Tasks, EXTENSION as TASKS_EXTENSION, MAX_TASKS};
 pub use tool_call::{CallError, CallOutput};
 
 use in_flight::Requests;
@@ -124,6 +126,8 @@ pub struct Client<'a> {
     pub reuses_ids: bool,
     /// Who puts its calls' questions to it (`None`: this front end cannot ask its client).
     pub asker: Option<&'a Arc<dyn crate::plugin::Asker>>,
+    /// How it runs tool calls as MCP tasks (`None`: it does not; `tasks/*` are unknown).
+    pub tasks: Option<Tasking<'a>>,
 }
 
 impl<'a> Client<'a> {
@@ -137,6 +141,7 @@ impl<'a> Client<'a> {
             here: false,
             reuses_ids: false,
             asker: None,
+            tasks: None,
         }
     }
 
@@ -164,6 +169,9 @@ pub enum Dispatch {
     Handled,
     /// A request for a plugin: start it ([`Request::start`]) with where its answer goes.
     Request(Request),
+    /// An answer that comes later, to the request of this id (`tasks/result` waits for its
+    /// task to end).
+    Later(Box<RawValue>, tasks::Later),
 }
 
 impl Dispatch {
@@ -174,6 +182,20 @@ impl Dispatch {
             Dispatch::Reply(reply) => respond.respond(Answer::Reply(reply)),
             Dispatch::Handled => respond.respond(Answer::Notified),
             Dispatch::Request(request) => return request.start(respond, here),
+            Dispatch::Later(id, later) => match tokio::runtime::Handle::try_current() {
+                Ok(rt) => {
+                    rt.spawn(async move {
+                        let outcome = later.await;
+                        respond.respond(Answer::Outcome { id: &id, outcome });
+                    });
+                }
+                Err(_) => respond.respond(Answer::Outcome {
+                    id: &id,
+                    outcome: Err(CallError::Rpc(crate::model::RequestError::internal(
+                        "no runtime to wait on",
+                    ))),
+                }),
+            },
         }
         None
     }
@@ -231,6 +253,8 @@ pub struct Router {
     log_levels: Mutex<HashMap<String, LogLevel>>,
     /// The questions calls put to their clients, waiting for the answers.
     asks: Arc<Asks>,
+    /// The calls running (or run) as MCP tasks.
+    tasks: Tasks,
 }
 
 impl Router {
@@ -244,6 +268,7 @@ impl Router {
             subscriptions: Default::default(),
             log_levels: Mutex::new(HashMap::new()),
             asks: Arc::default(),
+            tasks: Tasks::default(),
         })
     }
 
@@ -280,6 +305,7 @@ impl Router {
     /// cannot be stopped in process; it must not keep the host alive).
     pub async fn wind_down(&self, grace: Duration) {
         self.requests.close();
+        self.tasks.end_all();
         let deadline = tokio::time::Instant::now() + grace;
         while !self.executor.is_idle() && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -335,6 +361,9 @@ impl Router {
         };
         let request = match request {
             Ok(ClientRequest::CallTool(params)) => return self.tool_call(client, id, params),
+            Ok(ClientRequest::Tasks(params)) => {
+                return self.task_request(client, id, method, *params)
+            }
             Ok(r) => r,
             Err(e) if e.family == Family::Other => {
                 return Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &e.message))
@@ -353,9 +382,12 @@ impl Router {
             },
         };
         let reply = match request {
-            ClientRequest::Initialize(p) => {
-                self.initialize(plugin.as_deref().map(|v| v.plugin().as_ref()), id, p)
-            }
+            ClientRequest::Initialize(p) => self.initialize(
+                plugin.as_deref().map(|v| v.plugin().as_ref()),
+                id,
+                p,
+                client.tasks.is_some(),
+            ),
             ClientRequest::Ping => rpc_result(Some(id), &serde_json::json!({})),
             ClientRequest::ListTools(cursor) => self.tools_list(plugin.as_deref(), id, cursor),
             ClientRequest::SetLevel(level) => self.set_log_level(scope, client.id, id, *level),
@@ -381,7 +413,7 @@ impl Router {
             ClientRequest::GetPrompt(get) => {
                 return self.prompt_get(client, id, get, &offers.expect("offered"))
             }
-            ClientRequest::CallTool(_) => unreachable!("routed above"),
+            ClientRequest::CallTool(_) | ClientRequest::Tasks(_) => unreachable!("routed above"),
             ClientRequest::Discover | ClientRequest::Listen(_) | ClientRequest::Unknown => {
                 method_not_found(id, method)
             }
@@ -557,9 +589,15 @@ impl Router {
             .cancel(&RequestKey::new(scope, client, p.request_id));
     }
 
-    /// Cancels every request of `client` of `scope` (its session ended).
+    /// Cancels every request and task of `client` of `scope` (its session ended).
     pub fn cancel_client(&self, scope: Scope<'_>, client: &str) {
         self.requests.cancel_client(scope, client);
+        self.tasks.end_owner(&tasks::owner_key(scope, client));
+    }
+
+    /// The calls kept as MCP tasks.
+    pub fn tasks(&self) -> &Tasks {
+        &self.tasks
     }
 
     /// Whether `client` of `scope` has a request in flight.

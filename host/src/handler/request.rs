@@ -353,6 +353,9 @@ impl Request {
     /// plugin answering its cancellation at once would otherwise be the answer.
     fn time_out(self) {
         let inner = &self.0;
+        inner
+            .control
+            .fail(format!("timed out after {:?}", self.limit()));
         let outcome = inner
             .method
             .failed(&inner.plugin, Failure::TimedOut(self.limit()));
@@ -411,6 +414,7 @@ impl Inner {
         std::panic::catch_unwind(run).unwrap_or_else(|payload| {
             let message = crate::error::panic_message(&*payload);
             tracing::error!(plugin = %self.plugin, "a call of {} panicked: {message}", self.method.name());
+            self.control.fail(format!("the host panicked running it: {message}"));
             self.method.failed(&self.plugin, Failure::Panicked(message))
         })
     }
@@ -435,6 +439,7 @@ impl Drop for Inner {
         let respond = crate::sync::get_mut(&mut self.reply).take();
         if let Some(respond) = respond {
             tracing::error!(plugin = %self.plugin, "a request was dropped unanswered");
+            self.control.fail("the host dropped it without an answer");
             let outcome = self.method.failed(&self.plugin, Failure::Lost);
             self.answer_with(respond, outcome);
         }

@@ -17,9 +17,17 @@ impl Router {
         plugin: Option<&LoadedPlugin>,
         id: &RawValue,
         params: &InitializeParams<'_>,
+        tasks: bool,
     ) -> String {
         let version = negotiate_version(params.protocol_version.as_deref());
-        rpc_result(Some(id), &self.initialize_result(plugin, version))
+        let mut result = self.initialize_result(plugin, version);
+        if !tasks {
+            // This front end runs no call as a task (the CLI's sdk servers).
+            if let Some(caps) = result["capabilities"].as_object_mut() {
+                caps.remove("tasks");
+            }
+        }
+        rpc_result(Some(id), &result)
     }
 
     /// The `initialize` result of `plugin`'s server, or of the all-plugins server with the
@@ -31,6 +39,24 @@ impl Router {
         if plugin.is_none() {
             if let Some(o) = self.offers(Scope::All) {
                 declare(&mut result, o.has_resources(), o.has_prompts());
+            }
+        }
+        let has_tasks = match plugin {
+            Some(p) => !p.manifest().extras.task_support.is_empty(),
+            None => self.registry.serving().versions().iter().any(|v| {
+                let support = &v.manifest().extras.task_support;
+                !support.is_empty()
+            }),
+        };
+        if has_tasks {
+            let caps = &mut result["capabilities"];
+            if version == crate::model::MODERN_PROTOCOL_VERSION {
+                // SEP-2663: an extension, never 2025-11-25's `tasks` slot.
+                caps["extensions"][super::tasks::EXTENSION] = serde_json::json!({});
+            } else {
+                caps["tasks"] = serde_json::json!({
+                    "list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}
+                });
             }
         }
         result
@@ -62,6 +88,8 @@ impl Router {
     /// Forgets what `client` of `scope` set (its session ended).
     pub fn forget_client(&self, scope: Scope<'_>, client: &str) {
         lock(&self.log_levels).remove(&client_key(scope, client));
+        self.tasks
+            .end_owner(&super::tasks::owner_key(scope, client));
     }
 }
 

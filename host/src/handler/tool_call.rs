@@ -12,7 +12,7 @@ use super::{
 };
 use crate::{
     model::{
-        call_result_text, error_code, parse_call_result, rpc_error, rpc_result_raw, tool_json,
+        call_result_text, error_code, parse_call_result, rpc_error, rpc_result_raw, tool_json_of,
         CallParams, CallResult, Cursor, LogLevel, RequestError,
     },
     plugin::{CallControl, LoadedPlugin, Report},
@@ -76,7 +76,7 @@ impl CallError {
 
 /// One `tools/call`.
 pub(super) struct ToolCall {
-    tool: String,
+    pub(super) tool: String,
     args: String,
     /// The name it was called by in the all-plugins scope (`calc__add`).
     flat: Option<String>,
@@ -250,7 +250,8 @@ impl Router {
 
     /// The `tools/list` result of one plugin (for the CLI's server manifests).
     pub fn tools_list_result(&self, plugin: &LoadedPlugin) -> Value {
-        let tools: Vec<Value> = plugin.manifest().tools.iter().map(tool_json).collect();
+        let m = plugin.manifest();
+        let tools: Vec<Value> = m.tools.iter().map(|t| tool_json_of(t, &m.extras)).collect();
         serde_json::json!({ "tools": tools })
     }
 
@@ -292,6 +293,18 @@ impl Router {
                 (None, plugin, method)
             }
         };
+        let mut method = method;
+        if let Some(tasking) = client.tasks {
+            match self.task_mode(tasking, &plugin, &method.tool, params.task, id) {
+                Err(refused) => return refused,
+                Ok(Some(ttl)) => match self.start_task(client, tasking, id, &plugin, method, ttl) {
+                    Ok(started) => return started,
+                    // The client's tasks are all running: a plain call.
+                    Err(plain) => method = plain,
+                },
+                Ok(None) => {}
+            }
+        }
         let meta = params.meta.as_ref();
         // 2026-07-28 asks per request; a 2025-11-25 client once for its session.
         let log_min = match meta.and_then(|m| m.log_level.as_deref()) {

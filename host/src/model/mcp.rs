@@ -37,6 +37,9 @@ pub struct RequestHead<'a> {
     pub name: Option<Cow<'a, str>>,
     #[serde(default, borrow, deserialize_with = "borrowed")]
     pub uri: Option<Cow<'a, str>>,
+    /// The task a `tasks/*` request names (mirrored in `Mcp-Name` too).
+    #[serde(default, borrow, deserialize_with = "borrowed", rename = "taskId")]
+    pub task_id: Option<Cow<'a, str>>,
 }
 
 /// An optional string borrowed from the message unless it has escapes: serde's `borrow`
@@ -138,6 +141,9 @@ pub struct CallParams<'a> {
     pub arguments: Option<&'a RawValue>,
     #[serde(default, borrow, rename = "_meta")]
     pub meta: Option<CallMeta<'a>>,
+    /// MCP 2025-11-25 tasks: run the call as a task (`{"ttl"?}`), as it came.
+    #[serde(default, borrow)]
+    pub task: Option<&'a RawValue>,
 }
 
 impl<'a> CallParams<'a> {
@@ -191,6 +197,7 @@ impl<'a> CallParams<'a> {
                 progress_token,
                 log_level: None,
             }),
+            task: None,
         })
     }
 
@@ -199,12 +206,14 @@ impl<'a> CallParams<'a> {
             "name" => name = Scan::str,
             "arguments" => arguments = Scan::opt_raw,
             "_meta" => meta = |s: &mut Scan<'a>| s.opt(CallMeta::scan),
+            "task" => task = Scan::opt_raw,
         });
         s.end()?;
         Some(CallParams {
             name: Cow::Borrowed(name?),
             arguments: arguments.flatten(),
             meta: meta.flatten(),
+            task: task.flatten(),
         })
     }
 }

@@ -47,7 +47,9 @@ pub use result::{CallResult, ContentOut, EmbeddedBody};
 // Public for the parse benchmark, which weighs it against serde_json's public way.
 #[doc(hidden)]
 pub use raw::borrow_raw;
-pub use tool::{call_result_json, call_result_text, parse_call_result, tool_json, CallResultJson};
+pub use tool::{
+    call_result_json, call_result_text, parse_call_result, tool_json, tool_json_of, CallResultJson,
+};
 /// RFC 6570 level-1 templates, matched by the host with the very code the SDK checks them
 /// with at load.
 pub use toolhost_plugin::uri_template::{TemplateError, UriTemplate};

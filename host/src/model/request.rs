@@ -30,6 +30,9 @@ pub enum ClientRequest<'a> {
     Discover,
     /// `subscriptions/listen` (2026-07-28), its params as they came.
     Listen(Option<&'a RawValue>),
+    /// `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`, `tasks/update` (MCP tasks),
+    /// their params as they came.
+    Tasks(Option<&'a RawValue>),
     /// A method no server here has.
     Unknown,
 }
@@ -204,6 +207,7 @@ impl<'a> ClientRequest<'a> {
             }
             "server/discover" => ClientRequest::Discover,
             "subscriptions/listen" => ClientRequest::Listen(params),
+            m if m.starts_with("tasks/") => ClientRequest::Tasks(params),
             _ => ClientRequest::Unknown,
         })
     }

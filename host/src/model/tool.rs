@@ -42,6 +42,16 @@ pub fn tool_json(t: &ToolInfo) -> Value {
     Value::Object(o)
 }
 
+/// [`tool_json`] of a tool of a plugin declaring `extras`: with `execution.taskSupport` when
+/// the tool may run as an MCP task.
+pub fn tool_json_of(t: &ToolInfo, extras: &super::Extras) -> Value {
+    let mut v = tool_json(t);
+    if let Some(support) = extras.task_support.get(&t.name) {
+        v["execution"] = serde_json::json!({"taskSupport": support.as_str()});
+    }
+    v
+}
+
 /// A call result as its MCP `CallToolResult` JSON text.
 pub fn call_result_text(r: &CallResult) -> String {
     serde_json::to_string(&CallResultJson(r)).expect("a CallToolResult serializes")

@@ -369,6 +369,10 @@ pub struct CallControl {
     too_large: std::sync::atomic::AtomicUsize,
     /// Who puts the call's questions to its client, if anyone can.
     asker: OnceLock<std::sync::Arc<dyn Asker>>,
+    /// Why the call failed outside the tool (a crashed worker, a panic in the host, its
+    /// timeout), if it did: a task then ends `failed` rather than with the error result
+    /// that stands for it.
+    failure: OnceLock<String>,
 }
 
 impl CallControl {
@@ -397,6 +401,7 @@ impl CallControl {
             result_limit: std::sync::atomic::AtomicUsize::new(usize::MAX),
             too_large: std::sync::atomic::AtomicUsize::new(0),
             asker: OnceLock::new(),
+            failure: OnceLock::new(),
         }
     }
 
@@ -407,6 +412,16 @@ impl CallControl {
             .get()
             .or_else(|| self.part_of.as_ref()?.asker.get())
             .cloned()
+    }
+
+    /// Records that the call failed outside the tool, saying why (the first reason stays).
+    pub fn fail(&self, why: impl Into<String>) {
+        let _ = self.failure.set(why.into());
+    }
+
+    /// Why the call failed outside the tool, if it did ([`Self::fail`]).
+    pub fn failure(&self) -> Option<String> {
+        self.failure.get().cloned()
     }
 
     /// Sets who puts the call's questions to its client (once; a later one is ignored).

@@ -66,8 +66,10 @@ impl Version {
 
     /// Its tools compiled: its `tools/list` result and argument checks.
     pub fn tools(&self) -> &Tools {
-        self.tools
-            .get_or_init(|| Tools::new(&self.plugin.manifest().tools))
+        self.tools.get_or_init(|| {
+            let m = self.plugin.manifest();
+            Tools::new(&m.tools, &m.extras)
+        })
     }
 
     /// The resources and prompts of its own server (the sdk server of `chat`). What a

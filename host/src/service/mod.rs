@@ -532,6 +532,7 @@ impl Control {
                     here: true,
                     reuses_ids: true,
                     asker: asker.as_ref(),
+                    tasks: None,
                 };
                 let out = self.out.clone();
                 let id = id.to_string();

@@ -13,7 +13,7 @@ use super::{lane, parse_object, CallSlot, LineSource};
 use crate::{
     handler::{
         valid_id, Answer, Client, ClientCaps, HereRun, NoticeFeed, Notify, Router, Scope, Sink,
-        StreamAsker, NOTICE_BATCH,
+        StreamAsker, Tasking, NOTICE_BATCH,
     },
     model::{
         error_code, rpc_error, rpc_notification, rpc_result, ClientMessage, ClientRequest, JsonRpc,
@@ -153,6 +153,7 @@ impl lane::Front for Plain {
             sink: Some(&self.sink),
             here: true,
             asker: Some(&self.ask),
+            tasks: Some(Tasking::Session),
             ..Client::of(Scope::All)
         };
         let out = self.out.clone();

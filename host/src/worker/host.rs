@@ -217,7 +217,10 @@ impl WorkerPlugin {
                 "plugin {}: its worker answered tool {tool} with something else",
                 self.shared.name
             ))),
-            Err(why) => Some(CallResult::error(why)),
+            Err(why) => {
+                control.fail(why.clone());
+                Some(CallResult::error(why))
+            }
         }
     }
 

@@ -24,7 +24,7 @@ struct ToolOptions {
 }
 
 const OPTIONS: &str = "name, title, description, read_only, destructive, idempotent, \
-                       open_world, max_result_chars, always_load, search_hint or output_schema";
+                       open_world, max_result_chars, always_load, search_hint, task or output_schema";
 
 fn tool_options(args: &Punctuated<Meta, Token![,]>, ident: &Ident) -> syn::Result<ToolOptions> {
     let mut name = LitStr::new(&ident.unraw().to_string(), ident.span());
@@ -53,6 +53,20 @@ fn tool_options(args: &Punctuated<Meta, Token![,]>, ident: &Ident) -> syn::Resul
                 builder.push(quote!(.max_result_chars(#v)));
             }
             ("output_schema", Meta::Path(_)) => want_output_schema = true,
+            ("task", Meta::NameValue(nv)) => {
+                let t = lit_str(&nv.value)?;
+                let support = match t.value().as_str() {
+                    "optional" => quote!(Optional),
+                    "required" => quote!(Required),
+                    _ => {
+                        return Err(syn::Error::new(
+                            t.span(),
+                            "`task` is \"optional\" (a client may run the tool as a task) or \"required\" (only as a task)",
+                        ))
+                    }
+                };
+                builder.push(quote!(.task(::toolhost_plugin::extras::TaskSupport::#support)));
+            }
             (
                 flag @ ("read_only" | "destructive" | "idempotent" | "open_world" | "always_load"),
                 m,

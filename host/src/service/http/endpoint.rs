@@ -40,7 +40,10 @@ use super::{
     state, Listener, Shared,
 };
 use crate::{
-    handler::{Answer, Client, ClientCaps, Discard, RequestKey, Router, Scope, Sink},
+    handler::{
+        Answer, Client, ClientCaps, Discard, RequestKey, Router, Scope, Sink, Tasking,
+        TASKS_EXTENSION,
+    },
     model::{
         error_code, ClientMessage, ClientRequest, RequestHead, MODERN_PROTOCOL_VERSION,
         SUPPORTED_PROTOCOL_VERSIONS,
@@ -262,6 +265,7 @@ async fn post(
         accept,
         held: std::sync::Mutex::new(Some(held)),
         session: std::sync::OnceLock::new(),
+        capabilities: head.meta.as_ref().and_then(|m| m.client_capabilities),
     };
     if modern::is_modern(method, &head, header_version) {
         let mirrored = param_headers::mirrored(msg.id, headers, header_version);
@@ -319,6 +323,8 @@ struct Call<'a> {
     held: std::sync::Mutex<Option<Held>>,
     /// The 2025-11-25 session it is a message of (not set for `initialize`).
     session: std::sync::OnceLock<Arc<HttpSession>>,
+    /// The request's `_meta` client capabilities (2026-07-28).
+    capabilities: Option<&'a RawValue>,
 }
 
 impl Call<'_> {
@@ -511,9 +517,12 @@ impl Call<'_> {
         retry: Option<Retry>,
     ) -> Response<Body> {
         let router = &self.shared.router;
+        let owner = format!("token:{:?}", self.client.credential);
+        let tasks = Some(self.tasking(&owner, modern));
         let Some(id) = msg.id() else {
             let from = Client {
                 id: client,
+                tasks,
                 ..Client::of(self.scope())
             };
             router.handle(&from, msg, Box::new(|_: Answer<'_>| {}));
@@ -531,22 +540,20 @@ impl Call<'_> {
         } else {
             Arc::new(Discard)
         };
-        let asker = retry.as_ref().map(|r| r.asker.clone());
-        let asker = asker.or_else(|| self.session_asker(&tx));
+        let asker = self.asker(retry.as_ref(), &tx);
         let from = Client {
             id: client,
             sink: Some(&sink),
             asker: asker.as_ref(),
+            tasks,
             ..Client::of(self.scope())
         };
         let (respond, answered, immediate) = responder(tx, id, method, modern, retry);
         router.handle(&from, msg, respond);
         if let Some(reply) = lock(&immediate).take() {
-            let (status, body) = finish(reply, id, method, modern);
-            let response = if status == StatusCode::OK {
-                self.answer(body)
-            } else {
-                json(status, body)
+            let response = match finish(reply, id, method, modern) {
+                (StatusCode::OK, body) => self.answer(body),
+                (status, body) => json(status, body),
             };
             // Its place among the requests in flight until the answer is handed over.
             return response.map(|b| paced(b, ticket));
@@ -581,9 +588,16 @@ impl Call<'_> {
         response.map(|b| paced(b, guard))
     }
 
-    /// The asker of a request of a 2025-11-25 session: its questions go on its response
-    /// stream (`asking.rs`).
-    fn session_asker(&self, tx: &mpsc::UnboundedSender<Item>) -> Option<Arc<dyn Asker>> {
+    /// Who a request's plugin asks: a 2026-07-28 request's rounds (`retry`), else a
+    /// 2025-11-25 session's response stream (`asking.rs`), else nobody.
+    fn asker(
+        &self,
+        retry: Option<&Retry>,
+        tx: &mpsc::UnboundedSender<Item>,
+    ) -> Option<Arc<dyn Asker>> {
+        if let Some(r) = retry {
+            return Some(r.asker.clone());
+        }
         let session = self.session.get()?;
         let router = &self.shared.router;
         Some(asking::asker(
@@ -593,6 +607,19 @@ impl Call<'_> {
             self.accept.sse,
             tx,
         ))
+    }
+
+    /// How the client runs tasks: a 2026-07-28 client's are its token's (`owner`), a
+    /// session's are the session's.
+    fn tasking<'o>(&'o self, owner: &'o str, modern: bool) -> Tasking<'o> {
+        match modern {
+            true => Tasking::Extension {
+                owner,
+                negotiated: declares_tasks(self.capabilities),
+                capabilities: self.capabilities,
+            },
+            false => Tasking::Session,
+        }
     }
 
     /// Whether a call may notify (its progress, its plugin's log records): it then answers as
@@ -618,6 +645,13 @@ impl Call<'_> {
             stream_response(CallStream::new(rx, ()))
         }
     }
+}
+
+/// Whether a 2026-07-28 request's client capabilities declare the tasks extension.
+fn declares_tasks(capabilities: Option<&RawValue>) -> bool {
+    capabilities
+        .and_then(|c| serde_json::from_str::<serde_json::Value>(c.get()).ok())
+        .is_some_and(|c| c["extensions"].get(TASKS_EXTENSION).is_some())
 }
 
 /// Held while a call is unanswered: if the client goes away first (its connection or stream

@@ -172,6 +172,7 @@ fn check_name(
     let target = match method {
         "tools/call" | "prompts/get" => head.name.as_deref(),
         "resources/read" => head.uri.as_deref(),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => head.task_id.as_deref(),
         _ => return Ok(()),
     };
     let Some(target) = target else {
@@ -274,11 +275,15 @@ pub fn complete(reply: String, id: Option<&RawValue>, method: &str) -> String {
     if !reply.starts_with(&head) {
         return resource_not_found_as_invalid_params(reply, id);
     }
+    let rest = &reply[head.len()..];
+    if rest.starts_with(r#""resultType":"#) {
+        // A result of another type already (a task's creation).
+        return reply;
+    }
     let mut fields = String::from(r#""resultType":"complete""#);
     if cacheable(method) {
         fields.push_str(r#","ttlMs":0,"cacheScope":"public""#);
     }
-    let rest = &reply[head.len()..];
     if !rest.starts_with('}') {
         fields.push(',');
     }

@@ -1,0 +1,503 @@
+//! MCP tasks (docs/design/talk-back.md §6): a `tools/call` answered at once with a task id,
+//! its tool run in the background on the request path (lease, executor, timeout, size limit),
+//! its status and result asked for later.
+//!
+//! One store ([`Tasks`]) for both wire dialects: 2025-11-25's (a `task` param on the call;
+//! `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`) and 2026-07-28's extension
+//! `io.modelcontextprotocol/tasks` (server-directed tasks, `tasks/get` carrying the result,
+//! `tasks/update` answering the questions the tool waits on): `wire.rs` speaks them.
+//!
+//! Bounds: each owner (a session, the stdio client, a bearer token) holds at most
+//! [`MAX_TASKS`] tasks; a finished one is kept for its time to live after it ends, or until
+//! the room is needed; each result is already under the router's result size limit, so an
+//! owner holds at most [`MAX_TASKS`] results. An owner's tasks are cancelled and dropped when
+//! its session ends. A task's id is 128 random bits, and is looked up among its owner's only:
+//! another client's id is an unknown task.
+
+mod asker;
+mod wire;
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{mpsc, Arc, Mutex},
+    time::{Duration, Instant, SystemTime},
+};
+
+use serde_json::{json, value::RawValue, Map, Value};
+
+pub(super) use asker::TaskAsker;
+pub(super) use wire::Later;
+
+use super::{Outcome, Scope};
+use crate::{
+    plugin::{AskFailure, CallControl},
+    sync::lock,
+};
+
+/// Most tasks one owner holds, running or finished (a finished one makes room when needed).
+pub const MAX_TASKS: usize = 32;
+/// How long a finished task is kept when the client asks for no time to live.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(600);
+/// The shortest and longest time to live a client may ask for (others are clamped).
+pub const MIN_TTL: Duration = Duration::from_secs(1);
+pub const MAX_TTL: Duration = Duration::from_secs(3600);
+/// How often clients are told to poll, in milliseconds.
+pub const POLL_INTERVAL_MS: u64 = 500;
+/// Most questions one task may have waiting (a plugin asking from many threads at once
+/// cannot grow its task without bound).
+pub const MAX_QUESTIONS: usize = 64;
+/// The 2026-07-28 extension's name.
+pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// How a client speaks of tasks.
+#[derive(Debug, Clone, Copy)]
+pub enum Tasking<'a> {
+    /// MCP 2025-11-25 (stdio `serve`, HTTP sessions): the client asks for a task with the
+    /// call's `task` param; its tasks are the session's.
+    Session,
+    /// The 2026-07-28 extension: `owner` names whose tasks these are (the bearer token),
+    /// `negotiated` whether this request declared the extension, `capabilities` its
+    /// `clientCapabilities` (what a task's questions may be).
+    Extension {
+        owner: &'a str,
+        negotiated: bool,
+        capabilities: Option<&'a RawValue>,
+    },
+}
+
+/// Where a task stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Working,
+    InputRequired,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl Status {
+    /// Its MCP name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Working => "working",
+            Status::InputRequired => "input_required",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    fn is_terminal(self) -> bool {
+        matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
+    }
+}
+
+/// How a task ended: the tool's `CallToolResult` (an error result too), or a JSON-RPC error
+/// (the call failed at the protocol level: a panic, a crashed worker, a timeout).
+#[derive(Debug, Clone)]
+enum Ended {
+    Result(String),
+    Error { code: i64, message: String },
+}
+
+/// One task.
+pub(super) struct Task {
+    id: String,
+    /// The tool it runs (a panic result names it).
+    tool: String,
+    created: SystemTime,
+    ttl: Duration,
+    control: Arc<CallControl>,
+    state: Mutex<State>,
+    /// Set to true at the end, for whoever waits for it (`tasks/result`).
+    ended: tokio::sync::watch::Sender<bool>,
+}
+
+struct State {
+    status: Status,
+    updated: SystemTime,
+    message: Option<String>,
+    outcome: Option<Ended>,
+    /// When it ended: it is kept for its time to live from then.
+    ended_at: Option<Instant>,
+    /// The questions the tool waits on, by the key the client answers (`tasks/update`).
+    questions: BTreeMap<String, Question>,
+    /// Questions asked so far (their keys are numbered).
+    asked: u64,
+}
+
+/// A question of the tool's, and where its answer goes.
+struct Question {
+    /// `{"method", "params"}`: an MCP input request.
+    request: Value,
+    answer: mpsc::SyncSender<Value>,
+}
+
+/// What a task looks like at one moment.
+pub(super) struct Snapshot {
+    status: Status,
+    updated: SystemTime,
+    message: Option<String>,
+    outcome: Option<Ended>,
+    questions: Map<String, Value>,
+}
+
+impl Task {
+    /// Its status now.
+    pub(super) fn status(&self) -> Status {
+        lock(&self.state).status
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        let s = lock(&self.state);
+        Snapshot {
+            status: s.status,
+            updated: s.updated,
+            message: s.message.clone(),
+            outcome: s.outcome.clone(),
+            questions: s
+                .questions
+                .iter()
+                .map(|(k, q)| (k.clone(), q.request.clone()))
+                .collect(),
+        }
+    }
+
+    /// Records how its call ended (unless it was cancelled first).
+    fn settle(&self, outcome: Outcome) {
+        let ended = match (self.control.failure(), outcome) {
+            (Some(why), _) => Ended::Error {
+                code: crate::model::error_code::INTERNAL_ERROR,
+                message: why,
+            },
+            (None, Err(e)) => Ended::Error {
+                code: e.code(),
+                message: e.to_string(),
+            },
+            (None, Ok(result)) => match panic_of(&self.tool, &result) {
+                Some(message) => Ended::Error {
+                    code: crate::model::error_code::INTERNAL_ERROR,
+                    message,
+                },
+                None => Ended::Result(result),
+            },
+        };
+        let status = match ended {
+            Ended::Result(_) => Status::Completed,
+            Ended::Error { .. } => Status::Failed,
+        };
+        self.end(status, Some(ended));
+    }
+
+    /// Ends it with `status`, unless it ended already: false then.
+    fn end(&self, status: Status, outcome: Option<Ended>) -> bool {
+        let mut s = lock(&self.state);
+        if s.status.is_terminal() {
+            return false;
+        }
+        s.status = status;
+        s.outcome = outcome;
+        s.updated = SystemTime::now();
+        s.ended_at = Some(Instant::now());
+        // Whoever waits on a question hears it is over.
+        s.questions.clear();
+        drop(s);
+        self.ended.send_replace(true);
+        true
+    }
+
+    /// Cancels it: its call is told to stop and it ends `cancelled` at once, whatever its call
+    /// still does. False when it had ended already.
+    pub(super) fn cancel(&self) -> bool {
+        self.control.cancel();
+        self.end(Status::Cancelled, None)
+    }
+
+    /// Hands each answer of `responses` to the question of its key (keys of no question are
+    /// ignored); the task works again once no question waits.
+    fn answer(&self, responses: &Map<String, Value>) {
+        let mut s = lock(&self.state);
+        for (key, response) in responses {
+            if let Some(q) = s.questions.remove(key) {
+                let _ = q.answer.try_send(response.clone());
+            }
+        }
+        if s.questions.is_empty() && s.status == Status::InputRequired {
+            s.status = Status::Working;
+            s.updated = SystemTime::now();
+        }
+    }
+
+    /// Puts `requests` to the client as questions; the receivers get their answers. Refused
+    /// when the task has ended, or would have over [`MAX_QUESTIONS`] waiting.
+    fn ask(&self, requests: Vec<Value>) -> Result<Vec<mpsc::Receiver<Value>>, AskFailure> {
+        let mut s = lock(&self.state);
+        if s.status.is_terminal() {
+            return Err(AskFailure::Cancelled);
+        }
+        if s.questions.len() + requests.len() > MAX_QUESTIONS {
+            return Err(AskFailure::Unsupported(format!(
+                "{MAX_QUESTIONS} questions of this task wait for their answers already"
+            )));
+        }
+        let mut answers = Vec::with_capacity(requests.len());
+        for request in requests {
+            s.asked += 1;
+            let key = format!("input-{}", s.asked);
+            let (tx, rx) = mpsc::sync_channel(1);
+            s.questions.insert(
+                key,
+                Question {
+                    request,
+                    answer: tx,
+                },
+            );
+            answers.push(rx);
+        }
+        s.status = Status::InputRequired;
+        s.updated = SystemTime::now();
+        Ok(answers)
+    }
+
+    /// Whether it can go: ended more than its time to live ago.
+    fn expired(&self, now: Instant) -> bool {
+        lock(&self.state)
+            .ended_at
+            .is_some_and(|at| now.duration_since(at) >= self.ttl)
+    }
+
+    /// Waits until it has ended.
+    async fn ended(&self) {
+        let mut rx = self.ended.subscribe();
+        let _ = rx.wait_for(|ended| *ended).await;
+    }
+}
+
+/// The panic message of a result a tool's panic produced (the SDK's words), if it is one.
+fn panic_of(tool: &str, result: &str) -> Option<String> {
+    if !result.contains("panicked: ") {
+        return None;
+    }
+    let v: Value = serde_json::from_str(result).ok()?;
+    let text = v["content"][0]["text"].as_str()?;
+    (v["isError"] == true && toolhost_plugin::extras::is_panic_text(tool, text))
+        .then(|| text.to_string())
+}
+
+/// Every client's tasks, by owner.
+#[derive(Default)]
+pub struct Tasks {
+    owners: Mutex<HashMap<String, Vec<Arc<Task>>>>,
+}
+
+/// An owner holds [`MAX_TASKS`] tasks that have not ended.
+#[derive(Debug)]
+pub(super) struct Full;
+
+impl Tasks {
+    /// A new task of `owner` running `tool` under `control`, kept `ttl` after it ends; `Full`
+    /// when the owner's tasks are all running (a finished one makes room otherwise).
+    fn create(
+        &self,
+        owner: &str,
+        tool: &str,
+        ttl: Duration,
+        control: Arc<CallControl>,
+    ) -> Result<Arc<Task>, Full> {
+        let mut owners = lock(&self.owners);
+        let tasks = owners.entry(owner.to_string()).or_default();
+        let now = Instant::now();
+        tasks.retain(|t| !t.expired(now));
+        if tasks.len() >= MAX_TASKS {
+            // The oldest finished one goes (they are in creation order).
+            let finished = tasks.iter().position(|t| t.status().is_terminal());
+            match finished {
+                Some(i) => drop(tasks.remove(i)),
+                None => return Err(Full),
+            }
+        }
+        let created = SystemTime::now();
+        let task = Arc::new(Task {
+            id: new_task_id(),
+            tool: tool.to_string(),
+            created,
+            ttl,
+            control,
+            state: Mutex::new(State {
+                status: Status::Working,
+                updated: created,
+                message: None,
+                outcome: None,
+                ended_at: None,
+                questions: BTreeMap::new(),
+                asked: 0,
+            }),
+            ended: tokio::sync::watch::channel(false).0,
+        });
+        tasks.push(task.clone());
+        Ok(task)
+    }
+
+    /// Task `id` of `owner`, unless it expired (another owner's is never found).
+    fn find(&self, owner: &str, id: &str) -> Option<Arc<Task>> {
+        let mut owners = lock(&self.owners);
+        let tasks = owners.get_mut(owner)?;
+        let now = Instant::now();
+        tasks.retain(|t| !t.expired(now));
+        tasks.iter().find(|t| t.id == id).cloned()
+    }
+
+    /// The tasks of `owner` kept now, oldest first.
+    fn list(&self, owner: &str) -> Vec<Arc<Task>> {
+        let mut owners = lock(&self.owners);
+        let Some(tasks) = owners.get_mut(owner) else {
+            return Vec::new();
+        };
+        let now = Instant::now();
+        tasks.retain(|t| !t.expired(now));
+        tasks.clone()
+    }
+
+    /// Cancels and forgets every task of `owner` (its session ended).
+    pub(super) fn end_owner(&self, owner: &str) {
+        let tasks = lock(&self.owners).remove(owner).unwrap_or_default();
+        for t in tasks {
+            t.cancel();
+        }
+    }
+
+    /// Cancels and forgets every task (the host winds down).
+    pub(super) fn end_all(&self) {
+        let owners = std::mem::take(&mut *lock(&self.owners));
+        for t in owners.into_values().flatten() {
+            t.cancel();
+        }
+    }
+
+    /// How many tasks are kept, over every owner.
+    pub fn len(&self) -> usize {
+        lock(&self.owners).values().map(Vec::len).sum()
+    }
+
+    /// Whether no task is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The key of the tasks of `owner` in `scope`.
+pub(super) fn owner_key(scope: Scope<'_>, owner: &str) -> String {
+    super::server::client_key(scope, owner)
+}
+
+/// A task id: 128 random bits in hex.
+fn new_task_id() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the OS random source works");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The time to live a client asked for (`ttl` in milliseconds), clamped to
+/// [[`MIN_TTL`], [`MAX_TTL`]]; [`DEFAULT_TTL`] when it asked for none.
+pub fn clamp_ttl(ms: Option<u64>) -> Duration {
+    ms.map_or(DEFAULT_TTL, |ms| {
+        Duration::from_millis(ms).clamp(MIN_TTL, MAX_TTL)
+    })
+}
+
+/// `t` as RFC 3339 UTC with milliseconds (`2026-11-28T04:13:16.123Z`).
+pub fn rfc3339(t: SystemTime) -> String {
+    let d = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60,
+        d.subsec_millis()
+    )
+}
+
+/// The `requiredCapabilities` data of the -32021 error naming the extension.
+pub(super) fn extension_required() -> Value {
+    json!({"requiredCapabilities": {"extensions": {EXTENSION: {}}}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_rfc3339() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_millis(1_795_839_196_123);
+        assert_eq!(rfc3339(t), "2026-11-28T04:13:16.123Z");
+        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let leap = SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn ttls_are_clamped() {
+        assert_eq!(clamp_ttl(None), DEFAULT_TTL);
+        assert_eq!(clamp_ttl(Some(1)), MIN_TTL);
+        assert_eq!(clamp_ttl(Some(u64::MAX)), MAX_TTL);
+        assert_eq!(clamp_ttl(Some(5000)), Duration::from_secs(5));
+    }
+
+    /// A plugin asking from many threads at once is refused past MAX_QUESTIONS waiting; an
+    /// answer frees its place, and the task works again once none waits.
+    #[test]
+    fn a_task_holds_a_bounded_number_of_questions() {
+        let tasks = Tasks::default();
+        let control = Arc::new(CallControl::new("t", None));
+        let task = tasks.create("me", "tool", DEFAULT_TTL, control).unwrap();
+        let q = || json!({"method": "elicitation/create", "params": {}});
+        let mut waiting = Vec::new();
+        for _ in 0..MAX_QUESTIONS {
+            waiting.extend(task.ask(vec![q()]).expect("room for it"));
+        }
+        assert_eq!(task.status(), Status::InputRequired);
+        assert!(matches!(
+            task.ask(vec![q()]),
+            Err(AskFailure::Unsupported(_))
+        ));
+        let keys: Vec<String> = task.snapshot().questions.keys().cloned().collect();
+        assert_eq!(keys.len(), MAX_QUESTIONS);
+        let answer = json!({"action": "decline"});
+        task.answer(&Map::from_iter([(keys[0].clone(), answer.clone())]));
+        assert_eq!(waiting[0].try_recv().unwrap(), answer);
+        waiting.extend(task.ask(vec![q()]).expect("room again"));
+        let all: Map<String, Value> = task
+            .snapshot()
+            .questions
+            .keys()
+            .map(|k| (k.clone(), answer.clone()))
+            .collect();
+        task.answer(&all);
+        assert_eq!(task.status(), Status::Working);
+        // Another owner's id is no task of mine.
+        assert!(tasks.find("someone else", &task.id).is_none());
+        assert!(tasks.find("me", &task.id).is_some());
+    }
+
+    #[test]
+    fn a_panic_result_is_told_from_an_error_result() {
+        let panic =
+            r#"{"content":[{"type":"text","text":"tool `job` panicked: boom"}],"isError":true}"#;
+        assert!(panic_of("job", panic).is_some());
+        assert!(panic_of("other", panic).is_none());
+        let error = r#"{"content":[{"type":"text","text":"it failed"}],"isError":true}"#;
+        assert!(panic_of("job", error).is_none());
+    }
+}

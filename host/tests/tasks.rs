@@ -1,0 +1,719 @@
+//! MCP tasks (docs/design/talk-back.md §6): a call started as a task, polled, its result
+//! fetched, cancelled, listed; the per-client bound, the time to live, a panicking tool, and
+//! another client's task ids. Over stdio `serve` (2025-11-25), and over HTTP: sessions
+//! (2025-11-25) and the 2026-07-28 extension `io.modelcontextprotocol/tasks`. The tools are
+//! the conformance fixture's (`plugins/fixtures/conformance/src/tasks.rs`).
+
+mod common;
+
+use std::{sync::Arc, time::Duration};
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use toolhost::{
+    handler::{Router, RouterConfig, MAX_TASKS},
+    service::serve::serve,
+    transport::read_lines,
+};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// A scripted client of `toolhost serve` over `router` (2025-11-25).
+struct Client {
+    out: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    lines: tokio::io::Lines<BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+    served: tokio::task::JoinHandle<()>,
+    next_id: i64,
+}
+
+impl Client {
+    /// Starts serving `router`; returns the client and the `initialize` result.
+    async fn start(router: Arc<Router>) -> (Self, Value) {
+        let (client, server) = tokio::io::duplex(1 << 20);
+        let (s_in, s_out) = tokio::io::split(server);
+        let served = tokio::spawn(serve(read_lines(s_in), s_out, router, None));
+        let (c_in, out) = tokio::io::split(client);
+        let mut c = Client {
+            out,
+            lines: BufReader::new(c_in).lines(),
+            served,
+            next_id: 100,
+        };
+        let init = c
+            .request(
+                "initialize",
+                json!({"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},
+                    "clientInfo":{"name":"scripted","version":"0"}}),
+            )
+            .await;
+        c.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
+            .await;
+        (c, init["result"].clone())
+    }
+
+    async fn send(&mut self, msg: Value) {
+        self.out
+            .write_all(format!("{msg}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+
+    async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(WAIT, self.lines.next_line())
+            .await
+            .expect("a line in time")
+            .unwrap()
+            .expect("a line");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// Sends request `method` and returns its reply (nothing else comes in between here).
+    async fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}))
+            .await;
+        let reply = self.next().await;
+        assert_eq!(reply["id"], id, "{reply}");
+        reply
+    }
+
+    /// Calls `tool` as a task (`ttl` ms); returns the created task.
+    async fn start_task(&mut self, tool: &str, args: Value, ttl: u64) -> Value {
+        let reply = self
+            .request(
+                "tools/call",
+                json!({"name": tool, "arguments": args, "task": {"ttl": ttl}}),
+            )
+            .await;
+        reply["result"]["task"].clone()
+    }
+
+    async fn get(&mut self, task: &str) -> Value {
+        self.request("tasks/get", json!({ "taskId": task })).await
+    }
+
+    /// Polls task `task` until it has ended; returns it.
+    async fn until_ended(&mut self, task: &str) -> Value {
+        for _ in 0..600 {
+            let t = self.get(task).await["result"].clone();
+            if ["completed", "failed", "cancelled"].contains(&t["status"].as_str().unwrap_or("")) {
+                return t;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("task {task} did not end");
+    }
+
+    /// Ends the input and waits for `serve` to return.
+    async fn end(mut self) {
+        self.out.shutdown().await.unwrap();
+        tokio::time::timeout(Duration::from_secs(60), self.served)
+            .await
+            .expect("serve returns in time")
+            .unwrap();
+    }
+}
+
+fn router() -> (Arc<Router>, (tempfile::TempDir, tempfile::TempDir)) {
+    common::open_router(&["conformance"], RouterConfig::default())
+}
+
+/// A task is declared, started, polled, listed, and its result fetched once it ends
+/// (`tasks/result` waits for it), naming the task in `_meta`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_starts_is_polled_and_gives_its_result() {
+    let (router, _dirs) = router();
+    let (mut c, init) = Client::start(router.clone()).await;
+    assert_eq!(
+        init["capabilities"]["tasks"],
+        json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
+        "{init}"
+    );
+    let list = c.request("tools/list", json!({})).await;
+    let tools = list["result"]["tools"].as_array().unwrap();
+    let support = |name: &str| {
+        let t = tools.iter().find(|t| t["name"] == name).unwrap();
+        t["execution"]["taskSupport"].clone()
+    };
+    assert_eq!(support("conformance__slow_compute"), "optional");
+    assert_eq!(support("conformance__failing_job"), "required");
+    assert_eq!(support("conformance__greet"), Value::Null);
+
+    let task = c
+        .start_task(
+            "conformance__slow_compute",
+            json!({"seconds": 1, "label": "x"}),
+            60_000,
+        )
+        .await;
+    let id = task["taskId"].as_str().expect("a task id").to_string();
+    assert_eq!(task["status"], "working", "{task}");
+    assert_eq!(task["ttl"], 60_000);
+    assert!(task["pollInterval"].as_u64().unwrap() > 0);
+    assert!(task["createdAt"].as_str().unwrap().ends_with('Z'), "{task}");
+    assert_eq!(c.get(&id).await["result"]["taskId"], id.as_str());
+    let listed = c.request("tasks/list", json!({})).await;
+    assert_eq!(
+        listed["result"]["tasks"][0]["taskId"],
+        id.as_str(),
+        "{listed}"
+    );
+
+    // Waits for the end, then gives the tool's result.
+    let result = c.request("tasks/result", json!({ "taskId": id })).await;
+    assert_eq!(
+        result["result"]["content"][0]["text"], "computed x after 1 s",
+        "{result}"
+    );
+    assert_eq!(
+        result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        id.as_str()
+    );
+    assert_eq!(c.get(&id).await["result"]["status"], "completed");
+
+    // A tool that must be a task, called plainly, and a plain tool called as a task.
+    let plain = c
+        .request(
+            "tools/call",
+            json!({"name": "conformance__failing_job", "arguments": {}}),
+        )
+        .await;
+    assert_eq!(plain["error"]["code"], -32601, "{plain}");
+    let as_task = c
+        .request(
+            "tools/call",
+            json!({"name": "conformance__greet", "arguments": {"name": "a"}, "task": {}}),
+        )
+        .await;
+    assert_eq!(as_task["error"]["code"], -32601, "{as_task}");
+    c.end().await;
+}
+
+/// `tasks/cancel` ends a running task `cancelled` and stops its tool; cancelling it again is
+/// refused, and its `tasks/result` is an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_task_ends_cancelled() {
+    let (router, _dirs) = router();
+    let (mut c, _) = Client::start(router.clone()).await;
+    let task = c
+        .start_task("conformance__slow_compute", json!({"seconds": 60}), 60_000)
+        .await;
+    let id = task["taskId"].as_str().unwrap().to_string();
+    let cancelled = c.request("tasks/cancel", json!({ "taskId": id })).await;
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    assert_eq!(c.get(&id).await["result"]["status"], "cancelled");
+    let again = c.request("tasks/cancel", json!({ "taskId": id })).await;
+    assert_eq!(again["error"]["code"], -32602, "{again}");
+    let result = c.request("tasks/result", json!({ "taskId": id })).await;
+    assert!(
+        result["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cancelled"),
+        "{result}"
+    );
+    // The tool stopped: the host is idle again.
+    tokio::time::timeout(WAIT, router.answered_all())
+        .await
+        .unwrap();
+    c.end().await;
+}
+
+/// A client holds at most MAX_TASKS running tasks: the next call of a tool that must be a task
+/// is refused, saying why, until one ends; then it starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_runs_at_most_32_tasks() {
+    let (router, _dirs) = router();
+    let (mut c, _) = Client::start(router.clone()).await;
+    let mut ids = Vec::new();
+    for _ in 0..MAX_TASKS {
+        let task = c
+            .start_task("conformance__slow_compute", json!({"seconds": 60}), 60_000)
+            .await;
+        ids.push(task["taskId"].as_str().expect("a task").to_string());
+    }
+    let refused = c
+        .request(
+            "tools/call",
+            json!({"name": "conformance__failing_job", "arguments": {}, "task": {}}),
+        )
+        .await;
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("too many tasks"),
+        "{refused}"
+    );
+    assert_eq!(router.tasks().len(), MAX_TASKS);
+    // One ends: room for one more (the ended one makes way).
+    c.request("tasks/cancel", json!({"taskId": ids[0]})).await;
+    let started = c
+        .start_task("conformance__failing_job", json!({}), 60_000)
+        .await;
+    assert!(started["taskId"].is_string(), "{started}");
+    assert_eq!(router.tasks().len(), MAX_TASKS);
+    let gone = c.get(&ids[0]).await;
+    assert_eq!(gone["error"]["code"], -32602, "{gone}");
+    // The end of the session cancels and forgets them all.
+    c.end().await;
+    assert!(router.tasks().is_empty());
+}
+
+/// The time to live a client asks for is clamped to [1 s, 1 h], and a task that ended is
+/// forgotten once it has passed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_is_kept_for_its_time_to_live() {
+    let (router, _dirs) = router();
+    let (mut c, _) = Client::start(router.clone()).await;
+    let long = c
+        .start_task(
+            "conformance__slow_compute",
+            json!({"seconds": 0}),
+            10_000_000_000,
+        )
+        .await;
+    assert_eq!(long["ttl"], 3_600_000, "{long}");
+    let short = c
+        .start_task("conformance__slow_compute", json!({"seconds": 0}), 1)
+        .await;
+    assert_eq!(short["ttl"], 1000, "{short}");
+    let id = short["taskId"].as_str().unwrap().to_string();
+    assert_eq!(c.until_ended(&id).await["status"], "completed");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let gone = c.get(&id).await;
+    assert_eq!(gone["error"]["code"], -32602, "{gone}");
+    assert!(
+        gone["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown task"),
+        "{gone}"
+    );
+    // The one with an hour to live is still there.
+    let kept = c.get(long["taskId"].as_str().unwrap()).await;
+    assert_eq!(kept["result"]["status"], "completed", "{kept}");
+    c.end().await;
+}
+
+/// A tool that panics ends its task `failed`, with the panic in the error; a tool that
+/// returns an error ends `completed`, its error result kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_tool_fails_its_task() {
+    let (router, _dirs) = router();
+    let (mut c, _) = Client::start(router.clone()).await;
+    let task = c
+        .start_task("conformance__protocol_error_job", json!({}), 60_000)
+        .await;
+    let id = task["taskId"].as_str().unwrap().to_string();
+    let ended = c.until_ended(&id).await;
+    assert_eq!(ended["status"], "failed", "{ended}");
+    assert!(
+        ended["statusMessage"]
+            .as_str()
+            .unwrap()
+            .contains("panicked"),
+        "{ended}"
+    );
+    let result = c.request("tasks/result", json!({ "taskId": id })).await;
+    assert_eq!(result["error"]["code"], -32603, "{result}");
+    assert!(result["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("panicked"));
+
+    let job = c
+        .start_task("conformance__failing_job", json!({}), 60_000)
+        .await;
+    let id = job["taskId"].as_str().unwrap().to_string();
+    assert_eq!(c.until_ended(&id).await["status"], "completed");
+    let result = c.request("tasks/result", json!({ "taskId": id })).await;
+    assert_eq!(result["result"]["isError"], true, "{result}");
+    // Serving goes on.
+    let greet = c
+        .request(
+            "tools/call",
+            json!({"name": "conformance__greet", "arguments": {"name": "Bo"}}),
+        )
+        .await;
+    assert_eq!(greet["result"]["content"][0]["text"], "Hello, Bo!");
+    c.end().await;
+}
+
+/// Over HTTP, a session's task ids mean nothing in another session: polling, fetching or
+/// cancelling one there is "unknown task", and the task goes on. Ending the session
+/// (DELETE) cancels its tasks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_session_cannot_reach_a_task() {
+    let server = common::http::Setup::new(&["conformance"]).start().await;
+    let path = "/mcp/conformance";
+    let owner = server.initialize(path).await;
+    let attacker = server.initialize(path).await;
+    let rpc = |session: &str, id: i64, method: &str, params: Value| {
+        server
+            .post(
+                path,
+                &json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}),
+            )
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-11-25")
+    };
+    let created = rpc(
+        &owner,
+        1,
+        "tools/call",
+        json!({"name":"slow_compute","arguments":{"seconds":60},"task":{"ttl":60000}}),
+    )
+    .send()
+    .await
+    .json();
+    let id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_string();
+    for (n, method) in ["tasks/get", "tasks/result", "tasks/cancel"]
+        .iter()
+        .enumerate()
+    {
+        let r = rpc(&attacker, 10 + n as i64, method, json!({ "taskId": id }))
+            .send()
+            .await
+            .json();
+        assert_eq!(r["error"]["code"], -32602, "{method}: {r}");
+        assert!(r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown task"));
+    }
+    let listed = rpc(&attacker, 20, "tasks/list", json!({}))
+        .send()
+        .await
+        .json();
+    assert_eq!(listed["result"]["tasks"], json!([]), "{listed}");
+    let mine = rpc(&owner, 2, "tasks/get", json!({ "taskId": id }))
+        .send()
+        .await
+        .json();
+    assert_eq!(mine["result"]["status"], "working", "{mine}");
+
+    common::http::Req::new(server.addr, "DELETE", path)
+        .header("mcp-session-id", &owner)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await;
+    assert!(server.router.tasks().is_empty());
+    tokio::time::timeout(WAIT, server.router.answered_all())
+        .await
+        .unwrap();
+    server.stop().await;
+}
+
+/// The 2026-07-28 extension: a task-supporting tool called by a request declaring it gets the
+/// flat `CreateTaskResult`; `tasks/get` names the questions the tool waits on, `tasks/update`
+/// answers them, and the result comes inline; `Mcp-Name` must name the task; a tool that must
+/// be a task is refused -32021 without the extension; `tasks/list` does not exist here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tasks_extension_over_http() {
+    let server = common::http::Setup::new(&["conformance"]).start().await;
+    let path = "/mcp/conformance";
+    let ext = json!({"io.modelcontextprotocol/clientCapabilities":
+        {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}});
+    let task_req = |id: i64, method: &str, params: Value| {
+        let task = params["taskId"].as_str().unwrap_or("").to_string();
+        let mut p = params;
+        p["_meta"] = ext.clone();
+        server.modern(path, id, method, p).header("mcp-name", &task)
+    };
+    let discover = server
+        .modern(path, 1, "server/discover", json!({}))
+        .send()
+        .await
+        .json();
+    let caps = &discover["result"]["capabilities"];
+    assert_eq!(
+        caps["extensions"]["io.modelcontextprotocol/tasks"],
+        json!({}),
+        "{discover}"
+    );
+    assert!(caps.get("tasks").is_none(), "{discover}");
+
+    let created = server
+        .modern(
+            path,
+            2,
+            "tools/call",
+            json!({"name": "confirm_delete", "arguments": {"filename": "a.txt"}, "_meta": ext}),
+        )
+        .send()
+        .await
+        .json();
+    let result = &created["result"];
+    assert_eq!(result["resultType"], "task", "{created}");
+    assert!(
+        result.get("task").is_none() && result.get("ttl").is_none(),
+        "{created}"
+    );
+    let id = result["taskId"].as_str().unwrap().to_string();
+
+    // The question shows once the tool asks.
+    let mut asked = Value::Null;
+    for n in 0..200 {
+        asked = task_req(100 + n, "tasks/get", json!({ "taskId": id }))
+            .send()
+            .await
+            .json();
+        if asked["result"]["status"] == "input_required" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let requests = asked["result"]["inputRequests"]
+        .as_object()
+        .expect("questions")
+        .clone();
+    assert_eq!(requests.len(), 1, "{asked}");
+    let (key, question) = requests.iter().next().unwrap();
+    assert_eq!(question["method"], "elicitation/create");
+
+    // Mcp-Name must be the task's id.
+    let wrong = task_req(3, "tasks/get", json!({ "taskId": id }))
+        .header("mcp-name", "someone-else")
+        .send()
+        .await;
+    assert_eq!(wrong.status, 400);
+    assert_eq!(wrong.json()["error"]["code"], -32020);
+
+    let ack = task_req(
+        4,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {key.clone(): {"action": "accept", "content": {"confirm": true}}}}),
+    )
+    .send()
+    .await
+    .json();
+    assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
+    let mut done = Value::Null;
+    for n in 0..200 {
+        done = task_req(200 + n, "tasks/get", json!({ "taskId": id }))
+            .send()
+            .await
+            .json();
+        if done["result"]["status"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(
+        done["result"]["result"]["content"][0]["text"], "deleted a.txt",
+        "{done}"
+    );
+
+    // Without the extension: a tool that must be a task is refused, naming it.
+    let refused = server
+        .modern(
+            path,
+            5,
+            "tools/call",
+            json!({"name": "failing_job", "arguments": {}}),
+        )
+        .send()
+        .await
+        .json();
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    assert_eq!(
+        refused["error"]["data"]["requiredCapabilities"]["extensions"]
+            ["io.modelcontextprotocol/tasks"],
+        json!({})
+    );
+    let list = task_req(6, "tasks/list", json!({})).send().await;
+    assert_eq!(list.json()["error"]["code"], -32601);
+    server.stop().await;
+}
+
+/// A task whose worker process crashes ends `failed`, saying so (not `completed` with the
+/// error result a plain call gets); the plugin serves on in a new worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_worker_fails_its_task() {
+    let (router, _dirs) = common::open_isolated_router(&["crashy"], RouterConfig::default());
+    let (mut c, _) = Client::start(router.clone()).await;
+    let task = c.start_task("crashy__abort", json!({}), 60_000).await;
+    let id = task["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{task}"))
+        .to_string();
+    let ended = c.until_ended(&id).await;
+    assert_eq!(ended["status"], "failed", "{ended}");
+    let why = ended["statusMessage"].as_str().unwrap();
+    assert!(
+        why.contains("crashed") && why.contains("SIGABRT"),
+        "{ended}"
+    );
+    let echo = c
+        .request(
+            "tools/call",
+            json!({"name": "crashy__echo", "arguments": {"word": "on"}}),
+        )
+        .await;
+    assert!(
+        echo["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("on"),
+        "{echo}"
+    );
+    c.end().await;
+}
+
+/// A task keeps running on the plugin version it started on: its plugin's file removed (the
+/// plugin unloaded from the catalog) while it works, it still ends with its result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_outlives_its_plugins_removal() {
+    let (router, dirs) = router();
+    let _watch = router.registry().watch().expect("watch the plugin folder");
+    let (mut c, _) = Client::start(router.clone()).await;
+    let task = c
+        .start_task(
+            "conformance__slow_compute",
+            json!({"seconds": 5, "label": "old"}),
+            60_000,
+        )
+        .await;
+    let id = task["taskId"].as_str().unwrap().to_string();
+    std::fs::remove_file(dirs.0.path().join(common::lib_file("conformance"))).unwrap();
+    for _ in 0..400 {
+        if router.registry().get("conformance").is_none() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        router.registry().get("conformance").is_none(),
+        "the plugin is still served"
+    );
+    assert_eq!(c.get(&id).await["result"]["status"], "working");
+    let ended = c.until_ended(&id).await;
+    assert_eq!(ended["status"], "completed", "{ended}");
+    let result = c.request("tasks/result", json!({ "taskId": id })).await;
+    assert_eq!(
+        result["result"]["content"][0]["text"], "computed old after 5 s",
+        "{result}"
+    );
+    c.end().await;
+}
+
+/// Over 2026-07-28 a client's tasks are its bearer token's: another token's request for the
+/// task (get, update, cancel) is "unknown task", and the task goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_token_cannot_reach_a_task() {
+    let (owner, other) = (
+        "owner-token-0123456789abcdef",
+        "other-token-0123456789abcdef",
+    );
+    let mut setup = common::http::Setup::new(&["conformance"]);
+    setup.tokens = Some(toolhost::service::http::Tokens::from_list([
+        owner.to_string(),
+        other.to_string(),
+    ]));
+    let server = setup.start().await;
+    let path = "/mcp/conformance";
+    let meta = json!({"io.modelcontextprotocol/clientCapabilities":
+        {"extensions": {"io.modelcontextprotocol/tasks": {}}}});
+    let bearer = |token: &str| format!("Bearer {token}");
+    let created = server
+        .modern(
+            path,
+            1,
+            "tools/call",
+            json!({"name": "slow_compute", "arguments": {"seconds": 60}, "_meta": meta}),
+        )
+        .header("authorization", &bearer(owner))
+        .send()
+        .await
+        .json();
+    let id = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_string();
+    let as_token = |token: &str, n: i64, method: &str, mut params: Value| {
+        params["taskId"] = json!(id);
+        params["_meta"] = meta.clone();
+        server
+            .modern(path, n, method, params)
+            .header("mcp-name", &id)
+            .header("authorization", &bearer(token))
+    };
+    for (n, (method, params)) in [
+        ("tasks/get", json!({})),
+        ("tasks/update", json!({"inputResponses": {}})),
+        ("tasks/cancel", json!({})),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let r = as_token(other, 10 + n as i64, method, params)
+            .send()
+            .await
+            .json();
+        assert_eq!(r["error"]["code"], -32602, "{method}: {r}");
+        assert!(r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown task"));
+    }
+    let mine = as_token(owner, 20, "tasks/get", json!({}))
+        .send()
+        .await
+        .json();
+    assert_eq!(mine["result"]["status"], "working", "{mine}");
+    let ack = as_token(owner, 21, "tasks/cancel", json!({}))
+        .send()
+        .await
+        .json();
+    assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
+    server.stop().await;
+}
+
+/// Over an HTTP session (2025-11-25), `tasks/result` waits for the task's end and answers
+/// with its result; the session's `initialize` declares tasks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_fetches_a_task_result_over_http() {
+    let server = common::http::Setup::new(&["conformance"]).start().await;
+    let path = "/mcp/conformance";
+    let session = server.initialize(path).await;
+    let rpc = |id: i64, method: &str, params: Value| {
+        server
+            .post(
+                path,
+                &json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}),
+            )
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-11-25")
+    };
+    let created = rpc(
+        1,
+        "tools/call",
+        json!({"name":"slow_compute","arguments":{"seconds":1,"label":"h"},"task":{}}),
+    )
+    .send()
+    .await
+    .json();
+    let task = &created["result"]["task"];
+    assert_eq!(task["ttl"], 600_000, "{created}");
+    let id = task["taskId"].as_str().unwrap().to_string();
+    let result = rpc(2, "tasks/result", json!({ "taskId": id }))
+        .send()
+        .await
+        .json();
+    assert_eq!(result["id"], 2, "{result}");
+    assert_eq!(
+        result["result"]["content"][0]["text"],
+        "computed h after 1 s"
+    );
+    assert_eq!(
+        result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        id.as_str()
+    );
+    server.stop().await;
+}
