@@ -96,6 +96,12 @@ struct HttpArgs {
     /// The certificate's private key (PEM; private to its owner).
     #[arg(long, value_name = "FILE", requires_all = ["http", "tls_cert"])]
     tls_key: Option<PathBuf>,
+    /// The secret (32 bytes or more; the file private to its owner) that signs the
+    /// `requestState` a 2026-07-28 client sends back with its answers: give replicas behind
+    /// one load balancer the same file. Default: a random key per process (a retry reaching
+    /// another replica, or a restarted one, is refused and the client starts over).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    state_key_file: Option<PathBuf>,
     #[command(flatten, next_help_heading = "HTTP limits")]
     limits: toolhost::service::http::HttpLimits,
 }
@@ -446,6 +452,7 @@ fn serve(opts: &PluginOpts, limits: &SessionLimits, http: HttpArgs) -> anyhow::R
             tls: tls_files(http.tls_cert, http.tls_key),
             limits: http.limits,
             allow_shared: opts.allow_shared,
+            state_key_file: http.state_key_file.as_deref(),
         },
     )
 }

@@ -304,4 +304,7 @@ pub mod ask_error {
     pub const CLIENT: u8 = 2;
     /// The question or the answer is not what MCP allows: `message` names the problem.
     pub const INVALID: u8 = 3;
+    /// The answer is not here yet (2026-07-28: the host answers the request with
+    /// `input_required` once the call ends, and runs it again with the client's answers).
+    pub const INPUT_REQUIRED: u8 = 4;
 }

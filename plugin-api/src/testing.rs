@@ -219,6 +219,12 @@ extern "C" fn ask(data: *const c_void, asks: RStr<'_>) -> RResult<RString, AskEr
     let Ok(serde_json::Value::Object(asks)) = serde_json::from_str(asks.as_str()) else {
         return refuse(ask_error::INVALID, "the ask is not a JSON object".into());
     };
+    if lock(&rec.answers).front() == Some(&serde_json::Value::Null) {
+        // `input_required_next`: the round ends here, its questions recorded.
+        lock(&rec.answers).pop_front();
+        lock(&rec.asks).extend(asks.into_iter().map(|(_, q)| q));
+        return refuse(ask_error::INPUT_REQUIRED, String::new());
+    }
     let caps = lock(&rec.caps).unwrap_or_else(ClientCaps::all);
     let mut answers = serde_json::Map::new();
     for (key, question) in asks {
@@ -367,6 +373,49 @@ impl TestContext {
     /// Answers the tool's next question: the user dismisses it.
     pub fn cancel_next(self) -> Self {
         self.script(serde_json::json!({"action": "cancel"}))
+    }
+
+    /// Ends the tool's next ask as a 2026-07-28 client's first round does: it fails with
+    /// [`AskError::InputRequired`](crate::AskError::InputRequired), which the tool returns
+    /// with `?`, and its questions are recorded ([`Self::asks`]). The host then runs the tool
+    /// again with the answers: test that nothing happened before the ask that must not
+    /// happen twice.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use serde::Deserialize;
+    /// use toolhost_plugin::{prelude::*, testing::{json, TestContext}};
+    ///
+    /// static DELETED: AtomicU32 = AtomicU32::new(0);
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Sure {
+    ///     sure: bool,
+    /// }
+    ///
+    /// /// Delete everything, after asking.
+    /// #[tool]
+    /// fn wipe(ctx: &Context) -> Result<String, AskError> {
+    ///     if let Elicited::Accept(Sure { sure: true }) = ctx.elicit::<Sure>("Really?")? {
+    ///         DELETED.fetch_add(1, Ordering::Relaxed);
+    ///     }
+    ///     Ok("done".into())
+    /// }
+    /// # export_plugin!();
+    ///
+    /// # fn main() {
+    /// let ctx = TestContext::new()
+    ///     .input_required_next()
+    ///     .answer_elicit(json!({"sure": true}));
+    /// assert!(wipe::tool().call(json!({}), &ctx).is_error); // round 1: asked, nothing done
+    /// assert_eq!(DELETED.load(Ordering::Relaxed), 0);
+    /// assert_eq!(wipe::tool().call(json!({}), &ctx), ToolResult::text("done")); // round 2
+    /// assert_eq!(DELETED.load(Ordering::Relaxed), 1);
+    /// assert_eq!(ctx.asks().len(), 2);
+    /// # }
+    /// ```
+    pub fn input_required_next(self) -> Self {
+        self.script(serde_json::Value::Null)
     }
 
     /// Answers the tool's next question, a sampling request: the client's model wrote

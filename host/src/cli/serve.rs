@@ -24,6 +24,8 @@ pub struct HttpServe<'a> {
     pub limits: HttpLimits,
     /// Token, certificate and key files other users can write are accepted.
     pub allow_shared: bool,
+    /// The key of 2026-07-28 `requestState`s (`--state-key-file`), else random per process.
+    pub state_key_file: Option<&'a Path>,
 }
 
 /// Over stdin/stdout.
@@ -87,7 +89,7 @@ pub fn serve_http(
     limits: &SessionLimits,
     http: HttpServe<'_>,
 ) -> anyhow::Result<ExitCode> {
-    use crate::service::http::{tls_acceptor, HttpOptions, HttpServer, Tokens};
+    use crate::service::http::{tls_acceptor, HttpOptions, HttpServer, StateKey, Tokens};
     raise_descriptor_limit();
     let addr = http.addr;
     let tokens = match http.token_file {
@@ -96,6 +98,10 @@ pub fn serve_http(
     };
     let tls = match &http.tls {
         Some(files) => Some(tls_acceptor(files, http.allow_shared)?),
+        None => None,
+    };
+    let state_key = match http.state_key_file {
+        Some(path) => Some(StateKey::load(path, http.allow_shared)?),
         None => None,
     };
     let rt = runtime()?;
@@ -115,7 +121,10 @@ pub fn serve_http(
         let events = registry.subscribe();
         let _watch = registry.watch().context("cannot watch the plugin folder")?;
         let router = Router::new(registry, limits.call.router_config());
-        let server = HttpServer::bind(options, router).await?;
+        let mut server = HttpServer::bind(options, router).await?;
+        if let Some(key) = state_key {
+            server = server.with_state_key(key);
+        }
         // On stderr whatever the log level: scripts (and tests binding port 0) read it.
         eprintln!("toolhost: serving {}", server.url());
         server.serve(Some(events), shutdown_signal()).await;

@@ -314,6 +314,8 @@ pub enum AskFailure {
     Client { code: i64, message: String },
     /// The question, or the client's answer, is not what MCP allows.
     Invalid(String),
+    /// Not answered yet: the client answers in rounds (2026-07-28), after the call ends.
+    InputRequired,
 }
 
 impl AskFailure {
@@ -323,6 +325,7 @@ impl AskFailure {
             AskFailure::Cancelled => (ask_error::CANCELLED, 0, String::new()),
             AskFailure::Client { code, message } => (ask_error::CLIENT, code, message),
             AskFailure::Invalid(m) => (ask_error::INVALID, 0, m),
+            AskFailure::InputRequired => (ask_error::INPUT_REQUIRED, 0, String::new()),
         };
         AskErrorFfi {
             kind,
@@ -348,8 +351,8 @@ pub trait Asker: Send + Sync {
 }
 
 /// What a call without an asker answers: the front end cannot ask its client.
-const NO_ASKER: &str = "this front end cannot ask the client: only `toolhost serve` over stdio \
-    and 2025-11-25 HTTP sessions put a plugin's questions to its client so far";
+const NO_ASKER: &str = "this front end cannot ask the client: only `toolhost serve` (over stdio \
+    and over HTTP) puts a plugin's questions to its client so far";
 
 /// The host's side of one call: the cancellation flag and where progress goes.
 pub struct CallControl {

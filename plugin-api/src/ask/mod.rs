@@ -64,6 +64,11 @@ pub enum AskError {
         /// What is wrong, naming the field.
         problem: String,
     },
+    /// The client answers in rounds (MCP 2026-07-28) and this answer is not here yet: return
+    /// it with `?`. The host then answers the request with the questions still open, and the
+    /// client sends it again with the answers, which runs the tool again from the start: this
+    /// time the same question is answered at once. See [`Context::elicit`].
+    InputRequired,
 }
 
 impl fmt::Display for AskError {
@@ -75,6 +80,12 @@ impl fmt::Display for AskError {
                 write!(f, "the client could not ask the user: {message} ({code})")
             }
             AskError::Invalid { problem } => write!(f, "invalid question or answer: {problem}"),
+            AskError::InputRequired => {
+                write!(
+                    f,
+                    "the client's answer is needed first (the call runs again with it)"
+                )
+            }
         }
     }
 }
@@ -91,6 +102,7 @@ impl From<AskErrorFfi> for AskError {
                 message,
             },
             ask_error::INVALID => AskError::Invalid { problem: message },
+            ask_error::INPUT_REQUIRED => AskError::InputRequired,
             _ => AskError::Unsupported { reason: message },
         }
     }
@@ -115,6 +127,17 @@ impl Context {
     /// of flat fields (strings, numbers, integers, booleans, unit enums, `Vec`s of unit enums,
     /// each optional with `Option`); its doc comments become the form's descriptions. Another
     /// `T` is refused with [`AskError::Invalid`] naming the field, before anything is sent.
+    ///
+    /// **A tool that asks may run several times.** A client of MCP 2026-07-28 (Claude Code
+    /// over `serve --http`) answers in rounds: the first run's question ends it with
+    /// [`AskError::InputRequired`] (return it with `?`), the host answers the request with the
+    /// question, and the client sends the request again with the answer, which runs the tool
+    /// again from the start; each question asked before is then answered at once. So do side
+    /// effects after the asks, and ask the same questions in the same order on every run: a
+    /// question is known again by its key (a batch's keys are yours; the single asks,
+    /// `elicit`, `elicit_url`, `sample` and `roots`, all use `ask`, which the host numbers by
+    /// order: `ask`, `ask#2`, ...). Test it with
+    /// [`TestContext::input_required_next`](crate::testing::TestContext::input_required_next).
     ///
     /// ```
     /// use serde::Deserialize;
@@ -210,6 +233,9 @@ impl Context {
 
     /// Puts several questions to the client in one round and waits for every answer (see
     /// [`Asks`]). Keys are the plugin's; read each answer back by its key from [`Answers`].
+    /// A 2026-07-28 client gets the questions not answered yet in one `input_required`
+    /// result, so a form and the roots asked together cost one round trip, not two (Claude
+    /// Code gives up after 10 rounds); see [`Context::elicit`] on running again.
     pub fn ask(&self, asks: Asks) -> Result<Answers, AskError> {
         let (json, kinds) = asks.into_parts()?;
         let answer = self.ask_raw(&json)?;
@@ -228,5 +254,29 @@ impl Context {
             RResult::ROk(answer) => Ok(answer.into_string()),
             RResult::RErr(e) => Err(e.into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A host's "answer not here yet" (2026-07-28 rounds) reaches the tool as its own error,
+    /// which `?` returns; an unknown kind reads as Unsupported.
+    #[test]
+    fn the_host_s_input_required_is_its_own_error() {
+        let ffi = |kind| AskErrorFfi {
+            kind,
+            code: 0,
+            message: "m".into(),
+        };
+        assert_eq!(
+            AskError::from(ffi(ask_error::INPUT_REQUIRED)),
+            AskError::InputRequired
+        );
+        assert_eq!(
+            AskError::from(ffi(200)),
+            AskError::Unsupported { reason: "m".into() }
+        );
     }
 }

@@ -106,6 +106,11 @@ impl Tokens {
         self.credential(authorization).is_some()
     }
 
+    /// The token `credential` names (what a `requestState` is bound to).
+    pub(super) fn token(&self, credential: Credential) -> &[u8] {
+        self.0.get(credential.0).map_or(&[], |t| t)
+    }
+
     /// Which token `authorization` presents, if one: what a session is bound to, so another
     /// token of the same file is another client. Every token is compared, each in time that
     /// depends only on the lengths, so the answer's timing tells nothing of how much of a

@@ -20,6 +20,7 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::{
+    answer::{finish, responder, wait_reply, Reply},
     asking,
     auth::Credential,
     body,
@@ -32,20 +33,22 @@ use super::{
         closing, empty, error, json, not_allowed, plain, session_not_found, stream_response,
         too_busy, Body, TRANSPORT_ERROR,
     },
+    retry::{self, Retry},
     session::HttpSession,
     session_routes,
     sse::{self, CallStream, Item, ToStream},
-    Listener, Shared,
+    state, Listener, Shared,
 };
 use crate::{
     handler::{
-        Answer, Client, ClientCaps, Discard, RequestKey, Respond, Router, Scope, Sink, Tasking,
+        Answer, Client, ClientCaps, Discard, RequestKey, Router, Scope, Sink, Tasking,
         TASKS_EXTENSION,
     },
     model::{
         error_code, ClientMessage, ClientRequest, RequestHead, MODERN_PROTOCOL_VERSION,
         SUPPORTED_PROTOCOL_VERSIONS,
     },
+    plugin::Asker,
     sync::lock,
 };
 
@@ -278,7 +281,9 @@ async fn post(
         if let Err(refusal) = checked {
             return json(refusal.status, refusal.body);
         }
-        call.modern(&message, method).await
+        let capabilities = head.meta.as_ref().and_then(|m| m.client_capabilities);
+        call.modern(&message, method, msg.params, capabilities)
+            .await
     } else {
         call.legacy(&message, method, headers).await
     }
@@ -330,8 +335,15 @@ impl Call<'_> {
         }
     }
 
-    /// A 2026-07-28 request: no session; each request is its own client for cancellation.
-    async fn modern(&self, msg: &ClientMessage<'_>, method: &str) -> Response<Body> {
+    /// A 2026-07-28 request: no session; each request is its own client for cancellation,
+    /// and asks its client in rounds (`retry.rs`).
+    async fn modern(
+        &self,
+        msg: &ClientMessage<'_>,
+        method: &str,
+        params: Option<&RawValue>,
+        capabilities: Option<&RawValue>,
+    ) -> Response<Body> {
         let Some(id) = msg.id() else {
             // On this transport cancellation is closing the stream; no notification is
             // expected, and none changes anything.
@@ -360,9 +372,18 @@ impl Call<'_> {
             }
             _ => {}
         }
+        let token = match (&self.shared.tokens, self.client.credential) {
+            (Some(tokens), Some(c)) => state::token_digest(tokens.token(c)),
+            _ => [0; 32],
+        };
+        let key = &self.shared.state_key;
+        let retry = match retry::prepare(key, Some(id), method, params, capabilities, token) {
+            Ok(r) => r,
+            Err(refusal) => return json(refusal.status, refusal.body),
+        };
         let n = self.shared.next_request.fetch_add(1, Ordering::Relaxed);
         let client = format!("http:{n}");
-        self.run(msg, method, &client, true).await
+        self.run(msg, method, &client, true, retry).await
     }
 
     /// A `subscriptions/listen` stream: acknowledged, then a notification per change.
@@ -443,7 +464,7 @@ impl Call<'_> {
             if let Some(ClientRequest::Initialize(p)) = msg.request() {
                 session.set_caps(ClientCaps::of(p.capabilities));
             }
-            let mut response = self.run(msg, method, &session.id, false).await;
+            let mut response = self.run(msg, method, &session.id, false, None).await;
             if let Ok(v) = HeaderValue::from_str(&session.id) {
                 response.headers_mut().insert(SESSION_ID, v);
             }
@@ -472,7 +493,7 @@ impl Call<'_> {
         }
         // Its calls may ask the client, on their response streams.
         let _ = self.session.set(session.clone());
-        self.run(msg, method, &session.id, false).await
+        self.run(msg, method, &session.id, false, None).await
     }
 
     /// The session named by the request's header, if open, of this endpoint and this
@@ -485,13 +506,15 @@ impl Call<'_> {
     }
 
     /// Routes a message as `client`, and answers: at once, or when its request is. A request
-    /// of a 2025-11-25 session may ask its client, on its response stream.
+    /// of a 2025-11-25 session may ask its client, on its response stream; a 2026-07-28 one
+    /// asks in rounds (`retry`).
     async fn run(
         &self,
         msg: &ClientMessage<'_>,
         method: &str,
         client: &str,
         modern: bool,
+        retry: Option<Retry>,
     ) -> Response<Body> {
         let router = &self.shared.router;
         let owner = format!("token:{:?}", self.client.credential);
@@ -517,10 +540,7 @@ impl Call<'_> {
         } else {
             Arc::new(Discard)
         };
-        let asker = self
-            .session
-            .get()
-            .map(|session| asking::asker(router, self.scope(), session, self.accept.sse, &tx));
+        let asker = self.asker(retry.as_ref(), &tx);
         let from = Client {
             id: client,
             sink: Some(&sink),
@@ -528,17 +548,12 @@ impl Call<'_> {
             tasks,
             ..Client::of(self.scope())
         };
-        let answered = Arc::new(AtomicBool::new(false));
-        // The router's own replies come back within `handle`, on this task.
-        let immediate = Arc::new(std::sync::Mutex::new(None));
-        let respond = responder(answered.clone(), immediate.clone(), tx, id, method, modern);
+        let (respond, answered, immediate) = responder(tx, id, method, modern, retry);
         router.handle(&from, msg, respond);
         if let Some(reply) = lock(&immediate).take() {
-            let (status, body) = finish(reply, id, method, modern);
-            let response = if status == StatusCode::OK {
-                self.answer(body)
-            } else {
-                json(status, body)
+            let response = match finish(reply, id, method, modern) {
+                (StatusCode::OK, body) => self.answer(body),
+                (status, body) => json(status, body),
             };
             // Its place among the requests in flight until the answer is handed over.
             return response.map(|b| paced(b, ticket));
@@ -556,7 +571,7 @@ impl Call<'_> {
             return stream_response(CallStream::new(rx, guard)).map(|b| paced(b, ()));
         }
         let response = match wait_reply(&mut rx).await {
-            Reply::Json(r) => json(StatusCode::OK, r),
+            Reply::Json(r) => json(retry::status_of(&r), r),
             // A question: the call answers as a stream from now on (only a client that
             // accepts one is asked).
             Reply::Asked(question) => {
@@ -571,6 +586,27 @@ impl Call<'_> {
             ),
         };
         response.map(|b| paced(b, guard))
+    }
+
+    /// Who a request's plugin asks: a 2026-07-28 request's rounds (`retry`), else a
+    /// 2025-11-25 session's response stream (`asking.rs`), else nobody.
+    fn asker(
+        &self,
+        retry: Option<&Retry>,
+        tx: &mpsc::UnboundedSender<Item>,
+    ) -> Option<Arc<dyn Asker>> {
+        if let Some(r) = retry {
+            return Some(r.asker.clone());
+        }
+        let session = self.session.get()?;
+        let router = &self.shared.router;
+        Some(asking::asker(
+            router,
+            self.scope(),
+            session,
+            self.accept.sse,
+            tx,
+        ))
     }
 
     /// How the client runs tasks: a 2026-07-28 client's are its token's (`owner`), a
@@ -616,72 +652,6 @@ fn declares_tasks(capabilities: Option<&RawValue>) -> bool {
     capabilities
         .and_then(|c| serde_json::from_str::<serde_json::Value>(c.get()).ok())
         .is_some_and(|c| c["extensions"].get(TASKS_EXTENSION).is_some())
-}
-
-/// The status and body of an immediate reply: a 2026-07-28 one is completed, or is a 404 when
-/// its method is not found; a 2025-11-25 session's "invalid request" (an id in flight already)
-/// is a 400.
-fn finish(reply: String, id: &RawValue, method: &str, modern: bool) -> (StatusCode, String) {
-    if !modern {
-        if modern::is_invalid_request(&reply, Some(id)) {
-            return (StatusCode::BAD_REQUEST, reply);
-        }
-        return (StatusCode::OK, reply);
-    }
-    if modern::is_method_not_found(&reply, Some(id)) {
-        (StatusCode::NOT_FOUND, reply)
-    } else {
-        (StatusCode::OK, modern::complete(reply, Some(id), method))
-    }
-}
-
-/// Where a message's answer goes: the router's own reply to `immediate` (it comes within
-/// `Router::handle`), a request's to its call's channel, noting it answered.
-fn responder(
-    answered: Arc<AtomicBool>,
-    immediate: Arc<std::sync::Mutex<Option<String>>>,
-    tx: mpsc::UnboundedSender<Item>,
-    id: &RawValue,
-    method: &str,
-    modern: bool,
-) -> Box<dyn Respond> {
-    let reply_id = id.to_owned();
-    let method_name = method.to_string();
-    Box::new(move |answer: Answer<'_>| {
-        answered.store(true, Ordering::Release);
-        if let Answer::Reply(reply) = answer {
-            *lock(&immediate) = Some(reply);
-            return;
-        }
-        let Some(mut text) = answer.rpc() else {
-            return;
-        };
-        if modern {
-            text = modern::complete(text, Some(&reply_id), &method_name);
-        }
-        let _ = tx.send(Item::Reply(text));
-    })
-}
-
-/// What a call that was to answer as JSON sent first.
-enum Reply {
-    Json(String),
-    /// A question for the client: the call must answer as a stream.
-    Asked(String),
-    Ended,
-}
-
-/// The reply of a call answered as JSON (its notifications have nowhere to go), or its
-/// first question.
-async fn wait_reply(rx: &mut mpsc::UnboundedReceiver<Item>) -> Reply {
-    while let Some(item) = rx.recv().await {
-        match item {
-            Item::Reply(r) => return Reply::Json(r),
-            Item::Message(m) => return Reply::Asked(m),
-            Item::Latest(_) => {}
-        }
-    }
-    Reply::Ended
 }
 
 /// Held while a call is unanswered: if the client goes away first (its connection or stream

@@ -15,6 +15,7 @@
 //! `StreamableHttpService` would bring its own model of every message and its own server
 //! handler in front of our router, and checks no `Origin` by default.
 
+mod answer;
 mod asking;
 mod auth;
 mod body;
@@ -28,9 +29,11 @@ mod origin;
 mod paced;
 mod param_headers;
 mod reply;
+mod retry;
 mod session;
 mod session_routes;
 mod sse;
+mod state;
 mod tls;
 
 use std::{
@@ -58,6 +61,7 @@ pub use descriptors::{
 pub use limits::HttpLimits;
 pub use modern::{HEADER_MISMATCH, UNSUPPORTED_VERSION};
 pub use origin::OriginPolicy;
+pub use state::{StateKey, StateKeyError, MIN_KEY_FILE_BYTES};
 pub use tls::{acceptor as tls_acceptor, read_certs, read_key, TlsError, TlsFiles};
 
 use crate::{handler::Router, registry::RegistryEvent, sync::lock};
@@ -122,6 +126,8 @@ struct Shared {
     next_request: AtomicU64,
     /// Shutting down: `/healthz` says so, streams are closed, new sessions refused.
     closing: AtomicBool,
+    /// The key of the `requestState`s of 2026-07-28 `input_required` results.
+    state_key: Arc<state::StateKey>,
 }
 
 /// A `subscriptions/listen` stream: its endpoint and its messages, made once.
@@ -171,6 +177,7 @@ impl HttpServer {
             listeners: Mutex::new(Vec::new()),
             next_request: AtomicU64::new(0),
             closing: AtomicBool::new(false),
+            state_key: Arc::new(state::StateKey::random()),
         });
         Ok(HttpServer {
             listener,
@@ -178,6 +185,19 @@ impl HttpServer {
             tls: options.tls,
             shared,
         })
+    }
+
+    /// Signs the `requestState` of 2026-07-28 `input_required` results with `key` instead of
+    /// the random key of this process (`--state-key-file`: replicas sharing the key verify
+    /// each other's states). Before [`Self::serve`].
+    pub fn with_state_key(mut self, key: StateKey) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.state_key = Arc::new(key),
+            None => {
+                tracing::error!(target: "toolhost::http", "the state key was set while serving: ignored")
+            }
+        }
+        self
     }
 
     /// The address bound (with the port the OS chose for port 0).
