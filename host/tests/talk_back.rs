@@ -352,8 +352,8 @@ async fn deadline_withdraws(router: Arc<Router>) {
     c.end().await;
 }
 
-/// A front end that cannot ask its client (here `toolhost call`'s path, as `chat` and HTTP
-/// so far) tells the plugin so, and sends nothing.
+/// A front end that has no client to ask (here `toolhost call`'s path) tells the plugin so,
+/// and sends nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_with_no_client_to_ask_is_told_so() {
     let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());

@@ -351,8 +351,8 @@ pub trait Asker: Send + Sync {
 }
 
 /// What a call without an asker answers: the front end cannot ask its client.
-const NO_ASKER: &str = "this front end cannot ask the client: only `toolhost serve` (over stdio \
-    and over HTTP) puts a plugin's questions to its client so far";
+const NO_ASKER: &str = "this front end cannot ask the client: it has none to ask (`toolhost call` \
+    and hooks; `chat` and `serve` over stdio and HTTP do ask)";
 
 /// The host's side of one call: the cancellation flag and where progress goes.
 pub struct CallControl {
