@@ -23,6 +23,8 @@
 //!     ctx.catalog().add_tool(shout).map_err(|e| e.to_string())?;
 //!     Ok("`shout` is yours now".into())
 //! }
+//! # export_plugin!();
+//! # fn main() {}
 //! ```
 
 use std::{
