@@ -6,82 +6,21 @@
 
 mod common;
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use toolhost::{
-    handler::{Router, RouterConfig},
-    service::serve::serve,
-    transport::read_lines,
-};
+use toolhost::handler::{Router, RouterConfig};
 
-const WAIT: Duration = Duration::from_secs(30);
-
-struct Client {
-    out: tokio::io::WriteHalf<tokio::io::DuplexStream>,
-    lines: tokio::io::Lines<BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
-    next_id: i64,
-}
+type Client = common::stdio::Pipe;
 
 impl Client {
     async fn start(router: Arc<Router>) -> Self {
-        let (client, server) = tokio::io::duplex(1 << 16);
-        let (s_in, s_out) = tokio::io::split(server);
-        let events = Some(router.registry().subscribe());
-        tokio::spawn(serve(read_lines(s_in), s_out, router, events));
-        let (c_in, out) = tokio::io::split(client);
-        let mut c = Client {
-            out,
-            lines: BufReader::new(c_in).lines(),
-            next_id: 1,
-        };
-        c.request(
-            "initialize",
-            json!({"protocolVersion":"2025-11-25","capabilities":{},
-                "clientInfo":{"name":"scripted","version":"0"}}),
-            &mut Vec::new(),
-        )
-        .await;
-        c.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
-            .await;
-        c
-    }
-
-    async fn send(&mut self, msg: Value) {
-        self.out
-            .write_all(format!("{msg}\n").as_bytes())
-            .await
-            .unwrap();
-    }
-
-    async fn next(&mut self) -> Value {
-        let line = tokio::time::timeout(WAIT, self.lines.next_line())
-            .await
-            .expect("a line in time")
-            .unwrap()
-            .expect("a line");
-        serde_json::from_str(&line).unwrap()
-    }
-
-    /// Sends a request; its reply, with every line before it in `seen`.
-    async fn request(&mut self, method: &str, params: Value, seen: &mut Vec<Value>) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}))
-            .await;
-        loop {
-            let line = self.next().await;
-            if line["id"] == id {
-                return line;
-            }
-            seen.push(line);
-        }
+        Client::open(router, true, json!({})).await.0
     }
 
     async fn call(&mut self, tool: &str, args: Value, seen: &mut Vec<Value>) -> String {
         let reply = self
-            .request("tools/call", json!({"name": tool, "arguments": args}), seen)
+            .request_seeing("tools/call", json!({"name": tool, "arguments": args}), seen)
             .await;
         let text = reply["result"]["content"][0]["text"].as_str();
         match (text, reply["result"]["isError"].as_bool()) {
@@ -102,7 +41,7 @@ impl Client {
 
     async fn names(&mut self, list: &str) -> Vec<String> {
         let reply = self
-            .request(&format!("{list}/list"), json!({}), &mut Vec::new())
+            .request_seeing(&format!("{list}/list"), json!({}), &mut Vec::new())
             .await;
         reply["result"][list]
             .as_array()
@@ -159,7 +98,7 @@ async fn a_tool_adds_a_tool_and_a_prompt(router: Arc<Router>) {
         .await;
     assert!(c.names("prompts").await.contains(&PROMPT.to_string()));
     let got = c
-        .request("prompts/get", json!({"name": PROMPT}), &mut seen)
+        .request_seeing("prompts/get", json!({"name": PROMPT}), &mut seen)
         .await;
     assert_eq!(
         got["result"]["messages"][0]["content"]["text"], "A prompt added at run time.",

@@ -8,75 +8,23 @@ mod common;
 use std::{sync::Arc, time::Duration};
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use toolhost::{
-    handler::{Router, RouterConfig},
-    service::serve::serve,
-    transport::read_lines,
-};
+use toolhost::handler::{Router, RouterConfig};
 
 const WAIT: Duration = Duration::from_secs(20);
 
 /// A scripted client of `toolhost serve` over `router`.
-struct Client {
-    out: tokio::io::WriteHalf<tokio::io::DuplexStream>,
-    lines: tokio::io::Lines<BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
-    served: tokio::task::JoinHandle<()>,
-}
+type Client = common::stdio::Pipe;
 
 impl Client {
     /// Starts serving `router` and sends `initialize` with `capabilities`.
     async fn start(router: Arc<Router>, capabilities: Value) -> Self {
-        let (client, server) = tokio::io::duplex(1 << 16);
-        let (s_in, s_out) = tokio::io::split(server);
-        let served = tokio::spawn(serve(read_lines(s_in), s_out, router, None));
-        let (c_in, out) = tokio::io::split(client);
-        let mut c = Client {
-            out,
-            lines: BufReader::new(c_in).lines(),
-            served,
-        };
-        c.send(
-            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-            "protocolVersion":"2025-11-25","capabilities":capabilities,
-            "clientInfo":{"name":"scripted","version":"0"}}}),
-        )
-        .await;
-        assert_eq!(c.next().await["id"], 0);
-        c.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
-            .await;
-        c
-    }
-
-    async fn send(&mut self, msg: Value) {
-        self.out
-            .write_all(format!("{msg}\n").as_bytes())
-            .await
-            .unwrap();
-    }
-
-    async fn next(&mut self) -> Value {
-        let line = tokio::time::timeout(WAIT, self.lines.next_line())
-            .await
-            .expect("a line in time")
-            .unwrap()
-            .expect("a line");
-        serde_json::from_str(&line).unwrap()
+        Client::open(router, false, capabilities).await.0
     }
 
     async fn call(&mut self, id: i64, tool: &str) {
         self.send(json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
             "params":{"name":tool,"arguments":{}}}))
             .await;
-    }
-
-    /// Ends the input and waits for `serve` to return.
-    async fn end(mut self) {
-        self.out.shutdown().await.unwrap();
-        tokio::time::timeout(Duration::from_secs(60), self.served)
-            .await
-            .expect("serve returns in time")
-            .unwrap();
     }
 }
 

@@ -9,73 +9,18 @@ mod common;
 use std::{sync::Arc, time::Duration};
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use toolhost::{
-    handler::{Router, RouterConfig, MAX_TASKS},
-    service::serve::serve,
-    transport::read_lines,
-};
+use toolhost::handler::{Router, RouterConfig, MAX_TASKS};
 
 const WAIT: Duration = Duration::from_secs(30);
 
 /// A scripted client of `toolhost serve` over `router` (2025-11-25).
-struct Client {
-    out: tokio::io::WriteHalf<tokio::io::DuplexStream>,
-    lines: tokio::io::Lines<BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
-    served: tokio::task::JoinHandle<()>,
-    next_id: i64,
-}
+type Client = common::stdio::Pipe;
 
 impl Client {
     /// Starts serving `router`; returns the client and the `initialize` result.
     async fn start(router: Arc<Router>) -> (Self, Value) {
-        let (client, server) = tokio::io::duplex(1 << 20);
-        let (s_in, s_out) = tokio::io::split(server);
-        let served = tokio::spawn(serve(read_lines(s_in), s_out, router, None));
-        let (c_in, out) = tokio::io::split(client);
-        let mut c = Client {
-            out,
-            lines: BufReader::new(c_in).lines(),
-            served,
-            next_id: 100,
-        };
-        let init = c
-            .request(
-                "initialize",
-                json!({"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},
-                    "clientInfo":{"name":"scripted","version":"0"}}),
-            )
-            .await;
-        c.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
-            .await;
+        let (c, init) = Client::open(router, false, json!({"elicitation":{}})).await;
         (c, init["result"].clone())
-    }
-
-    async fn send(&mut self, msg: Value) {
-        self.out
-            .write_all(format!("{msg}\n").as_bytes())
-            .await
-            .unwrap();
-    }
-
-    async fn next(&mut self) -> Value {
-        let line = tokio::time::timeout(WAIT, self.lines.next_line())
-            .await
-            .expect("a line in time")
-            .unwrap()
-            .expect("a line");
-        serde_json::from_str(&line).unwrap()
-    }
-
-    /// Sends request `method` and returns its reply (nothing else comes in between here).
-    async fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}))
-            .await;
-        let reply = self.next().await;
-        assert_eq!(reply["id"], id, "{reply}");
-        reply
     }
 
     /// Calls `tool` as a task (`ttl` ms); returns the created task.
@@ -103,15 +48,6 @@ impl Client {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         panic!("task {task} did not end");
-    }
-
-    /// Ends the input and waits for `serve` to return.
-    async fn end(mut self) {
-        self.out.shutdown().await.unwrap();
-        tokio::time::timeout(Duration::from_secs(60), self.served)
-            .await
-            .expect("serve returns in time")
-            .unwrap();
     }
 }
 

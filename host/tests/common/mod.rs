@@ -15,6 +15,7 @@ pub mod answers;
 pub mod cli;
 pub mod http;
 pub mod registry;
+pub mod stdio;
 
 /// `toolhost ARGS --plugins PLUGINS`, without the user's environment that would change what
 /// it loads or logs (`TOOLHOST_PLUGINS`, `TOOLHOST_LOCK`, `RUST_LOG`).
