@@ -235,26 +235,41 @@ async fn a_request_state_verifies_only_for_its_request_and_token() {
             "invalid params: requestState does not verify"
         );
     };
-    // Tampered (the suite's way), truncated, forged, oversized, not a string.
+    // Tampered (the suite's way), truncated, forged, oversized; replayed with another token
+    // of the same server; on another tool, with other arguments, on a prompt.
     let (payload, _mac) = state.split_once('.').unwrap();
-    for bad in [
-        json!(format!("{state}-TAMPERED")),
-        json!(payload),
-        json!(format!("{payload}.AAAA")),
-        json!("x".repeat(70_000)),
-    ] {
-        unverified(
-            &ask(
-                &s,
-                "conformance",
-                "tools/call",
-                form_caps(),
-                with(&call, bad),
-                TOKEN,
-            )
-            .await,
-        );
+    let other_tool = json!({"name": "test_input_required_result_tampered_state", "arguments": {}});
+    let other_args =
+        json!({"name": "test_input_required_result_request_state", "arguments": {"x": 1}});
+    let prompt = json!({"name": "test_input_required_result_request_state"});
+    let cases = [
+        (
+            "tools/call",
+            &call,
+            json!(format!("{state}-TAMPERED")),
+            TOKEN,
+        ),
+        ("tools/call", &call, json!(payload), TOKEN),
+        ("tools/call", &call, json!(format!("{payload}.AAAA")), TOKEN),
+        ("tools/call", &call, json!("x".repeat(70_000)), TOKEN),
+        ("tools/call", &call, json!(state), OTHER_TOKEN),
+        ("tools/call", &other_tool, json!(state), TOKEN),
+        ("tools/call", &other_args, json!(state), TOKEN),
+        ("prompts/get", &prompt, json!(state), TOKEN),
+    ];
+    for (method, params, bad, token) in cases {
+        let r = ask(
+            &s,
+            "conformance",
+            method,
+            form_caps(),
+            with(params, bad),
+            token,
+        )
+        .await;
+        unverified(&r);
     }
+    // Not a string.
     refused_as_invalid(
         &ask(
             &s,
@@ -262,56 +277,6 @@ async fn a_request_state_verifies_only_for_its_request_and_token() {
             "tools/call",
             form_caps(),
             with(&call, json!(7)),
-            TOKEN,
-        )
-        .await,
-    );
-    // Replayed with another token of the same server.
-    unverified(
-        &ask(
-            &s,
-            "conformance",
-            "tools/call",
-            form_caps(),
-            with(&call, json!(state)),
-            OTHER_TOKEN,
-        )
-        .await,
-    );
-    // On another tool, with other arguments, on a prompt.
-    let other_tool = json!({"name": "test_input_required_result_tampered_state", "arguments": {}});
-    unverified(
-        &ask(
-            &s,
-            "conformance",
-            "tools/call",
-            form_caps(),
-            with(&other_tool, json!(state)),
-            TOKEN,
-        )
-        .await,
-    );
-    let other_args =
-        json!({"name": "test_input_required_result_request_state", "arguments": {"x": 1}});
-    unverified(
-        &ask(
-            &s,
-            "conformance",
-            "tools/call",
-            form_caps(),
-            with(&other_args, json!(state)),
-            TOKEN,
-        )
-        .await,
-    );
-    let prompt = json!({"name": "test_input_required_result_request_state"});
-    unverified(
-        &ask(
-            &s,
-            "conformance",
-            "prompts/get",
-            form_caps(),
-            with(&prompt, json!(state)),
             TOKEN,
         )
         .await,
