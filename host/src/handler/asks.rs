@@ -302,61 +302,70 @@ pub(crate) fn read_asks(
             _ => return invalid(format!("question `{key}` has no params object")),
         };
         let mut params = params;
-        match method.as_str() {
-            "elicitation/create" => {
-                let url = params["mode"] == "url";
-                if !url {
-                    // The form a client is shown is one MCP allows, whatever the plugin sent.
-                    let form =
-                        toolhost_plugin::ask_form::restrict(&params["requestedSchema"], &key)
-                            .map_err(AskFailure::Invalid)?;
-                    params["requestedSchema"] = form;
-                }
-                if !(caps.form || caps.url) {
-                    return Err(AskFailure::Unsupported(
-                        "the client did not declare the `elicitation` capability in its initialize"
-                            .into(),
-                    ));
-                }
-                if url && !caps.url {
-                    return Err(AskFailure::Unsupported(
-                        "the client did not declare URL mode elicitation (`elicitation.url`)"
-                            .into(),
-                    ));
-                }
-                if !url && !caps.form {
-                    return Err(AskFailure::Unsupported(
-                        "the client did not declare form mode elicitation (`elicitation.form`)"
-                            .into(),
-                    ));
-                }
-            }
-            "sampling/createMessage" => {
-                if !params["messages"].is_array() || !params["maxTokens"].is_u64() {
-                    return invalid(format!(
-                        "question `{key}` (sampling/createMessage) needs `messages` (a list) \
-                         and `maxTokens` (a whole number)"
-                    ));
-                }
-                if !caps.sampling {
-                    return Err(undeclared("sampling"));
-                }
-            }
-            "roots/list" => {
-                if !caps.roots {
-                    return Err(undeclared("roots"));
-                }
-            }
-            other => {
-                return Err(AskFailure::Unsupported(format!(
-                    "asking the client `{}` is not supported",
-                    crate::plugin::log_text(other, MAX_KEY_BYTES)
-                )))
-            }
-        }
+        check_question(&key, &method, &mut params, caps)?;
         out.push((key, method, params));
     }
     Ok(out)
+}
+
+/// Question `key` of method `method`, checked against MCP's rules and what the client
+/// declared; a form's schema is restricted to what MCP allows in place.
+fn check_question(
+    key: &str,
+    method: &str,
+    params: &mut Value,
+    caps: ClientCaps,
+) -> Result<(), AskFailure> {
+    match method {
+        "elicitation/create" => {
+            let url = params["mode"] == "url";
+            if !url {
+                // The form a client is shown is one MCP allows, whatever the plugin sent.
+                let form = toolhost_plugin::ask_form::restrict(&params["requestedSchema"], key)
+                    .map_err(AskFailure::Invalid)?;
+                params["requestedSchema"] = form;
+            }
+            if !(caps.form || caps.url) {
+                return Err(AskFailure::Unsupported(
+                    "the client did not declare the `elicitation` capability in its initialize"
+                        .into(),
+                ));
+            }
+            if url && !caps.url {
+                return Err(AskFailure::Unsupported(
+                    "the client did not declare URL mode elicitation (`elicitation.url`)".into(),
+                ));
+            }
+            if !url && !caps.form {
+                return Err(AskFailure::Unsupported(
+                    "the client did not declare form mode elicitation (`elicitation.form`)".into(),
+                ));
+            }
+        }
+        "sampling/createMessage" => {
+            if !params["messages"].is_array() || !params["maxTokens"].is_u64() {
+                return Err(AskFailure::Invalid(format!(
+                    "question `{key}` (sampling/createMessage) needs `messages` (a list) \
+                     and `maxTokens` (a whole number)"
+                )));
+            }
+            if !caps.sampling {
+                return Err(undeclared("sampling"));
+            }
+        }
+        "roots/list" => {
+            if !caps.roots {
+                return Err(undeclared("roots"));
+            }
+        }
+        other => {
+            return Err(AskFailure::Unsupported(format!(
+                "asking the client `{}` is not supported",
+                crate::plugin::log_text(other, MAX_KEY_BYTES)
+            )))
+        }
+    }
+    Ok(())
 }
 
 /// A client that did not declare `capability` in its initialize cannot be asked it.
