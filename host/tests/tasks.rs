@@ -653,3 +653,106 @@ async fn a_session_fetches_a_task_result_over_http() {
     );
     server.stop().await;
 }
+
+/// A task tool that asks first (`#[tool(task = "required", ask_first)]`) asks in rounds, with
+/// no task: the retried round with the answer is answered with the task (its
+/// `ctx.start_task()`), which completes with the answer gathered before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_first_tool_asks_in_rounds_then_becomes_a_task() {
+    let server = common::http::Setup::new(&["conformance"]).start().await;
+    let path = "/mcp/conformance";
+    let ext = json!({"io.modelcontextprotocol/clientCapabilities":
+        {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}});
+    let call = |id: i64, extra: Value| {
+        let mut p = json!({"name": "test_tool_with_task", "arguments": {}, "_meta": ext});
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        server.modern(path, id, "tools/call", p)
+    };
+    let round1 = call(1, json!({})).send().await.json();
+    let r1 = &round1["result"];
+    assert_eq!(r1["resultType"], "input_required", "{round1}");
+    assert!(r1.get("taskId").is_none(), "{round1}");
+    let (key, question) = r1["inputRequests"]
+        .as_object()
+        .expect("questions")
+        .iter()
+        .next()
+        .map(|(k, q)| (k.clone(), q.clone()))
+        .unwrap();
+    assert_eq!(question["method"], "elicitation/create", "{round1}");
+    // No task was made for the first round.
+    assert_eq!(server.router.tasks().len(), 0);
+
+    let answer = json!({"action": "accept", "content": {"name": "Alice"}});
+    let round2 = call(
+        2,
+        json!({"inputResponses": {key: answer}, "requestState": r1["requestState"]}),
+    )
+    .send()
+    .await
+    .json();
+    let r2 = &round2["result"];
+    assert_eq!(r2["resultType"], "task", "{round2}");
+    for absent in ["requestState", "inputRequests", "content"] {
+        assert!(r2.get(absent).is_none(), "{absent}: {round2}");
+    }
+    let id = r2["taskId"].as_str().expect("a task id").to_string();
+    let mut done = Value::Null;
+    for n in 0..400 {
+        let mut p = json!({ "taskId": id });
+        p["_meta"] = ext.clone();
+        done = server
+            .modern(path, 100 + n, "tasks/get", p)
+            .header("mcp-name", &id)
+            .send()
+            .await
+            .json();
+        if done["result"]["status"] != "working" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["result"]["content"][0]["text"], "Hello, Alice!",
+        "{done}"
+    );
+    server.stop().await;
+}
+
+/// An ask-first tool whose run ends without `ctx.start_task()` (the question declined) is
+/// answered its result at once, with no task; without the extension, a required one is still
+/// refused with -32021.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_first_tool_that_never_starts_its_task_answers_inline() {
+    let server = common::http::Setup::new(&["conformance"]).start().await;
+    let path = "/mcp/conformance";
+    let ext = json!({"io.modelcontextprotocol/clientCapabilities":
+        {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}});
+    let params = json!({"name": "test_tool_with_task", "arguments": {}, "_meta": ext,
+        "inputResponses": {"ask": {"action": "decline"}}});
+    let reply = server
+        .modern(path, 1, "tools/call", params)
+        .send()
+        .await
+        .json();
+    let result = &reply["result"];
+    assert_eq!(result["resultType"], "complete", "{reply}");
+    assert_eq!(
+        result["content"][0]["text"], "Hello, whoever you are!",
+        "{reply}"
+    );
+    assert_eq!(server.router.tasks().len(), 0);
+
+    let without = json!({"name": "test_tool_with_task", "arguments": {},
+        "_meta": {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}});
+    let refused = server
+        .modern(path, 2, "tools/call", without)
+        .send()
+        .await
+        .json();
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    server.stop().await;
+}

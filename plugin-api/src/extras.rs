@@ -6,7 +6,10 @@
 //! an older host simply does not read. Plugin authors never touch this module: the
 //! `#[resource]`, `#[prompt]` and `#[hook]` definitions fill it.
 
-use std::{collections::BTreeMap, fmt};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    fmt,
+};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -126,7 +129,18 @@ pub struct Extras {
     /// ignores the field and calls those tools as any other.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub task_support: BTreeMap<String, TaskSupport>,
+    /// The task tools that ask before they become tasks (`#[tool(task = "...", ask_first)]`):
+    /// a client of the tasks extension gets their questions in rounds, and their task only
+    /// from [`crate::Context::start_task`] on. An older host ignores the field.
+    #[serde(default, rename = "taskStart", skip_serializing_if = "BTreeSet::is_empty")]
+    pub ask_first: BTreeSet<String>,
 }
+
+/// The reserved method of the ask [`crate::Context::start_task`] sends through the ABI's
+/// `ask`: `{"start_task": {"method": START_TASK, "params": {}}}`. A host that knows it answers
+/// `{}` (promoting the call to a task when it may); any other refuses it, which the SDK reads
+/// as "go on as you are".
+pub const START_TASK: &str = "toolhost/startTask";
 
 /// The text of the error result a tool's panic is answered with. The host tells a panic (a
 /// task that `failed`) from the tool's own error (a task `completed` with `isError`) by it.

@@ -377,7 +377,7 @@ pub use tool::{WithContext, WithoutContext};
 /// case of each): an argument type without a schema, a tool without a description, `&T` of a
 /// type the plugin never declared, two tools of one name, a hook whose outcome does not fit
 /// its event, a `#[tool]` in a crate without `export_plugin!`, a `task` other than
-/// `"optional"` or `"required"`.
+/// `"optional"` or `"required"`, `ask_first` without `task` (see [`Context::start_task`]).
 pub use toolhost_plugin_macros::tool;
 
 /// Turns a function into a resource (a fixed URI) or a resource template (a URI with

@@ -231,6 +231,9 @@ impl PluginDef {
         for t in &self.tools {
             if let Some(support) = t.task {
                 self.extras.task_support.insert(t.name.to_string(), support);
+                if t.ask_first {
+                    self.extras.ask_first.insert(t.name.to_string());
+                }
             }
         }
         crate::resource::install(self)?;

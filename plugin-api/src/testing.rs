@@ -219,6 +219,13 @@ extern "C" fn ask(data: *const c_void, asks: RStr<'_>) -> RResult<RString, AskEr
     let Ok(serde_json::Value::Object(asks)) = serde_json::from_str(asks.as_str()) else {
         return refuse(ask_error::INVALID, "the ask is not a JSON object".into());
     };
+    // `ctx.start_task()`: no task here, so nothing to do (and no question of the tool's).
+    if asks
+        .values()
+        .any(|q| q["method"] == crate::extras::START_TASK)
+    {
+        return ROk("{}".into());
+    }
     if lock(&rec.answers).front() == Some(&serde_json::Value::Null) {
         // `input_required_next`: the round ends here, its questions recorded.
         lock(&rec.answers).pop_front();

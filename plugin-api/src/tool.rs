@@ -95,6 +95,8 @@ pub struct ToolDef {
     pub(crate) meta: Map<String, Value>,
     /// Whether it may run as an MCP task (declared in the plugin's extras).
     pub(crate) task: Option<crate::extras::TaskSupport>,
+    /// Whether it asks before it becomes a task ([`ToolDef::ask_first`]).
+    pub(crate) ask_first: bool,
     pub(crate) handler: ErasedHandler,
 }
 
@@ -171,6 +173,7 @@ impl ToolDef {
             annotations: ToolAnnotationsFfi::default(),
             meta: Map::new(),
             task: None,
+            ask_first: false,
             handler: Box::new(move |json, ctx| {
                 decode_args::<H::Args>(json).map(|args| handler.run(args, ctx))
             }),
@@ -293,6 +296,15 @@ impl ToolDef {
     /// ```
     pub fn task(mut self, support: crate::extras::TaskSupport) -> Self {
         self.task = Some(support);
+        self
+    }
+
+    /// Lets the task tool ask its questions before it becomes a task: a client of the MCP
+    /// tasks extension gets them in rounds (`input_required`), and the task starts when the
+    /// tool calls [`Context::start_task`](crate::Context::start_task). Ignored without
+    /// [`ToolDef::task`] (`#[tool(ask_first)]` without `task` does not compile).
+    pub fn ask_first(mut self) -> Self {
+        self.ask_first = true;
         self
     }
 

@@ -136,6 +136,9 @@ impl Answer<'_> {
     }
 }
 
+/// What a request's answer goes through on its way to its [`Respond`].
+pub(super) type Through = Box<dyn FnOnce(Box<dyn Respond>) -> Box<dyn Respond> + Send>;
+
 /// One request in flight. Cheap to clone: the watchdog of the reading threads and the timeout
 /// timer hold it too.
 #[derive(Clone)]
@@ -158,6 +161,9 @@ struct Inner {
     limit: OnceLock<Duration>,
     /// Taken by whoever answers first.
     reply: Mutex<Option<Box<dyn Respond>>>,
+    /// Puts itself between the request and where [`Request::start`] sends its answer (a call
+    /// that may become a task: `tasks/promote.rs`).
+    through: Mutex<Option<Through>>,
     /// Set while it runs on a reading thread: its executor slot and version, for the
     /// watchdog's escalation.
     here: OnceLock<(HereId, Arc<Version>)>,
@@ -196,8 +202,15 @@ impl Request {
             arrived: Instant::now(),
             limit: OnceLock::new(),
             reply: Mutex::new(None),
+            through: Mutex::new(None),
             here: OnceLock::new(),
         }))
+    }
+
+    /// Its answer goes through `through` (given where [`Request::start`] sends it).
+    pub(super) fn answer_through(self, through: Through) -> Self {
+        *crate::sync::lock(&self.0.through) = Some(through);
+        self
     }
 
     /// The plugin asked.
@@ -218,6 +231,11 @@ impl Request {
     ///
     /// Returns the run for the caller's thread, if that is where it runs.
     pub fn start(self, respond: Box<dyn Respond>, here: bool) -> Option<HereRun> {
+        let through = crate::sync::lock(&self.0.through).take();
+        let respond = match through {
+            Some(through) => through(respond),
+            None => respond,
+        };
         *crate::sync::lock(&self.0.reply) = Some(respond);
         let inner = &self.0;
         let lease = match inner.router.registry().try_lease(&inner.plugin) {

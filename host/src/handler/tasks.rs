@@ -15,6 +15,7 @@
 //! another client's id is an unknown task.
 
 mod asker;
+mod promote;
 mod wire;
 
 use std::{

@@ -294,14 +294,21 @@ impl Router {
             }
         };
         let mut method = method;
+        let mut promotion = None;
         if let Some(tasking) = client.tasks {
             match self.task_mode(tasking, &plugin, &method.tool, params.task, id) {
                 Err(refused) => return refused,
-                Ok(Some(ttl)) => match self.start_task(client, tasking, id, &plugin, method, ttl) {
-                    Ok(started) => return started,
-                    // The client's tasks are all running: a plain call.
-                    Err(plain) => method = plain,
-                },
+                Ok(Some(ttl)) => {
+                    // A tool that asks first becomes a task later, if at all.
+                    promotion = self.promotion(client, tasking, id, &plugin, &method.tool, ttl);
+                    if promotion.is_none() {
+                        match self.start_task(client, tasking, id, &plugin, method, ttl) {
+                            Ok(started) => return started,
+                            // The client's tasks are all running: a plain call.
+                            Err(plain) => method = plain,
+                        }
+                    }
+                }
                 Ok(None) => {}
             }
         }
@@ -316,7 +323,16 @@ impl Router {
             .sink
             .and_then(|sink| Progress::of_call(sink, server, token, log_min));
         let report = progress.clone().map(|p| p as Arc<dyn Report>);
-        let control = client.control(id.get(), report);
-        self.registered(client, &plugin, id, control, progress, Box::new(method))
+        let Some(promotion) = promotion else {
+            let control = client.control(id.get(), report);
+            return self.registered(client, &plugin, id, control, progress, Box::new(method));
+        };
+        let control = promotion.control(id.get(), report);
+        match self.registered(client, &plugin, id, control, progress, Box::new(method)) {
+            Dispatch::Request(r) => Dispatch::Request(
+                r.answer_through(Box::new(move |respond| promotion.answer_through(respond))),
+            ),
+            other => other,
+        }
     }
 }

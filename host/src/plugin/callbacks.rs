@@ -348,6 +348,23 @@ pub trait Asker: Send + Sync {
     fn client(&self) -> String {
         "{}".into()
     }
+
+    /// The plugin's `ctx.start_task()` (the reserved ask
+    /// [`toolhost_plugin::extras::START_TASK`]): from here on the call runs as a task, where
+    /// its client started it as one that waits for this. Elsewhere nothing happens.
+    fn start_task(&self, _control: &CallControl) -> Result<(), AskFailure> {
+        Ok(())
+    }
+}
+
+/// Whether `asks` is the plugin's `ctx.start_task()` rather than questions for the client.
+fn is_start_task(asks: &str) -> bool {
+    const START_TASK: &str = toolhost_plugin::extras::START_TASK;
+    asks.contains(START_TASK)
+        && serde_json::from_str::<serde_json::Value>(asks).is_ok_and(|v| {
+            v.as_object()
+                .is_some_and(|o| o.values().any(|q| q["method"] == START_TASK))
+        })
 }
 
 /// What a call without an asker answers: the front end cannot ask its client.
@@ -435,6 +452,9 @@ impl CallControl {
             .asker
             .get()
             .or_else(|| self.part_of.as_ref()?.asker.get());
+        if is_start_task(asks) {
+            return asker.map_or(Ok(()), |a| a.start_task(self)).map(|()| "{}".into());
+        }
         match asker {
             Some(asker) => asker.ask(asks, self),
             None => Err(AskFailure::Unsupported(NO_ASKER.into())),

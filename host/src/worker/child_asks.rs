@@ -81,6 +81,13 @@ impl Asker for CallAsker {
         self.client.clone()
     }
 
+    /// The host decides: the same ask goes to it.
+    fn start_task(&self, control: &CallControl) -> Result<(), AskFailure> {
+        let asks = serde_json::json!({"start_task":
+            {"method": toolhost_plugin::extras::START_TASK, "params": {}}});
+        self.ask(&asks.to_string(), control).map(|_| ())
+    }
+
     fn ask(&self, asks: &str, control: &CallControl) -> Answer {
         let ask = self.asks.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::sync_channel(1);

@@ -24,13 +24,14 @@ struct ToolOptions {
 }
 
 const OPTIONS: &str = "name, title, description, read_only, destructive, idempotent, \
-                       open_world, max_result_chars, always_load, search_hint, task or output_schema";
+                       open_world, max_result_chars, always_load, search_hint, task, ask_first or output_schema";
 
 fn tool_options(args: &Punctuated<Meta, Token![,]>, ident: &Ident) -> syn::Result<ToolOptions> {
     let mut name = LitStr::new(&ident.unraw().to_string(), ident.span());
     let mut description: Option<LitStr> = None;
     let mut builder = Vec::<TokenStream2>::new();
     let mut want_output_schema = false;
+    let (mut task, mut ask_first) = (false, None);
     for meta in args {
         let key = meta
             .path()
@@ -53,6 +54,10 @@ fn tool_options(args: &Punctuated<Meta, Token![,]>, ident: &Ident) -> syn::Resul
                 builder.push(quote!(.max_result_chars(#v)));
             }
             ("output_schema", Meta::Path(_)) => want_output_schema = true,
+            ("ask_first", Meta::Path(p)) => {
+                ask_first = Some(p.span());
+                builder.push(quote!(.ask_first()));
+            }
             ("task", Meta::NameValue(nv)) => {
                 let t = lit_str(&nv.value)?;
                 let support = match t.value().as_str() {
@@ -66,6 +71,7 @@ fn tool_options(args: &Punctuated<Meta, Token![,]>, ident: &Ident) -> syn::Resul
                     }
                 };
                 builder.push(quote!(.task(::toolhost_plugin::extras::TaskSupport::#support)));
+                task = true;
             }
             (
                 flag @ ("read_only" | "destructive" | "idempotent" | "open_world" | "always_load"),
@@ -91,6 +97,12 @@ fn tool_options(args: &Punctuated<Meta, Token![,]>, ident: &Ident) -> syn::Resul
                 ))
             }
         }
+    }
+    if let (Some(span), false) = (ask_first, task) {
+        return Err(syn::Error::new(
+            span,
+            "`ask_first` is for a task tool: add `task = \"optional\"` or `task = \"required\"`",
+        ));
     }
     Ok(ToolOptions {
         name,

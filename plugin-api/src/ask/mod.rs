@@ -242,6 +242,53 @@ impl Context {
         Answers::new(&answer, kinds)
     }
 
+    /// From here on this call runs as a task, if the client started it as one that waits for
+    /// this: a tool declared `#[tool(task = "...", ask_first)]`, called by a client of the MCP
+    /// tasks extension (2026-07-28). Its questions before this come in rounds (the request is
+    /// answered `input_required` and sent again with the answers); here the host answers the
+    /// request with the new task, and the rest of the call runs in the background as that
+    /// task (its later questions wait on the task). Everywhere else (another client, another
+    /// host, a test) it does nothing and the call goes on as it was. A call that returns
+    /// without calling it is answered its result at once.
+    ///
+    /// Errs only when the call was cancelled (or the client's tasks are all running, for a
+    /// tool that must be a task).
+    ///
+    /// ```
+    /// use serde::Deserialize;
+    /// use toolhost_plugin::{prelude::*, testing::{json, TestContext}, AskError, Elicited};
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Name {
+    ///     /// Your name.
+    ///     name: String,
+    /// }
+    ///
+    /// /// Asks a name, then works on it as a task.
+    /// #[tool(task = "required", ask_first)]
+    /// fn greet_slowly(ctx: &Context) -> Result<String, AskError> {
+    ///     let Elicited::Accept(Name { name }) = ctx.elicit::<Name>("Who?")? else {
+    ///         return Ok("nobody to greet".into());
+    ///     };
+    ///     ctx.start_task()?; // the client gets its task here
+    ///     Ok(format!("Hello, {name}!"))
+    /// }
+    ///
+    /// # fn main() {
+    /// let ctx = TestContext::new().answer_elicit(json!({"name": "Ada"}));
+    /// assert_eq!(greet_slowly(&ctx).unwrap(), "Hello, Ada!");
+    /// // Only the question was asked: outside a task, start_task does nothing.
+    /// assert_eq!(ctx.asks().len(), 1);
+    /// # }
+    /// ```
+    pub fn start_task(&self) -> Result<(), AskError> {
+        let asks = serde_json::json!({"start_task": {"method": crate::extras::START_TASK, "params": {}}});
+        match self.ask_raw(&asks.to_string()) {
+            Ok(_) | Err(AskError::Unsupported { .. } | AskError::Invalid { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The ABI's `ask`: the host's answer JSON, or why it gave none.
     fn ask_raw(&self, asks: &str) -> Result<String, AskError> {
         let raw = self.raw();

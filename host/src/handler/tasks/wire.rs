@@ -140,23 +140,7 @@ impl Router {
         );
         let created = match tasking {
             Tasking::Session => json!({"task": session_task(&task, &task.snapshot())}),
-            Tasking::Extension { .. } => {
-                let mut t = extension_task(&task, &task.snapshot());
-                // Only what a task is at its start: its outcome is for `tasks/get`.
-                t["status"] = json!(Status::Working.name());
-                let mut created = json!({"resultType": "task"});
-                for key in [
-                    "taskId",
-                    "status",
-                    "createdAt",
-                    "lastUpdatedAt",
-                    "ttlMs",
-                    "pollIntervalMs",
-                ] {
-                    created[key] = t[key].take();
-                }
-                created
-            }
+            Tasking::Extension { .. } => extension_created(&task),
         };
         Ok(Dispatch::Reply(rpc_result(Some(id), &created)))
     }
@@ -267,8 +251,27 @@ fn not_found(id: &RawValue, method: &str) -> Dispatch {
     Dispatch::Reply(rpc_error(Some(id), error_code::METHOD_NOT_FOUND, &message))
 }
 
+/// The 2026-07-28 `CreateTaskResult` of `task`: only what a task is at its start (its
+/// outcome is for `tasks/get`).
+pub(super) fn extension_created(task: &Task) -> Value {
+    let mut t = extension_task(task, &task.snapshot());
+    t["status"] = json!(Status::Working.name());
+    let mut created = json!({"resultType": "task"});
+    for key in [
+        "taskId",
+        "status",
+        "createdAt",
+        "lastUpdatedAt",
+        "ttlMs",
+        "pollIntervalMs",
+    ] {
+        created[key] = t[key].take();
+    }
+    created
+}
+
 /// The key of the tasks of `client`.
-fn owner_of(client: &Client<'_>, tasking: Tasking<'_>) -> String {
+pub(super) fn owner_of(client: &Client<'_>, tasking: Tasking<'_>) -> String {
     match tasking {
         Tasking::Session => owner_key(client.scope, client.id),
         Tasking::Extension { owner, .. } => owner_key(client.scope, owner),
