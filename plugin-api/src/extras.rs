@@ -132,7 +132,11 @@ pub struct Extras {
     /// The task tools that ask before they become tasks (`#[tool(task = "...", ask_first)]`):
     /// a client of the tasks extension gets their questions in rounds, and their task only
     /// from [`crate::Context::start_task`] on. An older host ignores the field.
-    #[serde(default, rename = "taskStart", skip_serializing_if = "BTreeSet::is_empty")]
+    #[serde(
+        default,
+        rename = "taskStart",
+        skip_serializing_if = "BTreeSet::is_empty"
+    )]
     pub ask_first: BTreeSet<String>,
 }
 

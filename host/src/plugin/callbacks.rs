@@ -453,7 +453,9 @@ impl CallControl {
             .get()
             .or_else(|| self.part_of.as_ref()?.asker.get());
         if is_start_task(asks) {
-            return asker.map_or(Ok(()), |a| a.start_task(self)).map(|()| "{}".into());
+            return asker
+                .map_or(Ok(()), |a| a.start_task(self))
+                .map(|()| "{}".into());
         }
         match asker {
             Some(asker) => asker.ask(asks, self),

@@ -273,6 +273,7 @@ impl Context {
     ///     ctx.start_task()?; // the client gets its task here
     ///     Ok(format!("Hello, {name}!"))
     /// }
+    /// # export_plugin!();
     ///
     /// # fn main() {
     /// let ctx = TestContext::new().answer_elicit(json!({"name": "Ada"}));
@@ -282,7 +283,8 @@ impl Context {
     /// # }
     /// ```
     pub fn start_task(&self) -> Result<(), AskError> {
-        let asks = serde_json::json!({"start_task": {"method": crate::extras::START_TASK, "params": {}}});
+        let asks =
+            serde_json::json!({"start_task": {"method": crate::extras::START_TASK, "params": {}}});
         match self.ask_raw(&asks.to_string()) {
             Ok(_) | Err(AskError::Unsupported { .. } | AskError::Invalid { .. }) => Ok(()),
             Err(e) => Err(e),
