@@ -495,10 +495,10 @@ impl Tasks {
         }
         let limits = self.limits;
         let over = |s: &Store| s.count >= limits.max_tasks || s.bytes + args > limits.max_bytes;
-        if over(&*store) {
+        if over(&store) {
             store.expire_all(now);
         }
-        while over(&*store) {
+        while over(&store) {
             if !store.evict_oldest_finished() {
                 return Err(Full::Host(limits));
             }
@@ -711,6 +711,48 @@ mod tests {
         // Another owner's id is no task of mine.
         assert!(tasks.find("someone else", &task.id).is_none());
         assert!(tasks.find("me", &task.id).is_some());
+    }
+
+    /// The process's bounds hold over every owner: a running task's arguments count until it
+    /// ends, then its result; room is made by the oldest finished task of any owner, and a
+    /// task is refused when only running ones hold the room.
+    #[test]
+    fn the_bounds_hold_over_every_owner() {
+        let tasks = Tasks::new(TaskLimits {
+            max_tasks: 3,
+            max_bytes: 100,
+        });
+        let control = || Arc::new(CallControl::new("t", None));
+        let make =
+            |owner: &str, args: usize| tasks.create(owner, "tool", args, DEFAULT_TTL, control());
+        let a = make("a", 60).unwrap();
+        assert_eq!(tasks.kept_bytes(), 60);
+        // Arguments alone fill the bytes: refused while nothing has finished.
+        assert_eq!(make("b", 50).err(), Some(Full::Host(tasks.limits)));
+        let b = make("b", 30).unwrap();
+        tasks.settle(&a, Ok("r".repeat(10)));
+        assert_eq!(tasks.kept_bytes(), 40);
+        let c = make("c", 5).unwrap();
+        assert_eq!(tasks.len(), 3);
+        // Full in number: a's finished task, the oldest, makes room for d's.
+        let d = make("d", 5).unwrap();
+        assert!(tasks.find("a", &a.id).is_none());
+        assert_eq!((tasks.len(), tasks.kept_bytes()), (3, 40));
+        // Only running tasks left: refused.
+        assert!(matches!(make("e", 1), Err(Full::Host(_))));
+        // Results past the bytes go oldest first, whoever's they are: b's (older) goes for
+        // c's, though c's result is the one that overflowed.
+        tasks.settle(&b, Ok("r".repeat(50)));
+        assert_eq!(tasks.kept_bytes(), 50 + 5 + 5);
+        tasks.settle(&c, Ok("r".repeat(46)));
+        assert!(tasks.find("b", &b.id).is_none());
+        assert!(tasks.find("c", &c.id).is_some());
+        assert_eq!(tasks.kept_bytes(), 46 + 5);
+        // A task cancelled and forgotten with its owner takes its bytes along; a result that
+        // comes after is not counted.
+        tasks.end_owner("d");
+        tasks.settle(&d, Ok("r".repeat(90)));
+        assert_eq!((tasks.len(), tasks.kept_bytes()), (1, 46));
     }
 
     #[test]
