@@ -1152,3 +1152,46 @@ async fn an_ask_first_tool_makes_no_task_while_its_question_is_open() {
     assert_eq!(server.router.tasks().len(), 1);
     server.stop().await;
 }
+
+/// Over stdio a 2025-11-25 task's question goes to the client on its one stream, as any
+/// question of the session: it names its task in `_meta`, the task is `input_required` until
+/// the answer comes, and the answer reaches the tool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_tasks_question_names_its_task() {
+    let (router, _dirs) = router();
+    let (mut c, _) = Client::start(router.clone()).await;
+    let mut seen = Vec::new();
+    let created = c
+        .request_seeing(
+            "tools/call",
+            json!({"name": "conformance__confirm_delete", "arguments": {"filename": "b.txt"},
+                "task": {}}),
+            &mut seen,
+        )
+        .await;
+    let id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_string();
+    let ask = match seen.pop() {
+        Some(ask) => ask,
+        None => c.next().await,
+    };
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    assert_eq!(
+        ask["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        id.as_str(),
+        "{ask}"
+    );
+    assert_eq!(c.get(&id).await["result"]["status"], "input_required");
+    c.send(json!({"jsonrpc": "2.0", "id": ask["id"],
+        "result": {"action": "accept", "content": {"confirm": true}}}))
+        .await;
+    let result = c.request("tasks/result", json!({ "taskId": id })).await;
+    assert_eq!(
+        result["result"]["content"][0]["text"], "deleted b.txt",
+        "{result}"
+    );
+    assert_eq!(c.get(&id).await["result"]["status"], "completed");
+    c.end().await;
+}
