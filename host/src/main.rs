@@ -232,10 +232,11 @@ enum Command {
         opts: PluginOpts,
         #[command(flatten)]
         limits: SessionLimits,
-        #[command(flatten, next_help_heading = "Task limits")]
-        tasks: TaskArgs,
         #[command(flatten)]
         http: HttpArgs,
+        // Last: a heading holds for the arguments after it.
+        #[command(flatten, next_help_heading = "Task limits")]
+        tasks: TaskArgs,
     },
     /// Check everything `chat` needs and say how to fix what fails.
     ///
