@@ -8,7 +8,7 @@ use toolhost::{
     chat::{default_plugin_dir, ChatArgs},
     cli::{self, runtime},
     registry::RegistryConfig,
-    service::{CallLimits, SessionLimits},
+    service::{CallLimits, SessionLimits, TaskArgs},
     trust::{Allowlist, Trust},
 };
 
@@ -234,6 +234,9 @@ enum Command {
         limits: SessionLimits,
         #[command(flatten)]
         http: HttpArgs,
+        // Last: a heading holds for the arguments after it.
+        #[command(flatten, next_help_heading = "Task limits")]
+        tasks: TaskArgs,
     },
     /// Check everything `chat` needs and say how to fix what fails.
     ///
@@ -401,7 +404,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Chat { opts, chat } => {
             runtime()?.block_on(toolhost::chat::run(chat, opts.folder(false).open()?))
         }
-        Command::Serve { opts, limits, http } => serve(&opts, &limits, http),
+        Command::Serve {
+            opts,
+            limits,
+            tasks,
+            http,
+        } => serve(&opts, &limits, &tasks, http),
         Command::Worker(_) => unreachable!("handled in main"),
         Command::Doctor {
             opts,
@@ -438,13 +446,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 /// `serve`, over stdio or (with `--http`) HTTP.
-fn serve(opts: &PluginOpts, limits: &SessionLimits, http: HttpArgs) -> anyhow::Result<ExitCode> {
+fn serve(
+    opts: &PluginOpts,
+    limits: &SessionLimits,
+    tasks: &TaskArgs,
+    http: HttpArgs,
+) -> anyhow::Result<ExitCode> {
     let Some(addr) = http.http else {
-        return cli::serve(&opts.folder(false), limits);
+        return cli::serve(&opts.folder(false), limits, tasks.limits());
     };
     cli::serve_http(
         &opts.folder(false),
         limits,
+        tasks.limits(),
         cli::HttpServe {
             addr,
             token_file: http.auth_token_file.as_deref(),

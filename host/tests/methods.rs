@@ -40,9 +40,10 @@ enum Behave {
 /// The test-only method: `probe/run`.
 struct Probe {
     behave: Behave,
-    /// Set when its run saw the cancellation; its run returned.
+    /// Set when its run saw the cancellation; its run returned; its run started.
     saw_cancel: Arc<AtomicBool>,
     returned: Arc<AtomicBool>,
+    started: Arc<AtomicBool>,
 }
 
 impl Probe {
@@ -52,8 +53,14 @@ impl Probe {
             behave,
             saw_cancel: Arc::clone(&saw),
             returned: Arc::clone(&returned),
+            started: Arc::default(),
         };
         (probe, saw, returned)
+    }
+
+    /// What tells that its run started.
+    fn started(&self) -> Arc<AtomicBool> {
+        self.started.clone()
     }
 }
 
@@ -70,6 +77,7 @@ impl Method for Probe {
     }
 
     fn run(&self, version: &Version, control: &CallControl) -> Outcome {
+        self.started.store(true, Ordering::SeqCst);
         let out = match self.behave {
             Behave::Name => json!({ "plugin": version.name() }).to_string(),
             Behave::Big(n) => json!({ "text": "x".repeat(n) }).to_string(),
@@ -252,6 +260,7 @@ async fn a_second_method_gets_the_timeout_and_one_answer() {
 async fn a_second_method_is_cancelled_by_its_id() {
     let (router, _dirs) = common::open_router(&["calc"], RouterConfig::default());
     let (probe, saw_cancel, _) = Probe::new(Behave::UntilCancelled);
+    let started = probe.started();
     let request = make_request(
         &router,
         Scope::Server("calc"),
@@ -260,6 +269,8 @@ async fn a_second_method_is_cancelled_by_its_id() {
         Box::new(probe),
     );
     let (rx, answers) = start_counted(request, false);
+    // Cancelled once it runs (one cancelled before it starts never runs: below).
+    common::poll_until(WAIT, "the method runs", || started.load(Ordering::SeqCst));
     let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}"#;
     let cancel: JsonRpc = serde_json::from_str(cancel).unwrap();
     let sink: Sink = Arc::new(Discard);
@@ -270,6 +281,60 @@ async fn a_second_method_is_cancelled_by_its_id() {
     let reply = rx.recv_timeout(WAIT).expect("an answer");
     assert_eq!(reply["result"]["cancelled"], true, "{reply}");
     assert!(saw_cancel.load(Ordering::SeqCst));
+    assert_eq!(answers.load(Ordering::SeqCst), 1);
+}
+
+/// A request cancelled while it waits for its plugin's call slot never runs (issue 37 item
+/// 3): once the slot frees it is answered that it was not run, and the method never starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_method_cancelled_while_it_waits_never_runs() {
+    let config = RouterConfig {
+        executor: toolhost::executor::ExecutorConfig {
+            per_plugin: 1,
+            ..Default::default()
+        },
+        ..RouterConfig::default()
+    };
+    let (router, _dirs) = common::open_router(&["calc"], config);
+    let (holder, _, _) = Probe::new(Behave::UntilCancelled);
+    let holding = holder.started();
+    let holder = make_request(
+        &router,
+        Scope::Server("calc"),
+        "calc",
+        &id(1),
+        Box::new(holder),
+    );
+    let (held, _) = start_counted(holder, false);
+    common::poll_until(WAIT, "the holder runs", || holding.load(Ordering::SeqCst));
+    let (waiting, _, returned) = Probe::new(Behave::Name);
+    let started = waiting.started();
+    let waiting = make_request(
+        &router,
+        Scope::Server("calc"),
+        "calc",
+        &id(2),
+        Box::new(waiting),
+    );
+    let (rx, answers) = start_counted(waiting, false);
+    let sink: Sink = Arc::new(Discard);
+    for n in [2, 1] {
+        let cancel = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{n}}}}}"#
+        );
+        let cancel: JsonRpc = serde_json::from_str(&cancel).unwrap();
+        router.dispatch(Scope::Server("calc"), &cancel, &sink);
+    }
+    assert_eq!(
+        held.recv_timeout(WAIT).expect("an answer")["result"]["cancelled"],
+        true
+    );
+    let reply = rx.recv_timeout(WAIT).expect("an answer");
+    assert_eq!(
+        reply["result"]["failed"], "not run: it was cancelled before it started",
+        "{reply}"
+    );
+    assert!(!started.load(Ordering::SeqCst) && !returned.load(Ordering::SeqCst));
     assert_eq!(answers.load(Ordering::SeqCst), 1);
 }
 

@@ -756,3 +756,442 @@ async fn an_ask_first_tool_that_never_starts_its_task_answers_inline() {
     assert_eq!(refused["error"]["code"], -32021, "{refused}");
     server.stop().await;
 }
+
+/// Issue 37, item 3: a task cancelled while it waits for a call slot never starts. With the
+/// plugin's one slot held, 8 tasks of a tool that leaves a trace of each run are created
+/// and cancelled: `tasks/get` says `cancelled`, and once the slot frees none of them runs (a
+/// task created after them, not cancelled, runs: the queue was drained past them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_cancelled_while_it_waits_for_a_slot_never_runs() {
+    let config = RouterConfig {
+        executor: toolhost::executor::ExecutorConfig {
+            per_plugin: 1,
+            ..Default::default()
+        },
+        ..RouterConfig::default()
+    };
+    let (router, _dirs) = common::open_router(&["asker"], config);
+    let (mut c, _) = Client::start(router.clone()).await;
+    let traces = tempfile::tempdir().unwrap();
+    let trace = |name: &str| traces.path().join(name).to_string_lossy().into_owned();
+    let holder = c
+        .start_task(
+            "asker__mark",
+            json!({"path": trace("holder"), "seconds": 60}),
+            60_000,
+        )
+        .await;
+    let holder = holder["taskId"].as_str().unwrap().to_string();
+    // The holder runs (its trace is written) and holds the one slot.
+    for _ in 0..400 {
+        if std::path::Path::new(&trace("holder")).exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(std::path::Path::new(&trace("holder")).exists());
+    let mut cancelled = Vec::new();
+    for _ in 0..8 {
+        let t = c
+            .start_task(
+                "asker__mark",
+                json!({"path": trace("cancelled"), "seconds": 0}),
+                60_000,
+            )
+            .await;
+        let id = t["taskId"].as_str().unwrap().to_string();
+        let r = c.request("tasks/cancel", json!({ "taskId": id })).await;
+        assert_eq!(r["result"]["status"], "cancelled", "{r}");
+        cancelled.push(id);
+    }
+    let after = c
+        .start_task(
+            "asker__mark",
+            json!({"path": trace("after"), "seconds": 0}),
+            60_000,
+        )
+        .await;
+    let after = after["taskId"].as_str().unwrap().to_string();
+    // The slot frees: the queue runs in order, so the last task ends after the cancelled ones
+    // left it.
+    c.request("tasks/cancel", json!({ "taskId": holder })).await;
+    assert_eq!(c.until_ended(&after).await["status"], "completed");
+    for id in &cancelled {
+        assert_eq!(c.get(id).await["result"]["status"], "cancelled");
+    }
+    let ran = std::fs::read_to_string(trace("cancelled")).unwrap_or_default();
+    assert_eq!(
+        ran.lines().count(),
+        0,
+        "cancelled tasks ran once the slot freed"
+    );
+    assert_eq!(std::fs::read_to_string(trace("after")).unwrap(), "ran\n");
+    c.end().await;
+}
+
+/// A 2025-11-25 HTTP session as the `initialize` of `capabilities` opens it; its id.
+async fn session_declaring(
+    server: &common::http::Server,
+    path: &str,
+    capabilities: Value,
+) -> String {
+    let r = server
+        .post(
+            path,
+            &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+                "protocolVersion":"2025-11-25","capabilities":capabilities,
+                "clientInfo":{"name":"test","version":"1"}}}),
+        )
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.header("mcp-session-id").expect("a session").to_string()
+}
+
+/// Two 2025-11-25 sessions of `server` on `path`, and what the tests do in them.
+struct Sessions<'s> {
+    server: &'s common::http::Server,
+    path: &'static str,
+    a: String,
+    b: String,
+}
+
+impl<'s> Sessions<'s> {
+    async fn open(server: &'s common::http::Server, path: &'static str) -> Self {
+        Sessions {
+            server,
+            path,
+            a: server.initialize(path).await,
+            b: server.initialize(path).await,
+        }
+    }
+
+    /// Request `method` in session `session`; its reply.
+    async fn rpc(&self, session: &str, id: i64, method: &str, params: Value) -> Value {
+        self.server
+            .post(
+                self.path,
+                &json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}),
+            )
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-11-25")
+            .send()
+            .await
+            .json()
+    }
+
+    /// Calls `tool` as a task in `session`; the task's id.
+    async fn task(&self, session: &str, tool: &str, args: Value) -> String {
+        let created = self
+            .rpc(
+                session,
+                1,
+                "tools/call",
+                json!({"name": tool, "arguments": args, "task": {"ttl": 600_000}}),
+            )
+            .await;
+        created["result"]["task"]["taskId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{created}"))
+            .to_string()
+    }
+
+    /// Polls task `task` of `session` until it has ended; its status.
+    async fn until_ended(&self, session: &str, task: &str) -> Value {
+        for _ in 0..400 {
+            let t = self
+                .rpc(session, 2, "tasks/get", json!({ "taskId": task }))
+                .await;
+            if !["working", "input_required"]
+                .contains(&t["result"]["status"].as_str().unwrap_or(""))
+            {
+                return t["result"]["status"].clone();
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("task {task} did not end");
+    }
+}
+
+/// Issue 37, item 4: the tasks kept are bounded over every client, not only per client. With
+/// room for 4 tasks in the process, two sessions' running tasks fill it (neither session has
+/// its 32): the next task of either is refused, naming the server's bound; one ending makes
+/// room, and the oldest finished task (of the other session) is the one forgotten for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kept_tasks_are_bounded_in_number_over_every_client() {
+    let mut setup = common::http::Setup::new(&["conformance"]);
+    setup.router.tasks = toolhost::handler::TaskLimits {
+        max_tasks: 4,
+        ..Default::default()
+    };
+    let server = setup.start().await;
+    let s = Sessions::open(&server, "/mcp/conformance").await;
+    let slow = json!({"seconds": 60});
+    let mut running = Vec::new();
+    for _ in 0..3 {
+        running.push(s.task(&s.a, "slow_compute", slow.clone()).await);
+    }
+    let b_running = s.task(&s.b, "slow_compute", slow.clone()).await;
+    assert_eq!(server.router.tasks().len(), 4);
+    let required = json!({"name": "failing_job", "arguments": {}, "task": {}});
+    for session in [&s.a, &s.b] {
+        let refused = s.rpc(session, 3, "tools/call", required.clone()).await;
+        let message = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("bound of 4 tasks"),
+            "a fifth task was made: {refused}"
+        );
+    }
+    assert_eq!(server.router.tasks().len(), 4);
+    // B's task ends: A's next task takes its room, and B's is forgotten.
+    s.rpc(&s.b, 4, "tasks/cancel", json!({ "taskId": b_running }))
+        .await;
+    s.task(&s.a, "failing_job", json!({})).await;
+    let gone = s
+        .rpc(&s.b, 5, "tasks/get", json!({ "taskId": b_running }))
+        .await;
+    assert_eq!(gone["error"]["code"], -32602, "{gone}");
+    assert_eq!(server.router.tasks().len(), 4);
+    for id in &running {
+        assert_eq!(
+            s.rpc(&s.a, 6, "tasks/get", json!({ "taskId": id })).await["result"]["status"],
+            "working"
+        );
+    }
+    server.stop().await;
+}
+
+/// Issue 37, item 4: finished results are bounded in bytes over every client: past the bound
+/// the oldest finished results go, whichever session they are of, and the bytes kept never
+/// pass it. Each result here is about 300 bytes: five do not fit in 1000.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kept_task_results_are_bounded_in_bytes_over_every_client() {
+    const MAX_BYTES: usize = 1000;
+    let mut setup = common::http::Setup::new(&["conformance"]);
+    setup.router.tasks = toolhost::handler::TaskLimits {
+        max_bytes: MAX_BYTES,
+        ..Default::default()
+    };
+    let server = setup.start().await;
+    let s = Sessions::open(&server, "/mcp/conformance").await;
+    let label = "x".repeat(250);
+    let mut done = Vec::new();
+    for session in [&s.a, &s.a, &s.b, &s.b, &s.b] {
+        let id = s
+            .task(
+                session,
+                "slow_compute",
+                json!({"seconds": 0, "label": label}),
+            )
+            .await;
+        assert_eq!(s.until_ended(session, &id).await, "completed");
+        let kept = server.router.tasks().kept_bytes();
+        assert!(kept <= MAX_BYTES, "{kept} bytes of results kept");
+        done.push((session.clone(), id));
+    }
+    let (first_session, first) = &done[0];
+    let gone = s
+        .rpc(first_session, 7, "tasks/get", json!({ "taskId": first }))
+        .await;
+    assert_eq!(
+        gone["error"]["code"], -32602,
+        "the oldest result is kept: {gone}"
+    );
+    let (last_session, last) = &done[4];
+    let kept = s
+        .rpc(last_session, 8, "tasks/result", json!({ "taskId": last }))
+        .await;
+    assert!(
+        kept["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains(&label)),
+        "{kept}"
+    );
+    assert!(server.router.tasks().kept_bytes() > 0);
+    server.stop().await;
+}
+
+/// Issue 37, item 8: a question asked inside a 2025-11-25 HTTP session's task goes on the
+/// session's GET stream (the POST that made the task was answered with it at once), naming
+/// its task; the task says `input_required` meanwhile, and the client's response, POSTed in
+/// the session, reaches the tool. With no GET stream open, the tool is told at once that it
+/// cannot ask (its task ends rather than waiting for its timeout).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_tasks_question_goes_on_the_get_stream() {
+    let server = common::http::Setup::new(&["conformance"]).start().await;
+    let path = "/mcp/conformance";
+    let session = session_declaring(&server, path, json!({"elicitation": {}})).await;
+    let rpc = |id: i64, body: Value| {
+        let mut body = body;
+        body["jsonrpc"] = json!("2.0");
+        if id >= 0 {
+            body["id"] = json!(id);
+        }
+        server
+            .post(path, &body)
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-11-25")
+    };
+    let call = json!({"method": "tools/call", "params": {"name": "confirm_delete",
+        "arguments": {"filename": "a.txt"}, "task": {}}});
+
+    // No GET stream: told at once.
+    let created = rpc(1, call.clone()).send().await.json();
+    let id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_string();
+    let result = tokio::time::timeout(
+        WAIT,
+        rpc(
+            2,
+            json!({"method": "tasks/result", "params": {"taskId": id}}),
+        )
+        .send(),
+    )
+    .await
+    .expect("the task ends without a GET stream")
+    .json();
+    let text = result["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("GET stream"), "{result}");
+
+    // With the GET stream open, the question goes there.
+    let get = common::http::Req::new(server.addr, "GET", path)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25");
+    let mut heard = common::http::Events::new(get.open().await);
+    let created = rpc(3, call).send().await.json();
+    let id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_string();
+    let (_, ask) = heard
+        .next(WAIT)
+        .await
+        .expect("the question on the GET stream");
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    assert_eq!(
+        ask["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        id.as_str(),
+        "{ask}"
+    );
+    let status = rpc(4, json!({"method": "tasks/get", "params": {"taskId": id}}))
+        .send()
+        .await
+        .json();
+    assert_eq!(status["result"]["status"], "input_required", "{status}");
+    let answered = rpc(
+        -1,
+        json!({"id": ask["id"], "result": {"action": "accept", "content": {"confirm": true}}}),
+    )
+    .send()
+    .await;
+    assert_eq!(answered.status, 202, "{}", answered.body);
+    let result = rpc(
+        5,
+        json!({"method": "tasks/result", "params": {"taskId": id}}),
+    )
+    .send()
+    .await
+    .json();
+    assert_eq!(
+        result["result"]["content"][0]["text"], "deleted a.txt",
+        "{result}"
+    );
+    assert_eq!(server.router.asks().waiting(), 0);
+    server.stop().await;
+}
+
+/// Issue 37, item 7: an ask-first tool that goes on without the answer to its question and
+/// calls `ctx.start_task()` makes no task: the request is answered `input_required` (the open
+/// question wins), and a task made then would be one the client never hears of, left to fill
+/// its slots. Sent again with the answer, the same call makes its task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_first_tool_makes_no_task_while_its_question_is_open() {
+    let server = common::http::Setup::new(&["asker"]).start().await;
+    let path = "/mcp/asker";
+    let ext = json!({"io.modelcontextprotocol/clientCapabilities":
+        {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}});
+    let call = |id: i64, extra: Value| {
+        let mut p = json!({"name": "stubborn", "arguments": {}, "_meta": ext});
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        server.modern(path, id, "tools/call", p)
+    };
+    let mut round = Value::Null;
+    for n in 0..3 {
+        round = call(n, json!({})).send().await.json();
+        assert_eq!(round["result"]["resultType"], "input_required", "{round}");
+    }
+    assert_eq!(
+        server.router.tasks().len(),
+        0,
+        "tasks the client never heard of were made"
+    );
+    let r = &round["result"];
+    let key = r["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let answer = json!({"action": "accept", "content": {"name": "Ann"}});
+    let again = call(
+        9,
+        json!({"inputResponses": {key: answer}, "requestState": r["requestState"]}),
+    )
+    .send()
+    .await
+    .json();
+    assert_eq!(again["result"]["resultType"], "task", "{again}");
+    assert_eq!(server.router.tasks().len(), 1);
+    server.stop().await;
+}
+
+/// Over stdio a 2025-11-25 task's question goes to the client on its one stream, as any
+/// question of the session: it names its task in `_meta`, the task is `input_required` until
+/// the answer comes, and the answer reaches the tool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_tasks_question_names_its_task() {
+    let (router, _dirs) = router();
+    let (mut c, _) = Client::start(router.clone()).await;
+    let mut seen = Vec::new();
+    let created = c
+        .request_seeing(
+            "tools/call",
+            json!({"name": "conformance__confirm_delete", "arguments": {"filename": "b.txt"},
+                "task": {}}),
+            &mut seen,
+        )
+        .await;
+    let id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_string();
+    let ask = match seen.pop() {
+        Some(ask) => ask,
+        None => c.next().await,
+    };
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    assert_eq!(
+        ask["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        id.as_str(),
+        "{ask}"
+    );
+    assert_eq!(c.get(&id).await["result"]["status"], "input_required");
+    c.send(json!({"jsonrpc": "2.0", "id": ask["id"],
+        "result": {"action": "accept", "content": {"confirm": true}}}))
+        .await;
+    let result = c.request("tasks/result", json!({ "taskId": id })).await;
+    assert_eq!(
+        result["result"]["content"][0]["text"], "deleted b.txt",
+        "{result}"
+    );
+    assert_eq!(c.get(&id).await["result"]["status"], "completed");
+    c.end().await;
+}

@@ -7,7 +7,7 @@ use anyhow::Context as _;
 
 use super::{runtime, Plugins};
 use crate::{
-    handler::Router,
+    handler::{Router, RouterConfig, TaskLimits},
     service::{
         http::{HttpLimits, TlsFiles},
         SessionLimits,
@@ -28,14 +28,26 @@ pub struct HttpServe<'a> {
     pub state_key_file: Option<&'a Path>,
 }
 
+/// The router's configuration: `limits`' and the tasks kept (`tasks`).
+fn router_config(limits: &SessionLimits, tasks: TaskLimits) -> RouterConfig {
+    RouterConfig {
+        tasks,
+        ..limits.call.router_config()
+    }
+}
+
 /// Over stdin/stdout.
-pub fn serve(opts: &Plugins<'_>, limits: &SessionLimits) -> anyhow::Result<ExitCode> {
+pub fn serve(
+    opts: &Plugins<'_>,
+    limits: &SessionLimits,
+    tasks: TaskLimits,
+) -> anyhow::Result<ExitCode> {
     let rt = runtime()?;
     rt.block_on(async {
         let registry = opts.open()?;
         let events = registry.subscribe();
         let _watch = registry.watch().context("cannot watch the plugin folder")?;
-        let router = Router::new(registry, limits.call.router_config());
+        let router = Router::new(registry, router_config(limits, tasks));
         let lines = blocking_lines(stdio(0)?).max_line_bytes(limits.max_line_bytes);
         let out = stdout_writer()?;
         keep_stdout_for_the_protocol()?;
@@ -87,6 +99,7 @@ fn keep_stdout_for_the_protocol() -> anyhow::Result<()> {
 pub fn serve_http(
     opts: &Plugins<'_>,
     limits: &SessionLimits,
+    tasks: TaskLimits,
     http: HttpServe<'_>,
 ) -> anyhow::Result<ExitCode> {
     use crate::service::http::{tls_acceptor, HttpOptions, HttpServer, StateKey, Tokens};
@@ -120,7 +133,7 @@ pub fn serve_http(
         let registry = opts.open()?;
         let events = registry.subscribe();
         let _watch = registry.watch().context("cannot watch the plugin folder")?;
-        let router = Router::new(registry, limits.call.router_config());
+        let router = Router::new(registry, router_config(limits, tasks));
         let mut server = HttpServer::bind(options, router).await?;
         if let Some(key) = state_key {
             server = server.with_state_key(key);

@@ -54,7 +54,10 @@ pub use replay::{Replay, Round};
 pub use request::{Answer, Failure, HereRun, Method, Outcome, Request, Respond};
 pub use resources::PAGE_SIZE;
 pub use server::server_initialize_result;
-pub use tasks::{Status as TaskStatus, Tasking, Tasks, EXTENSION as TASKS_EXTENSION, MAX_TASKS};
+pub use tasks::{
+    Status as TaskStatus, TaskLimits, Tasking, Tasks, DEFAULT_MAX_KEPT_TASKS,
+    DEFAULT_MAX_TASK_BYTES, EXTENSION as TASKS_EXTENSION, MAX_TASKS,
+};
 pub use tool_call::{CallError, CallOutput};
 
 use in_flight::Requests;
@@ -126,6 +129,10 @@ pub struct Client<'a> {
     pub reuses_ids: bool,
     /// Who puts its calls' questions to it (`None`: this front end cannot ask its client).
     pub asker: Option<&'a Arc<dyn crate::plugin::Asker>>,
+    /// Who puts the questions of its 2025-11-25 tasks to it, where `asker` ends with the
+    /// request that makes the task (an HTTP session's POST stream): the session's GET
+    /// stream. `None`: `asker`.
+    pub task_asker: Option<&'a Arc<dyn crate::plugin::Asker>>,
     /// How it runs tool calls as MCP tasks (`None`: it does not; `tasks/*` are unknown).
     pub tasks: Option<Tasking<'a>>,
 }
@@ -141,6 +148,7 @@ impl<'a> Client<'a> {
             here: false,
             reuses_ids: false,
             asker: None,
+            task_asker: None,
             tasks: None,
         }
     }
@@ -225,6 +233,8 @@ pub struct RouterConfig {
     pub max_result_bytes: usize,
     /// Calls of one plugin running at once, and waiting beyond those (more are refused).
     pub executor: ExecutorConfig,
+    /// The MCP tasks kept over every client.
+    pub tasks: TaskLimits,
 }
 
 impl Default for RouterConfig {
@@ -234,6 +244,7 @@ impl Default for RouterConfig {
             plugin_timeouts: HashMap::new(),
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             executor: ExecutorConfig::default(),
+            tasks: TaskLimits::default(),
         }
     }
 }
@@ -263,12 +274,12 @@ impl Router {
         Arc::new(Router {
             registry,
             executor: Executor::new(config.executor.clone()),
+            tasks: Tasks::new(config.tasks),
             config,
             requests: Requests::default(),
             subscriptions: Default::default(),
             log_levels: Mutex::new(HashMap::new()),
             asks: Arc::default(),
-            tasks: Tasks::default(),
         })
     }
 

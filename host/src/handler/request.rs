@@ -289,6 +289,17 @@ impl Request {
             if request.answered() {
                 return;
             }
+            // Cancelled while it waited for a slot (a task's `tasks/cancel`, a
+            // `notifications/cancelled`): never start it either, as its client was told it
+            // stopped (a cancelled task is `cancelled` already, and this answer goes nowhere).
+            if request.0.control.is_cancelled() {
+                let outcome = request.0.method.failed(
+                    &request.0.plugin,
+                    Failure::NotRun(&"it was cancelled before it started"),
+                );
+                request.answer(outcome);
+                return;
+            }
             let started = Instant::now();
             let outcome = request.0.run_caught(&lease);
             if started.elapsed() < HERE_BUDGET / 2 {

@@ -8,11 +8,17 @@
 //! `tasks/update` answering the questions the tool waits on): `wire.rs` speaks them.
 //!
 //! Bounds: each owner (a session, the stdio client, a bearer token) holds at most
-//! [`MAX_TASKS`] tasks; a finished one is kept for its time to live after it ends, or until
-//! the room is needed; each result is already under the router's result size limit, so an
-//! owner holds at most [`MAX_TASKS`] results. An owner's tasks are cancelled and dropped when
-//! its session ends. A task's id is 128 random bits, and is looked up among its owner's only:
-//! another client's id is an unknown task.
+//! [`MAX_TASKS`] tasks, and the whole process at most [`TaskLimits::max_tasks`] tasks and
+//! [`TaskLimits::max_bytes`] bytes, over every owner: the owners are as many as the sessions
+//! and tokens, so a bound per owner alone bounds nothing. A task's bytes are its call's
+//! arguments until it ends (its request was answered with the task, so the HTTP body budget
+//! no longer counts them), then its outcome (each result is also under the router's result
+//! size limit). A finished task is kept for its time to live
+//! after it ends, or until the room is needed: the oldest finished one (in creation order)
+//! makes way, first among its owner's when that owner is full, else among all. A task that
+//! has not ended is never dropped for room: a new one is refused instead. An owner's tasks
+//! are cancelled and dropped when its session ends. A task's id is 128 random bits, and is
+//! looked up among its owner's only: another client's id is an unknown task.
 
 mod asker;
 mod promote;
@@ -20,13 +26,16 @@ mod wire;
 
 use std::{
     collections::{BTreeMap, HashMap},
-    sync::{mpsc, Arc, Mutex},
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        mpsc, Arc, Mutex,
+    },
     time::{Duration, Instant, SystemTime},
 };
 
 use serde_json::{json, value::RawValue, Map, Value};
 
-pub(super) use asker::TaskAsker;
+pub(super) use asker::{SessionTaskAsker, TaskAsker};
 pub(super) use wire::Later;
 
 use super::{Outcome, Scope};
@@ -37,6 +46,11 @@ use crate::{
 
 /// Most tasks one owner holds, running or finished (a finished one makes room when needed).
 pub const MAX_TASKS: usize = 32;
+/// Default of [`TaskLimits::max_tasks`] (`--max-tasks`).
+pub const DEFAULT_MAX_KEPT_TASKS: usize = 1024;
+/// Default of [`TaskLimits::max_bytes`] (`--max-task-bytes`): 256 results of the default
+/// size limit.
+pub const DEFAULT_MAX_TASK_BYTES: usize = 256 << 20;
 /// How long a finished task is kept when the client asks for no time to live.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(600);
 /// The shortest and longest time to live a client may ask for (others are clamped).
@@ -49,6 +63,27 @@ pub const POLL_INTERVAL_MS: u64 = 500;
 pub const MAX_QUESTIONS: usize = 64;
 /// The 2026-07-28 extension's name.
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// The `_meta` key a 2025-11-25 message related to a task names it by.
+const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+
+/// The bounds of the tasks kept over every owner (docs/deploy.md, "Memory and open files").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskLimits {
+    /// Tasks kept at once, running or finished, over every owner.
+    pub max_tasks: usize,
+    /// Bytes held by tasks at once, over every owner: a running task's arguments, a finished
+    /// one's outcome (result, error message).
+    pub max_bytes: usize,
+}
+
+impl Default for TaskLimits {
+    fn default() -> Self {
+        TaskLimits {
+            max_tasks: DEFAULT_MAX_KEPT_TASKS,
+            max_bytes: DEFAULT_MAX_TASK_BYTES,
+        }
+    }
+}
 
 /// How a client speaks of tasks.
 #[derive(Debug, Clone, Copy)]
@@ -104,6 +139,13 @@ enum Ended {
 /// One task.
 pub(super) struct Task {
     id: String,
+    /// Whose it is (its key in the store).
+    owner: String,
+    /// Its place in creation order over every owner (the oldest finished makes room first).
+    seq: u64,
+    /// The bytes the store counts for it (its arguments, then its outcome): changed only
+    /// under the store's lock.
+    charged: AtomicUsize,
     /// The tool it runs (a panic result names it).
     tool: String,
     created: SystemTime,
@@ -125,6 +167,9 @@ struct State {
     questions: BTreeMap<String, Question>,
     /// Questions asked so far (their keys are numbered).
     asked: u64,
+    /// Asks of a 2025-11-25 task waiting for the client's answers (its session's asker has
+    /// them, not `questions`).
+    awaiting: usize,
 }
 
 /// A question of the tool's, and where its answer goes.
@@ -164,8 +209,9 @@ impl Task {
         }
     }
 
-    /// Records how its call ended (unless it was cancelled first).
-    fn settle(&self, outcome: Outcome) {
+    /// Records how its call ended (unless it was cancelled first): the bytes of the outcome
+    /// it keeps, `None` when it had ended already. [`Tasks::settle`] counts them.
+    fn settle(&self, outcome: Outcome) -> Option<usize> {
         let ended = match (self.control.failure(), outcome) {
             (Some(why), _) => Ended::Error {
                 code: crate::model::error_code::INTERNAL_ERROR,
@@ -183,11 +229,11 @@ impl Task {
                 None => Ended::Result(result),
             },
         };
-        let status = match ended {
-            Ended::Result(_) => Status::Completed,
-            Ended::Error { .. } => Status::Failed,
+        let (status, bytes) = match &ended {
+            Ended::Result(r) => (Status::Completed, r.len()),
+            Ended::Error { message, .. } => (Status::Failed, message.len()),
         };
-        self.end(status, Some(ended));
+        self.end(status, Some(ended)).then_some(bytes)
     }
 
     /// Ends it with `status`, unless it ended already: false then.
@@ -260,6 +306,29 @@ impl Task {
         Ok(answers)
     }
 
+    /// Counts an ask put to the client by its session (`start`), or one answered: the task
+    /// is `input_required` while one waits. Refused once the task has ended.
+    fn awaiting(&self, start: bool) -> Result<(), AskFailure> {
+        let mut s = lock(&self.state);
+        if start {
+            s.awaiting += 1;
+        } else {
+            s.awaiting = s.awaiting.saturating_sub(1);
+        }
+        if s.status.is_terminal() {
+            return Err(AskFailure::Cancelled);
+        }
+        let status = match s.awaiting {
+            0 => Status::Working,
+            _ => Status::InputRequired,
+        };
+        if s.status != status {
+            s.status = status;
+            s.updated = SystemTime::now();
+        }
+        Ok(())
+    }
+
     /// Whether it can go: ended more than its time to live ago.
     fn expired(&self, now: Instant) -> bool {
         lock(&self.state)
@@ -285,41 +354,163 @@ fn panic_of(tool: &str, result: &str) -> Option<String> {
         .then(|| text.to_string())
 }
 
-/// Every client's tasks, by owner.
-#[derive(Default)]
+/// Every client's tasks, by owner, within [`TaskLimits`].
 pub struct Tasks {
-    owners: Mutex<HashMap<String, Vec<Arc<Task>>>>,
+    limits: TaskLimits,
+    store: Mutex<Store>,
 }
 
-/// An owner holds [`MAX_TASKS`] tasks that have not ended.
-#[derive(Debug)]
-pub(super) struct Full;
+/// What [`Tasks`] holds under its lock.
+#[derive(Default)]
+struct Store {
+    /// Each owner's tasks, in creation order (an owner with none has no entry).
+    owners: HashMap<String, Vec<Arc<Task>>>,
+    /// Tasks kept, over every owner.
+    count: usize,
+    /// Bytes held (each task's `charged`), over every owner.
+    bytes: usize,
+    /// The next task's `seq`.
+    next: u64,
+}
+
+impl Store {
+    /// Forgets the tasks of `owner` that `gone` picks; returns them.
+    fn drop_where(&mut self, owner: &str, gone: impl Fn(&Task) -> bool) -> Vec<Arc<Task>> {
+        let Some(tasks) = self.owners.get_mut(owner) else {
+            return Vec::new();
+        };
+        let (dropped, kept): (Vec<_>, Vec<_>) =
+            std::mem::take(tasks).into_iter().partition(|t| gone(t));
+        *tasks = kept;
+        if tasks.is_empty() {
+            self.owners.remove(owner);
+        }
+        for t in &dropped {
+            self.forget(t);
+        }
+        dropped
+    }
+
+    /// Takes `task`'s counts off the totals (it has just left `owners`).
+    fn forget(&mut self, task: &Task) {
+        self.count -= 1;
+        self.bytes -= task.charged.swap(0, Ordering::Relaxed);
+    }
+
+    /// Forgets every task whose time to live has passed, of every owner.
+    fn expire_all(&mut self, now: Instant) {
+        let owners: Vec<String> = self.owners.keys().cloned().collect();
+        for owner in owners {
+            self.drop_where(&owner, |t| t.expired(now));
+        }
+    }
+
+    /// Forgets the finished task made first, of every owner; false when none has finished.
+    fn evict_oldest_finished(&mut self) -> bool {
+        let oldest = self
+            .owners
+            .values()
+            .filter_map(|tasks| tasks.iter().find(|t| t.status().is_terminal()))
+            .min_by_key(|t| t.seq)
+            .cloned();
+        let Some(oldest) = oldest else {
+            return false;
+        };
+        tracing::debug!(task = %oldest.id, "a finished task forgotten to make room");
+        self.drop_where(&oldest.owner, |t| std::ptr::eq(t, &*oldest));
+        true
+    }
+
+    /// Whether `task` is still kept.
+    fn holds(&self, task: &Arc<Task>) -> bool {
+        self.owners
+            .get(&task.owner)
+            .is_some_and(|tasks| tasks.iter().any(|t| Arc::ptr_eq(t, task)))
+    }
+}
+
+/// No room for another task: its owner's [`MAX_TASKS`] have all not ended, or the process's
+/// tasks that have not ended fill its [`TaskLimits`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Full {
+    Owner,
+    Host(TaskLimits),
+}
+
+impl std::fmt::Display for Full {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Full::Owner => write!(
+                f,
+                "too many tasks: this client's {MAX_TASKS} tasks are all running; wait for one to end or cancel one"
+            ),
+            Full::Host(l) => write!(
+                f,
+                "too many tasks: the server's tasks (over every client) are all running, at its bound of {} tasks holding {} bytes; try again later",
+                l.max_tasks, l.max_bytes
+            ),
+        }
+    }
+}
+
+impl Default for Tasks {
+    fn default() -> Self {
+        Tasks::new(TaskLimits::default())
+    }
+}
 
 impl Tasks {
-    /// A new task of `owner` running `tool` under `control`, kept `ttl` after it ends; `Full`
-    /// when the owner's tasks are all running (a finished one makes room otherwise).
+    /// An empty store within `limits`.
+    pub fn new(limits: TaskLimits) -> Self {
+        Tasks {
+            limits,
+            store: Mutex::new(Store::default()),
+        }
+    }
+
+    /// A new task of `owner` running `tool` (with `args` bytes of arguments) under `control`,
+    /// kept `ttl` after it ends; `Full` when its owner's tasks, or the process's, have all not
+    /// ended (a finished one makes room otherwise: its owner's oldest when the owner is full,
+    /// else the oldest of all).
     fn create(
         &self,
         owner: &str,
         tool: &str,
+        args: usize,
         ttl: Duration,
         control: Arc<CallControl>,
     ) -> Result<Arc<Task>, Full> {
-        let mut owners = lock(&self.owners);
-        let tasks = owners.entry(owner.to_string()).or_default();
+        let mut store = lock(&self.store);
         let now = Instant::now();
-        tasks.retain(|t| !t.expired(now));
-        if tasks.len() >= MAX_TASKS {
+        store.drop_where(owner, |t| t.expired(now));
+        let mine = store.owners.get(owner).map_or(0, Vec::len);
+        if mine >= MAX_TASKS {
             // The oldest finished one goes (they are in creation order).
-            let finished = tasks.iter().position(|t| t.status().is_terminal());
-            match finished {
-                Some(i) => drop(tasks.remove(i)),
-                None => return Err(Full),
+            let finished = store.owners[owner]
+                .iter()
+                .find(|t| t.status().is_terminal())
+                .cloned()
+                .ok_or(Full::Owner)?;
+            store.drop_where(owner, |t| std::ptr::eq(t, &*finished));
+        }
+        let limits = self.limits;
+        let over = |s: &Store| s.count >= limits.max_tasks || s.bytes + args > limits.max_bytes;
+        if over(&store) {
+            store.expire_all(now);
+        }
+        while over(&store) {
+            if !store.evict_oldest_finished() {
+                return Err(Full::Host(limits));
             }
         }
         let created = SystemTime::now();
+        let seq = store.next;
+        store.next += 1;
         let task = Arc::new(Task {
             id: new_task_id(),
+            owner: owner.to_string(),
+            seq,
+            charged: AtomicUsize::new(args),
             tool: tool.to_string(),
             created,
             ttl,
@@ -332,36 +523,60 @@ impl Tasks {
                 ended_at: None,
                 questions: BTreeMap::new(),
                 asked: 0,
+                awaiting: 0,
             }),
             ended: tokio::sync::watch::channel(false).0,
         });
-        tasks.push(task.clone());
+        store
+            .owners
+            .entry(owner.to_string())
+            .or_default()
+            .push(task.clone());
+        store.count += 1;
+        store.bytes += args;
         Ok(task)
+    }
+
+    /// Records how `task`'s call ended (unless it had ended already), and counts what it
+    /// keeps in place of its arguments: past [`TaskLimits::max_bytes`], the oldest finished
+    /// tasks (in creation order, this one among them) are forgotten until the rest fit.
+    pub(super) fn settle(&self, task: &Arc<Task>, outcome: Outcome) {
+        let Some(bytes) = task.settle(outcome) else {
+            return;
+        };
+        let mut store = lock(&self.store);
+        if !store.holds(task) {
+            return; // Forgotten meanwhile (its session ended): nothing to count.
+        }
+        let was = task.charged.swap(bytes, Ordering::Relaxed);
+        store.bytes = store.bytes - was + bytes;
+        while store.bytes > self.limits.max_bytes && store.evict_oldest_finished() {}
     }
 
     /// Task `id` of `owner`, unless it expired (another owner's is never found).
     fn find(&self, owner: &str, id: &str) -> Option<Arc<Task>> {
-        let mut owners = lock(&self.owners);
-        let tasks = owners.get_mut(owner)?;
+        let mut store = lock(&self.store);
         let now = Instant::now();
-        tasks.retain(|t| !t.expired(now));
-        tasks.iter().find(|t| t.id == id).cloned()
+        store.drop_where(owner, |t| t.expired(now));
+        store
+            .owners
+            .get(owner)?
+            .iter()
+            .find(|t| t.id == id)
+            .cloned()
     }
 
     /// The tasks of `owner` kept now, oldest first.
     fn list(&self, owner: &str) -> Vec<Arc<Task>> {
-        let mut owners = lock(&self.owners);
-        let Some(tasks) = owners.get_mut(owner) else {
-            return Vec::new();
-        };
+        let mut store = lock(&self.store);
         let now = Instant::now();
-        tasks.retain(|t| !t.expired(now));
-        tasks.clone()
+        store.drop_where(owner, |t| t.expired(now));
+        store.owners.get(owner).cloned().unwrap_or_default()
     }
 
     /// Cancels and forgets every task of `owner` (its session ended).
     pub(super) fn end_owner(&self, owner: &str) {
-        let tasks = lock(&self.owners).remove(owner).unwrap_or_default();
+        let tasks = lock(&self.store).drop_where(owner, |_| true);
         for t in tasks {
             t.cancel();
         }
@@ -369,20 +584,26 @@ impl Tasks {
 
     /// Cancels and forgets every task (the host winds down).
     pub(super) fn end_all(&self) {
-        let owners = std::mem::take(&mut *lock(&self.owners));
-        for t in owners.into_values().flatten() {
+        let store = std::mem::take(&mut *lock(&self.store));
+        for t in store.owners.into_values().flatten() {
             t.cancel();
         }
     }
 
     /// How many tasks are kept, over every owner.
     pub fn len(&self) -> usize {
-        lock(&self.owners).values().map(Vec::len).sum()
+        lock(&self.store).count
     }
 
     /// Whether no task is kept.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The bytes tasks hold (running ones' arguments, finished ones' outcomes), over every
+    /// owner.
+    pub fn kept_bytes(&self) -> usize {
+        lock(&self.store).bytes
     }
 }
 
@@ -462,7 +683,7 @@ mod tests {
     fn a_task_holds_a_bounded_number_of_questions() {
         let tasks = Tasks::default();
         let control = Arc::new(CallControl::new("t", None));
-        let task = tasks.create("me", "tool", DEFAULT_TTL, control).unwrap();
+        let task = tasks.create("me", "tool", 2, DEFAULT_TTL, control).unwrap();
         let q = || json!({"method": "elicitation/create", "params": {}});
         let mut waiting = Vec::new();
         for _ in 0..MAX_QUESTIONS {
@@ -490,6 +711,48 @@ mod tests {
         // Another owner's id is no task of mine.
         assert!(tasks.find("someone else", &task.id).is_none());
         assert!(tasks.find("me", &task.id).is_some());
+    }
+
+    /// The process's bounds hold over every owner: a running task's arguments count until it
+    /// ends, then its result; room is made by the oldest finished task of any owner, and a
+    /// task is refused when only running ones hold the room.
+    #[test]
+    fn the_bounds_hold_over_every_owner() {
+        let tasks = Tasks::new(TaskLimits {
+            max_tasks: 3,
+            max_bytes: 100,
+        });
+        let control = || Arc::new(CallControl::new("t", None));
+        let make =
+            |owner: &str, args: usize| tasks.create(owner, "tool", args, DEFAULT_TTL, control());
+        let a = make("a", 60).unwrap();
+        assert_eq!(tasks.kept_bytes(), 60);
+        // Arguments alone fill the bytes: refused while nothing has finished.
+        assert_eq!(make("b", 50).err(), Some(Full::Host(tasks.limits)));
+        let b = make("b", 30).unwrap();
+        tasks.settle(&a, Ok("r".repeat(10)));
+        assert_eq!(tasks.kept_bytes(), 40);
+        let c = make("c", 5).unwrap();
+        assert_eq!(tasks.len(), 3);
+        // Full in number: a's finished task, the oldest, makes room for d's.
+        let d = make("d", 5).unwrap();
+        assert!(tasks.find("a", &a.id).is_none());
+        assert_eq!((tasks.len(), tasks.kept_bytes()), (3, 40));
+        // Only running tasks left: refused.
+        assert!(matches!(make("e", 1), Err(Full::Host(_))));
+        // Results past the bytes go oldest first, whoever's they are: b's (older) goes for
+        // c's, though c's result is the one that overflowed.
+        tasks.settle(&b, Ok("r".repeat(50)));
+        assert_eq!(tasks.kept_bytes(), 50 + 5 + 5);
+        tasks.settle(&c, Ok("r".repeat(46)));
+        assert!(tasks.find("b", &b.id).is_none());
+        assert!(tasks.find("c", &c.id).is_some());
+        assert_eq!(tasks.kept_bytes(), 46 + 5);
+        // A task cancelled and forgotten with its owner takes its bytes along; a result that
+        // comes after is not counted.
+        tasks.end_owner("d");
+        tasks.settle(&d, Ok("r".repeat(90)));
+        assert_eq!((tasks.len(), tasks.kept_bytes()), (1, 46));
     }
 
     #[test]

@@ -91,6 +91,11 @@ impl ToolCall {
         }
     }
 
+    /// The bytes of its arguments (what a task waiting to run holds).
+    pub(super) fn args_len(&self) -> usize {
+        self.args.len()
+    }
+
     fn tool_check<'v>(&self, version: &'v Version) -> Option<&'v ToolCheck> {
         version.tools().tool(&self.tool)
     }
@@ -300,7 +305,7 @@ impl Router {
                 Err(refused) => return refused,
                 Ok(Some(ttl)) => {
                     // A tool that asks first becomes a task later, if at all.
-                    promotion = self.promotion(client, tasking, id, &plugin, &method.tool, ttl);
+                    promotion = self.promotion(client, tasking, id, &plugin, &method, ttl);
                     if promotion.is_none() {
                         match self.start_task(client, tasking, id, &plugin, method, ttl) {
                             Ok(started) => return started,

@@ -4,7 +4,10 @@ use std::time::Duration;
 
 use crate::{
     executor::{ExecutorConfig, DEFAULT_PER_PLUGIN},
-    handler::{RouterConfig, DEFAULT_MAX_RESULT_BYTES, DEFAULT_TIMEOUT},
+    handler::{
+        RouterConfig, TaskLimits, DEFAULT_MAX_KEPT_TASKS, DEFAULT_MAX_RESULT_BYTES,
+        DEFAULT_MAX_TASK_BYTES, DEFAULT_TIMEOUT, MAX_TASKS,
+    },
     transport::DEFAULT_MAX_LINE_BYTES,
 };
 
@@ -37,6 +40,30 @@ pub struct SessionLimits {
     pub max_line_bytes: usize,
 }
 
+/// The MCP tasks `serve` keeps over every client (docs/deploy.md, "Memory and open files").
+#[derive(Debug, Clone, clap::Args)]
+pub struct TaskArgs {
+    /// MCP tasks kept at once over every client, running or finished (each client holds at
+    /// most 32): the oldest finished makes room; with none finished a new task is refused.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_KEPT_TASKS as u64,
+          value_parser = clap::value_parser!(u64).range(MAX_TASKS as u64..=1_000_000))]
+    pub max_tasks: u64,
+    /// Bytes MCP tasks hold at once over every client (a running task's arguments, a
+    /// finished one's result): past it the oldest finished tasks are forgotten; with none
+    /// finished a new task is refused.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_TASK_BYTES)]
+    pub max_task_bytes: usize,
+}
+
+impl TaskArgs {
+    pub fn limits(&self) -> TaskLimits {
+        TaskLimits {
+            max_tasks: self.max_tasks as usize,
+            max_bytes: self.max_task_bytes,
+        }
+    }
+}
+
 impl CallLimits {
     /// The router's configuration.
     pub fn router_config(&self) -> RouterConfig {
@@ -52,6 +79,7 @@ impl CallLimits {
                 per_plugin: self.max_calls_per_plugin as usize,
                 ..ExecutorConfig::default()
             },
+            tasks: TaskLimits::default(),
         }
     }
 }
@@ -102,10 +130,16 @@ mod tests {
     struct T {
         #[command(flatten)]
         limits: SessionLimits,
+        #[command(flatten)]
+        tasks: TaskArgs,
+    }
+
+    fn parse_all(argv: &[&str]) -> Result<T, clap::Error> {
+        T::try_parse_from(std::iter::once("t").chain(argv.iter().copied()))
     }
 
     fn parse(argv: &[&str]) -> Result<SessionLimits, clap::Error> {
-        T::try_parse_from(std::iter::once("t").chain(argv.iter().copied())).map(|t| t.limits)
+        parse_all(argv).map(|t| t.limits)
     }
 
     #[test]
@@ -142,5 +176,26 @@ mod tests {
             let e = parse(bad).err().unwrap().to_string();
             assert!(e.contains("seconds") || e.contains("NAME=SECS"), "{e}");
         }
+    }
+
+    #[test]
+    fn task_limits_default_and_override() {
+        assert_eq!(
+            parse_all(&[]).unwrap().tasks.limits(),
+            TaskLimits::default()
+        );
+        assert_eq!(TaskLimits::default().max_tasks, 1024);
+        assert_eq!(TaskLimits::default().max_bytes, 256 << 20);
+        let t = parse_all(&["--max-tasks", "64", "--max-task-bytes", "4096"]).unwrap();
+        assert_eq!(
+            t.tasks.limits(),
+            TaskLimits {
+                max_tasks: 64,
+                max_bytes: 4096
+            }
+        );
+        // Fewer than one client's tasks is refused.
+        let e = parse_all(&["--max-tasks", "31"]).err().unwrap().to_string();
+        assert!(e.contains("32"), "{e}");
     }
 }

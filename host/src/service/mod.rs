@@ -32,7 +32,7 @@ pub(crate) const WIND_DOWN: std::time::Duration = std::time::Duration::from_mill
 
 pub use init::{initialize_request, sdk_server_set, server_manifest};
 pub use lane::LineSource;
-pub use limits::{CallLimits, SessionLimits};
+pub use limits::{CallLimits, SessionLimits, TaskArgs};
 pub use pending::{ControlError, Pending};
 pub use reload::{follow_notices, follow_registry};
 
@@ -532,6 +532,7 @@ impl Control {
                     here: true,
                     reuses_ids: true,
                     asker: asker.as_ref(),
+                    task_asker: None,
                     tasks: None,
                 };
                 let out = self.out.clone();

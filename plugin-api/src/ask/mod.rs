@@ -252,7 +252,9 @@ impl Context {
     /// without calling it is answered its result at once.
     ///
     /// Errs only when the call was cancelled (or the client's tasks are all running, for a
-    /// tool that must be a task).
+    /// tool that must be a task), or with [`AskError::InputRequired`] while a question of
+    /// this round has no answer yet (a tool that went on without it): the request is
+    /// answered `input_required` then, so no task is made; return the error (`?`).
     ///
     /// ```
     /// use serde::Deserialize;

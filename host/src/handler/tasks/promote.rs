@@ -4,6 +4,11 @@
 //! is made, the request is answered with it at once, and the rest of the call runs in the
 //! background as that task (its outcome settles the task, its later questions wait on it).
 //! A run that ends without `start_task` is answered its result, as a plain call.
+//!
+//! `start_task` is refused (`InputRequired`) while a question of the round is open: the
+//! request is answered `input_required` then, whatever the run does after (the open questions
+//! win, `replay.rs`), and the client runs the call again with the answers, so a task made in
+//! this run would be one the client never hears of, left running.
 
 use std::{
     sync::{Arc, Mutex, OnceLock, Weak},
@@ -13,9 +18,9 @@ use std::{
 use serde_json::value::RawValue;
 use toolhost_plugin::extras::TaskSupport;
 
-use super::{wire::extension_created, Full, Task, TaskAsker, Tasking};
+use super::{wire::extension_created, Task, TaskAsker, Tasking};
 use crate::{
-    handler::{asks::ClientCaps, Answer, Client, Respond, Router},
+    handler::{asks::ClientCaps, tool_call::ToolCall, Answer, Client, Respond, Router},
     model::error_code,
     plugin::{AskFailure, Asker, CallControl},
     sync::lock,
@@ -27,6 +32,8 @@ pub(in crate::handler) struct Promotion {
     router: Weak<Router>,
     owner: String,
     tool: String,
+    /// The bytes of its arguments, which the task holds until it ends.
+    args: usize,
     id: Box<RawValue>,
     ttl: Duration,
     /// A tool that must be a task is refused when its client's tasks are all running; one
@@ -47,10 +54,12 @@ struct Stage {
     /// The task, once started (weak: the task's control holds this; the store keeps it).
     task: Option<Weak<Task>>,
     asker: Option<Arc<TaskAsker>>,
+    /// A question of the round was left open (its ask answered `InputRequired`).
+    open: bool,
 }
 
 impl Router {
-    /// The promotion of this `tools/call` of `tool` of `plugin`, if it is one: the tool asks
+    /// The promotion of this `tools/call` (`method`) of `plugin`, if it is one: the tool asks
     /// first and the request declared the tasks extension.
     pub(in crate::handler) fn promotion(
         self: &Arc<Self>,
@@ -58,9 +67,10 @@ impl Router {
         tasking: Tasking<'_>,
         id: &RawValue,
         plugin: &str,
-        tool: &str,
+        method: &ToolCall,
         ttl: Duration,
     ) -> Option<Arc<Promotion>> {
+        let tool = method.tool.as_str();
         let Tasking::Extension {
             negotiated: true,
             capabilities,
@@ -78,6 +88,7 @@ impl Router {
             router: Arc::downgrade(self),
             owner: super::wire::owner_of(client, tasking),
             tool: tool.to_string(),
+            args: method.args_len(),
             id: id.to_owned(),
             ttl,
             required: extras.task_support.get(tool) == Some(&TaskSupport::Required),
@@ -116,8 +127,8 @@ impl Promotion {
             };
             match (task, respond) {
                 (Some(task), _) => {
-                    if let Some(task) = task.upgrade() {
-                        task.settle(answer.into_outcome());
+                    if let (Some(task), Some(router)) = (task.upgrade(), self.router.upgrade()) {
+                        router.tasks.settle(&task, answer.into_outcome());
                     }
                 }
                 (None, Some(respond)) => respond.respond(answer),
@@ -136,12 +147,16 @@ impl Promotion {
 
 impl Asker for Promotion {
     fn ask(&self, asks: &str, control: &CallControl) -> Result<String, AskFailure> {
-        match self.asker() {
+        let answer = match self.asker() {
             Some(asker) => asker.ask(asks, control),
             None => Err(AskFailure::Unsupported(
                 "this client cannot be asked".into(),
             )),
+        };
+        if answer == Err(AskFailure::InputRequired) {
+            lock(&self.state).open = true;
         }
+        answer
     }
 
     fn client(&self) -> String {
@@ -151,11 +166,16 @@ impl Asker for Promotion {
     }
 
     /// Makes the task, answers the request with it, and sends what the call does from now
-    /// on to the task. A second call does nothing.
+    /// on to the task. A second call does nothing. Refused while a question of the round is
+    /// open (see the module's comment).
     fn start_task(&self, _control: &CallControl) -> Result<(), AskFailure> {
         let mut s = lock(&self.state);
         if s.task.is_some() {
             return Ok(());
+        }
+        if s.open {
+            tracing::debug!(tool = %self.tool, "start_task refused: a question of the round is open");
+            return Err(AskFailure::InputRequired);
         }
         let router = self.router.upgrade().ok_or(AskFailure::Cancelled)?;
         let control = self
@@ -166,13 +186,16 @@ impl Asker for Promotion {
         if control.is_cancelled() {
             return Err(AskFailure::Cancelled);
         }
-        let task = match router.tasks.create(&self.owner, &self.tool, self.ttl, control) {
+        let task = match router
+            .tasks
+            .create(&self.owner, &self.tool, self.args, self.ttl, control)
+        {
             Ok(task) => task,
-            Err(Full) if !self.required => return Ok(()),
-            Err(Full) => {
+            Err(_) if !self.required => return Ok(()),
+            Err(full) => {
                 return Err(AskFailure::Client {
                     code: error_code::INTERNAL_ERROR,
-                    message: format!("too many tasks: this client's {} tasks are all running; wait for one to end or cancel one", super::MAX_TASKS),
+                    message: full.to_string(),
                 })
             }
         };

@@ -6,8 +6,8 @@ use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 use serde_json::{json, value::RawValue, Map, Value};
 
 use super::{
-    clamp_ttl, extension_required, owner_key, rfc3339, Ended, Full, Snapshot, Status, Task,
-    TaskAsker, Tasking, MAX_TASKS, POLL_INTERVAL_MS,
+    clamp_ttl, extension_required, owner_key, rfc3339, Ended, SessionTaskAsker, Snapshot, Status,
+    Task, TaskAsker, Tasking, POLL_INTERVAL_MS, RELATED_TASK,
 };
 use crate::{
     handler::{
@@ -21,9 +21,6 @@ use toolhost_plugin::extras::TaskSupport;
 
 /// JSON-RPC error: the request needs a client capability it did not declare (2026-07-28).
 pub const MISSING_CAPABILITY: i64 = -32021;
-
-/// The `_meta` key a 2025-11-25 task's result names its task by.
-const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
 /// The answer a `tasks/result` waits for.
 pub type Later = Pin<Box<dyn Future<Output = Outcome> + Send>>;
@@ -96,9 +93,10 @@ impl Router {
         let owner = owner_of(client, tasking);
         let control = Arc::new(CallControl::new(format!("task of call {}", id.get()), None));
         let tool = method.name().to_string();
-        let task = match self.tasks.create(&owner, &tool, ttl, control.clone()) {
+        let args = method.args_len();
+        let task = match self.tasks.create(&owner, &tool, args, ttl, control.clone()) {
             Ok(task) => task,
-            Err(Full) => {
+            Err(full) => {
                 let required = self.registry().version(plugin).is_some_and(|v| {
                     v.manifest().extras.task_support.get(&tool) == Some(&TaskSupport::Required)
                 });
@@ -108,14 +106,19 @@ impl Router {
                 return Ok(Dispatch::Reply(rpc_error(
                     Some(id),
                     error_code::INTERNAL_ERROR,
-                    &format!("too many tasks: this client's {MAX_TASKS} tasks are all running; wait for one to end or cancel one"),
+                    &full.to_string(),
                 )));
             }
         };
         match tasking {
             Tasking::Session => {
-                if let Some(asker) = client.asker {
-                    control.set_asker(asker.clone());
+                // Not the request's own asker where that ends with the request (an HTTP
+                // session's POST stream, closed once the task is answered).
+                if let Some(session) = client.task_asker.or(client.asker) {
+                    control.set_asker(Arc::new(SessionTaskAsker {
+                        task: Arc::downgrade(&task),
+                        session: session.clone(),
+                    }));
                 }
             }
             Tasking::Extension { capabilities, .. } => control.set_asker(Arc::new(TaskAsker {
@@ -133,9 +136,13 @@ impl Router {
             None,
             Box::new(method),
         );
-        let settled = task.clone();
+        let (settled, router) = (task.clone(), Arc::downgrade(self));
         request.start(
-            Box::new(move |answer: Answer<'_>| settled.settle(answer.into_outcome())),
+            Box::new(move |answer: Answer<'_>| {
+                if let Some(router) = router.upgrade() {
+                    router.tasks.settle(&settled, answer.into_outcome());
+                }
+            }),
             false,
         );
         let created = match tasking {

@@ -3,11 +3,14 @@
 //! call that was to answer as JSON switches to a stream at its first question), and the
 //! client's response comes back as a POST of its own in the same session.
 //!
+//! A question of a session's task ([`task_asker`]) goes on the session's GET stream instead:
+//! the POST that made the task was answered with it at once, and its stream is closed.
+//!
 //! The answer is matched by the session: the questions in flight are keyed by the session's
 //! id, and a session is only found for the endpoint and token that opened it, so a response
 //! POSTed in another session, or with another token, never reaches the question.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use hyper::{header::HeaderMap, Response, StatusCode};
 use tokio::sync::mpsc;
@@ -48,6 +51,59 @@ pub(super) fn asker(
     });
     asker.set_caps(caps);
     Arc::new(asker)
+}
+
+/// Who puts the questions of a task of `session` to its client: the session's GET stream,
+/// the one stream of the session that outlives a request (the answers come back as for any
+/// question of the session). Without a GET stream open, a question is refused at once, saying
+/// so, rather than waiting for an answer that cannot come.
+pub(super) fn task_asker(
+    router: &Router,
+    scope: Scope<'_>,
+    session: &Arc<HttpSession>,
+) -> Arc<dyn Asker> {
+    let key = Router::ask_key(&Client {
+        id: &session.id,
+        ..Client::of(scope)
+    });
+    let to = Arc::downgrade(session);
+    let stream = StreamAsker::writing_to(router.asks().clone(), key, move |message| {
+        if let Some(session) = to.upgrade() {
+            session.announce(&message);
+        }
+    });
+    stream.set_caps(session.caps());
+    Arc::new(GetStream {
+        session: Arc::downgrade(session),
+        stream,
+    })
+}
+
+/// The asker of a session's tasks: its GET stream, while one is open.
+struct GetStream {
+    /// Weak: the session's tasks (and so this) end with it.
+    session: Weak<HttpSession>,
+    stream: StreamAsker,
+}
+
+impl Asker for GetStream {
+    fn ask(&self, asks: &str, control: &CallControl) -> Result<String, AskFailure> {
+        let Some(session) = self.session.upgrade() else {
+            return Err(AskFailure::Cancelled);
+        };
+        if !session.streaming() {
+            return Err(AskFailure::Unsupported(
+                "the task's questions go on the session's GET stream, and none is open: \
+                 open it (GET with the session's Mcp-Session-Id) to be asked"
+                    .into(),
+            ));
+        }
+        self.stream.ask(asks, control)
+    }
+
+    fn client(&self) -> String {
+        self.stream.client()
+    }
 }
 
 /// A POSTed JSON-RPC response (no method): in a session, handed to the question of that

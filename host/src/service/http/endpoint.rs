@@ -541,10 +541,18 @@ impl Call<'_> {
             Arc::new(Discard)
         };
         let asker = self.asker(retry.as_ref(), &tx);
+        let task_asker = match modern {
+            false => self
+                .session
+                .get()
+                .map(|s| asking::task_asker(router, self.scope(), s)),
+            true => None,
+        };
         let from = Client {
             id: client,
             sink: Some(&sink),
             asker: asker.as_ref(),
+            task_asker: task_asker.as_ref(),
             tasks,
             ..Client::of(self.scope())
         };

@@ -97,7 +97,7 @@ impl HttpSession {
     }
 
     /// Whether a client reads its GET stream now.
-    fn streaming(&self) -> bool {
+    pub(super) fn streaming(&self) -> bool {
         lock(&self.stream)
             .tx
             .as_ref()
