@@ -201,7 +201,10 @@ cli_test!(
         assert!(offered.is_some(), "{}", chat.tmux.screen());
         let before = fake.requests().len();
 
-        chat.call("mcp__th__asker__tea", "th asks: How do you take your tea?");
+        chat.call(
+            "mcp__th__asker__tea",
+            "th asks: [plugin asker] How do you take your tea?",
+        );
         chat.answer("  name:", "Cy");
         chat.answer("  sugars:", "");
         chat.answer("  milk:", "n");
@@ -214,7 +217,10 @@ cli_test!(
         // Left unanswered past the CLI's tool timeout: the CLI withdraws its request
         // (`control_cancel_request`) and the form closes unanswered.
         let before = fake.requests().len();
-        chat.call("mcp__th__asker__tea", "th asks: How do you take your tea?");
+        chat.call(
+            "mcp__th__asker__tea",
+            "th asks: [plugin asker] How do you take your tea?",
+        );
         chat.wait("the first field", |s| last_line(s).trim_end() == "  name:");
         assert!(
             fake.wait_for_requests(before + 2, STEP),
