@@ -61,7 +61,7 @@ impl Served {
         };
         s.send(
             json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
-            "protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},
+            "protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{},"url":{}}},
             "clientInfo":{"name":"ask-test","version":"1"}}}),
         );
         s.reply("init", &mut Vec::new());
