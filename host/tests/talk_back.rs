@@ -507,7 +507,9 @@ async fn a_malformed_response_is_not_answered_and_ends_its_question() {
     )
     .await;
     let long = "x".repeat(10_000);
-    let bad: [(&str, Box<dyn Fn(&Value) -> Value>); 3] = [
+    // Why each response cannot be read, and the response to question `id`.
+    type Bad = (&'static str, Box<dyn Fn(&Value) -> Value>);
+    let bad: [Bad; 3] = [
         (
             "both a result and an error",
             Box::new(|id| {

@@ -17,7 +17,10 @@ fn elicit_url_refuses_what_is_no_page_to_open() {
         let ctx = TestContext::new().decline_next();
         match ctx.elicit_url("Sign in", url) {
             Err(AskError::Invalid { problem }) => {
-                assert!(problem.starts_with("the URL of question `ask` "), "{url}: {problem}")
+                assert!(
+                    problem.starts_with("the URL of question `ask` "),
+                    "{url}: {problem}"
+                )
             }
             other => panic!("{url}: {other:?}"),
         }
@@ -25,7 +28,11 @@ fn elicit_url_refuses_what_is_no_page_to_open() {
     }
     for url in ["https://login.example/a?b=1", "http://localhost:8080/cb"] {
         let ctx = TestContext::new().decline_next();
-        assert_eq!(ctx.elicit_url("Sign in", url), Ok(Elicited::Decline), "{url}");
+        assert_eq!(
+            ctx.elicit_url("Sign in", url),
+            Ok(Elicited::Decline),
+            "{url}"
+        );
         assert_eq!(ctx.asks()[0]["params"]["url"], url);
     }
 }

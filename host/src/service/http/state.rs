@@ -102,6 +102,9 @@ impl Spent {
     }
 }
 
+/// A state that verified: its answers, its MAC and its expiry.
+type Opened = (Map<String, Value>, [u8; 32], u64);
+
 /// Why [`StateKey::redeem`] did not let a state through.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Redeem {
@@ -245,12 +248,7 @@ impl StateKey {
     }
 
     /// [`Self::open`], with the state's MAC and expiry.
-    fn verify(
-        &self,
-        binding: &Binding<'_>,
-        state: &str,
-        now: u64,
-    ) -> Result<(Map<String, Value>, [u8; 32], u64), Unverified> {
+    fn verify(&self, binding: &Binding<'_>, state: &str, now: u64) -> Result<Opened, Unverified> {
         if state.len() > MAX_STATE_BYTES {
             return Err(Unverified("over the size limit"));
         }
