@@ -222,7 +222,15 @@ mod tests {
             // As the MCP TypeScript SDK orders a request: the id after the params.
             (
                 format!(r#"{{"method":"tools/call","params":{{"name":"a","arguments":{{"s":"{long}","n":[1,{{"]":"}}"}}]}}}},"jsonrpc":"2.0","id":12345}}"#),
-                keys(None, None, Some("12345")),
+                TopLevelKeys {
+                    method: true,
+                    ..keys(None, None, Some("12345"))
+                },
+            ),
+            // A response: an id, no method (never answered: its question ends instead).
+            (
+                format!(r#"{{"jsonrpc":"2.0","result":{{"content":{{"name":"{long}"}}}},"id":"th-3"}}"#),
+                keys(None, None, Some(r#""th-3""#)),
             ),
             (
                 format!(" {{ \"id\" :\t-1.5e3 , \"type\" : \"user\" , \"{long}\" : 1 , \"pad\" : \"\\\\\\\"{long}\" }}\r"),
