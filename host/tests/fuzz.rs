@@ -544,12 +544,14 @@ proptest! {
     ) {
         let (text, ends, colons) = object_text(&members, &ws);
         let cut = cut.index(text.len() + 1);
-        let mut want = TopLevelKeys::default();
         // A `method` key is seen once its `:` came, whatever its value.
-        want.method = members
-            .iter()
-            .zip(&colons)
-            .any(|((key, _), &colon)| key == "method" && colon <= cut);
+        let mut want = TopLevelKeys {
+            method: members
+                .iter()
+                .zip(&colons)
+                .any(|((key, _), &colon)| key == "method" && colon <= cut),
+            ..TopLevelKeys::default()
+        };
         for ((key, value), &end) in members.iter().zip(&ends) {
             let slot = match key.as_str() {
                 "type" => &mut want.kind,
