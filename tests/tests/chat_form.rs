@@ -121,10 +121,11 @@ cli_test!(
         chat.tmux.key("Escape");
         assert_eq!(chat.result(4), "cancel");
 
-        // URL mode: the URL is printed (never opened); y says it is done.
+        // URL mode: the URL is printed (never opened), with the host it opens; y says it is
+        // done.
         chat.call(
             "mcp__asker__login",
-            "asker asks you to open a page: Sign in to continue",
+            "asker asks you to open a page on example.com: Sign in to continue",
         );
         chat.wait("the URL", |s| s.contains("  https://example.com/login"));
         chat.answer("  Opened it and done? [y/N]:", "y");
