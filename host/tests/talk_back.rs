@@ -586,6 +586,19 @@ async fn a_client_with_every_slot_asking_is_still_read() {
         assert_eq!(line["method"], "elicitation/create", "{line}");
         questions.push(line["id"].clone());
     }
+    // Another request over the bound is refused at once (not waited for), naming why.
+    c.send(json!({"jsonrpc":"2.0","id":"l","method":"tools/list"}))
+        .await;
+    loop {
+        let line = c.next().await;
+        if line["id"] == "l" {
+            let message = line["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.starts_with("server busy: 256 requests"), "{line}");
+            break;
+        }
+        assert_eq!(line["method"], "elicitation/create", "{line}");
+        questions.push(line["id"].clone());
+    }
     // Now the answers: every call ends, each asked once.
     let mut replies = 0;
     let decline = |id: &Value| json!({"jsonrpc":"2.0","id":id,"result":{"action":"decline"}});
