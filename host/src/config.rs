@@ -15,6 +15,11 @@
 //! memory = "512M"           # its worker's memory (implies isolate)
 //! processes = 64            # its worker's processes and threads
 //!
+//! [plugin.ask]
+//! elicitation = false       # it may not ask the user questions (forms, URLs)
+//! sampling = true           # it may ask the client's model (off by default when sandboxed)
+//! roots = false             # it may not ask for the client's roots
+//!
 //! [plugin.calc.sandbox]
 //! read = ["/usr/share/dict"]
 //! write = ["/tmp/calc"]
@@ -179,6 +184,62 @@ pub struct PluginSettings {
     /// [`OnError::default_for`] the event.
     #[serde(default)]
     pub on_error: Option<OnError>,
+    /// Whether it may ask the user questions (MCP elicitation: forms and URLs); default yes.
+    #[serde(default)]
+    pub elicitation: Option<bool>,
+    /// Whether it may ask the client's model for completions (MCP sampling); default yes,
+    /// no for a sandboxed plugin (what it is kept from reaching, it could ask the model for).
+    #[serde(default)]
+    pub sampling: Option<bool>,
+    /// Whether it may ask for the client's roots (its folders); default yes.
+    #[serde(default)]
+    pub roots: Option<bool>,
+}
+
+/// What a plugin may ask its client: `elicitation`, `sampling` and `roots` of its table,
+/// read when it asks (a change of the file applies to the next question, without a reload).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AskRights {
+    pub elicitation: bool,
+    pub sampling: bool,
+    pub roots: bool,
+    /// Sampling is off because the plugin is sandboxed and its table does not turn it on.
+    pub sandboxed_sampling_off: bool,
+}
+
+impl Default for AskRights {
+    /// A plugin without a table: everything.
+    fn default() -> Self {
+        AskRights {
+            elicitation: true,
+            sampling: true,
+            roots: true,
+            sandboxed_sampling_off: false,
+        }
+    }
+}
+
+impl AskRights {
+    /// What the client hears of, as `doctor` shows it: `elicitation, roots` (sampling off:
+    /// sandboxed).
+    pub fn describe(&self) -> String {
+        let allowed: Vec<&str> = [
+            ("elicitation", self.elicitation),
+            ("sampling", self.sampling),
+            ("roots", self.roots),
+        ]
+        .into_iter()
+        .filter_map(|(what, on)| on.then_some(what))
+        .collect();
+        let mut text = match allowed.as_slice() {
+            [] => "may ask the client nothing".to_string(),
+            some => format!("may ask the client for {}", some.join(", ")),
+        };
+        if self.sandboxed_sampling_off {
+            text.push_str(" (sampling is off for a sandboxed plugin unless `sampling = true`)");
+        }
+        text
+    }
 }
 
 /// Default time limit of one hook: hooks sit in the path of every tool call.
@@ -236,6 +297,17 @@ impl PluginSettings {
             "plugin.{name}.{key}: this toolhost runs plugins in process and cannot bound one \
              plugin's resources; the plugin is not loaded"
         ))
+    }
+
+    /// What it may ask its client (see [`AskRights`]).
+    pub fn ask_rights(&self) -> AskRights {
+        let sandboxed = self.sandbox.is_some();
+        AskRights {
+            elicitation: self.elicitation.unwrap_or(true),
+            sampling: self.sampling.unwrap_or(!sandboxed),
+            roots: self.roots.unwrap_or(true),
+            sandboxed_sampling_off: sandboxed && self.sampling.is_none(),
+        }
     }
 
     /// The bounds of its worker: `memory` and `processes` as set, a sandboxed plugin's
@@ -562,13 +634,59 @@ timeout = 10
         assert!(parse("").unwrap().plugins.is_empty());
     }
 
+    /// What a plugin may ask: everything without a table; each switch turns its kind off (or
+    /// on); a sandboxed plugin samples only when its table says so (issue 37 item 17).
+    #[test]
+    fn what_a_plugin_may_ask() {
+        let c = parse(
+            r#"
+[plugin.quiet]
+elicitation = false
+roots = false
+
+[plugin.boxed.sandbox]
+net = false
+
+[plugin.boxed_sampling]
+sampling = true
+[plugin.boxed_sampling.sandbox]
+net = false
+"#,
+        )
+        .unwrap();
+        let rights = |name: &str| {
+            c.plugin(name)
+                .map(PluginSettings::ask_rights)
+                .unwrap_or_default()
+        };
+        assert_eq!(rights("none"), AskRights::default());
+        assert_eq!(
+            rights("none").describe(),
+            "may ask the client for elicitation, sampling, roots"
+        );
+        let quiet = rights("quiet");
+        assert!(!quiet.elicitation && quiet.sampling && !quiet.roots);
+        assert_eq!(quiet.describe(), "may ask the client for sampling");
+        let boxed = rights("boxed");
+        assert!(boxed.elicitation && !boxed.sampling && boxed.roots);
+        assert!(boxed.sandboxed_sampling_off);
+        assert_eq!(
+            boxed.describe(),
+            "may ask the client for elicitation, roots (sampling is off for a sandboxed \
+             plugin unless `sampling = true`)"
+        );
+        let allowed = rights("boxed_sampling");
+        assert!(allowed.sampling && !allowed.sandboxed_sampling_off);
+        assert!(error("[plugin.x]\nsampling = \"yes\"\n").contains("plugin.x.sampling"));
+    }
+
     #[test]
     fn unknown_keys_are_named_with_the_expected_ones() {
         assert_eq!(
             error("[plugin.calc]\ntimout = 5\n"),
             "/p/toolhost.toml:2: plugin.calc.timout: unknown key \
              (expected one of isolate, timeout, env, config, sandbox, memory, processes, \
-             hook_timeout, on_error)"
+             hook_timeout, on_error, elicitation, sampling, roots)"
         );
         assert_eq!(
             error("[plugin.calc.sandbox]\nnet = true\nreed = []\n"),

@@ -327,6 +327,28 @@ fn the_configuration_file() {
     assert!(fix.contains("remove the table"), "{fix}");
     assert!(report.contains(": calc 0.1.0"), "{report}");
 
+    // What each plugin may ask its client (issue 37 item 17).
+    assert!(
+        report.contains("may ask the client for elicitation, sampling, roots"),
+        "{report}"
+    );
+    std::fs::write(&file, "[plugin.calc]\nsampling = false\nroots = false\n").unwrap();
+    let out = doctor(&["--plugins", folder, "--claude", claude_arg, "--json"]);
+    let report = json(&out);
+    let calc = check_for(&report, &dir.path().join(common::lib_file("calc")));
+    assert_eq!(
+        calc["data"]["asks"],
+        serde_json::json!({"elicitation": true, "sampling": false, "roots": false}),
+        "{calc}"
+    );
+    assert!(
+        calc["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("; may ask the client for elicitation"),
+        "{calc}"
+    );
+
     // A key that does not exist: every command would refuse to start.
     std::fs::write(&file, "[plugin.calc]\nprecision = 2\n").unwrap();
     let out = doctor(&["--plugins", folder, "--claude", claude_arg, "--json"]);

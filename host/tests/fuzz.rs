@@ -484,12 +484,13 @@ fn arb_member() -> BoxedStrategy<(String, Value)> {
     .boxed()
 }
 
-/// The text of an object of `members` with whitespace from `ws` around its tokens, and for
-/// each member where the delimiter after it (`,` or `}`) is.
-fn object_text(members: &[(String, Value)], ws: &[&str]) -> (String, Vec<usize>) {
+/// The text of an object of `members` with whitespace from `ws` around its tokens, for each
+/// member where the delimiter after it (`,` or `}`) is, and where its key's `:` ends.
+fn object_text(members: &[(String, Value)], ws: &[&str]) -> (String, Vec<usize>, Vec<usize>) {
     let mut ws = ws.iter().cycle();
     let mut text = String::from("{");
     let mut ends = Vec::new();
+    let mut colons = Vec::new();
     for (i, (key, value)) in members.iter().enumerate() {
         if i > 0 {
             text.push(',');
@@ -501,12 +502,15 @@ fn object_text(members: &[(String, Value)], ws: &[&str]) -> (String, Vec<usize>)
         ] {
             text.push_str(ws.next().unwrap());
             text.push_str(&part);
+            if part == ":" {
+                colons.push(text.len());
+            }
         }
         text.push_str(ws.next().unwrap());
         ends.push(text.len());
     }
     text.push('}');
-    (text, ends)
+    (text, ends, colons)
 }
 
 /// The keys `KeyReader` finds in `text`, handed over in pieces of the sizes in `pieces`
@@ -538,9 +542,16 @@ proptest! {
         cut in any::<prop::sample::Index>(),
         pieces in prop::collection::vec(1usize..1500, 1..6),
     ) {
-        let (text, ends) = object_text(&members, &ws);
+        let (text, ends, colons) = object_text(&members, &ws);
         let cut = cut.index(text.len() + 1);
-        let mut want = TopLevelKeys::default();
+        // A `method` key is seen once its `:` came, whatever its value.
+        let mut want = TopLevelKeys {
+            method: members
+                .iter()
+                .zip(&colons)
+                .any(|((key, _), &colon)| key == "method" && colon <= cut),
+            ..TopLevelKeys::default()
+        };
         for ((key, value), &end) in members.iter().zip(&ends) {
             let slot = match key.as_str() {
                 "type" => &mut want.kind,

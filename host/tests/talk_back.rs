@@ -95,7 +95,12 @@ async fn asks_and_answers(router: Arc<Router>) {
         assert!(id.starts_with("th-"), "{id}");
         let params = &ask["params"];
         assert_eq!(params["mode"], "form");
-        assert_eq!(params["message"], "How do you take your tea?");
+        // Which plugin asks, in the message and in `_meta` (issue 37 item 17).
+        assert_eq!(
+            params["message"],
+            "[plugin asker] How do you take your tea?"
+        );
+        assert_eq!(params["_meta"]["toolhost/plugin"], "asker");
         let schema = &params["requestedSchema"];
         assert_eq!(schema["type"], "object");
         assert_eq!(
@@ -116,6 +121,10 @@ async fn asks_and_answers(router: Arc<Router>) {
     let ask = c.next().await;
     assert_eq!(ask["params"]["mode"], "url", "{ask}");
     assert_eq!(ask["params"]["url"], "https://example.com/login");
+    assert_eq!(
+        ask["params"]["message"],
+        "[plugin asker] Sign in to continue"
+    );
     assert!(ask["params"]["elicitationId"].is_string(), "{ask}");
     c.send(json!({"jsonrpc":"2.0","id":ask["id"],"result":{"action":"accept"}}))
         .await;
@@ -320,7 +329,7 @@ async fn a_call_with_no_client_to_ask_is_told_so() {
 /// A client whose every call slot is taken by calls that ask (or wait behind calls that ask
 /// in their plugin's queue: 32 run per plugin) still has its answers read: a response needs no
 /// call slot, so the reader does not wait for one before reading it. (A request sent beyond
-/// the slots still waits for one, and the answers behind it with it: lines are read in order.)
+/// the slots is refused rather than waited for: `a_client_with_every_slot_asking_is_still_read`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_are_read_while_asking_calls_hold_every_call_slot() {
     let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
@@ -353,7 +362,10 @@ async fn a_prompt_asks_the_client_too() {
     )
     .await;
     let ask = c.next().await;
-    assert_eq!(ask["params"]["message"], "Who are you?", "{ask}");
+    assert_eq!(
+        ask["params"]["message"], "[plugin asker] Who are you?",
+        "{ask}"
+    );
     c.send(json!({"jsonrpc":"2.0","id":ask["id"],"result":{"action":"accept","content":{"name":"Ann"}}}))
         .await;
     let reply = c.next().await;
@@ -460,5 +472,203 @@ async fn sampling_and_roots_are_not_asked_of_a_client_without_them() {
         text(&c.next().await),
         "form true url true sampling false roots false"
     );
+    c.end().await;
+}
+
+/// A response the host cannot read is never answered (before, each was answered
+/// `{"id":"th-N","error":...}`, a response to a request the client never made), and the
+/// question it was meant for ends with an error the tool sees, instead of waiting for its
+/// timeout (issue 37 item 10): one holding both a `result` and an `error`, one with the
+/// host's id and neither, one over the line length limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_response_is_not_answered_and_ends_its_question() {
+    let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
+    // A small line limit, so that "too long" is a few kilobytes here.
+    let (client, server) = tokio::io::duplex(1 << 20);
+    let (s_in, s_out) = tokio::io::split(server);
+    let lines = toolhost::transport::read_lines(s_in).max_line_bytes(4096);
+    let served = tokio::spawn(toolhost::service::serve::serve(
+        lines,
+        s_out,
+        router.clone(),
+        None,
+    ));
+    let (c_in, out) = tokio::io::split(client);
+    let mut c = Client {
+        out,
+        lines: tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(c_in)),
+        served,
+        next_id: 100,
+    };
+    c.request(
+        "initialize",
+        json!({"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},
+            "clientInfo":{"name":"scripted","version":"0"}}),
+    )
+    .await;
+    let long = "x".repeat(10_000);
+    // Why each response cannot be read, and the response to question `id`.
+    type Bad = (&'static str, Box<dyn Fn(&Value) -> Value>);
+    let bad: [Bad; 3] = [
+        (
+            "both a result and an error",
+            Box::new(|id| {
+                json!({"jsonrpc":"2.0","id":id,"result":{"action":"accept"},
+                    "error":{"code":-1,"message":"no"}})
+            }),
+        ),
+        (
+            "neither a result nor an error",
+            Box::new(|id| json!({"jsonrpc":"2.0","id":id})),
+        ),
+        (
+            "over the 4096 bytes limit",
+            Box::new(
+                move |id| json!({"jsonrpc":"2.0","result":{"action":"accept","content":{"name":long}},"id":id}),
+            ),
+        ),
+    ];
+    for (call, (why, response)) in (1..).zip(bad) {
+        c.call(call, "asker__tea").await;
+        let ask = c.next().await;
+        assert_eq!(ask["method"], "elicitation/create", "{ask}");
+        c.send(response(&ask["id"])).await;
+        let reply = c.next().await;
+        assert_eq!(
+            reply["id"], call,
+            "{why}: the host answered the response: {reply}"
+        );
+        assert!(
+            text(&reply).starts_with("error: ") && text(&reply).contains(why),
+            "{why}: {reply}"
+        );
+    }
+    assert_eq!(router.asks().waiting(), 0);
+    // Serving went on.
+    c.send(json!({"jsonrpc":"2.0","id":"p","method":"ping"}))
+        .await;
+    assert_eq!(
+        c.next().await,
+        json!({"jsonrpc":"2.0","id":"p","result":{}})
+    );
+    c.end().await;
+}
+
+/// With every call slot held by calls whose questions wait for the client, the reader still
+/// reads what the client sends: a `ping` behind them is answered, and so are the answers,
+/// which end every call (issue 37 item 9: before, the reader waited for a call slot before
+/// reading the `ping`, so neither it nor the answers behind it were read until the calls
+/// timed out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_with_every_slot_asking_is_still_read() {
+    use toolhost::service::MAX_CALLS_IN_FLIGHT;
+    let config = RouterConfig {
+        // Far beyond the test's deadline: what ends the calls is the answers, not the clock.
+        default_timeout: Duration::from_secs(600),
+        ..RouterConfig::default()
+    };
+    let (router, _dirs) = common::open_router(&["asker"], config);
+    let mut c = Client::start(router.clone(), json!({"elicitation":{}})).await;
+    let calls = MAX_CALLS_IN_FLIGHT as i64;
+    for call in 1..=calls {
+        c.call(call, "asker__tea").await;
+    }
+    c.send(json!({"jsonrpc":"2.0","id":"p","method":"ping"}))
+        .await;
+    // Unanswered questions pile up until the pong comes (`next` fails after its deadline).
+    let mut questions = Vec::new();
+    loop {
+        let line = c.next().await;
+        if line["id"] == "p" {
+            assert_eq!(line["result"], json!({}), "{line}");
+            break;
+        }
+        assert_eq!(line["method"], "elicitation/create", "{line}");
+        questions.push(line["id"].clone());
+    }
+    // Another request over the bound is refused at once (not waited for), naming why.
+    c.send(json!({"jsonrpc":"2.0","id":"l","method":"tools/list"}))
+        .await;
+    loop {
+        let line = c.next().await;
+        if line["id"] == "l" {
+            let message = line["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.starts_with("server busy: 256 requests"), "{line}");
+            break;
+        }
+        assert_eq!(line["method"], "elicitation/create", "{line}");
+        questions.push(line["id"].clone());
+    }
+    // Now the answers: every call ends, each asked once.
+    let mut replies = 0;
+    let decline = |id: &Value| json!({"jsonrpc":"2.0","id":id,"result":{"action":"decline"}});
+    for id in questions.drain(..) {
+        c.send(decline(&id)).await;
+    }
+    while replies < calls {
+        let line = c.next().await;
+        if line["method"] == "elicitation/create" {
+            c.send(decline(&line["id"])).await;
+            continue;
+        }
+        assert_eq!(text(&line), "decline", "{line}");
+        replies += 1;
+    }
+    assert_eq!(router.asks().waiting(), 0);
+    c.end().await;
+}
+
+/// `toolhost.toml` says what each plugin may ask: with `elicitation`, `sampling` and `roots`
+/// off, the client (which declared them all) is sent nothing and the tool is told which
+/// setting refused it; changing the file applies to the next question (issue 37 item 17:
+/// before, there was no switch and every ask went out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugins_table_says_what_it_may_ask() {
+    let plugins = common::plugin_dir(&["asker"]);
+    let file = plugins.path().join("toolhost.toml");
+    let write = |text: &str| {
+        std::fs::write(&file, text).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+    };
+    write("[plugin.asker]\nelicitation = false\nsampling = false\nroots = false\n");
+    let shadow = common::shadow_dir();
+    let mut config = common::registry_config(plugins.path(), shadow.path());
+    let live = Arc::new(toolhost::config::LiveConfig::open(plugins.path(), None).unwrap());
+    config.settings = live.clone();
+    let registry = toolhost::registry::Registry::open(config).unwrap();
+    let router = Router::new(registry, RouterConfig::default());
+    let mut c = Client::start(
+        router.clone(),
+        json!({"elicitation":{"form":{},"url":{}},"sampling":{},"roots":{}}),
+    )
+    .await;
+    for (call, tool, setting) in [
+        (1, "asker__tea", "elicitation"),
+        (2, "asker__login", "elicitation"),
+        (3, "asker__haiku", "sampling"),
+        (4, "asker__folders", "roots"),
+    ] {
+        c.call(call, tool).await;
+        let reply = c.next().await;
+        assert_eq!(reply["id"], call, "the client was asked: {reply}");
+        let want = format!(
+            "plugin `asker` may not ask the client for {setting}: `plugin.asker.{setting}` is \
+             false in toolhost.toml"
+        );
+        assert!(text(&reply).contains(&want), "{reply}");
+    }
+    // Allowed again: asked.
+    write("[plugin.asker]\nroots = true\n");
+    live.reload().unwrap();
+    c.call(5, "asker__folders").await;
+    let ask = c.next().await;
+    assert_eq!(ask["method"], "roots/list", "{ask}");
+    c.send(json!({"jsonrpc":"2.0","id":ask["id"],"result":{"roots":[{"uri":"file:///w"}]}}))
+        .await;
+    assert_eq!(text(&c.next().await), "file:///w (-)");
     c.end().await;
 }

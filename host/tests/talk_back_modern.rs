@@ -63,7 +63,11 @@ async fn a_tool_asks_in_rounds_and_the_retry_completes() {
     let first = input_required(&r);
     let q = &first["inputRequests"]["ask"];
     assert_eq!(q["method"], "elicitation/create");
-    assert_eq!(q["params"]["message"], "How do you take your tea?");
+    assert_eq!(
+        q["params"]["message"],
+        "[plugin asker] How do you take your tea?"
+    );
+    assert_eq!(q["params"]["_meta"]["toolhost/plugin"], "asker");
     assert_eq!(
         q["params"]["requestedSchema"]["properties"]["milk"]["type"],
         "boolean"
@@ -127,7 +131,7 @@ async fn each_round_keeps_the_answers_of_the_rounds_before() {
     assert_eq!(keys, ["step2"], "the second question, only");
     assert_eq!(
         second["inputRequests"]["step2"]["params"]["message"],
-        "Step 2: What is your favorite color?"
+        "[plugin conformance] Step 2: What is your favorite color?"
     );
     assert_ne!(second["requestState"], first["requestState"]);
 
@@ -544,5 +548,141 @@ async fn an_isolated_plugin_asks_in_rounds() {
     assert_eq!(
         reply["result"]["content"][0]["text"], "accept: Ann takes 1 sugars, milk false",
         "{reply}"
+    );
+}
+
+/// A state is bound to its endpoint (and the plugin behind it): the state `/mcp/asker` made
+/// for its `tea`, sent with the same tool name, arguments and token to `/mcp/conformance`,
+/// does not verify there (issue 37 item 5: before, it verified and the call went on to the
+/// other plugin with the answer the user gave the first).
+#[tokio::test]
+async fn a_request_state_does_not_move_to_another_endpoint() {
+    let s = server().await;
+    let call = json!({"name": "tea", "arguments": {}});
+    let first =
+        input_required(&ask(&s, "asker", "tools/call", form_caps(), call.clone(), TOKEN).await);
+    let mut moved = call.clone();
+    moved["inputResponses"] = json!({"ask": {"action": "accept",
+        "content": {"name": "Ann", "milk": true}}});
+    moved["requestState"] = first["requestState"].clone();
+    for endpoint in ["conformance", ""] {
+        let mut params = moved.clone();
+        params["_meta"] = json!({"io.modelcontextprotocol/clientCapabilities": form_caps()});
+        let path = if endpoint.is_empty() {
+            "/mcp".to_string()
+        } else {
+            format!("/mcp/{endpoint}")
+        };
+        let r = s
+            .modern(&path, 7, "tools/call", params)
+            .header("authorization", &format!("Bearer {TOKEN}"))
+            .send()
+            .await;
+        let v = refused_as_invalid(&r);
+        assert_eq!(
+            v["error"]["message"], "invalid params: requestState does not verify",
+            "{endpoint}: {v}"
+        );
+    }
+    // At its own endpoint it still runs.
+    let v = ask(&s, "asker", "tools/call", form_caps(), moved, TOKEN)
+        .await
+        .json();
+    assert_eq!(v["result"]["resultType"], "complete", "{v}");
+}
+
+/// An answered round runs once: the same state and answer sent again are refused as a state
+/// that does not verify, and the tool does not run again (issue 37 item 6: before, each
+/// replay ran the tool).
+#[tokio::test]
+async fn a_confirmed_round_does_not_replay() {
+    let s = server().await;
+    let call = json!({"name": "test_input_required_result_request_state", "arguments": {}});
+    let first = input_required(
+        &ask(
+            &s,
+            "conformance",
+            "tools/call",
+            form_caps(),
+            call.clone(),
+            TOKEN,
+        )
+        .await,
+    );
+    let mut confirmed = call.clone();
+    confirmed["inputResponses"] = json!({"confirm": {"action": "accept", "content": {"ok": true}}});
+    confirmed["requestState"] = first["requestState"].clone();
+    let v = ask(
+        &s,
+        "conformance",
+        "tools/call",
+        form_caps(),
+        confirmed.clone(),
+        TOKEN,
+    )
+    .await
+    .json();
+    assert_eq!(
+        v["result"]["content"][0]["text"], "state-ok: confirmed true",
+        "{v}"
+    );
+    for _ in 0..5 {
+        let r = ask(
+            &s,
+            "conformance",
+            "tools/call",
+            form_caps(),
+            confirmed.clone(),
+            TOKEN,
+        )
+        .await;
+        let v = refused_as_invalid(&r);
+        assert_eq!(
+            v["error"]["message"], "invalid params: requestState does not verify",
+            "{v}"
+        );
+    }
+}
+
+/// With `ask_first`, the answered round makes one task; its replays make none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_first_round_makes_one_task_however_often_it_is_sent() {
+    let s = common::http::Setup::new(&["conformance"]).start().await;
+    let path = "/mcp/conformance";
+    let ext = json!({"io.modelcontextprotocol/clientCapabilities":
+        {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}});
+    let call = |id: i64, extra: Value| {
+        let mut p = json!({"name": "test_tool_with_task", "arguments": {}, "_meta": ext});
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        s.modern(path, id, "tools/call", p)
+    };
+    let round1 = call(1, json!({})).send().await.json();
+    let r1 = &round1["result"];
+    assert_eq!(r1["resultType"], "input_required", "{round1}");
+    let key = r1["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let answer = json!({"inputResponses": {key: {"action": "accept", "content": {"name": "Alice"}}},
+        "requestState": r1["requestState"]});
+    let round2 = call(2, answer.clone()).send().await.json();
+    assert_eq!(round2["result"]["resultType"], "task", "{round2}");
+    for n in 0..5 {
+        let replay = call(3 + n, answer.clone()).send().await;
+        let v = refused_as_invalid(&replay);
+        assert_eq!(
+            v["error"]["message"], "invalid params: requestState does not verify",
+            "{v}"
+        );
+    }
+    assert_eq!(
+        s.router.tasks().len(),
+        1,
+        "one task, for the one answered round"
     );
 }

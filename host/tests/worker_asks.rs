@@ -61,7 +61,7 @@ impl Served {
         };
         s.send(
             json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
-            "protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},
+            "protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{},"url":{}}},
             "clientInfo":{"name":"ask-test","version":"1"}}}),
         );
         s.reply("init", &mut Vec::new());
@@ -205,5 +205,34 @@ fn ask_repeated_number() {
         "{}",
         s.log()
     );
+    s.still_serves();
+}
+
+/// A worker that writes its asks itself goes around the SDK's checks, not the host's: a URL
+/// question to a `javascript:` page (or one showing one host and opening another) reaches no
+/// client, and a form it asks names the plugin (issue 37 items 16 and 17: before, the client
+/// was asked to open `javascript:alert(1)`, and the form's message was the plugin's alone).
+#[test]
+fn a_worker_cannot_go_around_the_hosts_checks_of_its_questions() {
+    let mut s = Served::start();
+    for url in [
+        "javascript:alert(1)",
+        "https://accounts.google.com@evil.example/",
+    ] {
+        let mut args = raw(64, (1, 64), 1, 1, 1);
+        args["url"] = json!(url);
+        let (reply, seen) = s.call("u", "hostile__ask_raw", args);
+        assert_eq!(reply["result"]["content"][0]["text"], "sent 64", "{reply}");
+        assert_eq!(asks_of(&seen), 0, "{url} reached the client: {seen:?}");
+    }
+    let (_, seen) = s.call("f", "hostile__ask_raw", raw(64, (1, 64), 1, 1, 1));
+    let forms: Vec<&Value> = seen
+        .iter()
+        .filter(|v| v["method"] == "elicitation/create")
+        .collect();
+    assert!(!forms.is_empty(), "{seen:?}");
+    for form in forms {
+        assert_eq!(form["params"]["message"], "[plugin hostile] x", "{form}");
+    }
     s.still_serves();
 }

@@ -204,10 +204,12 @@ pub mod abi;
 mod ask;
 pub mod catalog;
 /// The elicitation form's schema rules, for the host: it checks a plugin's form and the
-/// client's answer with the same code as the SDK (so a `TestContext` refuses what a host would).
+/// client's answer with the same code as the SDK (so a `TestContext` refuses what a host would),
+/// and a URL-mode elicitation's URL likewise.
 #[doc(hidden)]
 pub mod ask_form {
     pub use crate::ask::form::{check_content, restrict};
+    pub use crate::ask::url::check_url;
 }
 mod context;
 pub mod extras;

@@ -121,10 +121,11 @@ cli_test!(
         chat.tmux.key("Escape");
         assert_eq!(chat.result(4), "cancel");
 
-        // URL mode: the URL is printed (never opened); y says it is done.
+        // URL mode: the URL is printed (never opened), with the host it opens; y says it is
+        // done.
         chat.call(
             "mcp__asker__login",
-            "asker asks you to open a page: Sign in to continue",
+            "asker asks you to open a page on example.com: Sign in to continue",
         );
         chat.wait("the URL", |s| s.contains("  https://example.com/login"));
         chat.answer("  Opened it and done? [y/N]:", "y");
@@ -201,7 +202,10 @@ cli_test!(
         assert!(offered.is_some(), "{}", chat.tmux.screen());
         let before = fake.requests().len();
 
-        chat.call("mcp__th__asker__tea", "th asks: How do you take your tea?");
+        chat.call(
+            "mcp__th__asker__tea",
+            "th asks: [plugin asker] How do you take your tea?",
+        );
         chat.answer("  name:", "Cy");
         chat.answer("  sugars:", "");
         chat.answer("  milk:", "n");
@@ -214,7 +218,10 @@ cli_test!(
         // Left unanswered past the CLI's tool timeout: the CLI withdraws its request
         // (`control_cancel_request`) and the form closes unanswered.
         let before = fake.requests().len();
-        chat.call("mcp__th__asker__tea", "th asks: How do you take your tea?");
+        chat.call(
+            "mcp__th__asker__tea",
+            "th asks: [plugin asker] How do you take your tea?",
+        );
         chat.wait("the first field", |s| last_line(s).trim_end() == "  name:");
         assert!(
             fake.wait_for_requests(before + 2, STEP),

@@ -83,7 +83,8 @@ cli_test!(
         let input: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
         assert_eq!(input["hook_event_name"], "Elicitation");
         assert_eq!(input["mcp_server_name"], "th");
-        assert_eq!(input["message"], "How do you take your tea?");
+        // The question names the plugin that asks (issue 37 item 17).
+        assert_eq!(input["message"], "[plugin asker] How do you take your tea?");
         assert_eq!(
             input["requested_schema"]["properties"]["name"]["description"],
             "Your name."

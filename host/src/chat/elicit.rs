@@ -67,15 +67,16 @@ impl super::ask::Question for FormQuestion {
 }
 
 /// The form of an elicitation's params, in MCP's shape (`mode`, `message`, `requestedSchema`,
-/// `url`) or the CLI's control request's (`requested_schema`, `property_order`).
+/// `url`) or the CLI's control request's (`requested_schema`, `property_order`). The form is
+/// headed by `who` asks: a plugin's message, which the host starts with `[plugin NAME] `
+/// for every front end (`handler::asks::gate`), is shown without it under its own name.
 fn form_of(who: &str, params: &Value) -> Result<Form, String> {
     let message = params["message"].as_str().unwrap_or("");
+    let message = message
+        .strip_prefix(&format!("[plugin {who}] "))
+        .unwrap_or(message);
     if params["mode"] == "url" {
-        return Ok(Form::url(
-            who,
-            message,
-            params["url"].as_str().unwrap_or(""),
-        ));
+        return Form::url(who, message, params["url"].as_str().unwrap_or(""));
     }
     let schema = params
         .get("requestedSchema")

@@ -110,22 +110,26 @@ impl Form {
         Ok(form)
     }
 
-    /// A URL-mode elicitation from `who`: the person opens `url` themselves.
-    pub fn url(who: &str, message: &str, url: &str) -> Form {
-        Form {
+    /// A URL-mode elicitation from `who`: the person opens `url` themselves, told the host it
+    /// opens. Err (why) for a URL that is not one to send a person to (the SDK's check: only
+    /// `https`, or `http` to this machine, without a user name before the host).
+    pub fn url(who: &str, message: &str, url: &str) -> Result<Form, String> {
+        let host = ask_form::check_url(url).map_err(|e| format!("the URL {e}"))?;
+        Ok(Form {
             fields: Vec::new(),
             stage: Stage::Url,
             content: Map::new(),
             pending: vec![
                 format!(
-                    "{} asks you to open a page: {}",
+                    "{} asks you to open a page on {}: {}",
                     visible(who),
+                    visible(&host),
                     visible(message)
                 ),
                 format!("  {}", visible(url)),
                 "  (open it in your browser yourself; Esc cancels)".into(),
             ],
-        }
+        })
     }
 
     /// The lines to show before the next prompt (each once).
@@ -553,9 +557,13 @@ mod tests {
 
     #[test]
     fn url_mode_asks_whether_it_is_done() {
-        let form = || Form::url("asker", "Sign in", "https://example.com/login");
+        let form = || Form::url("asker", "Sign in", "https://example.com/login").unwrap();
         let (answer, shown) = run(form(), &[Key::Line("y")]);
         assert_eq!(answer.unwrap(), json!({"action": "accept"}));
+        assert_eq!(
+            shown[0],
+            "asker asks you to open a page on example.com: Sign in"
+        );
         assert_eq!(shown[1], "  https://example.com/login");
         assert_eq!(
             run(form(), &[Key::Line("")]).0.unwrap(),
@@ -565,6 +573,35 @@ mod tests {
             run(form(), &[Key::Esc]).0.unwrap(),
             json!({"action": "cancel"})
         );
+    }
+
+    /// A URL form names the host the link opens, and what is no page to send a person to is
+    /// refused (issue 37 item 16: before, each was shown as a link to open, with no warning).
+    #[test]
+    fn a_url_form_shows_the_real_host_and_refuses_the_rest() {
+        for (bad, says) in [
+            ("javascript:alert(1)", "`javascript:` scheme"),
+            ("file:///etc/passwd", "`file:` scheme"),
+            ("data:text/html,<b>x</b>", "`data:` scheme"),
+            ("no url at all", "does not show"),
+            (
+                "https://accounts.google.com@evil.example/",
+                "it would open evil.example",
+            ),
+            ("http://example.com/", "only https"),
+        ] {
+            match Form::url("p", "Sign in", bad) {
+                Err(e) => assert!(e.contains(says), "{bad}: {e}"),
+                Ok(_) => panic!("{bad} shown"),
+            }
+        }
+        let mut form = Form::url("p", "Sign in", "https://login.example/a?b").unwrap();
+        assert_eq!(
+            form.take_lines()[0],
+            "p asks you to open a page on login.example: Sign in"
+        );
+        let mut local = Form::url("p", "Done", "http://localhost:8080/cb").unwrap();
+        assert!(local.take_lines()[0].contains("on localhost:"));
     }
 
     /// The asker's text cannot act on the terminal: message, titles, descriptions, choices,
@@ -582,7 +619,9 @@ mod tests {
         form.key(Key::Line(""));
         all.extend(form.take_lines());
         all.push(form.prompt());
-        let url = Form::url(evil, evil, evil).take_lines();
+        let url = Form::url(evil, evil, "https://example.com/")
+            .unwrap()
+            .take_lines();
         all.extend(url);
         for l in &all {
             assert!(

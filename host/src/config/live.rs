@@ -106,14 +106,17 @@ impl LiveConfig {
     }
 }
 
-/// Plugins whose settings differ between `old` and `new`, `timeout`, `hook_timeout` and
-/// `on_error` aside (read for every call and every hook).
+/// Plugins whose settings differ between `old` and `new`, `timeout`, `hook_timeout`,
+/// `on_error` and what it may ask aside (read for every call, hook and question).
 fn changed_plugins(old: &Config, new: &Config) -> Vec<String> {
     // No table is the same as an empty one.
     let without_timeout = |c: &Config, name: &str| PluginSettings {
         timeout: None,
         hook_timeout: None,
         on_error: None,
+        elicitation: None,
+        sampling: None,
+        roots: None,
         ..c.plugin(name).cloned().unwrap_or_default()
     };
     let mut names: Vec<&String> = old.plugins.keys().chain(new.plugins.keys()).collect();

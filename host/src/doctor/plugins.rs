@@ -317,11 +317,18 @@ fn plugin_file(
     if let Some(bounds) = bounds {
         check.message.push_str(&format!("; {bounds}"));
     }
+    // What it may ask its client (`elicitation`, `sampling`, `roots` of its table).
+    let asks = config
+        .plugin(&m.name)
+        .map(crate::config::PluginSettings::ask_rights)
+        .unwrap_or_default();
+    check.message.push_str(&format!("; {}", asks.describe()));
     check.data = data(json!({
         "name": m.name,
         "version": m.version,
         "tools": m.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
         "confinement": confinement.to_json(),
+        "asks": {"elicitation": asks.elicitation, "sampling": asks.sampling, "roots": asks.roots},
     }));
     (check, Some(plugin))
 }

@@ -24,6 +24,7 @@ use std::{
 use serde_json::{json, value::RawValue, Map, Value};
 
 use crate::{
+    model::ClientMessage,
     plugin::{AskFailure, Asker, CallControl},
     sync::lock,
     transport::LineSender,
@@ -44,8 +45,9 @@ pub const MAX_ASK_BYTES: usize = 256 << 10;
 /// How often a waiting call looks at its cancellation (it has no waker of its own).
 const CANCEL_POLL: Duration = Duration::from_millis(20);
 
-/// A client's response to one of the host's requests: its `result`, or its error.
-pub type ClientAnswer = Result<String, (i64, String)>;
+/// A client's response to one of the host's requests: its `result`, or why there is none
+/// (its JSON-RPC error, or a response that is not one JSON-RPC allows).
+pub type ClientAnswer = Result<String, AskFailure>;
 
 /// The questions in flight, by client and request id.
 #[derive(Default)]
@@ -114,14 +116,65 @@ impl Asks {
             Ok(result) => Ok(result.get().to_string()),
             Err(error) => {
                 let e: Value = serde_json::from_str(error.get()).unwrap_or(Value::Null);
-                Err((
-                    e["code"].as_i64().unwrap_or(0),
-                    e["message"].as_str().unwrap_or("").to_string(),
-                ))
+                Err(AskFailure::Client {
+                    code: e["code"].as_i64().unwrap_or(0),
+                    message: e["message"].as_str().unwrap_or("").to_string(),
+                })
             }
         };
         let _ = tx.try_send(answer);
         true
+    }
+
+    /// Takes a message of `client` that is a response to one of the host's questions, well
+    /// formed or not; false when it is none (a request, a notification, an id alone that the
+    /// host never gave). A response is never answered: a malformed one (both `result` and
+    /// `error`, or an id the host gave with neither) is dropped with a log record, and the
+    /// question it was meant for ends with an error, so the call asking does not hang.
+    pub fn take_response(&self, client: &str, msg: &ClientMessage<'_>) -> bool {
+        match msg {
+            ClientMessage::Response { id, outcome } => {
+                self.answered(client, id, *outcome);
+            }
+            ClientMessage::BadResponse(id) => {
+                self.refuse(client, id, "it holds both a result and an error");
+            }
+            ClientMessage::NoMethod(id) if self.issued(id) => {
+                self.refuse(client, id, "it holds neither a result nor an error");
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// Ends the question `id` of `client` with an error: its response came but cannot be
+    /// read (`why`). Logged either way; false when no question waits for it.
+    pub fn refuse(&self, client: &str, id: &RawValue, why: &str) -> bool {
+        let id_text = serde_json::from_str::<String>(id.get()).ok();
+        let tx = id_text.and_then(|id| lock(&self.waiting).remove(&(client.to_string(), id)));
+        let shown = crate::plugin::log_text(id.get(), MAX_KEY_BYTES);
+        let Some(tx) = tx else {
+            tracing::warn!(
+                "dropped a malformed response to no question in flight ({shown}): {why}"
+            );
+            return false;
+        };
+        tracing::warn!("dropped a malformed response to question {shown}: {why}; the question ends with an error");
+        let _ = tx.try_send(Err(AskFailure::Invalid(format!(
+            "the client's response to the question is not one JSON-RPC allows: {why}"
+        ))));
+        true
+    }
+
+    /// Whether `id` is one the host gave a question (`"th-<n>"`, `n` given out already):
+    /// a message with it and no method is a response, however malformed.
+    pub fn issued(&self, id: &RawValue) -> bool {
+        let Ok(id) = serde_json::from_str::<String>(id.get()) else {
+            return false;
+        };
+        id.strip_prefix("th-")
+            .and_then(|n| n.parse::<u64>().ok())
+            .is_some_and(|n| n >= 1 && n <= self.next.load(Ordering::Relaxed))
     }
 
     /// How many questions wait.
@@ -258,7 +311,7 @@ impl Asker for StreamAsker {
                     Err(mpsc::RecvTimeoutError::Disconnected) => return Err(AskFailure::Cancelled),
                 }
             };
-            let result = answer.map_err(|(code, message)| AskFailure::Client { code, message })?;
+            let result = answer?;
             answers.insert(key.clone(), check_answer(method, &waiting.form, &result)?);
         }
         Ok(Value::Object(answers).to_string())
@@ -267,6 +320,81 @@ impl Asker for StreamAsker {
     fn client(&self) -> String {
         lock(&self.caps).json()
     }
+}
+
+/// The `_meta` key of every question's params naming the plugin that asks.
+pub const PLUGIN_META: &str = "toolhost/plugin";
+
+/// The ask of `plugin` as its client is to see it, whatever the front end (stdio, HTTP,
+/// rounds, chat): a question its table does not allow (`rights`) is refused naming the
+/// setting; a URL-mode elicitation is refused unless its URL is one a person may be sent to
+/// (`https`, or `http` to this machine, no user name before the host: the SDK's own check,
+/// since the host cannot trust the plugin); and every question a person may see (forms,
+/// URLs, sampling) says who asks: its params' `_meta["toolhost/plugin"]` is the plugin's
+/// name, and an elicitation's message starts with `[plugin NAME] `, so no plugin's question
+/// passes for the host's or another's. What is not an ask at all is passed on as it is, for
+/// the asker to refuse.
+pub fn gate(
+    plugin: &str,
+    rights: crate::config::AskRights,
+    asks: &str,
+) -> Result<String, AskFailure> {
+    if asks.len() > MAX_ASK_BYTES {
+        return Ok(asks.to_string());
+    }
+    let Ok(Value::Object(mut questions)) = serde_json::from_str::<Value>(asks) else {
+        return Ok(asks.to_string());
+    };
+    for (key, q) in questions.iter_mut() {
+        let method = q["method"].as_str().unwrap_or_default().to_string();
+        let (setting, allowed) = match method.as_str() {
+            "elicitation/create" => ("elicitation", rights.elicitation),
+            "sampling/createMessage" => ("sampling", rights.sampling),
+            "roots/list" => ("roots", rights.roots),
+            _ => continue,
+        };
+        if !allowed {
+            let why = if setting == "sampling" && rights.sandboxed_sampling_off {
+                "a sandboxed plugin does not sample unless its table sets `sampling = true`"
+                    .to_string()
+            } else {
+                format!("`plugin.{plugin}.{setting}` is false in toolhost.toml")
+            };
+            return Err(AskFailure::Unsupported(format!(
+                "plugin `{plugin}` may not ask the client for {setting}: {why}"
+            )));
+        }
+        // `roots/list` shows a person nothing, and goes as it is.
+        if method == "roots/list" {
+            continue;
+        }
+        let Some(params) = q.get_mut("params").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        if method == "elicitation/create" {
+            if params.get("mode").and_then(Value::as_str) == Some("url") {
+                let url = params.get("url").and_then(Value::as_str).unwrap_or("");
+                toolhost_plugin::ask_form::check_url(url).map_err(|e| {
+                    AskFailure::Invalid(format!(
+                        "the URL of question `{}` {e}",
+                        crate::plugin::log_text(key, MAX_KEY_BYTES)
+                    ))
+                })?;
+            }
+            if let Some(Value::String(message)) = params.get_mut("message") {
+                *message = format!("[plugin {plugin}] {message}");
+            }
+        }
+        match params.get_mut("_meta") {
+            Some(Value::Object(meta)) => {
+                meta.insert(PLUGIN_META.into(), plugin.into());
+            }
+            _ => {
+                params.insert("_meta".into(), json!({PLUGIN_META: plugin}));
+            }
+        }
+    }
+    Ok(Value::Object(questions).to_string())
 }
 
 /// The plugin's questions, checked: `(key, method, params)` each, in the order given.
@@ -501,6 +629,114 @@ mod tests {
             r#"{"elicitation":{"form":{},"url":{}},"sampling":{},"roots":{}}"#
         );
         assert_eq!(ClientCaps::default().json(), "{}");
+    }
+
+    /// An asker that records what it was asked and answers `{}`.
+    #[derive(Default)]
+    struct Recording(Mutex<Vec<Value>>);
+
+    impl Asker for Recording {
+        fn ask(&self, asks: &str, _control: &CallControl) -> Result<String, AskFailure> {
+            lock(&self.0).push(serde_json::from_str(asks).unwrap());
+            Ok("{}".into())
+        }
+    }
+
+    /// Every question says which plugin asks, whatever asks it on (the call's asker, or the
+    /// asker handed to a worker's asks); what its table turns off is refused naming the
+    /// setting; a URL that is no page to open is refused though the SDK was gone around
+    /// (issue 37 items 16 and 17).
+    #[test]
+    fn the_gate_marks_who_asks_and_holds_the_plugin_to_its_table() {
+        use crate::config::AskRights;
+        let recording = Arc::new(Recording::default());
+        let control = CallControl::new("1", None);
+        control.set_asker(recording.clone());
+        let rights = Arc::new(Mutex::new(AskRights::default()));
+        let r = rights.clone();
+        control.set_gate(Arc::new(move |asks: &str| gate("rt4", *lock(&r), asks)));
+        let form = json!({"k": {"method": "elicitation/create", "params": {"message":
+            "toolhost needs your GitHub token to continue", "requestedSchema": {"type": "object"},
+            "_meta": {PLUGIN_META: "toolhost"}}}});
+        assert_eq!(control.ask(&form.to_string()), Ok("{}".into()));
+        let url = |u: &str| {
+            json!({"u": {"method": "elicitation/create", "params": {"mode": "url",
+                "message": "Sign in", "url": u, "elicitationId": "e"}}})
+            .to_string()
+        };
+        // Through the asker a worker's asks are put to.
+        let handed = control.asker().unwrap();
+        let worker = CallControl::new("1", None);
+        assert_eq!(
+            handed.ask(&url("https://login.example/"), &worker),
+            Ok("{}".into())
+        );
+        assert_eq!(
+            control.ask(r#"{"r":{"method":"roots/list"}}"#),
+            Ok("{}".into())
+        );
+        let seen = lock(&recording.0).clone();
+        assert_eq!(
+            seen[0]["k"]["params"]["message"],
+            "[plugin rt4] toolhost needs your GitHub token to continue"
+        );
+        assert_eq!(seen[0]["k"]["params"]["_meta"][PLUGIN_META], "rt4");
+        assert_eq!(seen[1]["u"]["params"]["message"], "[plugin rt4] Sign in");
+        assert_eq!(seen[2]["r"], json!({"method": "roots/list"}), "as it was");
+
+        for bad in [
+            "javascript:alert(1)",
+            "file:///etc/passwd",
+            "data:text/html,x",
+            "not a url",
+            "https://accounts.google.com@evil.example/",
+        ] {
+            for asked in [control.ask(&url(bad)), handed.ask(&url(bad), &worker)] {
+                assert!(
+                    matches!(&asked, Err(AskFailure::Invalid(e)) if e.starts_with("the URL of question `u` ")),
+                    "{bad}: {asked:?}"
+                );
+            }
+        }
+        assert_eq!(lock(&recording.0).len(), 3, "nothing refused was asked");
+
+        let sample = json!({"s": {"method": "sampling/createMessage",
+            "params": {"messages": [], "maxTokens": 5}}})
+        .to_string();
+        *lock(&rights) = AskRights {
+            elicitation: false,
+            sampling: false,
+            roots: false,
+            sandboxed_sampling_off: false,
+        };
+        for (ask, setting) in [
+            (form.to_string(), "elicitation"),
+            (sample.clone(), "sampling"),
+            (r#"{"r":{"method":"roots/list"}}"#.to_string(), "roots"),
+        ] {
+            let want = format!(
+                "plugin `rt4` may not ask the client for {setting}: `plugin.rt4.{setting}` is \
+                 false in toolhost.toml"
+            );
+            assert_eq!(
+                control.ask(&ask),
+                Err(AskFailure::Unsupported(want.clone()))
+            );
+            assert_eq!(
+                handed.ask(&ask, &worker),
+                Err(AskFailure::Unsupported(want))
+            );
+        }
+        *lock(&rights) = AskRights {
+            sampling: false,
+            sandboxed_sampling_off: true,
+            ..AskRights::default()
+        };
+        assert!(matches!(
+            control.ask(&sample),
+            Err(AskFailure::Unsupported(e)) if e.contains("sandboxed plugin does not sample unless its table sets `sampling = true`")
+        ));
+        assert_eq!(lock(&recording.0).len(), 3);
     }
 
     #[test]

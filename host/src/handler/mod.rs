@@ -38,7 +38,7 @@ use serde_json::value::RawValue;
 
 /// A plugin's questions, checked (another front end's [`crate::plugin::Asker`] reads them so).
 pub(crate) use asks::read_asks;
-pub use asks::{Asks, ClientCaps, StreamAsker};
+pub use asks::{Asks, ClientCaps, StreamAsker, PLUGIN_META};
 pub use in_flight::{Duplicate, RequestKey};
 // What the registry's snapshot holds, under the names the router has always used.
 pub use crate::catalog::{
@@ -311,6 +311,21 @@ impl Router {
             .unwrap_or(self.config.default_timeout)
     }
 
+    /// What plugin `name`'s calls may ask their client, as the configuration file says when
+    /// they ask (see [`asks::gate`]).
+    pub fn ask_gate(&self, name: &str) -> crate::plugin::AskGate {
+        let settings = self.registry.config().settings.clone();
+        let name = name.to_string();
+        Arc::new(move |asks: &str| {
+            let rights = settings
+                .current()
+                .plugin(&name)
+                .map(crate::config::PluginSettings::ask_rights)
+                .unwrap_or_default();
+            asks::gate(&name, rights, asks)
+        })
+    }
+
     /// At the end of a session: cancels every call, gives them `grace` to stop, then warns
     /// about each one still running in its plugin, which the host abandons (a stuck tool
     /// cannot be stopped in process; it must not keep the host alive).
@@ -354,15 +369,18 @@ impl Router {
     /// What a message means: a reply, nothing, or a request to start.
     fn decide(self: &Arc<Self>, client: &Client<'_>, msg: &ClientMessage<'_>) -> Dispatch {
         let scope = client.scope;
+        // A response, well formed or not, is never answered.
+        if self.asks.take_response(&Self::ask_key(client), msg) {
+            return Dispatch::Handled;
+        }
         if let Some(refused) = malformed(msg) {
             return refused;
         }
         let (id, method, request) = match msg {
-            ClientMessage::Ignored | ClientMessage::NoMethod(_) => return Dispatch::Handled,
-            ClientMessage::Response { id, outcome } => {
-                self.asks.answered(&Self::ask_key(client), id, *outcome);
-                return Dispatch::Handled;
-            }
+            ClientMessage::Ignored
+            | ClientMessage::NoMethod(_)
+            | ClientMessage::Response { .. }
+            | ClientMessage::BadResponse(_) => return Dispatch::Handled,
             ClientMessage::Request {
                 id,
                 method,

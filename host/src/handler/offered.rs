@@ -43,6 +43,31 @@ impl Router {
         })
     }
 
+    /// The plugin that serves `target` (a tool's or prompt's name, a resource's URI) of a
+    /// `method` in `scope` now: the endpoint's plugin, or the one the name or URI resolves to
+    /// in the all-plugins scope (`None`: none does). What a 2026-07-28 `requestState` is bound
+    /// to besides the request itself.
+    pub fn plugin_serving(&self, scope: Scope<'_>, method: &str, target: &str) -> Option<String> {
+        if let Scope::Server(name) = scope {
+            return Some(name.to_string());
+        }
+        match method {
+            "tools/call" => self
+                .flat_catalog()
+                .resolve(target)
+                .map(|(plugin, _)| plugin.to_string()),
+            "prompts/get" => self
+                .offers(scope)?
+                .prompt(target)
+                .map(|(plugin, _)| plugin.to_string()),
+            "resources/read" => self
+                .offers(scope)?
+                .resolve(target)
+                .map(|r| r.plugin.to_string()),
+            _ => None,
+        }
+    }
+
     /// The resources and prompts `scope` serves now (`None`: its plugin is not loaded), from
     /// the registry's snapshot. What a collision leaves out is reported once per snapshot.
     pub fn offers(&self, scope: Scope<'_>) -> Option<Arc<Offers>> {

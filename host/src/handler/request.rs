@@ -191,6 +191,8 @@ impl Request {
     ) -> Self {
         // A backend receiving the result from elsewhere (a worker) refuses a bigger one unread.
         control.limit_result(router.config.max_result_bytes);
+        // Its plugin's questions are its own: marked so, and held to its table.
+        control.set_gate(router.ask_gate(&plugin));
         Request(Arc::new(Inner {
             router,
             plugin,

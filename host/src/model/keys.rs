@@ -11,6 +11,9 @@ pub struct TopLevelKeys {
     pub kind: Option<String>,
     pub request_id: Option<String>,
     pub id: Option<String>,
+    /// Whether the object has a top-level `method`: without one, a JSON-RPC line with an id
+    /// is a response, which is never answered.
+    pub method: bool,
 }
 
 /// Values longer than this are not kept (ids are short).
@@ -151,6 +154,9 @@ fn token(next: Next, text: &str, found: &mut TopLevelKeys) -> Option<(usize, Nex
             let mut s = Scan::new(text);
             let key = s.value()?;
             s.eat(b':')?;
+            if key == r#""method""# {
+                found.method = true;
+            }
             (s.offset(), Next::Value(Slot::of(key)))
         }
         (Next::Value(None), _) => (
@@ -201,6 +207,7 @@ mod tests {
             kind: kind.map(str::to_owned),
             request_id: request_id.map(str::to_owned),
             id: id.map(str::to_owned),
+            method: false,
         }
     }
 
@@ -215,7 +222,15 @@ mod tests {
             // As the MCP TypeScript SDK orders a request: the id after the params.
             (
                 format!(r#"{{"method":"tools/call","params":{{"name":"a","arguments":{{"s":"{long}","n":[1,{{"]":"}}"}}]}}}},"jsonrpc":"2.0","id":12345}}"#),
-                keys(None, None, Some("12345")),
+                TopLevelKeys {
+                    method: true,
+                    ..keys(None, None, Some("12345"))
+                },
+            ),
+            // A response: an id, no method (never answered: its question ends instead).
+            (
+                format!(r#"{{"jsonrpc":"2.0","result":{{"content":{{"name":"{long}"}}}},"id":"th-3"}}"#),
+                keys(None, None, Some(r#""th-3""#)),
             ),
             (
                 format!(" {{ \"id\" :\t-1.5e3 , \"type\" : \"user\" , \"{long}\" : 1 , \"pad\" : \"\\\\\\\"{long}\" }}\r"),

@@ -90,7 +90,11 @@ pub enum ClientMessage<'a> {
         /// The `result`, or the `error` object, as they came.
         outcome: Result<&'a RawValue, &'a RawValue>,
     },
-    /// An id without a method, a result or an error: answered "invalid request".
+    /// A response that holds both a `result` and an `error` (JSON-RPC 2.0 §5: exactly one):
+    /// never answered; the question it was meant for ends with an error.
+    BadResponse(&'a RawValue),
+    /// An id without a method, a result or an error: answered "invalid request" (unless the
+    /// id is one the host gave a question: then it is a response that lost its result).
     NoMethod(&'a RawValue),
     /// Neither a method nor an id (a response without an id, or nothing): nothing to answer.
     Ignored,
@@ -107,6 +111,9 @@ impl<'a> ClientMessage<'a> {
                 _ => None,
             };
             return match (msg.id, outcome) {
+                (Some(id), _) if msg.result.is_some() && msg.error.is_some() => {
+                    ClientMessage::BadResponse(id)
+                }
                 (Some(id), Some(outcome)) => ClientMessage::Response { id, outcome },
                 (Some(id), None) => ClientMessage::NoMethod(id),
                 (None, _) => ClientMessage::Ignored,

@@ -367,6 +367,32 @@ fn is_start_task(asks: &str) -> bool {
         })
 }
 
+/// What a call's plugin may ask, and how its questions are marked as its own: applied to
+/// every ask of the call before any asker sees it (see [`CallControl::set_gate`]). Takes the
+/// plugin's ask, returns the one to put to the client.
+pub type AskGate = std::sync::Arc<dyn Fn(&str) -> Result<String, AskFailure> + Send + Sync>;
+
+/// An asker behind a call's [`AskGate`]: what [`CallControl::asker`] hands on (to a worker's
+/// asks, which run on a control of their own), so the gate cannot be gone around.
+struct Gated {
+    gate: AskGate,
+    inner: std::sync::Arc<dyn Asker>,
+}
+
+impl Asker for Gated {
+    fn ask(&self, asks: &str, control: &CallControl) -> Result<String, AskFailure> {
+        self.inner.ask(&(self.gate)(asks)?, control)
+    }
+
+    fn client(&self) -> String {
+        self.inner.client()
+    }
+
+    fn start_task(&self, control: &CallControl) -> Result<(), AskFailure> {
+        self.inner.start_task(control)
+    }
+}
+
 /// What a call without an asker answers: the front end cannot ask its client.
 const NO_ASKER: &str = "this front end cannot ask the client: it has none to ask (`toolhost call` \
     and hooks; `chat` and `serve` over stdio and HTTP do ask)";
@@ -386,6 +412,8 @@ pub struct CallControl {
     too_large: std::sync::atomic::AtomicUsize,
     /// Who puts the call's questions to its client, if anyone can.
     asker: OnceLock<std::sync::Arc<dyn Asker>>,
+    /// What its plugin may ask, applied before the asker (set by the router).
+    gate: OnceLock<AskGate>,
     /// Why the call failed outside the tool (a crashed worker, a panic in the host, its
     /// timeout), if it did: a task then ends `failed` rather than with the error result
     /// that stands for it.
@@ -418,6 +446,7 @@ impl CallControl {
             result_limit: std::sync::atomic::AtomicUsize::new(usize::MAX),
             too_large: std::sync::atomic::AtomicUsize::new(0),
             asker: OnceLock::new(),
+            gate: OnceLock::new(),
             failure: OnceLock::new(),
         }
     }
@@ -425,10 +454,24 @@ impl CallControl {
     /// Who puts the call's questions to its client, if anyone can (a worker's backend asks
     /// through it on its own thread, with a control of its own).
     pub fn asker(&self) -> Option<std::sync::Arc<dyn Asker>> {
-        self.asker
+        let asker = self
+            .asker
             .get()
             .or_else(|| self.part_of.as_ref()?.asker.get())
-            .cloned()
+            .cloned()?;
+        Some(match self.gate.get() {
+            Some(gate) => std::sync::Arc::new(Gated {
+                gate: gate.clone(),
+                inner: asker,
+            }),
+            None => asker,
+        })
+    }
+
+    /// Sets what the call's plugin may ask (once; a later one is ignored): every question
+    /// goes through `gate` before the asker sees it.
+    pub fn set_gate(&self, gate: AskGate) {
+        let _ = self.gate.set(gate);
     }
 
     /// Records that the call failed outside the tool, saying why (the first reason stays).
@@ -457,9 +500,10 @@ impl CallControl {
                 .map_or(Ok(()), |a| a.start_task(self))
                 .map(|()| "{}".into());
         }
-        match asker {
-            Some(asker) => asker.ask(asks, self),
-            None => Err(AskFailure::Unsupported(NO_ASKER.into())),
+        match (asker, self.gate.get()) {
+            (Some(asker), Some(gate)) => asker.ask(&gate(asks)?, self),
+            (Some(asker), None) => asker.ask(asks, self),
+            (None, _) => Err(AskFailure::Unsupported(NO_ASKER.into())),
         }
     }
 

@@ -18,7 +18,9 @@ use std::{
 };
 
 pub use backend::Backend;
-pub use callbacks::{set_notice_sink, AskFailure, Asker, CallControl, Notice, NoticeSink, Report};
+pub use callbacks::{
+    set_notice_sink, AskFailure, AskGate, Asker, CallControl, Notice, NoticeSink, Report,
+};
 pub(crate) use catalog_changes::deliver_catalog_change;
 pub use catalog_changes::{follow_catalog_changes, CatalogFollower};
 pub use configure::ConfigSource;

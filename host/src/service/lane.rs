@@ -49,7 +49,14 @@ pub(super) trait Front: Send + Sync + 'static {
     fn asking(&self) -> bool {
         false
     }
+    /// Refuses the request `line` (answers it with an error): every call slot is held by calls
+    /// waiting for the peer's answers, and waiting for one would leave those answers unread.
+    fn busy(&self, _line: &str) {}
 }
+
+/// How often a reader waiting for a call slot looks whether calls now wait for the peer's
+/// answers (the question table has no waker): then it reads on instead.
+const ASKING_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// A source of the CLI's lines that a plain thread reads with blocking calls.
 pub trait LineSource: Send + 'static {
@@ -143,7 +150,7 @@ impl<F: Front> Lane<F> {
             let slot = match self.intake.try_ready() {
                 Some(slot) => Some(slot),
                 None if self.front.asking() => None,
-                None => Some(self.ready()),
+                None => self.ready_unless_asking(),
             };
             let peer = self.front.peer();
             let line = next_message(&mut **source, peer, |t| self.front.too_long(t));
@@ -155,8 +162,13 @@ impl<F: Front> Lane<F> {
             };
             let slot = match slot {
                 Some(slot) => slot,
-                None if is_response(&line) => CallSlot::none(),
-                None => self.ready(),
+                None => match self.slot_while_asking(&line) {
+                    Some(slot) => slot,
+                    None => {
+                        self.front.busy(&line);
+                        continue;
+                    }
+                },
             };
             let Some(mut run) = self.front.route(&line, slot) else {
                 continue;
@@ -181,12 +193,47 @@ impl<F: Front> Lane<F> {
         lock(&self.threads).retain(|r| !Arc::ptr_eq(r, &running));
     }
 
-    /// Waits until the next line may be read (room in the output, a free call slot).
-    fn ready(&self) -> CallSlot {
-        match self.intake.try_ready() {
-            Some(slot) => slot,
-            None => self.rt.block_on(self.intake.ready()),
+    /// Waits until the next line may be read (room in the output, a free call slot), or
+    /// until calls wait for the peer's answers (`None`): their answers must be read then,
+    /// and no slot frees until they are.
+    fn ready_unless_asking(&self) -> Option<CallSlot> {
+        self.rt.block_on(async {
+            let ready = self.intake.ready();
+            tokio::pin!(ready);
+            loop {
+                tokio::select! {
+                    slot = &mut ready => return Some(slot),
+                    () = tokio::time::sleep(ASKING_POLL) => {
+                        if self.front.asking() {
+                            return None;
+                        }
+                    }
+                }
+            }
+        })
+    }
+
+    /// The slot of `line`, read while calls wait for the peer's answers and no call slot was
+    /// free. A response or a notification needs none, and is never held up: it may be the
+    /// answer that frees a call, or its cancellation. A `ping`, answered at once, holds none.
+    /// Another request takes a slot freed meanwhile; `None` when there is none: it is refused
+    /// rather than waited for, so the lines behind it are read. Whatever writes an answer
+    /// waits for room in the output first (a peer that does not read is not read either).
+    fn slot_while_asking(&self, line: &str) -> Option<CallSlot> {
+        let msg = crate::model::JsonRpc::parse(line).ok();
+        let (method, id) = match &msg {
+            Some(m) => (m.method.as_deref(), m.id.is_some()),
+            None => (None, true),
+        };
+        if msg.is_some() && (method.is_none() || !id) {
+            return Some(CallSlot::none());
         }
+        self.rt.block_on(self.front.out().ready());
+        if msg.is_none() || method == Some("ping") {
+            // Answered at once (a parse error, a pong).
+            return Some(CallSlot::none());
+        }
+        self.intake.try_ready()
     }
 
     /// Promotes a reader when the last one's request outlives the budget, and escalates every
@@ -219,11 +266,6 @@ impl<F: Front> Lane<F> {
             }
         }
     }
-}
-
-/// Whether `line` is a JSON-RPC response (no method): it makes no call and writes nothing.
-fn is_response(line: &str) -> bool {
-    crate::model::JsonRpc::parse(line).is_ok_and(|m| m.method.is_none() && m.id.is_some())
 }
 
 /// The next non-blank line; an over-long one is handed to `too_long` and reading goes on.

@@ -9,7 +9,7 @@ use std::{sync::Arc, time::Duration};
 use serde_json::{json, value::RawValue, Value};
 use tokio::{io::AsyncWrite, sync::broadcast};
 
-use super::{lane, parse_object, CallSlot, LineSource};
+use super::{lane, parse_object, CallSlot, LineSource, MAX_CALLS_IN_FLIGHT};
 use crate::{
     handler::{
         valid_id, Answer, Client, ClientCaps, HereRun, NoticeFeed, Notify, Router, Scope, Sink,
@@ -83,6 +83,7 @@ pub async fn serve_with<I: LineSource>(
         ask: asker,
         hooks: Hooks::new(router.clone()),
         ended: std::sync::Mutex::new(Some(ended_tx)),
+        busy: Default::default(),
     };
     match lane::Lane::start(front, Box::new(input)) {
         Ok(()) => {
@@ -120,6 +121,8 @@ struct Plain {
     hooks: Arc<Hooks>,
     /// Told when the input ends.
     ended: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+    /// Requests refused as over the bound while calls waited for answers ([`lane::Front::busy`]).
+    busy: std::sync::atomic::AtomicU64,
 }
 
 impl lane::Front for Plain {
@@ -168,6 +171,18 @@ impl lane::Front for Plain {
     }
 
     fn too_long(&self, t: TooLong) {
+        // A response (an id, no method) is never answered: the question it was meant for
+        // ends with an error instead.
+        let id = t
+            .keys
+            .id
+            .as_deref()
+            .and_then(|raw| RawValue::from_string(raw.to_string()).ok());
+        if let (Some(id), false) = (&id, t.keys.method) {
+            let key = Router::ask_key(&Client::of(Scope::All));
+            self.router.asks().refuse(&key, id, &t.to_string());
+            return;
+        }
         self.out.send(too_long(t));
     }
 
@@ -187,6 +202,30 @@ impl lane::Front for Plain {
 
     fn asking(&self) -> bool {
         self.router.asks().waiting() > 0
+    }
+
+    fn busy(&self, line: &str) {
+        let id = JsonRpc::parse(line)
+            .ok()
+            .and_then(|m| m.id.map(RawValue::to_owned))
+            .filter(|id| valid_id(id));
+        // The 1st, 2nd, 4th, 8th, ... refusal: a flood does not flood the log.
+        let n = self.busy.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        if n.is_power_of_two() {
+            tracing::warn!(
+                "refused a request ({n} so far): {MAX_CALLS_IN_FLIGHT} calls are in flight, \
+                 waiting for the client's answers"
+            );
+        }
+        self.out.send(rpc_error(
+            id.as_deref(),
+            error_code::INTERNAL_ERROR,
+            &format!(
+                "server busy: {MAX_CALLS_IN_FLIGHT} requests are in flight, waiting for the \
+                 answers to the questions sent to this client; answer (or cancel) some, then \
+                 send this again"
+            ),
+        ));
     }
 }
 

@@ -99,10 +99,16 @@ impl Asks {
     }
 
     /// Asks the user to open `url` (see [`Context::elicit_url`]); read the answer with
-    /// `elicited::<()>`.
+    /// `elicited::<()>`. The URL must be `https` (or `http` to this machine) with no user name
+    /// or password before its host: else the ask fails with [`AskError::Invalid`] saying why,
+    /// and nobody is asked.
     ///
     /// [`Context::elicit_url`]: crate::Context::elicit_url
+    /// [`AskError::Invalid`]: crate::AskError::Invalid
     pub fn elicit_url(self, key: &str, message: &str, url: &str) -> Self {
+        if let Err(e) = super::url::check_url(url) {
+            return self.fail(format!("the URL of question `{key}` {e}"));
+        }
         let params = json!({"mode": "url", "message": message, "url": url,
             "elicitationId": super::elicitation_id()});
         self.add(key, "elicitation/create", params, Kind::Url)

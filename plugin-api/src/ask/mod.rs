@@ -8,6 +8,7 @@ mod batch;
 mod caps;
 pub(crate) mod form;
 mod sample;
+pub(crate) mod url;
 
 pub use batch::{Answers, Asks};
 pub use caps::ClientCaps;
@@ -175,7 +176,10 @@ impl Context {
     }
 
     /// Asks the user to open `url` (to sign in, to pay: what must not pass through the
-    /// client) and waits for them to accept or not; an accept carries nothing.
+    /// client) and waits for them to accept or not; an accept carries nothing. Only an
+    /// `https` URL (or `http` to this machine: `localhost`, `127.0.0.1`, `[::1]`) without a
+    /// user name or password before its host is asked; any other fails with
+    /// [`AskError::Invalid`] at once.
     pub fn elicit_url(&self, message: &str, url: &str) -> Result<Elicited<()>, AskError> {
         self.ask(Asks::new().elicit_url(KEY, message, url))?
             .elicited(KEY)

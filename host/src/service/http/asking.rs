@@ -123,16 +123,14 @@ pub(super) fn response(
     let Some(session) = shared.sessions.find(id, endpoint, client.credential) else {
         return session_not_found(message.id());
     };
-    if let ClientMessage::Response { id, outcome } = message {
-        let from = Client {
-            id: &session.id,
-            ..Client::of(super::endpoint::scope_of(endpoint))
-        };
-        shared
-            .router
-            .asks()
-            .answered(&Router::ask_key(&from), id, *outcome);
-    }
+    let from = Client {
+        id: &session.id,
+        ..Client::of(super::endpoint::scope_of(endpoint))
+    };
+    shared
+        .router
+        .asks()
+        .take_response(&Router::ask_key(&from), message);
     empty(StatusCode::ACCEPTED)
 }
 

@@ -4,6 +4,8 @@
 
 use std::{io::Read, path::Path};
 
+use subtle::ConstantTimeEq;
+
 use crate::trust::{check_folders, check_owner_and_mode, TrustError};
 
 /// Shortest token accepted: a guessable one would make the check pointless.
@@ -120,7 +122,9 @@ impl Tokens {
         let mut found = usize::MAX;
         // From the last to the first, so the first of equal lines wins.
         for (i, token) in self.0.iter().enumerate().rev() {
-            let mask = (constant_time_eq(token, presented) as usize).wrapping_neg();
+            // subtle's equality takes time that depends on the lengths only.
+            let same: bool = token.ct_eq(presented).into();
+            let mask = (same as usize).wrapping_neg();
             found = (i & mask) | (found & !mask);
         }
         (found != usize::MAX).then_some(Credential(found))
@@ -138,18 +142,6 @@ fn bearer(value: &[u8]) -> Option<&[u8]> {
     scheme
         .eq_ignore_ascii_case(b"bearer ")
         .then(|| rest.trim_ascii())
-}
-
-/// Equality whose time depends on the lengths only.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = (a.len() != b.len()) as u8;
-    for (i, x) in a.iter().enumerate() {
-        // Past the end of `b`, compare with 0: the loop still runs over all of `a`.
-        let y = b.get(i).copied().unwrap_or(0);
-        diff |= x ^ y;
-    }
-    // Keep the compiler from short-cutting the fold.
-    std::hint::black_box(diff) == 0
 }
 
 /// Refuses a secret file that others can read.

@@ -377,7 +377,19 @@ impl Call<'_> {
             _ => [0; 32],
         };
         let key = &self.shared.state_key;
-        let retry = match retry::prepare(key, Some(id), method, params, capabilities, token) {
+        let router = &self.shared.router;
+        let scope = self.scope();
+        let plugin_of = |method: &str, target: &str| {
+            router
+                .plugin_serving(scope, method, target)
+                .unwrap_or_default()
+        };
+        let origin = retry::Origin {
+            endpoint: self.endpoint.unwrap_or_default(),
+            plugin_of: &plugin_of,
+            token,
+        };
+        let retry = match retry::prepare(key, Some(id), method, params, capabilities, &origin) {
             Ok(r) => r,
             Err(refusal) => return json(refusal.status, refusal.body),
         };

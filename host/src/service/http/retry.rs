@@ -11,7 +11,7 @@ use serde_json::{json, value::RawValue, Map, Value};
 
 use super::{
     modern::{bad, Refusal},
-    state::{self, Binding, StateKey, UNVERIFIED},
+    state::{self, Binding, Redeem, StateKey, UNVERIFIED},
 };
 use crate::{
     handler::{Outcome, Replay, Round},
@@ -33,6 +33,8 @@ pub(super) struct Retry {
     replay: Arc<Replay>,
     /// The same, as the router hands it to the plugin's calls.
     pub asker: Arc<dyn Asker>,
+    endpoint: String,
+    plugin: String,
     method: String,
     target: String,
     arguments: Option<Value>,
@@ -40,17 +42,29 @@ pub(super) struct Retry {
     key: Arc<StateKey>,
 }
 
+/// Where a request came and who serves it: what its state is bound to besides the request.
+pub(super) struct Origin<'a> {
+    /// The endpoint's plugin (`/mcp/NAME`), `""` for `/mcp`.
+    pub endpoint: &'a str,
+    /// The plugin serving `(method, target)`, as the host resolves it now (`""`: none).
+    pub plugin_of: &'a (dyn Fn(&str, &str) -> String + Sync),
+    /// A digest of the bearer token presented (zero without tokens).
+    pub token: [u8; 32],
+}
+
 /// The request's rounds, if its method has any: its `inputResponses` must be an object of
-/// objects and its `requestState` one this server made for this very request (method,
-/// target, arguments), this token, and not expired; else the refusal (-32602, HTTP 400).
+/// objects and its `requestState` one this server made for this very request (endpoint,
+/// plugin, method, target, arguments), this token, not expired and not used before; else the
+/// refusal (-32602, HTTP 400; 503 while the record of used states is full).
 pub(super) fn prepare(
     key: &Arc<StateKey>,
     id: Option<&RawValue>,
     method: &str,
     params: Option<&RawValue>,
     capabilities: Option<&RawValue>,
-    token: [u8; 32],
+    origin: &Origin<'_>,
 ) -> Result<Option<Retry>, Refusal> {
+    let token = origin.token;
     if !asks_in_rounds(method) {
         return Ok(None);
     }
@@ -78,23 +92,38 @@ pub(super) fn prepare(
         _ => &params["name"],
     };
     let target = target.as_str().unwrap_or_default().to_string();
+    let plugin = (origin.plugin_of)(method, &target);
     let arguments = params.get("arguments").cloned();
     match params.get("requestState") {
         None => {}
         Some(Value::String(s)) => {
             let binding = Binding {
+                endpoint: origin.endpoint,
+                plugin: &plugin,
                 method,
                 target: &target,
                 arguments: arguments.as_ref(),
                 token,
             };
-            match key.open(&binding, s, state::now()) {
+            match key.redeem(&binding, s, state::now()) {
                 // The answers of earlier rounds, checked when they were used, win over a new
                 // answer to the same key.
                 Ok(earlier) => gathered.extend(earlier),
-                Err(why) => {
+                Err(Redeem::Unverified(why)) => {
                     tracing::info!(target: "toolhost::http", why = why.0, "refused a requestState");
                     return Err(bad(id, error_code::INVALID_PARAMS, UNVERIFIED.into()));
+                }
+                Err(Redeem::Full) => {
+                    tracing::warn!(target: "toolhost::http", "refused a requestState: {} states used in the last {} s are recorded already", state::MAX_SPENT, state::STATE_LIFETIME.as_secs());
+                    return Err(Refusal {
+                        status: StatusCode::SERVICE_UNAVAILABLE,
+                        body: crate::model::rpc_error(
+                            id,
+                            error_code::INTERNAL_ERROR,
+                            "Service Unavailable: too many answered questions in the last \
+                             minutes to record this one; try again later",
+                        ),
+                    });
                 }
             }
         }
@@ -104,6 +133,8 @@ pub(super) fn prepare(
     Ok(Some(Retry {
         asker: replay.clone(),
         replay,
+        endpoint: origin.endpoint.to_string(),
+        plugin,
         method: method.to_string(),
         target,
         arguments,
@@ -115,6 +146,8 @@ pub(super) fn prepare(
 impl Retry {
     fn binding(&self) -> Binding<'_> {
         Binding {
+            endpoint: &self.endpoint,
+            plugin: &self.plugin,
             method: &self.method,
             target: &self.target,
             arguments: self.arguments.as_ref(),
