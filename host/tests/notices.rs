@@ -72,9 +72,9 @@ async fn updates_reach_subscribers(isolated: bool) {
             .await
             .expect("the plugin's notices");
         let n = &batch[0];
-        seen.push(router.notification(Scope::All, n));
+        seen.push(router.notification(Scope::All, "", n));
         // Its own sdk server in chat did not subscribe: only the list change goes there.
-        let own = router.notification(Scope::Server("notes"), n);
+        let own = router.notification(Scope::Server("notes"), "", n);
         if n.method.ends_with("updated") {
             assert_eq!(own, None);
         }
@@ -103,7 +103,7 @@ async fn updates_reach_subscribers(isolated: bool) {
         let batch = tokio::time::timeout(BOUND, notices.next(1)).await.unwrap();
         let n = &batch[0];
         if n.method.ends_with("updated") {
-            assert_eq!(router.notification(Scope::All, n), None);
+            assert_eq!(router.notification(Scope::All, "", n), None);
             break;
         }
     }
