@@ -52,7 +52,8 @@ impl Router {
             // 2026-07-28 removed `resources/subscribe`: its updates come only to a
             // `subscriptions/listen` stream naming the URIs (`resourceSubscriptions`), which
             // toolhost does not deliver, so it does not claim to.
-            if let Some(r) = result["capabilities"]["resources"].as_object_mut() {
+            let resources = result["capabilities"].get_mut("resources");
+            if let Some(r) = resources.and_then(Value::as_object_mut) {
                 r.remove("subscribe");
             }
         }
