@@ -260,8 +260,36 @@ async fn a_stdio_client_subscribes_and_unsubscribes() {
     pipe.end().await;
 }
 
+/// A session that ends idle takes its subscriptions with it.
+async fn an_expired_session_leaves_no_subscription() {
+    let mut setup = Setup::new(&["notes"]);
+    setup.limits = toolhost::service::http::HttpLimits {
+        session_idle_secs: 1,
+        ..Default::default()
+    };
+    let server = setup.start().await;
+    let id = server.initialize("/mcp").await;
+    // No GET stream: a session read by none ends when idle.
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"resources/subscribe",
+        "params":{"uri":"notes://index"}});
+    let r = server
+        .post("/mcp", &body)
+        .header("mcp-session-id", &id)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await;
+    assert_eq!(r.json()["result"], json!({}), "{}", r.body);
+    assert_eq!(server.router.subscriptions_of(Scope::All, &id), 1);
+    common::eventually(WAIT, "the idle session's subscriptions go", || {
+        server.router.subscriptions_of(Scope::All, &id) == 0
+    })
+    .await;
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resource_updates_go_to_their_subscribers_only() {
     http_sessions_get_their_own_updates().await;
+    an_expired_session_leaves_no_subscription().await;
     a_stdio_client_subscribes_and_unsubscribes().await;
 }
