@@ -29,10 +29,7 @@ struct Session {
 impl Session {
     async fn open(server: &Server) -> Session {
         let id = server.initialize("/mcp").await;
-        let get = Req::new(server.addr, "GET", "/mcp")
-            .header("accept", "text/event-stream")
-            .header("mcp-session-id", &id);
-        let stream = Events::new(get.open().await);
+        let stream = get_stream(server, &id).await;
         Session {
             id,
             stream,
@@ -80,6 +77,27 @@ impl Session {
             }
         }
     }
+}
+
+/// The GET stream of session `id`.
+async fn get_stream(server: &Server, id: &str) -> Events {
+    let get = Req::new(server.addr, "GET", "/mcp")
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", id);
+    Events::new(get.open().await)
+}
+
+/// Subscribes session `id` to `uri`.
+async fn subscribe_in(server: &Server, id: &str, uri: &str) {
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"resources/subscribe",
+        "params":{"uri":uri}});
+    let r = server
+        .post("/mcp", &body)
+        .header("mcp-session-id", id)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await;
+    assert_eq!(r.json()["result"], json!({}), "{}", r.body);
 }
 
 /// Calls a notes tool through session `by`.
@@ -141,6 +159,18 @@ async fn http_sessions_get_their_own_updates() {
     assert_eq!(b.updates_until("notes://2").await, ["notes://2"]);
     assert_eq!(c.updates_until("notes://2").await, ["notes://2"]);
     assert_eq!(a.updates_until("notes://index").await, ["notes://index"]);
+
+    // D subscribes with no GET stream open: the update waits for the stream it opens next.
+    let d = server.initialize("/mcp").await;
+    subscribe_in(&server, &d, "notes://index").await;
+    call(&server, &mut a, "add_note", json!({"text": "four"})).await;
+    assert_eq!(a.updates_until("notes://index").await, ["notes://index"]);
+    let mut d = Session {
+        stream: get_stream(&server, &d).await,
+        id: d,
+        next_id: 10,
+    };
+    assert_eq!(d.updates_until("notes://index").await, ["notes://index"]);
 
     // A's end takes its subscription with it.
     assert_eq!(server.router.subscriptions_of(Scope::All, &a.id), 1);
@@ -270,15 +300,7 @@ async fn an_expired_session_leaves_no_subscription() {
     let server = setup.start().await;
     let id = server.initialize("/mcp").await;
     // No GET stream: a session read by none ends when idle.
-    let body = json!({"jsonrpc":"2.0","id":1,"method":"resources/subscribe",
-        "params":{"uri":"notes://index"}});
-    let r = server
-        .post("/mcp", &body)
-        .header("mcp-session-id", &id)
-        .header("mcp-protocol-version", "2025-11-25")
-        .send()
-        .await;
-    assert_eq!(r.json()["result"], json!({}), "{}", r.body);
+    subscribe_in(&server, &id, "notes://index").await;
     assert_eq!(server.router.subscriptions_of(Scope::All, &id), 1);
     common::eventually(WAIT, "the idle session's subscriptions go", || {
         server.router.subscriptions_of(Scope::All, &id) == 0

@@ -283,10 +283,10 @@ impl Sessions {
         ended
     }
 
-    /// Closes every GET stream (shutdown).
+    /// Closes every GET stream, and ends the sessions' notifications (shutdown).
     pub fn close_streams(&self) {
         for s in lock(&self.map).values() {
-            s.close_stream();
+            s.end();
         }
     }
 
