@@ -1,17 +1,18 @@
 //! Plugins' notifications (a resource changed, the list changed) as the MCP notifications a
 //! server sends: `notifications/resources/updated` for a URI a client subscribed to, and
 //! `notifications/resources/list_changed`. A notice may come from any plugin thread, in
-//! process or from a worker's frames, at any rate: each follower (a `serve` loop, a chat
-//! session) has a [`NoticeFeed`] that holds them coalesced, so a flood costs a bounded amount
-//! of memory and the follower writes them only when its output has nothing else to write.
+//! process or from a worker's frames, at any rate: each client (stdio `serve`'s, a chat
+//! session's sdk servers, an HTTP session) has one follower, [`Router::notices_of`], whose
+//! [`NoticeFeed`] holds them coalesced, so a flood costs a bounded amount of memory, and which
+//! writes them only when the client's output has nothing else to write ([`NoticeOut`]).
 //!
 //! Per plugin and follower, what is pending is a list-change flag and the URIs whose update
 //! is pending, each once (a later update of a pending URI changes nothing: the client reads the
 //! latest contents in any case), at most [`MAX_PENDING_URIS`] and [`MAX_PENDING_BYTES`] of
 //! them; an update past that is dropped and counted in a warning (one every
-//! [`DROP_WARNING_EVERY`] at most). A follower holds only the notices it would send (a
-//! subscribed URI the plugin serves, a list change of a plugin it serves), so what it holds is
-//! bounded by what its client subscribed to.
+//! [`DROP_WARNING_EVERY`] at most). A follower holds only the notices it would send (a URI the
+//! plugin serves and its own client subscribed to, a list change of a plugin it serves), so
+//! what it holds is bounded by what its client subscribed to.
 
 use std::{
     collections::{HashMap, HashSet, VecDeque},
