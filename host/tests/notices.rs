@@ -10,8 +10,8 @@ use std::{sync::Arc, time::Duration};
 
 use serde_json::{json, Value};
 use toolhost::{
-    handler::{Discard, Dispatch, NoticeFeed, Router, RouterConfig, Scope, Sink},
-    model::JsonRpc,
+    handler::{Answer, Client, Discard, Dispatch, NoticeFeed, Router, RouterConfig, Scope, Sink},
+    model::{ClientMessage, JsonRpc},
 };
 
 /// Longest any reply or notice may take before it counts as lost.
@@ -72,9 +72,9 @@ async fn updates_reach_subscribers(isolated: bool) {
             .await
             .expect("the plugin's notices");
         let n = &batch[0];
-        seen.push(router.notification(Scope::All, n));
+        seen.push(router.notification(Scope::All, "", n));
         // Its own sdk server in chat did not subscribe: only the list change goes there.
-        let own = router.notification(Scope::Server("notes"), n);
+        let own = router.notification(Scope::Server("notes"), "", n);
         if n.method.ends_with("updated") {
             assert_eq!(own, None);
         }
@@ -103,14 +103,90 @@ async fn updates_reach_subscribers(isolated: bool) {
         let batch = tokio::time::timeout(BOUND, notices.next(1)).await.unwrap();
         let n = &batch[0];
         if n.method.ends_with("updated") {
-            assert_eq!(router.notification(Scope::All, n), None);
+            assert_eq!(router.notification(Scope::All, "", n), None);
             break;
         }
     }
+}
+
+/// A request of client `client` of the all-plugins server answered at once (a subscribe).
+async fn send_as(
+    router: &Arc<Router>,
+    client: &str,
+    id: u64,
+    method: &str,
+    params: Value,
+) -> Value {
+    let text = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+    let msg: JsonRpc = serde_json::from_str(&text).unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let from = Client {
+        id: client,
+        ..Client::of(Scope::All)
+    };
+    let respond = move |answer: Answer<'_>| {
+        let _ = tx.send(answer.rpc().unwrap_or_default());
+    };
+    router.handle(&from, &ClientMessage::read(&msg), Box::new(respond));
+    serde_json::from_str(&rx.await.unwrap()).unwrap()
+}
+
+/// Two clients of one router (two HTTP sessions) subscribe to the same URI; one unsubscribes:
+/// the other still gets the update, the one that left does not, nor does a third client that
+/// never subscribed.
+async fn subscriptions_are_each_clients_own() {
+    let (router, _dirs) = common::open_router(&["notes"], RouterConfig::default());
+    let notices = NoticeFeed::follow(|n| n.plugin == "notes");
+    for (id, client) in [(1, "a"), (2, "b")] {
+        let sub = send_as(
+            &router,
+            client,
+            id,
+            "resources/subscribe",
+            json!({"uri": "notes://index"}),
+        )
+        .await;
+        assert_eq!(sub["result"], json!({}), "{sub}");
+    }
+    let unsub = send_as(
+        &router,
+        "a",
+        3,
+        "resources/unsubscribe",
+        json!({"uri": "notes://index"}),
+    )
+    .await;
+    assert_eq!(unsub["result"], json!({}), "{unsub}");
+    let add = json!({"name": "notes__add_note", "arguments": {"text": "hi"}});
+    send(&router, Scope::All, 4, "tools/call", add).await;
+    loop {
+        let batch = tokio::time::timeout(BOUND, notices.next(1)).await.unwrap();
+        let n = &batch[0];
+        if n.method.ends_with("updated") {
+            assert!(
+                router.notification(Scope::All, "b", n).is_some(),
+                "b's subscription stays"
+            );
+            assert_eq!(
+                router.notification(Scope::All, "a", n),
+                None,
+                "a unsubscribed"
+            );
+            assert_eq!(
+                router.notification(Scope::All, "c", n),
+                None,
+                "c never subscribed"
+            );
+            break;
+        }
+    }
+    router.forget_client(Scope::All, "b");
+    assert_eq!(router.subscriptions_of(Scope::All, "b"), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn updates_reach_subscribers_in_process_and_from_a_worker() {
     updates_reach_subscribers(false).await;
     updates_reach_subscribers(true).await;
+    subscriptions_are_each_clients_own().await;
 }

@@ -45,7 +45,7 @@ pub use crate::catalog::{
     flat_name, FlatCatalog, FlatCollision, OfferCollision, Offers, Resolved, ToolCheck, Tools,
     FLAT_SEPARATOR,
 };
-pub use notices::{NoticeFeed, NOTICE_BATCH};
+pub use notices::{ClientNotices, NoticeFeed, NoticeOut, Servers, NOTICE_BATCH};
 pub use offers::check_prompt_arguments;
 pub use plugin_request::PluginRequest;
 pub use progress::{Discard, Notify, Sink};
@@ -54,6 +54,7 @@ pub use replay::{Replay, Round};
 pub use request::{Answer, Failure, HereRun, Method, Outcome, Request, Respond};
 pub use resources::PAGE_SIZE;
 pub use server::server_initialize_result;
+pub use subscriptions::MAX_SUBSCRIPTIONS;
 pub use tasks::{
     Status as TaskStatus, TaskLimits, Tasking, Tasks, DEFAULT_MAX_KEPT_TASKS,
     DEFAULT_MAX_TASK_BYTES, EXTENSION as TASKS_EXTENSION, MAX_TASKS,
@@ -257,7 +258,7 @@ pub struct Router {
     executor: Executor,
     /// The requests in flight, each with its one cancellation handle.
     requests: Requests,
-    /// The URIs clients subscribed to.
+    /// The URIs each client subscribed to, by [`client_key`](server::client_key).
     subscriptions: subscriptions::Subscriptions,
     /// The log level each client set with `logging/setLevel`, by [`client_key`]: its calls'
     /// plugin log records at or above it are sent to it.
@@ -431,10 +432,10 @@ impl Router {
                 return self.resource_read(client, id, uri, &offers.expect("offered"))
             }
             ClientRequest::Subscribe(uri) => {
-                self.subscription(scope, id, uri, true, &offers.expect("offered"))
+                self.subscription(client, id, uri, true, &offers.expect("offered"))
             }
             ClientRequest::Unsubscribe(uri) => {
-                self.subscription(scope, id, uri, false, &offers.expect("offered"))
+                self.subscription(client, id, uri, false, &offers.expect("offered"))
             }
             ClientRequest::ListPrompts(cursor) => {
                 self.prompts_list(id, cursor, &offers.expect("offered"))

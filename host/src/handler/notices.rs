@@ -1,17 +1,18 @@
 //! Plugins' notifications (a resource changed, the list changed) as the MCP notifications a
 //! server sends: `notifications/resources/updated` for a URI a client subscribed to, and
 //! `notifications/resources/list_changed`. A notice may come from any plugin thread, in
-//! process or from a worker's frames, at any rate: each follower (a `serve` loop, a chat
-//! session) has a [`NoticeFeed`] that holds them coalesced, so a flood costs a bounded amount
-//! of memory and the follower writes them only when its output has nothing else to write.
+//! process or from a worker's frames, at any rate: each client (stdio `serve`'s, a chat
+//! session's sdk servers, an HTTP session) has one follower, [`Router::notices_of`], whose
+//! [`NoticeFeed`] holds them coalesced, so a flood costs a bounded amount of memory, and which
+//! writes them only when the client's output has nothing else to write ([`NoticeOut`]).
 //!
 //! Per plugin and follower, what is pending is a list-change flag and the URIs whose update
 //! is pending, each once (a later update of a pending URI changes nothing: the client reads the
 //! latest contents in any case), at most [`MAX_PENDING_URIS`] and [`MAX_PENDING_BYTES`] of
 //! them; an update past that is dropped and counted in a warning (one every
-//! [`DROP_WARNING_EVERY`] at most). A follower holds only the notices it would send (a
-//! subscribed URI the plugin serves, a list change of a plugin it serves), so what it holds is
-//! bounded by what its client subscribed to.
+//! [`DROP_WARNING_EVERY`] at most). A follower holds only the notices it would send (a URI the
+//! plugin serves and its own client subscribed to, a list change of a plugin it serves), so
+//! what it holds is bounded by what its client subscribed to.
 
 use std::{
     collections::{HashMap, HashSet, VecDeque},
@@ -259,10 +260,10 @@ impl NoticeFeed {
 pub const NOTICE_BATCH: usize = 64;
 
 impl Router {
-    /// The JSON-RPC notification `notice` becomes for server `scope`, if any: an update of a
-    /// URI the plugin serves there and a client subscribed to, or a list change of the
-    /// plugin's (in its own server, or in the all-plugins one).
-    pub fn notification(&self, scope: Scope<'_>, notice: &Notice) -> Option<String> {
+    /// The JSON-RPC notification `notice` becomes for `client` of server `scope`, if any: an
+    /// update of a URI the plugin serves there and this client subscribed to, or a list change
+    /// of the plugin's (in its own server, or in the all-plugins one).
+    pub fn notification(&self, scope: Scope<'_>, client: &str, notice: &Notice) -> Option<String> {
         if let Scope::Server(s) = scope {
             if s != notice.plugin {
                 return None;
@@ -271,18 +272,96 @@ impl Router {
         match notice.method.as_str() {
             RESOURCE_LIST_CHANGED => Some(rpc_notification::<()>(RESOURCE_LIST_CHANGED, None)),
             RESOURCE_UPDATED => {
-                #[derive(Deserialize)]
-                struct P {
-                    uri: String,
+                let uri = uri_of(notice)?;
+                if !self
+                    .subscriptions
+                    .has(&super::server::client_key(scope, client), &uri)
+                {
+                    return None;
                 }
-                let uri = serde_json::from_str::<P>(&notice.params).ok()?.uri;
                 // A plugin speaks only for the URIs it serves.
                 let owner = self.offers(scope)?.resolve(&uri)?.plugin;
-                (*owner == *notice.plugin && self.subscriptions.has(scope.key(), &uri)).then(|| {
+                (*owner == *notice.plugin).then(|| {
                     rpc_notification(RESOURCE_UPDATED, Some(&serde_json::json!({ "uri": uri })))
                 })
             }
             _ => None,
+        }
+    }
+
+    /// The plugins' notifications due to client `id` of `servers`, followed from now on (so
+    /// none is missed between a subscribe and the start of [`ClientNotices::pass`]). Every
+    /// front end passes its clients' notifications so: stdio `serve`, each sdk server of
+    /// `chat`, each HTTP session.
+    pub fn notices_of(self: &Arc<Self>, servers: Servers, id: String) -> ClientNotices {
+        let feed = {
+            let (router, servers, id) = (self.clone(), servers.clone(), id.clone());
+            NoticeFeed::follow(move |n| router.notification(servers.of(n), &id, n).is_some())
+        };
+        ClientNotices {
+            feed,
+            router: self.clone(),
+            servers,
+            id,
+        }
+    }
+}
+
+/// Which server a follower's client talks to.
+#[derive(Clone, Debug)]
+pub enum Servers {
+    /// The all-plugins server.
+    All,
+    /// One plugin's server.
+    One(String),
+    /// The server of each notice's plugin: `chat`'s control session is the client of every
+    /// plugin's sdk server.
+    EachPlugin,
+}
+
+impl Servers {
+    /// The server `notice` is heard in.
+    fn of<'a>(&'a self, notice: &'a Notice) -> Scope<'a> {
+        match self {
+            Servers::All => Scope::All,
+            Servers::One(name) => Scope::Server(name),
+            Servers::EachPlugin => Scope::Server(&notice.plugin),
+        }
+    }
+}
+
+/// Where one client's notifications go: its front end's output.
+pub trait NoticeOut: Send + Sync + 'static {
+    /// Waits until the output has nothing else to write (so a plugin's flood neither delays a
+    /// reply nor piles up in the output's queue); `false`: the output is gone.
+    fn idle(&self) -> impl std::future::Future<Output = bool> + Send;
+    /// Writes `message`, a notification of the server of `plugin`.
+    fn send(&self, plugin: &str, message: String);
+}
+
+/// One client's notifications, followed ([`Router::notices_of`]).
+pub struct ClientNotices {
+    feed: NoticeFeed,
+    router: Arc<Router>,
+    servers: Servers,
+    id: String,
+}
+
+impl ClientNotices {
+    /// Passes them to `out` until it is gone: held coalesced (see the module) and written only
+    /// when `out` is idle; each checked again as it is written (the client may have
+    /// unsubscribed meanwhile).
+    pub async fn pass(self, out: impl NoticeOut) {
+        loop {
+            self.feed.pending().await;
+            if !out.idle().await {
+                break;
+            }
+            for n in self.feed.try_next(NOTICE_BATCH) {
+                if let Some(msg) = self.router.notification(self.servers.of(&n), &self.id, &n) {
+                    out.send(&n.plugin, msg);
+                }
+            }
         }
     }
 }

@@ -15,9 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, value::RawValue, Value};
 use toolhost_plugin::extras::{code, method};
 
-use super::{
-    offers::resolve_in, CallError, Client, Dispatch, Offers, PluginRequest, Router, Scope,
-};
+use super::{offers::resolve_in, CallError, Client, Dispatch, Offers, PluginRequest, Router};
 use crate::model::{error_code, rpc_error, rpc_error_data, rpc_result, Cursor, RequestError};
 
 /// Most static resources in one page of `resources/list`.
@@ -256,10 +254,11 @@ impl Router {
         }
     }
 
-    /// `resources/subscribe` and `resources/unsubscribe`: the URI must be one we serve.
+    /// `resources/subscribe` and `resources/unsubscribe` of `client`, for it alone: the URI
+    /// must be one we serve, and the client within its bound of subscriptions.
     pub(super) fn subscription(
         &self,
-        scope: Scope<'_>,
+        client: &Client<'_>,
         id: &RawValue,
         uri: &str,
         on: bool,
@@ -268,8 +267,11 @@ impl Router {
         if on && offers.resolve(uri).is_none() {
             return error_reply(id, &not_found(uri));
         }
-        self.subscriptions.set(scope.key(), uri, on);
-        rpc_result(Some(id), &json!({}))
+        let key = super::server::client_key(client.scope, client.id);
+        match self.subscriptions.set(key, uri, on) {
+            Ok(()) => rpc_result(Some(id), &json!({})),
+            Err(e) => rpc_error(Some(id), error_code::INVALID_REQUEST, &e.to_string()),
+        }
     }
 }
 

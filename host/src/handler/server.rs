@@ -48,6 +48,15 @@ impl Router {
                 !support.is_empty()
             }),
         };
+        if version == crate::model::MODERN_PROTOCOL_VERSION {
+            // 2026-07-28 removed `resources/subscribe`: its updates come only to a
+            // `subscriptions/listen` stream naming the URIs (`resourceSubscriptions`), which
+            // toolhost does not deliver, so it does not claim to.
+            let resources = result["capabilities"].get_mut("resources");
+            if let Some(r) = resources.and_then(Value::as_object_mut) {
+                r.remove("subscribe");
+            }
+        }
         if has_tasks {
             let caps = &mut result["capabilities"];
             if version == crate::model::MODERN_PROTOCOL_VERSION {
@@ -85,15 +94,23 @@ impl Router {
         levels.get(&client_key(scope, client)).copied()
     }
 
-    /// Forgets what `client` of `scope` set (its session ended).
+    /// How many resources `client` of `scope` is subscribed to (a client gone leaves none).
+    pub fn subscriptions_of(&self, scope: Scope<'_>, client: &str) -> usize {
+        self.subscriptions.count(&client_key(scope, client))
+    }
+
+    /// Forgets what `client` of `scope` set (its session ended): its log level, its
+    /// subscriptions, its tasks.
     pub fn forget_client(&self, scope: Scope<'_>, client: &str) {
-        lock(&self.log_levels).remove(&client_key(scope, client));
+        let key = client_key(scope, client);
+        lock(&self.log_levels).remove(&key);
+        self.subscriptions.forget(&key);
         self.tasks
             .end_owner(&super::tasks::owner_key(scope, client));
     }
 }
 
-/// The key of `client` of `scope` among the log levels set.
+/// The key of `client` of `scope` among the log levels set and the subscriptions.
 pub(super) fn client_key(scope: Scope<'_>, client: &str) -> String {
     format!("{client}\n{}", scope.key())
 }

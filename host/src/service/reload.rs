@@ -9,7 +9,7 @@ use tokio::sync::broadcast::{self, error::RecvError};
 
 use super::{sdk_server_set, SessionHandle};
 use crate::{
-    handler::{NoticeFeed, Router, Scope, NOTICE_BATCH},
+    handler::{NoticeOut, Router, Servers},
     plugin::LoadedPlugin,
     registry::{Registry, RegistryEvent},
 };
@@ -75,23 +75,21 @@ pub async fn follow_registry(
 }
 
 /// Passes plugins' notifications to the CLI's client of each plugin's sdk server (see
-/// `Router::notification`), until the session's output ends: held coalesced and written only
-/// when the output has nothing else to write (see `handler::NoticeFeed`).
+/// `Router::notices_of`), until the session's output ends.
 pub async fn follow_notices(router: Arc<Router>, session: SessionHandle) {
-    let feed = {
-        let router = router.clone();
-        NoticeFeed::follow(move |n| router.notification(Scope::Server(&n.plugin), n).is_some())
-    };
-    loop {
-        feed.pending().await;
-        if !session.out.idle().await {
-            break;
-        }
-        for n in feed.try_next(NOTICE_BATCH) {
-            if let Some(msg) = router.notification(Scope::Server(&n.plugin), &n) {
-                session.notify_server(&n.plugin, &msg);
-            }
-        }
+    router
+        .notices_of(Servers::EachPlugin, String::new())
+        .pass(session)
+        .await
+}
+
+impl NoticeOut for SessionHandle {
+    async fn idle(&self) -> bool {
+        self.out.idle().await
+    }
+
+    fn send(&self, plugin: &str, message: String) {
+        self.notify_server(plugin, &message);
     }
 }
 

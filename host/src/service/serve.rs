@@ -12,8 +12,8 @@ use tokio::{io::AsyncWrite, sync::broadcast};
 use super::{lane, parse_object, CallSlot, LineSource, MAX_CALLS_IN_FLIGHT};
 use crate::{
     handler::{
-        valid_id, Answer, Client, ClientCaps, HereRun, NoticeFeed, Notify, Router, Scope, Sink,
-        StreamAsker, Tasking, NOTICE_BATCH,
+        valid_id, Answer, Client, ClientCaps, HereRun, NoticeOut, Notify, Router, Scope, Servers,
+        Sink, StreamAsker, Tasking,
     },
     model::{
         error_code, rpc_error, rpc_notification, rpc_result, ClientMessage, ClientRequest, JsonRpc,
@@ -64,11 +64,8 @@ pub async fn serve_with<I: LineSource>(
     let sink: Sink = Arc::new(Out(out.clone()));
     let announce =
         events.map(|events| tokio::spawn(announce_changes(events, out.clone(), router.clone())));
-    let feed = {
-        let router = router.clone();
-        NoticeFeed::follow(move |n| router.notification(Scope::All, n).is_some())
-    };
-    let notices = tokio::spawn(pass_notices(feed, out.clone(), router.clone()));
+    let notices = router.notices_of(Servers::All, String::new());
+    let notices = tokio::spawn(notices.pass(out.clone()));
     let (ended_tx, ended) = tokio::sync::oneshot::channel();
     let asker = Arc::new(StreamAsker::new(
         router.asks().clone(),
@@ -278,20 +275,15 @@ fn too_long(t: TooLong) -> String {
     )
 }
 
-/// Plugins' notifications, as the all-plugins server's (see `Router::notification`): held
-/// coalesced in `feed` and written only when the output has nothing else to write, so a
-/// plugin's flood neither delays a reply nor piles up in the output queue.
-async fn pass_notices(feed: NoticeFeed, out: LineSender, router: Arc<Router>) {
-    loop {
-        feed.pending().await;
-        if !out.idle().await {
-            break;
-        }
-        for n in feed.try_next(NOTICE_BATCH) {
-            if let Some(msg) = router.notification(Scope::All, &n) {
-                out.send(msg);
-            }
-        }
+/// Plugins' notifications go to stdio `serve`'s client on its output (see
+/// `Router::notices_of`).
+impl NoticeOut for LineSender {
+    async fn idle(&self) -> bool {
+        LineSender::idle(self).await
+    }
+
+    fn send(&self, _plugin: &str, message: String) {
+        LineSender::send(self, message);
     }
 }
 

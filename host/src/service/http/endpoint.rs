@@ -476,6 +476,7 @@ impl Call<'_> {
             if let Some(ClientRequest::Initialize(p)) = msg.request() {
                 session.set_caps(ClientCaps::of(p.capabilities));
             }
+            session.follow(&shared.router);
             let mut response = self.run(msg, method, &session.id, false, None).await;
             if let Ok(v) = HeaderValue::from_str(&session.id) {
                 response.headers_mut().insert(SESSION_ID, v);

@@ -12,10 +12,13 @@ use std::{
 };
 
 use bytes::Bytes;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 
 use super::{auth::Credential, sse};
-use crate::{handler::ClientCaps, sync::lock};
+use crate::{
+    handler::{ClientCaps, NoticeOut, Router, Servers},
+    sync::lock,
+};
 
 /// Events of a GET stream kept for resumption.
 const REPLAY: usize = 32;
@@ -31,6 +34,11 @@ pub struct HttpSession {
     stream: Mutex<Stream>,
     /// What its client declared in `initialize` it can be asked.
     caps: Mutex<ClientCaps>,
+    /// Told when a GET stream opens (a plugin's notifications wait for one).
+    opened: Arc<Notify>,
+    /// The task passing plugins' notifications to its GET stream ([`HttpSession::follow`]),
+    /// ended with the session.
+    notices: Mutex<Option<tokio::task::AbortHandle>>,
 }
 
 /// The GET stream: where its events go while a client reads it, and the recent ones.
@@ -72,7 +80,30 @@ impl HttpSession {
             None => Vec::new(),
         };
         stream.tx = Some(tx);
+        drop(stream);
+        self.opened.notify_waiters();
         sse::Feed::new(rx, (!replay.is_empty()).then(|| Bytes::from(replay)))
+    }
+
+    /// Passes the plugins' notifications due to this session (the resources its client
+    /// subscribed to, the plugins' list changes) to its GET stream, from now until the
+    /// session ends: the same [`Router::notices_of`] as every other front end's.
+    pub fn follow(self: &Arc<Self>, router: &Arc<Router>) {
+        let servers = match &self.endpoint {
+            None => Servers::All,
+            Some(name) => Servers::One(name.clone()),
+        };
+        let notices = router.notices_of(servers, self.id.clone());
+        let task = tokio::spawn(notices.pass(ToStream(Arc::downgrade(self))));
+        *lock(&self.notices) = Some(task.abort_handle());
+    }
+
+    /// Ends what the session runs: its notifications' task, its GET stream.
+    fn end(&self) {
+        if let Some(task) = lock(&self.notices).take() {
+            task.abort();
+        }
+        self.close_stream();
     }
 
     /// Sends `message` on the GET stream (kept for resumption either way). A reader whose
@@ -106,6 +137,48 @@ impl HttpSession {
 
     fn close_stream(&self) {
         lock(&self.stream).tx = None;
+    }
+}
+
+impl Drop for HttpSession {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
+/// A session's GET stream, as where its notifications go. Weak: the session ends when it is
+/// removed, whatever its notifications wait for.
+struct ToStream(std::sync::Weak<HttpSession>);
+
+impl NoticeOut for ToStream {
+    /// Waits until a client reads the GET stream and its queue has room (at once if so):
+    /// meanwhile the notifications wait in the session's feed, coalesced and bounded.
+    async fn idle(&self) -> bool {
+        loop {
+            let Some(session) = self.0.upgrade() else {
+                return false;
+            };
+            let opened = session.opened.clone();
+            let opened = opened.notified();
+            tokio::pin!(opened);
+            opened.as_mut().enable();
+            let tx = lock(&session.stream).tx.clone();
+            drop(session);
+            match tx.filter(|tx| !tx.is_closed()) {
+                Some(tx) => {
+                    if tx.reserve().await.is_ok() {
+                        return true;
+                    }
+                }
+                None => opened.await,
+            }
+        }
+    }
+
+    fn send(&self, _plugin: &str, message: String) {
+        if let Some(session) = self.0.upgrade() {
+            session.announce(&message);
+        }
     }
 }
 
@@ -147,6 +220,8 @@ impl Sessions {
             last_seen: Mutex::new(Instant::now()),
             stream: Mutex::new(Stream::default()),
             caps: Mutex::new(ClientCaps::default()),
+            opened: Arc::default(),
+            notices: Mutex::new(None),
         });
         map.insert(session.id.clone(), session.clone());
         Ok(session)
@@ -172,7 +247,7 @@ impl Sessions {
     /// Ends session `id`; returns it, for its calls to be cancelled.
     pub fn remove(&self, id: &str) -> Option<Arc<HttpSession>> {
         let s = lock(&self.map).remove(id)?;
-        s.close_stream();
+        s.end();
         Some(s)
     }
 
@@ -198,6 +273,9 @@ impl Sessions {
             .map(|s| s.id.clone())
             .collect();
         let ended: Vec<_> = expired.iter().filter_map(|id| map.remove(id)).collect();
+        for s in &ended {
+            s.end();
+        }
         if map.capacity() > 64 && map.capacity() > 4 * map.len() {
             // Give back what a burst of sessions took.
             map.shrink_to_fit();
@@ -205,10 +283,10 @@ impl Sessions {
         ended
     }
 
-    /// Closes every GET stream (shutdown).
+    /// Closes every GET stream, and ends the sessions' notifications (shutdown).
     pub fn close_streams(&self) {
         for s in lock(&self.map).values() {
-            s.close_stream();
+            s.end();
         }
     }
 
