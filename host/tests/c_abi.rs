@@ -11,7 +11,7 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use serde_json::{json, Value};
 use toolhost::plugin::{CallControl, CallResult, LoadError, LoadedPlugin};
-use toolhost_test_support::foreign::build_c;
+use toolhost_test_support::foreign::{build_c, build_go, build_zig};
 
 fn hello() -> PathBuf {
     build_c("plugins/c/hello.c", "hello_c", &[])
@@ -40,223 +40,279 @@ fn run(args: &[&str], plugins: &std::path::Path) -> (i32, String, String) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The C example.
+// The examples in C, Go and Zig: the same plugin three times, through the same tests.
 
-/// `list`, `call`, `read`, `prompt` and `hook` of the CLI serve the C plugin with the exact
+/// One example plugin, built.
+struct Example {
+    name: &'static str,
+    file: PathBuf,
+    uri: &'static str,
+    greeting: &'static str,
+}
+
+/// The C example, and the Go and Zig ones where their compilers are (always under CI).
+fn examples() -> Vec<Example> {
+    let mut all = vec![Example {
+        name: "hello_c",
+        file: hello(),
+        uri: "hello://greeting",
+        greeting: "Hello from C!",
+    }];
+    if let Some(file) = build_go("plugins/go", "hello_go") {
+        all.push(Example {
+            name: "hello_go",
+            file,
+            uri: "hello://go",
+            greeting: "Hello from Go!",
+        });
+    }
+    if let Some(file) = build_zig("hello_zig") {
+        all.push(Example {
+            name: "hello_zig",
+            file,
+            uri: "hello://zig",
+            greeting: "Hello from Zig!",
+        });
+    }
+    all
+}
+
+/// `list`, `call`, `read`, `prompt` and `hook` of the CLI serve each example with the exact
 /// results a Rust plugin gives: the host checks its arguments against its schema, and its
 /// error results are errors.
 #[test]
-fn the_cli_lists_calls_reads_prompts_and_hooks_a_c_plugin() {
-    let plugins = common::plugin_dir_of(&[&hello()]);
-    let dir = plugins.path();
-    let (code, out, err) = run(&["list", "--json"], dir);
-    assert_eq!(code, 0, "{err}");
-    let list: Value = serde_json::from_str(&out).unwrap();
-    let plugin = &list["plugins"][0];
-    assert_eq!(plugin["name"], "hello_c", "{list}");
-    assert_eq!(plugin["version"], "0.1.0", "{list}");
+fn the_cli_lists_calls_reads_prompts_and_hooks_each_example() {
+    for e in examples() {
+        let plugins = common::plugin_dir_of(&[&e.file]);
+        let dir = plugins.path();
+        let name = e.name;
+        let (code, out, err) = run(&["list", "--json"], dir);
+        assert_eq!(code, 0, "{name}: {err}");
+        let list: Value = serde_json::from_str(&out).unwrap();
+        let plugin = &list["plugins"][0];
+        assert_eq!(plugin["name"], name, "{list}");
+        assert_eq!(plugin["version"], "0.1.0", "{list}");
 
-    let (code, out, err) = run(&["call", "hello_c", "add", r#"{"a":2,"b":3.5}"#], dir);
-    // `call` prints the structured content when there is one.
-    assert_eq!((code, out.trim()), (0, r#"{"sum":5.5}"#), "{err}");
-    let (code, out, _) = run(
-        &["call", "hello_c", "echo", r#"{"text":"hé \"q\"\n"}"#],
-        dir,
-    );
-    assert_eq!((code, out.as_str()), (0, "hé \"q\"\n\n"));
-    // The host's schema check, as for any plugin.
-    let (code, out, _) = run(&["call", "hello_c", "add", r#"{"a":"two"}"#], dir);
-    assert_eq!(code, 1);
-    assert!(
-        out.starts_with("invalid arguments for tool `add`: "),
-        "{out}"
-    );
-    // An error result of the plugin's own.
-    let (code, out, _) = run(
-        &["call", "hello_c", "read_file", r#"{"path":"/nonexistent"}"#],
-        dir,
-    );
-    assert_eq!((code, out.trim()), (1, "cannot open the file"));
+        let (code, out, err) = run(&["call", name, "add", r#"{"a":2,"b":3.5}"#], dir);
+        // `call` prints the structured content when there is one.
+        assert_eq!((code, out.trim()), (0, r#"{"sum":5.5}"#), "{name}: {err}");
+        let (code, out, _) = run(&["call", name, "echo", r#"{"text":"hé \"q\"\n"}"#], dir);
+        assert_eq!((code, out.as_str()), (0, "hé \"q\"\n\n"), "{name}");
+        // The host's schema check, as for any plugin.
+        let (code, out, _) = run(&["call", name, "add", r#"{"a":"two"}"#], dir);
+        assert_eq!(code, 1, "{name}");
+        assert!(
+            out.starts_with("invalid arguments for tool `add`: "),
+            "{name}: {out}"
+        );
+        // An error result of the plugin's own.
+        let (code, out, _) = run(
+            &["call", name, "read_file", r#"{"path":"/nonexistent"}"#],
+            dir,
+        );
+        assert_eq!((code, out.trim()), (1, "cannot open the file"), "{name}");
 
-    let (code, out, err) = run(&["read", "hello://greeting"], dir);
-    assert_eq!((code, out.trim()), (0, "Hello from C!"), "{err}");
+        let (code, out, err) = run(&["read", e.uri], dir);
+        assert_eq!((code, out.trim()), (0, e.greeting), "{name}: {err}");
 
-    let (code, out, err) = run(&["prompt", "hello_c.greet", "name=Ada", "--json"], dir);
-    assert_eq!(code, 0, "{err}");
-    let prompt: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(
-        prompt,
-        json!({"description":"A greeting","messages":[{"role":"user",
-            "content":{"type":"text","text":"Ada"}}]})
-    );
-    let (code, _, err) = run(&["prompt", "hello_c.greet"], dir);
-    assert_ne!(code, 0, "a missing required argument is refused: {err}");
+        let greet = format!("{name}.greet");
+        let (code, out, err) = run(&["prompt", &greet, "name=Ada", "--json"], dir);
+        assert_eq!(code, 0, "{name}: {err}");
+        let prompt: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            prompt,
+            json!({"description":"A greeting","messages":[{"role":"user",
+                "content":{"type":"text","text":"Ada"}}]}),
+            "{name}"
+        );
+        let (code, _, err) = run(&["prompt", &greet], dir);
+        assert_ne!(
+            code, 0,
+            "{name}: a missing required argument is refused: {err}"
+        );
 
-    let bash =
-        |command: &str| json!({"tool_name":"Bash","tool_input":{"command":command}}).to_string();
-    let (code, out, err) = run(&["hook", "hello_c", "PreToolUse", &bash("rm -rf /")], dir);
-    assert_eq!(code, 0, "{err}");
-    let answer: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(
-        answer["hookSpecificOutput"]["permissionDecision"], "deny",
-        "{answer}"
-    );
-    let (code, out, err) = run(&["hook", "hello_c", "PreToolUse", &bash("ls")], dir);
-    assert_eq!(code, 0, "{err}");
-    let answer: Value = serde_json::from_str(&out).unwrap();
-    assert!(answer.get("hookSpecificOutput").is_none(), "{answer}");
+        let bash = |command: &str| {
+            json!({"tool_name":"Bash","tool_input":{"command":command}}).to_string()
+        };
+        let (code, out, err) = run(&["hook", name, "PreToolUse", &bash("rm -rf /")], dir);
+        assert_eq!(code, 0, "{name}: {err}");
+        let answer: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            answer["hookSpecificOutput"]["permissionDecision"], "deny",
+            "{name}: {answer}"
+        );
+        let (code, out, err) = run(&["hook", name, "PreToolUse", &bash("ls")], dir);
+        assert_eq!(code, 0, "{name}: {err}");
+        let answer: Value = serde_json::from_str(&out).unwrap();
+        assert!(
+            answer.get("hookSpecificOutput").is_none(),
+            "{name}: {answer}"
+        );
+    }
 }
 
-/// Over stdio `serve`: the MCP shapes of its tools (schemas, annotations), its results
-/// (`structuredContent`, `isError`), its resources and prompts, exactly.
+/// Over stdio `serve`: the MCP shapes of each example's tools (schemas, annotations), its
+/// results (`structuredContent`, `isError`), its resources and prompts, exactly.
 #[tokio::test(flavor = "multi_thread")]
-async fn stdio_serve_gives_a_c_plugin_s_exact_mcp_shapes() {
-    let plugins = common::plugin_dir_of(&[&hello()]);
-    let shadow = common::shadow_dir();
-    let registry =
-        toolhost::registry::Registry::open(common::registry_config(plugins.path(), shadow.path()))
-            .unwrap();
-    let router = toolhost::handler::Router::new(registry, Default::default());
-    let (mut pipe, _) = common::stdio::Pipe::open(router, false, json!({})).await;
-    let list = pipe.request("tools/list", json!({})).await;
-    let tools = list["result"]["tools"].as_array().unwrap();
-    // `serve` offers every plugin's tools at once, named `<plugin>__<tool>`.
-    let add = tools
-        .iter()
-        .find(|t| t["name"] == "hello_c__add")
-        .expect("add");
-    assert_eq!(
-        add,
-        &json!({"name":"hello_c__add","description":"Adds two numbers",
-            "inputSchema":{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]},
-            "outputSchema":{"type":"object","properties":{"sum":{"type":"number"}},"required":["sum"]},
-            "annotations":{"readOnlyHint":true}})
-    );
-    let names: Vec<_> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(
-        names,
-        [
-            "hello_c__add",
-            "hello_c__echo",
-            "hello_c__wait",
-            "hello_c__read_file",
-            "hello_c__crash"
-        ]
-    );
+async fn stdio_serve_gives_each_example_s_exact_mcp_shapes() {
+    for e in examples() {
+        let name = e.name;
+        let plugins = common::plugin_dir_of(&[&e.file]);
+        let shadow = common::shadow_dir();
+        let registry = toolhost::registry::Registry::open(common::registry_config(
+            plugins.path(),
+            shadow.path(),
+        ))
+        .unwrap();
+        let router = toolhost::handler::Router::new(registry, Default::default());
+        let (mut pipe, _) = common::stdio::Pipe::open(router, false, json!({})).await;
+        let list = pipe.request("tools/list", json!({})).await;
+        let tools = list["result"]["tools"].as_array().unwrap();
+        // `serve` offers every plugin's tools at once, named `<plugin>__<tool>`.
+        let add = tools
+            .iter()
+            .find(|t| t["name"] == format!("{name}__add"))
+            .expect("add");
+        assert_eq!(
+            add,
+            &json!({"name":format!("{name}__add"),"description":"Adds two numbers",
+                "inputSchema":{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]},
+                "outputSchema":{"type":"object","properties":{"sum":{"type":"number"}},"required":["sum"]},
+                "annotations":{"readOnlyHint":true}})
+        );
+        let names: Vec<_> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+        let wanted: Vec<_> = ["add", "echo", "wait", "read_file", "crash"]
+            .iter()
+            .map(|t| format!("{name}__{t}"))
+            .collect();
+        assert_eq!(names, wanted);
 
-    let r = pipe
-        .request(
-            "tools/call",
-            json!({"name":"hello_c__add","arguments":{"a":1,"b":2}}),
-        )
-        .await;
-    assert_eq!(
-        r["result"],
-        json!({"content":[{"type":"text","text":"3"}],"structuredContent":{"sum":3}})
-    );
-    let r = pipe
-        .request(
-            "tools/call",
-            json!({"name":"hello_c__read_file","arguments":{"path":"/nonexistent"}}),
-        )
-        .await;
-    assert_eq!(
-        r["result"],
-        json!({"content":[{"type":"text","text":"cannot open the file"}],"isError":true})
-    );
-    let r = pipe.request("resources/list", json!({})).await;
-    assert_eq!(
-        r["result"]["resources"],
-        json!([{"uri":"hello://greeting","name":"greeting","mimeType":"text/plain"}])
-    );
-    let r = pipe
-        .request("resources/read", json!({"uri":"hello://greeting"}))
-        .await;
-    assert_eq!(
-        r["result"],
-        json!({"contents":[{"uri":"hello://greeting","mimeType":"text/plain","text":"Hello from C!"}]})
-    );
-    let r = pipe.request("prompts/list", json!({})).await;
-    assert_eq!(
-        r["result"]["prompts"],
-        json!([{"name":"hello_c__greet","description":"Greets someone","arguments":[{"name":"name","required":true}]}])
-    );
-    pipe.end().await;
+        let tool = |t: &str| format!("{name}__{t}");
+        let r = pipe
+            .request(
+                "tools/call",
+                json!({"name":tool("add"),"arguments":{"a":1,"b":2}}),
+            )
+            .await;
+        assert_eq!(
+            r["result"],
+            json!({"content":[{"type":"text","text":"3"}],"structuredContent":{"sum":3}}),
+            "{name}"
+        );
+        let r = pipe
+            .request(
+                "tools/call",
+                json!({"name":tool("read_file"),"arguments":{"path":"/nonexistent"}}),
+            )
+            .await;
+        assert_eq!(
+            r["result"],
+            json!({"content":[{"type":"text","text":"cannot open the file"}],"isError":true}),
+            "{name}"
+        );
+        let r = pipe.request("resources/list", json!({})).await;
+        assert_eq!(
+            r["result"]["resources"],
+            json!([{"uri":e.uri,"name":"greeting","mimeType":"text/plain"}]),
+            "{name}"
+        );
+        let r = pipe.request("resources/read", json!({"uri":e.uri})).await;
+        assert_eq!(
+            r["result"],
+            json!({"contents":[{"uri":e.uri,"mimeType":"text/plain","text":e.greeting}]}),
+            "{name}"
+        );
+        let r = pipe.request("prompts/list", json!({})).await;
+        assert_eq!(
+            r["result"]["prompts"],
+            json!([{"name":tool("greet"),"description":"Greets someone",
+                "arguments":[{"name":"name","required":true}]}]),
+            "{name}"
+        );
+        pipe.end().await;
+    }
 }
 
 /// A stuck call (the `wait` tool runs until cancelled) is stopped by its timeout: the tool
 /// sees the cancellation through `is_cancelled` and returns.
 #[test]
-fn a_stuck_c_call_is_stopped_by_its_timeout() {
-    let plugins = common::plugin_dir_of(&[&hello()]);
-    let (code, out, err) = run(
-        &[
-            "call",
-            "hello_c",
-            "wait",
-            "{}",
-            "--plugin-timeout",
-            "hello_c=0.2",
-        ],
-        plugins.path(),
-    );
-    assert_eq!(
-        (code, out.trim()),
-        (1, "tool wait timed out after 200ms"),
-        "{err}"
-    );
-    // In process too: the control's cancellation reaches the plugin, which returns.
-    let p = load(&hello()).unwrap();
-    let control = Arc::new(CallControl::new("t", None));
-    let c2 = control.clone();
-    let canceller = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(50));
-        c2.cancel();
-    });
-    let r = p.call("wait", "{}", &control);
-    canceller.join().unwrap();
-    assert!(r.is_error);
-    assert_eq!(r.text(), "cancelled");
+fn a_stuck_call_of_each_example_is_stopped_by_its_timeout() {
+    for e in examples() {
+        let name = e.name;
+        let plugins = common::plugin_dir_of(&[&e.file]);
+        let timeout = format!("{name}=0.2");
+        let (code, out, err) = run(
+            &["call", name, "wait", "{}", "--plugin-timeout", &timeout],
+            plugins.path(),
+        );
+        assert_eq!(
+            (code, out.trim()),
+            (1, "tool wait timed out after 200ms"),
+            "{name}: {err}"
+        );
+        // In process too: the control's cancellation reaches the plugin, which returns.
+        let p = load(&e.file).unwrap();
+        let control = Arc::new(CallControl::new("t", None));
+        let c2 = control.clone();
+        let canceller = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            c2.cancel();
+        });
+        let r = p.call("wait", "{}", &control);
+        canceller.join().unwrap();
+        assert!(r.is_error, "{name}");
+        assert_eq!(r.text(), "cancelled", "{name}");
+    }
 }
 
-/// With `--isolate`, a segfault in the C code ends only its worker: the call fails, and the
-/// next one runs in a new worker.
+/// With `--isolate`, a segfault in an example's code ends only its worker: the call fails,
+/// and the next one runs in a new worker.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_segfault_in_c_is_survived_with_isolate() {
-    let plugins = common::plugin_dir_of(&[&hello()]);
-    let shadow = common::shadow_dir();
-    let mut config = common::registry_config(plugins.path(), shadow.path());
-    let mut workers = toolhost::worker::WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost"));
-    workers.isolate_all = true;
-    config.workers = Some(Arc::new(workers));
-    let registry = toolhost::registry::Registry::open(config).unwrap();
-    let router = toolhost::handler::Router::new(registry.clone(), Default::default());
-    let (mut pipe, _) = common::stdio::Pipe::open(router, false, json!({})).await;
-    let first = registry.lease("hello_c").await.unwrap().worker_pid();
-    assert!(first.is_some(), "hello_c runs in a worker");
-    let r = pipe
-        .request(
-            "tools/call",
-            json!({"name":"hello_c__crash","arguments":{}}),
-        )
-        .await;
-    assert_eq!(r["result"]["isError"], true, "{r}");
-    let r = pipe
-        .request(
-            "tools/call",
-            json!({"name":"hello_c__add","arguments":{"a":40,"b":2}}),
-        )
-        .await;
-    assert_eq!(r["result"]["structuredContent"], json!({"sum":42}), "{r}");
-    let second = registry.lease("hello_c").await.unwrap().worker_pid();
-    assert!(second.is_some() && second != first, "{first:?} {second:?}");
-    pipe.end().await;
+async fn a_segfault_in_each_example_is_survived_with_isolate() {
+    for e in examples() {
+        let name = e.name;
+        let plugins = common::plugin_dir_of(&[&e.file]);
+        let shadow = common::shadow_dir();
+        let mut config = common::registry_config(plugins.path(), shadow.path());
+        let mut workers = toolhost::worker::WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost"));
+        workers.isolate_all = true;
+        config.workers = Some(Arc::new(workers));
+        let registry = toolhost::registry::Registry::open(config).unwrap();
+        let router = toolhost::handler::Router::new(registry.clone(), Default::default());
+        let (mut pipe, _) = common::stdio::Pipe::open(router, false, json!({})).await;
+        let first = registry.lease(name).await.unwrap().worker_pid();
+        assert!(first.is_some(), "{name} runs in a worker");
+        let r = pipe
+            .request(
+                "tools/call",
+                json!({"name":format!("{name}__crash"),"arguments":{}}),
+            )
+            .await;
+        assert_eq!(r["result"]["isError"], true, "{name}: {r}");
+        let r = pipe
+            .request(
+                "tools/call",
+                json!({"name":format!("{name}__add"),"arguments":{"a":40,"b":2}}),
+            )
+            .await;
+        assert_eq!(
+            r["result"]["structuredContent"],
+            json!({"sum":42}),
+            "{name}: {r}"
+        );
+        let second = registry.lease(name).await.unwrap().worker_pid();
+        assert!(
+            second.is_some() && second != first,
+            "{name}: {first:?} {second:?}"
+        );
+        pipe.end().await;
+    }
 }
 
-/// A sandboxed C plugin cannot read a file outside the paths it was given, and can inside.
+/// A sandboxed example cannot read a file outside the paths it was given, and can inside.
 /// (Run as an unprivileged user, as host/tests/sandbox.rs says, to see Landlock alone refuse.)
 #[test]
-fn a_sandboxed_c_plugin_is_refused_a_file_outside_its_paths() {
+fn a_sandboxed_example_is_refused_a_file_outside_its_paths() {
     use toolhost::worker::{PluginWorkerSettings, Sandbox, WorkerConfig, WorkerPlugin};
     if toolhost::worker::probe_sandbox().enforceable().is_err() {
         eprintln!("skipped: this kernel cannot enforce a sandbox");
@@ -268,47 +324,83 @@ fn a_sandboxed_c_plugin_is_refused_a_file_outside_its_paths() {
     let outside_dir = common::private_dir(0o755);
     let outside = outside_dir.path().join("outside.txt");
     std::fs::write(&outside, "outside").unwrap();
-    let settings = PluginWorkerSettings {
-        sandbox: Some(Sandbox {
-            read: vec![allowed.path().to_path_buf()],
+    for e in examples() {
+        let name = e.name;
+        let settings = PluginWorkerSettings {
+            sandbox: Some(Sandbox {
+                read: vec![allowed.path().to_path_buf()],
+                ..Default::default()
+            }),
             ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let shadow = common::shadow_dir();
-    let file = hello();
-    let staged = toolhost::plugin::Staged::copy(&file, shadow.path()).unwrap();
-    let workers = Arc::new(WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost")));
-    let p = WorkerPlugin::start(&file, staged, workers, settings, &|_| None).unwrap();
-    let read = |path: &std::path::Path| {
-        p.call(
-            "read_file",
-            &json!({"path": path}).to_string(),
-            &CallControl::new("t", None),
-        )
-    };
-    let r = read(&inside);
-    assert!(!r.is_error, "{}", r.text());
-    assert_eq!(r.text(), "inside");
-    let r = read(&outside);
-    assert!(r.is_error, "{}", r.text());
-    assert_eq!(r.text(), "cannot open the file");
+        };
+        let shadow = common::shadow_dir();
+        let staged = toolhost::plugin::Staged::copy(&e.file, shadow.path()).unwrap();
+        let workers = Arc::new(WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost")));
+        let p = WorkerPlugin::start(&e.file, staged, workers, settings, &|_| None)
+            .unwrap_or_else(|err| panic!("{name}: {err}"));
+        let read = |path: &std::path::Path| {
+            p.call(
+                "read_file",
+                &json!({ "path": path }).to_string(),
+                &CallControl::new("t", None),
+            )
+        };
+        let r = read(&inside);
+        assert!(!r.is_error, "{name}: {}", r.text());
+        assert_eq!(r.text(), "inside", "{name}");
+        let r = read(&outside);
+        assert!(r.is_error, "{name}: {}", r.text());
+        assert_eq!(r.text(), "cannot open the file", "{name}");
+    }
 }
 
-/// A new build put in place replaces the running version (a call of the old one in flight
-/// finishes on it), as for a Rust plugin.
+/// A new build put in place replaces the running version, and a call of the old one in
+/// flight finishes on it, as for a Rust plugin.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_c_plugin_is_replaced_in_place() {
+async fn each_example_is_replaced_in_place() {
+    use common::registry::{follow, replaced, variant, Folder};
+    for e in examples() {
+        let name = e.name;
+        let folder = Folder::new();
+        let v1 = std::fs::read(&e.file).unwrap();
+        let file = format!("lib{name}.so");
+        folder.put(&file, &v1);
+        let reg = toolhost::registry::Registry::open(folder.config()).unwrap();
+        let (mut rx, _watch) = follow(&reg);
+        let old = reg.lease(name).await.unwrap();
+        let old_hash = *old.hash();
+        // A call in flight on the first version.
+        let control = Arc::new(CallControl::new("inflight", None));
+        let c2 = control.clone();
+        let inflight = tokio::task::spawn_blocking(move || old.call("wait", "{}", &c2));
+        folder.put(&file, &variant(&v1, 2));
+        replaced(&mut rx, name).await;
+        let new = reg.lease(name).await.unwrap();
+        assert_ne!(*new.hash(), old_hash, "{name}: the new build serves");
+        let r = common::registry::call(&reg, name, "add", json!({"a":1,"b":1})).await;
+        assert_eq!(common::registry::structured(&r), json!({"sum":2}), "{name}");
+        control.cancel();
+        let r = inflight.await.unwrap();
+        assert_eq!(
+            r.text(),
+            "cancelled",
+            "{name}: the old version finished its call"
+        );
+    }
+}
+
+/// The C example's second build says something else: a replaced version's code really
+/// changes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rebuilt_c_plugin_answers_with_its_new_code() {
     use common::registry::{follow, replaced, Folder};
     let folder = Folder::new();
-    let v1 = std::fs::read(hello()).unwrap();
-    let v2 = std::fs::read(build_c(
+    let v2 = build_c(
         "plugins/c/hello.c",
         "hello_c",
         &["GREETING=\"Hello again\""],
-    ))
-    .unwrap();
-    folder.put("libhello_c.so", &v1);
+    );
+    folder.put("libhello_c.so", &std::fs::read(hello()).unwrap());
     let reg = toolhost::registry::Registry::open(folder.config()).unwrap();
     let (mut rx, _watch) = follow(&reg);
     let read = |reg: Arc<toolhost::registry::Registry>| async move {
@@ -326,17 +418,9 @@ async fn a_c_plugin_is_replaced_in_place() {
         .unwrap()
     };
     assert!(read(reg.clone()).await.contains("Hello from C!"));
-    // A call in flight on the first version.
-    let lease = reg.lease("hello_c").await.unwrap();
-    let control = Arc::new(CallControl::new("inflight", None));
-    let c2 = control.clone();
-    let inflight = tokio::task::spawn_blocking(move || lease.call("wait", "{}", &c2));
-    folder.put("libhello_c.so", &v2);
+    folder.put("libhello_c.so", &std::fs::read(v2).unwrap());
     replaced(&mut rx, "hello_c").await;
     assert!(read(reg.clone()).await.contains("Hello again"));
-    control.cancel();
-    let r = inflight.await.unwrap();
-    assert_eq!(r.text(), "cancelled", "the old version finished its call");
 }
 
 // ---------------------------------------------------------------------------------------------

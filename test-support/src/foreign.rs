@@ -112,17 +112,23 @@ pub fn build_go(dir: &str, name: &str) -> Option<PathBuf> {
     }))
 }
 
-/// Builds the Zig plugin `source` (relative to the workspace) as library `name` (`None` when
+/// Builds the Zig example (plugins/zig/, by its build.sh) as library `name` (`None` when
 /// there is no Zig compiler, outside CI).
-pub fn build_zig(source: &str, name: &str) -> Option<PathBuf> {
+pub fn build_zig(name: &str) -> Option<PathBuf> {
     let zig = compiler("zig", "TOOLHOST_ZIG", "zig")?;
-    Some(once(format!("zig {source}"), name, |out| {
-        let mut cmd = Command::new(&zig);
-        cmd.args(["build-lib", "-dynamic", "-O", "ReleaseSafe", "-lc"])
-            .arg("-I")
-            .arg(header_dir())
-            .arg(workspace_root().join(source))
-            .arg(format!("-femit-bin={}", out.display()))
+    Some(once("zig plugins/zig".into(), name, |out| {
+        // build.sh writes OUT_DIR/lib<name>.so; a folder per build, moved into place by `once`.
+        let work = out.with_extension("d");
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(format!(
+                "\"$0\" \"$1\" && mv \"$1/{}\" \"$2\" && rm -rf \"$1\"",
+                lib_file(name)
+            ))
+            .arg(workspace_root().join("plugins/zig/build.sh"))
+            .arg(&work)
+            .arg(out)
+            .env("ZIG", &zig)
             .env(
                 "ZIG_GLOBAL_CACHE_DIR",
                 target_dir().join("foreign-plugins/zig-cache"),
