@@ -426,35 +426,61 @@ async fn a_rebuilt_c_plugin_answers_with_its_new_code() {
 // ---------------------------------------------------------------------------------------------
 // The hostile fixture.
 
-/// Every reply that breaks a rule is refused with an error naming the plugin; replies that
-/// keep the rules pass, and the plugin keeps serving after each refusal.
-#[test]
-fn hostile_replies_are_refused_naming_the_plugin() {
+/// A call of hostile tool `tool` is an error result starting `wanted` (naming the plugin),
+/// and the plugin keeps serving after it.
+fn refused(tool: &str, wanted: &str) {
     let p = load(&hostile(&[])).unwrap();
-    let refused = [
-        ("bad_utf8", "plugin hostile_c handed back its reply to `tools/call` as text that is not valid UTF-8"),
-        ("huge_len", "plugin hostile_c handed back its reply to `tools/call` with a length of 9223372036854775808 bytes, more than any buffer can hold"),
-        ("null_ptr", "plugin hostile_c handed back its reply to `tools/call` as a NULL pointer with a length of 10 bytes"),
-        ("refuses", "plugin hostile_c declares tool `refuses` but refused to run it: no such tool"),
-        ("wrong_shape", "plugin hostile_c's tool `wrong_shape` answered with a reply that is not an MCP CallToolResult: missing field `content`"),
-        ("wrong_output", "plugin hostile_c's tool `wrong_output` answered with structuredContent that does not match its outputSchema: at /sum: "),
-        ("own_buffer", "plugin hostile_c handed back its reply to `tools/call` in the host's own memory"),
-    ];
-    for (tool, wanted) in refused {
-        let r = call(&p, tool, json!({}));
-        assert!(r.is_error, "{tool}: {}", r.text());
-        assert!(r.text().starts_with(wanted), "{tool}: {}", r.text());
-        let fine = call(&p, "fine", json!({}));
-        assert_eq!(
-            (fine.is_error, fine.text().as_str()),
-            (false, "fine"),
-            "after {tool}"
-        );
-    }
-    // Its length, not a NUL, ends a reply: the junk after it is not read.
+    let r = call(&p, tool, json!({}));
+    assert!(r.is_error, "{tool}: {}", r.text());
+    assert!(r.text().starts_with(wanted), "{tool}: {}", r.text());
+    let fine = call(&p, "fine", json!({}));
+    assert_eq!(
+        (fine.is_error, fine.text().as_str()),
+        (false, "fine"),
+        "after {tool}"
+    );
+}
+
+/// Each rule a reply can break, one test each (so that each is seen failing on its own
+/// without its check).
+macro_rules! refused {
+    ($($test:ident: $tool:literal => $wanted:literal;)*) => {$(
+        #[test]
+        fn $test() {
+            refused($tool, $wanted);
+        }
+    )*};
+}
+
+refused! {
+    a_reply_that_is_not_utf8_is_refused: "bad_utf8" =>
+        "plugin hostile_c handed back its reply to `tools/call` as text that is not valid UTF-8";
+    a_reply_length_of_2_to_the_63_is_refused: "huge_len" =>
+        "plugin hostile_c handed back its reply to `tools/call` with a length of 9223372036854775808 bytes, more than any buffer can hold";
+    a_null_reply_with_a_length_is_refused: "null_ptr" =>
+        "plugin hostile_c handed back its reply to `tools/call` as a NULL pointer with a length of 10 bytes";
+    a_declared_tool_it_refuses_is_named_a_lie: "refuses" =>
+        "plugin hostile_c declares tool `refuses` but refused to run it: no such tool";
+    a_reply_that_is_no_call_tool_result_is_refused: "wrong_shape" =>
+        "plugin hostile_c's tool `wrong_shape` answered with a reply that is not an MCP CallToolResult: missing field `content`";
+    structured_content_off_its_output_schema_is_refused: "wrong_output" =>
+        "plugin hostile_c's tool `wrong_output` answered with structuredContent that does not match its outputSchema: at /sum: ";
+    a_reply_in_the_host_s_own_memory_is_never_freed_by_the_plugin: "own_buffer" =>
+        "plugin hostile_c handed back its reply to `tools/call` in the host's own memory";
+}
+
+/// Its length, not a NUL, ends a reply: the junk after it is not read.
+#[test]
+fn a_reply_ends_at_its_length_not_at_a_nul() {
+    let p = load(&hostile(&[])).unwrap();
     let r = call(&p, "exact", json!({}));
     assert_eq!((r.is_error, r.text().as_str()), (false, "exact"));
-    // A request's answer that is not a JSON object.
+}
+
+/// A request's answer that is not a JSON object is refused.
+#[test]
+fn a_request_answer_that_is_not_an_object_is_refused() {
+    let p = load(&hostile(&[])).unwrap();
     let e = p
         .request(
             "resources/read",
@@ -468,60 +494,76 @@ fn hostile_replies_are_refused_naming_the_plugin() {
     );
 }
 
-/// A call's handle is checked on every use: from a thread the host never started it works
-/// while the call lives; after the call returned, or made up, it does nothing and says so.
-#[test]
-fn call_handles_are_checked_not_trusted() {
-    let p = load(&hostile(&[])).unwrap();
-    let status = |tool: &str| call(&p, tool, json!({})).text();
-    assert_eq!(status("foreign_live"), "live=0");
-    assert_eq!(status("keep_handle"), "kept=0");
-    assert_eq!(status("use_stale"), "stale=-1");
-    assert_eq!(status("forged"), "forged=-1");
-    assert_eq!(status("fine"), "fine");
+/// The status of hostile tool `tool` (its text `what=N`).
+fn status_of(p: &LoadedPlugin, tool: &str) -> String {
+    call(p, tool, json!({})).text()
 }
 
-/// A table or manifest that breaks the ABI refuses the load, saying why; the other plugins of
-/// the folder load and serve.
+/// A live call's handle works from a thread the host never started.
 #[test]
-fn broken_tables_and_lying_manifests_are_refused_at_load() {
-    let cases = [
-        ("LIE_NAME", "someone_else"),
-        (
-            "LIE_STATEFUL",
-            "says it is stateful, but its table has no save_state and restore_state",
-        ),
-        ("DUP_TOOL", "tool `fine` is in its manifest twice"),
-        ("NULL_TABLE", "its C-ABI table is NULL"),
-        ("NO_FREE", "its C-ABI table has no `free`"),
-        (
-            "SMALL_SIZE",
-            "its C-ABI table says it has 8 bytes, fewer than a version-1 table's",
-        ),
-        (
-            "FUTURE_VERSION",
-            "it was built for version 99 of the C ABI; this host speaks version 1",
-        ),
-        (
-            "MANIFEST_UTF8",
-            "plugin hostile_c handed back its manifest as text that is not valid UTF-8",
-        ),
-        (
-            "MANIFEST_HUGE",
-            "with a length of 9223372036854775808 bytes, more than any buffer can hold",
-        ),
-        (
-            "MANIFEST_NULL",
-            "handed back its manifest as a NULL pointer with a length of 100 bytes",
-        ),
-    ];
-    for (define, wanted) in cases {
-        let e = load(&hostile(&[define])).unwrap_err();
-        let shown = toolhost::error::one_line(&e);
-        assert!(shown.contains(wanted), "{define}: {shown}");
-    }
-    // In one folder with a good plugin: the good one serves, each broken one is reported.
-    let files: Vec<PathBuf> = ["NULL_TABLE", "MANIFEST_HUGE"]
+fn a_live_call_s_handle_works_from_a_plugin_thread() {
+    let p = load(&hostile(&[])).unwrap();
+    assert_eq!(status_of(&p, "foreign_live"), "live=0");
+}
+
+/// After its call returned, a handle used from a thread of the plugin's own does nothing and
+/// says so; the plugin keeps serving.
+#[test]
+fn a_call_s_handle_is_stale_once_the_call_returned() {
+    let p = load(&hostile(&[])).unwrap();
+    assert_eq!(status_of(&p, "keep_handle"), "kept=0");
+    assert_eq!(status_of(&p, "use_stale"), "stale=-1");
+    assert_eq!(status_of(&p, "fine"), "fine");
+}
+
+/// A handle the host never gave names nothing.
+#[test]
+fn a_made_up_handle_names_nothing() {
+    let p = load(&hostile(&[])).unwrap();
+    assert_eq!(status_of(&p, "forged"), "forged=-1");
+    assert_eq!(status_of(&p, "fine"), "fine");
+}
+
+/// Loading the hostile fixture built with `define` fails with an error containing `wanted`.
+fn load_refused(define: &str, wanted: &str) {
+    let e = load(&hostile(&[define])).unwrap_err();
+    let shown = toolhost::error::one_line(&e);
+    assert!(shown.contains(wanted), "{define}: {shown}");
+}
+
+/// Each way a table or manifest breaks the ABI refuses the load, saying why: one test each.
+macro_rules! load_refused {
+    ($($test:ident: $define:literal => $wanted:literal;)*) => {$(
+        #[test]
+        fn $test() {
+            load_refused($define, $wanted);
+        }
+    )*};
+}
+
+load_refused! {
+    a_manifest_naming_another_plugin_is_refused: "LIE_NAME" => "someone_else";
+    a_stateful_manifest_without_state_functions_is_refused: "LIE_STATEFUL" =>
+        "its manifest says it is stateful, but its table has no save_state and restore_state";
+    a_tool_declared_twice_is_refused: "DUP_TOOL" => "tool `fine` is in its manifest twice";
+    a_null_table_is_refused: "NULL_TABLE" => "its C-ABI table is NULL";
+    a_table_without_free_is_refused: "NO_FREE" => "its C-ABI table has no `free`";
+    a_table_smaller_than_version_1_is_refused: "SMALL_SIZE" =>
+        "its C-ABI table says it has 8 bytes, fewer than a version-1 table's";
+    a_table_of_a_future_version_is_refused: "FUTURE_VERSION" =>
+        "it was built for version 99 of the C ABI; this host speaks version 1";
+    a_manifest_that_is_not_utf8_is_refused: "MANIFEST_UTF8" =>
+        "plugin hostile_c handed back its manifest as text that is not valid UTF-8";
+    a_manifest_length_of_2_to_the_63_is_refused: "MANIFEST_HUGE" =>
+        "with a length of 9223372036854775808 bytes, more than any buffer can hold";
+    a_null_manifest_with_a_length_is_refused: "MANIFEST_NULL" =>
+        "handed back its manifest as a NULL pointer with a length of 100 bytes";
+}
+
+/// Broken plugins in one folder with a good one: the good one serves.
+#[test]
+fn broken_c_plugins_leave_the_others_serving() {
+    let files: Vec<PathBuf> = ["NULL_TABLE", "MANIFEST_HUGE", "LIE_STATEFUL"]
         .iter()
         .map(|d| hostile(&[d]))
         .collect();
@@ -536,4 +578,7 @@ fn broken_tables_and_lying_manifests_are_refused_at_load() {
         plugins.path(),
     );
     assert_eq!((code, out.trim()), (0, r#"{"sum":2}"#), "{err}");
+    let (code, out, _) = run(&["list"], plugins.path());
+    assert_eq!(code, 0);
+    assert!(out.contains("hello_c"), "{out}");
 }
