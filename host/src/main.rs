@@ -289,6 +289,10 @@ enum Command {
         /// toolhost checkout) instead of the SDK this toolhost carries.
         #[arg(long, value_name = "DIR")]
         api_path: Option<PathBuf>,
+        /// The plugin's language: `rust` (the SDK), or `c`, `go`, `zig` (a project of the
+        /// plain C ABI, with its header, a build.sh and a test.sh of its own).
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: toolhost::scaffold::Lang,
     },
 }
 
@@ -428,7 +432,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             name,
             path,
             api_path,
-        } => cli::new(&name, &path, api_path.as_deref()),
+            lang,
+        } => match (lang, api_path) {
+            (toolhost::scaffold::Lang::Rust, api_path) => {
+                cli::new(&name, &path, api_path.as_deref())
+            }
+            (lang, None) => cli::new_foreign(&name, &path, lang),
+            (_, Some(_)) => Err(anyhow::anyhow!(
+                "--api-path is for Rust projects: a project of another language uses the C \
+                 ABI's header, which `new` writes into it"
+            )),
+        },
         Command::ClaudePlugin {
             out,
             plugins,

@@ -27,7 +27,7 @@ extern fn hz_number(obj: [*:0]const u8, key: [*:0]const u8, out: *f64) c_int;
 extern fn hz_quote(s: [*]const u8, len: usize) ?[*:0]u8;
 
 /// The name the host reads from the file before loading it.
-export const TOOLHOST_PLUGIN_NAME: [9:0]u8 = "hello_zig".*;
+export const TOOLHOST_PLUGIN_NAME = "hello_zig".*;
 
 var host: ?*const c.toolhost_host = null;
 

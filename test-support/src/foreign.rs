@@ -41,6 +41,16 @@ fn compiler(lang: &str, env: &str, on_path: &str) -> Option<PathBuf> {
     found
 }
 
+/// The Go compiler (`None` when missing, outside CI; see [`build_go`]).
+pub fn go() -> Option<PathBuf> {
+    compiler("go", "TOOLHOST_GO", "go")
+}
+
+/// The Zig compiler (`None` when missing, outside CI; see [`build_zig`]).
+pub fn zig() -> Option<PathBuf> {
+    compiler("zig", "TOOLHOST_ZIG", "zig")
+}
+
 /// Builds once per process (per `key`) with `build`, which writes the library to the path it
 /// is given; returns where it is.
 fn once(key: String, name: &str, build: impl FnOnce(&Path) -> Command) -> PathBuf {
@@ -95,7 +105,7 @@ pub fn build_c(source: &str, name: &str, defines: &[&str]) -> PathBuf {
 /// Builds the Go plugin in folder `dir` (relative to the workspace) as library `name`
 /// (`None` when there is no Go compiler, outside CI).
 pub fn build_go(dir: &str, name: &str) -> Option<PathBuf> {
-    let go = compiler("go", "TOOLHOST_GO", "go")?;
+    let go = go()?;
     Some(once(format!("go {dir}"), name, |out| {
         let mut cmd = Command::new(&go);
         cmd.args(["build", "-buildmode=c-shared", "-o"])
@@ -115,7 +125,7 @@ pub fn build_go(dir: &str, name: &str) -> Option<PathBuf> {
 /// Builds the Zig example (plugins/zig/, by its build.sh) as library `name` (`None` when
 /// there is no Zig compiler, outside CI).
 pub fn build_zig(name: &str) -> Option<PathBuf> {
-    let zig = compiler("zig", "TOOLHOST_ZIG", "zig")?;
+    let zig = zig()?;
     Some(once("zig plugins/zig".into(), name, |out| {
         // build.sh writes OUT_DIR/lib<name>.so; a folder per build, moved into place by `once`.
         let work = out.with_extension("d");
