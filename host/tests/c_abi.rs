@@ -389,6 +389,49 @@ async fn each_example_is_replaced_in_place() {
     }
 }
 
+/// `serve --http` (a stateless 2026-07-28 request) and a `chat` session (the CLI's
+/// `mcp_message` control requests) serve each example's tools as they serve a Rust plugin's.
+#[tokio::test(flavor = "multi_thread")]
+async fn http_and_chat_serve_each_example() {
+    for e in examples() {
+        let name = e.name;
+        let server = common::http::Setup::of_files(&[&e.file]).start().await;
+        let r = server
+            .modern(
+                "/mcp",
+                1,
+                "tools/call",
+                json!({"name":format!("{name}__add"),"arguments":{"a":20,"b":22}}),
+            )
+            .send()
+            .await;
+        assert_eq!(r.status, 200, "{name}: {}", r.body);
+        assert_eq!(
+            r.json()["result"]["structuredContent"],
+            json!({"sum":42}),
+            "{name}: {}",
+            r.body
+        );
+        server.stop().await;
+
+        let mut cli =
+            common::cli::Cli::session(common::open_router_of(&[&e.file], Default::default()));
+        cli.request(
+            "c1",
+            name,
+            json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
+                "params":{"name":"echo","arguments":{"text":"over chat"}}}),
+        )
+        .await;
+        let (_, reply) = cli.reply("c1", Duration::from_secs(60)).await;
+        assert_eq!(
+            reply["result"]["content"][0]["text"], "over chat",
+            "{name}: {reply}"
+        );
+        cli.close().await;
+    }
+}
+
 /// The C example's second build says something else: a replaced version's code really
 /// changes.
 #[tokio::test(flavor = "multi_thread")]

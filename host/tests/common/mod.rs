@@ -115,6 +115,26 @@ pub fn open_router(
     (toolhost::handler::Router::new(registry, config), dirs)
 }
 
+/// [`open_router`] over copies of the plugin files `files` (built elsewhere: see
+/// [`plugin_dir_of`]).
+pub fn open_router_of(
+    files: &[&Path],
+    config: toolhost::handler::RouterConfig,
+) -> (
+    std::sync::Arc<toolhost::handler::Router>,
+    (tempfile::TempDir, tempfile::TempDir),
+) {
+    let plugins = plugin_dir_of(files);
+    let shadow = shadow_dir();
+    let registry =
+        toolhost::registry::Registry::open(registry_config(plugins.path(), shadow.path()))
+            .expect("open the registry");
+    (
+        toolhost::handler::Router::new(registry, config),
+        (plugins, shadow),
+    )
+}
+
 /// [`open_router`] with every plugin isolated in a worker process (`--isolate`).
 pub fn open_isolated_router(
     libs: &[&str],
