@@ -112,6 +112,18 @@ fn the_cli_lists_calls_reads_prompts_and_hooks_each_example() {
         );
         assert_eq!((code, out.trim()), (1, "cannot open the file"), "{name}");
 
+        // The size limit, measured on the reply the plugin handed back.
+        let long = json!({ "text": "x".repeat(300) }).to_string();
+        let (code, out, _) = run(
+            &["call", name, "echo", &long, "--max-result-bytes", "100"],
+            dir,
+        );
+        assert_eq!(
+            (code, out.trim()),
+            (1, "tool `echo` returned 355 bytes, over the 100 bytes limit (raise it with --max-result-bytes)"),
+            "{name}"
+        );
+
         let (code, out, err) = run(&["read", e.uri], dir);
         assert_eq!((code, out.trim()), (0, e.greeting), "{name}: {err}");
 
