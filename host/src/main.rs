@@ -433,16 +433,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             path,
             api_path,
             lang,
-        } => match (lang, api_path) {
-            (toolhost::scaffold::Lang::Rust, api_path) => {
-                cli::new(&name, &path, api_path.as_deref())
-            }
-            (lang, None) => cli::new_foreign(&name, &path, lang),
-            (_, Some(_)) => Err(anyhow::anyhow!(
-                "--api-path is for Rust projects: a project of another language uses the C \
-                 ABI's header, which `new` writes into it"
-            )),
-        },
+        } => cli::new_in(&name, &path, api_path.as_deref(), lang),
         Command::ClaudePlugin {
             out,
             plugins,

@@ -71,3 +71,21 @@ pub fn new_foreign(name: &str, path: &Path, lang: scaffold::Lang) -> anyhow::Res
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// `toolhost new` in language `lang`: the SDK's Rust project ([`new`]), or one of the plain C
+/// ABI ([`new_foreign`]), which has no `--api-path`.
+pub fn new_in(
+    name: &str,
+    path: &Path,
+    api_path: Option<&Path>,
+    lang: scaffold::Lang,
+) -> anyhow::Result<ExitCode> {
+    match (lang, api_path) {
+        (scaffold::Lang::Rust, api_path) => new(name, path, api_path),
+        (lang, None) => new_foreign(name, path, lang),
+        (_, Some(_)) => anyhow::bail!(
+            "--api-path is for Rust projects: a project of another language uses the C ABI's \
+             header, which `new` writes into it"
+        ),
+    }
+}

@@ -123,7 +123,6 @@ pub fn render_foreign(
 ) -> Result<Vec<(String, String, bool)>, ScaffoldError> {
     check_name("plugin", name)?;
     let lib = format!("lib{}.so", name.replace('-', "_"));
-    let named = |text: &str| text.replace(example_name(lang), name);
     let test_host = TEST_HOST.replace("@NAME@", name);
     let test_sh = format!(
         "#!/bin/sh\n# Builds {lib} and checks it on its own: test_host.c loads it as toolhost does\n\
@@ -144,7 +143,39 @@ pub fn render_foreign(
             false,
         ),
     ];
-    let (build, readme_build) = match lang {
+    let (build, readme_build) = language_files(name, lang, &lib, &mut files)?;
+    files.push((
+        "build.sh".into(),
+        format!("#!/bin/sh\n# Builds {lib}, a toolhost plugin of the plain C ABI.\nset -eu\ncd \"$(dirname \"$0\")\"\n{build}"),
+        true,
+    ));
+    let (tool, args, _) = FOREIGN_CALL;
+    files.push((
+        "README.md".into(),
+        format!(
+            "# {name}\n\nA toolhost plugin in {lang:?} through toolhost's plain C ABI \
+             (`include/toolhost_plugin.h`; docs/c-plugins.md in toolhost's repository says how it \
+             works: memory, threads, what the host checks).\n\n\
+             Needs {readme_build}.\n\n\
+             - `./build.sh` builds `{lib}`;\n\
+             - `./test.sh` builds it and checks it on its own (with `cc`);\n\
+             - put `{lib}` in toolhost's plugin folder, then `toolhost call {name} {tool} '{args}'`.\n"
+        ),
+        false,
+    ));
+    Ok(files)
+}
+
+/// The files of `lang` itself (pushed onto `files`), the commands of its `build.sh`, and what
+/// it needs (for the README).
+fn language_files(
+    name: &str,
+    lang: Lang,
+    lib: &str,
+    files: &mut Vec<(String, String, bool)>,
+) -> Result<(String, &'static str), ScaffoldError> {
+    let named = |text: &str| text.replace(example_name(lang), name);
+    Ok(match lang {
         Lang::Rust => return Err(ScaffoldError::Template),
         Lang::C => {
             let source = C_PLUGIN.replace(
@@ -195,27 +226,7 @@ pub fn render_foreign(
                 "Zig (`python3 -m ziglang`, from `pip install ziglang`)",
             )
         }
-    };
-    files.push((
-        "build.sh".into(),
-        format!("#!/bin/sh\n# Builds {lib}, a toolhost plugin of the plain C ABI.\nset -eu\ncd \"$(dirname \"$0\")\"\n{build}"),
-        true,
-    ));
-    let (tool, args, _) = FOREIGN_CALL;
-    files.push((
-        "README.md".into(),
-        format!(
-            "# {name}\n\nA toolhost plugin in {lang:?} through toolhost's plain C ABI \
-             (`include/toolhost_plugin.h`; docs/c-plugins.md in toolhost's repository says how it \
-             works: memory, threads, what the host checks).\n\n\
-             Needs {readme_build}.\n\n\
-             - `./build.sh` builds `{lib}`;\n\
-             - `./test.sh` builds it and checks it on its own (with `cc`);\n\
-             - put `{lib}` in toolhost's plugin folder, then `toolhost call {name} {tool} '{args}'`.\n"
-        ),
-        false,
-    ));
-    Ok(files)
+    })
 }
 
 /// Writes a new `lang` project called `name` into `parent/name`; fails if that folder exists.
