@@ -644,7 +644,11 @@ fn broken_c_plugins_leave_the_others_serving() {
 fn config_and_doctor_serve_c_plugins() {
     let plugins = common::plugin_dir_of(&[&hostile(&[]), &hello()]);
     let toml = plugins.path().join("toolhost.toml");
-    std::fs::write(&toml, "[plugin.hostile_c]\nconfig = { greeting = \"hi\" }\n").unwrap();
+    std::fs::write(
+        &toml,
+        "[plugin.hostile_c]\nconfig = { greeting = \"hi\" }\n",
+    )
+    .unwrap();
     let (code, out, err) = run(&["call", "hostile_c", "config", "{}"], plugins.path());
     assert_eq!((code, out.trim()), (0, r#"{"greeting":"hi"}"#), "{err}");
     std::fs::remove_file(&toml).unwrap();
@@ -652,6 +656,9 @@ fn config_and_doctor_serve_c_plugins() {
     std::fs::copy(hostile(&["NO_FREE"]), broken.path().join("libhostile_c.so")).unwrap();
     let (_, out, err) = run(&["doctor", "--claude", "/bin/true"], broken.path());
     let all = format!("{out}{err}");
-    assert!(all.contains("hello_c 0.1.0, 5 tools (add, echo, wait, read_file, crash), 1 hook"), "{all}");
+    assert!(
+        all.contains("hello_c 0.1.0, 5 tools (add, echo, wait, read_file, crash), 1 hook"),
+        "{all}"
+    );
     assert!(all.contains("its C-ABI table has no `free`"), "{all}");
 }
