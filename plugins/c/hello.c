@@ -31,6 +31,11 @@ __attribute__((visibility("default"))) const char TOOLHOST_PLUGIN_NAME[] = "hell
 #define GREETING "Hello from C!"
 #endif
 
+/* What `echo` puts before the text (a test builds a second version with another). */
+#ifndef ECHO_PREFIX
+#define ECHO_PREFIX ""
+#endif
+
 static const toolhost_host *host;
 static uint64_t self;
 
@@ -125,7 +130,16 @@ static int tool(uint64_t call, const char *name, const char *args, toolhost_buf 
     }
     if (strcmp(name, "echo") == 0) {
         char *text = json_string(args, "text");
-        int s = text_result(out, text ? text : "", 0);
+        const char *said = text ? text : "";
+        char *whole = malloc(strlen(ECHO_PREFIX) + strlen(said) + 1);
+        if (!whole) {
+            free(text);
+            return TOOLHOST_INTERNAL_ERROR;
+        }
+        strcpy(whole, ECHO_PREFIX);
+        strcat(whole, said);
+        int s = text_result(out, whole, 0);
+        free(whole);
         free(text);
         return s;
     }
