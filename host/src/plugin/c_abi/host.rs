@@ -49,7 +49,15 @@ pub(super) static INSTANCES: RwLock<BTreeMap<u32, Arc<Instance>>> = RwLock::new(
 pub(super) static NEXT_INSTANCE: AtomicU32 = AtomicU32::new(1);
 
 /// The calls running now, by handle.
-pub(super) static CALLS: Mutex<BTreeMap<u64, Arc<LiveCall>>> = Mutex::new(BTreeMap::new());
+/// Sharded by handle, so that calls running at once on many threads do not queue on one lock.
+static CALLS: [Mutex<BTreeMap<u64, Arc<LiveCall>>>; CALL_SHARDS] =
+    [const { Mutex::new(BTreeMap::new()) }; CALL_SHARDS];
+const CALL_SHARDS: usize = 32;
+
+/// The shard of [`CALLS`] holding the call of `handle`.
+fn calls(handle: u64) -> &'static Mutex<BTreeMap<u64, Arc<LiveCall>>> {
+    &CALLS[handle as usize % CALL_SHARDS]
+}
 
 /// A call in progress, as the host functions reach it.
 pub(super) struct LiveCall {
@@ -96,7 +104,7 @@ impl Call {
             control: RwLock::new(Some(ControlRef(control))),
             lent: Mutex::new(Vec::new()),
         });
-        crate::sync::lock(&CALLS).insert(handle, live.clone());
+        crate::sync::lock(calls(handle)).insert(handle, live.clone());
         Call { handle, live }
     }
 
@@ -110,7 +118,7 @@ impl Call {
 
 impl Drop for Call {
     fn drop(&mut self) {
-        crate::sync::lock(&CALLS).remove(&self.handle);
+        crate::sync::lock(calls(self.handle)).remove(&self.handle);
         // Waits for host functions of this call still running on other threads.
         *crate::sync::write(&self.live.control) = None;
     }
@@ -173,7 +181,7 @@ pub(super) fn with_call(
     function: &str,
     f: impl FnOnce(&LiveCall, &CallControl) -> i32,
 ) -> i32 {
-    let live = crate::sync::lock(&CALLS).get(&call).cloned();
+    let live = crate::sync::lock(calls(call)).get(&call).cloned();
     let Some(live) = live else {
         return stale(call, function);
     };
