@@ -662,3 +662,17 @@ fn config_and_doctor_serve_c_plugins() {
     );
     assert!(all.contains("its C-ABI table has no `free`"), "{all}");
 }
+
+/// A stateful C plugin hands its state to its next version: `save_state` of one, then
+/// `restore_state` of the next, as the registry does across a reload.
+#[test]
+fn a_c_plugin_s_state_crosses_a_reload() {
+    let file = hostile(&["WITH_STATE"]);
+    let old = load(&file).unwrap();
+    assert!(old.manifest().stateful);
+    let state = old.save_state().expect("it keeps state");
+    assert_eq!(state, b"state-of-hostile_c");
+    let new = load(&file).unwrap();
+    new.restore_state(&state).unwrap();
+    assert_eq!(call(&new, "config", json!({})).text(), "state-of-hostile_c");
+}
