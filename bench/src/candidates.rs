@@ -94,6 +94,21 @@ pub fn all(cli: &Cli) -> Result<Vec<Candidate>> {
         guarded: true,
         reads: true,
     });
+    if let Some(dir) = &cli.c_plugins {
+        // The same host and workload; calc's `add` answered by a C-ABI plugin.
+        out.push(Candidate {
+            name: "toolhost, C-ABI calc (in process)".into(),
+            how: How::Host {
+                program: cli.toolhost.clone(),
+                args: vec!["chat".into(), "--plugins".into(), dir.display().to_string()],
+                cli_flag: Some("--claude"),
+                plugins_arg: None,
+            },
+            slow_capable: false,
+            guarded: true,
+            reads: false,
+        });
+    }
     if supports_isolate(cli)? {
         out.push(Candidate {
             name: "toolhost (--isolate)".into(),

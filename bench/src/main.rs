@@ -43,6 +43,10 @@ pub struct Cli {
     /// A plugin folder holding calc (the examples: calc, text, notes).
     #[arg(long, default_value = "target/release")]
     plugins: PathBuf,
+    /// A plugin folder holding the C-ABI twin of calc (bench/c/calc.c): a row of toolhost
+    /// serving a C plugin's `add`, beside the Rust one's.
+    #[arg(long)]
+    c_plugins: Option<PathBuf>,
     /// A plugin folder holding calc and faulty, for toolhost's slow-tool concurrency line.
     #[arg(long)]
     slow_plugins: Option<PathBuf>,

@@ -292,6 +292,10 @@ enum Command {
         /// toolhost checkout) instead of the SDK this toolhost carries.
         #[arg(long, value_name = "DIR")]
         api_path: Option<PathBuf>,
+        /// The plugin's language: `rust` (the SDK), or `c`, `go`, `zig` (a project of the
+        /// plain C ABI, with its header, a build.sh and a test.sh of its own).
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: toolhost::scaffold::Lang,
     },
 }
 
@@ -436,7 +440,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             name,
             path,
             api_path,
-        } => cli::new(&name, &path, api_path.as_deref()),
+            lang,
+        } => cli::new_in(&name, &path, api_path.as_deref(), lang),
         Command::ClaudePlugin {
             out,
             plugins,

@@ -3,11 +3,13 @@
 //! an installed or copied `toolhost` needs no checkout and no crates.io release of
 //! `toolhost-plugin`.
 
+mod foreign;
 pub mod sdk;
 mod steps;
 
 use std::path::{Path, PathBuf};
 
+pub use foreign::{create_foreign, next_steps_foreign, render_foreign, Lang, FOREIGN_CALL};
 pub use steps::{next_steps, toolhost_command, NextSteps, EXAMPLE_CALL};
 
 use crate::plugin::check_name;

@@ -10,6 +10,7 @@ use std::{
 };
 
 pub mod elf;
+pub mod foreign;
 
 /// The workspace root.
 pub fn workspace_root() -> &'static Path {

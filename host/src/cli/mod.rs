@@ -22,7 +22,7 @@ pub use claude_plugin::{claude_plugin, PluginSpec};
 pub use doctor::doctor;
 pub use hook::{event, hook};
 pub use list::list;
-pub use new::new;
+pub use new::{new, new_foreign, new_in};
 pub use prompt::prompt;
 pub use read::read;
 pub use serve::{serve, serve_http, HttpServe};

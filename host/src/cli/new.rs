@@ -47,3 +47,45 @@ fn non_empty_var(name: &str) -> Option<PathBuf> {
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
 }
+
+/// `toolhost new NAME --lang c|go|zig`: a project of the plain C ABI in that language
+/// (`scaffold::create_foreign`), and the commands that build, test, install and call it.
+pub fn new_foreign(name: &str, path: &Path, lang: scaffold::Lang) -> anyhow::Result<ExitCode> {
+    scaffold::check_target(name, path)?;
+    let root = scaffold::create_foreign(name, path, lang)?;
+    let root = std::path::absolute(&root).unwrap_or(root);
+    let exe = std::env::current_exe()?;
+    let toolhost = scaffold::toolhost_command(&exe, std::env::var_os("PATH").as_deref());
+    let plugins = non_empty_var("TOOLHOST_PLUGINS").unwrap_or_else(default_plugin_dir);
+    println!("created {}", root.display());
+    println!();
+    println!("next steps:");
+    for line in scaffold::next_steps_foreign(&NextSteps {
+        name,
+        project: &root,
+        plugins: &plugins,
+        target_dir: None,
+        toolhost: &toolhost,
+    }) {
+        println!("  {line}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `toolhost new` in language `lang`: the SDK's Rust project ([`new`]), or one of the plain C
+/// ABI ([`new_foreign`]), which has no `--api-path`.
+pub fn new_in(
+    name: &str,
+    path: &Path,
+    api_path: Option<&Path>,
+    lang: scaffold::Lang,
+) -> anyhow::Result<ExitCode> {
+    match (lang, api_path) {
+        (scaffold::Lang::Rust, api_path) => new(name, path, api_path),
+        (lang, None) => new_foreign(name, path, lang),
+        (_, Some(_)) => anyhow::bail!(
+            "--api-path is for Rust projects: a project of another language uses the C ABI's \
+             header, which `new` writes into it"
+        ),
+    }
+}

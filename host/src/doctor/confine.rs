@@ -246,6 +246,7 @@ fn load_fix(e: &LoadError) -> String {
         | LoadError::InvalidJson { .. }
         | LoadError::NotUtf8 { .. }
         | LoadError::InvalidExtras(_)
+        | LoadError::InvalidManifest(_)
         | LoadError::MetaNotAnObject { .. } => {
             "fix the declaration and rebuild: names use letters, digits, `_` and `-`, and \
              mcp__<plugin>__<tool> fits in 64 characters; input schemas are object schemas"

@@ -15,7 +15,7 @@ use toolhost_plugin::abi::{
 use super::{
     callbacks::{call_ctx, host_api, CallData, LogSource},
     configure::{config_lookup, LookupData},
-    library::{Library, Opened},
+    library::{Library, Opened, Root},
     Annotations, Backend, CallControl, CallResult, ConfigSource, ContentOut, Extras, LoadError,
     LoadedPlugin, Manifest, RequestError, StateError, ToolInfo,
 };
@@ -63,6 +63,12 @@ pub(super) fn init(
         root,
         declared,
     } = opened;
+    let root = match root {
+        Root::Rust(root) => root,
+        // The same seam, another backend: everything above it (reload, workers, limits) is
+        // the same for both ABIs.
+        Root::C(table) => return super::c_abi::init(file, hash, library, table, declared, config),
+    };
     let log_source = Box::new(LogSource {
         file: file.display().to_string(),
         name: OnceLock::new(),

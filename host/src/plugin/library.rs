@@ -60,10 +60,18 @@ pub fn kept_for_threads_count() -> usize {
 /// told them to stop in `unload`) before keeping the library mapped for good.
 const THREADS_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
 
-/// A plugin library opened and checked; the root module is valid while `Library` is open.
+/// Which ABI a plugin library speaks, told by the symbol it exports.
+pub(crate) enum Root {
+    /// The Rust ABI: abi_stable's root module (valid while the `Library` is open).
+    Rust(PluginRootRef),
+    /// The plain C ABI: the functions of its `toolhost_plugin_entry` table, checked.
+    C(super::c_abi::Table),
+}
+
+/// A plugin library opened and checked; its entry points are valid while `Library` is open.
 pub(crate) struct Opened {
     pub library: Library,
-    pub root: PluginRootRef,
+    pub root: Root,
     /// The name its file carries, which the name it declares must match.
     pub declared: Option<String>,
 }
@@ -149,7 +157,10 @@ impl Library {
             shadow,
             opened_through,
         };
-        let root = library.check_root_module()?;
+        let root = match library.c_table()? {
+            Some(table) => Root::C(table),
+            None => Root::Rust(library.check_root_module()?),
+        };
         Ok(Opened {
             library,
             root,
@@ -162,6 +173,19 @@ impl Library {
         &self.shadow
     }
 
+    /// The C-ABI table of a library that exports no abi_stable root module but the C ABI's
+    /// entry (a library exporting both is a Rust plugin, as it always was); `None` when it
+    /// exports no C entry either.
+    fn c_table(&self) -> Result<Option<super::c_abi::Table>, LoadError> {
+        let lib = self.lib.as_ref().expect("library is open");
+        // SAFETY: only whether the symbol exists is asked: the pointer is not used.
+        let rust = unsafe { lib.get::<*const u8>(ROOT_MODULE_LOADER_NAME_WITH_NUL.as_bytes()) };
+        if rust.is_ok() {
+            return Ok(None);
+        }
+        super::c_abi::Table::find(lib)
+    }
+
     fn check_root_module(&self) -> Result<PluginRootRef, LoadError> {
         let lib = self.lib.as_ref().expect("library is open");
         // SAFETY: the symbol abi_stable exports is a `static LibHeader`, read through an
@@ -171,7 +195,9 @@ impl Library {
                 Ok(sym) => *sym,
                 Err(_) => {
                     return Err(LoadError::NotAPlugin(
-                        "it exports no abi_stable root module".into(),
+                        "it exports no abi_stable root module (Rust plugins) nor \
+                         `toolhost_plugin_entry` (plugins of the C ABI)"
+                            .into(),
                     ))
                 }
             }

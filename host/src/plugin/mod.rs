@@ -1,6 +1,7 @@
 //! One loaded version of one plugin: open it, ask its manifest, call its tools, close it.
 
 mod backend;
+mod c_abi;
 mod callbacks;
 mod catalog_changes;
 mod configure;
@@ -85,6 +86,9 @@ pub enum LoadError {
     /// A string in the manifest is not UTF-8 (the ABI types promise it; a plugin can break that).
     #[error("invalid plugin: {what} is not valid UTF-8")]
     NotUtf8 { what: String },
+    /// A C-ABI plugin's manifest (JSON) is not what the ABI says, or cannot be read.
+    #[error("invalid plugin: {0}")]
+    InvalidManifest(String),
     /// The declarations beyond tools (the ABI's `extras`) are not what the ABI says.
     #[error("invalid plugin: its resources, prompts or hooks: {0}")]
     InvalidExtras(String),

@@ -19,10 +19,10 @@ struct Answer {
     prompts: Vec<toolhost_plugin::extras::PromptDecl>,
 }
 
-/// A tool as MCP's `tools/list` shows it.
+/// A tool as MCP's `tools/list` shows it (also how a C-ABI plugin declares its tools).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct McpTool {
+pub(super) struct McpTool {
     name: String,
     #[serde(default)]
     title: Option<String>,
@@ -46,6 +46,25 @@ struct McpAnnotations {
     open_world_hint: Option<bool>,
 }
 
+impl From<McpTool> for ToolInfo {
+    fn from(t: McpTool) -> Self {
+        ToolInfo {
+            name: t.name,
+            title: t.title,
+            description: t.description,
+            input_schema: t.input_schema,
+            output_schema: t.output_schema,
+            annotations: Annotations {
+                read_only: t.annotations.read_only_hint,
+                destructive: t.annotations.destructive_hint,
+                idempotent: t.annotations.idempotent_hint,
+                open_world: t.annotations.open_world_hint,
+            },
+            meta: t.meta,
+        }
+    }
+}
+
 impl LoadedPlugin {
     /// This version with the catalog `answer` (the plugin's JSON answer to
     /// `toolhost/catalog`), sharing its code; `Err` says why the answer cannot serve (the
@@ -60,39 +79,10 @@ impl LoadedPlugin {
         let answer: Answer =
             serde_json::from_str(answer).map_err(|e| format!("its catalog is not valid: {e}"))?;
         let mut manifest = self.manifest.clone();
-        manifest.tools = answer
-            .tools
-            .into_iter()
-            .map(|t| ToolInfo {
-                name: t.name,
-                title: t.title,
-                description: t.description,
-                input_schema: t.input_schema,
-                output_schema: t.output_schema,
-                annotations: Annotations {
-                    read_only: t.annotations.read_only_hint,
-                    destructive: t.annotations.destructive_hint,
-                    idempotent: t.annotations.idempotent_hint,
-                    open_world: t.annotations.open_world_hint,
-                },
-                meta: t.meta,
-            })
-            .collect();
+        manifest.tools = answer.tools.into_iter().map(ToolInfo::from).collect();
         manifest.extras.prompts = answer.prompts;
         manifest.validate().map_err(|e| e.to_string())?;
-        let mut names = std::collections::HashSet::new();
-        if let Some(t) = manifest.tools.iter().find(|t| !names.insert(&t.name)) {
-            return Err(format!("tool `{}` is in its catalog twice", t.name));
-        }
-        let mut names = std::collections::HashSet::new();
-        if let Some(p) = manifest
-            .extras
-            .prompts
-            .iter()
-            .find(|p| !names.insert(&p.name))
-        {
-            return Err(format!("prompt `{}` is in its catalog twice", p.name));
-        }
+        no_twice(&manifest, "its catalog")?;
         Ok(Arc::new(LoadedPlugin {
             manifest,
             file: self.file.clone(),
@@ -102,4 +92,23 @@ impl LoadedPlugin {
             named_in_file: self.named_in_file,
         }))
     }
+}
+
+/// `Err` naming the first tool or prompt that `manifest` declares twice (`what` says where:
+/// "its catalog", "its manifest"): the SDK refuses them, a hand-made answer may not.
+pub(super) fn no_twice(manifest: &crate::model::Manifest, what: &str) -> Result<(), String> {
+    let mut names = std::collections::HashSet::new();
+    if let Some(t) = manifest.tools.iter().find(|t| !names.insert(&t.name)) {
+        return Err(format!("tool `{}` is in {what} twice", t.name));
+    }
+    let mut names = std::collections::HashSet::new();
+    if let Some(p) = manifest
+        .extras
+        .prompts
+        .iter()
+        .find(|p| !names.insert(&p.name))
+    {
+        return Err(format!("prompt `{}` is in {what} twice", p.name));
+    }
+    Ok(())
 }

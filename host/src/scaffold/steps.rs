@@ -67,7 +67,7 @@ pub fn toolhost_command(exe: &Path, path: Option<&OsStr>) -> String {
     }
 }
 
-fn quote(path: &Path) -> String {
+pub(super) fn quote(path: &Path) -> String {
     quote_str(&path.to_string_lossy())
 }
 

@@ -37,9 +37,19 @@ pub struct Setup {
     pub allow_origins: Vec<String>,
     pub tls: Option<tokio_rustls::TlsAcceptor>,
     pub router: RouterConfig,
+    /// Plugin files built elsewhere (C-ABI plugins) served instead of `libs`.
+    pub files: Vec<std::path::PathBuf>,
 }
 
 impl Setup {
+    /// Serves copies of the plugin files `files` (see `super::plugin_dir_of`).
+    pub fn of_files(files: &[&std::path::Path]) -> Self {
+        Setup {
+            files: files.iter().map(|f| f.to_path_buf()).collect(),
+            ..Setup::new(&[])
+        }
+    }
+
     pub fn new(libs: &[&'static str]) -> Self {
         Setup {
             libs: libs.to_vec(),
@@ -48,6 +58,7 @@ impl Setup {
             allow_origins: Vec::new(),
             router: RouterConfig::default(),
             tls: None,
+            files: Vec::new(),
         }
     }
 
@@ -57,7 +68,12 @@ impl Setup {
     }
 
     pub async fn start(self) -> Server {
-        let (router, dirs) = super::open_router(&self.libs, self.router);
+        let (router, dirs) = if self.files.is_empty() {
+            super::open_router(&self.libs, self.router)
+        } else {
+            let files: Vec<&std::path::Path> = self.files.iter().map(|f| f.as_path()).collect();
+            super::open_router_of(&files, self.router)
+        };
         let registry = router.registry().clone();
         let watch = registry.watch().expect("watch the plugin folder");
         let server = HttpServer::bind(

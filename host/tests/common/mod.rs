@@ -63,6 +63,23 @@ pub fn plugin_dir(libs: &[&str]) -> tempfile::TempDir {
     dir
 }
 
+/// A fresh plugin folder holding copies of the plugin files `files` (built elsewhere: the
+/// C-ABI plugins of `toolhost_test_support::foreign`), with the mode the host accepts.
+pub fn plugin_dir_of(files: &[&Path]) -> tempfile::TempDir {
+    let dir = private_dir(0o755);
+    for file in files {
+        let dest = dir.path().join(file.file_name().expect("a file name"));
+        std::fs::copy(file, &dest).expect("copy plugin");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o755))
+                .expect("chmod plugin");
+        }
+    }
+    dir
+}
+
 /// The registry's defaults for plugin folder `dir`, with its shadow copies in `shadow`.
 pub fn registry_config(dir: &Path, shadow: &Path) -> toolhost::registry::RegistryConfig {
     let mut config = toolhost::registry::RegistryConfig::new(dir);
@@ -96,6 +113,26 @@ pub fn open_router(
 ) {
     let (registry, dirs) = open_registry(libs);
     (toolhost::handler::Router::new(registry, config), dirs)
+}
+
+/// [`open_router`] over copies of the plugin files `files` (built elsewhere: see
+/// [`plugin_dir_of`]).
+pub fn open_router_of(
+    files: &[&Path],
+    config: toolhost::handler::RouterConfig,
+) -> (
+    std::sync::Arc<toolhost::handler::Router>,
+    (tempfile::TempDir, tempfile::TempDir),
+) {
+    let plugins = plugin_dir_of(files);
+    let shadow = shadow_dir();
+    let registry =
+        toolhost::registry::Registry::open(registry_config(plugins.path(), shadow.path()))
+            .expect("open the registry");
+    (
+        toolhost::handler::Router::new(registry, config),
+        (plugins, shadow),
+    )
 }
 
 /// [`open_router`] with every plugin isolated in a worker process (`--isolate`).

@@ -1,0 +1,3 @@
+module toolhost.example/hello_go
+
+go 1.19
