@@ -170,7 +170,9 @@ fn unloads(plugin: Arc<LoadedPlugin>, check: &mut Check) {
 fn folder(opts: &Options, checks: &mut Vec<Check>) -> bool {
     let dir = &opts.plugins;
     let shown = dir.display();
-    let create = format!("mkdir -p -m 700 {shown}, then copy plugin libraries into it");
+    let create = format!(
+        "toolhost install LIBRARY... creates it and installs them (or mkdir -p -m 700 {shown})"
+    );
     match std::fs::metadata(dir) {
         Err(_) if opts.plugins_is_default => {
             checks.push(
@@ -383,7 +385,7 @@ fn tools(m: &Manifest) -> Check {
         ));
         fixes.push(
             "say what its tools are for in `description` in its project's Cargo.toml (or \
-             `description:` in export_plugin!), rebuild and copy the library again",
+             `description:` in export_plugin!), rebuild and `toolhost install` the library again",
         );
     }
     let summary = summary(m);
