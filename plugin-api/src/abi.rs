@@ -18,6 +18,7 @@ use std::ffi::c_void;
 use abi_stable::{
     declare_root_module_statics,
     library::RootModule,
+    package_version_strings,
     sabi_types::VersionStrings,
     std_types::{ROption, RResult, RSlice, RStr, RString, RVec},
     StableAbi,
@@ -109,12 +110,7 @@ impl RootModule for PluginRootRef {
     declare_root_module_statics! {PluginRootRef}
     const BASE_NAME: &'static str = "toolhost_plugin";
     const NAME: &'static str = "toolhost plugin";
-    /// The plugin ABI's version, which abi_stable compares when a host loads a plugin (a 0.x
-    /// host refuses a plugin of another minor), kept apart from the crate's own semver: the
-    /// crate went to 0.2.0 for source breaks (CHANGELOG.md) while the ABI stayed compatible
-    /// (new fields are prefix fields). Changing it makes every host refuse every plugin built
-    /// before: only for a deliberate ABI break.
-    const VERSION_STRINGS: VersionStrings = VersionStrings::new("0.1.0");
+    const VERSION_STRINGS: VersionStrings = package_version_strings!();
 }
 
 /// What a plugin declares about itself. Owned by the plugin's allocator: the host copies it.
