@@ -95,6 +95,17 @@ fn main() {
     let mut rs = String::new();
     writeln!(rs, "/// The carried SDK's version (`toolhost-plugin`'s).").unwrap();
     writeln!(rs, "pub const VERSION: &str = {version:?};").unwrap();
+    // Set by the release process (RELEASING.md) once this version is on crates.io: then
+    // `toolhost new` depends on the published crate instead of writing out the carried one.
+    println!("cargo:rerun-if-env-changed=TOOLHOST_SDK_PUBLISHED");
+    let published = env::var("TOOLHOST_SDK_PUBLISHED").is_ok_and(|v| v == "1");
+    writeln!(
+        rs,
+        "/// Whether this SDK version is on crates.io (`TOOLHOST_SDK_PUBLISHED=1` when toolhost\n\
+         /// was built): `toolhost new` then depends on it there."
+    )
+    .unwrap();
+    writeln!(rs, "pub const PUBLISHED: bool = {published};").unwrap();
     writeln!(rs, "/// The folder (package) name of the SDK's main crate.").unwrap();
     writeln!(rs, "pub const API_CRATE: &str = {API_CRATE:?};").unwrap();
     writeln!(

@@ -264,6 +264,17 @@ enum Command {
         #[arg(long, value_name = "FILE", requires_all = ["http", "tls_cert"])]
         tls_key: Option<PathBuf>,
     },
+    /// Copy plugin libraries into the plugin folder (created, private, if missing) with the
+    /// permissions the host accepts, each loaded once first: says what it serves, or why it was
+    /// refused (then it is not installed, and the exit code is 1). An installed build of the
+    /// same name is replaced in one step, which a running chat or serve reloads.
+    Install {
+        /// The libraries (lib<name>.so, as cargo builds them in target/release).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        #[command(flatten)]
+        opts: PluginOpts,
+    },
     /// Print the shell completion script for SHELL.
     ///
     /// For example `toolhost completions bash > ~/.local/share/bash-completion/completions/toolhost`.
@@ -339,6 +350,7 @@ fn main() -> ExitCode {
             | Command::New { .. }
             | Command::ClaudePlugin { .. }
             | Command::Doctor { .. }
+            | Command::Install { .. }
             | Command::Completions { .. }
     ) {
         die_quietly_on_broken_pipe();
@@ -351,7 +363,8 @@ fn main() -> ExitCode {
         | Command::Call { .. }
         | Command::Read { .. }
         | Command::Prompt { .. }
-        | Command::Doctor { .. } => "error",
+        | Command::Doctor { .. }
+        | Command::Install { .. } => "error",
         // A failing hook's warning is what its author wants to see.
         Command::Hook { .. } | Command::Event { .. } => "warn,toolhost::registry=error",
         Command::Chat { .. } => {
@@ -431,6 +444,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             });
             cli::doctor(&doctor_options(opts, claude, http), json)
         }
+        Command::Install { files, opts } => cli::install(&doctor_options(opts, None, None), &files),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "toolhost", &mut std::io::stdout());

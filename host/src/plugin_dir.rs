@@ -74,6 +74,13 @@ pub fn prepare(dir: &Path, is_default: bool) -> Result<Prepared, PluginDirError>
     }
 }
 
+/// Makes `dir` the plugin folder for `toolhost install`: created when missing, whichever
+/// folder it is (the user named it to put files there), only-you (0700) as [`prepare`] makes
+/// the default one.
+pub fn create(dir: &Path) -> Result<Prepared, PluginDirError> {
+    prepare(dir, true)
+}
+
 /// Creates `dir` with mode 0700 (its missing parents with the usual mode).
 fn create_private(dir: &Path) -> std::io::Result<()> {
     if let Some(parent) = dir.parent() {

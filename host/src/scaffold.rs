@@ -29,17 +29,16 @@ toolhost-plugin = { path = "../../plugin-api" }"#;
 /// The description of plugins made before the template's said what to do with it.
 const OLD_PLACEHOLDER: &str = "What this plugin's tools are for, in one line.";
 
-/// The `toolhost-plugin` version a new project depends on: this host's own version.
-///
-/// Kept in sync by construction: `host` and `plugin-api` both take `version.workspace = true`,
-/// and the unit test `api_version_is_the_linked_one` checks it against the version of the
-/// `toolhost-plugin` this binary was compiled with.
-pub const PLUGIN_API_VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The `toolhost-plugin` version a new project depends on: the SDK this host carries and was
+/// built with (`plugin-api`'s own version, which follows its semver apart from the host's).
+pub const PLUGIN_API_VERSION: &str = sdk::VERSION;
 
-/// Where a new project gets `toolhost-plugin` from: a folder either way, since the crate is
-/// not on crates.io.
+/// Where a new project gets `toolhost-plugin` from: crates.io once this toolhost's SDK is
+/// published there ([`sdk::PUBLISHED`]), else a folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApiSource {
+    /// `toolhost-plugin` of this version from crates.io.
+    Registry(&'static str),
     /// The SDK this binary carries, written out under the user's data folder: its
     /// `toolhost-plugin` folder (absolute).
     Carried(PathBuf),
@@ -86,6 +85,17 @@ impl ApiSource {
         Ok(ApiSource::Path(dir.canonicalize().map_err(|_| not_api())?))
     }
 
+    /// What `toolhost new` depends on without `--api-path`: the registry's `toolhost-plugin`
+    /// of the carried version when `published` (this toolhost was built for a published SDK:
+    /// [`sdk::PUBLISHED`]), else the carried SDK, written under `root` as [`carried`](Self::carried).
+    pub fn default_for(published: bool, root: Option<&Path>) -> Result<Self, ScaffoldError> {
+        if published {
+            Ok(ApiSource::Registry(sdk::VERSION))
+        } else {
+            Self::carried(root)
+        }
+    }
+
     /// The carried SDK, written under `root` (`None`: the default, next to the default plugin
     /// folder) unless it is there already.
     pub fn carried(root: Option<&Path>) -> Result<Self, ScaffoldError> {
@@ -99,6 +109,9 @@ impl ApiSource {
     /// Where the dependency comes from, for the user.
     pub fn describe(&self) -> String {
         match self {
+            ApiSource::Registry(version) => {
+                format!("it depends on toolhost-plugin {version} from crates.io")
+            }
             ApiSource::Carried(dir) => format!(
                 "toolhost-plugin is not on crates.io yet: this project uses the SDK carried in \
                  this toolhost ({}) at {}",
@@ -114,6 +127,14 @@ impl ApiSource {
     /// The dependency for the project's `Cargo.toml`, with a comment naming the other way.
     fn dependency(&self) -> String {
         let (comment, dir) = match self {
+            ApiSource::Registry(version) => {
+                return format!(
+                    "# The plugin SDK, as published; its changes: the crate's CHANGELOG.md.\n\
+                     # To build against a toolhost checkout instead:\n\
+                     # toolhost-plugin = {{ path = \"/path/to/toolhost/plugin-api\" }}\n\
+                     toolhost-plugin = \"{version}\""
+                )
+            }
             ApiSource::Carried(dir) => (
                 format!(
                     "# The plugin SDK carried in the toolhost that wrote this project\n\
@@ -238,8 +259,6 @@ pub fn create(name: &str, parent: &Path, api: &ApiSource) -> Result<PathBuf, Sca
 #[cfg(test)]
 mod tests {
     use super::*;
-    use abi_stable::library::RootModule;
-    use toolhost_plugin::abi::PluginRootRef;
 
     #[test]
     fn renders_a_named_project() {
@@ -290,10 +309,11 @@ mod tests {
             "{}",
             files[0].1
         );
-        assert!(api.describe().starts_with(
+        assert!(api.describe().starts_with(&format!(
             "toolhost-plugin is not on crates.io yet: this project uses the SDK carried in \
-             this toolhost (0.1.0) at /data/toolhost/sdk/0.1.0-abc/toolhost-plugin"
-        ));
+             this toolhost ({}) at /data/toolhost/sdk/0.1.0-abc/toolhost-plugin",
+            sdk::VERSION
+        )));
     }
 
     /// A path with quotes or backslashes stays one TOML string.
@@ -335,13 +355,48 @@ mod tests {
         }
     }
 
-    /// The version written into new projects is the `toolhost-plugin` this host was built with.
+    /// The version written into new projects is the `toolhost-plugin` this host was built
+    /// with: the workspace's dependency on it names the carried version.
     #[test]
     fn api_version_is_the_linked_one() {
-        assert_eq!(
-            PLUGIN_API_VERSION,
-            PluginRootRef::VERSION_STRINGS.version.as_str()
+        let root = include_str!("../../Cargo.toml");
+        assert!(
+            root.contains(&format!(
+                r#"toolhost-plugin = {{ path = "plugin-api", version = "{PLUGIN_API_VERSION}" }}"#
+            )),
+            "the root Cargo.toml's toolhost-plugin dependency is not {PLUGIN_API_VERSION}"
         );
+    }
+
+    /// Built for a published SDK, a project depends on crates.io's `toolhost-plugin` of the
+    /// carried version and nothing is written out; otherwise on the carried SDK, written.
+    #[test]
+    fn published_sdk_from_the_registry_else_the_carried_one() {
+        let data = tempfile::tempdir().unwrap();
+        let api = ApiSource::default_for(true, Some(data.path())).unwrap();
+        assert_eq!(api, ApiSource::Registry(sdk::VERSION));
+        assert_eq!(std::fs::read_dir(data.path()).unwrap().count(), 0);
+        let files = render("weather", &api).unwrap();
+        let cargo = &files[0].1;
+        assert!(
+            cargo.contains(&format!("\ntoolhost-plugin = \"{}\"\n", sdk::VERSION)),
+            "{cargo}"
+        );
+        assert!(
+            !cargo
+                .lines()
+                .any(|l| l.starts_with("toolhost-plugin = { path")),
+            "{cargo}"
+        );
+        assert!(cargo.parse::<toml::Table>().is_ok(), "{cargo}");
+
+        let api = ApiSource::default_for(false, Some(data.path())).unwrap();
+        let ApiSource::Carried(dir) = &api else {
+            panic!("{api:?}")
+        };
+        assert!(dir.starts_with(data.path()) && dir.join("Cargo.toml").is_file());
+        let cargo = &render("weather", &api).unwrap()[0].1;
+        assert!(cargo.contains("toolhost-plugin = { path = "), "{cargo}");
     }
 
     #[test]

@@ -156,8 +156,8 @@ fn a_copied_binary_writes_the_sdk_it_carries_once() {
 }
 
 /// The whole way of a new user: `toolhost new weather` outside any checkout, then the steps
-/// it prints, run as printed by `sh` (build, create the plugin folder, install the library,
-/// `toolhost list`, `toolhost call`), then `toolhost doctor` on the result.
+/// it prints, run as printed by `sh` (build, `toolhost install` the library into a plugin
+/// folder that does not exist yet, `toolhost call`), then `toolhost doctor` on the result.
 ///
 /// Before the carried SDK, the build failed: "no matching package named `toolhost-plugin`
 /// found / location searched: crates.io index".
@@ -185,8 +185,11 @@ fn the_printed_steps_build_install_and_call_a_new_plugin() {
         .map(|l| l.strip_prefix("  ").expect("steps are indented"))
         .collect();
     let plugins = home.join(".local/share/toolhost/plugins");
+    let library = format!("/release/{}", common::lib_file("weather"));
     assert!(
-        steps.contains(&format!("mkdir -p -m 700 {}", plugins.display()).as_str()),
+        steps
+            .iter()
+            .any(|s| s.contains(" install ") && s.ends_with(&library)),
         "{stdout}"
     );
     assert!(
@@ -204,7 +207,10 @@ fn the_printed_steps_build_install_and_call_a_new_plugin() {
     let root = toolhost_test_support::workspace_root();
     std::fs::copy(root.join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
     let mut sh = Command::new("sh");
-    sh.arg("-ec").arg(steps.join("\n")).current_dir(work.path());
+    // Under umask 002, where `cp` makes a library the host refuses (group-writable).
+    sh.arg("-ec")
+        .arg(format!("umask 002\n{}", steps.join("\n")))
+        .current_dir(work.path());
     fresh_user(&mut sh, &home);
     toolhost_test_support::scrub_cargo_env(&mut sh);
     sh.env("CARGO_TARGET_DIR", &target)
@@ -219,13 +225,18 @@ fn the_printed_steps_build_install_and_call_a_new_plugin() {
         "the steps failed:\n{}\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
         steps.join("\n")
     );
-    // `toolhost list` showed the plugin with the appended tool, and `toolhost call` its tool's
-    // answer to "Ada".
-    assert!(stdout.contains("weather 0.1.0 ("), "{stdout}");
+    // `toolhost install` said what the plugin serves, the appended tool too, and `toolhost
+    // call` gave its tool's answer to "Ada".
+    assert!(stdout.contains("weather 0.1.0, "), "{stdout}");
     assert!(
         stdout.contains("farewell"),
         "the appended tool is listed: {stdout}"
     );
+    // The folder and the file as the host wants them, whatever the umask.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&plugins), 0o700);
+    assert_eq!(mode(&plugins.join(common::lib_file("weather"))), 0o644);
     let call = stdout.lines().last().unwrap_or_default();
     assert!(call.contains("Ada"), "{stdout}");
 

@@ -372,9 +372,12 @@ pub use tool::{WithContext, WithoutContext};
 /// # }
 /// ```
 ///
-/// What the function returns becomes the result through [`IntoToolResult`], by its type: a
-/// `Result` is one under any name. A type of your own is returned in [`Json`]`<T>` (or a
-/// `Result` of one); bare, it does not compile, with a message saying so. Misuse that does not
+/// What the function returns becomes the result by its type: a `Result` is one under any name
+/// (an `Err` is an error result, whatever `T` and `E` are), an [`IntoToolResult`] type
+/// converts itself (text, numbers, [`ToolResult`], [`Json`]`<T>`, ...), and any other
+/// `Serialize` type of your own is its JSON (`structuredContent` for an object), as in the
+/// first SDK; anything else does not compile, with a message saying so. `_: Args` takes an
+/// argument struct and ignores it. Misuse that does not
 /// compile, each with a message saying what to write instead (the SDK's `tests/ui` holds one
 /// case of each): an argument type without a schema, a tool without a description, `&T` of a
 /// type the plugin never declared, two tools of one name, a hook whose outcome does not fit
@@ -672,6 +675,8 @@ pub mod __private {
         ToolNameIsTakenByAnotherTool, TOOLHOST_PLUGIN_ITEMS,
     };
     pub use crate::result::infallible;
+    /// How `#[tool]` turns a function's value into its result (see the module).
+    pub use crate::result::returned;
     pub use linkme::{self, distributed_slice};
 
     /// Whether `T` is a struct (its schema an object with named properties): a tool's one

@@ -296,6 +296,8 @@ fn float_text(f: f64) -> String {
 }
 
 // Recognizes the values `ToolResult::json` turns into text without a `serde_json::Value`.
+#[doc(hidden)]
+pub mod returned;
 mod scalar;
 
 /// A value a tool can return inside `Ok(..)`.
@@ -369,10 +371,11 @@ impl IntoToolOutput for Content {
 ///
 /// Implemented for `Result<T, E>`, [`ToolResult`], [`Content`], [`Json<T>`], strings
 /// (`String`, `&str`, `Cow<str>`), numbers, `bool`, `char`, `()`, `serde_json::Value` and
-/// objects, and `Option`, `Vec`, maps and sets of `Serialize` values. A type of your own
-/// returned bare is not one (that would need a blanket impl for every `Serialize` type, and
-/// `Result` is `Serialize` too, so a `Result` could no longer be told apart): return it in a
-/// `Result`, or wrapped in [`Json`].
+/// objects, and `Option`, `Vec`, maps and sets of `Serialize` values. A `Serialize` type of
+/// your own is not one (a blanket impl for every `Serialize` type would cover `Result` too,
+/// which could then no longer be told apart), yet `#[tool]` still takes it bare, as its JSON:
+/// the macro picks the conversion by the value's type, a `Result` first. Outside `#[tool]`,
+/// wrap it in [`Json`].
 ///
 /// ```
 /// use toolhost_plugin::{IntoToolResult, Json, ToolResult};
@@ -415,10 +418,8 @@ impl IntoToolOutput for Content {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a tool's return type",
     label = "a tool returns this",
-    note = "return it in a `Result<{Self}, E>` (an `Err` is an error result), or wrapped in \
-            `toolhost_plugin::Json` if it is `Serialize`; a `ToolResult` for content blocks",
-    note = "a bare type of your own is not taken as `Serialize` data, because `Result` is \
-            `Serialize` too and would then never be an error"
+    note = "derive `serde::Serialize` for it (its JSON is the result), or return a \
+            `ToolResult` for content blocks; a `Result<T, E>` is an error result on `Err`"
 )]
 pub trait IntoToolResult {
     /// What a successful result holds: the type whose JSON Schema `#[tool(output_schema)]`

@@ -351,3 +351,30 @@ fn tool_names(list: &Value) -> Vec<String> {
         .filter_map(|t| t["name"].as_str().map(str::to_string))
         .collect()
 }
+
+cli_test!(
+    /// The CLI's default defers MCP tools behind `ToolSearch` (docs/protocol.md §10), and then
+    /// the first request of a chat offered none of the plugins' tools. `toolhost chat` turns
+    /// tool search off unless the user set `ENABLE_TOOL_SEARCH`, whose choice it keeps.
+    fn chat_offers_the_plugins_tools_in_the_first_request() {
+        let sandbox = Sandbox::new(&["calc"]);
+        let fake = FakeApi::queue([Reply::text("RESULT: none")]);
+        let mut cmd = sandbox.chat_command(&fake, &["Which tools?"]);
+        cmd.env_remove("ENABLE_TOOL_SEARCH");
+        let mut chat = Proc::spawn("toolhost chat", cmd);
+        chat.finish();
+        let first = fake.request(0);
+        assert!(first.offers("mcp__calc__add"), "{:?}", first.tool_names());
+        assert!(!first.offers("ToolSearch"), "{:?}", first.tool_names());
+
+        // The user's own choice is kept: deferred behind ToolSearch.
+        let fake = FakeApi::queue([Reply::text("RESULT: none")]);
+        let mut cmd = sandbox.chat_command(&fake, &["Which tools?"]);
+        cmd.env("ENABLE_TOOL_SEARCH", "true");
+        let mut chat = Proc::spawn("toolhost chat", cmd);
+        chat.finish();
+        let first = fake.request(0);
+        assert!(first.offers("ToolSearch"), "{:?}", first.tool_names());
+        assert!(!first.offers("mcp__calc__add"), "{:?}", first.tool_names());
+    }
+);

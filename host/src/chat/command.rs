@@ -124,6 +124,19 @@ pub fn cli_args(args: &ChatArgs, plugin_names: &[&str], partial: bool) -> Vec<Os
     v
 }
 
+/// The environment `toolhost chat` gives the CLI over its own: tool search off
+/// (`ENABLE_TOOL_SEARCH=false`) unless the user set `ENABLE_TOOL_SEARCH` (`user`). The plugins
+/// are the point of `toolhost chat`: with the CLI's default, their tools are deferred behind
+/// `ToolSearch` and the model's first request offers none of them (docs/protocol.md §10). A
+/// user with many tools who wants them deferred sets `ENABLE_TOOL_SEARCH=true`; a plugin's own
+/// `#[tool(always_load)]` keeps a tool loaded in any `claude`.
+pub fn cli_env(user: Option<&std::ffi::OsStr>) -> Vec<(OsString, OsString)> {
+    match user {
+        Some(_) => Vec::new(),
+        None => vec![("ENABLE_TOOL_SEARCH".into(), "false".into())],
+    }
+}
+
 /// The folders given to the CLI with `--add-dir` among the arguments after `--` (the CLI's
 /// `--add-dir <directories...>`: every argument up to the next option, or `--add-dir=D`).
 pub fn add_dirs(args: &ChatArgs) -> Vec<PathBuf> {
@@ -162,6 +175,19 @@ mod tests {
         T::try_parse_from(std::iter::once("t").chain(argv.iter().copied()))
             .unwrap()
             .chat
+    }
+
+    #[test]
+    fn tool_search_is_off_unless_the_user_chose() {
+        assert_eq!(
+            cli_env(None),
+            [(
+                OsString::from("ENABLE_TOOL_SEARCH"),
+                OsString::from("false")
+            )]
+        );
+        assert!(cli_env(Some("true".as_ref())).is_empty());
+        assert!(cli_env(Some("".as_ref())).is_empty());
     }
 
     #[test]

@@ -230,7 +230,8 @@ fn start_cli(
     let claude = find_claude(args.claude.as_deref())?;
     let argv = cli_args(args, &names, term.live);
     tracing::debug!(claude = %claude.display(), ?argv, "spawning the CLI");
-    let (cli, stdin, stdout) = CliProcess::spawn(&claude, &argv)
+    let env = command::cli_env(std::env::var_os("ENABLE_TOOL_SEARCH").as_deref());
+    let (cli, stdin, stdout) = CliProcess::spawn_with_env(&claude, &argv, &env)
         .with_context(|| format!("cannot start {}", claude.display()))?;
 
     // The line editor (see `open_input`) is what forms are filled in with: without it, a

@@ -1,11 +1,12 @@
 //! The commands of the command line (`serve`, and the one-shot `list`, `call`, `read`,
-//! `prompt`, `hook`, `doctor`, `new`, `claude-plugin`):
+//! `prompt`, `hook`, `doctor`, `install`, `new`, `claude-plugin`):
 //! `main.rs` parses the arguments and hands them here.
 
 mod call;
 mod claude_plugin;
 mod doctor;
 mod hook;
+mod install;
 mod list;
 mod new;
 mod prompt;
@@ -21,6 +22,7 @@ pub use call::{call, call_target};
 pub use claude_plugin::{claude_plugin, PluginSpec};
 pub use doctor::doctor;
 pub use hook::{event, hook};
+pub use install::install;
 pub use list::list;
 pub use new::{new, new_foreign, new_in};
 pub use prompt::prompt;

@@ -5,10 +5,7 @@ use std::{
     process::ExitCode,
 };
 
-use crate::{
-    chat::default_plugin_dir,
-    scaffold::{self, ApiSource, NextSteps},
-};
+use crate::scaffold::{self, ApiSource, NextSteps};
 
 /// `api_path`: a local checkout of the plugin API to depend on, instead of the SDK this
 /// binary carries.
@@ -17,14 +14,13 @@ pub fn new(name: &str, path: &Path, api_path: Option<&Path>) -> anyhow::Result<E
     scaffold::check_target(name, path)?;
     let api = match api_path {
         Some(dir) => ApiSource::path(dir)?,
-        None => ApiSource::carried(None)?,
+        None => ApiSource::default_for(scaffold::sdk::PUBLISHED, None)?,
     };
     let root = scaffold::create(name, path, &api)?;
     let root = std::path::absolute(&root).unwrap_or(root);
     let exe = std::env::current_exe()?;
     let toolhost = scaffold::toolhost_command(&exe, std::env::var_os("PATH").as_deref());
     let target_dir = non_empty_var("CARGO_TARGET_DIR");
-    let plugins = non_empty_var("TOOLHOST_PLUGINS").unwrap_or_else(default_plugin_dir);
     println!("created {}", root.display());
     println!("{}", api.describe());
     println!();
@@ -32,7 +28,6 @@ pub fn new(name: &str, path: &Path, api_path: Option<&Path>) -> anyhow::Result<E
     for line in scaffold::next_steps(&NextSteps {
         name,
         project: &root,
-        plugins: &plugins,
         target_dir: target_dir.as_deref(),
         toolhost: &toolhost,
     }) {

@@ -231,7 +231,8 @@ pub(super) fn bounded(plugin: &LoadedPlugin, config: &Config) -> Result<Option<S
 fn load_fix(e: &LoadError) -> String {
     match e {
         LoadError::Stage(_) | LoadError::NotALibrary(_) | LoadError::Open(_) => {
-            "rebuild it (cargo build --release) and copy the finished library again".into()
+            "rebuild it (cargo build --release) and `toolhost install` the finished library again"
+                .into()
         }
         LoadError::NotAPlugin(_) => {
             "move it out of the plugin folder: only toolhost plugins belong there".into()

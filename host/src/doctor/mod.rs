@@ -21,6 +21,7 @@ use serde_json::Value;
 
 pub use cli::{CliVersion, TESTED_CLI_MAX, TESTED_CLI_MIN};
 pub use http::HttpSettings;
+pub use plugins::check_file;
 
 /// How a check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

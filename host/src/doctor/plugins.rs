@@ -79,6 +79,35 @@ pub fn check(opts: &Options) -> Vec<Check> {
     checks
 }
 
+/// One plugin file checked alone as [`check`] checks each file of the folder (the lock file,
+/// the trust rules, loaded where `chat` would run it, its tools), then unloaded: the dry run
+/// of `toolhost install`. A lock or configuration file that every command would refuse is the
+/// answer instead. (Name clashes with the folder's other plugins are not looked at: the
+/// registry and `doctor` say those.)
+pub fn check_file(opts: &Options, file: &Path) -> Check {
+    let (lock_check, allowlist) = lock(opts.lock.as_deref(), opts.allow_shared);
+    if lock_check.status == Status::Fail {
+        return lock_check;
+    }
+    let (config_check, config) = config_file(opts);
+    if config_check.status == Status::Fail {
+        return config_check;
+    }
+    let trust = Trust {
+        allowlist,
+        allow_shared: opts.allow_shared,
+    };
+    let workers = WorkerConfig::current_exe().map(|mut w| {
+        w.isolate_all = opts.isolate;
+        Arc::new(w)
+    });
+    let (mut check, plugin) = plugin_file(file, &trust, &config, opts, &workers, &[]);
+    if let Some(plugin) = plugin {
+        unloads(plugin, &mut check);
+    }
+    check
+}
+
 /// The configuration file, found as the other commands find it, and what it holds (the
 /// default, empty one when it cannot be used: every command refuses to start then).
 fn config_file(opts: &Options) -> (Check, Config) {
@@ -141,7 +170,9 @@ fn unloads(plugin: Arc<LoadedPlugin>, check: &mut Check) {
 fn folder(opts: &Options, checks: &mut Vec<Check>) -> bool {
     let dir = &opts.plugins;
     let shown = dir.display();
-    let create = format!("mkdir -p -m 700 {shown}, then copy plugin libraries into it");
+    let create = format!(
+        "toolhost install LIBRARY... creates it and installs them (or mkdir -p -m 700 {shown})"
+    );
     match std::fs::metadata(dir) {
         Err(_) if opts.plugins_is_default => {
             checks.push(
@@ -361,7 +392,7 @@ fn tools(m: &Manifest) -> Check {
         ));
         fixes.push(
             "say what its tools are for in `description` in its project's Cargo.toml (or \
-             `description:` in export_plugin!), rebuild and copy the library again",
+             `description:` in export_plugin!), rebuild and `toolhost install` the library again",
         );
     }
     let summary = summary(m);

@@ -24,7 +24,7 @@ mod carried {
     include!(concat!(env!("OUT_DIR"), "/sdk.rs"));
 }
 
-pub use carried::{API_CRATE, FILES, VERSION};
+pub use carried::{API_CRATE, FILES, PUBLISHED, VERSION};
 
 /// Why the SDK could not be written.
 #[derive(Debug, thiserror::Error)]

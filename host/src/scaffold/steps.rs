@@ -1,6 +1,7 @@
 //! What to run after `toolhost new`, as shell lines that work as written on a fresh machine:
-//! the plugin folder is created before the library is copied into it, the library has its
-//! real file name, and `toolhost` is named so that the shell finds this binary.
+//! `toolhost install` puts the library (by its real file name) into the plugin folder,
+//! creating the folder as the host wants it, and `toolhost` is named so that the shell finds
+//! this binary.
 
 use std::{ffi::OsStr, path::Path};
 
@@ -14,8 +15,6 @@ pub struct NextSteps<'a> {
     pub name: &'a str,
     /// The project's folder (absolute).
     pub project: &'a Path,
-    /// The plugin folder `toolhost list` uses by default.
-    pub plugins: &'a Path,
     /// `$CARGO_TARGET_DIR`, when set: the build's output is there instead of `target/`.
     pub target_dir: Option<&'a Path>,
     /// How to run this `toolhost` ([`toolhost_command`]).
@@ -35,16 +34,13 @@ pub fn next_steps(s: &NextSteps) -> Vec<String> {
         Some(dir) => quote(&dir.join("release").join(&library)),
         None => format!("target/release/{library}"),
     };
-    let plugins = quote(s.plugins);
     let (tool, args) = EXAMPLE_CALL;
     vec![
         format!("cd {}", quote(s.project)),
         "cargo build --release".to_string(),
-        // Only you may write the plugin folder (the host refuses one others can), and the
-        // library may not be writable by others either, whatever the umask: `install -m`.
-        format!("mkdir -p -m 700 {plugins}"),
-        format!("install -m 644 {built} {plugins}/"),
-        format!("{} list", s.toolhost),
+        // Into the folder `list` and `chat` use (created private if missing), with the modes
+        // the host accepts whatever the umask; it says what the plugin serves.
+        format!("{} install {built}", s.toolhost),
         format!("{} call {} {tool} {}", s.toolhost, s.name, quote_str(args)),
     ]
 }
@@ -90,7 +86,6 @@ mod tests {
         let lines = next_steps(&NextSteps {
             name: "weather-tools",
             project: Path::new("/home/u/src/weather-tools"),
-            plugins: Path::new("/home/u/.local/share/toolhost/plugins"),
             target_dir: None,
             toolhost: "toolhost",
         });
@@ -104,11 +99,7 @@ mod tests {
             [
                 "cd /home/u/src/weather-tools".to_string(),
                 "cargo build --release".into(),
-                "mkdir -p -m 700 /home/u/.local/share/toolhost/plugins".into(),
-                format!(
-                    "install -m 644 target/release/{lib} /home/u/.local/share/toolhost/plugins/"
-                ),
-                "toolhost list".into(),
+                format!("toolhost install target/release/{lib}"),
                 r#"toolhost call weather-tools greet '{"name":"Ada"}'"#.into(),
             ]
         );
@@ -119,19 +110,16 @@ mod tests {
         let lines = next_steps(&NextSteps {
             name: "w",
             project: Path::new("/tmp/my projects/w"),
-            plugins: Path::new("/tmp/it's here"),
-            target_dir: Some(Path::new("/cache/target")),
+            target_dir: Some(Path::new("/cache/it's here")),
             toolhost: "/opt/toolhost",
         });
         assert_eq!(lines[0], "cd '/tmp/my projects/w'");
-        assert_eq!(lines[2], r"mkdir -p -m 700 '/tmp/it'\''s here'");
         assert!(
-            lines[3].starts_with("install -m 644 /cache/target/release/"),
+            lines[2].starts_with(r"/opt/toolhost install '/cache/it'\''s here/release/"),
             "{}",
-            lines[3]
+            lines[2]
         );
-        assert!(lines[3].ends_with(r" '/tmp/it'\''s here'/"), "{}", lines[3]);
-        assert!(lines[4].starts_with("/opt/toolhost list"));
+        assert!(lines[3].starts_with("/opt/toolhost call w greet"));
     }
 
     #[test]

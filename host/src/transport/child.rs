@@ -162,8 +162,18 @@ impl CliProcess {
         program: &Path,
         args: &[OsString],
     ) -> std::io::Result<(CliProcess, ChildStdin, ChildStdout)> {
+        Self::spawn_with_env(program, args, &[])
+    }
+
+    /// [`spawn`](Self::spawn) with `env` set in the child's environment (over ours).
+    pub fn spawn_with_env(
+        program: &Path,
+        args: &[OsString],
+        env: &[(OsString, OsString)],
+    ) -> std::io::Result<(CliProcess, ChildStdin, ChildStdout)> {
         let mut cmd = Command::new(program);
         cmd.args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -22,7 +22,7 @@ pub(crate) enum Param {
         ty: Type,
         attrs: Vec<Attribute>,
     },
-    /// The argument struct, whole: `T { .. }: T` or `_: NoArgs`.
+    /// The argument struct, whole: `T { .. }: T`, `_: T` or `_: NoArgs`.
     Whole(Type),
     Injected(Injected),
 }
@@ -99,7 +99,9 @@ pub(crate) fn tool_params(func: &mut ItemFn, what: &str) -> syn::Result<Vec<Para
                  (`Pair { x, y }: Pair`), or take plain arguments",
             ));
         }
-        let destructured = matches!(&*t.pat, Pat::Struct(_));
+        // `Args { .. }: Args`, and `_: Args` (the first SDK's way of ignoring the arguments,
+        // `_: Empty` of an empty struct): the struct whole.
+        let destructured = matches!(&*t.pat, Pat::Struct(_) | Pat::Wild(_));
         let no_args = matches!(&*t.ty, Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "NoArgs"));
         if destructured || no_args {
             if let Some(a) = moved.first() {
@@ -133,7 +135,8 @@ pub(crate) fn tool_params(func: &mut ItemFn, what: &str) -> syn::Result<Vec<Para
 
 /// How the client's arguments reach the function.
 pub(crate) enum Arguments {
-    /// One struct of arguments, known as one by its pattern (`Pair { x, y }: Pair`, `NoArgs`).
+    /// One struct of arguments, known as one by its pattern (`Pair { x, y }: Pair`, `_: Pair`,
+    /// `NoArgs`).
     Whole {
         /// The check that the type is an argument struct.
         check: TokenStream2,

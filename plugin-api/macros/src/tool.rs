@@ -120,7 +120,7 @@ pub(crate) fn expand(
     let ToolOptions {
         name,
         description,
-        mut builder,
+        builder,
         want_output_schema,
     } = tool_options(&args, &ident)?;
     let description = match description {
@@ -148,16 +148,34 @@ pub(crate) fn expand(
         ReturnType::Type(_, t) => t.span(),
     };
     let (args_struct, def) = args.definition(|exprs, args_ty| {
-        let call = quote_spanned!(ret_span=>
-            ::toolhost_plugin::IntoToolResult::into_tool_result(super::#ident(#(#exprs),*))
-        );
+        // By the value's type (toolhost_plugin::__private::returned): any `Result` is an error
+        // result, an `IntoToolResult` converts itself, and a `Serialize` type of the plugin's
+        // own is its JSON, as in the first SDK.
+        let call = quote_spanned!(ret_span=> {
+            #[allow(unused_imports)]
+            use ::toolhost_plugin::__private::returned::{
+                KindOfIntoToolResult as _, KindOfOther as _, KindOfResult as _, KindOfSerialize as _,
+            };
+            let value = super::#ident(#(#exprs),*);
+            (&&&&::toolhost_plugin::__private::returned::probe(&value))
+                .__toolhost_kind()
+                .into_tool_result(value)
+        });
         quote!(::toolhost_plugin::ToolDef::new(#name, |args: #args_ty, ctx: &::toolhost_plugin::Context| #call))
     });
-    if want_output_schema {
-        builder.push(
-            quote!(.output_schema::<<#ret_ty as ::toolhost_plugin::IntoToolResult>::Output>()),
-        );
-    }
+    // The schema of what a success holds, by the same dispatch as the value.
+    let output_schema = want_output_schema.then(|| {
+        quote_spanned!(ret_span=> {
+            #[allow(unused_imports)]
+            use ::toolhost_plugin::__private::returned::{
+                KindOfIntoToolResult as _, KindOfOther as _, KindOfResult as _, KindOfSerialize as _,
+            };
+            (&&&&::toolhost_plugin::__private::returned::probe_type::<#ret_ty>())
+                .__toolhost_kind()
+                .output_schema::<#ret_ty>(def)
+        })
+    });
+    let output_schema = output_schema.unwrap_or_else(|| quote!(def));
     let registered = register::item(quote!(|def| def.tool(tool())));
     let unique = register::unique("ToolNameIsTakenByAnotherTool", &name);
     Ok(register::beside(
@@ -167,9 +185,10 @@ pub(crate) fn expand(
 
             /// The tool definition built by `#[tool]`.
             pub fn tool() -> ::toolhost_plugin::ToolDef {
-                #def
+                let def = (#def)
                 .description(#description)
-                #(#builder)*
+                #(#builder)*;
+                #output_schema
             }
 
             #registered

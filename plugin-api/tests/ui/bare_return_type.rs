@@ -1,7 +1,6 @@
-use serde::Serialize;
 use toolhost_plugin::prelude::*;
 
-#[derive(Serialize)]
+/// Neither `Serialize` nor a tool result.
 pub struct Stats {
     words: usize,
 }
