@@ -34,7 +34,7 @@ fn steps_of(lang: &str, env: &[(&str, std::path::PathBuf)]) -> String {
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect();
-    assert_eq!(steps.len(), 6, "{stdout}");
+    assert_eq!(steps.len(), 4, "{stdout}");
     assert!(steps[1] == "./test.sh", "{stdout}");
     // One shell, as a user pastes them: the `cd` holds for the next lines.
     let script = steps.join("\n");

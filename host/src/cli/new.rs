@@ -51,14 +51,12 @@ pub fn new_foreign(name: &str, path: &Path, lang: scaffold::Lang) -> anyhow::Res
     let root = std::path::absolute(&root).unwrap_or(root);
     let exe = std::env::current_exe()?;
     let toolhost = scaffold::toolhost_command(&exe, std::env::var_os("PATH").as_deref());
-    let plugins = non_empty_var("TOOLHOST_PLUGINS").unwrap_or_else(default_plugin_dir);
     println!("created {}", root.display());
     println!();
     println!("next steps:");
     for line in scaffold::next_steps_foreign(&NextSteps {
         name,
         project: &root,
-        plugins: &plugins,
         target_dir: None,
         toolhost: &toolhost,
     }) {
