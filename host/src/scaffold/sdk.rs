@@ -176,17 +176,38 @@ fn prepare_root(root: &Path) -> Result<(), SdkError> {
         root: root.to_path_buf(),
         source,
     };
+    let write = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| SdkError::Write { path, source }
+    };
+    let builder = |recursive| {
+        let mut b = std::fs::DirBuilder::new();
+        b.recursive(recursive);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut b, DIR_MODE);
+        b
+    };
     let data = root.parent().unwrap_or(root);
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, DIR_MODE);
-    builder.create(root).map_err(|source| SdkError::Write {
-        path: root.to_path_buf(),
-        source,
-    })?;
+    if let Some(above) = data.parent().filter(|p| !p.as_os_str().is_empty()) {
+        builder(true).create(above).map_err(write(above))?;
+    }
+    // Each checked before anything is made in it: nothing is created through a link.
     for dir in [data, root] {
-        let meta = std::fs::symlink_metadata(dir).map_err(|source| {
+        let meta = match std::fs::symlink_metadata(dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                match builder(false).create(dir) {
+                    Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                        return Err(SdkError::Write {
+                            path: dir.to_path_buf(),
+                            source: e,
+                        })
+                    }
+                    _ => std::fs::symlink_metadata(dir),
+                }
+            }
+            other => other,
+        };
+        let meta = meta.map_err(|source| {
             untrusted(crate::trust::TrustError::Unreadable {
                 path: dir.to_path_buf(),
                 source,
