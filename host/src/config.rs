@@ -462,9 +462,9 @@ impl Config {
             file: file.to_path_buf(),
             source,
         };
-        let mut opened = fs::File::open(file).map_err(read_err)?;
-        // The rules apply to the file read (fstat), not to whatever the path names later.
-        let meta = opened.metadata().map_err(read_err)?;
+        // The rules apply to the file read (fstat), not to whatever the path names later;
+        // opened without blocking, and refused unless a regular file (a FIFO would hang).
+        let (mut opened, meta) = crate::sys::open_regular_file(file).map_err(read_err)?;
         if !shared {
             crate::trust::check_owner_and_mode(file, &meta).map_err(|why| {
                 ConfigError::Untrusted {

@@ -81,10 +81,16 @@ pub fn create(dir: &Path) -> Result<Prepared, PluginDirError> {
     prepare(dir, true)
 }
 
-/// Creates `dir` with mode 0700 (its missing parents with the usual mode).
+/// Creates `dir` with mode 0700, its missing parents with 0755 at most (whatever the umask:
+/// the data folder also holds the SDK, which nobody else may be able to write, see
+/// `scaffold::sdk`).
 fn create_private(dir: &Path) -> std::io::Result<()> {
     if let Some(parent) = dir.parent() {
-        std::fs::create_dir_all(parent)?;
+        let mut parents = std::fs::DirBuilder::new();
+        parents.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut parents, 0o755);
+        parents.create(parent)?;
     }
     let mut builder = std::fs::DirBuilder::new();
     #[cfg(unix)]

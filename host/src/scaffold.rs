@@ -10,6 +10,8 @@ mod steps;
 use std::path::{Path, PathBuf};
 
 pub use foreign::{create_foreign, next_steps_foreign, render_foreign, Lang, FOREIGN_CALL};
+/// One shell word (also for `claude-plugin`'s hook script).
+pub(crate) use steps::quote_str as shell_word;
 pub use steps::{next_steps, toolhost_command, NextSteps, EXAMPLE_CALL};
 
 use crate::plugin::check_name;

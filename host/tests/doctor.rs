@@ -575,3 +575,105 @@ fn the_claude_code_plugin_installed_stale_or_missing() {
     );
     assert!(fix.contains("toolhost claude-plugin --out"), "{fix}");
 }
+
+/// Issue 37 item 14: `claude-plugin` writes explicit modes whatever the umask (scripts 0755,
+/// other files 0644, folders 0755; it wrote 0664 under umask 002, though the CLI runs
+/// `hooks/event.sh` as the user at every session start), and `doctor` reports a plugin folder
+/// others can write, or anything in it.
+#[test]
+fn the_claude_code_plugin_is_written_private_and_doctor_reports_one_others_can_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, _bin, claude) = with_claude(&["calc"], "2.1.332");
+    let folder = dir.path().to_str().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let market = home.path().join("claude-plugin");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    for umask in ["002", "000", "077"] {
+        let wrote = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(format!(
+                "umask {umask}; exec \"$0\" claude-plugin --plugins \"$1\" --out \"$2\""
+            ))
+            .arg(env!("CARGO_BIN_EXE_toolhost"))
+            .arg(folder)
+            .arg(&market)
+            .output()
+            .unwrap();
+        assert!(wrote.status.success(), "{wrote:?}");
+        for (file, want) in [
+            (".claude-plugin/plugin.json", 0o644),
+            (".claude-plugin/marketplace.json", 0o644),
+            (".mcp.json", 0o644),
+            ("hooks/hooks.json", 0o644),
+            ("hooks/event.sh", 0o755),
+            ("README.md", 0o644),
+            (".claude-plugin", 0o755),
+            ("hooks", 0o755),
+            ("", 0o755),
+        ] {
+            let got = mode(&market.join(file));
+            assert_eq!(got, want, "umask {umask}: {file} is {got:o}");
+        }
+    }
+    // A folder whose name the CLI would expand in `.mcp.json` (`${HOME}` there is the home
+    // folder, an unset variable fails the server): refused, nothing written.
+    let expanded = dir.path().join("${HOME}");
+    std::fs::create_dir(&expanded).unwrap();
+    let other = home.path().join("expanded");
+    let wrote = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["claude-plugin", "--plugins"])
+        .arg(&expanded)
+        .arg("--out")
+        .arg(&other)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&wrote.stderr);
+    assert!(!wrote.status.success(), "{wrote:?}");
+    assert!(
+        err.contains("holds `${`, which Claude Code expands"),
+        "{err}"
+    );
+    assert!(!other.exists());
+
+    let config = home.path().join(".claude");
+    install_plugin(&config, &market, true, None);
+    let claude_arg = claude.to_str().unwrap();
+    let check = ["--plugins", folder, "--claude", claude_arg];
+    let out = doctor_at(home.path(), &check);
+    assert!(text(&out).contains("✓ claude-plugin: "), "{}", text(&out));
+
+    let script = market.join("hooks/event.sh");
+    for (path, chmod, who) in [
+        (&script, 0o777, "every user"),
+        (&market.join("hooks"), 0o775, "its group"),
+        (&market, 0o757, "every user"),
+    ] {
+        let before = mode(path);
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(chmod)).unwrap();
+        let out = doctor_at(home.path(), &check);
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(before)).unwrap();
+        let (line, fix) = line_and_next(&text(&out), "! claude-plugin: ");
+        assert!(
+            line.contains(&format!(
+                "{who} can write {} (mode {chmod:o}), and so change what it runs as you",
+                path.display()
+            )),
+            "{line}"
+        );
+        assert_eq!(fix, format!("    fix: chmod -R go-w {}", market.display()));
+    }
+    // A folder above it others can write, without the sticky bit.
+    let above = home.path();
+    let before = mode(above);
+    std::fs::set_permissions(above, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = doctor_at(home.path(), &check);
+    std::fs::set_permissions(above, std::fs::Permissions::from_mode(before)).unwrap();
+    let (line, _) = line_and_next(&text(&out), "! claude-plugin: ");
+    assert!(
+        line.contains(&format!(
+            "the folder {} is writable by everyone",
+            above.display()
+        )),
+        "{line}"
+    );
+}

@@ -630,3 +630,55 @@ fn a_secret_reached_through_a_link_in_a_folder_others_can_write_is_refused() {
     // The file itself, named directly, is fine.
     assert!(Tokens::load(&tokens, false).is_ok());
 }
+
+/// Issue 37 item 18: a FIFO given as `--state-key-file` hung start-up (no listener, no error)
+/// until something wrote to it; refused at once as not a regular file, as are the token file
+/// and the TLS key.
+#[cfg(unix)]
+#[test]
+fn a_fifo_given_as_a_key_or_token_file_is_refused_without_hanging() {
+    use std::io::Read as _;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("key");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: `c` is a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let plugins = tempfile::tempdir().unwrap();
+    let fifo_arg = fifo.to_str().unwrap();
+    for flag in ["--state-key-file", "--auth-token-file"] {
+        let mut child = common::toolhost(
+            &["serve", "--http", "127.0.0.1:0", flag, fifo_arg],
+            plugins.path(),
+        )
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run toolhost");
+        // Not a measure of speed: a start-up that hangs must fail the test, not hang it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{flag} FIFO: toolhost serve hung at start-up");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert!(!status.success(), "{flag}: {err}");
+        assert!(
+            err.contains(fifo_arg) && err.contains("not a regular file (it is a FIFO)"),
+            "{flag}: {err}"
+        );
+    }
+}

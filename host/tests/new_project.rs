@@ -155,6 +155,55 @@ fn a_copied_binary_writes_the_sdk_it_carries_once() {
     assert!(!work.path().join("other").exists());
 }
 
+/// Issue 37 item 2: the SDK is written with explicit modes whatever the umask. Under umask 000
+/// it wrote 60 entries anyone could write (and cargo builds what is in them); under 077 it
+/// would be unreadable to the others it is shared with. Files 0644, folders 0755, always.
+#[cfg(unix)]
+#[test]
+fn the_sdk_is_written_with_explicit_modes_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    for umask in ["000", "077", "002"] {
+        let work = tempfile::tempdir().unwrap();
+        let home = work.path().join("home");
+        std::fs::create_dir(&home).unwrap();
+        let mut cmd = Command::new("/bin/sh");
+        cmd.arg("-c")
+            .arg(format!("umask {umask}; exec \"$0\" new modes"))
+            .arg(copied_binary())
+            .current_dir(work.path());
+        fresh_user(&mut cmd, &home);
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "umask {umask}: {out:?}");
+        let data = home.join(".local/share/toolhost");
+        let mut stack = vec![data.join("sdk")];
+        let mut seen = 0;
+        while let Some(dir) = stack.pop() {
+            for e in std::fs::read_dir(&dir).unwrap() {
+                let path = e.unwrap().path();
+                let meta = std::fs::symlink_metadata(&path).unwrap();
+                let mode = meta.permissions().mode() & 0o7777;
+                let want = if meta.is_dir() { 0o755 } else { 0o644 };
+                assert_eq!(mode, want, "umask {umask}: {} is {mode:o}", path.display());
+                if meta.is_dir() {
+                    stack.push(path);
+                }
+                seen += 1;
+            }
+        }
+        assert!(seen > 10, "{seen} entries");
+        // The folders made on the way are nobody else's to write either.
+        for dir in [data.clone(), data.join("sdk")] {
+            let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+            assert_eq!(
+                mode & 0o022,
+                0,
+                "umask {umask}: {} is {mode:o}",
+                dir.display()
+            );
+        }
+    }
+}
+
 /// The whole way of a new user: `toolhost new weather` outside any checkout, then the steps
 /// it prints, run as printed by `sh` (build, `toolhost install` the library into a plugin
 /// folder that does not exist yet, `toolhost call`), then `toolhost doctor` on the result.

@@ -597,3 +597,52 @@ cli_test!(
         assert!(!marker.exists(), "the unchecked command ran");
     }
 );
+
+cli_test!(
+    /// Issue 37 item 14: after putting in the options, the CLI expands `${NAME}` in
+    /// `.mcp.json` (`claude mcp list` shows what it runs), with no escape: a plugin folder
+    /// named with `${...}` is served as another folder, or not at all. So `toolhost
+    /// claude-plugin` refuses such paths, and writes nothing.
+    fn the_cli_expands_variables_in_the_options_so_such_paths_are_refused() {
+        let sandbox = sandbox(&["calc"]);
+        let plugin = write_plugin(&sandbox);
+        let manifest = plugin.join(".claude-plugin/plugin.json");
+        let folder = sandbox.plugin_dir().to_str().unwrap().to_string();
+        let (parent, name) = folder.rsplit_once('/').unwrap();
+        let text = fs::read_to_string(&manifest).unwrap();
+        let default = format!("\"default\": {}", json!(folder));
+        assert!(text.contains(&default), "{text}");
+        let named = format!(
+            "\"default\": {}",
+            json!(format!("{parent}/${{E2E_FOLDER}}"))
+        );
+        fs::write(&manifest, text.replace(&default, &named)).unwrap();
+        let mut cmd = sandbox.clean_command(&sandbox.claude, None);
+        cmd.arg("--plugin-dir")
+            .arg(&plugin)
+            .args(["mcp", "list"])
+            .env("E2E_FOLDER", name);
+        let (_, output) = run("claude mcp list", cmd, None);
+        assert!(
+            output.contains(&format!("serve --plugins {folder} - ✔ Connected")),
+            "{output}"
+        );
+
+        let odd = sandbox.path().join("${E2E_FOLDER}");
+        fs::create_dir(&odd).unwrap();
+        let out = sandbox.path().join("refused-plugin");
+        let mut cmd = sandbox.clean_command(&artifacts().toolhost, None);
+        cmd.arg("claude-plugin")
+            .arg("--out")
+            .arg(&out)
+            .arg("--plugins")
+            .arg(&odd);
+        let (code, output) = run("toolhost claude-plugin", cmd, None);
+        assert_ne!(code, Some(0), "{output}");
+        assert!(
+            output.contains("holds `${`, which Claude Code expands"),
+            "{output}"
+        );
+        assert!(!out.exists(), "nothing is written");
+    }
+);

@@ -175,3 +175,47 @@ cli_test!(
         );
     }
 );
+
+cli_test!(
+    /// Issue 37 item 15: with guard installed, each of these deleted the victim folder through
+    /// the real CLI (guard matched text). Now each is refused, and the folder stays; what guard
+    /// cannot evaluate (`${IFS}`) is refused with the reason.
+    fn guard_refuses_rm_rf_however_the_shell_is_asked_to_run_it() {
+        let sandbox = Sandbox::new(&["guard"]);
+        sandbox.write_config("[plugin.guard]\nconfig = { log = \"\" }\n");
+        let victim = sandbox.work_dir().join("victim");
+        std::fs::create_dir_all(victim.join("inside")).unwrap();
+        let fake = FakeApi::call_policy();
+        let mut chat = sandbox.chat(&fake, &["--allowed-tools", "Bash"]);
+        let commands = [
+            "rm -Rf victim",
+            "rm -r -f victim",
+            "rm --recursive --force victim",
+            "rm '-rf' victim",
+            "rm -r\"\"f victim",
+            "rm${IFS}-rf victim",
+        ];
+        for command in commands {
+            call_turn(&mut chat, &bash(command));
+        }
+        chat.finish();
+        for (i, command) in commands.iter().enumerate() {
+            let result = fake.tool_result(&format!("toolu_{:02}", i + 1));
+            assert!(result.is_error, "{command}: {result:?}");
+            let why = if command.contains('$') {
+                "guard refuses Bash commands it cannot check against its deny list: a shell \
+                 expansion (`$`)"
+            } else {
+                "guard refuses Bash commands containing `rm -rf`"
+            };
+            assert!(
+                result.content.contains(&format!("denied by guard: {why}")),
+                "{command}: {result:?}"
+            );
+        }
+        assert!(
+            victim.join("inside").is_dir(),
+            "the victim folder was deleted"
+        );
+    }
+);

@@ -45,11 +45,40 @@ impl PluginSpec {
         let plugins = fs::canonicalize(plugins)
             .or_else(|_| std::path::absolute(plugins))
             .with_context(|| format!("cannot make {} an absolute path", plugins.display()))?;
-        Ok(PluginSpec {
+        let spec = PluginSpec {
             toolhost,
             plugins,
             isolate,
-        })
+        };
+        spec.check()?;
+        Ok(spec)
+    }
+
+    /// Refuses paths the plugin cannot carry as they are: not UTF-8 (JSON holds text), or
+    /// holding `${`, which the CLI expands in `.mcp.json` after putting in the user's options
+    /// (`${HOME}` in a folder's name becomes the home folder, an unset `${X}` fails the server)
+    /// and has no way to escape.
+    pub fn check(&self) -> anyhow::Result<()> {
+        for (what, path) in [
+            ("the toolhost binary", &self.toolhost),
+            ("the plugin folder", &self.plugins),
+        ] {
+            let Some(text) = path.to_str() else {
+                bail!(
+                    "the path of {what}, {}, is not UTF-8, which the plugin's JSON files cannot \
+                     hold; use a path that is",
+                    path.display()
+                );
+            };
+            if text.contains("${") {
+                bail!(
+                    "the path of {what}, {text}, holds `${{`, which Claude Code expands as an \
+                     environment variable in the plugin's .mcp.json (with no way to escape it); \
+                     use a path without it (a symbolic link to it will do)"
+                );
+            }
+        }
+        Ok(())
     }
 }
 
@@ -117,15 +146,70 @@ pub fn files(spec: &PluginSpec) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// The mode of the plugin's folders and of its script: the CLI runs `hooks/event.sh` as the
+/// user at every session start, so nobody else may change it (whatever the umask).
+const EXEC_MODE: u32 = 0o755;
+/// The mode of its other files.
+const FILE_MODE: u32 = 0o644;
+
 fn write(out: &Path, spec: &PluginSpec) -> anyhow::Result<()> {
+    spec.check()?;
     for (path, text) in files(spec) {
         let path = out.join(path);
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        }
-        fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        let dir = path.parent().expect("files are in the plugin folder");
+        make_dirs(out, dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let mode = if path.ends_with(EVENT_SCRIPT) {
+            EXEC_MODE
+        } else {
+            FILE_MODE
+        };
+        replace_file(&path, text.as_bytes(), mode)
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(())
+}
+
+/// Makes `dir` and its missing parents, and sets `out` and every folder from it down to `dir`
+/// to [`EXEC_MODE`].
+fn make_dirs(out: &Path, dir: &Path) -> std::io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, EXEC_MODE);
+    builder.create(dir)?;
+    #[cfg(unix)]
+    for d in dir.ancestors().take_while(|d| d.starts_with(out)) {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(d, fs::Permissions::from_mode(EXEC_MODE))?;
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to `path` with `mode` exactly: into a new sibling, then renamed over `path`
+/// (a link there is replaced, not followed; a reader never sees half a file).
+fn replace_file(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let temp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let _ = fs::remove_file(&temp);
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
+    let written = options.open(&temp).and_then(|mut file| {
+        file.write_all(bytes)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            file.set_permissions(fs::Permissions::from_mode(mode))?;
+        }
+        let _ = mode;
+        fs::rename(&temp, path)
+    });
+    if written.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    written
 }
 
 /// `plugin.json`: what the three values the user may change at install default to (the binary
@@ -257,29 +341,25 @@ fn command_hook() -> Value {
 /// Runs `toolhost event` with the user's choices. A hook command sees them only as
 /// `CLAUDE_PLUGIN_OPTION_*` variables, and only once the user set them (under `--plugin-dir`
 /// it sees none: `${user_config.*}` fails there), so the defaults are written in as well.
+///
+/// The defaults are single-quoted words of their own, never inside a `${VAR:-...}`: bash (as
+/// `/bin/sh` on Fedora, RHEL or Arch) fails with "bad substitution" or an unmatched quote on a
+/// `'` there, where dash does not. Written this way both read it alike.
 fn event_script(spec: &PluginSpec) -> String {
+    let word = |p: &Path| crate::scaffold::shell_word(&p.to_string_lossy());
     format!(
         "#!/bin/sh\n\
          # Hook events Claude Code cannot send to the running toolhost (SessionStart at startup\n\
          # or resume, Setup, SessionEnd): answered by a toolhost process of their own.\n\
-         exec \"${{CLAUDE_PLUGIN_OPTION_TOOLHOST:-{}}}\" event \\\n\
-         \x20   --plugins \"${{CLAUDE_PLUGIN_OPTION_PLUGINS:-{}}}\"\n",
-        shell_default(&spec.toolhost),
-        shell_default(&spec.plugins),
+         # The defaults, unless the user chose otherwise (`/plugin configure`).\n\
+         toolhost={}\n\
+         plugins={}\n\
+         if [ -n \"${{CLAUDE_PLUGIN_OPTION_TOOLHOST:-}}\" ]; then toolhost=$CLAUDE_PLUGIN_OPTION_TOOLHOST; fi\n\
+         if [ -n \"${{CLAUDE_PLUGIN_OPTION_PLUGINS:-}}\" ]; then plugins=$CLAUDE_PLUGIN_OPTION_PLUGINS; fi\n\
+         exec \"$toolhost\" event --plugins \"$plugins\"\n",
+        word(&spec.toolhost),
+        word(&spec.plugins),
     )
-}
-
-/// `path` as the default of a `${VAR:-...}` inside double quotes: `\`, `$`, `` ` `` and `"`
-/// escaped, `}` too (it would end the expansion).
-fn shell_default(path: &Path) -> String {
-    let mut out = String::new();
-    for c in path.to_string_lossy().chars() {
-        if matches!(c, '\\' | '$' | '`' | '"' | '}') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn readme(spec: &PluginSpec) -> String {
@@ -374,32 +454,121 @@ mod tests {
         assert_eq!(s["env"]["TOOLHOST_ISOLATE"], "${user_config.isolate}");
     }
 
+    /// The shells `/bin/sh` is somewhere: dash (Debian, Ubuntu), and bash run as `sh` (Fedora,
+    /// RHEL, Arch: a link named `sh`, which puts bash in its POSIX mode), and bash itself.
+    /// Under `CI=true` a missing one fails the test.
+    #[cfg(unix)]
+    fn shells(dir: &Path) -> Vec<PathBuf> {
+        let find = |name: &str| {
+            ["/bin", "/usr/bin"]
+                .iter()
+                .map(|d| Path::new(d).join(name))
+                .find(|p| p.is_file())
+        };
+        let mut found = Vec::new();
+        for name in ["dash", "bash"] {
+            match find(name) {
+                Some(p) => found.push(p),
+                None if std::env::var_os("CI").is_some_and(|v| v == "true") => {
+                    panic!("CI=true: {name} is needed for this test")
+                }
+                None => eprintln!("{name} not found: not tried"),
+            }
+        }
+        if let Some(bash) = find("bash") {
+            let sh = dir.join("sh");
+            let _ = fs::remove_file(&sh);
+            std::os::unix::fs::symlink(bash, &sh).unwrap();
+            found.push(sh);
+        }
+        found
+    }
+
+    /// Issue 37 item 14: a folder named with `'` failed under bash as `/bin/sh` ("bad
+    /// substitution", or an unmatched quote); every character reaches `toolhost event` as it
+    /// is, under every shell, the defaults and the user's choices alike.
+    #[cfg(unix)]
     #[test]
     fn the_event_script_runs_the_chosen_or_default_binary_on_the_folder() {
         let dir = std::env::temp_dir().join(format!("event-script-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
-        let odd = dir.join("a $b `c` \"d\" }e");
+        let odd = dir.join("a $b `c` \"d\" }e it's ${HOME} \\g\nnew line ~");
+        let bin = dir.join("it's ${x} bin");
+        std::os::unix::fs::symlink("/bin/echo", &bin).unwrap_or(());
         let spec = PluginSpec {
-            toolhost: "/bin/echo".into(),
+            toolhost: bin,
             plugins: odd.clone(),
             isolate: false,
         };
         let script = dir.join("event.sh");
         fs::write(&script, event_script(&spec)).unwrap();
-        let run = |env: &[(&str, &str)]| {
-            let out = std::process::Command::new("/bin/sh")
-                .arg(&script)
-                .env_remove("CLAUDE_PLUGIN_OPTION_TOOLHOST")
-                .env_remove("CLAUDE_PLUGIN_OPTION_PLUGINS")
-                .envs(env.iter().copied())
-                .output()
-                .unwrap();
-            String::from_utf8(out.stdout).unwrap()
-        };
-        assert_eq!(run(&[]), format!("event --plugins {}\n", odd.display()));
-        let chosen = run(&[("CLAUDE_PLUGIN_OPTION_PLUGINS", "/p")]);
-        assert_eq!(chosen, "event --plugins /p\n");
+        let shells = shells(&dir);
+        assert!(!shells.is_empty());
+        for shell in &shells {
+            let run = |env: &[(&str, &str)]| {
+                let out = std::process::Command::new(shell)
+                    .arg(&script)
+                    .env_remove("CLAUDE_PLUGIN_OPTION_TOOLHOST")
+                    .env_remove("CLAUDE_PLUGIN_OPTION_PLUGINS")
+                    .envs(env.iter().copied())
+                    .output()
+                    .unwrap();
+                let err = String::from_utf8_lossy(&out.stderr);
+                assert!(out.status.success(), "{}: {err}", shell.display());
+                String::from_utf8(out.stdout).unwrap()
+            };
+            let shown = shell.display();
+            assert_eq!(
+                run(&[]),
+                format!("event --plugins {}\n", odd.display()),
+                "{shown}"
+            );
+            let chosen = run(&[("CLAUDE_PLUGIN_OPTION_PLUGINS", "/p 'q' ${r}")]);
+            assert_eq!(chosen, "event --plugins /p 'q' ${r}\n", "{shown}");
+            let other = run(&[("CLAUDE_PLUGIN_OPTION_TOOLHOST", "/bin/echo")]);
+            assert!(other.starts_with("event --plugins "), "{shown}: {other}");
+        }
         let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// Issue 37 item 14: the CLI expands `${VAR}` in `.mcp.json` after putting in the
+    /// options, with no escape: such paths are refused, as are paths JSON cannot hold.
+    #[test]
+    fn paths_the_cli_would_expand_are_refused() {
+        for (toolhost, plugins) in [
+            ("/opt/${HOME}/toolhost", "/p"),
+            ("/opt/toolhost", "/home/u/${PLUGINS:-x}"),
+            ("/opt/toolhost", "/home/u/${user_config.plugins}"),
+        ] {
+            let spec = PluginSpec {
+                toolhost: toolhost.into(),
+                plugins: plugins.into(),
+                isolate: false,
+            };
+            let e = spec.check().unwrap_err().to_string();
+            assert!(e.contains("holds `${`") && e.contains("expands"), "{e}");
+            let dir = std::env::temp_dir().join(format!("claude-plugin-x-{}", std::process::id()));
+            assert!(write(&dir, &spec).is_err());
+            assert!(!dir.exists(), "nothing is written");
+        }
+        // `$` without a brace, `'` and `}` the CLI leaves alone.
+        let spec = PluginSpec {
+            toolhost: "/opt/$t/it's}".into(),
+            plugins: "/p".into(),
+            isolate: false,
+        };
+        spec.check().unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let spec = PluginSpec {
+                toolhost: "/opt/toolhost".into(),
+                plugins: std::ffi::OsStr::from_bytes(b"/p/\xff").into(),
+                isolate: false,
+            };
+            let e = spec.check().unwrap_err().to_string();
+            assert!(e.contains("is not UTF-8"), "{e}");
+        }
     }
 
     #[test]

@@ -146,6 +146,10 @@ fn install(w: &Where<'_>, id: &str, entry: &Value, settings: &Path) -> Check {
 
     let mut problems: Vec<String> = Vec::new();
     let mut fixes: Vec<String> = Vec::new();
+    if let Some(open) = open_to_others(&root) {
+        problems.push(open);
+        fixes.push(format!("chmod -R go-w {}", root.display()));
+    }
     if !enabled {
         problems.push(format!("disabled in {}", settings.display()));
         let flag = if scope == "user" {
@@ -171,6 +175,60 @@ fn install(w: &Where<'_>, id: &str, entry: &Value, settings: &Path) -> Check {
     }
     let line = format!("{head}: {}", problems.join("; "));
     Check::warn(CHECK, line, fixes.join("; ")).with_data(data)
+}
+
+/// What lets another user change the plugin in `root`, if anything: the CLI runs its
+/// `hooks/event.sh` and its server's command as this user, so `root` and everything in it must
+/// be this user's (or root's) and writable by nobody else, and the folders above it by the
+/// token file's rules ([`crate::trust::check_folders`]). Links are not followed.
+fn open_to_others(root: &Path) -> Option<String> {
+    use crate::trust::TrustError;
+    /// Enough for any plugin folder; a bigger one is not walked further.
+    const MAX_ENTRIES: usize = 10_000;
+    let mut stack = vec![root.to_path_buf()];
+    let mut seen = 0;
+    while let Some(path) = stack.pop() {
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if meta.file_type().is_symlink() {
+            continue;
+        }
+        match crate::trust::check_owner_and_mode(&path, &meta) {
+            Ok(()) => {}
+            Err(TrustError::Writable { path, mode }) => {
+                let who = if mode & 0o002 != 0 {
+                    "every user"
+                } else {
+                    "its group"
+                };
+                return Some(format!(
+                    "{who} can write {} (mode {:o}), and so change what it runs as you",
+                    path.display(),
+                    mode & 0o7777
+                ));
+            }
+            Err(TrustError::OtherOwner { path, uid }) => {
+                return Some(format!(
+                    "{} belongs to another user (uid {uid}), who can change what it runs as you",
+                    path.display()
+                ));
+            }
+            Err(e) => return Some(e.to_string()),
+        }
+        if meta.is_dir() {
+            for entry in fs::read_dir(&path).into_iter().flatten().flatten() {
+                seen += 1;
+                if seen > MAX_ENTRIES {
+                    break;
+                }
+                stack.push(entry.path());
+            }
+        }
+    }
+    crate::trust::check_folders(root)
+        .err()
+        .map(|e| e.to_string())
 }
 
 /// What is wrong with the hooks the CLI found too old to run: one line per kind of hook.

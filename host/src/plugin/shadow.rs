@@ -27,6 +27,7 @@ use std::{
 use sha2::{Digest, Sha256};
 
 use super::shadow_dir::create_shadow;
+use crate::sys::{kind_of, open_no_block as open_original};
 
 /// Why a plugin file could not be staged.
 #[derive(Debug, thiserror::Error)]
@@ -201,45 +202,6 @@ pub struct Staged {
     meta: fs::Metadata,
     /// The plugin name the copy carries, once read (`super::declared`).
     pub(super) declared: std::sync::OnceLock<Option<String>>,
-}
-
-/// What `fstat` says a file is, for messages.
-fn kind_of(meta: &fs::Metadata) -> &'static str {
-    let t = meta.file_type();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if t.is_fifo() {
-            return "a FIFO";
-        }
-        if t.is_char_device() {
-            return "a character device";
-        }
-        if t.is_block_device() {
-            return "a block device";
-        }
-        if t.is_socket() {
-            return "a socket";
-        }
-    }
-    if t.is_dir() {
-        "a folder"
-    } else {
-        "not a regular file"
-    }
-}
-
-/// Opens `original` for reading without ever blocking (a FIFO with no writer would block a
-/// plain `open` forever). Symlinks are followed: what counts is the file finally opened.
-fn open_original(original: &Path) -> io::Result<fs::File> {
-    let mut options = fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
-    }
-    options.open(original)
 }
 
 /// Hooks run right after a file is opened and `fstat`ed (tests swap symlinks there), by

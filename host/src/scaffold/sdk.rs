@@ -8,6 +8,15 @@
 //! per crate, named by package. A folder is written under a temporary sibling name and renamed
 //! into place, so one at the final name is complete; one whose files differ from the carried
 //! ones (edited, or cut short by a disk) is replaced, never used.
+//!
+//! A project depends on the SDK by path and cargo runs whatever `build.rs` it finds there, so
+//! the SDK is held to the plugin folder's rules ([`crate::trust`]): the SDK folder, `<root>`
+//! and the data folder above it (`<data>/toolhost`) are real folders (no symlink is followed),
+//! this user's or root's, that no one else can write, sticky bit or not; the folders above the
+//! data folder are this user's or root's, and one others can write has the sticky bit (as for
+//! the token file). A folder on the way failing that is refused; an SDK folder holding more
+//! than the carried files (a `build.rs`), a link, or an entry others can write is replaced.
+//! Everything is written with explicit modes (files 0644, folders 0755), whatever the umask.
 
 use std::{
     path::{Path, PathBuf},
@@ -40,7 +49,26 @@ pub enum SdkError {
         #[source]
         source: std::io::Error,
     },
+    /// A folder the SDK would be in fails the plugin folder's rules: a project built on it
+    /// would run code another user controls.
+    #[error("will not put the plugin SDK in {}", .root.display())]
+    Untrusted {
+        root: PathBuf,
+        #[source]
+        source: crate::trust::TrustError,
+    },
+    #[error(
+        "will not put the plugin SDK in {}: {} is a symbolic link (it must be a folder of \
+         your own; remove the link, or set XDG_DATA_HOME to another folder)",
+        .root.display(), .link.display()
+    )]
+    Link { root: PathBuf, link: PathBuf },
 }
+
+/// The mode of every folder of the SDK (and of the folders made on the way to it).
+const DIR_MODE: u32 = 0o755;
+/// The mode of every file of the SDK.
+const FILE_MODE: u32 = 0o644;
 
 /// The SDK's folder name: `<version>-<hash of its files>`, so that two builds of toolhost with
 /// different SDK sources never share one.
@@ -89,8 +117,10 @@ impl Installed {
     }
 }
 
-/// Makes sure `root` holds this binary's SDK, complete, and returns it.
+/// Makes sure `root` holds this binary's SDK, complete, and returns it. `root` is the `sdk`
+/// folder of a data folder (`<data>/toolhost/sdk`): its parent is held to the same rules.
 pub fn install(root: &Path) -> Result<Installed, SdkError> {
+    prepare_root(root)?;
     let dir = root.join(folder_name());
     if holds_the_sdk(&dir) {
         return Ok(Installed {
@@ -98,11 +128,6 @@ pub fn install(root: &Path) -> Result<Installed, SdkError> {
             written: false,
         });
     }
-    let write = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| SdkError::Write { path, source }
-    };
-    std::fs::create_dir_all(root).map_err(write(root))?;
     let temp = root.join(unique(&format!(".{}.tmp", folder_name())));
     let written = write_files(&temp);
     if let Err(e) = written {
@@ -117,9 +142,10 @@ pub fn install(root: &Path) -> Result<Installed, SdkError> {
             written: false,
         });
     }
-    if dir.exists() {
-        // At the final name but not the carried files: moved aside (a rename, so no one
-        // sees it half deleted), then removed.
+    if std::fs::symlink_metadata(&dir).is_ok() {
+        // At the final name but not the carried files (or a link, or not only them): moved
+        // aside (a rename, so no one sees it half deleted; a link is moved, not followed),
+        // then removed.
         let aside = root.join(unique(&format!(".{}.stale", folder_name())));
         if std::fs::rename(&dir, &aside).is_ok() {
             let _ = std::fs::remove_dir_all(&aside);
@@ -142,24 +168,167 @@ pub fn install(root: &Path) -> Result<Installed, SdkError> {
     }
 }
 
-/// Whether `dir` holds every carried file with the carried contents (other files, such as a
-/// `target/` folder, do not matter).
-fn holds_the_sdk(dir: &Path) -> bool {
-    FILES
-        .iter()
-        .all(|(rel, bytes)| std::fs::read(dir.join(rel)).is_ok_and(|b| b == *bytes))
+/// Makes the folders from the data folder (`root`'s parent) down to `root` where missing
+/// ([`DIR_MODE`]), and checks them and the folders above by the plugin folder's rules (see
+/// the module's documentation).
+fn prepare_root(root: &Path) -> Result<(), SdkError> {
+    let untrusted = |source| SdkError::Untrusted {
+        root: root.to_path_buf(),
+        source,
+    };
+    let write = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| SdkError::Write { path, source }
+    };
+    let builder = |recursive| {
+        let mut b = std::fs::DirBuilder::new();
+        b.recursive(recursive);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut b, DIR_MODE);
+        b
+    };
+    let data = root.parent().unwrap_or(root);
+    if let Some(above) = data.parent().filter(|p| !p.as_os_str().is_empty()) {
+        builder(true).create(above).map_err(write(above))?;
+    }
+    // Each checked before anything is made in it: nothing is created through a link.
+    for dir in [data, root] {
+        let meta = match std::fs::symlink_metadata(dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                match builder(false).create(dir) {
+                    Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                        return Err(SdkError::Write {
+                            path: dir.to_path_buf(),
+                            source: e,
+                        })
+                    }
+                    _ => std::fs::symlink_metadata(dir),
+                }
+            }
+            other => other,
+        };
+        let meta = meta.map_err(|source| {
+            untrusted(crate::trust::TrustError::Unreadable {
+                path: dir.to_path_buf(),
+                source,
+            })
+        })?;
+        if meta.file_type().is_symlink() {
+            return Err(SdkError::Link {
+                root: root.to_path_buf(),
+                link: dir.to_path_buf(),
+            });
+        }
+        crate::trust::check_owner_and_mode(dir, &meta).map_err(untrusted)?;
+    }
+    crate::trust::check_folders(data).map_err(untrusted)
 }
 
-/// Writes every carried file under `dir` (new).
+/// Whether `dir` holds exactly the carried files, with the carried contents: a real folder,
+/// nothing else in it (no `build.rs` someone added), no link (none is followed), every entry
+/// this user's or root's and writable by no one else.
+fn holds_the_sdk(dir: &Path) -> bool {
+    use std::collections::BTreeSet;
+    let mut expected: BTreeSet<PathBuf> = BTreeSet::new();
+    for (rel, _) in FILES {
+        let mut at = Path::new(rel);
+        expected.insert(at.to_path_buf());
+        while let Some(parent) = at.parent().filter(|p| !p.as_os_str().is_empty()) {
+            expected.insert(parent.to_path_buf());
+            at = parent;
+        }
+    }
+    let trusted = |path: &Path| {
+        std::fs::symlink_metadata(path).ok().filter(|meta| {
+            (meta.is_dir() || meta.is_file())
+                && crate::trust::check_owner_and_mode(path, meta).is_ok()
+        })
+    };
+    if !trusted(dir).is_some_and(|m| m.is_dir()) {
+        return false;
+    }
+    let mut found: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(dir.join(&rel)) else {
+            return false;
+        };
+        for entry in entries {
+            let Ok(entry) = entry else { return false };
+            let rel = rel.join(entry.file_name());
+            let Some(meta) = trusted(&dir.join(&rel)) else {
+                return false;
+            };
+            if !expected.contains(&rel) || found.len() >= expected.len() {
+                return false;
+            }
+            if meta.is_dir() {
+                stack.push(rel.clone());
+            }
+            found.insert(rel);
+        }
+    }
+    // Every entry is expected and trusted, none a link: the contents decide.
+    found == expected
+        && FILES.iter().all(|(rel, bytes)| {
+            let path = dir.join(rel);
+            std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file())
+                && std::fs::read(&path).is_ok_and(|b| b == *bytes)
+        })
+}
+
+/// Writes every carried file under `dir` (new), files [`FILE_MODE`] and folders [`DIR_MODE`]
+/// whatever the umask.
 fn write_files(dir: &Path) -> Result<(), SdkError> {
+    let fail = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| SdkError::Write { path, source }
+    };
+    make_dir(dir).map_err(fail(dir))?;
     for (rel, bytes) in FILES {
         let path = dir.join(rel);
-        let fail = |source| SdkError::Write {
-            path: path.clone(),
-            source,
-        };
-        std::fs::create_dir_all(path.parent().expect("files are in a crate")).map_err(fail)?;
-        std::fs::write(&path, bytes).map_err(fail)?;
+        let parent = path.parent().expect("files are in a crate");
+        let mut missing: Vec<&Path> = parent
+            .ancestors()
+            .take_while(|d| *d != dir && std::fs::symlink_metadata(d).is_err())
+            .collect();
+        missing.reverse();
+        for d in missing {
+            make_dir(d).map_err(fail(d))?;
+        }
+        write_file(&path, bytes).map_err(fail(&path))?;
+    }
+    Ok(())
+}
+
+/// A new folder of mode [`DIR_MODE`]: created with no more than it (the umask may take bits
+/// away, so it is set again after).
+fn make_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, DIR_MODE);
+    builder.create(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(DIR_MODE))?;
+    }
+    Ok(())
+}
+
+/// A new file (never an existing one, nor through a link) holding `bytes`, mode [`FILE_MODE`].
+fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, FILE_MODE);
+    let mut file = options.open(path)?;
+    file.write_all(bytes)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(FILE_MODE))?;
     }
     Ok(())
 }
@@ -271,18 +440,24 @@ mod tests {
         assert!(hash.chars().all(|c| c.is_ascii_hexdigit()), "{name}");
     }
 
+    /// `<tmp>/toolhost/sdk`: the SDK's root in a data folder of its own.
+    fn root_in(tmp: &tempfile::TempDir) -> PathBuf {
+        tmp.path().join("toolhost/sdk")
+    }
+
     #[test]
     fn written_once_then_reused() {
-        let root = tempfile::tempdir().unwrap();
-        let first = install(root.path()).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let root = &root_in(&tmp);
+        let first = install(root).unwrap();
         assert!(first.written);
-        assert_eq!(first.dir, root.path().join(folder_name()));
+        assert_eq!(first.dir, root.join(folder_name()));
         assert!(first.api_dir().join("Cargo.toml").is_file());
-        let second = install(root.path()).unwrap();
+        let second = install(root).unwrap();
         assert_eq!(second.dir, first.dir);
         assert!(!second.written);
         // Only the SDK's folder: no temporary sibling left behind.
-        let names: Vec<_> = std::fs::read_dir(root.path())
+        let names: Vec<_> = std::fs::read_dir(root)
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
@@ -293,19 +468,20 @@ mod tests {
     /// it is replaced by a complete one.
     #[test]
     fn an_incomplete_folder_is_replaced() {
-        let root = tempfile::tempdir().unwrap();
-        let dir = root.path().join(folder_name());
+        let tmp = tempfile::tempdir().unwrap();
+        let root = &root_in(&tmp);
+        let dir = root.join(folder_name());
         let lib = dir.join(API_CRATE).join("src/lib.rs");
         std::fs::create_dir_all(lib.parent().unwrap()).unwrap();
         std::fs::write(&lib, "// cut short").unwrap();
-        let got = install(root.path()).unwrap();
+        let got = install(root).unwrap();
         assert!(got.written);
         assert!(holds_the_sdk(&dir));
 
         std::fs::remove_file(dir.join("toolhost-plugin-macros/Cargo.toml")).unwrap();
-        assert!(install(root.path()).unwrap().written);
+        assert!(install(root).unwrap().written);
         assert!(holds_the_sdk(&dir));
-        let names: Vec<_> = std::fs::read_dir(root.path())
+        let names: Vec<_> = std::fs::read_dir(root)
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
@@ -316,21 +492,155 @@ mod tests {
     /// renaming a complete folder into place), and no temporary folder is left.
     #[test]
     fn written_at_once_by_many() {
-        let root = tempfile::tempdir().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let root = &root_in(&tmp);
         let got: Vec<Installed> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..8)
-                .map(|_| s.spawn(|| install(root.path()).unwrap()))
-                .collect();
+            let handles: Vec<_> = (0..8).map(|_| s.spawn(|| install(root).unwrap())).collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
-        let dir = root.path().join(folder_name());
+        let dir = root.join(folder_name());
         assert!(got.iter().all(|i| i.dir == dir));
         assert!(got.iter().any(|i| i.written));
         assert!(holds_the_sdk(&dir));
-        let names: Vec<_> = std::fs::read_dir(root.path())
+        let names: Vec<_> = std::fs::read_dir(root)
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, [folder_name()]);
+    }
+
+    /// Another user's uid, to plant folders as theirs: `chown` needs root, which CI runs as.
+    /// Elsewhere the test is skipped, but under `CI=true` it fails instead.
+    #[cfg(unix)]
+    fn another_user() -> Option<u32> {
+        if crate::sys::current_uid() == 0 {
+            return Some(65534);
+        }
+        assert!(
+            std::env::var_os("CI").is_none_or(|v| v != "true"),
+            "CI=true: this test must run as root, to plant folders owned by another user"
+        );
+        eprintln!("skipped: planting another user's folder needs root");
+        None
+    }
+
+    /// `path` and everything under it handed to `uid` (links themselves, not followed).
+    #[cfg(unix)]
+    fn chown_all(path: &Path, uid: u32) {
+        std::os::unix::fs::lchown(path, Some(uid), Some(uid)).unwrap();
+        let meta = std::fs::symlink_metadata(path).unwrap();
+        if meta.is_dir() {
+            for e in std::fs::read_dir(path).unwrap() {
+                chown_all(&e.unwrap().path(), uid);
+            }
+        }
+    }
+
+    /// The carried files at `dir`, plus the `build.rs` cargo would run at the first build.
+    fn plant(dir: &Path) -> PathBuf {
+        std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
+        write_files(dir).unwrap();
+        let build = dir.join(API_CRATE).join("build.rs");
+        std::fs::write(&build, "fn main() { /* the other user's code */ }").unwrap();
+        assert!(!holds_the_sdk(dir), "extra files are not the SDK");
+        build
+    }
+
+    /// Issue 37 item 2: with the data folder in a folder others can write, another user made
+    /// `toolhost/sdk/<version-hash>/` (the carried files plus a `build.rs`), or made the data
+    /// folder a link to theirs. `toolhost new` used it (it compared contents only and followed
+    /// links): refused now, and their files are left alone.
+    #[cfg(unix)]
+    #[test]
+    fn an_sdk_folder_another_user_planted_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let Some(other) = another_user() else { return };
+        let chmod = |p: &Path, mode| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+        };
+        // Their `toolhost/` (and everything in it).
+        let tmp = tempfile::tempdir().unwrap();
+        let root = root_in(&tmp);
+        let build = plant(&root.join(folder_name()));
+        chown_all(&tmp.path().join("toolhost"), other);
+        let e = crate::error::one_line(&install(&root).unwrap_err());
+        assert!(e.contains("belongs to another user (uid 65534)"), "{e}");
+        assert!(build.exists(), "their files are not ours to remove");
+
+        // Only their `<version-hash>/`, in a `sdk/` anyone can write (sticky or not).
+        for mode in [0o777, 0o1777, 0o775] {
+            let tmp = tempfile::tempdir().unwrap();
+            let root = root_in(&tmp);
+            let planted = root.join(folder_name());
+            plant(&planted);
+            chown_all(&planted, other);
+            chmod(&root, mode);
+            let e = crate::error::one_line(&install(&root).unwrap_err());
+            assert!(
+                e.contains(&format!("{} is writable by", root.display())),
+                "{mode:o}: {e}"
+            );
+        }
+
+        // The data folder a link to their folder.
+        let tmp = tempfile::tempdir().unwrap();
+        let theirs = tmp.path().join("theirs");
+        plant(&theirs.join("sdk").join(folder_name()));
+        chown_all(&theirs, other);
+        std::os::unix::fs::symlink(&theirs, tmp.path().join("toolhost")).unwrap();
+        std::os::unix::fs::lchown(tmp.path().join("toolhost"), Some(other), Some(other)).unwrap();
+        let e = crate::error::one_line(&install(&root_in(&tmp)).unwrap_err());
+        assert!(e.contains("is a symbolic link"), "{e}");
+
+        // The SDK folder a link to theirs, in a root of ours: not followed, replaced.
+        let tmp = tempfile::tempdir().unwrap();
+        let root = root_in(&tmp);
+        std::fs::create_dir_all(&root).unwrap();
+        let theirs = tmp.path().join("theirs");
+        let build = plant(&theirs);
+        std::fs::remove_file(&build).unwrap();
+        chown_all(&theirs, other);
+        std::os::unix::fs::symlink(&theirs, root.join(folder_name())).unwrap();
+        let got = install(&root).unwrap();
+        assert!(got.written, "a link is never the SDK");
+        let meta = std::fs::symlink_metadata(&got.dir).unwrap();
+        assert!(meta.is_dir() && holds_the_sdk(&got.dir));
+        assert!(
+            theirs.join(API_CRATE).join("Cargo.toml").exists(),
+            "not followed"
+        );
+    }
+
+    /// A folder of this user's holding more than the carried files (a `build.rs`), or an entry
+    /// others can write, is not the SDK: replaced by one that is.
+    #[cfg(unix)]
+    #[test]
+    fn an_sdk_folder_with_more_files_or_open_modes_is_replaced() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let root = root_in(&tmp);
+        let dir = root.join(folder_name());
+        let build = plant(&dir);
+        let got = install(&root).unwrap();
+        assert!(got.written, "a folder with a build.rs was used");
+        assert!(!build.exists());
+        assert!(holds_the_sdk(&dir));
+
+        let lib = dir.join(API_CRATE).join("src/lib.rs");
+        std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(
+            install(&root).unwrap().written,
+            "a file others can write was used"
+        );
+        let mode = std::fs::metadata(&lib).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o644);
+
+        // A link inside, even to the very file carried, is not followed.
+        let copy = tmp.path().join("lib.rs");
+        std::fs::copy(&lib, &copy).unwrap();
+        std::fs::remove_file(&lib).unwrap();
+        std::os::unix::fs::symlink(&copy, &lib).unwrap();
+        assert!(install(&root).unwrap().written, "a link was followed");
+        assert!(std::fs::symlink_metadata(&lib).unwrap().is_file());
     }
 }

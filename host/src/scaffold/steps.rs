@@ -67,8 +67,9 @@ pub(super) fn quote(path: &Path) -> String {
     quote_str(&path.to_string_lossy())
 }
 
-/// `s` as one shell word: as it is when it needs no quoting, else in single quotes.
-fn quote_str(s: &str) -> String {
+/// `s` as one shell word: as it is when it needs no quoting, else in single quotes (the same
+/// in every POSIX shell: dash, and bash as `sh` or not).
+pub(crate) fn quote_str(s: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
     if !s.is_empty() && s.chars().all(plain) {
         s.to_string()

@@ -1,7 +1,9 @@
 //! Hooks and a permission policy for every tool Claude uses, not only this plugin's:
 //!
-//! - refuses Bash commands containing a fragment of its deny list (a PreToolUse hook, and a
-//!   permission policy for when the CLI asks);
+//! - refuses Bash commands that run a command of its deny list, read as a shell reads them
+//!   (`rm -Rf`, `rm -r -f` and `sudo rm --recursive --force` are all `rm -rf`), and commands it
+//!   cannot read so (`$VAR`, `$(...)`, backticks: it fails closed); see [`rules`]. A
+//!   PreToolUse hook, and a permission policy for when the CLI asks;
 //! - appends every tool use to a log file, one JSON line each (PostToolUse and
 //!   PostToolUseFailure hooks);
 //! - tells Claude the git branch of the working folder with each prompt (a UserPromptSubmit
@@ -36,7 +38,7 @@ use toolhost_plugin::{
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Settings {
-    /// Fragments of Bash commands to refuse.
+    /// Commands to refuse (`rm -rf`: any `rm` given both flags); see [`rules`].
     #[serde(default = "default_deny")]
     pub deny: Vec<String>,
     /// The tool-use log; `""` for none; absent: [`audit::default_path`].
@@ -64,10 +66,15 @@ impl Settings {
             return None;
         }
         let command = input.get("command")?.as_str()?;
-        let fragment = rules::refused(&self.deny, command)?;
-        Some(format!(
-            "guard refuses Bash commands containing `{fragment}` (its deny list in toolhost.toml)"
-        ))
+        Some(match rules::refused(&self.deny, command)? {
+            rules::Refusal::Rule(rule) => format!(
+                "guard refuses Bash commands containing `{rule}` (its deny list in toolhost.toml)"
+            ),
+            rules::Refusal::Unchecked(why) => format!(
+                "guard refuses Bash commands it cannot check against its deny list: {why}; \
+                 write the command out in plain words"
+            ),
+        })
     }
 
     /// Appends one tool use to the log, if there is one; a log that cannot be written is
@@ -211,6 +218,37 @@ mod tests {
             ..Default::default()
         };
         assert!(refuse_commands(edit, &settings).is_no_opinion());
+    }
+
+    /// Issue 37 item 15, through the hook: the bypasses are refused, and what guard cannot
+    /// read is refused with the reason.
+    #[test]
+    fn commands_are_read_as_a_shell_reads_them() {
+        let settings = Settings::default();
+        for command in [
+            "rm -Rf victim",
+            "rm -r -f victim",
+            "rm --recursive --force victim",
+            "rm '-rf' victim",
+            "rm -r\"\"f victim",
+        ] {
+            let out = refuse_commands(bash(command), &settings).to_json();
+            assert_eq!(
+                out["hookSpecificOutput"]["permissionDecisionReason"],
+                "guard refuses Bash commands containing `rm -rf` (its deny list in toolhost.toml)",
+                "{command}"
+            );
+        }
+        let out = refuse_commands(bash("rm${IFS}-rf victim"), &settings).to_json();
+        let reason = out["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap();
+        assert!(
+            reason.starts_with("guard refuses Bash commands it cannot check against its deny list: a shell expansion (`$`)"),
+            "{reason}"
+        );
+        assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "deny");
+        assert!(refuse_commands(bash("ls -la | head"), &settings).is_no_opinion());
     }
 
     #[test]

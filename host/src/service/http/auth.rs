@@ -54,8 +54,8 @@ impl Tokens {
             path: shown.clone(),
             source,
         };
-        let mut file = std::fs::File::open(path).map_err(read_err)?;
-        let meta = file.metadata().map_err(read_err)?;
+        // Opened without blocking, and refused unless a regular file (a FIFO would hang).
+        let (mut file, meta) = crate::sys::open_regular_file(path).map_err(read_err)?;
         if !allow_shared {
             check_owner_and_mode(path, &meta)?;
             check_folders(path)?;

@@ -43,6 +43,8 @@ pub const UNVERIFIED: &str = "invalid params: requestState does not verify";
 
 /// Shortest secret a state key file may hold, in bytes.
 pub const MIN_KEY_FILE_BYTES: usize = 32;
+/// The most of a state key file read.
+const MAX_KEY_FILE_BYTES: u64 = 64 << 10;
 
 /// Why a state key file cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -134,7 +136,8 @@ impl StateKey {
             path: shown.clone(),
             source,
         };
-        let meta = std::fs::metadata(path).map_err(read_err)?;
+        // Opened without blocking, and refused unless a regular file: a FIFO hung start-up.
+        let (mut file, meta) = crate::sys::open_regular_file(path).map_err(read_err)?;
         if !allow_shared {
             crate::trust::check_owner_and_mode(path, &meta)?;
             crate::trust::check_folders(path)?;
@@ -147,7 +150,13 @@ impl StateKey {
                 return Err(StateKeyError::Readable { path: shown, mode });
             }
         }
-        let bytes = std::fs::read(path).map_err(read_err)?;
+        let mut bytes = Vec::new();
+        // A key is a line; a huge file is not read whole.
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(&mut file, MAX_KEY_FILE_BYTES),
+            &mut bytes,
+        )
+        .map_err(read_err)?;
         let secret = bytes.trim_ascii();
         if secret.len() < MIN_KEY_FILE_BYTES {
             return Err(StateKeyError::Short {

@@ -2,7 +2,6 @@
 //! private key read from PEM files (the key held to the token file's rules: it is a secret).
 
 use std::{
-    fs::File,
     io::Read as _,
     path::{Path, PathBuf},
     sync::Arc,
@@ -109,8 +108,8 @@ fn read(path: &Path, shown: &str) -> Result<(std::fs::Metadata, Vec<u8>), TlsErr
         path: shown.to_string(),
         source,
     };
-    let mut file = File::open(path).map_err(err)?;
-    let meta = file.metadata().map_err(err)?;
+    // Opened without blocking, and refused unless a regular file (a FIFO would hang).
+    let (mut file, meta) = crate::sys::open_regular_file(path).map_err(err)?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).map_err(err)?;
     Ok((meta, bytes))
