@@ -481,3 +481,49 @@ async fn prompt_names_are_held_to_the_tool_names_rule_at_run_time() {
         );
     }
 }
+
+/// Issue 37 item 1: the host checks a call's arguments where the call runs, not on the thread
+/// that read it. A check that takes long (a schema within the bounds, 20,000 values each
+/// compared with a 9,000-value `enum`) holds no one else: a `ping` sent after the call is
+/// answered before it (the check held the session's input, and every other request waited).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_argument_check_does_not_hold_the_session() {
+    let (router, _dirs) = common::open_router(&["hostile"], RouterConfig::default());
+    let mut c = Client::start(router).await;
+    let mut seen = Vec::new();
+    let added = c
+        .call(
+            "hostile__add_schema_bomb",
+            json!({"kind": "slow_enum"}),
+            &mut seen,
+        )
+        .await;
+    assert_eq!(added, "slow_enum");
+    while !c
+        .names("tools")
+        .await
+        .contains(&"hostile__slow_enum".into())
+    {
+        c.notified("notifications/tools/list_changed", &mut seen)
+            .await;
+    }
+    let xs = vec!["v8999"; 20_000];
+    c.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "hostile__slow_enum", "arguments": {"xs": xs}}}))
+        .await;
+    c.send(json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}))
+        .await;
+    let mut replies = Vec::new();
+    while replies.len() < 2 {
+        let line = c.next().await;
+        if line.get("id").is_some() {
+            replies.push(line);
+        }
+    }
+    assert_eq!(replies[0]["id"], 2, "{:?}", replies[0]);
+    assert_eq!(
+        replies[1]["result"]["content"][0]["text"], "ran",
+        "{}",
+        replies[1]
+    );
+}
