@@ -323,3 +323,64 @@ fn chat_shows_plugin_escapes_inert_on_a_terminal() {
         }
     }
 }
+
+/// A fake `claude` that answers `initialize`, then, for the first user message, asks the chat's
+/// hooks about a call of `hostile.escapes` (`hook_callback`: the fixture's hook denies it with
+/// the escapes as the reason), then ends the turn.
+fn hook_asking_claude(dir: &Path) -> std::path::PathBuf {
+    let result = serde_json::json!({"type": "result", "subtype": "success", "is_error": false,
+        "num_turns": 1, "total_cost_usd": 0});
+    std::fs::write(dir.join("turn.jsonl"), format!("{result}\n")).unwrap();
+    let script = r#"#!/bin/sh
+read init
+id=$(printf '%s' "$init" | sed 's/.*"request_id":"\([^"]*\)".*/\1/')
+printf '{"type":"control_response","response":{"subtype":"success","request_id":"%s","response":{}}}\n' "$id"
+read user
+printf '%s\n' '{"type":"control_request","request_id":"hook-1","request":{"subtype":"hook_callback","callback_id":"toolhost_PreToolUse","input":{"hook_event_name":"PreToolUse","session_id":"s","transcript_path":"/t","cwd":"/","tool_name":"mcp__hostile__escapes","tool_input":{}}}}'
+read answer
+printf '%s\n' "$answer" > "$(dirname "$0")/answer.json"
+cat "$(dirname "$0")/turn.jsonl"
+while read line; do :; done
+"#;
+    let path = dir.join("claude");
+    std::fs::write(&path, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// Issue 37 item 12: a hook's deny reason reaches the terminal inert in `chat` also in its log
+/// line (logged at info: `RUST_LOG` shows it; the log's own escaping leaves U+202E raw).
+#[test]
+fn chat_logs_a_hooks_deny_reason_inert_on_a_terminal() {
+    let plugins = hostile_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let claude = hook_asking_claude(dir.path());
+    let input = dir.path().join("input");
+    std::fs::write(&input, "hi\n").unwrap();
+    let mut cmd = toolhost(&["chat"], plugins.path());
+    cmd.arg("--claude")
+        .arg(&claude)
+        .env_remove("TOOLHOST_CLAUDE")
+        .env("RUST_LOG", "warn,toolhost::service::hooks=info");
+    let (tty, code) = on_terminal_with(cmd, Stdio::from(std::fs::File::open(&input).unwrap()));
+    let shown = text(&tty);
+    assert_eq!(code, Some(0), "{shown}");
+    let answer = std::fs::read_to_string(dir.path().join("answer.json")).unwrap();
+    assert!(answer.contains("denied by hostile"), "{answer}");
+    assert!(shown.contains("denied by hostile: title"), "{shown:?}");
+    // The chat draws its own live line (`\r\x1b[2K`): none of the plugin's sequences.
+    for raw in [
+        "\x1b]",
+        "\x07",
+        "\x1b[2J",
+        "\x1b[31;41m",
+        "\u{9b}",
+        "\u{202e}",
+    ] {
+        assert!(
+            !shown.contains(raw),
+            "{raw:?} reached the terminal: {shown:?}"
+        );
+    }
+}

@@ -68,10 +68,16 @@ fn find<'a>(checks: &'a [(String, ToolCheck)], name: &str) -> Option<&'a ToolChe
 ///
 /// The validator is compiled at the tool's first call, not when the plugin is listed:
 /// compiling costs about a millisecond per tool (more for the first), which would otherwise
-/// delay every handshake and `tools/list`.
+/// delay every handshake and `tools/list`. The schema was measured when the catalog was read
+/// (`model::schema`, in `Manifest::validate`): its check is bounded by the arguments' size. A
+/// schema whose validator could keep growing over calls (recursive `$ref`s that unfold into
+/// more than `MAX_VALIDATOR_NODES` nodes) gets a validator per call instead of one kept.
 pub struct ToolCheck {
     schema: Value,
     validator: OnceLock<Result<jsonschema::Validator, String>>,
+    /// The schema's measure: whether the validator is kept across calls (else built per
+    /// call), or why the schema cannot be checked.
+    keep_validator: Result<bool, String>,
     /// Whether the schema says nothing a typed parse would not enforce (see
     /// [`ToolCheck::parse_suffices`]).
     parse_suffices: bool,
@@ -93,11 +99,16 @@ impl ToolCheck {
             );
             Vec::new()
         });
+        // Measured when the catalog was read; a schema refused there never gets here, but a
+        // `Tools` may be built from any list (tests): such a check refuses every call.
+        let keep_validator =
+            crate::model::schema::measure(&t.input_schema).map(|cost| cost.cacheable());
         ToolCheck {
             param_headers,
             parse_suffices: parse_suffices(&t.input_schema),
             schema: t.input_schema.clone(),
             validator: OnceLock::new(),
+            keep_validator,
             runs_long: AtomicBool::new(false),
         }
     }
@@ -140,9 +151,21 @@ impl ToolCheck {
     /// `Ok` when `args` (a JSON text) satisfies the schema; otherwise every violation, one
     /// per `; `-separated part, each prefixed by where it is.
     pub fn check(&self, tool: &str, args: &str) -> Result<(), String> {
-        let validator = self
-            .validator
-            .get_or_init(|| jsonschema::validator_for(&self.schema).map_err(|e| e.to_string()));
+        let compile = || crate::model::schema::validator(&self.schema);
+        let per_call;
+        let validator = match &self.keep_validator {
+            Ok(true) => self.validator.get_or_init(compile),
+            Ok(false) => {
+                per_call = compile();
+                &per_call
+            }
+            Err(why) => {
+                return Err(format!(
+                    "tool `{tool}` cannot be called: the host cannot check its arguments \
+                     safely: {why}"
+                ))
+            }
+        };
         let validator = validator.as_ref().map_err(|e| {
             format!("tool `{tool}` cannot be called: its input schema is invalid: {e}")
         })?;

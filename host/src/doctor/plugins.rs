@@ -432,7 +432,7 @@ fn tool_problems(m: &Manifest) -> Vec<(Status, String)> {
                 ),
             ));
         }
-        if let Err(e) = jsonschema::validator_for(&t.input_schema) {
+        if let Err(e) = crate::model::schema::validator(&t.input_schema) {
             problems.push((
                 Status::Fail,
                 format!(

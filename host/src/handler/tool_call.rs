@@ -103,7 +103,7 @@ impl ToolCall {
     /// Whether the plugin's own typed parse checks the arguments (the host then does not).
     /// A derived `Deserialize` also takes a struct from an array: only an object may skip the
     /// host's check, as the schema's root demands one. A version that cannot parse for us (an
-    /// older SDK) is checked by the host, before the call takes one of the plugin's slots.
+    /// older SDK) is checked by the host, where the call runs, before the plugin's code.
     fn typed(&self, version: &Version, check: &ToolCheck) -> bool {
         version.has_call_typed()
             && check.parse_suffices()
@@ -123,7 +123,7 @@ impl Method for ToolCall {
                 None => CallError::UnknownServer(plugin.to_string()),
             }));
         };
-        let Some(check) = self.tool_check(version) else {
+        if self.tool_check(version).is_none() {
             return Err(Err(match &self.flat {
                 // A reload between the flat lookup and the lease.
                 Some(flat) => CallError::UnknownFlatTool(flat.clone()),
@@ -132,28 +132,35 @@ impl Method for ToolCall {
                     tool: self.tool.clone(),
                 },
             }));
-        };
-        if !self.typed(version, check) {
-            if let Err(problem) = check.check(&self.tool, &self.args) {
-                return Err(Ok(call_result_text(&CallResult::error(problem))));
-            }
         }
+        // The arguments are checked where the call runs ([`Method::run`]), not here on the
+        // thread that read the request: a check is bounded by the schema's measure and the
+        // arguments' size, but it may still take long, and the reading thread is shared.
         Ok(())
     }
 
-    /// When the plugin's typed parse rejects the arguments, the host's schema check says what
-    /// is wrong (every problem at once, as for any other tool); arguments it accepts go to the
-    /// plugin's plain `call`, whose parse then names the problem.
+    /// Checks the arguments, then calls the tool. When the plugin's typed parse rejects the
+    /// arguments, the host's schema check says what is wrong (every problem at once, as for
+    /// any other tool); arguments it accepts go to the plugin's plain `call`, whose parse then
+    /// names the problem. The check runs here, under the call's budget and timeout (on the
+    /// reading thread, the watchdog takes over reading once it outlives `HERE_BUDGET`).
     fn run(&self, version: &Version, control: &CallControl) -> Outcome {
         let (tool, args) = (self.tool.as_str(), self.args.as_str());
-        let check = self.tool_check(version);
-        if check.is_some_and(|c| self.typed(version, c)) {
-            if let Some(result) = version.call_typed(tool, args, control) {
-                return Ok(call_result_text(&result));
+        match self.tool_check(version) {
+            Some(check) if self.typed(version, check) => {
+                if let Some(result) = version.call_typed(tool, args, control) {
+                    return Ok(call_result_text(&result));
+                }
+                if let Err(problem) = check.check(tool, args) {
+                    return Ok(call_result_text(&CallResult::error(problem)));
+                }
             }
-            if let Some(Err(problem)) = check.map(|c| c.check(tool, args)) {
-                return Ok(call_result_text(&CallResult::error(problem)));
+            Some(check) => {
+                if let Err(problem) = check.check(tool, args) {
+                    return Ok(call_result_text(&CallResult::error(problem)));
+                }
             }
+            None => {}
         }
         Ok(call_result_text(&version.call(tool, args, control)))
     }

@@ -72,13 +72,25 @@ pub enum ManifestError {
         name: String,
         found: char,
     },
+    /// `qualified` is cut to 80 characters in the message (a name may be 10 KB).
     #[error(
-        "tool name `{qualified}` has {} characters; at most {MAX_QUALIFIED_NAME} are allowed",
+        "{kind} name `{}` has {} characters; at most {MAX_QUALIFIED_NAME} are allowed",
+        cut(.qualified),
         .qualified.len()
     )]
-    TooLong { qualified: String },
+    TooLong {
+        kind: &'static str,
+        qualified: String,
+    },
     #[error("tool `{tool}`: the input schema's root must be an object schema")]
     InputNotAnObject { tool: String },
+    /// An input schema whose check the host cannot bound (see `model::schema`).
+    #[error("tool `{tool}` of plugin `{plugin}` is refused: the host cannot check its arguments safely: {why}")]
+    UncheckableSchema {
+        plugin: String,
+        tool: String,
+        why: String,
+    },
     /// The name declared once loaded is not the one the file carries, by which its settings
     /// were found before it ran.
     #[error(
@@ -106,8 +118,10 @@ pub fn check_count(what: &'static str, count: usize, max: usize) -> Result<(), M
     Ok(())
 }
 
-/// Checks a plugin or tool name: letters, digits, `_` and `-` only (the CLI silently rewrites
-/// anything else to `_`, and keeps only the first of two names that then collide).
+/// Checks a name a client sees (a plugin's, a tool's, a prompt's): letters, digits, `_` and
+/// `-` only (the CLI silently rewrites anything else to `_`, and keeps only the first of two
+/// names that then collide; a client shows a prompt's name as a command). The one rule for
+/// every such name: nothing a terminal acts on, no path, no line break reaches a client.
 pub fn check_name(kind: &'static str, name: &str) -> Result<(), ManifestError> {
     if name.is_empty() {
         return Err(ManifestError::EmptyName { kind });
@@ -116,17 +130,37 @@ pub fn check_name(kind: &'static str, name: &str) -> Result<(), ManifestError> {
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
     {
-        return Err(ManifestError::BadCharacter {
-            kind,
-            name: name.to_string(),
-            found,
-        });
+        // A name of 10 KB is cut in the message; it is refused whole.
+        let name = cut(name);
+        return Err(ManifestError::BadCharacter { kind, name, found });
+    }
+    Ok(())
+}
+
+/// `name`'s first 80 characters for a message, control and bidirectional characters escaped
+/// (the message reaches log lines and terminals).
+fn cut(name: &str) -> String {
+    let mut out: String = name.chars().take(80).flat_map(char::escape_debug).collect();
+    if name.chars().nth(80).is_some() {
+        out.push_str("...");
+    }
+    out
+}
+
+/// Checks the name of a tool or prompt `name` of plugin `plugin`: [`check_name`], and
+/// `mcp__<plugin>__<name>` (how Claude Code names it) at most [`MAX_QUALIFIED_NAME`] long.
+fn check_qualified(kind: &'static str, plugin: &str, name: &str) -> Result<(), ManifestError> {
+    check_name(kind, name)?;
+    let qualified = format!("mcp__{plugin}__{name}");
+    if qualified.len() > MAX_QUALIFIED_NAME {
+        return Err(ManifestError::TooLong { kind, qualified });
     }
     Ok(())
 }
 
 impl Manifest {
-    /// Applies the naming rules to the plugin and each tool.
+    /// Applies the naming rules to the plugin, each tool and each prompt, and the bounds of
+    /// `model::schema` to each tool's input schema.
     pub fn validate(&self) -> Result<(), ManifestError> {
         check_name("plugin", &self.name)?;
         let e = &self.extras;
@@ -138,14 +172,23 @@ impl Manifest {
             MAX_RESOURCES,
         )?;
         for t in &self.tools {
-            check_name("tool", &t.name)?;
-            let qualified = format!("mcp__{}__{}", self.name, t.name);
-            if qualified.len() > MAX_QUALIFIED_NAME {
-                return Err(ManifestError::TooLong { qualified });
-            }
+            check_qualified("tool", &self.name, &t.name)?;
             if t.input_schema.get("type").and_then(Value::as_str) != Some("object") {
                 return Err(ManifestError::InputNotAnObject {
                     tool: t.name.clone(),
+                });
+            }
+        }
+        for p in &e.prompts {
+            check_qualified("prompt", &self.name, &p.name)?;
+        }
+        // Last: the names are known good, the measure costs more.
+        for t in &self.tools {
+            if let Err(why) = super::schema::measure(&t.input_schema) {
+                return Err(ManifestError::UncheckableSchema {
+                    plugin: self.name.clone(),
+                    tool: t.name.clone(),
+                    why,
                 });
             }
         }
@@ -206,5 +249,57 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("65 characters"), "{e}");
+    }
+
+    /// Prompt names follow the tool names' rule (issue 37 item 12): what reaches a client's
+    /// `prompts/list` is letters, digits, `_` and `-`.
+    #[test]
+    fn prompt_names_follow_the_tool_names_rule() {
+        let with_prompt = |name: &str| {
+            let mut m = manifest("p", "t");
+            m.extras.prompts.push(toolhost_plugin::extras::PromptDecl {
+                name: name.into(),
+                title: None,
+                description: None,
+                arguments: Vec::new(),
+            });
+            m.validate()
+        };
+        assert!(with_prompt("summarize_notes-2").is_ok());
+        let long = "x".repeat(10_000);
+        for bad in [
+            "\x1b]0;title\x07",
+            "bidi\u{202e}txt",
+            "a/b",
+            "../up",
+            "two\nlines",
+            "nul\0",
+            "with space",
+            &long,
+            "",
+        ] {
+            let e = with_prompt(bad).expect_err(bad).to_string();
+            assert!(e.contains("prompt name"), "{e}");
+            assert!(e.len() < 300, "{e}");
+        }
+    }
+
+    /// A schema the host cannot check safely refuses the plugin, naming plugin and tool.
+    #[test]
+    fn an_uncheckable_schema_is_refused_naming_plugin_and_tool() {
+        let mut m = manifest("p", "loop");
+        m.tools[0].input_schema = json!({
+            "type": "object",
+            "properties": {"s": {"$ref": "#/$defs/p", "minLength": 1}},
+            "$defs": {
+                "p": {"allOf": [{"$ref": "#/$defs/q"}]},
+                "q": {"anyOf": [{"$ref": "#/$defs/p"}]},
+            },
+        });
+        let e = m.validate().unwrap_err().to_string();
+        assert!(
+            e.starts_with("tool `loop` of plugin `p` is refused: the host cannot check"),
+            "{e}"
+        );
     }
 }

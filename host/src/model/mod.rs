@@ -19,6 +19,7 @@ mod raw;
 mod request;
 mod result;
 mod scan;
+pub mod schema;
 mod tool;
 
 pub use control::{

@@ -22,7 +22,7 @@ pub use backend::Backend;
 pub use callbacks::{
     set_notice_sink, AskFailure, AskGate, Asker, CallControl, Notice, NoticeSink, Report,
 };
-pub(crate) use catalog_changes::deliver_catalog_change;
+pub(crate) use catalog_changes::{deliver_catalog_change, sparse_warning};
 pub use catalog_changes::{follow_catalog_changes, CatalogFollower};
 pub use configure::ConfigSource;
 pub use library::{kept_for_threads_count, pinned_count, still_mapped};

@@ -83,14 +83,30 @@ impl LoadedPlugin {
         manifest.extras.prompts = answer.prompts;
         manifest.validate().map_err(|e| e.to_string())?;
         no_twice(&manifest, "its catalog")?;
-        Ok(Arc::new(LoadedPlugin {
+        Ok(self.with_manifest(manifest))
+    }
+
+    /// This version without its tools named in `names` (tools of a run-time catalog the
+    /// registry refuses), sharing its code.
+    pub(crate) fn without_tools<'a>(
+        &self,
+        names: impl IntoIterator<Item = &'a str>,
+    ) -> Arc<LoadedPlugin> {
+        let names: std::collections::HashSet<&str> = names.into_iter().collect();
+        let mut manifest = self.manifest.clone();
+        manifest.tools.retain(|t| !names.contains(t.name.as_str()));
+        self.with_manifest(manifest)
+    }
+
+    fn with_manifest(&self, manifest: crate::model::Manifest) -> Arc<LoadedPlugin> {
+        Arc::new(LoadedPlugin {
             manifest,
             file: self.file.clone(),
             hash: self.hash,
             backend: self.backend.clone(),
             config: self.config.clone(),
             named_in_file: self.named_in_file,
-        }))
+        })
     }
 }
 

@@ -31,6 +31,7 @@ mod install;
 mod lease;
 mod load;
 mod placement;
+pub use catalog::READ_INTERVAL;
 pub use placement::{own_files, place, Placement};
 mod prepare;
 mod serving;

@@ -12,7 +12,9 @@
 //! by [`Request::start`], not here.
 //!
 //! Lines are handled in the order they were read: everything up to the start of a tool
-//! (routing, the lease, the argument check) happens while the thread still holds the input.
+//! (routing, the lease) happens while the thread still holds the input. The host's check of
+//! the arguments runs with the tool, under the watchdog (issue 37: a slow check held the
+//! input, and every other request of the session waited).
 
 use std::{
     sync::{Arc, Mutex},

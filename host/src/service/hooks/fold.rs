@@ -56,6 +56,8 @@ fn warn_failed(item: &Matched, why: &str) {
         OnError::Deny => "denied (on_error = \"deny\")",
         OnError::Allow => "skipped (on_error = \"allow\")",
     };
+    // `why` may quote the plugin (its panic, its answer): inert in the log.
+    let why = crate::plugin::log_text(why, crate::plugin::LOG_MESSAGE_MAX);
     tracing::warn!(plugin = %item.plugin, "{} failed: {why}; {counts}", item.describe());
 }
 

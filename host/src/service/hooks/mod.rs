@@ -96,7 +96,11 @@ impl Hooks {
         let fold = HookFold::raw(&head.hook_event_name, input.get().to_string());
         self.start(fold, items, request_id, true, move |o| {
             if let Some(d) = &o.denied {
-                tracing::info!(plugin = %d.plugin, "{}", d.text());
+                // The reason is the plugin's text: on a terminal (`chat`'s stderr) it must be
+                // inert, U+202E too, which the log's own escaping leaves (issue 37 item 12).
+                let text = d.text();
+                let text = crate::plugin::log_text(&text, crate::plugin::LOG_MESSAGE_MAX);
+                tracing::info!(plugin = %d.plugin, "{text}");
             }
             respond(o.answer);
         })
