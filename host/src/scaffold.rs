@@ -374,10 +374,12 @@ mod tests {
     /// carried version and nothing is written out; otherwise on the carried SDK, written.
     #[test]
     fn published_sdk_from_the_registry_else_the_carried_one() {
-        let data = tempfile::tempdir().unwrap();
-        let api = ApiSource::default_for(true, Some(data.path())).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        // As the real layout: `<data>/toolhost/sdk`, the data folder private (not /tmp).
+        let data = tmp.path().join("toolhost/sdk");
+        let api = ApiSource::default_for(true, Some(&data)).unwrap();
         assert_eq!(api, ApiSource::Registry(sdk::VERSION));
-        assert_eq!(std::fs::read_dir(data.path()).unwrap().count(), 0);
+        assert!(!data.exists());
         let files = render("weather", &api).unwrap();
         let cargo = &files[0].1;
         assert!(
@@ -392,11 +394,11 @@ mod tests {
         );
         assert!(cargo.parse::<toml::Table>().is_ok(), "{cargo}");
 
-        let api = ApiSource::default_for(false, Some(data.path())).unwrap();
+        let api = ApiSource::default_for(false, Some(&data)).unwrap();
         let ApiSource::Carried(dir) = &api else {
             panic!("{api:?}")
         };
-        assert!(dir.starts_with(data.path()) && dir.join("Cargo.toml").is_file());
+        assert!(dir.starts_with(&data) && dir.join("Cargo.toml").is_file());
         let cargo = &render("weather", &api).unwrap()[0].1;
         assert!(cargo.contains("toolhost-plugin = { path = "), "{cargo}");
     }
