@@ -89,7 +89,7 @@ impl AskBook {
     /// Counts a refused ask; whether to warn about it (the 1st, 2nd, 4th, 8th, ...: a flood
     /// does not flood the log).
     pub(super) fn count_refused(&self) -> bool {
-        (self.refused.fetch_add(1, Ordering::Relaxed) + 1).is_power_of_two()
+        crate::plugin::sparse_warning(&self.refused)
     }
 
     /// Asks refused so far.
