@@ -10,10 +10,7 @@
 
 use std::{
     collections::{HashMap, HashSet},
-    sync::{
-        atomic::{AtomicU64, Ordering},
-        Arc, Mutex,
-    },
+    sync::{atomic::AtomicU64, Arc, Mutex},
 };
 
 use super::{running::Proc, wire::ToWorker};
@@ -95,7 +92,7 @@ impl AskBook {
     /// Asks refused so far.
     #[cfg(test)]
     pub(super) fn refused(&self) -> u64 {
-        self.refused.load(Ordering::Relaxed)
+        self.refused.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
