@@ -113,6 +113,31 @@ fn a_plugin_built_against_the_previous_abi_loads_and_serves() {
     .unwrap();
 }
 
+/// The SDK's version is not the ABI's (plugin-api/build.rs): calc, built with today's SDK
+/// (0.2.0), loads beside the 0.1.0 plugin above, while a plugin whose ABI really is another
+/// (plugins/fixtures/abi-next: this host's layouts, ABI version 0.2.0) is refused before any of
+/// its code runs, and the error says it is the ABI's version that differs.
+#[test]
+fn the_abi_version_decides_not_the_sdk_s() {
+    let shadow = common::shadow_dir();
+    let calc = common::built_plugins().join(common::lib_file("calc"));
+    let p = LoadedPlugin::load(&calc, shadow.path()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(call(&p, "add", r#"{"x":2,"y":3}"#), (false, "5".into()));
+
+    let next = common::built_plugins().join(common::lib_file("abi-next"));
+    let e = match LoadedPlugin::load(&next, shadow.path()) {
+        Ok(p) => panic!("a plugin of ABI 0.2 loaded: {}", p.name()),
+        Err(e) => e.to_string(),
+    };
+    assert!(e.contains("ABI mismatch"), "{e}");
+    assert!(e.contains("incompatible package versions"), "{e}");
+    assert!(
+        e.contains("0.2.0") && e.contains(toolhost_plugin::abi::ABI_VERSION),
+        "{e}"
+    );
+    assert!(!e.contains("was initialized"), "its init ran: {e}");
+}
+
 fn load_calc(toml: &str) -> Result<std::sync::Arc<LoadedPlugin>, LoadError> {
     let dir = common::plugin_dir(&["calc"]);
     let shadow = common::shadow_dir();

@@ -18,11 +18,39 @@ use std::ffi::c_void;
 use abi_stable::{
     declare_root_module_statics,
     library::RootModule,
-    package_version_strings,
     sabi_types::VersionStrings,
     std_types::{ROption, RResult, RSlice, RStr, RString, RVec},
     StableAbi,
 };
+
+/// The version of this binary interface, apart from the crate's own (semver) version:
+/// `build.rs` makes it the `CARGO_PKG_VERSION` of this crate's compilation, which abi_stable
+/// writes into every layout below and a host compares with its own (for 0.x, the minor must
+/// be equal). It changes only when plugins built before can no longer be loaded.
+pub const ABI_VERSION: &str = env!("TOOLHOST_PLUGIN_ABI_VERSION");
+
+// The layouts carry `CARGO_PKG_VERSION` (abi_stable's macros read it where they expand): if a
+// Cargo ever stopped letting `build.rs` override it, they would carry the crate's version and
+// every host would refuse the plugins built before. Fail the build instead.
+const _: () = assert!(
+    same_str(env!("CARGO_PKG_VERSION"), ABI_VERSION),
+    "CARGO_PKG_VERSION is not the ABI version: build.rs's override did not take effect"
+);
+
+const fn same_str(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
 
 /// The symbol every plugin library exports besides its root module: the plugin's name as
 /// bytes, then a NUL (`export_plugin!` writes it). A host reads it from the file without
@@ -110,7 +138,9 @@ impl RootModule for PluginRootRef {
     declare_root_module_statics! {PluginRootRef}
     const BASE_NAME: &'static str = "toolhost_plugin";
     const NAME: &'static str = "toolhost plugin";
-    const VERSION_STRINGS: VersionStrings = package_version_strings!();
+    /// The ABI's version, not the crate's: abi_stable refuses a library whose root module is of
+    /// an older minor (0.x) than the host's.
+    const VERSION_STRINGS: VersionStrings = VersionStrings::new(ABI_VERSION);
 }
 
 /// What a plugin declares about itself. Owned by the plugin's allocator: the host copies it.
@@ -307,4 +337,67 @@ pub mod ask_error {
     /// The answer is not here yet (2026-07-28: the host answers the request with
     /// `input_required` once the call ends, and runs it again with the client's answers).
     pub const INPUT_REQUIRED: u8 = 4;
+}
+
+#[cfg(test)]
+mod tests {
+    use abi_stable::{library::RootModule, type_layout::TypeLayout, StableAbi};
+
+    use super::*;
+
+    /// The ABI's identity is `toolhost-plugin` at [`ABI_VERSION`] in every layout a host
+    /// compares (all those reachable from the root module) and in the root module's version,
+    /// whatever the crate's own version.
+    #[test]
+    fn layouts_carry_the_abi_version_not_the_crate_s() {
+        let mut seen: Vec<*const TypeLayout> = Vec::new();
+        let mut ours: Vec<String> = Vec::new();
+        let mut stack: Vec<&'static TypeLayout> = vec![<PluginRootRef as StableAbi>::LAYOUT];
+        while let Some(layout) = stack.pop() {
+            if seen.contains(&(layout as *const _)) {
+                continue;
+            }
+            seen.push(layout);
+            let (package, version) = layout.package_and_version();
+            if package.as_str() == "toolhost-plugin" {
+                assert_eq!(version.version.as_str(), ABI_VERSION, "{}", layout.name());
+                ours.push(layout.name().to_string());
+            }
+            stack.extend(layout.shared_vars().type_layouts().iter().map(|f| f()));
+        }
+        for name in [
+            "PluginRoot",
+            "PluginManifest",
+            "ToolDecl",
+            "ToolAnnotationsFfi",
+            "CallOutcome",
+            "ContentBlock",
+            "ContentKind",
+            "HostApi",
+            "HostVTable",
+            "CallCtx",
+            "CallVTable",
+            "ConfigLookup",
+            "AskErrorFfi",
+            "RequestErrorFfi",
+        ] {
+            assert!(ours.iter().any(|n| n == name), "{name} not in {ours:?}");
+        }
+        assert_eq!(PluginRootRef::VERSION_STRINGS.version.as_str(), ABI_VERSION);
+    }
+
+    /// The ABI stays 0.1 while plugins built with toolhost-plugin 0.1.0 must load (abi_stable
+    /// refuses another 0.x minor): host/tests/config.rs loads one. The crate's own version is
+    /// its semver one, from its Cargo.toml.
+    #[test]
+    fn the_abi_is_0_1_and_the_crate_has_its_own_version() {
+        assert!(ABI_VERSION.starts_with("0.1."), "{ABI_VERSION}");
+        let manifest: &str = include_str!("../Cargo.toml");
+        let own = manifest
+            .lines()
+            .find_map(|l| l.strip_prefix("version = \""))
+            .and_then(|v| v.strip_suffix('"'))
+            .expect("plugin-api/Cargo.toml has its own version");
+        assert_eq!(env!("TOOLHOST_PLUGIN_VERSION"), own);
+    }
 }

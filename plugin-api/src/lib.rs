@@ -20,7 +20,7 @@
 //! crate-type = ["cdylib", "rlib"]   # cdylib for toolhost, rlib for `cargo test`
 //!
 //! [dependencies]
-//! toolhost-plugin = "0.1"
+//! toolhost-plugin = "0.2"
 //! serde = { version = "1", features = ["derive"] }
 //! ```
 //!

@@ -375,6 +375,9 @@ mod tests {
             "toolhost-plugin/Cargo.toml",
             "toolhost-plugin/README.md",
             "toolhost-plugin/src/lib.rs",
+            // It gives the ABI layouts the ABI's version instead of the crate's: without
+            // it the SDK does not build (abi.rs checks), and a host would refuse the plugin.
+            "toolhost-plugin/build.rs",
             "toolhost-plugin-macros/Cargo.toml",
             "toolhost-plugin-macros/src/lib.rs",
         ] {
@@ -536,11 +539,13 @@ mod tests {
         }
     }
 
-    /// The carried files at `dir`, plus the `build.rs` cargo would run at the first build.
+    /// The carried files at `dir`, plus a `build.rs` cargo would run at the first build (in
+    /// the macros' folder: the SDK's own `build.rs` is carried).
     fn plant(dir: &Path) -> PathBuf {
         std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
         write_files(dir).unwrap();
-        let build = dir.join(API_CRATE).join("build.rs");
+        let build = dir.join("toolhost-plugin-macros").join("build.rs");
+        assert!(!build.exists(), "the macros carry no build.rs");
         std::fs::write(&build, "fn main() { /* the other user's code */ }").unwrap();
         assert!(!holds_the_sdk(dir), "extra files are not the SDK");
         build
