@@ -11,7 +11,7 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use serde_json::{json, Value};
 use toolhost::plugin::{CallControl, CallResult, LoadError, LoadedPlugin};
-use toolhost_test_support::foreign::{build_c, build_go, build_zig};
+use toolhost_test_support::foreign::{build_c, examples};
 
 fn hello() -> PathBuf {
     build_c("plugins/c/hello.c", "hello_c", &[])
@@ -40,42 +40,8 @@ fn run(args: &[&str], plugins: &std::path::Path) -> (i32, String, String) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The examples in C, Go and Zig: the same plugin three times, through the same tests.
-
-/// One example plugin, built.
-struct Example {
-    name: &'static str,
-    file: PathBuf,
-    uri: &'static str,
-    greeting: &'static str,
-}
-
-/// The C example, and the Go and Zig ones where their compilers are (always under CI).
-fn examples() -> Vec<Example> {
-    let mut all = vec![Example {
-        name: "hello_c",
-        file: hello(),
-        uri: "hello://greeting",
-        greeting: "Hello from C!",
-    }];
-    if let Some(file) = build_go("plugins/go", "hello_go") {
-        all.push(Example {
-            name: "hello_go",
-            file,
-            uri: "hello://go",
-            greeting: "Hello from Go!",
-        });
-    }
-    if let Some(file) = build_zig("hello_zig") {
-        all.push(Example {
-            name: "hello_zig",
-            file,
-            uri: "hello://zig",
-            greeting: "Hello from Zig!",
-        });
-    }
-    all
-}
+// The examples in C, Go and Zig (`foreign::examples`: the same plugin three times, those
+// whose compilers are here, all of them under CI), through the same tests.
 
 /// `list`, `call`, `read`, `prompt` and `hook` of the CLI serve each example with the exact
 /// results a Rust plugin gives: the host checks its arguments against its schema, and its
@@ -321,48 +287,111 @@ async fn a_segfault_in_each_example_is_survived_with_isolate() {
     }
 }
 
-/// A sandboxed example cannot read a file outside the paths it was given, and can inside.
-/// (Run as an unprivileged user, as host/tests/sandbox.rs says, to see Landlock alone refuse.)
+/// A sandboxed example (`[plugin.NAME.sandbox] read = [a folder]`, a worker Landlock
+/// confines) served by `toolhost call` run as an unprivileged user: it reads a file inside
+/// its paths, and is refused one outside them that the same user reads without the sandbox
+/// (so the refusal is the sandbox's, not the file's permissions). Run as root, the CLI runs
+/// as the user `toolhost-probe` ([`common::unprivileged_user`]). Skipped where the kernel
+/// cannot enforce a sandbox, except under `CI=true`, where that fails.
+#[cfg(target_os = "linux")]
 #[test]
-fn a_sandboxed_example_is_refused_a_file_outside_its_paths() {
-    use toolhost::worker::{PluginWorkerSettings, Sandbox, WorkerConfig, WorkerPlugin};
-    if toolhost::worker::probe_sandbox().enforceable().is_err() {
-        eprintln!("skipped: this kernel cannot enforce a sandbox");
+fn a_sandboxed_example_is_refused_a_file_outside_its_paths_as_an_unprivileged_user() {
+    use std::os::unix::{fs::PermissionsExt, process::CommandExt};
+    if let Err(why) = toolhost::worker::probe_sandbox().enforceable() {
+        let why = format!("this kernel cannot enforce a sandbox: {why}");
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true: {why}"
+        );
+        eprintln!("skipped: {why}");
         return;
     }
-    let allowed = common::private_dir(0o755);
-    let inside = allowed.path().join("inside.txt");
+    let user = common::unprivileged_user();
+    // Everything the user needs, in one folder it can reach (the checkout may not be).
+    let work = common::private_dir(0o755);
+    let dir = |name: &str, mode: u32| {
+        let d = work.path().join(name);
+        std::fs::create_dir(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(mode)).unwrap();
+        d
+    };
+    let bin = dir("bin", 0o755).join("toolhost");
+    let built = std::path::Path::new(env!("CARGO_BIN_EXE_toolhost"));
+    std::fs::hard_link(built, &bin)
+        .or_else(|_| std::fs::copy(built, &bin).map(drop))
+        .unwrap();
+    // Its own: the host refuses a runtime (shadow) folder of another user's.
+    let home = dir("home", 0o700);
+    if let Some((uid, gid)) = user {
+        std::os::unix::fs::chown(&home, Some(uid), Some(gid)).unwrap();
+    }
+    let allowed = dir("allowed", 0o755);
+    let inside = allowed.join("inside.txt");
     std::fs::write(&inside, "inside").unwrap();
-    let outside_dir = common::private_dir(0o755);
-    let outside = outside_dir.path().join("outside.txt");
+    let outside = dir("elsewhere", 0o755).join("outside.txt");
     std::fs::write(&outside, "outside").unwrap();
+    for f in [&inside, &outside] {
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let secret = work.path().join("secret.txt");
+    std::fs::write(&secret, "root's").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
     for e in examples() {
         let name = e.name;
-        let settings = PluginWorkerSettings {
-            sandbox: Some(Sandbox {
-                read: vec![allowed.path().to_path_buf()],
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        let shadow = common::shadow_dir();
-        let staged = toolhost::plugin::Staged::copy(&e.file, shadow.path()).unwrap();
-        let workers = Arc::new(WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost")));
-        let p = WorkerPlugin::start(&e.file, staged, workers, settings, &|_| None)
-            .unwrap_or_else(|err| panic!("{name}: {err}"));
+        let plugins = dir(name, 0o755);
+        let lib = plugins.join(e.file.file_name().unwrap());
+        std::fs::copy(&e.file, &lib).unwrap();
+        std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o644)).unwrap();
         let read = |path: &std::path::Path| {
-            p.call(
-                "read_file",
-                &json!({ "path": path }).to_string(),
-                &CallControl::new("t", None),
+            let args = json!({ "path": path }).to_string();
+            let mut cmd = std::process::Command::new(&bin);
+            cmd.args(["call", name, "read_file", &args, "--plugins"])
+                .arg(&plugins)
+                .env_clear()
+                .env("PATH", "/usr/bin:/bin")
+                .env("HOME", &home)
+                .env("XDG_RUNTIME_DIR", &home)
+                .current_dir(&home);
+            if let Some((uid, gid)) = user {
+                cmd.uid(uid).gid(gid);
+            }
+            let out = cmd.output().unwrap();
+            (
+                out.status.code(),
+                common::text(&out.stdout).trim().to_string(),
+                common::text(&out.stderr),
             )
         };
-        let r = read(&inside);
-        assert!(!r.is_error, "{name}: {}", r.text());
-        assert_eq!(r.text(), "inside", "{name}");
-        let r = read(&outside);
-        assert!(r.is_error, "{name}: {}", r.text());
-        assert_eq!(r.text(), "cannot open the file", "{name}");
+        let (code, out, err) = read(&outside);
+        assert_eq!(
+            (code, out.as_str()),
+            (Some(0), "outside"),
+            "{name}: the user reads it unconfined: {err}"
+        );
+        if user.is_some() {
+            // Not root: a file only root may read is refused it, sandbox or not.
+            let (code, out, err) = read(&secret);
+            assert_eq!(
+                (code, out.as_str()),
+                (Some(1), "cannot open the file"),
+                "{name}: {err}"
+            );
+        }
+        let toml = plugins.join("toolhost.toml");
+        std::fs::write(
+            &toml,
+            format!("[plugin.{name}.sandbox]\nread = [{:?}]\n", allowed),
+        )
+        .unwrap();
+        std::fs::set_permissions(&toml, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let (code, out, err) = read(&inside);
+        assert_eq!((code, out.as_str()), (Some(0), "inside"), "{name}: {err}");
+        let (code, out, err) = read(&outside);
+        assert_eq!(
+            (code, out.as_str()),
+            (Some(1), "cannot open the file"),
+            "{name}: {err}"
+        );
     }
 }
 

@@ -30,6 +30,10 @@ import (
 
 var host *C.toolhost_host
 
+// What `echo` puts before the text: set at build time with -ldflags "-X 'main.echoPrefix=v2: '"
+// (a test builds a second version with another).
+var echoPrefix = ""
+
 const manifest = `{"name":"hello_go","version":"0.1.0","description":"A toolhost plugin written in Go",
 "tools":[
  {"name":"add","description":"Adds two numbers",
@@ -102,7 +106,7 @@ func tool(call C.uint64_t, name string, args map[string]any) map[string]any {
 		}
 	case "echo":
 		t, _ := args["text"].(string)
-		return text(t, false)
+		return text(echoPrefix+t, false)
 	case "wait":
 		// Real cancellation: ask the host now and then, and return once it says so.
 		for step := 0.0; C.th_is_cancelled(host, call) == 0; step++ {

@@ -25,6 +25,7 @@ extern fn hz_find(obj: [*:0]const u8, key: [*:0]const u8) ?[*:0]const u8;
 extern fn hz_string(obj: [*:0]const u8, key: [*:0]const u8) ?[*:0]u8;
 extern fn hz_number(obj: [*:0]const u8, key: [*:0]const u8, out: *f64) c_int;
 extern fn hz_quote(s: [*]const u8, len: usize) ?[*:0]u8;
+extern fn hz_echo_prefix() [*:0]const u8;
 
 /// The name the host reads from the file before loading it.
 export const TOOLHOST_PLUGIN_NAME = "hello_zig".*;
@@ -99,7 +100,14 @@ fn tool(call: u64, name: [*:0]const u8, args: [*:0]const u8, out: *c.toolhost_bu
     if (eql(name, "echo")) {
         const text = hz_string(args, "text");
         defer free(text);
-        return textResult(out, if (text) |t| std.mem.span(t) else "", false);
+        const said = if (text) |t| std.mem.span(t) else "";
+        const prefix = std.mem.span(hz_echo_prefix());
+        if (prefix.len == 0) return textResult(out, said, false);
+        var whole: [8192]u8 = undefined;
+        if (prefix.len + said.len > whole.len) return c.TOOLHOST_INTERNAL_ERROR;
+        @memcpy(whole[0..prefix.len], prefix);
+        @memcpy(whole[prefix.len..][0..said.len], said);
+        return textResult(out, whole[0 .. prefix.len + said.len], false);
     }
     if (eql(name, "wait")) {
         // Real cancellation: ask the host now and then, and return once it says so.

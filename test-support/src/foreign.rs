@@ -105,10 +105,17 @@ pub fn build_c(source: &str, name: &str, defines: &[&str]) -> PathBuf {
 /// Builds the Go plugin in folder `dir` (relative to the workspace) as library `name`
 /// (`None` when there is no Go compiler, outside CI).
 pub fn build_go(dir: &str, name: &str) -> Option<PathBuf> {
+    build_go_with(dir, name, &[])
+}
+
+/// [`build_go`] with `go build` flags `flags` (`-ldflags=-X ...` to set a variable).
+fn build_go_with(dir: &str, name: &str, flags: &[&str]) -> Option<PathBuf> {
     let go = go()?;
-    Some(once(format!("go {dir}"), name, |out| {
+    Some(once(format!("go {dir} {}", flags.join(" ")), name, |out| {
         let mut cmd = Command::new(&go);
-        cmd.args(["build", "-buildmode=c-shared", "-o"])
+        cmd.args(["build", "-buildmode=c-shared"])
+            .args(flags)
+            .arg("-o")
             .arg(out)
             .arg(".")
             .current_dir(workspace_root().join(dir))
@@ -125,19 +132,26 @@ pub fn build_go(dir: &str, name: &str) -> Option<PathBuf> {
 /// Builds the Zig example (plugins/zig/, by its build.sh) as library `name` (`None` when
 /// there is no Zig compiler, outside CI).
 pub fn build_zig(name: &str) -> Option<PathBuf> {
+    build_zig_with(name, &[])
+}
+
+/// [`build_zig`] with `zig build-lib` flags `flags` (build.sh passes them on).
+fn build_zig_with(name: &str, flags: &[&str]) -> Option<PathBuf> {
     let zig = zig()?;
-    Some(once("zig plugins/zig".into(), name, |out| {
+    let key = format!("zig plugins/zig {}", flags.join(" "));
+    Some(once(key, name, |out| {
         // build.sh writes OUT_DIR/lib<name>.so; a folder per build, moved into place by `once`.
         let work = out.with_extension("d");
         let mut cmd = Command::new("sh");
         cmd.arg("-c")
             .arg(format!(
-                "\"$0\" \"$1\" && mv \"$1/{}\" \"$2\" && rm -rf \"$1\"",
+                "out=\"$1\" lib=\"$2\"; shift 2; \"$0\" \"$out\" \"$@\" && mv \"$out/{}\" \"$lib\" && rm -rf \"$out\"",
                 lib_file(name)
             ))
             .arg(workspace_root().join("plugins/zig/build.sh"))
             .arg(&work)
             .arg(out)
+            .args(flags)
             .env("ZIG", &zig)
             .env(
                 "ZIG_GLOBAL_CACHE_DIR",
@@ -149,4 +163,77 @@ pub fn build_zig(name: &str) -> Option<PathBuf> {
             );
         cmd
     }))
+}
+
+/// The language of an example plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    C,
+    Go,
+    Zig,
+}
+
+/// One of the example plugins (plugins/c/, plugins/go/, plugins/zig/): the same plugin in
+/// three languages, which the same tests check. Its `echo` puts a prefix before the text
+/// ([`Example::rebuilt`] builds one with another): a replaced build's code really changes.
+#[derive(Debug, Clone)]
+pub struct Example {
+    pub lang: Lang,
+    /// The plugin's name (`hello_c`, ...).
+    pub name: &'static str,
+    /// Its library, built as it is.
+    pub file: PathBuf,
+    /// Its resource's URI, and what it says.
+    pub uri: &'static str,
+    pub greeting: &'static str,
+}
+
+impl Example {
+    /// The example of `lang`, built; `None` when its compiler is missing, outside CI.
+    pub fn of(lang: Lang) -> Option<Example> {
+        let (name, uri, greeting) = match lang {
+            Lang::C => ("hello_c", "hello://greeting", "Hello from C!"),
+            Lang::Go => ("hello_go", "hello://go", "Hello from Go!"),
+            Lang::Zig => ("hello_zig", "hello://zig", "Hello from Zig!"),
+        };
+        let mut e = Example {
+            lang,
+            name,
+            file: PathBuf::new(),
+            uri,
+            greeting,
+        };
+        e.file = e.build("")?;
+        Some(e)
+    }
+
+    /// Another build of the example, whose `echo` puts `prefix` before the text.
+    pub fn rebuilt(&self, prefix: &str) -> PathBuf {
+        self.build(prefix)
+            .expect("its compiler built the first one")
+    }
+
+    fn build(&self, prefix: &str) -> Option<PathBuf> {
+        let define = format!("ECHO_PREFIX=\"{prefix}\"");
+        let flags = match self.lang {
+            _ if prefix.is_empty() => vec![],
+            Lang::C => vec![define],
+            Lang::Go => vec![format!("-ldflags=-X 'main.echoPrefix={prefix}'")],
+            Lang::Zig => vec![format!("-D{define}")],
+        };
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        match self.lang {
+            Lang::C => Some(build_c("plugins/c/hello.c", self.name, &flags)),
+            Lang::Go => build_go_with("plugins/go", self.name, &flags),
+            Lang::Zig => build_zig_with(self.name, &flags),
+        }
+    }
+}
+
+/// The examples whose compilers are here (all three under CI), built.
+pub fn examples() -> Vec<Example> {
+    [Lang::C, Lang::Go, Lang::Zig]
+        .into_iter()
+        .filter_map(Example::of)
+        .collect()
 }

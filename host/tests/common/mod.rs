@@ -400,3 +400,39 @@ pub async fn next_event<E: Clone>(
     .await
     .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
 }
+
+/// The uid and gid of an unprivileged user to run a process as: `None` when this process is
+/// not root (it is unprivileged itself: run as it is); else those of the user
+/// `toolhost-probe`, created with `useradd` the first time (a system user with no home and
+/// no login). A root that cannot make one panics: the test would otherwise only prove what
+/// root may do.
+#[cfg(unix)]
+pub fn unprivileged_user() -> Option<(u32, u32)> {
+    const USER: &str = "toolhost-probe";
+    if toolhost::sys::current_uid() != 0 {
+        return None;
+    }
+    let id = |flag: &str| {
+        let out = std::process::Command::new("id")
+            .args([flag, USER])
+            .output()
+            .expect("run id");
+        out.status
+            .success()
+            .then(|| text(&out.stdout).trim().parse::<u32>().expect("a number"))
+    };
+    if id("-u").is_none() {
+        // Another test process may create it at the same time: its `id` is what counts.
+        let made = std::process::Command::new("useradd")
+            .args(["--system", "--user-group", "--no-create-home"])
+            .args(["--shell", "/usr/sbin/nologin", USER])
+            .output()
+            .expect("run useradd");
+        assert!(
+            id("-u").is_some(),
+            "root could not create the unprivileged user {USER}: {}",
+            text(&made.stderr)
+        );
+    }
+    Some((id("-u").unwrap(), id("-g").expect("its group")))
+}
