@@ -366,9 +366,9 @@ fn main() -> ExitCode {
         | Command::Doctor { .. }
         | Command::Install { .. } => "error",
         // A failing hook's warning is what its author wants to see.
-        Command::Hook { .. } | Command::Event { .. } => "warn,toolhost::registry=error",
+        Command::Hook { .. } | Command::Event { .. } => "warn,toolhost_registry::registry=error",
         Command::Chat { .. } => {
-            "warn,toolhost::registry=error,toolhost::registry::watch=warn,toolhost::handler::call=error"
+            "warn,toolhost_registry::registry=error,toolhost_registry::registry::watch=warn,toolhost::handler::call=error"
         }
         // One line per request: what a server's operator expects to see.
         Command::Serve {

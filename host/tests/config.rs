@@ -51,11 +51,14 @@ fn requests_beyond_tools_are_refused_by_plugins_that_declare_none() {
     for file in [abi_v1_plugin(), calc.as_path()] {
         let in_process = LoadedPlugin::load(file, shadow.path()).unwrap_or_else(|e| panic!("{e}"));
         let staged = toolhost::plugin::Staged::copy(file, shadow.path()).unwrap();
-        let isolated =
-            LoadedPlugin::start_worker(file, staged, workers.clone(), Default::default(), &|_| {
-                None
-            })
-            .unwrap_or_else(|e| panic!("{e}"));
+        let isolated = toolhost::worker::start_plugin(
+            file,
+            staged,
+            workers.clone(),
+            Default::default(),
+            &|_| None,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         for p in [in_process, isolated] {
             assert!(p.manifest().extras.is_empty(), "{:?}", p.manifest().extras);
             let e = p

@@ -4,6 +4,9 @@
 //! unfinished bodies (memory) and many idle connections (descriptors). Counts, not times: how
 //! fast is the benchmark's business (`toolhost-bench-http --load`, docs/benchmarks.md).
 
+// A test may unwrap a lock (the host's poisoning policy is for production code: clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::{

@@ -1,7 +1,8 @@
-//! The layering of `host/src`, checked on every `cargo test`.
+//! The layering of the modules still in `host/src`, checked on every `cargo test`.
 //!
-//! Each top-level module (a file or folder directly under `host/src`; `main.rs` counts as one
-//! more, `main`) has a layer in [`LAYERS`]. A module may name modules of its own layer or a lower
+//! Layers 0 to 4 are crates of their own (crates/, docs/internals.md "The crates"): Cargo keeps
+//! them from naming anything above. The modules left here (the router, the loops, the front
+//! ends) each have a layer in [`LAYERS`]. A module may name modules of its own layer or a lower
 //! one, never a higher one, and the graph of names must have no cycle. The test reads the
 //! sources itself with `syn`, so comments (doc comments included) and string literals name
 //! nothing: an intra-doc link such as [`crate::service`] is not an edge here (rustdoc resolves
@@ -10,15 +11,14 @@
 //!
 //! An edge is a path that names another top-level module: `crate::x::...` (also `$crate`, and in
 //! attributes and macro input, read as tokens), a `use` tree (`use crate::{x::A, y::{B, C}}`),
-//! `super::super::x` climbing to the crate root, and in `main.rs` `toolhost::x`. A name imported by `use` and then written bare is
-//! covered by its `use`. A path to a crate-root item that is no module (a re-export in lib.rs)
-//! fails the test, since it would hide its module; so does `#[path]`, which the walk from each
-//! module's file through its `mod x;` items does not follow. A table entry may name a module
-//! not written yet.
+//! `super::super::x` climbing to the crate root. A name imported by `use` and then written bare
+//! is covered by its `use`. A path to a crate-root item that is neither a module here nor a
+//! module re-exported from the crates below fails the test, since it would hide its module; so
+//! does `#[path]`, which the walk from each module's file through its `mod x;` items does not
+//! follow. A table entry may name a module not written yet. `main.rs` is not read: nothing can
+//! name the binary, so it can close no cycle and go up to nothing.
 //!
-//! On the same syntax trees, [`production_code_takes_its_locks_by_the_one_poisoning_policy`]
-//! checks that no production code but `sync.rs` unwraps a std lock or recovers it by hand: the
-//! host's one poisoning policy is `crate::sync`'s (`lock`, `read`, `write`, `get_mut`, `into_inner`).
+//! The lock-poisoning policy this file also checked once is clippy's now (crates/clippy.toml).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -30,34 +30,12 @@ use syn::parse::{ParseStream, Parser};
 use syn::punctuated::Punctuated;
 use syn::visit::{self, Visit};
 use syn::visit_mut::{self, VisitMut};
-use syn::{
-    Attribute, Expr, ExprMethodCall, ItemMod, ItemUse, Macro, Meta, Pat, Path as SynPath, Token,
-    UseTree,
-};
+use syn::{Attribute, ItemMod, ItemUse, Macro, Meta, Path as SynPath, Token, UseTree};
 
-/// The layers, low to high. docs/internals.md ("Layers of `host/src`") shows the same table,
-/// which `the_documented_table_is_the_checked_one` compares with this one.
+/// The layers, low to high (0 to 4 are the crates below `host`). docs/internals.md ("Layers of
+/// `host/src`") shows the same table, which `the_documented_table_is_the_checked_one` compares
+/// with this one.
 const LAYERS: &[(&str, u8)] = &[
-    // 0: no dependency inside the crate beyond this layer.
-    ("error", 0),
-    ("sync", 0),
-    ("sys", 0),
-    ("model", 0),
-    ("relay", 0),
-    ("terminal", 0),
-    // 1: configuration data (the sandbox settings too), trust decisions, the byte transport.
-    ("config", 1),
-    ("trust", 1),
-    ("transport", 1),
-    // 2: one loaded plugin version and how a call reaches it; the executor's call threads.
-    ("plugin", 2),
-    ("executor", 2),
-    // 3: worker processes (a backend for plugin); what is derived from plugin versions.
-    ("worker", 3),
-    ("catalog", 3),
-    // 4: following the plugin folder.
-    ("registry", 4),
-    ("plugin_dir", 4),
     // 5: the MCP router.
     ("handler", 5),
     // 6: the loops.
@@ -70,21 +48,35 @@ const LAYERS: &[(&str, u8)] = &[
     ("main", 7),
 ];
 
-/// Upward edges the build still has, each exactly as (file under `host/src`, path it names):
-/// left out of both checks. A new upward edge fails the test, and so does an entry no longer
-/// found, so the list only shrinks.
-const KNOWN_VIOLATIONS: &[(&str, &str)] = &[];
-
 #[test]
 fn top_level_modules_respect_the_layers() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let graph = Graph::read(&src);
-    let problems = graph.check(LAYERS, KNOWN_VIOLATIONS);
+    let graph = Graph::read(&src, &lower_modules());
+    let problems = graph.check(LAYERS);
     assert!(
         problems.is_empty(),
         "the layering of host/src is broken (table in host/tests/layers.rs and docs/internals.md):\n{}",
         problems.join("\n")
     );
+}
+
+/// The modules of the crates below `host` (`crates/*/src`), which host/src/lib.rs re-exports by
+/// their names: paths to them are Cargo's to check.
+fn lower_modules() -> BTreeSet<String> {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates");
+    let mut names = BTreeSet::new();
+    for krate in std::fs::read_dir(&crates).expect("read crates/") {
+        let src = krate.expect("read crates/").path().join("src");
+        for entry in std::fs::read_dir(&src).into_iter().flatten() {
+            let path = entry.expect("read a crate's src").path();
+            let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
+            if name != "lib" && (path.is_dir() || path.extension().is_some_and(|e| e == "rs")) {
+                names.insert(name);
+            }
+        }
+    }
+    assert!(names.contains("registry"), "found {names:?} under crates/");
+    names
 }
 
 #[test]
@@ -129,13 +121,13 @@ struct Graph {
     /// Every top-level module found under `host/src`.
     modules: BTreeSet<String>,
     edges: Vec<Edge>,
-    /// Paths from the crate root to something that is no top-level module (an item re-exported
-    /// by lib.rs would hide the module it comes from).
+    /// Paths from the crate root to something that is no top-level module here nor below (an
+    /// item re-exported by lib.rs would hide the module it comes from).
     unplaced: Vec<Edge>,
 }
 
 impl Graph {
-    fn read(src: &Path) -> Graph {
+    fn read(src: &Path, lower: &BTreeSet<String>) -> Graph {
         let mut modules = BTreeSet::new();
         let mut edges = Vec::new();
         let mut entries: Vec<_> = std::fs::read_dir(src)
@@ -164,13 +156,9 @@ impl Graph {
             } else {
                 src.join(top).join("mod.rs")
             };
-            walk(src, &file, vec![top.clone()], top, None, &mut edges);
+            walk(src, &file, vec![top.clone()], top, &mut edges);
         }
-        let main = src.join("main.rs");
-        if main.is_file() {
-            walk(src, &main, Vec::new(), "main", Some("toolhost"), &mut edges);
-        }
-        edges.retain(|e| e.from != e.to);
+        edges.retain(|e| e.from != e.to && !lower.contains(&e.to));
         let (edges, unplaced) = edges.into_iter().partition(|e| modules.contains(&e.to));
         Graph {
             modules,
@@ -179,7 +167,7 @@ impl Graph {
         }
     }
 
-    fn check(&self, layers: &[(&str, u8)], known: &[(&str, &str)]) -> Vec<String> {
+    fn check(&self, layers: &[(&str, u8)]) -> Vec<String> {
         let layer: BTreeMap<&str, u8> = layers.iter().copied().collect();
         let mut problems = Vec::new();
         for m in self.modules.iter().map(String::as_str).chain(["main"]) {
@@ -197,19 +185,7 @@ impl Graph {
                 e.file, e.line, e.path
             ));
         }
-        let is_known = |e: &Edge| known.iter().any(|&(f, p)| f == e.file && p == e.path);
-        for &(file, path) in known {
-            if !self.edges.iter().any(|e| e.file == file && e.path == path) {
-                problems.push(format!(
-                    "KNOWN_VIOLATIONS lists {file} -> {path}, which is no longer there: remove it"
-                ));
-            }
-        }
-        let mut kept = Vec::new();
         for e in &self.edges {
-            if is_known(e) {
-                continue;
-            }
             if let (Some(&lf), Some(&lt)) = (layer.get(e.from.as_str()), layer.get(e.to.as_str())) {
                 if lt > lf {
                     problems.push(format!(
@@ -218,9 +194,8 @@ impl Graph {
                     ));
                 }
             }
-            kept.push(e);
         }
-        problems.extend(cycles(&kept));
+        problems.extend(cycles(&self.edges.iter().collect::<Vec<_>>()));
         problems
     }
 }
@@ -280,16 +255,8 @@ fn cycles(edges: &[&Edge]) -> Vec<String> {
     out
 }
 
-/// Reads one file of module `path` (empty for `main.rs`) and the files its `mod x;` items load.
-/// `extern_root` is the library's name when the file belongs to the binary.
-fn walk(
-    src: &Path,
-    file: &Path,
-    path: Vec<String>,
-    top: &str,
-    extern_root: Option<&str>,
-    edges: &mut Vec<Edge>,
-) {
+/// Reads one file of module `path` and the files its `mod x;` items load.
+fn walk(src: &Path, file: &Path, path: Vec<String>, top: &str, edges: &mut Vec<Edge>) {
     let text =
         std::fs::read_to_string(file).unwrap_or_else(|e| panic!("read {}: {e}", file.display()));
     let rel = file
@@ -297,7 +264,7 @@ fn walk(
         .unwrap()
         .to_string_lossy()
         .replace('\\', "/");
-    let found = scan(&text, &path, extern_root);
+    let found = scan(&text, &path);
     for r in found.refs {
         edges.push(Edge {
             file: rel.clone(),
@@ -307,9 +274,9 @@ fn walk(
             path: r.segments.join("::"),
         });
     }
-    // Children of `x.rs` live in `x/`, children of `x/mod.rs` (and of main.rs) beside it.
+    // Children of `x.rs` live in `x/`, children of `x/mod.rs` beside it.
     let stem = file.file_stem().unwrap();
-    let dir = if stem == "mod" || stem == "main" || stem == "lib" {
+    let dir = if stem == "mod" {
         file.parent().unwrap().to_path_buf()
     } else {
         file.with_extension("")
@@ -328,7 +295,7 @@ fn walk(
         };
         let mut child_path = path.clone();
         child_path.extend(child.iter().cloned());
-        walk(src, &next, child_path, top, extern_root, edges);
+        walk(src, &next, child_path, top, edges);
     }
 }
 
@@ -348,11 +315,10 @@ struct Found {
 
 /// Finds the paths into other top-level modules and the `mod x;` items of one file, whose module
 /// path is `path` (from the crate root).
-fn scan(text: &str, path: &[String], extern_root: Option<&str>) -> Found {
+fn scan(text: &str, path: &[String]) -> Found {
     let mut paths = Paths {
         module: path.to_vec(),
         inline: Vec::new(),
-        extern_root,
         found: Found::default(),
     };
     paths.visit_file(&production(text));
@@ -371,20 +337,19 @@ fn line(span: Span) -> usize {
 }
 
 /// Walks one file for [`scan`].
-struct Paths<'a> {
+struct Paths {
     /// The module being read, from the crate root (inline modules included).
     module: Vec<String>,
     /// The inline modules open here, in this file.
     inline: Vec<String>,
-    extern_root: Option<&'a str>,
     found: Found,
 }
 
-impl Paths<'_> {
+impl Paths {
     /// Records `segs`, written at `line`, if it leaves for the crate root. `crate::m!()` names a
     /// `#[macro_export]` macro at the crate root, no module.
     fn add(&mut self, line: usize, segs: &[String], macro_call: bool) {
-        if let Some(segments) = resolve(segs, &self.module, self.extern_root) {
+        if let Some(segments) = resolve(segs, &self.module) {
             if !(macro_call && segments.len() == 1) {
                 self.found.refs.push(Ref { line, segments });
             }
@@ -423,7 +388,7 @@ impl Paths<'_> {
     }
 }
 
-impl<'ast> Visit<'ast> for Paths<'_> {
+impl<'ast> Visit<'ast> for Paths {
     fn visit_item_mod(&mut self, m: &'ast ItemMod) {
         let name = m.ident.to_string();
         if m.content.is_none() {
@@ -585,12 +550,10 @@ fn test_only(node: &impl ToTokens) -> bool {
 }
 
 /// The path from the crate root on, if `segs` (written in module `module`) leaves the module it
-/// is written in for the crate root: `crate::x`, `super::super::x` from `x::a`, `toolhost::x`.
-fn resolve(segs: &[String], module: &[String], extern_root: Option<&str>) -> Option<Vec<String>> {
+/// is written in for the crate root: `crate::x`, `super::super::x` from `x::a`.
+fn resolve(segs: &[String], module: &[String]) -> Option<Vec<String>> {
     let first = segs.first()?.as_str();
-    // In the library `crate` is the root; in the binary, the library's name is.
-    let root = extern_root.unwrap_or("crate");
-    let rest = if first == root {
+    let rest = if first == "crate" {
         &segs[1..]
     } else if first == "super" {
         let ups = segs.iter().take_while(|s| *s == "super").count();
@@ -614,7 +577,7 @@ fn resolve(segs: &[String], module: &[String], extern_root: Option<&str>) -> Opt
 
 fn refs(src: &str, module: &[&str]) -> Vec<String> {
     let module: Vec<String> = module.iter().map(|s| s.to_string()).collect();
-    scan(src, &module, None)
+    scan(src, &module)
         .refs
         .into_iter()
         .map(|r| format!("{}:{}", r.line, r.segments.join("::")))
@@ -666,16 +629,8 @@ fn super_counts_only_when_it_reaches_the_crate_root() {
 fn test_only_items_are_skipped() {
     let src = "#[cfg(test)]\nmod tests { use crate::a; }\n#[cfg(all(test, unix))]\n#[allow(x)]\nmod more { fn f() { crate::b::f(); } }\n#[cfg(test)]\nuse crate::c;\n#[cfg(not(test))]\nuse crate::d;\nstruct S { #[cfg(test)] t: crate::e::T, u: crate::f::U }\nfn g() { crate::h::g(); }";
     assert_eq!(refs(src, &["m"]), ["9:d", "10:f::U", "11:h::g"]);
-    let found = scan("#[cfg(test)]\nmod tests;\nmod real;", &["m".into()], None);
+    let found = scan("#[cfg(test)]\nmod tests;\nmod real;", &["m".into()]);
     assert_eq!(found.children, [vec!["real".to_string()]]);
-}
-
-#[test]
-fn the_binary_names_the_library_by_its_crate_name() {
-    let src = "use toolhost::{chat, worker::Args};\nfn main() { toolhost::doctor::run(); let f = \"toolhost::registry=warn\"; crate::local(); }";
-    let found = scan(src, &[], Some("toolhost"));
-    let got: Vec<String> = found.refs.iter().map(|r| r.segments.join("::")).collect();
-    assert_eq!(got, ["chat", "worker::Args", "doctor::run"]);
 }
 
 #[test]
@@ -711,7 +666,7 @@ fn a_cycle_and_an_upward_edge_are_reported() {
         edges: vec![edge("a", "b"), edge("b", "a"), edge("a", "c")],
         unplaced: Vec::new(),
     };
-    let problems = graph.check(&[("a", 1), ("b", 1), ("c", 2), ("main", 3)], &[]);
+    let problems = graph.check(&[("a", 1), ("b", 1), ("c", 2), ("main", 3)]);
     assert_eq!(
         problems,
         [
@@ -719,197 +674,9 @@ fn a_cycle_and_an_upward_edge_are_reported() {
             "cycle between a, b:\n    host/src/a.rs:1: a -> b (`b::X`)\n    host/src/b.rs:1: b -> a (`a::X`)",
         ]
     );
-    // A known edge is neither an upward one nor part of a cycle; a stale one is reported.
-    let problems = graph.check(
-        &[("a", 1), ("b", 1), ("c", 2), ("main", 3)],
-        &[("a.rs", "c::X"), ("b.rs", "a::X"), ("a.rs", "gone::Y")],
-    );
-    assert_eq!(
-        problems,
-        ["KNOWN_VIOLATIONS lists a.rs -> gone::Y, which is no longer there: remove it"]
-    );
-    let problems = graph.check(&[("a", 1), ("b", 1), ("main", 3)], &[]);
+    let problems = graph.check(&[("a", 1), ("b", 1), ("main", 3)]);
     assert!(
         problems[0].starts_with("module `c` has no layer"),
         "{problems:?}"
-    );
-}
-
-/// The file holding the host's one lock-poisoning policy: the only one that may unwrap a lock.
-const POISONING_POLICY: &str = "sync.rs";
-
-#[test]
-fn production_code_takes_its_locks_by_the_one_poisoning_policy() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    assert!(
-        files.len() > 50,
-        "found {} files under host/src",
-        files.len()
-    );
-    let mut problems = Vec::new();
-    for file in files {
-        let rel = file
-            .strip_prefix(&src)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
-        if rel == POISONING_POLICY {
-            continue;
-        }
-        let text = std::fs::read_to_string(&file).unwrap();
-        for (line, what) in lock_misuse(&text) {
-            problems.push(format!("{rel}:{line}: {what}"));
-        }
-    }
-    assert!(
-        problems.is_empty(),
-        "production code takes a lock by hand: use crate::sync::{{lock, read, write, get_mut, \
-         into_inner}} (the host's one poisoning policy) instead:\n{}",
-        problems.join("\n")
-    );
-}
-
-/// Every `.rs` file under `dir`, sorted.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
-/// Where production code in `text` takes a lock's result by hand, with what it does: a
-/// `.lock()`, `.read()` or `.write()` unwrapped (`unwrap`, `expect`, `unwrap_or_else`, `ok`,
-/// `?`, ...), a poisoned guard recovered with `|e| e.into_inner()`, or `PoisonError` named.
-/// Macro input is read when it parses as expressions (`assert!(..)`, `format!(..)`).
-fn lock_misuse(text: &str) -> Vec<(usize, String)> {
-    let mut locks = Locks(Vec::new());
-    locks.visit_file(&production(text));
-    locks.0.sort_by_key(|&(line, _)| line);
-    locks.0
-}
-
-struct Locks(Vec<(usize, String)>);
-
-/// `.lock()`, `.read()` or `.write()` with no argument: the name and the line of its dot.
-fn taken(e: &Expr) -> Option<(String, usize)> {
-    const TAKES: &[&str] = &["lock", "read", "write"];
-    match e {
-        Expr::MethodCall(c) if c.args.is_empty() && TAKES.iter().any(|t| c.method == t) => {
-            Some((c.method.to_string(), line(c.dot_token.span)))
-        }
-        _ => None,
-    }
-}
-
-/// `|e| e.into_inner()`: a poisoned guard recovered by hand.
-fn recovers_by_hand(arg: &Expr) -> Option<(usize, String)> {
-    let Expr::Closure(f) = arg else { return None };
-    let (1, Some(Pat::Ident(e)), Expr::MethodCall(body)) =
-        (f.inputs.len(), f.inputs.first(), &*f.body)
-    else {
-        return None;
-    };
-    let e = &e.ident;
-    let on_e = matches!(&*body.receiver, Expr::Path(p) if p.path.is_ident(e));
-    (body.method == "into_inner" && body.args.is_empty() && on_e).then(|| {
-        let what = format!("recovers by hand: |{e}| {e}.into_inner()");
-        (line(f.or1_token.span), what)
-    })
-}
-
-impl<'ast> Visit<'ast> for Locks {
-    fn visit_ident(&mut self, i: &'ast Ident) {
-        if i == "PoisonError" {
-            self.0.push((line(i.span()), "names PoisonError".into()));
-        }
-    }
-
-    fn visit_expr_method_call(&mut self, c: &'ast ExprMethodCall) {
-        const UNWRAPS: &[&str] = &[
-            "unwrap",
-            "expect",
-            "unwrap_or_else",
-            "unwrap_or",
-            "unwrap_or_default",
-            "ok",
-            "map_err",
-            "is_ok",
-            "is_err",
-        ];
-        if let Some((take, line)) = taken(&c.receiver) {
-            if UNWRAPS.iter().any(|u| c.method == u) {
-                self.0.push((line, format!(".{take}().{}", c.method)));
-            }
-        }
-        if c.method == "unwrap_or_else" && c.args.len() == 1 {
-            self.0.extend(recovers_by_hand(&c.args[0]));
-        }
-        visit::visit_expr_method_call(self, c);
-    }
-
-    fn visit_expr_try(&mut self, t: &'ast syn::ExprTry) {
-        if let Some((take, line)) = taken(&t.expr) {
-            self.0.push((line, format!(".{take}()?")));
-        }
-        visit::visit_expr_try(self, t);
-    }
-
-    fn visit_macro(&mut self, m: &'ast Macro) {
-        visit::visit_macro(self, m);
-        if let Ok(args) = m.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated) {
-            args.iter().for_each(|e| self.visit_expr(e));
-        }
-    }
-}
-
-#[test]
-fn lock_misuse_is_found_in_production_code_only() {
-    let src = r#"
-        fn f(m: &Mutex<u8>, rw: &RwLock<u8>) -> Result<(), E> {
-            let a = m.lock().unwrap();
-            let b = rw
-                .read()
-                .expect("poisoned");
-            let c = rw.write().unwrap_or_else(|e| e.into_inner());
-            let d = m.lock()?;
-            let e = m.lock().unwrap_or_else(PoisonError::into_inner);
-            let ok = crate::sync::lock(m);
-            let also_ok = crate::sync::read(rw).clone();
-            let not_a_lock = pipe.read();
-            let buffered = writers.map(|w| w.into_inner());
-            let s = "m.lock().unwrap()"; // m.lock().unwrap()
-            #[cfg(test)]
-            let t = m.lock().unwrap();
-        }
-        #[cfg(all(test, not(feature = "loom")))]
-        mod tests {
-            fn g(m: &Mutex<u8>) { m.lock().unwrap(); }
-        }
-    "#;
-    let found: Vec<String> = lock_misuse(src)
-        .into_iter()
-        .map(|(line, what)| format!("{line}: {what}"))
-        .collect();
-    assert_eq!(
-        found,
-        [
-            "3: .lock().unwrap",
-            "5: .read().expect",
-            "7: .write().unwrap_or_else",
-            "7: recovers by hand: |e| e.into_inner()",
-            "8: .lock()?",
-            "9: .lock().unwrap_or_else",
-            "9: names PoisonError",
-        ]
     );
 }

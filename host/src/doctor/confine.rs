@@ -89,7 +89,7 @@ pub(super) fn load(
     let loaded = match placement {
         Placement::Worker(w, settings) => {
             let sandbox = settings.sandbox.clone();
-            LoadedPlugin::start_worker(file, staged, w, settings, &config_json)
+            crate::worker::start_plugin(file, staged, w, settings, &config_json)
                 .map(|p| (p, Confinement::worker(sandbox)))
         }
         Placement::InProcess => LoadedPlugin::load_staged_with_config(file, staged, &config_json)

@@ -12,7 +12,7 @@
 
 mod asks;
 #[cfg(test)]
-pub(crate) mod fake;
+pub(crate) use crate::plugin::fake;
 mod in_flight;
 mod notices;
 mod offered;

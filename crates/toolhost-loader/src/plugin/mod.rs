@@ -6,6 +6,10 @@ mod callbacks;
 mod catalog_changes;
 mod configure;
 mod declared;
+/// Plugin versions with no code, for the unit tests of the crates above (feature
+/// `test-support`).
+#[cfg(any(test, feature = "test-support"))]
+pub mod fake;
 mod in_process;
 mod library;
 mod run_catalog;
@@ -22,7 +26,7 @@ pub use backend::Backend;
 pub use callbacks::{
     set_notice_sink, AskFailure, AskGate, Asker, CallControl, Notice, NoticeSink, Report,
 };
-pub(crate) use catalog_changes::{deliver_catalog_change, sparse_warning};
+pub use catalog_changes::{deliver_catalog_change, sparse_warning};
 pub use catalog_changes::{follow_catalog_changes, CatalogFollower};
 pub use configure::ConfigSource;
 pub use library::{kept_for_threads_count, pinned_count, still_mapped};
@@ -37,12 +41,11 @@ pub use crate::model::{
     ToolInfo, MAX_QUALIFIED_NAME,
 };
 
-pub(crate) use callbacks::{
-    deliver_notice, emit as emit_log, log_text, LOG_MESSAGE_MAX, LOG_NAME_MAX,
-};
-pub(crate) use declared::check as check_declared_name;
-#[cfg(test)]
-pub(crate) use shadow::{after_next_open, after_next_stage};
+pub use callbacks::{deliver_notice, emit as emit_log, log_text, LOG_MESSAGE_MAX, LOG_NAME_MAX};
+pub use declared::check as check_declared_name;
+/// Hooks between the staging steps, for the registry's tests (feature `test-support`).
+#[cfg(any(test, feature = "test-support"))]
+pub use shadow::{after_next_open, after_next_stage};
 
 use library::{Library, Opened};
 
@@ -246,7 +249,7 @@ impl LoadedPlugin {
     /// `hash`) with `config`, whose code `backend` runs; `named_in_file`: the file carried the
     /// name declared (see [`Staged::declared_name`]). For backends: the manifest is theirs to
     /// have validated, and the name checked against the file's ([`check_declared_name`]).
-    pub(crate) fn with_backend(
+    pub fn with_backend(
         file: &Path,
         hash: [u8; 32],
         manifest: Manifest,

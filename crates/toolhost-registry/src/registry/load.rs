@@ -45,7 +45,7 @@ impl Registry {
                         Prepared::Opened(opening, _) => opening.init(&config),
                         Prepared::ForWorker(job, _) => {
                             let (staged, workers, settings) = *job;
-                            LoadedPlugin::start_worker(&path, staged, workers, settings, &config)
+                            crate::worker::start_plugin(&path, staged, workers, settings, &config)
                         }
                         Prepared::Settled(_) => Err(load_thread_lost()),
                     }))

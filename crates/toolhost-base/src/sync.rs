@@ -9,8 +9,9 @@
 //! [`read`] and [`write`] do the same for a `RwLock`, [`get_mut`] and [`into_inner`] for a
 //! mutex owned outright, and [`wait`], [`wait_timeout`] and [`wait_timeout_while`] for
 //! condition variables. `lock` and the waits take std's types and, in the loom build, loom's.
-//! Production code takes its locks only through these (`host/tests/layers.rs` checks that no
-//! file but this one unwraps a lock or names `PoisonError`).
+//! Production code takes its locks only through these: clippy's `disallowed-methods` and
+//! `disallowed-types` (crates/clippy.toml) refuse std's lock, wait and `PoisonError` anywhere
+//! else, so this file alone allows them.
 //!
 //! # Loom
 //! The leader/follower relay ([`crate::relay`]), the executor's wake protocol
@@ -20,22 +21,26 @@
 //! loom's, and the `loom_model` tests explore every interleaving of those protocols:
 //!
 //! ```text
-//! cargo test -p toolhost --features loom --lib -- loom_model
+//! cargo test -p toolhost-base -p toolhost-loader -p toolhost-worker -p toolhost --features loom --lib -- loom_model
 //! ```
 //!
 //! (`scripts/test` runs it.) Only those tests run in that build: loom's types panic outside a
-//! `loom::model`, so everything else of the library is tested in the ordinary build. A feature
-//! rather than `--cfg loom` keeps the dependencies as they are (tokio has a `cfg(loom)` of
-//! its own), so the step rebuilds only this crate.
+//! `loom::model`, so everything else is tested in the ordinary build. A feature rather than
+//! `--cfg loom` keeps the dependencies as they are (tokio has a `cfg(loom)` of its own), so the
+//! step rebuilds only the host's crates; each crate with `loom_model` tests has a `loom`
+//! feature that turns on this one.
+
+// The one place that may take std locks and name `PoisonError` (crates/clippy.toml).
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 #[cfg(not(feature = "loom"))]
-pub(crate) use std::{
+pub use std::{
     sync::{atomic, Condvar, Mutex, MutexGuard},
     thread,
 };
 
 #[cfg(feature = "loom")]
-pub(crate) use loom::{
+pub use loom::{
     sync::{atomic, Condvar, Mutex, MutexGuard},
     thread,
 };
@@ -43,7 +48,7 @@ pub(crate) use loom::{
 use std::{sync::PoisonError, time::Duration};
 
 /// A mutex whose data [`lock`] hands out even when a panic poisoned it.
-pub(crate) trait Lock {
+pub trait Lock {
     type Guard<'a>
     where
         Self: 'a;
@@ -51,7 +56,7 @@ pub(crate) trait Lock {
 }
 
 /// A condition variable whose waits [`wait`] and [`wait_timeout`] recover from poisoning.
-pub(crate) trait Wait<G> {
+pub trait Wait<G> {
     fn wait_recovered(&self, guard: G) -> G;
     /// The guard, and whether the wait timed out.
     fn wait_timeout_recovered(&self, guard: G, dur: Duration) -> (G, bool);
@@ -139,43 +144,43 @@ impl<'a, T> Wait<loom::sync::MutexGuard<'a, T>> for loom::sync::Condvar {
 }
 
 /// Locks `m`, recovering its data if a panic poisoned it (the policy above).
-pub(crate) fn lock<M: Lock + ?Sized>(m: &M) -> M::Guard<'_> {
+pub fn lock<M: Lock + ?Sized>(m: &M) -> M::Guard<'_> {
     m.lock_recovered()
 }
 
 /// Locks `l` for reading, recovering its data if a panic poisoned it (the policy above).
-pub(crate) fn read<T: ?Sized>(l: &std::sync::RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+pub fn read<T: ?Sized>(l: &std::sync::RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     l.read().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Locks `l` for writing, recovering its data if a panic poisoned it (the policy above).
-pub(crate) fn write<T: ?Sized>(l: &std::sync::RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+pub fn write<T: ?Sized>(l: &std::sync::RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     l.write().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The data of a mutex held outright (no lock needed), also if a panic poisoned it.
-pub(crate) fn get_mut<T: ?Sized>(m: &mut std::sync::Mutex<T>) -> &mut T {
+pub fn get_mut<T: ?Sized>(m: &mut std::sync::Mutex<T>) -> &mut T {
     m.get_mut().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The data of a mutex given up, also if a panic poisoned it.
-pub(crate) fn into_inner<T>(m: std::sync::Mutex<T>) -> T {
+pub fn into_inner<T>(m: std::sync::Mutex<T>) -> T {
     m.into_inner().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Waits on `cv` until notified (or a spurious wake-up), recovering from poisoning.
-pub(crate) fn wait<G, C: Wait<G> + ?Sized>(cv: &C, guard: G) -> G {
+pub fn wait<G, C: Wait<G> + ?Sized>(cv: &C, guard: G) -> G {
     cv.wait_recovered(guard)
 }
 
 /// Waits on `cv` until notified or `dur` passed; the guard, and whether it timed out.
-pub(crate) fn wait_timeout<G, C: Wait<G> + ?Sized>(cv: &C, guard: G, dur: Duration) -> (G, bool) {
+pub fn wait_timeout<G, C: Wait<G> + ?Sized>(cv: &C, guard: G, dur: Duration) -> (G, bool) {
     cv.wait_timeout_recovered(guard, dur)
 }
 
 /// Waits on `cv` while `blocked` holds of the guarded data, at most `dur` in all; the guard,
 /// and whether `blocked` still holds (timed out).
-pub(crate) fn wait_timeout_while<'a, T, M>(
+pub fn wait_timeout_while<'a, T, M>(
     cv: &std::sync::Condvar,
     mut guard: std::sync::MutexGuard<'a, T>,
     dur: Duration,
@@ -199,8 +204,10 @@ where
 /// tokio bounds its own; `LOOM_MAX_PREEMPTIONS` overrides), which finds the bugs two threads
 /// can make in these protocols within seconds; unbounded, a model of three threads runs for
 /// hours.
-#[cfg(all(test, feature = "loom"))]
-pub(crate) fn model(f: impl Fn() + Sync + Send + 'static) {
+///
+/// Public in the `loom` build for the `loom_model` tests of every crate of the host.
+#[cfg(feature = "loom")]
+pub fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
     if builder.preemption_bound.is_none() {
         builder.preemption_bound = Some(3);

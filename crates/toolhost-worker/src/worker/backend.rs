@@ -58,33 +58,31 @@ impl From<WorkerError> for LoadError {
     }
 }
 
-// Defined here rather than with the rest of `LoadedPlugin`: the plugin layer does not know
-// workers. Only the registry calls it, once it has decided the version runs in a worker.
-impl LoadedPlugin {
-    /// Loads the plugin staged in `staged` (a copy of `file`, hashed and trusted by the
-    /// caller) in a worker process of its own, with `settings` (its worker's environment and
-    /// sandbox) and the `config` that `config` gives for the name it declares.
-    pub fn start_worker(
-        file: &Path,
-        staged: Staged,
-        workers: Arc<WorkerConfig>,
-        settings: PluginWorkerSettings,
-        config: ConfigSource<'_>,
-    ) -> Result<Arc<Self>, LoadError> {
-        // Checked here, as in process: a file cut short is retried, not handed to a worker
-        // (reading the name checks that, unless it was read already).
-        let declared = staged.declared_name()?;
-        let hash = *staged.hash();
-        let worker = WorkerPlugin::start(file, staged, workers, settings, config)?;
-        // Checked by the host, whatever the worker's code says about itself.
-        crate::plugin::check_declared_name(declared.as_deref(), worker.manifest())?;
-        Ok(LoadedPlugin::with_backend(
-            file,
-            hash,
-            worker.manifest().clone(),
-            worker.config_json().map(str::to_string),
-            Box::new(worker),
-            declared.is_some(),
-        ))
-    }
+/// Loads the plugin staged in `staged` (a copy of `file`, hashed and trusted by the caller) in
+/// a worker process of its own, with `settings` (its worker's environment and sandbox) and the
+/// `config` that `config` gives for the name it declares. A function of the worker layer rather
+/// than a constructor of `LoadedPlugin`: the plugin layer does not know workers. The registry
+/// calls it once it has decided the version runs in a worker (and `doctor` to try a sandbox).
+pub fn start_plugin(
+    file: &Path,
+    staged: Staged,
+    workers: Arc<WorkerConfig>,
+    settings: PluginWorkerSettings,
+    config: ConfigSource<'_>,
+) -> Result<Arc<LoadedPlugin>, LoadError> {
+    // Checked here, as in process: a file cut short is retried, not handed to a worker
+    // (reading the name checks that, unless it was read already).
+    let declared = staged.declared_name()?;
+    let hash = *staged.hash();
+    let worker = WorkerPlugin::start(file, staged, workers, settings, config)?;
+    // Checked by the host, whatever the worker's code says about itself.
+    crate::plugin::check_declared_name(declared.as_deref(), worker.manifest())?;
+    Ok(LoadedPlugin::with_backend(
+        file,
+        hash,
+        worker.manifest().clone(),
+        worker.config_json().map(str::to_string),
+        Box::new(worker),
+        declared.is_some(),
+    ))
 }

@@ -191,7 +191,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::handler::fake::plugin;
+    use crate::plugin::fake::plugin;
 
     fn version(name: &str) -> Arc<Version> {
         let extras = json!({"prompts": [{"name": "explain"}], "hooks": [

@@ -200,8 +200,7 @@ fn load(
                 format!("bad sandbox description: {e}"),
             )
         })?;
-        sandbox
-            .apply(&fd_path)
+        super::sandbox::apply(&sandbox, &fd_path)
             .map_err(|e| (LoadFailure::Sandbox, crate::error::one_line(&e)))?;
     }
     // The plugin's `config` is the host's to give, by the name the plugin declares while it

@@ -38,7 +38,7 @@ use crate::sync::{
 
 /// After the last job started, how long a watchdog keeps checking every budget instead of
 /// sleeping until woken (waking it costs the next job a system call).
-pub(crate) const STAY_AWAKE: Duration = Duration::from_millis(250);
+pub const STAY_AWAKE: Duration = Duration::from_millis(250);
 
 /// How long a job may run on the thread that read it before the watchdog starts another reader
 /// (the session's reader threads and a worker's). The router also calls a tool whose calls
@@ -47,7 +47,7 @@ pub(crate) const STAY_AWAKE: Duration = Duration::from_millis(250);
 pub const HERE_BUDGET: Duration = Duration::from_millis(2);
 
 /// Who reads, since when the reader runs a job, and the watchdog's sleep.
-pub(crate) struct Relay {
+pub struct Relay {
     state: State,
     /// When the last job started, in nanoseconds since `epoch` (written before its
     /// `transition_to_running`, so whoever sees that transition reads this time or a later
@@ -60,7 +60,9 @@ pub(crate) struct Relay {
 
 impl Relay {
     /// One thread reads (the first reader, which the caller starts).
-    pub(crate) fn new() -> Self {
+    // No `Default`: a relay starts with a reader the caller starts, which `new` names.
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
         Relay {
             state: State::new(),
             since: AtomicU64::new(0),
@@ -71,7 +73,7 @@ impl Relay {
     }
 
     /// The reader is about to run what it read: it reads no more until that returns.
-    pub(crate) fn running(&self) {
+    pub fn running(&self) {
         self.since.store(
             self.epoch.elapsed().as_nanos() as u64,
             std::sync::atomic::Ordering::Release,
@@ -83,18 +85,18 @@ impl Relay {
 
     /// The reader's job returned: whether it reads again (otherwise another thread reads now
     /// and this one is done).
-    pub(crate) fn read_again(&self) -> bool {
+    pub fn read_again(&self) -> bool {
         self.state.transition_to_read_again().is_ok()
     }
 
     /// The input is done; the watchdog returns.
-    pub(crate) fn end(&self) {
+    pub fn end(&self) {
         self.state.transition_to_ended();
         // Always: the watchdog may be in a timed wait, not asleep.
         self.wake_watchdog();
     }
 
-    pub(crate) fn ended(&self) -> bool {
+    pub fn ended(&self) -> bool {
         self.state.load().is_ended()
     }
 
@@ -110,7 +112,7 @@ impl Relay {
     /// started within `stay_awake` (so a job starting then costs no wake-up), and sleeps
     /// until woken otherwise. At every check, before promoting, `check` sees the time and may
     /// ask to be called again at some instant even while the watchdog sleeps (a deadline).
-    pub(crate) fn watch(
+    pub fn watch(
         &self,
         budget: Duration,
         stay_awake: Duration,

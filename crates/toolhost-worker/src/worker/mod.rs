@@ -40,6 +40,7 @@ use std::{
     time::Duration,
 };
 
+pub use backend::start_plugin;
 pub use child::{run as run_worker, WorkerArgs};
 pub use host::WorkerPlugin;
 pub use limits::{enforcement, Enforcement, LimitsError, Mechanism};

@@ -26,7 +26,7 @@ impl Staged {
 
 /// The name a loaded plugin declared must be the one its file carries (`exported`), by which
 /// its settings were found before it ran.
-pub(crate) fn check(exported: Option<&str>, manifest: &Manifest) -> Result<(), LoadError> {
+pub fn check(exported: Option<&str>, manifest: &Manifest) -> Result<(), LoadError> {
     match exported {
         Some(exported) if exported != manifest.name => {
             Err(LoadError::Invalid(ManifestError::NameMismatch {

@@ -28,12 +28,12 @@ pub fn follow_catalog_changes(follower: &Arc<CatalogFollower>) {
 /// Counts one more of a warning a plugin may cause in floods (a change of something that
 /// cannot change, a catalog the host refuses); whether to log this one: the 1st, 2nd, 4th,
 /// 8th, ... (the message says so), so that a flood does not flood the log.
-pub(crate) fn sparse_warning(count: &AtomicU64) -> bool {
+pub fn sparse_warning(count: &AtomicU64) -> bool {
     (count.fetch_add(1, Ordering::Relaxed) + 1).is_power_of_two()
 }
 
 /// Plugin `plugin` says its `what` changed (a worker's come here from its frames, unchecked).
-pub(crate) fn deliver_catalog_change(plugin: &str, what: &str) {
+pub fn deliver_catalog_change(plugin: &str, what: &str) {
     if !KINDS.contains(&what) {
         // A flood of them (a hostile worker's) does not flood the log.
         static DROPPED: AtomicU64 = AtomicU64::new(0);

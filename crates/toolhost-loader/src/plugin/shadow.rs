@@ -206,41 +206,35 @@ pub struct Staged {
 
 /// Hooks run right after a file is opened and `fstat`ed (tests swap symlinks there), by
 /// path: tests running in parallel each get their own.
-#[cfg(test)]
+#[cfg(any(test, feature = "test-support"))]
 #[allow(clippy::type_complexity)]
 static AFTER_OPEN: std::sync::Mutex<Vec<(PathBuf, Box<dyn FnOnce() + Send>)>> =
     std::sync::Mutex::new(Vec::new());
 
 /// Runs `hook` right after the next [`Staged::copy`] of `original` (on any thread) opened it.
-#[cfg(test)]
-pub(crate) fn after_next_open(original: &Path, hook: impl FnOnce() + Send + 'static) {
-    AFTER_OPEN
-        .lock()
-        .unwrap()
-        .push((original.to_path_buf(), Box::new(hook)));
+#[cfg(any(test, feature = "test-support"))]
+pub fn after_next_open(original: &Path, hook: impl FnOnce() + Send + 'static) {
+    crate::sync::lock(&AFTER_OPEN).push((original.to_path_buf(), Box::new(hook)));
 }
 
 /// Hooks run once a copy is written and hashed, with the copy's path (tests swap the copy
 /// there), by original path.
-#[cfg(test)]
+#[cfg(any(test, feature = "test-support"))]
 #[allow(clippy::type_complexity)]
 static AFTER_STAGE: std::sync::Mutex<Vec<(PathBuf, Box<dyn FnOnce(&Path) + Send>)>> =
     std::sync::Mutex::new(Vec::new());
 
 /// Runs `hook` with the copy's path once the next [`Staged::copy`] of `original` has written
 /// and hashed it, before anything checks or opens it.
-#[cfg(test)]
-pub(crate) fn after_next_stage(original: &Path, hook: impl FnOnce(&Path) + Send + 'static) {
-    AFTER_STAGE
-        .lock()
-        .unwrap()
-        .push((original.to_path_buf(), Box::new(hook)));
+#[cfg(any(test, feature = "test-support"))]
+pub fn after_next_stage(original: &Path, hook: impl FnOnce(&Path) + Send + 'static) {
+    crate::sync::lock(&AFTER_STAGE).push((original.to_path_buf(), Box::new(hook)));
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "test-support"))]
 fn run_after_stage(original: &Path, copy: &Path) {
     let hook = {
-        let mut hooks = AFTER_STAGE.lock().unwrap();
+        let mut hooks = crate::sync::lock(&AFTER_STAGE);
         let at = hooks.iter().position(|(p, _)| p == original);
         at.map(|i| hooks.remove(i).1)
     };
@@ -253,10 +247,10 @@ fn run_after_stage(original: &Path, copy: &Path) {
 fn open_regular(original: &Path) -> Result<(fs::File, fs::Metadata), ShadowError> {
     let src = open_original(original).map_err(ShadowError::Read)?;
     let meta = src.metadata().map_err(ShadowError::Read)?;
-    #[cfg(test)]
+    #[cfg(any(test, feature = "test-support"))]
     {
         let hook = {
-            let mut hooks = AFTER_OPEN.lock().unwrap();
+            let mut hooks = crate::sync::lock(&AFTER_OPEN);
             let at = hooks.iter().position(|(p, _)| p == original);
             at.map(|i| hooks.remove(i).1)
         };
@@ -326,7 +320,7 @@ impl Staged {
         if let Err(e) = fs::remove_file(&staged.name.0) {
             tracing::debug!(copy = ?staged.name.0, "cannot remove the staged copy's name: {e}");
         }
-        #[cfg(test)]
+        #[cfg(any(test, feature = "test-support"))]
         run_after_stage(original, &staged.name.0);
         Ok(staged)
     }

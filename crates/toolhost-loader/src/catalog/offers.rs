@@ -65,7 +65,7 @@ pub struct Resolved {
     /// The template's variables in its order, percent-decoded (none for a fixed URI).
     pub variables: Vec<(String, String)>,
     /// The address of the version it was resolved against (only compared).
-    pub(crate) version: usize,
+    pub version: usize,
 }
 
 /// Something one plugin offers that an earlier one holds already, left out.
@@ -295,7 +295,7 @@ impl Offers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handler::fake::plugin;
+    use crate::plugin::fake::plugin;
 
     fn two_plugins() -> Vec<Arc<LoadedPlugin>> {
         vec![

@@ -88,10 +88,7 @@ impl LoadedPlugin {
 
     /// This version without its tools named in `names` (tools of a run-time catalog the
     /// registry refuses), sharing its code.
-    pub(crate) fn without_tools<'a>(
-        &self,
-        names: impl IntoIterator<Item = &'a str>,
-    ) -> Arc<LoadedPlugin> {
+    pub fn without_tools<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Arc<LoadedPlugin> {
         let names: std::collections::HashSet<&str> = names.into_iter().collect();
         let mut manifest = self.manifest.clone();
         manifest.tools.retain(|t| !names.contains(t.name.as_str()));

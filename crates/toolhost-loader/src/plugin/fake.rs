@@ -1,4 +1,5 @@
-//! Plugin versions for the router's unit tests: a manifest with the given extras, no code.
+//! Plugin versions for unit tests (the router's, the catalog's, the registry's): a manifest with
+//! the given extras, no code.
 
 use std::{path::Path, sync::Arc};
 
@@ -40,7 +41,7 @@ impl Backend for NoCode {
 }
 
 /// A version of plugin `name` offering `extras` (as JSON).
-pub(crate) fn plugin(name: &str, extras: serde_json::Value) -> Arc<LoadedPlugin> {
+pub fn plugin(name: &str, extras: serde_json::Value) -> Arc<LoadedPlugin> {
     let manifest = Manifest {
         name: name.into(),
         version: "1".into(),

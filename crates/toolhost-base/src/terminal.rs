@@ -35,7 +35,7 @@ fn acted_on(c: char) -> bool {
 
 /// The bidirectional marks, embeddings, overrides and isolates: shown, they reorder the text
 /// around them (U+202E makes `exe.txt` read `txt.exe`). Plugin log lines escape them too.
-pub(crate) fn bidi(c: char) -> bool {
+pub fn bidi(c: char) -> bool {
     matches!(
         c as u32,
         0x061c | 0x200e..=0x200f | 0x202a..=0x202e | 0x2066..=0x2069

@@ -39,15 +39,15 @@ impl LogSource {
 }
 
 /// The longest log message of a plugin kept, in bytes; a longer one is cut, saying how much.
-pub(crate) const LOG_MESSAGE_MAX: usize = 16 << 10;
+pub const LOG_MESSAGE_MAX: usize = 16 << 10;
 /// The longest module name or call label of a plugin's log record kept, in bytes.
-pub(crate) const LOG_NAME_MAX: usize = 256;
+pub const LOG_NAME_MAX: usize = 256;
 
 /// Logs one record of a plugin as a `tracing` event (target `plugin`), at the level its ABI
 /// number names; unknown numbers are the least severe. Records from a worker come here too.
 /// What the plugin wrote goes through [`log_text`]: a plugin cannot forge host log lines, nor
 /// fill the log with one record.
-pub(crate) fn emit(lvl: u8, plugin: &str, call: Option<&str>, target: &str, message: &str) {
+pub fn emit(lvl: u8, plugin: &str, call: Option<&str>, target: &str, message: &str) {
     let plugin = log_text(plugin, LOG_NAME_MAX);
     let call = call.map(|c| log_text(c, LOG_NAME_MAX));
     let call = call.as_deref();
@@ -74,7 +74,7 @@ pub(crate) fn emit(lvl: u8, plugin: &str, call: Option<&str>, target: &str, mess
 /// cut to at most `max` bytes (`max` > [`CUT_NOTE_ROOM`]) with a note of how many bytes of
 /// `text` were left out. Applying it twice changes nothing (a worker's records pass here in the
 /// worker and again in the host); backslashes are left as they are for that reason.
-pub(crate) fn log_text(text: &str, max: usize) -> Cow<'_, str> {
+pub fn log_text(text: &str, max: usize) -> Cow<'_, str> {
     if text.len() <= max && !text.chars().any(escaped) {
         return Cow::Borrowed(text);
     }
@@ -209,7 +209,7 @@ pub(crate) fn check_notice(method: &str, params: &str) -> Result<(), String> {
 
 /// Hands a notification of `plugin` to the sink, if it passes [`check_notice`] (a worker's
 /// come here from its frames: the worker is not trusted to have checked them).
-pub(crate) fn deliver_notice(plugin: &str, method: &str, params: &str) {
+pub fn deliver_notice(plugin: &str, method: &str, params: &str) {
     if let Err(why) = check_notice(method, params) {
         emit(
             level::WARN,

@@ -113,115 +113,124 @@ const SYSTEM_READ: &[&str] = &[
 /// Devices a plugin may read and write.
 const SYSTEM_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"];
 
-impl Sandbox {
-    /// Restricts this process (and its future threads and children) to the sandbox. `library`
-    /// is the plugin file as the worker opens it, which stays readable. Call it before any
-    /// other thread exists: Landlock applies to the calling thread and those it starts.
-    #[cfg(target_os = "linux")]
-    pub fn apply(&self, library: &Path) -> Result<(), SandboxError> {
-        use landlock::RulesetStatus;
-        let support = probe();
-        support.enforceable()?;
-        drop_capabilities()?;
-        // Connecting to socket files, where the kernel can govern it (socket() itself is
-        // seccomp's when `unix` is empty).
-        let resolve_unix = !self.net && support.unix_paths();
-        if !resolve_unix && !self.net && !self.unix.is_empty() {
-            tracing::warn!(
-                "sandbox: the kernel's Landlock ABI is {}, 9 (Linux 7.1) is needed to hold \
-                 connections to the `unix` paths: this plugin may connect to any socket file \
-                 it can name",
-                support.landlock_abi.unwrap_or_default()
-            );
-        }
-        let mut created = self.ruleset(resolve_unix)?;
-        for (path, access, required) in self.rules(library, resolve_unix)? {
-            created = add_rule(created, path, access, required)?;
-        }
-        let status = created.restrict_self().map_err(apply_err)?;
-        if status.ruleset != RulesetStatus::FullyEnforced {
-            return Err(SandboxError::Unsupported(format!(
-                "Landlock enforced the sandbox only partly ({:?})",
-                status.ruleset
-            )));
-        }
-        if !self.net {
-            deny_other_sockets(!self.unix.is_empty())?;
-        }
-        Ok(())
-    }
-
-    /// The Landlock ruleset: every filesystem right handled, every scope (signals and abstract
-    /// unix sockets reach only processes in this sandbox: not the host, whatever `net` says),
-    /// and TCP handled unless `net`.
-    #[cfg(target_os = "linux")]
-    fn ruleset(&self, resolve_unix: bool) -> Result<landlock::RulesetCreated, SandboxError> {
-        use landlock::{
-            Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope,
-        };
-        let mut ruleset = Ruleset::default()
-            // Nothing is silently left out: a feature the kernel lacks is an error.
-            .set_compatibility(CompatLevel::HardRequirement)
-            .handle_access(AccessFs::from_all(ABI))
-            .map_err(apply_err)?
-            .scope(Scope::from_all(ABI))
-            .map_err(apply_err)?;
-        if !self.net {
-            ruleset = ruleset
-                .handle_access(AccessNet::from_all(ABI))
-                .map_err(apply_err)?;
-        }
-        if resolve_unix {
-            ruleset = ruleset
-                .handle_access(AccessFs::ResolveUnix)
-                .map_err(apply_err)?;
-        }
-        ruleset.create().map_err(apply_err)
-    }
-
-    /// What the plugin may reach, as (path, access, must exist).
-    #[cfg(target_os = "linux")]
-    fn rules<'a>(
-        &'a self,
-        library: &'a Path,
-        resolve_unix: bool,
-    ) -> Result<Vec<Rule<'a>>, SandboxError> {
-        use landlock::{Access, AccessFs};
-        let read = AccessFs::from_read(ABI);
-        // Write paths give no right to connect to sockets beneath them: only `unix` does.
-        let everything = AccessFs::from_all(ABI);
-        let mut rules: Vec<Rule<'a>> = Vec::new();
-        rules.extend(SYSTEM_READ.iter().map(|p| (Path::new(p), read, false)));
-        rules.extend(
-            SYSTEM_DEVICES
-                .iter()
-                .map(|p| (Path::new(p), read | AccessFs::WriteFile, false)),
+// Free functions rather than methods: `Sandbox` is the settings' type (toolhost-base's
+// `config`), applying it is the worker child's business and needs landlock.
+/// Restricts this process (and its future threads and children) to the sandbox. `library`
+/// is the plugin file as the worker opens it, which stays readable. Call it before any
+/// other thread exists: Landlock applies to the calling thread and those it starts.
+#[cfg(target_os = "linux")]
+pub fn apply(sandbox: &Sandbox, library: &Path) -> Result<(), SandboxError> {
+    use landlock::RulesetStatus;
+    let support = probe();
+    support.enforceable()?;
+    drop_capabilities()?;
+    // Connecting to socket files, where the kernel can govern it (socket() itself is
+    // seccomp's when `unix` is empty).
+    let resolve_unix = !sandbox.net && support.unix_paths();
+    if !resolve_unix && !sandbox.net && !sandbox.unix.is_empty() {
+        tracing::warn!(
+            "sandbox: the kernel's Landlock ABI is {}, 9 (Linux 7.1) is needed to hold \
+             connections to the `unix` paths: this plugin may connect to any socket file \
+             it can name",
+            support.landlock_abi.unwrap_or_default()
         );
-        rules.push((library, read, true));
-        rules.extend(self.read.iter().map(|p| (p.as_path(), read, true)));
-        rules.extend(self.write.iter().map(|p| (p.as_path(), everything, true)));
-        if resolve_unix {
-            rules.extend(
-                self.unix
-                    .iter()
-                    .map(|p| (p.as_path(), AccessFs::ResolveUnix.into(), true)),
-            );
-        } else if let Some(missing) = self.unix.iter().find(|p| p.symlink_metadata().is_err()) {
-            // The same rule as where Landlock checks them.
-            return Err(SandboxError::Path {
-                path: missing.clone(),
-                reason: "no such file or folder".into(),
-            });
-        }
-        Ok(rules)
     }
+    let mut created = ruleset(sandbox, resolve_unix)?;
+    for (path, access, required) in rules(sandbox, library, resolve_unix)? {
+        created = add_rule(created, path, access, required)?;
+    }
+    let status = created.restrict_self().map_err(apply_err)?;
+    if status.ruleset != RulesetStatus::FullyEnforced {
+        return Err(SandboxError::Unsupported(format!(
+            "Landlock enforced the sandbox only partly ({:?})",
+            status.ruleset
+        )));
+    }
+    if !sandbox.net {
+        deny_other_sockets(!sandbox.unix.is_empty())?;
+    }
+    Ok(())
+}
 
-    #[cfg(not(target_os = "linux"))]
-    pub fn apply(&self, _library: &Path) -> Result<(), SandboxError> {
-        Err(SandboxError::Unsupported(
-            "sandboxes need Linux (Landlock)".into(),
-        ))
+/// The Landlock ruleset: every filesystem right handled, every scope (signals and abstract
+/// unix sockets reach only processes in this sandbox: not the host, whatever `net` says),
+/// and TCP handled unless `net`.
+#[cfg(target_os = "linux")]
+fn ruleset(
+    sandbox: &Sandbox,
+    resolve_unix: bool,
+) -> Result<landlock::RulesetCreated, SandboxError> {
+    use landlock::{
+        Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope,
+    };
+    let mut ruleset = Ruleset::default()
+        // Nothing is silently left out: a feature the kernel lacks is an error.
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(ABI))
+        .map_err(apply_err)?
+        .scope(Scope::from_all(ABI))
+        .map_err(apply_err)?;
+    if !sandbox.net {
+        ruleset = ruleset
+            .handle_access(AccessNet::from_all(ABI))
+            .map_err(apply_err)?;
     }
+    if resolve_unix {
+        ruleset = ruleset
+            .handle_access(AccessFs::ResolveUnix)
+            .map_err(apply_err)?;
+    }
+    ruleset.create().map_err(apply_err)
+}
+
+/// What the plugin may reach, as (path, access, must exist).
+#[cfg(target_os = "linux")]
+fn rules<'a>(
+    sandbox: &'a Sandbox,
+    library: &'a Path,
+    resolve_unix: bool,
+) -> Result<Vec<Rule<'a>>, SandboxError> {
+    use landlock::{Access, AccessFs};
+    let read = AccessFs::from_read(ABI);
+    // Write paths give no right to connect to sockets beneath them: only `unix` does.
+    let everything = AccessFs::from_all(ABI);
+    let mut rules: Vec<Rule<'a>> = Vec::new();
+    rules.extend(SYSTEM_READ.iter().map(|p| (Path::new(p), read, false)));
+    rules.extend(
+        SYSTEM_DEVICES
+            .iter()
+            .map(|p| (Path::new(p), read | AccessFs::WriteFile, false)),
+    );
+    rules.push((library, read, true));
+    rules.extend(sandbox.read.iter().map(|p| (p.as_path(), read, true)));
+    rules.extend(
+        sandbox
+            .write
+            .iter()
+            .map(|p| (p.as_path(), everything, true)),
+    );
+    if resolve_unix {
+        rules.extend(
+            sandbox
+                .unix
+                .iter()
+                .map(|p| (p.as_path(), AccessFs::ResolveUnix.into(), true)),
+        );
+    } else if let Some(missing) = sandbox.unix.iter().find(|p| p.symlink_metadata().is_err()) {
+        // The same rule as where Landlock checks them.
+        return Err(SandboxError::Path {
+            path: missing.clone(),
+            reason: "no such file or folder".into(),
+        });
+    }
+    Ok(rules)
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn apply(sandbox: &Sandbox, _library: &Path) -> Result<(), SandboxError> {
+    Err(SandboxError::Unsupported(
+        "sandboxes need Linux (Landlock)".into(),
+    ))
 }
 
 /// A path the plugin may reach: (path, access, must exist).
