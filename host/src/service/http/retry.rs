@@ -1,0 +1,206 @@
+//! A 2026-07-28 request that may ask its client (`tools/call`, `prompts/get`,
+//! `resources/read`): its `inputResponses` and `requestState` checked before anything runs,
+//! the [`Replay`] asker its plugin asks through, and its answer in rounds: its own result, an
+//! `input_required` result with the questions still open and a new state, or -32021 for a
+//! capability the client did not declare (docs/design/talk-back.md §3.4).
+
+use std::sync::Arc;
+
+use hyper::StatusCode;
+use serde_json::{json, value::RawValue, Map, Value};
+
+use super::{
+    modern::{bad, Refusal},
+    state::{self, Binding, Redeem, StateKey, UNVERIFIED},
+};
+use crate::{
+    handler::{Outcome, Replay, Round},
+    model::{error_code, rpc_error, rpc_error_data},
+    plugin::Asker,
+};
+
+/// MCP's MissingRequiredClientCapabilityError (SEP-2575): HTTP 400.
+pub const MISSING_CAPABILITY: i64 = -32021;
+
+/// The methods that may answer `input_required` (never a list:
+/// `input-required-result-unsupported-methods`).
+fn asks_in_rounds(method: &str) -> bool {
+    matches!(method, "tools/call" | "prompts/get" | "resources/read")
+}
+
+/// One request's rounds: what its answer's state is bound to, and its asker.
+pub(super) struct Retry {
+    replay: Arc<Replay>,
+    /// The same, as the router hands it to the plugin's calls.
+    pub asker: Arc<dyn Asker>,
+    endpoint: String,
+    plugin: String,
+    method: String,
+    target: String,
+    arguments: Option<Value>,
+    token: [u8; 32],
+    key: Arc<StateKey>,
+}
+
+/// Where a request came and who serves it: what its state is bound to besides the request.
+pub(super) struct Origin<'a> {
+    /// The endpoint's plugin (`/mcp/NAME`), `""` for `/mcp`.
+    pub endpoint: &'a str,
+    /// The plugin serving `(method, target)`, as the host resolves it now (`""`: none).
+    pub plugin_of: &'a (dyn Fn(&str, &str) -> String + Sync),
+    /// A digest of the bearer token presented (zero without tokens).
+    pub token: [u8; 32],
+}
+
+/// The request's rounds, if its method has any: its `inputResponses` must be an object of
+/// objects and its `requestState` one this server made for this very request (endpoint,
+/// plugin, method, target, arguments), this token, not expired and not used before; else the
+/// refusal (-32602, HTTP 400; 503 while the record of used states is full).
+pub(super) fn prepare(
+    key: &Arc<StateKey>,
+    id: Option<&RawValue>,
+    method: &str,
+    params: Option<&RawValue>,
+    capabilities: Option<&RawValue>,
+    origin: &Origin<'_>,
+) -> Result<Option<Retry>, Refusal> {
+    let token = origin.token;
+    if !asks_in_rounds(method) {
+        return Ok(None);
+    }
+    let params: Value = params
+        .and_then(|p| serde_json::from_str(p.get()).ok())
+        .unwrap_or(Value::Null);
+    let invalid = |m: &str| {
+        bad(
+            id,
+            error_code::INVALID_PARAMS,
+            format!("invalid params: {m}"),
+        )
+    };
+    let mut gathered = match params.get("inputResponses") {
+        None => Map::new(),
+        Some(Value::Object(r)) if r.values().all(Value::is_object) => r.clone(),
+        Some(_) => {
+            return Err(invalid(
+                "inputResponses must be an object of responses, each an object",
+            ))
+        }
+    };
+    let target = match method {
+        "resources/read" => &params["uri"],
+        _ => &params["name"],
+    };
+    let target = target.as_str().unwrap_or_default().to_string();
+    let plugin = (origin.plugin_of)(method, &target);
+    let arguments = params.get("arguments").cloned();
+    match params.get("requestState") {
+        None => {}
+        Some(Value::String(s)) => {
+            let binding = Binding {
+                endpoint: origin.endpoint,
+                plugin: &plugin,
+                method,
+                target: &target,
+                arguments: arguments.as_ref(),
+                token,
+            };
+            match key.redeem(&binding, s, state::now()) {
+                // The answers of earlier rounds, checked when they were used, win over a new
+                // answer to the same key.
+                Ok(earlier) => gathered.extend(earlier),
+                Err(Redeem::Unverified(why)) => {
+                    tracing::info!(target: "toolhost::http", why = why.0, "refused a requestState");
+                    return Err(bad(id, error_code::INVALID_PARAMS, UNVERIFIED.into()));
+                }
+                Err(Redeem::Full) => {
+                    tracing::warn!(target: "toolhost::http", "refused a requestState: {} states used in the last {} s are recorded already", state::MAX_SPENT, state::STATE_LIFETIME.as_secs());
+                    return Err(Refusal {
+                        status: StatusCode::SERVICE_UNAVAILABLE,
+                        body: crate::model::rpc_error(
+                            id,
+                            error_code::INTERNAL_ERROR,
+                            "Service Unavailable: too many answered questions in the last \
+                             minutes to record this one; try again later",
+                        ),
+                    });
+                }
+            }
+        }
+        Some(_) => return Err(invalid("requestState must be a string")),
+    }
+    let replay = Arc::new(Replay::new(capabilities, gathered));
+    Ok(Some(Retry {
+        asker: replay.clone(),
+        replay,
+        endpoint: origin.endpoint.to_string(),
+        plugin,
+        method: method.to_string(),
+        target,
+        arguments,
+        token,
+        key: key.clone(),
+    }))
+}
+
+impl Retry {
+    fn binding(&self) -> Binding<'_> {
+        Binding {
+            endpoint: &self.endpoint,
+            plugin: &self.plugin,
+            method: &self.method,
+            target: &self.target,
+            arguments: self.arguments.as_ref(),
+            token: self.token,
+        }
+    }
+
+    /// The reply to request `id` in place of `outcome`'s own, if the run left questions open
+    /// (`input_required`) or lacked a capability (-32021); `None`: its own.
+    pub fn reply(&self, id: &RawValue, outcome: &Outcome) -> Option<String> {
+        let failed = || match outcome {
+            Err(_) => true,
+            Ok(result) => serde_json::from_str::<Value>(result)
+                .is_ok_and(|r| r.get("isError") == Some(&Value::Bool(true))),
+        };
+        match self.replay.round(failed) {
+            Round::Complete => None,
+            Round::Missing(caps) => {
+                let names: Vec<&str> = caps.keys().map(String::as_str).collect();
+                let message = format!("Missing required client capability: {}", names.join(", "));
+                let data = json!({"requiredCapabilities": caps});
+                Some(rpc_error_data(
+                    Some(id),
+                    MISSING_CAPABILITY,
+                    &message,
+                    Some(&data),
+                ))
+            }
+            Round::InputRequired { requests, answers } => {
+                let Some(state) = self.key.seal(&self.binding(), &answers, state::now()) else {
+                    return Some(rpc_error(
+                        Some(id),
+                        error_code::INTERNAL_ERROR,
+                        "the answers gathered are over the requestState size limit",
+                    ));
+                };
+                let result = json!({"resultType": "input_required", "inputRequests": requests,
+                    "requestState": state});
+                Some(json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string())
+            }
+        }
+    }
+}
+
+/// The HTTP status of a 2026-07-28 call's reply: 400 for a missing capability (SEP-2575).
+pub(super) fn status_of(reply: &str) -> StatusCode {
+    // Error replies are small: a long reply is a result, not worth parsing.
+    let is_missing = reply.len() < 4096
+        && serde_json::from_str::<Value>(reply)
+            .is_ok_and(|r| r["error"]["code"] == MISSING_CAPABILITY);
+    if is_missing {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    }
+}
