@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use toolhost::{
-    handler::{Discard, Dispatch, Router, RouterConfig, Scope, Sink},
+    handler::{Discard, Dispatch, Revision, Router, RouterConfig, Scope, Sink},
     model::{control_success_raw, Incoming},
     registry::{Registry, RegistryConfig},
 };
@@ -34,7 +34,7 @@ async fn handle(router: &Arc<Router>, sink: &Sink, line: &str) -> String {
     let server = req.server_name.expect("server");
     let message = req.message.expect("message");
     let reply = match router.dispatch(Scope::Server(&server), &message, sink) {
-        Dispatch::Reply(r) => r,
+        Dispatch::Reply(r) => r.render(Revision::Nov2025),
         // As the session's reading thread does: a call runs here when it can.
         Dispatch::Request(request) => request.reply(true).await,
         Dispatch::Handled | Dispatch::Later(..) => unreachable!("a request"),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use toolhost::{
-    handler::{Discard, Dispatch, Router, RouterConfig, Scope, Sink},
+    handler::{Discard, Dispatch, Revision, Router, RouterConfig, Scope, Sink},
     model::{JsonRpc, MAX_DECLARATION_BYTES, MAX_PROMPTS, MAX_RESOURCES, MAX_TOOLS},
 };
 
@@ -87,7 +87,7 @@ fn ask(router: &Arc<Router>, scope: Scope<'_>, method: &str, params: Value) -> V
     let msg: JsonRpc = serde_json::from_str(&text).unwrap();
     let sink: Sink = Arc::new(Discard);
     match router.dispatch(scope, &msg, &sink) {
-        Dispatch::Reply(r) => serde_json::from_str(&r).unwrap(),
+        Dispatch::Reply(r) => serde_json::from_str(&r.render(Revision::Nov2025)).unwrap(),
         _ => panic!("{method} is answered by the host"),
     }
 }

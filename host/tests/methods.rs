@@ -17,7 +17,8 @@ use std::{
 use serde_json::{json, value::RawValue, Value};
 use toolhost::{
     handler::{
-        Answer, CallError, Discard, Dispatch, Failure, Method, Outcome, RouterConfig, Scope, Sink,
+        Answer, CallError, Discard, Dispatch, Failure, Method, Outcome, Revision, RouterConfig,
+        Scope, Sink,
     },
     model::JsonRpc,
     plugin::CallControl,
@@ -138,7 +139,7 @@ fn start_counted(
     let counted = answers.clone();
     let respond = move |a: Answer<'_>| {
         counted.fetch_add(1, Ordering::SeqCst);
-        let _ = tx.send(serde_json::from_str(&a.rpc().unwrap()).unwrap());
+        let _ = tx.send(serde_json::from_str(&a.rpc(Revision::Nov2025).unwrap()).unwrap());
     };
     if let Some(mut run) = request.start(Box::new(respond), here) {
         run.run();

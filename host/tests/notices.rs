@@ -10,7 +10,9 @@ use std::{sync::Arc, time::Duration};
 
 use serde_json::{json, Value};
 use toolhost::{
-    handler::{Answer, Client, Discard, Dispatch, NoticeFeed, Router, RouterConfig, Scope, Sink},
+    handler::{
+        Answer, Client, Discard, Dispatch, NoticeFeed, Revision, Router, RouterConfig, Scope, Sink,
+    },
     model::{ClientMessage, JsonRpc},
 };
 
@@ -28,7 +30,7 @@ async fn send(
     let msg: JsonRpc = serde_json::from_str(&text).unwrap();
     let sink: Sink = Arc::new(Discard);
     let reply = match router.dispatch(scope, &msg, &sink) {
-        Dispatch::Reply(r) => r,
+        Dispatch::Reply(r) => r.render(Revision::Nov2025),
         Dispatch::Request(request) => tokio::time::timeout(BOUND, request.reply(false))
             .await
             .unwrap_or_else(|_| panic!("no reply to {text}")),
@@ -125,7 +127,7 @@ async fn send_as(
         ..Client::of(Scope::All)
     };
     let respond = move |answer: Answer<'_>| {
-        let _ = tx.send(answer.rpc().unwrap_or_default());
+        let _ = tx.send(answer.rpc(Revision::Nov2025).unwrap_or_default());
     };
     router.handle(&from, &ClientMessage::read(&msg), Box::new(respond));
     serde_json::from_str(&rx.await.unwrap()).unwrap()

@@ -10,7 +10,7 @@ use std::{sync::Arc, time::Duration};
 
 use serde_json::{json, Value};
 use toolhost::{
-    handler::{Discard, Dispatch, Router, RouterConfig, Scope, Sink},
+    handler::{Discard, Dispatch, Revision, Router, RouterConfig, Scope, Sink},
     model::JsonRpc,
 };
 
@@ -39,7 +39,7 @@ async fn send(
     let msg: JsonRpc = serde_json::from_str(&text).unwrap();
     let sink: Sink = Arc::new(Discard);
     let reply = match router.dispatch(scope, &msg, &sink) {
-        Dispatch::Reply(r) => r,
+        Dispatch::Reply(r) => r.render(Revision::Nov2025),
         Dispatch::Request(request) => tokio::time::timeout(BOUND, request.reply(false))
             .await
             .unwrap_or_else(|_| panic!("no reply to {text}")),

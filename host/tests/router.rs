@@ -15,7 +15,7 @@ use std::{
 use serde_json::{json, Value};
 use toolhost::{
     handler::{
-        Discard, Dispatch, FlatCollision, Router, RouterConfig, Scope, Sink,
+        Discard, Dispatch, FlatCollision, Revision, Router, RouterConfig, Scope, Sink,
         DEFAULT_MAX_RESULT_BYTES,
     },
     model::JsonRpc,
@@ -40,7 +40,7 @@ async fn send(router: &Arc<Router>, scope: Scope<'_>, message: Value) -> Value {
     let msg: JsonRpc = serde_json::from_str(&text).unwrap();
     let sink: Sink = Arc::new(Discard);
     let reply = match router.dispatch(scope, &msg, &sink) {
-        Dispatch::Reply(r) => r,
+        Dispatch::Reply(r) => r.render(Revision::Nov2025),
         Dispatch::Request(request) => {
             tokio::time::timeout(Duration::from_secs(60), request.reply(false))
                 .await
@@ -285,7 +285,9 @@ fn list_all(router: &Arc<Router>, id: u64) -> Vec<String> {
     let msg: JsonRpc = serde_json::from_str(&text).unwrap();
     let sink: Sink = Arc::new(Discard);
     match router.dispatch(Scope::All, &msg, &sink) {
-        Dispatch::Reply(r) => tool_names(&serde_json::from_str(&r).unwrap()),
+        Dispatch::Reply(r) => {
+            tool_names(&serde_json::from_str(&r.render(Revision::Nov2025)).unwrap())
+        }
         _ => panic!("tools/list is answered at once"),
     }
 }

@@ -208,7 +208,8 @@ async fn a_client_without_the_capability_is_not_asked() {
     assert_eq!(reply["id"], 2, "the client was asked: {reply}");
     assert!(text(&reply).contains("URL mode"), "{reply}");
     c.call(3, "asker__tea").await;
-    assert_eq!(c.next().await["method"], "elicitation/create");
+    let asked = c.next().await;
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
     c.end().await;
 }
 

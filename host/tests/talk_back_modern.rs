@@ -499,7 +499,7 @@ async fn a_tool_needing_sampling_is_refused_without_it() {
 async fn an_isolated_plugin_asks_in_rounds() {
     use std::sync::Arc;
     use toolhost::{
-        handler::{Answer, Client, Replay, Round, RouterConfig, Scope},
+        handler::{Answer, Client, Replay, Revision, Round, RouterConfig, Scope},
         model::{ClientMessage, JsonRpc},
         plugin::Asker,
     };
@@ -525,7 +525,7 @@ async fn an_isolated_plugin_asks_in_rounds() {
             };
             let (tx, rx) = tokio::sync::oneshot::channel();
             let respond = move |a: Answer<'_>| {
-                let _ = tx.send(a.rpc().unwrap_or_default());
+                let _ = tx.send(a.rpc(Revision::Nov2025).unwrap_or_default());
             };
             if let Some(mut here) =
                 router.handle(&client, &ClientMessage::read(&msg), Box::new(respond))

@@ -20,6 +20,7 @@ mod offers;
 mod plugin_request;
 mod progress;
 mod prompts;
+mod protocol;
 mod replay;
 mod request;
 mod resources;
@@ -50,6 +51,11 @@ pub use offers::check_prompt_arguments;
 pub use plugin_request::PluginRequest;
 pub use progress::{Discard, Notify, Sink};
 pub use prompts::check as check_prompt;
+pub use protocol::{
+    check_version, declares_tasks, discover_result, is_removed, list_changed, listen_filter,
+    listen_messages, Reply, Revision, DISCOVER_VERSIONS, LIST_KINDS, MISSING_CAPABILITY,
+    UNSUPPORTED_VERSION,
+};
 pub use replay::{Replay, Round};
 pub use request::{Answer, Failure, HereRun, Method, Outcome, Request, Respond};
 pub use resources::PAGE_SIZE;
@@ -70,8 +76,8 @@ pub use crate::relay::HERE_BUDGET;
 use crate::{
     executor::{Executor, ExecutorConfig},
     model::{
-        error_code, rpc_error, rpc_result, rpc_result_raw, CancelledParams, ClientMessage,
-        ClientNotification, ClientRequest, Family, JsonRpc, LogLevel,
+        error_code, CancelledParams, ClientMessage, ClientNotification, ClientRequest, Family,
+        JsonRpc, LogLevel,
     },
     plugin::CallControl,
     registry::{Registry, Version},
@@ -136,6 +142,9 @@ pub struct Client<'a> {
     pub task_asker: Option<&'a Arc<dyn crate::plugin::Asker>>,
     /// How it runs tool calls as MCP tasks (`None`: it does not; `tasks/*` are unknown).
     pub tasks: Option<Tasking<'a>>,
+    /// The MCP revision it speaks: which methods it has (`server/discover`, or
+    /// `initialize` and the methods 2026-07-28 removed).
+    pub revision: Revision,
 }
 
 impl<'a> Client<'a> {
@@ -151,6 +160,7 @@ impl<'a> Client<'a> {
             asker: None,
             task_asker: None,
             tasks: None,
+            revision: Revision::Nov2025,
         }
     }
 
@@ -171,8 +181,8 @@ impl<'a> Client<'a> {
 
 /// What became of one incoming message.
 pub enum Dispatch {
-    /// Answer with this serialized JSON-RPC reply.
-    Reply(String),
+    /// Answer with this reply (rendered in the client's revision by its front end).
+    Reply(Reply),
     /// A notification was handled; JSON-RPC has nothing to answer (the control loop still
     /// acknowledges it, see `model::NOTIFICATION_ACK`).
     Handled,
@@ -195,7 +205,12 @@ impl Dispatch {
                 Ok(rt) => {
                     rt.spawn(async move {
                         let outcome = later.await;
-                        respond.respond(Answer::Outcome { id: &id, outcome });
+                        let lists = false;
+                        respond.respond(Answer::Outcome {
+                            id: &id,
+                            outcome,
+                            lists,
+                        });
                     });
                 }
                 Err(_) => respond.respond(Answer::Outcome {
@@ -203,19 +218,20 @@ impl Dispatch {
                     outcome: Err(CallError::Rpc(crate::model::RequestError::internal(
                         "no runtime to wait on",
                     ))),
+                    lists: false,
                 }),
             },
         }
         None
     }
 
-    /// Starts it with its answer as a JSON-RPC reply, runs it on this thread if it may
-    /// (`here`), and waits for the answer: for callers with no transport of their own (tests,
-    /// benchmarks).
+    /// Starts it with its answer as a 2025-11-25 JSON-RPC reply, runs it on this thread if
+    /// it may (`here`), and waits for the answer: for callers with no transport of their own
+    /// (tests, benchmarks).
     pub async fn reply(self, here: bool) -> String {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let respond = move |answer: Answer<'_>| {
-            let _ = tx.send(answer.rpc().unwrap_or_default());
+            let _ = tx.send(answer.rpc(Revision::Nov2025).unwrap_or_default());
         };
         if let Some(mut run) = self.start(Box::new(respond), here) {
             run.run();
@@ -396,10 +412,18 @@ impl Router {
             }
             Ok(r) => r,
             Err(e) if e.family == Family::Other => {
-                return Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &e.message))
+                let message = e.message.clone();
+                return Dispatch::Reply(Reply::error(
+                    Some(id),
+                    error_code::INVALID_PARAMS,
+                    message,
+                ));
             }
             Err(e) => return self.invalid_offer(scope, id, method, e),
         };
+        if let Some(reply) = self.revision_rules(client, id, method, request) {
+            return Dispatch::Reply(reply);
+        }
         let plugin = match self.plugin_of(scope, Some(id)) {
             Ok(plugin) => plugin,
             Err(reply) => return reply,
@@ -408,7 +432,7 @@ impl Router {
             Family::Other => None,
             family => match self.offered(scope, family) {
                 Some(offers) => Some(offers),
-                None => return Dispatch::Reply(method_not_found(id, method)),
+                None => return Dispatch::Reply(Reply::method_not_found(id, method)),
             },
         };
         let reply = match request {
@@ -418,7 +442,7 @@ impl Router {
                 p,
                 client.tasks.is_some(),
             ),
-            ClientRequest::Ping => rpc_result(Some(id), &serde_json::json!({})),
+            ClientRequest::Ping => Reply::result(id, &serde_json::json!({})),
             ClientRequest::ListTools(cursor) => self.tools_list(plugin.as_deref(), id, cursor),
             ClientRequest::SetLevel(level) => self.set_log_level(scope, client.id, id, *level),
             ClientRequest::Complete => complete(id),
@@ -426,7 +450,8 @@ impl Router {
                 return self.resources_list(client, id, cursor, offers.expect("offered"))
             }
             ClientRequest::ListResourceTemplates => {
-                rpc_result_raw(Some(id), offers.expect("offered").templates_list())
+                let list = offers.expect("offered").templates_list().to_string();
+                Reply::list(id, list)
             }
             ClientRequest::ReadResource(uri) => {
                 return self.resource_read(client, id, uri, &offers.expect("offered"))
@@ -445,7 +470,7 @@ impl Router {
             }
             ClientRequest::CallTool(_) | ClientRequest::Tasks(_) => unreachable!("routed above"),
             ClientRequest::Discover | ClientRequest::Listen(_) | ClientRequest::Unknown => {
-                method_not_found(id, method)
+                Reply::method_not_found(id, method)
             }
         };
         Dispatch::Reply(reply)
@@ -474,10 +499,10 @@ impl Router {
         };
         match self.registry.version(name) {
             Some(p) => Ok(Some(p)),
-            None => Err(Dispatch::Reply(rpc_error(
+            None => Err(Dispatch::Reply(Reply::error(
                 id,
                 error_code::INVALID_PARAMS,
-                &CallError::UnknownServer(name.to_string()).to_string(),
+                CallError::UnknownServer(name.to_string()).to_string(),
             ))),
         }
     }
@@ -552,10 +577,10 @@ impl Router {
             .register(&key, &control, client.reuses_ids)
             .is_err()
         {
-            return Dispatch::Reply(rpc_error(
+            return Dispatch::Reply(Reply::error(
                 Some(id),
                 error_code::INVALID_REQUEST,
-                &format!(
+                format!(
                     "invalid request: request id {} is already in flight",
                     id.get()
                 ),
@@ -651,15 +676,6 @@ impl Router {
     }
 }
 
-/// "Method not found" for `method`.
-fn method_not_found(id: &RawValue, method: &str) -> String {
-    rpc_error(
-        Some(id),
-        error_code::METHOD_NOT_FOUND,
-        &format!("method not found: {method}"),
-    )
-}
-
 /// Whether a request id is a string or a number (what a reply may echo). A `null` id never
 /// gets here: it parses as no id.
 pub(crate) fn valid_id(id: &RawValue) -> bool {
@@ -673,14 +689,14 @@ fn malformed(msg: &ClientMessage<'_>) -> Option<Dispatch> {
     if msg.id().is_some_and(|id| !valid_id(id)) {
         // Echoing it would hand the client back a value it cannot match (JSON-RPC 2.0 §4:
         // a string, a number or null; MCP: a string or an integer).
-        return Some(Dispatch::Reply(rpc_error(
+        return Some(Dispatch::Reply(Reply::error(
             None,
             error_code::INVALID_REQUEST,
             "invalid request: the id must be a string or a number",
         )));
     }
     match msg {
-        ClientMessage::NoMethod(id) => Some(Dispatch::Reply(rpc_error(
+        ClientMessage::NoMethod(id) => Some(Dispatch::Reply(Reply::error(
             Some(id),
             error_code::INVALID_REQUEST,
             "invalid request: no method",

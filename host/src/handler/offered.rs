@@ -7,10 +7,10 @@ use std::sync::Arc;
 use serde_json::{value::RawValue, Value};
 
 use super::{
-    prompts, resources, Answer, CallError, Dispatch, Method, Offers, Request, Router, Scope,
+    prompts, resources, Answer, CallError, Dispatch, Method, Offers, Reply, Request, Router, Scope,
 };
 use crate::{
-    model::{error_code, rpc_error, rpc_result, Family, InvalidParams},
+    model::{error_code, Family, InvalidParams},
     plugin::CallControl,
 };
 
@@ -38,8 +38,8 @@ impl Router {
         e: &InvalidParams,
     ) -> Dispatch {
         Dispatch::Reply(match self.offered(scope, e.family) {
-            Some(_) => rpc_error(Some(id), error_code::INVALID_PARAMS, &e.message),
-            None => super::method_not_found(id, method),
+            Some(_) => Reply::error(Some(id), error_code::INVALID_PARAMS, e.message.clone()),
+            None => Reply::method_not_found(id, method),
         })
     }
 
@@ -138,9 +138,9 @@ impl Router {
 
 /// `completion/complete`: no suggestions. A plugin declares its prompts' arguments and its
 /// templates' variables but no values for them, so there is nothing to complete from.
-pub(super) fn complete(id: &RawValue) -> String {
-    rpc_result(
-        Some(id),
+pub(super) fn complete(id: &RawValue) -> Reply {
+    Reply::result(
+        id,
         &serde_json::json!({"completion": {"values": [], "total": 0, "hasMore": false}}),
     )
 }

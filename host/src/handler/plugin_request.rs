@@ -117,6 +117,11 @@ impl Method for PluginRequest {
         self.timeout
     }
 
+    fn lists(&self) -> bool {
+        use toolhost_plugin::extras::method;
+        matches!(self.method, method::RESOURCES_LIST | method::RESOURCES_READ)
+    }
+
     fn failed(&self, plugin: &str, why: Failure<'_>) -> Outcome {
         let (method, what) = (self.method, &self.what);
         self.error(match why {

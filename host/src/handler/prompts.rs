@@ -7,9 +7,11 @@ use std::sync::Arc;
 use serde_json::{json, value::RawValue, Map, Value};
 use toolhost_plugin::extras::{code, method};
 
-use super::{offers::check_prompt_arguments, Client, Dispatch, Offers, PluginRequest, Router};
+use super::{
+    offers::check_prompt_arguments, Client, Dispatch, Offers, PluginRequest, Reply, Router,
+};
 use crate::{
-    model::{error_code, rpc_error, rpc_result_raw, Cursor, GetPrompt, RequestError},
+    model::{error_code, Cursor, GetPrompt, RequestError},
     plugin::LoadedPlugin,
 };
 
@@ -20,18 +22,18 @@ pub const PROMPTS_PAGE_SIZE: usize = crate::model::MAX_PROMPTS;
 
 impl Router {
     /// `prompts/list`, [`PROMPTS_PAGE_SIZE`] a page (the cursors of `resources/list`).
-    pub(super) fn prompts_list(&self, id: &RawValue, cursor: &Cursor, offers: &Offers) -> String {
+    pub(super) fn prompts_list(&self, id: &RawValue, cursor: &Cursor, offers: &Offers) -> Reply {
         let all = offers.prompt_entries();
         {
             match super::resources::page_of(all.len(), cursor, PROMPTS_PAGE_SIZE) {
-                Err(e) => rpc_error(Some(id), error_code::INVALID_PARAMS, &e),
+                Err(e) => Reply::error(Some(id), error_code::INVALID_PARAMS, e),
                 // Whole: the list as it was serialized once.
                 Ok((range, None)) if range.start == 0 => {
-                    rpc_result_raw(Some(id), offers.prompts_list())
+                    Reply::list(id, offers.prompts_list().to_string())
                 }
-                Ok((range, next)) => rpc_result_raw(
-                    Some(id),
-                    &super::resources::page_result("prompts", &all[range], next),
+                Ok((range, next)) => Reply::list(
+                    id,
+                    super::resources::page_result("prompts", &all[range], next),
                 ),
             }
         }
@@ -47,7 +49,7 @@ impl Router {
     ) -> Dispatch {
         let Some((plugin, prompt)) = offers.prompt(&p.name) else {
             let message = format!("unknown prompt: `{}`", p.name);
-            return Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &message));
+            return Dispatch::Reply(Reply::error(Some(id), error_code::INVALID_PARAMS, message));
         };
         let request = get(prompt, p.arguments.clone().unwrap_or_default());
         self.request(client, plugin, id, request)

@@ -148,9 +148,13 @@ impl Replay {
         for (name, cap) in lacking {
             run.missing.insert(name.to_string(), cap);
         }
+        let named: Vec<String> = names
+            .iter()
+            .map(|n| format!("the `{n}` capability"))
+            .collect();
         Err(AskFailure::Unsupported(format!(
-            "the client did not declare the capability this needs: {}",
-            names.join(", ")
+            "this needs {}, which the client did not declare in this request",
+            named.join(" and ")
         )))
     }
 }

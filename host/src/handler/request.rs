@@ -27,7 +27,11 @@ use std::{
 
 use serde_json::value::RawValue;
 
-use super::{progress::Progress, CallError, RequestKey, Router};
+use super::{
+    progress::Progress,
+    protocol::{shape_code, shape_result},
+    CallError, Reply, RequestKey, Revision, Router,
+};
 use crate::{
     executor::{HereId, HereTicket, Job},
     model::{control_success_raw, rpc_error_data, rpc_result_raw, NOTIFICATION_ACK},
@@ -78,6 +82,10 @@ pub trait Method: Send + Sync + 'static {
     fn timeout(&self) -> Option<Duration> {
         None
     }
+    /// Whether its result is a list or a read, which 2026-07-28 gives caching hints.
+    fn lists(&self) -> bool {
+        false
+    }
 }
 
 /// Where a request's one answer goes. Any `FnOnce(Answer)` is one.
@@ -96,33 +104,53 @@ impl<F: FnOnce(Answer<'_>) + Send> Respond for F {
 /// and reads this, whatever became of the message.
 pub enum Answer<'a> {
     /// A reply the router made without a plugin (a list, `ping`, an invalid message).
-    Reply(String),
+    Reply(Reply),
     /// A notification was handled: JSON-RPC answers nothing (the control protocol still
     /// acknowledges it, see `model::NOTIFICATION_ACK`).
     Notified,
-    /// A request's outcome.
-    Outcome { id: &'a RawValue, outcome: Outcome },
+    /// A request's outcome; `lists`: its result is a list or a read
+    /// ([`Method::lists`]).
+    Outcome {
+        id: &'a RawValue,
+        outcome: Outcome,
+        lists: bool,
+    },
 }
 
 impl Answer<'_> {
-    /// The JSON-RPC reply (`None` for a notification).
-    pub fn rpc(self) -> Option<String> {
+    /// The JSON-RPC reply as `revision` says it (`None` for a notification).
+    pub fn rpc(self, revision: Revision) -> Option<String> {
         match self {
-            Answer::Reply(reply) => Some(reply),
+            Answer::Reply(reply) => Some(reply.render(revision)),
             Answer::Notified => None,
-            Answer::Outcome { id, outcome } => Some(match outcome {
-                Ok(result) => rpc_result_raw(Some(id), &result),
-                Err(e) => rpc_error_data(Some(id), e.code(), &e.to_string(), e.data().as_ref()),
+            Answer::Outcome { id, outcome, lists } => Some(match outcome {
+                Ok(result) => rpc_result_raw(Some(id), &shape_result(revision, &result, lists)),
+                Err(e) => {
+                    let code = shape_code(revision, e.code());
+                    rpc_error_data(Some(id), code, &e.to_string(), e.data().as_ref())
+                }
             }),
         }
     }
 
+    /// Its JSON-RPC error code, when it is an error (what HTTP picks a status by).
+    pub fn code(&self) -> Option<i64> {
+        match self {
+            Answer::Reply(reply) => reply.code(),
+            Answer::Notified => None,
+            Answer::Outcome { outcome, .. } => outcome.as_ref().err().map(CallError::code),
+        }
+    }
+
     /// The reply as the `control_response` line to control request `request_id` (a
-    /// notification's is the acknowledgement the CLI expects).
+    /// notification's is the acknowledgement the CLI expects). The CLI speaks 2025-11-25 to
+    /// sdk servers (docs/protocol.md §16.1).
     pub fn control_line(self, request_id: &str) -> String {
         control_success_raw(
             request_id,
-            self.rpc().as_deref().unwrap_or(NOTIFICATION_ACK),
+            self.rpc(Revision::Nov2025)
+                .as_deref()
+                .unwrap_or(NOTIFICATION_ACK),
         )
     }
 
@@ -130,7 +158,7 @@ impl Answer<'_> {
     pub fn into_outcome(self) -> Outcome {
         match self {
             Answer::Outcome { outcome, .. } => outcome,
-            Answer::Reply(reply) => Ok(reply),
+            Answer::Reply(reply) => reply.into_outcome(),
             Answer::Notified => Ok("{}".to_string()),
         }
     }
@@ -461,6 +489,7 @@ impl Inner {
         respond.respond(Answer::Outcome {
             id: &self.id,
             outcome,
+            lists: self.method.lists(),
         });
     }
 }

@@ -15,8 +15,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, value::RawValue, Value};
 use toolhost_plugin::extras::{code, method};
 
-use super::{offers::resolve_in, CallError, Client, Dispatch, Offers, PluginRequest, Router};
-use crate::model::{error_code, rpc_error, rpc_error_data, rpc_result, Cursor, RequestError};
+use super::{
+    offers::resolve_in, CallError, Client, Dispatch, Offers, PluginRequest, Reply, Router,
+};
+use crate::model::{error_code, Cursor, RequestError};
 
 /// Most static resources in one page of `resources/list`.
 pub const PAGE_SIZE: usize = 100;
@@ -206,7 +208,7 @@ impl Router {
         offers: Arc<Offers>,
     ) -> Dispatch {
         let invalid =
-            |m: String| Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &m));
+            |m: String| Dispatch::Reply(Reply::error(Some(id), error_code::INVALID_PARAMS, m));
         let cursor = match cursor {
             None => None,
             Some(c) => match Position::decode(c) {
@@ -217,7 +219,7 @@ impl Router {
         match plan(&offers, cursor, PAGE_SIZE) {
             Err(e) => invalid(e),
             Ok(Page::Done { items, next }) => {
-                Dispatch::Reply(super::rpc_result_raw(Some(id), &list_result(items, next)))
+                Dispatch::Reply(Reply::list(id, list_result(items, next)))
             }
             Ok(Page::Ask {
                 items,
@@ -263,20 +265,23 @@ impl Router {
         uri: &str,
         on: bool,
         offers: &Offers,
-    ) -> String {
+    ) -> Reply {
         if on && offers.resolve(uri).is_none() {
             return error_reply(id, &not_found(uri));
         }
         let key = super::server::client_key(client.scope, client.id);
         match self.subscriptions.set(key, uri, on) {
-            Ok(()) => rpc_result(Some(id), &json!({})),
-            Err(e) => rpc_error(Some(id), error_code::INVALID_REQUEST, &e.to_string()),
+            Ok(()) => Reply::result(id, &json!({})),
+            Err(e) => Reply::error(Some(id), error_code::INVALID_REQUEST, e.to_string()),
         }
     }
 }
 
-fn error_reply(id: &RawValue, e: &CallError) -> String {
-    rpc_error_data(Some(id), e.code(), &e.to_string(), e.data().as_ref())
+fn error_reply(id: &RawValue, e: &CallError) -> Reply {
+    match e.data() {
+        Some(data) => Reply::error_data(Some(id), e.code(), e.to_string(), data),
+        None => Reply::error(Some(id), e.code(), e.to_string()),
+    }
 }
 
 /// The read of `uri`, resolved to `r`, as a request to its plugin. The version that runs it

@@ -2,23 +2,59 @@
 
 use serde_json::{value::RawValue, Value};
 
-use super::{offered::declare, Router, Scope, ALL_SERVER_NAME};
+use super::{
+    offered::declare,
+    protocol::{discover_result, is_removed},
+    Client, Reply, Revision, Router, Scope, ALL_SERVER_NAME,
+};
 use crate::{
     model::{
-        initialize_result, negotiate_version, rpc_result, InitializeParams, LogLevel, ServerInfo,
+        initialize_result, negotiate_version, ClientRequest, InitializeParams, LogLevel,
+        ServerInfo, MODERN_PROTOCOL_VERSION,
     },
     plugin::LoadedPlugin,
     sync::lock,
 };
 
 impl Router {
+    /// The answer a request gets from its revision's rules alone, if it does: at 2026-07-28
+    /// `server/discover` is answered with the server's capabilities, and the methods that
+    /// revision removed are not found; at 2025-11-25 `server/discover` is not found (the
+    /// router's match says so).
+    pub(super) fn revision_rules(
+        &self,
+        client: &Client<'_>,
+        id: &RawValue,
+        method: &str,
+        request: &ClientRequest<'_>,
+    ) -> Option<Reply> {
+        if client.revision != Revision::Jul2026 {
+            return None;
+        }
+        if let ClientRequest::Discover = request {
+            let plugin = match client.scope {
+                Scope::Server(name) => self.registry.get(name),
+                Scope::All => None,
+            };
+            let init = self.initialize_result(plugin.as_deref(), MODERN_PROTOCOL_VERSION);
+            return Some(Reply::typed(id, &discover_result(&init)));
+        }
+        is_removed(method).then(|| {
+            Reply::error(
+                Some(id),
+                crate::model::error_code::METHOD_NOT_FOUND,
+                format!("method not found: {method} (removed in 2026-07-28)"),
+            )
+        })
+    }
+
     pub(super) fn initialize(
         &self,
         plugin: Option<&LoadedPlugin>,
         id: &RawValue,
         params: &InitializeParams<'_>,
         tasks: bool,
-    ) -> String {
+    ) -> Reply {
         let version = negotiate_version(params.protocol_version.as_deref());
         let mut result = self.initialize_result(plugin, version);
         if !tasks {
@@ -27,7 +63,7 @@ impl Router {
                 caps.remove("tasks");
             }
         }
-        rpc_result(Some(id), &result)
+        Reply::result(id, &result)
     }
 
     /// The `initialize` result of `plugin`'s server, or of the all-plugins server with the
@@ -48,7 +84,7 @@ impl Router {
                 !support.is_empty()
             }),
         };
-        if version == crate::model::MODERN_PROTOCOL_VERSION {
+        if version == MODERN_PROTOCOL_VERSION {
             // 2026-07-28 removed `resources/subscribe`: its updates come only to a
             // `subscriptions/listen` stream naming the URIs (`resourceSubscriptions`), which
             // toolhost does not deliver, so it does not claim to.
@@ -59,7 +95,7 @@ impl Router {
         }
         if has_tasks {
             let caps = &mut result["capabilities"];
-            if version == crate::model::MODERN_PROTOCOL_VERSION {
+            if version == MODERN_PROTOCOL_VERSION {
                 // SEP-2663: an extension, never 2025-11-25's `tasks` slot.
                 caps["extensions"][super::tasks::EXTENSION] = serde_json::json!({});
             } else {
@@ -79,9 +115,9 @@ impl Router {
         client: &str,
         id: &RawValue,
         level: LogLevel,
-    ) -> String {
+    ) -> Reply {
         lock(&self.log_levels).insert(client_key(scope, client), level);
-        rpc_result(Some(id), &serde_json::json!({}))
+        Reply::result(id, &serde_json::json!({}))
     }
 
     /// The log level `client` of `scope` set with `logging/setLevel`, if it did.

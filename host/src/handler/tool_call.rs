@@ -7,13 +7,13 @@ use std::{sync::Arc, time::Duration};
 use serde_json::{value::RawValue, Value};
 
 use super::{
-    progress::Progress, resources, Client, Dispatch, Failure, FlatCatalog, Method, Outcome, Router,
-    Scope, ToolCheck, TOOLS_PAGE_SIZE,
+    progress::Progress, resources, Client, Dispatch, Failure, FlatCatalog, Method, Outcome, Reply,
+    Router, Scope, ToolCheck, TOOLS_PAGE_SIZE,
 };
 use crate::{
     model::{
-        call_result_text, error_code, parse_call_result, rpc_error, rpc_result_raw, tool_json_of,
-        CallParams, CallResult, Cursor, LogLevel, RequestError,
+        call_result_text, error_code, parse_call_result, tool_json_of, CallParams, CallResult,
+        Cursor, LogLevel, RequestError,
     },
     plugin::{CallControl, LoadedPlugin, Report},
     registry::Version,
@@ -224,8 +224,7 @@ impl Router {
         plugin: Option<&Version>,
         id: &RawValue,
         cursor: &Cursor,
-    ) -> String {
-        let id = Some(id);
+    ) -> Reply {
         let (all, whole): (std::borrow::Cow<'_, [Value]>, &str);
         let flat;
         match plugin {
@@ -235,8 +234,10 @@ impl Router {
                 // for a page past the first.
                 let len = p.manifest().tools.len();
                 match resources::page_of(len, cursor, TOOLS_PAGE_SIZE) {
-                    Err(e) => return rpc_error(id, error_code::INVALID_PARAMS, &e),
-                    Ok((range, None)) if range.start == 0 => return rpc_result_raw(id, whole),
+                    Err(e) => return Reply::error(Some(id), error_code::INVALID_PARAMS, e),
+                    Ok((range, None)) if range.start == 0 => {
+                        return Reply::list(id, whole.to_string())
+                    }
                     Ok(_) => {
                         let parsed: Value = serde_json::from_str(whole).expect("our own JSON");
                         all = std::borrow::Cow::Owned(
@@ -252,10 +253,10 @@ impl Router {
             }
         }
         match resources::page_of(all.len(), cursor, TOOLS_PAGE_SIZE) {
-            Err(e) => rpc_error(id, error_code::INVALID_PARAMS, &e),
-            Ok((range, None)) if range.start == 0 => rpc_result_raw(id, whole),
+            Err(e) => Reply::error(Some(id), error_code::INVALID_PARAMS, e),
+            Ok((range, None)) if range.start == 0 => Reply::list(id, whole.to_string()),
             Ok((range, next)) => {
-                rpc_result_raw(id, &resources::page_result("tools", &all[range], next))
+                Reply::list(id, resources::page_result("tools", &all[range], next))
             }
         }
     }
@@ -283,7 +284,7 @@ impl Router {
     ) -> Dispatch {
         let scope = client.scope;
         let invalid = |message: String| {
-            Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &message))
+            Dispatch::Reply(Reply::error(Some(id), error_code::INVALID_PARAMS, message))
         };
         let args = params.arguments.map(|a| a.get().to_string());
         let (server, plugin, method) = match scope {

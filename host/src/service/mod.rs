@@ -10,6 +10,7 @@ mod lane;
 mod limits;
 mod pending;
 mod reload;
+pub mod rounds;
 pub mod serve;
 
 use std::{
@@ -534,6 +535,8 @@ impl Control {
                     asker: asker.as_ref(),
                     task_asker: None,
                     tasks: None,
+                    // The CLI opens its sdk servers with `initialize` (docs/protocol.md §16.1).
+                    revision: crate::handler::Revision::Nov2025,
                 };
                 let out = self.out.clone();
                 let id = id.to_string();

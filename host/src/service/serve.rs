@@ -3,8 +3,20 @@
 //! URIs: `handler/offers.rs`), over any pair of streams (our stdio in practice). It reads on
 //! the same threads as `chat`'s control loop (`lane.rs`): the thread that reads a call runs it
 //! and writes the reply.
+//!
+//! It speaks the revision its client opens with: 2025-11-25 after `initialize` (questions are
+//! requests on the stream, tasks the session's), 2026-07-28 after `server/discover` (as
+//! Claude Code does, docs/protocol.md §16.1): every request then carries its capabilities in
+//! `_meta`, a call asks in rounds (`input_required`, `service::rounds`), tasks are the
+//! extension's, and list changes go to the client's `subscriptions/listen`.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
 
 use serde_json::{json, value::RawValue, Value};
 use tokio::{io::AsyncWrite, sync::broadcast};
@@ -12,15 +24,19 @@ use tokio::{io::AsyncWrite, sync::broadcast};
 use super::{lane, parse_object, CallSlot, LineSource, MAX_CALLS_IN_FLIGHT};
 use crate::{
     handler::{
-        valid_id, Answer, Client, ClientCaps, HereRun, NoticeOut, Notify, Router, Scope, Servers,
-        Sink, StreamAsker, Tasking,
+        check_version, declares_tasks, listen_filter, listen_messages, valid_id, Answer, Client,
+        ClientCaps, HereRun, NoticeOut, Notify, Reply, Revision, Router, Scope, Servers, Sink,
+        StreamAsker, Tasking,
     },
     model::{
-        error_code, rpc_error, rpc_notification, rpc_result, ClientMessage, ClientRequest, JsonRpc,
+        error_code, rpc_error, rpc_notification, ClientMessage, ClientRequest, JsonRpc, RequestHead,
     },
     plugin::Asker,
     registry::RegistryEvent,
-    service::hooks::{served, Hooks},
+    service::{
+        hooks::{served, Hooks},
+        rounds::{self, Refusal, StateKey},
+    },
     transport::{Latest, LineSender, TooLong, Writer},
 };
 
@@ -62,8 +78,11 @@ pub async fn serve_with<I: LineSource>(
     events: Option<broadcast::Receiver<RegistryEvent>>,
 ) {
     let sink: Sink = Arc::new(Out(out.clone()));
-    let announce =
-        events.map(|events| tokio::spawn(announce_changes(events, out.clone(), router.clone())));
+    let peer = Arc::new(Peer::default());
+    let announce = events.map(|events| {
+        let (out, router, peer) = (out.clone(), router.clone(), peer.clone());
+        tokio::spawn(announce_changes(events, out, router, peer))
+    });
     let notices = router.notices_of(Servers::All, String::new());
     let notices = tokio::spawn(notices.pass(out.clone()));
     let (ended_tx, ended) = tokio::sync::oneshot::channel();
@@ -81,6 +100,8 @@ pub async fn serve_with<I: LineSource>(
         hooks: Hooks::new(router.clone()),
         ended: std::sync::Mutex::new(Some(ended_tx)),
         busy: Default::default(),
+        peer,
+        state_key: Arc::new(StateKey::random()),
     };
     match lane::Lane::start(front, Box::new(input)) {
         Ok(()) => {
@@ -120,6 +141,39 @@ struct Plain {
     ended: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
     /// Requests refused as over the bound while calls waited for answers ([`lane::Front::busy`]).
     busy: std::sync::atomic::AtomicU64,
+    /// What the client opened with, and what it listens to.
+    peer: Arc<Peer>,
+    /// Signs the `requestState` of its 2026-07-28 rounds.
+    state_key: Arc<StateKey>,
+}
+
+/// The one client of stdio `serve`: the revision it speaks, and its `subscriptions/listen`
+/// (2026-07-28).
+#[derive(Default)]
+struct Peer {
+    /// 2026-07-28 since its `server/discover`, until an `initialize`.
+    modern: AtomicBool,
+    /// The list change notifications its listen honoured, after the capability whose list
+    /// each is (`None`: it does not listen).
+    listen: std::sync::Mutex<Option<Vec<(&'static str, String)>>>,
+}
+
+impl Peer {
+    fn revision(&self) -> Revision {
+        match self.modern.load(Ordering::Acquire) {
+            true => Revision::Jul2026,
+            false => Revision::Nov2025,
+        }
+    }
+
+    /// Notes the revision a client's opening request says it speaks.
+    fn opens(&self, request: Option<&ClientRequest<'_>>) {
+        match request {
+            Some(ClientRequest::Initialize(_)) => self.modern.store(false, Ordering::Release),
+            Some(ClientRequest::Discover) => self.modern.store(true, Ordering::Release),
+            _ => {}
+        }
+    }
 }
 
 impl lane::Front for Plain {
@@ -136,30 +190,40 @@ impl lane::Front for Plain {
                 return None;
             }
         };
-        let msg = ClientMessage::read(&msg);
+        let rpc = msg;
+        let msg = ClientMessage::read(&rpc);
         if let Some(ClientRequest::Initialize(p)) = msg.request() {
             self.asker.set_caps(ClientCaps::of(p.capabilities));
         }
-        if let Some(arguments) = served_hook(&msg) {
+        self.peer.opens(msg.request());
+        let revision = self.peer.revision();
+        if let Some((id, arguments)) = served_hook(&msg) {
             let (out, hooks) = (self.out.clone(), self.hooks.clone());
-            let id = msg.id().map(RawValue::to_owned);
+            let id = id.to_owned();
             tokio::spawn(async move {
-                out.send(answer_hook(&hooks, arguments, id.as_deref()).await);
+                let reply = answer_hook(&hooks, arguments, &id).await;
+                out.send(reply.render(revision));
                 drop(slot);
             });
             return None;
+        }
+        if revision == Revision::Jul2026 {
+            if let Some(id) = msg.id() {
+                return self.modern(&rpc, &msg, id, slot);
+            }
         }
         let client = Client {
             sink: Some(&self.sink),
             here: true,
             asker: Some(&self.ask),
             tasks: Some(Tasking::Session),
+            revision,
             ..Client::of(Scope::All)
         };
         let out = self.out.clone();
         // The slot stands for the answer until it is queued.
         let respond = move |answer: Answer<'_>| {
-            if let Some(reply) = answer.rpc() {
+            if let Some(reply) = answer.rpc(revision) {
                 out.send(reply);
             }
             drop(slot);
@@ -168,6 +232,7 @@ impl lane::Front for Plain {
     }
 
     fn too_long(&self, t: TooLong) {
+        let revision = self.peer.revision();
         // A response (an id, no method) is never answered: the question it was meant for
         // ends with an error instead.
         let id = t
@@ -180,7 +245,7 @@ impl lane::Front for Plain {
             self.router.asks().refuse(&key, id, &t.to_string());
             return;
         }
-        self.out.send(too_long(t));
+        self.out.send(too_long(t).render(revision));
     }
 
     fn input_ended(&self) {
@@ -226,24 +291,109 @@ impl lane::Front for Plain {
     }
 }
 
-/// The arguments of a call of the hidden hook tool (`hooks::served`), if `msg` is one.
-fn served_hook(msg: &ClientMessage<'_>) -> Option<Result<Value, String>> {
-    let Some(ClientRequest::CallTool(call)) = msg.request() else {
+impl Plain {
+    /// A request of a 2026-07-28 client: its `_meta` says its version and capabilities, a
+    /// call asks in rounds, tasks are the extension's; `subscriptions/listen` is answered here.
+    fn modern(
+        &self,
+        rpc: &JsonRpc<'_>,
+        msg: &ClientMessage<'_>,
+        id: &RawValue,
+        slot: CallSlot,
+    ) -> Option<HereRun> {
+        let send = |reply: Reply| self.out.send(reply.render(Revision::Jul2026));
+        let head: RequestHead = rpc
+            .params
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or_default();
+        let meta = head.meta.as_ref();
+        if let Some(version) = meta.and_then(|m| m.protocol_version.as_deref()) {
+            if let Err(refused) = check_version(Some(id), version) {
+                send(refused);
+                return None;
+            }
+        }
+        let capabilities = meta.and_then(|m| m.client_capabilities);
+        if let Some(ClientRequest::Listen(params)) = msg.request() {
+            self.listen(id, *params);
+            return None;
+        }
+        let method = rpc.method.as_deref().unwrap_or_default();
+        let router = &self.router;
+        let plugin_of = |method: &str, target: &str| {
+            router
+                .plugin_serving(Scope::All, method, target)
+                .unwrap_or_default()
+        };
+        let origin = rounds::Origin {
+            endpoint: "",
+            plugin_of: &plugin_of,
+            token: [0; 32],
+        };
+        let key = &self.state_key;
+        let retry = match rounds::prepare(key, Some(id), method, rpc.params, capabilities, &origin)
+        {
+            Ok(retry) => retry,
+            Err(Refusal::Invalid(reply) | Refusal::Busy(reply)) => {
+                send(reply);
+                return None;
+            }
+        };
+        let asker = retry.as_ref().map(|r| r.asker.clone());
+        let client = Client {
+            sink: Some(&self.sink),
+            here: true,
+            asker: asker.as_ref(),
+            tasks: Some(Tasking::Extension {
+                owner: "",
+                negotiated: declares_tasks(capabilities),
+                capabilities,
+            }),
+            revision: Revision::Jul2026,
+            ..Client::of(Scope::All)
+        };
+        let out = self.out.clone();
+        let respond = move |answer: Answer<'_>| {
+            if let Some((_, reply)) = rounds::rendered(retry.as_ref(), answer, Revision::Jul2026) {
+                out.send(reply);
+            }
+            drop(slot);
+        };
+        self.router.handle(&client, msg, Box::new(respond))
+    }
+
+    /// A `subscriptions/listen` request: acknowledged with what it is honoured (the list
+    /// changes of what the server offers); the list changes go to it from now on, with its
+    /// subscription's id. It stays open: no reply ends it while the client is there.
+    fn listen(&self, id: &RawValue, params: Option<&RawValue>) {
+        let init = self
+            .router
+            .initialize_result(None, crate::model::MODERN_PROTOCOL_VERSION);
+        let honoured = listen_filter(params, &init["capabilities"]);
+        let (ack, changed, _close) = listen_messages(id, &honoured);
+        *crate::sync::lock(&self.peer.listen) = Some(changed);
+        self.out.send(ack);
+    }
+}
+
+/// The id and arguments of a call of the hidden hook tool (`hooks::served`), if `msg` is one.
+fn served_hook<'m>(msg: &ClientMessage<'m>) -> Option<(&'m RawValue, Result<Value, String>)> {
+    let (Some(ClientRequest::CallTool(call)), Some(id)) = (msg.request(), msg.id()) else {
         return None;
     };
     (call.name == served::TOOL).then(|| {
         let text = call.arguments.map_or("{}", RawValue::get);
-        serde_json::from_str(text).map_err(|e| format!("the arguments are not JSON ({e})"))
+        let arguments = serde_json::from_str(text);
+        (
+            id,
+            arguments.map_err(|e| format!("the arguments are not JSON ({e})")),
+        )
     })
 }
 
 /// The `tools/call` result of a hook tool call: the hooks' answer as the text a command hook
 /// would print, or an error result the CLI counts as the hook failing (its `onFailure`).
-async fn answer_hook(
-    hooks: &Arc<Hooks>,
-    arguments: Result<Value, String>,
-    id: Option<&RawValue>,
-) -> String {
+async fn answer_hook(hooks: &Arc<Hooks>, arguments: Result<Value, String>, id: &RawValue) -> Reply {
     let input = arguments.and_then(|a| served::event_input(&a));
     let result = match input {
         Ok(input) => {
@@ -255,12 +405,12 @@ async fn answer_hook(
             json!({"content": [{"type": "text", "text": format!("toolhost: {e}")}], "isError": true})
         }
     };
-    rpc_result(id, &result)
+    Reply::result(id, &result)
 }
 
 /// The error answering a line over the length limit: with the request's id when it had one
 /// (a string or a number), else with a `null` id, like any unreadable line.
-fn too_long(t: TooLong) -> String {
+fn too_long(t: TooLong) -> Reply {
     tracing::warn!("{t}");
     let id = t
         .keys
@@ -268,10 +418,10 @@ fn too_long(t: TooLong) -> String {
         .as_deref()
         .and_then(|raw| RawValue::from_string(raw.to_string()).ok())
         .filter(|id| valid_id(id));
-    rpc_error(
+    Reply::error(
         id.as_deref(),
         error_code::INVALID_REQUEST,
-        &format!("{t} (raise the limit with --max-line-bytes)"),
+        format!("{t} (raise the limit with --max-line-bytes)"),
     )
 }
 
@@ -288,11 +438,13 @@ impl NoticeOut for LineSender {
 }
 
 /// Each change of the plugin set sends `notifications/tools/list_changed`, and the list
-/// changes of resources and prompts while any plugin offers them (or did before the change).
+/// changes of resources and prompts while any plugin offers them (or did before the change):
+/// to a 2026-07-28 client, those its listen honoured, with its subscription's id.
 async fn announce_changes(
     mut events: broadcast::Receiver<RegistryEvent>,
     out: LineSender,
     router: Arc<Router>,
+    peer: Arc<Peer>,
 ) {
     use broadcast::error::RecvError;
     let offered = |router: &Router| {
@@ -311,11 +463,24 @@ async fn announce_changes(
                     ("resources", now.0 || before.0),
                     ("prompts", now.1 || before.1),
                 ];
+                let listen = crate::sync::lock(&peer.listen);
                 for (what, _) in changed.iter().filter(|(_, c)| *c) {
-                    out.send(rpc_notification::<()>(
-                        &format!("notifications/{what}/list_changed"),
-                        None,
-                    ));
+                    match (&*listen, peer.revision()) {
+                        (Some(listened), _) => {
+                            let heard = listened.iter().find(|(kind, _)| kind == what);
+                            if let Some((_, message)) = heard {
+                                out.send(message.clone());
+                            }
+                        }
+                        // A 2026-07-28 client that does not listen hears of nothing.
+                        (None, Revision::Jul2026) => {}
+                        (None, Revision::Nov2025) => {
+                            out.send(rpc_notification::<()>(
+                                &format!("notifications/{what}/list_changed"),
+                                None,
+                            ));
+                        }
+                    }
                 }
                 before = now;
             }

@@ -22,21 +22,26 @@ pub struct Pipe {
 }
 
 impl Pipe {
-    /// Serves `router` (with its registry's events when `events`, so changes are announced)
-    /// and initializes at 2025-11-25 declaring `capabilities`; the pipe and the `initialize`
-    /// reply.
-    pub async fn open(router: Arc<Router>, events: bool, capabilities: Value) -> (Self, Value) {
+    /// Serves `router` (with its registry's events when `events`) over new pipes.
+    pub fn serving(router: Arc<Router>, events: bool) -> Self {
         let (client, server) = tokio::io::duplex(1 << 20);
         let (s_in, s_out) = tokio::io::split(server);
         let events = events.then(|| router.registry().subscribe());
         let served = tokio::spawn(serve(read_lines(s_in), s_out, router, events));
         let (c_in, out) = tokio::io::split(client);
-        let mut pipe = Pipe {
+        Pipe {
             out,
             lines: BufReader::new(c_in).lines(),
             served,
             next_id: 100,
-        };
+        }
+    }
+
+    /// Serves `router` (with its registry's events when `events`, so changes are announced)
+    /// and initializes at 2025-11-25 declaring `capabilities`; the pipe and the `initialize`
+    /// reply.
+    pub async fn open(router: Arc<Router>, events: bool, capabilities: Value) -> (Self, Value) {
+        let mut pipe = Pipe::serving(router, events);
         let init = pipe
             .request(
                 "initialize",
@@ -47,6 +52,27 @@ impl Pipe {
         pipe.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
             .await;
         (pipe, init)
+    }
+
+    /// Serves `router` (with its registry's events when `events`) to a 2026-07-28 client, as
+    /// Claude Code opens it: `server/discover` declaring `capabilities` in `_meta`; the pipe
+    /// and the discover reply. Its later requests go through [`Pipe::modern`].
+    pub async fn discover(router: Arc<Router>, events: bool, capabilities: Value) -> (Self, Value) {
+        let mut pipe = Pipe::serving(router, events);
+        let discover = pipe
+            .request(
+                "server/discover",
+                json!({"_meta": modern_meta(&capabilities)}),
+            )
+            .await;
+        (pipe, discover)
+    }
+
+    /// Sends 2026-07-28 request `method` (its `_meta` declaring `capabilities`) and returns
+    /// its reply, which must be the next line.
+    pub async fn modern(&mut self, method: &str, mut params: Value, capabilities: &Value) -> Value {
+        params["_meta"] = modern_meta(capabilities);
+        self.request(method, params).await
     }
 
     pub async fn send(&mut self, msg: Value) {
@@ -107,4 +133,11 @@ impl Pipe {
             .expect("serve returns in time")
             .unwrap();
     }
+}
+
+/// The `_meta` every 2026-07-28 request carries (Claude Code's, docs/protocol.md §12.1).
+pub fn modern_meta(capabilities: &Value) -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "scripted", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": capabilities})
 }

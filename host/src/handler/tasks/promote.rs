@@ -20,7 +20,7 @@ use toolhost_plugin::extras::TaskSupport;
 
 use super::{wire::extension_created, Task, TaskAsker, Tasking};
 use crate::{
-    handler::{asks::ClientCaps, tool_call::ToolCall, Answer, Client, Respond, Router},
+    handler::{asks::ClientCaps, tool_call::ToolCall, Answer, Client, Reply, Respond, Router},
     model::error_code,
     plugin::{AskFailure, Asker, CallControl},
     sync::lock,
@@ -207,12 +207,9 @@ impl Asker for Promotion {
         s.task = Some(Arc::downgrade(&task));
         let respond = s.respond.take();
         drop(s);
-        let created = extension_created(&task).to_string();
+        let created = extension_created(&task);
         if let Some(respond) = respond {
-            respond.respond(Answer::Outcome {
-                id: &self.id,
-                outcome: Ok(created),
-            });
+            respond.respond(Answer::Reply(Reply::typed(&self.id, &created)));
         }
         Ok(())
     }

@@ -12,15 +12,12 @@ use super::{
 use crate::{
     handler::{
         asks::ClientCaps, tool_call::ToolCall, Answer, CallError, Client, Dispatch, Method,
-        Outcome, Request, Router,
+        Outcome, Reply, Request, Router, MISSING_CAPABILITY,
     },
-    model::{error_code, rpc_error, rpc_error_data, rpc_result, RequestError},
+    model::{error_code, RequestError},
     plugin::CallControl,
 };
 use toolhost_plugin::extras::TaskSupport;
-
-/// JSON-RPC error: the request needs a client capability it did not declare (2026-07-28).
-pub const MISSING_CAPABILITY: i64 = -32021;
 
 /// The answer a `tasks/result` waits for.
 pub type Later = Pin<Box<dyn Future<Output = Outcome> + Send>>;
@@ -41,7 +38,10 @@ impl Router {
             declared
         });
         let refuse = |code, message: String, data: Option<Value>| {
-            Dispatch::Reply(rpc_error_data(Some(id), code, &message, data.as_ref()))
+            Dispatch::Reply(match data {
+                Some(data) => Reply::error_data(Some(id), code, message, data),
+                None => Reply::error(Some(id), code, message),
+            })
         };
         match tasking {
             Tasking::Session => match (support, task) {
@@ -103,10 +103,10 @@ impl Router {
                 if !required {
                     return Err(method);
                 }
-                return Ok(Dispatch::Reply(rpc_error(
+                return Ok(Dispatch::Reply(Reply::error(
                     Some(id),
                     error_code::INTERNAL_ERROR,
-                    &full.to_string(),
+                    full.to_string(),
                 )));
             }
         };
@@ -145,11 +145,12 @@ impl Router {
             }),
             false,
         );
-        let created = match tasking {
-            Tasking::Session => json!({"task": session_task(&task, &task.snapshot())}),
-            Tasking::Extension { .. } => extension_created(&task),
-        };
-        Ok(Dispatch::Reply(rpc_result(Some(id), &created)))
+        Ok(Dispatch::Reply(match tasking {
+            Tasking::Session => {
+                Reply::result(id, &json!({"task": session_task(&task, &task.snapshot())}))
+            }
+            Tasking::Extension { .. } => Reply::typed(id, &extension_created(&task)),
+        }))
     }
 
     /// A `tasks/*` request of `client`.
@@ -168,7 +169,11 @@ impl Router {
             None => TaskParams::default(),
             Some(Err(e)) => {
                 let message = format!("invalid params: {e}");
-                return Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &message));
+                return Dispatch::Reply(Reply::error(
+                    Some(id),
+                    error_code::INVALID_PARAMS,
+                    message,
+                ));
             }
         };
         let owner = owner_of(client, tasking);
@@ -184,9 +189,9 @@ impl Router {
             let message = format!(
                 "unknown task {named}: no task of this client has that id (it may have expired)"
             );
-            return Dispatch::Reply(rpc_error(Some(id), error_code::INVALID_PARAMS, &message));
+            return Dispatch::Reply(Reply::error(Some(id), error_code::INVALID_PARAMS, message));
         };
-        let reply = |v: Value| Dispatch::Reply(rpc_result(Some(id), &v));
+        let reply = |v: Value| Dispatch::Reply(Reply::result(id, &v));
         match (tasking, method) {
             (Tasking::Session, "tasks/get") => reply(session_task(&task, &task.snapshot())),
             (Tasking::Session, "tasks/cancel") => {
@@ -196,10 +201,10 @@ impl Router {
                         task.id,
                         task.status().name()
                     );
-                    return Dispatch::Reply(rpc_error(
+                    return Dispatch::Reply(Reply::error(
                         Some(id),
                         error_code::INVALID_PARAMS,
-                        &message,
+                        message,
                     ));
                 }
                 reply(session_task(&task, &task.snapshot()))
@@ -234,16 +239,16 @@ impl Router {
                     .iter()
                     .map(|t| session_task(t, &t.snapshot()))
                     .collect();
-                Some(Dispatch::Reply(rpc_result(Some(id), &json!({ "tasks": tasks }))))
+                Some(Dispatch::Reply(Reply::result(id, &json!({ "tasks": tasks }))))
             }
             (Tasking::Session, "tasks/get" | "tasks/result" | "tasks/cancel") => None,
             (Tasking::Extension { negotiated, .. }, "tasks/get" | "tasks/update" | "tasks/cancel") => {
                 (!negotiated).then(|| {
-                    Dispatch::Reply(rpc_error_data(
+                    Dispatch::Reply(Reply::error_data(
                         Some(id),
                         MISSING_CAPABILITY,
-                        &format!("{method} needs the {} extension: declare it in the request's clientCapabilities", super::EXTENSION),
-                        Some(&extension_required()),
+                        format!("{method} needs the {} extension: declare it in the request's clientCapabilities", super::EXTENSION),
+                        extension_required(),
                     ))
                 })
             }
@@ -254,8 +259,7 @@ impl Router {
 
 /// "Method not found" for `method`.
 fn not_found(id: &RawValue, method: &str) -> Dispatch {
-    let message = format!("method not found: {method}");
-    Dispatch::Reply(rpc_error(Some(id), error_code::METHOD_NOT_FOUND, &message))
+    Dispatch::Reply(Reply::method_not_found(id, method))
 }
 
 /// The 2026-07-28 `CreateTaskResult` of `task`: only what a task is at its start (its

@@ -1,84 +1,102 @@
-//! Where the answer of a POSTed request goes and how it is shaped: the router's own reply
-//! (completed for 2026-07-28), a request's outcome (in its round's shape when it asked in
-//! rounds: `retry.rs`), or, for a call answering as JSON, its first question (it then answers
-//! as a stream).
+//! Where the answer of a POSTed request goes and how it is shaped: rendered in the request's
+//! revision (`handler::Revision`), in its round's shape when it asked in rounds (`retry.rs`),
+//! its HTTP status picked from its typed error code; for a call answering as JSON, its first
+//! question (it then answers as a stream).
 
 use std::sync::{
-    atomic::{AtomicBool, Ordering},
-    Arc,
+    atomic::{AtomicBool, AtomicU16, Ordering},
+    Arc, Mutex,
 };
 
 use hyper::StatusCode;
-use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
-use super::{modern, retry::Retry, sse::Item};
+use super::sse::Item;
 use crate::{
-    handler::{Answer, Respond},
+    handler::{Answer, Respond, Revision, MISSING_CAPABILITY},
+    model::error_code,
+    service::rounds::{self, Retry},
     sync::lock,
 };
 
-/// The status and body of an immediate reply: a 2026-07-28 one is completed, or is a 404 when
-/// its method is not found; a 2025-11-25 session's "invalid request" (an id in flight already)
-/// is a 400.
-pub(super) fn finish(
-    reply: String,
-    id: &RawValue,
-    method: &str,
-    modern: bool,
-) -> (StatusCode, String) {
-    if !modern {
-        if modern::is_invalid_request(&reply, Some(id)) {
-            return (StatusCode::BAD_REQUEST, reply);
-        }
-        return (StatusCode::OK, reply);
-    }
-    if modern::is_method_not_found(&reply, Some(id)) {
-        (StatusCode::NOT_FOUND, reply)
-    } else {
-        (StatusCode::OK, modern::complete(reply, Some(id), method))
+/// The HTTP status of an answer whose JSON-RPC error code is `code` (`None`: a result), to a
+/// client of `revision`: a 2026-07-28 "method not found" is 404, a 2025-11-25 session's
+/// "invalid request" (an id in flight already) 400, a missing client capability 400
+/// (SEP-2575); anything else 200.
+pub(super) fn status_of(revision: Revision, code: Option<i64>) -> StatusCode {
+    match (revision, code) {
+        (Revision::Jul2026, Some(error_code::METHOD_NOT_FOUND)) => StatusCode::NOT_FOUND,
+        (Revision::Nov2025, Some(error_code::INVALID_REQUEST)) => StatusCode::BAD_REQUEST,
+        (_, Some(MISSING_CAPABILITY)) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
     }
 }
 
-/// The router's own reply, which comes within `Router::handle` (on the caller's task).
-pub(super) type Immediate = Arc<std::sync::Mutex<Option<String>>>;
+/// An answer that came while `Router::handle` still ran (the router's own reply, on the
+/// caller's task): answered as one body. Closed once `handle` returned: a later answer goes
+/// to the call's channel.
+#[derive(Default)]
+pub(super) struct Immediate(Mutex<Option<Option<(StatusCode, String)>>>);
 
-/// Where a message's answer goes: the router's own reply to the [`Immediate`] returned, a
-/// request's to its call's channel (in its round's shape, with `retry`), noting in the flag
-/// returned that it answered.
+impl Immediate {
+    fn new() -> Arc<Self> {
+        Arc::new(Immediate(Mutex::new(Some(None))))
+    }
+
+    /// The answer that came within `handle`, if one did; later ones go to the channel.
+    pub(super) fn close(&self) -> Option<(StatusCode, String)> {
+        lock(&self.0).take().flatten()
+    }
+
+    /// Keeps `answer` if `handle` has not returned yet; else hands it back.
+    fn keep(&self, answer: (StatusCode, String)) -> Option<(StatusCode, String)> {
+        match &mut *lock(&self.0) {
+            Some(slot) => {
+                *slot = Some(answer);
+                None
+            }
+            None => Some(answer),
+        }
+    }
+}
+
+/// What a responder tells its request's path: whether it answered, the answer that came
+/// within `handle`, and the status of the one that came later.
+pub(super) struct Answered {
+    pub flag: Arc<AtomicBool>,
+    pub immediate: Arc<Immediate>,
+    pub status: Arc<AtomicU16>,
+}
+
+/// Where a message's answer goes: rendered in `revision` (in its round's shape, with
+/// `retry`), to the [`Immediate`] while `Router::handle` runs, else to the call's channel.
 pub(super) fn responder(
     tx: mpsc::UnboundedSender<Item>,
-    id: &RawValue,
-    method: &str,
-    modern: bool,
+    revision: Revision,
     retry: Option<Retry>,
-) -> (Box<dyn Respond>, Arc<AtomicBool>, Immediate) {
-    let reply_id = id.to_owned();
-    let method_name = method.to_string();
-    let answered = Arc::new(AtomicBool::new(false));
-    let immediate = Immediate::default();
-    let (answered_out, immediate_out) = (answered.clone(), immediate.clone());
+) -> (Box<dyn Respond>, Answered) {
+    let answered = Answered {
+        flag: Arc::new(AtomicBool::new(false)),
+        immediate: Immediate::new(),
+        status: Arc::new(AtomicU16::new(StatusCode::OK.as_u16())),
+    };
+    let (flag, immediate, status) = (
+        answered.flag.clone(),
+        answered.immediate.clone(),
+        answered.status.clone(),
+    );
     let respond = Box::new(move |answer: Answer<'_>| {
-        answered.store(true, Ordering::Release);
-        if let Answer::Reply(reply) = answer {
-            *lock(&immediate) = Some(reply);
-            return;
-        }
-        if let (Some(retry), Answer::Outcome { id, outcome }) = (&retry, &answer) {
-            if let Some(text) = retry.reply(id, outcome) {
-                let _ = tx.send(Item::Reply(text));
-                return;
-            }
-        }
-        let Some(mut text) = answer.rpc() else {
+        flag.store(true, Ordering::Release);
+        let Some((code, text)) = rounds::rendered(retry.as_ref(), answer, revision) else {
             return;
         };
-        if modern {
-            text = modern::complete(text, Some(&reply_id), &method_name);
+        let code = status_of(revision, code);
+        if let Some((code, text)) = immediate.keep((code, text)) {
+            status.store(code.as_u16(), Ordering::Release);
+            let _ = tx.send(Item::Reply(text));
         }
-        let _ = tx.send(Item::Reply(text));
     });
-    (respond, answered_out, immediate_out)
+    (respond, answered)
 }
 
 /// What a call that was to answer as JSON sent first.

@@ -20,7 +20,7 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::{
-    answer::{finish, responder, wait_reply, Reply},
+    answer::{responder, wait_reply, Reply},
     asking,
     auth::Credential,
     body,
@@ -33,22 +33,19 @@ use super::{
         closing, empty, error, json, not_allowed, plain, session_not_found, stream_response,
         too_busy, Body, TRANSPORT_ERROR,
     },
-    retry::{self, Retry},
     session::HttpSession,
     session_routes,
     sse::{self, CallStream, Item, ToStream},
-    state, Listener, Shared,
+    Listener, Shared,
 };
 use crate::{
     handler::{
-        Answer, Client, ClientCaps, Discard, RequestKey, Router, Scope, Sink, Tasking,
-        TASKS_EXTENSION,
+        declares_tasks, Answer, Client, ClientCaps, Discard, RequestKey, Revision, Router, Scope,
+        Sink, Tasking,
     },
-    model::{
-        error_code, ClientMessage, ClientRequest, RequestHead, MODERN_PROTOCOL_VERSION,
-        SUPPORTED_PROTOCOL_VERSIONS,
-    },
+    model::{error_code, ClientMessage, ClientRequest, RequestHead, SUPPORTED_PROTOCOL_VERSIONS},
     plugin::Asker,
+    service::rounds::{self, Refusal, Retry},
     sync::lock,
 };
 
@@ -349,31 +346,11 @@ impl Call<'_> {
             // expected, and none changes anything.
             return empty(StatusCode::ACCEPTED);
         };
-        match msg.request() {
-            Some(ClientRequest::Discover) => {
-                let plugin = self
-                    .endpoint
-                    .and_then(|n| self.shared.router.registry().get(n));
-                let init = self
-                    .shared
-                    .router
-                    .initialize_result(plugin.as_deref(), MODERN_PROTOCOL_VERSION);
-                let result = modern::discover_result(&init);
-                return self.answer(crate::model::rpc_result(Some(id), &result));
-            }
-            Some(ClientRequest::Listen(params)) => return self.listen(id, *params),
-            _ if modern::is_removed(method) => {
-                return error(
-                    StatusCode::NOT_FOUND,
-                    Some(id),
-                    error_code::METHOD_NOT_FOUND,
-                    &format!("method not found: {method} (removed in 2026-07-28)"),
-                )
-            }
-            _ => {}
+        if let Some(ClientRequest::Listen(params)) = msg.request() {
+            return self.listen(id, *params);
         }
         let token = match (&self.shared.tokens, self.client.credential) {
-            (Some(tokens), Some(c)) => state::token_digest(tokens.token(c)),
+            (Some(tokens), Some(c)) => rounds::token_digest(tokens.token(c)),
             _ => [0; 32],
         };
         let key = &self.shared.state_key;
@@ -384,18 +361,23 @@ impl Call<'_> {
                 .plugin_serving(scope, method, target)
                 .unwrap_or_default()
         };
-        let origin = retry::Origin {
+        let origin = rounds::Origin {
             endpoint: self.endpoint.unwrap_or_default(),
             plugin_of: &plugin_of,
             token,
         };
-        let retry = match retry::prepare(key, Some(id), method, params, capabilities, &origin) {
+        let retry = match rounds::prepare(key, Some(id), method, params, capabilities, &origin) {
             Ok(r) => r,
-            Err(refusal) => return json(refusal.status, refusal.body),
+            Err(Refusal::Invalid(r)) => {
+                return json(StatusCode::BAD_REQUEST, r.render(Revision::Jul2026))
+            }
+            Err(Refusal::Busy(r)) => {
+                return json(StatusCode::SERVICE_UNAVAILABLE, r.render(Revision::Jul2026))
+            }
         };
         let n = self.shared.next_request.fetch_add(1, Ordering::Relaxed);
         let client = format!("http:{n}");
-        self.run(msg, method, &client, true, retry).await
+        self.run(msg, &client, true, retry).await
     }
 
     /// A `subscriptions/listen` stream: acknowledged, then a notification per change.
@@ -412,11 +394,11 @@ impl Call<'_> {
             return closing(Some(id));
         }
         let capabilities = self.shared.capabilities(self.endpoint);
-        let honoured = modern::listen_filter(params, &capabilities);
-        let (ack, changed, close) = modern::listen_messages(id, &honoured);
+        let honoured = crate::handler::listen_filter(params, &capabilities);
+        let (ack, changed, close) = crate::handler::listen_messages(id, &honoured);
         let changed: Vec<u8> = changed
             .iter()
-            .flat_map(|m| sse::event(None, m).to_vec())
+            .flat_map(|(_, m)| sse::event(None, m).to_vec())
             .collect();
         let (tx, rx) = mpsc::channel(self.shared.limits.stream_buffer.max(1));
         let mut listeners = lock(&self.shared.listeners);
@@ -477,7 +459,7 @@ impl Call<'_> {
                 session.set_caps(ClientCaps::of(p.capabilities));
             }
             session.follow(&shared.router);
-            let mut response = self.run(msg, method, &session.id, false, None).await;
+            let mut response = self.run(msg, &session.id, false, None).await;
             if let Ok(v) = HeaderValue::from_str(&session.id) {
                 response.headers_mut().insert(SESSION_ID, v);
             }
@@ -506,7 +488,7 @@ impl Call<'_> {
         }
         // Its calls may ask the client, on their response streams.
         let _ = self.session.set(session.clone());
-        self.run(msg, method, &session.id, false, None).await
+        self.run(msg, &session.id, false, None).await
     }
 
     /// The session named by the request's header, if open, of this endpoint and this
@@ -524,7 +506,6 @@ impl Call<'_> {
     async fn run(
         &self,
         msg: &ClientMessage<'_>,
-        method: &str,
         client: &str,
         modern: bool,
         retry: Option<Retry>,
@@ -532,10 +513,15 @@ impl Call<'_> {
         let router = &self.shared.router;
         let owner = format!("token:{:?}", self.client.credential);
         let tasks = Some(self.tasking(&owner, modern));
+        let revision = match modern {
+            true => Revision::Jul2026,
+            false => Revision::Nov2025,
+        };
         let Some(id) = msg.id() else {
             let from = Client {
                 id: client,
                 tasks,
+                revision,
                 ..Client::of(self.scope())
             };
             router.handle(&from, msg, Box::new(|_: Answer<'_>| {}));
@@ -567,14 +553,15 @@ impl Call<'_> {
             asker: asker.as_ref(),
             task_asker: task_asker.as_ref(),
             tasks,
+            revision,
             ..Client::of(self.scope())
         };
-        let (respond, answered, immediate) = responder(tx, id, method, modern, retry);
+        let (respond, answered) = responder(tx, revision, retry);
         router.handle(&from, msg, respond);
-        if let Some(reply) = lock(&immediate).take() {
-            let response = match finish(reply, id, method, modern) {
-                (StatusCode::OK, body) => self.answer(body),
-                (status, body) => json(status, body),
+        if let Some((status, body)) = answered.immediate.close() {
+            let response = match status {
+                StatusCode::OK => self.answer(body),
+                status => json(status, body),
             };
             // Its place among the requests in flight until the answer is handed over.
             return response.map(|b| paced(b, ticket));
@@ -582,7 +569,7 @@ impl Call<'_> {
         let guard = CallGuard {
             router: router.clone(),
             key: RequestKey::new(self.scope(), client, id),
-            answered,
+            answered: answered.flag,
             _ticket: ticket,
             _held: lock(&self.held).take(),
         };
@@ -592,7 +579,10 @@ impl Call<'_> {
             return stream_response(CallStream::new(rx, guard)).map(|b| paced(b, ()));
         }
         let response = match wait_reply(&mut rx).await {
-            Reply::Json(r) => json(retry::status_of(&r), r),
+            Reply::Json(r) => {
+                let status = answered.status.load(Ordering::Acquire);
+                json(StatusCode::from_u16(status).unwrap_or(StatusCode::OK), r)
+            }
             // A question: the call answers as a stream from now on (only a client that
             // accepts one is asked).
             Reply::Asked(question) => {
@@ -666,13 +656,6 @@ impl Call<'_> {
             stream_response(CallStream::new(rx, ()))
         }
     }
-}
-
-/// Whether a 2026-07-28 request's client capabilities declare the tasks extension.
-fn declares_tasks(capabilities: Option<&RawValue>) -> bool {
-    capabilities
-        .and_then(|c| serde_json::from_str::<serde_json::Value>(c.get()).ok())
-        .is_some_and(|c| c["extensions"].get(TASKS_EXTENSION).is_some())
 }
 
 /// Held while a call is unanswered: if the client goes away first (its connection or stream

@@ -29,11 +29,9 @@ mod origin;
 mod paced;
 mod param_headers;
 mod reply;
-mod retry;
 mod session;
 mod session_routes;
 mod sse;
-mod state;
 mod tls;
 
 use std::{
@@ -53,15 +51,16 @@ use tokio::{
     sync::{broadcast, mpsc, Semaphore},
 };
 
+pub use crate::handler::UNSUPPORTED_VERSION;
+pub use crate::service::rounds::{StateKey, StateKeyError, MIN_KEY_FILE_BYTES};
 pub use auth::{Credential, TokenFileError, Tokens, MIN_TOKEN_LEN};
 pub use descriptors::{
     connection_bound, connection_bound_at, limits as descriptor_limits,
     raise_limit as raise_descriptor_limit,
 };
 pub use limits::HttpLimits;
-pub use modern::{HEADER_MISMATCH, UNSUPPORTED_VERSION};
+pub use modern::HEADER_MISMATCH;
 pub use origin::OriginPolicy;
-pub use state::{StateKey, StateKeyError, MIN_KEY_FILE_BYTES};
 pub use tls::{acceptor as tls_acceptor, read_certs, read_key, TlsError, TlsFiles};
 
 use crate::{handler::Router, registry::RegistryEvent, sync::lock};
@@ -127,7 +126,7 @@ struct Shared {
     /// Shutting down: `/healthz` says so, streams are closed, new sessions refused.
     closing: AtomicBool,
     /// The key of the `requestState`s of 2026-07-28 `input_required` results.
-    state_key: Arc<state::StateKey>,
+    state_key: Arc<StateKey>,
 }
 
 /// A `subscriptions/listen` stream: its endpoint and its messages, made once.
@@ -177,7 +176,7 @@ impl HttpServer {
             listeners: Mutex::new(Vec::new()),
             next_request: AtomicU64::new(0),
             closing: AtomicBool::new(false),
-            state_key: Arc::new(state::StateKey::random()),
+            state_key: Arc::new(StateKey::random()),
         });
         Ok(HttpServer {
             listener,
@@ -442,7 +441,7 @@ impl Shared {
         for s in self.sessions.all() {
             if affects(&s.endpoint) {
                 let list = messages.entry(s.endpoint.clone()).or_insert_with(|| {
-                    modern::list_changed(&self.capabilities(s.endpoint.as_deref()))
+                    crate::handler::list_changed(&self.capabilities(s.endpoint.as_deref()))
                 });
                 for m in list.iter() {
                     s.announce(m);

@@ -1,26 +1,32 @@
 //! A 2026-07-28 request that may ask its client (`tools/call`, `prompts/get`,
-//! `resources/read`): its `inputResponses` and `requestState` checked before anything runs,
-//! the [`Replay`] asker its plugin asks through, and its answer in rounds: its own result, an
-//! `input_required` result with the questions still open and a new state, or -32021 for a
-//! capability the client did not declare (docs/design/talk-back.md §3.4).
+//! `resources/read`), on any transport (stdio `serve`, HTTP): its `inputResponses` and
+//! `requestState` checked before anything runs, the [`Replay`] asker its plugin asks through,
+//! and its answer in rounds: its own result, an `input_required` result with the questions
+//! still open and a new state, or -32021 for a capability the client did not declare
+//! (docs/design/talk-back.md §3.4).
+
+mod state;
 
 use std::sync::Arc;
 
-use hyper::StatusCode;
 use serde_json::{json, value::RawValue, Map, Value};
 
-use super::{
-    modern::{bad, Refusal},
-    state::{self, Binding, Redeem, StateKey, UNVERIFIED},
-};
+pub use state::{token_digest, StateKey, StateKeyError, MIN_KEY_FILE_BYTES};
+use state::{Binding, Redeem, UNVERIFIED};
+
 use crate::{
-    handler::{Outcome, Replay, Round},
-    model::{error_code, rpc_error, rpc_error_data},
+    handler::{Answer, Outcome, Replay, Reply, Revision, Round, MISSING_CAPABILITY},
+    model::error_code,
     plugin::Asker,
 };
 
-/// MCP's MissingRequiredClientCapabilityError (SEP-2575): HTTP 400.
-pub const MISSING_CAPABILITY: i64 = -32021;
+/// A request refused before it runs.
+pub enum Refusal {
+    /// Its params are invalid (-32602; HTTP 400).
+    Invalid(Reply),
+    /// The record of used states is full: try later (HTTP 503).
+    Busy(Reply),
+}
 
 /// The methods that may answer `input_required` (never a list:
 /// `input-required-result-unsupported-methods`).
@@ -29,7 +35,7 @@ fn asks_in_rounds(method: &str) -> bool {
 }
 
 /// One request's rounds: what its answer's state is bound to, and its asker.
-pub(super) struct Retry {
+pub struct Retry {
     replay: Arc<Replay>,
     /// The same, as the router hands it to the plugin's calls.
     pub asker: Arc<dyn Asker>,
@@ -43,7 +49,7 @@ pub(super) struct Retry {
 }
 
 /// Where a request came and who serves it: what its state is bound to besides the request.
-pub(super) struct Origin<'a> {
+pub struct Origin<'a> {
     /// The endpoint's plugin (`/mcp/NAME`), `""` for `/mcp`.
     pub endpoint: &'a str,
     /// The plugin serving `(method, target)`, as the host resolves it now (`""`: none).
@@ -56,7 +62,7 @@ pub(super) struct Origin<'a> {
 /// objects and its `requestState` one this server made for this very request (endpoint,
 /// plugin, method, target, arguments), this token, not expired and not used before; else the
 /// refusal (-32602, HTTP 400; 503 while the record of used states is full).
-pub(super) fn prepare(
+pub fn prepare(
     key: &Arc<StateKey>,
     id: Option<&RawValue>,
     method: &str,
@@ -72,11 +78,11 @@ pub(super) fn prepare(
         .and_then(|p| serde_json::from_str(p.get()).ok())
         .unwrap_or(Value::Null);
     let invalid = |m: &str| {
-        bad(
+        Refusal::Invalid(Reply::error(
             id,
             error_code::INVALID_PARAMS,
             format!("invalid params: {m}"),
-        )
+        ))
     };
     let mut gathered = match params.get("inputResponses") {
         None => Map::new(),
@@ -111,19 +117,17 @@ pub(super) fn prepare(
                 Ok(earlier) => gathered.extend(earlier),
                 Err(Redeem::Unverified(why)) => {
                     tracing::info!(target: "toolhost::http", why = why.0, "refused a requestState");
-                    return Err(bad(id, error_code::INVALID_PARAMS, UNVERIFIED.into()));
+                    let unverified = Reply::error(id, error_code::INVALID_PARAMS, UNVERIFIED);
+                    return Err(Refusal::Invalid(unverified));
                 }
                 Err(Redeem::Full) => {
                     tracing::warn!(target: "toolhost::http", "refused a requestState: {} states used in the last {} s are recorded already", state::MAX_SPENT, state::STATE_LIFETIME.as_secs());
-                    return Err(Refusal {
-                        status: StatusCode::SERVICE_UNAVAILABLE,
-                        body: crate::model::rpc_error(
-                            id,
-                            error_code::INTERNAL_ERROR,
-                            "Service Unavailable: too many answered questions in the last \
-                             minutes to record this one; try again later",
-                        ),
-                    });
+                    return Err(Refusal::Busy(Reply::error(
+                        id,
+                        error_code::INTERNAL_ERROR,
+                        "Service Unavailable: too many answered questions in the last \
+                         minutes to record this one; try again later",
+                    )));
                 }
             }
         }
@@ -157,7 +161,7 @@ impl Retry {
 
     /// The reply to request `id` in place of `outcome`'s own, if the run left questions open
     /// (`input_required`) or lacked a capability (-32021); `None`: its own.
-    pub fn reply(&self, id: &RawValue, outcome: &Outcome) -> Option<String> {
+    pub fn reply(&self, id: &RawValue, outcome: &Outcome) -> Option<Reply> {
         let failed = || match outcome {
             Err(_) => true,
             Ok(result) => serde_json::from_str::<Value>(result)
@@ -169,16 +173,16 @@ impl Retry {
                 let names: Vec<&str> = caps.keys().map(String::as_str).collect();
                 let message = format!("Missing required client capability: {}", names.join(", "));
                 let data = json!({"requiredCapabilities": caps});
-                Some(rpc_error_data(
+                Some(Reply::error_data(
                     Some(id),
                     MISSING_CAPABILITY,
-                    &message,
-                    Some(&data),
+                    message,
+                    data,
                 ))
             }
             Round::InputRequired { requests, answers } => {
                 let Some(state) = self.key.seal(&self.binding(), &answers, state::now()) else {
-                    return Some(rpc_error(
+                    return Some(Reply::error(
                         Some(id),
                         error_code::INTERNAL_ERROR,
                         "the answers gathered are over the requestState size limit",
@@ -186,21 +190,25 @@ impl Retry {
                 };
                 let result = json!({"resultType": "input_required", "inputRequests": requests,
                     "requestState": state});
-                Some(json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string())
+                Some(Reply::typed(id, &result))
             }
         }
     }
 }
 
-/// The HTTP status of a 2026-07-28 call's reply: 400 for a missing capability (SEP-2575).
-pub(super) fn status_of(reply: &str) -> StatusCode {
-    // Error replies are small: a long reply is a result, not worth parsing.
-    let is_missing = reply.len() < 4096
-        && serde_json::from_str::<Value>(reply)
-            .is_ok_and(|r| r["error"]["code"] == MISSING_CAPABILITY);
-    if is_missing {
-        StatusCode::BAD_REQUEST
-    } else {
-        StatusCode::OK
+/// The JSON-RPC reply of `answer` to a request of `revision`, with its error code (what
+/// HTTP picks a status by): in its round's shape when it asked in rounds (`retry`), else as
+/// the answer says (`None` for a notification).
+pub fn rendered(
+    retry: Option<&Retry>,
+    answer: Answer<'_>,
+    revision: Revision,
+) -> Option<(Option<i64>, String)> {
+    if let (Some(retry), Answer::Outcome { id, outcome, .. }) = (retry, &answer) {
+        if let Some(reply) = retry.reply(id, outcome) {
+            return Some((reply.code(), reply.render(revision)));
+        }
     }
+    let code = answer.code();
+    answer.rpc(revision).map(|text| (code, text))
 }
