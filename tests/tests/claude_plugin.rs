@@ -646,3 +646,69 @@ cli_test!(
         assert!(!out.exists(), "nothing is written");
     }
 );
+
+cli_test!(
+    /// Issue 40: the C-ABI examples (C, and Go and Zig where their compilers are: always
+    /// under CI) in the user's own `claude` through the written plugin: the model calls their
+    /// tools and gets their exact results, an error result of theirs is an error, it reads
+    /// their resources with the CLI's resource tool, and their PreToolUse hook refuses
+    /// `rm -rf` through Bash although Bash is allowed (the first deny in plugin-name order
+    /// is hello_c's).
+    fn c_abi_plugins_serve_the_user_s_claude_through_the_plugin() {
+        let examples = toolhost_test_support::foreign::examples();
+        let sandbox = Sandbox::new(&[]);
+        for e in &examples {
+            sandbox.put_plugin_file(&e.file, &toolhost_e2e::lib_name(e.name));
+        }
+        let plugin = write_plugin(&sandbox);
+        let fake = FakeApi::call_policy();
+        let marker = sandbox.work_dir().join("marker");
+        let server = "plugin:toolhost:toolhost";
+        let mut calls = vec![json!(["Bash", {"command": "touch marker && rm -rf marker-dir"}])];
+        for e in &examples {
+            let named = |t: &str| tool(&format!("{}__{t}", e.name));
+            calls.extend([
+                json!([named("add"), {"a": 2, "b": 3.5}]),
+                json!([named("echo"), {"text": format!("hi from {}", e.name)}]),
+                json!([named("read_file"), {"path": "/nonexistent"}]),
+                json!(["ReadMcpResourceTool", {"server": server, "uri": e.uri}]),
+            ]);
+        }
+        let allowed = format!("Bash,{TOOLS}");
+        let lines = print_mode(
+            &sandbox,
+            &fake,
+            &call(Value::Array(calls)),
+            &[
+                "--plugin-dir",
+                plugin.to_str().unwrap(),
+                "--allowedTools",
+                &allowed,
+            ],
+        );
+        assert_eq!(
+            mcp_servers(&lines),
+            json!([{"name": server, "status": "connected", "source": "plugin"}])
+        );
+        let refused = fake.tool_result("toolu_01");
+        assert!(refused.is_error, "{refused:?}");
+        assert_eq!(
+            refused.content,
+            "PreToolUse:Bash hook error: denied by hello_c: hello_c does not let rm -rf run"
+        );
+        assert!(!marker.exists(), "the refused command ran");
+        for (i, e) in examples.iter().enumerate() {
+            let id = |n: usize| format!("toolu_{:02}", 2 + 4 * i + n);
+            let name = e.name;
+            // The CLI shows the model a structured result as its structuredContent.
+            assert_ok(&fake.tool_result(&id(0)), r#"{"sum":5.5}"#);
+            assert_ok(&fake.tool_result(&id(1)), &format!("hi from {name}"));
+            let failed = fake.tool_result(&id(2));
+            assert!(failed.is_error, "{name}: {failed:?}");
+            assert_eq!(failed.content, "cannot open the file", "{name}");
+            let read = fake.tool_result(&id(3));
+            assert!(!read.is_error, "{name}: {read:?}");
+            assert!(read.content.contains(e.greeting), "{name}: {read:?}");
+        }
+    }
+);
