@@ -28,7 +28,7 @@ pub struct Folder {
 
 impl Folder {
     pub fn new() -> Self {
-        // RUST_LOG=toolhost=debug shows what the registry did.
+        // RUST_LOG=toolhost_registry=debug shows what the registry did.
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
