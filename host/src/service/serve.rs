@@ -6,7 +6,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use serde_json::{json, value::RawValue, Value};
+use serde_json::value::RawValue;
 use tokio::{io::AsyncWrite, sync::broadcast};
 
 use super::{lane, parse_object, CallSlot, LineSource, MAX_CALLS_IN_FLIGHT};
@@ -15,12 +15,9 @@ use crate::{
         valid_id, Answer, Client, ClientCaps, HereRun, NoticeOut, Notify, Router, Scope, Servers,
         Sink, StreamAsker, Tasking,
     },
-    model::{
-        error_code, rpc_error, rpc_notification, rpc_result, ClientMessage, ClientRequest, JsonRpc,
-    },
+    model::{error_code, rpc_error, rpc_notification, ClientMessage, ClientRequest, JsonRpc},
     plugin::Asker,
     registry::RegistryEvent,
-    service::hooks::{served, Hooks},
     transport::{Latest, LineSender, TooLong, Writer},
 };
 
@@ -78,7 +75,6 @@ pub async fn serve_with<I: LineSource>(
         sink: sink.clone(),
         asker: asker.clone(),
         ask: asker,
-        hooks: Hooks::new(router.clone()),
         ended: std::sync::Mutex::new(Some(ended_tx)),
         busy: Default::default(),
     };
@@ -115,7 +111,6 @@ struct Plain {
     asker: Arc<StreamAsker>,
     /// The same, as the router hands it to calls.
     ask: Arc<dyn Asker>,
-    hooks: Arc<Hooks>,
     /// Told when the input ends.
     ended: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
     /// Requests refused as over the bound while calls waited for answers ([`lane::Front::busy`]).
@@ -139,15 +134,6 @@ impl lane::Front for Plain {
         let msg = ClientMessage::read(&msg);
         if let Some(ClientRequest::Initialize(p)) = msg.request() {
             self.asker.set_caps(ClientCaps::of(p.capabilities));
-        }
-        if let Some(arguments) = served_hook(&msg) {
-            let (out, hooks) = (self.out.clone(), self.hooks.clone());
-            let id = msg.id().map(RawValue::to_owned);
-            tokio::spawn(async move {
-                out.send(answer_hook(&hooks, arguments, id.as_deref()).await);
-                drop(slot);
-            });
-            return None;
         }
         let client = Client {
             sink: Some(&self.sink),
@@ -224,38 +210,6 @@ impl lane::Front for Plain {
             ),
         ));
     }
-}
-
-/// The arguments of a call of the hidden hook tool (`hooks::served`), if `msg` is one.
-fn served_hook(msg: &ClientMessage<'_>) -> Option<Result<Value, String>> {
-    let Some(ClientRequest::CallTool(call)) = msg.request() else {
-        return None;
-    };
-    (call.name == served::TOOL).then(|| {
-        let text = call.arguments.map_or("{}", RawValue::get);
-        serde_json::from_str(text).map_err(|e| format!("the arguments are not JSON ({e})"))
-    })
-}
-
-/// The `tools/call` result of a hook tool call: the hooks' answer as the text a command hook
-/// would print, or an error result the CLI counts as the hook failing (its `onFailure`).
-async fn answer_hook(
-    hooks: &Arc<Hooks>,
-    arguments: Result<Value, String>,
-    id: Option<&RawValue>,
-) -> String {
-    let input = arguments.and_then(|a| served::event_input(&a));
-    let result = match input {
-        Ok(input) => {
-            let answer = served::answer(hooks, input).await;
-            json!({"content": [{"type": "text", "text": answer.to_string()}]})
-        }
-        Err(e) => {
-            tracing::warn!("a hook call toolhost cannot read: {e}");
-            json!({"content": [{"type": "text", "text": format!("toolhost: {e}")}], "isError": true})
-        }
-    };
-    rpc_result(id, &result)
 }
 
 /// The error answering a line over the length limit: with the request's id when it had one
