@@ -1,4 +1,4 @@
-//! Hooks and permission policies through the router (`service::hooks`): the hooks of every
+//! Hooks and permission policies through the router (`handler::hooks`): the hooks of every
 //! plugin in name order, merged; failures following `on_error`; a hung hook in a worker timed
 //! out or withdrawn. The guard example and the hooky fixture (plugins/fixtures/hooky).
 
@@ -15,9 +15,11 @@ use std::{
 use serde_json::{json, value::RawValue, Value};
 use toolhost::{
     config::LiveConfig,
-    handler::Router,
+    handler::{
+        hooks::{Denied, Hooks},
+        Router,
+    },
     registry::Registry,
-    service::hooks::{Denied, Hooks},
 };
 
 /// A router over copies of `libs` with `toolhost.toml` holding `config`; every plugin in a

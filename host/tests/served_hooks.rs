@@ -57,10 +57,21 @@ impl Serve {
     fn request(&mut self, method: &str, params: Value) -> Value {
         self.next_id += 1;
         let id = self.next_id;
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.request_with_id(msg, id)
+    }
+
+    /// Sends `msg` and returns the first reply with id `id`.
+    fn request_with_id(&mut self, msg: Value, id: i64) -> Value {
+        self.send(msg);
+        self.wait_for(id)
+    }
+
+    /// The next reply with id `id` (other lines are skipped).
+    fn wait_for(&mut self, id: i64) -> Value {
         let deadline = Instant::now() + STEP;
         loop {
-            let line = common::next_line_by(&self.lines, deadline, method).expect("serve ended");
+            let line = common::next_line_by(&self.lines, deadline, "a reply").expect("serve ended");
             let msg: Value = serde_json::from_str(&line).unwrap();
             if msg["id"] == id {
                 return msg;
@@ -326,4 +337,41 @@ fn the_event_command_and_hook_read_the_input_from_stdin() {
     let (code, _, err) = run(&["event"], "not json");
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("not valid JSON"), "{err}");
+}
+
+/// A served hook event is its `tools/call` request, as on every front end: a second request
+/// under its id while it runs is refused, and `notifications/cancelled` withdraws it (the
+/// answer is then an error result, which the CLI counts as the hook failing, never an allow).
+#[test]
+fn a_served_event_is_its_request_refused_twice_and_withdrawn_by_a_cancel() {
+    let plugins = folder(&["hooky"]);
+    let runtime = common::shadow_dir();
+    let mut serve = Serve::start(plugins.path(), runtime.path());
+    let hang = bash_event("PreToolUse", "HOOKY_HANG", "/");
+    let call = |id: i64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "hook", "arguments": hang}})
+    };
+    serve.send(call(50));
+    // The same id again while the first hangs in hooky.
+    let twice = serve.request_with_id(call(50), 50);
+    assert_eq!(twice["error"]["code"], -32600, "{twice}");
+    assert!(
+        twice["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already in flight"),
+        "{twice}"
+    );
+    serve.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                      "params": {"requestId": 50, "reason": "the user pressed Esc"}}),
+    );
+    let reply = serve.wait_for(50);
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("cancelled"), "{text}");
+    // The id is free again, and the server goes on answering hooks.
+    let (_, text) = serve.hook(bash_event("PreToolUse", "ls", "/"));
+    assert_eq!(answer(&text), json!({}));
 }

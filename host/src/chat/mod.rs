@@ -52,13 +52,14 @@ use screen::Screen;
 use style::Style;
 
 use crate::{
-    handler::Router,
+    handler::{
+        hooks::{self, Hooks},
+        Router,
+    },
     plugin::LoadedPlugin,
     registry::{Registry, RegistryEvent},
     service::{
-        follow_notices, follow_registry,
-        hooks::{self, Hooks},
-        initialize_request, PersonAsks, Session, SessionHandle,
+        follow_notices, follow_registry, initialize_request, PersonAsks, Session, SessionHandle,
     },
     terminal::visible,
     transport::{blocking_lines, find_claude, CliProcess, ExitReport, Writer},

@@ -1,7 +1,7 @@
 //! `toolhost claude-plugin`: a Claude Code plugin (and a one-plugin marketplace in the same
 //! folder) that brings every toolhost plugin into the user's own `claude`: `.mcp.json` runs
 //! `toolhost serve` on the plugin folder, and `hooks/hooks.json` sends every hook event to
-//! it (`service::hooks::served`, docs/protocol.md §15).
+//! it (`handler::hooks::served`, docs/protocol.md §15).
 
 use std::{
     fs,
@@ -12,7 +12,7 @@ use std::{
 use anyhow::{bail, Context as _};
 use serde_json::{json, Map, Value};
 
-use crate::service::hooks::{served, BACKSTOP_SECS, EVENTS};
+use crate::handler::hooks::{served, BACKSTOP_SECS, EVENTS};
 
 /// The plugin's name, its MCP server's key, and so the server's name in the CLI:
 /// `plugin:toolhost:toolhost` (what an `mcp_tool` hook names), its tools

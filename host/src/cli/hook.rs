@@ -7,8 +7,10 @@ use serde_json::{json, Value};
 
 use super::{runtime, Plugins};
 use crate::{
-    handler::Router,
-    service::hooks::{served, Hooks, EVENTS},
+    handler::{
+        hooks::{served, Hooks, EVENTS},
+        Router,
+    },
     terminal,
 };
 

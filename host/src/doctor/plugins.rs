@@ -489,7 +489,7 @@ fn summary(m: &Manifest) -> String {
 /// A plugin's hooks: each matcher must compile (a hook whose matcher does not fails on every
 /// event of its kind), and each event should be one the CLI sends.
 fn hook_problems(m: &Manifest) -> Vec<(Status, String)> {
-    use crate::service::hooks::{Matcher, EVENTS};
+    use crate::handler::hooks::{Matcher, EVENTS};
     let mut problems = Vec::new();
     for h in &m.extras.hooks {
         if let Matcher::Broken(why) = Matcher::compile(h.matcher.as_deref()) {

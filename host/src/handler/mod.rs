@@ -13,6 +13,7 @@
 mod asks;
 #[cfg(test)]
 pub(crate) use crate::plugin::fake;
+pub mod hooks;
 mod in_flight;
 mod notices;
 mod offered;
@@ -283,6 +284,8 @@ pub struct Router {
     asks: Arc<Asks>,
     /// The calls running (or run) as MCP tasks.
     tasks: Tasks,
+    /// Numbers the hook and policy runs that have no request id of their own.
+    hook_runs: std::sync::atomic::AtomicU64,
 }
 
 impl Router {
@@ -297,7 +300,14 @@ impl Router {
             subscriptions: Default::default(),
             log_levels: Mutex::new(HashMap::new()),
             asks: Arc::default(),
+            hook_runs: Default::default(),
         })
+    }
+
+    /// A fresh number for a hook or policy run without a request id of its own.
+    fn next_hook_run(&self) -> u64 {
+        self.hook_runs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The questions in flight to clients (a front end that can ask makes its
@@ -577,14 +587,7 @@ impl Router {
             .register(&key, &control, client.reuses_ids)
             .is_err()
         {
-            return Dispatch::Reply(Reply::error(
-                Some(id),
-                error_code::INVALID_REQUEST,
-                format!(
-                    "invalid request: request id {} is already in flight",
-                    id.get()
-                ),
-            ));
+            return in_flight(id);
         }
         Dispatch::Request(Request::new(
             self.clone(),
@@ -674,6 +677,18 @@ impl Router {
     fn unregister(&self, key: &RequestKey, control: &Arc<CallControl>) {
         self.requests.unregister(key, control);
     }
+}
+
+/// The refusal of a request whose id is in flight already (see [`Client::reuses_ids`]).
+fn in_flight(id: &RawValue) -> Dispatch {
+    Dispatch::Reply(Reply::error(
+        Some(id),
+        error_code::INVALID_REQUEST,
+        format!(
+            "invalid request: request id {} is already in flight",
+            id.get()
+        ),
+    ))
 }
 
 /// Whether a request id is a string or a number (what a reply may echo). A `null` id never

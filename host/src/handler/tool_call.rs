@@ -295,6 +295,9 @@ impl Router {
             ),
             Scope::All => {
                 let flat = params.name.as_ref();
+                if flat == super::hooks::served::TOOL {
+                    return super::hooks::served::hook_tool(self, client, id, params.arguments);
+                }
                 let resolved = self
                     .flat_catalog()
                     .resolve(flat)

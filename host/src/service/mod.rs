@@ -3,7 +3,6 @@
 //! their waiters, stream messages to the front-end), one writer task for every outgoing line,
 //! and a handle to send requests and user turns.
 
-pub mod hooks;
 pub mod http;
 mod init;
 mod lane;
@@ -38,7 +37,7 @@ pub use pending::{ControlError, Pending};
 pub use reload::{follow_notices, follow_registry};
 
 use crate::{
-    handler::{Answer, Client, HereRun, Notify, Router, Scope, Sink},
+    handler::{hooks, Answer, Client, HereRun, Notify, Router, Scope, Sink},
     model::{
         control_error, control_request, control_success, mcp_message_request, rpc_notification,
         ClientMessage, Incoming, IncomingRequest,

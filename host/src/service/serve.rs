@@ -18,7 +18,7 @@ use std::{
     time::Duration,
 };
 
-use serde_json::{json, value::RawValue, Value};
+use serde_json::value::RawValue;
 use tokio::{io::AsyncWrite, sync::broadcast};
 
 use super::{lane, parse_object, CallSlot, LineSource, MAX_CALLS_IN_FLIGHT};
@@ -34,7 +34,6 @@ use crate::{
     plugin::Asker,
     registry::RegistryEvent,
     service::{
-        hooks::{served, Hooks},
         rounds::{self, Refusal, StateKey},
     },
     transport::{Latest, LineSender, TooLong, Writer},
@@ -97,7 +96,6 @@ pub async fn serve_with<I: LineSource>(
         sink: sink.clone(),
         asker: asker.clone(),
         ask: asker,
-        hooks: Hooks::new(router.clone()),
         ended: std::sync::Mutex::new(Some(ended_tx)),
         busy: Default::default(),
         peer,
@@ -136,7 +134,6 @@ struct Plain {
     asker: Arc<StreamAsker>,
     /// The same, as the router hands it to calls.
     ask: Arc<dyn Asker>,
-    hooks: Arc<Hooks>,
     /// Told when the input ends.
     ended: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
     /// Requests refused as over the bound while calls waited for answers ([`lane::Front::busy`]).
@@ -197,16 +194,6 @@ impl lane::Front for Plain {
         }
         self.peer.opens(msg.request());
         let revision = self.peer.revision();
-        if let Some((id, arguments)) = served_hook(&msg) {
-            let (out, hooks) = (self.out.clone(), self.hooks.clone());
-            let id = id.to_owned();
-            tokio::spawn(async move {
-                let reply = answer_hook(&hooks, arguments, &id).await;
-                out.send(reply.render(revision));
-                drop(slot);
-            });
-            return None;
-        }
         if revision == Revision::Jul2026 {
             if let Some(id) = msg.id() {
                 return self.modern(&rpc, &msg, id, slot);
@@ -375,39 +362,6 @@ impl Plain {
         self.out.send(ack);
     }
 }
-
-/// The id and arguments of a call of the hidden hook tool (`hooks::served`), if `msg` is one.
-fn served_hook<'m>(msg: &ClientMessage<'m>) -> Option<(&'m RawValue, Result<Value, String>)> {
-    let (Some(ClientRequest::CallTool(call)), Some(id)) = (msg.request(), msg.id()) else {
-        return None;
-    };
-    (call.name == served::TOOL).then(|| {
-        let text = call.arguments.map_or("{}", RawValue::get);
-        let arguments = serde_json::from_str(text);
-        (
-            id,
-            arguments.map_err(|e| format!("the arguments are not JSON ({e})")),
-        )
-    })
-}
-
-/// The `tools/call` result of a hook tool call: the hooks' answer as the text a command hook
-/// would print, or an error result the CLI counts as the hook failing (its `onFailure`).
-async fn answer_hook(hooks: &Arc<Hooks>, arguments: Result<Value, String>, id: &RawValue) -> Reply {
-    let input = arguments.and_then(|a| served::event_input(&a));
-    let result = match input {
-        Ok(input) => {
-            let answer = served::answer(hooks, input).await;
-            json!({"content": [{"type": "text", "text": answer.to_string()}]})
-        }
-        Err(e) => {
-            tracing::warn!("a hook call toolhost cannot read: {e}");
-            json!({"content": [{"type": "text", "text": format!("toolhost: {e}")}], "isError": true})
-        }
-    };
-    Reply::result(id, &result)
-}
-
 /// The error answering a line over the length limit: with the request's id when it had one
 /// (a string or a number), else with a `null` id, like any unreadable line.
 fn too_long(t: TooLong) -> Reply {

@@ -39,6 +39,8 @@ pub struct Setup {
     pub router: RouterConfig,
     /// Plugin files built elsewhere (C-ABI plugins) served instead of `libs`.
     pub files: Vec<std::path::PathBuf>,
+    /// Every plugin of `libs` in a worker process (`--isolate`).
+    pub isolate: bool,
 }
 
 impl Setup {
@@ -59,6 +61,7 @@ impl Setup {
             router: RouterConfig::default(),
             tls: None,
             files: Vec::new(),
+            isolate: false,
         }
     }
 
@@ -68,7 +71,9 @@ impl Setup {
     }
 
     pub async fn start(self) -> Server {
-        let (router, dirs) = if self.files.is_empty() {
+        let (router, dirs) = if self.isolate {
+            super::open_isolated_router(&self.libs, self.router)
+        } else if self.files.is_empty() {
             super::open_router(&self.libs, self.router)
         } else {
             let files: Vec<&std::path::Path> = self.files.iter().map(|f| f.as_path()).collect();

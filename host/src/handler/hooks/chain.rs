@@ -5,11 +5,9 @@
 
 use std::{collections::VecDeque, sync::Arc};
 
-use serde_json::value::RawValue;
-
-use super::{fold::Fold, table::Matched, Hooks};
+use super::{fold::Fold, table::Matched, Entered, Hooks};
 use crate::{
-    handler::{Answer, CallError, HereRun, PluginRequest, RequestKey},
+    handler::{Answer, CallError, HereRun, PluginRequest},
     plugin::CallControl,
 };
 
@@ -22,14 +20,12 @@ pub struct Chain<F: Fold> {
     pub hooks: Arc<Hooks>,
     pub items: VecDeque<Matched>,
     pub fold: F,
-    /// The id it is registered under in [`HOOK_SCOPE`] (the CLI's request id).
-    pub id: Box<RawValue>,
-    /// The whole chain's one cancellation: each hook's call is a part of it. Cancelled when
-    /// the CLI withdrew the event (nothing more runs, nothing is answered) or the session
-    /// ends.
-    pub control: Arc<CallControl>,
-    /// Where the router holds it among the requests in flight.
-    pub key: RequestKey,
+    /// The request it runs as: in [`HOOK_SCOPE`] under the CLI's request id (or a run's
+    /// own), or a served hook tool call's. Its control is the whole chain's one cancellation:
+    /// each hook's call is a part of it. Cancelled when the client withdrew the event
+    /// (nothing more runs, nothing is answered) or the session ends. Dropped, it leaves the
+    /// requests in flight.
+    pub entered: Entered,
     /// Gets the fold when every item answered (or one ended the chain).
     pub done: Box<dyn FnOnce(F) + Send>,
 }
@@ -39,14 +35,20 @@ impl<F: Fold> Chain<F> {
     /// run); answers through `done` when none is left.
     pub fn step(mut self, here: bool) -> Option<HereRun> {
         loop {
-            if self.control.is_cancelled() {
-                tracing::debug!(id = %self.id, "hooks withdrawn");
-                self.hooks.router.leave(&self.key, &self.control);
+            if self.entered.control.is_cancelled() {
+                tracing::debug!(id = %self.entered.id, "hooks withdrawn");
                 return None;
             }
             let Some(item) = self.items.pop_front() else {
-                self.hooks.router.leave(&self.key, &self.control);
-                (self.done)(self.fold);
+                let Chain {
+                    entered,
+                    fold,
+                    done,
+                    ..
+                } = self;
+                // Unregistered before the answer: the client may reuse the id at once.
+                drop(entered);
+                done(fold);
                 return None;
             };
             if let Some(why) = item.broken.clone() {
@@ -56,11 +58,12 @@ impl<F: Fold> Chain<F> {
             let what = item.hook.clone().unwrap_or_else(|| "policy".to_string());
             let request = PluginRequest::new(self.fold.method(), what, self.fold.params(&item))
                 .with_timeout(item.timeout);
-            let control = Arc::new(CallControl::part_of(self.id.get(), &self.control));
-            let request =
-                self.hooks
-                    .router
-                    .part(&item.plugin, &self.id, Box::new(request), control);
+            let (id, whole) = (&self.entered.id, &self.entered.control);
+            let control = Arc::new(CallControl::part_of(id.get(), whole));
+            let request = self
+                .hooks
+                .router
+                .part(&item.plugin, id, Box::new(request), control);
             let rt = self.hooks.rt.clone();
             let respond = move |answer: Answer<'_>| {
                 match answer.into_outcome() {

@@ -2,7 +2,9 @@
 //! §15): a Claude Code plugin written by `toolhost claude-plugin` registers, for each event,
 //! an `mcp_tool` hook calling the hidden tool [`TOOL`] of the `toolhost serve` it runs, so the
 //! running host answers every event: no process per event, the plugins' state shared with
-//! their tools, and a reload applying from the next event.
+//! their tools, and a reload applying from the next event. The router answers that tool on
+//! the all-plugins server of every front end ([`hook_tool`]): stdio `serve`, `serve --http`
+//! (a 2025-11-25 session or a 2026-07-28 request), isolated plugins alike.
 //!
 //! The CLI gives an `mcp_tool` hook no way to pass the whole hook input, only `${path}`
 //! interpolation of its fields into string values, objects written as JSON. So the hook's
@@ -11,9 +13,14 @@
 
 use std::sync::Arc;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, value::RawValue, Map, Value};
+use tokio::runtime::Handle;
 
-use super::Hooks;
+use super::{Entered, Hooks};
+use crate::{
+    handler::{Client, Dispatch, Router},
+    model::rpc_result,
+};
 
 /// The tool the hooks call. Not in `tools/list`: the model never sees it, and the CLI calls
 /// a hook's tool whether or not its server listed it (§15.2). Plugin tools are always
@@ -303,17 +310,75 @@ pub fn event_input(arguments: &Value) -> Result<Value, String> {
     Ok(Value::Object(input))
 }
 
-/// The answer to an event, in the form a command hook prints: every matching plugin hook runs
-/// as in `chat`; a PermissionRequest no hook decided also asks the permission policies.
+/// The router's answer to `client`'s `tools/call` `id` of [`TOOL`] with `arguments`: the
+/// hooks' answer as the text a command hook would print, or an error result the CLI counts as
+/// the hook failing (its `onFailure`). The event is the client's request `id`, so
+/// `notifications/cancelled`, an HTTP client that goes away and a session's end withdraw it,
+/// and an id in flight is refused, as for any request.
+pub(in crate::handler) fn hook_tool(
+    router: &Arc<Router>,
+    client: &Client<'_>,
+    id: &RawValue,
+    arguments: Option<&RawValue>,
+) -> Dispatch {
+    let text = arguments.map_or("{}", RawValue::get);
+    let input = serde_json::from_str(text)
+        .map_err(|e| format!("the arguments are not JSON ({e})"))
+        .and_then(|a| event_input(&a));
+    let input = match input {
+        Ok(input) => input,
+        Err(e) => {
+            tracing::warn!("a hook call toolhost cannot read: {e}");
+            return Dispatch::Reply(rpc_result(Some(id), &failed(&e)));
+        }
+    };
+    let Ok(rt) = Handle::try_current() else {
+        let e = "no runtime to run the hooks on";
+        return Dispatch::Reply(rpc_result(Some(id), &failed(e)));
+    };
+    let Some(entered) = Entered::new(router, client, id) else {
+        return crate::handler::in_flight(id);
+    };
+    let hooks = Hooks::on(router.clone(), rt);
+    let answering = async move {
+        let result = match answer_as(&hooks, input, move || entered).await {
+            Some(answer) => json!({"content": [{"type": "text", "text": answer.to_string()}]}),
+            None => failed("the hook event was cancelled"),
+        };
+        Ok(result.to_string())
+    };
+    Dispatch::Later(id.to_owned(), Box::pin(answering))
+}
+
+/// The result of a hook call that failed for `why` (shown to the user by the CLI).
+fn failed(why: &str) -> Value {
+    json!({"content": [{"type": "text", "text": format!("toolhost: {why}")}], "isError": true})
+}
+
+/// The answer to an event in a run of its own (`toolhost event`), as [`hook_tool`] answers.
 pub async fn answer(hooks: &Arc<Hooks>, input: Value) -> Value {
+    let enter = || hooks.enter_run("hook");
+    answer_as(hooks, input, enter)
+        .await
+        .unwrap_or_else(|| json!({}))
+}
+
+/// The answer to an event, in the form a command hook prints, its hooks run as the request
+/// `enter` registers: every matching plugin hook runs as in `chat`; a PermissionRequest no
+/// hook decided also asks the permission policies. `None` if it was withdrawn.
+async fn answer_as(
+    hooks: &Arc<Hooks>,
+    input: Value,
+    enter: impl FnOnce() -> Entered,
+) -> Option<Value> {
     let event = input["hook_event_name"]
         .as_str()
         .unwrap_or_default()
         .to_string();
-    let outcome = hooks.run_event(input.clone(), None).await;
+    let outcome = hooks.outcome(&input.to_string(), None, enter).await?;
     let mut answer = outcome.answer.to_json();
     if event != "PermissionRequest" || decided(&answer) {
-        return answer;
+        return Some(answer);
     }
     let mut question = json!({
         "subtype": "can_use_tool",
@@ -335,7 +400,7 @@ pub async fn answer(hooks: &Arc<Hooks>, input: Value) -> Value {
             "decision": decision,
         });
     }
-    answer
+    Some(answer)
 }
 
 /// Whether a PermissionRequest answer carries a decision already.
