@@ -33,9 +33,7 @@ use crate::{
     },
     plugin::Asker,
     registry::RegistryEvent,
-    service::{
-        rounds::{self, Refusal, StateKey},
-    },
+    service::rounds::{self, Refusal, StateKey},
     transport::{Latest, LineSender, TooLong, Writer},
 };
 

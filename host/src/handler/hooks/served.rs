@@ -17,10 +17,7 @@ use serde_json::{json, value::RawValue, Map, Value};
 use tokio::runtime::Handle;
 
 use super::{Entered, Hooks};
-use crate::{
-    handler::{Client, Dispatch, Router},
-    model::rpc_result,
-};
+use crate::handler::{Client, Dispatch, Reply, Router};
 
 /// The tool the hooks call. Not in `tools/list`: the model never sees it, and the CLI calls
 /// a hook's tool whether or not its server listed it (§15.2). Plugin tools are always
@@ -329,12 +326,12 @@ pub(in crate::handler) fn hook_tool(
         Ok(input) => input,
         Err(e) => {
             tracing::warn!("a hook call toolhost cannot read: {e}");
-            return Dispatch::Reply(rpc_result(Some(id), &failed(&e)));
+            return Dispatch::Reply(Reply::result(id, &failed(&e)));
         }
     };
     let Ok(rt) = Handle::try_current() else {
         let e = "no runtime to run the hooks on";
-        return Dispatch::Reply(rpc_result(Some(id), &failed(e)));
+        return Dispatch::Reply(Reply::result(id, &failed(e)));
     };
     let Some(entered) = Entered::new(router, client, id) else {
         return crate::handler::in_flight(id);
