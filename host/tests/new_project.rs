@@ -99,7 +99,8 @@ fn a_copied_binary_writes_the_sdk_it_carries_once() {
     let sdk_root = home.join(".local/share/toolhost/sdk");
     let sdks = names_in(&sdk_root);
     assert_eq!(sdks.len(), 1, "{sdks:?}");
-    let version = env!("CARGO_PKG_VERSION");
+    // The SDK's own version (0.2.0), not the host's: they are versioned apart (RELEASING.md).
+    let version = toolhost::scaffold::PLUGIN_API_VERSION;
     assert!(sdks[0].starts_with(&format!("{version}-")), "{sdks:?}");
     let api = sdk_root.join(&sdks[0]).join("toolhost-plugin");
     assert!(

@@ -415,6 +415,9 @@ impl Router {
             } => (*id, method.as_ref(), request),
             ClientMessage::Notification(n) => return self.notified(client, n),
         };
+        if let Some(reply) = Self::removed(client, id, method) {
+            return Dispatch::Reply(reply);
+        }
         let request = match request {
             Ok(ClientRequest::CallTool(params)) => return self.tool_call(client, id, params),
             Ok(ClientRequest::Tasks(params)) => {
@@ -431,7 +434,7 @@ impl Router {
             }
             Err(e) => return self.invalid_offer(scope, id, method, e),
         };
-        if let Some(reply) = self.revision_rules(client, id, method, request) {
+        if let Some(reply) = self.revision_rules(client, id, request) {
             return Dispatch::Reply(reply);
         }
         let plugin = match self.plugin_of(scope, Some(id)) {

@@ -18,28 +18,33 @@ use crate::{
 
 impl Router {
     /// The answer a request gets from its revision's rules alone, if it does: at 2026-07-28
-    /// `server/discover` is answered with the server's capabilities, and the methods that
-    /// revision removed are not found; at 2025-11-25 `server/discover` is not found (the
-    /// router's match says so).
+    /// `server/discover` is answered with the server's capabilities (at 2025-11-25 it is not
+    /// found: the router's match says so). The removed methods are [`Router::removed`]'s.
     pub(super) fn revision_rules(
         &self,
         client: &Client<'_>,
         id: &RawValue,
-        method: &str,
         request: &ClientRequest<'_>,
     ) -> Option<Reply> {
         if client.revision != Revision::Jul2026 {
             return None;
         }
-        if let ClientRequest::Discover = request {
-            let plugin = match client.scope {
-                Scope::Server(name) => self.registry.get(name),
-                Scope::All => None,
-            };
-            let init = self.initialize_result(plugin.as_deref(), MODERN_PROTOCOL_VERSION);
-            return Some(Reply::typed(id, &discover_result(&init)));
-        }
-        is_removed(method).then(|| {
+        let ClientRequest::Discover = request else {
+            return None;
+        };
+        let plugin = match client.scope {
+            Scope::Server(name) => self.registry.get(name),
+            Scope::All => None,
+        };
+        let init = self.initialize_result(plugin.as_deref(), MODERN_PROTOCOL_VERSION);
+        Some(Reply::typed(id, &discover_result(&init)))
+    }
+
+    /// "Method not found" for a method 2026-07-28 removed, asked at that revision: decided
+    /// before its parameters are read, so that a removed method is not found whatever it
+    /// carries (SEP-2575: 404 and -32601 over HTTP, not -32602 for its old parameters).
+    pub(super) fn removed(client: &Client<'_>, id: &RawValue, method: &str) -> Option<Reply> {
+        (client.revision == Revision::Jul2026 && is_removed(method)).then(|| {
             Reply::error(
                 Some(id),
                 crate::model::error_code::METHOD_NOT_FOUND,
