@@ -192,7 +192,7 @@ async fn an_answer_mcp_does_not_allow_reaches_the_tool_as_an_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_without_the_capability_is_not_asked() {
     let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
-    let mut c = Client::start(router.clone(), json!({"roots":{}})).await;
+    let mut c = Client::start(router, json!({"roots":{}})).await;
     c.call(1, "asker__tea").await;
     let reply = c.next().await;
     assert_eq!(reply["id"], 1, "the client was asked: {reply}");
@@ -201,7 +201,9 @@ async fn a_client_without_the_capability_is_not_asked() {
         "{reply}"
     );
     c.end().await;
-    // Form only: URL mode is refused, form mode asked.
+    // Form only: URL mode is refused, form mode asked. A session's end winds its router
+    // down (`serve`), so the second session has a router of its own.
+    let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
     let mut c = Client::start(router, json!({"elicitation":{"form":{}}})).await;
     c.call(2, "asker__login").await;
     let reply = c.next().await;

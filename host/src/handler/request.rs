@@ -300,6 +300,27 @@ impl Request {
         None
     }
 
+    /// Whether the request may still start, on whichever thread runs it; when not, it is
+    /// answered (or already was). Answered already: it timed out while queued, or its
+    /// session ended. Cancelled (a task's `tasks/cancel`, a `notifications/cancelled`, a
+    /// request registered while the router winds down): it never starts either, and is
+    /// answered "not run" (a cancelled task is `cancelled` already, and that answer goes
+    /// nowhere).
+    fn may_start(&self) -> bool {
+        if self.answered() {
+            return false;
+        }
+        if self.0.control.is_cancelled() {
+            let outcome = self.0.method.failed(
+                &self.0.plugin,
+                Failure::NotRun(&"it was cancelled before it started"),
+            );
+            self.answer(outcome);
+            return false;
+        }
+        true
+    }
+
     /// [`Dispatch::reply`](super::Dispatch::reply) of this request.
     pub async fn reply(self, here: bool) -> String {
         super::Dispatch::Request(self).reply(here).await
@@ -315,19 +336,7 @@ impl Request {
         let label = self.label();
         let request = self.clone();
         let job = Job::new(self.0.plugin.clone(), label, move || {
-            // Answered already (timed out while queued, or the session ended): never start.
-            if request.answered() {
-                return;
-            }
-            // Cancelled while it waited for a slot (a task's `tasks/cancel`, a
-            // `notifications/cancelled`): never start it either, as its client was told it
-            // stopped (a cancelled task is `cancelled` already, and this answer goes nowhere).
-            if request.0.control.is_cancelled() {
-                let outcome = request.0.method.failed(
-                    &request.0.plugin,
-                    Failure::NotRun(&"it was cancelled before it started"),
-                );
-                request.answer(outcome);
+            if !request.may_start() {
                 return;
             }
             let started = Instant::now();
@@ -516,6 +525,9 @@ impl HereRun {
     /// the host's part of the call (the plugin's own are caught at the ABI) becomes a failure
     /// rather than the end of the thread.
     pub fn run(&mut self) {
+        if !self.request.may_start() {
+            return;
+        }
         let outcome = self.request.0.run_caught(&self.lease);
         self.request.finish(outcome);
     }

@@ -51,7 +51,8 @@ const EOF_GRACE: Duration = Duration::from_millis(1000);
 
 /// Serves until `input` ends, then lets calls in flight finish and answer (for
 /// a second, then they are cancelled and, if they do not stop, abandoned), and returns.
-/// With `events`, every change of the plugin set sends `notifications/tools/list_changed`
+/// The router is wound down then ([`Router::wind_down`]): a request it is handed later is
+/// answered "not run", so a router serves one stdio session. With `events`, every change of the plugin set sends `notifications/tools/list_changed`
 /// (and the resources' and prompts' list changes, see `announce_changes`). Every line goes
 /// out through a writer task over `output`.
 pub async fn serve<I, W>(
