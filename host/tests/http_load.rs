@@ -669,3 +669,77 @@ async fn idle_connections_make_room_for_a_client_but_busy_ones_stay() {
     }
     drop(idle);
 }
+
+/// A plugin stuck in its call holds up nobody else: while `faulty__stuck` ignores its
+/// cancellation and sleeps far past its 5 s timeout, other clients' calls (of another plugin,
+/// and of the stuck plugin's other tools) are answered, every one before the stuck call's own
+/// timeout answer. Ordered, not timed: the stuck call's reply is awaited only after theirs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_call_holds_up_no_other_clients_call() {
+    let mut setup = Setup::new(&["calc", "faulty"]);
+    setup
+        .router
+        .plugin_timeouts
+        .insert("faulty".into(), Duration::from_secs(5));
+    let server = setup.start().await;
+    let addr = server.addr;
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("started");
+    let stuck = tokio::spawn(
+        server
+            .modern(
+                "/mcp",
+                1,
+                "tools/call",
+                json!({"name": "faulty__stuck", "arguments": {"ms": 15_000, "marker": marker}}),
+            )
+            .send(),
+    );
+    // The stuck call runs before the others are sent.
+    for _ in 0..2_000 {
+        if marker.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(marker.exists(), "the stuck call never started");
+    for i in 0..5i64 {
+        let r = add(addr, 100 + i, i, 1).send().await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(
+            r.json()["result"]["content"][0]["text"],
+            (i + 1).to_string(),
+            "{}",
+            r.body
+        );
+        let r = server
+            .modern(
+                "/mcp",
+                200 + i,
+                "tools/call",
+                json!({"name": "faulty__stuck", "arguments": {"ms": 0}}),
+            )
+            .send()
+            .await;
+        assert_eq!(
+            r.json()["result"]["content"][0]["text"],
+            "was stuck 0 ms",
+            "{}",
+            r.body
+        );
+        assert!(
+            !stuck.is_finished(),
+            "the stuck call ended before the others"
+        );
+    }
+    let r = stuck.await.unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let reply = r.json();
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    assert!(
+        reply["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("timed out")),
+        "{reply}"
+    );
+}
