@@ -24,7 +24,7 @@ use std::{
 use serde_json::{json, value::RawValue, Map, Value};
 
 use crate::{
-    model::ClientMessage,
+    model::{ClientMessage, ErrorCode},
     plugin::{AskFailure, Asker, CallControl},
     sync::lock,
     transport::LineSender,
@@ -117,7 +117,7 @@ impl Asks {
             Err(error) => {
                 let e: Value = serde_json::from_str(error.get()).unwrap_or(Value::Null);
                 Err(AskFailure::Client {
-                    code: e["code"].as_i64().unwrap_or(0),
+                    code: ErrorCode(e["code"].as_i64().unwrap_or(0)),
                     message: e["message"].as_str().unwrap_or("").to_string(),
                 })
             }

@@ -23,6 +23,8 @@ use toolhost_plugin::abi::{
     HostVTableRef,
 };
 
+use crate::model::ErrorCode;
+
 /// Per-library data behind [`HostApi::data`]: who is logging, and where its file is.
 pub(crate) struct LogSource {
     pub file: String,
@@ -311,7 +313,7 @@ pub enum AskFailure {
     /// The call was cancelled (or its time ran out) while it waited.
     Cancelled,
     /// The client answered with a JSON-RPC error.
-    Client { code: i64, message: String },
+    Client { code: ErrorCode, message: String },
     /// The question, or the client's answer, is not what MCP allows.
     Invalid(String),
     /// Not answered yet: the client answers in rounds (2026-07-28), after the call ends.
@@ -323,7 +325,7 @@ impl AskFailure {
         let (kind, code, message) = match self {
             AskFailure::Unsupported(m) => (ask_error::UNSUPPORTED, 0, m),
             AskFailure::Cancelled => (ask_error::CANCELLED, 0, String::new()),
-            AskFailure::Client { code, message } => (ask_error::CLIENT, code, message),
+            AskFailure::Client { code, message } => (ask_error::CLIENT, code.0, message),
             AskFailure::Invalid(m) => (ask_error::INVALID, 0, m),
             AskFailure::InputRequired => (ask_error::INPUT_REQUIRED, 0, String::new()),
         };
