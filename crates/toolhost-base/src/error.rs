@@ -24,25 +24,6 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
         .unwrap_or("no message")
 }
 
-/// `text` with control characters (newlines, escapes, NUL...) and bidirectional controls
-/// escaped, for log lines: a file name with a newline must not split a line or fake another
-/// one, nor a U+202E reorder it. Other text is unchanged.
-pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
-    let escaped = |c: char| c.is_control() || crate::terminal::bidi(c);
-    if !text.chars().any(escaped) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if escaped(c) {
-            out.extend(c.escape_debug());
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,21 +36,5 @@ mod tests {
     fn causes_follow_the_error() {
         let e = Outer(std::io::Error::other("inner"));
         assert_eq!(one_line(&e), "outer: inner");
-    }
-
-    #[test]
-    fn control_characters_are_escaped_for_logs() {
-        assert_eq!(
-            super::escape_controls("plugins/evil\nWARN fake.so\u{1b}[2J é"),
-            "plugins/evil\\nWARN fake.so\\u{1b}[2J é"
-        );
-        assert_eq!(
-            super::escape_controls("lib\u{202e}os.so"),
-            "lib\\u{202e}os.so"
-        );
-        assert!(matches!(
-            super::escape_controls("plain é"),
-            std::borrow::Cow::Borrowed(_)
-        ));
     }
 }

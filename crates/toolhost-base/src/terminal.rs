@@ -1,10 +1,15 @@
 //! Text from a plugin or a peer MCP server (a tool's result, a resource, a prompt's messages, a
-//! hook's reason, names, descriptions, load errors quoting them) made visible and inert on its
-//! way to a person's terminal: a sandboxed plugin must not set the window title (OSC 0), write
-//! the clipboard (OSC 52), hide a link (OSC 8), clear or repaint the screen (`ESC[2J`, SGR) or
-//! reverse the text around it (U+202E).
+//! hook's reason, names, descriptions, load errors quoting them, file names) made visible and
+//! inert on its way to a person's terminal or a log line: a sandboxed plugin must not set the
+//! window title (OSC 0), write the clipboard (OSC 52), hide a link (OSC 8), clear or repaint
+//! the screen (`ESC[2J`, SGR), reverse the text around it (U+202E), or start what looks like a
+//! host log line (`\n`).
 //!
-//! [`visible`] is the one function that does it. Every character a terminal may act on
+//! This module is the one that escapes, with one function and one format per destination:
+//! [`visible`] for text shown to a person, [`log_line`] for a field of a log line (a plugin's
+//! log record, a file name or an error in the host's own logs).
+//!
+//! [`visible`]: every character a terminal may act on
 //! instead of showing is written as the six characters `\uXXXX` (its code point, four
 //! lowercase hex digits, as JSON writes it, so a JSON document keeps its meaning): the C0
 //! controls but `\n`, `\t` and the `\r` of a `\r\n`, DEL, the C1 controls U+0080–U+009F (8-bit
@@ -14,6 +19,10 @@
 //!
 //! Only output to a terminal changes: [`print_out`] and [`print_err`] ask the stream actually
 //! written, so piped output keeps the exact bytes a script expects.
+//!
+//! [`log_line`]: the same characters and also `\n`, `\t` and every `\r` (a log line is one
+//! line), written as Rust writes them in a log: `\n`, `\r`, `\t`, `\xNN` up to U+00FF,
+//! `\u{XXXX}` above; the text is cut to a maximum length with a note of what was left out.
 
 use std::{
     borrow::Cow,
@@ -34,8 +43,8 @@ fn acted_on(c: char) -> bool {
 }
 
 /// The bidirectional marks, embeddings, overrides and isolates: shown, they reorder the text
-/// around them (U+202E makes `exe.txt` read `txt.exe`). Plugin log lines escape them too.
-pub fn bidi(c: char) -> bool {
+/// around them (U+202E makes `exe.txt` read `txt.exe`).
+fn bidi(c: char) -> bool {
     matches!(
         c as u32,
         0x061c | 0x200e..=0x200f | 0x202a..=0x202e | 0x2066..=0x2069
@@ -62,6 +71,57 @@ pub fn visible(s: &str) -> Cow<'_, str> {
     }
     Cow::Owned(out)
 }
+
+/// `text` as a field of a log line: every control character (C0 with `\n`, `\t` and `\r`,
+/// DEL, C1) and the bidirectional controls escaped (the module's doc says how), so that a
+/// `\n`, a `\r` or a terminal escape cannot start what looks like a host log line, and cut to
+/// at most `max` bytes (`max` over 48, the room kept for the note; `usize::MAX` keeps it whole) with a note of
+/// how many bytes of `text` were left out. Applying it twice changes nothing (a worker's records
+/// pass here in the worker and again in the host); backslashes are left as they are for that
+/// reason.
+pub fn log_line(text: &str, max: usize) -> Cow<'_, str> {
+    let escaped = |c: char| acted_on(c) || matches!(c, '\n' | '\r' | '\t');
+    if text.len() <= max && !text.chars().any(escaped) {
+        return Cow::Borrowed(text);
+    }
+    let room = max - CUT_NOTE_ROOM;
+    let mut out = String::with_capacity(text.len().min(max));
+    // Where output and input stood when the output first went past `room`.
+    let mut cut = None;
+    let mut whole = true;
+    for (at, c) in text.char_indices() {
+        let before = out.len();
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            _ if !escaped(c) => out.push(c),
+            _ if (c as u32) <= 0xff => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            _ => {
+                let _ = write!(out, "\\u{{{:04x}}}", c as u32);
+            }
+        }
+        if cut.is_none() && out.len() > room {
+            cut = Some((before, at));
+        }
+        if out.len() > max {
+            whole = false;
+            break;
+        }
+    }
+    if whole {
+        return Cow::Owned(out);
+    }
+    let (kept, at) = cut.expect("the output went past `room` before `max`");
+    out.truncate(kept);
+    let _ = write!(out, "… [{} more bytes cut]", text.len() - at);
+    Cow::Owned(out)
+}
+
+/// What [`log_line`] keeps free for its note of a cut (the note is shorter).
+const CUT_NOTE_ROOM: usize = 48;
 
 /// `s` as it goes to a stream: [`visible`] when the stream is a terminal, unchanged otherwise.
 pub fn for_stream<'a>(tty: bool, s: &'a str) -> Cow<'a, str> {
@@ -181,5 +241,44 @@ mod tests {
     fn only_a_terminal_gets_the_visible_form() {
         assert_eq!(for_stream(false, "\x1b[2J"), "\x1b[2J");
         assert_eq!(for_stream(true, "\x1b[2J"), "\\u001b[2J");
+    }
+
+    #[test]
+    fn log_line_escapes_control_characters_and_cuts_long_text() {
+        // Plain text passes untouched, without a copy.
+        assert!(matches!(
+            log_line("fine: ünïcode \\n", 64),
+            Cow::Borrowed(_)
+        ));
+        // A forged host line, a terminal escape, a tab, DEL and a C1 control (CSI).
+        let forged = "ok\n2025-01-01T00:00:00Z  INFO toolhost: forged\r\x1b[2K\t\x7f\u{9b}end";
+        let shown = log_line(forged, 256);
+        assert_eq!(
+            shown,
+            "ok\\n2025-01-01T00:00:00Z  INFO toolhost: forged\\r\\x1b[2K\\t\\x7f\\x9bend"
+        );
+        assert!(!shown.chars().any(char::is_control), "{shown}");
+        // A right-to-left override would reverse the rest of the line on a terminal.
+        assert_eq!(log_line("file\u{202e}txt.exe", 64), "file\\u{202e}txt.exe");
+
+        let long = format!("{}{}", "é".repeat(100), "x".repeat(1000));
+        let cut = log_line(&long, 256);
+        assert!(cut.len() <= 256, "{}", cut.len());
+        let (kept, note) = cut.split_once("… [").unwrap();
+        assert!(long.starts_with(kept));
+        let left_out = long.len() - kept.len();
+        assert_eq!(note, format!("{left_out} more bytes cut]"));
+        // What comes out passes again unchanged (a worker's records are cleaned twice).
+        assert_eq!(log_line(&cut, 256), cut);
+        assert_eq!(log_line(&shown, 256), shown);
+        // Escapes count towards the limit, and a cut never splits one.
+        let newlines = "\n".repeat(300);
+        let cut = log_line(&newlines, 256);
+        assert!(cut.len() <= 256);
+        let (kept, note) = cut.split_once("… [").unwrap();
+        assert_eq!(kept, "\\n".repeat(kept.len() / 2));
+        assert_eq!(note, format!("{} more bytes cut]", 300 - kept.len() / 2));
+        // Exactly at the limit: whole.
+        assert_eq!(log_line(&"y".repeat(256), 256).len(), 256);
     }
 }

@@ -24,7 +24,7 @@ use std::{
 use serde_json::{json, value::RawValue, Map, Value};
 
 use crate::{
-    model::ClientMessage,
+    model::{ClientMessage, ErrorCode},
     plugin::{AskFailure, Asker, CallControl},
     sync::lock,
     transport::LineSender,
@@ -117,7 +117,7 @@ impl Asks {
             Err(error) => {
                 let e: Value = serde_json::from_str(error.get()).unwrap_or(Value::Null);
                 Err(AskFailure::Client {
-                    code: e["code"].as_i64().unwrap_or(0),
+                    code: ErrorCode(e["code"].as_i64().unwrap_or(0)),
                     message: e["message"].as_str().unwrap_or("").to_string(),
                 })
             }
@@ -152,7 +152,7 @@ impl Asks {
     pub fn refuse(&self, client: &str, id: &RawValue, why: &str) -> bool {
         let id_text = serde_json::from_str::<String>(id.get()).ok();
         let tx = id_text.and_then(|id| lock(&self.waiting).remove(&(client.to_string(), id)));
-        let shown = crate::plugin::log_text(id.get(), MAX_KEY_BYTES);
+        let shown = crate::terminal::log_line(id.get(), MAX_KEY_BYTES);
         let Some(tx) = tx else {
             tracing::warn!(
                 "dropped a malformed response to no question in flight ({shown}): {why}"
@@ -377,7 +377,7 @@ pub fn gate(
                 toolhost_plugin::ask_form::check_url(url).map_err(|e| {
                     AskFailure::Invalid(format!(
                         "the URL of question `{}` {e}",
-                        crate::plugin::log_text(key, MAX_KEY_BYTES)
+                        crate::terminal::log_line(key, MAX_KEY_BYTES)
                     ))
                 })?;
             }
@@ -489,7 +489,7 @@ fn check_question(
         other => {
             return Err(AskFailure::Unsupported(format!(
                 "asking the client `{}` is not supported",
-                crate::plugin::log_text(other, MAX_KEY_BYTES)
+                crate::terminal::log_line(other, MAX_KEY_BYTES)
             )))
         }
     }

@@ -54,8 +54,7 @@ pub use progress::{Discard, Notify, Sink};
 pub use prompts::check as check_prompt;
 pub use protocol::{
     check_version, declares_tasks, discover_result, is_removed, list_changed, listen_filter,
-    listen_messages, Reply, Revision, DISCOVER_VERSIONS, LIST_KINDS, MISSING_CAPABILITY,
-    UNSUPPORTED_VERSION,
+    listen_messages, Reply, Revision, DISCOVER_VERSIONS, LIST_KINDS,
 };
 pub use replay::{Replay, Round};
 pub use request::{Answer, Failure, HereRun, Method, Outcome, Request, Respond};
@@ -77,7 +76,7 @@ pub use crate::relay::HERE_BUDGET;
 use crate::{
     executor::{Executor, ExecutorConfig},
     model::{
-        error_code, CancelledParams, ClientMessage, ClientNotification, ClientRequest, Family,
+        CancelledParams, ClientMessage, ClientNotification, ClientRequest, ErrorCode, Family,
         JsonRpc, LogLevel,
     },
     plugin::CallControl,
@@ -426,11 +425,7 @@ impl Router {
             Ok(r) => r,
             Err(e) if e.family == Family::Other => {
                 let message = e.message.clone();
-                return Dispatch::Reply(Reply::error(
-                    Some(id),
-                    error_code::INVALID_PARAMS,
-                    message,
-                ));
+                return Dispatch::Reply(Reply::error(Some(id), ErrorCode::INVALID_PARAMS, message));
             }
             Err(e) => return self.invalid_offer(scope, id, method, e),
         };
@@ -514,7 +509,7 @@ impl Router {
             Some(p) => Ok(Some(p)),
             None => Err(Dispatch::Reply(Reply::error(
                 id,
-                error_code::INVALID_PARAMS,
+                ErrorCode::INVALID_PARAMS,
                 CallError::UnknownServer(name.to_string()).to_string(),
             ))),
         }
@@ -686,7 +681,7 @@ impl Router {
 fn in_flight(id: &RawValue) -> Dispatch {
     Dispatch::Reply(Reply::error(
         Some(id),
-        error_code::INVALID_REQUEST,
+        ErrorCode::INVALID_REQUEST,
         format!(
             "invalid request: request id {} is already in flight",
             id.get()
@@ -709,14 +704,14 @@ fn malformed(msg: &ClientMessage<'_>) -> Option<Dispatch> {
         // a string, a number or null; MCP: a string or an integer).
         return Some(Dispatch::Reply(Reply::error(
             None,
-            error_code::INVALID_REQUEST,
+            ErrorCode::INVALID_REQUEST,
             "invalid request: the id must be a string or a number",
         )));
     }
     match msg {
         ClientMessage::NoMethod(id) => Some(Dispatch::Reply(Reply::error(
             Some(id),
-            error_code::INVALID_REQUEST,
+            ErrorCode::INVALID_REQUEST,
             "invalid request: no method",
         ))),
         _ => None,

@@ -10,7 +10,7 @@ use super::{
     prompts, resources, Answer, CallError, Dispatch, Method, Offers, Reply, Request, Router, Scope,
 };
 use crate::{
-    model::{error_code, Family, InvalidParams},
+    model::{ErrorCode, Family, InvalidParams},
     plugin::CallControl,
 };
 
@@ -38,7 +38,7 @@ impl Router {
         e: &InvalidParams,
     ) -> Dispatch {
         Dispatch::Reply(match self.offered(scope, e.family) {
-            Some(_) => Reply::error(Some(id), error_code::INVALID_PARAMS, e.message.clone()),
+            Some(_) => Reply::error(Some(id), ErrorCode::INVALID_PARAMS, e.message.clone()),
             None => Reply::method_not_found(id, method),
         })
     }

@@ -6,10 +6,10 @@
 use serde_json::Value;
 
 use crate::{
-    model::{Extras, RequestError, UriTemplate},
+    model::{ErrorCode, Extras, RequestError, UriTemplate},
     plugin::LoadedPlugin,
 };
-use toolhost_plugin::extras::{code, PromptDecl};
+use toolhost_plugin::extras::PromptDecl;
 
 /// `uri` resolved against one version alone (a reload came between the resolution and the
 /// lease): the resource or template it matches there.
@@ -32,7 +32,7 @@ pub fn check_prompt_arguments(
     prompt: &PromptDecl,
     arguments: &serde_json::Map<String, Value>,
 ) -> Result<(), RequestError> {
-    let invalid = |m: String| Err(RequestError::new(code::INVALID_PARAMS, m));
+    let invalid = |m: String| Err(RequestError::new(ErrorCode::INVALID_PARAMS.to_i32(), m));
     for a in &prompt.arguments {
         if a.required && !arguments.contains_key(&a.name) {
             return invalid(format!(
@@ -106,7 +106,7 @@ mod tests {
         assert!(check_prompt_arguments(&p, &args(json!({"x": "3"}))).is_ok());
         assert!(check_prompt_arguments(&p, &args(json!({"x": "3", "style": "short"}))).is_ok());
         let e = check_prompt_arguments(&p, &args(json!({"style": "s"}))).unwrap_err();
-        assert_eq!(e.code, -32602);
+        assert_eq!(e.code, ErrorCode::INVALID_PARAMS.to_i32());
         assert_eq!(
             e.message,
             "missing required argument `x` of prompt `explain`"

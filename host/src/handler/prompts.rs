@@ -5,13 +5,13 @@
 use std::sync::Arc;
 
 use serde_json::{json, value::RawValue, Map, Value};
-use toolhost_plugin::extras::{code, method};
+use toolhost_plugin::extras::method;
 
 use super::{
     offers::check_prompt_arguments, Client, Dispatch, Offers, PluginRequest, Reply, Router,
 };
 use crate::{
-    model::{error_code, Cursor, GetPrompt, RequestError},
+    model::{Cursor, ErrorCode, GetPrompt, RequestError},
     plugin::LoadedPlugin,
 };
 
@@ -26,7 +26,7 @@ impl Router {
         let all = offers.prompt_entries();
         {
             match super::resources::page_of(all.len(), cursor, PROMPTS_PAGE_SIZE) {
-                Err(e) => Reply::error(Some(id), error_code::INVALID_PARAMS, e),
+                Err(e) => Reply::error(Some(id), ErrorCode::INVALID_PARAMS, e),
                 // Whole: the list as it was serialized once.
                 Ok((range, None)) if range.start == 0 => {
                     Reply::list(id, offers.prompts_list().to_string())
@@ -49,7 +49,7 @@ impl Router {
     ) -> Dispatch {
         let Some((plugin, prompt)) = offers.prompt(&p.name) else {
             let message = format!("unknown prompt: `{}`", p.name);
-            return Dispatch::Reply(Reply::error(Some(id), error_code::INVALID_PARAMS, message));
+            return Dispatch::Reply(Reply::error(Some(id), ErrorCode::INVALID_PARAMS, message));
         };
         let request = get(prompt, p.arguments.clone().unwrap_or_default());
         self.request(client, plugin, id, request)
@@ -81,7 +81,7 @@ pub fn check(
         .find(|d| d.name == prompt)
         .ok_or_else(|| {
             RequestError::new(
-                code::INVALID_PARAMS,
+                ErrorCode::INVALID_PARAMS.to_i32(),
                 format!(
                     "unknown prompt: `{prompt}` is not a prompt of plugin `{}`",
                     version.name()

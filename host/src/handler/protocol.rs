@@ -16,7 +16,7 @@
 use serde::Serialize;
 use serde_json::{json, value::RawValue, Value};
 
-use crate::model::{error_code, rpc_error_data, rpc_result_raw, MODERN_PROTOCOL_VERSION};
+use crate::model::{rpc_error_data, rpc_result_raw, ErrorCode, MODERN_PROTOCOL_VERSION};
 
 /// The MCP revision a client speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,12 +27,6 @@ pub enum Revision {
     /// capabilities in `_meta`.
     Jul2026,
 }
-
-/// MCP's MissingRequiredClientCapabilityError (SEP-2575): the request needs a client
-/// capability it did not declare (HTTP 400).
-pub const MISSING_CAPABILITY: i64 = -32021;
-/// The request's protocol version is not one this server speaks (2026-07-28).
-pub const UNSUPPORTED_VERSION: i64 = -32022;
 
 /// The versions a 2026-07-28 request may ask for: what `server/discover` lists and an
 /// unsupported version's error names (older versions are spoken after `initialize`).
@@ -67,7 +61,7 @@ enum Body {
     /// A result that says its own `resultType` (a task made, `input_required`): as it is.
     Typed(String),
     Error {
-        code: i64,
+        code: ErrorCode,
         message: String,
         data: Option<Value>,
     },
@@ -104,7 +98,7 @@ impl Reply {
     }
 
     /// The error `code` answering request `id`.
-    pub fn error(id: Option<&RawValue>, code: i64, message: impl Into<String>) -> Self {
+    pub fn error(id: Option<&RawValue>, code: ErrorCode, message: impl Into<String>) -> Self {
         Self::of(
             id,
             Body::Error {
@@ -118,7 +112,7 @@ impl Reply {
     /// [`Reply::error`] with the error's `data`.
     pub fn error_data(
         id: Option<&RawValue>,
-        code: i64,
+        code: ErrorCode,
         message: impl Into<String>,
         data: Value,
     ) -> Self {
@@ -136,13 +130,13 @@ impl Reply {
     pub fn method_not_found(id: &RawValue, method: &str) -> Self {
         Self::error(
             Some(id),
-            error_code::METHOD_NOT_FOUND,
+            ErrorCode::METHOD_NOT_FOUND,
             format!("method not found: {method}"),
         )
     }
 
     /// The error code, when it is an error.
-    pub fn code(&self) -> Option<i64> {
+    pub fn code(&self) -> Option<ErrorCode> {
         match &self.body {
             Body::Error { code, .. } => Some(*code),
             _ => None,
@@ -168,7 +162,7 @@ impl Reply {
         match self.body {
             Body::Result { text, .. } | Body::Typed(text) => Ok(text),
             Body::Error { code, message, .. } => Err(super::CallError::Rpc(
-                crate::model::RequestError::new(code as i32, message),
+                crate::model::RequestError::new(code.to_i32(), message),
             )),
         }
     }
@@ -203,9 +197,9 @@ pub fn shape_result(revision: Revision, text: &str, list: bool) -> std::borrow::
 
 /// An error code as `revision` says it: 2026-07-28 (SEP-2164) answers an unknown resource
 /// with -32602 where 2025-11-25 said -32002 (the message and `data.uri` stay).
-pub fn shape_code(revision: Revision, code: i64) -> i64 {
+pub fn shape_code(revision: Revision, code: ErrorCode) -> ErrorCode {
     match (revision, code) {
-        (Revision::Jul2026, error_code::RESOURCE_NOT_FOUND) => error_code::INVALID_PARAMS,
+        (Revision::Jul2026, ErrorCode::RESOURCE_NOT_FOUND) => ErrorCode::INVALID_PARAMS,
         _ => code,
     }
 }
@@ -235,7 +229,7 @@ pub fn check_version(id: Option<&RawValue>, version: &str) -> Result<(), Reply> 
     let data = json!({"supported": DISCOVER_VERSIONS, "requested": version});
     Err(Reply::error_data(
         id,
-        UNSUPPORTED_VERSION,
+        ErrorCode::UNSUPPORTED_VERSION,
         "Unsupported protocol version",
         data,
     ))
@@ -362,17 +356,17 @@ mod tests {
         let id = raw("7");
         let gone = Reply::error_data(
             Some(&id),
-            error_code::RESOURCE_NOT_FOUND,
+            ErrorCode::RESOURCE_NOT_FOUND,
             "resource not found: x://nope",
             json!({"uri": "x://nope"}),
         );
-        assert_eq!(gone.code(), Some(error_code::RESOURCE_NOT_FOUND));
+        assert_eq!(gone.code(), Some(ErrorCode::RESOURCE_NOT_FOUND));
         let v: Value = serde_json::from_str(&gone.render(Revision::Jul2026)).unwrap();
-        assert_eq!(v["error"]["code"], error_code::INVALID_PARAMS);
+        assert_eq!(v["error"]["code"], ErrorCode::INVALID_PARAMS.0);
         assert_eq!(v["error"]["data"]["uri"], "x://nope");
         assert_eq!(v["error"]["message"], "resource not found: x://nope");
         let v: Value = serde_json::from_str(&gone.render(Revision::Nov2025)).unwrap();
-        assert_eq!(v["error"]["code"], error_code::RESOURCE_NOT_FOUND);
+        assert_eq!(v["error"]["code"], ErrorCode::RESOURCE_NOT_FOUND.0);
     }
 
     #[test]
@@ -388,7 +382,7 @@ mod tests {
         assert!(!is_removed("tools/call"));
         assert!(check_version(None, "2026-07-28").is_ok());
         let refused = check_version(None, "2099-01-01").unwrap_err();
-        assert_eq!(refused.code(), Some(UNSUPPORTED_VERSION));
+        assert_eq!(refused.code(), Some(ErrorCode::UNSUPPORTED_VERSION));
         assert!(declares_tasks(Some(&raw(
             r#"{"extensions":{"io.modelcontextprotocol/tasks":{}}}"#
         ))));

@@ -34,7 +34,7 @@ use super::{
 };
 use crate::{
     executor::{HereId, HereTicket, Job},
-    model::{control_success_raw, rpc_error_data, rpc_result_raw, NOTIFICATION_ACK},
+    model::{control_success_raw, rpc_error_data, rpc_result_raw, ErrorCode, NOTIFICATION_ACK},
     plugin::CallControl,
     registry::{Lease, TryLease, Version},
     relay::HERE_BUDGET,
@@ -134,7 +134,7 @@ impl Answer<'_> {
     }
 
     /// Its JSON-RPC error code, when it is an error (what HTTP picks a status by).
-    pub fn code(&self) -> Option<i64> {
+    pub fn code(&self) -> Option<ErrorCode> {
         match self {
             Answer::Reply(reply) => reply.code(),
             Answer::Notified => None,

@@ -13,12 +13,12 @@ use std::sync::Arc;
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine as _};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, value::RawValue, Value};
-use toolhost_plugin::extras::{code, method};
+use toolhost_plugin::extras::method;
 
 use super::{
     offers::resolve_in, CallError, Client, Dispatch, Offers, PluginRequest, Reply, Router,
 };
-use crate::model::{error_code, Cursor, RequestError};
+use crate::model::{Cursor, ErrorCode, RequestError};
 
 /// Most static resources in one page of `resources/list`.
 pub const PAGE_SIZE: usize = 100;
@@ -208,7 +208,7 @@ impl Router {
         offers: Arc<Offers>,
     ) -> Dispatch {
         let invalid =
-            |m: String| Dispatch::Reply(Reply::error(Some(id), error_code::INVALID_PARAMS, m));
+            |m: String| Dispatch::Reply(Reply::error(Some(id), ErrorCode::INVALID_PARAMS, m));
         let cursor = match cursor {
             None => None,
             Some(c) => match Position::decode(c) {
@@ -272,7 +272,7 @@ impl Router {
         let key = super::server::client_key(client.scope, client.id);
         match self.subscriptions.set(key, uri, on) {
             Ok(()) => Reply::result(id, &json!({})),
-            Err(e) => Reply::error(Some(id), error_code::INVALID_REQUEST, e.to_string()),
+            Err(e) => Reply::error(Some(id), ErrorCode::INVALID_REQUEST, e.to_string()),
         }
     }
 }
@@ -319,13 +319,13 @@ pub(super) fn read(uri: &str, r: super::Resolved) -> Box<PluginRequest> {
                     Ok(())
                 } else {
                     Err(RequestError::new(
-                        code::RESOURCE_NOT_FOUND,
+                        ErrorCode::RESOURCE_NOT_FOUND.to_i32(),
                         format!("resource not found: {check_uri}"),
                     ))
                 }
             })
             .map_error(move |e| {
-                if e.code == code::RESOURCE_NOT_FOUND {
+                if ErrorCode::from(e.code) == ErrorCode::RESOURCE_NOT_FOUND {
                     CallError::ResourceNotFound {
                         uri: err_uri.to_string(),
                         message: e.message,

@@ -47,7 +47,7 @@ impl Router {
         (client.revision == Revision::Jul2026 && is_removed(method)).then(|| {
             Reply::error(
                 Some(id),
-                crate::model::error_code::METHOD_NOT_FOUND,
+                crate::model::ErrorCode::METHOD_NOT_FOUND,
                 format!("method not found: {method} (removed in 2026-07-28)"),
             )
         })

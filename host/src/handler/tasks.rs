@@ -133,7 +133,10 @@ impl Status {
 #[derive(Debug, Clone)]
 enum Ended {
     Result(String),
-    Error { code: i64, message: String },
+    Error {
+        code: crate::model::ErrorCode,
+        message: String,
+    },
 }
 
 /// One task.
@@ -214,7 +217,7 @@ impl Task {
     fn settle(&self, outcome: Outcome) -> Option<usize> {
         let ended = match (self.control.failure(), outcome) {
             (Some(why), _) => Ended::Error {
-                code: crate::model::error_code::INTERNAL_ERROR,
+                code: crate::model::ErrorCode::INTERNAL_ERROR,
                 message: why,
             },
             (None, Err(e)) => Ended::Error {
@@ -223,7 +226,7 @@ impl Task {
             },
             (None, Ok(result)) => match panic_of(&self.tool, &result) {
                 Some(message) => Ended::Error {
-                    code: crate::model::error_code::INTERNAL_ERROR,
+                    code: crate::model::ErrorCode::INTERNAL_ERROR,
                     message,
                 },
                 None => Ended::Result(result),

@@ -12,8 +12,8 @@ use super::{
 };
 use crate::{
     model::{
-        call_result_text, error_code, parse_call_result, tool_json_of, CallParams, CallResult,
-        Cursor, LogLevel, RequestError,
+        call_result_text, parse_call_result, tool_json_of, CallParams, CallResult, Cursor,
+        ErrorCode, LogLevel, RequestError,
     },
     plugin::{CallControl, LoadedPlugin, Report},
     registry::Version,
@@ -57,11 +57,11 @@ pub enum CallError {
 
 impl CallError {
     /// The JSON-RPC error code of the reply.
-    pub fn code(&self) -> i64 {
+    pub fn code(&self) -> ErrorCode {
         match self {
             CallError::Rpc(e) => e.code.into(),
-            CallError::ResourceNotFound { .. } => crate::model::error_code::RESOURCE_NOT_FOUND,
-            _ => crate::model::error_code::INVALID_PARAMS,
+            CallError::ResourceNotFound { .. } => crate::model::ErrorCode::RESOURCE_NOT_FOUND,
+            _ => crate::model::ErrorCode::INVALID_PARAMS,
         }
     }
 
@@ -234,7 +234,7 @@ impl Router {
                 // for a page past the first.
                 let len = p.manifest().tools.len();
                 match resources::page_of(len, cursor, TOOLS_PAGE_SIZE) {
-                    Err(e) => return Reply::error(Some(id), error_code::INVALID_PARAMS, e),
+                    Err(e) => return Reply::error(Some(id), ErrorCode::INVALID_PARAMS, e),
                     Ok((range, None)) if range.start == 0 => {
                         return Reply::list(id, whole.to_string())
                     }
@@ -253,7 +253,7 @@ impl Router {
             }
         }
         match resources::page_of(all.len(), cursor, TOOLS_PAGE_SIZE) {
-            Err(e) => Reply::error(Some(id), error_code::INVALID_PARAMS, e),
+            Err(e) => Reply::error(Some(id), ErrorCode::INVALID_PARAMS, e),
             Ok((range, None)) if range.start == 0 => Reply::list(id, whole.to_string()),
             Ok((range, next)) => {
                 Reply::list(id, resources::page_result("tools", &all[range], next))
@@ -284,7 +284,7 @@ impl Router {
     ) -> Dispatch {
         let scope = client.scope;
         let invalid = |message: String| {
-            Dispatch::Reply(Reply::error(Some(id), error_code::INVALID_PARAMS, message))
+            Dispatch::Reply(Reply::error(Some(id), ErrorCode::INVALID_PARAMS, message))
         };
         let args = params.arguments.map(|a| a.get().to_string());
         let (server, plugin, method) = match scope {

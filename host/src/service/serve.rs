@@ -29,7 +29,7 @@ use crate::{
         StreamAsker, Tasking,
     },
     model::{
-        error_code, rpc_error, rpc_notification, ClientMessage, ClientRequest, JsonRpc, RequestHead,
+        rpc_error, rpc_notification, ClientMessage, ClientRequest, ErrorCode, JsonRpc, RequestHead,
     },
     plugin::Asker,
     registry::RegistryEvent,
@@ -180,7 +180,7 @@ impl lane::Front for Plain {
                 tracing::warn!("ignoring a malformed line ({e})");
                 self.out.send(rpc_error(
                     None,
-                    error_code::PARSE_ERROR,
+                    ErrorCode::PARSE_ERROR,
                     &format!("parse error: {e}"),
                 ));
                 return None;
@@ -267,7 +267,7 @@ impl lane::Front for Plain {
         }
         self.out.send(rpc_error(
             id.as_deref(),
-            error_code::INTERNAL_ERROR,
+            ErrorCode::INTERNAL_ERROR,
             &format!(
                 "server busy: {MAX_CALLS_IN_FLIGHT} requests are in flight, waiting for the \
                  answers to the questions sent to this client; answer (or cancel) some, then \
@@ -373,7 +373,7 @@ fn too_long(t: TooLong) -> Reply {
         .filter(|id| valid_id(id));
     Reply::error(
         id.as_deref(),
-        error_code::INVALID_REQUEST,
+        ErrorCode::INVALID_REQUEST,
         format!("{t} (raise the limit with --max-line-bytes)"),
     )
 }

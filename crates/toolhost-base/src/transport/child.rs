@@ -3,12 +3,8 @@
 //! tail of its stderr kept for the report when it dies.
 //!
 //! It must also die when toolhost dies without dropping it (an abort, SIGKILL, a panic that
-//! aborts): on Linux the kernel sends it SIGKILL then (`PR_SET_PDEATHSIG`). That signal
-//! follows the *thread* that forked, not the process, so the fork happens on a thread that
-//! lives as long as the process ([`spawn_on_lasting_thread`]); a tokio thread, reaped when
-//! idle, would take the CLI with it. Elsewhere (macOS) there is no such signal and nothing
-//! stands in for it: an orderly end still kills the CLI (drop, signal handlers), an abrupt one
-//! leaves it to notice its closed stdin.
+//! aborts): it is forked as the workers are ([`super::spawner`]), so on Linux the kernel
+//! kills it then; elsewhere it notices its closed stdin.
 
 use std::{
     collections::VecDeque,
@@ -70,77 +66,6 @@ impl StderrTail {
     }
 }
 
-/// Has the child killed (SIGKILL) when its parent dies, and fail to start when the parent is
-/// already gone by the time it asks.
-#[cfg(target_os = "linux")]
-fn die_with_parent(cmd: &mut Command) {
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: the closure runs in the forked child before exec, and makes only
-    // async-signal-safe system calls (prctl, getppid); the error values it builds hold an
-    // errno and allocate nothing.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) == -1
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The parent died before the signal was asked for: no one will send it.
-            if libc::getppid() != parent {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            Ok(())
-        });
-    }
-}
-
-/// Spawns `cmd` on a thread that lives as long as the process, in the caller's runtime (the
-/// child's parent-death signal follows the thread that forked: see the module's doc).
-#[cfg(target_os = "linux")]
-fn spawn_on_lasting_thread(cmd: Command) -> std::io::Result<Child> {
-    use std::sync::{mpsc, OnceLock};
-    type Job = (
-        Command,
-        tokio::runtime::Handle,
-        mpsc::SyncSender<std::io::Result<Child>>,
-    );
-    static SPAWNER: OnceLock<mpsc::Sender<Job>> = OnceLock::new();
-    let spawner = SPAWNER.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<Job>();
-        let started = std::thread::Builder::new()
-            .name("toolhost-spawner".into())
-            .spawn(move || {
-                // Never ends: the sender lives in a static.
-                for (mut cmd, runtime, reply) in rx {
-                    let _in_runtime = runtime.enter();
-                    // Set here only: forked from this thread, the signal comes with the
-                    // process's end, never with a shorter-lived thread's.
-                    die_with_parent(&mut cmd);
-                    let _ = reply.send(cmd.spawn());
-                }
-            });
-        if let Err(e) = started {
-            tracing::warn!("cannot start the spawner thread: {e}");
-        }
-        tx
-    });
-    let runtime = tokio::runtime::Handle::current();
-    let (reply, answer) = mpsc::sync_channel(1);
-    if let Err(mpsc::SendError((mut cmd, _, _))) = spawner.send((cmd, runtime, reply)) {
-        // No spawner thread (it could not start): from here, then, without the death
-        // signal, which would come when this (perhaps short-lived) thread ends.
-        return cmd.spawn();
-    }
-    answer
-        .recv()
-        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?
-}
-
 /// How the child ended.
 #[derive(Debug)]
 pub struct ExitReport {
@@ -180,9 +105,12 @@ impl CliProcess {
             .kill_on_drop(true)
             .process_group(0);
         #[cfg(target_os = "linux")]
-        let mut child = spawn_on_lasting_thread(cmd)?;
-        #[cfg(not(target_os = "linux"))]
-        let mut child = cmd.spawn()?;
+        super::spawner::die_with_parent(cmd.as_std_mut());
+        let runtime = tokio::runtime::Handle::current();
+        let mut child = super::spawner::on_lasting_thread(move || {
+            let _in_runtime = runtime.enter();
+            cmd.spawn()
+        })??;
         let stdin = child.stdin.take().expect("piped");
         let stdout = child.stdout.take().expect("piped");
         let stderr = child.stderr.take().expect("piped");

@@ -4,6 +4,7 @@
 
 mod child;
 mod lines;
+mod spawner;
 
 use std::{
     collections::VecDeque,
@@ -28,6 +29,9 @@ pub use lines::{
     blocking_lines, read_lines, BlockingLines, LineReader, ReadError, TooLong, TopLevelKeys,
     DEFAULT_MAX_LINE_BYTES,
 };
+pub use spawner::on_lasting_thread;
+#[cfg(target_os = "linux")]
+pub use spawner::{die_with_parent, set_parent_death_signal};
 
 /// Bytes of output queued before the reader of a session stops taking requests (see
 /// [`LineSender::ready`]): a peer that does not read its input cannot make the host grow.

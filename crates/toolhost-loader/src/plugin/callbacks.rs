@@ -4,9 +4,7 @@
 //! `catch_unwind`.
 
 use std::{
-    borrow::Cow,
     ffi::c_void,
-    fmt::Write as _,
     panic::{catch_unwind, AssertUnwindSafe},
     sync::{
         atomic::{AtomicBool, Ordering},
@@ -22,6 +20,8 @@ use toolhost_plugin::abi::{
     ask_error, level, AskErrorFfi, CallCtx, CallVTable, CallVTableRef, HostApi, HostVTable,
     HostVTableRef,
 };
+
+use crate::model::ErrorCode;
 
 /// Per-library data behind [`HostApi::data`]: who is logging, and where its file is.
 pub(crate) struct LogSource {
@@ -45,14 +45,14 @@ pub const LOG_NAME_MAX: usize = 256;
 
 /// Logs one record of a plugin as a `tracing` event (target `plugin`), at the level its ABI
 /// number names; unknown numbers are the least severe. Records from a worker come here too.
-/// What the plugin wrote goes through [`log_text`]: a plugin cannot forge host log lines, nor
+/// What the plugin wrote goes through [`crate::terminal::log_line`]: a plugin cannot forge host log lines, nor
 /// fill the log with one record.
 pub fn emit(lvl: u8, plugin: &str, call: Option<&str>, target: &str, message: &str) {
-    let plugin = log_text(plugin, LOG_NAME_MAX);
-    let call = call.map(|c| log_text(c, LOG_NAME_MAX));
+    let plugin = crate::terminal::log_line(plugin, LOG_NAME_MAX);
+    let call = call.map(|c| crate::terminal::log_line(c, LOG_NAME_MAX));
     let call = call.as_deref();
-    let target = log_text(target, LOG_NAME_MAX);
-    let message = log_text(message, LOG_MESSAGE_MAX);
+    let target = crate::terminal::log_line(target, LOG_NAME_MAX);
+    let message = crate::terminal::log_line(message, LOG_MESSAGE_MAX);
     let plugin = &*plugin;
     let target = &*target;
     macro_rules! ev {
@@ -67,63 +67,6 @@ pub fn emit(lvl: u8, plugin: &str, call: Option<&str>, target: &str, message: &s
         level::DEBUG => ev!(tracing::Level::DEBUG),
         _ => ev!(tracing::Level::TRACE),
     }
-}
-
-/// `text` as a plugin's log may show it: control characters (C0 and C1, DEL) escaped, so
-/// that a `\n`, a `\r` or a terminal escape cannot start what looks like a host log line, and
-/// cut to at most `max` bytes (`max` > [`CUT_NOTE_ROOM`]) with a note of how many bytes of
-/// `text` were left out. Applying it twice changes nothing (a worker's records pass here in the
-/// worker and again in the host); backslashes are left as they are for that reason.
-pub fn log_text(text: &str, max: usize) -> Cow<'_, str> {
-    if text.len() <= max && !text.chars().any(escaped) {
-        return Cow::Borrowed(text);
-    }
-    let room = max - CUT_NOTE_ROOM;
-    let mut out = String::with_capacity(text.len().min(max));
-    // Where output and input stood when the output first went past `room`.
-    let mut cut = None;
-    let mut whole = true;
-    for (at, c) in text.char_indices() {
-        let before = out.len();
-        if escaped(c) {
-            match c {
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                '\t' => out.push_str("\\t"),
-                _ if (c as u32) <= 0xff => {
-                    let _ = write!(out, "\\x{:02x}", c as u32);
-                }
-                _ => {
-                    let _ = write!(out, "\\u{{{:04x}}}", c as u32);
-                }
-            }
-        } else {
-            out.push(c);
-        }
-        if cut.is_none() && out.len() > room {
-            cut = Some((before, at));
-        }
-        if out.len() > max {
-            whole = false;
-            break;
-        }
-    }
-    if whole {
-        return Cow::Owned(out);
-    }
-    let (kept, at) = cut.expect("the output went past `room` before `max`");
-    out.truncate(kept);
-    let _ = write!(out, "… [{} more bytes cut]", text.len() - at);
-    Cow::Owned(out)
-}
-
-/// What [`log_text`] keeps free for its note of a cut (the note is shorter).
-const CUT_NOTE_ROOM: usize = 48;
-
-/// Whether [`log_text`] escapes `c`: C0 controls, DEL, C1 controls and the bidirectional
-/// controls a terminal reorders text by.
-fn escaped(c: char) -> bool {
-    matches!(c as u32, 0..=0x1f | 0x7f..=0x9f) || crate::terminal::bidi(c)
 }
 
 /// A string a plugin passed to a host function, as text: the ABI promises UTF-8, but nothing
@@ -187,7 +130,7 @@ pub(crate) fn check_notice(method: &str, params: &str) -> Result<(), String> {
     if method != RESOURCE_UPDATED && method != RESOURCE_LIST_CHANGED {
         return Err(format!(
             "`{}` is not a notification a plugin may send",
-            log_text(method, LOG_NAME_MAX)
+            crate::terminal::log_line(method, LOG_NAME_MAX)
         ));
     }
     if params.len() > NOTICE_PARAMS_MAX {
@@ -311,7 +254,7 @@ pub enum AskFailure {
     /// The call was cancelled (or its time ran out) while it waited.
     Cancelled,
     /// The client answered with a JSON-RPC error.
-    Client { code: i64, message: String },
+    Client { code: ErrorCode, message: String },
     /// The question, or the client's answer, is not what MCP allows.
     Invalid(String),
     /// Not answered yet: the client answers in rounds (2026-07-28), after the call ends.
@@ -323,7 +266,7 @@ impl AskFailure {
         let (kind, code, message) = match self {
             AskFailure::Unsupported(m) => (ask_error::UNSUPPORTED, 0, m),
             AskFailure::Cancelled => (ask_error::CANCELLED, 0, String::new()),
-            AskFailure::Client { code, message } => (ask_error::CLIENT, code, message),
+            AskFailure::Client { code, message } => (ask_error::CLIENT, code.0, message),
             AskFailure::Invalid(m) => (ask_error::INVALID, 0, m),
             AskFailure::InputRequired => (ask_error::INPUT_REQUIRED, 0, String::new()),
         };
@@ -697,45 +640,6 @@ mod tests {
         assert!(check_notice("notifications/resources/updated", &big)
             .unwrap_err()
             .contains("more than"));
-    }
-
-    #[test]
-    fn log_text_escapes_control_characters_and_cuts_long_text() {
-        // Plain text passes untouched, without a copy.
-        assert!(matches!(
-            log_text("fine: ünïcode \\n", 64),
-            Cow::Borrowed(_)
-        ));
-        // A forged host line, a terminal escape, a tab, DEL and a C1 control (CSI).
-        let forged = "ok\n2025-01-01T00:00:00Z  INFO toolhost: forged\r\x1b[2K\t\x7f\u{9b}end";
-        let shown = log_text(forged, 256);
-        assert_eq!(
-            shown,
-            "ok\\n2025-01-01T00:00:00Z  INFO toolhost: forged\\r\\x1b[2K\\t\\x7f\\x9bend"
-        );
-        assert!(!shown.chars().any(char::is_control), "{shown}");
-        // A right-to-left override would reverse the rest of the line on a terminal.
-        assert_eq!(log_text("file\u{202e}txt.exe", 64), "file\\u{202e}txt.exe");
-
-        let long = format!("{}{}", "é".repeat(100), "x".repeat(1000));
-        let cut = log_text(&long, 256);
-        assert!(cut.len() <= 256, "{}", cut.len());
-        let (kept, note) = cut.split_once("… [").unwrap();
-        assert!(long.starts_with(kept));
-        let left_out = long.len() - kept.len();
-        assert_eq!(note, format!("{left_out} more bytes cut]"));
-        // What comes out passes again unchanged (a worker's records are cleaned twice).
-        assert_eq!(log_text(&cut, 256), cut);
-        assert_eq!(log_text(&shown, 256), shown);
-        // Escapes count towards the limit, and a cut never splits one.
-        let newlines = "\n".repeat(300);
-        let cut = log_text(&newlines, 256);
-        assert!(cut.len() <= 256);
-        let (kept, note) = cut.split_once("… [").unwrap();
-        assert_eq!(kept, "\\n".repeat(kept.len() / 2));
-        assert_eq!(note, format!("{} more bytes cut]", 300 - kept.len() / 2));
-        // Exactly at the limit: whole.
-        assert_eq!(log_text(&"y".repeat(256), 256).len(), 256);
     }
 
     /// A hook event's hooks are parts of one request: withdrawing the event stops the hook

@@ -42,7 +42,7 @@ pub fn deliver_catalog_change(plugin: &str, what: &str) {
                 plugin,
                 "dropped a catalog change of {:?}: only tools and prompts change at run time \
                  (warned at 1, 2, 4, ... of them)",
-                super::log_text(what, 32)
+                crate::terminal::log_line(what, 32)
             );
         }
         return;

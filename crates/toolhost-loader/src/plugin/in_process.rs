@@ -164,7 +164,7 @@ impl Backend for InProcess {
     ) -> Result<String, RequestError> {
         let Some(request) = self.root.request() else {
             return Err(RequestError::new(
-                toolhost_plugin::extras::code::METHOD_NOT_FOUND,
+                crate::model::ErrorCode::METHOD_NOT_FOUND.to_i32(),
                 format!(
                     "plugin {} was built against a toolhost-plugin that answers tool calls only",
                     self.name

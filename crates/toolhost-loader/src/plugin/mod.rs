@@ -41,7 +41,7 @@ pub use crate::model::{
     ToolInfo, MAX_QUALIFIED_NAME,
 };
 
-pub use callbacks::{deliver_notice, emit as emit_log, log_text, LOG_MESSAGE_MAX, LOG_NAME_MAX};
+pub use callbacks::{deliver_notice, emit as emit_log, LOG_MESSAGE_MAX, LOG_NAME_MAX};
 pub use declared::check as check_declared_name;
 /// Hooks between the staging steps, for the registry's tests (feature `test-support`).
 #[cfg(any(test, feature = "test-support"))]

@@ -5,20 +5,59 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use toolhost_plugin::extras::code;
+
 use super::{
     scan::{members, Scan},
     CallParams,
 };
 
-/// Standard JSON-RPC error codes used by the router.
-pub mod error_code {
-    pub const PARSE_ERROR: i64 = -32700;
-    pub const INVALID_REQUEST: i64 = -32600;
-    pub const METHOD_NOT_FOUND: i64 = -32601;
-    pub const INVALID_PARAMS: i64 = -32602;
-    pub const INTERNAL_ERROR: i64 = -32603;
+/// A JSON-RPC error code: the one list of the codes toolhost answers with, so that a front end,
+/// the router and the protocol layer compare and write the same typed value. Codes a plugin may
+/// answer come from the plugin ABI (`toolhost_plugin::extras::code`, which the C header repeats;
+/// the loader checks the two agree), so they cannot drift apart; a code a plugin or a client
+/// chose passes through as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ErrorCode(pub i64);
+
+impl ErrorCode {
+    pub const PARSE_ERROR: Self = Self(-32700);
+    pub const INVALID_REQUEST: Self = Self(-32600);
+    pub const METHOD_NOT_FOUND: Self = Self(code::METHOD_NOT_FOUND as i64);
+    pub const INVALID_PARAMS: Self = Self(code::INVALID_PARAMS as i64);
+    pub const INTERNAL_ERROR: Self = Self(code::INTERNAL_ERROR as i64);
     /// MCP: the resource a `resources/read` names does not exist.
-    pub const RESOURCE_NOT_FOUND: i64 = -32002;
+    pub const RESOURCE_NOT_FOUND: Self = Self(code::RESOURCE_NOT_FOUND as i64);
+    /// What an HTTP transport refuses outside any session (JSON-RPC's "server error").
+    pub const TRANSPORT_ERROR: Self = Self(-32000);
+    /// A 2025-11-25 HTTP request naming a session the server does not know.
+    pub const SESSION_NOT_FOUND: Self = Self(-32001);
+    /// 2026-07-28: the request's headers do not match its body (or one is missing).
+    pub const HEADER_MISMATCH: Self = Self(-32020);
+    /// MCP's MissingRequiredClientCapabilityError (SEP-2575): the request needs a client
+    /// capability it did not declare (HTTP 400).
+    pub const MISSING_CAPABILITY: Self = Self(-32021);
+    /// The request's protocol version is not one this server speaks (2026-07-28).
+    pub const UNSUPPORTED_VERSION: Self = Self(-32022);
+
+    /// The code as the plugin ABI carries it (`RequestError::code`); one out of its range
+    /// (only a client's own code can be) becomes "internal error".
+    pub fn to_i32(self) -> i32 {
+        i32::try_from(self.0).unwrap_or(code::INTERNAL_ERROR)
+    }
+}
+
+impl From<i32> for ErrorCode {
+    fn from(code: i32) -> Self {
+        Self(code.into())
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
 }
 
 /// The acknowledgement the CLI expects for a notification it sent inside `mcp_message`
@@ -132,7 +171,7 @@ struct Reply<'a, T: Serialize> {
 
 #[derive(Serialize)]
 struct ErrorObject<'a> {
-    code: i64,
+    code: ErrorCode,
     message: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     data: Option<&'a serde_json::Value>,
@@ -199,14 +238,14 @@ pub fn rpc_result_raw(id: Option<&RawValue>, result: &str) -> String {
 }
 
 /// A JSON-RPC error reply echoing `id` (`null` when the request's id is unknown).
-pub fn rpc_error(id: Option<&RawValue>, code: i64, message: &str) -> String {
+pub fn rpc_error(id: Option<&RawValue>, code: ErrorCode, message: &str) -> String {
     rpc_error_data(id, code, message, None)
 }
 
 /// [`rpc_error`] with the error's `data` (MCP's "resource not found" carries the URI there).
 pub fn rpc_error_data(
     id: Option<&RawValue>,
-    code: i64,
+    code: ErrorCode,
     message: &str,
     data: Option<&serde_json::Value>,
 ) -> String {
@@ -282,11 +321,16 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":"a b","result":{}}"#
         );
         assert_eq!(
-            rpc_error(None, -32601, "nope"),
+            rpc_error(None, ErrorCode::METHOD_NOT_FOUND, "nope"),
             r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32601,"message":"nope"}}"#
         );
         assert_eq!(
-            rpc_error_data(m.id, -32002, "gone", Some(&json!({"uri": "n://1"}))),
+            rpc_error_data(
+                m.id,
+                ErrorCode::RESOURCE_NOT_FOUND,
+                "gone",
+                Some(&json!({"uri": "n://1"}))
+            ),
             r#"{"jsonrpc":"2.0","id":"a b","error":{"code":-32002,"message":"gone","data":{"uri":"n://1"}}}"#
         );
         let n: JsonRpc =

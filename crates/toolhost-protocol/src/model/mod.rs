@@ -27,7 +27,7 @@ pub use control::{
     ControlResponse, Incoming, IncomingRequest, McpResponse,
 };
 pub use jsonrpc::{
-    error_code, id_key, rpc_error, rpc_error_data, rpc_notification, rpc_result, rpc_result_raw,
+    id_key, rpc_error, rpc_error_data, rpc_notification, rpc_result, rpc_result_raw, ErrorCode,
     JsonRpc, NOTIFICATION_ACK,
 };
 pub use keys::{KeyReader, TopLevelKeys};

@@ -57,7 +57,7 @@ pub use watch::WatchHandle;
 use load::{InitRun, Waker};
 use state::{FailedFile, State};
 
-use crate::{config::LiveConfig, error::escape_controls, plugin::LoadedPlugin, trust::TrustError};
+use crate::{config::LiveConfig, plugin::LoadedPlugin, terminal::log_line, trust::TrustError};
 
 /// Why the registry could not open its folder or start following it.
 #[derive(Debug, thiserror::Error)]
@@ -82,12 +82,12 @@ pub enum RegistryError {
 
 /// A path as logs show it (control characters escaped).
 fn shown(path: &Path) -> String {
-    escape_controls(&path.display().to_string()).into_owned()
+    log_line(&path.display().to_string(), usize::MAX).into_owned()
 }
 
 /// The log line of a failed file.
 fn failure_line(file: &Path, error: &str) -> String {
-    format!("{}: {}", shown(file), escape_controls(error))
+    format!("{}: {}", shown(file), log_line(error, usize::MAX))
 }
 
 /// Settings of a [`Registry`].

@@ -38,7 +38,7 @@ use super::{
 };
 use crate::{
     plugin::{
-        log_text, CallControl, CallResult, LoadError, LoadedPlugin, RequestError, StateError,
+        CallControl, CallResult, LoadError, LoadedPlugin, RequestError, StateError,
         LOG_MESSAGE_MAX, LOG_NAME_MAX,
     },
     sys::parse_hex,
@@ -496,12 +496,13 @@ impl<S: tracing::Subscriber> Layer<S> for Forward {
         let module = f.module.unwrap_or_else(|| meta.target().to_string());
         // Cut as the host shows them (the plugin's records were in `emit_log` already): a
         // record always fits the events pipe's frame limit.
-        let name = |s: &str| log_text(s, LOG_NAME_MAX).into_owned();
+        let name = |s: &str| crate::terminal::log_line(s, LOG_NAME_MAX).into_owned();
         self.out.log(&FromWorker::Log {
             level,
             call: f.call.as_deref().map(name),
             module: name(&module),
-            message: log_text(&(f.message + &f.rest), LOG_MESSAGE_MAX).into_owned(),
+            message: crate::terminal::log_line(&(f.message + &f.rest), LOG_MESSAGE_MAX)
+                .into_owned(),
         });
     }
 }

@@ -249,7 +249,7 @@ fn answer_config_query(
         tracing::warn!(
             plugin = %shared.name,
             "its worker asked for the configuration of plugin `{}`: refused",
-            crate::error::escape_controls(name)
+            crate::terminal::log_line(name, usize::MAX)
         );
         None
     };

@@ -92,7 +92,7 @@ impl Drop for LogGate {
 fn summarize(plugin: &str, dropped: u64, over: Duration) {
     tracing::warn!(
         target: "plugin",
-        plugin = crate::plugin::log_text(plugin, crate::plugin::LOG_NAME_MAX).as_ref(),
+        plugin = crate::terminal::log_line(plugin, crate::plugin::LOG_NAME_MAX).as_ref(),
         "{dropped} log records of its worker dropped in {:.1} s (a worker may log {BURST} at \
          once, then {PER_SECOND} a second)",
         over.as_secs_f64()

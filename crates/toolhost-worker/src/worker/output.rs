@@ -12,7 +12,7 @@ use std::{
 };
 
 use super::{logs::LogGate, process::signal_name};
-use crate::plugin::{log_text, LOG_MESSAGE_MAX};
+use crate::{plugin::LOG_MESSAGE_MAX, terminal::log_line};
 
 /// The longest line of a worker's stderr kept: the rest of a longer one is read and dropped,
 /// so a worker writing without newlines cannot grow the host's memory.
@@ -89,7 +89,7 @@ impl OutputReader {
                 let gate = LogGate::new(&plugin);
                 for_each_line(BufReader::new(output), LINE_MAX, |line| {
                     let text = String::from_utf8_lossy(line);
-                    let text = log_text(text.trim_end(), LOG_MESSAGE_MAX);
+                    let text = log_line(text.trim_end(), LOG_MESSAGE_MAX);
                     if text.contains("has overflowed its stack") {
                         flag.store(true, Ordering::Release);
                     }

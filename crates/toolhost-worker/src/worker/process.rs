@@ -17,7 +17,6 @@ use std::{
     },
     path::Path,
     process::{Child, ChildStderr, Command, Stdio},
-    sync::{mpsc, Mutex, OnceLock},
 };
 
 use super::WorkerConfig;
@@ -76,39 +75,6 @@ fn inherited(name: &std::ffi::OsStr) -> bool {
         .is_some_and(|n| INHERITED_ENV.contains(&n) || n.starts_with("LC_"))
 }
 
-type Job = Box<dyn FnOnce() + Send>;
-
-/// Runs `job` on the one thread that starts every worker.
-///
-/// `PR_SET_PDEATHSIG` fires when the *thread* that forked the child ends, not the process: a
-/// worker started from a tokio blocking thread would be killed when that thread retires after
-/// its idle timeout. This thread lives as long as the process.
-fn on_spawner_thread<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) -> io::Result<T> {
-    static SPAWNER: OnceLock<Mutex<mpsc::Sender<Job>>> = OnceLock::new();
-    let spawner = SPAWNER.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<Job>();
-        std::thread::Builder::new()
-            .name("toolhost-spawner".into())
-            .spawn(move || {
-                for job in rx {
-                    job();
-                }
-            })
-            .expect("cannot start the worker spawner thread");
-        Mutex::new(tx)
-    });
-    let (done_tx, done_rx) = mpsc::sync_channel(1);
-    let job: Job = Box::new(move || {
-        let _ = done_tx.send(job());
-    });
-    crate::sync::lock(spawner)
-        .send(job)
-        .map_err(|_| io::Error::other("the worker spawner thread is gone"))?;
-    done_rx
-        .recv()
-        .map_err(|_| io::Error::other("the worker spawner thread is gone"))
-}
-
 /// Starts a worker for the staged copy open as `library`.
 pub(crate) fn spawn(
     config: &WorkerConfig,
@@ -130,7 +96,10 @@ pub(crate) fn spawn(
     // command is spawned: `library_fd`, `worker_end`, `worker_replies` and `worker_events` are
     // dropped after it.
     unsafe { prepare_child(&mut cmd, fds) };
-    let mut child = on_spawner_thread(move || {
+    // The worker must never outlive the host.
+    #[cfg(target_os = "linux")]
+    crate::transport::die_with_parent(&mut cmd);
+    let mut child = crate::transport::on_lasting_thread(move || {
         let child = cmd.spawn();
         drop(library_fd);
         drop(worker_end);
@@ -194,17 +163,16 @@ fn command(config: &WorkerConfig, launch: &Launch<'_>) -> io::Result<Command> {
 }
 
 /// Sets up the child between fork and exec: the descriptors `fds` (from, to) moved to their
-/// numbers, every other one close-on-exec, and death with the host.
+/// numbers, every other one close-on-exec.
 ///
 /// # Safety
 /// Every `from` descriptor of `fds` stays open until `cmd` is spawned.
 unsafe fn prepare_child(cmd: &mut Command, fds: [(RawFd, RawFd); 4]) {
     // SAFETY: the closure runs in the forked child before exec, so it may only make
-    // async-signal-safe calls: fcntl, dup2, close, prctl, getppid, _exit and those of
+    // async-signal-safe calls: fcntl, dup2, close and those of
     // `cloexec_from` are. It touches no memory but its captured integers. The descriptors in
     // `fds` are open in the child, as the caller keeps them open in the parent.
     unsafe {
-        let parent = libc::getpid();
         cmd.pre_exec(move || {
             // Move all out of the way first: any may itself be 3, 4, 5 or 6.
             let mut moved = [0; 4];
@@ -229,16 +197,6 @@ unsafe fn prepare_child(cmd: &mut Command, fds: [(RawFd, RawFd); 4]) {
             // say) stays with the host: close-on-exec from the worker's last one up. Marked
             // rather than closed: std's own pipe reporting a failed exec is among them.
             cloexec_from(EVENTS_FD + 1);
-            // The worker must never outlive the host.
-            #[cfg(target_os = "linux")]
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // The host may have died before the prctl: then nobody would send the signal.
-            #[cfg(target_os = "linux")]
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
             Ok(())
         });
     }

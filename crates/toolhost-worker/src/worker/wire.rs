@@ -699,7 +699,7 @@ mod tests {
             ToWorker::Answered {
                 ask: 14,
                 answer: Err(AskFailure::Client {
-                    code: -1,
+                    code: crate::model::ErrorCode(-1),
                     message: "c".into(),
                 }),
             },

@@ -57,7 +57,7 @@ fn warn_failed(item: &Matched, why: &str) {
         OnError::Allow => "skipped (on_error = \"allow\")",
     };
     // `why` may quote the plugin (its panic, its answer): inert in the log.
-    let why = crate::plugin::log_text(why, crate::plugin::LOG_MESSAGE_MAX);
+    let why = crate::terminal::log_line(why, crate::plugin::LOG_MESSAGE_MAX);
     tracing::warn!(plugin = %item.plugin, "{} failed: {why}; {counts}", item.describe());
 }
 

@@ -124,7 +124,7 @@ impl Hooks {
                 // The reason is the plugin's text: on a terminal (`chat`'s stderr) it must be
                 // inert, U+202E too, which the log's own escaping leaves (issue 37 item 12).
                 let text = d.text();
-                let text = crate::plugin::log_text(&text, crate::plugin::LOG_MESSAGE_MAX);
+                let text = crate::terminal::log_line(&text, crate::plugin::LOG_MESSAGE_MAX);
                 tracing::info!(plugin = %d.plugin, "{text}");
             }
             respond(o.answer);

@@ -21,7 +21,7 @@ use toolhost_plugin::extras::TaskSupport;
 use super::{wire::extension_created, Task, TaskAsker, Tasking};
 use crate::{
     handler::{asks::ClientCaps, tool_call::ToolCall, Answer, Client, Reply, Respond, Router},
-    model::error_code,
+    model::ErrorCode,
     plugin::{AskFailure, Asker, CallControl},
     sync::lock,
 };
@@ -194,7 +194,7 @@ impl Asker for Promotion {
             Err(_) if !self.required => return Ok(()),
             Err(full) => {
                 return Err(AskFailure::Client {
-                    code: error_code::INTERNAL_ERROR,
+                    code: ErrorCode::INTERNAL_ERROR,
                     message: full.to_string(),
                 })
             }

@@ -12,9 +12,9 @@ use super::{
 use crate::{
     handler::{
         asks::ClientCaps, tool_call::ToolCall, Answer, CallError, Client, Dispatch, Method,
-        Outcome, Reply, Request, Router, MISSING_CAPABILITY,
+        Outcome, Reply, Request, Router,
     },
-    model::{error_code, RequestError},
+    model::{ErrorCode, RequestError},
     plugin::CallControl,
 };
 use toolhost_plugin::extras::TaskSupport;
@@ -49,18 +49,18 @@ impl Router {
                 (Some(_), Some(task)) => match serde_json::from_str::<TaskParam>(task.get()) {
                     Ok(p) => Ok(Some(clamp_ttl(p.ttl))),
                     Err(e) => Err(refuse(
-                        error_code::INVALID_PARAMS,
+                        ErrorCode::INVALID_PARAMS,
                         format!("invalid params: `task` must be an object with an optional `ttl` in milliseconds ({e})"),
                         None,
                     )),
                 },
                 (None, Some(_)) => Err(refuse(
-                    error_code::METHOD_NOT_FOUND,
+                    ErrorCode::METHOD_NOT_FOUND,
                     format!("tool `{tool}` does not run as a task: call it without `task`"),
                     None,
                 )),
                 (Some(TaskSupport::Required), None) => Err(refuse(
-                    error_code::METHOD_NOT_FOUND,
+                    ErrorCode::METHOD_NOT_FOUND,
                     format!("tool `{tool}` runs only as a task: call it with `task` (MCP tasks)"),
                     None,
                 )),
@@ -70,7 +70,7 @@ impl Router {
                 (None, _) | (Some(TaskSupport::Optional), false) => Ok(None),
                 (Some(_), true) => Ok(Some(clamp_ttl(None))),
                 (Some(TaskSupport::Required), false) => Err(refuse(
-                    MISSING_CAPABILITY,
+                    ErrorCode::MISSING_CAPABILITY,
                     format!("tool `{tool}` runs only as a task: declare the {} extension in the request's clientCapabilities", super::EXTENSION),
                     Some(extension_required()),
                 )),
@@ -105,7 +105,7 @@ impl Router {
                 }
                 return Ok(Dispatch::Reply(Reply::error(
                     Some(id),
-                    error_code::INTERNAL_ERROR,
+                    ErrorCode::INTERNAL_ERROR,
                     full.to_string(),
                 )));
             }
@@ -169,11 +169,7 @@ impl Router {
             None => TaskParams::default(),
             Some(Err(e)) => {
                 let message = format!("invalid params: {e}");
-                return Dispatch::Reply(Reply::error(
-                    Some(id),
-                    error_code::INVALID_PARAMS,
-                    message,
-                ));
+                return Dispatch::Reply(Reply::error(Some(id), ErrorCode::INVALID_PARAMS, message));
             }
         };
         let owner = owner_of(client, tasking);
@@ -189,7 +185,7 @@ impl Router {
             let message = format!(
                 "unknown task {named}: no task of this client has that id (it may have expired)"
             );
-            return Dispatch::Reply(Reply::error(Some(id), error_code::INVALID_PARAMS, message));
+            return Dispatch::Reply(Reply::error(Some(id), ErrorCode::INVALID_PARAMS, message));
         };
         let reply = |v: Value| Dispatch::Reply(Reply::result(id, &v));
         match (tasking, method) {
@@ -203,7 +199,7 @@ impl Router {
                     );
                     return Dispatch::Reply(Reply::error(
                         Some(id),
-                        error_code::INVALID_PARAMS,
+                        ErrorCode::INVALID_PARAMS,
                         message,
                     ));
                 }
@@ -246,7 +242,7 @@ impl Router {
                 (!negotiated).then(|| {
                     Dispatch::Reply(Reply::error_data(
                         Some(id),
-                        MISSING_CAPABILITY,
+                        ErrorCode::MISSING_CAPABILITY,
                         format!("{method} needs the {} extension: declare it in the request's clientCapabilities", super::EXTENSION),
                         extension_required(),
                     ))
@@ -358,8 +354,8 @@ fn session_result(task: Arc<Task>) -> Later {
     Box::pin(async move {
         task.ended().await;
         let s = task.snapshot();
-        let error = |code: i64, message: String| {
-            Err(CallError::Rpc(RequestError::new(code as i32, message)))
+        let error = |code: ErrorCode, message: String| {
+            Err(CallError::Rpc(RequestError::new(code.to_i32(), message)))
         };
         match s.outcome {
             Some(Ended::Result(result)) => {
@@ -369,7 +365,7 @@ fn session_result(task: Arc<Task>) -> Later {
             }
             Some(Ended::Error { code, message }) => error(code, message),
             None => error(
-                error_code::INTERNAL_ERROR,
+                ErrorCode::INTERNAL_ERROR,
                 format!("task {} was {}: it has no result", task.id, s.status.name()),
             ),
         }

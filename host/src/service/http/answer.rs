@@ -13,8 +13,8 @@ use tokio::sync::mpsc;
 
 use super::sse::Item;
 use crate::{
-    handler::{Answer, Respond, Revision, MISSING_CAPABILITY},
-    model::error_code,
+    handler::{Answer, Respond, Revision},
+    model::ErrorCode,
     service::rounds::{self, Retry},
     sync::lock,
 };
@@ -23,11 +23,11 @@ use crate::{
 /// client of `revision`: a 2026-07-28 "method not found" is 404, a 2025-11-25 session's
 /// "invalid request" (an id in flight already) 400, a missing client capability 400
 /// (SEP-2575); anything else 200.
-pub(super) fn status_of(revision: Revision, code: Option<i64>) -> StatusCode {
+pub(super) fn status_of(revision: Revision, code: Option<ErrorCode>) -> StatusCode {
     match (revision, code) {
-        (Revision::Jul2026, Some(error_code::METHOD_NOT_FOUND)) => StatusCode::NOT_FOUND,
-        (Revision::Nov2025, Some(error_code::INVALID_REQUEST)) => StatusCode::BAD_REQUEST,
-        (_, Some(MISSING_CAPABILITY)) => StatusCode::BAD_REQUEST,
+        (Revision::Jul2026, Some(ErrorCode::METHOD_NOT_FOUND)) => StatusCode::NOT_FOUND,
+        (Revision::Nov2025, Some(ErrorCode::INVALID_REQUEST)) => StatusCode::BAD_REQUEST,
+        (_, Some(ErrorCode::MISSING_CAPABILITY)) => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
     }
 }

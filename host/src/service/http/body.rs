@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use super::{
     budget::{Held, SMALL_BODY},
-    reply::{error, plain, Body, TRANSPORT_ERROR},
+    reply::{error, plain, Body},
     Shared,
 };
-use crate::model::{error_code, JsonRpc};
+use crate::model::{ErrorCode, JsonRpc};
 use hyper::Response;
 
 /// How long a client may take to send a request's body.
@@ -80,7 +80,7 @@ pub(super) async fn read_body(
         Ok(Err(Unread::TooLarge)) => error(
             StatusCode::PAYLOAD_TOO_LARGE,
             None,
-            error_code::INVALID_REQUEST,
+            ErrorCode::INVALID_REQUEST,
             &format!("the request body is over {max} bytes"),
         ),
         Ok(Err(Unread::OverBudget)) => {
@@ -91,7 +91,7 @@ pub(super) async fn read_body(
             let mut r = error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 None,
-                TRANSPORT_ERROR,
+                ErrorCode::TRANSPORT_ERROR,
                 "Service Unavailable: the server holds as many request bodies as it may; try again",
             );
             r.headers_mut()
@@ -125,7 +125,7 @@ pub(super) fn parse_message(bytes: &[u8]) -> Result<JsonRpc<'_>, Box<Response<Bo
         return Err(Box::new(error(
             StatusCode::BAD_REQUEST,
             None,
-            error_code::PARSE_ERROR,
+            ErrorCode::PARSE_ERROR,
             "parse error: the body is not UTF-8",
         )));
     };
@@ -133,7 +133,7 @@ pub(super) fn parse_message(bytes: &[u8]) -> Result<JsonRpc<'_>, Box<Response<Bo
         return Err(Box::new(error(
             StatusCode::BAD_REQUEST,
             None,
-            error_code::INVALID_REQUEST,
+            ErrorCode::INVALID_REQUEST,
             "invalid request: batches are not supported",
         )));
     }
@@ -141,7 +141,7 @@ pub(super) fn parse_message(bytes: &[u8]) -> Result<JsonRpc<'_>, Box<Response<Bo
         Box::new(error(
             StatusCode::BAD_REQUEST,
             None,
-            error_code::PARSE_ERROR,
+            ErrorCode::PARSE_ERROR,
             &format!("parse error: {e}"),
         ))
     })

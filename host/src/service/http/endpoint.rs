@@ -31,7 +31,7 @@ use super::{
     param_headers,
     reply::{
         closing, empty, error, json, not_allowed, plain, session_not_found, stream_response,
-        too_busy, Body, TRANSPORT_ERROR,
+        too_busy, Body,
     },
     session::HttpSession,
     session_routes,
@@ -43,7 +43,7 @@ use crate::{
         declares_tasks, Answer, Client, ClientCaps, Discard, RequestKey, Revision, Router, Scope,
         Sink, Tasking,
     },
-    model::{error_code, ClientMessage, ClientRequest, RequestHead, SUPPORTED_PROTOCOL_VERSIONS},
+    model::{ClientMessage, ClientRequest, ErrorCode, RequestHead, SUPPORTED_PROTOCOL_VERSIONS},
     plugin::Asker,
     service::rounds::{self, Refusal, Retry},
     sync::lock,
@@ -116,7 +116,7 @@ async fn route(
         return error(
             StatusCode::FORBIDDEN,
             None,
-            TRANSPORT_ERROR,
+            ErrorCode::TRANSPORT_ERROR,
             "Forbidden: origin not allowed",
         );
     }
@@ -128,7 +128,7 @@ async fn route(
             let mut r = error(
                 StatusCode::UNAUTHORIZED,
                 None,
-                TRANSPORT_ERROR,
+                ErrorCode::TRANSPORT_ERROR,
                 "Unauthorized: a valid bearer token is required",
             );
             // RFC 6750 §3: no error code when no credentials came, `invalid_token` otherwise.
@@ -149,7 +149,7 @@ async fn route(
             return error(
                 StatusCode::NOT_FOUND,
                 None,
-                TRANSPORT_ERROR,
+                ErrorCode::TRANSPORT_ERROR,
                 &format!("no plugin named `{name}` is served"),
             );
         }
@@ -293,7 +293,7 @@ fn acceptable(headers: &HeaderMap) -> Result<Accepts, Box<Response<Body>>> {
         return Err(Box::new(error(
             StatusCode::NOT_ACCEPTABLE,
             None,
-            TRANSPORT_ERROR,
+            ErrorCode::TRANSPORT_ERROR,
             "Not Acceptable: accept application/json or text/event-stream",
         )));
     }
@@ -302,7 +302,7 @@ fn acceptable(headers: &HeaderMap) -> Result<Accepts, Box<Response<Body>>> {
             return Err(Box::new(error(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 None,
-                TRANSPORT_ERROR,
+                ErrorCode::TRANSPORT_ERROR,
                 "Unsupported Media Type: send application/json",
             )));
         }
@@ -386,7 +386,7 @@ impl Call<'_> {
             return error(
                 StatusCode::NOT_ACCEPTABLE,
                 Some(id),
-                TRANSPORT_ERROR,
+                ErrorCode::TRANSPORT_ERROR,
                 "Not Acceptable: subscriptions/listen answers with text/event-stream",
             );
         }
@@ -409,7 +409,7 @@ impl Call<'_> {
             return error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 Some(id),
-                TRANSPORT_ERROR,
+                ErrorCode::TRANSPORT_ERROR,
                 "Service Unavailable: too many listen streams are open",
             );
         }
@@ -437,7 +437,7 @@ impl Call<'_> {
                 return error(
                     StatusCode::BAD_REQUEST,
                     None,
-                    error_code::INVALID_REQUEST,
+                    ErrorCode::INVALID_REQUEST,
                     "invalid request: initialize needs an id",
                 );
             }
@@ -450,7 +450,7 @@ impl Call<'_> {
                     return error(
                         StatusCode::SERVICE_UNAVAILABLE,
                         msg.id(),
-                        TRANSPORT_ERROR,
+                        ErrorCode::TRANSPORT_ERROR,
                         &format!("Service Unavailable: {full}"),
                     )
                 }
@@ -470,7 +470,7 @@ impl Call<'_> {
                 None => error(
                     StatusCode::BAD_REQUEST,
                     msg.id(),
-                    error_code::INVALID_REQUEST,
+                    ErrorCode::INVALID_REQUEST,
                     "Bad Request: Mcp-Session-Id header is required (send initialize first)",
                 ),
                 Some(_) => session_not_found(msg.id()),
@@ -481,7 +481,7 @@ impl Call<'_> {
                 return error(
                     StatusCode::BAD_REQUEST,
                     msg.id(),
-                    error_code::INVALID_REQUEST,
+                    ErrorCode::INVALID_REQUEST,
                     &format!("Bad Request: unsupported MCP-Protocol-Version {v}"),
                 );
             }
@@ -592,7 +592,7 @@ impl Call<'_> {
             Reply::Ended => error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 Some(id),
-                error_code::INTERNAL_ERROR,
+                ErrorCode::INTERNAL_ERROR,
                 "the request ended without an answer",
             ),
         };

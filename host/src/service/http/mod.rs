@@ -51,7 +51,6 @@ use tokio::{
     sync::{broadcast, mpsc, Semaphore},
 };
 
-pub use crate::handler::UNSUPPORTED_VERSION;
 pub use crate::service::rounds::{StateKey, StateKeyError, MIN_KEY_FILE_BYTES};
 pub use auth::{Credential, TokenFileError, Tokens, MIN_TOKEN_LEN};
 pub use descriptors::{
@@ -59,7 +58,6 @@ pub use descriptors::{
     raise_limit as raise_descriptor_limit,
 };
 pub use limits::HttpLimits;
-pub use modern::HEADER_MISMATCH;
 pub use origin::OriginPolicy;
 pub use tls::{acceptor as tls_acceptor, read_certs, read_key, TlsError, TlsFiles};
 

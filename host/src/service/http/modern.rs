@@ -8,11 +8,8 @@ use serde_json::value::RawValue;
 
 use crate::{
     handler::{check_version as check_revision, Revision},
-    model::{error_code, rpc_error, RequestHead, SUPPORTED_PROTOCOL_VERSIONS},
+    model::{rpc_error, ErrorCode, RequestHead, SUPPORTED_PROTOCOL_VERSIONS},
 };
-
-/// The headers do not match the body (or one is missing).
-pub const HEADER_MISMATCH: i64 = -32020;
 
 /// The request headers the checks read.
 pub struct Mirrored<'a> {
@@ -62,7 +59,7 @@ pub fn check(
     {
         return Err(bad(
             id,
-            error_code::INVALID_PARAMS,
+            ErrorCode::INVALID_PARAMS,
             "invalid params: _meta must hold io.modelcontextprotocol/clientCapabilities".into(),
         ));
     }
@@ -71,7 +68,7 @@ pub fn check(
 }
 
 /// A 400 refusal of request `id` with a JSON-RPC error.
-pub(super) fn bad(id: Option<&RawValue>, code: i64, message: String) -> Refusal {
+pub(super) fn bad(id: Option<&RawValue>, code: ErrorCode, message: String) -> Refusal {
     Refusal {
         status: StatusCode::BAD_REQUEST,
         body: rpc_error(id, code, &message),
@@ -87,7 +84,7 @@ fn check_version(
     let Some(header_version) = header_version else {
         return Err(bad(
             id,
-            HEADER_MISMATCH,
+            ErrorCode::HEADER_MISMATCH,
             "Header mismatch: the MCP-Protocol-Version header is missing".into(),
         ));
     };
@@ -95,14 +92,14 @@ fn check_version(
     let Some(version) = meta.and_then(|m| m.protocol_version.as_deref()) else {
         return Err(bad(
             id,
-            error_code::INVALID_PARAMS,
+            ErrorCode::INVALID_PARAMS,
             "invalid params: _meta must hold io.modelcontextprotocol/protocolVersion".into(),
         ));
     };
     if version != header_version {
         return Err(bad(
             id,
-            HEADER_MISMATCH,
+            ErrorCode::HEADER_MISMATCH,
             format!("Header mismatch: MCP-Protocol-Version header value '{header_version}' does not match body value '{version}'"),
         ));
     }
@@ -118,12 +115,12 @@ fn check_method(id: Option<&RawValue>, method: &str, header: Option<&str>) -> Re
         Some(m) if m == method => Ok(()),
         Some(m) => Err(bad(
             id,
-            HEADER_MISMATCH,
+            ErrorCode::HEADER_MISMATCH,
             format!("Header mismatch: Mcp-Method header value '{m}' does not match body value '{method}'"),
         )),
         None => Err(bad(
             id,
-            HEADER_MISMATCH,
+            ErrorCode::HEADER_MISMATCH,
             "Header mismatch: the Mcp-Method header is missing".into(),
         )),
     }
@@ -151,19 +148,19 @@ fn check_name(
         Some(Some(n)) if n == target => Ok(()),
         Some(Some(n)) => Err(bad(
             id,
-            HEADER_MISMATCH,
+            ErrorCode::HEADER_MISMATCH,
             format!(
                 "Header mismatch: Mcp-Name header value '{n}' does not match body value '{target}'"
             ),
         )),
         Some(None) => Err(bad(
             id,
-            HEADER_MISMATCH,
+            ErrorCode::HEADER_MISMATCH,
             "Header mismatch: the Mcp-Name header is not valid".into(),
         )),
         None => Err(bad(
             id,
-            HEADER_MISMATCH,
+            ErrorCode::HEADER_MISMATCH,
             "Header mismatch: the Mcp-Name header is missing".into(),
         )),
     }

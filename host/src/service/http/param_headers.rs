@@ -8,7 +8,8 @@ use hyper::HeaderMap;
 use serde::Deserialize;
 use serde_json::{value::RawValue, Value};
 
-use super::modern::{bad, decode_sentinel, Mirrored, Refusal, HEADER_MISMATCH};
+use super::modern::{bad, decode_sentinel, Mirrored, Refusal};
+use crate::model::ErrorCode;
 use crate::{catalog::ParamHeader, registry::Registry};
 
 /// The mirrored parameters of tool `tool` as the server at `endpoint` (`None`: `/mcp`, the
@@ -73,7 +74,7 @@ pub fn mirrored<'h>(
     let read = |name: &str, shown: &str| {
         single(headers, name).map_err(|unreadable| {
             let why = format!("Header mismatch: {}", unreadable.say(shown));
-            bad(id, HEADER_MISMATCH, why)
+            bad(id, ErrorCode::HEADER_MISMATCH, why)
         })
     };
     Ok(Mirrored {
@@ -106,7 +107,13 @@ pub fn check(
         .and_then(|p| serde_json::from_str::<Arguments>(p.get()).ok())
         .map_or(Value::Null, |a| a.arguments);
     for param in declared {
-        let refuse = |why: String| Err(bad(id, HEADER_MISMATCH, format!("Header mismatch: {why}")));
+        let refuse = |why: String| {
+            Err(bad(
+                id,
+                ErrorCode::HEADER_MISMATCH,
+                format!("Header mismatch: {why}"),
+            ))
+        };
         let shown = format!("Mcp-Param-{}", param.name);
         let header = match single(headers, &param.header) {
             Ok(h) => h,

@@ -12,12 +12,9 @@ use hyper::{
 use serde_json::value::RawValue;
 
 use super::limits::Busy;
-use crate::model::rpc_error;
+use crate::model::{rpc_error, ErrorCode};
 
 pub(super) type Body = UnsyncBoxBody<Bytes, Infallible>;
-
-/// A session-less error: JSON-RPC says "server error" for what the transport refuses.
-pub(super) const TRANSPORT_ERROR: i64 = -32000;
 
 pub(super) fn full(body: impl Into<Bytes>) -> Body {
     Full::new(body.into())
@@ -38,7 +35,7 @@ pub(super) fn json(status: StatusCode, body: String) -> Response<Body> {
 pub(super) fn error(
     status: StatusCode,
     id: Option<&RawValue>,
-    code: i64,
+    code: ErrorCode,
     message: &str,
 ) -> Response<Body> {
     json(status, rpc_error(id, code, message))
@@ -71,7 +68,7 @@ pub(super) fn session_not_found(id: Option<&RawValue>) -> Response<Body> {
     error(
         StatusCode::NOT_FOUND,
         id,
-        -32001,
+        ErrorCode::SESSION_NOT_FOUND,
         "Session not found: initialize again",
     )
 }
@@ -80,7 +77,7 @@ pub(super) fn closing(id: Option<&RawValue>) -> Response<Body> {
     error(
         StatusCode::SERVICE_UNAVAILABLE,
         id,
-        TRANSPORT_ERROR,
+        ErrorCode::TRANSPORT_ERROR,
         "Service Unavailable: the server is shutting down",
     )
 }
@@ -96,7 +93,7 @@ pub(super) fn too_busy(busy: Busy, id: &RawValue) -> Response<Body> {
             "Service Unavailable: the server has its most requests in flight",
         ),
     };
-    let mut r = error(status, Some(id), TRANSPORT_ERROR, message);
+    let mut r = error(status, Some(id), ErrorCode::TRANSPORT_ERROR, message);
     r.headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     r

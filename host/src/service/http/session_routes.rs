@@ -7,13 +7,10 @@ use hyper::{header::HeaderMap, Response, StatusCode};
 
 use super::{
     endpoint::{accepts, header_str, scope_of, Remote, PROTOCOL_VERSION, SESSION_ID},
-    reply::{
-        closing, empty, error, not_allowed, session_not_found, stream_response, Body,
-        TRANSPORT_ERROR,
-    },
+    reply::{closing, empty, error, not_allowed, session_not_found, stream_response, Body},
     Shared,
 };
-use crate::model::{error_code, MODERN_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
+use crate::model::{ErrorCode, MODERN_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 
 /// A session's GET stream (2025-11-25): server messages, resumable with `Last-Event-ID`.
 /// For GET and DELETE, which only 2025-11-25 sessions have: a 2026-07-28 client (no session,
@@ -27,7 +24,7 @@ fn session_method(headers: &HeaderMap) -> Result<&str, Box<Response<Body>>> {
             return Err(Box::new(error(
                 StatusCode::BAD_REQUEST,
                 None,
-                error_code::INVALID_REQUEST,
+                ErrorCode::INVALID_REQUEST,
                 &format!("Bad Request: unsupported MCP-Protocol-Version {v}"),
             )))
         }
@@ -49,7 +46,7 @@ pub(super) fn get(
         return error(
             StatusCode::NOT_ACCEPTABLE,
             None,
-            TRANSPORT_ERROR,
+            ErrorCode::TRANSPORT_ERROR,
             "Not Acceptable: the GET stream is text/event-stream",
         );
     }

@@ -15,8 +15,8 @@ pub use state::{token_digest, StateKey, StateKeyError, MIN_KEY_FILE_BYTES};
 use state::{Binding, Redeem, UNVERIFIED};
 
 use crate::{
-    handler::{Answer, Outcome, Replay, Reply, Revision, Round, MISSING_CAPABILITY},
-    model::error_code,
+    handler::{Answer, Outcome, Replay, Reply, Revision, Round},
+    model::ErrorCode,
     plugin::Asker,
 };
 
@@ -80,7 +80,7 @@ pub fn prepare(
     let invalid = |m: &str| {
         Refusal::Invalid(Reply::error(
             id,
-            error_code::INVALID_PARAMS,
+            ErrorCode::INVALID_PARAMS,
             format!("invalid params: {m}"),
         ))
     };
@@ -117,14 +117,14 @@ pub fn prepare(
                 Ok(earlier) => gathered.extend(earlier),
                 Err(Redeem::Unverified(why)) => {
                     tracing::info!(target: "toolhost::http", why = why.0, "refused a requestState");
-                    let unverified = Reply::error(id, error_code::INVALID_PARAMS, UNVERIFIED);
+                    let unverified = Reply::error(id, ErrorCode::INVALID_PARAMS, UNVERIFIED);
                     return Err(Refusal::Invalid(unverified));
                 }
                 Err(Redeem::Full) => {
                     tracing::warn!(target: "toolhost::http", "refused a requestState: {} states used in the last {} s are recorded already", state::MAX_SPENT, state::STATE_LIFETIME.as_secs());
                     return Err(Refusal::Busy(Reply::error(
                         id,
-                        error_code::INTERNAL_ERROR,
+                        ErrorCode::INTERNAL_ERROR,
                         "Service Unavailable: too many answered questions in the last \
                          minutes to record this one; try again later",
                     )));
@@ -175,7 +175,7 @@ impl Retry {
                 let data = json!({"requiredCapabilities": caps});
                 Some(Reply::error_data(
                     Some(id),
-                    MISSING_CAPABILITY,
+                    ErrorCode::MISSING_CAPABILITY,
                     message,
                     data,
                 ))
@@ -184,7 +184,7 @@ impl Retry {
                 let Some(state) = self.key.seal(&self.binding(), &answers, state::now()) else {
                     return Some(Reply::error(
                         Some(id),
-                        error_code::INTERNAL_ERROR,
+                        ErrorCode::INTERNAL_ERROR,
                         "the answers gathered are over the requestState size limit",
                     ));
                 };
@@ -203,7 +203,7 @@ pub fn rendered(
     retry: Option<&Retry>,
     answer: Answer<'_>,
     revision: Revision,
-) -> Option<(Option<i64>, String)> {
+) -> Option<(Option<ErrorCode>, String)> {
     if let (Some(retry), Answer::Outcome { id, outcome, .. }) = (retry, &answer) {
         if let Some(reply) = retry.reply(id, outcome) {
             return Some((reply.code(), reply.render(revision)));

@@ -35,8 +35,18 @@ use std::{
 use toolhost_c_abi as ffi;
 
 use super::{library::Library, Backend, CallControl, CallResult, RequestError, StateError};
-use crate::model::parse_call_result;
+use crate::model::{parse_call_result, ErrorCode};
 use host::{overlaps, Call, Instance, INSTANCES, MAX_LENT};
+
+// The header repeats the JSON-RPC codes a C plugin may answer as literals (cbindgen copies
+// values, not paths): they must be `ErrorCode`'s, or a C plugin's status would mean another
+// error than the host reads.
+const _: () = {
+    assert!(ffi::TOOLHOST_METHOD_NOT_FOUND as i64 == ErrorCode::METHOD_NOT_FOUND.0);
+    assert!(ffi::TOOLHOST_INVALID_PARAMS as i64 == ErrorCode::INVALID_PARAMS.0);
+    assert!(ffi::TOOLHOST_INTERNAL_ERROR as i64 == ErrorCode::INTERNAL_ERROR.0);
+    assert!(ffi::TOOLHOST_RESOURCE_NOT_FOUND as i64 == ErrorCode::RESOURCE_NOT_FOUND.0);
+};
 pub(crate) use load::init;
 pub(crate) use table::Table;
 

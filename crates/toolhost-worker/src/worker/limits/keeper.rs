@@ -41,16 +41,18 @@ mod imp {
     use std::{io, path::Path};
 
     use super::{Role, OOM_MARKER};
+    use crate::transport::set_parent_death_signal;
     use crate::worker::{
         limits::cgroup,
         process::{CHANNEL_FD, EVENTS_FD, LIBRARY_FD, REPLIES_FD},
     };
 
     fn failed(what: &str) -> Role {
-        eprintln!(
-            "toolhost keeper: cannot {what}: {}",
-            io::Error::last_os_error()
-        );
+        failed_with(what, io::Error::last_os_error())
+    }
+
+    fn failed_with(what: &str, e: io::Error) -> Role {
+        eprintln!("toolhost keeper: cannot {what}: {e}");
         Role::Keeper(1)
     }
 
@@ -73,11 +75,11 @@ mod imp {
             libc::sigaddset(&mut set, libc::SIGCHLD);
             libc::sigprocmask(libc::SIG_BLOCK, &set, &mut old);
             // Until here the host's SIGKILL was the parent death signal: nothing to clean yet.
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong) != 0 {
-                return failed("set its parent death signal");
-            }
-            if libc::getppid() != host {
-                return Role::Keeper(1);
+            match set_parent_death_signal(host, libc::SIGTERM) {
+                Ok(()) => {}
+                // The host is gone already.
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => return Role::Keeper(1),
+                Err(e) => return failed_with("set its parent death signal", e),
             }
             let keeper = libc::getpid();
             match libc::fork() {
@@ -85,9 +87,7 @@ mod imp {
                 0 => {
                     libc::sigprocmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
                     // The worker must never outlive its keeper.
-                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0
-                        || libc::getppid() != keeper
-                    {
+                    if set_parent_death_signal(keeper, libc::SIGKILL).is_err() {
                         libc::_exit(1);
                     }
                     // A group of its own, so its descendants that keep it die in one kill.
