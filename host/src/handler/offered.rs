@@ -4,6 +4,8 @@
 
 use std::{collections::HashMap, sync::Arc};
 
+use tokio::sync::broadcast;
+
 use serde_json::{value::RawValue, Value};
 
 use super::{
@@ -172,14 +174,25 @@ pub struct Due(HashMap<String, Vec<&'static str>>);
 impl ListChanges {
     /// What every server of `registry` offers now.
     pub fn of(registry: &Registry) -> Self {
-        let serving = registry.serving();
-        let mut offered: HashMap<String, (bool, bool)> = serving
-            .versions()
-            .iter()
-            .map(|v| (v.name().to_string(), lists_of(v.offers())))
-            .collect();
-        offered.insert(String::new(), lists_of(serving.offers()));
-        ListChanges(offered)
+        let mut changes = ListChanges(HashMap::new());
+        changes.follow(registry, None);
+        changes
+    }
+
+    /// Waits for the next change in `events`: the event (`None`: some were lost) and the
+    /// lists it made due; `None` once the registry is gone.
+    pub async fn next(
+        &mut self,
+        registry: &Registry,
+        events: &mut broadcast::Receiver<RegistryEvent>,
+    ) -> Option<(Option<RegistryEvent>, Due)> {
+        let event = match events.recv().await {
+            Ok(event) => Some(event),
+            Err(broadcast::error::RecvError::Lagged(_)) => None,
+            Err(broadcast::error::RecvError::Closed) => return None,
+        };
+        let due = self.follow(registry, event.as_ref());
+        Some((event, due))
     }
 
     /// The lists `event` changed, by server (`None`: events were lost, so every server's
@@ -212,12 +225,9 @@ impl ListChanges {
                     .unwrap_or_default(),
             };
             let before = self.0.insert(name.clone(), now).unwrap_or_default();
-            let lists = [
-                ("tools", true),
-                ("prompts", now.1 || before.1),
-                ("resources", now.0 || before.0),
-            ];
-            let lists = lists.iter().filter(|(_, d)| *d).map(|(l, _)| *l).collect();
+            let mut lists = vec!["tools"];
+            lists.extend((now.1 || before.1).then_some("prompts"));
+            lists.extend((now.0 || before.0).then_some("resources"));
             due.insert(name, lists);
         }
         Due(due)

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
-use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::broadcast;
 
 use super::{sdk_server_set, SessionHandle};
 use crate::{
@@ -32,23 +32,17 @@ pub async fn follow_registry(
             session.notify_server(name, &list_changed(kind));
         }
     };
-    loop {
-        let event = match events.recv().await {
-            Ok(event) => event,
-            Err(RecvError::Lagged(n)) => {
-                // Events were lost: bring the CLI in line with the current state.
-                tracing::warn!("missed {n} plugin events; resending every server");
-                let due = changes.follow(&registry, None);
-                set_servers(&registry, &session, &external).await;
-                for p in registry.plugins() {
-                    announce(&due, p.name());
-                }
-                report("plugins changed: tool set refreshed".into());
-                continue;
+    while let Some((event, due)) = changes.next(&registry, &mut events).await {
+        let Some(event) = event else {
+            // Events were lost: bring the CLI in line with the current state.
+            tracing::warn!("missed plugin events; resending every server");
+            set_servers(&registry, &session, &external).await;
+            for p in registry.plugins() {
+                announce(&due, p.name());
             }
-            Err(RecvError::Closed) => break,
+            report("plugins changed: tool set refreshed".into());
+            continue;
         };
-        let due = changes.follow(&registry, Some(&event));
         match event {
             RegistryEvent::Replaced { name, file } => {
                 announce(&due, &name);

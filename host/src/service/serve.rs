@@ -330,14 +330,8 @@ async fn announce_changes(
     router: Arc<Router>,
     peer: Arc<Peer>,
 ) {
-    use broadcast::error::RecvError;
     let mut changes = ListChanges::of(router.registry());
-    loop {
-        let due = match events.recv().await {
-            Ok(event) => changes.follow(router.registry(), Some(&event)),
-            Err(RecvError::Lagged(_)) => changes.follow(router.registry(), None),
-            Err(RecvError::Closed) => break,
-        };
+    while let Some((_, due)) = changes.next(router.registry(), &mut events).await {
         let listen = crate::sync::lock(&peer.listen);
         for what in due.of(Scope::All) {
             match (&*listen, peer.revision()) {

@@ -454,15 +454,10 @@ impl Shared {
 }
 
 async fn announce_changes(mut events: broadcast::Receiver<RegistryEvent>, shared: Arc<Shared>) {
-    use broadcast::error::RecvError;
     let registry = shared.router.registry();
     let mut changes = ListChanges::of(registry);
-    loop {
-        match events.recv().await {
-            Ok(event) => shared.announce(&changes.follow(registry, Some(&event))),
-            Err(RecvError::Lagged(_)) => shared.announce(&changes.follow(registry, None)),
-            Err(RecvError::Closed) => break,
-        }
+    while let Some((_, due)) = changes.next(registry, &mut events).await {
+        shared.announce(&due);
     }
 }
 
