@@ -48,18 +48,17 @@ pub use crate::catalog::{
     FLAT_SEPARATOR,
 };
 pub use notices::{ClientNotices, NoticeFeed, NoticeOut, Servers, NOTICE_BATCH};
+pub use offered::{Due, ListChanges};
 pub use offers::check_prompt_arguments;
 pub use plugin_request::PluginRequest;
 pub use progress::{Discard, Notify, Sink};
 pub use prompts::check as check_prompt;
 pub use protocol::{
-    check_version, declares_tasks, discover_result, is_removed, list_changed, listen_filter,
-    listen_messages, Reply, Revision, DISCOVER_VERSIONS, LIST_KINDS,
+    check_version, declares_tasks, list_changed, Reply, Revision, DISCOVER_VERSIONS,
 };
 pub use replay::{Replay, Round};
 pub use request::{Answer, Failure, HereRun, Method, Outcome, Request, Respond};
 pub use resources::PAGE_SIZE;
-pub use server::server_initialize_result;
 pub use subscriptions::MAX_SUBSCRIPTIONS;
 pub use tasks::{
     Status as TaskStatus, TaskLimits, Tasking, Tasks, DEFAULT_MAX_KEPT_TASKS,
@@ -79,7 +78,7 @@ use crate::{
         CancelledParams, ClientMessage, ClientNotification, ClientRequest, ErrorCode, Family,
         JsonRpc, LogLevel,
     },
-    plugin::CallControl,
+    plugin::{Asker, CallControl},
     registry::{Registry, Version},
 };
 
@@ -135,11 +134,11 @@ pub struct Client<'a> {
     /// at 0 on a re-handshake) instead of being refused.
     pub reuses_ids: bool,
     /// Who puts its calls' questions to it (`None`: this front end cannot ask its client).
-    pub asker: Option<&'a Arc<dyn crate::plugin::Asker>>,
+    pub asker: Option<&'a Arc<dyn Asker>>,
     /// Who puts the questions of its 2025-11-25 tasks to it, where `asker` ends with the
     /// request that makes the task (an HTTP session's POST stream): the session's GET
     /// stream. `None`: `asker`.
-    pub task_asker: Option<&'a Arc<dyn crate::plugin::Asker>>,
+    pub task_asker: Option<&'a Arc<dyn Asker>>,
     /// How it runs tool calls as MCP tasks (`None`: it does not; `tasks/*` are unknown).
     pub tasks: Option<Tasking<'a>>,
     /// The MCP revision it speaks: which methods it has (`server/discover`, or
@@ -161,6 +160,79 @@ impl<'a> Client<'a> {
             task_asker: None,
             tasks: None,
             revision: Revision::Nov2025,
+        }
+    }
+
+    /// An sdk server of a `chat` control session: its reading threads run requests, a newer
+    /// request takes an id in flight (the CLI's ids restart at 0 on a re-handshake), it opens
+    /// with `initialize` (docs/protocol.md §16.1) and runs no call as a task.
+    pub fn chat(server: &'a str, sink: &'a Sink, asker: Option<&'a Arc<dyn Asker>>) -> Self {
+        Client {
+            sink: Some(sink),
+            here: true,
+            reuses_ids: true,
+            asker,
+            ..Client::of(Scope::Server(server))
+        }
+    }
+
+    /// The one client of stdio `serve`: its reading threads run requests; `tasks` says its
+    /// revision (a 2025-11-25 session's tasks, or a 2026-07-28 request's extension).
+    pub fn stdio(sink: &'a Sink, asker: Option<&'a Arc<dyn Asker>>, tasks: Tasking<'a>) -> Self {
+        Client {
+            sink: Some(sink),
+            here: true,
+            asker,
+            tasks: Some(tasks),
+            revision: tasks.revision(),
+            ..Client::of(Scope::All)
+        }
+    }
+
+    /// A message of 2025-11-25 HTTP session `id`, answered by async tasks: its calls ask on
+    /// their POST's stream (`asker`), its tasks on the session's GET stream (`task_asker`).
+    pub fn http_session(
+        scope: Scope<'a>,
+        id: &'a str,
+        sink: Option<&'a Sink>,
+        asker: Option<&'a Arc<dyn Asker>>,
+        task_asker: Option<&'a Arc<dyn Asker>>,
+    ) -> Self {
+        Client {
+            id,
+            sink,
+            asker,
+            task_asker,
+            tasks: Some(Tasking::Session),
+            ..Client::of(scope)
+        }
+    }
+
+    /// A stateless 2026-07-28 HTTP request, named `id` apart for cancellation, asking in
+    /// rounds (`asker`), with the tasks extension as its `_meta` declared it.
+    pub fn http_request(
+        scope: Scope<'a>,
+        id: &'a str,
+        sink: &'a Sink,
+        asker: Option<&'a Arc<dyn Asker>>,
+        tasks: Tasking<'a>,
+    ) -> Self {
+        Client {
+            id,
+            sink: Some(sink),
+            asker,
+            tasks: Some(tasks),
+            revision: tasks.revision(),
+            ..Client::of(scope)
+        }
+    }
+
+    /// A hook event's chain ([`hooks::HOOK_SCOPE`]): a CLI that reuses a withdrawn event's id
+    /// gets the newer event cancelled by it, so an id in flight is taken, never refused.
+    pub(crate) fn hook() -> Self {
+        Client {
+            reuses_ids: true,
+            ..Client::of(Scope::Server(hooks::HOOK_SCOPE))
         }
     }
 
@@ -315,9 +387,10 @@ impl Router {
         &self.asks
     }
 
-    /// The key of `client` among the questions in flight (what its [`StreamAsker`] is made with).
-    pub fn ask_key(client: &Client<'_>) -> String {
-        server::client_key(client.scope, client.id)
+    /// The key of client `id` of `scope` among the questions in flight (what its
+    /// [`StreamAsker`] is made with).
+    pub fn ask_key(scope: Scope<'_>, id: &str) -> String {
+        server::client_key(scope, id)
     }
 
     /// The plugins served.
@@ -385,10 +458,8 @@ impl Router {
         msg: &JsonRpc<'_>,
         sink: &Sink,
     ) -> Dispatch {
-        let client = Client {
-            sink: Some(sink),
-            ..Client::of(scope)
-        };
+        let mut client = Client::of(scope);
+        client.sink = Some(sink);
         self.decide(&client, &ClientMessage::read(msg))
     }
 
@@ -396,7 +467,10 @@ impl Router {
     fn decide(self: &Arc<Self>, client: &Client<'_>, msg: &ClientMessage<'_>) -> Dispatch {
         let scope = client.scope;
         // A response, well formed or not, is never answered.
-        if self.asks.take_response(&Self::ask_key(client), msg) {
+        if self
+            .asks
+            .take_response(&Self::ask_key(scope, client.id), msg)
+        {
             return Dispatch::Handled;
         }
         if let Some(refused) = malformed(msg) {

@@ -2,7 +2,9 @@
 //! scope (the registry snapshot's), and reading a resource or getting a prompt outside any
 //! protocol.
 
-use std::sync::Arc;
+use std::{collections::HashMap, sync::Arc};
+
+use tokio::sync::broadcast;
 
 use serde_json::{value::RawValue, Value};
 
@@ -12,6 +14,7 @@ use super::{
 use crate::{
     model::{ErrorCode, Family, InvalidParams},
     plugin::CallControl,
+    registry::{Registry, RegistryEvent},
 };
 
 impl Router {
@@ -155,4 +158,91 @@ pub(super) fn declare(result: &mut Value, resources: bool, prompts: bool) {
     if prompts {
         caps["prompts"] = serde_json::json!({"listChanged": true});
     }
+}
+
+/// Which `notifications/*/list_changed` a change of the plugin set makes due: one decision
+/// for every front end, which only delivers them. Tools whenever a plugin the server serves
+/// changed; resources and prompts while the server offers them or did before the change (so
+/// a client re-lists what went away too). It keeps what each server offered when its clients
+/// last heard: the all-plugins server's under `""`, each plugin's under its name.
+pub struct ListChanges(HashMap<String, (bool, bool)>);
+
+/// The lists a change made due, by server ([`ListChanges::follow`]).
+#[derive(Default)]
+pub struct Due(HashMap<String, Vec<&'static str>>);
+
+impl ListChanges {
+    /// What every server of `registry` offers now.
+    pub fn of(registry: &Registry) -> Self {
+        let mut changes = ListChanges(HashMap::new());
+        changes.follow(registry, None);
+        changes
+    }
+
+    /// Waits for the next change in `events`: the event (`None`: some were lost) and the
+    /// lists it made due; `None` once the registry is gone.
+    pub async fn next(
+        &mut self,
+        registry: &Registry,
+        events: &mut broadcast::Receiver<RegistryEvent>,
+    ) -> Option<(Option<RegistryEvent>, Due)> {
+        let event = match events.recv().await {
+            Ok(event) => Some(event),
+            Err(broadcast::error::RecvError::Lagged(_)) => None,
+            Err(broadcast::error::RecvError::Closed) => return None,
+        };
+        let due = self.follow(registry, event.as_ref());
+        Some((event, due))
+    }
+
+    /// The lists `event` changed, by server (`None`: events were lost, so every server's
+    /// may have changed).
+    pub fn follow(&mut self, registry: &Registry, event: Option<&RegistryEvent>) -> Due {
+        let serving = registry.serving();
+        let changed: Vec<String> = match event {
+            Some(RegistryEvent::Failed { .. }) => return Due::default(),
+            Some(
+                RegistryEvent::Added { name, .. }
+                | RegistryEvent::Replaced { name, .. }
+                | RegistryEvent::Removed { name, .. }
+                | RegistryEvent::Changed { name },
+            ) => vec![name.clone()],
+            None => self
+                .0
+                .keys()
+                .filter(|k| !k.is_empty())
+                .cloned()
+                .chain(serving.versions().iter().map(|v| v.name().to_string()))
+                .collect(),
+        };
+        let mut due = HashMap::new();
+        for name in changed.into_iter().chain([String::new()]) {
+            let now = match name.as_str() {
+                "" => lists_of(serving.offers()),
+                name => serving
+                    .get(name)
+                    .map(|v| lists_of(v.offers()))
+                    .unwrap_or_default(),
+            };
+            let before = self.0.insert(name.clone(), now).unwrap_or_default();
+            let mut lists = vec!["tools"];
+            lists.extend((now.1 || before.1).then_some("prompts"));
+            lists.extend((now.0 || before.0).then_some("resources"));
+            due.insert(name, lists);
+        }
+        Due(due)
+    }
+}
+
+impl Due {
+    /// The lists of the server of `scope` that changed (`tools`, `resources`, `prompts`): what
+    /// its clients are told.
+    pub fn of(&self, scope: Scope<'_>) -> &[&'static str] {
+        self.0.get(scope.key()).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// Whether `offers` has (resources, prompts).
+fn lists_of(offers: &Offers) -> (bool, bool) {
+    (offers.has_resources(), offers.has_prompts())
 }

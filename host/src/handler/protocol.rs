@@ -244,7 +244,7 @@ pub fn declares_tasks(capabilities: Option<&RawValue>) -> bool {
 
 /// The lists a server may announce changes of: the listen filter's flag, the capability that
 /// offers it, and the notification.
-pub const LIST_KINDS: [(&str, &str, &str); 3] = [
+const LIST_KINDS: [(&str, &str, &str); 3] = [
     (
         "toolsListChanged",
         "tools",
@@ -309,13 +309,9 @@ pub fn listen_messages(
     (ack.to_string(), changed, close.to_string())
 }
 
-/// The list change notifications of a session's GET stream, for what `capabilities` offer.
-pub fn list_changed(capabilities: &Value) -> Vec<String> {
-    LIST_KINDS
-        .iter()
-        .filter(|(_, capability, _)| capabilities.get(capability).is_some())
-        .map(|(_, _, method)| crate::model::rpc_notification::<()>(method, None))
-        .collect()
+/// The 2025-11-25 notification that list `kind` (`tools`, `resources`, `prompts`) changed.
+pub fn list_changed(kind: &str) -> String {
+    crate::model::rpc_notification::<()>(&format!("notifications/{kind}/list_changed"), None)
 }
 
 #[cfg(test)]
@@ -399,7 +395,8 @@ mod tests {
         assert_eq!(changed[0].0, "tools");
         assert!(changed[0].1.contains("notifications/tools/list_changed"));
         let all = json!({"tools": {}, "prompts": {}, "resources": {}});
-        assert_eq!(list_changed(&all).len(), 3);
         assert_eq!(listen_filter(None, &all), json!({}));
+        let plain: Value = serde_json::from_str(&list_changed("prompts")).unwrap();
+        assert_eq!(plain["method"], "notifications/prompts/list_changed");
     }
 }

@@ -4,7 +4,7 @@ use serde_json::{value::RawValue, Value};
 
 use super::{
     offered::declare,
-    protocol::{discover_result, is_removed},
+    protocol::{discover_result, is_removed, listen_filter, listen_messages},
     Client, Reply, Revision, Router, Scope, ALL_SERVER_NAME,
 };
 use crate::{
@@ -32,12 +32,31 @@ impl Router {
         let ClientRequest::Discover = request else {
             return None;
         };
-        let plugin = match client.scope {
+        let init = self.scope_result(client.scope, MODERN_PROTOCOL_VERSION);
+        Some(Reply::typed(id, &discover_result(&init)))
+    }
+
+    /// The `initialize` result of the server of `scope` at `version`.
+    fn scope_result(&self, scope: Scope<'_>, version: &str) -> Value {
+        let plugin = match scope {
             Scope::Server(name) => self.registry.get(name),
             Scope::All => None,
         };
-        let init = self.initialize_result(plugin.as_deref(), MODERN_PROTOCOL_VERSION);
-        Some(Reply::typed(id, &discover_result(&init)))
+        self.initialize_result(plugin.as_deref(), version, true)
+    }
+
+    /// A `subscriptions/listen` request `id` (`params`) of a client of `scope`, on any
+    /// transport: its acknowledgement, the list change notifications it is honoured (of the
+    /// lists the server offers, after the capability whose list each is), and the reply that
+    /// closes it.
+    pub fn listen(
+        &self,
+        scope: Scope<'_>,
+        id: &RawValue,
+        params: Option<&RawValue>,
+    ) -> (String, Vec<(&'static str, String)>, String) {
+        let init = self.scope_result(scope, MODERN_PROTOCOL_VERSION);
+        listen_messages(id, &listen_filter(params, &init["capabilities"]))
     }
 
     /// "Method not found" for a method 2026-07-28 removed, asked at that revision: decided
@@ -61,34 +80,34 @@ impl Router {
         tasks: bool,
     ) -> Reply {
         let version = negotiate_version(params.protocol_version.as_deref());
-        let mut result = self.initialize_result(plugin, version);
-        if !tasks {
-            // This front end runs no call as a task (the CLI's sdk servers).
-            if let Some(caps) = result["capabilities"].as_object_mut() {
-                caps.remove("tasks");
-            }
-        }
-        Reply::result(id, &result)
+        Reply::result(id, &self.initialize_result(plugin, version, tasks))
     }
 
-    /// The `initialize` result of `plugin`'s server, or of the all-plugins server with the
-    /// resources and prompts its plugins offer now. Whatever else states the server's
-    /// capabilities (`server/discover`, the list changes a stream hears of) takes them from
-    /// here, so a client is offered the same by each.
-    pub fn initialize_result(&self, plugin: Option<&LoadedPlugin>, version: &str) -> Value {
+    /// The `initialize` result of `plugin`'s server, or of the all-plugins server, with the
+    /// resources and prompts its snapshot offers now (`Router::offers`, what `ListChanges`
+    /// follows too), and tasks if a plugin runs them and the front end does (`tasks`; not the
+    /// CLI's sdk servers). Whatever else states the server's capabilities (`server/discover`,
+    /// a listen, the CLI's manifests) takes them from here, so a client is offered the same
+    /// by each.
+    pub fn initialize_result(
+        &self,
+        plugin: Option<&LoadedPlugin>,
+        version: &str,
+        tasks: bool,
+    ) -> Value {
         let mut result = server_initialize_result(plugin, version);
-        if plugin.is_none() {
-            if let Some(o) = self.offers(Scope::All) {
-                declare(&mut result, o.has_resources(), o.has_prompts());
-            }
+        let scope = plugin.map_or(Scope::All, |p| Scope::Server(p.name()));
+        if let Some(o) = self.offers(scope) {
+            declare(&mut result, o.has_resources(), o.has_prompts());
         }
-        let has_tasks = match plugin {
-            Some(p) => !p.manifest().extras.task_support.is_empty(),
-            None => self.registry.serving().versions().iter().any(|v| {
-                let support = &v.manifest().extras.task_support;
-                !support.is_empty()
-            }),
-        };
+        let has_tasks = tasks
+            && match plugin {
+                Some(p) => !p.manifest().extras.task_support.is_empty(),
+                None => self.registry.serving().versions().iter().any(|v| {
+                    let support = &v.manifest().extras.task_support;
+                    !support.is_empty()
+                }),
+            };
         if version == MODERN_PROTOCOL_VERSION {
             // 2026-07-28 removed `resources/subscribe`: its updates come only to a
             // `subscriptions/listen` stream naming the URIs (`resourceSubscriptions`), which
@@ -157,25 +176,16 @@ pub(super) fn client_key(scope: Scope<'_>, client: &str) -> String {
 }
 
 /// The `initialize` result of a plugin's server, or of the all-plugins server (without the
-/// capabilities of its plugins' resources and prompts: [`Router::initialize_result`] adds
-/// them).
-pub fn server_initialize_result(plugin: Option<&LoadedPlugin>, version: &str) -> Value {
+/// capabilities of resources and prompts: [`Router::initialize_result`] adds them).
+fn server_initialize_result(plugin: Option<&LoadedPlugin>, version: &str) -> Value {
     let mut result = match plugin {
         Some(p) => {
             let m = p.manifest();
-            let mut v = initialize_result(
-                version,
-                ServerInfo {
-                    name: &m.name,
-                    version: &m.version,
-                },
-                Some(&m.description),
-            );
-            let e = &m.extras;
-            let resources =
-                !(e.resources.is_empty() && e.resource_templates.is_empty()) || e.lists_resources;
-            declare(&mut v, resources, !e.prompts.is_empty());
-            v
+            let server = ServerInfo {
+                name: &m.name,
+                version: &m.version,
+            };
+            initialize_result(version, server, Some(&m.description))
         }
         None => initialize_result(
             version,

@@ -101,6 +101,16 @@ pub enum Tasking<'a> {
     },
 }
 
+impl Tasking<'_> {
+    /// The revision whose tasks these are.
+    pub fn revision(&self) -> super::Revision {
+        match self {
+            Tasking::Session => super::Revision::Nov2025,
+            Tasking::Extension { .. } => super::Revision::Jul2026,
+        }
+    }
+}
+
 /// Where a task stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {

@@ -37,10 +37,10 @@ pub use pending::{ControlError, Pending};
 pub use reload::{follow_notices, follow_registry};
 
 use crate::{
-    handler::{hooks, Answer, Client, HereRun, Notify, Router, Scope, Sink},
+    handler::{hooks, Answer, Client, HereRun, Notify, Router, Sink},
     model::{
-        control_error, control_request, control_success, mcp_message_request, rpc_notification,
-        ClientMessage, Incoming, IncomingRequest,
+        control_error, control_request, control_success, mcp_message_request, ClientMessage,
+        Incoming, IncomingRequest,
     },
     sync::lock,
     transport::{Latest, LineSender, ReadError, TooLong, Writer},
@@ -133,19 +133,6 @@ impl SessionHandle {
             server,
             message,
         ));
-    }
-
-    /// Tells the CLI that `server`'s tools changed; it re-lists them at once (docs/protocol.md §10).
-    pub fn tools_list_changed(&self, server: &str) {
-        let msg = rpc_notification::<()>("notifications/tools/list_changed", None);
-        self.notify_server(server, &msg);
-    }
-
-    /// Tells the CLI that `server`'s resources (`what` = `resources`) or prompts (`prompts`)
-    /// changed.
-    pub fn list_changed(&self, server: &str, what: &str) {
-        let msg = rpc_notification::<()>(&format!("notifications/{what}/list_changed"), None);
-        self.notify_server(server, &msg);
     }
 
     /// Starts a user turn whose content is a list of content blocks (a plugin's prompt).
@@ -525,18 +512,7 @@ impl Control {
                     return None;
                 };
                 let asker = self.person.asker.as_ref().map(|of| of(&server));
-                let client = Client {
-                    scope: Scope::Server(&server),
-                    id: "",
-                    sink: Some(&self.sink),
-                    here: true,
-                    reuses_ids: true,
-                    asker: asker.as_ref(),
-                    task_asker: None,
-                    tasks: None,
-                    // The CLI opens its sdk servers with `initialize` (docs/protocol.md §16.1).
-                    revision: crate::handler::Revision::Nov2025,
-                };
+                let client = Client::chat(&server, &self.sink, asker.as_ref());
                 let out = self.out.clone();
                 let id = id.to_string();
                 // The slot stands for the answer until it is queued.

@@ -2,15 +2,14 @@
 //! `notifications/tools/list_changed` (and `resources/list_changed`, `prompts/list_changed`
 //! when it offers them), an added or removed one a new `mcp_set_servers`.
 
-use std::{collections::HashMap, sync::Arc};
+use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
-use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::broadcast;
 
 use super::{sdk_server_set, SessionHandle};
 use crate::{
-    handler::{NoticeOut, Router, Servers},
-    plugin::LoadedPlugin,
+    handler::{list_changed, Due, ListChanges, NoticeOut, Router, Scope, Servers},
     registry::{Registry, RegistryEvent},
 };
 
@@ -26,50 +25,53 @@ pub async fn follow_registry(
     allow: Option<Vec<String>>,
     report: impl Fn(String) + Send + 'static,
 ) {
-    let mut offered = Offered::of(&registry);
-    loop {
-        match events.recv().await {
-            Ok(RegistryEvent::Replaced { name, file }) => {
-                session.tools_list_changed(&name);
-                offered.announce(&registry, &session, &name);
+    let mut changes = ListChanges::of(&registry);
+    // Each sdk server's clients hear of the lists of their plugin that changed.
+    let announce = |due: &Due, name: &str| {
+        for kind in due.of(Scope::Server(name)) {
+            session.notify_server(name, &list_changed(kind));
+        }
+    };
+    while let Some((event, due)) = changes.next(&registry, &mut events).await {
+        let Some(event) = event else {
+            // Events were lost: bring the CLI in line with the current state.
+            tracing::warn!("missed plugin events; resending every server");
+            set_servers(&registry, &session, &external).await;
+            for p in registry.plugins() {
+                announce(&due, p.name());
+            }
+            report("plugins changed: tool set refreshed".into());
+            continue;
+        };
+        match event {
+            RegistryEvent::Replaced { name, file } => {
+                announce(&due, &name);
                 report(format!(
                     "plugin {name} reloaded from {}: tools re-listed",
                     file.display()
                 ));
             }
-            Ok(RegistryEvent::Changed { name }) => {
-                session.tools_list_changed(&name);
-                offered.announce(&registry, &session, &name);
+            RegistryEvent::Changed { name } => {
+                announce(&due, &name);
                 report(format!("plugin {name} changed its tools: re-listed"));
             }
-            Ok(RegistryEvent::Added { name, .. }) => {
+            RegistryEvent::Added { name, .. } => {
                 set_servers(&registry, &session, &external).await;
                 if let Some(extra) = &allow {
                     allow_plugins(&registry, &session, extra).await;
                 }
                 report(format!("plugin {name} added"));
             }
-            Ok(RegistryEvent::Removed { name, .. }) => {
+            RegistryEvent::Removed { name, .. } => {
                 set_servers(&registry, &session, &external).await;
                 report(format!("plugin {name} removed"));
             }
-            Ok(RegistryEvent::Failed { file, error }) => {
+            RegistryEvent::Failed { file, error } => {
                 report(format!(
                     "plugin file {} failed to load: {error}",
                     file.display()
                 ));
             }
-            Err(RecvError::Lagged(n)) => {
-                // Events were lost: bring the CLI in line with the current state.
-                tracing::warn!("missed {n} plugin events; resending every server");
-                set_servers(&registry, &session, &external).await;
-                for p in registry.plugins() {
-                    session.tools_list_changed(p.name());
-                    offered.announce(&registry, &session, p.name());
-                }
-                report("plugins changed: tool set refreshed".into());
-            }
-            Err(RecvError::Closed) => break,
         }
     }
 }
@@ -91,41 +93,6 @@ impl NoticeOut for SessionHandle {
     fn send(&self, plugin: &str, message: String) {
         self.notify_server(plugin, &message);
     }
-}
-
-/// Whether each plugin offered resources and prompts when the CLI last heard of it: a
-/// reload announces a list change of what the plugin offers now or offered before.
-struct Offered(HashMap<String, (bool, bool)>);
-
-impl Offered {
-    fn of(registry: &Registry) -> Self {
-        Offered(
-            registry
-                .plugins()
-                .iter()
-                .map(|p| (p.name().to_string(), offers(p)))
-                .collect(),
-        )
-    }
-
-    fn announce(&mut self, registry: &Registry, session: &SessionHandle, name: &str) {
-        let now = registry.get(name).map(|p| offers(&p)).unwrap_or_default();
-        let before = self.0.insert(name.to_string(), now).unwrap_or_default();
-        if now.0 || before.0 {
-            session.list_changed(name, "resources");
-        }
-        if now.1 || before.1 {
-            session.list_changed(name, "prompts");
-        }
-    }
-}
-
-/// (resources, prompts) that `p` offers.
-fn offers(p: &LoadedPlugin) -> (bool, bool) {
-    let e = &p.manifest().extras;
-    let resources =
-        !(e.resources.is_empty() && e.resource_templates.is_empty()) || e.lists_resources;
-    (resources, !e.prompts.is_empty())
 }
 
 async fn set_servers(registry: &Registry, session: &SessionHandle, external: &Map<String, Value>) {

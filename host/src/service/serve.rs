@@ -24,16 +24,13 @@ use tokio::{io::AsyncWrite, sync::broadcast};
 use super::{lane, parse_object, CallSlot, LineSource, MAX_CALLS_IN_FLIGHT};
 use crate::{
     handler::{
-        check_version, declares_tasks, listen_filter, listen_messages, valid_id, Answer, Client,
-        ClientCaps, HereRun, NoticeOut, Notify, Reply, Revision, Router, Scope, Servers, Sink,
-        StreamAsker, Tasking,
+        list_changed, valid_id, Answer, Client, ClientCaps, HereRun, ListChanges, NoticeOut,
+        Notify, Reply, Revision, Router, Scope, Servers, Sink, StreamAsker, Tasking,
     },
-    model::{
-        rpc_error, rpc_notification, ClientMessage, ClientRequest, ErrorCode, JsonRpc, RequestHead,
-    },
+    model::{rpc_error, ClientMessage, ClientRequest, ErrorCode, JsonRpc, RequestHead},
     plugin::Asker,
     registry::RegistryEvent,
-    service::rounds::{self, Refusal, StateKey},
+    service::rounds::{self, Opening, Refusal, StateKey},
     transport::{Latest, LineSender, TooLong, Writer},
 };
 
@@ -86,7 +83,7 @@ pub async fn serve_with<I: LineSource>(
     let (ended_tx, ended) = tokio::sync::oneshot::channel();
     let asker = Arc::new(StreamAsker::new(
         router.asks().clone(),
-        Router::ask_key(&Client::of(Scope::All)),
+        Router::ask_key(Scope::All, ""),
         out.clone(),
     ));
     let front = Plain {
@@ -161,20 +158,11 @@ impl Peer {
             false => Revision::Nov2025,
         }
     }
-
-    /// Notes the revision a client's opening request says it speaks.
-    fn opens(&self, request: Option<&ClientRequest<'_>>) {
-        match request {
-            Some(ClientRequest::Initialize(_)) => self.modern.store(false, Ordering::Release),
-            Some(ClientRequest::Discover) => self.modern.store(true, Ordering::Release),
-            _ => {}
-        }
-    }
 }
 
 impl lane::Front for Plain {
     fn route(&self, line: &str, slot: CallSlot) -> Option<HereRun> {
-        let msg = match parse_object(line, JsonRpc::parse) {
+        let rpc = match parse_object(line, JsonRpc::parse) {
             Ok(m) => m,
             Err(e) => {
                 tracing::warn!("ignoring a malformed line ({e})");
@@ -186,26 +174,24 @@ impl lane::Front for Plain {
                 return None;
             }
         };
-        let rpc = msg;
         let msg = ClientMessage::read(&rpc);
-        if let Some(ClientRequest::Initialize(p)) = msg.request() {
-            self.asker.set_caps(ClientCaps::of(p.capabilities));
+        // The revision is the one its opening request speaks.
+        let modern = &self.peer.modern;
+        match msg.request() {
+            Some(ClientRequest::Initialize(p)) => {
+                self.asker.set_caps(ClientCaps::of(p.capabilities));
+                modern.store(false, Ordering::Release);
+            }
+            Some(ClientRequest::Discover) => modern.store(true, Ordering::Release),
+            _ => {}
         }
-        self.peer.opens(msg.request());
         let revision = self.peer.revision();
         if revision == Revision::Jul2026 {
             if let Some(id) = msg.id() {
                 return self.modern(&rpc, &msg, id, slot);
             }
         }
-        let client = Client {
-            sink: Some(&self.sink),
-            here: true,
-            asker: Some(&self.ask),
-            tasks: Some(Tasking::Session),
-            revision,
-            ..Client::of(Scope::All)
-        };
+        let client = Client::stdio(&self.sink, Some(&self.ask), Tasking::Session);
         let out = self.out.clone();
         // The slot stands for the answer until it is queued.
         let respond = move |answer: Answer<'_>| {
@@ -217,21 +203,21 @@ impl lane::Front for Plain {
         self.router.handle(&client, &msg, Box::new(respond))
     }
 
+    /// A line over the length limit is answered with the request's id when it had one (a
+    /// string or a number), else with a `null` id, like any unreadable line; a response (an
+    /// id, no method) is never answered: the question it was meant for ends with an error.
     fn too_long(&self, t: TooLong) {
-        let revision = self.peer.revision();
-        // A response (an id, no method) is never answered: the question it was meant for
-        // ends with an error instead.
-        let id = t
-            .keys
-            .id
-            .as_deref()
-            .and_then(|raw| RawValue::from_string(raw.to_string()).ok());
+        tracing::warn!("{t}");
+        let id = (t.keys.id.as_deref()).and_then(|raw| RawValue::from_string(raw.into()).ok());
         if let (Some(id), false) = (&id, t.keys.method) {
-            let key = Router::ask_key(&Client::of(Scope::All));
+            let key = Router::ask_key(Scope::All, "");
             self.router.asks().refuse(&key, id, &t.to_string());
             return;
         }
-        self.out.send(too_long(t).render(revision));
+        let id = id.filter(|id| valid_id(id));
+        let message = format!("{t} (raise the limit with --max-line-bytes)");
+        let reply = Reply::error(id.as_deref(), ErrorCode::INVALID_REQUEST, message);
+        self.out.send(reply.render(self.peer.revision()));
     }
 
     fn input_ended(&self) {
@@ -278,8 +264,9 @@ impl lane::Front for Plain {
 }
 
 impl Plain {
-    /// A request of a 2026-07-28 client: its `_meta` says its version and capabilities, a
-    /// call asks in rounds, tasks are the extension's; `subscriptions/listen` is answered here.
+    /// A request of a 2026-07-28 client, opened as on every transport ([`rounds::open`]);
+    /// a `subscriptions/listen` stays open: no reply ends it while the client is there, and
+    /// the list changes go to it from now on, with its subscription's id.
     fn modern(
         &self,
         rpc: &JsonRpc<'_>,
@@ -287,95 +274,40 @@ impl Plain {
         id: &RawValue,
         slot: CallSlot,
     ) -> Option<HereRun> {
-        let send = |reply: Reply| self.out.send(reply.render(Revision::Jul2026));
         let head: RequestHead = rpc
             .params
             .and_then(|p| serde_json::from_str(p.get()).ok())
             .unwrap_or_default();
-        let meta = head.meta.as_ref();
-        if let Some(version) = meta.and_then(|m| m.protocol_version.as_deref()) {
-            if let Err(refused) = check_version(Some(id), version) {
-                send(refused);
-                return None;
-            }
-        }
-        let capabilities = meta.and_then(|m| m.client_capabilities);
-        if let Some(ClientRequest::Listen(params)) = msg.request() {
-            self.listen(id, *params);
-            return None;
-        }
-        let method = rpc.method.as_deref().unwrap_or_default();
-        let router = &self.router;
-        let plugin_of = |method: &str, target: &str| {
-            router
-                .plugin_serving(Scope::All, method, target)
-                .unwrap_or_default()
-        };
         let origin = rounds::Origin {
-            endpoint: "",
-            plugin_of: &plugin_of,
+            router: &self.router,
+            scope: Scope::All,
             token: [0; 32],
         };
-        let key = &self.state_key;
-        let retry = match rounds::prepare(key, Some(id), method, rpc.params, capabilities, &origin)
-        {
-            Ok(retry) => retry,
-            Err(Refusal::Invalid(reply) | Refusal::Busy(reply)) => {
-                send(reply);
+        let prepared = match rounds::open(&self.state_key, &origin, id, rpc, msg, &head) {
+            Opening::Ready(prepared) => prepared,
+            Opening::Refused(Refusal::Invalid(reply) | Refusal::Busy(reply)) => {
+                self.out.send(reply.render(Revision::Jul2026));
+                return None;
+            }
+            Opening::Listen(params) => {
+                let (ack, changed, _close) = self.router.listen(Scope::All, id, params);
+                *crate::sync::lock(&self.peer.listen) = Some(changed);
+                self.out.send(ack);
                 return None;
             }
         };
-        let asker = retry.as_ref().map(|r| r.asker.clone());
-        let client = Client {
-            sink: Some(&self.sink),
-            here: true,
-            asker: asker.as_ref(),
-            tasks: Some(Tasking::Extension {
-                owner: "",
-                negotiated: declares_tasks(capabilities),
-                capabilities,
-            }),
-            revision: Revision::Jul2026,
-            ..Client::of(Scope::All)
-        };
-        let out = self.out.clone();
+        let tasks = prepared.tasking("");
+        let client = Client::stdio(&self.sink, prepared.asker(), tasks);
+        let (out, retry) = (self.out.clone(), prepared.retry.clone());
         let respond = move |answer: Answer<'_>| {
-            if let Some((_, reply)) = rounds::rendered(retry.as_ref(), answer, Revision::Jul2026) {
+            if let Some((_, reply)) = rounds::rendered(retry.as_deref(), answer, Revision::Jul2026)
+            {
                 out.send(reply);
             }
             drop(slot);
         };
         self.router.handle(&client, msg, Box::new(respond))
     }
-
-    /// A `subscriptions/listen` request: acknowledged with what it is honoured (the list
-    /// changes of what the server offers); the list changes go to it from now on, with its
-    /// subscription's id. It stays open: no reply ends it while the client is there.
-    fn listen(&self, id: &RawValue, params: Option<&RawValue>) {
-        let init = self
-            .router
-            .initialize_result(None, crate::model::MODERN_PROTOCOL_VERSION);
-        let honoured = listen_filter(params, &init["capabilities"]);
-        let (ack, changed, _close) = listen_messages(id, &honoured);
-        *crate::sync::lock(&self.peer.listen) = Some(changed);
-        self.out.send(ack);
-    }
-}
-/// The error answering a line over the length limit: with the request's id when it had one
-/// (a string or a number), else with a `null` id, like any unreadable line.
-fn too_long(t: TooLong) -> Reply {
-    tracing::warn!("{t}");
-    let id = t
-        .keys
-        .id
-        .as_deref()
-        .and_then(|raw| RawValue::from_string(raw.to_string()).ok())
-        .filter(|id| valid_id(id));
-    Reply::error(
-        id.as_deref(),
-        ErrorCode::INVALID_REQUEST,
-        format!("{t} (raise the limit with --max-line-bytes)"),
-    )
 }
 
 /// Plugins' notifications go to stdio `serve`'s client on its output (see
@@ -390,54 +322,31 @@ impl NoticeOut for LineSender {
     }
 }
 
-/// Each change of the plugin set sends `notifications/tools/list_changed`, and the list
-/// changes of resources and prompts while any plugin offers them (or did before the change):
-/// to a 2026-07-28 client, those its listen honoured, with its subscription's id.
+/// Each change of the plugin set announces the lists it changed ([`ListChanges`]): to a
+/// 2026-07-28 client, those its listen honoured, with its subscription's id.
 async fn announce_changes(
     mut events: broadcast::Receiver<RegistryEvent>,
     out: LineSender,
     router: Arc<Router>,
     peer: Arc<Peer>,
 ) {
-    use broadcast::error::RecvError;
-    let offered = |router: &Router| {
-        router
-            .offers(Scope::All)
-            .map_or((false, false), |o| (o.has_resources(), o.has_prompts()))
-    };
-    let mut before = offered(&router);
-    loop {
-        match events.recv().await {
-            Ok(RegistryEvent::Failed { .. }) => {}
-            Ok(_) | Err(RecvError::Lagged(_)) => {
-                let now = offered(&router);
-                let changed = [
-                    ("tools", true),
-                    ("resources", now.0 || before.0),
-                    ("prompts", now.1 || before.1),
-                ];
-                let listen = crate::sync::lock(&peer.listen);
-                for (what, _) in changed.iter().filter(|(_, c)| *c) {
-                    match (&*listen, peer.revision()) {
-                        (Some(listened), _) => {
-                            let heard = listened.iter().find(|(kind, _)| kind == what);
-                            if let Some((_, message)) = heard {
-                                out.send(message.clone());
-                            }
-                        }
-                        // A 2026-07-28 client that does not listen hears of nothing.
-                        (None, Revision::Jul2026) => {}
-                        (None, Revision::Nov2025) => {
-                            out.send(rpc_notification::<()>(
-                                &format!("notifications/{what}/list_changed"),
-                                None,
-                            ));
-                        }
+    let mut changes = ListChanges::of(router.registry());
+    while let Some((_, due)) = changes.next(router.registry(), &mut events).await {
+        let listen = crate::sync::lock(&peer.listen);
+        for what in due.of(Scope::All) {
+            match (&*listen, peer.revision()) {
+                (Some(listened), _) => {
+                    let heard = listened.iter().find(|(kind, _)| kind == what);
+                    if let Some((_, message)) = heard {
+                        out.send(message.clone());
                     }
                 }
-                before = now;
+                // A 2026-07-28 client that does not listen hears of nothing.
+                (None, Revision::Jul2026) => {}
+                (None, Revision::Nov2025) => {
+                    out.send(list_changed(what));
+                }
             }
-            Err(RecvError::Closed) => break,
         }
     }
 }

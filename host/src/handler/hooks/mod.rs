@@ -26,7 +26,8 @@ pub use events::{registration, Head, BACKSTOP_SECS, EVENTS};
 pub use fold::{Denied, Fold, HookFold, PolicyFold};
 pub use table::{CompiledHook, HookTable, Matched, Matcher, PluginHooks};
 
-use chain::{Chain, HOOK_SCOPE};
+use chain::Chain;
+pub(crate) use chain::HOOK_SCOPE;
 
 use crate::{
     handler::{Client, HereRun, RequestKey, Router, Scope},
@@ -143,12 +144,8 @@ impl Hooks {
     /// requests in flight, in [`HOOK_SCOPE`].
     fn enter(&self, id: &str) -> Entered {
         let id = serde_json::value::to_raw_value(id).expect("a string");
-        let client = Client {
-            // A CLI that reuses a withdrawn event's id gets the newer event cancelled by it.
-            reuses_ids: true,
-            ..Client::of(Scope::Server(HOOK_SCOPE))
-        };
-        Entered::new(&self.router, &client, &id).expect("an id that may be reused is never refused")
+        Entered::new(&self.router, &Client::hook(), &id)
+            .expect("an id that may be reused is never refused")
     }
 
     /// A run with no request id of its own (`toolhost hook`, `toolhost event`, a policy

@@ -73,7 +73,7 @@ pub(super) struct Answered {
 pub(super) fn responder(
     tx: mpsc::UnboundedSender<Item>,
     revision: Revision,
-    retry: Option<Retry>,
+    retry: Option<Arc<Retry>>,
 ) -> (Box<dyn Respond>, Answered) {
     let answered = Answered {
         flag: Arc::new(AtomicBool::new(false)),
@@ -87,7 +87,7 @@ pub(super) fn responder(
     );
     let respond = Box::new(move |answer: Answer<'_>| {
         flag.store(true, Ordering::Release);
-        let Some((code, text)) = rounds::rendered(retry.as_ref(), answer, revision) else {
+        let Some((code, text)) = rounds::rendered(retry.as_deref(), answer, revision) else {
             return;
         };
         let code = status_of(revision, code);

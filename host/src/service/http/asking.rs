@@ -23,7 +23,7 @@ use super::{
     Shared,
 };
 use crate::{
-    handler::{Client, ClientCaps, Router, Scope, StreamAsker},
+    handler::{ClientCaps, Router, Scope, StreamAsker},
     model::ClientMessage,
     plugin::{AskFailure, Asker, CallControl},
 };
@@ -41,10 +41,7 @@ pub(super) fn asker(
     if !sse {
         return Arc::new(JsonOnly(caps));
     }
-    let key = Router::ask_key(&Client {
-        id: &session.id,
-        ..Client::of(scope)
-    });
+    let key = Router::ask_key(scope, &session.id);
     let tx = tx.clone();
     let asker = StreamAsker::writing_to(router.asks().clone(), key, move |message| {
         let _ = tx.send(Item::Message(message));
@@ -62,10 +59,7 @@ pub(super) fn task_asker(
     scope: Scope<'_>,
     session: &Arc<HttpSession>,
 ) -> Arc<dyn Asker> {
-    let key = Router::ask_key(&Client {
-        id: &session.id,
-        ..Client::of(scope)
-    });
+    let key = Router::ask_key(scope, &session.id);
     let to = Arc::downgrade(session);
     let stream = StreamAsker::writing_to(router.asks().clone(), key, move |message| {
         if let Some(session) = to.upgrade() {
@@ -123,14 +117,8 @@ pub(super) fn response(
     let Some(session) = shared.sessions.find(id, endpoint, client.credential) else {
         return session_not_found(message.id());
     };
-    let from = Client {
-        id: &session.id,
-        ..Client::of(super::endpoint::scope_of(endpoint))
-    };
-    shared
-        .router
-        .asks()
-        .take_response(&Router::ask_key(&from), message);
+    let key = Router::ask_key(super::endpoint::scope_of(endpoint), &session.id);
+    shared.router.asks().take_response(&key, message);
     empty(StatusCode::ACCEPTED)
 }
 

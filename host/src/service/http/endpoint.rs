@@ -39,13 +39,11 @@ use super::{
     Listener, Shared,
 };
 use crate::{
-    handler::{
-        declares_tasks, Answer, Client, ClientCaps, Discard, RequestKey, Revision, Router, Scope,
-        Sink, Tasking,
+    handler::{Answer, Client, ClientCaps, Discard, RequestKey, Revision, Router, Scope, Sink},
+    model::{
+        ClientMessage, ClientRequest, ErrorCode, JsonRpc, RequestHead, SUPPORTED_PROTOCOL_VERSIONS,
     },
-    model::{ClientMessage, ClientRequest, ErrorCode, RequestHead, SUPPORTED_PROTOCOL_VERSIONS},
-    plugin::Asker,
-    service::rounds::{self, Refusal, Retry},
+    service::rounds::{self, Opening, Refusal},
     sync::lock,
 };
 
@@ -262,7 +260,6 @@ async fn post(
         accept,
         held: std::sync::Mutex::new(Some(held)),
         session: std::sync::OnceLock::new(),
-        capabilities: head.meta.as_ref().and_then(|m| m.client_capabilities),
     };
     if modern::is_modern(method, &head, header_version) {
         let mirrored = param_headers::mirrored(msg.id, headers, header_version);
@@ -278,9 +275,7 @@ async fn post(
         if let Err(refusal) = checked {
             return json(refusal.status, refusal.body);
         }
-        let capabilities = head.meta.as_ref().and_then(|m| m.client_capabilities);
-        call.modern(&message, method, msg.params, capabilities)
-            .await
+        call.modern(&msg, &message, &head).await
     } else {
         call.legacy(&message, method, headers).await
     }
@@ -320,64 +315,46 @@ struct Call<'a> {
     held: std::sync::Mutex<Option<Held>>,
     /// The 2025-11-25 session it is a message of (not set for `initialize`).
     session: std::sync::OnceLock<Arc<HttpSession>>,
-    /// The request's `_meta` client capabilities (2026-07-28).
-    capabilities: Option<&'a RawValue>,
 }
 
 impl Call<'_> {
     fn scope(&self) -> Scope<'_> {
-        match self.endpoint {
-            Some(name) => Scope::Server(name),
-            None => Scope::All,
-        }
+        scope_of(self.endpoint)
     }
 
     /// A 2026-07-28 request: no session; each request is its own client for cancellation,
-    /// and asks its client in rounds (`retry.rs`).
+    /// opened as on every transport ([`rounds::open`]); a refusal's status is its kind's.
     async fn modern(
         &self,
+        rpc: &JsonRpc<'_>,
         msg: &ClientMessage<'_>,
-        method: &str,
-        params: Option<&RawValue>,
-        capabilities: Option<&RawValue>,
+        head: &RequestHead<'_>,
     ) -> Response<Body> {
         let Some(id) = msg.id() else {
             // On this transport cancellation is closing the stream; no notification is
             // expected, and none changes anything.
             return empty(StatusCode::ACCEPTED);
         };
-        if let Some(ClientRequest::Listen(params)) = msg.request() {
-            return self.listen(id, *params);
-        }
         let token = match (&self.shared.tokens, self.client.credential) {
             (Some(tokens), Some(c)) => rounds::token_digest(tokens.token(c)),
             _ => [0; 32],
         };
-        let key = &self.shared.state_key;
-        let router = &self.shared.router;
-        let scope = self.scope();
-        let plugin_of = |method: &str, target: &str| {
-            router
-                .plugin_serving(scope, method, target)
-                .unwrap_or_default()
-        };
         let origin = rounds::Origin {
-            endpoint: self.endpoint.unwrap_or_default(),
-            plugin_of: &plugin_of,
+            router: &self.shared.router,
+            scope: self.scope(),
             token,
         };
-        let retry = match rounds::prepare(key, Some(id), method, params, capabilities, &origin) {
-            Ok(r) => r,
-            Err(Refusal::Invalid(r)) => {
-                return json(StatusCode::BAD_REQUEST, r.render(Revision::Jul2026))
-            }
-            Err(Refusal::Busy(r)) => {
-                return json(StatusCode::SERVICE_UNAVAILABLE, r.render(Revision::Jul2026))
-            }
-        };
-        let n = self.shared.next_request.fetch_add(1, Ordering::Relaxed);
-        let client = format!("http:{n}");
-        self.run(msg, &client, true, retry).await
+        let (status, refused) =
+            match rounds::open(&self.shared.state_key, &origin, id, rpc, msg, head) {
+                Opening::Ready(prepared) => {
+                    let n = self.shared.next_request.fetch_add(1, Ordering::Relaxed);
+                    return self.run(msg, &format!("http:{n}"), Some(prepared)).await;
+                }
+                Opening::Listen(params) => return self.listen(id, params),
+                Opening::Refused(Refusal::Invalid(r)) => (StatusCode::BAD_REQUEST, r),
+                Opening::Refused(Refusal::Busy(r)) => (StatusCode::SERVICE_UNAVAILABLE, r),
+            };
+        json(status, refused.render(Revision::Jul2026))
     }
 
     /// A `subscriptions/listen` stream: acknowledged, then a notification per change.
@@ -393,13 +370,7 @@ impl Call<'_> {
         if self.shared.closing.load(Ordering::Acquire) {
             return closing(Some(id));
         }
-        let capabilities = self.shared.capabilities(self.endpoint);
-        let honoured = crate::handler::listen_filter(params, &capabilities);
-        let (ack, changed, close) = crate::handler::listen_messages(id, &honoured);
-        let changed: Vec<u8> = changed
-            .iter()
-            .flat_map(|(_, m)| sse::event(None, m).to_vec())
-            .collect();
+        let (ack, changed, close) = self.shared.router.listen(self.scope(), id, params);
         let (tx, rx) = mpsc::channel(self.shared.limits.stream_buffer.max(1));
         let mut listeners = lock(&self.shared.listeners);
         // Streams whose clients left go now, so the count below is of open ones.
@@ -415,7 +386,10 @@ impl Call<'_> {
         }
         listeners.push(Listener {
             endpoint: self.endpoint.map(str::to_string),
-            changed: changed.into(),
+            changed: changed
+                .into_iter()
+                .map(|(kind, m)| (kind, sse::event(None, &m)))
+                .collect(),
             close: sse::event(None, &close),
             tx,
         });
@@ -459,7 +433,7 @@ impl Call<'_> {
                 session.set_caps(ClientCaps::of(p.capabilities));
             }
             session.follow(&shared.router);
-            let mut response = self.run(msg, &session.id, false, None).await;
+            let mut response = self.run(msg, &session.id, None).await;
             if let Ok(v) = HeaderValue::from_str(&session.id) {
                 response.headers_mut().insert(SESSION_ID, v);
             }
@@ -488,7 +462,7 @@ impl Call<'_> {
         }
         // Its calls may ask the client, on their response streams.
         let _ = self.session.set(session.clone());
-        self.run(msg, &session.id, false, None).await
+        self.run(msg, &session.id, None).await
     }
 
     /// The session named by the request's header, if open, of this endpoint and this
@@ -502,28 +476,17 @@ impl Call<'_> {
 
     /// Routes a message as `client`, and answers: at once, or when its request is. A request
     /// of a 2025-11-25 session may ask its client, on its response stream; a 2026-07-28 one
-    /// asks in rounds (`retry`).
+    /// (`modern`) asks in rounds.
     async fn run(
         &self,
         msg: &ClientMessage<'_>,
         client: &str,
-        modern: bool,
-        retry: Option<Retry>,
+        modern: Option<rounds::Prepared<'_>>,
     ) -> Response<Body> {
         let router = &self.shared.router;
-        let owner = format!("token:{:?}", self.client.credential);
-        let tasks = Some(self.tasking(&owner, modern));
-        let revision = match modern {
-            true => Revision::Jul2026,
-            false => Revision::Nov2025,
-        };
+        let scope = self.scope();
         let Some(id) = msg.id() else {
-            let from = Client {
-                id: client,
-                tasks,
-                revision,
-                ..Client::of(self.scope())
-            };
+            let from = Client::http_session(scope, client, None, None, None);
             router.handle(&from, msg, Box::new(|_: Answer<'_>| {}));
             return empty(StatusCode::ACCEPTED);
         };
@@ -539,24 +502,16 @@ impl Call<'_> {
         } else {
             Arc::new(Discard)
         };
-        let asker = self.asker(retry.as_ref(), &tx);
-        let task_asker = match modern {
-            false => self
-                .session
-                .get()
-                .map(|s| asking::task_asker(router, self.scope(), s)),
-            true => None,
+        let owner = format!("token:{:?}", self.client.credential);
+        let session = self.session.get();
+        let asker = session.map(|s| asking::asker(router, scope, s, self.accept.sse, &tx));
+        let task = session.map(|s| asking::task_asker(router, scope, s));
+        let from = match &modern {
+            Some(m) => Client::http_request(scope, client, &sink, m.asker(), m.tasking(&owner)),
+            None => Client::http_session(scope, client, Some(&sink), asker.as_ref(), task.as_ref()),
         };
-        let from = Client {
-            id: client,
-            sink: Some(&sink),
-            asker: asker.as_ref(),
-            task_asker: task_asker.as_ref(),
-            tasks,
-            revision,
-            ..Client::of(self.scope())
-        };
-        let (respond, answered) = responder(tx, revision, retry);
+        let retry = modern.as_ref().and_then(|m| m.retry.clone());
+        let (respond, answered) = responder(tx, from.revision, retry);
         router.handle(&from, msg, respond);
         if let Some((status, body)) = answered.immediate.close() {
             let response = match status {
@@ -597,40 +552,6 @@ impl Call<'_> {
             ),
         };
         response.map(|b| paced(b, guard))
-    }
-
-    /// Who a request's plugin asks: a 2026-07-28 request's rounds (`retry`), else a
-    /// 2025-11-25 session's response stream (`asking.rs`), else nobody.
-    fn asker(
-        &self,
-        retry: Option<&Retry>,
-        tx: &mpsc::UnboundedSender<Item>,
-    ) -> Option<Arc<dyn Asker>> {
-        if let Some(r) = retry {
-            return Some(r.asker.clone());
-        }
-        let session = self.session.get()?;
-        let router = &self.shared.router;
-        Some(asking::asker(
-            router,
-            self.scope(),
-            session,
-            self.accept.sse,
-            tx,
-        ))
-    }
-
-    /// How the client runs tasks: a 2026-07-28 client's are its token's (`owner`), a
-    /// session's are the session's.
-    fn tasking<'o>(&'o self, owner: &'o str, modern: bool) -> Tasking<'o> {
-        match modern {
-            true => Tasking::Extension {
-                owner,
-                negotiated: declares_tasks(self.capabilities),
-                capabilities: self.capabilities,
-            },
-            false => Tasking::Session,
-        }
     }
 
     /// Whether a call may notify (its progress, its plugin's log records): it then answers as

@@ -61,7 +61,11 @@ pub use limits::HttpLimits;
 pub use origin::OriginPolicy;
 pub use tls::{acceptor as tls_acceptor, read_certs, read_key, TlsError, TlsFiles};
 
-use crate::{handler::Router, registry::RegistryEvent, sync::lock};
+use crate::{
+    handler::{list_changed, Due, ListChanges, Router},
+    registry::RegistryEvent,
+    sync::lock,
+};
 use limits::InFlight;
 use session::Sessions;
 
@@ -130,8 +134,9 @@ struct Shared {
 /// A `subscriptions/listen` stream: its endpoint and its messages, made once.
 struct Listener {
     endpoint: Option<String>,
-    /// The change notifications it asked for, as events (empty: it only stays open).
-    changed: Bytes,
+    /// The change notifications it asked for, as events, after the list each is of (empty:
+    /// it only stays open).
+    changed: Vec<(&'static str, Bytes)>,
     close: Bytes,
     tx: mpsc::Sender<Bytes>,
 }
@@ -417,40 +422,24 @@ impl Shared {
         self.sessions.close_streams();
     }
 
-    /// The capabilities the server of `endpoint` advertises (what `initialize` says).
-    fn capabilities(&self, endpoint: Option<&str>) -> serde_json::Value {
-        let plugin = endpoint.and_then(|n| self.router.registry().get(n));
-        let init = self
-            .router
-            .initialize_result(plugin.as_deref(), crate::model::LATEST_PROTOCOL_VERSION);
-        init["capabilities"].clone()
-    }
-
-    /// Tells the sessions and listeners of the plugin that changed (of every plugin, for
-    /// `None`) that their lists changed.
-    fn announce(&self, plugin: Option<&str>) {
-        let affects = |endpoint: &Option<String>| match (endpoint, plugin) {
-            (None, _) | (_, None) => true,
-            (Some(e), Some(p)) => e == p,
-        };
-        // The messages by endpoint: a plugin's server may advertise other lists than all's.
-        let mut messages: std::collections::HashMap<Option<String>, Vec<String>> =
-            std::collections::HashMap::new();
+    /// Tells the sessions and listeners of each endpoint the lists of its server that a
+    /// change made `due`.
+    fn announce(&self, due: &Due) {
         for s in self.sessions.all() {
-            if affects(&s.endpoint) {
-                let list = messages.entry(s.endpoint.clone()).or_insert_with(|| {
-                    crate::handler::list_changed(&self.capabilities(s.endpoint.as_deref()))
-                });
-                for m in list.iter() {
-                    s.announce(m);
-                }
+            for kind in due.of(endpoint::scope_of(s.endpoint.as_deref())) {
+                s.announce(&list_changed(kind));
             }
         }
         lock(&self.listeners).retain(|l| {
-            if l.changed.is_empty() || !affects(&l.endpoint) {
+            let due = due.of(endpoint::scope_of(l.endpoint.as_deref()));
+            let heard: Vec<u8> = (l.changed.iter())
+                .filter(|(kind, _)| due.contains(kind))
+                .flat_map(|(_, event)| event.to_vec())
+                .collect();
+            if heard.is_empty() {
                 return !l.tx.is_closed();
             }
-            match l.tx.try_send(l.changed.clone()) {
+            match l.tx.try_send(heard.into()) {
                 Ok(()) => true,
                 Err(mpsc::error::TrySendError::Full(_)) => {
                     tracing::info!(target: "toolhost::http", "a listen stream's reader fell behind; stream dropped");
@@ -463,19 +452,10 @@ impl Shared {
 }
 
 async fn announce_changes(mut events: broadcast::Receiver<RegistryEvent>, shared: Arc<Shared>) {
-    use broadcast::error::RecvError;
-    loop {
-        match events.recv().await {
-            Ok(RegistryEvent::Failed { .. }) => {}
-            Ok(
-                RegistryEvent::Added { name, .. }
-                | RegistryEvent::Replaced { name, .. }
-                | RegistryEvent::Removed { name, .. }
-                | RegistryEvent::Changed { name },
-            ) => shared.announce(Some(&name)),
-            Err(RecvError::Lagged(_)) => shared.announce(None),
-            Err(RecvError::Closed) => break,
-        }
+    let registry = shared.router.registry();
+    let mut changes = ListChanges::of(registry);
+    while let Some((_, due)) = changes.next(registry, &mut events).await {
+        shared.announce(&due);
     }
 }
 

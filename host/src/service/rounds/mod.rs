@@ -15,17 +15,90 @@ pub use state::{token_digest, StateKey, StateKeyError, MIN_KEY_FILE_BYTES};
 use state::{Binding, Redeem, UNVERIFIED};
 
 use crate::{
-    handler::{Answer, Outcome, Replay, Reply, Revision, Round},
-    model::ErrorCode,
+    handler::{
+        check_version, declares_tasks, Answer, Outcome, Replay, Reply, Revision, Round, Router,
+        Scope, Tasking,
+    },
+    model::{ClientMessage, ClientRequest, ErrorCode, JsonRpc, RequestHead},
     plugin::Asker,
 };
 
-/// A request refused before it runs.
+/// A request refused before it runs: the transport renders its reply (HTTP picks its status
+/// by the variant).
 pub enum Refusal {
-    /// Its params are invalid (-32602; HTTP 400).
+    /// Its version or params are invalid (-32022, -32602; HTTP 400).
     Invalid(Reply),
     /// The record of used states is full: try later (HTTP 503).
     Busy(Reply),
+}
+
+/// A 2026-07-28 request as every transport takes it before the router (stdio `serve` after
+/// `server/discover`, HTTP's stateless requests): the transport only moves the bytes.
+pub enum Opening<'m> {
+    /// Refused before anything ran.
+    Refused(Refusal),
+    /// `subscriptions/listen` with its params: the transport opens its stream
+    /// ([`Router::listen`]).
+    Listen(Option<&'m RawValue>),
+    /// For the router, as the client [`Prepared`] describes.
+    Ready(Prepared<'m>),
+}
+
+/// A 2026-07-28 request ready for the router: its rounds and the capabilities its `_meta`
+/// declares.
+pub struct Prepared<'m> {
+    /// Its rounds, if its method asks in rounds: what its answer is rendered with
+    /// ([`rendered`]).
+    pub retry: Option<Arc<Retry>>,
+    capabilities: Option<&'m RawValue>,
+}
+
+impl Prepared<'_> {
+    /// Who its plugin asks: its rounds (`None`: its method never asks).
+    pub fn asker(&self) -> Option<&Arc<dyn Asker>> {
+        self.retry.as_ref().map(|r| &r.asker)
+    }
+
+    /// How it runs tasks: the extension's, as its `_meta` declared it, owned by `owner` (the
+    /// bearer token's; `""` for stdio's one client).
+    pub fn tasking<'o>(&'o self, owner: &'o str) -> Tasking<'o> {
+        Tasking::Extension {
+            owner,
+            negotiated: declares_tasks(self.capabilities),
+            capabilities: self.capabilities,
+        }
+    }
+}
+
+/// Opens 2026-07-28 request `id` (`rpc`, read as `msg`, its params' head `head`) of a client
+/// at `origin`: its `_meta` version checked (-32022), `subscriptions/listen` told apart, and
+/// its rounds prepared ([`prepare`]).
+pub fn open<'m>(
+    key: &Arc<StateKey>,
+    origin: &Origin<'_>,
+    id: &RawValue,
+    rpc: &JsonRpc<'m>,
+    msg: &ClientMessage<'m>,
+    head: &RequestHead<'m>,
+) -> Opening<'m> {
+    let meta = head.meta.as_ref();
+    if let Some(version) = meta.and_then(|m| m.protocol_version.as_deref()) {
+        if let Err(refused) = check_version(Some(id), version) {
+            return Opening::Refused(Refusal::Invalid(refused));
+        }
+    }
+    if let Some(ClientRequest::Listen(params)) = msg.request() {
+        return Opening::Listen(*params);
+    }
+    let capabilities = meta.and_then(|m| m.client_capabilities);
+    let method = rpc.method.as_deref().unwrap_or_default();
+    match prepare(key, Some(id), method, rpc.params, capabilities, origin) {
+        Ok(retry) => Opening::Ready(Prepared {
+            retry: retry.map(Arc::new),
+            capabilities,
+        }),
+        Err(refusal) => Opening::Refused(refusal),
+    }
 }
 
 /// The methods that may answer `input_required` (never a list:
@@ -48,13 +121,13 @@ pub struct Retry {
     key: Arc<StateKey>,
 }
 
-/// Where a request came and who serves it: what its state is bound to besides the request.
+/// Where a request came: what its state is bound to besides the request.
 pub struct Origin<'a> {
-    /// The endpoint's plugin (`/mcp/NAME`), `""` for `/mcp`.
-    pub endpoint: &'a str,
-    /// The plugin serving `(method, target)`, as the host resolves it now (`""`: none).
-    pub plugin_of: &'a (dyn Fn(&str, &str) -> String + Sync),
-    /// A digest of the bearer token presented (zero without tokens).
+    /// The router, which resolves the plugin serving the request now.
+    pub router: &'a Router,
+    /// The server it is addressed to (an HTTP endpoint's plugin, `/mcp/NAME`, or all).
+    pub scope: Scope<'a>,
+    /// A digest of the bearer token presented (zero without tokens, and on stdio).
     pub token: [u8; 32],
 }
 
@@ -62,7 +135,7 @@ pub struct Origin<'a> {
 /// objects and its `requestState` one this server made for this very request (endpoint,
 /// plugin, method, target, arguments), this token, not expired and not used before; else the
 /// refusal (-32602, HTTP 400; 503 while the record of used states is full).
-pub fn prepare(
+fn prepare(
     key: &Arc<StateKey>,
     id: Option<&RawValue>,
     method: &str,
@@ -98,13 +171,20 @@ pub fn prepare(
         _ => &params["name"],
     };
     let target = target.as_str().unwrap_or_default().to_string();
-    let plugin = (origin.plugin_of)(method, &target);
+    let plugin = origin
+        .router
+        .plugin_serving(origin.scope, method, &target)
+        .unwrap_or_default();
+    let endpoint = match origin.scope {
+        Scope::Server(name) => name,
+        Scope::All => "",
+    };
     let arguments = params.get("arguments").cloned();
     match params.get("requestState") {
         None => {}
         Some(Value::String(s)) => {
             let binding = Binding {
-                endpoint: origin.endpoint,
+                endpoint,
                 plugin: &plugin,
                 method,
                 target: &target,
@@ -137,7 +217,7 @@ pub fn prepare(
     Ok(Some(Retry {
         asker: replay.clone(),
         replay,
-        endpoint: origin.endpoint.to_string(),
+        endpoint: endpoint.to_string(),
         plugin,
         method: method.to_string(),
         target,
