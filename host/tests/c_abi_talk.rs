@@ -2,9 +2,10 @@
 //! client, and its answer), `client` (what the client declared), `notify` (resource notices,
 //! from a call and from a thread of the plugin's after it), and `log` (to the host's log, and
 //! to a client that asked for records). The fixture plugins/fixtures/talker-c/ answers what
-//! the host returned to it; the client is scripted over stdio `serve`'s pipes. One test, in a
-//! binary of its own: the notices are the process's, and two servers side by side would see
-//! each other's.
+//! the host returned to it; the client is scripted over stdio `serve`'s pipes (the same `ask`
+//! and `client` over chat's control protocol and over `serve --http`: chat_asks.rs and
+//! talk_back_http.rs, `a_c_plugins_*`). One test, in a binary of its own: the notices are the
+//! process's, and two servers side by side would see each other's.
 
 mod common;
 

@@ -81,9 +81,14 @@ impl Cli {
 
     /// Calls the asker plugin's `tool` as the CLI does (an sdk server's `tools/call`).
     async fn call(&mut self, id: &str, tool: &str) {
+        self.call_of("asker", id, tool).await;
+    }
+
+    /// Calls plugin `server`'s `tool` as the CLI does.
+    async fn call_of(&mut self, server: &str, id: &str, tool: &str) {
         self.send(
             json!({"type": "control_request", "request_id": id, "request": {
-            "subtype": "mcp_message", "server_name": "asker", "message": {"jsonrpc": "2.0",
+            "subtype": "mcp_message", "server_name": server, "message": {"jsonrpc": "2.0",
             "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": {}}}}}),
         )
         .await;
@@ -295,4 +300,57 @@ async fn an_unanswered_form_ends_with_the_calls_timeout() {
     let reply = &answer["response"]["response"]["mcp_response"];
     assert!(reply.to_string().contains("timed out"), "{answer}");
     until(|| !questions.is_waiting(id)).await;
+}
+
+/// A C-ABI plugin asks in chat as a Rust one does (issue 40; host/tests/c_abi_talk.rs has it
+/// over stdio `serve`): the talker-c fixture's `ask` (the ABI's `ask` host function) reaches
+/// the person, and the typed answer is what `ask` hands the plugin; without a terminal the
+/// plugin hears why; its `client` (the ABI's `client`) is what chat can be asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_c_plugins_form_is_asked_in_chat() {
+    let talker = toolhost_test_support::foreign::build_c(
+        "plugins/fixtures/talker-c/talker.c",
+        "talker_c",
+        &[],
+    );
+    let (router, _dirs) = common::open_router_of(&[&talker], RouterConfig::default());
+    let questions = Questions::default();
+    let person = PersonAsks {
+        asker: Some(plugin_askers(Some(questions.clone()), Vec::new())),
+        ..PersonAsks::default()
+    };
+    let mut cli = Cli::start(router.clone(), person);
+    cli.call_of("talker_c", "c1", "ask").await;
+    let id = head(&questions).await;
+    let shown = questions.lines(id).join("\n");
+    assert!(shown.contains("talker_c asks: Who are you?"), "{shown}");
+    assert_eq!(questions.reply(id, Some("Ada")), Some(false));
+    assert_eq!(questions.reply(id, Some("")), Some(true), "Enter sends");
+    let answer = cli.next().await;
+    assert_eq!(answer["response"]["request_id"], "c1", "{answer}");
+    assert_eq!(
+        tool_text(&answer),
+        r#"status=0 {"who":{"action":"accept","content":{"name":"Ada"}}}"#
+    );
+    cli.call_of("talker_c", "c2", "client").await;
+    assert_eq!(
+        tool_text(&cli.next().await),
+        r#"status=0 {"elicitation":{"form":{},"url":{}},"roots":{}}"#
+    );
+
+    // No terminal: the plugin hears why, with the status of what the client cannot be asked
+    // (TOOLHOST_ERR_UNSUPPORTED).
+    let person = PersonAsks {
+        asker: Some(plugin_askers(None, vec!["file:///w".into()])),
+        ..PersonAsks::default()
+    };
+    let mut cli = Cli::start(router, person);
+    cli.call_of("talker_c", "c3", "ask").await;
+    let told = tool_text(&cli.next().await);
+    assert!(
+        told.starts_with("status=-3 ") && told.contains(NO_TERMINAL),
+        "{told}"
+    );
+    cli.call_of("talker_c", "c4", "client").await;
+    assert_eq!(tool_text(&cli.next().await), r#"status=0 {"roots":{}}"#);
 }

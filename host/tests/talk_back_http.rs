@@ -250,3 +250,49 @@ async fn ending_the_session_or_the_stream_withdraws_the_question() {
     })
     .await;
 }
+
+/// A C-ABI plugin asks over HTTP as a Rust one does (issue 40; host/tests/c_abi_talk.rs has it
+/// over stdio `serve`): the talker-c fixture's `ask` (the ABI's `ask` host function) goes out
+/// on the call's stream, the session's answer is what `ask` hands the plugin, and its
+/// `client` (the ABI's `client`) is what the session's `initialize` declared.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_c_plugins_question_goes_on_the_calls_stream_and_its_answer_comes_back() {
+    let talker = toolhost_test_support::foreign::build_c(
+        "plugins/fixtures/talker-c/talker.c",
+        "talker_c",
+        &[],
+    );
+    let server = Setup::of_files(&[&talker]).start().await;
+    let id = session(&server, json!({"elicitation":{"form":{}}}), None).await;
+    let r = in_session(&server, &id, None, call("talker_c__client"))
+        .send()
+        .await;
+    assert_eq!(text(&r.json()), r#"status=0 {"elicitation":{"form":{}}}"#);
+    let open = in_session(&server, &id, None, call("talker_c__ask"))
+        .open()
+        .await;
+    assert_eq!(open.status(), 200);
+    assert_eq!(open.headers()["content-type"], "text/event-stream");
+    let mut events = Events::new(open);
+    let (_, ask) = events.next(WAIT).await.expect("the question");
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    assert_eq!(ask["params"]["message"], "[plugin talker_c] Who are you?");
+    let r = in_session(
+        &server,
+        &id,
+        None,
+        json!({"jsonrpc":"2.0","id":ask["id"],
+            "result":{"action":"accept","content":{"name":"Ada"}}}),
+    )
+    .send()
+    .await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    let (_, reply) = events.next(WAIT).await.expect("the reply");
+    assert_eq!(reply["id"], 1, "{reply}");
+    assert_eq!(
+        text(&reply),
+        r#"status=0 {"who":{"action":"accept","content":{"name":"Ada"}}}"#
+    );
+    assert!(events.next(WAIT).await.is_none(), "the stream ends");
+    assert_eq!(server.router.asks().waiting(), 0);
+}

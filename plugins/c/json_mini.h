@@ -7,6 +7,7 @@
 #define JSON_MINI_H
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -202,6 +203,30 @@ static inline int json_number(const char *obj, const char *key, double *out) {
         return 0;
     *out = v;
     return 1;
+}
+
+/* `v` as the text of a JSON number, into `out` (of `cap` bytes, NUL-terminated); its length,
+ * as snprintf returns it. The same text as "%.17g", written directly when `v` is a whole
+ * number below 2^53 (printf's floating-point path costs more than the rest of a small
+ * plugin's call; docs/benchmarks.md). */
+static inline int json_write_number(char *out, size_t cap, double v) {
+    if (fabs(v) < 9007199254740992.0 && v == (double)(long long)v && cap >= 18) {
+        char digits[17];
+        int k = 0;
+        unsigned long long u = (unsigned long long)fabs(v);
+        do {
+            digits[k++] = (char)('0' + u % 10);
+            u /= 10;
+        } while (u);
+        int n = 0;
+        if (signbit(v))
+            out[n++] = '-';
+        while (k)
+            out[n++] = digits[--k];
+        out[n] = 0;
+        return n;
+    }
+    return snprintf(out, cap, "%.17g", v);
 }
 
 /* `s` (`len` bytes of UTF-8) as a JSON string literal, quotes included, NUL-terminated (free

@@ -63,27 +63,31 @@ pub fn call_result_json(r: &CallResult) -> Value {
 }
 
 /// Reads a `CallToolResult` text back (for `toolhost call`, which prints what a client would
-/// get). Content blocks of kinds the host does not write are refused.
+/// get, and for a C-ABI plugin's reply to every call). Content blocks of kinds the host does
+/// not write are refused.
+///
+/// A block is read as one flat struct and then checked against its `type`, not as serde's
+/// internally tagged enum: that buffers every block into a tree of `Content` before reading
+/// it, which was over half the cost of reading a C plugin's reply (docs/benchmarks.md).
 pub fn parse_call_result(json: &str) -> Result<CallResult, serde_json::Error> {
     #[derive(Deserialize)]
-    #[serde(tag = "type", rename_all = "lowercase")]
-    enum Block {
-        Text {
-            text: String,
-        },
-        Image {
-            data: String,
-            #[serde(rename = "mimeType")]
-            mime_type: String,
-        },
-        Audio {
-            data: String,
-            #[serde(rename = "mimeType")]
-            mime_type: String,
-        },
-        Resource {
-            resource: Embedded,
-        },
+    #[serde(rename_all = "lowercase")]
+    enum Kind {
+        Text,
+        Image,
+        Audio,
+        Resource,
+    }
+    /// Every field any kind of block has; [`ContentOut::try_from`] takes the kind's own.
+    #[derive(Deserialize)]
+    struct Block {
+        #[serde(rename = "type")]
+        kind: Kind,
+        text: Option<String>,
+        data: Option<String>,
+        #[serde(rename = "mimeType")]
+        mime_type: Option<String>,
+        resource: Option<Embedded>,
     }
     #[derive(Deserialize)]
     struct Embedded {
@@ -93,39 +97,63 @@ pub fn parse_call_result(json: &str) -> Result<CallResult, serde_json::Error> {
         text: Option<String>,
         blob: Option<String>,
     }
+    /// A block's content, or the error a missing field of its kind gets.
+    #[derive(Deserialize)]
+    #[serde(try_from = "Block")]
+    struct Checked(ContentOut);
+    impl TryFrom<Block> for Checked {
+        type Error = String;
+        fn try_from(b: Block) -> Result<Self, String> {
+            fn missing(field: &str) -> String {
+                format!("missing field `{field}`")
+            }
+            let media = |data: Option<String>, mime_type: Option<String>| {
+                Ok::<_, String>((
+                    data.ok_or_else(|| missing("data"))?,
+                    mime_type.ok_or_else(|| missing("mimeType"))?,
+                ))
+            };
+            Ok(Checked(match b.kind {
+                Kind::Text => ContentOut::Text(b.text.ok_or_else(|| missing("text"))?),
+                Kind::Image => {
+                    let (data, mime_type) = media(b.data, b.mime_type)?;
+                    ContentOut::Image { data, mime_type }
+                }
+                Kind::Audio => {
+                    let (data, mime_type) = media(b.data, b.mime_type)?;
+                    ContentOut::Audio { data, mime_type }
+                }
+                Kind::Resource => {
+                    let r = b.resource.ok_or_else(|| missing("resource"))?;
+                    ContentOut::Resource {
+                        body: match (r.text, r.blob) {
+                            (Some(text), None) => EmbeddedBody::Text(text),
+                            (None, Some(blob)) => EmbeddedBody::Blob(blob),
+                            _ => {
+                                return Err(format!(
+                                    "embedded resource {} needs exactly one of `text` and `blob`",
+                                    r.uri
+                                ))
+                            }
+                        },
+                        uri: r.uri,
+                        mime_type: r.mime_type,
+                    }
+                }
+            }))
+        }
+    }
     #[derive(Deserialize)]
     struct Wire {
-        content: Vec<Block>,
+        content: Vec<Checked>,
         #[serde(rename = "structuredContent")]
         structured: Option<Box<RawValue>>,
         #[serde(rename = "isError", default)]
         is_error: bool,
     }
     let w: Wire = serde_json::from_str(json)?;
-    let mut content = Vec::with_capacity(w.content.len());
-    for b in w.content {
-        content.push(match b {
-            Block::Text { text } => ContentOut::Text(text),
-            Block::Image { data, mime_type } => ContentOut::Image { data, mime_type },
-            Block::Audio { data, mime_type } => ContentOut::Audio { data, mime_type },
-            Block::Resource { resource: r } => ContentOut::Resource {
-                body: match (r.text, r.blob) {
-                    (Some(text), None) => EmbeddedBody::Text(text),
-                    (None, Some(blob)) => EmbeddedBody::Blob(blob),
-                    _ => {
-                        return Err(serde::de::Error::custom(format!(
-                            "embedded resource {} needs exactly one of `text` and `blob`",
-                            r.uri
-                        )))
-                    }
-                },
-                uri: r.uri,
-                mime_type: r.mime_type,
-            },
-        });
-    }
     Ok(CallResult {
-        content,
+        content: w.content.into_iter().map(|Checked(c)| c).collect(),
         structured: w.structured,
         is_error: w.is_error,
     })
@@ -260,5 +288,36 @@ mod tests {
             call_result_json(&CallResult::error("x")),
             json!({"content": [{"type": "text", "text": "x"}], "isError": true})
         );
+    }
+
+    /// What a plugin's reply can get wrong in a block: its kind, or a field its kind needs.
+    /// Fields of other kinds are ignored, as MCP lets a block carry more than it needs.
+    #[test]
+    fn a_block_needs_a_known_kind_and_its_kinds_fields() {
+        let err = |json: &str| parse_call_result(json).err().map(|e| e.to_string());
+        let unknown = err(r#"{"content":[{"type":"video","data":"x"}]}"#).unwrap();
+        assert!(
+            unknown.starts_with("unknown variant `video`, expected one of `text`"),
+            "{unknown}"
+        );
+        for (block, field) in [
+            (r#"{"type":"text"}"#, "text"),
+            (r#"{"type":"image","mimeType":"image/png"}"#, "data"),
+            (r#"{"type":"audio","data":"x"}"#, "mimeType"),
+            (r#"{"type":"resource"}"#, "resource"),
+            (r#"{"text":"x"}"#, "type"),
+        ] {
+            let e = err(&format!(r#"{{"content":[{block}]}}"#)).unwrap();
+            assert!(
+                e.starts_with(&format!("missing field `{field}`")),
+                "{block}: {e}"
+            );
+        }
+        let r = parse_call_result(
+            r#"{"content":[{"type":"text","text":"hi","data":"x","annotations":{}}],"_meta":{}}"#,
+        )
+        .unwrap();
+        assert_eq!(r.content, [ContentOut::Text("hi".into())]);
+        assert!(!r.is_error);
     }
 }

@@ -157,7 +157,7 @@ fn run_init(plugin: &CPlugin, config: &str) -> Result<Manifest, LoadError> {
     let mut out = empty_buf();
     let status = (plugin.table.init)(&init_args, &mut out);
     let lent = [&*instance.path, config.as_bytes()];
-    let text = match plugin.take(out, MAX_DECLARATION_BYTES, &lent, None, "its manifest") {
+    let text = match plugin.take(out, MAX_DECLARATION_BYTES, &lent, None, &"its manifest") {
         Ok(text) => text,
         Err(Refusal::Bad(why)) => return Err(LoadError::InvalidManifest(why)),
         Err(Refusal::TooLarge(bytes)) => {
