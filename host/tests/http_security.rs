@@ -323,8 +323,16 @@ async fn requests_over_the_per_client_bound_are_429() {
         .await;
     assert_eq!(r.status, 429, "{}", r.body);
     assert_eq!(r.header("retry-after"), Some("1"));
-    // The first call's client goes away: the call is cancelled, its slot freed.
-    drop(first);
+    // The first call runs (its first progress notification came), then its client goes
+    // away: the call is cancelled, its slot freed. (Gone before the call started, it would
+    // never start, and write no marker.)
+    let mut events = common::http::Events::new(first);
+    let (_, progress) = events
+        .next(Duration::from_secs(30))
+        .await
+        .expect("a progress event");
+    assert_eq!(progress["method"], "notifications/progress", "{progress}");
+    drop(events);
     common::eventually(
         Duration::from_secs(10),
         "the slow call sees its cancellation",
