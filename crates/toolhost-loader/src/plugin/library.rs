@@ -237,7 +237,7 @@ impl Library {
                 // error keeps its verdict.
                 tracing::debug!(file = %original_name(&self.shadow), "layout mismatch:\n{full}");
                 return Err(LoadError::Incompatible(format!(
-                    "ABI mismatch: built against toolhost-plugin {theirs}, but its root module's \
+                    "ABI mismatch: built against plugin ABI {theirs}, but its root module's \
                      layout does not match this host's ({ours}): {}",
                     layout_verdict(&full)
                 )));
@@ -246,7 +246,7 @@ impl Library {
         // SAFETY: the layout was checked just above against our `PluginRootRef`.
         unsafe { header.init_root_module_with_unchecked_layout::<PluginRootRef>() }.map_err(|e| {
             LoadError::Incompatible(format!(
-                "built against toolhost-plugin {theirs}, this host needs {ours}: {e}"
+                "built against plugin ABI {theirs}, this host needs {ours}: {e}"
             ))
         })
     }
