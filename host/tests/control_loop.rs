@@ -473,6 +473,61 @@ async fn quick_calls_until(cli: &mut FakeCli, first: u64, done: impl Fn() -> boo
     tries
 }
 
+/// A request id in flight is taken, not refused, by a newer request of the same sdk server
+/// (`Client::chat`: the CLI's ids restart at 0 on a re-handshake): both run and are answered,
+/// and `notifications/cancelled` for the id reaches the newer call only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newer_request_takes_an_id_in_flight_and_its_cancel() {
+    let mut cli = FakeCli::start(&["faulty"], RouterConfig::default(), None);
+    let markers = tempfile::tempdir().unwrap();
+    let (older, newer) = (markers.path().join("older"), markers.path().join("newer"));
+    cli.mcp_send(
+        "older",
+        "faulty",
+        call(7, "slow", json!({"ms": 5_000, "marker": older})),
+    )
+    .await;
+    common::eventually(GUARD, "the older call runs", || {
+        cli.router.calls_in_flight() == 1
+    })
+    .await;
+    cli.mcp_send(
+        "newer",
+        "faulty",
+        call(7, "slow", json!({"ms": 600_000, "marker": newer})),
+    )
+    .await;
+    // Messages are handled in the order read: the newer call holds the id before the cancel
+    // is read (one key in flight, as the newer took the older's).
+    let ack = cli
+        .mcp(
+            "cancel",
+            "faulty",
+            cancelled(7, "AbortError: remote-cancel"),
+        )
+        .await;
+    assert_eq!(ack, json!({"jsonrpc":"2.0","result":{}}));
+    let r = cli.mcp_response("newer").await;
+    assert_eq!(
+        (r["id"].clone(), r["result"]["isError"].clone()),
+        (json!(7), json!(true)),
+        "{r}"
+    );
+    // Cancelled before or after it started, as the executor took it: never finished.
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("cancelled")),
+        "{r}"
+    );
+    assert!(std::fs::read_to_string(&newer).map_or(true, |m| m.starts_with("cancelled after ")));
+    // The older call was not cancelled: it sleeps its time out and answers.
+    let r = cli.mcp_response("older").await;
+    assert_eq!(r["result"]["content"][0]["text"], "slept 5000 ms", "{r}");
+    assert_eq!(std::fs::read_to_string(&older).unwrap(), "finished");
+    cli.answered_once().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cancelled_notification_reaches_the_plugin() {
     let mut cli = FakeCli::start(&["faulty"], RouterConfig::default(), None);
