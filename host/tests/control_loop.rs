@@ -186,6 +186,53 @@ fn text_of(result: &Value) -> String {
         .to_string()
 }
 
+/// An sdk server takes `logging/setLevel` as every server does: its calls' log records then
+/// reach the CLI as `notifications/message` in `mcp_message` requests before the result; none
+/// before a level is set, none below it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_level_set_on_an_sdk_server_sends_its_calls_records() {
+    let mut cli = FakeCli::start(&["faulty"], RouterConfig::default(), None);
+    /// The log records seen before the reply to control request `rid`.
+    async fn records_until(cli: &mut FakeCli, rid: &str) -> Vec<Value> {
+        let mut records = Vec::new();
+        loop {
+            let v = cli.next_line().await;
+            if v["type"] == "control_response" && v["response"]["request_id"] == rid {
+                assert_eq!(
+                    text_of(&v["response"]["response"]["mcp_response"]),
+                    "slept 10 ms"
+                );
+                return records;
+            }
+            let msg = &v["request"]["message"];
+            if msg["method"] == "notifications/message" {
+                assert_eq!(v["request"]["server_name"], "faulty", "{v}");
+                records.push(msg["params"].clone());
+            }
+        }
+    }
+    let set = |id: u64, level: &str| json!({"jsonrpc":"2.0","id":id,"method":"logging/setLevel","params":{"level":level}});
+    cli.mcp_send("c1", "faulty", call(1, "slow", json!({"ms":10})))
+        .await;
+    assert_eq!(records_until(&mut cli, "c1").await, Vec::<Value>::new());
+    let r = cli.mcp("l2", "faulty", set(2, "debug")).await;
+    assert_eq!(r["result"], json!({}), "{r}");
+    cli.mcp_send("c3", "faulty", call(3, "slow", json!({"ms":10})))
+        .await;
+    let records = records_until(&mut cli, "c3").await;
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(
+        (records[0]["level"].clone(), records[0]["data"].clone()),
+        (json!("info"), json!("finished"))
+    );
+    let r = cli.mcp("l4", "faulty", set(4, "error")).await;
+    assert_eq!(r["result"], json!({}), "{r}");
+    cli.mcp_send("c5", "faulty", call(5, "slow", json!({"ms":10})))
+        .await;
+    assert_eq!(records_until(&mut cli, "c5").await, Vec::<Value>::new());
+    cli.answered_once().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn router_methods_and_errors() {
     let mut cli = FakeCli::start(&["calc", "faulty"], RouterConfig::default(), None);
