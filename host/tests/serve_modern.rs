@@ -382,26 +382,8 @@ async fn url_sampling_and_roots_are_asked_in_rounds_over_stdio() {
     let call = json!({"name": "conformance__test_input_required_result_multiple_inputs",
         "arguments": {}});
     let first = c.modern("tools/call", call.clone(), &all).await;
-    let asked = &first["result"]["inputRequests"];
-    assert_eq!(
-        asked["user_name"]["method"], "elicitation/create",
-        "{first}"
-    );
-    assert_eq!(
-        asked["greeting"]["method"], "sampling/createMessage",
-        "{first}"
-    );
-    assert_eq!(
-        asked["client_roots"],
-        json!({"method": "roots/list", "params": {}})
-    );
     let mut retry = call.clone();
-    retry["inputResponses"] = json!({
-        "user_name": {"action": "accept", "content": {"name": "Ann"}},
-        "greeting": {"role": "assistant", "content": {"type": "text", "text": "Hi"},
-            "model": "m", "stopReason": "endTurn"},
-        "client_roots": {"roots": [{"uri": "file:///test/root", "name": "Test Root"}]},
-    });
+    retry["inputResponses"] = common::multiple_inputs_answers(&first["result"]["inputRequests"]);
     retry["requestState"] = first["result"]["requestState"].clone();
     let done = c.modern("tools/call", retry, &all).await;
     assert_eq!(

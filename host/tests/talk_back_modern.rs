@@ -412,21 +412,8 @@ async fn samples_and_roots_are_asked_in_rounds_too() {
         )
         .await,
     );
-    let asked = &first["inputRequests"];
-    assert_eq!(asked["user_name"]["method"], "elicitation/create");
-    assert_eq!(asked["greeting"]["method"], "sampling/createMessage");
-    assert_eq!(asked["greeting"]["params"]["maxTokens"], 50);
-    assert_eq!(
-        asked["client_roots"],
-        json!({"method": "roots/list", "params": {}})
-    );
     let mut retry = call.clone();
-    retry["inputResponses"] = json!({
-        "user_name": {"action": "accept", "content": {"name": "Ann"}},
-        "greeting": {"role": "assistant", "content": {"type": "text", "text": "Hi"},
-            "model": "m", "stopReason": "endTurn"},
-        "client_roots": {"roots": [{"uri": "file:///test/root", "name": "Test Root"}]},
-    });
+    retry["inputResponses"] = common::multiple_inputs_answers(&first["inputRequests"]);
     retry["requestState"] = first["requestState"].clone();
     let v = ask(&s, "conformance", "tools/call", all.clone(), retry, TOKEN)
         .await
