@@ -278,6 +278,36 @@ async fn a_plugins_form_is_asked_in_chat() {
     );
 }
 
+/// A plugin's URL elicitation in chat goes to the person too: the form names the host the
+/// link opens and the URL, and a "y" (opened it, done) reaches the tool as `accept`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugins_url_elicitation_is_asked_in_chat() {
+    let (router, _dirs) = common::open_router(&["asker"], RouterConfig::default());
+    let questions = Questions::default();
+    let person = PersonAsks {
+        asker: Some(plugin_askers(Some(questions.clone()), Vec::new())),
+        ..PersonAsks::default()
+    };
+    let mut cli = Cli::start(router, person);
+    cli.call("c1", "caps").await;
+    assert_eq!(
+        tool_text(&cli.next().await),
+        "form true url true sampling false roots true"
+    );
+    cli.call("c2", "login").await;
+    let id = head(&questions).await;
+    let shown = questions.lines(id).join("\n");
+    assert!(
+        shown.contains("asker asks you to open a page on example.com: Sign in to continue")
+            && shown.contains("https://example.com/login"),
+        "{shown}"
+    );
+    questions.reply(id, Some("y")).expect("the form waits");
+    let answer = cli.next().await;
+    assert_eq!(answer["response"]["request_id"], "c2", "{answer}");
+    assert_eq!(tool_text(&answer), "accept: opened");
+}
+
 /// A form nobody answers is bounded by the call's own timeout (there is no ask timeout yet):
 /// the call ends with the timeout and the form leaves the queue.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

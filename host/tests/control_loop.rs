@@ -186,6 +186,53 @@ fn text_of(result: &Value) -> String {
         .to_string()
 }
 
+/// An sdk server takes `logging/setLevel` as every server does: its calls' log records then
+/// reach the CLI as `notifications/message` in `mcp_message` requests before the result; none
+/// before a level is set, none below it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_level_set_on_an_sdk_server_sends_its_calls_records() {
+    let mut cli = FakeCli::start(&["faulty"], RouterConfig::default(), None);
+    /// The log records seen before the reply to control request `rid`.
+    async fn records_until(cli: &mut FakeCli, rid: &str) -> Vec<Value> {
+        let mut records = Vec::new();
+        loop {
+            let v = cli.next_line().await;
+            if v["type"] == "control_response" && v["response"]["request_id"] == rid {
+                assert_eq!(
+                    text_of(&v["response"]["response"]["mcp_response"]),
+                    "slept 10 ms"
+                );
+                return records;
+            }
+            let msg = &v["request"]["message"];
+            if msg["method"] == "notifications/message" {
+                assert_eq!(v["request"]["server_name"], "faulty", "{v}");
+                records.push(msg["params"].clone());
+            }
+        }
+    }
+    let set = |id: u64, level: &str| json!({"jsonrpc":"2.0","id":id,"method":"logging/setLevel","params":{"level":level}});
+    cli.mcp_send("c1", "faulty", call(1, "slow", json!({"ms":10})))
+        .await;
+    assert_eq!(records_until(&mut cli, "c1").await, Vec::<Value>::new());
+    let r = cli.mcp("l2", "faulty", set(2, "debug")).await;
+    assert_eq!(r["result"], json!({}), "{r}");
+    cli.mcp_send("c3", "faulty", call(3, "slow", json!({"ms":10})))
+        .await;
+    let records = records_until(&mut cli, "c3").await;
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(
+        (records[0]["level"].clone(), records[0]["data"].clone()),
+        (json!("info"), json!("finished"))
+    );
+    let r = cli.mcp("l4", "faulty", set(4, "error")).await;
+    assert_eq!(r["result"], json!({}), "{r}");
+    cli.mcp_send("c5", "faulty", call(5, "slow", json!({"ms":10})))
+        .await;
+    assert_eq!(records_until(&mut cli, "c5").await, Vec::<Value>::new());
+    cli.answered_once().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn router_methods_and_errors() {
     let mut cli = FakeCli::start(&["calc", "faulty"], RouterConfig::default(), None);
@@ -471,6 +518,61 @@ async fn quick_calls_until(cli: &mut FakeCli, first: u64, done: impl Fn() -> boo
         tries += 1;
     }
     tries
+}
+
+/// A request id in flight is taken, not refused, by a newer request of the same sdk server
+/// (`Client::chat`: the CLI's ids restart at 0 on a re-handshake): both run and are answered,
+/// and `notifications/cancelled` for the id reaches the newer call only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newer_request_takes_an_id_in_flight_and_its_cancel() {
+    let mut cli = FakeCli::start(&["faulty"], RouterConfig::default(), None);
+    let markers = tempfile::tempdir().unwrap();
+    let (older, newer) = (markers.path().join("older"), markers.path().join("newer"));
+    cli.mcp_send(
+        "older",
+        "faulty",
+        call(7, "slow", json!({"ms": 5_000, "marker": older})),
+    )
+    .await;
+    common::eventually(GUARD, "the older call runs", || {
+        cli.router.calls_in_flight() == 1
+    })
+    .await;
+    cli.mcp_send(
+        "newer",
+        "faulty",
+        call(7, "slow", json!({"ms": 600_000, "marker": newer})),
+    )
+    .await;
+    // Messages are handled in the order read: the newer call holds the id before the cancel
+    // is read (one key in flight, as the newer took the older's).
+    let ack = cli
+        .mcp(
+            "cancel",
+            "faulty",
+            cancelled(7, "AbortError: remote-cancel"),
+        )
+        .await;
+    assert_eq!(ack, json!({"jsonrpc":"2.0","result":{}}));
+    let r = cli.mcp_response("newer").await;
+    assert_eq!(
+        (r["id"].clone(), r["result"]["isError"].clone()),
+        (json!(7), json!(true)),
+        "{r}"
+    );
+    // Cancelled before or after it started, as the executor took it: never finished.
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("cancelled")),
+        "{r}"
+    );
+    assert!(std::fs::read_to_string(&newer).map_or(true, |m| m.starts_with("cancelled after ")));
+    // The older call was not cancelled: it sleeps its time out and answers.
+    let r = cli.mcp_response("older").await;
+    assert_eq!(r["result"]["content"][0]["text"], "slept 5000 ms", "{r}");
+    assert_eq!(std::fs::read_to_string(&older).unwrap(), "finished");
+    cli.answered_once().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

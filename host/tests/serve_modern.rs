@@ -1,8 +1,10 @@
 //! Stdio `serve` at MCP 2026-07-28 (issue 38): a client that opens with `server/discover`, as
 //! Claude Code does for every stdio server (docs/protocol.md §16.1), is answered in that
 //! revision: results say `resultType`, the methods it removed are not found, a call asks in
-//! rounds (`input_required` and a signed `requestState`), tasks are the extension's, and list
-//! changes go to its `subscriptions/listen`. A client that sends `initialize` gets 2025-11-25
+//! rounds (`input_required` and a signed `requestState`; forms, URLs, sampling and roots),
+//! tasks are the extension's, list changes go to its `subscriptions/listen`, a call's progress
+//! and the log records at its `_meta` level come before its reply, and an id in flight is
+//! refused. A client that sends `initialize` gets 2025-11-25
 //! as before (`serve.rs`, `talk_back.rs`).
 
 mod common;
@@ -225,5 +227,180 @@ async fn list_changes_go_to_the_clients_listen() {
         changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "listen:0",
         "{changed}"
     );
+    c.end().await;
+}
+
+/// A 2026-07-28 call's progress and log records come before its reply: progress for the
+/// request's `progressToken`, log records at or above the level its `_meta` names (none
+/// without one), as over HTTP (docs/protocol.md §16.7).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_and_the_requests_log_level_over_stdio() {
+    let (router, _dirs) = common::open_router(&["faulty"], RouterConfig::default());
+    let (mut c, _) = Client::discover(router, false, json!({})).await;
+    let call = |meta: Value| {
+        let mut meta_all = common::stdio::modern_meta(&json!({}));
+        meta_all
+            .as_object_mut()
+            .unwrap()
+            .extend(meta.as_object().unwrap().clone());
+        json!({"name": "faulty__slow", "arguments": {"ms": 30}, "_meta": meta_all})
+    };
+    let mut seen = Vec::new();
+    let reply = c
+        .request_seeing(
+            "tools/call",
+            call(json!({"progressToken": "p1"})),
+            &mut seen,
+        )
+        .await;
+    assert_eq!(reply["result"]["resultType"], "complete", "{reply}");
+    assert_eq!(reply["result"]["content"][0]["text"], "slept 30 ms");
+    let steps: Vec<f64> = seen
+        .iter()
+        .filter(|l| l["method"] == "notifications/progress")
+        .map(|l| {
+            assert_eq!(l["params"]["progressToken"], "p1", "{l}");
+            l["params"]["progress"].as_f64().unwrap()
+        })
+        .collect();
+    // Reports made faster than they are written are coalesced: the last one stays.
+    assert_eq!(steps.last(), Some(&9.0), "{seen:?}");
+    assert!(steps.windows(2).all(|w| w[0] < w[1]), "{steps:?}");
+    let logs = |seen: &[Value]| -> Vec<Value> {
+        seen.iter()
+            .filter(|l| l["method"] == "notifications/message")
+            .map(|l| l["params"].clone())
+            .collect()
+    };
+    assert_eq!(
+        logs(&seen),
+        Vec::<Value>::new(),
+        "no level asked: no records"
+    );
+
+    let mut seen = Vec::new();
+    let reply = c
+        .request_seeing(
+            "tools/call",
+            call(json!({"io.modelcontextprotocol/logLevel": "debug"})),
+            &mut seen,
+        )
+        .await;
+    assert_eq!(reply["result"]["resultType"], "complete", "{reply}");
+    let records = logs(&seen);
+    assert_eq!(records.len(), 1, "{seen:?}");
+    assert_eq!(records[0]["level"], "info", "{seen:?}");
+    assert_eq!(records[0]["data"], "finished", "{seen:?}");
+    // Above the record's level: none.
+    let mut seen = Vec::new();
+    c.request_seeing(
+        "tools/call",
+        call(json!({"io.modelcontextprotocol/logLevel": "error"})),
+        &mut seen,
+    )
+    .await;
+    assert_eq!(logs(&seen), Vec::<Value>::new(), "{seen:?}");
+    c.end().await;
+}
+
+/// A 2026-07-28 request with the id of one in flight is refused (invalid request, naming the
+/// id) and never runs; `notifications/cancelled` for that id stops the first, which writes
+/// its marker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_id_is_refused_and_a_cancel_stops_the_call_over_stdio() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (first, second) = (scratch.path().join("first"), scratch.path().join("second"));
+    let (router, _dirs) = common::open_router(&["faulty"], RouterConfig::default());
+    let (mut c, _) = Client::discover(router.clone(), false, json!({})).await;
+    let meta = common::stdio::modern_meta(&json!({}));
+    let call = |marker: &std::path::Path, ms: u64| {
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params":
+            {"name": "faulty__slow", "arguments": {"ms": ms, "marker": marker}, "_meta": meta}})
+    };
+    c.send(call(&first, 30_000)).await;
+    common::eventually(common::stdio::WAIT, "the first call runs", || {
+        router.calls_in_flight() == 1
+    })
+    .await;
+    c.send(call(&second, 1)).await;
+    let refused = c.next().await;
+    assert_eq!(refused["id"], 7, "{refused}");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains('7') && message.contains("in flight"),
+        "{refused}"
+    );
+    c.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7, "_meta": meta}}),
+    )
+    .await;
+    let ended = c.next().await;
+    assert_eq!(ended["id"], 7, "{ended}");
+    assert!(
+        ended["result"]["isError"] == true || ended["error"].is_object(),
+        "{ended}"
+    );
+    assert!(std::fs::read_to_string(&first)
+        .unwrap()
+        .contains("cancelled"));
+    c.end().await;
+    // Serve waited for every call: the refused one never ran.
+    assert!(!second.exists(), "the refused call ran");
+}
+
+/// A URL elicitation, a sampling request and `roots/list` are asked of a 2026-07-28 stdio
+/// client in rounds, as over HTTP (`talk_back_modern.rs`), and only what it declared.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn url_sampling_and_roots_are_asked_in_rounds_over_stdio() {
+    let (router, _dirs) = common::open_router(&["asker", "conformance"], RouterConfig::default());
+    let all = json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}});
+    let (mut c, _) = Client::discover(router, false, all.clone()).await;
+
+    let login = json!({"name": "asker__login", "arguments": {}});
+    let first = c.modern("tools/call", login.clone(), &all).await;
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    let asked = first["result"]["inputRequests"]
+        .as_object()
+        .unwrap()
+        .clone();
+    assert_eq!(asked.len(), 1, "{first}");
+    let (key, question) = asked.iter().next().unwrap();
+    assert_eq!(question["method"], "elicitation/create", "{first}");
+    assert_eq!(question["params"]["mode"], "url", "{first}");
+    assert_eq!(question["params"]["url"], "https://example.com/login");
+    let mut retry = login.clone();
+    retry["inputResponses"] = json!({key.as_str(): {"action": "accept"}});
+    retry["requestState"] = first["result"]["requestState"].clone();
+    let done = c.modern("tools/call", retry, &all).await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "accept: opened",
+        "{done}"
+    );
+
+    let call = json!({"name": "conformance__test_input_required_result_multiple_inputs",
+        "arguments": {}});
+    let first = c.modern("tools/call", call.clone(), &all).await;
+    let mut retry = call.clone();
+    retry["inputResponses"] = common::multiple_inputs_answers(&first["result"]["inputRequests"]);
+    retry["requestState"] = first["result"]["requestState"].clone();
+    let done = c.modern("tools/call", retry, &all).await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "Hi Ann. Roots: file:///test/root",
+        "{done}"
+    );
+    // A client that declared sampling alone is asked nothing else.
+    let only = json!({"sampling": {}});
+    let call = json!({"name": "conformance__test_input_required_result_capabilities",
+        "arguments": {}});
+    let first = c.modern("tools/call", call, &only).await;
+    let methods: Vec<&Value> = first["result"]["inputRequests"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no questions: {first}"))
+        .values()
+        .map(|q| &q["method"])
+        .collect();
+    assert_eq!(methods, [&json!("sampling/createMessage")], "{first}");
     c.end().await;
 }

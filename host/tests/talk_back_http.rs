@@ -118,6 +118,56 @@ async fn a_question_goes_on_the_calls_stream_and_its_answer_comes_back_in_the_se
     assert_eq!(server.router.asks().waiting(), 0);
 }
 
+/// A URL elicitation (to a session that declared `elicitation.url`) and a prompt's question
+/// go out on their POST's stream as a tool call's form does, and the session's answer reaches
+/// the plugin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_question_and_a_prompts_question_go_on_their_posts_stream() {
+    let server = Setup::new(&["asker"]).start().await;
+    let id = session(&server, json!({"elicitation":{"form":{},"url":{}}}), None).await;
+    let get = json!({"jsonrpc":"2.0","id":1,"method":"prompts/get",
+        "params":{"name":"asker__greeting"}});
+    for (request, mode, answer) in [
+        (call("asker__login"), "url", json!({"action":"accept"})),
+        (
+            get,
+            "form",
+            json!({"action":"accept","content":{"name":"Ann"}}),
+        ),
+    ] {
+        let open = in_session(&server, &id, None, request).open().await;
+        assert_eq!(open.status(), 200);
+        let mut events = Events::new(open);
+        let (_, ask) = events.next(WAIT).await.expect("the question");
+        assert_eq!(ask["method"], "elicitation/create", "{ask}");
+        assert_eq!(ask["params"]["mode"], mode, "{ask}");
+        if mode == "url" {
+            assert_eq!(ask["params"]["url"], "https://example.com/login", "{ask}");
+            assert!(ask["params"]["elicitationId"].is_string(), "{ask}");
+        }
+        let r = in_session(
+            &server,
+            &id,
+            None,
+            json!({"jsonrpc":"2.0","id":ask["id"],"result":answer}),
+        )
+        .send()
+        .await;
+        assert_eq!(r.status, 202, "{}", r.body);
+        let (_, reply) = events.next(WAIT).await.expect("the reply");
+        assert_eq!(reply["id"], 1, "{reply}");
+        if mode == "url" {
+            assert_eq!(text(&reply), "accept: opened");
+        } else {
+            assert_eq!(
+                reply["result"]["messages"][0]["content"]["text"], "accept: Greet Ann",
+                "{reply}"
+            );
+        }
+    }
+    assert_eq!(server.router.asks().waiting(), 0);
+}
+
 /// Attacker: the question of a call in session A is answered by nobody but session A under
 /// A's token. A response POSTed in another session (same token, or another token), with A's
 /// session id under another token, or with no session at all, never reaches it: the tool

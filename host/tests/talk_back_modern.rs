@@ -55,6 +55,32 @@ fn refused_as_invalid(r: &Reply) -> Value {
     v
 }
 
+/// A URL elicitation is asked in a round of a request that declared `elicitation.url`, and
+/// the retry with the client's answer completes.
+#[tokio::test]
+async fn a_url_elicitation_is_asked_in_a_round() {
+    let s = server().await;
+    let caps = json!({"elicitation": {"form": {}, "url": {}}});
+    let call = json!({"name": "login", "arguments": {}});
+    let first =
+        input_required(&ask(&s, "asker", "tools/call", caps.clone(), call.clone(), TOKEN).await);
+    let asked = first["inputRequests"].as_object().unwrap();
+    assert_eq!(asked.len(), 1, "{first}");
+    let (key, question) = asked.iter().next().unwrap();
+    assert_eq!(question["method"], "elicitation/create", "{first}");
+    assert_eq!(question["params"]["mode"], "url", "{first}");
+    assert_eq!(question["params"]["url"], "https://example.com/login");
+    assert!(question["params"]["elicitationId"].is_string(), "{first}");
+    let mut retry = call;
+    retry["inputResponses"] = json!({key.as_str(): {"action": "accept"}});
+    retry["requestState"] = first["requestState"].clone();
+    let v = ask(&s, "asker", "tools/call", caps, retry, TOKEN)
+        .await
+        .json();
+    assert_eq!(v["result"]["resultType"], "complete", "{v}");
+    assert_eq!(v["result"]["content"][0]["text"], "accept: opened", "{v}");
+}
+
 #[tokio::test]
 async fn a_tool_asks_in_rounds_and_the_retry_completes() {
     let s = server().await;
@@ -386,21 +412,8 @@ async fn samples_and_roots_are_asked_in_rounds_too() {
         )
         .await,
     );
-    let asked = &first["inputRequests"];
-    assert_eq!(asked["user_name"]["method"], "elicitation/create");
-    assert_eq!(asked["greeting"]["method"], "sampling/createMessage");
-    assert_eq!(asked["greeting"]["params"]["maxTokens"], 50);
-    assert_eq!(
-        asked["client_roots"],
-        json!({"method": "roots/list", "params": {}})
-    );
     let mut retry = call.clone();
-    retry["inputResponses"] = json!({
-        "user_name": {"action": "accept", "content": {"name": "Ann"}},
-        "greeting": {"role": "assistant", "content": {"type": "text", "text": "Hi"},
-            "model": "m", "stopReason": "endTurn"},
-        "client_roots": {"roots": [{"uri": "file:///test/root", "name": "Test Root"}]},
-    });
+    retry["inputResponses"] = common::multiple_inputs_answers(&first["inputRequests"]);
     retry["requestState"] = first["requestState"].clone();
     let v = ask(&s, "conformance", "tools/call", all.clone(), retry, TOKEN)
         .await

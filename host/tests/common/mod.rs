@@ -439,3 +439,29 @@ pub fn unprivileged_user() -> Option<(u32, u32)> {
     }
     Some((id("-u").unwrap(), id("-g").expect("its group")))
 }
+
+/// Checks the one round of questions conformance's `test_input_required_result_multiple_inputs`
+/// asks a 2026-07-28 client (a form, a sampling request, `roots/list`; `asked` is the result's
+/// `inputRequests`) and returns the `inputResponses` whose retry completes it as
+/// "Hi Ann. Roots: file:///test/root", on whichever transport the round came.
+pub fn multiple_inputs_answers(asked: &serde_json::Value) -> serde_json::Value {
+    assert_eq!(
+        asked["user_name"]["method"], "elicitation/create",
+        "{asked}"
+    );
+    assert_eq!(
+        asked["greeting"]["method"], "sampling/createMessage",
+        "{asked}"
+    );
+    assert_eq!(asked["greeting"]["params"]["maxTokens"], 50, "{asked}");
+    assert_eq!(
+        asked["client_roots"],
+        serde_json::json!({"method": "roots/list", "params": {}})
+    );
+    serde_json::json!({
+        "user_name": {"action": "accept", "content": {"name": "Ann"}},
+        "greeting": {"role": "assistant", "content": {"type": "text", "text": "Hi"},
+            "model": "m", "stopReason": "endTurn"},
+        "client_roots": {"roots": [{"uri": "file:///test/root", "name": "Test Root"}]},
+    })
+}
