@@ -236,6 +236,18 @@ async fn list_changes_go_to_the_clients_listen() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_and_the_requests_log_level_over_stdio() {
     let (router, _dirs) = common::open_router(&["faulty"], RouterConfig::default());
+    progress_and_log_level(router).await;
+}
+
+/// The same with the plugin in a worker (`--isolate`): its progress and its log records
+/// cross the worker's channel under the call's id and reach the same client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_isolated_calls_progress_and_log_records_over_stdio() {
+    let (router, _dirs) = common::open_isolated_router(&["faulty"], RouterConfig::default());
+    progress_and_log_level(router).await;
+}
+
+async fn progress_and_log_level(router: std::sync::Arc<toolhost::handler::Router>) {
     let (mut c, _) = Client::discover(router, false, json!({})).await;
     let call = |meta: Value| {
         let mut meta_all = common::stdio::modern_meta(&json!({}));

@@ -38,7 +38,7 @@ use super::{
 };
 use crate::{
     plugin::{
-        CallControl, CallResult, LoadError, LoadedPlugin, RequestError, StateError,
+        CallControl, CallResult, LoadError, LoadedPlugin, Report, RequestError, StateError,
         LOG_MESSAGE_MAX, LOG_NAME_MAX,
     },
     sys::parse_hex,
@@ -362,18 +362,11 @@ impl Serving {
 
     /// The call's control (progress goes to the host, asks too), registered for cancellation.
     fn register(&self, id: u64, label: String, client: String) -> Arc<CallControl> {
-        let out = self.out.clone();
-        let control = Arc::new(CallControl::new(
-            label,
-            Some(Arc::new(move |progress, total, message: &str| {
-                out.send(&FromWorker::Progress {
-                    id,
-                    progress,
-                    total,
-                    message: message.to_string(),
-                })
-            })),
-        ));
+        let to_host = ToHost {
+            out: self.out.clone(),
+            id,
+        };
+        let control = Arc::new(CallControl::new(label, Some(Arc::new(to_host))));
         control.set_asker(self.asks.asker(id, client));
         lock(&self.calls).insert(id, control.clone());
         control
@@ -478,6 +471,33 @@ impl tracing::field::Visit for Fields {
                 let _ = write!(self.rest, " {other}={value:?}");
             }
         }
+    }
+}
+
+/// Where a call's progress and log records go: frames to the host under the call's id, on the
+/// replies' pipe (so that they come before the call's result), for the call's client.
+struct ToHost {
+    out: Arc<Out>,
+    id: u64,
+}
+
+impl Report for ToHost {
+    fn report(&self, progress: f64, total: Option<f64>, message: &str) {
+        self.out.send(&FromWorker::Progress {
+            id: self.id,
+            progress,
+            total,
+            message: message.to_string(),
+        })
+    }
+
+    fn log(&self, level: u8, target: &str, message: &str) {
+        self.out.send(&FromWorker::CallLog {
+            id: self.id,
+            level,
+            module: crate::terminal::log_line(target, LOG_NAME_MAX).into_owned(),
+            message: crate::terminal::log_line(message, LOG_MESSAGE_MAX).into_owned(),
+        })
     }
 }
 

@@ -287,6 +287,9 @@ impl WorkerPlugin {
             };
             match exchange.next(wait, max, &shared.name) {
                 Some(Reply::Progress(p, t, m)) => control.report_progress(p, t, &m),
+                Some(Reply::Log(level, module, message)) => {
+                    control.report_log(level, &module, &message)
+                }
                 Some(Reply::Died(cause)) => {
                     let killed = lock(&proc.killed_because).clone();
                     return Err(match killed {
@@ -373,7 +376,7 @@ impl WorkerPlugin {
             let left = deadline.saturating_duration_since(Instant::now());
             match exchange.next(left, wire::MAX_FRAME, &shared.name) {
                 Some(Reply::Died(cause)) => return Err(format!("the worker died ({cause})")),
-                Some(Reply::Progress(..)) => {}
+                Some(Reply::Progress(..) | Reply::Log(..)) => {}
                 Some(r) => return Ok(r),
                 None => return Err(format!("the worker did not answer within {timeout:?}")),
             }

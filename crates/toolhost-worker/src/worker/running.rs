@@ -24,6 +24,8 @@ use crate::sync::{lock, wait_timeout_while};
 pub(super) enum Reply {
     Result(CallResult),
     Progress(f64, Option<f64>, String),
+    /// A log record of the call (level, module, message), for its client.
+    Log(u8, String, String),
     State(Option<Vec<u8>>),
     Restored(Restore),
     /// The worker is gone; the cause (`SIGSEGV`, `exit code 3`, ...).
@@ -92,6 +94,12 @@ impl Proc {
                 total,
                 message,
             } => (id, Reply::Progress(progress, total, message)),
+            FromWorker::CallLog {
+                id,
+                level,
+                module,
+                message,
+            } => (id, Reply::Log(level, module, message)),
             FromWorker::State { id, state } => (id, Reply::State(state)),
             FromWorker::Restored { id, outcome } => (id, Reply::Restored(outcome)),
             FromWorker::Untyped { id } => (id, Reply::Untyped),

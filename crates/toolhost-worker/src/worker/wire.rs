@@ -42,7 +42,7 @@ pub const MAX_EVENT_FRAME: usize = 64 << 10;
 /// The frame format spoken here. Bump it whenever the encoding of any frame changes (the
 /// `frame_bytes_are_pinned` test fails then): a host and a worker that speak different
 /// versions refuse each other at their hello (`super::hello`).
-pub const FRAME_VERSION: u32 = 5;
+pub const FRAME_VERSION: u32 = 6;
 
 /// Host → worker.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -157,6 +157,15 @@ pub enum FromWorker {
     /// host reads it again. On the events pipe (it may come when no call runs).
     CatalogChanged {
         what: String,
+    },
+    /// A log record the plugin wrote during call `id`, for that call's client (which asked
+    /// for records at some level, or drops it). The host's own log has it from a
+    /// [`FromWorker::Log`] already.
+    CallLog {
+        id: u64,
+        level: u8,
+        module: String,
+        message: String,
     },
 }
 
@@ -790,6 +799,12 @@ mod tests {
             FromWorker::CatalogChanged {
                 what: "tools".into(),
             },
+            FromWorker::CallLog {
+                id: 13,
+                level: 2,
+                module: "m".into(),
+                message: "l".into(),
+            },
         ];
         (to, from)
     }
@@ -803,7 +818,7 @@ mod tests {
     /// builds would misread each other. Bump [`FRAME_VERSION`], then update the bytes here.
     #[test]
     fn frame_bytes_are_pinned() {
-        assert_eq!(FRAME_VERSION, 5, "update the bytes below with the version");
+        assert_eq!(FRAME_VERSION, 6, "update the bytes below with the version");
         let (to, from) = one_of_each();
         let to: Vec<String> = to.iter().map(|f| hex(&encode(f))).collect();
         let from: Vec<String> = from.iter().map(|f| hex(&encode(f))).collect();
@@ -840,6 +855,7 @@ mod tests {
                 "060000000a016e027b7d",
                 "060000000b1011027b7d",
                 "070000000c05746f6f6c73",
+                "070000000d0d02016d016c",
             ]
         );
         // And every one decodes back to itself.
