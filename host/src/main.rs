@@ -368,7 +368,7 @@ fn main() -> ExitCode {
         // A failing hook's warning is what its author wants to see.
         Command::Hook { .. } | Command::Event { .. } => "warn,toolhost_registry::registry=error",
         Command::Chat { .. } => {
-            "warn,toolhost_registry::registry=error,toolhost_registry::registry::watch=warn,toolhost::handler::call=error"
+            "warn,toolhost_registry::registry=error,toolhost_registry::registry::watch=warn"
         }
         // One line per request: what a server's operator expects to see.
         Command::Serve {

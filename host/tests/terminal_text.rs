@@ -362,7 +362,7 @@ fn chat_logs_a_hooks_deny_reason_inert_on_a_terminal() {
     cmd.arg("--claude")
         .arg(&claude)
         .env_remove("TOOLHOST_CLAUDE")
-        .env("RUST_LOG", "warn,toolhost::handler::hooks=info");
+        .env("RUST_LOG", "warn,toolhost_engine::hooks=info");
     let (tty, code) = on_terminal_with(cmd, Stdio::from(std::fs::File::open(&input).unwrap()));
     let shown = text(&tty);
     assert_eq!(code, Some(0), "{shown}");

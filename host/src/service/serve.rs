@@ -1,8 +1,8 @@
 //! `toolhost serve`: one plain MCP server (NDJSON JSON-RPC, no control envelope) exposing every
 //! plugin's tools as `<plugin>__<tool>` (its prompts likewise, its resources under their own
-//! URIs: `handler/offers.rs`), over any pair of streams (our stdio in practice). It reads on
-//! the same threads as `chat`'s control loop (`lane.rs`): the thread that reads a call runs it
-//! and writes the reply.
+//! URIs: `crates/toolhost-engine/src/offers.rs`), over any pair of streams (our stdio in
+//! practice). It reads on the same threads as `chat`'s control loop (`lane.rs`): the thread that
+//! reads a call runs it and writes the reply.
 //!
 //! It speaks the revision its client opens with: 2025-11-25 after `initialize` (questions are
 //! requests on the stream, tasks the session's), 2026-07-28 after `server/discover` (as
@@ -24,8 +24,8 @@ use tokio::{io::AsyncWrite, sync::broadcast};
 use super::{lane, parse_object, CallSlot, LineSource, MAX_CALLS_IN_FLIGHT};
 use crate::{
     handler::{
-        list_changed, valid_id, Answer, Client, ClientCaps, HereRun, ListChanges, NoticeOut,
-        Notify, Reply, Revision, Router, Scope, Servers, Sink, StreamAsker, Tasking,
+        list_changed, valid_id, Answer, Client, ClientCaps, HereRun, ListChanges, Notify, Reply,
+        Revision, Router, Scope, Servers, Sink, StreamAsker, Tasking,
     },
     model::{rpc_error, ClientMessage, ClientRequest, ErrorCode, JsonRpc, RequestHead},
     plugin::Asker,
@@ -307,18 +307,6 @@ impl Plain {
             drop(slot);
         };
         self.router.handle(&client, msg, Box::new(respond))
-    }
-}
-
-/// Plugins' notifications go to stdio `serve`'s client on its output (see
-/// `Router::notices_of`).
-impl NoticeOut for LineSender {
-    async fn idle(&self) -> bool {
-        LineSender::idle(self).await
-    }
-
-    fn send(&self, _plugin: &str, message: String) {
-        LineSender::send(self, message);
     }
 }
 

@@ -17,7 +17,7 @@ use serde_json::{json, value::RawValue, Map, Value};
 use tokio::runtime::Handle;
 
 use super::{Entered, Hooks};
-use crate::handler::{Client, Dispatch, Reply, Router};
+use crate::{Client, Dispatch, Reply, Router};
 
 /// The tool the hooks call. Not in `tools/list`: the model never sees it, and the CLI calls
 /// a hook's tool whether or not its server listed it (§15.2). Plugin tools are always
@@ -312,7 +312,7 @@ pub fn event_input(arguments: &Value) -> Result<Value, String> {
 /// the hook failing (its `onFailure`). The event is the client's request `id`, so
 /// `notifications/cancelled`, an HTTP client that goes away and a session's end withdraw it,
 /// and an id in flight is refused, as for any request.
-pub(in crate::handler) fn hook_tool(
+pub(crate) fn hook_tool(
     router: &Arc<Router>,
     client: &Client<'_>,
     id: &RawValue,
@@ -334,7 +334,7 @@ pub(in crate::handler) fn hook_tool(
         return Dispatch::Reply(Reply::result(id, &failed(e)));
     };
     let Some(entered) = Entered::new(router, client, id) else {
-        return crate::handler::in_flight(id);
+        return crate::in_flight(id);
     };
     let hooks = Hooks::on(router.clone(), rt);
     let answering = async move {

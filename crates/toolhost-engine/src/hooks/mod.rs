@@ -29,10 +29,7 @@ pub use table::{CompiledHook, HookTable, Matched, Matcher, PluginHooks};
 use chain::Chain;
 pub(crate) use chain::HOOK_SCOPE;
 
-use crate::{
-    handler::{Client, HereRun, RequestKey, Router, Scope},
-    plugin::CallControl,
-};
+use crate::{plugin::CallControl, Client, HereRun, RequestKey, Router, Scope};
 
 /// The hooks and policies of a router's plugins, as the registry holds them now. Cheap: a
 /// handle on the router (which numbers the runs that have no request id of their own) and the

@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 
 use super::{Task, RELATED_TASK};
 use crate::{
-    handler::asks::{check_answer, read_asks, ClientCaps},
+    asks::{check_answer, read_asks, ClientCaps},
     plugin::{AskFailure, Asker, CallControl},
 };
 
@@ -30,9 +30,9 @@ const CANCEL_POLL: Duration = Duration::from_millis(20);
 /// The [`Asker`] of a task's call: its questions become the task's input requests.
 pub struct TaskAsker {
     /// Weak: the task owns the call's control, which owns this.
-    pub(in crate::handler) task: Weak<Task>,
+    pub(crate) task: Weak<Task>,
     /// What the client that made the task declared it can be asked.
-    pub(in crate::handler) caps: ClientCaps,
+    pub(crate) caps: ClientCaps,
 }
 
 impl Asker for TaskAsker {
@@ -76,9 +76,9 @@ fn wait(rx: &mpsc::Receiver<Value>, control: &CallControl) -> Result<Value, AskF
 /// The [`Asker`] of a 2025-11-25 task's call (see the module's comment).
 pub struct SessionTaskAsker {
     /// Weak: the task owns the call's control, which owns this.
-    pub(in crate::handler) task: Weak<Task>,
+    pub(crate) task: Weak<Task>,
     /// The session's asker.
-    pub(in crate::handler) session: Arc<dyn Asker>,
+    pub(crate) session: Arc<dyn Asker>,
 }
 
 impl Asker for SessionTaskAsker {

@@ -12,7 +12,7 @@ use std::{
 use crate::sync::lock;
 
 /// Most URIs one client may be subscribed to at once: as many as its notice feed holds
-/// pending per plugin (`MAX_PENDING_URIS` in `handler/notices.rs`), so an update due to a
+/// pending per plugin (`MAX_PENDING_URIS` in `notices.rs`), so an update due to a
 /// client that keeps within it is never dropped for want of room.
 pub const MAX_SUBSCRIPTIONS: usize = super::notices::MAX_PENDING_URIS;
 

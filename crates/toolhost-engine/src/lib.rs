@@ -1,4 +1,5 @@
-//! The MCP router: decides what each JSON-RPC message addressed to a plugin server does.
+//! The MCP router (layer 5 of docs/internals.md): decides what each JSON-RPC message addressed
+//! to a plugin server does.
 //!
 //! It is transport-agnostic: the control loop (`service`) hands it `mcp_message` payloads for
 //! one sdk server ([`Scope::Server`]), `toolhost serve` hands it plain JSON-RPC for all plugins
@@ -8,7 +9,19 @@
 //! goes; its notifications go to the [`Sink`] the caller handed over.
 //!
 //! A request's path, in the order the code runs, is in the doc of [`Request`]'s module
-//! (`handler/request.rs`).
+//! (`request.rs`).
+//!
+//! The modules of the crates below are re-exported under their own names, so `crate::x::…`
+//! paths read the same in every crate of the host; `host` re-exports this crate as
+//! `toolhost::handler`, the router's name before it was a crate.
+
+// Unit tests may unwrap a lock; production code takes them by `sync` (clippy.toml).
+#![cfg_attr(test, allow(clippy::disallowed_methods, clippy::disallowed_types))]
+
+pub use toolhost_registry::{
+    catalog, config, error, executor, model, plugin, plugin_dir, registry, relay, sync, sys,
+    terminal, transport, trust, worker,
+};
 
 mod asks;
 #[cfg(test)]
@@ -39,7 +52,7 @@ use std::{
 use serde_json::value::RawValue;
 
 /// A plugin's questions, checked (another front end's [`crate::plugin::Asker`] reads them so).
-pub(crate) use asks::read_asks;
+pub use asks::read_asks;
 pub use asks::{Asks, ClientCaps, StreamAsker, PLUGIN_META};
 pub use in_flight::{Duplicate, RequestKey};
 // What the registry's snapshot holds, under the names the router has always used.
@@ -765,7 +778,7 @@ fn in_flight(id: &RawValue) -> Dispatch {
 
 /// Whether a request id is a string or a number (what a reply may echo). A `null` id never
 /// gets here: it parses as no id.
-pub(crate) fn valid_id(id: &RawValue) -> bool {
+pub fn valid_id(id: &RawValue) -> bool {
     id.get()
         .starts_with(|c: char| c == '"' || c == '-' || c.is_ascii_digit())
 }

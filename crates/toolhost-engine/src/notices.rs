@@ -28,6 +28,7 @@ use crate::{
     model::rpc_notification,
     plugin::{set_notice_sink, Notice},
     sync::lock,
+    transport::LineSender,
 };
 
 /// Distinct URIs whose update may be pending for one plugin and follower.
@@ -337,6 +338,19 @@ pub trait NoticeOut: Send + Sync + 'static {
     fn idle(&self) -> impl std::future::Future<Output = bool> + Send;
     /// Writes `message`, a notification of the server of `plugin`.
     fn send(&self, plugin: &str, message: String);
+}
+
+/// Plugins' notifications go to stdio `serve`'s client on its output (see
+/// [`Router::notices_of`]). Here rather than in `service`: the trait is this crate's and the
+/// output the transport's, so Rust's orphan rule allows the impl in one of those two only.
+impl NoticeOut for LineSender {
+    async fn idle(&self) -> bool {
+        LineSender::idle(self).await
+    }
+
+    fn send(&self, _plugin: &str, message: String) {
+        LineSender::send(self, message);
+    }
 }
 
 /// One client's notifications, followed ([`Router::notices_of`]).

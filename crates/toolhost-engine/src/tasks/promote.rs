@@ -20,15 +20,17 @@ use toolhost_plugin::extras::TaskSupport;
 
 use super::{wire::extension_created, Task, TaskAsker, Tasking};
 use crate::{
-    handler::{asks::ClientCaps, tool_call::ToolCall, Answer, Client, Reply, Respond, Router},
+    asks::ClientCaps,
     model::ErrorCode,
     plugin::{AskFailure, Asker, CallControl},
     sync::lock,
+    tool_call::ToolCall,
+    Answer, Client, Reply, Respond, Router,
 };
 
 /// One such call: its asker (the request's rounds, then its task's questions), and where its
 /// answer goes (the request, then the task).
-pub(in crate::handler) struct Promotion {
+pub(crate) struct Promotion {
     router: Weak<Router>,
     owner: String,
     tool: String,
@@ -61,7 +63,7 @@ struct Stage {
 impl Router {
     /// The promotion of this `tools/call` (`method`) of `plugin`, if it is one: the tool asks
     /// first and the request declared the tasks extension.
-    pub(in crate::handler) fn promotion(
+    pub(crate) fn promotion(
         self: &Arc<Self>,
         client: &Client<'_>,
         tasking: Tasking<'_>,
@@ -102,7 +104,7 @@ impl Router {
 
 impl Promotion {
     /// The call's control (`label`: its JSON-RPC id), asking through this.
-    pub(in crate::handler) fn control(
+    pub(crate) fn control(
         self: &Arc<Self>,
         label: &str,
         report: Option<Arc<dyn crate::plugin::Report>>,
@@ -115,10 +117,7 @@ impl Promotion {
 
     /// Where the call's answer goes, in place of `respond`: to `respond` while no task was
     /// started, else to the task.
-    pub(in crate::handler) fn answer_through(
-        self: Arc<Self>,
-        respond: Box<dyn Respond>,
-    ) -> Box<dyn Respond> {
+    pub(crate) fn answer_through(self: Arc<Self>, respond: Box<dyn Respond>) -> Box<dyn Respond> {
         lock(&self.state).respond = Some(respond);
         Box::new(move |answer: Answer<'_>| {
             let (respond, task) = {

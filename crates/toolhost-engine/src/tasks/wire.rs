@@ -10,12 +10,11 @@ use super::{
     Task, TaskAsker, Tasking, POLL_INTERVAL_MS, RELATED_TASK,
 };
 use crate::{
-    handler::{
-        asks::ClientCaps, tool_call::ToolCall, Answer, CallError, Client, Dispatch, Method,
-        Outcome, Reply, Request, Router,
-    },
+    asks::ClientCaps,
     model::{ErrorCode, RequestError},
     plugin::CallControl,
+    tool_call::ToolCall,
+    Answer, CallError, Client, Dispatch, Method, Outcome, Reply, Request, Router,
 };
 use toolhost_plugin::extras::TaskSupport;
 
@@ -25,7 +24,7 @@ pub type Later = Pin<Box<dyn Future<Output = Outcome> + Send>>;
 impl Router {
     /// Whether this `tools/call` of `tool` of `plugin` runs as a task: `Ok(Some(ttl))` with
     /// the time to live to keep it, `Ok(None)` to run as a plain call, or the refusal.
-    pub(in crate::handler) fn task_mode(
+    pub(crate) fn task_mode(
         &self,
         tasking: Tasking<'_>,
         plugin: &str,
@@ -81,7 +80,7 @@ impl Router {
     /// Starts `method` of `plugin` as a task of `client`, and answers the call with the task.
     /// When the client's tasks are all running, a tool that may run as a plain call does;
     /// one that must be a task is refused.
-    pub(in crate::handler) fn start_task(
+    pub(crate) fn start_task(
         self: &Arc<Self>,
         client: &Client<'_>,
         tasking: Tasking<'_>,
@@ -154,7 +153,7 @@ impl Router {
     }
 
     /// A `tasks/*` request of `client`.
-    pub(in crate::handler) fn task_request(
+    pub(crate) fn task_request(
         &self,
         client: &Client<'_>,
         id: &RawValue,

@@ -6,10 +6,7 @@
 use std::{collections::VecDeque, sync::Arc};
 
 use super::{fold::Fold, table::Matched, Entered, Hooks};
-use crate::{
-    handler::{Answer, CallError, HereRun, PluginRequest},
-    plugin::CallControl,
-};
+use crate::{plugin::CallControl, Answer, CallError, HereRun, PluginRequest};
 
 /// The scope hook requests are registered in for cancellation: a name no plugin can have
 /// (plugin names are letters, digits, `_` and `-`).

@@ -398,10 +398,7 @@ pub fn gate(
 }
 
 /// The plugin's questions, checked: `(key, method, params)` each, in the order given.
-pub(crate) fn read_asks(
-    asks: &str,
-    caps: ClientCaps,
-) -> Result<Vec<(String, String, Value)>, AskFailure> {
+pub fn read_asks(asks: &str, caps: ClientCaps) -> Result<Vec<(String, String, Value)>, AskFailure> {
     let invalid = |m: String| Err(AskFailure::Invalid(m));
     if asks.len() > MAX_ASK_BYTES {
         return invalid(format!(
