@@ -853,15 +853,17 @@ async fn a_duplicate_request_id_in_a_session_is_refused() {
             .post(
                 "/mcp",
                 &json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{
-                    "name":"faulty__slow","arguments":{"ms":ms,"marker":marker}}}),
+                    "name":"faulty__slow","arguments":{"ms":ms,"marker":marker,
+                        "started":marker.with_extension("started")}}}),
             )
             .header("mcp-session-id", &id)
             .header("accept", "application/json")
             .send()
     };
     let pending = tokio::spawn(call(&first, 30_000));
+    // Running, not only registered: a call cancelled before it started never writes `first`.
     common::eventually(WAIT, "the first call runs", || {
-        server.router.calls_in_flight() == 1
+        server.router.calls_in_flight() == 1 && first.with_extension("started").exists()
     })
     .await;
     let r = call(&second, 2_000).await;
@@ -905,7 +907,8 @@ async fn a_duplicate_id_spelled_otherwise_is_refused() {
     let session = server.initialize("/mcp").await;
     let (first, second) = (scratch.path().join("first"), scratch.path().join("second"));
     let call = |id: &str, marker: &std::path::Path, ms: u64| {
-        let params = json!({"name":"faulty__slow","arguments":{"ms":ms,"marker":marker}});
+        let params = json!({"name":"faulty__slow","arguments":{"ms":ms,"marker":marker,
+            "started":marker.with_extension("started")}});
         Req::new(server.addr, "POST", "/mcp")
             .header("content-type", "application/json")
             .header("accept", "application/json")
@@ -916,8 +919,9 @@ async fn a_duplicate_id_spelled_otherwise_is_refused() {
             .send()
     };
     let pending = tokio::spawn(call(r#""7""#, &first, 30_000));
+    // Running, not only registered: a call cancelled before it started never writes `first`.
     common::eventually(WAIT, "the first call runs", || {
-        server.router.calls_in_flight() == 1
+        server.router.calls_in_flight() == 1 && first.with_extension("started").exists()
     })
     .await;
     for spelled in [r#""\u0037""#, r#" "7" "#] {

@@ -13,8 +13,12 @@ use std::{
 
 use serde_json::value::RawValue;
 
-use super::Scope;
-use crate::{plugin::CallControl, sync::lock};
+use super::{tasks, Client, Dispatch, Method, Progress, Reply, Request, Router, Scope, Tasks};
+use crate::{
+    model::{CancelledParams, ErrorCode},
+    plugin::CallControl,
+    sync::lock,
+};
 
 /// A request among those in flight: its client, the server it went to and its id. Ids equal
 /// in JSON are one request's, however spelled (`model::id_key`).
@@ -148,4 +152,156 @@ impl Requests {
             idle.await;
         }
     }
+}
+
+/// The router's side of the requests in flight: registered under their keys, cancelled,
+/// waited for.
+impl Router {
+    /// A request of `method` to `plugin`, as if it came with JSON-RPC id `id` from `client`:
+    /// registered for cancellation. How a method beyond `tools/call` is routed to a plugin: it
+    /// then gets the lease, the placement, the timeout, the size limit and the one answer of
+    /// every request. A reply when the id is in flight already (see [`Client::reuses_ids`]).
+    pub fn request(
+        self: &Arc<Self>,
+        client: &Client<'_>,
+        plugin: &str,
+        id: &RawValue,
+        method: Box<dyn Method>,
+    ) -> Dispatch {
+        let control = client.control(id.get(), None);
+        self.registered(client, plugin, id, control, None, method)
+    }
+
+    /// Registers a request that its plugin answers in several calls one after the other (a
+    /// hook event's hooks): `control` stands for it until [`Router::leave`], and each call is
+    /// a [`Router::part`] of it with a control [part of](CallControl::part_of) `control`.
+    pub fn enter(
+        &self,
+        client: &Client<'_>,
+        id: &RawValue,
+        control: &Arc<CallControl>,
+    ) -> Result<RequestKey, Duplicate> {
+        let key = RequestKey::new(client.scope, client.id, id);
+        self.requests.register(&key, control, client.reuses_ids)?;
+        Ok(key)
+    }
+
+    /// The request [`Router::enter`] registered under `key` ended.
+    pub fn leave(&self, key: &RequestKey, control: &Arc<CallControl>) {
+        self.requests.unregister(key, control);
+    }
+
+    /// One call of `method` to `plugin` for the request [entered](Router::enter) as `id`: its
+    /// cancellation is the request's, through `control`.
+    pub fn part(
+        self: &Arc<Self>,
+        plugin: &str,
+        id: &RawValue,
+        method: Box<dyn Method>,
+        control: Arc<CallControl>,
+    ) -> Request {
+        Request::new(
+            self.clone(),
+            plugin.to_string(),
+            id.to_owned(),
+            None,
+            control,
+            None,
+            method,
+        )
+    }
+
+    /// A request registered under its key, or the reply refusing a duplicate id.
+    pub(crate) fn registered(
+        self: &Arc<Self>,
+        client: &Client<'_>,
+        plugin: &str,
+        id: &RawValue,
+        control: Arc<CallControl>,
+        progress: Option<Arc<Progress>>,
+        method: Box<dyn Method>,
+    ) -> Dispatch {
+        let key = RequestKey::new(client.scope, client.id, id);
+        if self
+            .requests
+            .register(&key, &control, client.reuses_ids)
+            .is_err()
+        {
+            return refused(id);
+        }
+        Dispatch::Request(Request::new(
+            self.clone(),
+            plugin.to_string(),
+            id.to_owned(),
+            Some(key),
+            control,
+            progress,
+            method,
+        ))
+    }
+
+    /// Cancels the request of `key`, as `notifications/cancelled` would; false when none is
+    /// in flight, or it was cancelled already.
+    pub fn cancel_request(&self, key: &RequestKey) -> bool {
+        self.requests.cancel(key)
+    }
+
+    /// `notifications/cancelled` from `client` of `scope`.
+    pub(crate) fn cancel(
+        &self,
+        scope: Scope<'_>,
+        client: &str,
+        params: Option<&CancelledParams<'_>>,
+    ) {
+        let Some(p) = params else {
+            tracing::warn!("notifications/cancelled without a valid requestId; ignored");
+            return;
+        };
+        tracing::debug!(reason = ?p.reason, "cancelling");
+        self.requests
+            .cancel(&RequestKey::new(scope, client, p.request_id));
+    }
+
+    /// Cancels every request and task of `client` of `scope` (its session ended).
+    pub fn cancel_client(&self, scope: Scope<'_>, client: &str) {
+        self.requests.cancel_client(scope, client);
+        self.tasks.end_owner(&tasks::owner_key(scope, client));
+    }
+
+    /// The calls kept as MCP tasks.
+    pub fn tasks(&self) -> &Tasks {
+        &self.tasks
+    }
+
+    /// Whether `client` of `scope` has a request in flight.
+    pub fn has_requests_of(&self, scope: Scope<'_>, client: &str) -> bool {
+        self.requests.has_requests_of(scope, client)
+    }
+
+    /// Number of requests in flight (registered for cancellation, not answered yet).
+    pub fn calls_in_flight(&self) -> usize {
+        self.requests.len()
+    }
+
+    /// Waits until no request is in flight.
+    pub async fn answered_all(&self) {
+        self.requests.idle().await
+    }
+
+    /// Unregisters the request of `control` under `key` (unless a newer one took its key).
+    pub(crate) fn unregister(&self, key: &RequestKey, control: &Arc<CallControl>) {
+        self.requests.unregister(key, control);
+    }
+}
+
+/// The refusal of a request whose id is in flight already (see [`Client::reuses_ids`]).
+pub(crate) fn refused(id: &RawValue) -> Dispatch {
+    Dispatch::Reply(Reply::error(
+        Some(id),
+        ErrorCode::INVALID_REQUEST,
+        format!(
+            "invalid request: request id {} is already in flight",
+            id.get()
+        ),
+    ))
 }

@@ -81,15 +81,18 @@ impl Cli {
         }
     }
 
-    /// Writes `v` as one line; returns when it was written.
+    /// Writes `v` as one line; returns when it was sent (taken before the write).
     pub async fn send(&mut self, v: &Value) -> Instant {
         let line = format!("{v}\n");
         self.ledger.sent(line.as_bytes());
+        // Before the write: the host may read the line (and start its timers) before this
+        // task runs again, so a time taken after it could be later than the host's.
+        let at = Instant::now();
         self.to_host
             .write_all(line.as_bytes())
             .await
             .expect("the host reads its input");
-        Instant::now()
+        at
     }
 
     /// Sends JSON-RPC `message` to server `server` (an `mcp_message` control request `rid`

@@ -32,11 +32,18 @@ pub struct SlowArgs {
     /// tool saw.
     #[serde(default)]
     pub marker: Option<String>,
+    /// A file to write `started` to first, so a test knows the tool runs (a call cancelled
+    /// before it started never writes `marker`).
+    #[serde(default)]
+    pub started: Option<String>,
 }
 
 /// Sleep for `ms` milliseconds, stopping early when the call is cancelled.
 #[tool(read_only)]
 pub fn slow(args: SlowArgs, ctx: &Context) -> Result<String, String> {
+    if let Some(path) = &args.started {
+        let _ = std::fs::write(path, "started");
+    }
     let start = Instant::now();
     let steps = 10u64;
     let mut outcome = Ok(());

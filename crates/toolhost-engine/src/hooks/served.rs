@@ -334,7 +334,7 @@ pub(crate) fn hook_tool(
         return Dispatch::Reply(Reply::result(id, &failed(e)));
     };
     let Some(entered) = Entered::new(router, client, id) else {
-        return crate::in_flight(id);
+        return crate::in_flight::refused(id);
     };
     let hooks = Hooks::on(router.clone(), rt);
     let answering = async move {
