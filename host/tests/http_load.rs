@@ -696,13 +696,10 @@ async fn a_stuck_call_holds_up_no_other_clients_call() {
             .send(),
     );
     // The stuck call runs before the others are sent.
-    for _ in 0..2_000 {
-        if marker.exists() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    assert!(marker.exists(), "the stuck call never started");
+    common::eventually(Duration::from_secs(10), "the stuck call starts", || {
+        marker.exists()
+    })
+    .await;
     for i in 0..5i64 {
         let r = add(addr, 100 + i, i, 1).send().await;
         assert_eq!(r.status, 200, "{}", r.body);

@@ -612,23 +612,9 @@ impl Router {
         control: Arc<CallControl>,
     ) -> Result<CallOutput, CallError> {
         let method = ToolCall::new(tool, args.map(str::to_string), None);
-        let id = RawValue::from_string("0".to_string()).expect("valid JSON");
-        let request = Request::new(
-            self.clone(),
-            plugin.to_string(),
-            id,
-            None,
-            control,
-            None,
-            Box::new(method),
-        );
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let respond = move |answer: Answer<'_>| {
-            let _ = tx.send(answer.into_outcome());
-        };
-        request.start(Box::new(respond), false);
-        let outcome = rx.await.expect("a request always answers");
-        outcome.map(CallOutput::from_json)
+        self.run(plugin, Box::new(method), control)
+            .await
+            .map(CallOutput::from_json)
     }
 }
 

@@ -113,8 +113,9 @@ impl Router {
             .await
     }
 
-    /// Runs `method` on `plugin` as a request without a client, and waits for its outcome.
-    async fn run(
+    /// Runs `method` on `plugin` as a request without a client, and waits for its outcome
+    /// (`toolhost call`, `read` and `prompt`).
+    pub(crate) async fn run(
         self: &Arc<Self>,
         plugin: &str,
         method: Box<dyn Method>,
