@@ -174,7 +174,7 @@ impl Router {
 
     /// Registers a request that its plugin answers in several calls one after the other (a
     /// hook event's hooks): `control` stands for it until [`Router::leave`], and each call is
-    /// a [`Router::part`] of it with a control [part of](CallControl::part_of) `control`.
+    /// a [`Router::unkeyed`] request with a control [part of](CallControl::part_of) `control`.
     pub fn enter(
         &self,
         client: &Client<'_>,
@@ -191,9 +191,12 @@ impl Router {
         self.requests.unregister(key, control);
     }
 
-    /// One call of `method` to `plugin` for the request [entered](Router::enter) as `id`: its
-    /// cancellation is the request's, through `control`.
-    pub fn part(
+    /// A request of `method` to `plugin` kept under no key of its own, so no client can cancel
+    /// or reuse it by `id`: its cancellation comes through `control` alone. It is each call of
+    /// a request [entered](Router::enter) in several (a hook event's hooks, with a control
+    /// [part of](CallControl::part_of) the entered one), a task's run (cancelled through its
+    /// task), and a request without a client (`toolhost call`, [`Router::run`]).
+    pub fn unkeyed(
         self: &Arc<Self>,
         plugin: &str,
         id: &RawValue,

@@ -515,6 +515,20 @@ impl Router {
             }
             Err(e) => return self.invalid_offer(scope, id, method, e),
         };
+        self.answer(client, id, method, request)
+    }
+
+    /// A well-formed request other than `tools/call` and the tasks methods: the revision's
+    /// rules first, then the plugin that answers it and what it offers for the method's family
+    /// (a family it does not offer is not found).
+    fn answer(
+        self: &Arc<Self>,
+        client: &Client<'_>,
+        id: &RawValue,
+        method: &str,
+        request: &ClientRequest<'_>,
+    ) -> Dispatch {
+        let scope = client.scope;
         if let Some(reply) = self.revision_rules(client, id, request) {
             return Dispatch::Reply(reply);
         }

@@ -9,7 +9,7 @@ use tokio::sync::broadcast;
 use serde_json::{value::RawValue, Value};
 
 use super::{
-    prompts, resources, Answer, CallError, Dispatch, Method, Offers, Reply, Request, Router, Scope,
+    prompts, resources, Answer, CallError, Dispatch, Method, Offers, Reply, Router, Scope,
 };
 use crate::{
     model::{ErrorCode, Family, InvalidParams},
@@ -122,15 +122,7 @@ impl Router {
         control: Arc<CallControl>,
     ) -> Result<String, CallError> {
         let id = RawValue::from_string("0".to_string()).expect("valid JSON");
-        let request = Request::new(
-            self.clone(),
-            plugin.to_string(),
-            id,
-            None,
-            control,
-            None,
-            method,
-        );
+        let request = self.unkeyed(plugin, &id, method, control);
         let (tx, rx) = tokio::sync::oneshot::channel();
         let respond = move |answer: Answer<'_>| {
             let _ = tx.send(answer.into_outcome());

@@ -60,7 +60,7 @@ impl<F: Fold> Chain<F> {
             let request = self
                 .hooks
                 .router
-                .part(&item.plugin, id, Box::new(request), control);
+                .unkeyed(&item.plugin, id, Box::new(request), control);
             let rt = self.hooks.rt.clone();
             let respond = move |answer: Answer<'_>| {
                 match answer.into_outcome() {

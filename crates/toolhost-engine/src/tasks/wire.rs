@@ -14,7 +14,7 @@ use crate::{
     model::{ErrorCode, RequestError},
     plugin::CallControl,
     tool_call::ToolCall,
-    Answer, CallError, Client, Dispatch, Method, Outcome, Reply, Request, Router,
+    Answer, CallError, Client, Dispatch, Method, Outcome, Reply, Router,
 };
 use toolhost_plugin::extras::TaskSupport;
 
@@ -126,15 +126,7 @@ impl Router {
             })),
         }
         tracing::debug!(plugin, tool, task = %task.id, "task started");
-        let request = Request::new(
-            self.clone(),
-            plugin.to_string(),
-            id.to_owned(),
-            None,
-            control,
-            None,
-            Box::new(method),
-        );
+        let request = self.unkeyed(plugin, id, Box::new(method), control);
         let (settled, router) = (task.clone(), Arc::downgrade(self));
         request.start(
             Box::new(move |answer: Answer<'_>| {

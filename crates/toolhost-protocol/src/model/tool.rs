@@ -70,93 +70,101 @@ pub fn call_result_json(r: &CallResult) -> Value {
 /// internally tagged enum: that buffers every block into a tree of `Content` before reading
 /// it, which was over half the cost of reading a C plugin's reply (docs/benchmarks.md).
 pub fn parse_call_result(json: &str) -> Result<CallResult, serde_json::Error> {
-    #[derive(Deserialize)]
-    #[serde(rename_all = "lowercase")]
-    enum Kind {
-        Text,
-        Image,
-        Audio,
-        Resource,
-    }
-    /// Every field any kind of block has; [`ContentOut::try_from`] takes the kind's own.
-    #[derive(Deserialize)]
-    struct Block {
-        #[serde(rename = "type")]
-        kind: Kind,
-        text: Option<String>,
-        data: Option<String>,
-        #[serde(rename = "mimeType")]
-        mime_type: Option<String>,
-        resource: Option<Embedded>,
-    }
-    #[derive(Deserialize)]
-    struct Embedded {
-        uri: String,
-        #[serde(rename = "mimeType")]
-        mime_type: Option<String>,
-        text: Option<String>,
-        blob: Option<String>,
-    }
-    /// A block's content, or the error a missing field of its kind gets.
-    #[derive(Deserialize)]
-    #[serde(try_from = "Block")]
-    struct Checked(ContentOut);
-    impl TryFrom<Block> for Checked {
-        type Error = String;
-        fn try_from(b: Block) -> Result<Self, String> {
-            fn missing(field: &str) -> String {
-                format!("missing field `{field}`")
-            }
-            let media = |data: Option<String>, mime_type: Option<String>| {
-                Ok::<_, String>((
-                    data.ok_or_else(|| missing("data"))?,
-                    mime_type.ok_or_else(|| missing("mimeType"))?,
-                ))
-            };
-            Ok(Checked(match b.kind {
-                Kind::Text => ContentOut::Text(b.text.ok_or_else(|| missing("text"))?),
-                Kind::Image => {
-                    let (data, mime_type) = media(b.data, b.mime_type)?;
-                    ContentOut::Image { data, mime_type }
-                }
-                Kind::Audio => {
-                    let (data, mime_type) = media(b.data, b.mime_type)?;
-                    ContentOut::Audio { data, mime_type }
-                }
-                Kind::Resource => {
-                    let r = b.resource.ok_or_else(|| missing("resource"))?;
-                    ContentOut::Resource {
-                        body: match (r.text, r.blob) {
-                            (Some(text), None) => EmbeddedBody::Text(text),
-                            (None, Some(blob)) => EmbeddedBody::Blob(blob),
-                            _ => {
-                                return Err(format!(
-                                    "embedded resource {} needs exactly one of `text` and `blob`",
-                                    r.uri
-                                ))
-                            }
-                        },
-                        uri: r.uri,
-                        mime_type: r.mime_type,
-                    }
-                }
-            }))
-        }
-    }
-    #[derive(Deserialize)]
-    struct Wire {
-        content: Vec<Checked>,
-        #[serde(rename = "structuredContent")]
-        structured: Option<Box<RawValue>>,
-        #[serde(rename = "isError", default)]
-        is_error: bool,
-    }
     let w: Wire = serde_json::from_str(json)?;
     Ok(CallResult {
         content: w.content.into_iter().map(|Checked(c)| c).collect(),
         structured: w.structured,
         is_error: w.is_error,
     })
+}
+
+/// The `type` of a content block [`parse_call_result`] reads.
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Kind {
+    Text,
+    Image,
+    Audio,
+    Resource,
+}
+
+/// Every field any kind of block has; [`Checked`]'s `try_from` takes the kind's own.
+#[derive(Deserialize)]
+struct Block {
+    #[serde(rename = "type")]
+    kind: Kind,
+    text: Option<String>,
+    data: Option<String>,
+    #[serde(rename = "mimeType")]
+    mime_type: Option<String>,
+    resource: Option<Embedded>,
+}
+
+/// An embedded resource's fields, read flat like [`Block`].
+#[derive(Deserialize)]
+struct Embedded {
+    uri: String,
+    #[serde(rename = "mimeType")]
+    mime_type: Option<String>,
+    text: Option<String>,
+    blob: Option<String>,
+}
+
+/// A block's content, or the error a missing field of its kind gets.
+#[derive(Deserialize)]
+#[serde(try_from = "Block")]
+struct Checked(ContentOut);
+impl TryFrom<Block> for Checked {
+    type Error = String;
+    fn try_from(b: Block) -> Result<Self, String> {
+        fn missing(field: &str) -> String {
+            format!("missing field `{field}`")
+        }
+        let media = |data: Option<String>, mime_type: Option<String>| {
+            Ok::<_, String>((
+                data.ok_or_else(|| missing("data"))?,
+                mime_type.ok_or_else(|| missing("mimeType"))?,
+            ))
+        };
+        Ok(Checked(match b.kind {
+            Kind::Text => ContentOut::Text(b.text.ok_or_else(|| missing("text"))?),
+            Kind::Image => {
+                let (data, mime_type) = media(b.data, b.mime_type)?;
+                ContentOut::Image { data, mime_type }
+            }
+            Kind::Audio => {
+                let (data, mime_type) = media(b.data, b.mime_type)?;
+                ContentOut::Audio { data, mime_type }
+            }
+            Kind::Resource => {
+                let r = b.resource.ok_or_else(|| missing("resource"))?;
+                ContentOut::Resource {
+                    body: match (r.text, r.blob) {
+                        (Some(text), None) => EmbeddedBody::Text(text),
+                        (None, Some(blob)) => EmbeddedBody::Blob(blob),
+                        _ => {
+                            return Err(format!(
+                                "embedded resource {} needs exactly one of `text` and `blob`",
+                                r.uri
+                            ))
+                        }
+                    },
+                    uri: r.uri,
+                    mime_type: r.mime_type,
+                }
+            }
+        }))
+    }
+}
+
+/// A `CallToolResult` as [`parse_call_result`] reads it.
+#[derive(Deserialize)]
+struct Wire {
+    content: Vec<Checked>,
+    #[serde(rename = "structuredContent")]
+    structured: Option<Box<RawValue>>,
+    #[serde(rename = "isError", default)]
+    is_error: bool,
 }
 
 /// Serializes a [`CallResult`] as an MCP `CallToolResult` without building a `Value`:
