@@ -14,6 +14,19 @@
 //! graceful connection shutdown); toolhost's own model and router do the MCP. rmcp's
 //! `StreamableHttpService` would bring its own model of every message and its own server
 //! handler in front of our router, and checks no `Origin` by default.
+//!
+//! The only crate of the host with hyper and rustls; it stands above the stdio loops
+//! (`toolhost-service`), whose rounds and request state it shares.
+
+// Unit tests may unwrap a lock; production code takes them by `sync` (clippy.toml).
+#![cfg_attr(test, allow(clippy::disallowed_methods, clippy::disallowed_types))]
+
+// The engine (the router, `handler` since it was a module), the modules of the crates below it
+// and the loops, under the names the code has always used (`crate::model::…`,
+// `crate::service::rounds`).
+use toolhost_engine as handler;
+use toolhost_engine::{catalog, model, plugin, registry, sync, sys, trust};
+use toolhost_service as service;
 
 mod answer;
 mod asking;
@@ -366,13 +379,13 @@ async fn shut_down(
     let mut finished = Box::pin(graceful.shutdown());
     if tokio::time::timeout(grace, &mut finished).await.is_err() {
         tracing::warn!(target: "toolhost::http", "calls still running after {grace:?}: cancelling them");
-        shared.router.wind_down(super::WIND_DOWN).await;
-        let _ = tokio::time::timeout(super::WIND_DOWN, finished).await;
+        shared.router.wind_down(service::WIND_DOWN).await;
+        let _ = tokio::time::timeout(service::WIND_DOWN, finished).await;
     }
     for task in tasks.into_iter().flatten() {
         task.abort();
     }
-    shared.router.wind_down(super::WIND_DOWN).await;
+    shared.router.wind_down(service::WIND_DOWN).await;
 }
 
 /// Serves one connection's requests until it closes (or the shutdown closes it).

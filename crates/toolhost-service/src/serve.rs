@@ -30,7 +30,7 @@ use crate::{
     model::{rpc_error, ClientMessage, ClientRequest, ErrorCode, JsonRpc, RequestHead},
     plugin::Asker,
     registry::RegistryEvent,
-    service::rounds::{self, Opening, Refusal, StateKey},
+    rounds::{self, Opening, Refusal, StateKey},
     transport::{Latest, LineSender, TooLong, Writer},
 };
 

@@ -2,8 +2,21 @@
 //! routes it (MCP messages to the [`Router`], permission questions to the asker, answers to
 //! their waiters, stream messages to the front-end), one writer task for every outgoing line,
 //! and a handle to send requests and user turns.
+//!
+//! Also stdio `serve` ([`serve`]), the 2026-07-28 rounds of every transport and their signed
+//! request state ([`rounds`], which `toolhost-http` takes too), and the session limits shared by
+//! `chat`, `serve` and `call`. Layer 6 of docs/internals.md: it uses the engine and the crates
+//! below it, and no front end; HTTP is the crate above it (`toolhost-http`), so the loops never
+//! link hyper or rustls.
 
-pub mod http;
+// Unit tests may unwrap a lock; production code takes them by `sync` (clippy.toml).
+#![cfg_attr(test, allow(clippy::disallowed_methods, clippy::disallowed_types))]
+
+// The engine (the router, `handler` since it was a module) and the modules of the crates below
+// it, under the names the code has always used (`crate::model::…`, `crate::handler::Router`).
+use toolhost_engine as handler;
+use toolhost_engine::{executor, model, plugin, registry, relay, sync, sys, transport, trust};
+
 mod init;
 mod lane;
 mod limits;
@@ -28,7 +41,7 @@ use tokio::{
 
 /// At the end of a session, how long cancelled calls get to stop before the host abandons
 /// them (and then again how long their answers may take to be written).
-pub(crate) const WIND_DOWN: std::time::Duration = std::time::Duration::from_millis(400);
+pub const WIND_DOWN: std::time::Duration = std::time::Duration::from_millis(400);
 
 pub use init::{initialize_request, sdk_server_set, server_manifest};
 pub use lane::LineSource;
@@ -343,7 +356,7 @@ pub(crate) fn sort_read(
 
 /// Parses a line that must hold a JSON object with `parse`. Serde would also read a struct
 /// from an array (`["control_request","x"]`), which no peer means as a message.
-pub(crate) fn parse_object<'a, T>(
+pub fn parse_object<'a, T>(
     line: &'a str,
     parse: impl FnOnce(&'a str) -> Result<T, serde_json::Error>,
 ) -> Result<T, serde_json::Error> {
