@@ -252,7 +252,8 @@ async fn a_segfault_in_each_example_is_survived_with_isolate() {
         let plugins = common::plugin_dir_of(&[&e.file]);
         let shadow = common::shadow_dir();
         let mut config = common::registry_config(plugins.path(), shadow.path());
-        let mut workers = toolhost::worker::WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost"));
+        let mut workers =
+            toolhost::worker::WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost-worker"));
         workers.isolate_all = true;
         config.workers = Some(Arc::new(workers));
         let registry = toolhost::registry::Registry::open(config).unwrap();
