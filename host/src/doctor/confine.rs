@@ -270,6 +270,11 @@ fn load_fix(e: &LoadError) -> String {
                 std::env::consts::DLL_PREFIX,
                 std::env::consts::DLL_SUFFIX
             ),
+            Some(WorkerError::Missing { .. }) => {
+                "install both binaries, toolhost and toolhost-worker, in one folder \
+                 (cargo install --path host)"
+                    .into()
+            }
             _ => {
                 "its worker process failed: RUST_LOG=debug toolhost list --isolate shows why".into()
             }

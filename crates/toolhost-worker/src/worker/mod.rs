@@ -234,3 +234,30 @@ pub const WORKER_EXE: &str = "toolhost-worker";
 pub fn worker_exe_beside(host_exe: &Path) -> PathBuf {
     host_exe.with_file_name(WORKER_EXE)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_worker_is_looked_for_beside_the_host_and_its_absence_says_how_to_fix_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = WorkerConfig::new(worker_exe_beside(&dir.path().join("toolhost")));
+        assert_eq!(config.exe, dir.path().join("toolhost-worker"));
+        let e = config.check_exe().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "toolhost-worker not found next to {}/toolhost: install both binaries (cargo \
+                 install --path host)",
+                dir.path().display()
+            )
+        );
+        std::fs::write(&config.exe, "").unwrap();
+        assert!(config.check_exe().is_ok());
+        assert_eq!(
+            config.binaries().map(|(_, p)| p),
+            [dir.path().join("toolhost"), config.exe.clone()]
+        );
+    }
+}
