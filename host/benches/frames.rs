@@ -76,7 +76,7 @@ fn worker_round_trip(c: &mut Criterion) {
     let lib = common::calc_release();
     let shadow = tempfile::tempdir().unwrap();
     let staged = Staged::copy(&lib, shadow.path()).unwrap();
-    let config = Arc::new(WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost")));
+    let config = Arc::new(WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost-worker")));
     let plugin = WorkerPlugin::start(
         &lib,
         staged,

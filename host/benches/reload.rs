@@ -83,7 +83,8 @@ fn main() {
     // `--isolate`: calc runs in a worker process; a reload starts a new worker.
     let isolate = std::env::args().any(|a| a == "--isolate");
     if isolate {
-        let mut workers = toolhost::worker::WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost"));
+        let mut workers =
+            toolhost::worker::WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost-worker"));
         workers.isolate_all = true;
         config.workers = Some(std::sync::Arc::new(workers));
     }

@@ -57,7 +57,7 @@ impl PluginOpts {
             self.allow_shared,
         )?);
         let mut workers = toolhost::worker::WorkerConfig::current_exe()
-            .context("cannot find the toolhost executable to start workers")?;
+            .context("cannot find the toolhost executable, beside which the workers' is")?;
         workers.isolate_all = self.isolate;
         config.workers = Some(std::sync::Arc::new(workers));
         Ok(config)
@@ -282,9 +282,6 @@ enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
-    /// The worker role: serve one plugin to the host that started us (internal).
-    #[command(name = "__worker", hide = true)]
-    Worker(toolhost::worker::WorkerArgs),
     /// Create a plugin project from the template, and print the commands that build it,
     /// install it into the plugin folder and call its tool.
     ///
@@ -335,10 +332,6 @@ fn die_quietly_on_broken_pipe() {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::Worker(args) = cli.command {
-        // Logs go to the host over the channel, not to a terminal.
-        return ExitCode::from(toolhost::worker::run_worker(args) as u8);
-    }
     if matches!(
         cli.command,
         Command::List { .. }
@@ -427,7 +420,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             tasks,
             http,
         } => serve(&opts, &limits, &tasks, http),
-        Command::Worker(_) => unreachable!("handled in main"),
         Command::Doctor {
             opts,
             claude,

@@ -210,7 +210,7 @@ fn a_plugin_learns_its_file_in_the_folder_not_the_staged_copy() {
     let shadow = common::shadow_dir();
     let in_process = LoadedPlugin::load(&file, shadow.path()).unwrap_or_else(|e| panic!("{e}"));
     let workers = Arc::new(toolhost::worker::WorkerConfig::new(env!(
-        "CARGO_BIN_EXE_toolhost"
+        "CARGO_BIN_EXE_toolhost-worker"
     )));
     let staged = toolhost::plugin::Staged::copy(&file, shadow.path()).unwrap();
     let isolated =

@@ -24,7 +24,7 @@ fn lib_path(name: &str) -> PathBuf {
 }
 
 fn config() -> WorkerConfig {
-    let mut c = WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost"));
+    let mut c = WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost-worker"));
     c.cancel_grace = Duration::from_millis(300);
     c.crash_budget = 100;
     c

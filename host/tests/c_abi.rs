@@ -252,7 +252,8 @@ async fn a_segfault_in_each_example_is_survived_with_isolate() {
         let plugins = common::plugin_dir_of(&[&e.file]);
         let shadow = common::shadow_dir();
         let mut config = common::registry_config(plugins.path(), shadow.path());
-        let mut workers = toolhost::worker::WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost"));
+        let mut workers =
+            toolhost::worker::WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost-worker"));
         workers.isolate_all = true;
         config.workers = Some(Arc::new(workers));
         let registry = toolhost::registry::Registry::open(config).unwrap();
@@ -315,11 +316,19 @@ fn a_sandboxed_example_is_refused_a_file_outside_its_paths_as_an_unprivileged_us
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(mode)).unwrap();
         d
     };
-    let bin = dir("bin", 0o755).join("toolhost");
-    let built = std::path::Path::new(env!("CARGO_BIN_EXE_toolhost"));
-    std::fs::hard_link(built, &bin)
-        .or_else(|_| std::fs::copy(built, &bin).map(drop))
-        .unwrap();
+    // Both binaries, as installed: the host starts the worker beside it.
+    let bin_dir = dir("bin", 0o755);
+    let bin = bin_dir.join("toolhost");
+    for built in [
+        env!("CARGO_BIN_EXE_toolhost"),
+        env!("CARGO_BIN_EXE_toolhost-worker"),
+    ] {
+        let built = std::path::Path::new(built);
+        let to = bin_dir.join(built.file_name().unwrap());
+        std::fs::hard_link(built, &to)
+            .or_else(|_| std::fs::copy(built, &to).map(drop))
+            .unwrap();
+    }
     // Its own: the host refuses a runtime (shadow) folder of another user's.
     let home = dir("home", 0o700);
     if let Some((uid, gid)) = user {

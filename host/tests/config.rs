@@ -46,7 +46,7 @@ fn requests_beyond_tools_are_refused_by_plugins_that_declare_none() {
     let shadow = common::shadow_dir();
     let calc = common::built_plugins().join(common::lib_file("calc"));
     let workers = std::sync::Arc::new(toolhost::worker::WorkerConfig::new(env!(
-        "CARGO_BIN_EXE_toolhost"
+        "CARGO_BIN_EXE_toolhost-worker"
     )));
     for file in [abi_v1_plugin(), calc.as_path()] {
         let in_process = LoadedPlugin::load(file, shadow.path()).unwrap_or_else(|e| panic!("{e}"));
@@ -492,7 +492,7 @@ fn a_library_that_does_not_carry_its_name_is_placed_by_its_file_name() {
         let mut config = common::registry_config(dir.path(), shadow.path());
         config.settings = Arc::new(LiveConfig::open(dir.path(), None).unwrap());
         config.workers = Some(Arc::new(toolhost::worker::WorkerConfig::new(env!(
-            "CARGO_BIN_EXE_toolhost"
+            "CARGO_BIN_EXE_toolhost-worker"
         ))));
         Registry::open(config).unwrap()
     };

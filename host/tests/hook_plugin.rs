@@ -25,7 +25,7 @@ fn guard_declares_its_hooks_and_answers_them_in_process_and_in_a_worker() {
     let shadow = common::shadow_dir();
     let file = common::built_plugins().join(common::lib_file("guard"));
     let workers = Arc::new(toolhost::worker::WorkerConfig::new(env!(
-        "CARGO_BIN_EXE_toolhost"
+        "CARGO_BIN_EXE_toolhost-worker"
     )));
     let in_process = LoadedPlugin::load_with_config(&file, shadow.path(), &config)
         .unwrap_or_else(|e| panic!("{e}"));
@@ -171,7 +171,7 @@ fn guard_works_in_a_sandbox_within_its_paths() {
             ..Default::default()
         };
         let workers = Arc::new(toolhost::worker::WorkerConfig::new(env!(
-            "CARGO_BIN_EXE_toolhost"
+            "CARGO_BIN_EXE_toolhost-worker"
         )));
         toolhost::worker::start_plugin(&file, staged, workers, settings, &source)
             .unwrap_or_else(|e| panic!("{e}"))

@@ -39,7 +39,7 @@ fn open(
     let shadow = common::shadow_dir();
     let mut registry_config = common::registry_config(plugins.path(), shadow.path());
     registry_config.settings = Arc::new(LiveConfig::open(plugins.path(), None).unwrap());
-    let mut workers = toolhost::worker::WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost"));
+    let mut workers = toolhost::worker::WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost-worker"));
     workers.isolate_all = isolate;
     registry_config.workers = Some(Arc::new(workers));
     let registry = Registry::open(registry_config).expect("open the registry");

@@ -161,7 +161,7 @@ async fn a_library_whose_table_asks_for_a_worker_runs_no_code_in_the_host() {
     let mut config = f.config();
     config.settings = Arc::new(toolhost::config::LiveConfig::open(f.dir.path(), None).unwrap());
     config.workers = Some(Arc::new(toolhost::worker::WorkerConfig::new(env!(
-        "CARGO_BIN_EXE_toolhost"
+        "CARGO_BIN_EXE_toolhost-worker"
     ))));
     let reg = Registry::open(config).unwrap();
     let pids = constructed_in("ctor-dropped");

@@ -12,14 +12,16 @@ use std::{
     sync::OnceLock,
 };
 
-/// The `toolhost` binary alone in a folder with nothing else (no checkout next to it), copied
-/// once for all tests.
+/// The `toolhost` binary and its worker, as `cargo install --path host` installs them, alone in
+/// a folder with nothing else (no checkout next to it), copied once for all tests.
 fn copied_binary() -> &'static Path {
     static BIN: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
     &BIN.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
         let bin = dir.path().join("toolhost");
         std::fs::copy(env!("CARGO_BIN_EXE_toolhost"), &bin).unwrap();
+        let worker = env!("CARGO_BIN_EXE_toolhost-worker");
+        std::fs::copy(worker, dir.path().join("toolhost-worker")).unwrap();
         (dir, bin)
     })
     .1

@@ -20,7 +20,7 @@ use toolhost::{
 /// Example plugin `lib` loaded in this process and started in a worker.
 fn both(lib: &str, shadow: &std::path::Path) -> [Arc<LoadedPlugin>; 2] {
     let file = common::built_plugins().join(common::lib_file(lib));
-    let workers = Arc::new(WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost")));
+    let workers = Arc::new(WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost-worker")));
     let in_process = LoadedPlugin::load(&file, shadow).unwrap_or_else(|e| panic!("{e}"));
     let staged = Staged::copy(&file, shadow).unwrap();
     let isolated =

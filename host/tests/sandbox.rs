@@ -36,7 +36,7 @@ fn hostile_file() -> PathBuf {
 }
 
 fn workers() -> Arc<WorkerConfig> {
-    let mut c = WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost"));
+    let mut c = WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost-worker"));
     c.cancel_grace = Duration::from_millis(300);
     Arc::new(c)
 }

@@ -31,7 +31,7 @@ fn lib_path(name: &str) -> PathBuf {
 }
 
 fn config() -> WorkerConfig {
-    let mut c = WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost"));
+    let mut c = WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost-worker"));
     c.cancel_grace = Duration::from_millis(300);
     c
 }
@@ -614,8 +614,8 @@ fn a_plugin_in_a_worker_reads_its_config_and_its_environment() {
     assert!(e.to_string().contains("`precision`"), "{e}");
 }
 
-/// A script standing in for the toolhost binary: runs it as a worker claiming frame format
-/// `version` (the hidden `__worker --frame-version` hook).
+/// A script standing in for the worker binary: runs it claiming frame format `version` (the
+/// hidden `--frame-version` hook).
 fn claiming_frame_version(dir: &Path, version: u32) -> WorkerConfig {
     use std::os::unix::fs::PermissionsExt;
     let script = dir.join(format!("toolhost-speaking-{version}"));
@@ -623,7 +623,7 @@ fn claiming_frame_version(dir: &Path, version: u32) -> WorkerConfig {
         &script,
         format!(
             "#!/bin/sh\nexec '{}' \"$@\" --frame-version {version}\n",
-            env!("CARGO_BIN_EXE_toolhost")
+            env!("CARGO_BIN_EXE_toolhost-worker")
         ),
     )
     .unwrap();

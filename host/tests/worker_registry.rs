@@ -44,7 +44,7 @@ impl Folder {
         let mut c = self.config();
         c.settings = Arc::new(LiveConfig::open(self.dir.path(), None).expect("toolhost.toml"));
         c.give_up_after = std::time::Duration::from_secs(1);
-        let mut workers = WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost"));
+        let mut workers = WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost-worker"));
         workers.isolate_all = isolate_all;
         c.workers = Some(Arc::new(workers));
         Registry::open(c).expect("open the registry")

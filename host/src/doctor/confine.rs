@@ -68,7 +68,7 @@ pub(super) fn load(
     let own = own_files(opts, config, workers.as_ref().ok());
     let workers_or = match workers {
         Ok(w) => w.clone(),
-        Err(_) => Arc::new(WorkerConfig::new("toolhost")),
+        Err(_) => Arc::new(WorkerConfig::new(crate::worker::WORKER_EXE)),
     };
     let placement = place(Some(&workers_or), config, file, declared.as_deref(), &own);
     let placement = match (placement, workers) {
@@ -116,7 +116,9 @@ fn own_files(opts: &Options, config: &Config, workers: Option<&Arc<WorkerConfig>
         own.push(Guarded::new("the lock file", lock));
     }
     if let Some(w) = workers {
-        own.push(Guarded::readable("the toolhost binary", &w.exe));
+        for (what, path) in w.binaries() {
+            own.push(Guarded::readable(what, path));
+        }
     }
     own
 }
@@ -268,6 +270,11 @@ fn load_fix(e: &LoadError) -> String {
                 std::env::consts::DLL_PREFIX,
                 std::env::consts::DLL_SUFFIX
             ),
+            Some(WorkerError::Missing { .. }) => {
+                "install both binaries, toolhost and toolhost-worker, in one folder \
+                 (cargo install --path host)"
+                    .into()
+            }
             _ => {
                 "its worker process failed: RUST_LOG=debug toolhost list --isolate shows why".into()
             }

@@ -189,11 +189,35 @@ pub fn run(opts: &Options) -> Report {
         }));
     }
     checks.push(sandbox());
+    checks.push(worker_exe());
     checks.push(limits::check());
     if let Some(h) = &opts.http {
         checks.extend(http::check(h, opts.allow_shared));
     }
     Report::new(checks)
+}
+
+/// Whether the worker executable is where the host starts it from (beside this one): without
+/// it every plugin that needs a worker (`--isolate`, a sandbox, limits, an environment) fails.
+fn worker_exe() -> Check {
+    match crate::worker::WorkerConfig::current_exe() {
+        Err(e) => Check::warn(
+            "worker",
+            format!("cannot find the toolhost executable: {e}"),
+            "run the toolhost binary itself",
+        ),
+        Ok(w) => match w.check_exe() {
+            Ok(()) => Check::ok("worker", format!("{} (workers run it)", w.exe.display()))
+                .with_data(serde_json::json!({ "exe": w.exe })),
+            Err(e) => Check::warn(
+                "worker",
+                e.to_string(),
+                "plugins run in process; those that need a worker (--isolate, a sandbox, \
+                 limits, an environment) fail to load until it is installed",
+            )
+            .with_data(serde_json::json!({ "exe": w.exe })),
+        },
+    }
 }
 
 /// Whether the kernel can enforce a plugin's sandbox (the same probe the worker relies on),

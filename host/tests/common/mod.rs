@@ -149,7 +149,7 @@ pub fn open_isolated_router(
     let plugins = plugin_dir(libs);
     let shadow = shadow_dir();
     let mut registry_config = registry_config(plugins.path(), shadow.path());
-    let mut workers = toolhost::worker::WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost"));
+    let mut workers = toolhost::worker::WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost-worker"));
     workers.isolate_all = true;
     registry_config.workers = Some(std::sync::Arc::new(workers));
     let registry = toolhost::registry::Registry::open(registry_config).expect("open the registry");

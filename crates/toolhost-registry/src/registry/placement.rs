@@ -32,7 +32,9 @@ pub fn own_files(config: &RegistryConfig) -> Vec<Guarded> {
         own.push(Guarded::new("the lock file", lock.path()));
     }
     if let Some(workers) = &config.workers {
-        own.push(Guarded::readable("the toolhost binary", &workers.exe));
+        for (what, path) in workers.binaries() {
+            own.push(Guarded::readable(what, path));
+        }
     }
     own
 }
@@ -145,10 +147,10 @@ mod tests {
 
     #[test]
     fn isolate_sandbox_or_isolate_all_put_a_plugin_in_a_worker_and_nothing_else_does() {
-        let workers = Arc::new(WorkerConfig::new("/bin/toolhost"));
+        let workers = Arc::new(WorkerConfig::new("/bin/toolhost-worker"));
         let all = Arc::new(WorkerConfig {
             isolate_all: true,
-            ..WorkerConfig::new("/bin/toolhost")
+            ..WorkerConfig::new("/bin/toolhost-worker")
         });
         let w = Some(&workers);
         let isolated = "[plugin.calc]\nisolate = true\n";
@@ -178,7 +180,7 @@ mod tests {
     /// its file name, and stays closed while another table asks for a worker.
     #[test]
     fn a_library_without_its_name_is_placed_by_its_file_name_or_not_opened() {
-        let workers = Arc::new(WorkerConfig::new("/bin/toolhost"));
+        let workers = Arc::new(WorkerConfig::new("/bin/toolhost-worker"));
         let w = Some(&workers);
         let isolated = "[plugin.calc]\nisolate = true\n";
         let sandboxed = "[plugin.calc.sandbox]\nread = [\"/tmp\"]\n";

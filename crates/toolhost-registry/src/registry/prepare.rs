@@ -245,7 +245,7 @@ mod tests {
             let mut config = RegistryConfig::new(plugins.path());
             config.shadow_dir = shadow.path().join("shadow");
             if isolated {
-                let mut workers = crate::worker::WorkerConfig::new(built.join("toolhost"));
+                let mut workers = crate::worker::WorkerConfig::new(built.join("toolhost-worker"));
                 workers.isolate_all = true;
                 config.workers = Some(std::sync::Arc::new(workers));
             }

@@ -152,7 +152,7 @@ pub(crate) fn greet_worker(
 
 /// The worker's side of the handshake, once it sent `ours` (this build's but for a test hook)
 /// on its replies pipe: reads the host's hello, the first frame on the request `channel`.
-pub(crate) fn hear_host(channel: &mut impl Read, ours: &Hello) -> Result<(), HelloError> {
+pub fn hear_host(channel: &mut impl Read, ours: &Hello) -> Result<(), HelloError> {
     let mut buf = Vec::new();
     let theirs = match read_body(channel, &mut buf, MAX_FRAME) {
         Ok(Some(body)) => Hello::decode(body),

@@ -146,9 +146,14 @@ fn spawn(shared: &Shared) -> Result<process::Spawned, LoadError> {
             limits,
         },
     )
-    .map_err(|source| WorkerError::Spawn {
-        exe: config.exe.clone(),
-        source,
+    .map_err(|source| match source.kind() {
+        std::io::ErrorKind::NotFound => WorkerError::Missing {
+            exe: config.exe.clone(),
+        },
+        _ => WorkerError::Spawn {
+            exe: config.exe.clone(),
+            source,
+        },
     })?;
     Ok(spawned)
 }

@@ -20,7 +20,7 @@ struct Ready<M> {
 }
 
 /// The manifest and whether the plugin has the ABI's typed parse, as the worker sends them.
-pub(crate) fn to_json(manifest: &Manifest, call_typed: bool) -> String {
+pub fn to_json(manifest: &Manifest, call_typed: bool) -> String {
     serde_json::to_string(&Ready {
         manifest,
         call_typed,

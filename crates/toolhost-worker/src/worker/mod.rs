@@ -1,4 +1,5 @@
-//! Worker mode: each plugin version in a child process of its own (`toolhost __worker`), so a
+//! Worker mode: each plugin version in a child process of its own (the `toolhost-worker`
+//! executable, toolhost-worker-child), so a
 //! crash, a stuck tool or a leak in a plugin ends only its worker.
 //!
 //! - The host stages, hashes and trust-checks the plugin file as for in-process loading, then
@@ -18,8 +19,6 @@
 
 mod asking;
 mod backend;
-mod child;
-mod child_asks;
 pub mod hello;
 mod host;
 mod launch;
@@ -41,14 +40,31 @@ use std::{
 };
 
 pub use backend::start_plugin;
-pub use child::{run as run_worker, WorkerArgs};
 pub use host::WorkerPlugin;
 pub use limits::{enforcement, Enforcement, LimitsError, Mechanism};
 pub use sandbox::{probe as probe_sandbox, Sandbox, SandboxError, SandboxSupport};
 
+/// What the worker child (toolhost-worker-child) shares with the host's side: the hello, the
+/// file descriptors, the manifest's JSON, the keeper and the limits it applies to itself. One
+/// definition each, here beside the host's half of the same protocol.
+pub mod child_side {
+    pub use super::hello::hear_host;
+    pub use super::limits::{apply as apply_limits, keep, KeeperArgs, Role};
+    pub use super::manifest_json::to_json as manifest_json;
+    pub use super::process::{CHANNEL_FD, EVENTS_FD, LIBRARY_FD, REPLIES_FD};
+    pub use super::LOG_LEVEL_ENV;
+}
+
 /// Why a plugin could not be loaded in a worker (beyond the loader's own errors).
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
+    /// The worker executable is not where the host looks (installed without it).
+    #[error(
+        "{} not found next to {}: install both binaries (cargo install --path host)",
+        WORKER_EXE,
+        .exe.parent().unwrap_or(Path::new("")).join("toolhost").display()
+    )]
+    Missing { exe: PathBuf },
     #[error("cannot start a worker process ({})", .exe.display())]
     Spawn {
         exe: PathBuf,
@@ -130,7 +146,7 @@ impl PluginWorkerSettings {
 }
 
 /// Environment variable passing the host's log level to a worker.
-pub(crate) const LOG_LEVEL_ENV: &str = "TOOLHOST_WORKER_LOG";
+pub const LOG_LEVEL_ENV: &str = "TOOLHOST_WORKER_LOG";
 
 /// Settings of one plugin's workers.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -148,8 +164,8 @@ pub struct PluginWorkerSettings {
 /// How workers are started and supervised.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
-    /// The executable run as `EXE __worker`: the `toolhost` binary (tests that use the
-    /// library pass `env!("CARGO_BIN_EXE_toolhost")`, since their own executable is no host).
+    /// The worker executable, `toolhost-worker` (tests that use the library pass
+    /// `env!("CARGO_BIN_EXE_toolhost-worker")`, since their own executable has no sibling).
     pub exe: PathBuf,
     /// Run every plugin in a worker (`--isolate`); otherwise only those whose settings ask.
     pub isolate_all: bool,
@@ -179,8 +195,69 @@ impl WorkerConfig {
         }
     }
 
-    /// Workers run this very executable (the `toolhost` binary).
+    /// Workers run the `toolhost-worker` next to this executable (`cargo install --path host`
+    /// and `cargo build` put both binaries in one folder). Not checked here: a host that
+    /// starts no worker runs without it; starting one says [`WorkerError::Missing`].
     pub fn current_exe() -> std::io::Result<Self> {
-        Ok(Self::new(std::env::current_exe()?))
+        Ok(Self::new(worker_exe_beside(&std::env::current_exe()?)))
+    }
+
+    /// Whether the worker executable exists, as [`WorkerError::Missing`] says when not
+    /// (doctor reports it before any plugin needs a worker).
+    pub fn check_exe(&self) -> Result<(), WorkerError> {
+        if self.exe.is_file() {
+            Ok(())
+        } else {
+            Err(WorkerError::Missing {
+                exe: self.exe.clone(),
+            })
+        }
+    }
+}
+
+impl WorkerConfig {
+    /// The binaries no sandbox may make writable, named as errors say: the toolhost beside
+    /// the worker executable, and the worker executable (either, replaced, runs the next
+    /// worker unconfined or the host itself).
+    pub fn binaries(&self) -> [(&'static str, PathBuf); 2] {
+        [
+            ("the toolhost binary", self.exe.with_file_name("toolhost")),
+            ("the toolhost-worker binary", self.exe.clone()),
+        ]
+    }
+}
+
+/// The worker executable's file name.
+pub const WORKER_EXE: &str = "toolhost-worker";
+
+/// Where the worker executable of the host at `host_exe` is: in the same folder.
+pub fn worker_exe_beside(host_exe: &Path) -> PathBuf {
+    host_exe.with_file_name(WORKER_EXE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_worker_is_looked_for_beside_the_host_and_its_absence_says_how_to_fix_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = WorkerConfig::new(worker_exe_beside(&dir.path().join("toolhost")));
+        assert_eq!(config.exe, dir.path().join("toolhost-worker"));
+        let e = config.check_exe().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "toolhost-worker not found next to {}/toolhost: install both binaries (cargo \
+                 install --path host)",
+                dir.path().display()
+            )
+        );
+        std::fs::write(&config.exe, "").unwrap();
+        assert!(config.check_exe().is_ok());
+        assert_eq!(
+            config.binaries().map(|(_, p)| p),
+            [dir.path().join("toolhost"), config.exe.clone()]
+        );
     }
 }

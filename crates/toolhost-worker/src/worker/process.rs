@@ -1,4 +1,4 @@
-//! Starting a worker process: `toolhost __worker`, with the staged library on fd 3, its end
+//! Starting a worker process: `toolhost-worker`, with the staged library on fd 3, its end
 //! of the request channel on fd 4, the replies pipe on fd 5 and the events pipe on fd 6 (and
 //! no other descriptor of the host's), in a process group of its own, killed when the host
 //! dies, with an environment of its own (a few of the host's variables and the plugin's).
@@ -23,18 +23,18 @@ use super::WorkerConfig;
 use crate::sys::hex;
 
 /// The descriptor a worker finds the library on.
-pub(crate) const LIBRARY_FD: RawFd = 3;
+pub const LIBRARY_FD: RawFd = 3;
 /// The descriptor a worker finds its end of the request channel on (requests in, nothing
 /// out). A socket because the host writes to it: a send to a dead worker must fail, not
 /// raise SIGPIPE (`send` has `MSG_NOSIGNAL`; the host may run with SIGPIPE's default action).
-pub(crate) const CHANNEL_FD: RawFd = 4;
+pub const CHANNEL_FD: RawFd = 4;
 /// The descriptor a worker finds the write end of the replies pipe on: results, progress and
 /// states (and everything while the plugin loads), read by the callers waiting for them.
-pub(crate) const REPLIES_FD: RawFd = 5;
+pub const REPLIES_FD: RawFd = 5;
 /// The descriptor a worker finds the write end of the events pipe on: what it says unasked
 /// (logs) once its plugin is loaded. The host reads it all the time, so it sees the worker
 /// die (the pipe ends) even when no call waits.
-pub(crate) const EVENTS_FD: RawFd = 6;
+pub const EVENTS_FD: RawFd = 6;
 
 /// A started worker: the child, the host's end of the request channel, the read ends of the
 /// replies and events pipes, and the worker's merged stdout and stderr.
@@ -121,8 +121,7 @@ pub(crate) fn spawn(
 /// The worker's command line and environment; its stdio and process group.
 fn command(config: &WorkerConfig, launch: &Launch<'_>) -> io::Result<Command> {
     let mut cmd = Command::new(&config.exe);
-    cmd.arg("__worker")
-        .arg("--file")
+    cmd.arg("--file")
         .arg(launch.file)
         .arg("--hash")
         .arg(hex(launch.hash));

@@ -29,7 +29,7 @@ pub(crate) const OOM_MARKER: &str =
     "toolhost keeper: the worker's cgroup killed it at its memory limit";
 
 /// Which side of the fork this process is.
-pub(crate) enum Role {
+pub enum Role {
     /// The keeper, done: its exit code (a worker killed by a signal is mirrored by raising it).
     Keeper(i32),
     /// The worker proper: go on serving.

@@ -17,8 +17,9 @@ mod keeper;
 
 use std::{ffi::OsString, fmt, io, path::PathBuf};
 
+pub(crate) use keeper::end;
 pub use keeper::KeeperArgs;
-pub(crate) use keeper::{end, Role};
+pub use keeper::Role;
 
 use crate::config::{show_bytes, Limits};
 
@@ -207,13 +208,13 @@ impl Drop for Placement {
 }
 
 /// In the worker role, first thing: forks the worker from its keeper (see `keeper.rs`).
-pub(crate) fn keep(args: &KeeperArgs) -> Role {
+pub fn keep(args: &KeeperArgs) -> Role {
     keeper::keep(args.cgroup.as_deref())
 }
 
 /// In the worker, before its plugin loads: joins its cgroup and sets its rlimit. Nothing of
 /// the plugin runs unbounded: an error ends the load.
-pub(crate) fn apply(args: &KeeperArgs) -> Result<(), String> {
+pub fn apply(args: &KeeperArgs) -> Result<(), String> {
     if let Some(dir) = &args.cgroup {
         cgroup::join(dir).map_err(|e| format!("cannot join the cgroup {}: {e}", dir.display()))?;
     }

@@ -11,14 +11,14 @@ use std::{
     },
 };
 
-use super::wire::FromWorker;
 use crate::plugin::{AskFailure, Asker, CallControl};
 use crate::sync::lock;
+use toolhost_worker::worker::wire::FromWorker;
 
 type Answer = Result<String, AskFailure>;
 
 /// The asks of this worker's calls waiting for the host's answer, by ask number.
-pub(super) struct WorkerAsks {
+pub(crate) struct WorkerAsks {
     next: AtomicU64,
     /// Ask number → the call asking and where its answer goes.
     waiting: Mutex<HashMap<u64, (u64, mpsc::SyncSender<Answer>)>>,

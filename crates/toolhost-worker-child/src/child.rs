@@ -1,4 +1,4 @@
-//! The worker role (`toolhost __worker`): applies the sandbox, opens the library the host
+//! The worker role (the `toolhost-worker` executable): applies the sandbox, opens the library the host
 //! staged through the same loader and ABI checks as in process, and answers frames until
 //! the host says stop or goes away.
 //!
@@ -29,13 +29,7 @@ use crate::{
     sync::lock,
 };
 
-use super::{
-    child_asks::WorkerAsks,
-    hello,
-    process::{CHANNEL_FD, EVENTS_FD, LIBRARY_FD, REPLIES_FD},
-    sandbox::Sandbox,
-    wire::{self, FrameReader, FromWorker, LoadFailure, Next, Restore, ResultWire, ToWorker},
-};
+use crate::asks::WorkerAsks;
 use crate::{
     plugin::{
         CallControl, CallResult, LoadError, LoadedPlugin, Report, RequestError, StateError,
@@ -43,8 +37,14 @@ use crate::{
     },
     sys::parse_hex,
 };
+use toolhost_worker::worker::{
+    child_side::{self, CHANNEL_FD, EVENTS_FD, LIBRARY_FD, REPLIES_FD},
+    hello,
+    sandbox::Sandbox,
+    wire::{self, FrameReader, FromWorker, LoadFailure, Next, Restore, ResultWire, ToWorker},
+};
 
-/// Arguments of the hidden `__worker` subcommand (set by the host, not by people).
+/// Arguments of `toolhost-worker` (set by the host, not by people).
 #[derive(Debug, Clone, clap::Args)]
 pub struct WorkerArgs {
     /// The plugin file in the plugin folder (for logs and the manifest; never opened).
@@ -62,7 +62,7 @@ pub struct WorkerArgs {
     #[arg(long, hide = true)]
     pub frame_version: Option<u32>,
     #[command(flatten)]
-    pub limits: super::limits::KeeperArgs,
+    pub limits: child_side::KeeperArgs,
 }
 
 /// Where every frame to the host goes; one writer at a time per stream, whole frames only.
@@ -133,7 +133,7 @@ fn write_locked(pipe: &Mutex<File>, bytes: &[u8]) {
 
 /// Runs the worker role; returns the process exit code.
 pub fn run(args: WorkerArgs) -> i32 {
-    if let super::limits::Role::Keeper(code) = super::limits::keep(&args.limits) {
+    if let child_side::Role::Keeper(code) = child_side::keep(&args.limits) {
         return code;
     }
     // SAFETY: the host's pre_exec placed our end of the socketpair on CHANNEL_FD and the
@@ -163,7 +163,7 @@ pub fn run(args: WorkerArgs) -> i32 {
         ..hello::Hello::ours()
     };
     out.send_bytes(&ours.encode());
-    if let Err(e) = hello::hear_host(&mut &channel, &ours) {
+    if let Err(e) = child_side::hear_host(&mut &channel, &ours) {
         // Not as a frame: the host may not read ours. Its stderr reader logs this line.
         eprintln!("toolhost worker: {e}");
         return 2;
@@ -177,7 +177,7 @@ pub fn run(args: WorkerArgs) -> i32 {
         }
     };
     out.send(&FromWorker::Ready {
-        manifest: super::manifest_json::to_json(plugin.manifest(), plugin.has_call_typed()),
+        manifest: child_side::manifest_json(plugin.manifest(), plugin.has_call_typed()),
     });
     out.loaded.store(true, Ordering::Release);
     forward_notices(&out);
@@ -192,7 +192,7 @@ fn load(
 ) -> Result<Arc<LoadedPlugin>, (LoadFailure, String)> {
     let hash = parse_hex(&args.hash).ok_or((LoadFailure::Other, "bad --hash".to_string()))?;
     let fd_path = PathBuf::from(format!("/proc/self/fd/{LIBRARY_FD}"));
-    super::limits::apply(&args.limits).map_err(|e| (LoadFailure::Other, e))?;
+    child_side::apply_limits(&args.limits).map_err(|e| (LoadFailure::Other, e))?;
     if let Some(spec) = &args.sandbox {
         let sandbox: Sandbox = serde_json::from_str(spec).map_err(|e| {
             (
@@ -200,7 +200,7 @@ fn load(
                 format!("bad sandbox description: {e}"),
             )
         })?;
-        super::sandbox::apply(&sandbox, &fd_path)
+        crate::sandbox::apply(&sandbox, &fd_path)
             .map_err(|e| (LoadFailure::Sandbox, crate::error::one_line(&e)))?;
     }
     // The plugin's `config` is the host's to give, by the name the plugin declares while it
@@ -430,7 +430,7 @@ fn to_wire(r: CallResult) -> ResultWire {
 /// Sends every tracing event of this process (the plugin's logs among them) to the host, which
 /// logs them tagged with the plugin's name.
 fn install_log_forwarding(out: &Arc<Out>) {
-    let max = std::env::var(super::LOG_LEVEL_ENV)
+    let max = std::env::var(child_side::LOG_LEVEL_ENV)
         .ok()
         .and_then(|l| l.parse::<tracing::level_filters::LevelFilter>().ok())
         .unwrap_or(tracing::level_filters::LevelFilter::WARN);
