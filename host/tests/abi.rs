@@ -213,9 +213,15 @@ fn a_plugin_learns_its_file_in_the_folder_not_the_staged_copy() {
         "CARGO_BIN_EXE_toolhost"
     )));
     let staged = toolhost::plugin::Staged::copy(&file, shadow.path()).unwrap();
-    let isolated =
-        toolhost::worker::start_plugin(&file, staged, workers, Default::default(), &|_| None)
-            .unwrap_or_else(|e| panic!("{e}"));
+    let isolated = toolhost::worker::start_plugin(
+        &file,
+        staged,
+        workers,
+        Default::default(),
+        &|_| None,
+        Arc::new(toolhost::plugin::Unfollowed),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let path = file.display().to_string();
     let folder = dir.path().display().to_string();
     for p in [in_process, isolated] {
