@@ -83,6 +83,7 @@ fn worker_round_trip(c: &mut Criterion) {
         config,
         PluginWorkerSettings::default(),
         &|_| None,
+        std::sync::Arc::new(toolhost::plugin::Unfollowed),
     )
     .expect("calc loads in a worker");
     let control = CallControl::new("1", None);

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use toolhost::{
     model::{call_result_json, tool_json},
     plugin::{CallControl, ContentOut, LoadedPlugin},
+    worker::start_plugin,
 };
 
 fn load(lib: &str) -> (Arc<LoadedPlugin>, tempfile::TempDir) {
@@ -213,9 +214,16 @@ fn a_plugin_learns_its_file_in_the_folder_not_the_staged_copy() {
         "CARGO_BIN_EXE_toolhost-worker"
     )));
     let staged = toolhost::plugin::Staged::copy(&file, shadow.path()).unwrap();
-    let isolated =
-        toolhost::worker::start_plugin(&file, staged, workers, Default::default(), &|_| None)
-            .unwrap_or_else(|e| panic!("{e}"));
+    let unheard = Arc::new(toolhost::plugin::Unfollowed);
+    let isolated = start_plugin(
+        &file,
+        staged,
+        workers,
+        Default::default(),
+        &|_| None,
+        unheard,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let path = file.display().to_string();
     let folder = dir.path().display().to_string();
     for p in [in_process, isolated] {

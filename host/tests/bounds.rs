@@ -43,7 +43,15 @@ fn start(settings: PluginWorkerSettings) -> WorkerPlugin {
     let shadow = tempfile::tempdir().unwrap();
     let file = lib_path("crashy");
     let staged = Staged::copy(&file, shadow.path()).unwrap();
-    WorkerPlugin::start(&file, staged, Arc::new(config()), settings, &|_| None).unwrap()
+    WorkerPlugin::start(
+        &file,
+        staged,
+        Arc::new(config()),
+        settings,
+        &|_| None,
+        Arc::new(toolhost::plugin::Unfollowed),
+    )
+    .unwrap()
 }
 
 fn call(p: &WorkerPlugin, tool: &str, args: Value) -> CallResult {
@@ -294,8 +302,15 @@ fn a_worker_is_bounded_by_the_mechanism_doctor_names() {
             let shadow = tempfile::tempdir().unwrap();
             let file = lib_path("crashy");
             let staged = Staged::copy(&file, shadow.path()).unwrap();
-            let e =
-                WorkerPlugin::start(&file, staged, Arc::new(config()), s, &|_| None).unwrap_err();
+            let e = WorkerPlugin::start(
+                &file,
+                staged,
+                Arc::new(config()),
+                s,
+                &|_| None,
+                Arc::new(toolhost::plugin::Unfollowed),
+            )
+            .unwrap_err();
             assert_eq!(e.to_string(), refused.to_string());
             assert!(e.to_string().starts_with("processes = 64: "), "{e}");
         }

@@ -57,6 +57,7 @@ fn requests_beyond_tools_are_refused_by_plugins_that_declare_none() {
             workers.clone(),
             Default::default(),
             &|_| None,
+            Arc::new(toolhost::plugin::Unfollowed),
         )
         .unwrap_or_else(|e| panic!("{e}"));
         for p in [in_process, isolated] {

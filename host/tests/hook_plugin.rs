@@ -30,9 +30,15 @@ fn guard_declares_its_hooks_and_answers_them_in_process_and_in_a_worker() {
     let in_process = LoadedPlugin::load_with_config(&file, shadow.path(), &config)
         .unwrap_or_else(|e| panic!("{e}"));
     let staged = toolhost::plugin::Staged::copy(&file, shadow.path()).unwrap();
-    let isolated =
-        toolhost::worker::start_plugin(&file, staged, workers, Default::default(), &config)
-            .unwrap_or_else(|e| panic!("{e}"));
+    let isolated = toolhost::worker::start_plugin(
+        &file,
+        staged,
+        workers,
+        Default::default(),
+        &config,
+        Arc::new(toolhost::plugin::Unfollowed),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
 
     // A repository whose HEAD names a branch, for the prompt hook.
     let repo = tempfile::tempdir().unwrap();
@@ -173,8 +179,15 @@ fn guard_works_in_a_sandbox_within_its_paths() {
         let workers = Arc::new(toolhost::worker::WorkerConfig::new(env!(
             "CARGO_BIN_EXE_toolhost-worker"
         )));
-        toolhost::worker::start_plugin(&file, staged, workers, settings, &source)
-            .unwrap_or_else(|e| panic!("{e}"))
+        toolhost::worker::start_plugin(
+            &file,
+            staged,
+            workers,
+            settings,
+            &source,
+            Arc::new(toolhost::plugin::Unfollowed),
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
     };
     let post = json!({"id": "log_tool_use", "input": {
         "hook_event_name": "PostToolUse", "session_id": "s", "tool_name": "Read",

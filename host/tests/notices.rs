@@ -1,8 +1,8 @@
 //! A plugin's change notice (notes' `add_note` announces a list change and an index update)
 //! becomes `notifications/resources/updated` for the clients that subscribed to the URI, and
-//! for no one else; from a plugin in process and from one in a worker (its events pipe). One
-//! test, in a binary of its own: the notices are the process's, and two routers side by side
-//! would see each other's.
+//! for no one else; from a plugin in process and from one in a worker (its events pipe). A
+//! notice goes to the followers of its own registry only: two registries side by side (of one
+//! plugin name) never see each other's.
 
 mod common;
 
@@ -47,7 +47,7 @@ async fn updates_reach_subscribers(isolated: bool) {
     } else {
         common::open_router(&["notes"], RouterConfig::default())
     };
-    let notices = NoticeFeed::follow(|n| n.plugin == "notes");
+    let notices = NoticeFeed::follow(router.registry(), |n| n.plugin == "notes");
     let sub = send(
         &router,
         Scope::All,
@@ -138,7 +138,7 @@ async fn send_as(
 /// never subscribed.
 async fn subscriptions_are_each_clients_own() {
     let (router, _dirs) = common::open_router(&["notes"], RouterConfig::default());
-    let notices = NoticeFeed::follow(|n| n.plugin == "notes");
+    let notices = NoticeFeed::follow(router.registry(), |n| n.plugin == "notes");
     for (id, client) in [(1, "a"), (2, "b")] {
         let sub = send_as(
             &router,
@@ -186,9 +186,39 @@ async fn subscriptions_are_each_clients_own() {
     assert_eq!(router.subscriptions_of(Scope::All, "b"), 0);
 }
 
+/// A notice of registry A's plugin reaches A's followers and never B's, though B loads a
+/// plugin of the same name (A's in process, or in a worker).
+async fn notices_stay_in_their_registry(isolated: bool) {
+    let (a, _a_dirs) = if isolated {
+        common::open_isolated_router(&["notes"], RouterConfig::default())
+    } else {
+        common::open_router(&["notes"], RouterConfig::default())
+    };
+    let (b, _b_dirs) = common::open_router(&["notes"], RouterConfig::default());
+    let of_a = NoticeFeed::follow(a.registry(), |_| true);
+    let of_b = NoticeFeed::follow(b.registry(), |_| true);
+    let add = json!({"name": "notes__add_note", "arguments": {"text": "only a's"}});
+    send(&a, Scope::All, 1, "tools/call", add).await;
+    // A list change and an index update.
+    let mut seen = 0;
+    while seen < 2 {
+        seen += tokio::time::timeout(BOUND, of_a.next(2))
+            .await
+            .expect("a's plugin's notices")
+            .len();
+    }
+    assert_eq!(of_b.try_next(16), Vec::new());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn updates_reach_subscribers_in_process_and_from_a_worker() {
     updates_reach_subscribers(false).await;
     updates_reach_subscribers(true).await;
     subscriptions_are_each_clients_own().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registrys_notices_never_reach_another_registry() {
+    notices_stay_in_their_registry(false).await;
+    notices_stay_in_their_registry(true).await;
 }

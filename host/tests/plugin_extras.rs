@@ -13,20 +13,45 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use toolhost::{
     model::RequestError,
-    plugin::{set_notice_sink, CallControl, LoadedPlugin, Notice, Staged},
+    plugin::{CallControl, Events, LoadedPlugin, Notice, PluginEvents, Staged},
     worker::WorkerConfig,
 };
 
-/// Example plugin `lib` loaded in this process and started in a worker.
-fn both(lib: &str, shadow: &std::path::Path) -> [Arc<LoadedPlugin>; 2] {
+/// The notifications of the plugins given it, in the order they came.
+struct Collected(std::sync::Mutex<std::sync::mpsc::Sender<Notice>>);
+
+impl PluginEvents for Collected {
+    fn notice(&self, notice: Notice) {
+        let _ = self.0.lock().unwrap().send(notice);
+    }
+    fn catalog_changed(&self, _: &str, _: &str) {}
+}
+
+/// Example plugin `lib` loaded in this process and started in a worker, their events going to
+/// `events`.
+fn both(lib: &str, shadow: &std::path::Path, events: Events) -> [Arc<LoadedPlugin>; 2] {
     let file = common::built_plugins().join(common::lib_file(lib));
     let workers = Arc::new(WorkerConfig::new(env!("CARGO_BIN_EXE_toolhost-worker")));
-    let in_process = LoadedPlugin::load(&file, shadow).unwrap_or_else(|e| panic!("{e}"));
     let staged = Staged::copy(&file, shadow).unwrap();
-    let isolated =
-        toolhost::worker::start_plugin(&file, staged, workers, Default::default(), &|_| None)
-            .unwrap_or_else(|e| panic!("{e}"));
+    let in_process = LoadedPlugin::open_staged(&file, staged)
+        .and_then(|o| o.init(&|_| None, events.clone()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let staged = Staged::copy(&file, shadow).unwrap();
+    let isolated = toolhost::worker::start_plugin(
+        &file,
+        staged,
+        workers,
+        Default::default(),
+        &|_| None,
+        events,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     [in_process, isolated]
+}
+
+/// [`both`] with events nobody follows.
+fn both_unfollowed(lib: &str, shadow: &std::path::Path) -> [Arc<LoadedPlugin>; 2] {
+    both(lib, shadow, Arc::new(toolhost::plugin::Unfollowed))
 }
 
 fn request(p: &LoadedPlugin, method: &str, params: Value) -> Result<Value, RequestError> {
@@ -38,11 +63,7 @@ fn request(p: &LoadedPlugin, method: &str, params: Value) -> Result<Value, Reque
 fn notes_declares_and_serves_its_resources_and_prompt() {
     let shadow = common::shadow_dir();
     let (tx, notices) = std::sync::mpsc::channel::<Notice>();
-    let tx = std::sync::Mutex::new(tx);
-    set_notice_sink(Some(Arc::new(move |n| {
-        let _ = tx.lock().unwrap().send(n);
-    })));
-    for p in both("notes", shadow.path()) {
+    for p in both("notes", shadow.path(), Arc::new(Collected(tx.into()))) {
         let isolated = p.is_isolated();
         let extras = serde_json::to_value(&p.manifest().extras).unwrap();
         assert_eq!(extras["resources"][0]["uri"], "notes://index", "{extras}");
@@ -66,7 +87,8 @@ fn notes_declares_and_serves_its_resources_and_prompt() {
         );
         assert!(!added.is_error, "{}", added.text());
         if !isolated {
-            // The plugin's notifications reach the host's sink, checked and attributed.
+            // The plugin's notifications reach the events it was loaded with, checked and
+            // attributed.
             let got: Vec<(String, String, String)> = notices
                 .try_iter()
                 .map(|n| (n.plugin, n.method, n.params))
@@ -143,7 +165,7 @@ fn notes_declares_and_serves_its_resources_and_prompt() {
 #[test]
 fn blobs_cross_as_base64_and_a_panicking_resource_is_an_error() {
     let shadow = common::shadow_dir();
-    for p in both("faulty", shadow.path()) {
+    for p in both_unfollowed("faulty", shadow.path()) {
         let isolated = p.is_isolated();
         let bytes = json!({"uri": "faulty://bytes/4", "name": "bytes", "variables": {"n": "4"}});
         let blob = json!({"contents": [{"uri": "faulty://bytes/4", "mimeType": "application/octet-stream", "blob": "AAECAw=="}]});

@@ -49,7 +49,14 @@ fn start(
     let shadow = common::shadow_dir();
     let file = hostile_file();
     let staged = Staged::copy(&file, shadow.path()).unwrap();
-    WorkerPlugin::start(&file, staged, workers(), settings, config)
+    WorkerPlugin::start(
+        &file,
+        staged,
+        workers(),
+        settings,
+        config,
+        Arc::new(toolhost::plugin::Unfollowed),
+    )
 }
 
 /// The hostile fixture in a worker confined by `sandbox`; `None` (after checking that the
@@ -387,7 +394,15 @@ fn a_worker_is_given_only_its_own_configuration() {
         isolate: true,
         ..Default::default()
     };
-    let err = WorkerPlugin::start(&renamed, staged, workers(), settings, &config).unwrap_err();
+    let err = WorkerPlugin::start(
+        &renamed,
+        staged,
+        workers(),
+        settings,
+        &config,
+        Arc::new(toolhost::plugin::Unfollowed),
+    )
+    .unwrap_err();
     assert!(
         err.to_string()
             .contains("plugin `hostile` has a `config` but its file"),
@@ -483,8 +498,15 @@ fn a_sandboxed_plugin_knows_its_path_and_reads_there_only_if_allowed() {
         };
         let shadow = common::shadow_dir();
         let staged = Staged::copy(&file, shadow.path()).unwrap();
-        let p = WorkerPlugin::start(&file, staged, workers(), settings, &|_| None)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let p = WorkerPlugin::start(
+            &file,
+            staged,
+            workers(),
+            settings,
+            &|_| None,
+            Arc::new(toolhost::plugin::Unfollowed),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let r = call(&p, "own_path", json!({}));
         let seen: Value = serde_json::from_str(&r.text()).unwrap();
         assert_eq!(seen["path"], file.display().to_string(), "{seen}");

@@ -48,7 +48,14 @@ fn start_settings(
     let shadow = tempfile::tempdir().unwrap();
     let file = lib_path(name);
     let staged = Staged::copy(&file, shadow.path()).unwrap();
-    let plugin = WorkerPlugin::start(&file, staged, Arc::new(config), settings, &|_| None);
+    let plugin = WorkerPlugin::start(
+        &file,
+        staged,
+        Arc::new(config),
+        settings,
+        &|_| None,
+        Arc::new(toolhost::plugin::Unfollowed),
+    );
     // The worker holds the staged copy open: the shadow folder is already empty.
     assert_eq!(std::fs::read_dir(shadow.path()).unwrap().count(), 0);
     plugin
@@ -82,6 +89,7 @@ fn start_loaded(
         Arc::new(config()),
         PluginWorkerSettings::default(),
         config_source,
+        Arc::new(toolhost::plugin::Unfollowed),
     )
 }
 
@@ -423,6 +431,7 @@ fn load_failures_in_the_worker_are_load_errors() {
         Arc::new(config()),
         PluginWorkerSettings::default(),
         &|_| None,
+        Arc::new(toolhost::plugin::Unfollowed),
     )
     .unwrap_err();
     assert!(

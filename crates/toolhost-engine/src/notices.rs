@@ -16,7 +16,7 @@
 
 use std::{
     collections::{HashMap, HashSet, VecDeque},
-    sync::{Arc, Mutex, OnceLock, Weak},
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -26,7 +26,8 @@ use toolhost_plugin::notify::{RESOURCE_LIST_CHANGED, RESOURCE_UPDATED};
 use super::{Router, Scope};
 use crate::{
     model::rpc_notification,
-    plugin::{set_notice_sink, Notice},
+    plugin::Notice,
+    registry::{NoticeFollower, Registry},
     sync::lock,
     transport::LineSender,
 };
@@ -184,52 +185,46 @@ fn uri_of(notice: &Notice) -> Option<String> {
         .map(|p| p.uri)
 }
 
-/// The followers of the plugins' notices; the process's sink hands each notice to every one.
-static FOLLOWERS: Mutex<Vec<Weak<Board>>> = Mutex::new(Vec::new());
-
-/// Installs the process's sink, once.
-fn install_sink() {
-    static INSTALLED: OnceLock<()> = OnceLock::new();
-    INSTALLED.get_or_init(|| {
-        set_notice_sink(Some(Arc::new(|n: Notice| {
-            let boards: Vec<Arc<Board>> = {
-                let mut followers = lock(&FOLLOWERS);
-                followers.retain(|b| b.strong_count() > 0);
-                followers.iter().filter_map(Weak::upgrade).collect()
-            };
-            for b in boards {
-                b.push(&n);
-            }
-        })));
-    });
+/// A follower's pending notices of one registry's plugins (see the module): those `wants`
+/// accepts, from now on, until it is dropped.
+pub struct NoticeFeed {
+    board: Arc<Board>,
+    /// What the registry tells (it holds it weakly): kept while the feed lives.
+    _follower: Arc<NoticeFollower>,
 }
 
-/// A follower's pending notices of every plugin (see the module): those `wants` accepts, from
-/// now on, until it is dropped.
-pub struct NoticeFeed(Arc<Board>);
-
 impl NoticeFeed {
-    /// Follows the plugins' notices that `wants` accepts (those the follower would send: the
-    /// rest are never held). The first feed installs the process's sink.
-    pub fn follow(wants: impl Fn(&Notice) -> bool + Send + Sync + 'static) -> NoticeFeed {
-        install_sink();
+    /// Follows the notices of `registry`'s plugins that `wants` accepts (those the follower
+    /// would send: the rest are never held). The registry holds the feed weakly: dropping the
+    /// feed ends it.
+    pub fn follow(
+        registry: &Registry,
+        wants: impl Fn(&Notice) -> bool + Send + Sync + 'static,
+    ) -> NoticeFeed {
         let board = Arc::new(Board {
             pending: Mutex::new(Backlog::default()),
             ready: tokio::sync::Notify::new(),
             wants: Box::new(wants),
         });
-        lock(&FOLLOWERS).push(Arc::downgrade(&board));
-        NoticeFeed(board)
+        let follower: Arc<NoticeFollower> = {
+            let board = board.clone();
+            Arc::new(move |n: &Notice| board.push(n))
+        };
+        registry.follow_notices(&follower);
+        NoticeFeed {
+            board,
+            _follower: follower,
+        }
     }
 
     /// Waits until something is pending, then takes up to `max` notices (the oldest plugin's
     /// first; a list change before the updates).
     pub async fn next(&self, max: usize) -> Vec<Notice> {
         loop {
-            let ready = self.0.ready.notified();
+            let ready = self.board.ready.notified();
             tokio::pin!(ready);
             ready.as_mut().enable();
-            let taken = self.0.take(max);
+            let taken = self.board.take(max);
             if !taken.is_empty() {
                 return taken;
             }
@@ -239,16 +234,16 @@ impl NoticeFeed {
 
     /// Takes up to `max` pending notices without waiting.
     pub fn try_next(&self, max: usize) -> Vec<Notice> {
-        self.0.take(max)
+        self.board.take(max)
     }
 
     /// Waits until something is pending (without taking it).
     pub async fn pending(&self) {
         loop {
-            let ready = self.0.ready.notified();
+            let ready = self.board.ready.notified();
             tokio::pin!(ready);
             ready.as_mut().enable();
-            if !lock(&self.0.pending).order.is_empty() {
+            if !lock(&self.board.pending).order.is_empty() {
                 return;
             }
             ready.await;
@@ -297,7 +292,9 @@ impl Router {
     pub fn notices_of(self: &Arc<Self>, servers: Servers, id: String) -> ClientNotices {
         let feed = {
             let (router, servers, id) = (self.clone(), servers.clone(), id.clone());
-            NoticeFeed::follow(move |n| router.notification(servers.of(n), &id, n).is_some())
+            NoticeFeed::follow(self.registry(), move |n| {
+                router.notification(servers.of(n), &id, n).is_some()
+            })
         };
         ClientNotices {
             feed,

@@ -96,30 +96,27 @@ impl Out {
 }
 
 /// The plugin's notifications and catalog changes go to the host on the events pipe (they may
-/// come from the plugin's own threads, when no call waits for the replies pipe).
-fn forward_notices(out: &Arc<Out>) {
-    let notices = out.clone();
-    crate::plugin::set_notice_sink(Some(Arc::new(move |n: crate::plugin::Notice| {
-        notices.log(&FromWorker::Notify {
-            method: n.method,
-            params: n.params,
-        });
-    })));
-    static CATALOG: std::sync::OnceLock<Arc<crate::plugin::CatalogFollower>> =
-        std::sync::OnceLock::new();
-    let out = out.clone();
-    let follower = CATALOG.get_or_init(|| {
-        Arc::new(move |_: &str, what: &str| {
-            // A change while the plugin loads is in its manifest already (the SDK adds what
-            // `on_load` added); the replies pipe is not the place for it then.
-            if out.loaded.load(Ordering::Acquire) {
-                out.log(&FromWorker::CatalogChanged {
-                    what: what.to_string(),
-                });
-            }
-        })
-    });
-    crate::plugin::follow_catalog_changes(follower);
+/// come from the plugin's own threads, when no call waits for the replies pipe). One sent
+/// while the plugin loads is dropped: the host reads only the load's frames on the replies
+/// pipe then, and a change made in `on_load` is in the manifest already (the SDK adds what
+/// `on_load` added).
+impl crate::plugin::PluginEvents for Out {
+    fn notice(&self, n: crate::plugin::Notice) {
+        if self.loaded.load(Ordering::Acquire) {
+            self.log(&FromWorker::Notify {
+                method: n.method,
+                params: n.params,
+            });
+        }
+    }
+
+    fn catalog_changed(&self, _plugin: &str, what: &str) {
+        if self.loaded.load(Ordering::Acquire) {
+            self.log(&FromWorker::CatalogChanged {
+                what: what.to_string(),
+            });
+        }
+    }
 }
 
 /// Writes a whole frame on a pipe that several threads write to.
@@ -180,7 +177,6 @@ pub fn run(args: WorkerArgs) -> i32 {
         manifest: child_side::manifest_json(plugin.manifest(), plugin.has_call_typed()),
     });
     out.loaded.store(true, Ordering::Release);
-    forward_notices(&out);
     serve(plugin, channel, out);
     0
 }
@@ -188,7 +184,7 @@ pub fn run(args: WorkerArgs) -> i32 {
 fn load(
     args: &WorkerArgs,
     channel: &UnixStream,
-    out: &Out,
+    out: &Arc<Out>,
 ) -> Result<Arc<LoadedPlugin>, (LoadFailure, String)> {
     let hash = parse_hex(&args.hash).ok_or((LoadFailure::Other, "bad --hash".to_string()))?;
     let fd_path = PathBuf::from(format!("/proc/self/fd/{LIBRARY_FD}"));
@@ -215,7 +211,8 @@ fn load(
             _ => None,
         }
     };
-    LoadedPlugin::load_inherited(&args.file, &fd_path, hash, &ask).map_err(|e| match e {
+    LoadedPlugin::load_inherited(&args.file, &fd_path, hash, &ask, out.clone()).map_err(|e| match e
+    {
         // The payload alone: the host wraps it in the same variant again.
         LoadError::NotAPlugin(m) => (LoadFailure::NotAPlugin, m),
         LoadError::Incompatible(m) => (LoadFailure::Incompatible, m),

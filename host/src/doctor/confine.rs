@@ -8,7 +8,7 @@ use super::{plugins::writers_fix, Options};
 use crate::{
     config::{Config, Guarded},
     error::one_line,
-    plugin::{LoadError, LoadedPlugin, Staged},
+    plugin::{LoadError, LoadedPlugin, Staged, Unfollowed},
     registry::{place, Placement},
     scaffold::PLUGIN_API_VERSION,
     trust::{Trust, TrustError},
@@ -89,8 +89,15 @@ pub(super) fn load(
     let loaded = match placement {
         Placement::Worker(w, settings) => {
             let sandbox = settings.sandbox.clone();
-            crate::worker::start_plugin(file, staged, w, settings, &config_json)
-                .map(|p| (p, Confinement::worker(sandbox)))
+            crate::worker::start_plugin(
+                file,
+                staged,
+                w,
+                settings,
+                &config_json,
+                Arc::new(Unfollowed),
+            )
+            .map(|p| (p, Confinement::worker(sandbox)))
         }
         Placement::InProcess => LoadedPlugin::load_staged_with_config(file, staged, &config_json)
             .map(|p| (p, Confinement::InProcess)),

@@ -8,7 +8,7 @@ use std::{
     panic::{catch_unwind, AssertUnwindSafe},
     sync::{
         atomic::{AtomicBool, Ordering},
-        OnceLock, RwLock,
+        OnceLock,
     },
 };
 
@@ -30,6 +30,10 @@ pub(crate) struct LogSource {
     /// The plugin's file in its folder (absolute), which the plugin asks for: the library it
     /// runs from is a staged copy whose name says nothing of that folder.
     pub path: std::path::PathBuf,
+    /// Where this library's notifications and catalog changes go: the registry that loaded it
+    /// (in a worker, the frames to the host). A plugin's own thread may send them at any time,
+    /// and this handle is all it carries.
+    pub events: Events,
 }
 
 impl LogSource {
@@ -107,17 +111,34 @@ pub struct Notice {
     pub params: String,
 }
 
-/// Receives the checked notifications of every plugin loaded in this process. Called on the
-/// plugin's thread (a call's, or one of its own): hand the notice on, never block.
-pub type NoticeSink = std::sync::Arc<dyn Fn(Notice) + Send + Sync>;
+/// Where one plugin version's events go: the registry that loads it gives it one (in a worker
+/// process, the frames to the host), so two registries in one process never see each other's.
+/// Called on the plugin's thread (a call's, or one of its own): hand the event on, never block.
+pub trait PluginEvents: Send + Sync {
+    /// A notification of the plugin that passed [`check_notice`].
+    fn notice(&self, notice: Notice);
+    /// Plugin `plugin` says its `what` (`tools` or `prompts`) changed.
+    fn catalog_changed(&self, plugin: &str, what: &str);
+}
 
-// One for the process: a notification may come from a plugin's own thread at any time, with
-// nothing but the plugin's `LogSource` to tell where it is from.
-static NOTICE_SINK: RwLock<Option<NoticeSink>> = RwLock::new(None);
+/// The handle a loaded library keeps to its [`PluginEvents`].
+pub type Events = std::sync::Arc<dyn PluginEvents>;
 
-/// Sets where plugins' notifications go (`None`: they are dropped, with a debug record).
-pub fn set_notice_sink(sink: Option<NoticeSink>) {
-    *crate::sync::write(&NOTICE_SINK) = sink;
+/// The events of a plugin loaded outside a registry (a one-off load: `doctor`, tests that only
+/// call it): nobody follows them, so they are dropped with a debug record.
+pub struct Unfollowed;
+
+impl PluginEvents for Unfollowed {
+    fn notice(&self, n: Notice) {
+        tracing::debug!(
+            plugin = n.plugin,
+            method = n.method,
+            "no one follows this plugin's notifications"
+        );
+    }
+    fn catalog_changed(&self, plugin: &str, what: &str) {
+        tracing::debug!(plugin, what, "no one follows this plugin's catalog changes");
+    }
 }
 
 /// The longest `params` of a plugin's notification accepted, in bytes.
@@ -150,9 +171,9 @@ pub(crate) fn check_notice(method: &str, params: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Hands a notification of `plugin` to the sink, if it passes [`check_notice`] (a worker's
+/// Hands a notification of `plugin` to `events`, if it passes [`check_notice`] (a worker's
 /// come here from its frames: the worker is not trusted to have checked them).
-pub fn deliver_notice(plugin: &str, method: &str, params: &str) {
+pub fn deliver_notice(events: &dyn PluginEvents, plugin: &str, method: &str, params: &str) {
     if let Err(why) = check_notice(method, params) {
         emit(
             level::WARN,
@@ -163,23 +184,25 @@ pub fn deliver_notice(plugin: &str, method: &str, params: &str) {
         );
         return;
     }
-    let sink = crate::sync::read(&NOTICE_SINK).clone();
-    match sink {
-        Some(sink) => sink(Notice {
-            plugin: plugin.to_string(),
-            method: method.to_string(),
-            params: params.to_string(),
-        }),
-        None => tracing::debug!(plugin, method, "no one takes plugin notifications here"),
-    }
+    events.notice(Notice {
+        plugin: plugin.to_string(),
+        method: method.to_string(),
+        params: params.to_string(),
+    });
 }
 
 extern "C" fn host_notify(data: *const c_void, method: RStr<'_>, params: RStr<'_>) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: `data` is the boxed `LogSource` `host_api` handed this plugin; it is freed
-        // only after `unload` returned and the library is closed, so it outlives every call.
+        // SAFETY: `data` is the boxed `LogSource` `host_api` handed this plugin (its name, path
+        // and the handle to its registry's events); it is freed only after `unload` returned
+        // and the library is closed, so it outlives every call.
         let src = unsafe { &*(data as *const LogSource) };
-        deliver_notice(src.plugin(), &plugin_str(&method), &plugin_str(&params));
+        deliver_notice(
+            &*src.events,
+            src.plugin(),
+            &plugin_str(&method),
+            &plugin_str(&params),
+        );
     }));
 }
 
@@ -206,10 +229,15 @@ fn path_bytes(path: &std::path::Path) -> RVec<u8> {
 
 extern "C" fn host_catalog_changed(data: *const c_void, what: RStr<'_>) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: `data` is the boxed `LogSource` `host_api` handed this plugin; it is freed
-        // only after `unload` returned and the library is closed, so it outlives every call.
+        // SAFETY: `data` is the boxed `LogSource` `host_api` handed this plugin (its name, path
+        // and the handle to its registry's events); it is freed only after `unload` returned
+        // and the library is closed, so it outlives every call.
         let src = unsafe { &*(data as *const LogSource) };
-        super::catalog_changes::deliver_catalog_change(src.plugin(), &plugin_str(&what));
+        super::catalog_changes::deliver_catalog_change(
+            &*src.events,
+            src.plugin(),
+            &plugin_str(&what),
+        );
     }));
 }
 

@@ -1,29 +1,14 @@
-//! Where a plugin's `catalog_changed` goes (docs/design/talk-back.md §5): to every follower
-//! in the process (a registry, which reads that plugin's catalog again; in a worker, the
-//! frame to the host). Like notices, it may come from any thread of the plugin, with nothing
-//! but the plugin's name to say where it is from.
+//! Where a plugin's `catalog_changed` goes (docs/design/talk-back.md §5): to the
+//! [`PluginEvents`] of its library (the registry that loaded it, which reads that plugin's
+//! catalog again; in a worker, the frame to the host). Like notices, it may come from any
+//! thread of the plugin.
 
-use std::sync::{
-    atomic::{AtomicU64, Ordering},
-    Arc, Mutex, Weak,
-};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::sync::lock;
-
-/// Told `(plugin, what)` on the plugin's thread: hand it on, never block.
-pub type CatalogFollower = dyn Fn(&str, &str) + Send + Sync;
-
-static FOLLOWERS: Mutex<Vec<Weak<CatalogFollower>>> = Mutex::new(Vec::new());
+use super::callbacks::PluginEvents;
 
 /// What a plugin may say changed.
 const KINDS: [&str; 2] = ["tools", "prompts"];
-
-/// Follows the plugins' catalog changes while `follower` is alive.
-pub fn follow_catalog_changes(follower: &Arc<CatalogFollower>) {
-    let mut followers = lock(&FOLLOWERS);
-    followers.retain(|f| f.strong_count() > 0);
-    followers.push(Arc::downgrade(follower));
-}
 
 /// Counts one more of a warning a plugin may cause in floods (a change of something that
 /// cannot change, a catalog the host refuses); whether to log this one: the 1st, 2nd, 4th,
@@ -32,8 +17,9 @@ pub fn sparse_warning(count: &AtomicU64) -> bool {
     (count.fetch_add(1, Ordering::Relaxed) + 1).is_power_of_two()
 }
 
-/// Plugin `plugin` says its `what` changed (a worker's come here from its frames, unchecked).
-pub fn deliver_catalog_change(plugin: &str, what: &str) {
+/// Plugin `plugin` says its `what` changed: tells `events`, if it is something that changes
+/// at run time (a worker's come here from its frames, unchecked).
+pub fn deliver_catalog_change(events: &dyn PluginEvents, plugin: &str, what: &str) {
     if !KINDS.contains(&what) {
         // A flood of them (a hostile worker's) does not flood the log.
         static DROPPED: AtomicU64 = AtomicU64::new(0);
@@ -47,15 +33,5 @@ pub fn deliver_catalog_change(plugin: &str, what: &str) {
         }
         return;
     }
-    let followers: Vec<Arc<CatalogFollower>> = {
-        let mut followers = lock(&FOLLOWERS);
-        followers.retain(|f| f.strong_count() > 0);
-        followers.iter().filter_map(Weak::upgrade).collect()
-    };
-    if followers.is_empty() {
-        tracing::debug!(plugin, what, "no one follows catalog changes here");
-    }
-    for f in followers {
-        f(plugin, what);
-    }
+    events.catalog_changed(plugin, what);
 }

@@ -13,7 +13,7 @@ use toolhost_plugin::abi::{
 };
 
 use super::{
-    callbacks::{call_ctx, host_api, CallData, LogSource},
+    callbacks::{call_ctx, host_api, CallData, Events, LogSource},
     configure::{config_lookup, LookupData},
     library::{Library, Opened, Root},
     Annotations, Backend, CallControl, CallResult, ConfigSource, ContentOut, Extras, LoadError,
@@ -57,6 +57,7 @@ pub(super) fn init(
     hash: [u8; 32],
     opened: Opened,
     config: ConfigSource<'_>,
+    events: Events,
 ) -> Result<Arc<LoadedPlugin>, LoadError> {
     let Opened {
         library,
@@ -67,13 +68,16 @@ pub(super) fn init(
         Root::Rust(root) => root,
         // The same seam, another backend: everything above it (reload, workers, limits) is
         // the same for both ABIs.
-        Root::C(table) => return super::c_abi::init(file, hash, library, table, declared, config),
+        Root::C(table) => {
+            return super::c_abi::init(file, hash, library, table, declared, config, events)
+        }
     };
     let log_source = Box::new(LogSource {
         file: file.display().to_string(),
         name: OnceLock::new(),
         // Absolute, so that it still names the file from another working directory.
         path: std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()),
+        events,
     });
     let host = host_api(&log_source);
     let mut plugin = InProcess {

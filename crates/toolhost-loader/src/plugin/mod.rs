@@ -24,10 +24,9 @@ use std::{
 
 pub use backend::Backend;
 pub use callbacks::{
-    set_notice_sink, AskFailure, AskGate, Asker, CallControl, Notice, NoticeSink, Report,
+    AskFailure, AskGate, Asker, CallControl, Events, Notice, PluginEvents, Report, Unfollowed,
 };
 pub use catalog_changes::{deliver_catalog_change, sparse_warning};
-pub use catalog_changes::{follow_catalog_changes, CatalogFollower};
 pub use configure::ConfigSource;
 pub use library::{kept_for_threads_count, pinned_count, still_mapped};
 pub use shadow::{NotALibrary, ShadowError, Staged, MAX_PLUGIN_BYTES};
@@ -164,9 +163,14 @@ pub struct Opening {
 
 impl Opening {
     /// Runs the plugin's `init` (its `on_load`), handing it the `config` that `config` gives
-    /// for the name it declares: the plugin is loaded once this returns.
-    pub fn init(self, config: ConfigSource<'_>) -> Result<Arc<LoadedPlugin>, LoadError> {
-        in_process::init(&self.file, self.hash, self.opened, config)
+    /// for the name it declares and the place its events go: the plugin is loaded once this
+    /// returns.
+    pub fn init(
+        self,
+        config: ConfigSource<'_>,
+        events: Events,
+    ) -> Result<Arc<LoadedPlugin>, LoadError> {
+        in_process::init(&self.file, self.hash, self.opened, config, events)
     }
 
     /// SHA-256 of the file's bytes.
@@ -213,13 +217,14 @@ impl LoadedPlugin {
 
     /// Loads a plugin from its copy staged by [`Staged::copy`] (which hashed it on the way, so
     /// a caller can skip unchanged files before loading), handing the plugin the `config` that
-    /// `config` gives for the name it declares.
+    /// `config` gives for the name it declares. Outside a registry: its events are
+    /// [`Unfollowed`].
     pub fn load_staged_with_config(
         file: &Path,
         staged: Staged,
         config: ConfigSource<'_>,
     ) -> Result<Arc<Self>, LoadError> {
-        Self::open_staged(file, staged)?.init(config)
+        Self::open_staged(file, staged)?.init(config, Arc::new(Unfollowed))
     }
 
     /// [`LoadedPlugin::load`] with a configuration source.
@@ -233,16 +238,18 @@ impl LoadedPlugin {
     }
 
     /// Loads a plugin in a worker process from `fd_path` (`/proc/self/fd/N`), an inherited
-    /// descriptor of the copy the host staged and checked; `file` and `hash` are the host's.
+    /// descriptor of the copy the host staged and checked; `file` and `hash` are the host's,
+    /// and `events` the worker's frames to it.
     #[cfg(target_os = "linux")]
     pub fn load_inherited(
         file: &Path,
         fd_path: &Path,
         hash: [u8; 32],
         config: ConfigSource<'_>,
+        events: Events,
     ) -> Result<Arc<Self>, LoadError> {
         let opened = Library::open_inherited(fd_path)?;
-        in_process::init(file, hash, opened, config)
+        in_process::init(file, hash, opened, config, events)
     }
 
     /// A version of the plugin declaring `manifest`, loaded from `file` (whose bytes hash to

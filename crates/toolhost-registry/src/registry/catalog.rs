@@ -20,14 +20,14 @@
 
 use std::{
     collections::{HashMap, HashSet},
-    sync::{atomic::AtomicU64, Arc, Mutex, OnceLock, Weak},
+    sync::{atomic::AtomicU64, Arc, Mutex},
     time::Duration,
 };
 
 use super::{Registry, RegistryEvent, Version};
 use crate::{
     catalog::flat_name,
-    plugin::{follow_catalog_changes, sparse_warning, CallControl, CatalogFollower, LoadedPlugin},
+    plugin::{sparse_warning, CallControl, LoadedPlugin},
     sync::lock,
 };
 
@@ -42,30 +42,14 @@ pub(super) struct Rereads {
     running: Mutex<HashMap<String, bool>>,
     /// Catalogs refused so far, by plugin (for [`sparse_warning`]).
     refused: Mutex<HashMap<String, Arc<AtomicU64>>>,
-    /// What the plugins' `catalog_changed` reaches (kept while the registry lives).
-    follower: OnceLock<Arc<CatalogFollower>>,
 }
 
 impl Registry {
-    /// Follows the plugins' catalog changes from now on.
-    pub(super) fn follow_catalogs(self: &Arc<Self>) {
-        let me: Weak<Registry> = Arc::downgrade(self);
-        let follower = self.rereads.follower.get_or_init(|| {
-            Arc::new(move |plugin: &str, _what: &str| {
-                if let Some(registry) = me.upgrade() {
-                    registry.catalog_changed(plugin);
-                }
-            })
-        });
-        follow_catalog_changes(follower);
-    }
-
     /// Plugin `name` says its catalog changed: read it again, unless a read runs (then once
     /// more after it).
-    fn catalog_changed(self: &Arc<Self>, name: &str) {
+    pub(super) fn catalog_changed(self: &Arc<Self>, name: &str) {
         if !self.read().slots.contains_key(name) {
-            // Another registry's plugin (a test process holds several), or one still loading:
-            // what `on_load` added is in its manifest.
+            // One still loading: what `on_load` added is in its manifest.
             return;
         }
         {

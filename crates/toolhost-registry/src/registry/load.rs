@@ -36,16 +36,19 @@ impl Registry {
         let waker = self.waker.clone();
         let settings = self.config.settings.clone();
         let path = file.to_path_buf();
+        let events = self.plugin_events();
         let spawned = std::thread::Builder::new()
             .name("toolhost-load".into())
             .spawn(move || {
                 let config = |name: &str| settings.plugin_config_json(name);
                 let loaded =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match prepared {
-                        Prepared::Opened(opening, _) => opening.init(&config),
+                        Prepared::Opened(opening, _) => opening.init(&config, events),
                         Prepared::ForWorker(job, _) => {
                             let (staged, workers, settings) = *job;
-                            crate::worker::start_plugin(&path, staged, workers, settings, &config)
+                            crate::worker::start_plugin(
+                                &path, staged, workers, settings, &config, events,
+                            )
                         }
                         Prepared::Settled(_) => Err(load_thread_lost()),
                     }))

@@ -31,8 +31,10 @@ mod install;
 mod lease;
 mod load;
 mod placement;
+mod plugin_events;
 pub use catalog::READ_INTERVAL;
 pub use placement::{own_files, place, Placement};
+pub use plugin_events::NoticeFollower;
 mod prepare;
 mod serving;
 mod settings;
@@ -177,6 +179,8 @@ pub struct Registry {
     waker: Waker,
     /// Plugins' catalogs read again after they changed at run time.
     rereads: catalog::Rereads,
+    /// What its plugins' notifications and catalog changes reach (their libraries' handle).
+    plugin_events: Arc<plugin_events::Hub>,
 }
 
 /// What looking at one file came to.

@@ -35,7 +35,7 @@ impl Registry {
         config.trust.check_writers(&config.dir)?;
         let files = plugin_files(&config.dir)?;
         let (events, _) = broadcast::channel(1024);
-        let registry = Arc::new(Registry {
+        let registry = Arc::new_cyclic(|me| Registry {
             config,
             state: RwLock::new(Default::default()),
             serving: RwLock::new(Default::default()),
@@ -43,8 +43,8 @@ impl Registry {
             late: Mutex::new(Vec::new()),
             waker: Arc::default(),
             rereads: Default::default(),
+            plugin_events: Arc::new(super::plugin_events::Hub::new(me.clone())),
         });
-        registry.follow_catalogs();
         let started = registry.start_all(&files);
         for (file, started) in files.iter().zip(started) {
             match registry.settle_started(file, started) {

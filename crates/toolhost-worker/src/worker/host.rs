@@ -37,6 +37,8 @@ pub(super) struct Current {
 /// Everything the reader threads share with the [`WorkerPlugin`].
 pub(super) struct Shared {
     pub(super) name: String,
+    /// Where its plugin's events go, whichever worker runs it: the registry that loaded it.
+    pub(super) events: crate::plugin::Events,
     pub(super) file: PathBuf,
     pub(super) hash: [u8; 32],
     /// Where the staged copy was (unlinked once the first worker had it).
@@ -74,13 +76,14 @@ impl std::fmt::Debug for WorkerPlugin {
 
 impl WorkerPlugin {
     /// Starts a worker for the copy `staged` of `file` (already hashed and trusted by the
-    /// caller) and reads its manifest.
+    /// caller) and reads its manifest; its plugin's events go to `events`.
     pub fn start(
         file: &Path,
         staged: Staged,
         config: Arc<WorkerConfig>,
         settings: PluginWorkerSettings,
         plugin_config: ConfigSource<'_>,
+        events: crate::plugin::Events,
     ) -> Result<WorkerPlugin, LoadError> {
         let library = staged.open_read().map_err(WorkerError::Handover)?;
         let sandbox = match &settings.sandbox {
@@ -93,6 +96,7 @@ impl WorkerPlugin {
         drop(staged);
         let mut shared = Shared {
             name: file_label(file),
+            events,
             file: file.to_path_buf(),
             hash,
             shadow,

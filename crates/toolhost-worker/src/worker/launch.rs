@@ -111,6 +111,7 @@ pub(super) fn launch(
     };
     let proc = Arc::new(Proc {
         pid,
+        events: shared.events.clone(),
         writer: Mutex::new(channel),
         replies: Mutex::new(reader),
         lead: Lead::new(),

@@ -46,6 +46,9 @@ pub(super) enum Reply {
 /// One running worker process.
 pub(super) struct Proc {
     pub(super) pid: u32,
+    /// Where its plugin's notifications and catalog changes go: the registry that loaded this
+    /// version.
+    pub(super) events: crate::plugin::Events,
     pub(super) writer: Mutex<UnixStream>,
     /// The worker's replies (results, progress, states): read by whoever has the lead
     /// (`lead`), alone.
@@ -115,7 +118,7 @@ impl Proc {
                 return None;
             }
             FromWorker::Notify { method, params } => {
-                crate::plugin::deliver_notice(plugin, &method, &params);
+                crate::plugin::deliver_notice(&*self.events, plugin, &method, &params);
                 return None;
             }
             FromWorker::Ask { id, ask, asks } => match self.asks.admit(id, ask, &asks) {
@@ -138,7 +141,7 @@ impl Proc {
                 }
             },
             FromWorker::CatalogChanged { what } => {
-                crate::plugin::deliver_catalog_change(plugin, &what);
+                crate::plugin::deliver_catalog_change(&*self.events, plugin, &what);
                 return None;
             }
             FromWorker::Ready { .. }

@@ -14,7 +14,7 @@ use toolhost_c_abi as ffi;
 
 use crate::model::MAX_DECLARATION_BYTES;
 use crate::plugin::{
-    callbacks::{check_notice, deliver_notice, emit, AskFailure},
+    callbacks::{check_notice, deliver_notice, emit, AskFailure, Events},
     CallControl,
 };
 
@@ -32,6 +32,8 @@ pub(super) struct Instance {
     /// Whether a misuse of a handle of it was reported as a warning already (later ones are
     /// debug records: a thread spinning on a stale handle must not flood the log).
     pub(super) warned: AtomicBool,
+    /// Where its notifications go: the registry that loaded it (in a worker, the host).
+    pub(super) events: Events,
 }
 
 impl Instance {
@@ -374,7 +376,7 @@ extern "C" fn host_notify(
             Ok(()) => ffi::TOOLHOST_OK,
             Err(_) => ffi::TOOLHOST_ERR_INVALID,
         };
-        deliver_notice(i.plugin(), &method, &params);
+        deliver_notice(&*i.events, i.plugin(), &method, &params);
         status
     })
 }

@@ -21,7 +21,7 @@ use crate::model::MAX_DECLARATION_BYTES;
 use crate::plugin::{
     library::Library,
     run_catalog::{no_twice, McpTool},
-    ConfigSource, Extras, LoadError, LoadedPlugin, Manifest,
+    ConfigSource, Events, Extras, LoadError, LoadedPlugin, Manifest,
 };
 
 /// A C-ABI plugin's manifest: its name and tools as MCP shows them, the rest as the Rust ABI's
@@ -81,8 +81,9 @@ pub(crate) fn init(
     table: Table,
     declared: Option<String>,
     config: ConfigSource<'_>,
+    events: Events,
 ) -> Result<Arc<LoadedPlugin>, LoadError> {
-    let instance = Instance::register(file, declared.as_deref());
+    let instance = Instance::register(file, declared.as_deref(), events);
     let mut plugin = CPlugin {
         table,
         instance: instance.clone(),
@@ -121,8 +122,8 @@ pub(crate) fn init(
 
 impl Instance {
     /// A new loaded version of the plugin at `file` (named `declared` by its file, if it is),
-    /// in [`INSTANCES`] until its backend is dropped.
-    fn register(file: &Path, declared: Option<&str>) -> Arc<Instance> {
+    /// in [`INSTANCES`] until its backend is dropped; its events go to `events`.
+    fn register(file: &Path, declared: Option<&str>, events: Events) -> Arc<Instance> {
         let path = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
         let instance = Arc::new(Instance {
             id: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
@@ -131,6 +132,7 @@ impl Instance {
             path: path_bytes(&path),
             calls: AtomicU32::new(0),
             warned: AtomicBool::new(false),
+            events,
         });
         if let Some(name) = declared {
             // Named so from the start: what it hands back before its manifest is read is
