@@ -180,39 +180,22 @@ fn prepare(
         Scope::All => "",
     };
     let arguments = params.get("arguments").cloned();
-    match params.get("requestState") {
-        None => {}
-        Some(Value::String(s)) => {
-            let binding = Binding {
-                endpoint,
-                plugin: &plugin,
-                method,
-                target: &target,
-                arguments: arguments.as_ref(),
-                token,
-            };
-            match key.redeem(&binding, s, state::now()) {
-                // The answers of earlier rounds, checked when they were used, win over a new
-                // answer to the same key.
-                Ok(earlier) => gathered.extend(earlier),
-                Err(Redeem::Unverified(why)) => {
-                    tracing::info!(target: "toolhost::http", why = why.0, "refused a requestState");
-                    let unverified = Reply::error(id, ErrorCode::INVALID_PARAMS, UNVERIFIED);
-                    return Err(Refusal::Invalid(unverified));
-                }
-                Err(Redeem::Full) => {
-                    tracing::warn!(target: "toolhost::http", "refused a requestState: {} states used in the last {} s are recorded already", state::MAX_SPENT, state::STATE_LIFETIME.as_secs());
-                    return Err(Refusal::Busy(Reply::error(
-                        id,
-                        ErrorCode::INTERNAL_ERROR,
-                        "Service Unavailable: too many answered questions in the last \
-                         minutes to record this one; try again later",
-                    )));
-                }
-            }
-        }
-        Some(_) => return Err(invalid("requestState must be a string")),
-    }
+    let binding = Binding {
+        endpoint,
+        plugin: &plugin,
+        method,
+        target: &target,
+        arguments: arguments.as_ref(),
+        token,
+    };
+    // The answers of earlier rounds, checked when they were used, win over a new answer to
+    // the same key.
+    gathered.extend(earlier_answers(
+        key,
+        &binding,
+        params.get("requestState"),
+        id,
+    )?);
     let replay = Arc::new(Replay::new(capabilities, gathered));
     Ok(Some(Retry {
         asker: replay.clone(),
@@ -225,6 +208,44 @@ fn prepare(
         token,
         key: key.clone(),
     }))
+}
+
+/// The answers a client's `requestState` carries from earlier rounds (none without one), once
+/// its signature and binding hold and it was not used before.
+fn earlier_answers(
+    key: &StateKey,
+    binding: &Binding<'_>,
+    state: Option<&Value>,
+    id: Option<&RawValue>,
+) -> Result<Map<String, Value>, Refusal> {
+    let s = match state {
+        None => return Ok(Map::new()),
+        Some(Value::String(s)) => s,
+        Some(_) => {
+            return Err(Refusal::Invalid(Reply::error(
+                id,
+                ErrorCode::INVALID_PARAMS,
+                "invalid params: requestState must be a string",
+            )))
+        }
+    };
+    match key.redeem(binding, s, state::now()) {
+        Ok(earlier) => Ok(earlier),
+        Err(Redeem::Unverified(why)) => {
+            tracing::info!(target: "toolhost::http", why = why.0, "refused a requestState");
+            let unverified = Reply::error(id, ErrorCode::INVALID_PARAMS, UNVERIFIED);
+            Err(Refusal::Invalid(unverified))
+        }
+        Err(Redeem::Full) => {
+            tracing::warn!(target: "toolhost::http", "refused a requestState: {} states used in the last {} s are recorded already", state::MAX_SPENT, state::STATE_LIFETIME.as_secs());
+            Err(Refusal::Busy(Reply::error(
+                id,
+                ErrorCode::INTERNAL_ERROR,
+                "Service Unavailable: too many answered questions in the last \
+                 minutes to record this one; try again later",
+            )))
+        }
+    }
 }
 
 impl Retry {
