@@ -13,40 +13,14 @@ use std::{
 
 use serde_json::value::RawValue;
 
-use super::{tasks, Client, Dispatch, Method, Progress, Reply, Request, Router, Scope, Tasks};
+use super::{
+    tasks, Client, Dispatch, Method, Progress, Reply, Request, RequestKey, Router, Scope, Tasks,
+};
 use crate::{
     model::{CancelledParams, ErrorCode},
     plugin::CallControl,
     sync::lock,
 };
-
-/// A request among those in flight: its client, the server it went to and its id. Ids equal
-/// in JSON are one request's, however spelled (`model::id_key`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct RequestKey {
-    /// `""` for the one client of a stdio or control session; an HTTP session's id, or a
-    /// fresh name per stateless request.
-    client: Box<str>,
-    /// The plugin's server, or `""` for the all-plugins server (plugin names are never empty).
-    server: Box<str>,
-    id: Box<str>,
-}
-
-impl RequestKey {
-    /// The key of request `id` from `client` to `scope`.
-    pub fn new(scope: Scope<'_>, client: &str, id: &RawValue) -> Self {
-        RequestKey {
-            client: client.into(),
-            server: scope.key().into(),
-            id: crate::model::id_key(id).into(),
-        }
-    }
-
-    /// Whether it is a request of `client` to `scope`.
-    fn of(&self, scope: Scope<'_>, client: &str) -> bool {
-        *self.client == *client && *self.server == *scope.key()
-    }
-}
 
 /// A request id already in flight for its client: a second request would take the first's
 /// place for cancellation, leaving that one running with nobody able to stop it.

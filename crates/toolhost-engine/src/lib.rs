@@ -54,7 +54,7 @@ use serde_json::value::RawValue;
 /// A plugin's questions, checked (another front end's [`crate::plugin::Asker`] reads them so).
 pub use asks::read_asks;
 pub use asks::{Asks, ClientCaps, StreamAsker, PLUGIN_META};
-pub use in_flight::{Duplicate, RequestKey};
+pub use in_flight::Duplicate;
 // What the registry's snapshot holds, under the names the router has always used.
 pub use crate::catalog::{
     flat_name, FlatCatalog, FlatCollision, OfferCollision, Offers, Resolved, ToolCheck, Tools,
@@ -66,18 +66,18 @@ pub use offers::check_prompt_arguments;
 pub use plugin_request::PluginRequest;
 pub use progress::{Discard, Notify, Sink};
 pub use prompts::check as check_prompt;
-pub use protocol::{
-    check_version, declares_tasks, list_changed, Reply, Revision, DISCOVER_VERSIONS,
-};
+pub use protocol::{check_version, list_changed, Reply, Revision, DISCOVER_VERSIONS};
 pub use replay::{Replay, Round};
-pub use request::{Answer, Failure, HereRun, Method, Outcome, Request, Respond};
+pub use request::{
+    Answer, CallError, Failure, HereRun, Method, Outcome, Request, RequestKey, Respond,
+};
 pub use resources::PAGE_SIZE;
 pub use subscriptions::MAX_SUBSCRIPTIONS;
 pub use tasks::{
-    Status as TaskStatus, TaskLimits, Tasking, Tasks, DEFAULT_MAX_KEPT_TASKS,
+    declares_tasks, Status as TaskStatus, TaskLimits, Tasking, Tasks, DEFAULT_MAX_KEPT_TASKS,
     DEFAULT_MAX_TASK_BYTES, EXTENSION as TASKS_EXTENSION, MAX_TASKS,
 };
-pub use tool_call::{CallError, CallOutput};
+pub use tool_call::CallOutput;
 
 use in_flight::Requests;
 use offered::complete;
@@ -126,6 +126,12 @@ impl<'a> Scope<'a> {
             // Plugin names are never empty, so this cannot collide.
             Scope::All => "",
         }
+    }
+
+    /// The key of `client` of this scope among the log levels set, the subscriptions, the
+    /// questions in flight and the tasks' owners.
+    fn client_key(self, client: &str) -> String {
+        format!("{client}\n{}", self.key())
     }
 }
 
@@ -358,9 +364,9 @@ pub struct Router {
     executor: Executor,
     /// The requests in flight, each with its one cancellation handle.
     requests: Requests,
-    /// The URIs each client subscribed to, by [`client_key`](server::client_key).
+    /// The URIs each client subscribed to, by [`Scope::client_key`].
     subscriptions: subscriptions::Subscriptions,
-    /// The log level each client set with `logging/setLevel`, by [`client_key`]: its calls'
+    /// The log level each client set with `logging/setLevel`, by [`Scope::client_key`]: its calls'
     /// plugin log records at or above it are sent to it.
     log_levels: Mutex<HashMap<String, LogLevel>>,
     /// The questions calls put to their clients, waiting for the answers.
@@ -402,7 +408,7 @@ impl Router {
     /// The key of client `id` of `scope` among the questions in flight (what its
     /// [`StreamAsker`] is made with).
     pub fn ask_key(scope: Scope<'_>, id: &str) -> String {
-        server::client_key(scope, id)
+        scope.client_key(id)
     }
 
     /// The plugins served.

@@ -269,10 +269,7 @@ impl Router {
             RESOURCE_LIST_CHANGED => Some(rpc_notification::<()>(RESOURCE_LIST_CHANGED, None)),
             RESOURCE_UPDATED => {
                 let uri = uri_of(notice)?;
-                if !self
-                    .subscriptions
-                    .has(&super::server::client_key(scope, client), &uri)
-                {
+                if !self.subscriptions.has(&scope.client_key(client), &uri) {
                     return None;
                 }
                 // A plugin speaks only for the URIs it serves.

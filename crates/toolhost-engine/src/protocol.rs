@@ -16,7 +16,9 @@
 use serde::Serialize;
 use serde_json::{json, value::RawValue, Value};
 
-use crate::model::{rpc_error_data, rpc_result_raw, ErrorCode, MODERN_PROTOCOL_VERSION};
+use crate::model::{
+    rpc_error_data, rpc_result_raw, ErrorCode, RequestError, MODERN_PROTOCOL_VERSION,
+};
 
 /// The MCP revision a client speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,12 +160,10 @@ impl Reply {
     }
 
     /// What it says outside any protocol: the result's text, or the error.
-    pub fn into_outcome(self) -> super::Outcome {
+    pub fn into_result(self) -> Result<String, RequestError> {
         match self.body {
             Body::Result { text, .. } | Body::Typed(text) => Ok(text),
-            Body::Error { code, message, .. } => Err(super::CallError::Rpc(
-                crate::model::RequestError::new(code.to_i32(), message),
-            )),
+            Body::Error { code, message, .. } => Err(RequestError::new(code.to_i32(), message)),
         }
     }
 }
@@ -233,13 +233,6 @@ pub fn check_version(id: Option<&RawValue>, version: &str) -> Result<(), Reply> 
         "Unsupported protocol version",
         data,
     ))
-}
-
-/// Whether a 2026-07-28 request's client capabilities declare the tasks extension.
-pub fn declares_tasks(capabilities: Option<&RawValue>) -> bool {
-    capabilities
-        .and_then(|c| serde_json::from_str::<Value>(c.get()).ok())
-        .is_some_and(|c| c["extensions"].get(super::TASKS_EXTENSION).is_some())
 }
 
 /// The lists a server may announce changes of: the listen filter's flag, the capability that
@@ -379,10 +372,10 @@ mod tests {
         assert!(check_version(None, "2026-07-28").is_ok());
         let refused = check_version(None, "2099-01-01").unwrap_err();
         assert_eq!(refused.code(), Some(ErrorCode::UNSUPPORTED_VERSION));
-        assert!(declares_tasks(Some(&raw(
+        assert!(crate::declares_tasks(Some(&raw(
             r#"{"extensions":{"io.modelcontextprotocol/tasks":{}}}"#
         ))));
-        assert!(!declares_tasks(Some(&raw(r#"{"extensions":{}}"#))));
+        assert!(!crate::declares_tasks(Some(&raw(r#"{"extensions":{}}"#))));
     }
     #[test]
     fn listen_honours_what_the_capabilities_offer() {

@@ -30,18 +30,88 @@ use serde_json::value::RawValue;
 use super::{
     progress::Progress,
     protocol::{shape_code, shape_result},
-    CallError, Reply, RequestKey, Revision, Router,
+    Reply, Revision, Router, Scope,
 };
 use crate::{
     executor::{HereId, HereTicket, Job},
-    model::{control_success_raw, rpc_error_data, rpc_result_raw, ErrorCode, NOTIFICATION_ACK},
+    model::{
+        control_success_raw, rpc_error_data, rpc_result_raw, ErrorCode, RequestError,
+        NOTIFICATION_ACK,
+    },
     plugin::CallControl,
     registry::{Lease, TryLease, Version},
     relay::HERE_BUDGET,
 };
 
+/// A request among those in flight: its client, the server it went to and its id. Ids equal
+/// in JSON are one request's, however spelled (`model::id_key`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RequestKey {
+    /// `""` for the one client of a stdio or control session; an HTTP session's id, or a
+    /// fresh name per stateless request.
+    client: Box<str>,
+    /// The plugin's server, or `""` for the all-plugins server (plugin names are never empty).
+    server: Box<str>,
+    id: Box<str>,
+}
+
+impl RequestKey {
+    /// The key of request `id` from `client` to `scope`.
+    pub fn new(scope: Scope<'_>, client: &str, id: &RawValue) -> Self {
+        RequestKey {
+            client: client.into(),
+            server: scope.key().into(),
+            id: crate::model::id_key(id).into(),
+        }
+    }
+
+    /// Whether it is a request of `client` to `scope`.
+    pub(super) fn of(&self, scope: Scope<'_>, client: &str) -> bool {
+        *self.client == *client && *self.server == *scope.key()
+    }
+}
+
 /// What a request produced: its `result` as JSON text, or a JSON-RPC error.
 pub type Outcome = Result<String, CallError>;
+
+/// Why a request did not reach its plugin: a JSON-RPC error (invalid params) rather than a
+/// result.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CallError {
+    #[error("unknown MCP server `{0}`: no plugin of that name is loaded")]
+    UnknownServer(String),
+    #[error("unknown tool: `{tool}` is not a tool of plugin `{plugin}`")]
+    UnknownTool { plugin: String, tool: String },
+    /// A `<plugin>__<tool>` name of `toolhost serve` that names no tool.
+    #[error("unknown tool: {0}")]
+    UnknownFlatTool(String),
+    /// A JSON-RPC error with its own code: a plugin's answer to a request beyond tool calls
+    /// (`resources/read` of an unknown URI is -32002), or the host's check of one.
+    #[error("{0}")]
+    Rpc(RequestError),
+    /// MCP's "resource not found" (-32002): no plugin serves `uri`, or its plugin said so.
+    #[error("{message}")]
+    ResourceNotFound { uri: String, message: String },
+}
+
+impl CallError {
+    /// The JSON-RPC error code of the reply.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            CallError::Rpc(e) => e.code.into(),
+            CallError::ResourceNotFound { .. } => ErrorCode::RESOURCE_NOT_FOUND,
+            _ => ErrorCode::INVALID_PARAMS,
+        }
+    }
+
+    /// The error's `data`, when it has one.
+    pub fn data(&self) -> Option<serde_json::Value> {
+        match self {
+            CallError::ResourceNotFound { uri, .. } => Some(serde_json::json!({ "uri": uri })),
+            _ => None,
+        }
+    }
+}
 
 /// Why a request did not produce its own result; a [`Method`] says it in its own terms.
 pub enum Failure<'a> {
@@ -158,7 +228,7 @@ impl Answer<'_> {
     pub fn into_outcome(self) -> Outcome {
         match self {
             Answer::Outcome { outcome, .. } => outcome,
-            Answer::Reply(reply) => reply.into_outcome(),
+            Answer::Reply(reply) => reply.into_result().map_err(CallError::Rpc),
             Answer::Notified => Ok("{}".to_string()),
         }
     }

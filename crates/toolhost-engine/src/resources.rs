@@ -269,7 +269,7 @@ impl Router {
         if on && offers.resolve(uri).is_none() {
             return error_reply(id, &not_found(uri));
         }
-        let key = super::server::client_key(client.scope, client.id);
+        let key = client.scope.client_key(client.id);
         match self.subscriptions.set(key, uri, on) {
             Ok(()) => Reply::result(id, &json!({})),
             Err(e) => Reply::error(Some(id), ErrorCode::INVALID_REQUEST, e.to_string()),

@@ -140,7 +140,7 @@ impl Router {
         id: &RawValue,
         level: LogLevel,
     ) -> Reply {
-        lock(&self.log_levels).insert(client_key(scope, client), level);
+        lock(&self.log_levels).insert(scope.client_key(client), level);
         Reply::result(id, &serde_json::json!({}))
     }
 
@@ -151,28 +151,23 @@ impl Router {
         if levels.is_empty() {
             return None;
         }
-        levels.get(&client_key(scope, client)).copied()
+        levels.get(&scope.client_key(client)).copied()
     }
 
     /// How many resources `client` of `scope` is subscribed to (a client gone leaves none).
     pub fn subscriptions_of(&self, scope: Scope<'_>, client: &str) -> usize {
-        self.subscriptions.count(&client_key(scope, client))
+        self.subscriptions.count(&scope.client_key(client))
     }
 
     /// Forgets what `client` of `scope` set (its session ended): its log level, its
     /// subscriptions, its tasks.
     pub fn forget_client(&self, scope: Scope<'_>, client: &str) {
-        let key = client_key(scope, client);
+        let key = scope.client_key(client);
         lock(&self.log_levels).remove(&key);
         self.subscriptions.forget(&key);
         self.tasks
             .end_owner(&super::tasks::owner_key(scope, client));
     }
-}
-
-/// The key of `client` of `scope` among the log levels set and the subscriptions.
-pub(super) fn client_key(scope: Scope<'_>, client: &str) -> String {
-    format!("{client}\n{}", scope.key())
 }
 
 /// The `initialize` result of a plugin's server, or of the all-plugins server (without the

@@ -1,6 +1,6 @@
 //! The resources each client subscribed to (`resources/subscribe`): a change a plugin signals
 //! for one of them becomes `notifications/resources/updated` for that client only (see
-//! `notices.rs`). Kept by client (the key of its log level, [`super::server::client_key`]:
+//! `notices.rs`). Kept by client (the key of its log level, [`super::Scope::client_key`]:
 //! its id and its server), so one client's unsubscribe leaves another's subscription alone,
 //! and forgotten with the client ([`super::Router::forget_client`]).
 

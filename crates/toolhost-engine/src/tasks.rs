@@ -63,6 +63,13 @@ pub const POLL_INTERVAL_MS: u64 = 500;
 pub const MAX_QUESTIONS: usize = 64;
 /// The 2026-07-28 extension's name.
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// Whether a 2026-07-28 request's client capabilities declare the tasks extension.
+pub fn declares_tasks(capabilities: Option<&RawValue>) -> bool {
+    capabilities
+        .and_then(|c| serde_json::from_str::<Value>(c.get()).ok())
+        .is_some_and(|c| c["extensions"].get(EXTENSION).is_some())
+}
+
 /// The `_meta` key a 2025-11-25 message related to a task names it by.
 const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
@@ -622,7 +629,7 @@ impl Tasks {
 
 /// The key of the tasks of `owner` in `scope`.
 pub(super) fn owner_key(scope: Scope<'_>, owner: &str) -> String {
-    super::server::client_key(scope, owner)
+    scope.client_key(owner)
 }
 
 /// A task id: 128 random bits in hex.

@@ -7,13 +7,13 @@ use std::{sync::Arc, time::Duration};
 use serde_json::{value::RawValue, Value};
 
 use super::{
-    progress::Progress, resources, Client, Dispatch, Failure, FlatCatalog, Method, Outcome, Reply,
-    Router, Scope, ToolCheck, TOOLS_PAGE_SIZE,
+    progress::Progress, resources, CallError, Client, Dispatch, Failure, FlatCatalog, Method,
+    Outcome, Reply, Router, Scope, ToolCheck, TOOLS_PAGE_SIZE,
 };
 use crate::{
     model::{
         call_result_text, parse_call_result, tool_json_of, CallParams, CallResult, Cursor,
-        ErrorCode, LogLevel, RequestError,
+        ErrorCode, LogLevel,
     },
     plugin::{CallControl, LoadedPlugin, Report},
     registry::Version,
@@ -32,45 +32,6 @@ impl CallOutput {
     pub(super) fn from_json(json: String) -> Self {
         let result = parse_call_result(&json).expect("the router writes valid results");
         CallOutput { result, json }
-    }
-}
-
-/// Why a request did not reach its plugin: a JSON-RPC error (invalid params) rather than a
-/// result.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum CallError {
-    #[error("unknown MCP server `{0}`: no plugin of that name is loaded")]
-    UnknownServer(String),
-    #[error("unknown tool: `{tool}` is not a tool of plugin `{plugin}`")]
-    UnknownTool { plugin: String, tool: String },
-    /// A `<plugin>__<tool>` name of `toolhost serve` that names no tool.
-    #[error("unknown tool: {0}")]
-    UnknownFlatTool(String),
-    /// A JSON-RPC error with its own code: a plugin's answer to a request beyond tool calls
-    /// (`resources/read` of an unknown URI is -32002), or the host's check of one.
-    #[error("{0}")]
-    Rpc(RequestError),
-    /// MCP's "resource not found" (-32002): no plugin serves `uri`, or its plugin said so.
-    #[error("{message}")]
-    ResourceNotFound { uri: String, message: String },
-}
-
-impl CallError {
-    /// The JSON-RPC error code of the reply.
-    pub fn code(&self) -> ErrorCode {
-        match self {
-            CallError::Rpc(e) => e.code.into(),
-            CallError::ResourceNotFound { .. } => crate::model::ErrorCode::RESOURCE_NOT_FOUND,
-            _ => crate::model::ErrorCode::INVALID_PARAMS,
-        }
-    }
-
-    /// The error's `data`, when it has one.
-    pub fn data(&self) -> Option<serde_json::Value> {
-        match self {
-            CallError::ResourceNotFound { uri, .. } => Some(serde_json::json!({ "uri": uri })),
-            _ => None,
-        }
     }
 }
 

@@ -16,7 +16,7 @@ use hyper::{header::HeaderMap, Response, StatusCode};
 use tokio::sync::mpsc;
 
 use super::{
-    endpoint::{header_str, Remote, SESSION_ID},
+    head::{header_str, Remote, SESSION_ID},
     reply::{empty, session_not_found, Body},
     session::HttpSession,
     sse::Item,
@@ -117,7 +117,7 @@ pub(super) fn response(
     let Some(session) = shared.sessions.find(id, endpoint, client.credential) else {
         return session_not_found(message.id());
     };
-    let key = Router::ask_key(super::endpoint::scope_of(endpoint), &session.id);
+    let key = Router::ask_key(super::head::scope_of(endpoint), &session.id);
     shared.router.asks().take_response(&key, message);
     empty(StatusCode::ACCEPTED)
 }

@@ -21,10 +21,9 @@ use tokio::sync::mpsc;
 
 use super::{
     answer::{responder, wait_reply, Reply},
-    asking,
-    auth::Credential,
-    body,
+    asking, body,
     budget::Held,
+    head::{accepts, header_str, scope_of, Accepts, Remote, PROTOCOL_VERSION, SESSION_ID},
     limits::Ticket,
     modern,
     paced::paced,
@@ -46,9 +45,6 @@ use crate::{
     service::rounds::{self, Opening, Refusal},
     sync::lock,
 };
-
-pub(super) const SESSION_ID: &str = "mcp-session-id";
-pub(super) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 
 /// What the log line of a request says beyond its HTTP facts.
 #[derive(Default)]
@@ -174,49 +170,6 @@ fn trace_head(req: &Request<Incoming>) {
         shown.push_str(&format!("\n   {name}: {value}"));
     }
     tracing::trace!(target: "toolhost::http::wire", "<< {shown}");
-}
-
-/// The remote end of a request: its address (bounds its requests in flight) and the token it
-/// presented (binds its sessions).
-#[derive(Clone, Copy)]
-pub(super) struct Remote {
-    peer: SocketAddr,
-    pub(super) credential: Option<Credential>,
-}
-
-/// What the client accepts of a POST's answer.
-pub(super) struct Accepts {
-    json: bool,
-    pub(super) sse: bool,
-}
-
-pub(super) fn accepts(headers: &HeaderMap) -> Accepts {
-    let Some(accept) = headers.get(header::ACCEPT).and_then(|a| a.to_str().ok()) else {
-        return Accepts {
-            json: true,
-            sse: true,
-        };
-    };
-    let mut a = Accepts {
-        json: false,
-        sse: false,
-    };
-    for part in accept.split(',') {
-        match part.split(';').next().unwrap_or("").trim() {
-            "*/*" => {
-                a.json = true;
-                a.sse = true;
-            }
-            "application/json" | "application/*" => a.json = true,
-            "text/event-stream" | "text/*" => a.sse = true,
-            _ => {}
-        }
-    }
-    a
-}
-
-pub(super) fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
 }
 
 async fn post(
@@ -595,13 +548,5 @@ impl Drop for CallGuard {
             tracing::info!(target: "toolhost::http", key = ?self.key, "the client went away: call cancelled");
             self.router.cancel_request(&self.key);
         }
-    }
-}
-
-/// The router's scope of the endpoint `/mcp` (`None`) or `/mcp/NAME`.
-pub(super) fn scope_of(endpoint: Option<&str>) -> Scope<'_> {
-    match endpoint {
-        Some(n) => Scope::Server(n),
-        None => Scope::All,
     }
 }

@@ -36,6 +36,7 @@ mod budget;
 mod conns;
 mod descriptors;
 mod endpoint;
+mod head;
 mod limits;
 mod modern;
 mod origin;
@@ -439,12 +440,12 @@ impl Shared {
     /// change made `due`.
     fn announce(&self, due: &Due) {
         for s in self.sessions.all() {
-            for kind in due.of(endpoint::scope_of(s.endpoint.as_deref())) {
+            for kind in due.of(head::scope_of(s.endpoint.as_deref())) {
                 s.announce(&list_changed(kind));
             }
         }
         lock(&self.listeners).retain(|l| {
-            let due = due.of(endpoint::scope_of(l.endpoint.as_deref()));
+            let due = due.of(head::scope_of(l.endpoint.as_deref()));
             let heard: Vec<u8> = (l.changed.iter())
                 .filter(|(kind, _)| due.contains(kind))
                 .flat_map(|(_, event)| event.to_vec())
@@ -480,11 +481,11 @@ async fn expire_sessions(shared: Arc<Shared>) {
         let router = &shared.router;
         let ended = shared
             .sessions
-            .expire(|s| router.has_requests_of(endpoint::scope_of(s.endpoint.as_deref()), &s.id));
+            .expire(|s| router.has_requests_of(head::scope_of(s.endpoint.as_deref()), &s.id));
         for s in &ended {
             shared
                 .router
-                .forget_client(endpoint::scope_of(s.endpoint.as_deref()), &s.id);
+                .forget_client(head::scope_of(s.endpoint.as_deref()), &s.id);
         }
         if !ended.is_empty() {
             tracing::info!(target: "toolhost::http", count = ended.len(), open = shared.sessions.len(), "idle sessions ended");

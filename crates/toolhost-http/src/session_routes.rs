@@ -6,7 +6,7 @@ use std::sync::{atomic::Ordering, Arc};
 use hyper::{header::HeaderMap, Response, StatusCode};
 
 use super::{
-    endpoint::{accepts, header_str, scope_of, Remote, PROTOCOL_VERSION, SESSION_ID},
+    head::{accepts, header_str, scope_of, Remote, PROTOCOL_VERSION, SESSION_ID},
     reply::{closing, empty, error, not_allowed, session_not_found, stream_response, Body},
     Shared,
 };

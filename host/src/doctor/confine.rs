@@ -4,7 +4,7 @@ use std::{path::Path, sync::Arc};
 
 use serde_json::{json, Value};
 
-use super::{plugins::writers_fix, Options};
+use super::Options;
 use crate::{
     config::{Config, Guarded},
     error::one_line,
@@ -17,6 +17,32 @@ use crate::{
         WorkerError,
     },
 };
+
+/// The fix for a file or folder the trust rules refuse: whoever owns it decides.
+pub(super) fn writers_fix(e: &TrustError) -> String {
+    let shared = "or pass --allow-shared if others write it on purpose";
+    match e {
+        TrustError::OtherOwner { path, .. } => format!(
+            "use a copy you own (cp -r {} somewhere of yours); {shared}",
+            path.display()
+        ),
+        TrustError::Writable { path, .. } => format!("chmod go-w {}; {shared}", path.display()),
+        TrustError::FolderWritable { path, .. } => {
+            format!("chmod go-w {} (or chmod +t); {shared}", path.display())
+        }
+        TrustError::FolderOwner { .. } => format!("move the file to a folder you own; {shared}"),
+        TrustError::Unreadable { path, .. } => format!("chmod u+r {}", path.display()),
+        TrustError::NotListed { lock, .. } => {
+            format!(
+                "if you trust this build: sha256sum FILE >> {}",
+                lock.display()
+            )
+        }
+        TrustError::Lock(_) => {
+            "fix the lock file: lines of `sha256sum` output, owned by you, chmod go-w".into()
+        }
+    }
+}
 
 /// Why a plugin file fails its check, and what to do about it.
 pub(super) struct Refusal {

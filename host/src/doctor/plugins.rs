@@ -6,7 +6,7 @@ use std::{collections::HashMap, path::Path, sync::Arc};
 use serde_json::{json, Value};
 
 use super::{
-    confine::{admit, bounded, load, Refusal},
+    confine::{admit, bounded, load, writers_fix, Refusal},
     Check, Options, Status,
 };
 use crate::{
@@ -14,7 +14,7 @@ use crate::{
     error::one_line,
     plugin::{still_mapped, LoadedPlugin, Manifest},
     registry::plugin_files,
-    trust::{Allowlist, Trust, TrustError},
+    trust::{Allowlist, Trust},
     worker::WorkerConfig,
 };
 
@@ -234,32 +234,6 @@ fn folder(opts: &Options, checks: &mut Vec<Check>) -> bool {
                     false
                 }
             }
-        }
-    }
-}
-
-/// The fix for a file or folder the trust rules refuse: whoever owns it decides.
-pub(super) fn writers_fix(e: &TrustError) -> String {
-    let shared = "or pass --allow-shared if others write it on purpose";
-    match e {
-        TrustError::OtherOwner { path, .. } => format!(
-            "use a copy you own (cp -r {} somewhere of yours); {shared}",
-            path.display()
-        ),
-        TrustError::Writable { path, .. } => format!("chmod go-w {}; {shared}", path.display()),
-        TrustError::FolderWritable { path, .. } => {
-            format!("chmod go-w {} (or chmod +t); {shared}", path.display())
-        }
-        TrustError::FolderOwner { .. } => format!("move the file to a folder you own; {shared}"),
-        TrustError::Unreadable { path, .. } => format!("chmod u+r {}", path.display()),
-        TrustError::NotListed { lock, .. } => {
-            format!(
-                "if you trust this build: sha256sum FILE >> {}",
-                lock.display()
-            )
-        }
-        TrustError::Lock(_) => {
-            "fix the lock file: lines of `sha256sum` output, owned by you, chmod go-w".into()
         }
     }
 }

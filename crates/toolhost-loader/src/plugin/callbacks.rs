@@ -21,6 +21,7 @@ use toolhost_plugin::abi::{
     HostVTableRef,
 };
 
+use super::events::{Events, Notice, PluginEvents};
 use crate::model::ErrorCode;
 
 /// Per-library data behind [`HostApi::data`]: who is logging, and where its file is.
@@ -98,47 +99,6 @@ extern "C" fn host_log(data: *const c_void, lvl: u8, target: RStr<'_>, message: 
             &plugin_str(&message),
         );
     }));
-}
-
-/// A notification a plugin sent through its `HostApi::notify`, checked by [`check_notice`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Notice {
-    /// The plugin's declared name (its file's, if it notifies before `init` returned).
-    pub plugin: String,
-    /// `notifications/resources/updated` or `notifications/resources/list_changed`.
-    pub method: String,
-    /// A JSON object (`{"uri": ...}` for an update).
-    pub params: String,
-}
-
-/// Where one plugin version's events go: the registry that loads it gives it one (in a worker
-/// process, the frames to the host), so two registries in one process never see each other's.
-/// Called on the plugin's thread (a call's, or one of its own): hand the event on, never block.
-pub trait PluginEvents: Send + Sync {
-    /// A notification of the plugin that passed [`check_notice`].
-    fn notice(&self, notice: Notice);
-    /// Plugin `plugin` says its `what` (`tools` or `prompts`) changed.
-    fn catalog_changed(&self, plugin: &str, what: &str);
-}
-
-/// The handle a loaded library keeps to its [`PluginEvents`].
-pub type Events = std::sync::Arc<dyn PluginEvents>;
-
-/// The events of a plugin loaded outside a registry (a one-off load: `doctor`, tests that only
-/// call it): nobody follows them, so they are dropped with a debug record.
-pub struct Unfollowed;
-
-impl PluginEvents for Unfollowed {
-    fn notice(&self, n: Notice) {
-        tracing::debug!(
-            plugin = n.plugin,
-            method = n.method,
-            "no one follows this plugin's notifications"
-        );
-    }
-    fn catalog_changed(&self, plugin: &str, what: &str) {
-        tracing::debug!(plugin, what, "no one follows this plugin's catalog changes");
-    }
 }
 
 /// The longest `params` of a plugin's notification accepted, in bytes.
@@ -233,11 +193,7 @@ extern "C" fn host_catalog_changed(data: *const c_void, what: RStr<'_>) {
         // and the handle to its registry's events); it is freed only after `unload` returned
         // and the library is closed, so it outlives every call.
         let src = unsafe { &*(data as *const LogSource) };
-        super::catalog_changes::deliver_catalog_change(
-            &*src.events,
-            src.plugin(),
-            &plugin_str(&what),
-        );
+        super::events::deliver_catalog_change(&*src.events, src.plugin(), &plugin_str(&what));
     }));
 }
 

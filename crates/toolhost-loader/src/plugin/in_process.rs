@@ -13,11 +13,11 @@ use toolhost_plugin::abi::{
 };
 
 use super::{
-    callbacks::{call_ctx, host_api, CallData, Events, LogSource},
+    callbacks::{call_ctx, host_api, CallData, LogSource},
     configure::{config_lookup, LookupData},
     library::{Library, Opened, Root},
-    Annotations, Backend, CallControl, CallResult, ConfigSource, ContentOut, Extras, LoadError,
-    LoadedPlugin, Manifest, RequestError, StateError, ToolInfo,
+    Annotations, Backend, CallControl, CallResult, ConfigSource, ContentOut, Events, Extras,
+    LoadError, LoadedPlugin, Manifest, RequestError, StateError, ToolInfo,
 };
 use crate::model::{check_count, EmbeddedBody, ManifestError, MAX_DECLARATION_BYTES, MAX_TOOLS};
 

@@ -3,9 +3,9 @@
 mod backend;
 mod c_abi;
 mod callbacks;
-mod catalog_changes;
 mod configure;
 mod declared;
+mod events;
 /// Plugin versions with no code, for the unit tests of the crates above (feature
 /// `test-support`).
 #[cfg(any(test, feature = "test-support"))]
@@ -14,7 +14,6 @@ mod in_process;
 mod library;
 mod run_catalog;
 mod shadow;
-mod shadow_dir;
 mod threads;
 
 use std::{
@@ -23,14 +22,13 @@ use std::{
 };
 
 pub use backend::Backend;
-pub use callbacks::{
-    AskFailure, AskGate, Asker, CallControl, Events, Notice, PluginEvents, Report, Unfollowed,
-};
-pub use catalog_changes::{deliver_catalog_change, sparse_warning};
+pub use callbacks::{AskFailure, AskGate, Asker, CallControl, Report};
 pub use configure::ConfigSource;
+pub use events::{
+    deliver_catalog_change, sparse_warning, Events, Notice, PluginEvents, Unfollowed,
+};
 pub use library::{kept_for_threads_count, pinned_count, still_mapped};
-pub use shadow::{NotALibrary, ShadowError, Staged, MAX_PLUGIN_BYTES};
-pub use shadow_dir::default_shadow_dir;
+pub use shadow::{default_shadow_dir, NotALibrary, ShadowError, Staged, MAX_PLUGIN_BYTES};
 // Where they were before `sys` held them.
 pub use crate::sys::{current_uid, digest};
 // The host-side data a plugin produces is defined by the protocol layer; re-exported here for

@@ -26,8 +26,11 @@ use std::{
 
 use sha2::{Digest, Sha256};
 
-use super::shadow_dir::create_shadow;
+mod dir;
+
 use crate::sys::{kind_of, open_no_block as open_original};
+use dir::create_shadow;
+pub use dir::default_shadow_dir;
 
 /// Why a plugin file could not be staged.
 #[derive(Debug, thiserror::Error)]

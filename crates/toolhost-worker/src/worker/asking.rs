@@ -1,7 +1,7 @@
 //! A worker's asks, host side (docs/design/talk-back.md §4): an `Ask` frame is checked
 //! against what the worker may have in flight ([`AskBook::admit`]), then put to the call's
-//! real asker on a thread of its own ([`Asking`]) while the call goes on reading its replies;
-//! the answer goes back as an `Answered` frame.
+//! real asker on a thread of its own (`running.rs`'s `Asking`) while the call goes on reading
+//! its replies; the answer goes back as an `Answered` frame.
 //!
 //! The worker is not trusted: an ask for a call that is not running, a number already in
 //! flight, more than [`MAX_PER_CALL`] per call or [`MAX_PER_WORKER`] per worker, or JSON over
@@ -10,11 +10,9 @@
 
 use std::{
     collections::{HashMap, HashSet},
-    sync::{atomic::AtomicU64, Arc, Mutex},
+    sync::{atomic::AtomicU64, Mutex},
 };
 
-use super::{running::Proc, wire::ToWorker};
-use crate::plugin::{AskFailure, CallControl};
 use crate::sync::lock;
 
 /// Most asks in flight per call (a plugin asking from several threads of one call).
@@ -46,7 +44,7 @@ impl AskBook {
     }
 
     /// Ask `ask` of call `id` was answered.
-    fn done(&self, id: u64, ask: u64) {
+    pub(super) fn done(&self, id: u64, ask: u64) {
         if let Some(asks) = lock(&self.calls).get_mut(&id) {
             asks.remove(&ask);
         }
@@ -93,89 +91,6 @@ impl AskBook {
     #[cfg(test)]
     pub(super) fn refused(&self) -> u64 {
         self.refused.load(std::sync::atomic::Ordering::Relaxed)
-    }
-}
-
-/// The asks of one call in flight on the host: each runs on its own thread with a control of
-/// its own, cancelled when the call is, or when the call ends (a worker that answered its call
-/// while its asks wait). The call's end waits for them to be withdrawn, so that the client
-/// hears of the withdrawal before the call's reply, as in process.
-pub(super) struct Asking<'a> {
-    proc: &'a Arc<Proc>,
-    id: u64,
-    plugin: &'a str,
-    running: Vec<(Arc<CallControl>, std::thread::JoinHandle<()>)>,
-}
-
-impl<'a> Asking<'a> {
-    /// Call `id` may ask from now on, until this is dropped.
-    pub(super) fn open(proc: &'a Arc<Proc>, id: u64, plugin: &'a str) -> Self {
-        proc.asks.open(id);
-        Asking {
-            proc,
-            id,
-            plugin,
-            running: Vec::new(),
-        }
-    }
-
-    /// Puts ask `ask` (admitted) to `control`'s client and sends the worker its answer.
-    pub(super) fn start(&mut self, control: &CallControl, ask: u64, asks: String) {
-        self.running.retain(|(_, t)| !t.is_finished());
-        let answer = move |proc: &Proc, answer| {
-            proc.send(&ToWorker::Answered { ask, answer });
-        };
-        let Some(asker) = control.asker() else {
-            // Nobody to ask: answered at once, as in process.
-            answer(self.proc, control.ask(&asks));
-            self.proc.asks.done(self.id, ask);
-            return;
-        };
-        let mine = Arc::new(CallControl::new(control.label(), None));
-        mine.set_asker(asker);
-        if control.is_cancelled() {
-            mine.cancel();
-        }
-        let (proc, id, theirs) = (self.proc.clone(), self.id, mine.clone());
-        let spawned = std::thread::Builder::new()
-            .name("toolhost-worker-ask".into())
-            .spawn(move || {
-                let out = theirs.ask(&asks);
-                proc.asks.done(id, ask);
-                answer(&proc, out);
-            });
-        match spawned {
-            Ok(thread) => self.running.push((mine, thread)),
-            Err(e) => {
-                tracing::warn!(plugin = self.plugin, "cannot start a thread to ask: {e}");
-                self.proc.asks.done(self.id, ask);
-                answer(
-                    self.proc,
-                    Err(AskFailure::Unsupported(format!(
-                        "the host cannot start a thread to ask: {e}"
-                    ))),
-                );
-            }
-        }
-    }
-
-    /// The call was cancelled: so are its asks (their waits end, their questions are
-    /// withdrawn by the asker).
-    pub(super) fn cancel(&self) {
-        for (c, _) in &self.running {
-            c.cancel();
-        }
-    }
-}
-
-impl Drop for Asking<'_> {
-    fn drop(&mut self) {
-        self.cancel();
-        self.proc.asks.close(self.id);
-        // A cancelled ask returns at once (an asker's contract): this waits for withdrawals.
-        for (_, thread) in self.running.drain(..) {
-            let _ = thread.join();
-        }
     }
 }
 

@@ -2,8 +2,7 @@
 
 use std::{
     collections::{HashMap, VecDeque},
-    fs::File,
-    path::{Path, PathBuf},
+    path::Path,
     sync::{
         atomic::{AtomicU64, Ordering},
         Arc, Mutex,
@@ -12,9 +11,8 @@ use std::{
 };
 
 use super::{
-    asking::Asking,
-    launch::launch,
-    running::{Proc, Reply},
+    launch::{launch, Current, Shared},
+    running::{Asking, Proc, Reply},
     wire::{self, Restore, ToWorker},
     PluginWorkerSettings, WorkerConfig, WorkerError,
 };
@@ -22,39 +20,6 @@ use crate::plugin::{
     CallControl, CallResult, ConfigSource, LoadError, Manifest, RequestError, Staged, StateError,
 };
 use crate::sync::lock;
-
-/// Crash history and the process currently serving.
-pub(super) struct Current {
-    pub(super) proc: Option<Arc<Proc>>,
-    pub(super) crashes: VecDeque<Instant>,
-    /// Set when the crash budget is spent: every call gets this error until the file changes.
-    pub(super) disabled: Option<String>,
-    /// The version is being dropped: a worker that exits now is not restarted.
-    pub(super) closing: bool,
-    pub(super) restarts: u64,
-}
-
-/// Everything the reader threads share with the [`WorkerPlugin`].
-pub(super) struct Shared {
-    pub(super) name: String,
-    /// Where its plugin's events go, whichever worker runs it: the registry that loaded it.
-    pub(super) events: crate::plugin::Events,
-    pub(super) file: PathBuf,
-    pub(super) hash: [u8; 32],
-    /// Where the staged copy was (unlinked once the first worker had it).
-    pub(super) shadow: PathBuf,
-    /// The staged copy (unlinked): every start of a worker maps these very bytes.
-    pub(super) library: File,
-    pub(super) config: Arc<WorkerConfig>,
-    pub(super) sandbox: Option<String>,
-    pub(super) env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
-    pub(super) limits: crate::config::Limits,
-    /// The `config` answered to the plugin at its first start, by the name it asked for:
-    /// restarts give the same.
-    pub(super) configs: Mutex<HashMap<String, Option<String>>>,
-    pub(super) current: Mutex<Current>,
-    pub(super) next_id: AtomicU64,
-}
 
 /// A plugin version served by worker processes.
 pub struct WorkerPlugin {

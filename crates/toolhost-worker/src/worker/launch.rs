@@ -1,16 +1,23 @@
-//! Starting a worker: spawn, greet, answer its config queries until its manifest comes.
+//! Starting a worker: what a plugin version's workers share ([`Shared`]: its file, its
+//! staged copy, its settings and the process serving now), then spawn, greet, answer its
+//! config queries until its manifest comes.
 
 use std::{
+    collections::{HashMap, VecDeque},
     fs::File,
     io::BufReader,
     os::unix::net::UnixStream,
+    path::PathBuf,
     process::Child,
-    sync::{atomic::AtomicBool, Arc, Condvar, Mutex},
+    sync::{
+        atomic::{AtomicBool, AtomicU64},
+        Arc, Condvar, Mutex,
+    },
+    time::Instant,
 };
 
 use super::{
     hello,
-    host::Shared,
     lead::Lead,
     logs::LogGate,
     manifest_json,
@@ -18,9 +25,42 @@ use super::{
     process::{self, Launch},
     running::Proc,
     wire::{self, FrameReader, FromWorker, LoadFailure, Next, ToWorker},
-    WorkerError,
+    WorkerConfig, WorkerError,
 };
 use crate::plugin::{ConfigSource, LoadError, Manifest};
+
+/// Crash history and the process currently serving.
+pub(super) struct Current {
+    pub(super) proc: Option<Arc<Proc>>,
+    pub(super) crashes: VecDeque<Instant>,
+    /// Set when the crash budget is spent: every call gets this error until the file changes.
+    pub(super) disabled: Option<String>,
+    /// The version is being dropped: a worker that exits now is not restarted.
+    pub(super) closing: bool,
+    pub(super) restarts: u64,
+}
+
+/// Everything the reader threads share with the [`WorkerPlugin`].
+pub(super) struct Shared {
+    pub(super) name: String,
+    /// Where its plugin's events go, whichever worker runs it: the registry that loaded it.
+    pub(super) events: crate::plugin::Events,
+    pub(super) file: PathBuf,
+    pub(super) hash: [u8; 32],
+    /// Where the staged copy was (unlinked once the first worker had it).
+    pub(super) shadow: PathBuf,
+    /// The staged copy (unlinked): every start of a worker maps these very bytes.
+    pub(super) library: File,
+    pub(super) config: Arc<WorkerConfig>,
+    pub(super) sandbox: Option<String>,
+    pub(super) env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    pub(super) limits: crate::config::Limits,
+    /// The `config` answered to the plugin at its first start, by the name it asked for:
+    /// restarts give the same.
+    pub(super) configs: Mutex<HashMap<String, Option<String>>>,
+    pub(super) current: Mutex<Current>,
+    pub(super) next_id: AtomicU64,
+}
 
 /// A worker started and past its handshake, reader not started yet.
 pub(super) struct Started {

@@ -7,8 +7,7 @@ use std::{
 };
 
 use super::{
-    host::Shared,
-    launch::Started,
+    launch::{Shared, Started},
     output::describe,
     running::{Proc, Reply},
     wire::{self, FromWorker, Next},

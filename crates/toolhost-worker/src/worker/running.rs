@@ -1,10 +1,11 @@
-//! One running worker process: its channel and the requests waiting for its replies.
+//! One running worker process: its channel, the requests waiting for its replies, and the
+//! asks of its calls in flight.
 
 use std::{
     os::unix::net::UnixStream,
     sync::{
         atomic::{AtomicBool, Ordering},
-        Condvar, Mutex,
+        Arc, Condvar, Mutex,
     },
     time::{Duration, Instant},
 };
@@ -17,7 +18,7 @@ use super::{
     logs::LogGate,
     wire::{self, FrameReader, FromWorker, Next, Oversize, Restore, ResultWire, ToWorker},
 };
-use crate::plugin::{CallResult, RequestError};
+use crate::plugin::{AskFailure, CallControl, CallResult, RequestError};
 use crate::sync::{lock, wait_timeout_while};
 
 /// What a call waiting on the worker hears.
@@ -267,5 +268,88 @@ pub(super) fn from_wire(r: ResultWire) -> CallResult {
         content: r.content,
         structured,
         is_error: r.is_error,
+    }
+}
+
+/// The asks of one call in flight on the host: each runs on its own thread with a control of
+/// its own, cancelled when the call is, or when the call ends (a worker that answered its call
+/// while its asks wait). The call's end waits for them to be withdrawn, so that the client
+/// hears of the withdrawal before the call's reply, as in process.
+pub(super) struct Asking<'a> {
+    proc: &'a Arc<Proc>,
+    id: u64,
+    plugin: &'a str,
+    running: Vec<(Arc<CallControl>, std::thread::JoinHandle<()>)>,
+}
+
+impl<'a> Asking<'a> {
+    /// Call `id` may ask from now on, until this is dropped.
+    pub(super) fn open(proc: &'a Arc<Proc>, id: u64, plugin: &'a str) -> Self {
+        proc.asks.open(id);
+        Asking {
+            proc,
+            id,
+            plugin,
+            running: Vec::new(),
+        }
+    }
+
+    /// Puts ask `ask` (admitted) to `control`'s client and sends the worker its answer.
+    pub(super) fn start(&mut self, control: &CallControl, ask: u64, asks: String) {
+        self.running.retain(|(_, t)| !t.is_finished());
+        let answer = move |proc: &Proc, answer| {
+            proc.send(&ToWorker::Answered { ask, answer });
+        };
+        let Some(asker) = control.asker() else {
+            // Nobody to ask: answered at once, as in process.
+            answer(self.proc, control.ask(&asks));
+            self.proc.asks.done(self.id, ask);
+            return;
+        };
+        let mine = Arc::new(CallControl::new(control.label(), None));
+        mine.set_asker(asker);
+        if control.is_cancelled() {
+            mine.cancel();
+        }
+        let (proc, id, theirs) = (self.proc.clone(), self.id, mine.clone());
+        let spawned = std::thread::Builder::new()
+            .name("toolhost-worker-ask".into())
+            .spawn(move || {
+                let out = theirs.ask(&asks);
+                proc.asks.done(id, ask);
+                answer(&proc, out);
+            });
+        match spawned {
+            Ok(thread) => self.running.push((mine, thread)),
+            Err(e) => {
+                tracing::warn!(plugin = self.plugin, "cannot start a thread to ask: {e}");
+                self.proc.asks.done(self.id, ask);
+                answer(
+                    self.proc,
+                    Err(AskFailure::Unsupported(format!(
+                        "the host cannot start a thread to ask: {e}"
+                    ))),
+                );
+            }
+        }
+    }
+
+    /// The call was cancelled: so are its asks (their waits end, their questions are
+    /// withdrawn by the asker).
+    pub(super) fn cancel(&self) {
+        for (c, _) in &self.running {
+            c.cancel();
+        }
+    }
+}
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        self.cancel();
+        self.proc.asks.close(self.id);
+        // A cancelled ask returns at once (an asker's contract): this waits for withdrawals.
+        for (_, thread) in self.running.drain(..) {
+            let _ = thread.join();
+        }
     }
 }

@@ -14,8 +14,8 @@ use toolhost_c_abi as ffi;
 
 use crate::model::MAX_DECLARATION_BYTES;
 use crate::plugin::{
-    callbacks::{check_notice, deliver_notice, emit, AskFailure, Events},
-    CallControl,
+    callbacks::{check_notice, deliver_notice, emit},
+    AskFailure, CallControl, Events,
 };
 
 /// One loaded C-ABI plugin version, as its handle names it.

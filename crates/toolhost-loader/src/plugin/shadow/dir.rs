@@ -13,7 +13,7 @@ use std::{
     sync::atomic::{AtomicU64, Ordering},
 };
 
-use super::shadow::ShadowError;
+use super::ShadowError;
 use crate::sys::current_uid;
 
 /// Where shadow copies go: a folder only this user can write, so nobody can swap a copy
