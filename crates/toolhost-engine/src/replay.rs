@@ -30,9 +30,8 @@ pub const MAX_OPEN: usize = 64;
 
 /// The [`Asker`] of one 2026-07-28 request.
 pub struct Replay {
-    /// `_meta["io.modelcontextprotocol/clientCapabilities"]` of this request.
-    capabilities: Value,
-    /// The same, as the plugin's `ctx.client()` reads it.
+    /// `_meta["io.modelcontextprotocol/clientCapabilities"]` of this request, as the plugin's
+    /// `ctx.client()` reads it (and as a question's need is checked against, so the two agree).
     caps: ClientCaps,
     /// The answers the request brought, by key, not checked yet (the plugin's questions say
     /// what each must fit).
@@ -70,13 +69,8 @@ pub enum Round {
 impl Replay {
     /// The asker of a request declaring `capabilities`, bringing `gathered` answers.
     pub fn new(capabilities: Option<&RawValue>, gathered: Map<String, Value>) -> Self {
-        let caps = ClientCaps::of(capabilities);
-        let capabilities = capabilities
-            .and_then(|c| serde_json::from_str(c.get()).ok())
-            .unwrap_or(Value::Null);
         Replay {
-            capabilities,
-            caps,
+            caps: ClientCaps::of(capabilities),
             gathered,
             run: std::sync::Mutex::new(Run::default()),
         }
@@ -103,27 +97,17 @@ impl Replay {
     /// The capability `method` (with `params`) needs of the client, as MCP names it, if the
     /// client did not declare it.
     fn lacking(&self, method: &str, params: &Value) -> Option<(&'static str, Value)> {
-        let caps = &self.capabilities;
+        let caps = self.caps;
         match method {
-            "elicitation/create" => {
-                let Some(e) = caps.get("elicitation").filter(|e| e.is_object()) else {
-                    return Some(("elicitation", json!({})));
-                };
-                if params["mode"] == "url" {
-                    return e
-                        .get("url")
-                        .is_none()
-                        .then(|| ("elicitation", json!({"url": {}})));
-                }
-                // `elicitation: {}` declares form mode (2025-11-25's meaning).
-                let form = e.get("form").is_some() || e.get("url").is_none();
-                (!form).then(|| ("elicitation", json!({"form": {}})))
+            // No mode at all: no `elicitation` object (`elicitation: {}` declares form mode,
+            // 2025-11-25's meaning).
+            "elicitation/create" if !caps.form && !caps.url => Some(("elicitation", json!({}))),
+            "elicitation/create" if params["mode"] == "url" => {
+                (!caps.url).then(|| ("elicitation", json!({"url": {}})))
             }
-            "sampling/createMessage" => caps
-                .get("sampling")
-                .is_none()
-                .then(|| ("sampling", json!({}))),
-            "roots/list" => caps.get("roots").is_none().then(|| ("roots", json!({}))),
+            "elicitation/create" => (!caps.form).then(|| ("elicitation", json!({"form": {}}))),
+            "sampling/createMessage" => (!caps.sampling).then(|| ("sampling", json!({}))),
+            "roots/list" => (!caps.roots).then(|| ("roots", json!({}))),
             _ => None,
         }
     }

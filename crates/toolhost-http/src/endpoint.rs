@@ -200,10 +200,7 @@ async fn post(
         return asking::response(shared, client, endpoint.as_deref(), headers, &message);
     };
     note.mcp = Some(method.to_string());
-    let head: RequestHead = msg
-        .params
-        .and_then(|p| serde_json::from_str(p.get()).ok())
-        .unwrap_or_default();
+    let head = RequestHead::of(msg.params);
     let header_version = header_str(headers, PROTOCOL_VERSION);
     let message = ClientMessage::read(&msg);
     let call = Call {

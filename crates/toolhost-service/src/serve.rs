@@ -274,10 +274,7 @@ impl Plain {
         id: &RawValue,
         slot: CallSlot,
     ) -> Option<HereRun> {
-        let head: RequestHead = rpc
-            .params
-            .and_then(|p| serde_json::from_str(p.get()).ok())
-            .unwrap_or_default();
+        let head = RequestHead::of(rpc.params);
         let origin = rounds::Origin {
             router: &self.router,
             scope: Scope::All,

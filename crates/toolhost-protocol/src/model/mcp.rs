@@ -42,6 +42,16 @@ pub struct RequestHead<'a> {
     pub task_id: Option<Cow<'a, str>>,
 }
 
+impl<'a> RequestHead<'a> {
+    /// The head of a request's `params`: empty without params, or for params that are not an
+    /// object of these fields (the method's own parse says what is wrong with them).
+    pub fn of(params: Option<&'a RawValue>) -> Self {
+        params
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or_default()
+    }
+}
+
 /// An optional string borrowed from the message unless it has escapes: serde's `borrow`
 /// borrows a `Cow<str>` but copies every `Option<Cow<str>>` (an allocation per field per
 /// request on the HTTP path).

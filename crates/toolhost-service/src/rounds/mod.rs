@@ -9,6 +9,7 @@ mod state;
 
 use std::sync::Arc;
 
+use serde::Deserialize;
 use serde_json::{json, value::RawValue, Map, Value};
 
 pub use state::{token_digest, StateKey, StateKeyError, MIN_KEY_FILE_BYTES};
@@ -116,7 +117,8 @@ pub struct Retry {
     plugin: String,
     method: String,
     target: String,
-    arguments: Option<Value>,
+    /// Its arguments as the client wrote them: parsed only to make or redeem a state.
+    arguments: Option<Box<RawValue>>,
     token: [u8; 32],
     key: Arc<StateKey>,
 }
@@ -147,9 +149,9 @@ fn prepare(
     if !asks_in_rounds(method) {
         return Ok(None);
     }
-    let params: Value = params
+    let params: RoundParams = params
         .and_then(|p| serde_json::from_str(p.get()).ok())
-        .unwrap_or(Value::Null);
+        .unwrap_or_default();
     let invalid = |m: &str| {
         Refusal::Invalid(Reply::error(
             id,
@@ -157,9 +159,12 @@ fn prepare(
             format!("invalid params: {m}"),
         ))
     };
-    let mut gathered = match params.get("inputResponses") {
+    let mut gathered = match params
+        .input_responses
+        .map(|r| serde_json::from_str(r.get()))
+    {
         None => Map::new(),
-        Some(Value::Object(r)) if r.values().all(Value::is_object) => r.clone(),
+        Some(Ok(Value::Object(r))) if r.values().all(Value::is_object) => r,
         Some(_) => {
             return Err(invalid(
                 "inputResponses must be an object of responses, each an object",
@@ -167,10 +172,12 @@ fn prepare(
         }
     };
     let target = match method {
-        "resources/read" => &params["uri"],
-        _ => &params["name"],
+        "resources/read" => params.uri,
+        _ => params.name,
     };
-    let target = target.as_str().unwrap_or_default().to_string();
+    let target: String = target
+        .and_then(|t| serde_json::from_str(t.get()).ok())
+        .unwrap_or_default();
     let plugin = origin
         .router
         .plugin_serving(origin.scope, method, &target)
@@ -179,23 +186,20 @@ fn prepare(
         Scope::Server(name) => name,
         Scope::All => "",
     };
-    let arguments = params.get("arguments").cloned();
-    let binding = Binding {
-        endpoint,
-        plugin: &plugin,
-        method,
-        target: &target,
-        arguments: arguments.as_ref(),
-        token,
-    };
-    // The answers of earlier rounds, checked when they were used, win over a new answer to
-    // the same key.
-    gathered.extend(earlier_answers(
-        key,
-        &binding,
-        params.get("requestState"),
-        id,
-    )?);
+    if let Some(state) = params.request_state {
+        let arguments = parsed(params.arguments);
+        let binding = Binding {
+            endpoint,
+            plugin: &plugin,
+            method,
+            target: &target,
+            arguments: arguments.as_ref(),
+            token,
+        };
+        // The answers of earlier rounds, checked when they were used, win over a new answer
+        // to the same key.
+        gathered.extend(earlier_answers(key, &binding, state, id)?);
+    }
     let replay = Arc::new(Replay::new(capabilities, gathered));
     Ok(Some(Retry {
         asker: replay.clone(),
@@ -204,32 +208,60 @@ fn prepare(
         plugin,
         method: method.to_string(),
         target,
-        arguments,
+        arguments: params.arguments.map(ToOwned::to_owned),
         token,
         key: key.clone(),
     }))
 }
 
-/// The answers a client's `requestState` carries from earlier rounds (none without one), once
-/// its signature and binding hold and it was not used before.
+/// The fields of a request's params that its rounds read, as the client wrote them; the rest
+/// (`_meta`, a prompt's arguments' values) is skipped, not built into a tree. Params that are
+/// not an object read as none of them, as the method's own parse then refuses them.
+#[derive(Default, Deserialize)]
+struct RoundParams<'a> {
+    #[serde(default, borrow, deserialize_with = "present")]
+    name: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    uri: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    arguments: Option<&'a RawValue>,
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "present",
+        rename = "inputResponses"
+    )]
+    input_responses: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present", rename = "requestState")]
+    request_state: Option<&'a RawValue>,
+}
+
+/// A field that is there, `null` included (serde would read `null` as absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// Arguments as the state binds them (canonical JSON needs the tree).
+fn parsed(arguments: Option<&RawValue>) -> Option<Value> {
+    arguments.map(|a| serde_json::from_str(a.get()).unwrap_or(Value::Null))
+}
+
+/// The answers a client's `requestState` carries from earlier rounds, once its signature and
+/// binding hold and it was not used before.
 fn earlier_answers(
     key: &StateKey,
     binding: &Binding<'_>,
-    state: Option<&Value>,
+    state: &RawValue,
     id: Option<&RawValue>,
 ) -> Result<Map<String, Value>, Refusal> {
-    let s = match state {
-        None => return Ok(Map::new()),
-        Some(Value::String(s)) => s,
-        Some(_) => {
-            return Err(Refusal::Invalid(Reply::error(
-                id,
-                ErrorCode::INVALID_PARAMS,
-                "invalid params: requestState must be a string",
-            )))
-        }
+    let Ok(s) = serde_json::from_str::<String>(state.get()) else {
+        return Err(Refusal::Invalid(Reply::error(
+            id,
+            ErrorCode::INVALID_PARAMS,
+            "invalid params: requestState must be a string",
+        )));
     };
-    match key.redeem(binding, s, state::now()) {
+    match key.redeem(binding, &s, state::now()) {
         Ok(earlier) => Ok(earlier),
         Err(Redeem::Unverified(why)) => {
             tracing::info!(target: "toolhost::http", why = why.0, "refused a requestState");
@@ -249,17 +281,6 @@ fn earlier_answers(
 }
 
 impl Retry {
-    fn binding(&self) -> Binding<'_> {
-        Binding {
-            endpoint: &self.endpoint,
-            plugin: &self.plugin,
-            method: &self.method,
-            target: &self.target,
-            arguments: self.arguments.as_ref(),
-            token: self.token,
-        }
-    }
-
     /// The reply to request `id` in place of `outcome`'s own, if the run left questions open
     /// (`input_required`) or lacked a capability (-32021); `None`: its own.
     pub fn reply(&self, id: &RawValue, outcome: &Outcome) -> Option<Reply> {
@@ -282,7 +303,16 @@ impl Retry {
                 ))
             }
             Round::InputRequired { requests, answers } => {
-                let Some(state) = self.key.seal(&self.binding(), &answers, state::now()) else {
+                let arguments = parsed(self.arguments.as_deref());
+                let binding = Binding {
+                    endpoint: &self.endpoint,
+                    plugin: &self.plugin,
+                    method: &self.method,
+                    target: &self.target,
+                    arguments: arguments.as_ref(),
+                    token: self.token,
+                };
+                let Some(state) = self.key.seal(&binding, &answers, state::now()) else {
                     return Some(Reply::error(
                         Some(id),
                         ErrorCode::INTERNAL_ERROR,
