@@ -222,8 +222,9 @@ mod tests {
         let stale = [
             dir.join("libcalc-999999-0.so"),
             dir.join("libtext-1-7.dylib"),
-            // A dead host that had this process's pid.
-            dir.join(format!("libnotes-{}-0.so", std::process::id())),
+            // A dead host that had this process's pid (of another stem than the new copy's,
+            // which may be given this very name next: its sequence starts at 0 too).
+            dir.join(format!("libecho-{}-0.so", std::process::id())),
         ];
         for p in &stale {
             fs::write(p, vec![0u8; 4096]).unwrap();
