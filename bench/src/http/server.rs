@@ -44,18 +44,25 @@ impl Server {
     }
 
     pub fn memory(&self) -> Result<Memory> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))?;
-        let field = |name: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-                .unwrap_or(0)
-        };
-        Ok(Memory {
-            rss_kib: field("VmRSS:"),
-            peak_kib: field("VmHWM:"),
-        })
+        memory_of(self.pid())
+    }
+
+    /// The memory of the server's descendants, summed (an `--isolate`d plugin's worker and
+    /// its keeper; zero for a server that starts none): what isolation costs besides the
+    /// host's own.
+    pub fn descendants_memory(&self) -> Result<(Memory, usize)> {
+        let (mut sum, mut count) = (Memory::default(), 0);
+        let mut pending = children_of(self.pid());
+        while let Some(pid) = pending.pop() {
+            // A process that ended between the listing and this read counts nothing.
+            if let Ok(m) = memory_of(pid) {
+                sum.rss_kib += m.rss_kib;
+                sum.peak_kib += m.peak_kib;
+                count += 1;
+            }
+            pending.extend(children_of(pid));
+        }
+        Ok((sum, count))
     }
 
     pub fn take_pipes(&mut self) -> Result<(std::process::ChildStdin, std::process::ChildStdout)> {
@@ -74,6 +81,39 @@ impl Server {
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(10)..].join("\n")
     }
+}
+
+/// Resident and peak memory of process `pid` (`/proc/PID/status`).
+fn memory_of(pid: u32) -> Result<Memory> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    };
+    Ok(Memory {
+        rss_kib: field("VmRSS:"),
+        peak_kib: field("VmHWM:"),
+    })
+}
+
+/// The child processes of `pid`, whichever of its threads started them
+/// (`/proc/PID/task/TID/children`).
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
 }
 
 fn log_file(tag: &str) -> Result<(PathBuf, std::fs::File)> {

@@ -42,6 +42,10 @@ struct Report {
     /// From the spawn to the `tools/list` answer.
     ready_ms: f64,
     memory: Memory,
+    /// Its worker processes' (`--isolate`: a worker per plugin, and a keeper), summed.
+    workers: Memory,
+    /// How many processes that is.
+    worker_processes: usize,
 }
 
 /// Runs the table's candidates `--runs` times, interleaved, and prints it.
@@ -138,11 +142,14 @@ fn run(cli: &Cli, kind: Kind) -> Result<Report> {
     let lat = c.calls(tool, cli.n, 1).with_context(|| server.log_tail())?;
     let wall = t.elapsed();
     let switches = server::voluntary_switches(server.pid()).saturating_sub(before);
+    let (workers, worker_processes) = server.descendants_memory()?;
     Ok(Report {
         seq: Phase::of(lat, wall),
         switches_per_call: switches as f64 / cli.n as f64,
         ready_ms,
         memory: server.memory()?,
+        workers,
+        worker_processes,
     })
 }
 
@@ -156,8 +163,8 @@ fn print(cli: &Cli, candidates: &[Candidate], runs: &[Vec<Report>]) {
         cli.runs
     );
     println!();
-    println!("| candidate | seq p50 | ×floor | seq p99 | seq calls/s | voluntary switches / call | ready | RSS after |");
-    println!("|---|--:|--:|--:|--:|--:|--:|--:|");
+    println!("| candidate | seq p50 | ×floor | seq p99 | seq calls/s | voluntary switches / call | ready | RSS after | its workers' RSS |");
+    println!("|---|--:|--:|--:|--:|--:|--:|--:|--:|");
     let (p50, floor) = p50s(
         candidates,
         runs,
@@ -170,7 +177,7 @@ fn print(cli: &Cli, candidates: &[Candidate], runs: &[Vec<Report>]) {
         let col = |f: &dyn Fn(&Report) -> f64| r.iter().map(f).collect::<Vec<f64>>();
         let ratio = floor.map_or("–".to_string(), |f| format!("{:.2}x", p / f));
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             c.name,
             cell(&mut col(&|r| r.seq.p50_us), &one, " µs"),
             ratio,
@@ -183,6 +190,19 @@ fn print(cli: &Cli, candidates: &[Candidate], runs: &[Vec<Report>]) {
                 &one,
                 " MiB"
             ),
+            workers_cell(
+                &mut col(&|r| r.workers.rss_kib as f64 / 1024.0),
+                r.last().map_or(0, |r| r.worker_processes)
+            ),
         );
     }
+}
+
+/// The workers' RSS and how many processes it is, or "–" for a server that runs none.
+fn workers_cell(values: &mut [f64], processes: usize) -> String {
+    if processes == 0 {
+        return "–".to_string();
+    }
+    let rss = cell(values, &|x: f64| format!("{x:.1}"), " MiB");
+    format!("{rss} in {processes} processes")
 }
