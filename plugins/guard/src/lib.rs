@@ -44,6 +44,9 @@ pub struct Settings {
     /// The tool-use log; `""` for none; absent: [`audit::default_path`].
     #[serde(default)]
     pub log: Option<PathBuf>,
+    /// `deny`, parsed at the first check (the rules are the same for every command).
+    #[serde(skip)]
+    rules: std::sync::OnceLock<rules::Rules>,
 }
 
 impl Default for Settings {
@@ -51,6 +54,7 @@ impl Default for Settings {
         Settings {
             deny: default_deny(),
             log: None,
+            rules: std::sync::OnceLock::new(),
         }
     }
 }
@@ -66,7 +70,8 @@ impl Settings {
             return None;
         }
         let command = input.get("command")?.as_str()?;
-        Some(match rules::refused(&self.deny, command)? {
+        let rules = self.rules.get_or_init(|| rules::Rules::parse(&self.deny));
+        Some(match rules.refused(command)? {
             rules::Refusal::Rule(rule) => format!(
                 "guard refuses Bash commands containing `{rule}` (its deny list in toolhost.toml)"
             ),

@@ -71,25 +71,48 @@ pub enum Refusal<'a> {
     Unchecked(String),
 }
 
-/// Why `command` is refused by `deny`, if it is.
+/// Why `command` is refused by `deny`, if it is (parsing `deny` first: a caller that checks
+/// many commands keeps a [`Rules`] instead).
 pub fn refused<'a>(deny: &'a [String], command: &str) -> Option<Refusal<'a>> {
-    let rules: Vec<(&'a str, Rule)> = deny
-        .iter()
-        .map(|text| (text.as_str(), Rule::parse(text)))
-        .filter(|(_, rule)| !matches!(rule, Rule::Blank))
-        .collect();
-    if rules.iter().any(|(_, r)| matches!(r, Rule::Command(_))) {
-        match check(&rules, command, 0) {
-            Ok(Some(rule)) => return Some(Refusal::Rule(rule)),
-            Ok(None) => {}
-            Err(why) => return Some(Refusal::Unchecked(why)),
-        }
-    }
-    let collapsed = collapse(command);
-    rules.iter().find_map(|(text, rule)| match rule {
-        Rule::Text(fragment) if collapsed.contains(fragment.as_str()) => Some(Refusal::Rule(text)),
-        _ => None,
+    Some(match Rules::parse(deny).refused(command)? {
+        Refusal::Rule(rule) => Refusal::Rule(deny.iter().find(|d| *d == rule)?),
+        Refusal::Unchecked(why) => Refusal::Unchecked(why),
     })
+}
+
+/// A deny list, parsed once: every command is checked against the same rules.
+#[derive(Debug, Clone)]
+pub struct Rules(Vec<(String, Rule)>);
+
+impl Rules {
+    /// The rules of `deny` (blank ones refuse nothing and are left out).
+    pub fn parse(deny: &[String]) -> Self {
+        Rules(
+            deny.iter()
+                .map(|text| (text.clone(), Rule::parse(text)))
+                .filter(|(_, rule)| !matches!(rule, Rule::Blank))
+                .collect(),
+        )
+    }
+
+    /// Why `command` is refused, if it is.
+    pub fn refused(&self, command: &str) -> Option<Refusal<'_>> {
+        let rules = &self.0;
+        if rules.iter().any(|(_, r)| matches!(r, Rule::Command(_))) {
+            match check(rules, command, 0) {
+                Ok(Some(rule)) => return Some(Refusal::Rule(rule)),
+                Ok(None) => {}
+                Err(why) => return Some(Refusal::Unchecked(why)),
+            }
+        }
+        let collapsed = collapse(command);
+        rules.iter().find_map(|(text, rule)| match rule {
+            Rule::Text(fragment) if collapsed.contains(fragment.as_str()) => {
+                Some(Refusal::Rule(text))
+            }
+            _ => None,
+        })
+    }
 }
 
 /// A rule of the deny list, parsed.
@@ -200,7 +223,7 @@ struct Word {
 
 /// The first rule `command` matches, or why it cannot be checked.
 fn check<'a>(
-    rules: &[(&'a str, Rule)],
+    rules: &'a [(String, Rule)],
     command: &str,
     depth: usize,
 ) -> Result<Option<&'a str>, String> {
