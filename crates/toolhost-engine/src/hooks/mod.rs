@@ -118,7 +118,9 @@ impl Hooks {
         };
         let enter = || self.enter(request_id);
         self.event(&head, input.get(), None, true, enter, move |o| {
-            if let Some(d) = &o.denied {
+            // Worded only for a log that shows it (a deny is half of some workloads).
+            let denied = o.denied.as_ref();
+            if let Some(d) = denied.filter(|_| tracing::enabled!(tracing::Level::INFO)) {
                 // The reason is the plugin's text: on a terminal (`chat`'s stderr) it must be
                 // inert, U+202E too, which the log's own escaping leaves (issue 37 item 12).
                 let text = d.text();
