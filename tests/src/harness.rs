@@ -214,6 +214,78 @@ impl Sandbox {
         env
     }
 
+    /// CLI settings with one `Elicitation` command hook that answers every question with
+    /// `answer` (its `hookSpecificOutput`), writing what it was asked to `seen` (or nowhere).
+    pub fn elicitation_hook(&self, answer: &Value, seen: Option<&Path>) -> Value {
+        let hook = self.path().join("hook.sh");
+        let seen = seen.map_or("/dev/null".to_string(), |p| p.display().to_string());
+        let output = json!({"hookSpecificOutput": answer});
+        fs::write(
+            &hook,
+            format!("#!/bin/sh\ncat > '{seen}'\nprintf '%s' '{output}'\n"),
+        )
+        .unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        json!({"hooks": {"Elicitation": [{"matcher": "",
+            "hooks": [{"type": "command", "command": hook}]}]}})
+    }
+
+    /// Runs `claude -p` once, the fake model calling MCP tool `name` (`mcp__SERVER__TOOL`) with
+    /// `input` (JSON text) through the servers of `mcp_config`, under `settings`; the text of
+    /// the one tool result the model got back, which must not be an error. `context` adds
+    /// what the caller knows (a server's log, what it was sent) to the failure's message.
+    pub fn call_once(
+        &self,
+        mcp_config: &Value,
+        settings: &Value,
+        name: &str,
+        input: &str,
+        context: impl Fn() -> String,
+    ) -> String {
+        let fake = FakeApi::call_policy();
+        let out = self
+            .clean_command(&self.claude, Some(&fake))
+            .args([
+                "-p",
+                &format!("CALL [[{name:?},{input}]]"),
+                "--strict-mcp-config",
+                "--mcp-config",
+                &mcp_config.to_string(),
+                "--settings",
+                &settings.to_string(),
+                "--allowedTools",
+                name,
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--system-prompt",
+                "",
+                "--max-turns",
+                "3",
+            ])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run claude");
+        let results = fake
+            .find_request(|r| !r.tool_results().is_empty())
+            .unwrap_or_else(|| {
+                panic!(
+                    "no tool result reached the model:\n{}\n{}\n{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr),
+                    context()
+                )
+            })
+            .tool_results();
+        assert_eq!(results.len(), 1, "{results:#?}");
+        assert!(!results[0].is_error, "{results:#?}");
+        results[0].content.clone()
+    }
+
     /// A command run in the work dir with [`Sandbox::env`], and without inherited variables that
     /// would steer the CLI elsewhere (a real API key or base URL, an outer Claude Code session).
     pub fn clean_command(&self, program: &Path, fake: Option<&FakeApi>) -> Command {

@@ -4,10 +4,10 @@
 //! round of `input_required` answered by the CLI's `Elicitation` hook. Every line both ways is
 //! recorded by a `tee` on each side of `toolhost serve`.
 
-use std::{path::Path, process::Stdio};
+use std::path::Path;
 
 use serde_json::{json, Value};
-use toolhost_e2e::{artifacts, cli_test, FakeApi, Sandbox};
+use toolhost_e2e::{artifacts, cli_test, Sandbox};
 
 /// The lines of a recording, as JSON.
 fn recorded(path: &Path) -> Vec<Value> {
@@ -47,50 +47,12 @@ fn call_recorded(
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    let fake = FakeApi::call_policy();
     let server = json!({"mcpServers": {"th": {"command": wrapper, "args": []}}});
     let name = format!("mcp__th__{tool}");
-    let out = sandbox
-        .clean_command(&sandbox.claude, Some(&fake))
-        .args([
-            "-p",
-            &format!("CALL [[{name:?},{input}]]"),
-            "--strict-mcp-config",
-            "--mcp-config",
-            &server.to_string(),
-            "--settings",
-            &settings.to_string(),
-            "--allowedTools",
-            &name,
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--system-prompt",
-            "",
-            "--max-turns",
-            "3",
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run claude");
-    let results = fake
-        .find_request(|r| !r.tool_results().is_empty())
-        .unwrap_or_else(|| {
-            panic!(
-                "no tool result reached the model:\n{}\n{}\nsent: {:?}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr),
-                recorded(&sent)
-            )
-        })
-        .tool_results();
-    assert_eq!(results.len(), 1, "{results:#?}");
-    assert!(!results[0].is_error, "{results:#?}");
-    (
-        results[0].content.clone(),
-        recorded(&sent),
-        recorded(&answered),
-    )
+    let text = sandbox.call_once(&server, &settings, &name, &input.to_string(), || {
+        format!("sent: {:?}", recorded(&sent))
+    });
+    (text, recorded(&sent), recorded(&answered))
 }
 
 /// The 2026-07-28 `_meta` version of a message, if it names one.
@@ -140,23 +102,11 @@ cli_test!(
     /// answers it, and the CLI calls again with the answer and toolhost's `requestState`.
     fn the_cli_answers_a_round_of_input_required_over_stdio() {
         let sandbox = Sandbox::new(&["asker"]);
-        let hook = sandbox.path().join("hook.sh");
-        std::fs::write(
-            &hook,
-            format!(
-                "#!/bin/sh\ncat > /dev/null\nprintf '%s' '{}'\n",
-                json!({"hookSpecificOutput": {"hookEventName": "Elicitation", "action": "accept",
-                    "content": {"name": "Ann", "sugars": 2, "milk": true}}})
-            ),
-        )
-        .unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
-        }
-        let settings = json!({"hooks": {"Elicitation": [{"matcher": "",
-            "hooks": [{"type": "command", "command": hook}]}]}});
+        let settings = sandbox.elicitation_hook(
+            &json!({"hookEventName": "Elicitation", "action": "accept",
+                "content": {"name": "Ann", "sugars": 2, "milk": true}}),
+            None,
+        );
         let (told, sent, answered) = call_recorded(&sandbox, "asker__tea", json!({}), settings);
         assert_eq!(told, "accept: Ann takes 2 sugars, milk true");
         let calls: Vec<&Value> = sent

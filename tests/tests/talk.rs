@@ -2,56 +2,18 @@
 //! as a stdio MCP server; a plugin's tool elicits; the CLI answers from an `Elicitation`
 //! command hook in its settings, or with `cancel` when there is none (docs/protocol.md §16.2).
 
-use std::process::Stdio;
-
 use serde_json::{json, Value};
-use toolhost_e2e::{artifacts, cli_test, FakeApi, Sandbox};
+use toolhost_e2e::{artifacts, cli_test, Sandbox};
 
 /// Runs `claude -p` calling the asker plugin's `tool` through `toolhost serve`, with
 /// `settings`; returns the tool's result text and the sandbox (for what the hook saw).
 fn ask_through_the_cli(tool: &str, settings: Value, sandbox: &Sandbox) -> String {
-    let fake = FakeApi::call_policy();
     let server = json!({"mcpServers": {"th": {
         "command": artifacts().toolhost,
         "args": ["serve", "--plugins", sandbox.plugin_dir()],
     }}});
     let name = format!("mcp__th__asker__{tool}");
-    let out = sandbox
-        .clean_command(&sandbox.claude, Some(&fake))
-        .args([
-            "-p",
-            &format!("CALL [[{name:?},{{}}]]"),
-            "--strict-mcp-config",
-            "--mcp-config",
-            &server.to_string(),
-            "--settings",
-            &settings.to_string(),
-            "--allowedTools",
-            &name,
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--system-prompt",
-            "",
-            "--max-turns",
-            "3",
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run claude");
-    let results = fake
-        .find_request(|r| !r.tool_results().is_empty())
-        .unwrap_or_else(|| {
-            panic!(
-                "no tool result reached the model:\n{}\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })
-        .tool_results();
-    assert_eq!(results.len(), 1, "{results:#?}");
-    assert!(!results[0].is_error, "{results:#?}");
-    results[0].content.clone()
+    sandbox.call_once(&server, &settings, &name, "{}", String::new)
 }
 
 cli_test!(
@@ -60,24 +22,11 @@ cli_test!(
     fn an_elicitation_hook_answers_a_plugins_form() {
         let sandbox = Sandbox::new(&["asker"]);
         let seen = sandbox.path().join("hook-input.json");
-        let hook = sandbox.path().join("hook.sh");
-        std::fs::write(
-            &hook,
-            format!(
-                "#!/bin/sh\ncat > '{}'\nprintf '%s' '{}'\n",
-                seen.display(),
-                json!({"hookSpecificOutput": {"hookEventName": "Elicitation", "action": "accept",
-                    "content": {"name": "Ann", "sugars": 2, "milk": true}}})
-            ),
-        )
-        .unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
-        }
-        let settings = json!({"hooks": {"Elicitation": [{"matcher": "",
-            "hooks": [{"type": "command", "command": hook}]}]}});
+        let settings = sandbox.elicitation_hook(
+            &json!({"hookEventName": "Elicitation", "action": "accept",
+                "content": {"name": "Ann", "sugars": 2, "milk": true}}),
+            Some(&seen),
+        );
         let told = ask_through_the_cli("tea", settings, &sandbox);
         assert_eq!(told, "accept: Ann takes 2 sugars, milk true");
         let input: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();

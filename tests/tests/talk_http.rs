@@ -3,63 +3,25 @@
 //! result, the CLI answers it from its `Elicitation` command hook and retries the call with the
 //! answer and the signed `requestState`, and the plugin, run again, gets the answer.
 
-use std::process::Stdio;
-
 use serde_json::{json, Value};
 use toolhost_e2e::{
     cli_test,
     http::{HttpServe, TOKEN},
-    FakeApi, Sandbox,
+    Sandbox,
 };
 
 /// Runs `claude -p` calling the asker plugin's `tool` over `serve --http`, with `settings`;
 /// returns the tool's result text and the server (for its log).
 fn ask_over_http(tool: &str, settings: Value, sandbox: &Sandbox) -> (String, HttpServe) {
     let server = HttpServe::start(sandbox, &[]);
-    let fake = FakeApi::call_policy();
     let config = json!({"mcpServers": {"th": {
         "type": "http",
         "url": server.url("/mcp"),
         "headers": {"Authorization": format!("Bearer {TOKEN}")},
     }}});
     let name = format!("mcp__th__asker__{tool}");
-    let out = sandbox
-        .clean_command(&sandbox.claude, Some(&fake))
-        .args([
-            "-p",
-            &format!("CALL [[{name:?},{{}}]]"),
-            "--strict-mcp-config",
-            "--mcp-config",
-            &config.to_string(),
-            "--settings",
-            &settings.to_string(),
-            "--allowedTools",
-            &name,
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--system-prompt",
-            "",
-            "--max-turns",
-            "3",
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run claude");
-    let results = fake
-        .find_request(|r| !r.tool_results().is_empty())
-        .unwrap_or_else(|| {
-            panic!(
-                "no tool result reached the model:\n{}\n{}\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr),
-                server.proc.stderr()
-            )
-        })
-        .tool_results();
-    assert_eq!(results.len(), 1, "{results:#?}");
-    assert!(!results[0].is_error, "{results:#?}");
-    (results[0].content.clone(), server)
+    let text = sandbox.call_once(&config, &settings, &name, "{}", || server.proc.stderr());
+    (text, server)
 }
 
 cli_test!(
@@ -67,23 +29,11 @@ cli_test!(
     /// first answered `input_required`.
     fn an_elicitation_hook_answers_a_plugins_form_in_rounds() {
         let sandbox = Sandbox::new(&["asker"]);
-        let hook = sandbox.path().join("hook.sh");
-        std::fs::write(
-            &hook,
-            format!(
-                "#!/bin/sh\ncat > /dev/null\nprintf '%s' '{}'\n",
-                json!({"hookSpecificOutput": {"hookEventName": "Elicitation", "action": "accept",
-                    "content": {"name": "Ann", "sugars": 2, "milk": true}}})
-            ),
-        )
-        .unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
-        }
-        let settings = json!({"hooks": {"Elicitation": [{"matcher": "",
-            "hooks": [{"type": "command", "command": hook}]}]}});
+        let settings = sandbox.elicitation_hook(
+            &json!({"hookEventName": "Elicitation", "action": "accept",
+                "content": {"name": "Ann", "sugars": 2, "milk": true}}),
+            None,
+        );
         let (told, server) = ask_over_http("tea", settings, &sandbox);
         assert_eq!(told, "accept: Ann takes 2 sugars, milk true");
         assert_eq!(
