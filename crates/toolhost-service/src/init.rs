@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use crate::{handler::Router, model::LATEST_PROTOCOL_VERSION, plugin::LoadedPlugin};
+use crate::{handler::Router, model::SESSION_PROTOCOL_VERSION, plugin::LoadedPlugin};
 
 /// The `initialize` control request registering each plugin as an sdk server
 /// (`sdkMcpServers`), with its tool timeout (`sdkMcpServerConfigs`) and its manifest
@@ -34,7 +34,7 @@ pub fn initialize_request(router: &Router, plugins: &[Arc<LoadedPlugin>]) -> Val
 /// the handshake round trips for this server.
 pub fn server_manifest(router: &Router, plugin: &LoadedPlugin) -> Value {
     json!({
-        "initializeResult": router.initialize_result(Some(plugin), LATEST_PROTOCOL_VERSION, false),
+        "initializeResult": router.initialize_result(Some(plugin), SESSION_PROTOCOL_VERSION, false),
         "toolsListResult": router.tools_list_result(plugin),
     })
 }

@@ -7,8 +7,10 @@ use serde_json::value::RawValue;
 
 use super::scan::{members, Scan};
 
-/// The newest MCP protocol version the host speaks (the one the CLI asks for, docs/protocol.md §1.1).
-pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
+/// The newest MCP protocol version spoken in a session, after `initialize` (the one the CLI
+/// asks for there, docs/protocol.md §1.1). The newer 2026-07-28 has no session:
+/// [`MODERN_PROTOCOL_VERSION`].
+pub const SESSION_PROTOCOL_VERSION: &str = "2025-11-25";
 
 /// Versions the host accepts from a client, newest first.
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
@@ -19,7 +21,7 @@ pub fn negotiate_version(requested: Option<&str>) -> &'static str {
     requested
         .and_then(|r| SUPPORTED_PROTOCOL_VERSIONS.iter().find(|v| **v == r))
         .copied()
-        .unwrap_or(LATEST_PROTOCOL_VERSION)
+        .unwrap_or(SESSION_PROTOCOL_VERSION)
 }
 
 /// The version whose requests carry their protocol version and capabilities in `_meta`, with
@@ -347,9 +349,9 @@ mod tests {
         assert_eq!(negotiate_version(Some("2024-11-05")), "2024-11-05");
         assert_eq!(
             negotiate_version(Some("1999-01-01")),
-            LATEST_PROTOCOL_VERSION
+            SESSION_PROTOCOL_VERSION
         );
-        assert_eq!(negotiate_version(None), LATEST_PROTOCOL_VERSION);
+        assert_eq!(negotiate_version(None), SESSION_PROTOCOL_VERSION);
     }
 
     #[test]

@@ -38,8 +38,8 @@ pub use manifest::{
 };
 pub use mcp::{
     initialize_result, negotiate_version, CallMeta, CallParams, CancelledParams, InitializeParams,
-    LogLevel, ProgressParams, ProtocolMeta, RequestHead, ServerInfo, LATEST_PROTOCOL_VERSION,
-    MODERN_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
+    LogLevel, ProgressParams, ProtocolMeta, RequestHead, ServerInfo, MODERN_PROTOCOL_VERSION,
+    SESSION_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
 };
 pub use request::{
     ClientMessage, ClientNotification, ClientRequest, Cursor, Family, GetPrompt, InvalidParams,
