@@ -7,14 +7,14 @@
 
 mod flat;
 mod hooks;
+mod mirrored;
 mod offers;
-mod param_headers;
 mod tools;
 
 pub use flat::{FlatCatalog, FlatCollision};
 pub use hooks::{CompiledHook, HookTable, Matched, Matcher, PluginHooks};
+pub use mirrored::{ParamHeader, X_MCP_HEADER};
 pub use offers::{OfferCollision, Offers, Resolved};
-pub use param_headers::{ParamHeader, X_MCP_HEADER};
 pub use tools::{ToolCheck, Tools};
 
 /// Separator between plugin and tool names in the all-plugins server (`calc__add`).

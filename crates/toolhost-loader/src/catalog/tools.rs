@@ -90,7 +90,7 @@ pub struct ToolCheck {
 
 impl ToolCheck {
     fn compile(t: &ToolInfo) -> Self {
-        let param_headers = super::param_headers::scan(&t.input_schema).unwrap_or_else(|why| {
+        let param_headers = super::mirrored::scan(&t.input_schema).unwrap_or_else(|why| {
             // A conforming client leaves the tool out (transport spec, "Schema Extension");
             // one that calls it anyway is held to nothing it was told to mirror.
             tracing::warn!(
