@@ -307,4 +307,27 @@ mod tests {
         };
         assert_eq!(Value::Object(m), json!({"elicitation": {"url": {}}}));
     }
+
+    /// What a question needs is checked against what the plugin's `ctx.client()` reads: a
+    /// capability that is not an object (`"sampling": true`) is declared for neither.
+    #[test]
+    fn a_question_needs_what_the_plugin_is_told_the_client_has() {
+        let control = CallControl::new("1", None);
+        let sample = json!({"k": {"method": "sampling/createMessage",
+            "params": {"messages": [], "maxTokens": 1}}})
+        .to_string();
+        let r = replay(r#"{"sampling":true,"roots":{}}"#, json!({}));
+        let told: Value = serde_json::from_str(&r.client()).unwrap();
+        assert_eq!(told, json!({"roots": {}}));
+        assert!(matches!(
+            r.ask(&sample, &control),
+            Err(AskFailure::Unsupported(e)) if e.contains("sampling")
+        ));
+        let Round::Missing(m) = r.round(|| true) else {
+            panic!()
+        };
+        assert_eq!(Value::Object(m), json!({"sampling": {}}));
+        let r = replay(r#"{"sampling":{}}"#, json!({}));
+        assert_eq!(r.ask(&sample, &control), Err(AskFailure::InputRequired));
+    }
 }
