@@ -38,15 +38,13 @@ use toolhost_plugin::{
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Settings {
-    /// Commands to refuse (`rm -rf`: any `rm` given both flags); see [`rules`].
+    /// Commands to refuse (`rm -rf`: any `rm` given both flags), a list of strings parsed once
+    /// as the configuration is read; see [`rules`].
     #[serde(default = "default_deny")]
-    pub deny: Vec<String>,
+    pub deny: rules::Rules,
     /// The tool-use log; `""` for none; absent: [`audit::default_path`].
     #[serde(default)]
     pub log: Option<PathBuf>,
-    /// `deny`, parsed at the first check (the rules are the same for every command).
-    #[serde(skip)]
-    rules: std::sync::OnceLock<rules::Rules>,
 }
 
 impl Default for Settings {
@@ -54,13 +52,13 @@ impl Default for Settings {
         Settings {
             deny: default_deny(),
             log: None,
-            rules: std::sync::OnceLock::new(),
         }
     }
 }
 
-fn default_deny() -> Vec<String> {
-    rules::DEFAULT_DENY.iter().map(|s| s.to_string()).collect()
+fn default_deny() -> rules::Rules {
+    let texts: Vec<String> = rules::DEFAULT_DENY.iter().map(|s| s.to_string()).collect();
+    rules::Rules::parse(&texts)
 }
 
 impl Settings {
@@ -70,8 +68,7 @@ impl Settings {
             return None;
         }
         let command = input.get("command")?.as_str()?;
-        let rules = self.rules.get_or_init(|| rules::Rules::parse(&self.deny));
-        Some(match rules.refused(command)? {
+        Some(match self.deny.refused(command)? {
             rules::Refusal::Rule(rule) => format!(
                 "guard refuses Bash commands containing `{rule}` (its deny list in toolhost.toml)"
             ),

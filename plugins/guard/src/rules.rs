@@ -80,9 +80,16 @@ pub fn refused<'a>(deny: &'a [String], command: &str) -> Option<Refusal<'a>> {
     })
 }
 
-/// A deny list, parsed once: every command is checked against the same rules.
+/// A deny list, parsed once: every command is checked against the same rules. It reads from
+/// the configuration as the list of its texts.
 #[derive(Debug, Clone)]
 pub struct Rules(Vec<(String, Rule)>);
+
+impl<'de> serde::Deserialize<'de> for Rules {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Vec::<String>::deserialize(d).map(|texts| Rules::parse(&texts))
+    }
+}
 
 impl Rules {
     /// The rules of `deny` (blank ones refuse nothing and are left out).
