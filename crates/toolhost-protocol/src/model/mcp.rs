@@ -29,8 +29,9 @@ pub fn negotiate_version(requested: Option<&str>) -> &'static str {
 pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
 
 /// What any request of [`MODERN_PROTOCOL_VERSION`] says of itself in its params: the
-/// protocol fields of its `_meta`, and the name or URI it targets (which the HTTP transport
-/// mirrors in `Mcp-Name`).
+/// protocol fields of its `_meta`, the name or URI it targets (which the HTTP transport
+/// mirrors in `Mcp-Name`), and what its rounds read (its arguments, the answers and the state
+/// it brings), as written: each is only delimited, not built into a tree.
 #[derive(Debug, Default, Deserialize)]
 pub struct RequestHead<'a> {
     #[serde(default, borrow, rename = "_meta")]
@@ -42,6 +43,25 @@ pub struct RequestHead<'a> {
     /// The task a `tasks/*` request names (mirrored in `Mcp-Name` too).
     #[serde(default, borrow, deserialize_with = "borrowed", rename = "taskId")]
     pub task_id: Option<Cow<'a, str>>,
+    /// A call's or a prompt's arguments (what a `requestState` is bound to).
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub arguments: Option<&'a RawValue>,
+    /// The answers to an earlier round's questions.
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "present",
+        rename = "inputResponses"
+    )]
+    pub input_responses: Option<&'a RawValue>,
+    /// The state an earlier round's answer handed the client.
+    #[serde(default, borrow, deserialize_with = "present", rename = "requestState")]
+    pub request_state: Option<&'a RawValue>,
+}
+
+/// A field that is there, `null` included (serde reads a `null` `Option` as absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
 }
 
 impl<'a> RequestHead<'a> {

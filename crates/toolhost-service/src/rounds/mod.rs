@@ -9,7 +9,6 @@ mod state;
 
 use std::sync::Arc;
 
-use serde::Deserialize;
 use serde_json::{json, value::RawValue, Map, Value};
 
 pub use state::{token_digest, StateKey, StateKeyError, MIN_KEY_FILE_BYTES};
@@ -93,7 +92,7 @@ pub fn open<'m>(
     }
     let capabilities = meta.and_then(|m| m.client_capabilities);
     let method = rpc.method.as_deref().unwrap_or_default();
-    match prepare(key, Some(id), method, rpc.params, capabilities, origin) {
+    match prepare(key, Some(id), method, head, capabilities, origin) {
         Ok(retry) => Opening::Ready(Prepared {
             retry: retry.map(Arc::new),
             capabilities,
@@ -141,7 +140,7 @@ fn prepare(
     key: &Arc<StateKey>,
     id: Option<&RawValue>,
     method: &str,
-    params: Option<&RawValue>,
+    head: &RequestHead<'_>,
     capabilities: Option<&RawValue>,
     origin: &Origin<'_>,
 ) -> Result<Option<Retry>, Refusal> {
@@ -149,9 +148,6 @@ fn prepare(
     if !asks_in_rounds(method) {
         return Ok(None);
     }
-    let params: RoundParams = params
-        .and_then(|p| serde_json::from_str(p.get()).ok())
-        .unwrap_or_default();
     let invalid = |m: &str| {
         Refusal::Invalid(Reply::error(
             id,
@@ -159,10 +155,7 @@ fn prepare(
             format!("invalid params: {m}"),
         ))
     };
-    let mut gathered = match params
-        .input_responses
-        .map(|r| serde_json::from_str(r.get()))
-    {
+    let mut gathered = match head.input_responses.map(|r| serde_json::from_str(r.get())) {
         None => Map::new(),
         Some(Ok(Value::Object(r))) if r.values().all(Value::is_object) => r,
         Some(_) => {
@@ -172,12 +165,10 @@ fn prepare(
         }
     };
     let target = match method {
-        "resources/read" => params.uri,
-        _ => params.name,
+        "resources/read" => head.uri.as_deref(),
+        _ => head.name.as_deref(),
     };
-    let target: String = target
-        .and_then(|t| serde_json::from_str(t.get()).ok())
-        .unwrap_or_default();
+    let target = target.unwrap_or_default().to_string();
     let plugin = origin
         .router
         .plugin_serving(origin.scope, method, &target)
@@ -186,8 +177,8 @@ fn prepare(
         Scope::Server(name) => name,
         Scope::All => "",
     };
-    if let Some(state) = params.request_state {
-        let arguments = parsed(params.arguments);
+    if let Some(state) = head.request_state {
+        let arguments = parsed(head.arguments);
         let binding = Binding {
             endpoint,
             plugin: &plugin,
@@ -208,37 +199,10 @@ fn prepare(
         plugin,
         method: method.to_string(),
         target,
-        arguments: params.arguments.map(ToOwned::to_owned),
+        arguments: head.arguments.map(ToOwned::to_owned),
         token,
         key: key.clone(),
     }))
-}
-
-/// The fields of a request's params that its rounds read, as the client wrote them; the rest
-/// (`_meta`, a prompt's arguments' values) is skipped, not built into a tree. Params that are
-/// not an object read as none of them, as the method's own parse then refuses them.
-#[derive(Default, Deserialize)]
-struct RoundParams<'a> {
-    #[serde(default, borrow, deserialize_with = "present")]
-    name: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    uri: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    arguments: Option<&'a RawValue>,
-    #[serde(
-        default,
-        borrow,
-        deserialize_with = "present",
-        rename = "inputResponses"
-    )]
-    input_responses: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present", rename = "requestState")]
-    request_state: Option<&'a RawValue>,
-}
-
-/// A field that is there, `null` included (serde would read `null` as absent).
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(d).map(Some)
 }
 
 /// Arguments as the state binds them (canonical JSON needs the tree).
