@@ -220,6 +220,11 @@ impl ClientCaps {
         }
     }
 
+    /// Whether it declared anything it can be asked (a call may then wait for its answer).
+    pub fn any(self) -> bool {
+        self.form || self.url || self.sampling || self.roots
+    }
+
     /// As MCP client capabilities JSON text, only what was declared (what
     /// [`Asker::client`] gives a plugin).
     pub fn json(self) -> String {

@@ -145,8 +145,9 @@ pub struct Client<'a> {
     pub id: &'a str,
     /// Where its requests' notifications (progress, log records) go (`None`: nowhere).
     pub sink: Option<&'a Sink>,
-    /// The calling thread may run a request itself: a reading thread of `chat` or stdio
-    /// `serve`, which may block; never an async task.
+    /// The caller may run a request itself ([`HereRun`]): a reading thread of `chat` or stdio
+    /// `serve`, which may block, or `serve --http` with a slot for it on its I/O threads
+    /// (toolhost-http's `here.rs`), under a watchdog either way.
     pub here: bool,
     /// A newer request takes the id of one in flight (the control protocol, whose ids restart
     /// at 0 on a re-handshake) instead of being refused.

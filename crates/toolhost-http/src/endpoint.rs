@@ -24,6 +24,7 @@ use super::{
     asking, body,
     budget::Held,
     head::{accepts, header_str, scope_of, Accepts, Remote, PROTOCOL_VERSION, SESSION_ID},
+    here,
     limits::Ticket,
     modern,
     paced::paced,
@@ -456,13 +457,21 @@ impl Call<'_> {
         let session = self.session.get();
         let asker = session.map(|s| asking::asker(router, scope, s, self.accept.sse, &tx));
         let task = session.map(|s| asking::task_asker(router, scope, s));
-        let from = match &modern {
+        let mut from = match &modern {
             Some(m) => Client::http_request(scope, client, &sink, m.asker(), m.tasking(&owner)),
             None => Client::http_session(scope, client, Some(&sink), asker.as_ref(), task.as_ref()),
         };
+        let caps = session.map(|s| s.caps());
+        let claim = here::may_run_here(stream, modern.is_some(), caps)
+            .then(|| self.shared.here.claim())
+            .flatten();
+        // A quick call is answered with no hand-off to the executor's thread (`here.rs`).
+        from.here = claim.is_some();
         let retry = modern.as_ref().and_then(|m| m.retry.clone());
         let (respond, answered) = responder(tx, from.revision, retry);
-        router.handle(&from, msg, respond);
+        if let (Some(run), Some(claim)) = (router.handle(&from, msg, respond), claim) {
+            claim.run(run);
+        }
         if let Some((status, body)) = answered.immediate.close() {
             let response = match status {
                 StatusCode::OK => self.answer(body),

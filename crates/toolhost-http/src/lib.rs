@@ -37,6 +37,7 @@ mod conns;
 mod descriptors;
 mod endpoint;
 mod head;
+mod here;
 mod limits;
 mod modern;
 mod origin;
@@ -143,6 +144,8 @@ struct Shared {
     closing: AtomicBool,
     /// The key of the `requestState`s of 2026-07-28 `input_required` results.
     state_key: Arc<StateKey>,
+    /// The calls running on the I/O thread that read them, and their watchdog.
+    here: here::Here,
 }
 
 /// A `subscriptions/listen` stream: its endpoint and its messages, made once.
@@ -194,6 +197,7 @@ impl HttpServer {
             next_request: AtomicU64::new(0),
             closing: AtomicBool::new(false),
             state_key: Arc::new(StateKey::random()),
+            here: here::Here::new(),
         });
         Ok(HttpServer {
             listener,

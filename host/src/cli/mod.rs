@@ -72,9 +72,13 @@ fn report_failures(registry: &Registry) {
     }
 }
 
-/// The multi-threaded runtime of `serve`, `chat` and `hook`.
+/// The multi-threaded runtime of `serve`, `chat` and `hook`: a worker per CPU, and at least
+/// two, so that `serve --http` may run a quick call on the worker that read it while the
+/// other one serves the rest (toolhost-http's `here.rs`), even on one CPU.
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cpus.max(2))
         .enable_all()
         .build()?)
 }
