@@ -72,15 +72,25 @@ fn report_failures(registry: &Registry) {
     }
 }
 
-/// The multi-threaded runtime of `serve`, `chat` and `hook`: a worker per CPU, and at least
-/// two, so that `serve --http` may run a quick call on the worker that read it while the
-/// other one serves the rest (toolhost-http's `here.rs`), even on one CPU.
+/// The multi-threaded runtime of `serve`, `chat` and `hook`: a worker per CPU.
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    runtime_of(None)
+}
+
+/// The runtime of `serve --http`: a worker per CPU, and at least two, so that it may run a
+/// quick call on the worker that read it while another serves the rest (toolhost-http's
+/// `here.rs`), even on one CPU.
+pub fn http_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cpus.max(2))
-        .enable_all()
-        .build()?)
+    runtime_of(Some(cpus.max(2)))
+}
+
+fn runtime_of(workers: Option<usize>) -> anyhow::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = workers {
+        builder.worker_threads(n);
+    }
+    Ok(builder.enable_all().build()?)
 }
 
 /// Runs one request on a runtime of its own, with the command line's call control. A plugin

@@ -117,7 +117,7 @@ pub fn serve_http(
         Some(path) => Some(StateKey::load(path, http.allow_shared)?),
         None => None,
     };
-    let rt = runtime()?;
+    let rt = super::http_runtime()?;
     rt.block_on(async {
         let options = HttpOptions {
             addr,
