@@ -41,14 +41,14 @@ use serde::{de, Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 mod guard;
-mod limits;
 mod live;
 mod sandbox;
+mod worker_limits;
 
 pub use guard::{canonical, Covers, Guarded};
-pub use limits::{show_bytes, Bound, Limit, Limits, SANDBOX_MEMORY, SANDBOX_PROCESSES};
 pub use live::LiveConfig;
 pub use sandbox::Sandbox;
+pub use worker_limits::{show_bytes, Bound, Limit, Limits, SANDBOX_MEMORY, SANDBOX_PROCESSES};
 
 /// The file's name in the plugin folder.
 pub const FILE_NAME: &str = "toolhost.toml";
@@ -172,10 +172,10 @@ pub struct PluginSettings {
     #[serde(default)]
     pub sandbox: Option<Sandbox>,
     /// Memory of its worker (`"512M"`, `"2G"`, `"unlimited"`); implies `isolate`.
-    #[serde(default, deserialize_with = "limits::memory")]
+    #[serde(default, deserialize_with = "worker_limits::memory")]
     pub memory: Option<Limit>,
     /// Processes and threads of its worker together; implies `isolate`.
-    #[serde(default, deserialize_with = "limits::processes")]
+    #[serde(default, deserialize_with = "worker_limits::processes")]
     pub processes: Option<Limit>,
     /// Time limit of one hook or permission check (seconds; default [`DEFAULT_HOOK_TIMEOUT`]).
     #[serde(default, deserialize_with = "seconds")]

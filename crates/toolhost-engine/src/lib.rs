@@ -29,8 +29,8 @@ pub(crate) use crate::plugin::fake;
 pub mod hooks;
 mod in_flight;
 mod notices;
+mod offer_checks;
 mod offered;
-mod offers;
 mod plugin_request;
 mod progress;
 mod prompts;
@@ -61,8 +61,8 @@ pub use crate::catalog::{
     FLAT_SEPARATOR,
 };
 pub use notices::{ClientNotices, NoticeFeed, NoticeOut, Servers, NOTICE_BATCH};
+pub use offer_checks::check_prompt_arguments;
 pub use offered::{Due, ListChanges};
-pub use offers::check_prompt_arguments;
 pub use plugin_request::PluginRequest;
 pub use progress::{Discard, Notify, Sink};
 pub use prompts::check as check_prompt;

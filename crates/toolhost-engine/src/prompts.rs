@@ -8,7 +8,7 @@ use serde_json::{json, value::RawValue, Map, Value};
 use toolhost_plugin::extras::method;
 
 use super::{
-    offers::check_prompt_arguments, Client, Dispatch, Offers, PluginRequest, Reply, Router,
+    offer_checks::check_prompt_arguments, Client, Dispatch, Offers, PluginRequest, Reply, Router,
 };
 use crate::{
     model::{Cursor, ErrorCode, GetPrompt, RequestError},

@@ -16,7 +16,7 @@ use serde_json::{json, value::RawValue, Value};
 use toolhost_plugin::extras::method;
 
 use super::{
-    offers::resolve_in, CallError, Client, Dispatch, Offers, PluginRequest, Reply, Router,
+    offer_checks::resolve_in, CallError, Client, Dispatch, Offers, PluginRequest, Reply, Router,
 };
 use crate::model::{Cursor, ErrorCode, RequestError};
 

@@ -21,12 +21,11 @@ use tokio::sync::mpsc;
 
 use super::{
     answer::{responder, wait_reply, Reply},
-    asking, body,
+    body,
+    bounds::Ticket,
     budget::Held,
     head::{accepts, header_str, scope_of, Accepts, Remote, PROTOCOL_VERSION, SESSION_ID},
-    here,
-    limits::Ticket,
-    modern,
+    here, modern,
     paced::paced,
     param_headers,
     reply::{
@@ -34,7 +33,7 @@ use super::{
         too_busy, Body,
     },
     session::HttpSession,
-    session_routes,
+    session_asks, session_routes,
     sse::{self, CallStream, Item, ToStream},
     Listener, Shared,
 };
@@ -198,7 +197,7 @@ async fn post(
     let Some(method) = msg.method.as_deref() else {
         // A response to a question of a call of its session's (or nothing to match).
         let message = ClientMessage::read(&msg);
-        return asking::response(shared, client, endpoint.as_deref(), headers, &message);
+        return session_asks::response(shared, client, endpoint.as_deref(), headers, &message);
     };
     note.mcp = Some(method.to_string());
     let head = RequestHead::of(msg.params);
@@ -455,8 +454,8 @@ impl Call<'_> {
         };
         let owner = format!("token:{:?}", self.client.credential);
         let session = self.session.get();
-        let asker = session.map(|s| asking::asker(router, scope, s, self.accept.sse, &tx));
-        let task = session.map(|s| asking::task_asker(router, scope, s));
+        let asker = session.map(|s| session_asks::asker(router, scope, s, self.accept.sse, &tx));
+        let task = session.map(|s| session_asks::task_asker(router, scope, s));
         let mut from = match &modern {
             Some(m) => Client::http_request(scope, client, &sink, m.asker(), m.tasking(&owner)),
             None => Client::http_session(scope, client, Some(&sink), asker.as_ref(), task.as_ref()),

@@ -29,22 +29,22 @@ use toolhost_engine::{catalog, model, plugin, registry, sync, sys, trust};
 use toolhost_service as service;
 
 mod answer;
-mod asking;
 mod auth;
 mod body;
+mod bounds;
 mod budget;
 mod conns;
 mod descriptors;
 mod endpoint;
 mod head;
 mod here;
-mod limits;
 mod modern;
 mod origin;
 mod paced;
 mod param_headers;
 mod reply;
 mod session;
+mod session_asks;
 mod session_routes;
 mod sse;
 mod tls;
@@ -68,11 +68,11 @@ use tokio::{
 
 pub use crate::service::rounds::{StateKey, StateKeyError, MIN_KEY_FILE_BYTES};
 pub use auth::{Credential, TokenFileError, Tokens, MIN_TOKEN_LEN};
+pub use bounds::HttpLimits;
 pub use descriptors::{
     connection_bound, connection_bound_at, limits as descriptor_limits,
     raise_limit as raise_descriptor_limit,
 };
-pub use limits::HttpLimits;
 pub use origin::OriginPolicy;
 pub use tls::{acceptor as tls_acceptor, read_certs, read_key, TlsError, TlsFiles};
 
@@ -81,7 +81,7 @@ use crate::{
     registry::RegistryEvent,
     sync::lock,
 };
-use limits::InFlight;
+use bounds::InFlight;
 use session::Sessions;
 
 /// How long a new connection waits for the room an idle one closed for it gives back.

@@ -11,7 +11,7 @@ use hyper::{
 };
 use serde_json::value::RawValue;
 
-use super::limits::Busy;
+use super::bounds::Busy;
 use crate::model::{rpc_error, ErrorCode};
 
 pub(super) type Body = UnsyncBoxBody<Bytes, Infallible>;

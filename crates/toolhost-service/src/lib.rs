@@ -19,11 +19,11 @@ use toolhost_engine::{executor, model, plugin, registry, relay, sync, sys, trans
 
 mod init;
 mod lane;
-mod limits;
 mod pending;
 mod reload;
 pub mod rounds;
 pub mod serve;
+mod session_limits;
 
 use std::{
     collections::HashMap,
@@ -45,9 +45,9 @@ pub const WIND_DOWN: std::time::Duration = std::time::Duration::from_millis(400)
 
 pub use init::{initialize_request, sdk_server_set, server_manifest};
 pub use lane::LineSource;
-pub use limits::{CallLimits, SessionLimits, TaskArgs};
 pub use pending::{ControlError, Pending};
 pub use reload::{follow_notices, follow_registry};
+pub use session_limits::{CallLimits, SessionLimits, TaskArgs};
 
 use crate::{
     handler::{hooks, Answer, Client, HereRun, Notify, Router, Sink},

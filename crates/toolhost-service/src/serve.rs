@@ -1,6 +1,6 @@
 //! `toolhost serve`: one plain MCP server (NDJSON JSON-RPC, no control envelope) exposing every
 //! plugin's tools as `<plugin>__<tool>` (its prompts likewise, its resources under their own
-//! URIs: `crates/toolhost-engine/src/offers.rs`), over any pair of streams (our stdio in
+//! URIs: `crates/toolhost-loader/src/catalog/offers.rs`), over any pair of streams (our stdio in
 //! practice). It reads on the same threads as `chat`'s control loop (`lane.rs`): the thread that
 //! reads a call runs it and writes the reply.
 //!

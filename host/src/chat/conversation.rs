@@ -10,11 +10,11 @@ use tokio::{
 };
 
 use super::{
-    ask::Questions,
-    catalog,
     input::{Input, LineEditor, Read},
+    listing,
     local::{self, Local},
     prompts::{self as plugin_prompts, PromptCommand},
+    questions::Questions,
     render::Renderer,
     screen::{Screen, TICK},
     style::Style,
@@ -400,11 +400,11 @@ impl Chat {
                 }
             }
             Some(Local::Tools) => {
-                let text = catalog::tools_text(&self.registry.plugins(), &self.style);
+                let text = listing::tools_text(&self.registry.plugins(), &self.style);
                 self.screen.line(text.trim_end());
             }
             Some(Local::Plugins) => {
-                let text = catalog::plugins_text(
+                let text = listing::plugins_text(
                     &self.registry.plugins(),
                     &self.registry.failures(),
                     &self.style,

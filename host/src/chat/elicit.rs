@@ -16,8 +16,8 @@ use serde_json::{json, Map, Value};
 use tokio::sync::oneshot;
 
 use super::{
-    ask::Questions,
     form::{Form, Key},
+    questions::Questions,
 };
 use crate::{
     handler::{read_asks, ClientCaps},
@@ -41,7 +41,7 @@ struct FormQuestion {
     answer: Option<oneshot::Sender<Value>>,
 }
 
-impl super::ask::Question for FormQuestion {
+impl super::questions::Question for FormQuestion {
     fn lines(&mut self) -> Vec<String> {
         self.form.take_lines()
     }

@@ -9,15 +9,15 @@
 //! without the model), `catalog` (tools and plugins for people), and `conversation` (the loop
 //! tying them together).
 
-mod ask;
-pub mod catalog;
 mod command;
 mod conversation;
 mod elicit;
 mod form;
 mod input;
+pub mod listing;
 mod local;
 pub mod prompts;
+mod questions;
 mod render;
 mod screen;
 mod stream;
@@ -39,10 +39,10 @@ use tokio::{
     task::JoinHandle,
 };
 
-pub use ask::{parse_answer, permission_response, Decision, Questions};
 pub use command::{cli_args, read_mcp_config, ChatArgs};
 pub use conversation::Stop;
 pub use elicit::{cli_elicitation, plugin_askers, NO_TERMINAL};
+pub use questions::{parse_answer, permission_response, Decision, Questions};
 pub use render::{OutputFormat, Renderer, TurnEnd};
 pub use words::display_tool_name;
 
@@ -439,8 +439,8 @@ fn banner(registry: &Registry, style: &Style) -> String {
         style.bold(&format!("toolhost {}", env!("CARGO_PKG_VERSION"))),
         format!(
             "{}, {}",
-            catalog::count(plugins.len(), "plugin"),
-            catalog::count(tools, "tool")
+            listing::count(plugins.len(), "plugin"),
+            listing::count(tools, "tool")
         ),
         style.dim("Ctrl-C interrupts, Ctrl-D quits"),
         style.dim("/help"),

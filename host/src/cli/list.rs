@@ -72,7 +72,7 @@ fn plugin_text(shown: &mut String, p: &LoadedPlugin) -> std::fmt::Result {
     }
     for t in &m.tools {
         let first_line = t.description.lines().next().unwrap_or("");
-        let args = crate::chat::catalog::signature(&t.input_schema, &Default::default());
+        let args = crate::chat::listing::signature(&t.input_schema, &Default::default());
         writeln!(shown, "  - {}({args}): {first_line}", t.name)?;
     }
     shown.push_str(&offers_text(&m.extras));

@@ -258,7 +258,9 @@ impl Confinement {
 pub(super) fn bounded(plugin: &LoadedPlugin, config: &Config) -> Result<Option<String>, Refusal> {
     match config.plugin(plugin.name()) {
         None => Ok(None),
-        Some(settings) => super::limits::plugin(settings).map_err(|(m, f)| Refusal::new(m, f)),
+        Some(settings) => {
+            super::worker_limits::plugin(settings).map_err(|(m, f)| Refusal::new(m, f))
+        }
     }
 }
 

@@ -10,9 +10,9 @@ mod claude_plugin;
 mod cli;
 mod confine;
 mod http;
-mod limits;
 mod offers;
 mod plugins;
+mod worker_limits;
 
 use std::{fmt::Write as _, path::PathBuf};
 
@@ -190,7 +190,7 @@ pub fn run(opts: &Options) -> Report {
     }
     checks.push(sandbox());
     checks.push(worker_exe());
-    checks.push(limits::check());
+    checks.push(worker_limits::check());
     if let Some(h) = &opts.http {
         checks.extend(http::check(h, opts.allow_shared));
     }

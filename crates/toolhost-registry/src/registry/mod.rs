@@ -25,16 +25,16 @@
 //! stateful plugin's state), `serving` (the snapshot readers take), `lease` (a version for one
 //! call), `watch` (following the folder); `state` holds the books they share.
 
-mod catalog;
 mod handoff;
 mod install;
 mod lease;
 mod load;
 mod placement;
 mod plugin_events;
-pub use catalog::READ_INTERVAL;
+mod rereads;
 pub use placement::{own_files, place, Placement};
 pub use plugin_events::NoticeFollower;
+pub use rereads::READ_INTERVAL;
 mod prepare;
 mod serving;
 mod settings;
@@ -178,7 +178,7 @@ pub struct Registry {
     /// Wakes the watcher when a load finishes.
     waker: Waker,
     /// Plugins' catalogs read again after they changed at run time.
-    rereads: catalog::Rereads,
+    rereads: rereads::Rereads,
     /// What its plugins' notifications and catalog changes reach (their libraries' handle).
     plugin_events: Arc<plugin_events::Hub>,
 }

@@ -17,7 +17,7 @@
 //! - A worker's memory and processes are bounded as its settings say (cgroup v2 where
 //!   delegated, rlimits otherwise).
 
-mod asking;
+mod asks;
 mod backend;
 pub mod hello;
 mod host;

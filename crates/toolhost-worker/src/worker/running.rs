@@ -13,7 +13,7 @@ use std::{
 use serde_json::value::RawValue;
 
 use super::{
-    asking::AskBook,
+    asks::AskBook,
     lead::{Lead, Turn},
     logs::LogGate,
     wire::{self, FrameReader, FromWorker, Next, Oversize, Restore, ResultWire, ToWorker},
