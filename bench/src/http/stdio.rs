@@ -2,7 +2,8 @@
 //! Claude Code's `type: "stdio"` servers speaks it, NDJSON JSON-RPC on the server's pipes.
 //! Every candidate gets the same driver: spawned fresh each run, `initialize`,
 //! `notifications/initialized`, a `tools/list` that must name the tool, a warm-up, then `-n`
-//! calls of `add` one after the other, every answer checked.
+//! calls of `add` one after the other, then `-n` more with `--concurrency` in flight on the
+//! pipes (issue 39's goal: at least 0.8x the floor's calls/s), every answer checked.
 //!
 //! The candidates: the floor (`stdio_floor.rs`), `toolhost serve` (and `serve --isolate`)
 //! calling `calc__add`, and rmcp's stdio server (bench/peers/rmcp, `peer-rmcp-stdio`) on
@@ -37,6 +38,8 @@ struct Candidate {
 #[derive(Serialize, Clone, Copy)]
 struct Report {
     seq: Phase,
+    /// `--concurrency` calls in flight at once.
+    conc: Phase,
     /// Voluntary context switches of the server (all its threads and its workers) per call.
     switches_per_call: f64,
     /// From the spawn to the `tools/list` answer.
@@ -142,9 +145,15 @@ fn run(cli: &Cli, kind: Kind) -> Result<Report> {
     let lat = c.calls(tool, cli.n, 1).with_context(|| server.log_tail())?;
     let wall = t.elapsed();
     let switches = server::voluntary_switches(server.pid()).saturating_sub(before);
+    let t = Instant::now();
+    let in_flight = c
+        .calls(tool, cli.n, cli.concurrency)
+        .with_context(|| server.log_tail())?;
+    let conc = Phase::of(in_flight, t.elapsed());
     let (workers, worker_processes) = server.descendants_memory()?;
     Ok(Report {
         seq: Phase::of(lat, wall),
+        conc,
         switches_per_call: switches as f64 / cli.n as f64,
         ready_ms,
         memory: server.memory()?,
@@ -156,33 +165,44 @@ fn run(cli: &Cli, kind: Kind) -> Result<Report> {
 fn print(cli: &Cli, candidates: &[Candidate], runs: &[Vec<Report>]) {
     println!(
         "Plain MCP over stdio: tools/call of `add` (toolhost: `calc__add`), NDJSON JSON-RPC on \
-         the server's pipes, {} sequential calls after {} to warm up, a fresh server each run; \
-         medians of {} runs (range); every answer checked.",
+         the server's pipes, {} sequential calls after {} to warm up, then {} with {} in flight, \
+         a fresh server each run; medians of {} runs (range); every answer checked.",
         cli.n,
         cli.n / 10 + 1,
+        cli.n,
+        cli.concurrency,
         cli.runs
     );
     println!();
-    println!("| candidate | seq p50 | ×floor | seq p99 | seq calls/s | voluntary switches / call | ready | RSS after | its workers' RSS |");
-    println!("|---|--:|--:|--:|--:|--:|--:|--:|--:|");
+    println!("| candidate | seq p50 | ×floor | seq p99 | seq calls/s | {} in flight calls/s | ×floor | voluntary switches / call | ready | RSS after | its workers' RSS |", cli.concurrency);
+    println!("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
     let (p50, floor) = p50s(
         candidates,
         runs,
         |c| c.kind == Kind::Floor,
         |r| r.seq.p50_us,
     );
+    let (conc, conc_floor) = p50s(
+        candidates,
+        runs,
+        |c| c.kind == Kind::Floor,
+        |r| r.conc.calls_per_s,
+    );
     let one = |x: f64| format!("{x:.1}");
     let two = |x: f64| format!("{x:.2}");
-    for ((c, r), p) in candidates.iter().zip(runs).zip(&p50) {
+    for (((c, r), p), k) in candidates.iter().zip(runs).zip(&p50).zip(&conc) {
         let col = |f: &dyn Fn(&Report) -> f64| r.iter().map(f).collect::<Vec<f64>>();
         let ratio = floor.map_or("–".to_string(), |f| format!("{:.2}x", p / f));
+        let conc_ratio = conc_floor.map_or("–".to_string(), |f| format!("{:.2}x", k / f));
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             c.name,
             cell(&mut col(&|r| r.seq.p50_us), &one, " µs"),
             ratio,
             cell(&mut col(&|r| r.seq.p99_us), &one, " µs"),
             cell(&mut col(&|r| r.seq.calls_per_s), &thousands, ""),
+            cell(&mut col(&|r| r.conc.calls_per_s), &thousands, ""),
+            conc_ratio,
             cell(&mut col(&|r| r.switches_per_call), &two, ""),
             cell(&mut col(&|r| r.ready_ms), &one, " ms"),
             cell(
