@@ -15,6 +15,12 @@
 //! (routing, the lease) happens while the thread still holds the input. The host's check of
 //! the arguments runs with the tool, under the watchdog (issue 37: a slow check held the
 //! input, and every other request of the session waited).
+//!
+//! Answers of requests read together leave together: while the next request is already in
+//! the input buffer, the output is held ([`LineSender::hold`]), and it is released before the
+//! reader waits for anything (the input, a call slot, room in the output), when a call waits
+//! for the peer's answers, and when the watchdog promotes a reader. A peer with 16 requests in
+//! flight then gets their answers in one write rather than 16 (issue 39).
 
 use std::{
     sync::{Arc, Mutex},
@@ -64,11 +70,20 @@ const ASKING_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 pub trait LineSource: Send + 'static {
     /// The next line; `None` at the end of the input.
     fn next_line(&mut self) -> Result<Option<String>, ReadError>;
+    /// Whether the next line is already read, whole (`next_line` will not block). `false` when
+    /// the source cannot tell: then every answer is written as it comes.
+    fn has_line(&self) -> bool {
+        false
+    }
 }
 
 impl LineSource for BlockingLines {
     fn next_line(&mut self) -> Result<Option<String>, ReadError> {
         BlockingLines::next_line(self)
+    }
+
+    fn has_line(&self) -> bool {
+        BlockingLines::has_line(self)
     }
 }
 
@@ -149,16 +164,32 @@ impl<F: Front> Lane<F> {
             if self.relay.ended() {
                 break;
             }
+            // The answers of requests read together leave together: held while the next
+            // request is already read (and no call waits for the peer's answers), written
+            // before this thread waits for anything or its call outlives the budget.
+            let out = self.front.out();
+            if source.has_line() && !self.front.asking() {
+                out.hold();
+            } else {
+                out.release();
+            }
             let slot = match self.intake.try_ready() {
                 Some(slot) => Some(slot),
-                None if self.front.asking() => None,
-                None => self.ready_unless_asking(),
+                None => {
+                    out.release();
+                    if self.front.asking() {
+                        None
+                    } else {
+                        self.ready_unless_asking()
+                    }
+                }
             };
             let peer = self.front.peer();
             let line = next_message(&mut **source, peer, |t| self.front.too_long(t));
             let Some(line) = line else {
                 self.relay.end();
                 drop(source);
+                out.release();
                 self.front.input_ended();
                 break;
             };
@@ -222,6 +253,7 @@ impl<F: Front> Lane<F> {
     /// rather than waited for, so the lines behind it are read. Whatever writes an answer
     /// waits for room in the output first (a peer that does not read is not read either).
     fn slot_while_asking(&self, line: &str) -> Option<CallSlot> {
+        self.front.out().release();
         let msg = crate::model::JsonRpc::parse(line).ok();
         let (method, id) = match &msg {
             Some(m) => (m.method.as_deref(), m.id.is_some()),
@@ -246,7 +278,11 @@ impl<F: Front> Lane<F> {
         self.relay.watch(
             HERE_BUDGET,
             STAY_AWAKE,
-            || self.spawn_reader(),
+            || {
+                // What the blocked reader held goes out now, not after its call.
+                self.front.out().release();
+                self.spawn_reader()
+            },
             |now| {
                 self.escalate(now, false);
                 None

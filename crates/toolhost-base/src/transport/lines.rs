@@ -171,6 +171,12 @@ impl BlockingLines {
         BlockingLines(self.0.max_line_bytes(max))
     }
 
+    /// Whether the next line is already read, whole: [`Self::next_line`] then returns without
+    /// blocking (a line, or the skip of one over the length limit).
+    pub fn has_line(&self) -> bool {
+        self.0.inner.buffer().contains(&b'\n')
+    }
+
     /// The next line, as [`LineReader::next_line`]; blocks the calling thread.
     pub fn next_line(&mut self) -> Result<Option<String>, ReadError> {
         use std::io::BufRead;

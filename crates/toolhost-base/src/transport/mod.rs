@@ -68,6 +68,9 @@ struct Queue {
     /// A non-blocking duplicate of the output descriptor: with nothing queued or being written,
     /// a sender writes its line itself, on its own thread, instead of waking the writer task.
     direct: Option<std::fs::File>,
+    /// The reader has more requests already read ([`LineSender::hold`]): lines are queued, and
+    /// the writer is woken for them at [`LineSender::release`], to write them together.
+    held: bool,
 }
 
 impl Shared {
@@ -96,7 +99,7 @@ impl Shared {
         }
         self.bytes.fetch_add(n, Ordering::AcqRel);
         q.lines.push_back(item);
-        let idle = !q.writing;
+        let idle = !q.writing && !q.held;
         drop(q);
         if idle {
             self.wake.notify_one();
@@ -127,7 +130,7 @@ impl LineSender {
     pub fn send(&self, line: String) -> bool {
         let shared = &*self.shared;
         let q = shared.lock();
-        if q.lines.is_empty() && !q.writing {
+        if q.lines.is_empty() && !q.writing && !q.held {
             if let Some(out) = &q.direct {
                 match write_now(out, line.as_bytes()) {
                     Ok(n) if n == line.len() + 1 => {
@@ -150,6 +153,28 @@ impl LineSender {
         }
         let n = line.len();
         shared.queue(q, Queued::Line(line), n)
+    }
+
+    /// Holds the lines sent from now on until [`Self::release`]: the reader of a session calls
+    /// it while requests it has read are still to be answered, so that their answers leave in
+    /// one write instead of one each. The reader releases before it waits for anything (the
+    /// input, room in the output, a call slot), so no line is held longer than the requests
+    /// already read take.
+    pub fn hold(&self) {
+        self.shared.lock().held = true;
+    }
+
+    /// Ends a hold: the lines sent meanwhile are written together, by the writer task.
+    pub fn release(&self) {
+        let mut q = self.shared.lock();
+        if !std::mem::take(&mut q.held) {
+            return;
+        }
+        let wake = !q.lines.is_empty() && !q.writing;
+        drop(q);
+        if wake {
+            self.shared.wake.notify_one();
+        }
     }
 
     /// Queues a line written at its latest value (see [`Latest`]). Returns false once the
@@ -317,7 +342,8 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     loop {
         let batch = {
             let mut q = shared.lock();
-            if q.lines.is_empty() {
+            // Held lines wait for their release (which wakes this task), unless closing.
+            if q.lines.is_empty() || (q.held && !closing) {
                 q.writing = false;
                 None
             } else {
@@ -409,6 +435,30 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
+
+    #[tokio::test]
+    async fn held_lines_leave_together_at_the_release() {
+        let (a, b) = tokio::io::duplex(4096);
+        let (tx, writer) = Writer::spawn(a);
+        let mut lines = read_lines(b);
+        tx.hold();
+        tx.send("one".into());
+        tx.send("two".into());
+        let early = tokio::time::timeout(std::time::Duration::from_millis(50), lines.next_line());
+        assert!(
+            early.await.is_err(),
+            "a held line was written before the release"
+        );
+        assert_eq!(tx.queued_bytes(), 6);
+        tx.release();
+        assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("one"));
+        assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("two"));
+        // Released: the next line is not held.
+        tx.send("three".into());
+        assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("three"));
+        assert_eq!(tx.queued_bytes(), 0);
+        writer.close().await;
+    }
 
     #[tokio::test]
     async fn writes_queued_lines_before_closing() {
