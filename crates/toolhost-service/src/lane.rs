@@ -185,7 +185,7 @@ impl<F: Front> Lane<F> {
                 }
             };
             let peer = self.front.peer();
-            let line = next_message(&mut **source, peer, |t| self.front.too_long(t));
+            let line = next_message(&mut **source, out, peer, |t| self.front.too_long(t));
             let Some(line) = line else {
                 self.relay.end();
                 drop(source);
@@ -307,13 +307,18 @@ impl<F: Front> Lane<F> {
 }
 
 /// The next non-blank line; an over-long one is handed to `too_long` and reading goes on.
-/// `None` at the end of the input, or when reading fails (logged).
+/// `None` at the end of the input, or when reading fails (logged). What `out` holds is
+/// released before any read that may block (the rest of a skipped line, a blank one).
 fn next_message(
     source: &mut dyn LineSource,
+    out: &LineSender,
     peer: &str,
     mut too_long: impl FnMut(TooLong),
 ) -> Option<String> {
     loop {
+        if !source.has_line() {
+            out.release();
+        }
         if let Some(message) = sort_read(source.next_line(), peer, &mut too_long) {
             return message;
         }
