@@ -7,7 +7,7 @@ mod common;
 
 use std::{
     io::{BufRead, BufReader, Write},
-    process::{Child, Stdio},
+    process::Child,
     sync::mpsc,
     time::Duration,
 };
@@ -25,15 +25,7 @@ struct Served {
 
 impl Served {
     fn start(extra: &[&str]) -> Served {
-        let plugins = common::plugin_dir(&["calc"]);
-        let mut args = vec!["serve"];
-        args.extend(extra);
-        let mut child = common::toolhost(&args, plugins.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start toolhost serve");
+        let (mut child, plugins) = common::serve_process(&["calc"], extra);
         let out = BufReader::new(child.stdout.take().unwrap());
         let (tx, answers) = mpsc::channel();
         std::thread::spawn(move || {

@@ -10,7 +10,7 @@ mod common;
 
 use std::{
     io::{BufRead, BufReader, Write},
-    process::{Child, ChildStdin, Stdio},
+    process::{Child, ChildStdin},
     sync::{mpsc, Arc, Condvar, Mutex},
     time::{Duration, Instant},
 };
@@ -33,15 +33,7 @@ struct Served {
 
 impl Served {
     fn start(libs: &[&str], extra: &[&str]) -> Served {
-        let plugins = common::plugin_dir(libs);
-        let mut args = vec!["serve"];
-        args.extend_from_slice(extra);
-        let mut child = common::toolhost(&args, plugins.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start toolhost serve");
+        let (mut child, plugins) = common::serve_process(libs, extra);
         let stdin = child.stdin.take().unwrap();
         let stdout = child.stdout.take().unwrap();
         let paused = Arc::new((Mutex::new(false), Condvar::new()));

@@ -33,6 +33,21 @@ pub fn toolhost(args: &[&str], plugins: &Path) -> std::process::Command {
     cmd
 }
 
+/// `toolhost serve ARGS` over a fresh folder of the named plugins, its stdin and stdout piped
+/// (stderr discarded): a client of the real binary's pipes. Keep the folder while it runs.
+pub fn serve_process(libs: &[&str], args: &[&str]) -> (std::process::Child, tempfile::TempDir) {
+    let plugins = plugin_dir(libs);
+    let mut all = vec!["serve"];
+    all.extend_from_slice(args);
+    let child = toolhost(&all, plugins.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start toolhost serve");
+    (child, plugins)
+}
+
 /// A process's output (either stream) as text.
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
