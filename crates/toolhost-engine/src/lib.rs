@@ -69,7 +69,7 @@ pub use prompts::check as check_prompt;
 pub use protocol::{check_version, list_changed, Reply, Revision, DISCOVER_VERSIONS};
 pub use replay::{Replay, Round};
 pub use request::{
-    Answer, CallError, Failure, HereRun, Method, Outcome, Request, RequestKey, Respond,
+    Answer, CallError, Failure, HereRun, Method, Outcome, Request, RequestKey, Respond, Watched,
 };
 pub use resources::PAGE_SIZE;
 pub use subscriptions::MAX_SUBSCRIPTIONS;

@@ -591,6 +591,15 @@ impl HereRun {
         &self.request
     }
 
+    /// The run as its thread's watchdog follows it, from now.
+    pub fn watched(&self) -> Watched {
+        Watched {
+            request: self.request.clone(),
+            started: Instant::now(),
+            escalated: false,
+        }
+    }
+
     /// Runs the request on this thread and answers it (unless its timeout did). A panic in
     /// the host's part of the call (the plugin's own are caught at the ABI) becomes a failure
     /// rather than the end of the thread.
@@ -600,6 +609,26 @@ impl HereRun {
         }
         let outcome = self.request.0.run_caught(&self.lease);
         self.request.finish(outcome);
+    }
+}
+
+/// A [`HereRun`] as a watchdog follows it: the reading threads' (`toolhost-service`'s
+/// `lane.rs`) and `serve --http`'s I/O threads' (`toolhost-http`'s `here.rs`) apply the one
+/// rule here.
+pub struct Watched {
+    request: Request,
+    started: Instant,
+    escalated: bool,
+}
+
+impl Watched {
+    /// Escalates the request ([`Request::escalate`]) once it has run [`HERE_BUDGET`] by `now`
+    /// (`all`: whatever its time, as its session ends), and only once.
+    pub fn escalate_due(&mut self, now: Instant, all: bool) {
+        if !self.escalated && (all || now >= self.started + HERE_BUDGET) {
+            self.escalated = true;
+            self.request.escalate();
+        }
     }
 }
 

@@ -13,7 +13,7 @@
 //!   there, from the worker's LIFO slot): its connection waits for its answer as for any
 //!   other, so a stuck call's timeout is answered by another worker;
 //! - a watchdog thread escalates each call that outlives [`HERE_BUDGET`]
-//!   ([`Request::escalate`]): its timeout is armed and its tool counts as one that runs long,
+//!   ([`Request::escalate`](crate::handler::Request::escalate)): its timeout is armed and its tool counts as one that runs long,
 //!   so that its next calls go to the executor.
 //!
 //! Only a call that cannot wait on its own client runs here ([`may_run_here`]). A question
@@ -29,7 +29,7 @@ use std::{
 use tokio::runtime::{Handle, RuntimeFlavor};
 
 use crate::{
-    handler::{ClientCaps, HereRun, Request, HERE_BUDGET},
+    handler::{ClientCaps, HereRun, Watched, HERE_BUDGET},
     sync::{lock, wait, wait_timeout, Condvar, Mutex},
 };
 
@@ -59,11 +59,7 @@ enum Slot {
     Free,
     /// Taken for a call about to be routed.
     Claimed,
-    Running {
-        request: Request,
-        started: Instant,
-        escalated: bool,
-    },
+    Running(Watched),
 }
 
 /// A slot taken for one call: freed when dropped.
@@ -143,11 +139,7 @@ impl Claim {
     /// once it returned.
     pub(crate) fn run(self, mut run: HereRun) {
         tokio::spawn(async move {
-            self.set(Slot::Running {
-                request: run.request().clone(),
-                started: Instant::now(),
-                escalated: false,
-            });
+            self.set(Slot::Running(run.watched()));
             run.run();
             // Off the watchdog's list before the plugin's call slot is given back (dropping
             // `run`): the watchdog can no longer escalate a call that ended.
@@ -179,17 +171,9 @@ impl Watch {
             let ended = runs.ended;
             let mut running = false;
             for slot in &mut runs.slots {
-                if let Slot::Running {
-                    request,
-                    started,
-                    escalated,
-                } = slot
-                {
+                if let Slot::Running(w) = slot {
                     running = true;
-                    if !*escalated && (ended || now >= *started + HERE_BUDGET) {
-                        *escalated = true;
-                        request.escalate();
-                    }
+                    w.escalate_due(now, ended);
                 }
             }
             if ended {

@@ -5,11 +5,11 @@
 //! A tool may block, though, and the session must go on meanwhile. A watchdog thread sees a
 //! call outlive [`HERE_BUDGET`] and promotes a new thread to read (leader/follower): the
 //! input is read again within about two budgets, and the call is escalated
-//! ([`Request::escalate`]: named among running calls, its timeout armed). The thread ends
+//! ([`Request::escalate`](crate::handler::Request::escalate): named among running calls, its timeout armed). The thread ends
 //! when its tool returns, if another one reads by then. A tool whose call outlived the budget
 //! runs on the executor from then on, until one of its calls is quick again there: a batch
 //! of slow calls is not started one budget after the other. Where a request runs is decided
-//! by [`Request::start`], not here.
+//! by [`Request::start`](crate::handler::Request::start), not here.
 //!
 //! Lines are handled in the order they were read: everything up to the start of a tool
 //! (routing, the lease) happens while the thread still holds the input. The host's check of
@@ -31,7 +31,7 @@ use tokio::runtime::Handle;
 
 use super::{sort_read, CallSlot, Intake};
 use crate::{
-    handler::{HereRun, Request, HERE_BUDGET},
+    handler::{HereRun, Watched, HERE_BUDGET},
     relay::{Relay, STAY_AWAKE},
     sync::lock,
     transport::{BlockingLines, LineReader, LineSender, ReadError, TooLong},
@@ -112,12 +112,6 @@ pub(super) struct Lane<F: Front> {
 
 /// The request a reader thread runs, if any; taken off when it returns.
 type Running = Mutex<Option<Watched>>;
-
-struct Watched {
-    request: Request,
-    started: Instant,
-    escalated: bool,
-}
 
 impl<F: Front> Lane<F> {
     /// Starts the first reader thread and the watchdog.
@@ -206,11 +200,7 @@ impl<F: Front> Lane<F> {
             let Some(mut run) = self.front.route(&line, slot) else {
                 continue;
             };
-            *lock(&running) = Some(Watched {
-                request: run.request().clone(),
-                started: Instant::now(),
-                escalated: false,
-            });
+            *lock(&running) = Some(run.watched());
             self.relay.running();
             drop(source);
             run.run();
@@ -297,10 +287,7 @@ impl<F: Front> Lane<F> {
     fn escalate(&self, now: Instant, all: bool) {
         for running in lock(&self.threads).iter() {
             if let Some(w) = lock(running).as_mut() {
-                if !w.escalated && (all || now >= w.started + HERE_BUDGET) {
-                    w.escalated = true;
-                    w.request.escalate();
-                }
+                w.escalate_due(now, all);
             }
         }
     }
