@@ -356,7 +356,7 @@ async fn requests_over_the_per_client_bound_are_429() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_serves_https_and_keeps_its_key_private() {
-    use toolhost::service::http::{read_certs, tls_acceptor, TlsError, TlsFiles};
+    use toolhost::service::http::{read_certs, tls_acceptor, SecretError, TlsError, TlsFiles};
     let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("key.pem");
@@ -371,7 +371,7 @@ async fn tls_serves_https_and_keeps_its_key_private() {
         std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert!(matches!(
             tls_acceptor(&files, false),
-            Err(TlsError::Readable { .. })
+            Err(TlsError::Secret(SecretError::Readable { .. }))
         ));
         std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
     }

@@ -62,86 +62,58 @@ pub trait Wait<G> {
     fn wait_timeout_recovered(&self, guard: G, dur: Duration) -> (G, bool);
 }
 
-impl<T: ?Sized> Lock for std::sync::Mutex<T> {
-    type Guard<'a>
-        = std::sync::MutexGuard<'a, T>
-    where
-        T: 'a;
-    fn lock_recovered(&self) -> Self::Guard<'_> {
-        self.lock().unwrap_or_else(PoisonError::into_inner)
-    }
+/// [`Lock`] and [`Wait`] for one library's `Mutex`, `Arc` and `Condvar`: std's, and loom's in
+/// the loom build, from the same text. `?Sized` where the library allows it.
+macro_rules! recovering {
+    ($($lib:ident)::+ $(, ?$sized:ident)?) => {
+        impl<T $(: ?$sized)?> Lock for $($lib)::+::Mutex<T> {
+            type Guard<'a>
+                = $($lib)::+::MutexGuard<'a, T>
+            where
+                T: 'a;
+            fn lock_recovered(&self) -> Self::Guard<'_> {
+                self.lock().unwrap_or_else(PoisonError::into_inner)
+            }
+        }
+
+        /// `lock(&arc)` as with a plain reference (generic arguments get no deref coercion).
+        impl<M: Lock $(+ ?$sized)?> Lock for $($lib)::+::Arc<M> {
+            type Guard<'a>
+                = M::Guard<'a>
+            where
+                Self: 'a;
+            fn lock_recovered(&self) -> Self::Guard<'_> {
+                (**self).lock_recovered()
+            }
+        }
+
+        impl<'a, T> Wait<$($lib)::+::MutexGuard<'a, T>> for $($lib)::+::Condvar {
+            fn wait_recovered(
+                &self,
+                guard: $($lib)::+::MutexGuard<'a, T>,
+            ) -> $($lib)::+::MutexGuard<'a, T> {
+                self.wait(guard).unwrap_or_else(PoisonError::into_inner)
+            }
+            fn wait_timeout_recovered(
+                &self,
+                guard: $($lib)::+::MutexGuard<'a, T>,
+                dur: Duration,
+            ) -> ($($lib)::+::MutexGuard<'a, T>, bool) {
+                let (guard, result) = self
+                    .wait_timeout(guard, dur)
+                    .unwrap_or_else(PoisonError::into_inner);
+                (guard, result.timed_out())
+            }
+        }
+    };
 }
 
-/// `lock(&arc)` as with a plain reference (generic arguments get no deref coercion).
-impl<M: Lock + ?Sized> Lock for std::sync::Arc<M> {
-    type Guard<'a>
-        = M::Guard<'a>
-    where
-        Self: 'a;
-    fn lock_recovered(&self) -> Self::Guard<'_> {
-        (**self).lock_recovered()
-    }
-}
+recovering!(std::sync, ?Sized);
 
-impl<'a, T> Wait<std::sync::MutexGuard<'a, T>> for std::sync::Condvar {
-    fn wait_recovered(&self, guard: std::sync::MutexGuard<'a, T>) -> std::sync::MutexGuard<'a, T> {
-        self.wait(guard).unwrap_or_else(PoisonError::into_inner)
-    }
-    fn wait_timeout_recovered(
-        &self,
-        guard: std::sync::MutexGuard<'a, T>,
-        dur: Duration,
-    ) -> (std::sync::MutexGuard<'a, T>, bool) {
-        let (guard, result) = self
-            .wait_timeout(guard, dur)
-            .unwrap_or_else(PoisonError::into_inner);
-        (guard, result.timed_out())
-    }
-}
-
+// Loom's timed wait never times out (loom has no clock): a protocol under loom must not
+// count on a timeout to make progress.
 #[cfg(feature = "loom")]
-impl<T> Lock for loom::sync::Mutex<T> {
-    type Guard<'a>
-        = loom::sync::MutexGuard<'a, T>
-    where
-        T: 'a;
-    fn lock_recovered(&self) -> Self::Guard<'_> {
-        self.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-#[cfg(feature = "loom")]
-impl<M: Lock> Lock for loom::sync::Arc<M> {
-    type Guard<'a>
-        = M::Guard<'a>
-    where
-        Self: 'a;
-    fn lock_recovered(&self) -> Self::Guard<'_> {
-        (**self).lock_recovered()
-    }
-}
-
-/// Loom's timed wait never times out (loom has no clock): a protocol under loom must not
-/// count on a timeout to make progress.
-#[cfg(feature = "loom")]
-impl<'a, T> Wait<loom::sync::MutexGuard<'a, T>> for loom::sync::Condvar {
-    fn wait_recovered(
-        &self,
-        guard: loom::sync::MutexGuard<'a, T>,
-    ) -> loom::sync::MutexGuard<'a, T> {
-        self.wait(guard).unwrap_or_else(PoisonError::into_inner)
-    }
-    fn wait_timeout_recovered(
-        &self,
-        guard: loom::sync::MutexGuard<'a, T>,
-        dur: Duration,
-    ) -> (loom::sync::MutexGuard<'a, T>, bool) {
-        let (guard, result) = self
-            .wait_timeout(guard, dur)
-            .unwrap_or_else(PoisonError::into_inner);
-        (guard, result.timed_out())
-    }
-}
+recovering!(loom::sync);
 
 /// Locks `m`, recovering its data if a panic poisoned it (the policy above).
 pub fn lock<M: Lock + ?Sized>(m: &M) -> M::Guard<'_> {

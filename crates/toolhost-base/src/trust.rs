@@ -349,6 +349,83 @@ pub fn check_owner_and_mode(path: &Path, meta: &std::fs::Metadata) -> Result<(),
     check_meta(path, meta)
 }
 
+/// Why a secret file (the token file, the TLS key, the state key file) cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    #[error("cannot read the {what} {path}: {source}")]
+    Read {
+        what: &'static str,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Untrusted(#[from] TrustError),
+    #[error(
+        "the {what} {path} can be read by other users (mode {mode:o}); \
+         make it private with `chmod 600 {path}`"
+    )]
+    Readable {
+        what: &'static str,
+        path: String,
+        mode: u32,
+    },
+    #[error("the {what} {path} is over {max} bytes; a secret is a line or a PEM block")]
+    TooLarge {
+        what: &'static str,
+        path: String,
+        max: u64,
+    },
+}
+
+/// The bytes of the secret file `path` (`what` names it in errors), at most `max`. It is opened
+/// without blocking and refused unless a regular file (a FIFO would hang start-up); it must be
+/// this user's (or root's), writable by nobody else, in folders nobody else can change
+/// (`allow_shared` lifts those, as for the configuration file), and, being a secret, readable
+/// by nobody else (which nothing lifts).
+pub fn read_secret(
+    path: &Path,
+    what: &'static str,
+    allow_shared: bool,
+    max: u64,
+) -> Result<Vec<u8>, SecretError> {
+    let shown = path.display().to_string();
+    let read_err = |source| SecretError::Read {
+        what,
+        path: shown.clone(),
+        source,
+    };
+    let (file, meta) = crate::sys::open_regular_file(path).map_err(read_err)?;
+    if !allow_shared {
+        check_owner_and_mode(path, &meta)?;
+        check_folders(path)?;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(SecretError::Readable {
+                what,
+                path: shown,
+                mode,
+            });
+        }
+    }
+    let mut bytes = Vec::new();
+    // Read through a limit, not by the size `fstat` gave: the file may grow meanwhile.
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, max + 1), &mut bytes)
+        .map_err(read_err)?;
+    if bytes.len() as u64 > max {
+        return Err(SecretError::TooLarge {
+            what,
+            path: shown,
+            max,
+        });
+    }
+    Ok(bytes)
+}
+
 /// Checks the folders `file` lies in, every one up to `/`, both as named and as resolved
 /// (symlinks followed): each must belong to this user or root, and one that others can write
 /// must have the sticky bit (as `/tmp` has), which keeps them from replacing a file they do
@@ -374,7 +451,7 @@ pub fn check_folders(file: &Path) -> Result<(), TrustError> {
             continue;
         }
         let meta = std::fs::metadata(dir).map_err(unreadable(dir))?;
-        check_folder_meta(dir, &meta)?;
+        check_owner_and_writers(dir, &meta, true)?;
     }
     Ok(())
 }
@@ -430,26 +507,6 @@ pub fn check_folders(_file: &Path) -> Result<(), TrustError> {
 }
 
 #[cfg(unix)]
-fn check_folder_meta(dir: &Path, meta: &std::fs::Metadata) -> Result<(), TrustError> {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let me = crate::sys::current_uid();
-    if meta.uid() != me && meta.uid() != 0 {
-        return Err(TrustError::FolderOwner {
-            path: dir.to_path_buf(),
-            uid: meta.uid(),
-        });
-    }
-    let mode = meta.permissions().mode();
-    if mode & 0o022 != 0 && mode & 0o1000 == 0 {
-        return Err(TrustError::FolderWritable {
-            path: dir.to_path_buf(),
-            mode,
-        });
-    }
-    Ok(())
-}
-
-#[cfg(unix)]
 fn check_writers(path: &Path) -> Result<(), TrustError> {
     let meta = std::fs::metadata(path).map_err(|source| TrustError::Unreadable {
         path: path.to_path_buf(),
@@ -460,22 +517,32 @@ fn check_writers(path: &Path) -> Result<(), TrustError> {
 
 #[cfg(unix)]
 fn check_meta(path: &Path, meta: &std::fs::Metadata) -> Result<(), TrustError> {
+    check_owner_and_writers(path, meta, false)
+}
+
+/// The one owner and writers rule, for a file and for a folder it lies in: this user's or
+/// root's, and writable by nobody else; a folder others can write passes with the sticky
+/// bit (as `/tmp` has), which keeps them from replacing a file they do not own.
+#[cfg(unix)]
+fn check_owner_and_writers(
+    path: &Path,
+    meta: &std::fs::Metadata,
+    folder: bool,
+) -> Result<(), TrustError> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let me = crate::sys::current_uid();
-    if meta.uid() != me && meta.uid() != 0 {
-        return Err(TrustError::OtherOwner {
-            path: path.to_path_buf(),
-            uid: meta.uid(),
+    let (path, uid, mode) = (path.to_path_buf(), meta.uid(), meta.permissions().mode());
+    if uid != crate::sys::current_uid() && uid != 0 {
+        return Err(match folder {
+            true => TrustError::FolderOwner { path, uid },
+            false => TrustError::OtherOwner { path, uid },
         });
     }
-    let mode = meta.permissions().mode();
-    if mode & 0o022 != 0 {
-        return Err(TrustError::Writable {
-            path: path.to_path_buf(),
-            mode,
-        });
+    let sticky = mode & 0o1000 != 0;
+    match (mode & 0o022 != 0, folder) {
+        (true, false) => Err(TrustError::Writable { path, mode }),
+        (true, true) if !sticky => Err(TrustError::FolderWritable { path, mode }),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 #[cfg(not(unix))]
@@ -491,6 +558,29 @@ fn check_meta(_path: &Path, _meta: &std::fs::Metadata) -> Result<(), TrustError>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A secret file is read only when private, and only up to its limit.
+    #[cfg(unix)]
+    #[test]
+    fn a_secret_is_private_and_bounded() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("secret");
+        std::fs::write(&path, "0123456789").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o604)).unwrap();
+        let err = read_secret(&path, "key", true, 10).unwrap_err();
+        assert!(
+            matches!(err, SecretError::Readable { mode: 0o604, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("chmod 600"), "{err}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(read_secret(&path, "key", true, 10).unwrap(), b"0123456789");
+        let err = read_secret(&path, "key", true, 9).unwrap_err();
+        assert!(matches!(err, SecretError::TooLarge { max: 9, .. }), "{err}");
+        let err = read_secret(dir.path(), "key", true, 9).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+    }
 
     #[test]
     fn lock_file_format() {

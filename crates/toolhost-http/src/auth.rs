@@ -2,31 +2,24 @@
 //! secrets, readable by its owner only), and the constant-time check of a request's
 //! `Authorization` header.
 
-use std::{io::Read, path::Path};
+use std::path::Path;
 
 use subtle::ConstantTimeEq;
 
-use crate::trust::{check_folders, check_owner_and_mode, TrustError};
+use crate::trust::{read_secret, SecretError};
 
 /// Shortest token accepted: a guessable one would make the check pointless.
 pub const MIN_TOKEN_LEN: usize = 16;
+/// The most of a token file read: a team's tokens, one per line, fit many times over.
+const MAX_TOKEN_FILE_BYTES: u64 = 1 << 20;
 
 /// Why a token file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenFileError {
-    #[error("cannot read the token file {path}: {source}")]
-    Read {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
     #[error(transparent)]
-    Untrusted(#[from] TrustError),
-    #[error(
-        "the token file {path} can be read by other users (mode {mode:o}); \
-         make it private with `chmod 600 {path}`"
-    )]
-    Readable { path: String, mode: u32 },
+    Secret(#[from] SecretError),
+    #[error("the token file {0} is not UTF-8 text")]
+    NotText(String),
     #[error("the token file {0} holds no token (one per line; `#` starts a comment)")]
     Empty(String),
     #[error("a token in {path} is {len} bytes long; use at least {MIN_TOKEN_LEN} (e.g. `openssl rand -hex 32`)")]
@@ -50,19 +43,8 @@ impl Tokens {
     /// readable by nobody else.
     pub fn load(path: &Path, allow_shared: bool) -> Result<Self, TokenFileError> {
         let shown = path.display().to_string();
-        let read_err = |source| TokenFileError::Read {
-            path: shown.clone(),
-            source,
-        };
-        // Opened without blocking, and refused unless a regular file (a FIFO would hang).
-        let (mut file, meta) = crate::sys::open_regular_file(path).map_err(read_err)?;
-        if !allow_shared {
-            check_owner_and_mode(path, &meta)?;
-            check_folders(path)?;
-        }
-        check_private(&shown, &meta)?;
-        let mut text = String::new();
-        file.read_to_string(&mut text).map_err(read_err)?;
+        let bytes = read_secret(path, "token file", allow_shared, MAX_TOKEN_FILE_BYTES)?;
+        let text = String::from_utf8(bytes).map_err(|_| TokenFileError::NotText(shown.clone()))?;
         let mut tokens = Vec::new();
         for line in text.lines() {
             let token = line.trim();
@@ -145,24 +127,6 @@ fn bearer(value: &[u8]) -> Option<&[u8]> {
 }
 
 /// Refuses a secret file that others can read.
-#[cfg(unix)]
-pub(super) fn check_private(path: &str, meta: &std::fs::Metadata) -> Result<(), TokenFileError> {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o077 != 0 {
-        return Err(TokenFileError::Readable {
-            path: path.to_string(),
-            mode,
-        });
-    }
-    Ok(())
-}
-
-#[cfg(not(unix))]
-pub(super) fn check_private(_path: &str, _meta: &std::fs::Metadata) -> Result<(), TokenFileError> {
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,7 +176,7 @@ mod tests {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert!(matches!(
             Tokens::load(&path, false),
-            Err(TokenFileError::Readable { .. })
+            Err(TokenFileError::Secret(SecretError::Readable { .. }))
         ));
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         let t = Tokens::load(&path, false).unwrap();

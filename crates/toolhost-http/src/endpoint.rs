@@ -151,8 +151,8 @@ async fn route(
     let client = Remote { peer, credential };
     match *req.method() {
         Method::POST => post(shared, client, endpoint, req, note).await,
-        Method::GET => session_routes::get(shared, client, endpoint, req.headers()),
-        Method::DELETE => session_routes::delete(shared, client, endpoint, req.headers()),
+        Method::GET => session_routes::route(true, shared, client, endpoint, req.headers()),
+        Method::DELETE => session_routes::route(false, shared, client, endpoint, req.headers()),
         _ => not_allowed(),
     }
 }

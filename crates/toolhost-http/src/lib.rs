@@ -67,6 +67,7 @@ use tokio::{
 };
 
 pub use crate::service::rounds::{StateKey, StateKeyError, MIN_KEY_FILE_BYTES};
+pub use crate::trust::SecretError;
 pub use auth::{Credential, TokenFileError, Tokens, MIN_TOKEN_LEN};
 pub use bounds::HttpLimits;
 pub use descriptors::{

@@ -12,7 +12,6 @@ use super::{
 };
 use crate::model::{ErrorCode, MODERN_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 
-/// A session's GET stream (2025-11-25): server messages, resumable with `Last-Event-ID`.
 /// For GET and DELETE, which only 2025-11-25 sessions have: a 2026-07-28 client (no session,
 /// or its version header) gets 405, an unsupported version 400.
 fn session_method(headers: &HeaderMap) -> Result<&str, Box<Response<Body>>> {
@@ -32,7 +31,10 @@ fn session_method(headers: &HeaderMap) -> Result<&str, Box<Response<Body>>> {
     header_str(headers, SESSION_ID).ok_or_else(|| Box::new(not_allowed()))
 }
 
-pub(super) fn get(
+/// GET (`stream`: the session's stream, resumable with `Last-Event-ID`) or DELETE (the
+/// session ends: its calls are cancelled, its stream closed).
+pub(super) fn route(
+    stream: bool,
     shared: &Arc<Shared>,
     client: Remote,
     endpoint: Option<String>,
@@ -42,16 +44,18 @@ pub(super) fn get(
         Ok(id) => id,
         Err(refusal) => return *refusal,
     };
-    if !accepts(headers).sse {
-        return error(
-            StatusCode::NOT_ACCEPTABLE,
-            None,
-            ErrorCode::TRANSPORT_ERROR,
-            "Not Acceptable: the GET stream is text/event-stream",
-        );
-    }
-    if shared.closing.load(Ordering::Acquire) {
-        return closing(None);
+    if stream {
+        if !accepts(headers).sse {
+            return error(
+                StatusCode::NOT_ACCEPTABLE,
+                None,
+                ErrorCode::TRANSPORT_ERROR,
+                "Not Acceptable: the GET stream is text/event-stream",
+            );
+        }
+        if shared.closing.load(Ordering::Acquire) {
+            return closing(None);
+        }
     }
     let Some(session) = shared
         .sessions
@@ -59,32 +63,13 @@ pub(super) fn get(
     else {
         return session_not_found(None);
     };
-    let last = header_str(headers, "last-event-id");
-    stream_response(session.open_stream(last, shared.limits.stream_buffer))
-}
-
-/// Ends a session (2025-11-25): its calls are cancelled, its stream closed.
-pub(super) fn delete(
-    shared: &Arc<Shared>,
-    client: Remote,
-    endpoint: Option<String>,
-    headers: &HeaderMap,
-) -> Response<Body> {
-    let id = match session_method(headers) {
-        Ok(id) => id,
-        Err(refusal) => return *refusal,
-    };
-    match shared
-        .sessions
-        .find(id, endpoint.as_deref(), client.credential)
-    {
-        Some(s) => {
-            shared.sessions.remove(&s.id);
-            let scope = scope_of(endpoint.as_deref());
-            shared.router.forget_client(scope, &s.id);
-            shared.router.cancel_client(scope, &s.id);
-            empty(StatusCode::OK)
-        }
-        None => session_not_found(None),
+    if stream {
+        let last = header_str(headers, "last-event-id");
+        return stream_response(session.open_stream(last, shared.limits.stream_buffer));
     }
+    shared.sessions.remove(&session.id);
+    let scope = scope_of(endpoint.as_deref());
+    shared.router.forget_client(scope, &session.id);
+    shared.router.cancel_client(scope, &session.id);
+    empty(StatusCode::OK)
 }

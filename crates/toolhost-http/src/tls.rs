@@ -10,8 +10,7 @@ use std::{
 use rustls_pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer};
 use tokio_rustls::{rustls, TlsAcceptor};
 
-use super::auth::check_private;
-use crate::trust::{check_folders, check_owner_and_mode, TrustError};
+use crate::trust::{read_secret, SecretError};
 
 /// The files of `--tls-cert` and `--tls-key`.
 #[derive(Debug, Clone)]
@@ -21,6 +20,9 @@ pub struct TlsFiles {
     /// Its private key (PEM: PKCS#8, PKCS#1 or SEC1).
     pub key: PathBuf,
 }
+
+/// The most of a key file read: a PEM private key is a few KiB.
+const MAX_KEY_BYTES: u64 = 1 << 20;
 
 /// Why TLS cannot be set up.
 #[derive(Debug, thiserror::Error)]
@@ -38,12 +40,7 @@ pub enum TlsError {
         message: String,
     },
     #[error(transparent)]
-    Untrusted(#[from] TrustError),
-    #[error(
-        "the TLS key {path} can be read by other users (mode {mode:o}); \
-         make it private with `chmod 600 {path}`"
-    )]
-    Readable { path: String, mode: u32 },
+    Secret(#[from] SecretError),
     #[error("the certificate and key do not make a TLS configuration: {0}")]
     Config(#[from] rustls::Error),
 }
@@ -64,7 +61,7 @@ pub fn acceptor(files: &TlsFiles, allow_shared: bool) -> Result<TlsAcceptor, Tls
 /// The certificates of a PEM file (at least one).
 pub fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let shown = path.display().to_string();
-    let bytes = read(path, &shown)?.1;
+    let bytes = read(path, &shown)?;
     let certs = CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| TlsError::Pem {
@@ -87,15 +84,7 @@ pub fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError>
 /// the writers rules, not the readers one).
 pub fn read_key(path: &Path, allow_shared: bool) -> Result<PrivateKeyDer<'static>, TlsError> {
     let shown = path.display().to_string();
-    let (meta, bytes) = read(path, &shown)?;
-    if !allow_shared {
-        check_owner_and_mode(path, &meta)?;
-        check_folders(path)?;
-    }
-    check_private(&shown, &meta).map_err(|_| TlsError::Readable {
-        path: shown.clone(),
-        mode: mode_of(&meta),
-    })?;
+    let bytes = read_secret(path, "TLS key", allow_shared, MAX_KEY_BYTES)?;
     PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| TlsError::Pem {
         path: shown,
         what: "private key",
@@ -103,25 +92,14 @@ pub fn read_key(path: &Path, allow_shared: bool) -> Result<PrivateKeyDer<'static
     })
 }
 
-fn read(path: &Path, shown: &str) -> Result<(std::fs::Metadata, Vec<u8>), TlsError> {
+fn read(path: &Path, shown: &str) -> Result<Vec<u8>, TlsError> {
     let err = |source| TlsError::Read {
         path: shown.to_string(),
         source,
     };
     // Opened without blocking, and refused unless a regular file (a FIFO would hang).
-    let (mut file, meta) = crate::sys::open_regular_file(path).map_err(err)?;
+    let (mut file, _) = crate::sys::open_regular_file(path).map_err(err)?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).map_err(err)?;
-    Ok((meta, bytes))
-}
-
-#[cfg(unix)]
-fn mode_of(meta: &std::fs::Metadata) -> u32 {
-    use std::os::unix::fs::PermissionsExt;
-    meta.permissions().mode() & 0o777
-}
-
-#[cfg(not(unix))]
-fn mode_of(_meta: &std::fs::Metadata) -> u32 {
-    0
+    Ok(bytes)
 }

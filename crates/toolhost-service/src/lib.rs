@@ -15,7 +15,7 @@
 // The engine (the router, `handler` since it was a module) and the modules of the crates below
 // it, under the names the code has always used (`crate::model::…`, `crate::handler::Router`).
 use toolhost_engine as handler;
-use toolhost_engine::{executor, model, plugin, registry, relay, sync, sys, transport, trust};
+use toolhost_engine::{executor, model, plugin, registry, relay, sync, transport, trust};
 
 mod init;
 mod lane;

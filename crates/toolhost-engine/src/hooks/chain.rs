@@ -53,7 +53,7 @@ impl<F: Fold> Chain<F> {
                 continue;
             }
             let what = item.hook.clone().unwrap_or_else(|| "policy".to_string());
-            let request = PluginRequest::new(self.fold.method(), what, self.fold.params(&item))
+            let request = PluginRequest::new(F::METHOD, what, self.fold.params(&item))
                 .with_timeout(item.timeout);
             let (id, whole) = (&self.entered.id, &self.entered.control);
             let control = Arc::new(CallControl::part_of(id.get(), whole));

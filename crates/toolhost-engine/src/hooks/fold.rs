@@ -15,12 +15,10 @@ use crate::config::OnError;
 
 /// Folds the answers of a chain of hooks or policies into one.
 pub trait Fold: Send + 'static {
-    /// What one item answers.
+    /// What one item answers, and what the answers make.
     type Answer;
-    /// What the answers make.
-    type Output;
     /// The plugin method each item is asked with.
-    fn method(&self) -> &'static str;
+    const METHOD: &'static str;
     /// The params for `item`, given the answers so far.
     fn params(&self, item: &Matched) -> String;
     /// Reads an answer from the text its plugin wrote (`Err`: why it is not one).
@@ -33,7 +31,7 @@ pub trait Fold: Send + 'static {
         self.take(item, answer)
     }
     /// The one answer.
-    fn answer(self) -> Self::Output;
+    fn answer(self) -> Self::Answer;
 }
 
 /// A refusal: which plugin, and its reason.
@@ -284,11 +282,7 @@ impl HookFold {
 
 impl Fold for HookFold {
     type Answer = HookAnswer;
-    type Output = HookAnswer;
-
-    fn method(&self) -> &'static str {
-        method::HOOK_RUN
-    }
+    const METHOD: &'static str = method::HOOK_RUN;
 
     /// `{"id":<hook>,"input":<the input>}`, the input as the CLI wrote it unless it changed.
     fn params(&self, item: &Matched) -> String {
@@ -408,11 +402,7 @@ impl PolicyFold {
 
 impl Fold for PolicyFold {
     type Answer = Value;
-    type Output = Value;
-
-    fn method(&self) -> &'static str {
-        method::PERMISSION_CHECK
-    }
+    const METHOD: &'static str = method::PERMISSION_CHECK;
 
     fn params(&self, _item: &Matched) -> String {
         self.request.to_string()

@@ -43,25 +43,14 @@ pub const UNVERIFIED: &str = "invalid params: requestState does not verify";
 
 /// Shortest secret a state key file may hold, in bytes.
 pub const MIN_KEY_FILE_BYTES: usize = 32;
-/// The most of a state key file read.
+/// The largest state key file accepted (a key is a line).
 const MAX_KEY_FILE_BYTES: u64 = 64 << 10;
 
 /// Why a state key file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum StateKeyError {
-    #[error("cannot read the state key file {path}: {source}")]
-    Read {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
     #[error(transparent)]
-    Untrusted(#[from] crate::trust::TrustError),
-    #[error(
-        "the state key file {path} can be read by other users (mode {mode:o}); \
-         make it private with `chmod 600 {path}`"
-    )]
-    Readable { path: String, mode: u32 },
+    Secret(#[from] crate::trust::SecretError),
     #[error("the state key file {path} holds {len} bytes; use at least {MIN_KEY_FILE_BYTES} (e.g. `openssl rand -hex 32`)")]
     Short { path: String, len: usize },
 }
@@ -127,36 +116,12 @@ impl StateKey {
 
 impl StateKey {
     /// The key of `path` (`--state-key-file`): its secret (surrounding white space trimmed,
-    /// at least [`MIN_KEY_FILE_BYTES`]) hashed to 32 bytes. Held to the token file's rules:
-    /// owned by this user (or root), in folders nobody else can change (`allow_shared` lifts
-    /// those two), readable by nobody else.
+    /// at least [`MIN_KEY_FILE_BYTES`]) hashed to 32 bytes. Held to every secret file's rules
+    /// ([`crate::trust::read_secret`]).
     pub fn load(path: &std::path::Path, allow_shared: bool) -> Result<Self, StateKeyError> {
         let shown = path.display().to_string();
-        let read_err = |source| StateKeyError::Read {
-            path: shown.clone(),
-            source,
-        };
-        // Opened without blocking, and refused unless a regular file: a FIFO hung start-up.
-        let (mut file, meta) = crate::sys::open_regular_file(path).map_err(read_err)?;
-        if !allow_shared {
-            crate::trust::check_owner_and_mode(path, &meta)?;
-            crate::trust::check_folders(path)?;
-        }
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = meta.permissions().mode() & 0o777;
-            if mode & 0o077 != 0 {
-                return Err(StateKeyError::Readable { path: shown, mode });
-            }
-        }
-        let mut bytes = Vec::new();
-        // A key is a line; a huge file is not read whole.
-        std::io::Read::read_to_end(
-            &mut std::io::Read::take(&mut file, MAX_KEY_FILE_BYTES),
-            &mut bytes,
-        )
-        .map_err(read_err)?;
+        let bytes =
+            crate::trust::read_secret(path, "state key file", allow_shared, MAX_KEY_FILE_BYTES)?;
         let secret = bytes.trim_ascii();
         if secret.len() < MIN_KEY_FILE_BYTES {
             return Err(StateKeyError::Short {
@@ -576,7 +541,10 @@ mod tests {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
         assert!(matches!(
             StateKey::load(&path, true),
-            Err(StateKeyError::Readable { mode: 0o640, .. })
+            Err(StateKeyError::Secret(crate::trust::SecretError::Readable {
+                mode: 0o640,
+                ..
+            }))
         ));
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         std::fs::write(&path, "short\n").unwrap();
@@ -586,7 +554,9 @@ mod tests {
         ));
         assert!(matches!(
             StateKey::load(&dir.path().join("none"), true),
-            Err(StateKeyError::Read { .. })
+            Err(StateKeyError::Secret(
+                crate::trust::SecretError::Read { .. }
+            ))
         ));
     }
 
