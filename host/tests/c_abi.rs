@@ -225,7 +225,7 @@ fn a_stuck_call_of_each_example_is_stopped_by_its_timeout() {
         );
         assert_eq!(
             (code, out.trim()),
-            (1, "tool wait timed out after 200ms"),
+            (1, "tool `wait` timed out after 200ms"),
             "{name}: {err}"
         );
         // In process too: the control's cancellation reaches the plugin, which returns.

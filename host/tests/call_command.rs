@@ -65,7 +65,7 @@ fn call_applies_the_size_limit_and_the_timeout() {
         ),
         (
             r#"faulty slow {"ms":600000} --plugin-timeout faulty=0.2"#,
-            "tool slow timed out after 200ms",
+            "tool `slow` timed out after 200ms",
         ),
     ] {
         let args: Vec<&str> = args.split(' ').collect();

@@ -363,7 +363,7 @@ async fn the_file_sets_call_timeouts_and_the_command_line_wins() {
     assert_eq!(reply["result"]["isError"], true, "{reply}");
     assert_eq!(
         reply["result"]["content"][0]["text"],
-        "tool slow timed out after 200ms"
+        "tool `slow` timed out after 200ms"
     );
 }
 

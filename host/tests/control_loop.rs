@@ -634,7 +634,7 @@ async fn timeout_ends_the_call_with_an_error_and_cancels_it() {
         )
         .await;
     assert_eq!(r["result"]["isError"], true);
-    assert_eq!(text_of(&r), "tool slow timed out after 300ms");
+    assert_eq!(text_of(&r), "tool `slow` timed out after 300ms");
     // The plugin saw the cancellation: it writes its marker once it stops.
     let seen = tokio::time::timeout(GUARD, async {
         loop {

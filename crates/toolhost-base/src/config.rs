@@ -427,12 +427,8 @@ pub struct Config {
 impl Config {
     /// The configuration for a plugin folder: `explicit` (`--config FILE`, which must exist),
     /// else `toolhost.toml` in the folder if there is one, else an empty configuration.
-    pub fn for_folder(plugin_dir: &Path, explicit: Option<&Path>) -> Result<Config, ConfigError> {
-        Config::for_folder_with(plugin_dir, explicit, false)
-    }
-
-    /// [`Config::for_folder`]; `shared` skips the owner and mode checks (`--allow-shared`).
-    pub fn for_folder_with(
+    /// `shared` skips the owner and mode checks (`--allow-shared`).
+    pub fn for_folder(
         plugin_dir: &Path,
         explicit: Option<&Path>,
         shared: bool,
@@ -858,14 +854,14 @@ net = false
     fn a_missing_default_file_is_an_empty_configuration() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(
-            Config::for_folder(dir.path(), None).unwrap(),
+            Config::for_folder(dir.path(), None, false).unwrap(),
             Config::default()
         );
         let explicit = dir.path().join("other.toml");
-        let e = Config::for_folder(dir.path(), Some(&explicit)).unwrap_err();
+        let e = Config::for_folder(dir.path(), Some(&explicit), false).unwrap_err();
         assert!(matches!(e, ConfigError::Read { .. }), "{e}");
         fs::write(dir.path().join(FILE_NAME), "[plugin.calc]\ntimeout = 1\n").unwrap();
-        let c = Config::for_folder(dir.path(), None).unwrap();
+        let c = Config::for_folder(dir.path(), None, false).unwrap();
         assert_eq!(c.file.as_deref(), Some(&*dir.path().join(FILE_NAME)));
         assert_eq!(
             c.plugin("calc").unwrap().timeout,

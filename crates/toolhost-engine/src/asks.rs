@@ -208,6 +208,15 @@ pub struct ClientCaps {
 }
 
 impl ClientCaps {
+    /// Everything MCP lets a server ask: for checking an ask before the asker says what it
+    /// cannot do itself.
+    pub const ALL: ClientCaps = ClientCaps {
+        form: true,
+        url: true,
+        sampling: true,
+        roots: true,
+    };
+
     /// Reads `capabilities` (MCP 2025-11-25: `elicitation: {}` means form mode; `form` and
     /// `url` name the modes; `sampling` and `roots` are objects when declared).
     pub fn of(capabilities: Option<&RawValue>) -> Self {

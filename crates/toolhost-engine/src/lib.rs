@@ -82,7 +82,7 @@ pub use tool_call::CallOutput;
 use in_flight::Requests;
 use offered::complete;
 use progress::Progress;
-use tool_call::{show, show_bytes, ToolCall};
+use tool_call::ToolCall;
 
 pub use crate::relay::HERE_BUDGET;
 use crate::{

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::{show, show_bytes, CallError, Failure, Method, Outcome};
+use super::{CallError, Failure, Method, Outcome};
 use crate::{
     model::RequestError,
     plugin::{CallControl, LoadedPlugin},
@@ -124,26 +124,6 @@ impl Method for PluginRequest {
 
     fn failed(&self, plugin: &str, why: Failure<'_>) -> Outcome {
         let (method, what) = (self.method, &self.what);
-        self.error(match why {
-            Failure::TimedOut(limit) => {
-                format!(
-                    "{method} {what} of plugin {plugin} timed out after {}",
-                    show(limit)
-                )
-            }
-            Failure::TooLarge { bytes, max } => format!(
-                "{method} {what} of plugin {plugin} returned {}, over the {} limit (raise it \
-                 with --max-result-bytes)",
-                show_bytes(bytes),
-                show_bytes(max)
-            ),
-            Failure::NotRun(why) => format!("{method} {what} was not run: {why}"),
-            Failure::Panicked(why) => {
-                format!("{method} {what} failed in the host: it panicked: {why}")
-            }
-            Failure::Lost => {
-                format!("{method} {what} failed in the host: it ended without an answer")
-            }
-        })
+        self.error(why.message(&format!("{method} {what} of plugin {plugin}")))
     }
 }

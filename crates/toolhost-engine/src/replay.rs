@@ -147,13 +147,7 @@ impl Asker for Replay {
     fn ask(&self, asks: &str, _control: &CallControl) -> Result<String, AskFailure> {
         self.check_capabilities(asks)?;
         // Every capability is declared here (checked above); read_asks checks the rest.
-        let all = ClientCaps {
-            form: true,
-            url: true,
-            sampling: true,
-            roots: true,
-        };
-        let questions = read_asks(asks, all)?;
+        let questions = read_asks(asks, ClientCaps::ALL)?;
         let mut run = lock(&self.run);
         // Checked first, so a plugin asking in a loop grows nothing once the round is full.
         if run.open.len() >= MAX_OPEN {

@@ -128,6 +128,45 @@ pub enum Failure<'a> {
     Lost,
 }
 
+impl Failure<'_> {
+    /// What the client is told of `subject` (``tool `add` ``, `resources/read notes://index of
+    /// plugin notes`), which did not answer: one wording for every method.
+    pub fn message(&self, subject: &str) -> String {
+        match self {
+            Failure::TimedOut(limit) => format!("{subject} timed out after {}", show(*limit)),
+            Failure::TooLarge { bytes, max } => format!(
+                "{subject} returned {}, over the {} limit (raise it with --max-result-bytes)",
+                show_bytes(*bytes),
+                show_bytes(*max)
+            ),
+            Failure::NotRun(why) => format!("{subject} was not run: {why}"),
+            Failure::Panicked(why) => format!("{subject} failed in the host: it panicked: {why}"),
+            Failure::Lost => format!("{subject} failed in the host: it ended without an answer"),
+        }
+    }
+}
+
+/// `2.0 MB`, `512.0 kB`, `80 bytes` (decimal units, as people read sizes).
+fn show_bytes(n: usize) -> String {
+    let n64 = n as f64;
+    if n >= 1_000_000 {
+        format!("{:.1} MB", n64 / 1e6)
+    } else if n >= 1_000 {
+        format!("{:.1} kB", n64 / 1e3)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
+/// `60s`, or `250ms` when not whole seconds.
+fn show(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}
+
 /// One kind of request a plugin answers (`tools/call`; `resources/read` and `prompts/get`
 /// next): the parts of the path that differ by method. Registration for cancellation, the
 /// lease, where it runs, the timeout, the size limit and the one answer are the request's.

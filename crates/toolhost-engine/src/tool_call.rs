@@ -2,7 +2,7 @@
 //! match its schema) and its run, and the words of its failures. The rest of its path is the
 //! request's.
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use serde_json::{value::RawValue, Value};
 
@@ -127,22 +127,7 @@ impl Method for ToolCall {
     }
 
     fn failed(&self, _plugin: &str, why: Failure<'_>) -> Outcome {
-        let tool = &self.tool;
-        let message = match why {
-            Failure::TimedOut(limit) => format!("tool {tool} timed out after {}", show(limit)),
-            Failure::TooLarge { bytes, max } => format!(
-                "tool `{tool}` returned {}, over the {} limit (raise it with --max-result-bytes)",
-                show_bytes(bytes),
-                show_bytes(max)
-            ),
-            Failure::NotRun(why) => format!("tool `{tool}` was not run: {why}"),
-            Failure::Panicked(why) => {
-                format!("tool `{tool}` failed in the host: its call panicked: {why}")
-            }
-            Failure::Lost => {
-                format!("tool `{tool}` failed in the host: its call ended without a result")
-            }
-        };
+        let message = why.message(&format!("tool `{}`", self.tool));
         Ok(call_result_text(&CallResult::error(message)))
     }
 
@@ -154,27 +139,6 @@ impl Method for ToolCall {
         if let Some(check) = self.tool_check(version) {
             check.set_runs_long(long);
         }
-    }
-}
-
-/// `2.0 MB`, `512.0 kB`, `80 bytes` (decimal units, as people read sizes).
-pub(super) fn show_bytes(n: usize) -> String {
-    let n64 = n as f64;
-    if n >= 1_000_000 {
-        format!("{:.1} MB", n64 / 1e6)
-    } else if n >= 1_000 {
-        format!("{:.1} kB", n64 / 1e3)
-    } else {
-        format!("{n} bytes")
-    }
-}
-
-/// `60s`, or `250ms` when not whole seconds.
-pub(super) fn show(d: Duration) -> String {
-    if d.subsec_millis() == 0 {
-        format!("{}s", d.as_secs())
-    } else {
-        format!("{}ms", d.as_millis())
     }
 }
 

@@ -59,6 +59,14 @@ impl Notify for ToStream {
     }
 }
 
+/// What a body's `poll_frame` gives.
+type Polled = Poll<Option<Result<Frame<Bytes>, Infallible>>>;
+
+/// `bytes` as the next frame.
+fn ready(bytes: Bytes) -> Polled {
+    Poll::Ready(Some(Ok(Frame::data(bytes))))
+}
+
 /// A call's SSE body. `guard` is dropped with it: when the client goes away before the reply,
 /// that is what cancels the call.
 pub struct CallStream<G> {
@@ -93,12 +101,9 @@ impl<G: Unpin> Body for CallStream<G> {
     type Data = Bytes;
     type Error = Infallible;
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Polled {
         if let Some(first) = self.first.take() {
-            return Poll::Ready(Some(Ok(Frame::data(event(None, &first)))));
+            return ready(event(None, &first));
         }
         loop {
             if self.done {
@@ -106,16 +111,16 @@ impl<G: Unpin> Body for CallStream<G> {
             }
             match self.rx.poll_recv(cx) {
                 Poll::Ready(Some(Item::Message(text))) => {
-                    return Poll::Ready(Some(Ok(Frame::data(event(None, &text)))));
+                    return ready(event(None, &text));
                 }
                 Poll::Ready(Some(Item::Latest(latest))) => {
                     if let Some(text) = latest.take() {
-                        return Poll::Ready(Some(Ok(Frame::data(event(None, &text)))));
+                        return ready(event(None, &text));
                     }
                 }
                 Poll::Ready(Some(Item::Reply(text))) => {
                     self.done = true;
-                    return Poll::Ready(Some(Ok(Frame::data(event(None, &text)))));
+                    return ready(event(None, &text));
                 }
                 // Nobody left to send: the request was answered elsewhere or dropped.
                 Poll::Ready(None) => return Poll::Ready(None),
@@ -153,23 +158,20 @@ impl Body for Feed {
     type Data = Bytes;
     type Error = Infallible;
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Polled {
         if let Some(first) = self.first.take() {
-            return Poll::Ready(Some(Ok(Frame::data(first))));
+            return ready(first);
         }
         match self.rx.poll_recv(cx) {
             Poll::Ready(Some(bytes)) => {
                 self.keep_alive.reset();
-                return Poll::Ready(Some(Ok(Frame::data(bytes))));
+                return ready(bytes);
             }
             Poll::Ready(None) => return Poll::Ready(None),
             Poll::Pending => {}
         }
         match self.keep_alive.poll_tick(cx) {
-            Poll::Ready(_) => Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b": \n\n"))))),
+            Poll::Ready(_) => ready(Bytes::from_static(b": \n\n")),
             Poll::Pending => Poll::Pending,
         }
     }

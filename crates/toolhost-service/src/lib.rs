@@ -161,13 +161,7 @@ impl SessionHandle {
 
     /// Starts a user turn.
     pub fn send_user(&self, text: &str) {
-        let line = serde_json::json!({
-            "type": "user",
-            "message": {"role": "user", "content": text},
-            "parent_tool_use_id": null,
-            "session_id": "default",
-        });
-        self.out.send(line.to_string());
+        self.send_user_content(Value::from(text));
     }
 
     /// Asks the CLI to stop the running turn.

@@ -131,13 +131,7 @@ impl Asker for PluginAsker {
     fn ask(&self, asks: &str, control: &CallControl) -> Result<String, AskFailure> {
         // Checked as any client's would be, then refused here for what the chat cannot do
         // (before anything is asked: a batch is answered whole or not at all).
-        let all = ClientCaps {
-            form: true,
-            url: true,
-            roots: true,
-            sampling: true,
-        };
-        let asks = read_asks(asks, all)?;
+        let asks = read_asks(asks, ClientCaps::ALL)?;
         if asks.iter().any(|(_, m, _)| m == "sampling/createMessage") {
             return Err(AskFailure::Unsupported(NO_SAMPLING.into()));
         }

@@ -80,12 +80,7 @@ impl Form {
         order: Option<&[String]>,
     ) -> Result<Form, String> {
         let schema = ask_form::restrict(schema, who)?;
-        let required: Vec<&str> = schema["required"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
+        let required = super::listing::required(&schema);
         let empty = Map::new();
         let props = schema["properties"].as_object().unwrap_or(&empty);
         let mut fields: Vec<Field> = props

@@ -19,14 +19,15 @@ pub struct Arg {
     pub required: bool,
 }
 
+/// The names an object schema's `required` lists (none when it lists none, or not as strings).
+pub fn required(schema: &Value) -> Vec<&str> {
+    let names = schema["required"].as_array().into_iter().flatten();
+    names.filter_map(Value::as_str).collect()
+}
+
 /// The arguments an input schema declares, in its order.
 pub fn args(schema: &Value) -> Vec<Arg> {
-    let required: Vec<&str> = schema["required"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+    let required = required(schema);
     schema["properties"]
         .as_object()
         .into_iter()

@@ -136,22 +136,19 @@ fn is_name(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-/// `x y style?`: the arguments in declared order, optional ones marked (`None`: no argument).
+/// Its arguments' names in declared order, optional ones marked: `x`, `y`, `style?`.
+pub fn shown_arguments(prompt: &PromptDecl) -> Vec<String> {
+    let shown = |a: &toolhost_plugin::extras::PromptArgumentDecl| match a.required {
+        true => a.name.clone(),
+        false => format!("{}?", a.name),
+    };
+    prompt.arguments.iter().map(shown).collect()
+}
+
+/// `x y style?`: [`shown_arguments`] as typed after the command (`None`: no argument).
 pub fn usage_args(prompt: &PromptDecl) -> Option<String> {
-    (!prompt.arguments.is_empty()).then(|| {
-        prompt
-            .arguments
-            .iter()
-            .map(|a| {
-                if a.required {
-                    a.name.clone()
-                } else {
-                    format!("{}?", a.name)
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
-    })
+    let args = shown_arguments(prompt);
+    (!args.is_empty()).then(|| args.join(" "))
 }
 
 /// `/calc:explain x y?`

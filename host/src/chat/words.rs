@@ -9,12 +9,14 @@ pub const REFUSED_MESSAGE: &str = "The user refused this tool call.";
 /// Longest tool outcome shown on a tool line, in characters.
 pub const OUTCOME_CHARS: usize = 200;
 
+/// The server and tool of API name `mcp__<server>__<tool>`, if it is one.
+fn split_api_name(api_name: &str) -> Option<(&str, &str)> {
+    api_name.strip_prefix("mcp__")?.split_once("__")
+}
+
 /// `mcp__calc__add` → `calc.add`; other names unchanged.
 pub fn display_tool_name(api_name: &str) -> String {
-    match api_name
-        .strip_prefix("mcp__")
-        .and_then(|rest| rest.split_once("__"))
-    {
+    match split_api_name(api_name) {
         Some((server, tool)) => format!("{server}.{tool}"),
         None => api_name.to_string(),
     }
@@ -22,19 +24,13 @@ pub fn display_tool_name(api_name: &str) -> String {
 
 /// The server of API name `mcp__<server>__<tool>`, if it is one.
 pub fn server_of(api_name: &str) -> Option<&str> {
-    api_name
-        .strip_prefix("mcp__")
-        .and_then(|rest| rest.split_once("__"))
-        .map(|(server, _)| server)
+    split_api_name(api_name).map(|(server, _)| server)
 }
 
 /// A tool of an `--mcp-config` server (not a plugin): `server/tool`, so it is not read as a
 /// plugin's.
 pub fn display_external_tool_name(api_name: &str) -> String {
-    match api_name
-        .strip_prefix("mcp__")
-        .and_then(|rest| rest.split_once("__"))
-    {
+    match split_api_name(api_name) {
         Some((server, tool)) => format!("{server}/{tool}"),
         None => api_name.to_string(),
     }
@@ -83,16 +79,12 @@ pub fn tool_outcome(content: &str, is_error: bool) -> String {
             .trim_start_matches("Error: ")
             .strip_prefix("No such tool available: ")
         {
-            return match rest
-                .trim()
-                .strip_prefix("mcp__")
-                .and_then(|r| r.split_once("__"))
-            {
-                Some((plugin, _)) => format!("plugin {plugin} removed"),
+            return match server_of(rest.trim()) {
+                Some(plugin) => format!("plugin {plugin} removed"),
                 None => "no such tool".into(),
             };
         }
-        // The router's own wording: "tool slow timed out after 1 s".
+        // The router's own wording: "tool `slow` timed out after 1 s".
         if let Some((_, after)) = inner.split_once(" timed out after ") {
             return format!("timed out after {after}");
         }
@@ -293,7 +285,7 @@ mod tests {
             "no such tool"
         );
         assert_eq!(
-            tool_outcome("tool slow timed out after 1 s", true),
+            tool_outcome("tool `slow` timed out after 1 s", true),
             "timed out after 1 s"
         );
         assert_eq!(one_line(&"x".repeat(5), 3), "xxx…");

@@ -102,31 +102,20 @@ fn offers_text(e: &crate::model::Extras) -> String {
         }
     };
     let mut out = String::new();
-    for r in &e.resources {
-        let mime = r
-            .mime_type
+    let mut resource = |kind: &str, id: &str, name: &str, mime: &Option<String>, about: String| {
+        let mime = mime
             .as_deref()
             .map(|m| format!(" [{m}]"))
             .unwrap_or_default();
+        out.push_str(&format!("  - {kind} {id} ({name}){mime}{about}\n"));
+    };
+    for r in &e.resources {
         let about = about(&r.title, &r.description);
-        out.push_str(&format!(
-            "  - resource {} ({}){mime}{about}
-",
-            r.uri, r.name
-        ));
+        resource("resource", &r.uri, &r.name, &r.mime_type, about);
     }
     for t in &e.resource_templates {
-        let mime = t
-            .mime_type
-            .as_deref()
-            .map(|m| format!(" [{m}]"))
-            .unwrap_or_default();
         let about = about(&t.title, &t.description);
-        out.push_str(&format!(
-            "  - template {} ({}){mime}{about}
-",
-            t.uri_template, t.name
-        ));
+        resource("template", &t.uri_template, &t.name, &t.mime_type, about);
     }
     if e.lists_resources {
         out.push_str(
@@ -135,17 +124,7 @@ fn offers_text(e: &crate::model::Extras) -> String {
         );
     }
     for p in &e.prompts {
-        let args: Vec<String> = p
-            .arguments
-            .iter()
-            .map(|a| {
-                if a.required {
-                    a.name.clone()
-                } else {
-                    format!("{}?", a.name)
-                }
-            })
-            .collect();
+        let args = crate::chat::prompts::shown_arguments(p);
         let about = about(&p.title, &p.description);
         out.push_str(&format!(
             "  - prompt {}({}){about}

@@ -44,16 +44,7 @@ pub fn check(opts: &Options) -> Vec<Check> {
         checks.push(no_plugins(&opts.plugins));
         return checks;
     }
-    let trust = Trust {
-        allowlist,
-        allow_shared: opts.allow_shared,
-    };
-    // Plugins are loaded where `chat` would run them (workers are this executable): a
-    // sandboxed one in its sandbox.
-    let workers = WorkerConfig::current_exe().map(|mut w| {
-        w.isolate_all = opts.isolate;
-        Arc::new(w)
-    });
+    let (trust, workers) = loading(opts, allowlist);
     let mut loaded: Vec<Arc<LoadedPlugin>> = Vec::new();
     let mut loaded_checks = Vec::new();
     for file in &files {
@@ -93,6 +84,20 @@ pub fn check_file(opts: &Options, file: &Path) -> Check {
     if config_check.status == Status::Fail {
         return config_check;
     }
+    let (trust, workers) = loading(opts, allowlist);
+    let (mut check, plugin) = plugin_file(file, &trust, &config, opts, &workers, &[]);
+    if let Some(plugin) = plugin {
+        unloads(plugin, &mut check);
+    }
+    check
+}
+
+/// How the plugins are loaded: under the trust rules and lock file, and where `chat` would run
+/// them (workers are this executable): a sandboxed one in its sandbox.
+fn loading(
+    opts: &Options,
+    allowlist: Option<Allowlist>,
+) -> (Trust, std::io::Result<Arc<WorkerConfig>>) {
     let trust = Trust {
         allowlist,
         allow_shared: opts.allow_shared,
@@ -101,17 +106,13 @@ pub fn check_file(opts: &Options, file: &Path) -> Check {
         w.isolate_all = opts.isolate;
         Arc::new(w)
     });
-    let (mut check, plugin) = plugin_file(file, &trust, &config, opts, &workers, &[]);
-    if let Some(plugin) = plugin {
-        unloads(plugin, &mut check);
-    }
-    check
+    (trust, workers)
 }
 
 /// The configuration file, found as the other commands find it, and what it holds (the
 /// default, empty one when it cannot be used: every command refuses to start then).
 fn config_file(opts: &Options) -> (Check, Config) {
-    match Config::for_folder_with(&opts.plugins, opts.config.as_deref(), opts.allow_shared) {
+    match Config::for_folder(&opts.plugins, opts.config.as_deref(), opts.allow_shared) {
         Ok(config) => {
             let check = match &config.file {
                 None => Check::ok(

@@ -32,7 +32,7 @@ impl LiveConfig {
         explicit: Option<&Path>,
         shared: bool,
     ) -> Result<Self, ConfigError> {
-        let config = Config::for_folder_with(plugin_dir, explicit, shared)?;
+        let config = Config::for_folder(plugin_dir, explicit, shared)?;
         Ok(LiveConfig {
             plugin_dir: plugin_dir.to_path_buf(),
             explicit: explicit.map(Path::to_path_buf),
@@ -80,7 +80,7 @@ impl LiveConfig {
     /// names the plugins whose settings changed apart from `timeout` (they must be reloaded:
     /// a plugin reads its `config` only when it loads); on error the previous one stays.
     pub fn reload(&self) -> Result<Vec<String>, ConfigError> {
-        let new = Config::for_folder_with(&self.plugin_dir, self.explicit.as_deref(), self.shared)?;
+        let new = Config::for_folder(&self.plugin_dir, self.explicit.as_deref(), self.shared)?;
         let mut current = crate::sync::write(&self.current);
         let changed = changed_plugins(&current, &new);
         *current = std::sync::Arc::new(new);

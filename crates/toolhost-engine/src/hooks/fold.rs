@@ -23,8 +23,27 @@ pub trait Fold: Send + 'static {
     fn params(&self, item: &Matched) -> String;
     /// Reads an answer from the text its plugin wrote (`Err`: why it is not one).
     fn read(text: &str) -> Result<Self::Answer, String>;
-    /// Takes `item`'s answer (`Err`: why it failed); false ends the chain (a deny).
-    fn take(&mut self, item: &Matched, answer: Result<Self::Answer, String>) -> bool;
+    /// Takes one plugin's answer; false ends the chain (a deny). `Err`: it cannot count,
+    /// taken as a failure of the item (nothing of it was taken).
+    fn absorb(&mut self, plugin: &str, answer: Self::Answer) -> Result<bool, String>;
+    /// Records that `item`'s failure (`why`) denies.
+    fn deny_failed(&mut self, item: &Matched, why: &str);
+    /// Takes `item`'s answer (`Err`: why it failed); false ends the chain (a deny). A failure
+    /// counts as its `on_error` says, the same for every fold.
+    fn take(&mut self, item: &Matched, answer: Result<Self::Answer, String>) -> bool {
+        let why = match answer.map(|a| self.absorb(&item.plugin, a)) {
+            Ok(Ok(go_on)) => return go_on,
+            Ok(Err(why)) | Err(why) => why,
+        };
+        warn_failed(item, &why);
+        match item.on_error {
+            OnError::Allow => true,
+            OnError::Deny => {
+                self.deny_failed(item, &why);
+                false
+            }
+        }
+    }
     /// [`Fold::take`] of an answer as the plugin wrote it.
     fn take_text(&mut self, item: &Matched, text: &str) -> bool {
         let answer = Self::read(text);
@@ -164,44 +183,6 @@ impl HookFold {
         });
     }
 
-    /// Merges one hook's answer; `Err` when it cannot count (an `updatedInput` that is not an
-    /// object), before anything of it was taken.
-    fn absorb(&mut self, plugin: &str, mut answer: HookAnswer) -> Result<bool, String> {
-        let mut specific = answer.hook_specific_output.take().unwrap_or_default();
-        let refused = refusal(&answer, &specific);
-        let new_input = match refused {
-            None => self.new_input(&mut specific)?,
-            Some(_) => None,
-        };
-        self.contexts.extend(specific.additional_context.take());
-        self.system_messages.extend(answer.system_message);
-        if answer.continue_ == Some(false) && self.stop.is_none() {
-            self.stop = Some(answer.stop_reason.unwrap_or_default());
-        }
-        self.suppress_output |= answer.suppress_output == Some(true);
-        if let Some(why) = refused {
-            self.deny(plugin, why);
-            return Ok(false);
-        }
-        match specific.permission_decision {
-            Some(PermissionDecision::Ask) if self.ask.is_none() => {
-                let reason = specific.permission_decision_reason.take().or(answer.reason);
-                self.ask = Some((plugin.to_string(), reason.unwrap_or_default()));
-            }
-            Some(PermissionDecision::Allow) => self.allow = true,
-            _ => {}
-        }
-        if let Some(d) = specific.decision.take().filter(|d| d.behavior == "allow") {
-            self.allow_decision.get_or_insert(d);
-        }
-        if let Some(new_input) = new_input {
-            self.input.parsed()?["tool_input"] = new_input;
-            self.updated_input = true;
-        }
-        self.keep_rest(specific);
-        Ok(true)
-    }
-
     /// The tool input an answer gives the next hook (`updatedInput`, or a PermissionRequest
     /// allow's): only for the events that guard a tool call.
     fn new_input(&self, specific: &mut HookSpecific) -> Result<Option<Value>, String> {
@@ -307,20 +288,47 @@ impl Fold for HookFold {
         HookAnswer::from_json(text)
     }
 
-    fn take(&mut self, item: &Matched, answer: Result<HookAnswer, String>) -> bool {
-        let why = match answer.map(|output| self.absorb(&item.plugin, output)) {
-            Ok(Ok(go_on)) => return go_on,
-            Ok(Err(why)) | Err(why) => why,
+    /// Merges one hook's answer; `Err` when it cannot count (an `updatedInput` that is not an
+    /// object), before anything of it was taken.
+    fn absorb(&mut self, plugin: &str, mut answer: HookAnswer) -> Result<bool, String> {
+        let mut specific = answer.hook_specific_output.take().unwrap_or_default();
+        let refused = refusal(&answer, &specific);
+        let new_input = match refused {
+            None => self.new_input(&mut specific)?,
+            Some(_) => None,
         };
-        warn_failed(item, &why);
-        match item.on_error {
-            OnError::Allow => true,
-            OnError::Deny => {
-                let hook = item.hook.as_deref().unwrap_or("?");
-                self.deny(&item.plugin, format!("its hook {hook} failed: {why}"));
-                false
-            }
+        self.contexts.extend(specific.additional_context.take());
+        self.system_messages.extend(answer.system_message);
+        if answer.continue_ == Some(false) && self.stop.is_none() {
+            self.stop = Some(answer.stop_reason.unwrap_or_default());
         }
+        self.suppress_output |= answer.suppress_output == Some(true);
+        if let Some(why) = refused {
+            self.deny(plugin, why);
+            return Ok(false);
+        }
+        match specific.permission_decision {
+            Some(PermissionDecision::Ask) if self.ask.is_none() => {
+                let reason = specific.permission_decision_reason.take().or(answer.reason);
+                self.ask = Some((plugin.to_string(), reason.unwrap_or_default()));
+            }
+            Some(PermissionDecision::Allow) => self.allow = true,
+            _ => {}
+        }
+        if let Some(d) = specific.decision.take().filter(|d| d.behavior == "allow") {
+            self.allow_decision.get_or_insert(d);
+        }
+        if let Some(new_input) = new_input {
+            self.input.parsed()?["tool_input"] = new_input;
+            self.updated_input = true;
+        }
+        self.keep_rest(specific);
+        Ok(true)
+    }
+
+    fn deny_failed(&mut self, item: &Matched, why: &str) {
+        let hook = item.hook.as_deref().unwrap_or("?");
+        self.deny(&item.plugin, format!("its hook {hook} failed: {why}"));
     }
 
     fn answer(mut self) -> HookAnswer {
@@ -361,8 +369,21 @@ impl PolicyFold {
             denied: None,
         }
     }
+}
 
-    fn absorb(&mut self, plugin: &str, answer: &Value) -> Result<bool, String> {
+impl Fold for PolicyFold {
+    type Answer = Value;
+    const METHOD: &'static str = method::PERMISSION_CHECK;
+
+    fn params(&self, _item: &Matched) -> String {
+        self.request.to_string()
+    }
+
+    fn read(text: &str) -> Result<Value, String> {
+        serde_json::from_str(text).map_err(|e| format!("its output is not JSON: {e}"))
+    }
+
+    fn absorb(&mut self, plugin: &str, answer: Value) -> Result<bool, String> {
         let behavior = answer["behavior"].as_str().unwrap_or_default();
         match behavior {
             "deny" => {
@@ -394,41 +415,17 @@ impl PolicyFold {
             "defer" => Ok(true),
             _ => Err(format!(
                 "its answer is not allow, deny or defer: {}",
-                brief(answer)
+                brief(&answer)
             )),
         }
     }
-}
 
-impl Fold for PolicyFold {
-    type Answer = Value;
-    const METHOD: &'static str = method::PERMISSION_CHECK;
-
-    fn params(&self, _item: &Matched) -> String {
-        self.request.to_string()
-    }
-
-    fn read(text: &str) -> Result<Value, String> {
-        serde_json::from_str(text).map_err(|e| format!("its output is not JSON: {e}"))
-    }
-
-    fn take(&mut self, item: &Matched, answer: Result<Value, String>) -> bool {
-        let why = match answer.map(|a| self.absorb(&item.plugin, &a)) {
-            Ok(Ok(go_on)) => return go_on,
-            Ok(Err(why)) | Err(why) => why,
+    fn deny_failed(&mut self, item: &Matched, why: &str) {
+        let denied = Denied {
+            plugin: item.plugin.clone(),
+            reason: format!("its permission policy failed: {why}"),
         };
-        warn_failed(item, &why);
-        match item.on_error {
-            OnError::Allow => true,
-            OnError::Deny => {
-                let denied = Denied {
-                    plugin: item.plugin.clone(),
-                    reason: format!("its permission policy failed: {why}"),
-                };
-                self.denied = Some(json!({"behavior": "deny", "message": denied.text()}));
-                false
-            }
-        }
+        self.denied = Some(json!({"behavior": "deny", "message": denied.text()}));
     }
 
     /// The settled answer, or `null` when every policy deferred.

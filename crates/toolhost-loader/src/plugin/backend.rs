@@ -15,13 +15,18 @@ pub trait Backend: Send + Sync {
     fn call(&self, tool: &str, args: &str, control: &CallControl) -> CallResult;
 
     /// Whether [`Backend::call_typed`] can run tools: the plugin was built with an SDK that
-    /// has the ABI's `call_typed`.
-    fn has_call_typed(&self) -> bool;
+    /// has the ABI's `call_typed`. None has, unless it says so.
+    fn has_call_typed(&self) -> bool {
+        false
+    }
 
     /// Runs a tool whose schema the plugin derives from its argument type, letting the
     /// plugin's typed parse check the arguments. `None` when the tool did not run: the
-    /// arguments do not parse, or the plugin has no typed parse.
-    fn call_typed(&self, tool: &str, args: &str, control: &CallControl) -> Option<CallResult>;
+    /// arguments do not parse, or the plugin has no typed parse (the default).
+    fn call_typed(&self, tool: &str, args: &str, control: &CallControl) -> Option<CallResult> {
+        let _ = (tool, args, control);
+        None
+    }
 
     /// Answers a request beyond tool calls (a method of [`toolhost_plugin::extras::method`]),
     /// with the JSON `params`. Blocks like [`Backend::call`]. A plugin built before the ABI's
@@ -43,8 +48,13 @@ pub trait Backend: Send + Sync {
     fn shadow_path(&self) -> &Path;
 
     /// Whether the code runs in a process of its own: a crash there ends only that process.
-    fn is_isolated(&self) -> bool;
+    /// A backend runs in this process unless it says otherwise.
+    fn is_isolated(&self) -> bool {
+        false
+    }
 
     /// The id of the process running the code, when that is not this one and it is up.
-    fn pid(&self) -> Option<u32>;
+    fn pid(&self) -> Option<u32> {
+        None
+    }
 }

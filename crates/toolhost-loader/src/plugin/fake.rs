@@ -14,12 +14,6 @@ impl Backend for NoCode {
     fn call(&self, _: &str, _: &str, _: &CallControl) -> CallResult {
         CallResult::error("no code")
     }
-    fn has_call_typed(&self) -> bool {
-        false
-    }
-    fn call_typed(&self, _: &str, _: &str, _: &CallControl) -> Option<CallResult> {
-        None
-    }
     fn request(&self, m: &str, _: &str, _: &CallControl) -> Result<String, RequestError> {
         Err(RequestError::method_not_found(m))
     }
@@ -31,12 +25,6 @@ impl Backend for NoCode {
     }
     fn shadow_path(&self) -> &Path {
         Path::new("/nonexistent")
-    }
-    fn is_isolated(&self) -> bool {
-        false
-    }
-    fn pid(&self) -> Option<u32> {
-        None
     }
 }
 

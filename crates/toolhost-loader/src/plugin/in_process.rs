@@ -198,14 +198,6 @@ impl Backend for InProcess {
     fn shadow_path(&self) -> &Path {
         self.library.as_ref().expect("open").shadow_path()
     }
-
-    fn is_isolated(&self) -> bool {
-        false
-    }
-
-    fn pid(&self) -> Option<u32> {
-        None
-    }
 }
 
 fn parse_json(what: &'static str, tool: &str, text: &str) -> Result<serde_json::Value, LoadError> {

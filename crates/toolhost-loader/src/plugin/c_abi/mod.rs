@@ -331,14 +331,6 @@ impl Backend for CPlugin {
         }
     }
 
-    fn has_call_typed(&self) -> bool {
-        false
-    }
-
-    fn call_typed(&self, _: &str, _: &str, _: &CallControl) -> Option<CallResult> {
-        None
-    }
-
     fn request(
         &self,
         method: &str,
@@ -423,14 +415,6 @@ impl Backend for CPlugin {
 
     fn shadow_path(&self) -> &Path {
         self.library.as_ref().expect("open").shadow_path()
-    }
-
-    fn is_isolated(&self) -> bool {
-        false
-    }
-
-    fn pid(&self) -> Option<u32> {
-        None
     }
 }
 
