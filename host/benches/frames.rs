@@ -12,7 +12,7 @@ use std::sync::Arc;
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use toolhost::{
     model::ContentOut,
-    plugin::{CallControl, Staged},
+    plugin::{Backend, CallControl, Staged},
     worker::{
         wire::{self, FromWorker, ResultWire, ToWorker},
         PluginWorkerSettings, WorkerConfig, WorkerPlugin,

@@ -15,7 +15,7 @@ use std::{
 use serde_json::{json, Value};
 use toolhost::{
     config::Config,
-    plugin::{CallControl, CallResult, Staged},
+    plugin::{Backend, CallControl, CallResult, Staged},
     worker::{PluginWorkerSettings, WorkerConfig, WorkerPlugin},
 };
 

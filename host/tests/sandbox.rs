@@ -18,7 +18,7 @@ use std::{
 
 use serde_json::{json, Value};
 use toolhost::{
-    plugin::{CallControl, CallResult, ConfigSource, LoadError, Staged},
+    plugin::{Backend, CallControl, CallResult, ConfigSource, LoadError, Staged},
     worker::{PluginWorkerSettings, Sandbox, WorkerConfig, WorkerPlugin},
 };
 

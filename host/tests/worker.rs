@@ -17,7 +17,7 @@ use std::{
 use serde_json::{json, Value};
 use toolhost::{
     model::{call_result_json, call_result_text, parse_call_result},
-    plugin::{CallControl, CallResult, ConfigSource, LoadError, LoadedPlugin, Staged},
+    plugin::{Backend, CallControl, CallResult, ConfigSource, LoadError, LoadedPlugin, Staged},
     worker::{PluginWorkerSettings, Sandbox, WorkerConfig, WorkerError, WorkerPlugin},
 };
 

@@ -44,6 +44,15 @@ pub enum AllowlistError {
     Untrusted(#[source] Box<TrustError>),
 }
 
+/// Who besides the owner may write a file of `mode` that is not private.
+fn others_of(mode: u32) -> &'static str {
+    if mode & 0o002 != 0 {
+        "everyone"
+    } else {
+        "its group"
+    }
+}
+
 /// Why a file or folder may not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum TrustError {
@@ -59,7 +68,7 @@ pub enum TrustError {
         "{} is writable by {} (mode {:o}); refusing to load code others can change \
          (fix with `chmod go-w {}`)",
         .path.display(),
-        if .mode & 0o002 != 0 { "everyone" } else { "its group" },
+        others_of(*.mode),
         .mode & 0o777,
         .path.display()
     )]
@@ -69,7 +78,7 @@ pub enum TrustError {
          could replace the file in it with theirs (fix with `chmod go-w {}`, or keep the file \
          in a folder of your own)",
         .path.display(),
-        if .mode & 0o002 != 0 { "everyone" } else { "its group" },
+        others_of(*.mode),
         .mode & 0o7777,
         .path.display()
     )]

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::{
     budget::{Held, SMALL_BODY},
-    reply::{error, plain, Body},
+    reply::{bad_request, error, plain, Body},
     Shared,
 };
 use crate::model::{ErrorCode, JsonRpc};
@@ -122,24 +122,21 @@ async fn discard(mut body: Incoming, max: usize) {
 /// The body's one JSON-RPC message: UTF-8, not a batch, parsed.
 pub(super) fn parse_message(bytes: &[u8]) -> Result<JsonRpc<'_>, Box<Response<Body>>> {
     let Ok(text) = std::str::from_utf8(bytes) else {
-        return Err(Box::new(error(
-            StatusCode::BAD_REQUEST,
+        return Err(Box::new(bad_request(
             None,
             ErrorCode::PARSE_ERROR,
             "parse error: the body is not UTF-8",
         )));
     };
     if text.trim_start().starts_with('[') {
-        return Err(Box::new(error(
-            StatusCode::BAD_REQUEST,
+        return Err(Box::new(bad_request(
             None,
             ErrorCode::INVALID_REQUEST,
             "invalid request: batches are not supported",
         )));
     }
     crate::service::parse_object(text, JsonRpc::parse).map_err(|e| {
-        Box::new(error(
-            StatusCode::BAD_REQUEST,
+        Box::new(bad_request(
             None,
             ErrorCode::PARSE_ERROR,
             &format!("parse error: {e}"),

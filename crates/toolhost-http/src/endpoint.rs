@@ -29,8 +29,8 @@ use super::{
     paced::paced,
     param_headers,
     reply::{
-        closing, empty, error, json, not_allowed, plain, session_not_found, stream_response,
-        too_busy, Body,
+        bad_request, closing, empty, error, json, not_allowed, plain, session_not_found,
+        stream_response, too_busy, unsupported_version, Body,
     },
     session::HttpSession,
     session_asks, session_routes,
@@ -358,8 +358,7 @@ impl Call<'_> {
         let shared = self.shared;
         if method == "initialize" {
             if msg.id().is_none() {
-                return error(
-                    StatusCode::BAD_REQUEST,
+                return bad_request(
                     None,
                     ErrorCode::INVALID_REQUEST,
                     "invalid request: initialize needs an id",
@@ -391,8 +390,7 @@ impl Call<'_> {
         }
         let Some(session) = self.session(headers) else {
             return match header_str(headers, SESSION_ID) {
-                None => error(
-                    StatusCode::BAD_REQUEST,
+                None => bad_request(
                     msg.id(),
                     ErrorCode::INVALID_REQUEST,
                     "Bad Request: Mcp-Session-Id header is required (send initialize first)",
@@ -402,12 +400,7 @@ impl Call<'_> {
         };
         if let Some(v) = header_str(headers, PROTOCOL_VERSION) {
             if !SUPPORTED_PROTOCOL_VERSIONS.contains(&v) {
-                return error(
-                    StatusCode::BAD_REQUEST,
-                    msg.id(),
-                    ErrorCode::INVALID_REQUEST,
-                    &format!("Bad Request: unsupported MCP-Protocol-Version {v}"),
-                );
+                return unsupported_version(msg.id(), v);
             }
         }
         // Its calls may ask the client, on their response streams.

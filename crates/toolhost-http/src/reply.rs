@@ -41,6 +41,17 @@ pub(super) fn error(
     json(status, rpc_error(id, code, message))
 }
 
+/// 400 with a JSON-RPC error: the request is malformed for this transport.
+pub(super) fn bad_request(id: Option<&RawValue>, code: ErrorCode, message: &str) -> Response<Body> {
+    error(StatusCode::BAD_REQUEST, id, code, message)
+}
+
+/// 400: the `MCP-Protocol-Version` header names `version`, which is not served.
+pub(super) fn unsupported_version(id: Option<&RawValue>, version: &str) -> Response<Body> {
+    let message = format!("Bad Request: unsupported MCP-Protocol-Version {version}");
+    bad_request(id, ErrorCode::INVALID_REQUEST, &message)
+}
+
 pub(super) fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
     let mut r = Response::new(full(text));
     *r.status_mut() = status;

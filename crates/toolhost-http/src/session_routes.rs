@@ -7,7 +7,10 @@ use hyper::{header::HeaderMap, Response, StatusCode};
 
 use super::{
     head::{accepts, header_str, scope_of, Remote, PROTOCOL_VERSION, SESSION_ID},
-    reply::{closing, empty, error, not_allowed, session_not_found, stream_response, Body},
+    reply::{
+        closing, empty, error, not_allowed, session_not_found, stream_response,
+        unsupported_version, Body,
+    },
     Shared,
 };
 use crate::model::{ErrorCode, MODERN_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
@@ -19,14 +22,7 @@ fn session_method(headers: &HeaderMap) -> Result<&str, Box<Response<Body>>> {
         None => {}
         Some(v) if SUPPORTED_PROTOCOL_VERSIONS.contains(&v) => {}
         Some(v) if v == MODERN_PROTOCOL_VERSION => return Err(Box::new(not_allowed())),
-        Some(v) => {
-            return Err(Box::new(error(
-                StatusCode::BAD_REQUEST,
-                None,
-                ErrorCode::INVALID_REQUEST,
-                &format!("Bad Request: unsupported MCP-Protocol-Version {v}"),
-            )))
-        }
+        Some(v) => return Err(Box::new(unsupported_version(None, v))),
     }
     header_str(headers, SESSION_ID).ok_or_else(|| Box::new(not_allowed()))
 }

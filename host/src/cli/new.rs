@@ -17,18 +17,38 @@ pub fn new(name: &str, path: &Path, api_path: Option<&Path>) -> anyhow::Result<E
         None => ApiSource::default_for(scaffold::sdk::PUBLISHED, None)?,
     };
     let root = scaffold::create(name, path, &api)?;
+    let target_dir = non_empty_var("CARGO_TARGET_DIR");
+    let about = api.describe();
+    report(
+        name,
+        root,
+        Some(&about),
+        target_dir.as_deref(),
+        scaffold::next_steps,
+    )
+}
+
+/// Prints the project made at `root` (and `about` it), then the steps `steps` gives for it.
+fn report(
+    name: &str,
+    root: PathBuf,
+    about: Option<&str>,
+    target_dir: Option<&Path>,
+    steps: fn(&NextSteps) -> Vec<String>,
+) -> anyhow::Result<ExitCode> {
     let root = std::path::absolute(&root).unwrap_or(root);
     let exe = std::env::current_exe()?;
     let toolhost = scaffold::toolhost_command(&exe, std::env::var_os("PATH").as_deref());
-    let target_dir = non_empty_var("CARGO_TARGET_DIR");
     println!("created {}", root.display());
-    println!("{}", api.describe());
+    if let Some(about) = about {
+        println!("{about}");
+    }
     println!();
     println!("next steps:");
-    for line in scaffold::next_steps(&NextSteps {
+    for line in steps(&NextSteps {
         name,
         project: &root,
-        target_dir: target_dir.as_deref(),
+        target_dir,
         toolhost: &toolhost,
     }) {
         println!("  {line}");
@@ -48,21 +68,7 @@ fn non_empty_var(name: &str) -> Option<PathBuf> {
 pub fn new_foreign(name: &str, path: &Path, lang: scaffold::Lang) -> anyhow::Result<ExitCode> {
     scaffold::check_target(name, path)?;
     let root = scaffold::create_foreign(name, path, lang)?;
-    let root = std::path::absolute(&root).unwrap_or(root);
-    let exe = std::env::current_exe()?;
-    let toolhost = scaffold::toolhost_command(&exe, std::env::var_os("PATH").as_deref());
-    println!("created {}", root.display());
-    println!();
-    println!("next steps:");
-    for line in scaffold::next_steps_foreign(&NextSteps {
-        name,
-        project: &root,
-        target_dir: None,
-        toolhost: &toolhost,
-    }) {
-        println!("  {line}");
-    }
-    Ok(ExitCode::SUCCESS)
+    report(name, root, None, None, scaffold::next_steps_foreign)
 }
 
 /// `toolhost new` in language `lang`: the SDK's Rust project ([`new`]), or one of the plain C

@@ -1,56 +1,11 @@
-//! Worker processes as a plugin [`Backend`]: the plugin layer defines the seam, this layer
-//! plugs into it, and the plugin layer never names workers.
+//! Worker processes as plugins: the plugin layer defines the [`Backend`](crate::plugin::Backend)
+//! seam, [`WorkerPlugin`] plugs into it (in `host.rs`), and the plugin layer never names
+//! workers.
 
 use std::{path::Path, sync::Arc};
 
 use super::{PluginWorkerSettings, WorkerConfig, WorkerError, WorkerPlugin};
-use crate::plugin::{
-    Backend, CallControl, CallResult, ConfigSource, LoadError, LoadedPlugin, RequestError, Staged,
-    StateError,
-};
-
-impl Backend for WorkerPlugin {
-    fn call(&self, tool: &str, args: &str, control: &CallControl) -> CallResult {
-        WorkerPlugin::call(self, tool, args, control)
-    }
-
-    fn has_call_typed(&self) -> bool {
-        WorkerPlugin::has_call_typed(self)
-    }
-
-    fn call_typed(&self, tool: &str, args: &str, control: &CallControl) -> Option<CallResult> {
-        WorkerPlugin::call_typed(self, tool, args, control)
-    }
-
-    fn request(
-        &self,
-        method: &str,
-        params: &str,
-        control: &CallControl,
-    ) -> Result<String, RequestError> {
-        WorkerPlugin::request(self, method, params, control)
-    }
-
-    fn save_state(&self) -> Option<Vec<u8>> {
-        WorkerPlugin::save_state(self)
-    }
-
-    fn restore_state(&self, state: &[u8]) -> Result<(), StateError> {
-        WorkerPlugin::restore_state(self, state)
-    }
-
-    fn shadow_path(&self) -> &Path {
-        WorkerPlugin::shadow_path(self)
-    }
-
-    fn is_isolated(&self) -> bool {
-        true
-    }
-
-    fn pid(&self) -> Option<u32> {
-        WorkerPlugin::pid(self)
-    }
-}
+use crate::plugin::{ConfigSource, LoadError, LoadedPlugin, Staged};
 
 impl From<WorkerError> for LoadError {
     fn from(e: WorkerError) -> Self {

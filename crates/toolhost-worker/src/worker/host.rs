@@ -17,7 +17,8 @@ use super::{
     PluginWorkerSettings, WorkerConfig, WorkerError,
 };
 use crate::plugin::{
-    CallControl, CallResult, ConfigSource, LoadError, Manifest, RequestError, Staged, StateError,
+    Backend, CallControl, CallResult, ConfigSource, LoadError, Manifest, RequestError, Staged,
+    StateError,
 };
 use crate::sync::lock;
 
@@ -115,49 +116,9 @@ impl WorkerPlugin {
         self.config.as_deref()
     }
 
-    /// The staged copy this version's workers map (already unlinked).
-    pub fn shadow_path(&self) -> &Path {
-        &self.shared.shadow
-    }
-
-    /// The process id of the worker serving now, if one runs: the process the host started
-    /// (on Linux its keeper, whose child runs the plugin).
-    pub fn pid(&self) -> Option<u32> {
-        let current = self.shared.lock();
-        let proc = current.proc.as_ref()?;
-        proc.serves().then_some(proc.pid)
-    }
-
     /// How many times the worker was started again after dying or being killed.
     pub fn restarts(&self) -> u64 {
         self.shared.lock().restarts
-    }
-
-    /// Runs a tool in the worker. Blocks until it returns, the worker dies, or the call was
-    /// cancelled and the tool did not stop within the grace period (then the worker is killed).
-    pub fn call(&self, tool: &str, args: &str, control: &CallControl) -> CallResult {
-        match self.run(tool, args, control, false) {
-            Some(result) => result,
-            None => CallResult::error(format!(
-                "plugin {}: its worker answered tool {tool} as a typed call",
-                self.shared.name
-            )),
-        }
-    }
-
-    /// Whether [`Self::call_typed`] can run tools (the plugin has the ABI's typed parse).
-    pub fn has_call_typed(&self) -> bool {
-        self.call_typed
-    }
-
-    /// As [`Self::call`], with the plugin's typed parse checking the arguments (the ABI's
-    /// `call_typed`); `None` when the parse refused them (the tool did not run) or the plugin
-    /// has no typed parse.
-    pub fn call_typed(&self, tool: &str, args: &str, control: &CallControl) -> Option<CallResult> {
-        if !self.call_typed {
-            return None;
-        }
-        self.run(tool, args, control, true)
     }
 
     fn run(
@@ -190,34 +151,6 @@ impl WorkerPlugin {
                 control.fail(why.clone());
                 Some(CallResult::error(why))
             }
-        }
-    }
-
-    /// Answers a request beyond tool calls in the worker; blocks and ends as [`Self::call`].
-    pub fn request(
-        &self,
-        method: &str,
-        params: &str,
-        control: &CallControl,
-    ) -> Result<String, RequestError> {
-        let frame = |id| ToWorker::Request {
-            id,
-            method: method.to_string(),
-            params: params.to_string(),
-            label: control.label().to_string(),
-            client: control.client(),
-        };
-        match self.exchange(&format!("`{method}`"), frame, control) {
-            Ok(Reply::Answer(answer)) => answer,
-            Ok(Reply::TooLarge(bytes)) => {
-                control.refuse_too_large(bytes);
-                Err(RequestError::internal(too_large(&self.shared.name, bytes)))
-            }
-            Ok(_) => Err(RequestError::internal(format!(
-                "plugin {}: its worker answered `{method}` with something else",
-                self.shared.name
-            ))),
-            Err(why) => Err(RequestError::internal(why)),
         }
     }
 
@@ -302,36 +235,6 @@ impl WorkerPlugin {
         }
     }
 
-    /// The state the plugin wants carried to its next version (asked of its worker).
-    pub fn save_state(&self) -> Option<Vec<u8>> {
-        match self.ask_quick(|id| ToWorker::SaveState { id }) {
-            Ok(Reply::State(s)) => s,
-            Ok(_) => None,
-            Err(e) => {
-                tracing::warn!(plugin = %self.shared.name, "cannot save the state: {e}");
-                None
-            }
-        }
-    }
-
-    /// Hands a predecessor's state to this version's worker.
-    pub fn restore_state(&self, state: &[u8]) -> Result<(), StateError> {
-        let reply = self
-            .ask_quick(|id| ToWorker::RestoreState {
-                id,
-                state: state.to_vec(),
-            })
-            .map_err(StateError::Refused)?;
-        match reply {
-            Reply::Restored(Restore::Done) => Ok(()),
-            Reply::Restored(Restore::Unsupported) => Err(StateError::Unsupported),
-            Reply::Restored(Restore::Refused(why)) => Err(StateError::Refused(why)),
-            _ => Err(StateError::Refused(
-                "the worker answered something else".into(),
-            )),
-        }
-    }
-
     /// Asks the worker to save or restore its plugin's state: bounded by the start timeout,
     /// as a reload waits for it.
     fn ask_quick(&self, frame: impl FnOnce(u64) -> ToWorker) -> Result<Reply, String> {
@@ -350,6 +253,110 @@ impl WorkerPlugin {
                 None => return Err(format!("the worker did not answer within {timeout:?}")),
             }
         }
+    }
+}
+
+impl Backend for WorkerPlugin {
+    /// Runs a tool in the worker. Blocks until it returns, the worker dies, or the call was
+    /// cancelled and the tool did not stop within the grace period (then the worker is killed).
+    fn call(&self, tool: &str, args: &str, control: &CallControl) -> CallResult {
+        match self.run(tool, args, control, false) {
+            Some(result) => result,
+            None => CallResult::error(format!(
+                "plugin {}: its worker answered tool {tool} as a typed call",
+                self.shared.name
+            )),
+        }
+    }
+
+    /// Whether [`Backend::call_typed`] can run tools (the plugin has the ABI's typed parse).
+    fn has_call_typed(&self) -> bool {
+        self.call_typed
+    }
+
+    /// As [`Backend::call`], with the plugin's typed parse checking the arguments (the ABI's
+    /// `call_typed`); `None` when the parse refused them (the tool did not run) or the plugin
+    /// has no typed parse.
+    fn call_typed(&self, tool: &str, args: &str, control: &CallControl) -> Option<CallResult> {
+        if !self.call_typed {
+            return None;
+        }
+        self.run(tool, args, control, true)
+    }
+
+    /// Answers a request beyond tool calls in the worker; blocks and ends as [`Backend::call`].
+    fn request(
+        &self,
+        method: &str,
+        params: &str,
+        control: &CallControl,
+    ) -> Result<String, RequestError> {
+        let frame = |id| ToWorker::Request {
+            id,
+            method: method.to_string(),
+            params: params.to_string(),
+            label: control.label().to_string(),
+            client: control.client(),
+        };
+        match self.exchange(&format!("`{method}`"), frame, control) {
+            Ok(Reply::Answer(answer)) => answer,
+            Ok(Reply::TooLarge(bytes)) => {
+                control.refuse_too_large(bytes);
+                Err(RequestError::internal(too_large(&self.shared.name, bytes)))
+            }
+            Ok(_) => Err(RequestError::internal(format!(
+                "plugin {}: its worker answered `{method}` with something else",
+                self.shared.name
+            ))),
+            Err(why) => Err(RequestError::internal(why)),
+        }
+    }
+
+    /// The state the plugin wants carried to its next version (asked of its worker).
+    fn save_state(&self) -> Option<Vec<u8>> {
+        match self.ask_quick(|id| ToWorker::SaveState { id }) {
+            Ok(Reply::State(s)) => s,
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!(plugin = %self.shared.name, "cannot save the state: {e}");
+                None
+            }
+        }
+    }
+
+    /// Hands a predecessor's state to this version's worker.
+    fn restore_state(&self, state: &[u8]) -> Result<(), StateError> {
+        let reply = self
+            .ask_quick(|id| ToWorker::RestoreState {
+                id,
+                state: state.to_vec(),
+            })
+            .map_err(StateError::Refused)?;
+        match reply {
+            Reply::Restored(Restore::Done) => Ok(()),
+            Reply::Restored(Restore::Unsupported) => Err(StateError::Unsupported),
+            Reply::Restored(Restore::Refused(why)) => Err(StateError::Refused(why)),
+            _ => Err(StateError::Refused(
+                "the worker answered something else".into(),
+            )),
+        }
+    }
+
+    /// The staged copy this version's workers map (already unlinked).
+    fn shadow_path(&self) -> &Path {
+        &self.shared.shadow
+    }
+
+    /// The process id of the worker serving now, if one runs: the process the host started
+    /// (on Linux its keeper, whose child runs the plugin).
+    fn pid(&self) -> Option<u32> {
+        let current = self.shared.lock();
+        let proc = current.proc.as_ref()?;
+        proc.serves().then_some(proc.pid)
+    }
+
+    fn is_isolated(&self) -> bool {
+        true
     }
 }
 

@@ -2,6 +2,7 @@
 //! it dereferences), and the host functions it calls with them.
 
 use std::{
+    borrow::Cow,
     collections::BTreeMap,
     panic::{catch_unwind, AssertUnwindSafe},
     sync::{
@@ -203,6 +204,19 @@ pub(super) fn instance_of(handle: u64) -> Option<Arc<Instance>> {
         .cloned()
 }
 
+/// Two texts a plugin lent a host function, each [`lent`] up to [`MAX_LENT`] and read as
+/// UTF-8 lossily (`None`: either is refused). Like [`lent`]'s bytes, they may be used only
+/// during the host function they were passed to.
+fn lent_texts<'a>(
+    a: ffi::toolhost_str,
+    b: ffi::toolhost_str,
+) -> Option<(Cow<'a, str>, Cow<'a, str>)> {
+    let (Ok(a), Ok(b)) = (lent(a, MAX_LENT), lent(b, MAX_LENT)) else {
+        return None;
+    };
+    Some((String::from_utf8_lossy(a), String::from_utf8_lossy(b)))
+}
+
 /// Bytes a plugin lent a host function, checked: `Err` (the status) for a NULL pointer with a
 /// length or a length over `max`.
 pub(super) fn lent<'a>(s: ffi::toolhost_str, max: usize) -> Result<&'a [u8], usize> {
@@ -246,7 +260,7 @@ extern "C" fn host_log(
     message: ffi::toolhost_str,
 ) -> i32 {
     guarded(|| {
-        let (Ok(target), Ok(message)) = (lent(target, MAX_LENT), lent(message, MAX_LENT)) else {
+        let Some((target, message)) = lent_texts(target, message) else {
             if let Some(i) = instance_of(handle) {
                 misuse(
                     &i,
@@ -255,10 +269,6 @@ extern "C" fn host_log(
             }
             return ffi::TOOLHOST_ERR_INVALID;
         };
-        let (target, message) = (
-            String::from_utf8_lossy(target),
-            String::from_utf8_lossy(message),
-        );
         if handle as u32 == 0 {
             let Some(i) = instance_of(handle) else {
                 return stale(handle, "log");
@@ -360,17 +370,13 @@ extern "C" fn host_notify(
         let Some(i) = instance_of(plugin) else {
             return stale(plugin, "notify");
         };
-        let (Ok(method), Ok(params)) = (lent(method, MAX_LENT), lent(params, MAX_LENT)) else {
+        let Some((method, params)) = lent_texts(method, params) else {
             misuse(
                 &i,
                 "sent a notification with a NULL pointer or a length over 1 MiB",
             );
             return ffi::TOOLHOST_ERR_INVALID;
         };
-        let (method, params) = (
-            String::from_utf8_lossy(method),
-            String::from_utf8_lossy(params),
-        );
         // Checked here to answer the plugin; `deliver_notice` checks again and logs.
         let status = match check_notice(&method, &params) {
             Ok(()) => ffi::TOOLHOST_OK,
