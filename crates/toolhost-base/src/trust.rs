@@ -379,7 +379,7 @@ pub enum SecretError {
         path: String,
         mode: u32,
     },
-    #[error("the {what} {path} is over {max} bytes; a secret is a line or a PEM block")]
+    #[error("the {what} {path} is over {max} bytes, far more than a {what} needs")]
     TooLarge {
         what: &'static str,
         path: String,
