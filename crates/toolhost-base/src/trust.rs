@@ -539,8 +539,10 @@ fn check_owner_and_writers(
     folder: bool,
 ) -> Result<(), TrustError> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let (path, uid, mode) = (path.to_path_buf(), meta.uid(), meta.permissions().mode());
+    let (uid, mode) = (meta.uid(), meta.permissions().mode());
+    let path = || path.to_path_buf();
     if uid != crate::sys::current_uid() && uid != 0 {
+        let path = path();
         return Err(match folder {
             true => TrustError::FolderOwner { path, uid },
             false => TrustError::OtherOwner { path, uid },
@@ -548,8 +550,8 @@ fn check_owner_and_writers(
     }
     let sticky = mode & 0o1000 != 0;
     match (mode & 0o022 != 0, folder) {
-        (true, false) => Err(TrustError::Writable { path, mode }),
-        (true, true) if !sticky => Err(TrustError::FolderWritable { path, mode }),
+        (true, false) => Err(TrustError::Writable { path: path(), mode }),
+        (true, true) if !sticky => Err(TrustError::FolderWritable { path: path(), mode }),
         _ => Ok(()),
     }
 }

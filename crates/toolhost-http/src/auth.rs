@@ -126,7 +126,6 @@ fn bearer(value: &[u8]) -> Option<&[u8]> {
         .then(|| rest.trim_ascii())
 }
 
-/// Refuses a secret file that others can read.
 #[cfg(test)]
 mod tests {
     use super::*;

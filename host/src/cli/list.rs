@@ -102,20 +102,23 @@ fn offers_text(e: &crate::model::Extras) -> String {
         }
     };
     let mut out = String::new();
-    let mut resource = |kind: &str, id: &str, name: &str, mime: &Option<String>, about: String| {
-        let mime = mime
-            .as_deref()
-            .map(|m| format!(" [{m}]"))
-            .unwrap_or_default();
+    let mut resource = |kind: &str, id: &str, name: &str, mime: Option<&str>, about: String| {
+        let mime = mime.map(|m| format!(" [{m}]")).unwrap_or_default();
         out.push_str(&format!("  - {kind} {id} ({name}){mime}{about}\n"));
     };
     for r in &e.resources {
         let about = about(&r.title, &r.description);
-        resource("resource", &r.uri, &r.name, &r.mime_type, about);
+        resource("resource", &r.uri, &r.name, r.mime_type.as_deref(), about);
     }
     for t in &e.resource_templates {
         let about = about(&t.title, &t.description);
-        resource("template", &t.uri_template, &t.name, &t.mime_type, about);
+        resource(
+            "template",
+            &t.uri_template,
+            &t.name,
+            t.mime_type.as_deref(),
+            about,
+        );
     }
     if e.lists_resources {
         out.push_str(

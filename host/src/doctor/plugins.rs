@@ -93,7 +93,8 @@ pub fn check_file(opts: &Options, file: &Path) -> Check {
 }
 
 /// How the plugins are loaded: under the trust rules and lock file, and where `chat` would run
-/// them (workers are this executable): a sandboxed one in its sandbox.
+/// them (in workers of the `toolhost-worker` beside this executable): a sandboxed one in its
+/// sandbox.
 fn loading(
     opts: &Options,
     allowlist: Option<Allowlist>,
