@@ -31,6 +31,7 @@ pub use toolhost_engine as handler;
 pub mod chat;
 pub mod cli;
 pub mod doctor;
+pub mod logs;
 pub mod scaffold;
 
 /// The stdio loops (`toolhost-service`) with `serve --http` (`toolhost-http`) under them, as

@@ -308,16 +308,19 @@ enum Command {
 }
 
 /// `default` applies when RUST_LOG is unset. Colour only when stderr is a terminal (and
-/// `NO_COLOR` is unset), so `2>file` gets plain text.
-fn init_logging(default: &str) {
+/// `NO_COLOR` is unset), so `2>file` gets plain text. Lines go through [`toolhost::logs`]
+/// (request lines batched); the guard writes out the last ones when `main` returns.
+fn init_logging(default: &str) -> toolhost::logs::Guard<std::io::Stderr> {
+    let (lines, guard) = toolhost::logs::install();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default)),
         )
         .with_ansi(toolhost::chat::style::Style::for_stream(&std::io::stderr()).color())
-        .with_writer(std::io::stderr)
+        .with_writer(lines)
         .init();
+    guard
 }
 
 /// A write to a closed pipe (`toolhost list | head -1`) ends the process quietly, as it does
@@ -351,7 +354,7 @@ fn main() -> ExitCode {
     // `list` and `call` report load failures in their own output; a warning line for each
     // would say it twice. `chat` says load failures, timeouts and oversized results in its
     // own lines, so their log lines are left out there.
-    init_logging(match cli.command {
+    let _logs = init_logging(match cli.command {
         Command::List { .. }
         | Command::Call { .. }
         | Command::Read { .. }

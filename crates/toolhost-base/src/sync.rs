@@ -15,7 +15,8 @@
 //!
 //! # Loom
 //! The leader/follower relay ([`crate::relay`]), the executor's wake protocol
-//! ([`crate::executor`]) and a worker's lead token (`worker::host`) take their atomics,
+//! ([`crate::executor`]), a worker's lead token (`worker::host`) and the binary's batched log
+//! lines (`toolhost::logs`) take their atomics,
 //! `Mutex`, `Condvar` and thread spawning from this module ([`atomic`], [`Mutex`], [`Condvar`],
 //! [`thread`]). They are std's, unless toolhost is built with its `loom` feature: then they are
 //! loom's, and the `loom_model` tests explore every interleaving of those protocols:

@@ -93,7 +93,7 @@ pub enum TrustError {
     NotListed { digest: [u8; 32], lock: PathBuf },
     /// The lock file can no longer be used: nothing new loads until it is fixed.
     #[error("the lock file cannot be used, so nothing new is loaded")]
-    Lock(#[source] AllowlistError),
+    Lock(#[source] Arc<AllowlistError>),
 }
 
 /// SHA-256 digests of the builds the host may load, from a lock file that is read again
@@ -147,12 +147,13 @@ impl Allowlist {
     /// Reads a lock file: one `<sha256 hex>  <file name>` per line (what `sha256sum *.so`
     /// prints); blank lines and lines starting with `#` are ignored, as is a byte-order mark.
     /// The file must belong to this user (or root) and be writable by nobody else.
-    pub fn load(path: &Path) -> Result<Self, AllowlistError> {
+    pub fn load(path: &Path) -> Result<Self, Arc<AllowlistError>> {
         Self::load_with(path, false)
     }
 
     /// Like [`Allowlist::load`]; `shared` skips the owner and mode checks (`--allow-shared`).
-    pub fn load_with(path: &Path, shared: bool) -> Result<Self, AllowlistError> {
+    /// The error is shared: the list keeps it too, for every later [`TrustError::Lock`].
+    pub fn load_with(path: &Path, shared: bool) -> Result<Self, Arc<AllowlistError>> {
         let list = Allowlist {
             path: path.to_path_buf(),
             shared,
@@ -164,10 +165,7 @@ impl Allowlist {
         };
         list.refresh();
         let error = list.lock().digests.as_ref().err().cloned();
-        match error {
-            None => Ok(list),
-            Some(e) => Err(Arc::try_unwrap(e).unwrap_or_else(|e| e.duplicate())),
-        }
+        error.map_or(Ok(list), Err)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Current> {
@@ -255,52 +253,13 @@ impl Allowlist {
         self.refresh();
         match &self.lock().digests {
             Ok(d) => Ok(d.contains(digest)),
-            Err(e) => Err(TrustError::Lock(e.duplicate())),
+            Err(e) => Err(TrustError::Lock(Arc::clone(e))),
         }
     }
 
     /// The lock file this list came from.
     pub fn path(&self) -> &Path {
         &self.path
-    }
-}
-
-impl AllowlistError {
-    /// A copy for another report (io errors are not `Clone`).
-    fn duplicate(&self) -> AllowlistError {
-        match self {
-            AllowlistError::Read { path, source } => AllowlistError::Read {
-                path: path.clone(),
-                source: std::io::Error::new(source.kind(), source.to_string()),
-            },
-            AllowlistError::NotADigest { path, line, found } => AllowlistError::NotADigest {
-                path: path.clone(),
-                line: *line,
-                found: found.clone(),
-            },
-            AllowlistError::Untrusted(e) => AllowlistError::Untrusted(Box::new(match &**e {
-                TrustError::OtherOwner { path, uid } => TrustError::OtherOwner {
-                    path: path.clone(),
-                    uid: *uid,
-                },
-                TrustError::Writable { path, mode } => TrustError::Writable {
-                    path: path.clone(),
-                    mode: *mode,
-                },
-                TrustError::FolderWritable { path, mode } => TrustError::FolderWritable {
-                    path: path.clone(),
-                    mode: *mode,
-                },
-                TrustError::FolderOwner { path, uid } => TrustError::FolderOwner {
-                    path: path.clone(),
-                    uid: *uid,
-                },
-                other => TrustError::Unreadable {
-                    path: PathBuf::new(),
-                    source: std::io::Error::other(other.to_string()),
-                },
-            })),
-        }
     }
 }
 

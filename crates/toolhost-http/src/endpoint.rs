@@ -65,8 +65,10 @@ pub(super) async fn handle(
     let uri = req.uri().clone();
     let mut note = Note::default();
     let response = route(&shared, peer, req, &mut note).await;
+    // Its own target, so that the binary batches these lines (host/src/logs.rs); a
+    // `toolhost::http` directive covers it.
     tracing::info!(
-        target: "toolhost::http",
+        target: "toolhost::http::request",
         client = %peer.ip(),
         http = %method,
         path = %uri.path(),

@@ -64,14 +64,40 @@ pub(super) fn init(
         root,
         declared,
     } = opened;
-    let root = match root {
-        Root::Rust(root) => root,
+    let declared = declared.as_deref();
+    let started = match root {
+        Root::Rust(root) => init_rust(file, library, root, declared, config, events)?,
         // The same seam, another backend: everything above it (reload, workers, limits) is
         // the same for both ABIs.
-        Root::C(table) => {
-            return super::c_abi::init(file, hash, library, table, declared, config, events)
-        }
+        Root::C(table) => super::c_abi::init(file, library, table, declared, config, events)?,
     };
+    Ok(LoadedPlugin::with_backend(
+        file,
+        hash,
+        started.manifest,
+        started.config,
+        started.backend,
+        declared.is_some(),
+    ))
+}
+
+/// What a library's `init` made: the manifest it declared, the `config` it was given, and
+/// the backend that runs its code.
+pub(crate) struct Started {
+    pub manifest: Manifest,
+    pub config: Option<String>,
+    pub backend: Box<dyn Backend>,
+}
+
+/// [`init`] of a library of the Rust ABI (root `root`).
+fn init_rust(
+    file: &Path,
+    library: Library,
+    root: PluginRootRef,
+    declared: Option<&str>,
+    config: ConfigSource<'_>,
+    events: Events,
+) -> Result<Started, LoadError> {
     let log_source = Box::new(LogSource {
         file: file.display().to_string(),
         name: OnceLock::new(),
@@ -102,7 +128,7 @@ pub(super) fn init(
         manifest.extras = convert_extras(&extras())?;
     }
     manifest.validate()?;
-    super::declared::check(declared.as_deref(), &manifest)?;
+    super::declared::check(declared, &manifest)?;
     let given = config(&manifest.name);
     if with_config.is_none() && given.is_some() {
         return Err(LoadError::ConfigUnsupported {
@@ -113,14 +139,11 @@ pub(super) fn init(
         let _ = src.name.set(manifest.name.clone());
     }
     plugin.name = manifest.name.clone();
-    Ok(LoadedPlugin::with_backend(
-        file,
-        hash,
+    Ok(Started {
         manifest,
-        given,
-        Box::new(plugin),
-        declared.is_some(),
-    ))
+        config: given,
+        backend: Box::new(plugin),
+    })
 }
 
 impl InProcess {

@@ -136,21 +136,30 @@ impl WorkerPlugin {
             typed,
             client: control.client(),
         };
-        match self.exchange(&format!("tool {tool}"), frame, control) {
+        let what = format!("tool {tool}");
+        match self.exchange(&what, frame, control) {
             Ok(Reply::Result(r)) => Some(r),
             Ok(Reply::Untyped) => None,
-            Ok(Reply::TooLarge(bytes)) => {
-                control.refuse_too_large(bytes);
-                Some(CallResult::error(too_large(&self.shared.name, bytes)))
-            }
-            Ok(_) => Some(CallResult::error(format!(
-                "plugin {}: its worker answered tool {tool} with something else",
-                self.shared.name
-            ))),
+            Ok(other) => Some(CallResult::error(self.unexpected(&what, other, control))),
             Err(why) => {
                 control.fail(why.clone());
                 Some(CallResult::error(why))
             }
+        }
+    }
+
+    /// Why a reply `what` did not expect is no answer: a result too large (recorded on
+    /// `control`, as every backend records one) or a frame of another kind.
+    fn unexpected(&self, what: &str, reply: Reply, control: &CallControl) -> String {
+        match reply {
+            Reply::TooLarge(bytes) => {
+                control.refuse_too_large(bytes);
+                too_large(&self.shared.name, bytes)
+            }
+            _ => format!(
+                "plugin {}: its worker answered {what} with something else",
+                self.shared.name
+            ),
         }
     }
 
@@ -298,16 +307,12 @@ impl Backend for WorkerPlugin {
             label: control.label().to_string(),
             client: control.client(),
         };
-        match self.exchange(&format!("`{method}`"), frame, control) {
+        let what = format!("`{method}`");
+        match self.exchange(&what, frame, control) {
             Ok(Reply::Answer(answer)) => answer,
-            Ok(Reply::TooLarge(bytes)) => {
-                control.refuse_too_large(bytes);
-                Err(RequestError::internal(too_large(&self.shared.name, bytes)))
-            }
-            Ok(_) => Err(RequestError::internal(format!(
-                "plugin {}: its worker answered `{method}` with something else",
-                self.shared.name
-            ))),
+            Ok(other) => Err(RequestError::internal(
+                self.unexpected(&what, other, control),
+            )),
             Err(why) => Err(RequestError::internal(why)),
         }
     }

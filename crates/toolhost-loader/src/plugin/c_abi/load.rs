@@ -19,9 +19,10 @@ use super::{
 };
 use crate::model::MAX_DECLARATION_BYTES;
 use crate::plugin::{
+    in_process::Started,
     library::Library,
     run_catalog::{no_twice, McpTool},
-    ConfigSource, Events, Extras, LoadError, LoadedPlugin, Manifest,
+    ConfigSource, Events, Extras, LoadError, Manifest,
 };
 
 /// A C-ABI plugin's manifest: its name and tools as MCP shows them, the rest as the Rust ABI's
@@ -72,18 +73,17 @@ impl CManifest {
     }
 }
 
-/// Runs the `init` of the C-ABI library `library` (table `table`), a copy of `file` hashed
-/// `hash` that carries the name `declared` in its file, handing it the `config` of that name.
+/// Runs the `init` of the C-ABI library `library` (table `table`), a copy of `file` that
+/// carries the name `declared` in its file, handing it the `config` of that name.
 pub(crate) fn init(
     file: &Path,
-    hash: [u8; 32],
     library: Library,
     table: Table,
-    declared: Option<String>,
+    declared: Option<&str>,
     config: ConfigSource<'_>,
     events: Events,
-) -> Result<Arc<LoadedPlugin>, LoadError> {
-    let instance = Instance::register(file, declared.as_deref(), events);
+) -> Result<Started, LoadError> {
+    let instance = Instance::register(file, declared, events);
     let mut plugin = CPlugin {
         table,
         instance: instance.clone(),
@@ -93,9 +93,9 @@ pub(crate) fn init(
     // From here on, dropping `plugin` runs its `unload` and closes the library.
     // The plugin declares its name only in `init`: its configuration is the one of the name
     // its file carries.
-    let given_early = declared.as_deref().and_then(config);
+    let given_early = declared.and_then(config);
     let manifest = run_init(&plugin, given_early.as_deref().unwrap_or(""))?;
-    crate::plugin::declared::check(declared.as_deref(), &manifest)?;
+    crate::plugin::declared::check(declared, &manifest)?;
     let given = config(&manifest.name);
     if declared.is_none() && given.is_some() {
         return Err(LoadError::InvalidManifest(format!(
@@ -110,14 +110,11 @@ pub(crate) fn init(
         .iter()
         .filter_map(|t| Some((t.name.clone(), (t.output_schema.clone()?, OnceLock::new()))))
         .collect();
-    Ok(LoadedPlugin::with_backend(
-        file,
-        hash,
+    Ok(Started {
         manifest,
-        given,
-        Box::new(plugin),
-        declared.is_some(),
-    ))
+        config: given,
+        backend: Box::new(plugin),
+    })
 }
 
 impl Instance {

@@ -21,7 +21,7 @@ pub(crate) use keeper::end;
 pub use keeper::KeeperArgs;
 pub use keeper::Role;
 
-use crate::config::{show_bytes, Limits};
+use crate::config::{show_bytes, Bound, Limits};
 
 /// Why a worker cannot be bounded as its settings ask.
 #[derive(Debug, thiserror::Error)]
@@ -99,43 +99,48 @@ pub fn enforcement(limits: &Limits) -> Result<Enforcement, LimitsError> {
     decide(base.as_ref().map_err(Clone::clone), limits)
 }
 
+/// How one bound is enforced: by its cgroup controller where there is one, else by
+/// `fallback`; with neither, a bound the table sets is refused (`refused`) and a default one
+/// is reported as not enforced.
+fn mechanism(
+    bound: Option<Bound>,
+    controller: bool,
+    fallback: Option<Mechanism>,
+    refused: impl FnOnce(u64) -> LimitsError,
+) -> Result<Option<(u64, Mechanism)>, LimitsError> {
+    let Some(b) = bound else { return Ok(None) };
+    let by = match fallback {
+        _ if controller => Mechanism::Cgroup,
+        Some(fallback) => fallback,
+        None if b.explicit => return Err(refused(b.value)),
+        None => Mechanism::Unbounded,
+    };
+    Ok(Some((b.value, by)))
+}
+
 fn decide(
     base: Result<&cgroup::Base, String>,
     limits: &Limits,
 ) -> Result<Enforcement, LimitsError> {
     let linux = cfg!(target_os = "linux");
-    let memory = match limits.memory {
-        None => None,
-        Some(b) => Some((
-            b.value,
-            match &base {
-                Ok(base) if base.memory => Mechanism::Cgroup,
-                _ if linux => Mechanism::Rlimit,
-                _ if b.explicit => return Err(LimitsError::Memory { limit: b.value }),
-                _ => Mechanism::Unbounded,
+    let memory = mechanism(
+        limits.memory,
+        base.as_ref().is_ok_and(|b| b.memory),
+        linux.then_some(Mechanism::Rlimit),
+        |limit| LimitsError::Memory { limit },
+    )?;
+    let processes = mechanism(
+        limits.processes,
+        base.as_ref().is_ok_and(|b| b.pids),
+        None,
+        |limit| LimitsError::Processes {
+            limit,
+            why: match &base {
+                Ok(base) => format!("{} has no pids controller", base.dir.display()),
+                Err(why) => why.clone(),
             },
-        )),
-    };
-    let processes = match limits.processes {
-        None => None,
-        Some(b) => Some((
-            b.value,
-            match &base {
-                Ok(base) if base.pids => Mechanism::Cgroup,
-                _ if b.explicit => {
-                    let why = match &base {
-                        Ok(base) => format!("{} has no pids controller", base.dir.display()),
-                        Err(why) => why.clone(),
-                    };
-                    return Err(LimitsError::Processes {
-                        limit: b.value,
-                        why,
-                    });
-                }
-                _ => Mechanism::Unbounded,
-            },
-        )),
-    };
+        },
+    )?;
     Ok(Enforcement {
         cgroup: base.map(|b| b.dir.clone()),
         memory,
