@@ -111,6 +111,25 @@ impl Conns {
         }
     }
 
+    /// Ends every connection idle since before `since` (no request begun or ended since it
+    /// was accepted or its last request ended); returns how many. This is the head timeout
+    /// (`--header-timeout-secs`): one sweep of the list a period ([`sweep_idle`]) instead of
+    /// hyper's timer per connection, which every request dropped and armed anew, waking the
+    /// runtime's I/O driver from another worker each time (docs/benchmarks.md).
+    pub(super) fn end_idle_before(&self, since: Instant) -> usize {
+        let open = lock(&self.open);
+        let mut ended = 0;
+        for entry in open.by_id.values() {
+            let mut state = lock(&entry.state);
+            if state.busy == 0 && !state.ended && state.last < since {
+                state.ended = true;
+                entry.end.notify_one();
+                ended += 1;
+            }
+        }
+        ended
+    }
+
     #[cfg(test)]
     fn len(&self) -> usize {
         lock(&self.open).by_id.len()
@@ -181,6 +200,24 @@ impl<B: hyper::body::Body + Unpin> hyper::body::Body for Tracked<B> {
 
     fn size_hint(&self) -> hyper::body::SizeHint {
         self.body.size_hint()
+    }
+}
+
+/// Closes the connections of `conns` that sent no whole request head within `timeout` of
+/// being accepted or of their last answer (a silent client, a kept-alive one gone quiet, or a
+/// head sent byte by byte); at most a second or half the timeout late. Runs until aborted.
+pub(super) async fn sweep_idle(conns: Arc<Conns>, timeout: Duration) {
+    let period = (timeout / 2).min(Duration::from_secs(1));
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Some(since) = Instant::now().checked_sub(timeout) {
+            let ended = conns.end_idle_before(since);
+            if ended > 0 {
+                tracing::debug!(target: "toolhost::http", ended, "connections closed: no request head within the head timeout");
+            }
+        }
     }
 }
 
@@ -289,6 +326,24 @@ mod tests {
         let served = rx.recv_timeout(Duration::from_secs(10));
         drop(listed);
         served.expect("a request waited for the list of connections");
+    }
+
+    #[tokio::test]
+    async fn connections_idle_too_long_are_ended_busy_ones_never() {
+        let conns = Arc::new(Conns::default());
+        let (quiet, working) = (conns.open(peer(1)), conns.open(peer(2)));
+        let busy = working.begin().expect("a request begins");
+        std::thread::sleep(Duration::from_millis(5));
+        let fresh = conns.open(peer(3));
+        let since = Instant::now() - Duration::from_millis(2);
+        assert_eq!(conns.end_idle_before(since), 1, "only the quiet one");
+        tokio::time::timeout(Duration::from_secs(5), quiet.ended())
+            .await
+            .expect("told to end");
+        assert!(quiet.begin().is_none(), "no request begins on it");
+        assert!(fresh.begin().is_some(), "a fresh one is kept");
+        drop(busy);
+        assert_eq!(conns.end_idle_before(since), 0, "its request just ended");
     }
 
     #[test]

@@ -20,7 +20,7 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::{
-    answer::{responder, wait_reply, Reply},
+    answer::{responder, wait_reply, Answered, Reply},
     body,
     bounds::Ticket,
     budget::Held,
@@ -441,7 +441,7 @@ impl Call<'_> {
         };
         let notifies = self.notifies(msg, client);
         let stream = self.accept.sse && (!self.accept.json || notifies);
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::unbounded_channel();
         let sink: Sink = if stream {
             Arc::new(ToStream(tx.clone()))
         } else {
@@ -466,12 +466,29 @@ impl Call<'_> {
         if let (Some(run), Some(claim)) = (router.handle(&from, msg, respond), claim) {
             claim.run(run);
         }
+        self.response(id, client, stream, answered, rx, ticket)
+            .await
+    }
+
+    /// The response to the routed request `id` of `client`: its answer if it came at once,
+    /// else its stream (`stream`, or a question asked), else its reply once it comes on
+    /// `rx`. Its place among the requests in flight (`ticket`) is held until the answer is
+    /// handed over.
+    async fn response(
+        &self,
+        id: &RawValue,
+        client: &str,
+        stream: bool,
+        answered: Answered,
+        mut rx: mpsc::UnboundedReceiver<Item>,
+        ticket: Ticket,
+    ) -> Response<Body> {
+        let router = &self.shared.router;
         if let Some((status, body)) = answered.immediate.close() {
             let response = match status {
                 StatusCode::OK => self.answer(body),
                 status => json(status, body),
             };
-            // Its place among the requests in flight until the answer is handed over.
             return response.map(|b| paced(b, ticket));
         }
         let guard = CallGuard {

@@ -60,7 +60,7 @@ use std::{
 };
 
 use bytes::Bytes;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use tokio::{
     net::TcpListener,
     sync::{broadcast, mpsc, Semaphore},
@@ -250,6 +250,10 @@ impl HttpServer {
         let connections = Arc::new(Semaphore::new(max));
         let refusing = Arc::new(Semaphore::new(descriptors::REFUSING));
         let open = Arc::new(conns::Conns::default());
+        let heads = tokio::spawn(conns::sweep_idle(
+            open.clone(),
+            shared.limits.header_timeout(),
+        ));
         let mut tally = conns::Tally::new();
         let mut full = false;
         tokio::pin!(shutdown);
@@ -312,7 +316,7 @@ impl HttpServer {
             tokio::spawn(accepted.serve(graceful.watcher(), conn, permit));
         }
         drop(self.listener);
-        shut_down(shared, graceful, [announce, Some(sweep)]).await;
+        shut_down(shared, graceful, [announce, Some(sweep), Some(heads)]).await;
     }
 }
 
@@ -376,7 +380,7 @@ impl Accepted {
 async fn shut_down(
     shared: Arc<Shared>,
     graceful: hyper_util::server::graceful::GracefulShutdown,
-    tasks: [Option<tokio::task::JoinHandle<()>>; 2],
+    tasks: [Option<tokio::task::JoinHandle<()>>; 3],
 ) {
     tracing::info!(target: "toolhost::http", "shutting down");
     shared.closing.store(true, Ordering::Release);
@@ -405,7 +409,6 @@ async fn serve_connection<I>(
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let max_buf = shared.limits.max_header_bytes.max(8192);
-    let header_timeout = shared.limits.header_timeout();
     let conn = conn.clone();
     let service = hyper::service::service_fn(move |req| {
         let (shared, conn) = (shared.clone(), conn.clone());
@@ -422,9 +425,9 @@ async fn serve_connection<I>(
             Ok::<_, std::convert::Infallible>(response.map(|body| conns::Tracked::new(body, busy)))
         }
     });
+    // No header read timeout of hyper's: `conns::sweep_idle` is the head timeout.
     let conn = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(header_timeout)
+        .header_read_timeout(None)
         .max_buf_size(max_buf)
         .serve_connection(io, service);
     if let Err(e) = watcher.watch(conn).await {
