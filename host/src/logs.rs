@@ -1,11 +1,11 @@
 //! Where the process's log lines go: stderr, with `serve --http`'s line per request batched.
 //!
 //! Why: written alone, a line is one `write(2)` to stderr, and for a server answering a
-//! request in 25 µs the request line was a measurable part of it (docs/benchmarks.md, "What
-//! the per-request log line costs"). So the lines of [`REQUEST_TARGET`] are appended to a
-//! buffer that a thread of its own writes out [`BATCH`] after the first of them: one write
-//! carries every request of that time, and an operator still sees each request, a few
-//! milliseconds late. Every other line (a warning, `serving MCP on …` that scripts wait for)
+//! request in 25 µs the request line was a measurable part of it (docs/benchmarks.md, "Two
+//! system calls less an HTTP call"). So the lines of [`REQUEST_TARGET`] are appended to a
+//! buffer that a thread of its own (started by the first of them: other commands start
+//! none) writes out [`BATCH`] after the first: one write carries every request of that
+//! time, and an operator still sees each request, a few milliseconds late. Every other line (a warning, `serving MCP on …` that scripts wait for)
 //! is written at once, after the buffered lines, so the order of lines is kept and nothing a
 //! reader waits for is held back.
 //!
@@ -33,6 +33,8 @@ pub const MAX_BUFFERED: usize = 256 * 1024;
 /// The shared state of one output: the buffer, and the lock that orders writes.
 struct Shared<W> {
     state: Mutex<State>,
+    /// How long the writer thread lets a batch gather.
+    pause: Duration,
     /// Wakes the writer thread when a first line is buffered, or at close.
     wake: Condvar,
     /// Held while writing, and while taking the buffer to write it: lines leave in the order
@@ -46,6 +48,9 @@ struct State {
     /// The writer thread waits for a first line (so a line wakes it only then).
     idle: bool,
     closed: bool,
+    /// The writer thread, started by the first batched line: a command that logs no request
+    /// (every one but `serve --http`) starts none.
+    writer: Option<thread::JoinHandle<()>>,
 }
 
 /// One output (stderr in the binary) shared by the log writers of every thread.
@@ -64,25 +69,22 @@ impl<W> Clone for Lines<W> {
 /// Ends the writer thread when dropped, after it wrote out what was buffered.
 pub struct Guard<W: Write + Send + 'static> {
     lines: Lines<W>,
-    thread: Option<thread::JoinHandle<()>>,
 }
 
 impl<W: Write + Send + 'static> Lines<W> {
-    /// Lines to `out`, with the writer thread that writes the batched ones; `pause` is how
-    /// long it lets a batch gather ([`BATCH`] in the binary, zero in the loom model).
+    /// Lines to `out`; `pause` is how long the writer thread of the batched ones lets a batch
+    /// gather ([`BATCH`] in the binary, zero in the loom model).
     pub fn start(out: W, pause: Duration) -> (Lines<W>, Guard<W>) {
         let lines = Lines {
             shared: Arc::new(Shared {
                 state: Mutex::new(State::default()),
+                pause,
                 wake: Condvar::new(),
                 out: Mutex::new(out),
             }),
         };
-        let writer = lines.clone();
-        let thread = thread::spawn(move || writer.run(pause));
         let guard = Guard {
             lines: lines.clone(),
-            thread: Some(thread),
         };
         (lines, guard)
     }
@@ -93,6 +95,21 @@ impl<W: Write + Send + 'static> Lines<W> {
         if state.closed || state.buffered.len() + line.len() > MAX_BUFFERED {
             drop(state);
             return self.now(line);
+        }
+        if state.writer.is_none() {
+            let writer = self.clone();
+            let spawned = thread::Builder::new()
+                .name("toolhost-log".into())
+                .spawn(move || writer.run());
+            match spawned {
+                Ok(t) => state.writer = Some(t),
+                // No thread to write batches: this line, and the next ones, at once.
+                Err(_) => {
+                    state.closed = true;
+                    drop(state);
+                    return self.now(line);
+                }
+            }
         }
         state.buffered.extend_from_slice(line);
         if std::mem::take(&mut state.idle) {
@@ -114,9 +131,10 @@ impl<W: Write + Send + 'static> Lines<W> {
         self.now(&[]);
     }
 
-    /// The writer thread: waits for a first buffered line, lets others join it for `pause`,
-    /// writes them all; at close, writes what is left and ends.
-    fn run(&self, pause: Duration) {
+    /// The writer thread: waits for a first buffered line, lets others join it for the
+    /// pause, writes them all; at close, writes what is left and ends.
+    fn run(&self) {
+        let pause = self.shared.pause;
         loop {
             let mut state = lock(&self.shared.state);
             while state.buffered.is_empty() && !state.closed {
@@ -138,9 +156,13 @@ impl<W: Write + Send + 'static> Lines<W> {
 
 impl<W: Write + Send + 'static> Drop for Guard<W> {
     fn drop(&mut self) {
-        lock(&self.lines.shared.state).closed = true;
+        let writer = {
+            let mut state = lock(&self.lines.shared.state);
+            state.closed = true;
+            state.writer.take()
+        };
         self.lines.shared.wake.notify_one();
-        if let Some(t) = self.thread.take() {
+        if let Some(t) = writer {
             let _ = t.join();
         }
         // A line batched after the writer thread saw `closed` was written at once; this

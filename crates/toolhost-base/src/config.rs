@@ -446,12 +446,8 @@ impl Config {
     }
 
     /// Reads and checks `file`, which must belong to this user (or root) and be writable by
-    /// nobody else, as the lock file: its settings decide how plugins are confined.
-    pub fn load(file: &Path) -> Result<Config, ConfigError> {
-        Config::load_with(file, false)
-    }
-
-    /// [`Config::load`]; `shared` skips the owner and mode checks (`--allow-shared`).
+    /// nobody else, as the lock file: its settings decide how plugins are confined. `shared`
+    /// skips the owner and mode checks (`--allow-shared`).
     pub fn load_with(file: &Path, shared: bool) -> Result<Config, ConfigError> {
         use io::Read;
         let read_err = |source| ConfigError::Read {

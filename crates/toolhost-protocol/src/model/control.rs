@@ -209,12 +209,6 @@ impl<'a> ControlResponse<'a> {
     }
 }
 
-/// The body of an `mcp_message` success: `{"mcp_response": <JSON-RPC reply>}`.
-#[derive(Serialize)]
-pub struct McpResponse<'a> {
-    pub mcp_response: &'a RawValue,
-}
-
 #[derive(Serialize)]
 struct Envelope<'a, B: Serialize> {
     #[serde(rename = "type")]

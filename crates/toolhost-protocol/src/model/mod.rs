@@ -24,7 +24,7 @@ mod tool;
 
 pub use control::{
     control_error, control_request, control_success, control_success_raw, mcp_message_request,
-    ControlResponse, Incoming, IncomingRequest, McpResponse,
+    ControlResponse, Incoming, IncomingRequest,
 };
 pub use jsonrpc::{
     id_key, rpc_error, rpc_error_data, rpc_notification, rpc_result, rpc_result_raw, ErrorCode,
