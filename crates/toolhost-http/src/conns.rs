@@ -67,6 +67,14 @@ pub(super) struct Busy {
 }
 
 impl Conns {
+    /// An empty list, with the task that holds its connections to the head `timeout`
+    /// ([`sweep_idle`]; it runs until aborted).
+    pub(super) fn swept(timeout: Duration) -> (Arc<Conns>, tokio::task::JoinHandle<()>) {
+        let conns = Arc::new(Conns::default());
+        let sweep = tokio::spawn(sweep_idle(conns.clone(), timeout));
+        (conns, sweep)
+    }
+
     /// Registers a connection just accepted.
     pub(super) fn open(self: &Arc<Self>, peer: SocketAddr) -> Conn {
         let entry = Arc::new(Entry {

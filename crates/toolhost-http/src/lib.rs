@@ -249,11 +249,7 @@ impl HttpServer {
         let max = shared.limits.max_connections.max(1);
         let connections = Arc::new(Semaphore::new(max));
         let refusing = Arc::new(Semaphore::new(descriptors::REFUSING));
-        let open = Arc::new(conns::Conns::default());
-        let heads = tokio::spawn(conns::sweep_idle(
-            open.clone(),
-            shared.limits.header_timeout(),
-        ));
+        let (open, heads) = conns::Conns::swept(shared.limits.header_timeout());
         let mut tally = conns::Tally::new();
         let mut full = false;
         tokio::pin!(shutdown);
