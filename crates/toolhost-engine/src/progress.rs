@@ -131,7 +131,7 @@ impl Progress {
     /// and above if set; `None` if neither.
     pub fn of_call(
         sink: &Sink,
-        server: Option<String>,
+        server: Option<&str>,
         token: Option<&RawValue>,
         log_min: Option<LogLevel>,
     ) -> Option<Arc<Self>> {
@@ -140,7 +140,7 @@ impl Progress {
         }
         Some(Self::with_token(
             sink.clone(),
-            server,
+            server.map(str::to_string),
             token.map(Self::token),
             log_min,
         ))

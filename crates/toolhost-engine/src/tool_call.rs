@@ -214,7 +214,7 @@ impl Router {
         let args = params.arguments.map(|a| a.get().to_string());
         let (server, plugin, method) = match scope {
             Scope::Server(s) => (
-                Some(s.to_string()),
+                Some(s),
                 s.to_string(),
                 ToolCall::new(&params.name, args, None),
             ),

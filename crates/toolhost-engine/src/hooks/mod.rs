@@ -63,12 +63,12 @@ pub struct Entered {
 impl Entered {
     /// Registers request `id` of `client` with `control` (see [`Router::enter`]); `None` when
     /// the id is in flight already and the client does not reuse ids.
-    pub fn new(router: &Arc<Router>, client: &Client<'_>, id: &RawValue) -> Option<Entered> {
+    pub fn new(router: &Arc<Router>, client: &Client<'_>, id: Box<RawValue>) -> Option<Entered> {
         let control = Arc::new(CallControl::new(id.get(), None));
-        let key = router.enter(client, id, &control).ok()?;
+        let key = router.enter(client, &id, &control).ok()?;
         Some(Entered {
             router: router.clone(),
-            id: id.to_owned(),
+            id,
             key,
             control,
         })
@@ -143,7 +143,7 @@ impl Hooks {
     /// requests in flight, in [`HOOK_SCOPE`].
     fn enter(&self, id: &str) -> Entered {
         let id = serde_json::value::to_raw_value(id).expect("a string");
-        Entered::new(&self.router, &Client::hook(), &id)
+        Entered::new(&self.router, &Client::hook(), id)
             .expect("an id that may be reused is never refused")
     }
 

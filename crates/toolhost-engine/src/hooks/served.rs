@@ -333,7 +333,7 @@ pub(crate) fn hook_tool(
         let e = "no runtime to run the hooks on";
         return Dispatch::Reply(Reply::result(id, &failed(e)));
     };
-    let Some(entered) = Entered::new(router, client, id) else {
+    let Some(entered) = Entered::new(router, client, id.to_owned()) else {
         return crate::in_flight::refused(id);
     };
     let hooks = Hooks::on(router.clone(), rt);
