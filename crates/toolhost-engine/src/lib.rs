@@ -37,6 +37,7 @@ mod prompts;
 mod protocol;
 mod replay;
 mod request;
+mod request_key;
 mod resources;
 mod server;
 mod subscriptions;
@@ -69,8 +70,9 @@ pub use prompts::check as check_prompt;
 pub use protocol::{check_version, list_changed, Reply, Revision, DISCOVER_VERSIONS};
 pub use replay::{Replay, Round};
 pub use request::{
-    Answer, CallError, Failure, HereRun, Method, Outcome, Request, RequestKey, Respond, Watched,
+    Answer, CallError, Failure, HereRun, Method, Outcome, Request, Respond, Watched,
 };
+pub use request_key::RequestKey;
 pub use resources::PAGE_SIZE;
 pub use subscriptions::MAX_SUBSCRIPTIONS;
 pub use tasks::{
