@@ -224,6 +224,89 @@ pub fn install() -> (Lines<std::io::Stderr>, Guard<std::io::Stderr>) {
     (lines, guard)
 }
 
+/// The fields of a line without colour, written as tracing-subscriber's default writes them
+/// with ANSI off (`name=value`, the message bare, one space between), for a fraction of the
+/// work: the default paints every name and `=` through `nu_ansi_term` even when the style is
+/// empty, about a third of a request line's instructions (docs/benchmarks.md, "A request
+/// line's fields"). The message, errors and raw names (`r#type`) are still the default's,
+/// escaping included.
+pub struct PlainFields;
+
+impl<'w> tracing_subscriber::fmt::FormatFields<'w> for PlainFields {
+    fn format_fields<R: tracing_subscriber::field::RecordFields>(
+        &self,
+        writer: tracing_subscriber::fmt::format::Writer<'w>,
+        fields: R,
+    ) -> std::fmt::Result {
+        let mut visitor = PlainVisitor {
+            writer,
+            is_empty: true,
+            result: Ok(()),
+        };
+        fields.record(&mut visitor);
+        visitor.result
+    }
+}
+
+struct PlainVisitor<'w> {
+    writer: tracing_subscriber::fmt::format::Writer<'w>,
+    is_empty: bool,
+    result: std::fmt::Result,
+}
+
+impl PlainVisitor<'_> {
+    /// Hands one field to the default's visitor, which writes it (and the space before it).
+    fn by_default(
+        &mut self,
+        record: impl FnOnce(&mut tracing_subscriber::fmt::format::DefaultVisitor<'_>),
+    ) {
+        use tracing_subscriber::field::VisitOutput;
+        let mut default = tracing_subscriber::fmt::format::DefaultVisitor::new(
+            self.writer.by_ref(),
+            self.is_empty,
+        );
+        record(&mut default);
+        self.result = default.finish();
+        self.is_empty = false;
+    }
+}
+
+impl tracing::field::Visit for PlainVisitor<'_> {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        if field.name() == "message" {
+            self.by_default(|d| d.record_str(field, value));
+        } else {
+            self.record_debug(field, &value);
+        }
+    }
+
+    fn record_error(
+        &mut self,
+        field: &tracing::field::Field,
+        value: &(dyn std::error::Error + 'static),
+    ) {
+        self.by_default(|d| d.record_error(field, value));
+    }
+
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        let name = field.name();
+        if self.result.is_err() || name.starts_with("log.") {
+            // Dropped as the default drops them: a `log` record's metadata, shown already.
+            return;
+        }
+        if name == "message" || name.starts_with("r#") {
+            self.by_default(|d| d.record_debug(field, value));
+            return;
+        }
+        let space = if std::mem::take(&mut self.is_empty) {
+            ""
+        } else {
+            " "
+        };
+        self.result = write!(self.writer, "{space}{name}={value:?}");
+    }
+}
+
 #[cfg(all(test, not(feature = "loom")))]
 mod tests {
     use super::*;
@@ -246,6 +329,86 @@ mod tests {
         fn text(&self) -> String {
             String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
         }
+    }
+
+    /// The events of a session's log (a request line, a plugin's warning with escapes in it,
+    /// an error with its sources, a raw name, values of each kind, a span), as `subscriber`
+    /// writes them.
+    fn logged(subscriber: impl tracing::Subscriber + Send + Sync) {
+        #[derive(Debug)]
+        struct Wrapped(std::io::Error);
+        impl std::fmt::Display for Wrapped {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("the worker failed")
+            }
+        }
+        impl std::error::Error for Wrapped {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        tracing::subscriber::with_default(subscriber, || {
+            let ip: std::net::IpAddr = [127, 0, 0, 1].into();
+            tracing::info!(target: REQUEST_TARGET, client = %ip, http = %"POST", path = %"/mcp",
+                mcp = "tools/call", status = 200u16, ms = format_args!("{:.2}", 0.04));
+            tracing::warn!(
+                plugin = "calc",
+                "a plugin's \x1b[31mred\u{202e} text\nand a line"
+            );
+            let e = Wrapped(std::io::Error::other("pipe closed"));
+            tracing::error!(
+                error = &e as &(dyn std::error::Error + 'static),
+                "could not start"
+            );
+            tracing::info!(r#type = "x", n = 3, neg = -4i64, flag = true, f = 1.5, d = ?Some("q"));
+            tracing::info_span!("session", id = "s1", n = 2).in_scope(|| {
+                tracing::info!(text = "inside \"quoted\"", "in a span");
+            });
+            tracing::info!("a message alone");
+        });
+    }
+
+    /// `PlainFields` writes what the default writes with ANSI off, byte for byte.
+    #[test]
+    fn plain_fields_write_what_the_default_writes_without_colour() {
+        let (default, plain) = (Sink::default(), Sink::default());
+        let out = default.clone();
+        logged(
+            tracing_subscriber::fmt()
+                .with_ansi(false)
+                .without_time()
+                .with_writer(move || out.clone())
+                .finish(),
+        );
+        let out = plain.clone();
+        logged(
+            tracing_subscriber::fmt()
+                .with_ansi(false)
+                .without_time()
+                .fmt_fields(PlainFields)
+                .with_writer(move || out.clone())
+                .finish(),
+        );
+        // Seven lines: the warning's message keeps its newline (the default escapes only ANSI).
+        assert_eq!(default.text().lines().count(), 7, "{}", default.text());
+        assert_eq!(plain.text(), default.text());
+        // What the comparison covers, seen in the default's own text.
+        let text = default.text();
+        assert!(
+            text.contains(
+                "client=127.0.0.1 http=POST path=/mcp mcp=\"tools/call\" status=200 ms=0.04"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("error=the worker failed error.sources=[pipe closed]"),
+            "{text}"
+        );
+        assert!(text.contains("type=\"x\" n=3"), "{text}");
+        assert!(
+            !text.contains('\x1b'),
+            "the message's escape is the default's: {text}"
+        );
     }
 
     #[test]
