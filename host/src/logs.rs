@@ -256,11 +256,15 @@ struct PlainVisitor<'w> {
 
 impl PlainVisitor<'_> {
     /// Hands one field to the default's visitor, which writes it (and the space before it).
+    /// Nothing more is written after a failed write, whose error stays the result.
     fn by_default(
         &mut self,
         record: impl FnOnce(&mut tracing_subscriber::fmt::format::DefaultVisitor<'_>),
     ) {
         use tracing_subscriber::field::VisitOutput;
+        if self.result.is_err() {
+            return;
+        }
         let mut default = tracing_subscriber::fmt::format::DefaultVisitor::new(
             self.writer.by_ref(),
             self.is_empty,
